@@ -1,0 +1,142 @@
+# mnemo - build, test, fuzz, benchmark and install.
+#
+#   make                      library (static + shared) and the mnemo binary in build/
+#   make test                 the whole test suite (closing line: N passed, N failed)
+#   make SANITIZE=address,undefined test
+#   make valgrind             the test suite under valgrind
+#   make fuzz                 libFuzzer harnesses (clang) in build/fuzz/
+#   make bench                benchmark tools in build/bench/
+#   make install PREFIX=/usr/local
+#   make lint                 banned functions, cppcheck
+#   make format               clang-format every C file
+
+CC       ?= cc
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+PKGS      = sqlite3 libutf8proc jansson libxxhash
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lstemmer -lm -lpthread
+
+WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+       -Wformat=2 -Wvla -Wimplicit-fallthrough -Wconversion -Wno-sign-conversion
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -fPIC -Iinclude -Isrc $(PKG_CFLAGS)
+LDFLAGS ?=
+
+ifneq ($(WERROR),)
+ALL_CFLAGS += -Werror
+endif
+
+comma := ,
+BUILD ?= build
+ifneq ($(SANITIZE),)
+BUILD := build/san-$(subst $(comma),-,$(SANITIZE))
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+OPT = -O1
+endif
+
+# ---- sources: the one list ------------------------------------------------
+LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util/glob.c \
+          src/util/time.c src/util/lock.c \
+          src/tok.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/walk.c \
+          src/sync.c src/query.c src/snippet.c src/search.c src/get.c src/status.c src/watch.c
+CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
+          cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c
+TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
+           tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
+           tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c
+FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c
+BENCH_SRC = bench/gen.c bench/latency.c
+
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o) $(FUZZ_HARNESS:%.c=$(BUILD)/%.o)
+
+VERSION = $(shell sed -n 's/^#define MNEMO_VERSION "\(.*\)"/\1/p' include/mnemo.h)
+SONAME  = libmnemo.so.0
+
+.PHONY: all test valgrind fuzz bench install uninstall clean lint format demo
+all: $(BUILD)/mnemo $(BUILD)/libmnemo.a $(BUILD)/libmnemo.so
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libmnemo.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libmnemo.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/mnemo: $(CLI_OBJ) $(BUILD)/libmnemo.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS)
+
+# The test binary runs the CLI it was built with (golden tests).
+$(BUILD)/tests/%.o: ALL_CFLAGS += -Ifuzz -DMNEMO_BIN='"$(abspath $(BUILD))/mnemo"' \
+                                  -DMNEMO_SRC='"$(abspath .)"'
+$(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS)
+
+test: $(BUILD)/tests/run $(BUILD)/mnemo
+	$(BUILD)/tests/run $(T)
+
+valgrind: $(BUILD)/tests/run $(BUILD)/mnemo
+	MNEMO_TEST_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full \
+	  --errors-for-leak-kinds=definite --trace-children=no $(BUILD)/tests/run -j1 $(T)
+
+# ---- fuzzing (clang + libFuzzer) ------------------------------------------
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
+              $(PKG_CFLAGS)
+fuzz: $(FUZZ_HARNESS:fuzz/%.c=build/fuzz/%)
+build/fuzz/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p build/fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+
+# ---- benchmarks -------------------------------------------------------------
+bench: $(BUILD)/mnemo $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libmnemo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmnemo.a $(PKG_LIBS)
+
+# ---- the README's first command ends here -----------------------------------
+demo: $(BUILD)/mnemo
+	$(BUILD)/mnemo --workspace examples/memory --db $(BUILD)/demo.sqlite index
+	$(BUILD)/mnemo --workspace examples/memory --db $(BUILD)/demo.sqlite search "postgres migration"
+
+# ---- install ----------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BUILD)/mnemo $(DESTDIR)$(PREFIX)/bin/mnemo
+	install -m 644 $(BUILD)/libmnemo.a $(DESTDIR)$(PREFIX)/lib/libmnemo.a
+	install -m 755 $(BUILD)/libmnemo.so $(DESTDIR)$(PREFIX)/lib/libmnemo.so.$(VERSION)
+	ln -sf libmnemo.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libmnemo.so
+	install -m 644 include/mnemo.h $(DESTDIR)$(PREFIX)/include/mnemo.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' mnemo.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mnemo.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/mnemo $(DESTDIR)$(PREFIX)/lib/libmnemo.a \
+	  $(DESTDIR)$(PREFIX)/lib/libmnemo.so* $(DESTDIR)$(PREFIX)/include/mnemo.h \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/mnemo.pc
+
+# ---- checks -----------------------------------------------------------------
+BANNED = '\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|atof|strtok)\s*\('
+lint:
+	@! grep -nE $(BANNED) $(LIB_SRC) $(CLI_SRC) src/*.h src/util/*.h || \
+	  (echo "banned functions used (see above)"; exit 1)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+	  -D_GNU_SOURCE -Iinclude -Isrc src cli
+
+format:
+	clang-format -i $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(FUZZ_HARNESS) $(BENCH_SRC) \
+	  include/*.h src/*.h src/util/*.h cli/*.h tests/*.h
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,267 @@
+/*
+ * cli.c - option parsing, configuration layering and error reporting for
+ * the mnemo command (see cli.h).
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cli_opt global_opts[] = {
+    {"workspace", 'w', "DIR", "workspace directory (default: current directory)"},
+    {"db", 0, "FILE", "index database file"},
+    {"config", 'c', "FILE", "configuration file (default: <workspace>/mnemo.json)"},
+    {"set", 0, "KEY=VALUE", "set any configuration key (repeatable)"},
+    {"help", 'h', NULL, "show this help"},
+    {NULL, 0, NULL, NULL},
+};
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mnemo: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static const char *code_name(int rc)
+{
+    switch (rc) {
+    case MNEMO_NOMEM: return "nomem";
+    case MNEMO_IO: return "io";
+    case MNEMO_DB: return "db";
+    case MNEMO_HTTP: return "http";
+    case MNEMO_TIMEOUT: return "timeout";
+    case MNEMO_NOTFOUND: return "not_found";
+    case MNEMO_INVALID: return "invalid";
+    case MNEMO_UNAVAILABLE: return "unavailable";
+    case MNEMO_MISUSE: return "misuse";
+    case MNEMO_CORRUPT: return "corrupt";
+    case MNEMO_BUSY: return "busy";
+    case MNEMO_DENIED: return "denied";
+    default: return "error";
+    }
+}
+
+void cli_json_error(int rc, const char *message)
+{
+    fputs("{\"error\":{\"code\":\"", stdout);
+    fputs(code_name(rc), stdout);
+    fputs("\",\"message\":\"", stdout);
+    for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", stdout);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    fputs("\"}}\n", stdout);
+}
+
+int cli_exit_code(int rc)
+{
+    switch (rc) {
+    case MNEMO_OK: return EXIT_OK;
+    case MNEMO_INVALID: return EXIT_USAGE;
+    case MNEMO_NOTFOUND: return EXIT_NOTFOUND;
+    case MNEMO_DENIED: return EXIT_DENIED;
+    case MNEMO_CORRUPT: return EXIT_CORRUPT;
+    case MNEMO_BUSY: return EXIT_BUSY;
+    default: return EXIT_ERROR;
+    }
+}
+
+static void print_opts(FILE *f, const cli_opt *o)
+{
+    for (; o->name; o++) {
+        char left[64];
+        if (o->short_name)
+            snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->name, o->arg ? " " : "",
+                     o->arg ? o->arg : "");
+        else
+            snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
+                     o->arg ? o->arg : "");
+        fprintf(f, "  %-28s %s\n", left, o->help);
+    }
+}
+
+static int find_opt(const cli_opt *opts, const char *name, size_t n, char shortc)
+{
+    for (int i = 0; opts && opts[i].name; i++) {
+        if (shortc ? opts[i].short_name == shortc
+                   : (strlen(opts[i].name) == n && strncmp(opts[i].name, name, n) == 0))
+            return i;
+    }
+    return -1;
+}
+
+int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const cli_opt *opts,
+              cli_args *a)
+{
+    memset(a, 0, sizeof *a);
+    int only_pos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (only_pos || arg[0] != '-' || arg[1] == 0) {
+            if (a->npos >= 256) {
+                cli_error("%s: too many arguments", cmd);
+                return EXIT_USAGE;
+            }
+            a->pos[a->npos++] = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            only_pos = 1;
+            continue;
+        }
+        const char *name = arg + (arg[1] == '-' ? 2 : 1);
+        int is_long = arg[1] == '-';
+        if (!is_long && strlen(name) != 1) {
+            cli_error("%s: unknown option %s (options are --long; try mnemo %s --help)", cmd, arg,
+                      cmd);
+            return EXIT_USAGE;
+        }
+        const char *eq = is_long ? strchr(name, '=') : NULL;
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        char sc = is_long ? 0 : name[0];
+        int gi = find_opt(global_opts, name, n, sc);
+        int ci = gi < 0 ? find_opt(opts, name, n, sc) : -1;
+        if (gi < 0 && ci < 0) {
+            cli_error("%s: unknown option %s (try mnemo %s --help)", cmd, arg, cmd);
+            return EXIT_USAGE;
+        }
+        const cli_opt *o = gi >= 0 ? &global_opts[gi] : &opts[ci];
+        const char *val = "";
+        if (o->arg) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else {
+                cli_error("%s: option --%s needs %s", cmd, o->name, o->arg);
+                return EXIT_USAGE;
+            }
+        } else if (eq) {
+            cli_error("%s: option --%s takes no value", cmd, o->name);
+            return EXIT_USAGE;
+        }
+        if (gi >= 0) {
+            if (strcmp(o->name, "help") == 0) {
+                printf("usage: %s\n\noptions:\n", usage);
+                print_opts(stdout, opts);
+                print_opts(stdout, global_opts);
+                printf("\nEvery configuration key can also be set in mnemo.json, with an "
+                       "MNEMO_* environment\nvariable, or with --set KEY=VALUE; see: mnemo "
+                       "config keys\n");
+                return -1;
+            }
+            if (strcmp(o->name, "workspace") == 0)
+                a->workspace = val;
+            else if (strcmp(o->name, "db") == 0)
+                a->db = val;
+            else if (strcmp(o->name, "config") == 0)
+                a->config = val;
+            else if (strcmp(o->name, "set") == 0) {
+                if (a->nsets >= 64) {
+                    cli_error("%s: too many --set options", cmd);
+                    return EXIT_USAGE;
+                }
+                a->sets[a->nsets++] = val;
+            }
+        } else {
+            a->val[ci] = val;
+        }
+    }
+    return EXIT_OK;
+}
+
+int cli_config(const cli_args *a, mnemo_config **out)
+{
+    mnemo_config *cfg = NULL;
+    char *err = NULL;
+    int rc = mnemo_config_new(&cfg);
+    if (rc) {
+        cli_error("out of memory");
+        return EXIT_ERROR;
+    }
+    /* The workspace decides which mnemo.json applies, so set it first. */
+    if (a->workspace && (rc = mnemo_config_set(cfg, "workspace", a->workspace, "flag", &err)))
+        goto fail;
+    if ((rc = mnemo_config_load_standard(cfg, a->config, &err)))
+        goto fail;
+    if (a->workspace && (rc = mnemo_config_set(cfg, "workspace", a->workspace, "flag", &err)))
+        goto fail;
+    if (a->db && (rc = mnemo_config_set(cfg, "db", a->db, "flag", &err)))
+        goto fail;
+    for (int i = 0; i < a->nsets; i++) {
+        const char *eq = strchr(a->sets[i], '=');
+        if (!eq) {
+            cli_error("--set %s: expected KEY=VALUE", a->sets[i]);
+            mnemo_config_free(cfg);
+            return EXIT_USAGE;
+        }
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - a->sets[i]), a->sets[i]);
+        if ((rc = mnemo_config_set(cfg, key, eq + 1, "flag", &err)))
+            goto fail;
+    }
+    *out = cfg;
+    return EXIT_OK;
+fail:
+    cli_error("configuration: %s", err ? err : mnemo_strerror(rc));
+    mnemo_free(err);
+    mnemo_config_free(cfg);
+    return rc == MNEMO_INVALID || rc == MNEMO_NOTFOUND ? EXIT_USAGE : EXIT_ERROR;
+}
+
+int cli_open(const cli_args *a, mnemo **m)
+{
+    mnemo_config *cfg = NULL;
+    *m = NULL;
+    int code = cli_config(a, &cfg);
+    if (code)
+        return code;
+    int rc = mnemo_open(cfg, m);
+    mnemo_config_free(cfg);
+    if (rc) {
+        cli_error("%s", mnemo_errmsg(*m));
+        mnemo_close(*m);
+        *m = NULL;
+        return cli_exit_code(rc);
+    }
+    return EXIT_OK;
+}
+
+int cli_int(const char *s, const char *name, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        cli_error("--%s: expected an integer from %d to %d, got '%s'", name, lo, hi, s);
+        return EXIT_USAGE;
+    }
+    *out = (int)v;
+    return EXIT_OK;
+}
+
+int cli_double(const char *s, const char *name, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi) {
+        cli_error("--%s: expected a number from %g to %g, got '%s'", name, lo, hi, s);
+        return EXIT_USAGE;
+    }
+    *out = v;
+    return EXIT_OK;
+}

@@ -1,0 +1,75 @@
+/*
+ * cli.h - shared pieces of the mnemo command: option parsing, opening the
+ * library with the layered configuration, error printing and exit codes.
+ * Commands use only the public API (mnemo.h).
+ */
+#ifndef MNEMO_CLI_H
+#define MNEMO_CLI_H
+
+#include <stdio.h>
+
+#include "mnemo.h"
+
+/* Exit codes (documented in README.md). */
+enum {
+    EXIT_OK = 0,
+    EXIT_ERROR = 1,    /* runtime failure: I/O, database, out of memory */
+    EXIT_USAGE = 2,    /* bad command line or configuration */
+    EXIT_NOTFOUND = 3, /* no index yet, no such file */
+    EXIT_DENIED = 4,   /* path outside the memory roots */
+    EXIT_CORRUPT = 5,  /* index damaged, foreign or from a newer mnemo */
+    EXIT_BUSY = 6      /* index locked by another process */
+};
+
+typedef struct cli_opt {
+    const char *name;  /* long name without dashes */
+    char short_name;   /* 0 if none */
+    const char *arg;   /* argument name, NULL for a flag */
+    const char *help;
+} cli_opt;
+
+/* A parsed command line: options by index into the command's table. */
+typedef struct cli_args {
+    const char *val[32]; /* option values ("" for a given flag), NULL when absent */
+    const char *pos[256];
+    int npos;
+    /* Global options. */
+    const char *workspace, *db, *config;
+    const char *sets[64];
+    int nsets;
+} cli_args;
+
+/* Parses ARGV (after the command name) against OPTS plus the global options.
+ * Prints an error and returns EXIT_USAGE on failure; returns -1 when help
+ * was printed. */
+int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const cli_opt *opts,
+              cli_args *a);
+
+/* Builds the configuration (defaults, files, environment, flags) and opens
+ * the handle. Prints errors. Returns an exit code. */
+int cli_open(const cli_args *a, mnemo **m);
+
+/* Builds only the configuration. */
+int cli_config(const cli_args *a, mnemo_config **cfg);
+
+/* Maps a MNEMO_* status to an exit code. */
+int cli_exit_code(int rc);
+
+/* Prints "mnemo: <message>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints a JSON error object {"error":{"code","message"}} to stdout. */
+void cli_json_error(int rc, const char *message);
+
+/* Strict number parsing for option values. */
+int cli_int(const char *s, const char *name, int lo, int hi, int *out);
+int cli_double(const char *s, const char *name, double lo, double hi, double *out);
+
+int cmd_index(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+
+#endif

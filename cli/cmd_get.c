@@ -1,0 +1,84 @@
+/*
+ * cmd_get.c - `mnemo get PATH`: read lines of a memory file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", stdout);
+        else if (*p == '\t')
+            fputs("\\t", stdout);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+int cmd_get(int argc, char **argv)
+{
+    static const cli_opt opts[] = {
+        {"from", 0, "N", "first line, 1-based (default 1)"},
+        {"lines", 'n', "M", "number of lines (default 120; output stops at 12,000 characters)"},
+        {"json", 'j', NULL, "print JSON"},
+        {NULL, 0, NULL, NULL},
+    };
+    cli_args a;
+    int code = cli_parse(argc, argv, "get", "mnemo get PATH [--from N] [--lines M] [--json]",
+                         opts, &a);
+    if (code)
+        return code < 0 ? EXIT_OK : code;
+    if (a.npos != 1) {
+        cli_error("get: expected one PATH (usage: mnemo get PATH [--from N] [--lines M])");
+        return EXIT_USAGE;
+    }
+    int from = 1, lines = 120, json = a.val[2] != NULL;
+    if (a.val[0] && (code = cli_int(a.val[0], "from", 1, 1 << 30, &from)))
+        return code;
+    if (a.val[1] && (code = cli_int(a.val[1], "lines", 1, 1 << 20, &lines)))
+        return code;
+    mnemo *m;
+    if ((code = cli_open(&a, &m)))
+        return code;
+    mnemo_excerpt e;
+    int rc = mnemo_get(m, a.pos[0], from, lines, &e);
+    if (rc) {
+        if (json)
+            cli_json_error(rc, mnemo_errmsg(m));
+        cli_error("%s", mnemo_errmsg(m));
+        mnemo_close(m);
+        return cli_exit_code(rc);
+    }
+    char hint[512] = "";
+    if (e.truncated)
+        snprintf(hint, sizeof hint,
+                 "lines %d-%d of %d shown; continue with: mnemo get %s --from %d", e.from, e.to,
+                 e.total_lines, e.path, e.next_from);
+    if (json) {
+        fputs("{\"path\":", stdout);
+        json_str(e.path);
+        printf(",\"from\":%d,\"to\":%d,\"totalLines\":%d,\"truncated\":%s,", e.from, e.to,
+               e.total_lines, e.truncated ? "true" : "false");
+        if (e.truncated)
+            printf("\"nextFrom\":%d,\"hint\":", e.next_from), json_str(hint), putchar(',');
+        fputs("\"text\":", stdout);
+        json_str(e.text);
+        fputs("}\n", stdout);
+    } else {
+        fputs(e.text, stdout);
+        if (e.truncated)
+            fprintf(stderr, "-- %s\n", hint);
+    }
+    mnemo_excerpt_cleanup(&e);
+    mnemo_close(m);
+    return EXIT_OK;
+}

@@ -1,0 +1,95 @@
+/*
+ * cmd_search.c - `mnemo search QUERY`: keyword search over the index.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_search(int argc, char **argv)
+{
+    static const cli_opt opts[] = {
+        {"max-results", 'n', "N", "number of results (default: config maxResults, 6)"},
+        {"min-score", 0, "X", "drop results scoring below X, 0..1 (default: config minScore)"},
+        {"json", 'j', NULL, "print memory_search JSON"},
+        {NULL, 0, NULL, NULL},
+    };
+    cli_args a;
+    int code = cli_parse(argc, argv, "search",
+                         "mnemo search QUERY... [--max-results N] [--min-score X] [--json]", opts,
+                         &a);
+    if (code)
+        return code < 0 ? EXIT_OK : code;
+    int json = a.val[2] != NULL;
+    if (a.npos == 0) {
+        cli_error("search: no query given (usage: mnemo search QUERY)");
+        return EXIT_USAGE;
+    }
+    mnemo_search_opts so;
+    mnemo_search_opts_init(&so);
+    if (a.val[0] && (code = cli_int(a.val[0], "max-results", 1, 100, &so.max_results)))
+        return code;
+    if (a.val[1] && (code = cli_double(a.val[1], "min-score", 0, 1, &so.min_score)))
+        return code;
+
+    size_t len = 0;
+    for (int i = 0; i < a.npos; i++)
+        len += strlen(a.pos[i]) + 1;
+    char *query = malloc(len + 1);
+    if (!query)
+        return EXIT_ERROR;
+    query[0] = 0;
+    for (int i = 0; i < a.npos; i++) {
+        if (i)
+            strcat(query, " ");
+        strcat(query, a.pos[i]);
+    }
+
+    mnemo *m;
+    if ((code = cli_open(&a, &m))) {
+        free(query);
+        return code;
+    }
+    mnemo_results *res = NULL;
+    int rc = mnemo_search(m, query, &so, &res);
+    if (rc == MNEMO_NOTFOUND) {
+        /* First use: build the index, then search. */
+        fprintf(stderr, "mnemo: no index yet, indexing %s ...\n", mnemo_workspace(m));
+        rc = mnemo_sync(m, NULL, NULL);
+        if (!rc)
+            rc = mnemo_search(m, query, &so, &res);
+    }
+    if (rc) {
+        if (json)
+            cli_json_error(rc, mnemo_errmsg(m));
+        cli_error("%s", mnemo_errmsg(m));
+        free(query);
+        mnemo_close(m);
+        return cli_exit_code(rc);
+    }
+    if (json) {
+        char *s = mnemo_results_json(res);
+        if (s)
+            puts(s);
+        mnemo_free(s);
+    } else if (mnemo_results_count(res) == 0) {
+        printf("No results for: %s\n", query);
+    } else {
+        for (size_t i = 0; i < mnemo_results_count(res); i++) {
+            const mnemo_result *r = mnemo_results_get(res, i);
+            printf("%s%s  (score %.2f)\n", i ? "\n" : "", r->citation, r->score);
+            const char *s = r->snippet;
+            while (*s) {
+                const char *nl = strchr(s, '\n');
+                int n = nl ? (int)(nl - s) : (int)strlen(s);
+                printf("  %.*s\n", n, s);
+                s += n + (nl ? 1 : 0);
+            }
+        }
+    }
+    mnemo_results_free(res);
+    free(query);
+    mnemo_close(m);
+    return EXIT_OK;
+}

@@ -1,0 +1,83 @@
+/*
+ * cmd_status.c - `mnemo status`: the index at a glance.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "-";
+}
+
+int cmd_status(int argc, char **argv)
+{
+    static const cli_opt opts[] = {
+        {"json", 'j', NULL, "print JSON"},
+        {NULL, 0, NULL, NULL},
+    };
+    cli_args a;
+    int code = cli_parse(argc, argv, "status", "mnemo status [--json]", opts, &a);
+    if (code)
+        return code < 0 ? EXIT_OK : code;
+    mnemo *m;
+    if ((code = cli_open(&a, &m)))
+        return code;
+    char *s = NULL;
+    int rc = mnemo_status_json(m, &s);
+    if (rc) {
+        cli_error("%s", mnemo_errmsg(m));
+        mnemo_close(m);
+        return cli_exit_code(rc);
+    }
+    if (a.val[0]) {
+        puts(s);
+    } else {
+        json_t *j = json_loads(s, 0, NULL);
+        json_t *db = json_object_get(j, "db");
+        printf("workspace:  %s\n", str(j, "workspace"));
+        printf("index:      %s", str(db, "path"));
+        if (json_is_true(json_object_get(j, "indexed"))) {
+            json_t *last = json_object_get(j, "lastSync");
+            printf(" (%.1f MB, schema %lld)\n",
+                   (double)json_integer_value(json_object_get(db, "sizeBytes")) / 1e6,
+                   json_integer_value(json_object_get(db, "schemaVersion")));
+            printf("files:      %lld indexed (%.1f MB), %zu skipped\n",
+                   json_integer_value(json_object_get(j, "files")),
+                   (double)json_integer_value(json_object_get(j, "bytes")) / 1e6,
+                   json_array_size(json_object_get(j, "skipped")));
+            printf("chunks:     %lld\n", json_integer_value(json_object_get(j, "chunks")));
+            printf("last sync:  %s (%.1f ms)\n", str(last, "at"),
+                   json_number_value(json_object_get(last, "durationMs")));
+            json_t *tk = json_object_get(j, "tokenizer"), *ch = json_object_get(j, "chunking");
+            printf("tokenizer:  %s stemming, CJK bigrams, BM25 k1=%g b=%g\n", str(tk, "language"),
+                   json_number_value(json_object_get(json_object_get(tk, "bm25"), "k1")),
+                   json_number_value(json_object_get(json_object_get(tk, "bm25"), "b")));
+            printf("chunking:   %lld tokens, %lld overlap\n",
+                   json_integer_value(json_object_get(ch, "tokens")),
+                   json_integer_value(json_object_get(ch, "overlap")));
+            printf("mode:       %s\n", str(j, "mode"));
+            size_t i;
+            json_t *v;
+            json_array_foreach(json_object_get(j, "skipped"), i, v)
+            {
+                if (i == 0)
+                    printf("skipped:\n");
+                printf("  %s: %s\n", str(v, "path"), str(v, "reason"));
+            }
+        } else {
+            printf(" (not built)\n");
+        }
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(j, "warnings"), i, v)
+            printf("warning:    %s\n", json_string_value(v));
+        json_decref(j);
+    }
+    mnemo_free(s);
+    mnemo_close(m);
+    return EXIT_OK;
+}

@@ -1,0 +1,266 @@
+/*
+ * mnemo.h - the public API of libmnemo, a memory search engine for AI agents.
+ *
+ * mnemo indexes an agent's Markdown memory (MEMORY.md, USER.md, every .md file under memory/
+ * and configured extra paths) into an embedded SQLite database and answers
+ * keyword searches over it. This header is the API reference: every function
+ * has its contract written above it.
+ *
+ * Conventions, stated once:
+ *  - Every fallible function returns an int status: MNEMO_OK (0) or one of
+ *    the MNEMO_* codes below. Results go through out-parameters.
+ *  - Inputs are borrowed; the library copies whatever it keeps.
+ *  - A returned `const char *` is borrowed: valid until the next call on the
+ *    same handle (or until the owning object is freed).
+ *  - A returned `char *` belongs to the caller, who frees it with mnemo_free().
+ *  - Every destructor accepts NULL.
+ *  - A handle may move between threads but must be used by one at a time.
+ *  - The library never exits, aborts or prints; out-of-memory is MNEMO_NOMEM.
+ */
+#ifndef MNEMO_H
+#define MNEMO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MNEMO_VERSION "0.1.0"
+
+/* Status codes. Only ever appended to; mnemo_strerror() describes each. */
+enum {
+    MNEMO_OK = 0,
+    MNEMO_NOMEM,       /* out of memory */
+    MNEMO_IO,          /* file system error */
+    MNEMO_DB,          /* database error */
+    MNEMO_HTTP,        /* HTTP or network error */
+    MNEMO_TIMEOUT,     /* an operation ran out of time */
+    MNEMO_NOTFOUND,    /* no such file, index or record */
+    MNEMO_INVALID,     /* invalid argument, configuration or input */
+    MNEMO_UNAVAILABLE, /* a needed service or feature is not available */
+    MNEMO_MISUSE,      /* API used in a way it does not allow */
+    MNEMO_CORRUPT,     /* database is corrupt, foreign or too new */
+    MNEMO_BUSY,        /* locked by another process */
+    MNEMO_DENIED       /* path outside the memory roots */
+};
+
+/* Static English text for a status code; never NULL. */
+const char *mnemo_strerror(int code);
+
+/* Library version string, equal to MNEMO_VERSION of the build. */
+const char *mnemo_version(void);
+
+/* Frees memory returned by the library as `char *`. Accepts NULL. */
+void mnemo_free(void *p);
+
+/* ------------------------------------------------------------------------
+ * Configuration
+ *
+ * A configuration is a set of typed keys (camelCase, as in mnemo.json), each
+ * with a default, an environment variable (MNEMO_ + UPPER_SNAKE name) and a
+ * record of where its current value came from. Layering, lowest first:
+ * defaults, $XDG_CONFIG_HOME/mnemo/config.json, <workspace>/mnemo.json (or an
+ * explicit file), MNEMO_* environment variables, then values the caller sets
+ * (command-line flags).
+ * ---------------------------------------------------------------------- */
+
+typedef struct mnemo_config mnemo_config;
+
+/* Creates a configuration holding the defaults. *out is NULL on MNEMO_NOMEM. */
+int mnemo_config_new(mnemo_config **out);
+
+/* Frees a configuration. Accepts NULL. */
+void mnemo_config_free(mnemo_config *cfg);
+
+/* Sets KEY from its string form VALUE (numbers, true/false, JSON arrays for
+ * list keys). SOURCE names where the value came from ("flag", "env", a file
+ * path); it is copied. On MNEMO_INVALID, *err (if err is not NULL) receives a
+ * message naming the key and the problem, to be freed with mnemo_free(). */
+int mnemo_config_set(mnemo_config *cfg, const char *key, const char *value, const char *source,
+                     char **err);
+
+/* Applies a JSON object file. Unknown keys and values of the wrong type are
+ * MNEMO_INVALID with *err naming the file and key; a missing file is
+ * MNEMO_NOTFOUND (without a message). */
+int mnemo_config_load_file(mnemo_config *cfg, const char *path, char **err);
+
+/* Applies every MNEMO_* environment variable that names a key. */
+int mnemo_config_load_env(mnemo_config *cfg, char **err);
+
+/* The standard layering after the defaults: the user config file, then
+ * EXPLICIT_FILE if not NULL (it must exist) or else <workspace>/mnemo.json if
+ * present, then the environment. The workspace is the value of the
+ * "workspace" key when this is called (defaults to the current directory). */
+int mnemo_config_load_standard(mnemo_config *cfg, const char *explicit_file, char **err);
+
+/* The current value of KEY in string form, or NULL for an unknown key.
+ * Borrowed until the next change to CFG. */
+const char *mnemo_config_get(const mnemo_config *cfg, const char *key);
+
+/* The effective configuration as a pretty JSON object; with WITH_SOURCES each
+ * value is {"value":...,"source":...}. Caller frees. NULL on out-of-memory. */
+char *mnemo_config_json(const mnemo_config *cfg, int with_sources);
+
+/* Iterates the known keys: returns the name of key I (0-based) or NULL past
+ * the end; *env and *help (if not NULL) receive its variable name and text. */
+const char *mnemo_config_key(size_t i, const char **env, const char **help);
+
+/* ------------------------------------------------------------------------
+ * The handle
+ * ---------------------------------------------------------------------- */
+
+typedef struct mnemo mnemo;
+
+/* Opens a handle for the workspace and index that CFG names (CFG is copied).
+ * The database is opened lazily, by the first call that needs it. On error
+ * *out is still set (unless MNEMO_NOMEM) so that mnemo_errmsg() can explain;
+ * close it with mnemo_close(). */
+int mnemo_open(const mnemo_config *cfg, mnemo **out);
+
+/* Closes the handle and its database. Accepts NULL. */
+void mnemo_close(mnemo *m);
+
+/* A message describing the last error on M, naming files and fixes where it
+ * can. Borrowed. Never NULL. */
+const char *mnemo_errmsg(const mnemo *m);
+
+/* The absolute workspace directory and database path M uses. Borrowed. */
+const char *mnemo_workspace(const mnemo *m);
+const char *mnemo_db_path(const mnemo *m);
+
+/* ------------------------------------------------------------------------
+ * Indexing
+ * ---------------------------------------------------------------------- */
+
+typedef struct mnemo_progress {
+    const char *phase;    /* "scan" or "index" */
+    size_t done;          /* files processed in this phase */
+    size_t total;         /* files to process; 0 while unknown */
+    uint64_t bytes;       /* bytes read so far */
+} mnemo_progress;
+
+typedef struct mnemo_sync_opts {
+    int force;                                              /* rebuild from scratch */
+    void (*progress)(void *ud, const mnemo_progress *p);   /* may be NULL */
+    void *progress_ud;
+} mnemo_sync_opts;
+
+typedef struct mnemo_sync_stats {
+    size_t files_seen;      /* indexable files found in the roots */
+    size_t files_added;     /* new files indexed */
+    size_t files_changed;   /* files whose content changed and were re-chunked */
+    size_t files_touched;   /* files read because size/mtime changed, content same */
+    size_t files_unchanged; /* files not read at all */
+    size_t files_removed;   /* files gone from the roots and the index */
+    size_t files_renamed;   /* files moved without changing content */
+    size_t files_skipped;   /* binary, too large, unreadable, symlinks ... */
+    size_t chunks_added;
+    size_t chunks_removed;
+    uint64_t bytes_read;
+    double seconds;
+    int rebuilt;            /* 1 when a fresh database was built and swapped in */
+    const char *rebuild_reason; /* why (static text), or NULL */
+} mnemo_sync_stats;
+
+/* Brings the index up to date with the memory files, in one transaction.
+ * Files whose size and mtime are unchanged are not read. With opts->force, or
+ * when no index exists yet, or when the index was built with other tokenizer
+ * or chunking settings, a fresh database is built beside the old one and
+ * renamed over it, so a crash leaves the last good index in place.
+ * OPTS and STATS may be NULL. Holds a lock file (<db>.lock) while writing:
+ * MNEMO_BUSY if another writer keeps it longer than the busy timeout. */
+int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+
+/* Watches the memory roots with inotify and syncs after changes settle
+ * (config watchDebounceMs, default 1500 ms). Runs until *STOP becomes
+ * non-zero (checked at least every 250 ms, e.g. set from a signal handler).
+ * ON_SYNC, if not NULL, is called after each sync with its status and stats. */
+int mnemo_watch(mnemo *m, const volatile int *stop,
+                void (*on_sync)(void *ud, int rc, const mnemo_sync_stats *stats), void *ud);
+
+/* ------------------------------------------------------------------------
+ * Search
+ * ---------------------------------------------------------------------- */
+
+typedef struct mnemo_search_opts {
+    int max_results;   /* <= 0: config maxResults (default 6) */
+    double min_score;  /* < 0: config minScore */
+} mnemo_search_opts;
+
+/* Fills OPTS with "use the configuration" values. */
+void mnemo_search_opts_init(mnemo_search_opts *opts);
+
+/* One result, in the shape of OpenClaw's memory_search. Strings are owned by
+ * the mnemo_results that holds it. */
+typedef struct mnemo_result {
+    const char *path;     /* relative to the workspace, or absolute for extra paths */
+    int start_line;       /* 1-based, first line of the snippet */
+    int end_line;         /* 1-based, last line of the snippet */
+    double score;         /* 0..1, see docs/search.md */
+    const char *snippet;  /* whole lines, at most 700 characters */
+    const char *source;   /* "memory" */
+    const char *citation; /* path#L5-L9 */
+} mnemo_result;
+
+typedef struct mnemo_results mnemo_results;
+
+/* Searches the index for QUERY (keywords, "quoted phrases", -excluded terms,
+ * or a file name). Results are ordered best first. OPTS may be NULL.
+ * MNEMO_NOTFOUND when no index exists yet (run mnemo_sync first);
+ * MNEMO_INVALID for an empty query. *out is NULL on error. */
+int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
+
+size_t mnemo_results_count(const mnemo_results *r);
+const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i);
+
+/* "keyword" for keyword-only search. Borrowed from R. */
+const char *mnemo_results_mode(const mnemo_results *r);
+
+/* The results as the JSON object {"results":[...],"mode":...}. Caller frees. */
+char *mnemo_results_json(const mnemo_results *r);
+
+void mnemo_results_free(mnemo_results *r);
+
+/* ------------------------------------------------------------------------
+ * Reading memory files
+ * ---------------------------------------------------------------------- */
+
+typedef struct mnemo_excerpt {
+    char *path;       /* the path as resolved, relative to the workspace when inside it */
+    char *text;       /* the lines, each ending in '\n' */
+    int from;         /* first line returned, 1-based */
+    int to;           /* last line returned (from - 1 when none) */
+    int total_lines;  /* lines in the file */
+    int truncated;    /* 1 when the file continues after TO */
+    int next_from;    /* line to continue from, 0 when at the end */
+} mnemo_excerpt;
+
+/* Reads up to LINES lines (<= 0: 120) starting at line FROM (<= 0: 1) of a
+ * memory file, stopping early at 12,000 characters. PATH is relative to the
+ * workspace or absolute; it must name a regular file inside the memory roots
+ * (MEMORY.md, USER.md, memory/, extra paths) after resolving symlinks:
+ * otherwise MNEMO_DENIED. MNEMO_NOTFOUND when missing. On success fill OUT,
+ * released with mnemo_excerpt_cleanup(). */
+int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
+void mnemo_excerpt_cleanup(mnemo_excerpt *e);
+
+/* ------------------------------------------------------------------------
+ * Status and tools
+ * ---------------------------------------------------------------------- */
+
+/* A JSON object describing the workspace, database (path, size, schema),
+ * file and chunk counts, last sync time and duration, tokenizer settings and
+ * the files skipped with their reasons. Works without an index ("indexed":
+ * false). Caller frees *out. */
+int mnemo_status_json(mnemo *m, char **out);
+
+/* Tokenizes TEXT as the index would (QUERY != 0: as a query) and returns a
+ * JSON array of {"token","start","end","flags"} objects. For debugging. */
+int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MNEMO_H */

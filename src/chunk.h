@@ -1,0 +1,56 @@
+/*
+ * chunk.h - line-based Markdown chunking.
+ *
+ * Chunks hold about `tokens` tokens (a CJK character counts one token, other
+ * text four characters a token) and overlap the previous chunk by about
+ * `overlap` tokens of whole lines. Lines longer than a chunk are cut at
+ * code-point boundaries. In entry mode (MEMORY.md, USER.md) each top-level
+ * "- " or "* " bullet and each heading starts an entry, and entries never
+ * share a chunk. Annotations <!-- importance: N --> and
+ * <!-- trigger: a, b --> are parsed, kept with the chunk and removed from
+ * its text; line numbers are unaffected.
+ */
+#ifndef MNEMO_CHUNK_H
+#define MNEMO_CHUNK_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+#include "util/hash.h"
+
+typedef struct chunk {
+    int start_line, end_line; /* 1-based, inclusive */
+    size_t text_off, text_len; /* in chunk_list.text */
+    size_t trig_off, trig_len; /* comma-separated trigger phrases, may be empty */
+    int importance;            /* 1..10, 0 when not annotated */
+    char hash[HASH_HEX_LEN + 1];
+} chunk;
+
+typedef struct chunk_list {
+    chunk *items;
+    size_t n, cap;
+    buf text; /* chunk texts and triggers, NUL-separated */
+} chunk_list;
+
+typedef struct chunk_opts {
+    int tokens;  /* target size; >= 8 */
+    int overlap; /* < tokens */
+    int entries; /* entry mode */
+} chunk_opts;
+
+void chunk_list_init(chunk_list *l);
+void chunk_list_cleanup(chunk_list *l);
+
+/* Chunks TEXT (valid UTF-8) into L, which is cleared first.
+ * Returns MNEMO_OK or MNEMO_NOMEM. */
+int chunk_markdown(const char *text, size_t len, const chunk_opts *o, chunk_list *l);
+
+/* Estimated tokens of S. */
+int chunk_estimate(const char *s, size_t n);
+
+static inline const char *chunk_text(const chunk_list *l, const chunk *c)
+{
+    return l->text.data + c->text_off;
+}
+
+#endif

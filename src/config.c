@@ -1,0 +1,489 @@
+/*
+ * config.c - configuration keys, their defaults, validation and layering
+ * (defaults < user file < workspace file < environment < caller).
+ *
+ * Values are kept in string form and validated when set, so every layer
+ * goes through one parser and `config show` prints exactly what was set.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tok.h"
+#include "util/buf.h"
+
+enum { T_STR, T_INT, T_NUM, T_BOOL, T_LIST };
+
+typedef struct keydef {
+    const char *name;
+    const char *env;
+    int type;
+    const char *def;
+    double lo, hi;
+    const char *help;
+} keydef;
+
+static const keydef keys[CFG__COUNT] = {
+    [CFG_WORKSPACE] = {"workspace", "MNEMO_WORKSPACE", T_STR, "", 0, 0,
+                       "workspace directory holding MEMORY.md, USER.md and memory/ "
+                       "(default: the current directory)"},
+    [CFG_DB] = {"db", "MNEMO_DB", T_STR, "", 0, 0,
+                "index database file (default: $XDG_DATA_HOME/mnemo/<workspace>-<hash>.sqlite)"},
+    [CFG_EXTRA_PATHS] = {"extraPaths", "MNEMO_EXTRA_PATHS", T_LIST, "[]", 0, 0,
+                         "more files or folders to index: [\"notes\", {\"path\":\"docs\","
+                         "\"pattern\":\"**/*.md\"}]; env/flag form: a JSON array or "
+                         "comma-separated path[=pattern]"},
+    [CFG_CHUNK_TOKENS] = {"chunkTokens", "MNEMO_CHUNK_TOKENS", T_INT, "400", 32, 8192,
+                          "target chunk size in tokens"},
+    [CFG_CHUNK_OVERLAP] = {"chunkOverlap", "MNEMO_CHUNK_OVERLAP", T_INT, "80", 0, 4096,
+                           "overlap between consecutive chunks in tokens"},
+    [CFG_LANGUAGE] = {"language", "MNEMO_LANGUAGE", T_STR, "english", 0, 0,
+                      "Snowball stemmer language, or none"},
+    [CFG_STOP_WORDS] = {"stopWords", "MNEMO_STOP_WORDS", T_BOOL, "true", 0, 0,
+                        "drop English stop words from queries"},
+    [CFG_MAX_RESULTS] = {"maxResults", "MNEMO_MAX_RESULTS", T_INT, "6", 1, 100,
+                         "results returned by search"},
+    [CFG_MIN_SCORE] = {"minScore", "MNEMO_MIN_SCORE", T_NUM, "0.35", 0, 1,
+                       "results scoring below this are dropped (keyword mode keeps the best "
+                       "matches when none clears it)"},
+    [CFG_BM25_K1] = {"bm25K1", "MNEMO_BM25_K1", T_NUM, "0.9", 0, 10,
+                     "BM25 term-frequency saturation"},
+    [CFG_BM25_B] = {"bm25B", "MNEMO_BM25_B", T_NUM, "0.4", 0, 1, "BM25 length normalisation"},
+    [CFG_MAX_FILE_BYTES] = {"maxFileBytes", "MNEMO_MAX_FILE_BYTES", T_INT, "10485760", 1024,
+                            1073741824.0, "files larger than this are skipped"},
+    [CFG_SNIPPET_CHARS] = {"snippetChars", "MNEMO_SNIPPET_CHARS", T_INT, "700", 80, 10000,
+                           "maximum snippet length in characters"},
+    [CFG_WATCH_DEBOUNCE_MS] = {"watchDebounceMs", "MNEMO_WATCH_DEBOUNCE_MS", T_INT, "1500", 0,
+                               600000, "quiet time before index --watch syncs"},
+    [CFG_BUSY_TIMEOUT_MS] = {"busyTimeoutMs", "MNEMO_BUSY_TIMEOUT_MS", T_INT, "5000", 0,
+                             600000, "how long to wait for a locked database"},
+};
+
+struct mnemo_config {
+    char *val[CFG__COUNT];
+    char *src[CFG__COUNT];
+};
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static void seterr(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void seterr(char **err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    buf b;
+    buf_init(&b, 4096);
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    free(*err);
+    *err = buf_detach(&b);
+}
+
+int mnemo_config_new(mnemo_config **out)
+{
+    mnemo_config *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c)
+        return MNEMO_NOMEM;
+    for (int i = 0; i < CFG__COUNT; i++) {
+        c->val[i] = dupstr(keys[i].def);
+        c->src[i] = dupstr("default");
+        if (!c->val[i] || !c->src[i]) {
+            mnemo_config_free(c);
+            return MNEMO_NOMEM;
+        }
+    }
+    *out = c;
+    return MNEMO_OK;
+}
+
+void mnemo_config_free(mnemo_config *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < CFG__COUNT; i++) {
+        free(c->val[i]);
+        free(c->src[i]);
+    }
+    free(c);
+}
+
+mnemo_config *cfg_copy(const mnemo_config *c)
+{
+    mnemo_config *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    for (int i = 0; i < CFG__COUNT; i++) {
+        d->val[i] = dupstr(c->val[i]);
+        d->src[i] = dupstr(c->src[i]);
+        if (!d->val[i] || !d->src[i]) {
+            mnemo_config_free(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+static int find_key(const char *name)
+{
+    for (int i = 0; i < CFG__COUNT; i++)
+        if (strcmp(keys[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const char *mnemo_config_key(size_t i, const char **env, const char **help)
+{
+    if (i >= CFG__COUNT)
+        return NULL;
+    if (env)
+        *env = keys[i].env;
+    if (help)
+        *help = keys[i].help;
+    return keys[i].name;
+}
+
+/* Normalises a list value to a compact JSON array of strings and
+ * {"path","pattern"} objects. */
+static char *parse_list(const char *value, const char *name, char **err)
+{
+    json_t *arr = NULL;
+    const char *p = value;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '[') {
+        json_error_t je;
+        arr = json_loads(value, 0, &je);
+        if (!arr || !json_is_array(arr)) {
+            seterr(err, "%s: invalid JSON array: %s", name, arr ? "not an array" : je.text);
+            json_decref(arr);
+            return NULL;
+        }
+        size_t i;
+        json_t *v;
+        json_array_foreach(arr, i, v)
+        {
+            if (json_is_string(v) && json_string_length(v) > 0)
+                continue;
+            if (json_is_object(v) && json_is_string(json_object_get(v, "path"))) {
+                json_t *pat = json_object_get(v, "pattern");
+                const char *k;
+                json_t *x;
+                int bad = pat && !json_is_string(pat);
+                json_object_foreach(v, k, x)
+                {
+                    if (strcmp(k, "path") != 0 && strcmp(k, "pattern") != 0)
+                        bad = 1;
+                }
+                if (!bad)
+                    continue;
+            }
+            seterr(err, "%s: entry %zu must be a path string or {\"path\":...,\"pattern\":...}",
+                   name, i);
+            json_decref(arr);
+            return NULL;
+        }
+    } else {
+        arr = json_array();
+        if (!arr)
+            return NULL;
+        const char *s = value;
+        while (*s) {
+            const char *e = strchr(s, ',');
+            size_t n = e ? (size_t)(e - s) : strlen(s);
+            while (n && (*s == ' ' || *s == '\t')) {
+                s++;
+                n--;
+            }
+            while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+                n--;
+            if (n) {
+                const char *eq = memchr(s, '=', n);
+                json_t *item;
+                if (eq)
+                    item = json_pack("{s:s%,s:s%}", "path", s, (size_t)(eq - s), "pattern",
+                                     eq + 1, (size_t)(n - (size_t)(eq - s) - 1));
+                else
+                    item = json_stringn(s, n);
+                json_array_append_new(arr, item);
+            }
+            s = e ? e + 1 : s + strlen(s);
+        }
+    }
+    char *out = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    return out;
+}
+
+int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const char *source,
+                     char **err)
+{
+    int k = find_key(name);
+    if (k < 0) {
+        seterr(err, "unknown configuration key '%s' (mnemo config keys lists them)", name);
+        return MNEMO_INVALID;
+    }
+    const keydef *d = &keys[k];
+    char *norm = NULL;
+    switch (d->type) {
+    case T_STR:
+        if (k == CFG_LANGUAGE && !tok_language_valid(value)) {
+            char list[1024];
+            tok_language_list(list, sizeof list);
+            seterr(err, "%s: unknown language '%s'; use none or one of: %s", name, value, list);
+            return MNEMO_INVALID;
+        }
+        norm = dupstr(value);
+        break;
+    case T_INT:
+    case T_NUM: {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        while (*end == ' ')
+            end++;
+        if (!*value || *end || errno || !isfinite(v) ||
+            (d->type == T_INT && v != floor(v))) {
+            seterr(err, "%s: '%s' is not %s", name, value,
+                   d->type == T_INT ? "an integer" : "a number");
+            return MNEMO_INVALID;
+        }
+        if (v < d->lo || v > d->hi) {
+            seterr(err, "%s: %s is out of range [%g, %g]", name, value, d->lo, d->hi);
+            return MNEMO_INVALID;
+        }
+        char tmp[64];
+        if (d->type == T_INT)
+            snprintf(tmp, sizeof tmp, "%ld", (long)v);
+        else
+            snprintf(tmp, sizeof tmp, "%.17g", v);
+        /* Prefer the short form when it round-trips. */
+        if (d->type == T_NUM) {
+            char shortf[64];
+            snprintf(shortf, sizeof shortf, "%g", v);
+            if (strtod(shortf, NULL) == v)
+                memcpy(tmp, shortf, strlen(shortf) + 1);
+        }
+        norm = dupstr(tmp);
+        break;
+    }
+    case T_BOOL:
+        if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes") ||
+            !strcmp(value, "on"))
+            norm = dupstr("true");
+        else if (!strcmp(value, "false") || !strcmp(value, "0") || !strcmp(value, "no") ||
+                 !strcmp(value, "off"))
+            norm = dupstr("false");
+        else {
+            seterr(err, "%s: '%s' is not true or false", name, value);
+            return MNEMO_INVALID;
+        }
+        break;
+    case T_LIST:
+        norm = parse_list(value, name, err);
+        if (!norm)
+            return err && *err ? MNEMO_INVALID : MNEMO_NOMEM;
+        break;
+    }
+    char *src = dupstr(source ? source : "caller");
+    if (!norm || !src) {
+        free(norm);
+        free(src);
+        return MNEMO_NOMEM;
+    }
+    free(c->val[k]);
+    free(c->src[k]);
+    c->val[k] = norm;
+    c->src[k] = src;
+    return MNEMO_OK;
+}
+
+const char *mnemo_config_get(const mnemo_config *c, const char *name)
+{
+    int k = find_key(name);
+    return k < 0 ? NULL : c->val[k];
+}
+
+const char *cfg_str(const mnemo_config *c, int key) { return c->val[key]; }
+long cfg_int(const mnemo_config *c, int key) { return strtol(c->val[key], NULL, 10); }
+double cfg_num(const mnemo_config *c, int key) { return strtod(c->val[key], NULL); }
+int cfg_bool(const mnemo_config *c, int key) { return strcmp(c->val[key], "true") == 0; }
+
+int mnemo_config_load_file(mnemo_config *c, const char *path, char **err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return MNEMO_NOTFOUND;
+        seterr(err, "%s: %s", path, strerror(errno));
+        return MNEMO_IO;
+    }
+    json_error_t je;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!root) {
+        seterr(err, "%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
+        return MNEMO_INVALID;
+    }
+    int rc = MNEMO_OK;
+    if (!json_is_object(root)) {
+        seterr(err, "%s: the configuration must be a JSON object", path);
+        rc = MNEMO_INVALID;
+        goto done;
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach(root, name, v)
+    {
+        if (name[0] == '$' || name[0] == '_')
+            continue; /* "$schema", "_comment" */
+        int k = find_key(name);
+        if (k < 0) {
+            seterr(err, "%s: unknown configuration key '%s'", path, name);
+            rc = MNEMO_INVALID;
+            goto done;
+        }
+        char *str = NULL;
+        char num[64];
+        const char *s = NULL;
+        if (json_is_string(v) && keys[k].type != T_LIST)
+            s = json_string_value(v);
+        else if (json_is_integer(v) && (keys[k].type == T_INT || keys[k].type == T_NUM)) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+            s = num;
+        } else if (json_is_real(v) && keys[k].type == T_NUM) {
+            snprintf(num, sizeof num, "%.17g", json_real_value(v));
+            s = num;
+        } else if (json_is_boolean(v) && keys[k].type == T_BOOL)
+            s = json_is_true(v) ? "true" : "false";
+        else if (json_is_array(v) && keys[k].type == T_LIST)
+            s = str = json_dumps(v, JSON_COMPACT);
+        if (!s) {
+            seterr(err, "%s: '%s' has the wrong type", path, name);
+            rc = MNEMO_INVALID;
+            goto done;
+        }
+        char *e2 = NULL;
+        rc = mnemo_config_set(c, name, s, path, &e2);
+        free(str);
+        if (rc) {
+            seterr(err, "%s: %s", path, e2 ? e2 : mnemo_strerror(rc));
+            free(e2);
+            goto done;
+        }
+    }
+done:
+    json_decref(root);
+    return rc;
+}
+
+int mnemo_config_load_env(mnemo_config *c, char **err)
+{
+    for (int i = 0; i < CFG__COUNT; i++) {
+        const char *v = getenv(keys[i].env);
+        if (!v)
+            continue;
+        char *e2 = NULL;
+        int rc = mnemo_config_set(c, keys[i].name, v, keys[i].env, &e2);
+        if (rc) {
+            seterr(err, "%s: %s", keys[i].env, e2 ? e2 : mnemo_strerror(rc));
+            free(e2);
+            return rc;
+        }
+    }
+    return MNEMO_OK;
+}
+
+int mnemo_config_load_standard(mnemo_config *c, const char *explicit_file, char **err)
+{
+    buf path;
+    buf_init(&path, 8192);
+    int rc = MNEMO_OK;
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg)
+        buf_printf(&path, "%s/mnemo/config.json", xdg);
+    else if (home && *home)
+        buf_printf(&path, "%s/.config/mnemo/config.json", home);
+    if (path.len && !buf_err(&path)) {
+        rc = mnemo_config_load_file(c, path.data, err);
+        if (rc == MNEMO_NOTFOUND)
+            rc = MNEMO_OK;
+        if (rc)
+            goto done;
+    }
+    if (explicit_file) {
+        rc = mnemo_config_load_file(c, explicit_file, err);
+        if (rc == MNEMO_NOTFOUND)
+            seterr(err, "%s: configuration file not found", explicit_file);
+        if (rc)
+            goto done;
+    } else {
+        /* The workspace may itself come from the environment. */
+        const char *ws = getenv("MNEMO_WORKSPACE");
+        if (!ws || !*ws || strcmp(c->src[CFG_WORKSPACE], "default") != 0)
+            ws = c->val[CFG_WORKSPACE];
+        buf_reset(&path);
+        buf_printf(&path, "%s/mnemo.json", *ws ? ws : ".");
+        if (!buf_err(&path)) {
+            rc = mnemo_config_load_file(c, path.data, err);
+            if (rc == MNEMO_NOTFOUND)
+                rc = MNEMO_OK;
+            if (rc)
+                goto done;
+        }
+    }
+    rc = mnemo_config_load_env(c, err);
+done:
+    buf_cleanup(&path);
+    return rc;
+}
+
+char *mnemo_config_json(const mnemo_config *c, int with_sources)
+{
+    json_t *root = json_object();
+    if (!root)
+        return NULL;
+    for (int i = 0; i < CFG__COUNT; i++) {
+        const char *v = c->val[i];
+        json_t *jv;
+        switch (keys[i].type) {
+        case T_INT:
+            jv = json_integer(strtoll(v, NULL, 10));
+            break;
+        case T_NUM:
+            jv = json_real(strtod(v, NULL));
+            break;
+        case T_BOOL:
+            jv = json_boolean(strcmp(v, "true") == 0);
+            break;
+        case T_LIST:
+            jv = json_loads(v, 0, NULL);
+            break;
+        default:
+            jv = json_string(v);
+        }
+        if (with_sources)
+            jv = json_pack("{s:o,s:s}", "value", jv, "source", c->src[i]);
+        json_object_set_new(root, keys[i].name, jv);
+    }
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    return s;
+}

@@ -1,0 +1,38 @@
+/*
+ * config.h - internal view of the configuration: key ids and typed getters.
+ * The public half (mnemo_config_*) is declared in mnemo.h.
+ */
+#ifndef MNEMO_CONFIG_H
+#define MNEMO_CONFIG_H
+
+#include "mnemo.h"
+
+enum cfg_key {
+    CFG_WORKSPACE,
+    CFG_DB,
+    CFG_EXTRA_PATHS,
+    CFG_CHUNK_TOKENS,
+    CFG_CHUNK_OVERLAP,
+    CFG_LANGUAGE,
+    CFG_STOP_WORDS,
+    CFG_MAX_RESULTS,
+    CFG_MIN_SCORE,
+    CFG_BM25_K1,
+    CFG_BM25_B,
+    CFG_MAX_FILE_BYTES,
+    CFG_SNIPPET_CHARS,
+    CFG_WATCH_DEBOUNCE_MS,
+    CFG_BUSY_TIMEOUT_MS,
+    CFG__COUNT
+};
+
+/* Typed getters; the value was validated when set. */
+const char *cfg_str(const mnemo_config *c, int key); /* "" when unset */
+long cfg_int(const mnemo_config *c, int key);
+double cfg_num(const mnemo_config *c, int key);
+int cfg_bool(const mnemo_config *c, int key);
+
+/* A deep copy, or NULL on out-of-memory. */
+mnemo_config *cfg_copy(const mnemo_config *c);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * core.c - the handle: opening, paths, errors, and the shared helpers of
+ * the public API (mnemo_strerror, mnemo_free, mnemo_version).
+ */
+#include "core.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/hash.h"
+#include "util/time.h"
+
+static const char *const messages[] = {
+    [MNEMO_OK] = "ok",
+    [MNEMO_NOMEM] = "out of memory",
+    [MNEMO_IO] = "file system error",
+    [MNEMO_DB] = "database error",
+    [MNEMO_HTTP] = "HTTP error",
+    [MNEMO_TIMEOUT] = "timed out",
+    [MNEMO_NOTFOUND] = "not found",
+    [MNEMO_INVALID] = "invalid argument",
+    [MNEMO_UNAVAILABLE] = "unavailable",
+    [MNEMO_MISUSE] = "library misuse",
+    [MNEMO_CORRUPT] = "database is damaged, foreign or too new",
+    [MNEMO_BUSY] = "locked by another process",
+    [MNEMO_DENIED] = "path outside the memory roots",
+};
+
+const char *mnemo_strerror(int code)
+{
+    if (code < 0 || (size_t)code >= sizeof messages / sizeof *messages || !messages[code])
+        return "unknown error";
+    return messages[code];
+}
+
+const char *mnemo_version(void) { return MNEMO_VERSION; }
+
+void mnemo_free(void *p) { free(p); }
+
+int core_error(mnemo *m, int code, const char *fmt, ...)
+{
+    if (!m)
+        return code;
+    buf_reset(&m->err);
+    m->err.err = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&m->err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void core_clear(mnemo *m)
+{
+    buf_reset(&m->err);
+    m->err.err = 0;
+}
+
+const char *mnemo_errmsg(const mnemo *m)
+{
+    if (!m)
+        return "out of memory";
+    if (m->err.data && m->err.len)
+        return m->err.data;
+    return "no error";
+}
+
+const char *mnemo_workspace(const mnemo *m) { return m->workspace; }
+const char *mnemo_db_path(const mnemo *m) { return m->db_path; }
+
+/* mkdir -p with mode 0700 for each created level. */
+static int make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        int rc = mkdir(path, 0700);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Default index path: $XDG_DATA_HOME/mnemo/<workspace name>-<hash>.sqlite */
+static char *default_db(const char *workspace)
+{
+    buf b;
+    buf_init(&b, PATH_MAX * 2);
+    const char *xdg = getenv("XDG_DATA_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg)
+        buf_printf(&b, "%s/mnemo", xdg);
+    else if (home && *home)
+        buf_printf(&b, "%s/.local/share/mnemo", home);
+    else
+        buf_puts(&b, "/tmp/mnemo");
+    if (!buf_err(&b) && make_dirs(b.data) != 0) {
+        buf_cleanup(&b);
+        return NULL;
+    }
+    const char *base = strrchr(workspace, '/');
+    base = base && base[1] ? base + 1 : "root";
+    char h[HASH_HEX_LEN + 1];
+    hash_hex(workspace, strlen(workspace), h);
+    buf_printf(&b, "/%s-%.12s.sqlite", base, h);
+    return buf_detach(&b);
+}
+
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return NULL;
+    buf b;
+    buf_init(&b, PATH_MAX * 2);
+    buf_printf(&b, "%s/%s", cwd, path);
+    return buf_detach(&b);
+}
+
+int mnemo_open(const mnemo_config *cfg, mnemo **out)
+{
+    mnemo *m = calloc(1, sizeof *m);
+    *out = m;
+    if (!m)
+        return MNEMO_NOMEM;
+    buf_init(&m->err, 8192);
+    m->cfg = cfg_copy(cfg);
+    if (!m->cfg)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    const char *ws = cfg_str(m->cfg, CFG_WORKSPACE);
+    char real[PATH_MAX];
+    if (!realpath(*ws ? ws : ".", real))
+        return core_error(m, MNEMO_NOTFOUND, "workspace %s: %s", *ws ? ws : ".", strerror(errno));
+    struct stat st;
+    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
+        return core_error(m, MNEMO_INVALID, "workspace %s is not a directory", real);
+    m->workspace = strdup(real);
+    const char *db = cfg_str(m->cfg, CFG_DB);
+    m->db_path = *db ? absolute(db) : default_db(real);
+    if (!m->workspace || !m->db_path)
+        return core_error(m, MNEMO_IO, "cannot determine the index path (set MNEMO_DB or --db)");
+    return MNEMO_OK;
+}
+
+void mnemo_close(mnemo *m)
+{
+    if (!m)
+        return;
+    store_close(m->st);
+    tok_free(m->qtok);
+    free(m->qtok_lang);
+    mnemo_config_free(m->cfg);
+    free(m->workspace);
+    free(m->db_path);
+    buf_cleanup(&m->err);
+    free(m);
+}
+
+int core_store(mnemo *m)
+{
+    if (m->st)
+        return MNEMO_OK;
+    char err[1024] = "";
+    int rc = store_open(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &m->st, err,
+                        sizeof err);
+    if (rc == MNEMO_NOTFOUND)
+        return core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
+    if (rc)
+        return core_error(m, rc, "%s", err[0] ? err : mnemo_strerror(rc));
+    fts_rank *r = store_rank(m->st);
+    r->k1 = cfg_num(m->cfg, CFG_BM25_K1);
+    r->b = cfg_num(m->cfg, CFG_BM25_B);
+    return MNEMO_OK;
+}
+
+int core_qtok(mnemo *m, tok **out)
+{
+    int rc = core_store(m);
+    if (rc)
+        return rc;
+    char *lang = NULL;
+    if (store_meta_get(m->st, "language", &lang) || !lang) {
+        free(lang);
+        return core_error(m, MNEMO_CORRUPT, "index %s has no language setting; rebuild it with: "
+                                            "mnemo index --force",
+                          m->db_path);
+    }
+    if (m->qtok && m->qtok_lang && strcmp(lang, m->qtok_lang) == 0) {
+        free(lang);
+        *out = m->qtok;
+        return MNEMO_OK;
+    }
+    tok_free(m->qtok);
+    free(m->qtok_lang);
+    m->qtok = NULL;
+    m->qtok_lang = lang;
+    rc = tok_new(lang, cfg_bool(m->cfg, CFG_STOP_WORDS), &m->qtok);
+    if (rc)
+        return core_error(m, rc, "index %s uses unknown language '%s'", m->db_path, lang);
+    *out = m->qtok;
+    return MNEMO_OK;
+}
+
+double core_now(void)
+{
+    const char *now = getenv("MNEMO_NOW");
+    double t;
+    if (now && *now && time_parse_iso(now, &t) == 0)
+        return t;
+    return time_wall();
+}

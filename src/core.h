@@ -1,0 +1,43 @@
+/*
+ * core.h - the handle (struct mnemo) shared by the library's modules, and
+ * the error helpers every public entry point uses.
+ */
+#ifndef MNEMO_CORE_H
+#define MNEMO_CORE_H
+
+#include <sqlite3.h>
+
+#include "config.h"
+#include "fts.h"
+#include "mnemo.h"
+#include "store.h"
+#include "tok.h"
+#include "util/buf.h"
+
+struct mnemo {
+    mnemo_config *cfg;
+    char *workspace;   /* absolute, no trailing slash */
+    char *db_path;     /* absolute */
+    store *st;         /* NULL until first needed */
+    tok *qtok;         /* query tokenizer, built for the index's language */
+    char *qtok_lang;
+    buf err;           /* last error message */
+};
+
+/* Records a formatted error message on M and returns CODE. */
+int core_error(mnemo *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Clears the last error. */
+void core_clear(mnemo *m);
+
+/* Opens the index if not open yet. MNEMO_NOTFOUND (with a message) when the
+ * database does not exist. */
+int core_store(mnemo *m);
+
+/* The query tokenizer for the open index. */
+int core_qtok(mnemo *m, tok **out);
+
+/* Current time as Unix seconds (honours MNEMO_NOW, ISO 8601). */
+double core_now(void);
+
+#endif

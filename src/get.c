@@ -1,0 +1,175 @@
+/*
+ * get.c - reading part of a memory file, confined to the memory roots.
+ *
+ * The path is resolved with realpath() (so "..", absolute paths and
+ * symlinks all end up as a real location) and must then lie inside a root
+ * and be a file the scan would index: hidden entries, node_modules and
+ * files outside the root's pattern are refused like files outside the roots.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "util/glob.h"
+#include "util/utf8.h"
+#include "walk.h"
+
+#define GET_LINES 120
+#define GET_CHARS 12000
+
+/* Is REL (path under a folder root) something the scan would list? */
+static int indexable(const walk_root *r, const char *rel)
+{
+    for (const char *p = rel; *p;) {
+        if (*p == '.' || strncmp(p, "node_modules/", 13) == 0)
+            return 0;
+        const char *slash = strchr(p, '/');
+        if (!slash)
+            break;
+        p = slash + 1;
+    }
+    return glob_match(r->pattern, rel);
+}
+
+void mnemo_excerpt_cleanup(mnemo_excerpt *e)
+{
+    if (!e)
+        return;
+    free(e->path);
+    free(e->text);
+    memset(e, 0, sizeof *e);
+}
+
+int mnemo_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
+{
+    memset(out, 0, sizeof *out);
+    core_clear(m);
+    if (!path || !*path)
+        return core_error(m, MNEMO_INVALID, "no path given");
+    if (from <= 0)
+        from = 1;
+    if (nlines <= 0)
+        nlines = GET_LINES;
+
+    int rc = MNEMO_OK, fd = -1;
+    char *abs = walk_abs(m->workspace, path);
+    walk_roots roots = {0};
+    buf content, text;
+    buf_init(&content, (size_t)cfg_int(m->cfg, CFG_MAX_FILE_BYTES) + 1);
+    buf_init(&text, 0);
+    char real[PATH_MAX];
+    if (!abs) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    if (!realpath(abs, real)) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            rc = core_error(m, MNEMO_NOTFOUND, "no such memory file: %s", path);
+        else
+            rc = core_error(m, MNEMO_IO, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), &roots, &m->err)))
+        goto done;
+    const walk_root *root = walk_root_of(&roots, real);
+    if (!root || (root->is_dir && !indexable(root, real + strlen(root->abs) + 1))) {
+        rc = core_error(m, MNEMO_DENIED,
+                        "%s is outside the memory roots (MEMORY.md, USER.md, memory/ and "
+                        "extraPaths of %s)",
+                        path, m->workspace);
+        goto done;
+    }
+    fd = open(real, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        rc = core_error(m, MNEMO_IO, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = core_error(m, MNEMO_INVALID, "%s is not a regular file", path);
+        goto done;
+    }
+    if (st.st_size > cfg_int(m->cfg, CFG_MAX_FILE_BYTES)) {
+        rc = core_error(m, MNEMO_INVALID, "%s is too large (%lld bytes, limit %ld)", path,
+                        (long long)st.st_size, cfg_int(m->cfg, CFG_MAX_FILE_BYTES));
+        goto done;
+    }
+    for (;;) {
+        if (buf_reserve(&content, 65536)) {
+            rc = core_error(m, MNEMO_INVALID, "%s is too large", path);
+            goto done;
+        }
+        ssize_t n = read(fd, content.data + content.len, content.cap - content.len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = core_error(m, MNEMO_IO, "%s: %s", path, strerror(errno));
+            goto done;
+        }
+        if (n == 0)
+            break;
+        content.len += (size_t)n;
+    }
+    if (content.len && memchr(content.data, 0, content.len)) {
+        rc = core_error(m, MNEMO_INVALID, "%s is a binary file", path);
+        goto done;
+    }
+    const char *s = content.data ? content.data : "";
+    size_t len = content.len;
+    if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
+        s += 3;
+        len -= 3;
+    }
+    int line = 1, chars = 0, taken = 0;
+    size_t pos = 0;
+    out->from = from;
+    out->to = from - 1;
+    while (pos < len) {
+        const char *nl = memchr(s + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - s) : len;
+        if (line >= from && !out->truncated) {
+            int c = (int)utf8_count(s + pos, end - pos) + 1;
+            if (taken >= nlines || (taken > 0 && chars + c > GET_CHARS)) {
+                out->truncated = 1;
+                out->next_from = line;
+            } else {
+                size_t take = end - pos;
+                if (c > GET_CHARS) /* one huge line: cut it */
+                    take = utf8_prefix(s + pos, take, GET_CHARS - 1);
+                utf8_repair(&text, s + pos, take);
+                buf_putc(&text, '\n');
+                chars += c;
+                taken++;
+                out->to = line;
+            }
+        }
+        pos = nl ? end + 1 : len;
+        line++;
+    }
+    out->total_lines = line - 1;
+    if (buf_err(&text)) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    out->text = buf_detach(&text);
+    size_t wl = strlen(m->workspace);
+    out->path = strdup(strncmp(real, m->workspace, wl) == 0 && real[wl] == '/' ? real + wl + 1
+                                                                              : real);
+    if (!out->text || !out->path)
+        rc = MNEMO_NOMEM;
+done:
+    if (fd >= 0)
+        close(fd);
+    free(abs);
+    walk_roots_cleanup(&roots);
+    buf_cleanup(&content);
+    buf_cleanup(&text);
+    if (rc)
+        mnemo_excerpt_cleanup(out);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * query.h - turning a user's query into an FTS5 MATCH expression.
+ *
+ * Syntax: bare words (any of them may match; more matches rank higher),
+ * "quoted phrases" (required), -word and -"phrase" (excluded). Stop words
+ * are dropped from bare words unless nothing else is left. Identifiers
+ * are searched whole and by their parts; CJK text by its bigrams, a lone
+ * CJK character as a prefix.
+ */
+#ifndef MNEMO_QUERY_H
+#define MNEMO_QUERY_H
+
+#include <stdint.h>
+
+#include "fts.h"
+#include "tok.h"
+#include "util/buf.h"
+
+#define QUERY_MAX_POSITIVE 48
+#define QUERY_MAX_EXCLUDED 16
+
+typedef struct query {
+    char *match;        /* the MATCH expression, NULL when nothing is searchable */
+    int npositive;      /* phrases 0..npositive-1 are terms and required phrases */
+    int nphrase;        /* all phrases, excluded ones last */
+    uint64_t required;  /* mask of required (quoted) phrases */
+    /* Normalised tokens of the positive phrases, NUL-separated, for snippet
+     * line scoring; `prefix` marks those matched as prefixes. */
+    buf tokens;
+    int ntokens;
+    uint64_t prefix;
+    char *filename;     /* the query as a file name (lowercase, trimmed) */
+} query;
+
+/* Parses TEXT (valid UTF-8) with the query tokenizer T into Q.
+ * MNEMO_OK (Q->match may still be NULL) or MNEMO_NOMEM. */
+int query_parse(tok *t, const char *text, query *q);
+void query_cleanup(query *q);
+
+/* Sets the ranking weights of Q's phrases on R. */
+void query_rank_setup(const query *q, fts_rank *r);
+
+#endif

@@ -1,0 +1,500 @@
+/*
+ * search.c - keyword search: the BM25 leg over chunks, the file-name leg
+ * (exact path, base name or stem first; partial path matches boost), score
+ * mapping to 0..1, thresholds, snippets and the result set.
+ *
+ * Text score: x = BM25 / sum of the query terms' IDF, score = 1 - e^(-2x).
+ * x = 1 is what a chunk of average length gets when every query term occurs
+ * in it once (score 0.86); the mapping is monotonic, so ranking by score is
+ * ranking by BM25. See docs/search.md.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "query.h"
+#include "snippet.h"
+#include "util/utf8.h"
+
+#define POOL_MIN 200
+#define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
+#define PATH_ROWS_MAX 2000
+
+struct mnemo_results {
+    mnemo_result *v;
+    size_t n;
+    char *mode;
+};
+
+typedef struct cand {
+    int64_t chunk_id;
+    int64_t file_id;  /* 0 until looked up */
+    double raw;       /* BM25 */
+    double score;     /* 0..1 */
+    int tier;         /* 3 path, 2 base name, 1 stem, 0 content */
+} cand;
+
+/* ----------------------------------------------------------------------
+ * Results
+ * -------------------------------------------------------------------- */
+
+void mnemo_search_opts_init(mnemo_search_opts *o)
+{
+    o->max_results = 0;
+    o->min_score = -1;
+}
+
+size_t mnemo_results_count(const mnemo_results *r) { return r ? r->n : 0; }
+
+const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i)
+{
+    return r && i < r->n ? &r->v[i] : NULL;
+}
+
+const char *mnemo_results_mode(const mnemo_results *r) { return r ? r->mode : "keyword"; }
+
+void mnemo_results_free(mnemo_results *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free((char *)r->v[i].path);
+        free((char *)r->v[i].snippet);
+        free((char *)r->v[i].citation);
+    }
+    free(r->v);
+    free(r->mode);
+    free(r);
+}
+
+char *mnemo_results_json(const mnemo_results *r)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"results\":[");
+    for (size_t i = 0; r && i < r->n; i++) {
+        const mnemo_result *x = &r->v[i];
+        if (i)
+            buf_putc(&b, ',');
+        buf_puts(&b, "{\"path\":");
+        buf_json_str(&b, x->path, strlen(x->path));
+        buf_printf(&b, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.4f,\"snippet\":",
+                   x->start_line, x->end_line, x->score);
+        buf_json_str(&b, x->snippet, strlen(x->snippet));
+        buf_puts(&b, ",\"source\":");
+        buf_json_str(&b, x->source, strlen(x->source));
+        buf_puts(&b, ",\"citation\":");
+        buf_json_str(&b, x->citation, strlen(x->citation));
+        buf_putc(&b, '}');
+    }
+    buf_puts(&b, "],\"mode\":");
+    const char *mode = mnemo_results_mode(r);
+    buf_json_str(&b, mode, strlen(mode));
+    buf_putc(&b, '}');
+    return buf_detach(&b);
+}
+
+/* ----------------------------------------------------------------------
+ * Candidate pool: a min-heap on BM25 keeps the best POOL rows
+ * -------------------------------------------------------------------- */
+
+typedef struct pool {
+    cand *v;
+    size_t n, cap;
+} pool;
+
+static int worse(const cand *a, const cand *b)
+{
+    if (a->raw != b->raw)
+        return a->raw < b->raw;
+    return a->chunk_id > b->chunk_id;
+}
+
+static void heap_down(pool *p, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < p->n && worse(&p->v[l], &p->v[m]))
+            m = l;
+        if (r < p->n && worse(&p->v[r], &p->v[m]))
+            m = r;
+        if (m == i)
+            return;
+        cand t = p->v[i];
+        p->v[i] = p->v[m];
+        p->v[m] = t;
+        i = m;
+    }
+}
+
+static void heap_up(pool *p, size_t i)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!worse(&p->v[i], &p->v[parent]))
+            return;
+        cand t = p->v[i];
+        p->v[i] = p->v[parent];
+        p->v[parent] = t;
+        i = parent;
+    }
+}
+
+static void pool_offer(pool *p, const cand *c)
+{
+    if (p->n < p->cap) {
+        p->v[p->n] = *c;
+        heap_up(p, p->n++);
+    } else if (worse(&p->v[0], c)) {
+        p->v[0] = *c;
+        heap_down(p, 0);
+    }
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->tier != y->tier)
+        return y->tier - x->tier;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    if (x->raw != y->raw)
+        return x->raw < y->raw ? 1 : -1;
+    return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
+}
+
+/* ----------------------------------------------------------------------
+ * Legs
+ * -------------------------------------------------------------------- */
+
+static int sql_fail(mnemo *m, const char *what)
+{
+    sqlite3 *db = store_db(m->st);
+    int code = store_code(sqlite3_errcode(db));
+    return core_error(m, code ? code : MNEMO_DB, "search failed (%s): %s", what,
+                      sqlite3_errmsg(db));
+}
+
+static int content_leg(mnemo *m, const query *q, pool *p, double *sum_idf)
+{
+    sqlite3 *db = store_db(m->st);
+    fts_rank *r = store_rank(m->st);
+    query_rank_setup(q, r);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT rowid, mnemo_bm25(chunks_fts) FROM chunks_fts "
+                           "WHERE chunks_fts MATCH ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(m, "prepare");
+    sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((r->last_mask & q->required) != q->required)
+            continue;
+        cand c = {sqlite3_column_int64(st, 0), 0, sqlite3_column_double(st, 1), 0, 0};
+        pool_offer(p, &c);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sql_fail(m, "keyword query");
+    double s = 0;
+    for (int i = 0; i < q->npositive && r->idf_ready; i++)
+        s += r->idf[i];
+    *sum_idf = s > 0 ? s : 1.0;
+    return MNEMO_OK;
+}
+
+typedef struct path_hit {
+    int64_t file_id;
+    double frac; /* share of the query terms found in the path */
+    int tier;
+} path_hit;
+
+static int add_hit(path_hit **v, size_t *n, size_t *cap, int64_t id, double frac, int tier)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].file_id == id) {
+            if (tier > (*v)[i].tier)
+                (*v)[i].tier = tier;
+            if (frac > (*v)[i].frac)
+                (*v)[i].frac = frac;
+            return MNEMO_OK;
+        }
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        path_hit *nv = realloc(*v, *cap * sizeof *nv);
+        if (!nv)
+            return MNEMO_NOMEM;
+        *v = nv;
+    }
+    (*v)[(*n)++] = (path_hit){id, frac, tier};
+    return MNEMO_OK;
+}
+
+static int file_legs(mnemo *m, const query *q, path_hit **hits, size_t *nhits)
+{
+    sqlite3 *db = store_db(m->st);
+    size_t cap = 0;
+    sqlite3_stmt *st = NULL;
+    /* Exact: the query names a file by path, base name or stem. */
+    if (q->filename[0]) {
+        if (sqlite3_prepare_v2(db,
+                               "SELECT id, CASE WHEN path_lc = ?1 THEN 3 WHEN name_lc = ?1 "
+                               "THEN 2 ELSE 1 END FROM files WHERE status = 0 AND "
+                               "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) LIMIT 20",
+                               -1, &st, NULL) != SQLITE_OK)
+            return sql_fail(m, "prepare");
+        sqlite3_bind_text(st, 1, q->filename, -1, SQLITE_STATIC);
+        while (sqlite3_step(st) == SQLITE_ROW)
+            if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), 1.0,
+                        sqlite3_column_int(st, 1)))
+                return MNEMO_NOMEM;
+        sqlite3_finalize(st);
+    }
+    /* Partial: query terms among the path's words. */
+    int nterms = q->npositive;
+    if (!q->match || nterms == 0)
+        return MNEMO_OK;
+    fts_rank *r = store_rank(m->st);
+    query_rank_setup(q, r);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT f.rowid, mnemo_bm25(files_fts) FROM files_fts f "
+                           "JOIN files ON files.id = f.rowid "
+                           "WHERE files_fts MATCH ?1 AND files.status = 0",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(m, "prepare");
+    sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    int rows = 0, rc;
+    uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
+    while (rows++ < PATH_ROWS_MAX && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        double frac = (double)__builtin_popcountll(r->last_mask & positive) / nterms;
+        if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), frac, 0)) {
+            sqlite3_finalize(st);
+            return MNEMO_NOMEM;
+        }
+    }
+    sqlite3_finalize(st);
+    return MNEMO_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * Search
+ * -------------------------------------------------------------------- */
+
+static int64_t lookup_i64(sqlite3_stmt *st, int64_t key)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, key);
+    int64_t v = 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return v;
+}
+
+/* Fills result R from chunk C: path, snippet window and citation. */
+static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, const cand *c,
+                       mnemo_result *r)
+{
+    sqlite3_reset(row);
+    sqlite3_bind_int64(row, 1, c->chunk_id);
+    if (sqlite3_step(row) != SQLITE_ROW)
+        return MNEMO_NOTFOUND;
+    const char *text = (const char *)sqlite3_column_text(row, 0);
+    size_t len = (size_t)sqlite3_column_bytes(row, 0);
+    int first = sqlite3_column_int(row, 1);
+    const char *path = (const char *)sqlite3_column_text(row, 2);
+    buf snip;
+    buf_init(&snip, 0);
+    int sl = first, el = first;
+    int rc = snippet_pick(t, q, text ? text : "", len, first,
+                          (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS), &snip, &sl, &el);
+    buf cit;
+    buf_init(&cit, 0);
+    buf_printf(&cit, "%s#L%d-L%d", path, sl, el);
+    memset(r, 0, sizeof *r);
+    r->path = strdup(path);
+    r->start_line = sl;
+    r->end_line = el;
+    r->score = c->score;
+    r->snippet = buf_detach(&snip);
+    r->source = "memory";
+    r->citation = buf_detach(&cit);
+    sqlite3_reset(row);
+    if (!rc && (!r->path || !r->snippet || !r->citation))
+        rc = MNEMO_NOMEM;
+    return rc;
+}
+
+static int overlaps(const mnemo_results *res, const mnemo_result *r)
+{
+    for (size_t i = 0; i < res->n; i++) {
+        const mnemo_result *x = &res->v[i];
+        if (strcmp(x->path, r->path) == 0 && r->start_line <= x->end_line &&
+            x->start_line <= r->end_line)
+            return 1;
+    }
+    return 0;
+}
+
+static void result_cleanup(mnemo_result *r)
+{
+    free((char *)r->path);
+    free((char *)r->snippet);
+    free((char *)r->citation);
+}
+
+int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!text)
+        return core_error(m, MNEMO_INVALID, "empty query");
+    buf qt;
+    buf_init(&qt, 1 << 16);
+    if (utf8_repair(&qt, text, strlen(text))) {
+        buf_cleanup(&qt);
+        return core_error(m, MNEMO_INVALID, "query too long (limit 64 KiB)");
+    }
+    int blank = 1;
+    for (size_t i = 0; i < qt.len; i++)
+        if (qt.data[i] != ' ' && qt.data[i] != '\t' && qt.data[i] != '\n' && qt.data[i] != '\r')
+            blank = 0;
+    if (blank) {
+        buf_cleanup(&qt);
+        return core_error(m, MNEMO_INVALID, "empty query");
+    }
+
+    tok *t = NULL;
+    query q;
+    memset(&q, 0, sizeof q);
+    pool p = {0};
+    path_hit *hits = NULL;
+    size_t nhits = 0;
+    cand *all = NULL;
+    sqlite3_stmt *fid = NULL, *first = NULL, *row = NULL;
+    mnemo_results *res = calloc(1, sizeof *res);
+    int rc = res ? MNEMO_OK : MNEMO_NOMEM;
+    if (rc || (rc = core_qtok(m, &t)))
+        goto done;
+    if ((rc = query_parse(t, qt.data, &q)))
+        goto done;
+    res->mode = strdup("keyword");
+    if (!res->mode) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+
+    int max = opts && opts->max_results > 0 ? opts->max_results
+                                            : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
+    double min_score = opts && opts->min_score >= 0 ? opts->min_score
+                                                    : cfg_num(m->cfg, CFG_MIN_SCORE);
+    p.cap = (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
+    p.v = malloc(p.cap * sizeof *p.v);
+    if (!p.v) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    double sum_idf = 1.0;
+    if (q.match && (rc = content_leg(m, &q, &p, &sum_idf)))
+        goto done;
+    if ((rc = file_legs(m, &q, &hits, &nhits)))
+        goto done;
+
+    sqlite3 *db = store_db(m->st);
+    if (sqlite3_prepare_v2(db, "SELECT file_id FROM chunks WHERE id = ?1", -1, &fid, NULL) ||
+        sqlite3_prepare_v2(db, "SELECT id FROM chunks WHERE file_id = ?1 ORDER BY seq LIMIT 1",
+                           -1, &first, NULL) ||
+        sqlite3_prepare_v2(db,
+                           "SELECT c.text, c.start_line, f.path FROM chunks c "
+                           "JOIN files f ON f.id = c.file_id WHERE c.id = ?1",
+                           -1, &row, NULL)) {
+        rc = sql_fail(m, "prepare");
+        goto done;
+    }
+
+    /* Scores, path boosts and file tiers. */
+    size_t n = p.n, cap = p.n + nhits + 1;
+    all = malloc(cap * sizeof *all);
+    if (!all) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        all[i] = p.v[i];
+        all[i].score = 1.0 - exp(-2.0 * all[i].raw / sum_idf);
+        if (nhits)
+            all[i].file_id = lookup_i64(fid, all[i].chunk_id);
+    }
+    for (size_t h = 0; h < nhits; h++) {
+        cand *best = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i].file_id != hits[h].file_id)
+                continue;
+            all[i].score += (1.0 - all[i].score) * PATH_BOOST * hits[h].frac;
+            if (!best || all[i].raw > best->raw)
+                best = &all[i];
+        }
+        if (hits[h].tier && best) {
+            best->tier = hits[h].tier;
+        } else if (hits[h].tier || (!best && hits[h].frac > 0)) {
+            int64_t cid = lookup_i64(first, hits[h].file_id);
+            if (cid)
+                all[n++] = (cand){cid, hits[h].file_id, 0, PATH_BOOST * hits[h].frac,
+                                  hits[h].tier};
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (all[i].tier)
+            all[i].score = 1.0;
+    qsort(all, n, sizeof *all, by_rank);
+
+    /* Threshold: keyword mode keeps the best matches when none clears it. */
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (all[i].tier || all[i].score >= min_score)
+            all[kept++] = all[i];
+    if (kept == 0)
+        kept = n;
+
+    res->v = calloc((size_t)max, sizeof *res->v);
+    if (!res->v) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < kept && res->n < (size_t)max; i++) {
+        mnemo_result r;
+        int r2 = make_result(m, t, &q, row, &all[i], &r);
+        if (r2 == MNEMO_NOTFOUND)
+            continue;
+        if (r2) {
+            result_cleanup(&r);
+            rc = r2;
+            goto done;
+        }
+        if (overlaps(res, &r)) {
+            result_cleanup(&r);
+            continue;
+        }
+        res->v[res->n++] = r;
+    }
+done:
+    sqlite3_finalize(fid);
+    sqlite3_finalize(first);
+    sqlite3_finalize(row);
+    free(all);
+    free(hits);
+    free(p.v);
+    query_cleanup(&q);
+    buf_cleanup(&qt);
+    if (rc) {
+        mnemo_results_free(res);
+        if (!m->err.len)
+            core_error(m, rc, "search failed: %s", mnemo_strerror(rc));
+        return rc;
+    }
+    *out = res;
+    return MNEMO_OK;
+}

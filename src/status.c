@@ -1,0 +1,180 @@
+/*
+ * status.c - what `mnemo status` reports: workspace, database, counts,
+ * last sync, tokenizer and chunking settings, skipped files and warnings.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core.h"
+
+static json_int_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (json_int_t)st.st_size : 0;
+}
+
+static json_int_t count(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    json_int_t n = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static json_t *meta_json(store *s, const char *key)
+{
+    char *v = NULL;
+    if (store_meta_get(s, key, &v) || !v)
+        return json_null();
+    json_t *j = json_string(v);
+    free(v);
+    return j;
+}
+
+int mnemo_status_json(mnemo *m, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *root = json_object();
+    if (!root)
+        return MNEMO_NOMEM;
+    char side[4096];
+    snprintf(side, sizeof side, "%s-wal", m->db_path);
+    json_object_set_new(root, "version", json_string(MNEMO_VERSION));
+    json_object_set_new(root, "workspace", json_string(m->workspace));
+    json_t *db = json_object();
+    json_object_set_new(db, "path", json_string(m->db_path));
+    json_object_set_new(root, "db", db);
+    json_t *warnings = json_array();
+
+    int rc = core_store(m);
+    json_object_set_new(root, "indexed", json_boolean(rc == MNEMO_OK));
+    json_object_set_new(root, "mode", json_string("keyword"));
+    if (rc == MNEMO_NOTFOUND) {
+        json_array_append_new(warnings, json_string("no index yet; run: mnemo index"));
+        rc = MNEMO_OK;
+    } else if (rc) {
+        json_object_set_new(root, "error", json_string(mnemo_errmsg(m)));
+        json_array_append_new(warnings, json_string(mnemo_errmsg(m)));
+        rc = MNEMO_OK;
+    } else {
+        sqlite3 *h = store_db(m->st);
+        json_object_set_new(db, "sizeBytes", json_integer(file_size(m->db_path) + file_size(side)));
+        char *ver = NULL;
+        store_meta_get(m->st, "schema_version", &ver);
+        json_object_set_new(db, "schemaVersion", json_integer(ver ? atoi(ver) : 0));
+        free(ver);
+        json_object_set_new(root, "files",
+                            json_integer(count(h, "SELECT count(*) FROM files WHERE status = 0")));
+        json_object_set_new(root, "chunks", json_integer(count(h, "SELECT count(*) FROM chunks")));
+        json_object_set_new(root, "bytes", json_integer(count(h, "SELECT coalesce(sum(size),0) "
+                                                                 "FROM files WHERE status = 0")));
+        json_t *last = json_object();
+        json_object_set_new(last, "at", meta_json(m->st, "last_sync_at"));
+        char *ms = NULL;
+        store_meta_get(m->st, "last_sync_ms", &ms);
+        json_object_set_new(last, "durationMs", ms ? json_real(atof(ms)) : json_null());
+        free(ms);
+        char *stats = NULL;
+        store_meta_get(m->st, "last_sync", &stats);
+        json_t *sj = stats ? json_loads(stats, 0, NULL) : NULL;
+        free(stats);
+        if (sj)
+            json_object_update(last, sj);
+        json_decref(sj);
+        json_object_set_new(root, "lastSync", last);
+
+        json_t *tokj = json_object();
+        json_t *lang = meta_json(m->st, "language");
+        const char *cl = cfg_str(m->cfg, CFG_LANGUAGE);
+        if (json_is_string(lang) && strcmp(json_string_value(lang), cl) != 0) {
+            char w[256];
+            snprintf(w, sizeof w,
+                     "the index uses language %s but the configuration says %s; run: mnemo index",
+                     json_string_value(lang), cl);
+            json_array_append_new(warnings, json_string(w));
+        }
+        json_object_set_new(tokj, "language", lang);
+        json_object_set_new(tokj, "stopWords", json_boolean(cfg_bool(m->cfg, CFG_STOP_WORDS)));
+        json_object_set_new(tokj, "cjk", json_string("bigrams"));
+        json_object_set_new(tokj, "bm25", json_pack("{s:f,s:f}", "k1",
+                                                    cfg_num(m->cfg, CFG_BM25_K1), "b",
+                                                    cfg_num(m->cfg, CFG_BM25_B)));
+        json_object_set_new(root, "tokenizer", tokj);
+        char *ct = NULL, *co = NULL;
+        store_meta_get(m->st, "chunk_tokens", &ct);
+        store_meta_get(m->st, "chunk_overlap", &co);
+        json_object_set_new(root, "chunking", json_pack("{s:i,s:i}", "tokens", ct ? atoi(ct) : 0,
+                                                        "overlap", co ? atoi(co) : 0));
+        free(ct);
+        free(co);
+
+        json_t *skipped = json_array();
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(h, "SELECT path, reason FROM files WHERE status != 0 ORDER BY path",
+                               -1, &st, NULL) == SQLITE_OK) {
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                const char *r = (const char *)sqlite3_column_text(st, 1);
+                json_array_append_new(
+                    skipped, json_pack("{s:s,s:s}", "path", (const char *)sqlite3_column_text(st, 0),
+                                       "reason", r ? r : "skipped"));
+            }
+        }
+        sqlite3_finalize(st);
+        json_object_set_new(root, "skipped", skipped);
+    }
+    json_object_set_new(root, "warnings", warnings);
+    *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    return *out ? rc : MNEMO_NOMEM;
+}
+
+typedef struct tokj {
+    json_t *arr;
+} tokj;
+
+static int tok_json_fn(void *ud, int flags, const char *token, int len, int start, int end)
+{
+    tokj *t = ud;
+    json_t *flagsj = json_array();
+    if (flags & TOKF_WHOLE)
+        json_array_append_new(flagsj, json_string("whole"));
+    if (flags & TOKF_PART)
+        json_array_append_new(flagsj, json_string("part"));
+    if (flags & TOKF_CJK)
+        json_array_append_new(flagsj, json_string("cjk"));
+    if (flags & TOKF_STOP)
+        json_array_append_new(flagsj, json_string("stop"));
+    json_array_append_new(t->arr, json_pack("{s:s%,s:i,s:i,s:o}", "token", token, (size_t)len,
+                                            "start", start, "end", end, "flags", flagsj));
+    return 0;
+}
+
+int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    tok *t = NULL;
+    /* Use the index's language when there is an index, else the config's. */
+    int rc = core_qtok(m, &t);
+    tok *own = NULL;
+    if (rc) {
+        rc = tok_new(cfg_str(m->cfg, CFG_LANGUAGE), cfg_bool(m->cfg, CFG_STOP_WORDS), &own);
+        if (rc)
+            return core_error(m, rc, "cannot create the tokenizer");
+        t = own;
+    }
+    core_clear(m);
+    tokj tj = {json_array()};
+    rc = tok_run(t, text, strlen(text), query, tok_json_fn, &tj);
+    tok_free(own);
+    if (!rc)
+        *out = json_dumps(tj.arr, JSON_COMPACT);
+    json_decref(tj.arr);
+    return rc ? rc : (*out ? MNEMO_OK : MNEMO_NOMEM);
+}

@@ -1,0 +1,84 @@
+/*
+ * store.h - the SQLite index: opening with checks (foreign, corrupt, newer
+ * schema), schema creation and forward migrations, metadata, and every SQL
+ * statement that reads or writes files and chunks.
+ */
+#ifndef MNEMO_STORE_H
+#define MNEMO_STORE_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "chunk.h"
+#include "fts.h"
+#include "util/hash.h"
+
+#define STORE_SCHEMA_VERSION 1
+
+typedef struct store store;
+
+typedef struct store_settings {
+    const char *language;
+    int chunk_tokens, chunk_overlap;
+    const char *workspace;
+} store_settings;
+
+/* One row of the files table, as loaded for a sync. */
+typedef struct store_file {
+    int64_t id;
+    char *path;
+    int64_t size, mtime_ns;
+    char hash[HASH_HEX_LEN + 1];
+    int ok; /* indexed (1) or skipped (0) */
+    int seen;
+} store_file;
+
+enum { STORE_FILE_OK = 0, STORE_FILE_SKIPPED = 1 };
+
+/* Opens an existing index at PATH. MNEMO_NOTFOUND when there is none (no
+ * file, an empty file, or an empty database); MNEMO_CORRUPT when the file is
+ * not SQLite, not a mnemo index, damaged, or from a newer mnemo; messages
+ * via store_open_error(). */
+int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen);
+
+/* Creates a fresh index at PATH (replacing any file there) in bulk-load mode:
+ * no journal, no fsync. Call store_finish() before renaming it into place. */
+int store_create(const char *path, const store_settings *s, store **out, char *err,
+                 size_t errlen);
+
+/* Switches a fresh index to WAL mode, closes it and fsyncs it to disk. */
+int store_finish(store *s);
+
+void store_close(store *s);
+
+sqlite3 *store_db(store *s);
+fts_rank *store_rank(store *s);
+const char *store_errmsg(store *s);
+/* Maps an SQLite result code to a MNEMO_* status. */
+int store_code(int sqlite_rc);
+
+int store_begin(store *s);
+int store_commit(store *s);
+void store_rollback(store *s);
+
+/* Metadata (key/value). *val is NULL when the key is absent; caller frees. */
+int store_meta_get(store *s, const char *key, char **val);
+int store_meta_set(store *s, const char *key, const char *val);
+
+/* Loads every file row. Caller frees with store_files_free(). */
+int store_files_load(store *s, store_file **out, size_t *n);
+void store_files_free(store_file *f, size_t n);
+
+int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns,
+                      const char *hash, int status, const char *reason, int64_t *id);
+int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,
+                      int status, const char *reason);
+int store_file_rename(store *s, int64_t id, const char *path);
+/* Deletes a file row and its chunks. */
+int store_file_delete(store *s, int64_t id);
+/* Deletes a file's chunks (the FTS index follows by trigger). */
+int store_chunks_delete(store *s, int64_t file_id, int64_t *removed);
+/* Inserts the chunks of L for FILE_ID and records their count. */
+int store_chunks_insert(store *s, int64_t file_id, const chunk_list *l);
+
+#endif

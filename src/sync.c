@@ -1,0 +1,609 @@
+/*
+ * sync.c - bringing the index up to date with the memory files.
+ *
+ * An incremental sync compares the scan with the files table: files with
+ * the same size and mtime are not read; changed ones are hashed and only
+ * re-chunked when their content changed; a new file whose content equals a
+ * vanished one is a rename; vanished files leave the index. Everything
+ * happens in one transaction.
+ *
+ * A full build (first index, --force, or changed tokenizer/chunking
+ * settings) writes a fresh database beside the old one and renames it over,
+ * so the last good index survives a crash or kill at any point.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "chunk.h"
+#include "core.h"
+#include "util/hash.h"
+#include "util/lock.h"
+#include "util/map.h"
+#include "util/time.h"
+#include "util/utf8.h"
+#include "walk.h"
+
+typedef struct sync_ctx {
+    mnemo *m;
+    store *st;
+    const mnemo_sync_opts *opts;
+    mnemo_sync_stats *stats;
+    chunk_opts copts;
+    int64_t max_bytes;
+    buf content;   /* raw file bytes */
+    buf text;      /* repaired UTF-8 */
+    chunk_list chunks;
+    char reason[160];
+} sync_ctx;
+
+static void progress(sync_ctx *c, const char *phase, size_t done, size_t total)
+{
+    if (!c->opts || !c->opts->progress)
+        return;
+    mnemo_progress p = {phase, done, total, c->stats->bytes_read};
+    c->opts->progress(c->opts->progress_ud, &p);
+}
+
+/* Reads a file into c->content. Returns MNEMO_OK, MNEMO_NOTFOUND (vanished)
+ * or MNEMO_INVALID with c->reason set (skip it). *st receives its stat. */
+static int read_file(sync_ctx *c, const char *abs, struct stat *st)
+{
+    buf_reset(&c->content);
+    c->content.err = 0;
+    int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return MNEMO_NOTFOUND;
+        if (errno == ELOOP)
+            snprintf(c->reason, sizeof c->reason, "symlink (not followed)");
+        else
+            snprintf(c->reason, sizeof c->reason, "unreadable: %s", strerror(errno));
+        return MNEMO_INVALID;
+    }
+    int rc = MNEMO_OK;
+    if (fstat(fd, st) != 0) {
+        snprintf(c->reason, sizeof c->reason, "unreadable: %s", strerror(errno));
+        rc = MNEMO_INVALID;
+        goto done;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(c->reason, sizeof c->reason, "not a regular file");
+        rc = MNEMO_INVALID;
+        goto done;
+    }
+    if (st->st_size > c->max_bytes) {
+        snprintf(c->reason, sizeof c->reason, "too large (%lld bytes, limit %lld)",
+                 (long long)st->st_size, (long long)c->max_bytes);
+        rc = MNEMO_INVALID;
+        goto done;
+    }
+    if (buf_reserve(&c->content, (size_t)st->st_size + 1)) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (;;) {
+        if (c->content.len > (size_t)c->max_bytes) {
+            snprintf(c->reason, sizeof c->reason, "too large (grew past %lld bytes)",
+                     (long long)c->max_bytes);
+            rc = MNEMO_INVALID;
+            goto done;
+        }
+        if (buf_reserve(&c->content, 65536)) {
+            rc = MNEMO_NOMEM;
+            goto done;
+        }
+        ssize_t n = read(fd, c->content.data + c->content.len, c->content.cap - c->content.len - 1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(c->reason, sizeof c->reason, "unreadable: %s", strerror(errno));
+            rc = MNEMO_INVALID;
+            goto done;
+        }
+        if (n == 0)
+            break;
+        c->content.len += (size_t)n;
+    }
+    c->content.data[c->content.len] = 0;
+    if (memchr(c->content.data, 0, c->content.len)) {
+        snprintf(c->reason, sizeof c->reason, "binary (contains NUL bytes)");
+        rc = MNEMO_INVALID;
+    }
+done:
+    close(fd);
+    return rc;
+}
+
+/* Chunks c->content (raw bytes) into c->chunks. */
+static int chunk_content(sync_ctx *c, int entries)
+{
+    const char *s = c->content.data ? c->content.data : "";
+    size_t n = c->content.len;
+    if (n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
+        s += 3;
+        n -= 3;
+    }
+    if (!utf8_valid(s, n)) {
+        buf_reset(&c->text);
+        c->text.err = 0;
+        if (utf8_repair(&c->text, s, n))
+            return buf_err(&c->text);
+        s = c->text.data;
+        n = c->text.len;
+    }
+    chunk_opts o = c->copts;
+    o.entries = entries;
+    return chunk_markdown(s, n, &o, &c->chunks);
+}
+
+static int db_fail(sync_ctx *c, int rc, const char *what)
+{
+    return core_error(c->m, rc ? rc : MNEMO_DB, "index %s: %s: %s", c->m->db_path, what,
+                      store_errmsg(c->st));
+}
+
+static int is_entries_path(const char *path)
+{
+    return !strcmp(path, "MEMORY.md") || !strcmp(path, "memory.md") ||
+           !strcmp(path, "USER.md") || !strcmp(path, "user.md");
+}
+
+static int write_chunks(sync_ctx *c, int64_t file_id, int replace)
+{
+    int64_t removed = 0;
+    int rc;
+    if (replace && (rc = store_chunks_delete(c->st, file_id, &removed)))
+        return db_fail(c, rc, "deleting chunks");
+    c->stats->chunks_removed += (size_t)removed;
+    if ((rc = store_chunks_insert(c->st, file_id, &c->chunks)))
+        return db_fail(c, rc, "writing chunks");
+    c->stats->chunks_added += c->chunks.n;
+    return MNEMO_OK;
+}
+
+/* The body of a sync, inside one transaction on c->st. */
+static int sync_files(sync_ctx *c)
+{
+    mnemo *m = c->m;
+    walk_roots roots = {0};
+    walk_list list = {0};
+    store_file *files = NULL;
+    size_t nfiles = 0;
+    size_t *work = NULL;
+    map bypath, byhash;
+    map_init(&bypath);
+    map_init(&byhash);
+    int rc;
+
+    progress(c, "scan", 0, 0);
+    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), &roots, &m->err)))
+        goto done;
+    if ((rc = walk_scan(m->workspace, &roots, &list))) {
+        core_error(m, rc, "scanning %s failed: %s", m->workspace, mnemo_strerror(rc));
+        goto done;
+    }
+    if ((rc = store_files_load(c->st, &files, &nfiles))) {
+        db_fail(c, rc, "reading files");
+        goto done;
+    }
+    for (size_t i = 0; i < nfiles; i++)
+        if ((rc = map_put(&bypath, files[i].path, i)))
+            goto done;
+
+    /* Pass 1: what is unchanged, what must be read. */
+    work = malloc((list.n ? list.n : 1) * sizeof *work);
+    if (!work) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    size_t nwork = 0;
+    for (size_t i = 0; i < list.n; i++) {
+        walk_entry *e = &list.v[i];
+        size_t fi;
+        int known = map_get(&bypath, e->path, &fi);
+        if (known)
+            files[fi].seen = 1;
+        if (e->skip) {
+            c->stats->files_skipped++;
+            if (known && !files[fi].ok && files[fi].size == e->size &&
+                files[fi].mtime_ns == e->mtime_ns)
+                continue;
+            if (known) {
+                if ((rc = store_chunks_delete(c->st, files[fi].id, NULL)) ||
+                    (rc = store_file_update(c->st, files[fi].id, e->size, e->mtime_ns, "",
+                                            STORE_FILE_SKIPPED, e->skip))) {
+                    db_fail(c, rc, "updating a file");
+                    goto done;
+                }
+            } else if ((rc = store_file_insert(c->st, e->path, e->size, e->mtime_ns, "",
+                                               STORE_FILE_SKIPPED, e->skip, NULL))) {
+                db_fail(c, rc, "adding a file");
+                goto done;
+            }
+            continue;
+        }
+        c->stats->files_seen++;
+        if (known && files[fi].size == e->size && files[fi].mtime_ns == e->mtime_ns) {
+            if (files[fi].ok)
+                c->stats->files_unchanged++;
+            else
+                c->stats->files_skipped++;
+            continue;
+        }
+        work[nwork++] = i;
+    }
+    /* Vanished indexed files, by content hash, for rename detection. */
+    for (size_t i = 0; i < nfiles; i++)
+        if (!files[i].seen && files[i].ok && files[i].hash[0])
+            if ((rc = map_put(&byhash, files[i].hash, i)))
+                goto done;
+
+    /* Pass 2: read, hash, chunk and write. */
+    for (size_t w = 0; w < nwork; w++) {
+        walk_entry *e = &list.v[work[w]];
+        progress(c, "index", w, nwork);
+        char *abs = walk_abs(m->workspace, e->path);
+        if (!abs) {
+            rc = MNEMO_NOMEM;
+            goto done;
+        }
+        struct stat st;
+        int r = read_file(c, abs, &st);
+        free(abs);
+        size_t fi;
+        int known = map_get(&bypath, e->path, &fi);
+        if (r == MNEMO_NOTFOUND) {
+            if (known)
+                files[fi].seen = 0; /* vanished mid-sync: remove below */
+            c->stats->files_seen--;
+            continue;
+        }
+        if (r == MNEMO_NOMEM) {
+            rc = r;
+            goto done;
+        }
+        int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        if (r == MNEMO_INVALID) {
+            c->stats->files_skipped++;
+            c->stats->files_seen--;
+            if (known)
+                rc = store_chunks_delete(c->st, files[fi].id, NULL);
+            if (!rc)
+                rc = known ? store_file_update(c->st, files[fi].id, st.st_size, mtime, "",
+                                               STORE_FILE_SKIPPED, c->reason)
+                           : store_file_insert(c->st, e->path, st.st_size, mtime, "",
+                                               STORE_FILE_SKIPPED, c->reason, NULL);
+            if (rc) {
+                db_fail(c, rc, "recording a skipped file");
+                goto done;
+            }
+            continue;
+        }
+        c->stats->bytes_read += c->content.len;
+        char hash[HASH_HEX_LEN + 1];
+        hash_hex(c->content.data ? c->content.data : "", c->content.len, hash);
+        int entries = e->entries || is_entries_path(e->path);
+
+        if (known && files[fi].ok && strcmp(files[fi].hash, hash) == 0) {
+            c->stats->files_touched++;
+            if ((rc = store_file_update(c->st, files[fi].id, st.st_size, mtime, hash,
+                                        STORE_FILE_OK, NULL))) {
+                db_fail(c, rc, "updating a file");
+                goto done;
+            }
+            continue;
+        }
+        size_t old;
+        if (!known && map_get(&byhash, hash, &old) && !files[old].seen) {
+            /* Renamed: same content under a new path; keep its chunks. */
+            files[old].seen = 1;
+            c->stats->files_renamed++;
+            if ((rc = store_file_rename(c->st, files[old].id, e->path)) ||
+                (rc = store_file_update(c->st, files[old].id, st.st_size, mtime, hash,
+                                        STORE_FILE_OK, NULL))) {
+                db_fail(c, rc, "renaming a file");
+                goto done;
+            }
+            continue;
+        }
+        if ((rc = chunk_content(c, entries))) {
+            core_error(m, rc, "chunking %s failed: %s", e->path, mnemo_strerror(rc));
+            goto done;
+        }
+        int64_t id;
+        if (known) {
+            c->stats->files_changed++;
+            id = files[fi].id;
+            if ((rc = store_file_update(c->st, id, st.st_size, mtime, hash, STORE_FILE_OK,
+                                        NULL))) {
+                db_fail(c, rc, "updating a file");
+                goto done;
+            }
+            if ((rc = write_chunks(c, id, 1)))
+                goto done;
+        } else {
+            c->stats->files_added++;
+            if ((rc = store_file_insert(c->st, e->path, st.st_size, mtime, hash, STORE_FILE_OK,
+                                        NULL, &id))) {
+                db_fail(c, rc, "adding a file");
+                goto done;
+            }
+            if ((rc = write_chunks(c, id, 0)))
+                goto done;
+        }
+    }
+    progress(c, "index", nwork, nwork);
+
+    /* Pass 3: files that left the roots leave the index. */
+    for (size_t i = 0; i < nfiles; i++) {
+        if (files[i].seen)
+            continue;
+        if (files[i].ok)
+            c->stats->files_removed++;
+        if ((rc = store_file_delete(c->st, files[i].id))) {
+            db_fail(c, rc, "removing a file");
+            goto done;
+        }
+    }
+done:
+    free(work);
+    map_cleanup(&bypath);
+    map_cleanup(&byhash);
+    store_files_free(files, nfiles);
+    walk_list_cleanup(&list);
+    walk_roots_cleanup(&roots);
+    return rc;
+}
+
+static int record_sync(sync_ctx *c, double started, double t0)
+{
+    char when[32], num[32];
+    time_format_iso(started, when);
+    snprintf(num, sizeof num, "%.1f", (time_mono() - t0) * 1000.0);
+    mnemo_sync_stats *s = c->stats;
+    json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "filesSeen",
+                          (json_int_t)s->files_seen, "filesAdded", (json_int_t)s->files_added,
+                          "filesChanged", (json_int_t)s->files_changed, "filesTouched",
+                          (json_int_t)s->files_touched, "filesUnchanged",
+                          (json_int_t)s->files_unchanged, "filesRemoved",
+                          (json_int_t)s->files_removed, "filesRenamed",
+                          (json_int_t)s->files_renamed, "filesSkipped",
+                          (json_int_t)s->files_skipped, "chunksAdded",
+                          (json_int_t)s->chunks_added, "chunksRemoved",
+                          (json_int_t)s->chunks_removed, "bytesRead", (json_int_t)s->bytes_read,
+                          "rebuilt", s->rebuilt);
+    char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    int rc = store_meta_set(c->st, "last_sync_at", when);
+    if (!rc)
+        rc = store_meta_set(c->st, "last_sync_ms", num);
+    if (!rc && js)
+        rc = store_meta_set(c->st, "last_sync", js);
+    free(js);
+    return rc;
+}
+
+/* Removes leftovers of builds that died: <db>.tmp-* beside the index. We
+ * hold the writer lock, so no live build owns one. */
+static void remove_stale_temps(const char *db_path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", db_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    const char *base = slash + 1;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, base, blen) == 0 && strncmp(de->d_name + blen, ".tmp-", 5) == 0) {
+            char p[PATH_MAX + 256];
+            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            unlink(p);
+        }
+    }
+    closedir(d);
+}
+
+static void fsync_dir(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = slash == dir ? '/' : 0;
+    if (slash == dir)
+        slash[1] = 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Renames the fresh index TMP over the live one. The old database is
+ * checkpointed first so that no write-ahead log of it can be replayed onto
+ * the new file; a log that cannot be emptied is removed. */
+static int swap_in(mnemo *m, const char *tmp)
+{
+    char side[PATH_MAX + 8];
+    struct stat st;
+    if (stat(m->db_path, &st) == 0) {
+        sqlite3 *old = NULL;
+        if (sqlite3_open_v2(m->db_path, &old, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+            sqlite3_busy_timeout(old, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
+            sqlite3_exec(old, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+        }
+        sqlite3_close_v2(old);
+    }
+    snprintf(side, sizeof side, "%s-wal", m->db_path);
+    if (stat(side, &st) == 0 && st.st_size > 0) {
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", m->db_path);
+        unlink(side);
+    }
+    if (rename(tmp, m->db_path) != 0)
+        return core_error(m, MNEMO_IO, "cannot move the new index into place at %s: %s",
+                          m->db_path, strerror(errno));
+    fsync_dir(m->db_path);
+    return MNEMO_OK;
+}
+
+/* May a fresh build replace the file at the index path? Only if it is
+ * absent or SQLite (a mnemo index, possibly damaged); never a foreign file. */
+static int replaceable(mnemo *m)
+{
+    store *s = NULL;
+    char err[1024] = "";
+    int rc = store_open(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &s, err,
+                        sizeof err);
+    store_close(s);
+    if (rc == MNEMO_OK || rc == MNEMO_NOTFOUND)
+        return MNEMO_OK;
+    if (rc == MNEMO_CORRUPT && strstr(err, "not a"))
+        return core_error(m, rc, "%s", err); /* foreign file: leave it alone */
+    return MNEMO_OK;
+}
+
+static int settings_changed(mnemo *m, const char **why)
+{
+    static const struct {
+        const char *meta;
+        int key;
+        const char *why;
+    } checks[] = {{"language", CFG_LANGUAGE, "the stemmer language changed"},
+                  {"chunk_tokens", CFG_CHUNK_TOKENS, "the chunk size changed"},
+                  {"chunk_overlap", CFG_CHUNK_OVERLAP, "the chunk overlap changed"}};
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+        char *v = NULL;
+        if (store_meta_get(m->st, checks[i].meta, &v))
+            return 0;
+        int differs = !v || strcmp(v, cfg_str(m->cfg, checks[i].key)) != 0;
+        free(v);
+        if (differs) {
+            *why = checks[i].why;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+{
+    mnemo_sync_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    core_clear(m);
+    double t0 = time_mono(), started = time_wall();
+
+    char lockpath[PATH_MAX + 8];
+    snprintf(lockpath, sizeof lockpath, "%s.lock", m->db_path);
+    int lock = lock_acquire(lockpath, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
+    if (lock == -2)
+        return core_error(m, MNEMO_BUSY,
+                          "another mnemo process is writing the index %s (lock %s held)",
+                          m->db_path, lockpath);
+    if (lock < 0)
+        return core_error(m, MNEMO_IO, "cannot lock %s: %s", lockpath, strerror(errno));
+
+    sync_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.opts = opts;
+    c.stats = stats;
+    c.copts.tokens = (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS);
+    c.copts.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
+    c.max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
+    buf_init(&c.content, (size_t)c.max_bytes + 65536 * 2);
+    buf_init(&c.text, (size_t)c.max_bytes * 3 + 16);
+    chunk_list_init(&c.chunks);
+
+    int fresh = opts && opts->force;
+    const char *why = fresh ? "--force" : NULL;
+    int rc = MNEMO_OK;
+    if (!fresh) {
+        store_close(m->st); /* reopen: another process may have swapped the file */
+        m->st = NULL;
+        rc = core_store(m);
+        if (rc == MNEMO_NOTFOUND) {
+            fresh = 1;
+            why = "no index yet";
+            rc = MNEMO_OK;
+        } else if (rc) {
+            goto done;
+        } else if (settings_changed(m, &why)) {
+            fresh = 1;
+        }
+    }
+    if (!fresh) {
+        c.st = m->st;
+        if ((rc = store_begin(c.st))) {
+            db_fail(&c, rc, "starting a transaction");
+            goto done;
+        }
+        rc = sync_files(&c);
+        if (!rc && (rc = record_sync(&c, started, t0)))
+            db_fail(&c, rc, "recording the sync");
+        if (!rc && (rc = store_commit(c.st)))
+            db_fail(&c, rc, "committing");
+        if (rc)
+            store_rollback(c.st);
+        goto done;
+    }
+
+    /* Full build beside the live index, then an atomic rename. */
+    if ((rc = replaceable(m)))
+        goto done;
+    store_close(m->st);
+    m->st = NULL;
+    remove_stale_temps(m->db_path);
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", m->db_path, (long)getpid());
+    store_settings set = {cfg_str(m->cfg, CFG_LANGUAGE), (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS),
+                          (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP), m->workspace};
+    char err[1024] = "";
+    if ((rc = store_create(tmp, &set, &c.st, err, sizeof err))) {
+        core_error(m, rc, "%s", err);
+        goto done;
+    }
+    stats->rebuilt = 1;
+    stats->rebuild_reason = why;
+    if ((rc = store_begin(c.st))) {
+        db_fail(&c, rc, "starting a transaction");
+    } else {
+        rc = sync_files(&c);
+        if (!rc && (rc = record_sync(&c, started, t0)))
+            db_fail(&c, rc, "recording the sync");
+        if (!rc && (rc = store_commit(c.st)))
+            db_fail(&c, rc, "committing");
+    }
+    if (!rc && (rc = store_finish(c.st)))
+        core_error(m, rc, "cannot finish the new index %s", tmp);
+    store_close(c.st);
+    c.st = NULL;
+    if (!rc)
+        rc = swap_in(m, tmp);
+    if (rc)
+        unlink(tmp);
+done:
+    stats->seconds = time_mono() - t0;
+    buf_cleanup(&c.content);
+    buf_cleanup(&c.text);
+    chunk_list_cleanup(&c.chunks);
+    lock_release(lock);
+    return rc;
+}

@@ -1,0 +1,38 @@
+/*
+ * buf.h - a growable byte buffer with a hard size cap.
+ *
+ * Used for every string the library builds: JSON, snippets, file contents.
+ * The buffer is always NUL-terminated once anything was appended. A buffer
+ * that hits its cap or fails to grow remembers the error; later appends are
+ * no-ops, so callers check buf_err() once at the end.
+ */
+#ifndef MNEMO_BUF_H
+#define MNEMO_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct buf {
+    char *data;
+    size_t len;
+    size_t cap;   /* allocated bytes */
+    size_t max;   /* hard limit on len; 0 = 1 GiB */
+    int err;      /* MNEMO_NOMEM or MNEMO_INVALID (cap exceeded), sticky */
+} buf;
+
+void buf_init(buf *b, size_t max);
+void buf_cleanup(buf *b);
+int buf_reserve(buf *b, size_t extra);
+int buf_append(buf *b, const void *p, size_t n);
+int buf_puts(buf *b, const char *s);
+int buf_putc(buf *b, char c);
+int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_vprintf(buf *b, const char *fmt, va_list ap);
+/* Appends S as a JSON string literal, quotes included. */
+int buf_json_str(buf *b, const char *s, size_t n);
+/* Hands the data to the caller (never NULL unless out of memory) and resets B. */
+char *buf_detach(buf *b);
+static inline int buf_err(const buf *b) { return b->err; }
+static inline void buf_reset(buf *b) { b->len = 0; if (b->data) b->data[0] = 0; }
+
+#endif
