@@ -77,6 +77,7 @@ $(BUILD)/mnemo: $(CLI_OBJ) $(BUILD)/libmnemo.a
 # The test binary runs the CLI it was built with (golden tests).
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Ifuzz -DMNEMO_BIN='"$(abspath $(BUILD))/mnemo"' \
                                   -DMNEMO_SRC='"$(abspath .)"'
+$(BUILD)/fuzz/%.o: ALL_CFLAGS += -DLLVMFuzzerTestOneInput=$(notdir $*)_one
 $(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS)
 

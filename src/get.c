@@ -36,6 +36,37 @@ static int indexable(const walk_root *r, const char *rel)
     return glob_match(r->pattern, rel);
 }
 
+/* Resolves "." and ".." in the absolute path P lexically, in place. Used
+ * for paths that do not exist, so that a missing file outside the roots is
+ * refused rather than reported missing (no probing outside the roots). */
+static void normalize_lexically(char *p)
+{
+    char *out = p, *s = p;
+    while (*s) {
+        while (*s == '/')
+            s++;
+        char *e = s;
+        while (*e && *e != '/')
+            e++;
+        size_t n = (size_t)(e - s);
+        if (n == 1 && s[0] == '.') {
+        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
+            while (out > p && out[-1] != '/')
+                out--;
+            if (out > p)
+                out--;
+        } else if (n) {
+            *out++ = '/';
+            memmove(out, s, n);
+            out += n;
+        }
+        s = e;
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = 0;
+}
+
 void mnemo_excerpt_cleanup(mnemo_excerpt *e)
 {
     if (!e)
@@ -67,15 +98,20 @@ int mnemo_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *o
         rc = MNEMO_NOMEM;
         goto done;
     }
-    if (!realpath(abs, real)) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            rc = core_error(m, MNEMO_NOTFOUND, "no such memory file: %s", path);
-        else
-            rc = core_error(m, MNEMO_IO, "%s: %s", path, strerror(errno));
-        goto done;
-    }
     if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), &roots, &m->err)))
         goto done;
+    if (!realpath(abs, real)) {
+        int e = errno;
+        normalize_lexically(abs);
+        if (!walk_root_of(&roots, abs))
+            rc = core_error(m, MNEMO_DENIED, "%s is outside the memory roots of %s", path,
+                            m->workspace);
+        else if (e == ENOENT || e == ENOTDIR)
+            rc = core_error(m, MNEMO_NOTFOUND, "no such memory file: %s", path);
+        else
+            rc = core_error(m, MNEMO_IO, "%s: %s", path, strerror(e));
+        goto done;
+    }
     const walk_root *root = walk_root_of(&roots, real);
     if (!root || (root->is_dir && !indexable(root, real + strlen(root->abs) + 1))) {
         rc = core_error(m, MNEMO_DENIED,

@@ -473,7 +473,7 @@ static int replaceable(mnemo *m)
     store_close(s);
     if (rc == MNEMO_OK || rc == MNEMO_NOTFOUND)
         return MNEMO_OK;
-    if (rc == MNEMO_CORRUPT && strstr(err, "not a"))
+    if (rc == MNEMO_CORRUPT && strstr(err, "not a mnemo index"))
         return core_error(m, rc, "%s", err); /* foreign file: leave it alone */
     return MNEMO_OK;
 }
@@ -532,6 +532,7 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     buf_init(&c.text, (size_t)c.max_bytes * 3 + 16);
     chunk_list_init(&c.chunks);
 
+    remove_stale_temps(m->db_path);
     int fresh = opts && opts->force;
     const char *why = fresh ? "--force" : NULL;
     int rc = MNEMO_OK;
@@ -570,7 +571,6 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         goto done;
     store_close(m->st);
     m->st = NULL;
-    remove_stale_temps(m->db_path);
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", m->db_path, (long)getpid());
     store_settings set = {cfg_str(m->cfg, CFG_LANGUAGE), (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS),

@@ -335,28 +335,40 @@ typedef struct span {
     int start, end;
 } span;
 
-/* Splits ASCII CamelCase inside [start,end): "HTTPServer" -> HTTP, Server. */
+#define CAMEL_MIN_PART 3
+
+/* Appends the run [start,end) to PARTS, split at ASCII CamelCase humps
+ * ("HTTPServer" -> HTTP, Server; "getUserName" -> get, User, Name). A run
+ * whose humps would leave a piece shorter than three characters ("iPhone",
+ * "miRNAs", "clpC") stays whole: such pieces only add noise. */
 static int camel_split(const char *s, int start, int end, span *parts, int np, int max)
 {
-    int from = start;
-    for (int i = start + 1; i < end; i++) {
-        unsigned char a = (unsigned char)s[i - 1], b = (unsigned char)s[i];
-        if (a >= 0x80 || b >= 0x80)
-            return np; /* leave non-ASCII words alone */
+    int cuts[MAX_PARTS], ncut = 0, ascii = 1;
+    for (int i = start; i < end; i++)
+        if ((unsigned char)s[i] >= 0x80)
+            ascii = 0;
+    for (int i = start + 1; ascii && i < end && ncut < MAX_PARTS - 1; i++) {
+        char a = s[i - 1], b = s[i];
         int lower_upper = (a >= 'a' && a <= 'z') && (b >= 'A' && b <= 'Z');
         int acronym_end = (a >= 'A' && a <= 'Z') && (b >= 'A' && b <= 'Z') && i + 1 < end &&
                           s[i + 1] >= 'a' && s[i + 1] <= 'z';
-        if ((lower_upper || acronym_end) && np < max) {
-            parts[np].start = from;
-            parts[np].end = i;
-            np++;
-            from = i;
-        }
+        if (lower_upper || acronym_end)
+            cuts[ncut++] = i;
     }
-    if (np < max) {
+    int from = start;
+    for (int k = 0; k <= ncut; k++) {
+        int to = k < ncut ? cuts[k] : end;
+        if (to - from < CAMEL_MIN_PART)
+            ncut = 0; /* a short piece: keep the run whole */
+        from = to;
+    }
+    from = start;
+    for (int k = 0; k <= ncut && np < max; k++) {
+        int to = k < ncut ? cuts[k] : end;
         parts[np].start = from;
-        parts[np].end = end;
+        parts[np].end = to;
         np++;
+        from = to;
     }
     return np;
 }

@@ -134,8 +134,11 @@ char *buf_detach(buf *b)
         buf_cleanup(b);
         return NULL;
     }
-    if (!b->data && buf_reserve(b, 0))
-        return NULL;
+    if (!b->data) {
+        if (buf_reserve(b, 0))
+            return NULL;
+        b->data[0] = 0;
+    }
     char *p = b->data;
     b->data = NULL;
     b->len = b->cap = 0;

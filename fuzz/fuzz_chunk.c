@@ -1,0 +1,46 @@
+/*
+ * fuzz_chunk.c - libFuzzer harness for the chunker: arbitrary (repaired)
+ * text in both modes and several sizes. Chunks must have valid, ordered,
+ * in-range line numbers and valid UTF-8 text.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk.h"
+#include "util/utf8.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    buf text;
+    buf_init(&text, 0);
+    if (utf8_repair(&text, (const char *)data + 2, size - 2)) {
+        buf_cleanup(&text);
+        return 0;
+    }
+    int lines = 1;
+    for (size_t i = 0; i < text.len; i++)
+        lines += text.data[i] == '\n';
+    chunk_opts o = {8 + data[0] % 64, data[1] % 16, data[0] & 1};
+    chunk_list l;
+    chunk_list_init(&l);
+    if (chunk_markdown(text.data ? text.data : "", text.len, &o, &l) == 0) {
+        for (size_t i = 0; i < l.n; i++) {
+            const chunk *c = &l.items[i];
+            if (c->start_line < 1 || c->end_line < c->start_line || c->end_line > lines ||
+                !utf8_valid(chunk_text(&l, c), c->text_len) || c->text_len == 0 ||
+                c->importance < 0 || c->importance > 10)
+                abort();
+            if (i > 0 && c->start_line < l.items[i - 1].start_line)
+                abort();
+        }
+    }
+    chunk_list_cleanup(&l);
+    buf_cleanup(&text);
+    return 0;
+}

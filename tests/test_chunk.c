@@ -1,0 +1,185 @@
+/*
+ * test_chunk.c - line ranges, overlap, CJK sizing, long lines, entry mode
+ * and annotations.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "chunk.h"
+#include "test.h"
+#include "util/utf8.h"
+
+static void run(const char *text, int tokens, int overlap, int entries, chunk_list *l)
+{
+    chunk_list_init(l);
+    chunk_opts o = {tokens, overlap, entries};
+    ASSERT_OK(chunk_markdown(text, strlen(text), &o, l));
+}
+
+TEST(chunk_line_ranges_and_overlap)
+{
+    /* 100 lines of 39 characters + newline = 10 tokens each. */
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 1; i <= 100; i++)
+        buf_printf(&b, "line %03d abcdefghijklmnopqrstuvwxyz012\n", i);
+    chunk_list l;
+    run(b.data, 100, 20, 0, &l);
+    ASSERT(l.n > 1);
+    ASSERT_EQ(l.items[0].start_line, 1);
+    ASSERT_EQ(l.items[0].end_line, 10);
+    /* The next chunk repeats the last two lines (20 tokens). */
+    ASSERT_EQ(l.items[1].start_line, 9);
+    ASSERT_EQ(l.items[1].end_line, 18);
+    ASSERT_EQ(l.items[l.n - 1].end_line, 100);
+    for (size_t i = 0; i < l.n; i++) {
+        const chunk *c = &l.items[i];
+        ASSERT(chunk_estimate(chunk_text(&l, c), c->text_len) <= 100);
+        /* Text is exactly the lines it claims. */
+        char want[64];
+        snprintf(want, sizeof want, "line %03d ", c->start_line);
+        ASSERT(strncmp(chunk_text(&l, c), want, strlen(want)) == 0);
+        ASSERT(i == 0 || c->start_line < l.items[i - 1].end_line + 1);
+    }
+    chunk_list_cleanup(&l);
+    buf_cleanup(&b);
+}
+
+TEST(chunk_cjk_counts_one_token_per_character)
+{
+    ASSERT_EQ(chunk_estimate("数据库迁移", strlen("数据库迁移")), 5);
+    ASSERT_EQ(chunk_estimate("abcdefgh", 8), 2);
+    /* 30 lines of 20 CJK characters: 21 tokens a line, 4 lines a chunk. */
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < 30; i++)
+        buf_puts(&b, "数据库迁移数据库迁移数据库迁移数据库迁移\n");
+    chunk_list l;
+    run(b.data, 90, 0, 0, &l);
+    ASSERT_EQ(l.items[0].start_line, 1);
+    ASSERT_EQ(l.items[0].end_line, 4);
+    ASSERT_EQ(l.items[1].start_line, 5);
+    chunk_list_cleanup(&l);
+    buf_cleanup(&b);
+}
+
+TEST(chunk_long_line_split_at_code_points)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "first\n");
+    for (int i = 0; i < 1000; i++)
+        buf_puts(&b, "日本語");
+    buf_puts(&b, "\nlast\n");
+    chunk_list l;
+    run(b.data, 400, 50, 0, &l);
+    int pieces = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const chunk *c = &l.items[i];
+        ASSERT(utf8_valid(chunk_text(&l, c), c->text_len));
+        ASSERT(chunk_estimate(chunk_text(&l, c), c->text_len) <= 401);
+        if (c->start_line == 2 && c->end_line == 2)
+            pieces++;
+    }
+    ASSERT(pieces >= 6); /* 3000 characters in pieces of at most 400 */
+    ASSERT_EQ(l.items[0].start_line, 1);
+    ASSERT_EQ(l.items[l.n - 1].end_line, 3);
+    chunk_list_cleanup(&l);
+    buf_cleanup(&b);
+}
+
+TEST(chunk_entries_never_merge)
+{
+    const char *md = "# Memory\n"
+                     "\n"
+                     "## Infra\n"
+                     "- gateway runs on atlas\n"
+                     "  - sub bullet stays with its entry\n"
+                     "- second entry\n"
+                     "continuation line\n"
+                     "```\n"
+                     "- not an entry inside a code fence\n"
+                     "```\n"
+                     "* star bullet\n";
+    chunk_list l;
+    run(md, 400, 80, 1, &l);
+    ASSERT_EQ(l.n, 5);
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[0]), "# Memory");
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[1]), "## Infra");
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[2]),
+                  "- gateway runs on atlas\n  - sub bullet stays with its entry");
+    ASSERT_EQ(l.items[2].start_line, 4);
+    ASSERT_EQ(l.items[2].end_line, 5);
+    ASSERT_EQ(l.items[3].start_line, 6);
+    ASSERT_EQ(l.items[3].end_line, 10);
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[4]), "* star bullet");
+    chunk_list_cleanup(&l);
+    /* The same text as a daily note is one chunk. */
+    run(md, 400, 80, 0, &l);
+    ASSERT_EQ(l.n, 1);
+    chunk_list_cleanup(&l);
+}
+
+TEST(chunk_large_entry_is_split_within_itself)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "- big entry\n");
+    for (int i = 0; i < 50; i++)
+        buf_puts(&b, "  more text about the same entry, line after line.\n");
+    buf_puts(&b, "- next entry\n");
+    chunk_list l;
+    run(b.data, 100, 20, 1, &l);
+    ASSERT(l.n >= 3);
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[l.n - 1]), "- next entry");
+    for (size_t i = 0; i + 1 < l.n; i++)
+        ASSERT(l.items[i].end_line <= 51);
+    chunk_list_cleanup(&l);
+    buf_cleanup(&b);
+}
+
+TEST(chunk_annotations_parsed_and_stripped)
+{
+    const char *md = "- Deploys happen Tuesdays <!-- importance: 9 --> <!-- trigger: deploy, "
+                     "release day -->\n"
+                     "- Plain entry <!-- a normal comment -->\n"
+                     "- Bad <!-- importance: high -->\n"
+                     "- Clamped <!-- Importance : 42 -->\n";
+    chunk_list l;
+    run(md, 400, 80, 1, &l);
+    ASSERT_EQ(l.n, 4);
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[0]), "- Deploys happen Tuesdays");
+    ASSERT_EQ(l.items[0].importance, 9);
+    char trig[128];
+    snprintf(trig, sizeof trig, "%.*s", (int)l.items[0].trig_len, l.text.data + l.items[0].trig_off);
+    ASSERT_STR_EQ(trig, "deploy, release day");
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[1]), "- Plain entry <!-- a normal comment -->");
+    ASSERT_EQ(l.items[1].importance, 0);
+    ASSERT_EQ(l.items[1].trig_len, 0);
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[2]), "- Bad <!-- importance: high -->");
+    ASSERT_EQ(l.items[3].importance, 10);
+    chunk_list_cleanup(&l);
+}
+
+TEST(chunk_hash_and_empty_input)
+{
+    chunk_list l;
+    run("", 400, 80, 0, &l);
+    ASSERT_EQ(l.n, 0);
+    chunk_list_cleanup(&l);
+    run("\n\n   \n\t\n", 400, 80, 0, &l);
+    ASSERT_EQ(l.n, 0);
+    chunk_list_cleanup(&l);
+    run("\n\nhello\r\nworld\n\n", 400, 80, 0, &l);
+    ASSERT_EQ(l.n, 1);
+    ASSERT_EQ(l.items[0].start_line, 3);
+    ASSERT_EQ(l.items[0].end_line, 4);
+    ASSERT_STR_EQ(chunk_text(&l, &l.items[0]), "hello\nworld");
+    char h1[33];
+    memcpy(h1, l.items[0].hash, 33);
+    ASSERT_EQ(strlen(h1), 32);
+    chunk_list_cleanup(&l);
+    run("hello\nworld!\n", 400, 80, 0, &l);
+    ASSERT(strcmp(h1, l.items[0].hash) != 0);
+    chunk_list_cleanup(&l);
+}

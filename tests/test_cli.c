@@ -1,0 +1,200 @@
+/*
+ * test_cli.c - the mnemo binary: golden JSON and text outputs on the
+ * fixture workspace (tests/fixtures/ws), exit codes, help, and first-run
+ * behaviour. MNEMO_TEST_UPDATE_GOLDEN=1 rewrites the golden files.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static char ws[1024];
+
+static void fixture(void)
+{
+    snprintf(ws, sizeof ws, "%s/tests/fixtures/ws", test_src_dir());
+}
+
+static void golden(const char *name, const char *got)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/tests/golden/%s", test_src_dir(), name);
+    if (getenv("MNEMO_TEST_UPDATE_GOLDEN")) {
+        FILE *f = fopen(path, "w");
+        ASSERT(f != NULL);
+        fputs(got, f);
+        fclose(f);
+        return;
+    }
+    char *want = test_read(path, NULL);
+    if (!want)
+        test_fail(__FILE__, __LINE__, "missing golden file %s", path);
+    if (strcmp(want, got) != 0)
+        test_fail(__FILE__, __LINE__, "%s differs:\n--- want\n%s\n--- got\n%s", name, want, got);
+    free(want);
+}
+
+#define CLI(out, err, ...) test_cli(out, err, NULL, "--workspace", ws, "--db", test_path("db.sqlite"), __VA_ARGS__, NULL)
+
+TEST(cli_golden_search_json)
+{
+    fixture();
+    char *out, *err;
+    ASSERT_EQ(CLI(&out, &err, "index", "--quiet"), 0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_STR_EQ(err, ""); /* no progress bar when not on a terminal */
+    free(out);
+    free(err);
+    static const struct {
+        const char *file, *query, *max;
+    } cases[] = {
+        {"search-postgres.json", "postgres migration", "6"},
+        {"search-chinese.json", "数据库迁移", "3"},
+        {"search-japanese.json", "東京 打ち合わせ", "3"},
+        {"search-identifier.json", "gateway.bind.port", "3"},
+        {"search-filename.json", "gateway-rewrite", "2"},
+        {"search-phrase-exclude.json", "\"logical replication\" -priya", "3"},
+        {"search-nothing.json", "zanzibar", "3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--max-results", cases[i].max, "--",
+                      cases[i].query),
+                  0);
+        golden(cases[i].file, out);
+        free(out);
+    }
+}
+
+TEST(cli_golden_text_and_get)
+{
+    fixture();
+    char *out;
+    ASSERT_EQ(CLI(&out, NULL, "index", "--quiet"), 0);
+    free(out);
+    ASSERT_EQ(CLI(&out, NULL, "search", "-n", "2", "dark", "mode"), 0);
+    golden("search-text.txt", out);
+    free(out);
+    ASSERT_EQ(CLI(&out, NULL, "get", "MEMORY.md", "--from", "4", "--lines", "2", "--json"), 0);
+    golden("get.json", out);
+    free(out);
+    char *err;
+    ASSERT_EQ(CLI(&out, &err, "get", "memory/2026-11-02.md", "--lines", "3"), 0);
+    ASSERT_STR_EQ(out, "# 2026-11-02\n\nPlanned the Postgres migration with Priya.\n");
+    ASSERT_CONTAINS(err, "continue with: mnemo get memory/2026-11-02.md --from 4");
+    free(out);
+    free(err);
+}
+
+TEST(cli_first_search_builds_the_index)
+{
+    fixture();
+    char *out, *err;
+    ASSERT_EQ(CLI(&out, &err, "search", "--json", "pgbouncer"), 0);
+    ASSERT_CONTAINS(err, "no index yet");
+    ASSERT_CONTAINS(out, "memory/2026-11-10.md");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "status", "--json"), 0);
+    ASSERT_CONTAINS(out, "\"files\": 7");
+    ASSERT_CONTAINS(out, "\"indexed\": true");
+    free(out);
+    free(err);
+}
+
+TEST(cli_exit_codes)
+{
+    fixture();
+    char *out, *err;
+    ASSERT_EQ(test_cli(&out, &err, NULL, "frobnicate", NULL), 2);
+    ASSERT_CONTAINS(err, "unknown command");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "search", "--bogus", "x"), 2);
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "search", "--max-results", "lots", "x"), 2);
+    ASSERT_CONTAINS(err, "--max-results");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "search"), 2);
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "get", "memory/nope.md"), 3);
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "get", "--json", "../../Makefile"), 4);
+    ASSERT_CONTAINS(out, "{\"error\":{\"code\":\"denied\"");
+    ASSERT_CONTAINS(err, "outside the memory roots");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "status"), 0);
+    ASSERT_CONTAINS(out, "not built");
+    free(out);
+    free(err);
+    test_write("db.sqlite", "garbage garbage garbage garbage garbage garbage garbage");
+    ASSERT_EQ(CLI(&out, &err, "search", "--json", "x"), 5);
+    ASSERT_CONTAINS(out, "\"code\":\"corrupt\"");
+    ASSERT_CONTAINS(err, "not a SQLite database");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "--set", "maxResults=0", "search", "x"), 2);
+    ASSERT_CONTAINS(err, "maxResults");
+    free(out);
+    free(err);
+    test_write("cfg.json", "{\"maxResults\": \"six\"}");
+    ASSERT_EQ(CLI(&out, &err, "--config", test_path("cfg.json"), "search", "x"), 2);
+    ASSERT_CONTAINS(err, "cfg.json");
+    free(out);
+    free(err);
+}
+
+TEST(cli_help_everywhere)
+{
+    const char *cmds[] = {"index", "search", "get", "status", "config", "tokenize"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char *out;
+        ASSERT_EQ(test_cli(&out, NULL, NULL, cmds[i], "--help", NULL), 0);
+        ASSERT_CONTAINS(out, "usage: mnemo");
+        ASSERT_CONTAINS(out, "--workspace");
+        free(out);
+    }
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--help", NULL), 0);
+    ASSERT_CONTAINS(out, "commands:");
+    free(out);
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--version", NULL), 0);
+    ASSERT_CONTAINS(out, MNEMO_VERSION);
+    free(out);
+}
+
+TEST(cli_config_show_layers)
+{
+    test_mkdir("ws");
+    test_write("ws/mnemo.json", "{\"maxResults\": 9}");
+    setenv("MNEMO_MIN_SCORE", "0.2", 1);
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "config", "show",
+                       "--sources", "--set", "chunkTokens=300", NULL),
+              0);
+    ASSERT_CONTAINS(out, "\"value\": 9");
+    ASSERT_CONTAINS(out, "mnemo.json");
+    ASSERT_CONTAINS(out, "\"source\": \"MNEMO_MIN_SCORE\"");
+    ASSERT_CONTAINS(out, "\"value\": 300");
+    free(out);
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "config", "keys", NULL), 0);
+    ASSERT_CONTAINS(out, "MNEMO_CHUNK_TOKENS");
+    free(out);
+}
+
+TEST(cli_tokenize)
+{
+    test_mkdir("ws");
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "tokenize", "--query",
+                       "The gateway.port", NULL),
+              0);
+    ASSERT_CONTAINS(out, "{\"token\":\"the\",\"start\":0,\"end\":3,\"flags\":[\"stop\"]}");
+    ASSERT_CONTAINS(out, "\"token\":\"gateway.port\"");
+    free(out);
+}

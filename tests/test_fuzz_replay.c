@@ -1,0 +1,43 @@
+/*
+ * test_fuzz_replay.c - replays the fuzz corpora (fuzz/corpus/<harness>/)
+ * through the harnesses as regression tests. The harnesses abort() on a
+ * violated invariant, which fails the test (each test is its own process).
+ */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+int fuzz_tok_one(const uint8_t *data, size_t size);
+int fuzz_chunk_one(const uint8_t *data, size_t size);
+int fuzz_query_one(const uint8_t *data, size_t size);
+
+static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/fuzz/corpus/%s", test_src_dir(), name);
+    DIR *d = opendir(dir);
+    ASSERT(d != NULL);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p[2048];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        size_t len;
+        char *data = test_read(p, &len);
+        ASSERT(data != NULL);
+        fn((const uint8_t *)data, len);
+        free(data);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+TEST(fuzz_replay_tok) { ASSERT(replay("tok", fuzz_tok_one) >= 10); }
+TEST(fuzz_replay_chunk) { ASSERT(replay("chunk", fuzz_chunk_one) >= 10); }
+TEST(fuzz_replay_query) { ASSERT(replay("query", fuzz_query_one) >= 10); }

@@ -1,0 +1,344 @@
+/*
+ * test_sync.c - incremental sync (add, modify, delete, rename, unchanged
+ * files not read), scan rules, full rebuilds and crash safety, watch mode.
+ */
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include "test.h"
+
+static long long db_int(const char *sql)
+{
+    sqlite3 *db;
+    ASSERT(sqlite3_open_v2(test_path("db.sqlite"), &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *st;
+    ASSERT(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+    long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void basic_ws(void)
+{
+    test_write("ws/MEMORY.md", "# Memory\n- The gateway runs on atlas\n- Backups at 02:00\n");
+    test_write("ws/USER.md", "- Chris prefers dark mode\n");
+    test_write("ws/memory/2026-11-01.md", "# 2026-11-01\nDebugged the flaky billing test.\n");
+    test_write("ws/memory/2026-11-02.md", "# 2026-11-02\nPostgres migration planning.\n");
+}
+
+TEST(sync_add_modify_delete)
+{
+    basic_ws();
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_added, 4);
+    ASSERT_EQ(s.files_seen, 4);
+    ASSERT(s.rebuilt);
+    ASSERT_EQ(s.chunks_added, 6); /* 3 entries in MEMORY.md, 1 in USER.md, 2 notes */
+
+    test_write("ws/memory/2026-11-01.md", "# 2026-11-01\nFixed the flaky billing test: a race.\n");
+    test_write("ws/memory/2026-11-03.md", "Gateway certificate renewed.\n");
+    unlink(test_path("ws/memory/2026-11-02.md"));
+    s = test_sync(m);
+    ASSERT(!s.rebuilt);
+    ASSERT_EQ(s.files_added, 1);
+    ASSERT_EQ(s.files_changed, 1);
+    ASSERT_EQ(s.files_removed, 1);
+    ASSERT_EQ(s.files_unchanged, 2);
+    ASSERT_EQ(db_int("SELECT count(*) FROM files"), 4);
+    ASSERT_EQ(db_int("SELECT count(*) FROM chunks"), 6);
+
+    char *j = test_search_json(m, "race", 5);
+    ASSERT_CONTAINS(j, "memory/2026-11-01.md");
+    mnemo_free(j);
+    j = test_search_json(m, "postgres", 5);
+    ASSERT_STR_EQ(j, "{\"results\":[],\"mode\":\"keyword\"}");
+    mnemo_free(j);
+    /* The FTS index follows the chunks table exactly. */
+    ASSERT_EQ(db_int("SELECT count(*) FROM chunks_fts_docsize"), 6);
+    mnemo_close(m);
+}
+
+TEST(sync_unchanged_files_are_not_read)
+{
+    basic_ws();
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT(s.bytes_read > 0);
+    s = test_sync(m);
+    ASSERT_EQ(s.bytes_read, 0);
+    ASSERT_EQ(s.files_unchanged, 4);
+    ASSERT_EQ(s.chunks_added, 0);
+    /* Same content, new mtime: read and hashed, chunks kept. */
+    long long before = db_int("SELECT max(id) FROM chunks");
+    struct utimbuf ut = {time(NULL) + 100, time(NULL) + 100};
+    ASSERT_OK(utime(test_path("ws/USER.md"), &ut));
+    s = test_sync(m);
+    ASSERT_EQ(s.files_touched, 1);
+    ASSERT(s.bytes_read > 0);
+    ASSERT_EQ(s.chunks_added, 0);
+    ASSERT_EQ(db_int("SELECT max(id) FROM chunks"), before);
+    mnemo_close(m);
+}
+
+TEST(sync_rename_keeps_chunks)
+{
+    basic_ws();
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    long long id = db_int("SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id "
+                          "WHERE f.path = 'memory/2026-11-02.md'");
+    test_mkdir("ws/memory/archive");
+    ASSERT_OK(rename(test_path("ws/memory/2026-11-02.md"),
+                     test_path("ws/memory/archive/2026-11-02.md")));
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_renamed, 1);
+    ASSERT_EQ(s.files_removed, 0);
+    ASSERT_EQ(s.chunks_added, 0);
+    ASSERT_EQ(db_int("SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id "
+                     "WHERE f.path = 'memory/archive/2026-11-02.md'"),
+              id);
+    char *j = test_search_json(m, "postgres", 5);
+    ASSERT_CONTAINS(j, "\"citation\":\"memory/archive/2026-11-02.md#L1-L2\"");
+    mnemo_free(j);
+    /* The renamed file is found by its new name too. */
+    j = test_search_json(m, "archive", 5);
+    ASSERT_CONTAINS(j, "memory/archive/2026-11-02.md");
+    mnemo_free(j);
+    mnemo_close(m);
+}
+
+TEST(sync_scan_rules)
+{
+    basic_ws();
+    test_write("ws/memory/.hidden.md", "secret hidden note\n");
+    test_write("ws/memory/.obsidian/x.md", "hidden folder note\n");
+    test_write("ws/memory/node_modules/pkg/readme.md", "dependency readme\n");
+    test_write("ws/memory/.git/HEAD.md", "git internals\n");
+    test_write("ws/memory/notes.txt", "not markdown\n");
+    test_write("ws/memory/sub/deep/nested.md", "nested note about kayaks\n");
+    test_write("outside/target.md", "outside target text\n");
+    ASSERT_OK(symlink(test_path("outside/target.md"), test_path("ws/memory/link.md")));
+    ASSERT_OK(symlink(test_path("outside"), test_path("ws/memory/linkdir")));
+    ASSERT_OK(link(test_path("ws/memory/2026-11-01.md"), test_path("ws/memory/hardlink.md")));
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_added, 5); /* 4 + nested; the hard link is the same file */
+    ASSERT_EQ(db_int("SELECT count(*) FROM files WHERE status = 0"), 5);
+    ASSERT_EQ(db_int("SELECT count(*) FROM files WHERE status = 1 AND reason LIKE 'symlink%'"), 2);
+    char *j = test_search_json(m, "secret hidden dependency internals outside markdown", 10);
+    ASSERT_STR_EQ(j, "{\"results\":[],\"mode\":\"keyword\"}");
+    mnemo_free(j);
+    j = test_search_json(m, "kayaks", 10);
+    ASSERT_CONTAINS(j, "memory/sub/deep/nested.md");
+    mnemo_free(j);
+    char *st;
+    ASSERT_OK(mnemo_status_json(m, &st));
+    ASSERT_CONTAINS(st, "\"path\": \"memory/link.md\"");
+    ASSERT_CONTAINS(st, "symlink (not followed)");
+    mnemo_free(st);
+    mnemo_close(m);
+}
+
+TEST(sync_extra_paths)
+{
+    basic_ws();
+    test_write("ws/docs/guide.md", "guide about zebras\n");
+    test_write("ws/docs/raw.txt", "text about giraffes\n");
+    test_write("ext/single.txt", "one file about penguins\n");
+    test_write("ext/folder/a.rst", "restructured walruses\n");
+    test_write("ext/folder/b.md", "markdown otters\n");
+    char extra[1024];
+    snprintf(extra, sizeof extra,
+             "[\"docs\", \"%s\", {\"path\": \"%s\", \"pattern\": \"*.rst\"}, \"memory\"]",
+             test_path("ext/single.txt"), test_path("ext/folder"));
+    char kv[1100];
+    snprintf(kv, sizeof kv, "extraPaths=%s", extra);
+    mnemo *m = test_open("ws", "db.sqlite", kv, NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_added, 7); /* 4 + guide.md + single.txt + a.rst; memory/ listed once */
+    char *j = test_search_json(m, "zebras penguins walruses", 10);
+    ASSERT_CONTAINS(j, "\"docs/guide.md\"");
+    ASSERT_CONTAINS(j, "ext/single.txt");
+    ASSERT_CONTAINS(j, "ext/folder/a.rst");
+    mnemo_free(j);
+    j = test_search_json(m, "giraffes otters", 10);
+    ASSERT_STR_EQ(j, "{\"results\":[],\"mode\":\"keyword\"}");
+    mnemo_free(j);
+    mnemo_close(m);
+}
+
+TEST(sync_force_rebuild_swaps_in_fresh_file)
+{
+    basic_ws();
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    struct stat a, b;
+    ASSERT_OK(stat(test_path("db.sqlite"), &a));
+    mnemo_sync_opts o = {1, NULL, NULL};
+    mnemo_sync_stats s;
+    ASSERT_OK(mnemo_sync(m, &o, &s));
+    ASSERT(s.rebuilt);
+    ASSERT_STR_EQ(s.rebuild_reason, "--force");
+    ASSERT_OK(stat(test_path("db.sqlite"), &b));
+    ASSERT(a.st_ino != b.st_ino);
+    char *j = test_search_json(m, "atlas", 5);
+    ASSERT_CONTAINS(j, "MEMORY.md#L2-L2");
+    mnemo_free(j);
+    mnemo_close(m);
+}
+
+TEST(sync_settings_change_rebuilds)
+{
+    basic_ws();
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    m = test_open("ws", "db.sqlite", "language=none", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT(s.rebuilt);
+    ASSERT_CONTAINS(s.rebuild_reason, "language");
+    /* No stemming now: "migration" no longer matches "migrations". */
+    test_write("ws/memory/2026-11-05.md", "more migrations\n");
+    test_sync(m);
+    char *j = test_search_json(m, "migration", 5);
+    ASSERT_CONTAINS(j, "2026-11-02.md");
+    ASSERT_NOT_CONTAINS(j, "2026-11-05.md");
+    mnemo_free(j);
+    mnemo_close(m);
+}
+
+static void kill_at_half(void *ud, const mnemo_progress *p)
+{
+    (void)ud;
+    if (strcmp(p->phase, "index") == 0 && p->total && p->done == p->total / 2)
+        raise(SIGKILL);
+}
+
+static void big_ws(const char *word)
+{
+    char rel[64], body[4096];
+    for (int i = 0; i < 200; i++) {
+        snprintf(rel, sizeof rel, "ws/memory/n%03d.md", i);
+        snprintf(body, sizeof body, "note %d about %s\n%s\n", i, word,
+                 "filler text to make the note a bit longer than one line of words");
+        test_write(rel, body);
+    }
+}
+
+/* Runs a sync in a child that kills itself halfway through. */
+static void sync_and_die(int force)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        mnemo *m = test_open("ws", "db.sqlite", NULL);
+        mnemo_sync_opts o = {force, kill_at_half, NULL};
+        mnemo_sync(m, &o, NULL);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+TEST(sync_killed_mid_rebuild_keeps_last_good_index)
+{
+    big_ws("walrus");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    big_ws("narwhal"); /* every file changes */
+    sync_and_die(1);
+    m = test_open("ws", "db.sqlite", NULL);
+    char *j = test_search_json(m, "walrus", 3);
+    ASSERT_CONTAINS(j, "memory/n0");
+    mnemo_free(j);
+    j = test_search_json(m, "narwhal", 3);
+    ASSERT_STR_EQ(j, "{\"results\":[],\"mode\":\"keyword\"}");
+    mnemo_free(j);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp-", test_path("db.sqlite"));
+    /* The next sync cleans up the dead build's file and completes. */
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_changed, 200);
+    j = test_search_json(m, "narwhal", 3);
+    ASSERT_CONTAINS(j, "memory/n0");
+    mnemo_free(j);
+    mnemo_close(m);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls %s* 2>/dev/null | wc -l", tmp);
+    FILE *f = popen(cmd, "r");
+    int n = -1;
+    ASSERT(fscanf(f, "%d", &n) == 1);
+    pclose(f);
+    ASSERT_EQ(n, 0);
+}
+
+TEST(sync_killed_mid_incremental_rolls_back)
+{
+    big_ws("walrus");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    big_ws("narwhal");
+    sync_and_die(0);
+    m = test_open("ws", "db.sqlite", NULL);
+    char *j = test_search_json(m, "narwhal", 3);
+    ASSERT_STR_EQ(j, "{\"results\":[],\"mode\":\"keyword\"}"); /* nothing half-written */
+    mnemo_free(j);
+    j = test_search_json(m, "walrus", 300);
+    ASSERT_CONTAINS(j, "memory/n199.md");
+    mnemo_free(j);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_changed, 200);
+    mnemo_close(m);
+}
+
+static volatile int stop_watch;
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_watch = 1;
+}
+
+TEST(sync_watch_picks_up_changes)
+{
+    basic_ws();
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGTERM, on_term);
+        mnemo *m = test_open("ws", "db.sqlite", "watchDebounceMs=200", NULL);
+        int rc = mnemo_watch(m, &stop_watch, NULL, NULL);
+        mnemo_close(m);
+        _exit(rc);
+    }
+    /* Wait for the first sync, then change files. */
+    for (int i = 0; i < 100 && access(test_path("db.sqlite"), F_OK) != 0; i++)
+        usleep(50000);
+    usleep(300000);
+    test_write("ws/memory/sub/2026-11-09.md", "a note about capybaras\n");
+    test_write("ws/MEMORY.md", "- The gateway moved to hydra\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    int found = 0;
+    for (int i = 0; i < 100 && !found; i++) {
+        usleep(100000);
+        mnemo_results *r = NULL;
+        if (mnemo_search(m, "capybaras hydra", NULL, &r) == 0 && mnemo_results_count(r) == 2)
+            found = 1;
+        mnemo_results_free(r);
+    }
+    kill(pid, SIGTERM);
+    int status;
+    waitpid(pid, &status, 0);
+    ASSERT(found);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    mnemo_close(m);
+}

@@ -1,0 +1,130 @@
+/*
+ * test_util.c - buffers, UTF-8, globs, the hash map and ISO 8601 times.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test.h"
+#include "util/buf.h"
+#include "util/glob.h"
+#include "util/map.h"
+#include "util/time.h"
+#include "util/utf8.h"
+
+TEST(util_buf_cap_is_sticky)
+{
+    buf b;
+    buf_init(&b, 8);
+    ASSERT_OK(buf_puts(&b, "1234"));
+    ASSERT_EQ(buf_puts(&b, "56789"), MNEMO_INVALID);
+    ASSERT_EQ(buf_puts(&b, "x"), MNEMO_INVALID); /* stays failed */
+    ASSERT(buf_detach(&b) == NULL);
+}
+
+TEST(util_buf_printf_and_json)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "%d-%s", 42, "x");
+    buf_json_str(&b, "a\"b\\c\n\x01", 7);
+    char *s = buf_detach(&b);
+    ASSERT_STR_EQ(s, "42-x\"a\\\"b\\\\c\\n\\u0001\"");
+    free(s);
+    buf_init(&b, 0);
+    for (int i = 0; i < 1000; i++)
+        buf_printf(&b, "%0300d", i); /* longer than the small stack buffer */
+    ASSERT_EQ(b.len, 300000);
+    buf_cleanup(&b);
+}
+
+TEST(util_utf8_decode_and_repair)
+{
+    int32_t cp;
+    ASSERT_EQ(utf8_decode("\xe6\x97\xa5", 3, &cp), 3);
+    ASSERT_EQ(cp, 0x65e5);
+    ASSERT_EQ(utf8_decode("\xc0\xaf", 2, &cp), 1); /* overlong */
+    ASSERT_EQ(cp, -1);
+    ASSERT_EQ(utf8_decode("\xed\xa0\x80", 3, &cp), 1); /* surrogate */
+    ASSERT_EQ(cp, -1);
+    ASSERT_EQ(utf8_decode("\xe6\x97", 2, &cp), 1); /* truncated */
+    ASSERT(!utf8_valid("ab\xff", 3));
+    ASSERT(utf8_valid("caf\xc3\xa9", 5));
+    buf b;
+    buf_init(&b, 0);
+    utf8_repair(&b, "a\xffz\xe6\x97", 5);
+    ASSERT_STR_EQ(b.data, "a\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd");
+    ASSERT(utf8_valid(b.data, b.len));
+    buf_cleanup(&b);
+    ASSERT_EQ(utf8_count("日本語abc", strlen("日本語abc")), 6);
+    ASSERT_EQ(utf8_prefix("日本語", 9, 2), 6);
+}
+
+TEST(util_utf8_cjk_ranges)
+{
+    ASSERT(utf8_is_cjk(0x4e2d));  /* 中 */
+    ASSERT(utf8_is_cjk(0x3042));  /* あ */
+    ASSERT(utf8_is_cjk(0x30ab));  /* カ */
+    ASSERT(utf8_is_cjk(0x30fc));  /* ー */
+    ASSERT(utf8_is_cjk(0xd55c));  /* 한 */
+    ASSERT(utf8_is_cjk(0xff76));  /* halfwidth ｶ */
+    ASSERT(utf8_is_cjk(0x20000)); /* extension B */
+    ASSERT(!utf8_is_cjk('a'));
+    ASSERT(!utf8_is_cjk(0xe9));   /* é */
+    ASSERT(!utf8_is_cjk(0x3002)); /* 。 punctuation */
+}
+
+TEST(util_glob)
+{
+    ASSERT(glob_match("**/*.md", "a.md"));
+    ASSERT(glob_match("**/*.md", "x/y/a.md"));
+    ASSERT(!glob_match("**/*.md", "x/y/a.txt"));
+    ASSERT(glob_match("*.md", "deep/down/a.md")); /* no slash: base name */
+    ASSERT(glob_match("notes/*.md", "notes/a.md"));
+    ASSERT(!glob_match("notes/*.md", "notes/sub/a.md"));
+    ASSERT(glob_match("notes/**", "notes/sub/a.md"));
+    ASSERT(glob_match("20[0-9][0-9]-?" "?-?" "?.md", "2026-11-29.md"));
+    ASSERT(!glob_match("[!a]*", "abc"));
+    ASSERT(glob_match("a/**/b.md", "a/b.md"));
+    ASSERT(glob_match("a/**/b.md", "a/x/y/b.md"));
+}
+
+TEST(util_map)
+{
+    map m;
+    map_init(&m);
+    char keys[2000][16];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(keys[i], 16, "k%d", i);
+        ASSERT_OK(map_put(&m, keys[i], (size_t)i * 3));
+    }
+    size_t v = 0;
+    for (int i = 0; i < 2000; i++) {
+        ASSERT(map_get(&m, keys[i], &v));
+        ASSERT_EQ(v, i * 3);
+    }
+    ASSERT(!map_get(&m, "missing", &v));
+    ASSERT_OK(map_put(&m, keys[5], 7));
+    ASSERT(map_get(&m, keys[5], &v));
+    ASSERT_EQ(v, 7);
+    ASSERT_EQ(m.n, 2000);
+    map_cleanup(&m);
+}
+
+TEST(util_time_iso)
+{
+    double t;
+    ASSERT_OK(time_parse_iso("2026-11-29T12:00:00Z", &t));
+    ASSERT_NEAR(t, 1795953600.0, 0.001);
+    ASSERT_OK(time_parse_iso("2026-11-29", &t));
+    ASSERT_NEAR(t, 1795910400.0, 0.001);
+    ASSERT_OK(time_parse_iso("2026-11-29T14:00:00+02:00", &t));
+    ASSERT_NEAR(t, 1795953600.0, 0.001);
+    ASSERT_OK(time_parse_iso("2026-11-29T12:00:00.5Z", &t));
+    ASSERT_NEAR(t, 1795953600.5, 0.001);
+    ASSERT(time_parse_iso("2026-13-01", &t) != 0);
+    ASSERT(time_parse_iso("yesterday", &t) != 0);
+    ASSERT(time_parse_iso("2026-11-29T12:00:00Zjunk", &t) != 0);
+    char s[32];
+    time_format_iso(1795953600.0, s);
+    ASSERT_STR_EQ(s, "2026-11-29T12:00:00Z");
+}

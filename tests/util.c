@@ -1,0 +1,275 @@
+/*
+ * util.c - test helpers: a private temporary folder per test, files,
+ * handles, and running the mnemo binary (see test.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+extern char **environ;
+
+static char dir[512];
+
+const char *test_dir(void) { return dir; }
+const char *test_src_dir(void) { return MNEMO_SRC; }
+const char *test_bin(void) { return MNEMO_BIN; }
+
+const char *test_path(const char *rel)
+{
+    static char bufs[8][1024];
+    static int k;
+    char *b = bufs[k++ & 7];
+    if (!rel || !*rel)
+        snprintf(b, 1024, "%s", dir);
+    else if (rel[0] == '/')
+        snprintf(b, 1024, "%s", rel);
+    else
+        snprintf(b, 1024, "%s/%s", dir, rel);
+    return b;
+}
+
+static void rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        chmod(path, 0700);
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *de;
+            while ((de = readdir(d)) != NULL) {
+                if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                    continue;
+                char sub[2048];
+                snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
+                rm_rf(sub);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+void test_setup(const char *name);
+void test_teardown(void);
+
+void test_setup(const char *name)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/mnemo-test-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    /* No outside configuration leaks into a test. */
+    for (char **e = environ; *e;) {
+        if (strncmp(*e, "MNEMO_", 6) == 0 && strncmp(*e, "MNEMO_TEST_", 11) != 0) {
+            char key[256];
+            const char *eq = strchr(*e, '=');
+            snprintf(key, sizeof key, "%.*s", (int)(eq ? eq - *e : (long)strlen(*e)), *e);
+            unsetenv(key);
+            continue;
+        }
+        e++;
+    }
+    setenv("HOME", test_path("home"), 1);
+    setenv("XDG_CONFIG_HOME", test_path("home/.config"), 1);
+    setenv("XDG_DATA_HOME", test_path("home/.local/share"), 1);
+    test_mkdir("home");
+    if (chdir(dir) != 0)
+        exit(2);
+}
+
+void test_teardown(void)
+{
+    if (chdir("/") != 0)
+        return;
+    if (!getenv("MNEMO_TEST_KEEP"))
+        rm_rf(dir);
+}
+
+void test_mkdir(const char *rel)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s", test_path(rel));
+    for (char *s = p + strlen(dir) + 1; *s; s++) {
+        if (*s == '/') {
+            *s = 0;
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    }
+    mkdir(p, 0755);
+}
+
+void test_write_n(const char *rel, const void *data, size_t n)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s", test_path(rel));
+    char *slash = strrchr(p, '/');
+    if (slash) {
+        *slash = 0;
+        test_mkdir(p);
+        *slash = '/';
+    }
+    FILE *f = fopen(p, "wb");
+    if (!f)
+        test_fail(__FILE__, __LINE__, "cannot write %s: %s", p, strerror(errno));
+    if (n && fwrite(data, 1, n, f) != n)
+        test_fail(__FILE__, __LINE__, "short write to %s", p);
+    fclose(f);
+}
+
+void test_write(const char *rel, const char *content)
+{
+    test_write_n(rel, content, strlen(content));
+}
+
+char *test_read(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    size_t r;
+    while ((r = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            cap *= 2;
+            b = realloc(b, cap);
+        }
+    }
+    fclose(f);
+    b[n] = 0;
+    if (len)
+        *len = n;
+    return b;
+}
+
+mnemo *test_open(const char *ws, const char *db, ...)
+{
+    mnemo_config *cfg;
+    ASSERT_OK(mnemo_config_new(&cfg));
+    char *err = NULL;
+    if (mnemo_config_set(cfg, "workspace", test_path(ws), "test", &err) ||
+        mnemo_config_set(cfg, "db", test_path(db), "test", &err))
+        test_fail(__FILE__, __LINE__, "config: %s", err);
+    va_list ap;
+    va_start(ap, db);
+    const char *kv;
+    while ((kv = va_arg(ap, const char *)) != NULL) {
+        const char *eq = strchr(kv, '=');
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+        if (mnemo_config_set(cfg, key, eq + 1, "test", &err))
+            test_fail(__FILE__, __LINE__, "config %s: %s", kv, err);
+    }
+    va_end(ap);
+    mnemo *m;
+    int rc = mnemo_open(cfg, &m);
+    mnemo_config_free(cfg);
+    if (rc)
+        test_fail(__FILE__, __LINE__, "mnemo_open: %s", mnemo_errmsg(m));
+    return m;
+}
+
+mnemo_sync_stats test_sync(mnemo *m)
+{
+    mnemo_sync_stats s;
+    int rc = mnemo_sync(m, NULL, &s);
+    if (rc)
+        test_fail(__FILE__, __LINE__, "mnemo_sync: %s", mnemo_errmsg(m));
+    return s;
+}
+
+char *test_search_json(mnemo *m, const char *query, int max)
+{
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.max_results = max;
+    mnemo_results *r;
+    int rc = mnemo_search(m, query, &o, &r);
+    if (rc)
+        test_fail(__FILE__, __LINE__, "mnemo_search(%s): %s", query, mnemo_errmsg(m));
+    char *s = mnemo_results_json(r);
+    mnemo_results_free(r);
+    return s;
+}
+
+static char *drain(int fd)
+{
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    ssize_t r;
+    while ((r = read(fd, b + n, cap - n - 1)) > 0) {
+        n += (size_t)r;
+        if (cap - n < 2) {
+            cap *= 2;
+            b = realloc(b, cap);
+        }
+    }
+    b[n] = 0;
+    return b;
+}
+
+int test_cli(char **out, char **err, const char *stdin_text, ...)
+{
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = (char *)test_bin();
+    va_list ap;
+    va_start(ap, stdin_text);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
+        argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+
+    char outp[1024], errp[1024], inp[1024];
+    snprintf(outp, sizeof outp, "%s/.cli-out", dir);
+    snprintf(errp, sizeof errp, "%s/.cli-err", dir);
+    snprintf(inp, sizeof inp, "%s/.cli-in", dir);
+    if (stdin_text)
+        test_write(inp, stdin_text);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fi = open(stdin_text ? inp : "/dev/null", O_RDONLY);
+        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int fd = open(outp, O_RDONLY);
+    char *o = drain(fd);
+    close(fd);
+    fd = open(errp, O_RDONLY);
+    char *e = drain(fd);
+    close(fd);
+    if (out)
+        *out = o;
+    else
+        free(o);
+    if (err)
+        *err = e;
+    else
+        free(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
