@@ -86,7 +86,7 @@ test: $(BUILD)/tests/run $(BUILD)/mnemo
 
 valgrind: $(BUILD)/tests/run $(BUILD)/mnemo
 	MNEMO_TEST_VALGRIND=1 valgrind --quiet --error-exitcode=99 --leak-check=full \
-	  --errors-for-leak-kinds=definite --trace-children=no $(BUILD)/tests/run -j1 $(T)
+	  --errors-for-leak-kinds=definite --show-possibly-lost=no --trace-children=no $(BUILD)/tests/run -j1 $(T)
 
 # ---- fuzzing (clang + libFuzzer) ------------------------------------------
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \

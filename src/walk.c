@@ -340,7 +340,8 @@ int walk_scan(const char *workspace, const walk_roots *roots, walk_list *out)
     }
     for (size_t i = 0; i < out->n; i++)
         idx[i] = &out->v[i];
-    qsort(idx, out->n, sizeof *idx, cmp_inode);
+    if (out->n > 1)
+        qsort(idx, out->n, sizeof *idx, cmp_inode);
     for (size_t i = 1; i < out->n; i++) {
         walk_entry *a = idx[i - 1], *b = idx[i];
         if (!a->skip && !b->skip && a->ino && a->dev == b->dev && a->ino == b->ino) {
@@ -355,7 +356,8 @@ int walk_scan(const char *workspace, const walk_roots *roots, walk_list *out)
         if (out->v[i].path)
             out->v[k++] = out->v[i];
     out->n = k;
-    qsort(out->v, out->n, sizeof *out->v, cmp_path);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, cmp_path);
     /* Two roots can also list one path (memory/ named as an extra path). */
     k = 0;
     for (size_t i = 0; i < out->n; i++) {

@@ -104,7 +104,8 @@ void test_mkdir(const char *rel)
 {
     char p[1024];
     snprintf(p, sizeof p, "%s", test_path(rel));
-    for (char *s = p + strlen(dir) + 1; *s; s++) {
+    size_t skip = strlen(p) > strlen(dir) ? strlen(dir) + 1 : strlen(p);
+    for (char *s = p + skip; *s; s++) {
         if (*s == '/') {
             *s = 0;
             mkdir(p, 0755);
