@@ -25,7 +25,7 @@ static void setup(void)
         return;
     rank.k1 = 0.9;
     rank.b = 0.4;
-    if (sqlite3_open(":memory:", &db) != SQLITE_OK || fts_register(db, &rank) != SQLITE_OK ||
+    if (sqlite3_open(":memory:", &db) != SQLITE_OK || fts_register(db, &rank, NULL) != SQLITE_OK ||
         sqlite3_exec(db,
                      "CREATE VIRTUAL TABLE t USING fts5(text, tokenize='mnemo english');"
                      "INSERT INTO t VALUES('the gateway runs on atlas, port 8080');"

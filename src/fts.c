@@ -16,15 +16,16 @@
 
 typedef struct fts_tok {
     tok *t;
+    fts_feed *feed;
 } fts_tok;
 
 static int tok_create(void *ud, const char **argv, int argc, Fts5Tokenizer **out)
 {
-    (void)ud;
     const char *lang = argc > 0 ? argv[0] : "english";
     fts_tok *ft = calloc(1, sizeof *ft);
     if (!ft)
         return SQLITE_NOMEM;
+    ft->feed = ud;
     int rc = tok_new(lang, 0, &ft->t);
     if (rc) {
         free(ft);
@@ -58,10 +59,54 @@ static int emit(void *ud, int flags, const char *token, int len, int start, int 
     return e->xToken(e->fts_ctx, tflags, token, len, start, end);
 }
 
+/* Pre-tokenized form: per token a header {u8 fts5 flags, u8 length,
+ * i32 start, i32 end} followed by the token bytes. */
+#define PRE_HEADER 10
+
+static int pre_fn(void *ud, int flags, const char *token, int len, int start, int end)
+{
+    buf *b = ud;
+    unsigned char h[PRE_HEADER];
+    int32_t s32 = start, e32 = end;
+    h[0] = (flags & TOKF_COLOCATED) ? FTS5_TOKEN_COLOCATED : 0;
+    h[1] = (unsigned char)len;
+    memcpy(h + 2, &s32, 4);
+    memcpy(h + 6, &e32, 4);
+    buf_append(b, h, PRE_HEADER);
+    return buf_append(b, token, (size_t)len);
+}
+
+int fts_pretokenize(tok *t, const char *text, size_t len, buf *out)
+{
+    int rc = tok_run(t, text, len, 0, pre_fn, out);
+    return rc ? rc : buf_err(out);
+}
+
+static int replay(const fts_feed *f, void *ctx,
+                  int (*xToken)(void *, int, const char *, int, int, int))
+{
+    const unsigned char *p = (const unsigned char *)f->toks, *end = p + f->toks_len;
+    while (p + PRE_HEADER <= end) {
+        int32_t s32, e32;
+        memcpy(&s32, p + 2, 4);
+        memcpy(&e32, p + 6, 4);
+        int len = p[1];
+        int rc = xToken(ctx, p[0], (const char *)p + PRE_HEADER, len, s32, e32);
+        if (rc)
+            return rc;
+        p += PRE_HEADER + len;
+    }
+    return SQLITE_OK;
+}
+
 static int tok_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text, int n,
                         int (*xToken)(void *, int, const char *, int, int, int))
 {
     fts_tok *ft = (fts_tok *)p;
+    const fts_feed *f = ft->feed;
+    if (f && f->toks && flags == FTS5_TOKENIZE_DOCUMENT && n >= 0 && f->len == (size_t)n &&
+        (f->text == text || memcmp(f->text, text, (size_t)n) == 0))
+        return replay(f, ctx, xToken);
     emit_ctx e = {ctx, xToken, (flags & FTS5_TOKENIZE_QUERY) != 0};
     int rc = tok_run(ft->t, text, (size_t)(n < 0 ? 0 : n), 0, emit, &e);
     if (rc == MNEMO_NOMEM)
@@ -177,13 +222,13 @@ static fts5_api *get_api(sqlite3 *db)
     return api;
 }
 
-int fts_register(sqlite3 *db, fts_rank *rank)
+int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed)
 {
     fts5_api *api = get_api(db);
     if (!api)
         return SQLITE_ERROR;
     fts5_tokenizer t = {tok_create, tok_delete, tok_tokenize};
-    int rc = api->xCreateTokenizer(api, "mnemo", NULL, &t, NULL);
+    int rc = api->xCreateTokenizer(api, "mnemo", feed, &t, NULL);
     if (rc == SQLITE_OK)
         rc = api->xCreateFunction(api, "mnemo_bm25", rank, bm25_fn, NULL);
     return rc;

@@ -9,7 +9,11 @@
 #define MNEMO_FTS_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "tok.h"
+#include "util/buf.h"
 
 #define FTS_MAX_PHRASES 64
 
@@ -25,8 +29,21 @@ typedef struct fts_rank {
     uint64_t last_mask;                /* phrases matched by the last row */
 } fts_rank;
 
-/* Registers the tokenizer and ranking function on DB. RANK must outlive DB.
- * Returns an SQLite result code. */
-int fts_register(sqlite3 *db, fts_rank *rank);
+/* Tokens computed ahead of an insert (on another thread): when FTS5 asks
+ * to tokenize a document equal to TEXT, the tokenizer replays TOKS instead
+ * of tokenizing again. */
+typedef struct fts_feed {
+    const char *text;
+    size_t len;
+    const char *toks;
+    size_t toks_len;
+} fts_feed;
+
+/* Registers the tokenizer and ranking function on DB. RANK and FEED (may be
+ * NULL) must outlive DB. Returns an SQLite result code. */
+int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed);
+
+/* Appends the document-mode tokens of TEXT to OUT in fts_feed form. */
+int fts_pretokenize(tok *t, const char *text, size_t len, buf *out);
 
 #endif

@@ -78,7 +78,10 @@ int store_file_rename(store *s, int64_t id, const char *path);
 int store_file_delete(store *s, int64_t id);
 /* Deletes a file's chunks (the FTS index follows by trigger). */
 int store_chunks_delete(store *s, int64_t file_id, int64_t *removed);
-/* Inserts the chunks of L for FILE_ID and records their count. */
-int store_chunks_insert(store *s, int64_t file_id, const chunk_list *l);
+/* Inserts the chunks of L for FILE_ID and records their count. TOKS (may
+ * be NULL) holds the chunks pre-tokenized (fts_pretokenize), chunk i at
+ * TOK_OFF[i]..TOK_OFF[i + 1]. */
+int store_chunks_insert(store *s, int64_t file_id, const chunk_list *l, const char *toks,
+                        const size_t *tok_off);
 
 #endif

@@ -23,6 +23,7 @@
 #include <dirent.h>
 
 #include "chunk.h"
+#include "prep.h"
 #include "core.h"
 #include "util/hash.h"
 #include "util/lock.h"
@@ -36,12 +37,7 @@ typedef struct sync_ctx {
     store *st;
     const mnemo_sync_opts *opts;
     mnemo_sync_stats *stats;
-    chunk_opts copts;
-    int64_t max_bytes;
-    buf content;   /* raw file bytes */
-    buf text;      /* repaired UTF-8 */
-    chunk_list chunks;
-    char reason[160];
+    prep_opts popts;
 } sync_ctx;
 
 static void progress(sync_ctx *c, const char *phase, size_t done, size_t total)
@@ -50,98 +46,6 @@ static void progress(sync_ctx *c, const char *phase, size_t done, size_t total)
         return;
     mnemo_progress p = {phase, done, total, c->stats->bytes_read};
     c->opts->progress(c->opts->progress_ud, &p);
-}
-
-/* Reads a file into c->content. Returns MNEMO_OK, MNEMO_NOTFOUND (vanished)
- * or MNEMO_INVALID with c->reason set (skip it). *st receives its stat. */
-static int read_file(sync_ctx *c, const char *abs, struct stat *st)
-{
-    buf_reset(&c->content);
-    c->content.err = 0;
-    int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return MNEMO_NOTFOUND;
-        if (errno == ELOOP)
-            snprintf(c->reason, sizeof c->reason, "symlink (not followed)");
-        else
-            snprintf(c->reason, sizeof c->reason, "unreadable: %s", strerror(errno));
-        return MNEMO_INVALID;
-    }
-    int rc = MNEMO_OK;
-    if (fstat(fd, st) != 0) {
-        snprintf(c->reason, sizeof c->reason, "unreadable: %s", strerror(errno));
-        rc = MNEMO_INVALID;
-        goto done;
-    }
-    if (!S_ISREG(st->st_mode)) {
-        snprintf(c->reason, sizeof c->reason, "not a regular file");
-        rc = MNEMO_INVALID;
-        goto done;
-    }
-    if (st->st_size > c->max_bytes) {
-        snprintf(c->reason, sizeof c->reason, "too large (%lld bytes, limit %lld)",
-                 (long long)st->st_size, (long long)c->max_bytes);
-        rc = MNEMO_INVALID;
-        goto done;
-    }
-    if (buf_reserve(&c->content, (size_t)st->st_size + 1)) {
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
-    for (;;) {
-        if (c->content.len > (size_t)c->max_bytes) {
-            snprintf(c->reason, sizeof c->reason, "too large (grew past %lld bytes)",
-                     (long long)c->max_bytes);
-            rc = MNEMO_INVALID;
-            goto done;
-        }
-        if (buf_reserve(&c->content, 65536)) {
-            rc = MNEMO_NOMEM;
-            goto done;
-        }
-        ssize_t n = read(fd, c->content.data + c->content.len, c->content.cap - c->content.len - 1);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            snprintf(c->reason, sizeof c->reason, "unreadable: %s", strerror(errno));
-            rc = MNEMO_INVALID;
-            goto done;
-        }
-        if (n == 0)
-            break;
-        c->content.len += (size_t)n;
-    }
-    c->content.data[c->content.len] = 0;
-    if (memchr(c->content.data, 0, c->content.len)) {
-        snprintf(c->reason, sizeof c->reason, "binary (contains NUL bytes)");
-        rc = MNEMO_INVALID;
-    }
-done:
-    close(fd);
-    return rc;
-}
-
-/* Chunks c->content (raw bytes) into c->chunks. */
-static int chunk_content(sync_ctx *c, int entries)
-{
-    const char *s = c->content.data ? c->content.data : "";
-    size_t n = c->content.len;
-    if (n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
-        s += 3;
-        n -= 3;
-    }
-    if (!utf8_valid(s, n)) {
-        buf_reset(&c->text);
-        c->text.err = 0;
-        if (utf8_repair(&c->text, s, n))
-            return buf_err(&c->text);
-        s = c->text.data;
-        n = c->text.len;
-    }
-    chunk_opts o = c->copts;
-    o.entries = entries;
-    return chunk_markdown(s, n, &o, &c->chunks);
 }
 
 static int db_fail(sync_ctx *c, int rc, const char *what)
@@ -156,16 +60,16 @@ static int is_entries_path(const char *path)
            !strcmp(path, "USER.md") || !strcmp(path, "user.md");
 }
 
-static int write_chunks(sync_ctx *c, int64_t file_id, int replace)
+static int write_chunks(sync_ctx *c, int64_t file_id, int replace, const prep_item *it)
 {
     int64_t removed = 0;
     int rc;
     if (replace && (rc = store_chunks_delete(c->st, file_id, &removed)))
         return db_fail(c, rc, "deleting chunks");
     c->stats->chunks_removed += (size_t)removed;
-    if ((rc = store_chunks_insert(c->st, file_id, &c->chunks)))
+    if ((rc = store_chunks_insert(c->st, file_id, &it->chunks, it->toks.data, it->tok_off)))
         return db_fail(c, rc, "writing chunks");
-    c->stats->chunks_added += c->chunks.n;
+    c->stats->chunks_added += it->chunks.n;
     return MNEMO_OK;
 }
 
@@ -178,6 +82,9 @@ static int sync_files(sync_ctx *c)
     store_file *files = NULL;
     size_t nfiles = 0;
     size_t *work = NULL;
+    prep_input *inputs = NULL;
+    prep *pp = NULL;
+    size_t nwork = 0;
     map bypath, byhash;
     map_init(&bypath);
     map_init(&byhash);
@@ -204,7 +111,6 @@ static int sync_files(sync_ctx *c)
         rc = MNEMO_NOMEM;
         goto done;
     }
-    size_t nwork = 0;
     for (size_t i = 0; i < list.n; i++) {
         walk_entry *e = &list.v[i];
         size_t fi;
@@ -246,55 +152,74 @@ static int sync_files(sync_ctx *c)
             if ((rc = map_put(&byhash, files[i].hash, i)))
                 goto done;
 
-    /* Pass 2: read, hash, chunk and write. */
+    /* Pass 2: read, hash, chunk and tokenize (worker thread), write (here). */
+    inputs = calloc(nwork ? nwork : 1, sizeof *inputs);
+    if (!inputs) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
     for (size_t w = 0; w < nwork; w++) {
         walk_entry *e = &list.v[work[w]];
-        progress(c, "index", w, nwork);
-        char *abs = walk_abs(m->workspace, e->path);
-        if (!abs) {
+        size_t fi;
+        inputs[w].abs = walk_abs(m->workspace, e->path);
+        inputs[w].entries = e->entries || is_entries_path(e->path);
+        if (map_get(&bypath, e->path, &fi) && files[fi].ok)
+            inputs[w].known_hash = files[fi].hash;
+        if (!inputs[w].abs) {
             rc = MNEMO_NOMEM;
             goto done;
         }
-        struct stat st;
-        int r = read_file(c, abs, &st);
-        free(abs);
+    }
+    c->popts.threaded = nwork >= 8;
+    if ((rc = prep_start(&pp, inputs, nwork, &c->popts))) {
+        core_error(m, rc, "cannot start indexing: %s", mnemo_strerror(rc));
+        goto done;
+    }
+    for (size_t w = 0; w < nwork; w++) {
+        walk_entry *e = &list.v[work[w]];
+        progress(c, "index", w, nwork);
+        prep_item *it = prep_next(pp);
         size_t fi;
         int known = map_get(&bypath, e->path, &fi);
-        if (r == MNEMO_NOTFOUND) {
+        if (it->status == MNEMO_NOTFOUND) {
             if (known)
                 files[fi].seen = 0; /* vanished mid-sync: remove below */
             c->stats->files_seen--;
             continue;
         }
-        if (r == MNEMO_NOMEM) {
-            rc = r;
+        if (it->status == MNEMO_NOMEM) {
+            rc = core_error(m, MNEMO_NOMEM, "out of memory indexing %s", e->path);
             goto done;
         }
-        int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-        if (r == MNEMO_INVALID) {
+        int64_t mtime = (int64_t)it->st.st_mtim.tv_sec * 1000000000 + it->st.st_mtim.tv_nsec;
+        int64_t size = it->st.st_size;
+        if (it->status == MNEMO_INVALID) {
             c->stats->files_skipped++;
             c->stats->files_seen--;
             if (known)
                 rc = store_chunks_delete(c->st, files[fi].id, NULL);
             if (!rc)
-                rc = known ? store_file_update(c->st, files[fi].id, st.st_size, mtime, "",
-                                               STORE_FILE_SKIPPED, c->reason)
-                           : store_file_insert(c->st, e->path, st.st_size, mtime, "",
-                                               STORE_FILE_SKIPPED, c->reason, NULL);
+                rc = known ? store_file_update(c->st, files[fi].id, size, mtime, "",
+                                               STORE_FILE_SKIPPED, it->reason)
+                           : store_file_insert(c->st, e->path, size, mtime, "",
+                                               STORE_FILE_SKIPPED, it->reason, NULL);
             if (rc) {
                 db_fail(c, rc, "recording a skipped file");
                 goto done;
             }
             continue;
         }
-        c->stats->bytes_read += c->content.len;
-        char hash[HASH_HEX_LEN + 1];
-        hash_hex(c->content.data ? c->content.data : "", c->content.len, hash);
-        int entries = e->entries || is_entries_path(e->path);
+        if (it->status) {
+            rc = core_error(m, it->status, "indexing %s failed: %s", e->path,
+                            mnemo_strerror(it->status));
+            goto done;
+        }
+        c->stats->bytes_read += it->bytes;
 
-        if (known && files[fi].ok && strcmp(files[fi].hash, hash) == 0) {
+        if (!it->chunked) {
+            /* Same content as indexed: only size and mtime change. */
             c->stats->files_touched++;
-            if ((rc = store_file_update(c->st, files[fi].id, st.st_size, mtime, hash,
+            if ((rc = store_file_update(c->st, files[fi].id, size, mtime, it->hash,
                                         STORE_FILE_OK, NULL))) {
                 db_fail(c, rc, "updating a file");
                 goto done;
@@ -302,41 +227,36 @@ static int sync_files(sync_ctx *c)
             continue;
         }
         size_t old;
-        if (!known && map_get(&byhash, hash, &old) && !files[old].seen) {
+        if (!known && map_get(&byhash, it->hash, &old) && !files[old].seen) {
             /* Renamed: same content under a new path; keep its chunks. */
             files[old].seen = 1;
             c->stats->files_renamed++;
             if ((rc = store_file_rename(c->st, files[old].id, e->path)) ||
-                (rc = store_file_update(c->st, files[old].id, st.st_size, mtime, hash,
+                (rc = store_file_update(c->st, files[old].id, size, mtime, it->hash,
                                         STORE_FILE_OK, NULL))) {
                 db_fail(c, rc, "renaming a file");
                 goto done;
             }
             continue;
         }
-        if ((rc = chunk_content(c, entries))) {
-            core_error(m, rc, "chunking %s failed: %s", e->path, mnemo_strerror(rc));
-            goto done;
-        }
         int64_t id;
         if (known) {
             c->stats->files_changed++;
             id = files[fi].id;
-            if ((rc = store_file_update(c->st, id, st.st_size, mtime, hash, STORE_FILE_OK,
-                                        NULL))) {
+            if ((rc = store_file_update(c->st, id, size, mtime, it->hash, STORE_FILE_OK, NULL))) {
                 db_fail(c, rc, "updating a file");
                 goto done;
             }
-            if ((rc = write_chunks(c, id, 1)))
+            if ((rc = write_chunks(c, id, 1, it)))
                 goto done;
         } else {
             c->stats->files_added++;
-            if ((rc = store_file_insert(c->st, e->path, st.st_size, mtime, hash, STORE_FILE_OK,
+            if ((rc = store_file_insert(c->st, e->path, size, mtime, it->hash, STORE_FILE_OK,
                                         NULL, &id))) {
                 db_fail(c, rc, "adding a file");
                 goto done;
             }
-            if ((rc = write_chunks(c, id, 0)))
+            if ((rc = write_chunks(c, id, 0, it)))
                 goto done;
         }
     }
@@ -354,6 +274,10 @@ static int sync_files(sync_ctx *c)
         }
     }
 done:
+    prep_stop(pp);
+    for (size_t w = 0; inputs && w < nwork; w++)
+        free(inputs[w].abs);
+    free(inputs);
     free(work);
     map_cleanup(&bypath);
     map_cleanup(&byhash);
@@ -525,12 +449,10 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     c.m = m;
     c.opts = opts;
     c.stats = stats;
-    c.copts.tokens = (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS);
-    c.copts.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
-    c.max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
-    buf_init(&c.content, (size_t)c.max_bytes + 65536 * 2);
-    buf_init(&c.text, (size_t)c.max_bytes * 3 + 16);
-    chunk_list_init(&c.chunks);
+    c.popts.chunking.tokens = (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS);
+    c.popts.chunking.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
+    c.popts.max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
+    c.popts.language = cfg_str(m->cfg, CFG_LANGUAGE);
 
     remove_stale_temps(m->db_path);
     int fresh = opts && opts->force;
@@ -601,9 +523,6 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         unlink(tmp);
 done:
     stats->seconds = time_mono() - t0;
-    buf_cleanup(&c.content);
-    buf_cleanup(&c.text);
-    chunk_list_cleanup(&c.chunks);
     lock_release(lock);
     return rc;
 }

@@ -124,8 +124,10 @@ static int is_stop(const char *w, int len)
  * The tokenizer object and its stem cache
  * -------------------------------------------------------------------- */
 
-#define STEM_SLOTS 8192
-#define STEM_KEY 30
+/* 16k slots of 32 bytes: 512 KiB, small enough to stay mostly in cache;
+ * words longer than STEM_KEY bytes go to the stemmer directly. */
+#define STEM_SLOTS 16384
+#define STEM_KEY 15
 
 typedef struct stem_slot {
     unsigned char klen, vlen;
