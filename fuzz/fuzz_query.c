@@ -23,8 +23,6 @@ static void setup(void)
 {
     if (db)
         return;
-    rank.k1 = 0.9;
-    rank.b = 0.4;
     if (sqlite3_open(":memory:", &db) != SQLITE_OK || fts_register(db, &rank, NULL) != SQLITE_OK ||
         sqlite3_exec(db,
                      "CREATE VIRTUAL TABLE t USING fts5(text, tokenize='mnemo english');"
@@ -48,9 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     query q;
     if (query_parse(qt, text.data, &q) == 0) {
         if (q.match) {
-            query_rank_setup(&q, &rank);
+            fts_rank_reset(&rank, q.nphrase);
             sqlite3_stmt *st = NULL;
-            if (sqlite3_prepare_v2(db, "SELECT rowid, mnemo_bm25(t) FROM t WHERE t MATCH ?1", -1,
+            if (sqlite3_prepare_v2(db, "SELECT rowid, mnemo_mask(t) FROM t WHERE t MATCH ?1", -1,
                                    &st, NULL) != SQLITE_OK)
                 abort();
             sqlite3_bind_text(st, 1, q.match, -1, SQLITE_STATIC);

@@ -177,9 +177,6 @@ int core_store(mnemo *m)
         return core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
     if (rc)
         return core_error(m, rc, "%s", err[0] ? err : mnemo_strerror(rc));
-    fts_rank *r = store_rank(m->st);
-    r->k1 = cfg_num(m->cfg, CFG_BM25_K1);
-    r->b = cfg_num(m->cfg, CFG_BM25_B);
     return MNEMO_OK;
 }
 

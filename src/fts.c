@@ -115,95 +115,223 @@ static int tok_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text
 }
 
 /* ----------------------------------------------------------------------
- * Ranking: mnemo_bm25(fts_table)
+ * Ranking support.
+ *
+ * mnemo_collect(chunks_fts) records each matching row; the caller scores
+ * them afterwards. Document frequencies are counted on the fly from the
+ * rows an OR query returns, instead of one xQueryPhrase() pass per phrase,
+ * which would read every doclist a second time. (With excluded terms, rows
+ * removed by NOT do not count; IDF is then very slightly high.)
+ *
+ * Row lengths: xColumnSize() costs one b-tree seek per row, which was most
+ * of the cost of ranking a query that matches thousands of chunks. Lengths
+ * are instead read from chunks_fts_docsize (FTS5's own length table: one
+ * varint per column) in blocks of consecutive rows, as matches arrive in
+ * rowid order, with xColumnSize() for isolated rows and anything unexpected.
  * -------------------------------------------------------------------- */
 
-typedef struct count_ctx {
-    int64_t n;
-} count_ctx;
+#define DL_GAP 64 /* farther than this past the block: just seek the row */
 
-static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
+void fts_rank_reset(fts_rank *r, int nphrase)
 {
-    (void)api;
-    (void)fts;
-    ((count_ctx *)ud)->n++;
-    return SQLITE_OK;
+    fts_hits *h = &r->hits;
+    h->n = 0;
+    h->np = nphrase < 0 ? 0 : nphrase > FTS_MAX_PHRASES ? FTS_MAX_PHRASES : nphrase;
+    memset(h->df, 0, sizeof h->df);
+    h->stats = 0;
+    h->nomem = 0;
+    r->dl_n = r->dl_cur = 0; /* lengths may have changed since the last query */
 }
 
-static int prepare_idf(const Fts5ExtensionApi *api, Fts5Context *fts, fts_rank *r)
+void fts_rank_cleanup(fts_rank *r)
 {
-    sqlite3_int64 ndocs = 0, ntokens = 0;
-    int rc = api->xRowCount(fts, &ndocs);
-    if (rc == SQLITE_OK)
-        rc = api->xColumnTotalSize(fts, 0, &ntokens);
-    if (rc != SQLITE_OK)
-        return rc;
-    r->ndocs = ndocs;
-    r->avgdl = ndocs > 0 ? (double)ntokens / (double)ndocs : 1.0;
-    if (r->avgdl <= 0)
-        r->avgdl = 1.0;
-    int np = api->xPhraseCount(fts);
-    if (np > FTS_MAX_PHRASES)
-        np = FTS_MAX_PHRASES;
-    for (int i = 0; i < np; i++) {
-        r->idf[i] = 0;
-        if (i < r->nphrase && r->weight[i] <= 0)
-            continue;
-        count_ctx cc = {0};
-        rc = api->xQueryPhrase(fts, i, &cc, count_row);
-        if (rc != SQLITE_OK)
-            return rc;
-        double nq = (double)cc.n;
-        r->idf[i] = log(1.0 + ((double)ndocs - nq + 0.5) / (nq + 0.5));
+    sqlite3_finalize(r->docsize);
+    r->docsize = NULL;
+    r->dl_n = r->dl_cur = 0;
+    free(r->hits.id);
+    free(r->hits.dl);
+    free(r->hits.tf);
+    free(r->hits.mask);
+    memset(&r->hits, 0, sizeof r->hits);
+}
+
+static int decode_varint(const unsigned char *p, int n, int *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < n && i < 5; i++) {
+        v = (v << 7) | (p[i] & 0x7f);
+        if (!(p[i] & 0x80)) {
+            *out = (int)v;
+            return 1;
+        }
     }
-    r->idf_ready = 1;
+    return 0;
+}
+
+static int load_block(fts_rank *r, int64_t from)
+{
+    r->dl_n = r->dl_cur = 0;
+    if (!r->docsize && sqlite3_prepare_v3(r->db,
+                                          "SELECT id, sz FROM chunks_fts_docsize WHERE id >= ?1 "
+                                          "ORDER BY id LIMIT ?2",
+                                          -1, SQLITE_PREPARE_PERSISTENT, &r->docsize,
+                                          NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_reset(r->docsize);
+    sqlite3_bind_int64(r->docsize, 1, from);
+    sqlite3_bind_int(r->docsize, 2, FTS_DL_BLOCK);
+    while (sqlite3_step(r->docsize) == SQLITE_ROW) {
+        int len;
+        const unsigned char *sz = sqlite3_column_blob(r->docsize, 1);
+        if (!sz || !decode_varint(sz, sqlite3_column_bytes(r->docsize, 1), &len))
+            continue;
+        r->dl_id[r->dl_n] = sqlite3_column_int64(r->docsize, 0);
+        r->dl_len[r->dl_n++] = len;
+    }
+    sqlite3_reset(r->docsize);
+    return r->dl_n > 0;
+}
+
+/* Length of row ID from the block cache; -1 when it must be looked up. */
+static int block_length(fts_rank *r, int64_t id)
+{
+    if (r->dl_n && id >= r->dl_id[0] && id <= r->dl_id[r->dl_n - 1]) {
+        if (id < r->dl_id[r->dl_cur])
+            r->dl_cur = 0;
+        while (r->dl_cur < r->dl_n && r->dl_id[r->dl_cur] < id)
+            r->dl_cur++;
+        return r->dl_cur < r->dl_n && r->dl_id[r->dl_cur] == id ? r->dl_len[r->dl_cur] : -1;
+    }
+    if (r->dl_n && (id < r->dl_id[0] || id - r->dl_id[r->dl_n - 1] > DL_GAP)) {
+        r->dl_n = 0; /* sparse: start over at the next dense stretch */
+        return -1;
+    }
+    if (!load_block(r, id))
+        return -1;
+    return r->dl_id[0] == id ? r->dl_len[0] : -1;
+}
+
+static int hits_grow(fts_hits *h)
+{
+    size_t cap = h->cap ? h->cap * 2 : 1024;
+    int64_t *id = realloc(h->id, cap * sizeof *id);
+    if (id)
+        h->id = id;
+    int *dl = realloc(h->dl, cap * sizeof *dl);
+    if (dl)
+        h->dl = dl;
+    uint64_t *mask = realloc(h->mask, cap * sizeof *mask);
+    if (mask)
+        h->mask = mask;
+    uint8_t *tf = realloc(h->tf, cap * FTS_MAX_PHRASES);
+    if (tf)
+        h->tf = tf;
+    if (!id || !dl || !mask || !tf)
+        return SQLITE_NOMEM;
+    h->cap = cap;
     return SQLITE_OK;
 }
 
-static void bm25_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
-                    int nval, sqlite3_value **vals)
+/* Term frequencies of the current row, by phrase, into TF; returns the mask. */
+static uint64_t row_tf(const Fts5ExtensionApi *api, Fts5Context *fts, int np, int *tf, int *rc)
+{
+    memset(tf, 0, (size_t)np * sizeof *tf);
+    int ninst = 0;
+    uint64_t mask = 0;
+    if ((*rc = api->xInstCount(fts, &ninst)) != SQLITE_OK)
+        return 0;
+    for (int i = 0; i < ninst; i++) {
+        int phrase, col, off;
+        if (api->xInst(fts, i, &phrase, &col, &off) == SQLITE_OK && phrase < np) {
+            tf[phrase]++;
+            mask |= (uint64_t)1 << phrase;
+        }
+    }
+    return mask;
+}
+
+static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+                       int nval, sqlite3_value **vals)
 {
     (void)nval;
     (void)vals;
     fts_rank *r = api->xUserData(fts);
-    int rc;
-    if (!r->idf_ready && (rc = prepare_idf(api, fts, r)) != SQLITE_OK) {
-        sqlite3_result_error_code(ctx, rc);
+    fts_hits *h = &r->hits;
+    int rc = SQLITE_OK;
+    if (!h->stats) {
+        sqlite3_int64 ndocs = 0, ntokens = 0;
+        if ((rc = api->xRowCount(fts, &ndocs)) != SQLITE_OK ||
+            (rc = api->xColumnTotalSize(fts, 0, &ntokens)) != SQLITE_OK) {
+            sqlite3_result_error_code(ctx, rc);
+            return;
+        }
+        h->ndocs = ndocs;
+        h->avgdl = ndocs > 0 && ntokens > 0 ? (double)ntokens / (double)ndocs : 1.0;
+        h->stats = 1;
+    }
+    if (h->n == h->cap && hits_grow(h) != SQLITE_OK) {
+        h->nomem = 1;
+        sqlite3_result_error_nomem(ctx);
         return;
     }
-    int np = api->xPhraseCount(fts);
-    if (np > FTS_MAX_PHRASES)
-        np = FTS_MAX_PHRASES;
     int tf[FTS_MAX_PHRASES];
-    memset(tf, 0, sizeof tf);
-    int ninst = 0;
-    if ((rc = api->xInstCount(fts, &ninst)) != SQLITE_OK) {
+    uint64_t mask = row_tf(api, fts, h->np, tf, &rc);
+    int dl = block_length(r, api->xRowid(fts));
+    if (rc == SQLITE_OK && dl < 0)
+        rc = api->xColumnSize(fts, 0, &dl);
+    if (rc != SQLITE_OK) {
         sqlite3_result_error_code(ctx, rc);
         return;
     }
-    for (int i = 0; i < ninst; i++) {
-        int phrase, col, off;
-        if (api->xInst(fts, i, &phrase, &col, &off) == SQLITE_OK && phrase < np)
-            tf[phrase]++;
+    size_t i = h->n++;
+    h->id[i] = api->xRowid(fts);
+    h->dl[i] = dl;
+    h->mask[i] = mask;
+    uint8_t *t = h->tf + i * FTS_MAX_PHRASES;
+    for (int k = 0; k < h->np; k++) {
+        t[k] = (uint8_t)(tf[k] > 255 ? 255 : tf[k]);
+        h->df[k] += tf[k] > 0;
     }
-    int dl = 0;
-    if ((rc = api->xColumnSize(fts, 0, &dl)) != SQLITE_OK) {
+    sqlite3_result_null(ctx);
+}
+
+static void mask_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+                    int nval, sqlite3_value **vals)
+{
+    (void)nval;
+    (void)vals;
+    int tf[FTS_MAX_PHRASES], rc = SQLITE_OK;
+    int np = api->xPhraseCount(fts);
+    uint64_t mask = row_tf(api, fts, np > FTS_MAX_PHRASES ? FTS_MAX_PHRASES : np, tf, &rc);
+    if (rc != SQLITE_OK)
         sqlite3_result_error_code(ctx, rc);
-        return;
+    else
+        sqlite3_result_int64(ctx, (sqlite3_int64)mask);
+}
+
+void fts_idf(const fts_rank *r, double *idf)
+{
+    const fts_hits *h = &r->hits;
+    for (int k = 0; k < h->np; k++) {
+        double n = (double)h->df[k], N = (double)h->ndocs;
+        idf[k] = log(1.0 + (N - n + 0.5) / (n + 0.5));
     }
-    double norm = r->k1 * (1.0 - r->b + r->b * (double)dl / r->avgdl);
+}
+
+double fts_bm25(const fts_rank *r, size_t i, const double *weight, const double *idf, double k1,
+                double b)
+{
+    const fts_hits *h = &r->hits;
+    double norm = k1 * (1.0 - b + b * (double)h->dl[i] / h->avgdl);
+    const uint8_t *t = h->tf + i * FTS_MAX_PHRASES;
     double score = 0;
-    uint64_t mask = 0;
-    for (int i = 0; i < np; i++) {
-        if (!tf[i])
+    for (int k = 0; k < h->np; k++) {
+        if (!t[k])
             continue;
-        mask |= (uint64_t)1 << i;
-        double w = i < r->nphrase ? r->weight[i] : 1.0;
-        double t = (double)tf[i];
-        score += w * r->idf[i] * t * (r->k1 + 1.0) / (t + norm);
+        double f = (double)t[k];
+        score += weight[k] * idf[k] * f * (k1 + 1.0) / (f + norm);
     }
-    r->last_mask = mask;
-    sqlite3_result_double(ctx, score);
+    return score;
 }
 
 /* ----------------------------------------------------------------------
@@ -229,7 +357,11 @@ int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed)
         return SQLITE_ERROR;
     fts5_tokenizer t = {tok_create, tok_delete, tok_tokenize};
     int rc = api->xCreateTokenizer(api, "mnemo", feed, &t, NULL);
+    if (rc == SQLITE_OK && rank)
+        rc = api->xCreateFunction(api, "mnemo_collect", rank, collect_fn, NULL);
     if (rc == SQLITE_OK)
-        rc = api->xCreateFunction(api, "mnemo_bm25", rank, bm25_fn, NULL);
+        rc = api->xCreateFunction(api, "mnemo_mask", NULL, mask_fn, NULL);
+    if (rank)
+        rank->db = db;
     return rc;
 }

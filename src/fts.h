@@ -1,9 +1,9 @@
 /*
  * fts.h - mnemo's glue to SQLite FTS5: the "mnemo" tokenizer (tok.c behind
- * FTS5's tokenizer interface) and the "mnemo_bm25" ranking function, whose
- * parameters and per-phrase weights come from an fts_rank owned by the
- * caller, so that k1/b are tunable and required or excluded phrases can be
- * handled outside SQL.
+ * FTS5's tokenizer interface), and two auxiliary functions: mnemo_collect()
+ * gathers term frequencies and lengths of matching rows so that BM25 (with
+ * tunable k1 and b) is computed in C, and mnemo_mask() tells which phrases
+ * a row matched.
  */
 #ifndef MNEMO_FTS_H
 #define MNEMO_FTS_H
@@ -16,18 +16,46 @@
 #include "util/buf.h"
 
 #define FTS_MAX_PHRASES 64
+#define FTS_DL_BLOCK 512
+
+/* What mnemo_collect() gathers about the rows matching a query: per row
+ * its id, length and term frequency of each phrase; per phrase the number
+ * of matching rows (its document frequency). */
+typedef struct fts_hits {
+    int64_t *id;
+    int *dl;
+    uint8_t *tf;     /* n x np, saturating at 255 */
+    uint64_t *mask;  /* phrases present in the row */
+    size_t n, cap;
+    int np;
+    int64_t df[FTS_MAX_PHRASES];
+    int64_t ndocs;   /* rows in the table */
+    double avgdl;
+    int stats;       /* ndocs and avgdl are set */
+    int nomem;
+} fts_hits;
 
 typedef struct fts_rank {
-    double k1, b;
-    int nphrase;                       /* phrases the query builder made */
-    double weight[FTS_MAX_PHRASES];    /* 0 for excluded phrases */
-    /* Filled by the ranking function: */
-    int idf_ready;                     /* reset to 0 before each query */
-    double idf[FTS_MAX_PHRASES];
-    double avgdl;
-    int64_t ndocs;
-    uint64_t last_mask;                /* phrases matched by the last row */
+    fts_hits hits;
+    /* Document lengths of chunks_fts, read in blocks (see fts.c). */
+    sqlite3 *db;
+    sqlite3_stmt *docsize;
+    int64_t dl_id[FTS_DL_BLOCK];
+    int dl_len[FTS_DL_BLOCK];
+    int dl_n, dl_cur;
 } fts_rank;
+
+/* Prepares for a query with NPHRASE phrases. */
+void fts_rank_reset(fts_rank *r, int nphrase);
+
+/* Releases what the state holds. */
+void fts_rank_cleanup(fts_rank *r);
+
+/* BM25 of collected row I: sum over phrases of WEIGHT * IDF * saturated tf,
+ * IDF = ln(1 + (N - df + 0.5) / (df + 0.5)), written to IDF[] by fts_idf. */
+void fts_idf(const fts_rank *r, double *idf);
+double fts_bm25(const fts_rank *r, size_t i, const double *weight, const double *idf, double k1,
+                double b);
 
 /* Tokens computed ahead of an insert (on another thread): when FTS5 asks
  * to tokenize a document equal to TEXT, the tokenizer replays TOKS instead

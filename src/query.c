@@ -275,11 +275,8 @@ void query_cleanup(query *q)
     memset(q, 0, sizeof *q);
 }
 
-void query_rank_setup(const query *q, fts_rank *r)
+void query_weights(const query *q, double *w)
 {
-    r->nphrase = q->nphrase;
-    for (int i = 0; i < q->nphrase && i < FTS_MAX_PHRASES; i++)
-        r->weight[i] = i < q->npositive ? 1.0 : 0.0;
-    r->idf_ready = 0;
-    r->last_mask = 0;
+    for (int i = 0; i < FTS_MAX_PHRASES; i++)
+        w[i] = i < q->npositive ? 1.0 : 0.0;
 }

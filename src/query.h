@@ -37,7 +37,8 @@ typedef struct query {
 int query_parse(tok *t, const char *text, query *q);
 void query_cleanup(query *q);
 
-/* Sets the ranking weights of Q's phrases on R. */
-void query_rank_setup(const query *q, fts_rank *r);
+/* Ranking weights of Q's phrases: 1 for terms and required phrases, 0 for
+ * excluded ones. W holds FTS_MAX_PHRASES entries. */
+void query_weights(const query *q, double *w);
 
 #endif

@@ -177,31 +177,40 @@ static int sql_fail(mnemo *m, const char *what)
                       sqlite3_errmsg(db));
 }
 
+/* BM25 over chunks: FTS5 finds the rows, mnemo_collect() records their
+ * term frequencies and lengths, the scores are computed here. */
 static int content_leg(mnemo *m, const query *q, pool *p, double *sum_idf)
 {
     sqlite3 *db = store_db(m->st);
     fts_rank *r = store_rank(m->st);
-    query_rank_setup(q, r);
+    fts_rank_reset(r, q->nphrase);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
-                           "SELECT rowid, mnemo_bm25(chunks_fts) FROM chunks_fts "
+                           "SELECT mnemo_collect(chunks_fts) FROM chunks_fts "
                            "WHERE chunks_fts MATCH ?1",
                            -1, &st, NULL) != SQLITE_OK)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((r->last_mask & q->required) != q->required)
-            continue;
-        cand c = {sqlite3_column_int64(st, 0), 0, sqlite3_column_double(st, 1), 0, 0};
-        pool_offer(p, &c);
-    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        ;
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
-        return sql_fail(m, "keyword query");
+        return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory") : sql_fail(m, "keyword query");
+    double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
+    query_weights(q, w);
+    fts_idf(r, idf);
+    double k1 = cfg_num(m->cfg, CFG_BM25_K1), b = cfg_num(m->cfg, CFG_BM25_B);
+    const fts_hits *h = &r->hits;
+    for (size_t i = 0; i < h->n; i++) {
+        if ((h->mask[i] & q->required) != q->required)
+            continue;
+        cand c = {h->id[i], 0, fts_bm25(r, i, w, idf, k1, b), 0, 0};
+        pool_offer(p, &c);
+    }
     double s = 0;
-    for (int i = 0; i < q->npositive && r->idf_ready; i++)
-        s += r->idf[i];
+    for (int i = 0; i < q->npositive && i < h->np; i++)
+        s += idf[i];
     *sum_idf = s > 0 ? s : 1.0;
     return MNEMO_OK;
 }
@@ -257,10 +266,8 @@ static int file_legs(mnemo *m, const query *q, path_hit **hits, size_t *nhits)
     int nterms = q->npositive;
     if (!q->match || nterms == 0)
         return MNEMO_OK;
-    fts_rank *r = store_rank(m->st);
-    query_rank_setup(q, r);
     if (sqlite3_prepare_v2(db,
-                           "SELECT f.rowid, mnemo_bm25(files_fts) FROM files_fts f "
+                           "SELECT f.rowid, mnemo_mask(files_fts) FROM files_fts f "
                            "JOIN files ON files.id = f.rowid "
                            "WHERE files_fts MATCH ?1 AND files.status = 0",
                            -1, &st, NULL) != SQLITE_OK)
@@ -269,7 +276,8 @@ static int file_legs(mnemo *m, const query *q, path_hit **hits, size_t *nhits)
     int rows = 0, rc;
     uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
     while (rows++ < PATH_ROWS_MAX && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        double frac = (double)__builtin_popcountll(r->last_mask & positive) / nterms;
+        uint64_t mask = (uint64_t)sqlite3_column_int64(st, 1);
+        double frac = (double)__builtin_popcountll(mask & positive) / nterms;
         if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), frac, 0)) {
             sqlite3_finalize(st);
             return MNEMO_NOMEM;
