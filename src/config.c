@@ -53,9 +53,9 @@ static const keydef keys[CFG__COUNT] = {
     [CFG_MIN_SCORE] = {"minScore", "MNEMO_MIN_SCORE", T_NUM, "0.35", 0, 1,
                        "results scoring below this are dropped (keyword mode keeps the best "
                        "matches when none clears it)"},
-    [CFG_BM25_K1] = {"bm25K1", "MNEMO_BM25_K1", T_NUM, "0.9", 0, 10,
+    [CFG_BM25_K1] = {"bm25K1", "MNEMO_BM25_K1", T_NUM, "1.2", 0, 10,
                      "BM25 term-frequency saturation"},
-    [CFG_BM25_B] = {"bm25B", "MNEMO_BM25_B", T_NUM, "0.4", 0, 1, "BM25 length normalisation"},
+    [CFG_BM25_B] = {"bm25B", "MNEMO_BM25_B", T_NUM, "0.75", 0, 1, "BM25 length normalisation"},
     [CFG_MAX_FILE_BYTES] = {"maxFileBytes", "MNEMO_MAX_FILE_BYTES", T_INT, "10485760", 1024,
                             1073741824.0, "files larger than this are skipped"},
     [CFG_SNIPPET_CHARS] = {"snippetChars", "MNEMO_SNIPPET_CHARS", T_INT, "700", 80, 10000,
