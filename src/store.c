@@ -324,9 +324,9 @@ int store_open(const char *path, int busy_ms, store **out, char *err, size_t err
         rc = MNEMO_CORRUPT;
         goto fail;
     }
-    /* Memory-mapped reads: a search touches scattered pages of a file that
-     * is usually in the page cache; mapping avoids a read() per page. */
-    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA mmap_size=1073741824");
+    /* No mmap_size: memory-mapped reads measured slower here and inflate
+     * RSS (fault-around maps neighbouring pages of a scattered table). */
+    exec(s, "PRAGMA synchronous=NORMAL");
     if (version < STORE_SCHEMA_VERSION && (rc = migrate(s, version, err, errlen)))
         goto fail;
     *out = s;
@@ -394,8 +394,17 @@ fail:
 
 int store_finish(store *s)
 {
-    /* Merge FTS segments so queries read one b-tree per term. */
-    int rc = exec(s, "INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')");
+    /* Merge FTS segments so queries read one b-tree per term (a bulk load
+     * that fit in one flush already has just one). */
+    int rc = MNEMO_OK, segments = 2;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(DISTINCT segid) FROM chunks_fts_idx", -1, &q,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        segments = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    if (segments > 1)
+        rc = exec(s, "INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')");
     if (!rc)
         rc = exec(s, "DELETE FROM chunks_fts_config WHERE k = 'hashsize'");
     if (!rc)
