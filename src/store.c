@@ -39,6 +39,8 @@ enum {
     S__COUNT
 };
 
+#define PATH_WORDS "CASE WHEN path LIKE 'memory/%' THEN substr(path, 8) ELSE path END"
+
 static const char *const sql_text[S__COUNT] = {
     [S_FILE_INSERT] = "INSERT INTO files(path, path_lc, name_lc, stem_lc, size, mtime_ns, hash, "
                       "status, reason, indexed_at) VALUES(?1, lower(?1), lower(?2), lower(?3), "
@@ -58,9 +60,11 @@ static const char *const sql_text[S__COUNT] = {
     [S_FTS_CHUNK_INSERT] = "INSERT INTO chunks_fts(rowid, text) VALUES(?1, ?2)",
     [S_FTS_CHUNKS_DELETE] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
                             "SELECT 'delete', id, text FROM chunks WHERE file_id = ?1",
-    [S_FTS_FILE_INSERT] = "INSERT INTO files_fts(rowid, path) VALUES(?1, ?2)",
+    /* Paths are searched without the memory/ prefix every daily note has. */
+    [S_FTS_FILE_INSERT] = "INSERT INTO files_fts(rowid, path) SELECT id, " PATH_WORDS
+                          " FROM files WHERE id = ?1",
     [S_FTS_FILE_DELETE] = "INSERT INTO files_fts(files_fts, rowid, path) "
-                          "SELECT 'delete', id, path FROM files WHERE id = ?1",
+                          "SELECT 'delete', id, " PATH_WORDS " FROM files WHERE id = ?1",
 };
 
 /* Schema version 1. The tokenizer language is substituted for %s. */
@@ -553,10 +557,8 @@ int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns
     if (id)
         *id = rowid;
     st = stmt(s, S_FTS_FILE_INSERT);
-    if (st) {
+    if (st)
         sqlite3_bind_int64(st, 1, rowid);
-        sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
-    }
     return run(s, st);
 }
 
@@ -597,10 +599,8 @@ int store_file_rename(store *s, int64_t id, const char *path)
     if ((rc = run(s, st)))
         return rc;
     st = stmt(s, S_FTS_FILE_INSERT);
-    if (st) {
+    if (st)
         sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
-    }
     return run(s, st);
 }
 
