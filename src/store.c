@@ -4,10 +4,11 @@
  * Layout: meta (key/value), files (one row per file seen, indexed or
  * skipped), chunks (text and line ranges), and two external-content FTS5
  * tables: chunks_fts over chunk text and files_fts over paths. The FTS
- * tables are kept in step by the statements below, not by triggers: a
- * trigger runs inside a statement savepoint, at which FTS5 flushes its
- * pending terms, so triggers would write one tiny segment per row and
- * make bulk indexing three times slower. All SQL is parameterised.
+ * tables are kept in step by single-row INSERT ... VALUES statements, not
+ * by triggers or INSERT ... SELECT: those run inside a statement savepoint,
+ * at which FTS5 flushes its pending terms, so they would write one tiny
+ * segment per row and make bulk indexing three times slower. All SQL is
+ * parameterised.
  */
 #include "store.h"
 
@@ -33,13 +34,13 @@ enum {
     S_META_GET,
     S_META_SET,
     S_FTS_CHUNK_INSERT,
-    S_FTS_CHUNKS_DELETE,
+    S_FTS_CHUNK_DELETE,
+    S_CHUNKS_OF_FILE,
     S_FTS_FILE_INSERT,
     S_FTS_FILE_DELETE,
+    S_FILE_PATH,
     S__COUNT
 };
-
-#define PATH_WORDS "CASE WHEN path LIKE 'memory/%' THEN substr(path, 8) ELSE path END"
 
 static const char *const sql_text[S__COUNT] = {
     [S_FILE_INSERT] = "INSERT INTO files(path, path_lc, name_lc, stem_lc, size, mtime_ns, hash, "
@@ -58,13 +59,12 @@ static const char *const sql_text[S__COUNT] = {
     [S_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [S_FTS_CHUNK_INSERT] = "INSERT INTO chunks_fts(rowid, text) VALUES(?1, ?2)",
-    [S_FTS_CHUNKS_DELETE] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
-                            "SELECT 'delete', id, text FROM chunks WHERE file_id = ?1",
-    /* Paths are searched without the memory/ prefix every daily note has. */
-    [S_FTS_FILE_INSERT] = "INSERT INTO files_fts(rowid, path) SELECT id, " PATH_WORDS
-                          " FROM files WHERE id = ?1",
-    [S_FTS_FILE_DELETE] = "INSERT INTO files_fts(files_fts, rowid, path) "
-                          "SELECT 'delete', id, " PATH_WORDS " FROM files WHERE id = ?1",
+    [S_FTS_CHUNK_DELETE] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
+                           "VALUES('delete', ?1, ?2)",
+    [S_CHUNKS_OF_FILE] = "SELECT id, text FROM chunks WHERE file_id = ?1",
+    [S_FTS_FILE_INSERT] = "INSERT INTO files_fts(rowid, path) VALUES(?1, ?2)",
+    [S_FTS_FILE_DELETE] = "INSERT INTO files_fts(files_fts, rowid, path) VALUES('delete', ?1, ?2)",
+    [S_FILE_PATH] = "SELECT path FROM files WHERE id = ?1",
 };
 
 /* Schema version 1. The tokenizer language is substituted for %s. */
@@ -522,6 +522,48 @@ void store_files_free(store_file *f, size_t n)
     free(f);
 }
 
+/* The words of a path as files_fts indexes them: without the memory/
+ * prefix every daily note shares. */
+static const char *path_words(const char *path)
+{
+    return strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
+}
+
+/* Removes file ID's path from files_fts (before its row changes or goes). */
+static int fts_file_delete(store *s, int64_t id)
+{
+    sqlite3_stmt *q = stmt(s, S_FILE_PATH);
+    if (!q)
+        return store_code(sqlite3_errcode(s->db));
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(q);
+        return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
+    }
+    char *path = strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_reset(q);
+    if (!path)
+        return MNEMO_NOMEM;
+    sqlite3_stmt *st = stmt(s, S_FTS_FILE_DELETE);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, path_words(path), -1, SQLITE_TRANSIENT);
+    }
+    free(path);
+    return run(s, st);
+}
+
+static int fts_file_insert(store *s, int64_t id, const char *path)
+{
+    sqlite3_stmt *st = stmt(s, S_FTS_FILE_INSERT);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, path_words(path), -1, SQLITE_STATIC);
+    }
+    return run(s, st);
+}
+
 /* Base name and stem (base name without its last extension) of PATH. */
 static void name_parts(const char *path, const char **base, int *stem_len)
 {
@@ -556,10 +598,7 @@ int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns
     int64_t rowid = sqlite3_last_insert_rowid(s->db);
     if (id)
         *id = rowid;
-    st = stmt(s, S_FTS_FILE_INSERT);
-    if (st)
-        sqlite3_bind_int64(st, 1, rowid);
-    return run(s, st);
+    return fts_file_insert(s, rowid, path);
 }
 
 int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,
@@ -580,13 +619,10 @@ int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, cons
 
 int store_file_rename(store *s, int64_t id, const char *path)
 {
-    sqlite3_stmt *st = stmt(s, S_FTS_FILE_DELETE);
-    if (st)
-        sqlite3_bind_int64(st, 1, id);
-    int rc = run(s, st);
+    int rc = fts_file_delete(s, id);
     if (rc)
         return rc;
-    st = stmt(s, S_FILE_RENAME);
+    sqlite3_stmt *st = stmt(s, S_FILE_RENAME);
     if (st) {
         const char *base;
         int stem_len;
@@ -598,21 +634,32 @@ int store_file_rename(store *s, int64_t id, const char *path)
     }
     if ((rc = run(s, st)))
         return rc;
-    st = stmt(s, S_FTS_FILE_INSERT);
-    if (st)
-        sqlite3_bind_int64(st, 1, id);
-    return run(s, st);
+    return fts_file_insert(s, id, path);
 }
 
 int store_chunks_delete(store *s, int64_t file_id, int64_t *removed)
 {
-    sqlite3_stmt *st = stmt(s, S_FTS_CHUNKS_DELETE);
-    if (st)
-        sqlite3_bind_int64(st, 1, file_id);
-    int rc = run(s, st);
-    if (rc)
-        return rc;
-    st = stmt(s, S_CHUNKS_DELETE);
+    /* The FTS entries first: 'delete' needs the text that was indexed. */
+    sqlite3_stmt *q = stmt(s, S_CHUNKS_OF_FILE);
+    if (!q)
+        return store_code(sqlite3_errcode(s->db));
+    sqlite3_bind_int64(q, 1, file_id);
+    int rc, step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        sqlite3_stmt *st = stmt(s, S_FTS_CHUNK_DELETE);
+        if (st) {
+            sqlite3_bind_int64(st, 1, sqlite3_column_int64(q, 0));
+            sqlite3_bind_value(st, 2, sqlite3_column_value(q, 1));
+        }
+        if ((rc = run(s, st))) {
+            sqlite3_reset(q);
+            return rc;
+        }
+    }
+    sqlite3_reset(q);
+    if (step != SQLITE_DONE)
+        return store_code(step);
+    sqlite3_stmt *st = stmt(s, S_CHUNKS_DELETE);
     if (st)
         sqlite3_bind_int64(st, 1, file_id);
     rc = run(s, st);
@@ -624,14 +671,9 @@ int store_chunks_delete(store *s, int64_t file_id, int64_t *removed)
 int store_file_delete(store *s, int64_t id)
 {
     int rc = store_chunks_delete(s, id, NULL);
-    if (rc)
+    if (rc || (rc = fts_file_delete(s, id)))
         return rc;
-    sqlite3_stmt *st = stmt(s, S_FTS_FILE_DELETE);
-    if (st)
-        sqlite3_bind_int64(st, 1, id);
-    if ((rc = run(s, st)))
-        return rc;
-    st = stmt(s, S_FILE_DELETE);
+    sqlite3_stmt *st = stmt(s, S_FILE_DELETE);
     if (st)
         sqlite3_bind_int64(st, 1, id);
     return run(s, st);
