@@ -240,6 +240,25 @@ int cli_open(const cli_args *a, mnemo **m)
     return EXIT_OK;
 }
 
+char *cli_join(const cli_args *a)
+{
+    size_t len = 1;
+    for (int i = 0; i < a->npos; i++)
+        len += strlen(a->pos[i]) + 1;
+    char *s = malloc(len), *p = s;
+    if (!s)
+        return NULL;
+    for (int i = 0; i < a->npos; i++) {
+        size_t n = strlen(a->pos[i]);
+        if (i)
+            *p++ = ' ';
+        memcpy(p, a->pos[i], n);
+        p += n;
+    }
+    *p = 0;
+    return s;
+}
+
 int cli_int(const char *s, const char *name, int lo, int hi, int *out)
 {
     char *end;

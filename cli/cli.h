@@ -61,6 +61,9 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a JSON error object {"error":{"code","message"}} to stdout. */
 void cli_json_error(int rc, const char *message);
 
+/* The positional arguments joined with spaces; caller frees. NULL on OOM. */
+char *cli_join(const cli_args *a);
+
 /* Strict number parsing for option values. */
 int cli_int(const char *s, const char *name, int lo, int hi, int *out);
 int cli_double(const char *s, const char *name, double lo, double hi, double *out);

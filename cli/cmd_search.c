@@ -33,18 +33,9 @@ int cmd_search(int argc, char **argv)
     if (a.val[1] && (code = cli_double(a.val[1], "min-score", 0, 1, &so.min_score)))
         return code;
 
-    size_t len = 0;
-    for (int i = 0; i < a.npos; i++)
-        len += strlen(a.pos[i]) + 1;
-    char *query = malloc(len + 1);
+    char *query = cli_join(&a);
     if (!query)
         return EXIT_ERROR;
-    query[0] = 0;
-    for (int i = 0; i < a.npos; i++) {
-        if (i)
-            strcat(query, " ");
-        strcat(query, a.pos[i]);
-    }
 
     mnemo *m;
     if ((code = cli_open(&a, &m))) {

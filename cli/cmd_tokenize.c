@@ -21,17 +21,9 @@ int cmd_tokenize(int argc, char **argv)
         cli_error("tokenize: no text given");
         return EXIT_USAGE;
     }
-    size_t len = 0;
-    for (int i = 0; i < a.npos; i++)
-        len += strlen(a.pos[i]) + 1;
-    char *text = calloc(1, len + 1);
+    char *text = cli_join(&a);
     if (!text)
         return EXIT_ERROR;
-    for (int i = 0; i < a.npos; i++) {
-        if (i)
-            strcat(text, " ");
-        strcat(text, a.pos[i]);
-    }
     mnemo *m;
     if ((code = cli_open(&a, &m))) {
         free(text);

@@ -67,7 +67,7 @@ int mnemo_status_json(mnemo *m, char **out)
         json_object_set_new(db, "sizeBytes", json_integer(file_size(m->db_path) + file_size(side)));
         char *ver = NULL;
         store_meta_get(m->st, "schema_version", &ver);
-        json_object_set_new(db, "schemaVersion", json_integer(ver ? atoi(ver) : 0));
+        json_object_set_new(db, "schemaVersion", json_integer(ver ? (int)strtol(ver, NULL, 10) : 0));
         free(ver);
         json_object_set_new(root, "files",
                             json_integer(count(h, "SELECT count(*) FROM files WHERE status = 0")));
@@ -78,7 +78,7 @@ int mnemo_status_json(mnemo *m, char **out)
         json_object_set_new(last, "at", meta_json(m->st, "last_sync_at"));
         char *ms = NULL;
         store_meta_get(m->st, "last_sync_ms", &ms);
-        json_object_set_new(last, "durationMs", ms ? json_real(atof(ms)) : json_null());
+        json_object_set_new(last, "durationMs", ms ? json_real(strtod(ms, NULL)) : json_null());
         free(ms);
         char *stats = NULL;
         store_meta_get(m->st, "last_sync", &stats);
@@ -109,8 +109,8 @@ int mnemo_status_json(mnemo *m, char **out)
         char *ct = NULL, *co = NULL;
         store_meta_get(m->st, "chunk_tokens", &ct);
         store_meta_get(m->st, "chunk_overlap", &co);
-        json_object_set_new(root, "chunking", json_pack("{s:i,s:i}", "tokens", ct ? atoi(ct) : 0,
-                                                        "overlap", co ? atoi(co) : 0));
+        json_object_set_new(root, "chunking", json_pack("{s:i,s:i}", "tokens", ct ? (int)strtol(ct, NULL, 10) : 0,
+                                                        "overlap", co ? (int)strtol(co, NULL, 10) : 0));
         free(ct);
         free(co);
 

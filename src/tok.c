@@ -345,7 +345,7 @@ typedef struct span {
  * "miRNAs", "clpC") stays whole: such pieces only add noise. */
 static int camel_split(const char *s, int start, int end, span *parts, int np, int max)
 {
-    int cuts[MAX_PARTS], ncut = 0, ascii = 1;
+    int cuts[MAX_PARTS] = {0}, ncut = 0, ascii = 1;
     for (int i = start; i < end; i++)
         if ((unsigned char)s[i] >= 0x80)
             ascii = 0;

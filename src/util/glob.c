@@ -18,7 +18,8 @@ static int class_match(const char **pp, char c)
     int first = 1;
     while (*p && (first || *p != ']')) {
         first = 0;
-        char lo = *p, hi = *p;
+        char lo = *p;
+        char hi = lo;
         if (p[1] == '-' && p[2] && p[2] != ']') {
             hi = p[2];
             p += 2;
