@@ -105,7 +105,8 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libmnemo.a
 # ---- the README's first command ends here -----------------------------------
 demo: $(BUILD)/mnemo
 	$(BUILD)/mnemo --workspace examples/memory --db $(BUILD)/demo.sqlite index
-	$(BUILD)/mnemo --workspace examples/memory --db $(BUILD)/demo.sqlite search "postgres migration"
+	$(BUILD)/mnemo --workspace examples/memory --db $(BUILD)/demo.sqlite search -n 3 "postgres migration"
+	$(BUILD)/mnemo --workspace examples/memory --db $(BUILD)/demo.sqlite search -n 1 数据库迁移
 
 # ---- install ----------------------------------------------------------------
 install: all

@@ -32,7 +32,7 @@ for n in $SIZES; do
     rm -f "$db" "$db"-*
     "$M" -w "$ws" --db "$db" index -q
     printf "full index (--force):   "
-    out=$("$L" -n 3 -w 0 -- "$M" -w "$ws" --db "$db" index --force -q)
+    out=$("$L" -n 5 -w 1 -- "$M" -w "$ws" --db "$db" index --force -q)
     echo "$out"
     p50=$(echo "$out" | sed 's/.*p50 \([0-9.]*\) ms.*/\1/')
     echo "                        $(echo "$mb $p50" | awk '{printf "%.1f MB/s", $1 / ($2 / 1000)}')"

@@ -66,6 +66,13 @@ int cmd_search(int argc, char **argv)
         mnemo_free(s);
     } else if (mnemo_results_count(res) == 0) {
         printf("No results for: %s\n", query);
+        char *st = NULL;
+        if (mnemo_status_json(m, &st) == MNEMO_OK && strstr(st, "\"files\": 0,"))
+            fprintf(stderr,
+                    "mnemo: the index of %s holds no files; memory is read from MEMORY.md, "
+                    "USER.md, memory/ and extraPaths (see mnemo status)\n",
+                    mnemo_workspace(m));
+        mnemo_free(st);
     } else {
         for (size_t i = 0; i < mnemo_results_count(res); i++) {
             const mnemo_result *r = mnemo_results_get(res, i);

@@ -198,3 +198,16 @@ TEST(cli_tokenize)
     ASSERT_CONTAINS(out, "\"token\":\"gateway.port\"");
     free(out);
 }
+
+TEST(cli_empty_workspace_hint)
+{
+    test_mkdir("empty");
+    char *out, *err;
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("empty"), "--db",
+                       test_path("db.sqlite"), "search", "hello", NULL),
+              0);
+    ASSERT_CONTAINS(out, "No results for: hello");
+    ASSERT_CONTAINS(err, "holds no files");
+    free(out);
+    free(err);
+}
