@@ -48,22 +48,37 @@ static const char *code_name(int rc)
     }
 }
 
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 void cli_json_error(int rc, const char *message)
 {
-    fputs("{\"error\":{\"code\":\"", stdout);
-    fputs(code_name(rc), stdout);
-    fputs("\",\"message\":\"", stdout);
-    for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", stdout);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    fputs("\"}}\n", stdout);
+    printf("{\"error\":{\"code\":\"%s\",\"message\":", code_name(rc));
+    cli_json_string(stdout, message);
+    fputs("}}\n", stdout);
+}
+
+int cli_fail(mnemo *m, int rc, int json)
+{
+    if (json)
+        cli_json_error(rc, mnemo_errmsg(m));
+    cli_error("%s", mnemo_errmsg(m));
+    return cli_exit_code(rc);
 }
 
 int cli_exit_code(int rc)

@@ -61,6 +61,13 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a JSON error object {"error":{"code","message"}} to stdout. */
 void cli_json_error(int rc, const char *message);
 
+/* Reports the failure RC of a call on M: the JSON error object on stdout
+ * when JSON is set, the message on stderr. Returns the exit code. */
+int cli_fail(mnemo *m, int rc, int json);
+
+/* Prints S as a JSON string literal to F. */
+void cli_json_string(FILE *f, const char *s);
+
 /* The positional arguments joined with spaces; caller frees. NULL on OOM. */
 char *cli_join(const cli_args *a);
 

@@ -6,24 +6,6 @@
 
 #include "cli.h"
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", stdout);
-        else if (*p == '\t')
-            fputs("\\t", stdout);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
 int cmd_get(int argc, char **argv)
 {
     static const cli_opt opts[] = {
@@ -52,11 +34,9 @@ int cmd_get(int argc, char **argv)
     mnemo_excerpt e;
     int rc = mnemo_get(m, a.pos[0], from, lines, &e);
     if (rc) {
-        if (json)
-            cli_json_error(rc, mnemo_errmsg(m));
-        cli_error("%s", mnemo_errmsg(m));
+        code = cli_fail(m, rc, json);
         mnemo_close(m);
-        return cli_exit_code(rc);
+        return code;
     }
     char hint[512] = "";
     if (e.truncated)
@@ -65,13 +45,13 @@ int cmd_get(int argc, char **argv)
                  e.total_lines, e.path, e.next_from);
     if (json) {
         fputs("{\"path\":", stdout);
-        json_str(e.path);
+        cli_json_string(stdout, e.path);
         printf(",\"from\":%d,\"to\":%d,\"totalLines\":%d,\"truncated\":%s,", e.from, e.to,
                e.total_lines, e.truncated ? "true" : "false");
         if (e.truncated)
-            printf("\"nextFrom\":%d,\"hint\":", e.next_from), json_str(hint), putchar(',');
+            printf("\"nextFrom\":%d,\"hint\":", e.next_from), cli_json_string(stdout, hint), putchar(',');
         fputs("\"text\":", stdout);
-        json_str(e.text);
+        cli_json_string(stdout, e.text);
         fputs("}\n", stdout);
     } else {
         fputs(e.text, stdout);

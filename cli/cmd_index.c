@@ -141,11 +141,7 @@ int cmd_index(int argc, char **argv)
         if (!rc && !quiet)
             print_stats(stdout, &s, mnemo_db_path(m), json);
     }
-    if (rc) {
-        if (json)
-            cli_json_error(rc, mnemo_errmsg(m));
-        cli_error("%s", mnemo_errmsg(m));
-    }
+    code = rc ? cli_fail(m, rc, json) : EXIT_OK;
     mnemo_close(m);
-    return cli_exit_code(rc);
+    return code;
 }

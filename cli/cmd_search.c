@@ -52,12 +52,10 @@ int cmd_search(int argc, char **argv)
             rc = mnemo_search(m, query, &so, &res);
     }
     if (rc) {
-        if (json)
-            cli_json_error(rc, mnemo_errmsg(m));
-        cli_error("%s", mnemo_errmsg(m));
+        code = cli_fail(m, rc, json);
         free(query);
         mnemo_close(m);
-        return cli_exit_code(rc);
+        return code;
     }
     if (json) {
         char *s = mnemo_results_json(res);
