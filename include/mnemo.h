@@ -162,6 +162,10 @@ typedef struct mnemo_sync_stats {
     double seconds;
     int rebuilt;            /* 1 when a fresh database was built and swapped in */
     const char *rebuild_reason; /* why (static text), or NULL */
+    size_t chunks_embedded;   /* vectors computed by the provider */
+    size_t embed_cache_hits;  /* vectors taken from the embedding cache */
+    size_t vectors_total;     /* chunks with a vector after the sync */
+    const char *embed_warning; /* auto provider: why vectors are missing; borrowed, or NULL */
 } mnemo_sync_stats;
 
 /* Brings the index up to date with the memory files, in one transaction.
@@ -169,6 +173,11 @@ typedef struct mnemo_sync_stats {
  * when no index exists yet, or when the index was built with other tokenizer
  * or chunking settings, a fresh database is built beside the old one and
  * renamed over it, so a crash leaves the last good index in place.
+ * Then chunks without a vector are embedded with the configured provider
+ * (see docs/semantic.md), in batches that are committed as they finish. If
+ * embedding fails, the keyword index is still up to date: with provider
+ * "auto" the sync succeeds and stats->embed_warning says why; with a named
+ * provider it returns the error (MNEMO_HTTP, MNEMO_UNAVAILABLE, ...).
  * OPTS and STATS may be NULL. Holds a lock file (<db>.lock) while writing:
  * MNEMO_BUSY if another writer keeps it longer than the busy timeout. */
 int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
@@ -202,21 +211,33 @@ typedef struct mnemo_result {
     const char *snippet;  /* whole lines, at most 700 characters */
     const char *source;   /* "memory" */
     const char *citation; /* path#L5-L9 */
+    double text_score;    /* 0..1, the keyword leg's score (0 without a keyword match) */
+    double vector_score;  /* 0..1, the vector leg's score; -1 when no vector leg ran */
 } mnemo_result;
 
 typedef struct mnemo_results mnemo_results;
 
 /* Searches the index for QUERY (keywords, "quoted phrases", -excluded terms,
- * or a file name). Results are ordered best first. OPTS may be NULL.
- * MNEMO_NOTFOUND when no index exists yet (run mnemo_sync first);
- * MNEMO_INVALID for an empty query. *out is NULL on error. */
+ * or a file name), and by meaning when an embedding provider is configured.
+ * Results are ordered best first. OPTS may be NULL. MNEMO_NOTFOUND when no
+ * index exists yet (run mnemo_sync first); MNEMO_INVALID for an empty
+ * query; with a named provider that fails, MNEMO_UNAVAILABLE (or the
+ * provider's error) and "memory search unavailable: ..." in mnemo_errmsg().
+ * *out is NULL on error. */
 int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
 
 size_t mnemo_results_count(const mnemo_results *r);
 const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i);
 
-/* "keyword" for keyword-only search. Borrowed from R. */
+/* "hybrid" when the vector leg ran, else "keyword". Borrowed from R. */
 const char *mnemo_results_mode(const mnemo_results *r);
+
+/* The embedding provider used ("static", "openai", ...), or NULL. */
+const char *mnemo_results_provider(const mnemo_results *r);
+
+/* When provider "auto" could not embed the query, the provider it tried
+ * (and in *REASON why); the search then ran keyword-only. NULL otherwise. */
+const char *mnemo_results_fallback(const mnemo_results *r, const char **reason);
 
 /* The results as the JSON object {"results":[...],"mode":...}. Caller frees. */
 char *mnemo_results_json(const mnemo_results *r);

@@ -19,7 +19,7 @@
 #include "tok.h"
 #include "util/buf.h"
 
-enum { T_STR, T_INT, T_NUM, T_BOOL, T_LIST };
+enum { T_STR, T_INT, T_NUM, T_BOOL, T_LIST, T_OBJECT };
 
 typedef struct keydef {
     const char *name;
@@ -28,6 +28,7 @@ typedef struct keydef {
     const char *def;
     double lo, hi;
     const char *help;
+    const char *choices; /* T_STR: comma-separated allowed values, or NULL */
 } keydef;
 
 static const keydef keys[CFG__COUNT] = {
@@ -64,6 +65,56 @@ static const keydef keys[CFG__COUNT] = {
                                600000, "quiet time before index --watch syncs"},
     [CFG_BUSY_TIMEOUT_MS] = {"busyTimeoutMs", "MNEMO_BUSY_TIMEOUT_MS", T_INT, "5000", 0,
                              600000, "how long to wait for a locked database"},
+    [CFG_PROVIDER] = {"provider", "MNEMO_PROVIDER", T_STR, "auto", 0, 0,
+                      "embedding provider: auto, none, static, openai, openai-compatible, "
+                      "ollama, gemini, voyage, mistral",
+                      "auto,none,static,openai,openai-compatible,ollama,gemini,voyage,mistral"},
+    [CFG_MODEL] = {"model", "MNEMO_MODEL", T_STR, "", 0, 0,
+                   "embedding model (static: an imported table's name or path; default: the "
+                   "provider's)"},
+    [CFG_BASE_URL] = {"baseUrl", "MNEMO_BASE_URL", T_STR, "", 0, 0,
+                      "provider endpoint (required for openai-compatible)"},
+    [CFG_API_KEY_ENV] = {"apiKeyEnv", "MNEMO_API_KEY_ENV", T_STR, "", 0, 0,
+                         "environment variable holding the API key (default: OPENAI_API_KEY, "
+                         "GEMINI_API_KEY, VOYAGE_API_KEY, MISTRAL_API_KEY)"},
+    [CFG_HEADERS] = {"headers", "MNEMO_HEADERS", T_OBJECT, "{}", 0, 0,
+                     "extra HTTP headers for the provider, a JSON object"},
+    [CFG_DIMENSIONS] = {"dimensions", "MNEMO_DIMENSIONS", T_INT, "0", 0, 8192,
+                        "embedding dimensions to request (0: the model's default)"},
+    [CFG_QUERY_INPUT_TYPE] = {"queryInputType", "MNEMO_QUERY_INPUT_TYPE", T_STR, "", 0, 0,
+                              "input type sent with queries (voyage: query, gemini: "
+                              "RETRIEVAL_QUERY by default)"},
+    [CFG_DOCUMENT_INPUT_TYPE] = {"documentInputType", "MNEMO_DOCUMENT_INPUT_TYPE", T_STR, "", 0,
+                                 0, "input type sent with documents"},
+    [CFG_QUERY_PREFIX] = {"queryPrefix", "MNEMO_QUERY_PREFIX", T_STR, "", 0, 0,
+                          "text put before each query (e.g. \"query: \")"},
+    [CFG_DOCUMENT_PREFIX] = {"documentPrefix", "MNEMO_DOCUMENT_PREFIX", T_STR, "", 0, 0,
+                             "text put before each chunk when embedding"},
+    [CFG_EMBED_BATCH_BYTES] = {"embedBatchBytes", "MNEMO_EMBED_BATCH_BYTES", T_INT, "8000", 256,
+                               16777216, "UTF-8 bytes per embedding request"},
+    [CFG_EMBED_CONCURRENCY] = {"embedConcurrency", "MNEMO_EMBED_CONCURRENCY", T_INT, "4", 1, 16,
+                               "embedding requests in flight (ollama: always 1)"},
+    [CFG_EMBED_QUERY_TIMEOUT_MS] = {"embedQueryTimeoutMs", "MNEMO_EMBED_QUERY_TIMEOUT_MS", T_INT,
+                                    "10000", 100, 600000, "timeout for embedding a query"},
+    [CFG_EMBED_BATCH_TIMEOUT_MS] = {"embedBatchTimeoutMs", "MNEMO_EMBED_BATCH_TIMEOUT_MS", T_INT,
+                                    "120000", 100, 3600000,
+                                    "timeout for one embedding request while indexing"},
+    [CFG_EMBED_CACHE_MAX] = {"embeddingCacheMax", "MNEMO_EMBEDDING_CACHE_MAX", T_INT, "200000", 0,
+                             100000000, "cached embeddings kept (oldest pruned first)"},
+    [CFG_MODELS_DIR] = {"modelsDir", "MNEMO_MODELS_DIR", T_STR, "", 0, 0,
+                        "folder of imported embedding tables (default: "
+                        "$XDG_DATA_HOME/mnemo/models)"},
+    [CFG_FUSION] = {"fusion", "MNEMO_FUSION", T_STR, "weighted", 0, 0,
+                    "how keyword and vector scores combine: weighted or rrf", "weighted,rrf"},
+    [CFG_VECTOR_WEIGHT] = {"vectorWeight", "MNEMO_VECTOR_WEIGHT", T_NUM, "0.7", 0, 1,
+                           "weight of the vector score (weighted fusion)"},
+    [CFG_TEXT_WEIGHT] = {"textWeight", "MNEMO_TEXT_WEIGHT", T_NUM, "0.3", 0, 1,
+                         "weight of the keyword score (weighted fusion)"},
+    [CFG_RRF_K] = {"rrfK", "MNEMO_RRF_K", T_INT, "60", 1, 10000,
+                   "reciprocal rank fusion constant"},
+    [CFG_VECTOR_QUANTIZATION] = {"vectorQuantization", "MNEMO_VECTOR_QUANTIZATION", T_STR, "none",
+                                 0, 0, "none, or int8: scan int8 copies, rescore in float",
+                                 "none,int8"},
 };
 
 struct mnemo_config {
@@ -243,6 +294,21 @@ int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const
     char *norm = NULL;
     switch (d->type) {
     case T_STR:
+        if (d->choices) {
+            size_t vl = strlen(value);
+            int ok = 0;
+            for (const char *ch = d->choices; *ch;) {
+                const char *e = strchr(ch, ',');
+                size_t n = e ? (size_t)(e - ch) : strlen(ch);
+                if (n == vl && strncmp(ch, value, n) == 0)
+                    ok = 1;
+                ch += n + (e ? 1 : 0);
+            }
+            if (!ok) {
+                seterr(err, "%s: '%s' is not one of %s", name, value, d->choices);
+                return MNEMO_INVALID;
+            }
+        }
         if (k == CFG_LANGUAGE && !tok_language_valid(value)) {
             char list[1024];
             tok_language_list(list, sizeof list);
@@ -300,6 +366,23 @@ int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const
         if (!norm)
             return err && *err ? MNEMO_INVALID : MNEMO_NOMEM;
         break;
+    case T_OBJECT: {
+        json_error_t je;
+        json_t *o = json_loads(value, 0, &je);
+        const char *k2;
+        json_t *v;
+        int bad = !json_is_object(o);
+        if (!bad)
+            json_object_foreach(o, k2, v) if (!json_is_string(v)) bad = 1;
+        if (bad) {
+            seterr(err, "%s: expected a JSON object of strings", name);
+            json_decref(o);
+            return MNEMO_INVALID;
+        }
+        norm = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(o);
+        break;
+    }
     }
     char *src = dupstr(source ? source : "caller");
     if (!norm || !src) {
@@ -373,6 +456,8 @@ int mnemo_config_load_file(mnemo_config *c, const char *path, char **err)
         } else if (json_is_boolean(v) && keys[k].type == T_BOOL)
             s = json_is_true(v) ? "true" : "false";
         else if (json_is_array(v) && keys[k].type == T_LIST)
+            s = str = json_dumps(v, JSON_COMPACT);
+        else if (json_is_object(v) && keys[k].type == T_OBJECT)
             s = str = json_dumps(v, JSON_COMPACT);
         if (!s) {
             seterr(err, "%s: '%s' has the wrong type", path, name);
@@ -476,6 +561,18 @@ char *mnemo_config_json(const mnemo_config *c, int with_sources)
         case T_LIST:
             jv = json_loads(v, 0, NULL);
             break;
+        case T_OBJECT: {
+            /* Header values may carry credentials: never print them. */
+            jv = json_loads(v, 0, NULL);
+            const char *hk;
+            json_t *hv;
+            json_object_foreach(jv, hk, hv)
+            {
+                if (strchr(json_string_value(hv), '$') == NULL)
+                    json_object_set_new(jv, hk, json_string("(set)"));
+            }
+            break;
+        }
         default:
             jv = json_string(v);
         }

@@ -134,6 +134,7 @@ int mnemo_open(const mnemo_config *cfg, mnemo **out)
     if (!m)
         return MNEMO_NOMEM;
     buf_init(&m->err, 8192);
+    buf_init(&m->warn, 8192);
     m->cfg = cfg_copy(cfg);
     if (!m->cfg)
         return core_error(m, MNEMO_NOMEM, "out of memory");
@@ -159,6 +160,8 @@ void mnemo_close(mnemo *m)
     store_close(m->st);
     tok_free(m->qtok);
     free(m->qtok_lang);
+    embed_close(m->emb);
+    buf_cleanup(&m->warn);
     mnemo_config_free(m->cfg);
     free(m->workspace);
     free(m->db_path);

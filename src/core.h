@@ -12,6 +12,7 @@
 #include "mnemo.h"
 #include "store.h"
 #include "tok.h"
+#include "embed.h"
 #include "util/buf.h"
 
 struct mnemo {
@@ -21,7 +22,9 @@ struct mnemo {
     store *st;         /* NULL until first needed */
     tok *qtok;         /* query tokenizer, built for the index's language */
     char *qtok_lang;
+    embedder *emb;     /* the embedding provider, opened on first use */
     buf err;           /* last error message */
+    buf warn;          /* last warning (auto provider fallback), borrowed by callers */
 };
 
 /* Records a formatted error message on M and returns CODE. */

@@ -1,12 +1,19 @@
 /*
- * search.c - keyword search: the BM25 leg over chunks, the file-name leg
- * (exact path, base name or stem first; partial path matches boost), score
- * mapping to 0..1, thresholds, snippets and the result set.
+ * search.c - the search: the BM25 leg over chunks, the vector leg (when a
+ * provider is configured, see vectors.c), the file-name leg (exact path,
+ * base name or stem first; partial path matches boost), the hybrid merge,
+ * thresholds, snippets and the result set.
  *
- * Text score: x = BM25 / sum of the query terms' IDF, score = 1 - e^(-2x).
+ * Text score: x = BM25 / sum of the query terms' IDF, t = 1 - e^(-2x).
  * x = 1 is what a chunk of average length gets when every query term occurs
- * in it once (score 0.86); the mapping is monotonic, so ranking by score is
- * ranking by BM25. See docs/search.md.
+ * in it once (t = 0.86); the mapping is monotonic, so ranking by t is
+ * ranking by BM25.
+ * Vector score: v = (cos - mean) / (1 - mean), clamped to 0..1, where mean
+ * is the query's average cosine over all chunks: how far a chunk stands
+ * out from the rest of the memory, on any model's scale.
+ * Weighted fusion: s = max(wv*v + wt*t, 0.5*t, 0.5*v): a chunk keeps at
+ * least half of its strongest single signal, so a strong keyword-only (or
+ * vector-only) match can clear minScore. See docs/search.md.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,23 +24,29 @@
 #include "query.h"
 #include "snippet.h"
 #include "util/utf8.h"
+#include "vectors.h"
 
 #define POOL_MIN 200
 #define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
 #define PATH_ROWS_MAX 2000
+#define LEG_FLOOR 0.5     /* a chunk keeps at least this share of its best leg */
 
 struct mnemo_results {
     mnemo_result *v;
     size_t n;
-    char *mode;
+    char *mode, *provider, *model, *fallback_from, *fallback_reason;
 };
 
 typedef struct cand {
     int64_t chunk_id;
     int64_t file_id;  /* 0 until looked up */
-    double raw;       /* BM25 */
-    double score;     /* 0..1 */
+    double raw;       /* BM25, 0 without a keyword match */
+    double text;      /* 0..1 */
+    double cosine;
+    double vec;       /* 0..1, -1 without a vector */
+    double score;     /* 0..1, fused */
     int tier;         /* 3 path, 2 base name, 1 stem, 0 content */
+    int path_hit;     /* query words in its path */
 } cand;
 
 /* ----------------------------------------------------------------------
@@ -55,6 +68,15 @@ const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i)
 
 const char *mnemo_results_mode(const mnemo_results *r) { return r ? r->mode : "keyword"; }
 
+const char *mnemo_results_provider(const mnemo_results *r) { return r ? r->provider : NULL; }
+
+const char *mnemo_results_fallback(const mnemo_results *r, const char **reason)
+{
+    if (reason)
+        *reason = r ? r->fallback_reason : NULL;
+    return r ? r->fallback_from : NULL;
+}
+
 void mnemo_results_free(mnemo_results *r)
 {
     if (!r)
@@ -66,6 +88,10 @@ void mnemo_results_free(mnemo_results *r)
     }
     free(r->v);
     free(r->mode);
+    free(r->provider);
+    free(r->model);
+    free(r->fallback_from);
+    free(r->fallback_reason);
     free(r);
 }
 
@@ -80,8 +106,11 @@ char *mnemo_results_json(const mnemo_results *r)
             buf_putc(&b, ',');
         buf_puts(&b, "{\"path\":");
         buf_json_str(&b, x->path, strlen(x->path));
-        buf_printf(&b, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.4f,\"snippet\":",
+        buf_printf(&b, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.4f,",
                    x->start_line, x->end_line, x->score);
+        if (x->vector_score >= 0)
+            buf_printf(&b, "\"vectorScore\":%.4f,", x->vector_score);
+        buf_printf(&b, "\"textScore\":%.4f,\"snippet\":", x->text_score);
         buf_json_str(&b, x->snippet, strlen(x->snippet));
         buf_puts(&b, ",\"source\":");
         buf_json_str(&b, x->source, strlen(x->source));
@@ -92,6 +121,19 @@ char *mnemo_results_json(const mnemo_results *r)
     buf_puts(&b, "],\"mode\":");
     const char *mode = mnemo_results_mode(r);
     buf_json_str(&b, mode, strlen(mode));
+    if (r && r->provider) {
+        buf_puts(&b, ",\"provider\":");
+        buf_json_str(&b, r->provider, strlen(r->provider));
+        buf_puts(&b, ",\"model\":");
+        buf_json_str(&b, r->model, strlen(r->model));
+    }
+    if (r && r->fallback_from) {
+        buf_puts(&b, ",\"fallback\":{\"from\":");
+        buf_json_str(&b, r->fallback_from, strlen(r->fallback_from));
+        buf_puts(&b, ",\"reason\":");
+        buf_json_str(&b, r->fallback_reason, strlen(r->fallback_reason));
+        buf_putc(&b, '}');
+    }
     buf_putc(&b, '}');
     return buf_detach(&b);
 }
@@ -165,6 +207,12 @@ static int by_rank(const void *a, const void *b)
     return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
 }
 
+static int by_id(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
+}
+
 /* ----------------------------------------------------------------------
  * Legs
  * -------------------------------------------------------------------- */
@@ -205,7 +253,7 @@ static int content_leg(mnemo *m, const query *q, pool *p, double *sum_idf)
     for (size_t i = 0; i < h->n; i++) {
         if ((h->mask[i] & q->required) != q->required)
             continue;
-        cand c = {h->id[i], 0, fts_bm25(r, i, w, idf, k1, b), 0, 0};
+        cand c = {h->id[i], 0, fts_bm25(r, i, w, idf, k1, b), 0, 0, -1, 0, 0, 0};
         pool_offer(p, &c);
     }
     double s = 0;
@@ -327,6 +375,8 @@ static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, cons
     r->start_line = sl;
     r->end_line = el;
     r->score = c->score;
+    r->text_score = c->text;
+    r->vector_score = c->vec;
     r->snippet = buf_detach(&snip);
     r->source = "memory";
     r->citation = buf_detach(&cit);
@@ -353,6 +403,126 @@ static void result_cleanup(mnemo_result *r)
     free((char *)r->snippet);
     free((char *)r->citation);
 }
+
+/* ----------------------------------------------------------------------
+ * The vector leg
+ * -------------------------------------------------------------------- */
+
+typedef struct vleg {
+    int ran;
+    embedder *e;
+    vec_file *vf;
+    float *qv;
+    vec_match *matches;
+    size_t nmatches;
+    double mean;
+} vleg;
+
+static void vleg_cleanup(vleg *v)
+{
+    vecfile_close(v->vf);
+    free(v->qv);
+    free(v->matches);
+}
+
+static int set_fallback(mnemo_results *res, const char *from, const char *reason)
+{
+    free(res->fallback_from);
+    free(res->fallback_reason);
+    res->fallback_from = strdup(from);
+    res->fallback_reason = strdup(reason);
+    return res->fallback_from && res->fallback_reason ? MNEMO_OK : MNEMO_NOMEM;
+}
+
+/* Runs the vector leg. Returns an error only for a named provider that
+ * fails; otherwise a failure becomes res->fallback and v->ran stays 0. */
+static int vector_leg(mnemo *m, const char *qtext, size_t k, mnemo_results *res, vleg *v)
+{
+    char name[32];
+    int explicit_;
+    vectors_resolve(m, name, &explicit_);
+    if (strcmp(name, "none") == 0)
+        return MNEMO_OK;
+    buf err;
+    buf_init(&err, 8192);
+    int rc = vectors_embedder(m, name, &v->e, &err);
+    size_t qlen = strlen(qtext);
+    if (!rc)
+        rc = embed_texts(v->e, EMBED_QUERY, &qtext, &qlen, 1, &v->qv, &err);
+    if (rc) {
+        const char *msg = err.len ? err.data : mnemo_strerror(rc);
+        if (explicit_)
+            rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
+                            "memory search unavailable: %s", msg);
+        else
+            rc = set_fallback(res, name, msg);
+        buf_cleanup(&err);
+        return rc;
+    }
+    /* Vectors of another provider, model or chunking are stale. */
+    char ident[1024], *stored = NULL;
+    vectors_identity(m, v->e, ident, sizeof ident);
+    store_meta_get(m->st, "vec_identity", &stored);
+    if (!stored || strcmp(stored, ident) != 0) {
+        char reason[1200];
+        snprintf(reason, sizeof reason,
+                 stored && *stored ? "the vectors were built with another embedding setup "
+                                     "(%s); run: mnemo index"
+                                   : "no vectors yet%s; run: mnemo index",
+                 stored ? stored : "");
+        free(stored);
+        buf_cleanup(&err);
+        return set_fallback(res, name, reason);
+    }
+    free(stored);
+    int quant = strcmp(cfg_str(m->cfg, CFG_VECTOR_QUANTIZATION), "int8") == 0;
+    rc = vecfile_open(m->st, m->db_path, quant, &v->vf, &err);
+    if (rc || vecfile_dims(v->vf) != embed_dims(v->e)) {
+        const char *why = rc == MNEMO_NOTFOUND ? "no vectors yet; run: mnemo index"
+                          : rc ? (err.len ? err.data : mnemo_strerror(rc))
+                               : "vector dimensions differ; run: mnemo index";
+        rc = set_fallback(res, name, why);
+        buf_cleanup(&err);
+        return rc;
+    }
+    buf_cleanup(&err);
+    v->matches = malloc(k * sizeof *v->matches);
+    if (!v->matches)
+        return MNEMO_NOMEM;
+    v->nmatches = vecfile_search(v->vf, v->qv, k, quant, v->matches, &v->mean);
+    v->ran = 1;
+    free(res->mode);
+    res->mode = strdup("hybrid");
+    res->provider = strdup(embed_provider(v->e));
+    res->model = strdup(embed_model(v->e));
+    return res->mode && res->provider && res->model ? MNEMO_OK : MNEMO_NOMEM;
+}
+
+/* BM25 of CHUNK_ID from the rows the keyword leg collected (they arrive in
+ * rowid order), 0 when it did not match. */
+static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
+{
+    fts_rank *r = store_rank(m->st);
+    const fts_hits *h = &r->hits;
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (h->id[mid] < chunk_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= h->n || h->id[lo] != chunk_id || (h->mask[lo] & q->required) != q->required)
+        return 0;
+    double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
+    query_weights(q, w);
+    fts_idf(r, idf);
+    return fts_bm25(r, lo, w, idf, cfg_num(m->cfg, CFG_BM25_K1), cfg_num(m->cfg, CFG_BM25_B));
+}
+
+/* ----------------------------------------------------------------------
+ * Search
+ * -------------------------------------------------------------------- */
 
 int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
 {
@@ -382,6 +552,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     path_hit *hits = NULL;
     size_t nhits = 0;
     cand *all = NULL;
+    vleg vl;
+    memset(&vl, 0, sizeof vl);
     sqlite3_stmt *fid = NULL, *first = NULL, *row = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
     int rc = res ? MNEMO_OK : MNEMO_NOMEM;
@@ -410,6 +582,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         goto done;
     if ((rc = file_legs(m, &q, &hits, &nhits)))
         goto done;
+    if ((rc = vector_leg(m, qt.data, p.cap, res, &vl)))
+        goto done;
 
     sqlite3 *db = store_db(m->st);
     if (sqlite3_prepare_v2(db, "SELECT file_id FROM chunks WHERE id = ?1", -1, &fid, NULL) ||
@@ -423,25 +597,105 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         goto done;
     }
 
-    /* Scores, path boosts and file tiers. */
-    size_t n = p.n, cap = p.n + nhits + 1;
+    /* The union of both legs' pools, one entry per chunk. */
+    size_t n = 0, cap = p.n + vl.nmatches + nhits + 1;
     all = malloc(cap * sizeof *all);
     if (!all) {
         rc = MNEMO_NOMEM;
         goto done;
     }
+    for (size_t i = 0; i < p.n; i++)
+        all[n++] = p.v[i];
+    for (size_t i = 0; i < vl.nmatches; i++)
+        all[n++] = (cand){vl.matches[i].chunk_id, 0, -1, 0, 0, 0, 0, 0, 0};
+    if (n > 1)
+        qsort(all, n, sizeof *all, by_id);
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        all[i] = p.v[i];
-        all[i].score = 1.0 - exp(-2.0 * all[i].raw / sum_idf);
-        if (nhits)
-            all[i].file_id = lookup_i64(fid, all[i].chunk_id);
+        if (k && all[k - 1].chunk_id == all[i].chunk_id) {
+            if (all[i].raw >= 0)
+                all[k - 1].raw = all[i].raw;
+            continue;
+        }
+        all[k++] = all[i];
     }
+    n = k;
+
+    /* Both scores for every candidate, then the fusion. */
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
+    int rrf = strcmp(cfg_str(m->cfg, CFG_FUSION), "rrf") == 0;
+    for (size_t i = 0; i < n; i++) {
+        cand *c = &all[i];
+        if (c->raw < 0)
+            c->raw = q.match ? bm25_of(m, &q, c->chunk_id) : 0;
+        c->text = 1.0 - exp(-2.0 * c->raw / sum_idf);
+        c->vec = -1;
+        if (vl.ran) {
+            int found;
+            float cs = vecfile_cosine(vl.vf, c->chunk_id, vl.qv, &found);
+            if (found) {
+                double v = (cs - vl.mean) / (1.0 - vl.mean);
+                c->cosine = cs;
+                c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
+            }
+        }
+        double v = c->vec < 0 ? 0 : c->vec;
+        if (vl.ran) {
+            double s = wv * v + wt * c->text;
+            if (LEG_FLOOR * c->text > s)
+                s = LEG_FLOOR * c->text;
+            if (LEG_FLOOR * v > s)
+                s = LEG_FLOOR * v;
+            c->score = s;
+        } else {
+            c->score = c->text;
+        }
+        if (nhits)
+            c->file_id = lookup_i64(fid, c->chunk_id);
+    }
+    if (vl.ran && rrf) {
+        /* Reciprocal rank fusion: ranks by each leg, scaled to 0..1. */
+        double kk = (double)cfg_int(m->cfg, CFG_RRF_K);
+        double *fused = calloc(n ? n : 1, sizeof *fused);
+        size_t *order = malloc((n ? n : 1) * sizeof *order);
+        if (!fused || !order) {
+            free(fused);
+            free(order);
+            rc = MNEMO_NOMEM;
+            goto done;
+        }
+        for (int leg = 0; leg < 2; leg++) {
+            for (size_t i = 0; i < n; i++)
+                order[i] = i;
+            for (size_t i = 1; i < n; i++) { /* insertion sort: n is a few hundred */
+                size_t x = order[i], j = i;
+                double kx = leg ? all[x].vec : all[x].raw;
+                while (j > 0 && (leg ? all[order[j - 1]].vec : all[order[j - 1]].raw) < kx) {
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = x;
+            }
+            for (size_t r = 0; r < n; r++) {
+                const cand *c = &all[order[r]];
+                if ((leg ? c->vec : c->raw) > 0)
+                    fused[order[r]] += 1.0 / (kk + (double)r + 1.0);
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            all[i].score = fused[i] / (2.0 / (kk + 1.0));
+        free(fused);
+        free(order);
+    }
+
+    /* Path boosts and file tiers. */
     for (size_t h = 0; h < nhits; h++) {
         cand *best = NULL;
         for (size_t i = 0; i < n; i++) {
             if (all[i].file_id != hits[h].file_id)
                 continue;
             all[i].score += (1.0 - all[i].score) * PATH_BOOST * hits[h].frac;
+            all[i].path_hit |= hits[h].frac > 0;
             if (!best || all[i].raw > best->raw)
                 best = &all[i];
         }
@@ -450,8 +704,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         } else if (hits[h].tier || (!best && hits[h].frac > 0)) {
             int64_t cid = lookup_i64(first, hits[h].file_id);
             if (cid)
-                all[n++] = (cand){cid, hits[h].file_id, 0, PATH_BOOST * hits[h].frac,
-                                  hits[h].tier};
+                all[n++] = (cand){cid,           hits[h].file_id, 0, 0, 0, -1,
+                                  PATH_BOOST * hits[h].frac, hits[h].tier, 1};
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -459,13 +713,17 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
             all[i].score = 1.0;
     qsort(all, n, sizeof *all, by_rank);
 
-    /* Threshold: keyword mode keeps the best matches when none clears it. */
+    /* Threshold. When nothing clears it, the keyword matches are returned
+     * rather than nothing (never vector-only guesses). */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
         if (all[i].tier || all[i].score >= min_score)
             all[kept++] = all[i];
-    if (kept == 0)
-        kept = n;
+    if (kept == 0) {
+        for (size_t i = 0; i < n; i++)
+            if (all[i].raw > 0 || all[i].path_hit)
+                all[kept++] = all[i];
+    }
 
     res->v = calloc((size_t)max, sizeof *res->v);
     if (!res->v) {
@@ -492,6 +750,7 @@ done:
     sqlite3_finalize(fid);
     sqlite3_finalize(first);
     sqlite3_finalize(row);
+    vleg_cleanup(&vl);
     free(all);
     free(hits);
     free(p.v);

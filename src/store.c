@@ -98,8 +98,18 @@ static const char schema_v1[] =
     "CREATE VIRTUAL TABLE files_fts USING fts5(path, content='files', content_rowid='id',\n"
     "  tokenize='mnemo %s');\n";
 
-/* Forward migrations: migrations[v] upgrades schema v to v + 1. */
-static const char *const migrations[STORE_SCHEMA_VERSION] = {NULL};
+/* Forward migrations: migrations[v] upgrades schema v to v + 1. A fresh
+ * index is created at version 1 and migrated in the same transaction. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+    NULL,
+    /* 1 -> 2: embeddings. One vector per chunk for the current embedding
+     * identity (meta vec_identity), and a cache of embeddings by provider,
+     * model, dimensions, input type and text hash. */
+    "CREATE TABLE chunk_vectors(chunk_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
+    "CREATE TABLE embed_cache(key TEXT PRIMARY KEY, vec BLOB NOT NULL,\n"
+    "  used_at INTEGER NOT NULL) WITHOUT ROWID;\n"
+    "CREATE INDEX embed_cache_used ON embed_cache(used_at);\n",
+};
 
 struct store {
     sqlite3 *db;
@@ -368,6 +378,9 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     char num[32];
     if ((rc = exec(s, "BEGIN")) || (rc = exec(s, schema)))
         goto sqlfail;
+    for (int v = 1; v < STORE_SCHEMA_VERSION; v++)
+        if (migrations[v] && (rc = exec(s, migrations[v])))
+            goto sqlfail;
     snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
     if ((rc = store_meta_set(s, "schema_version", num)) ||
         (rc = store_meta_set(s, "mnemo_version", MNEMO_VERSION)) ||

@@ -30,6 +30,7 @@
 #include "util/map.h"
 #include "util/time.h"
 #include "util/utf8.h"
+#include "vectors.h"
 #include "walk.h"
 
 typedef struct sync_ctx {
@@ -315,6 +316,46 @@ static int record_sync(sync_ctx *c, double started, double t0)
     return rc;
 }
 
+/* Embeds the chunks that have no vector, by the provider policy: nothing
+ * for "none"; for "auto" a failure becomes stats->embed_warning; for a
+ * named provider it is the sync's error. The outcome is kept in meta for
+ * `status`. */
+static int embed_phase(mnemo *m, store *st, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+{
+    char name[32];
+    int explicit_;
+    vectors_resolve(m, name, &explicit_);
+    if (strcmp(name, "none") == 0)
+        return MNEMO_OK;
+    buf err;
+    buf_init(&err, 8192);
+    embedder *e = NULL;
+    int rc = vectors_embedder(m, name, &e, &err);
+    if (!rc)
+        rc = vectors_sync(m, st, m->db_path, e, opts, stats, &err);
+    char when[32];
+    time_format_iso(time_wall(), when);
+    if (rc) {
+        const char *msg = err.data && err.len ? err.data : mnemo_strerror(rc);
+        store_meta_set(st, "embed_error", msg);
+        store_meta_set(st, "embed_error_at", when);
+        if (explicit_) {
+            core_error(m, rc, "embedding failed, keyword index updated: %s", msg);
+        } else {
+            buf_reset(&m->warn);
+            m->warn.err = 0;
+            buf_printf(&m->warn, "vectors incomplete (%s); keyword search works: %s", name, msg);
+            stats->embed_warning = m->warn.data;
+            rc = MNEMO_OK;
+        }
+    } else {
+        store_meta_set(st, "embed_error", "");
+        store_meta_set(st, "embed_ok_at", when);
+    }
+    buf_cleanup(&err);
+    return rc;
+}
+
 /* Removes leftovers of builds that died: <db>.tmp-* beside the index. We
  * hold the writer lock, so no live build owns one. */
 static void remove_stale_temps(const char *db_path)
@@ -485,6 +526,8 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
             db_fail(&c, rc, "committing");
         if (rc)
             store_rollback(c.st);
+        else
+            rc = embed_phase(m, c.st, opts, stats);
         goto done;
     }
 
@@ -513,6 +556,13 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         if (!rc && (rc = store_commit(c.st)))
             db_fail(&c, rc, "committing");
     }
+    /* Vectors before the swap, reusing what the old index paid for. A
+     * failed embedding still leaves a good keyword index to swap in. */
+    int erc = MNEMO_OK;
+    if (!rc) {
+        vectors_carry_cache(c.st, m->db_path);
+        erc = embed_phase(m, c.st, opts, stats);
+    }
     if (!rc && (rc = store_finish(c.st)))
         core_error(m, rc, "cannot finish the new index %s", tmp);
     store_close(c.st);
@@ -521,6 +571,8 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         rc = swap_in(m, tmp);
     if (rc)
         unlink(tmp);
+    else
+        rc = erc;
 done:
     stats->seconds = time_mono() - t0;
     lock_release(lock);

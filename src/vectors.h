@@ -1,0 +1,64 @@
+/*
+ * vectors.h - the vector side of the index: which provider to use (the
+ * provider policy), embedding the chunks that have no vector, the flat
+ * matrix file scanned by searches, and the vector leg of a search.
+ */
+#ifndef MNEMO_VECTORS_H
+#define MNEMO_VECTORS_H
+
+#include <stdint.h>
+
+#include "embed.h"
+#include "mnemo.h"
+#include "store.h"
+#include "vec.h"
+
+typedef struct mnemo mnemo;
+
+/* The provider the configuration asks for: "none" (keyword on purpose),
+ * a named provider (*explicit_ = 1), or for "auto" the first that is
+ * configured: a static table named by `model`, then a remote provider whose
+ * API key is in the environment; "none" when there is nothing. Writes the
+ * name into NAME (32 bytes). */
+void vectors_resolve(mnemo *m, char *name, int *explicit_);
+
+/* Opens (once per handle) the embedder for provider NAME. */
+int vectors_embedder(mnemo *m, const char *name, embedder **out, buf *err);
+
+/* "provider|model|dims|chunking": vectors of another identity are stale. */
+void vectors_identity(mnemo *m, embedder *e, char *out, size_t n);
+
+/* Embeds every chunk of ST without a vector (after reusing the embedding
+ * cache), committing batch by batch, and rewrites the matrix file. STATS
+ * gets the counts. Errors with a message in ERR. */
+int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
+                 const mnemo_sync_opts *opts, mnemo_sync_stats *stats, buf *err);
+
+/* Copies the embedding cache of the database at OLD_PATH into ST (a
+ * fresh build keeps what was paid for). Best effort. */
+void vectors_carry_cache(store *st, const char *old_path);
+
+/* The memory-mapped matrix of an index. */
+typedef struct vec_file vec_file;
+
+/* Opens DB_PATH.vec if it matches the index (same stamp); otherwise
+ * rebuilds it from the database first. MNEMO_NOTFOUND when the index has
+ * no vectors. */
+int vecfile_open(store *st, const char *db_path, int quantize, vec_file **out, buf *err);
+void vecfile_close(vec_file *f);
+size_t vecfile_count(const vec_file *f);
+int vecfile_dims(const vec_file *f);
+
+/* The vector leg: the best K chunks for query vector Q (cosine), and the
+ * mean cosine over all chunks (for calibration). */
+typedef struct vec_match {
+    int64_t chunk_id;
+    float cosine;
+} vec_match;
+size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize, vec_match *out,
+                      double *mean);
+
+/* Cosine of chunk CHUNK_ID with Q; 0 and *found = 0 when it has no vector. */
+float vecfile_cosine(const vec_file *f, int64_t chunk_id, const float *q, int *found);
+
+#endif
