@@ -43,10 +43,12 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/tok.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/walk.c \
           src/prep.c src/sync.c src/query.c src/vec.c src/model.c src/embed.c src/embed_http.c src/vectors.c src/snippet.c src/search.c src/get.c src/status.c src/watch.c
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
-          cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c
+          cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_model.c
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
-           tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c
+           tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
+           tests/provider_server.c tests/test_vec.c tests/test_model.c tests/test_embed.c \
+           tests/test_hybrid.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c
 BENCH_SRC = bench/gen.c bench/latency.c
 
@@ -75,11 +77,13 @@ $(BUILD)/mnemo: $(CLI_OBJ) $(BUILD)/libmnemo.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS)
 
 # The test binary runs the CLI it was built with (golden tests).
+TEST_PKGS = libmicrohttpd
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Ifuzz -DMNEMO_BIN='"$(abspath $(BUILD))/mnemo"' \
-                                  -DMNEMO_SRC='"$(abspath .)"'
+                                  -DMNEMO_SRC='"$(abspath .)"' $(shell pkg-config --cflags $(TEST_PKGS))
 $(BUILD)/fuzz/%.o: ALL_CFLAGS += -DLLVMFuzzerTestOneInput=$(notdir $*)_one
 $(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS) \
+	  $(shell pkg-config --libs $(TEST_PKGS))
 
 test: $(BUILD)/tests/run $(BUILD)/mnemo
 	$(BUILD)/tests/run $(T)

@@ -81,5 +81,6 @@ int cmd_get(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_model(int argc, char **argv);
 
 #endif

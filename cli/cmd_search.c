@@ -65,7 +65,7 @@ int cmd_search(int argc, char **argv)
     } else if (mnemo_results_count(res) == 0) {
         printf("No results for: %s\n", query);
         char *st = NULL;
-        if (mnemo_status_json(m, &st) == MNEMO_OK && strstr(st, "\"files\": 0,"))
+        if (mnemo_status_json(m, 0, &st) == MNEMO_OK && strstr(st, "\"files\": 0,"))
             fprintf(stderr,
                     "mnemo: the index of %s holds no files; memory is read from MEMORY.md, "
                     "USER.md, memory/ and extraPaths (see mnemo status)\n",

@@ -17,17 +17,18 @@ int cmd_status(int argc, char **argv)
 {
     static const cli_opt opts[] = {
         {"json", 'j', NULL, "print JSON"},
+        {"deep", 0, NULL, "also probe the embedding provider (dimensions, latency)"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
-    int code = cli_parse(argc, argv, "status", "mnemo status [--json]", opts, &a);
+    int code = cli_parse(argc, argv, "status", "mnemo status [--json] [--deep]", opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
     mnemo *m;
     if ((code = cli_open(&a, &m)))
         return code;
     char *s = NULL;
-    int rc = mnemo_status_json(m, &s);
+    int rc = mnemo_status_json(m, a.val[1] != NULL, &s);
     if (rc) {
         cli_error("%s", mnemo_errmsg(m));
         mnemo_close(m);

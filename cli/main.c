@@ -17,6 +17,7 @@ static const struct {
     {"status", cmd_status, "show the index, its last sync and skipped files"},
     {"config", cmd_config, "show the effective configuration or list its keys"},
     {"tokenize", cmd_tokenize, "show how text is tokenized (debugging)"},
+    {"model", cmd_model, "import a static embedding table (GloVe, word2vec, model2vec)"},
 };
 
 static void usage(FILE *f)

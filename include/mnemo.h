@@ -272,10 +272,21 @@ void mnemo_excerpt_cleanup(mnemo_excerpt *e);
  * ---------------------------------------------------------------------- */
 
 /* A JSON object describing the workspace, database (path, size, schema),
- * file and chunk counts, last sync time and duration, tokenizer settings and
- * the files skipped with their reasons. Works without an index ("indexed":
- * false). Caller frees *out. */
-int mnemo_status_json(mnemo *m, char **out);
+ * file and chunk counts, last sync time and duration, tokenizer settings,
+ * the files skipped with their reasons, and the embedding setup (provider,
+ * model, vectors, staleness, last error). With DEEP, the provider is also
+ * probed with a test query: dimensions and latency, or the error. Works
+ * without an index ("indexed": false). Caller frees *out. */
+int mnemo_status_json(mnemo *m, int deep, char **out);
+
+/* Imports a static embedding table for provider "static": a GloVe or
+ * word2vec text file (optionally .gz), a word2vec .bin file, or a model2vec
+ * folder (model.safetensors + tokenizer.json). It is converted once into
+ * NAME.mnv in the models folder (config modelsDir), which is memory-mapped
+ * when used. MAX_WORDS > 0 keeps only the most frequent words. On success
+ * *out receives {"name","path","words","dims"} as JSON (caller frees). */
+int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words,
+                       char **out);
 
 /* Tokenizes TEXT as the index would (QUERY != 0: as a query) and returns a
  * JSON array of {"token","start","end","flags"} objects. For debugging. */

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "core.h"
+#include "util/time.h"
+#include "vectors.h"
 
 static json_int_t file_size(const char *path)
 {
@@ -36,7 +38,87 @@ static json_t *meta_json(store *s, const char *key)
     return j;
 }
 
-int mnemo_status_json(mnemo *m, char **out)
+/* The embedding part of status: what the policy picks, whether the stored
+ * vectors belong to it, and with DEEP a probe of the provider. */
+static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char **mode)
+{
+    char name[32];
+    int explicit_;
+    vectors_resolve(m, name, &explicit_);
+    json_t *e = json_object();
+    json_object_set_new(e, "provider", json_string(name));
+    json_object_set_new(e, "configured", json_string(cfg_str(m->cfg, CFG_PROVIDER)));
+    *mode = "keyword";
+    sqlite3 *h = m->st ? store_db(m->st) : NULL;
+    if (h) {
+        json_object_set_new(e, "vectors", json_integer(count(h, "SELECT count(*) FROM chunk_vectors")));
+        json_object_set_new(e, "identity", meta_json(m->st, "vec_identity"));
+        json_t *le = meta_json(m->st, "embed_error");
+        if (json_is_string(le) && *json_string_value(le)) {
+            json_object_set_new(e, "lastError", le);
+            json_object_set_new(e, "lastErrorAt", meta_json(m->st, "embed_error_at"));
+            char w[1200];
+            snprintf(w, sizeof w, "last embedding failed: %s", json_string_value(le));
+            json_array_append_new(warnings, json_string(w));
+        } else {
+            json_decref(le);
+        }
+    }
+    if (strcmp(name, "none") == 0) {
+        json_object_set_new(e, "reason", json_string(strcmp(cfg_str(m->cfg, CFG_PROVIDER), "none")
+                                                         ? "no provider configured (keyword only)"
+                                                         : "provider none (keyword only)"));
+        return e;
+    }
+    buf err;
+    buf_init(&err, 8192);
+    embedder *em = NULL;
+    int rc = vectors_embedder(m, name, &em, &err);
+    if (rc) {
+        json_object_set_new(e, "error", json_string(err.len ? err.data : mnemo_strerror(rc)));
+        json_array_append_new(warnings, json_string(err.len ? err.data : mnemo_strerror(rc)));
+        buf_cleanup(&err);
+        return e;
+    }
+    json_object_set_new(e, "model", json_string(embed_model(em)));
+    if (deep) {
+        const char *probe = "mnemo status probe";
+        size_t len = strlen(probe);
+        float *v = NULL;
+        double t0 = time_mono();
+        rc = embed_texts(em, EMBED_QUERY, &probe, &len, 1, &v, &err);
+        json_t *pj = json_object();
+        if (rc) {
+            json_object_set_new(pj, "ok", json_false());
+            json_object_set_new(pj, "error", json_string(err.len ? err.data : mnemo_strerror(rc)));
+        } else {
+            json_object_set_new(pj, "ok", json_true());
+            json_object_set_new(pj, "dims", json_integer(embed_dims(em)));
+            json_object_set_new(pj, "latencyMs", json_real((time_mono() - t0) * 1000));
+        }
+        free(v);
+        json_object_set_new(e, "probe", pj);
+    }
+    json_object_set_new(e, "dims", json_integer(embed_dims(em)));
+    if (h) {
+        char ident[1024];
+        vectors_identity(m, em, ident, sizeof ident);
+        json_t *stored = json_object_get(e, "identity");
+        int stale = embed_dims(em) && (!json_is_string(stored) ||
+                                       strcmp(json_string_value(stored), ident) != 0);
+        json_object_set_new(e, "stale", json_boolean(stale));
+        if (stale)
+            json_array_append_new(warnings, json_string("vectors are missing or were built with "
+                                                        "another embedding setup; run: mnemo "
+                                                        "index"));
+        else if (json_integer_value(json_object_get(e, "vectors")) > 0)
+            *mode = "hybrid";
+    }
+    buf_cleanup(&err);
+    return e;
+}
+
+int mnemo_status_json(mnemo *m, int deep, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -54,7 +136,6 @@ int mnemo_status_json(mnemo *m, char **out)
 
     int rc = core_store(m);
     json_object_set_new(root, "indexed", json_boolean(rc == MNEMO_OK));
-    json_object_set_new(root, "mode", json_string("keyword"));
     if (rc == MNEMO_NOTFOUND) {
         json_array_append_new(warnings, json_string("no index yet; run: mnemo index"));
         rc = MNEMO_OK;
@@ -128,6 +209,11 @@ int mnemo_status_json(mnemo *m, char **out)
         sqlite3_finalize(st);
         json_object_set_new(root, "skipped", skipped);
     }
+    const char *mode = "keyword";
+    json_t *emb = embedding_json(m, deep, warnings, &mode);
+    json_object_set_new(root, "mode", json_string(mode));
+    json_object_set_new(root, "embedding", emb);
+    core_clear(m);
     json_object_set_new(root, "warnings", warnings);
     *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "model.h"
 #include "util/hash.h"
 #include "util/time.h"
 
@@ -59,10 +60,10 @@ void vectors_resolve(mnemo *m, char *name, int *explicit_)
         *explicit_ = strcmp(p, "none") != 0;
         return;
     }
-    const char *model = cfg_str(m->cfg, CFG_MODEL);
-    if (*model) {
+    const char *mname = cfg_str(m->cfg, CFG_MODEL);
+    if (*mname) {
         char *dir = models_dir(m);
-        char *path = dir ? embed_table_path(dir, model) : NULL;
+        char *path = dir ? embed_table_path(dir, mname) : NULL;
         struct stat st;
         int is_table = path && stat(path, &st) == 0 && S_ISREG(st.st_mode);
         free(path);
@@ -85,6 +86,51 @@ void vectors_resolve(mnemo *m, char *name, int *explicit_)
         }
     }
     snprintf(name, 32, "none");
+}
+
+int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!name || !*name || strchr(name, '/') || name[0] == '.')
+        return core_error(m, MNEMO_INVALID, "model name '%s' must be a plain file name",
+                          name ? name : "");
+    char *dir = models_dir(m);
+    if (!dir)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    /* mkdir -p */
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(dir, 0755);
+    char *path = embed_table_path(dir, name);
+    free(dir);
+    buf err;
+    buf_init(&err, 8192);
+    size_t words = 0;
+    int dims = 0;
+    int rc = path ? model_import(src, path, max_words, &err, &words, &dims) : MNEMO_NOMEM;
+    if (rc) {
+        core_error(m, rc, "%s", err.len ? err.data : mnemo_strerror(rc));
+    } else {
+        buf j;
+        buf_init(&j, 0);
+        buf_puts(&j, "{\"name\":");
+        buf_json_str(&j, name, strlen(name));
+        buf_puts(&j, ",\"path\":");
+        buf_json_str(&j, path, strlen(path));
+        buf_printf(&j, ",\"words\":%zu,\"dims\":%d}", words, dims);
+        *out = buf_detach(&j);
+        if (!*out)
+            rc = MNEMO_NOMEM;
+    }
+    buf_cleanup(&err);
+    free(path);
+    return rc;
 }
 
 int vectors_embedder(mnemo *m, const char *name, embedder **out, buf *err)
@@ -121,9 +167,11 @@ int vectors_embedder(mnemo *m, const char *name, embedder **out, buf *err)
 
 void vectors_identity(mnemo *m, embedder *e, char *out, size_t n)
 {
-    snprintf(out, n, "%s|%s|%d|c%ldo%ld|%s", embed_provider(e), embed_model(e), embed_dims(e),
-             cfg_int(m->cfg, CFG_CHUNK_TOKENS), cfg_int(m->cfg, CFG_CHUNK_OVERLAP),
-             cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
+    /* The configured dimensions, not the learned ones: they follow from the
+     * model and the setting, and are unknown before the first answer. */
+    snprintf(out, n, "%s|%s|%ld|c%ldo%ld|%s", embed_provider(e), embed_model(e),
+             cfg_int(m->cfg, CFG_DIMENSIONS), cfg_int(m->cfg, CFG_CHUNK_TOKENS),
+             cfg_int(m->cfg, CFG_CHUNK_OVERLAP), cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
 }
 
 /* ----------------------------------------------------------------------
@@ -253,7 +301,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             memcpy(p->text, sqlite3_column_text(sel, 1), p->len);
             p->text[p->len] = 0;
             const char *h = (const char *)sqlite3_column_text(sel, 2);
-            cache_key(e, embed_dims(e), prefix, h ? h : "", p->key);
+            cache_key(e, (int)cfg_int(m->cfg, CFG_DIMENSIONS), prefix, h ? h : "", p->key);
             n++;
         }
         sqlite3_reset(sel);
@@ -273,13 +321,14 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         for (size_t i = 0; i < n; i++) {
             sqlite3_reset(get);
             sqlite3_bind_text(get, 1, batch[i].key, -1, SQLITE_STATIC);
-            int dims = embed_dims(e);
-            if (dims && sqlite3_step(get) == SQLITE_ROW &&
-                sqlite3_column_bytes(get, 0) == dims * (int)sizeof(float)) {
+            int dims = embed_dims(e), bytes = 0;
+            if (sqlite3_step(get) == SQLITE_ROW)
+                bytes = sqlite3_column_bytes(get, 0);
+            if (bytes > 0 && bytes % (int)sizeof(float) == 0 &&
+                (!dims || bytes == dims * (int)sizeof(float))) {
                 sqlite3_reset(put);
                 sqlite3_bind_int64(put, 1, batch[i].id);
-                sqlite3_bind_blob(put, 2, sqlite3_column_blob(get, 0), dims * (int)sizeof(float),
-                                  SQLITE_TRANSIENT);
+                sqlite3_bind_blob(put, 2, sqlite3_column_blob(get, 0), bytes, SQLITE_TRANSIENT);
                 sqlite3_step(put);
                 sqlite3_reset(touch);
                 sqlite3_bind_text(touch, 1, batch[i].key, -1, SQLITE_STATIC);

@@ -51,7 +51,7 @@ TEST(bad_binary_huge_and_special_files_skipped)
     ASSERT_EQ(s.files_added, root ? 2 : 1);
     ASSERT_EQ(s.files_skipped, root ? 3 : 4);
     char *st;
-    ASSERT_OK(mnemo_status_json(m, &st));
+    ASSERT_OK(mnemo_status_json(m, 0, &st));
     ASSERT_CONTAINS(st, "binary (contains NUL bytes)");
     ASSERT_CONTAINS(st, "too large (11534336 bytes, limit 10485760)");
     ASSERT_CONTAINS(st, "not a regular file");
@@ -107,7 +107,7 @@ TEST(bad_files_vanishing_during_sync)
     ASSERT_EQ(s.files_added, 1);
     ASSERT_EQ(s.files_seen, 1);
     char *st;
-    ASSERT_OK(mnemo_status_json(m, &st));
+    ASSERT_OK(mnemo_status_json(m, 0, &st));
     ASSERT_CONTAINS(st, "\"files\": 1");
     mnemo_free(st);
     mnemo_close(m);

@@ -141,7 +141,7 @@ TEST(sync_scan_rules)
     ASSERT_CONTAINS(j, "memory/sub/deep/nested.md");
     mnemo_free(j);
     char *st;
-    ASSERT_OK(mnemo_status_json(m, &st));
+    ASSERT_OK(mnemo_status_json(m, 0, &st));
     ASSERT_CONTAINS(st, "\"path\": \"memory/link.md\"");
     ASSERT_CONTAINS(st, "symlink (not followed)");
     mnemo_free(st);

@@ -1,0 +1,320 @@
+/*
+ * test_embed.c - HTTP embedding providers against the provider test server
+ * on a loopback port: the OpenAI, Ollama and Gemini wire formats, retries
+ * (429 with Retry-After, 5xx), timeouts, broken answers, batch splitting,
+ * concurrency, keep-alive, and API keys that never show in messages.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "embed.h"
+#include "provider_server.h"
+#include "test.h"
+#include "util/time.h"
+
+static embed_cfg cfg_for(const char *provider, const char *url)
+{
+    embed_cfg c;
+    memset(&c, 0, sizeof c);
+    c.provider = provider;
+    c.model = strcmp(provider, "gemini") == 0 ? "test-embed-1.0" : "test-embed";
+    c.base_url = url;
+    c.api_key_env = "";
+    c.headers_json = "";
+    c.query_input_type = c.document_input_type = c.query_prefix = c.document_prefix = "";
+    c.batch_bytes = 8000;
+    c.concurrency = 4;
+    c.query_timeout_ms = 2000;
+    c.batch_timeout_ms = 2000;
+    return c;
+}
+
+static embedder *open_or_fail(const embed_cfg *c)
+{
+    buf err;
+    buf_init(&err, 0);
+    embedder *e;
+    int rc = embed_open(c, &e, &err);
+    if (rc)
+        test_fail(__FILE__, __LINE__, "embed_open: %s", err.data);
+    buf_cleanup(&err);
+    return e;
+}
+
+static int embed_n(embedder *e, int n, float **out, buf *err)
+{
+    static char texts[64][32];
+    const char *p[64];
+    size_t lens[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(texts[i], sizeof texts[i], "chunk number %d", i);
+        p[i] = texts[i];
+        lens[i] = strlen(texts[i]);
+    }
+    return embed_texts(e, EMBED_DOCUMENT, p, lens, (size_t)n, out, err);
+}
+
+static void check_vectors(const float *v, int n, int dims)
+{
+    for (int i = 0; i < n; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "chunk number %d", i);
+        float want[64];
+        ps_vector(text, strlen(text), dims, want);
+        for (int d = 0; d < dims; d++)
+            ASSERT_NEAR(v[i * dims + d], want[d], 1e-5);
+    }
+}
+
+TEST(embed_wire_formats)
+{
+    ps_options o = {.dims = 8};
+    provider_server *s = ps_start(&o);
+    ASSERT(s != NULL);
+    setenv("GEMINI_API_KEY", "gemini-test-key", 1);
+    char url[128];
+    const char *providers[] = {"openai-compatible", "ollama", "gemini"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(url, sizeof url, "%s%s", ps_url(s), k == 0 ? "/v1" : k == 2 ? "/v1beta" : "");
+        embed_cfg c = cfg_for(providers[k], url);
+        embedder *e = open_or_fail(&c);
+        ASSERT_EQ(embed_dims(e), 0); /* unknown model: learned from the answer */
+        float *v = NULL;
+        buf err;
+        buf_init(&err, 0);
+        int rc = embed_n(e, 10, &v, &err);
+        if (rc)
+            test_fail(__FILE__, __LINE__, "%s: %s", providers[k], err.data);
+        ASSERT_EQ(embed_dims(e), 8);
+        check_vectors(v, 10, 8);
+        free(v);
+        buf_cleanup(&err);
+        embed_close(e);
+    }
+    /* Gemini sends task types; Voyage-style input types when configured. */
+    char *body = ps_last_body(s);
+    ASSERT_CONTAINS(body, "\"taskType\":\"RETRIEVAL_DOCUMENT\"");
+    ASSERT_CONTAINS(body, "\"model\":\"models/test-embed-1.0\"");
+    free(body);
+    ps_stop(s);
+}
+
+TEST(embed_dimensions_prefix_headers_and_key)
+{
+    ps_options o = {.dims = 8, .require_key = "sk-test-SECRET-123"};
+    provider_server *s = ps_start(&o);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    setenv("TEST_EMBED_KEY", "sk-test-SECRET-123", 1);
+    embed_cfg c = cfg_for("openai-compatible", url);
+    c.api_key_env = "TEST_EMBED_KEY";
+    c.dims = 16;
+    c.document_prefix = "passage: ";
+    c.headers_json = "{\"X-Team\":\"memory\"}";
+    embedder *e = open_or_fail(&c);
+    float *v = NULL;
+    buf err;
+    buf_init(&err, 0);
+    const char *text = "hello";
+    size_t len = 5;
+    ASSERT_OK(embed_texts(e, EMBED_DOCUMENT, &text, &len, 1, &v, &err));
+    float want[16];
+    ps_vector("passage: hello", 14, 16, want);
+    ASSERT_NEAR(v[3], want[3], 1e-5);
+    free(v);
+    char *body = ps_last_body(s), *team = ps_last_header(s, "X-Team");
+    ASSERT_CONTAINS(body, "\"dimensions\":16");
+    ASSERT_STR_EQ(team, "memory");
+    free(body);
+    free(team);
+    embed_close(e);
+    /* A wrong key: the error names the status, never the key. */
+    setenv("TEST_EMBED_KEY", "sk-wrong-SECRET-456", 1);
+    e = open_or_fail(&c);
+    buf_reset(&err);
+    int rc = embed_texts(e, EMBED_QUERY, &text, &len, 1, &v, &err);
+    ASSERT_EQ(rc, MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(err.data, "401");
+    ASSERT_NOT_CONTAINS(err.data, "SECRET");
+    embed_close(e);
+    /* No key at all. */
+    unsetenv("TEST_EMBED_KEY");
+    buf_reset(&err);
+    ASSERT_EQ(embed_open(&c, &e, &err), MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(err.data, "TEST_EMBED_KEY");
+    buf_cleanup(&err);
+    ps_stop(s);
+}
+
+TEST(embed_retries_429_with_retry_after_and_5xx)
+{
+    ps_options o = {.dims = 8, .fail_first_n = 2, .fail_status = 429, .retry_after_s = 1};
+    provider_server *s = ps_start(&o);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    embed_cfg c = cfg_for("openai-compatible", url);
+    c.batch_timeout_ms = 10000;
+    embedder *e = open_or_fail(&c);
+    float *v = NULL;
+    buf err;
+    buf_init(&err, 0);
+    double t0 = time_mono();
+    int rc = embed_n(e, 3, &v, &err);
+    double took = time_mono() - t0;
+    if (rc)
+        test_fail(__FILE__, __LINE__, "%s", err.data);
+    ASSERT(took >= 1.9); /* two waits of Retry-After: 1 */
+    ASSERT_EQ(ps_requests(s), 3);
+    check_vectors(v, 3, 8);
+    free(v);
+    /* Two 500s are retried with backoff; the third try succeeds. */
+    ps_options o2 = {.dims = 8, .fail_first_n = 2, .fail_status = 500};
+    ps_set(s, &o2);
+    ASSERT_OK(embed_n(e, 3, &v, &err));
+    free(v);
+    /* Three 500s exhaust the tries. */
+    ps_options o3 = {.dims = 8, .fail_first_n = 3, .fail_status = 503};
+    ps_set(s, &o3);
+    buf_reset(&err);
+    ASSERT_EQ(embed_n(e, 3, &v, &err), MNEMO_HTTP);
+    ASSERT_CONTAINS(err.data, "503");
+    ASSERT_CONTAINS(err.data, "3 tries");
+    /* Five 429s without Retry-After exhaust the rate-limit tries. */
+    ps_options o4 = {.dims = 8, .fail_first_n = 5, .fail_status = 429};
+    ps_set(s, &o4);
+    buf_reset(&err);
+    ASSERT_EQ(embed_n(e, 3, &v, &err), MNEMO_HTTP);
+    ASSERT_CONTAINS(err.data, "429");
+    buf_cleanup(&err);
+    embed_close(e);
+    ps_stop(s);
+}
+
+TEST(embed_timeouts_and_dead_server)
+{
+    ps_options o = {.dims = 8, .delay_ms = 3000};
+    provider_server *s = ps_start(&o);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    embed_cfg c = cfg_for("openai-compatible", url);
+    c.query_timeout_ms = 300;
+    embedder *e = open_or_fail(&c);
+    float *v = NULL;
+    buf err;
+    buf_init(&err, 0);
+    const char *q = "query";
+    size_t len = 5;
+    double t0 = time_mono();
+    ASSERT_EQ(embed_texts(e, EMBED_QUERY, &q, &len, 1, &v, &err), MNEMO_TIMEOUT);
+    ASSERT(time_mono() - t0 < 2.5); /* the query deadline, not three full timeouts */
+    ASSERT_CONTAINS(err.data, "timed out");
+    embed_close(e);
+    ps_stop(s);
+    /* Nothing listening at all. */
+    e = open_or_fail(&c);
+    buf_reset(&err);
+    int rc = embed_texts(e, EMBED_QUERY, &q, &len, 1, &v, &err);
+    ASSERT(rc == MNEMO_HTTP || rc == MNEMO_TIMEOUT);
+    ASSERT_CONTAINS(err.data, "openai-compatible");
+    buf_cleanup(&err);
+    embed_close(e);
+}
+
+TEST(embed_broken_answers_are_errors)
+{
+    ps_options o = {.dims = 8, .truncate_json = 1};
+    provider_server *s = ps_start(&o);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    embed_cfg c = cfg_for("openai-compatible", url);
+    c.dims = 8;
+    embedder *e = open_or_fail(&c);
+    float *v = NULL;
+    buf err;
+    buf_init(&err, 0);
+    ASSERT_EQ(embed_n(e, 4, &v, &err), MNEMO_INVALID);
+    ASSERT_CONTAINS(err.data, "invalid JSON");
+    ps_options o2 = {.dims = 8, .wrong_dims = 1};
+    ps_set(s, &o2);
+    buf_reset(&err);
+    ASSERT_EQ(embed_n(e, 4, &v, &err), MNEMO_INVALID);
+    ASSERT_CONTAINS(err.data, "9 dimensions, expected 8");
+    ps_options o3 = {.dims = 8, .wrong_count = 1};
+    ps_set(s, &o3);
+    buf_reset(&err);
+    ASSERT_EQ(embed_n(e, 4, &v, &err), MNEMO_INVALID);
+    ASSERT_CONTAINS(err.data, "3 vectors for 4 inputs");
+    buf_cleanup(&err);
+    embed_close(e);
+    ps_stop(s);
+}
+
+TEST(embed_batches_split_when_too_large)
+{
+    ps_options o = {.dims = 8, .max_batch_inputs = 3};
+    provider_server *s = ps_start(&o);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    embed_cfg c = cfg_for("openai-compatible", url);
+    embedder *e = open_or_fail(&c);
+    float *v = NULL;
+    buf err;
+    buf_init(&err, 0);
+    int rc = embed_n(e, 10, &v, &err);
+    if (rc)
+        test_fail(__FILE__, __LINE__, "%s", err.data);
+    check_vectors(v, 10, 8); /* rows land in their places after splitting */
+    ASSERT(ps_requests(s) > 4);
+    ASSERT_EQ(ps_inputs(s), 10);
+    free(v);
+    embed_close(e);
+    /* Batches are also capped by bytes on our side. */
+    ps_options o2 = {.dims = 8};
+    ps_set(s, &o2);
+    int before = ps_requests(s);
+    c.batch_bytes = 40; /* about two inputs */
+    e = open_or_fail(&c);
+    ASSERT_OK(embed_n(e, 10, &v, &err));
+    ASSERT(ps_requests(s) - before >= 5);
+    free(v);
+    buf_cleanup(&err);
+    embed_close(e);
+    ps_stop(s);
+}
+
+TEST(embed_concurrency_and_keep_alive)
+{
+    ps_options o = {.dims = 8, .delay_ms = 100};
+    provider_server *s = ps_start(&o);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    embed_cfg c = cfg_for("openai-compatible", url);
+    c.batch_bytes = 20; /* one input per request */
+    embedder *e = open_or_fail(&c);
+    float *v = NULL;
+    buf err;
+    buf_init(&err, 0);
+    double t0 = time_mono();
+    ASSERT_OK(embed_n(e, 16, &v, &err));
+    double took = time_mono() - t0;
+    free(v);
+    ASSERT_EQ(ps_requests(s), 16);
+    ASSERT(ps_max_in_flight(s) >= 3);
+    ASSERT(ps_max_in_flight(s) <= 4);
+    ASSERT(took < 1.2); /* 16 x 100 ms, four at a time */
+    /* Connections are kept alive across requests and calls. */
+    ASSERT_OK(embed_n(e, 16, &v, &err));
+    free(v);
+    ASSERT(ps_connections(s) <= 4);
+    embed_close(e);
+    /* Ollama: one request at a time. */
+    c.provider = "ollama";
+    c.base_url = ps_url(s);
+    e = open_or_fail(&c);
+    ASSERT_OK(embed_n(e, 4, &v, &err));
+    free(v);
+    embed_close(e);
+    ps_stop(s);
+    buf_cleanup(&err);
+}

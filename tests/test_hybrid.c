@@ -1,0 +1,208 @@
+/*
+ * test_hybrid.c - semantic search through the library: the static table
+ * finds a paraphrase that keywords miss; the embedding cache; the provider
+ * policy (none, auto, named) and fallbacks; stale vectors; status.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "provider_server.h"
+#include "test.h"
+
+/* A tiny table where car ~ automobile ~ vehicle and kitten ~ cat. Rows
+ * are in frequency order, as in GloVe: common words weigh less (SIF). */
+static void tiny_table(void)
+{
+    test_write("glove.txt", "the 0.1 0.1 0.1 0.1\n"
+                            "red 0.1 0 1 0\n"
+                            "sleeps 0 0.1 0 1\n"
+                            "blue 0 0.1 0.9 0.1\n"
+                            "car 1 0 0 0.05\n"
+                            "automobile 0.97 0.05 0 0.1\n"
+                            "vehicle 0.9 0.1 0.1 0\n"
+                            "kitten 0 1 0 0\n"
+                            "cat 0.05 0.98 0.05 0\n");
+    mnemo_config *c;
+    ASSERT_OK(mnemo_config_new(&c));
+    mnemo *m;
+    ASSERT_OK(mnemo_open(c, &m));
+    char *out = NULL;
+    ASSERT_OK(mnemo_model_import(m, test_path("glove.txt"), "tiny", 0, &out));
+    ASSERT_CONTAINS(out, "\"words\":9");
+    mnemo_free(out);
+    mnemo_close(m);
+    mnemo_config_free(c);
+}
+
+static void notes(void)
+{
+    test_write("ws/memory/a.md", "My automobile is red.\n");
+    test_write("ws/memory/b.md", "The kitten sleeps.\n");
+    test_write("ws/memory/c.md", "Blue sky over Berlin.\n");
+}
+
+static char *search(mnemo *m, const char *q)
+{
+    mnemo_results *r;
+    int rc = mnemo_search(m, q, NULL, &r);
+    if (rc)
+        test_fail(__FILE__, __LINE__, "search %s: %s", q, mnemo_errmsg(m));
+    char *s = mnemo_results_json(r);
+    mnemo_results_free(r);
+    return s;
+}
+
+TEST(hybrid_static_table_finds_paraphrase)
+{
+    tiny_table();
+    notes();
+    /* Keywords alone: "car" is in no note. */
+    mnemo *m = test_open("ws", "db.sqlite", "provider=none", NULL);
+    test_sync(m);
+    char *j = search(m, "car");
+    ASSERT_STR_EQ(j, "{\"results\":[],\"mode\":\"keyword\"}");
+    mnemo_free(j);
+    mnemo_close(m);
+    /* The static table bridges car -> automobile. */
+    m = test_open("ws", "db.sqlite", "provider=static", "model=tiny", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.chunks_embedded, 3);
+    ASSERT_EQ(s.vectors_total, 3);
+    j = search(m, "car");
+    ASSERT_CONTAINS(j, "\"mode\":\"hybrid\"");
+    ASSERT_CONTAINS(j, "\"provider\":\"static\"");
+    ASSERT_CONTAINS(j, "{\"path\":\"memory/a.md\"");
+    ASSERT_NOT_CONTAINS(j, "memory/b.md"); /* unrelated: below minScore */
+    ASSERT_CONTAINS(j, "\"vectorScore\":");
+    mnemo_free(j);
+    /* A strong keyword-only hit still clears minScore in hybrid mode. */
+    j = search(m, "Berlin");
+    ASSERT_CONTAINS(j, "memory/c.md");
+    mnemo_free(j);
+    mnemo_close(m);
+}
+
+TEST(hybrid_cache_and_incremental_embedding)
+{
+    ps_options o = {.dims = 16};
+    provider_server *s = ps_start(&o);
+    char url[160];
+    snprintf(url, sizeof url, "baseUrl=%s/v1", ps_url(s));
+    notes();
+    mnemo *m = test_open("ws", "db.sqlite", "provider=openai-compatible", url, "model=m1", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, 3);
+    int inputs = ps_inputs(s);
+    ASSERT_EQ(inputs, 3);
+    /* Unchanged chunks are never embedded again: not by a sync, not by a
+     * full rebuild (the cache is carried over). */
+    st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, 0);
+    mnemo_sync_opts force = {1, NULL, NULL};
+    ASSERT_OK(mnemo_sync(m, &force, &st));
+    ASSERT_EQ(st.chunks_embedded, 0);
+    ASSERT_EQ(st.embed_cache_hits, 3);
+    ASSERT_EQ(ps_inputs(s), inputs);
+    /* One changed file: one chunk embedded. */
+    test_write("ws/memory/b.md", "The kitten sleeps all day.\n");
+    st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, 1);
+    ASSERT_EQ(ps_inputs(s), inputs + 1);
+    /* Searching embeds the query only. */
+    char *j = search(m, "kitten");
+    ASSERT_CONTAINS(j, "\"mode\":\"hybrid\"");
+    mnemo_free(j);
+    ASSERT_EQ(ps_inputs(s), inputs + 2);
+    mnemo_close(m);
+    ps_stop(s);
+}
+
+TEST(hybrid_policy_none_auto_named)
+{
+    notes();
+    ps_options o = {.dims = 8};
+    provider_server *s = ps_start(&o);
+    char url[160];
+    snprintf(url, sizeof url, "baseUrl=%s/v1", ps_url(s));
+    /* auto with nothing configured: plain keyword search, no fallback. */
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    char *j = search(m, "kitten");
+    ASSERT_STR_EQ(strstr(j, "\"mode\""), "\"mode\":\"keyword\"}");
+    mnemo_free(j);
+    mnemo_close(m);
+    /* auto with an OpenAI key, against a server that fails: keyword
+     * results, and the fallback says why. */
+    setenv("OPENAI_API_KEY", "sk-test-key", 1);
+    ps_options bad = {.dims = 8, .fail_first_n = 1000, .fail_status = 401};
+    ps_set(s, &bad);
+    m = test_open("ws", "db.sqlite", url, NULL);
+    mnemo_sync_stats st = test_sync(m); /* embedding fails: still OK */
+    ASSERT(st.embed_warning != NULL);
+    ASSERT_CONTAINS(st.embed_warning, "401");
+    j = search(m, "kitten");
+    ASSERT_CONTAINS(j, "memory/b.md");
+    ASSERT_CONTAINS(j, "\"fallback\":{\"from\":\"openai\",\"reason\":\"openai: 401");
+    ASSERT_NOT_CONTAINS(j, "sk-test-key");
+    mnemo_free(j);
+    mnemo_close(m);
+    /* The same provider named explicitly: the search fails, clearly. */
+    m = test_open("ws", "db.sqlite", url, "provider=openai", NULL);
+    mnemo_results *r = NULL;
+    ASSERT_EQ(mnemo_search(m, "kitten", NULL, &r), MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "memory search unavailable: openai: 401");
+    ASSERT_EQ(mnemo_sync(m, NULL, NULL), MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "keyword index updated");
+    char *status;
+    ASSERT_OK(mnemo_status_json(m, 1, &status));
+    ASSERT_CONTAINS(status, "\"lastError\"");
+    ASSERT_CONTAINS(status, "\"ok\": false");
+    mnemo_free(status);
+    mnemo_close(m);
+    /* provider none: keyword on purpose, even with a key present. */
+    m = test_open("ws", "db.sqlite", url, "provider=none", NULL);
+    j = search(m, "kitten");
+    ASSERT_NOT_CONTAINS(j, "fallback");
+    ASSERT_CONTAINS(j, "\"mode\":\"keyword\"");
+    mnemo_free(j);
+    mnemo_close(m);
+    unsetenv("OPENAI_API_KEY");
+    ps_stop(s);
+}
+
+TEST(hybrid_stale_identity_keeps_keyword_search)
+{
+    notes();
+    ps_options o = {.dims = 8};
+    provider_server *s = ps_start(&o);
+    char url[160];
+    snprintf(url, sizeof url, "baseUrl=%s/v1", ps_url(s));
+    mnemo *m = test_open("ws", "db.sqlite", "provider=openai-compatible", url, "model=m1", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    /* Another model: the stored vectors are stale. */
+    m = test_open("ws", "db.sqlite", "provider=openai-compatible", url, "model=m2",
+                  "dimensions=12", NULL);
+    char *j = search(m, "kitten");
+    ASSERT_CONTAINS(j, "memory/b.md");
+    ASSERT_CONTAINS(j, "\"mode\":\"keyword\"");
+    ASSERT_CONTAINS(j, "another embedding setup");
+    mnemo_free(j);
+    char *status;
+    ASSERT_OK(mnemo_status_json(m, 0, &status));
+    ASSERT_CONTAINS(status, "\"stale\": true");
+    mnemo_free(status);
+    /* mnemo index re-embeds for the new identity. */
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, 3);
+    j = search(m, "kitten");
+    ASSERT_CONTAINS(j, "\"mode\":\"hybrid\"");
+    mnemo_free(j);
+    ASSERT_OK(mnemo_status_json(m, 1, &status));
+    ASSERT_CONTAINS(status, "\"stale\": false");
+    ASSERT_CONTAINS(status, "\"dims\": 12");
+    ASSERT_CONTAINS(status, "\"latencyMs\"");
+    mnemo_free(status);
+    mnemo_close(m);
+    ps_stop(s);
+}
