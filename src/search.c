@@ -8,12 +8,14 @@
  * x = 1 is what a chunk of average length gets when every query term occurs
  * in it once (t = 0.86); the mapping is monotonic, so ranking by t is
  * ranking by BM25.
- * Vector score: v = (cos - mean) / (1 - mean), clamped to 0..1, where mean
- * is the query's average cosine over all chunks: how far a chunk stands
- * out from the rest of the memory, on any model's scale.
- * Weighted fusion: s = max(wv*v + wt*t, 0.5*t, 0.5*v): a chunk keeps at
- * least half of its strongest single signal, so a strong keyword-only (or
- * vector-only) match can clear minScore. See docs/search.md.
+ * Vector score: how far a chunk's cosine stands out from the query's
+ * cosines with all chunks, in standard deviations: v = (z - 2.5) / 4,
+ * clamped to 0..1. Embeddings differ wildly in their cosine scales (averaged
+ * word vectors put everything near 0.8, neural models near 0.2); the spread
+ * puts them on one scale and keeps a weak model's near-ties from mattering.
+ * Weighted fusion: s = max(t, wv*v + wt*t): meaning can raise a result
+ * above its keyword score, never below it, so a strong keyword-only match
+ * keeps its score and clears minScore. See docs/semantic.md.
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +31,12 @@
 #define POOL_MIN 200
 #define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
 #define PATH_ROWS_MAX 2000
-#define LEG_FLOOR 0.5     /* a chunk keeps at least this share of its best leg */
+/* Vector score calibration: z = (cos - mean) / sd over all chunks for this
+ * query; v = (z - Z_FLOOR) / Z_SPAN, clamped. Below Z_MIN_ROWS chunks the
+ * spread cannot be estimated and v = (cos - mean) / (1 - mean). */
+#define Z_FLOOR 2.5
+#define Z_SPAN 4.0
+#define Z_MIN_ROWS 32
 
 struct mnemo_results {
     mnemo_result *v;
@@ -415,7 +422,7 @@ typedef struct vleg {
     float *qv;
     vec_match *matches;
     size_t nmatches;
-    double mean;
+    double mean, sd;
 } vleg;
 
 static void vleg_cleanup(vleg *v)
@@ -489,7 +496,7 @@ static int vector_leg(mnemo *m, const char *qtext, size_t k, mnemo_results *res,
     v->matches = malloc(k * sizeof *v->matches);
     if (!v->matches)
         return MNEMO_NOMEM;
-    v->nmatches = vecfile_search(v->vf, v->qv, k, quant, v->matches, &v->mean);
+    v->nmatches = vecfile_search(v->vf, v->qv, k, quant, v->matches, &v->mean, &v->sd);
     v->ran = 1;
     free(res->mode);
     res->mode = strdup("hybrid");
@@ -634,19 +641,21 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
             int found;
             float cs = vecfile_cosine(vl.vf, c->chunk_id, vl.qv, &found);
             if (found) {
-                double v = (cs - vl.mean) / (1.0 - vl.mean);
+                double v;
+                if (vecfile_count(vl.vf) >= Z_MIN_ROWS && vl.sd > 1e-6)
+                    v = ((cs - vl.mean) / vl.sd - Z_FLOOR) / Z_SPAN;
+                else
+                    v = (cs - vl.mean) / (1.0 - vl.mean);
                 c->cosine = cs;
                 c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
             }
         }
         double v = c->vec < 0 ? 0 : c->vec;
         if (vl.ran) {
+            /* Meaning can raise a result above its keyword score, never
+             * below it. */
             double s = wv * v + wt * c->text;
-            if (LEG_FLOOR * c->text > s)
-                s = LEG_FLOOR * c->text;
-            if (LEG_FLOOR * v > s)
-                s = LEG_FLOOR * v;
-            c->score = s;
+            c->score = s > c->text ? s : c->text;
         } else {
             c->score = c->text;
         }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -708,7 +709,7 @@ size_t vecfile_count(const vec_file *f) { return f ? (size_t)f->h->count : 0; }
 int vecfile_dims(const vec_file *f) { return f ? (int)f->h->dims : 0; }
 
 size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize, vec_match *out,
-                      double *mean)
+                      double *mean, double *sd)
 {
     size_t n = (size_t)f->h->count, d = f->h->dims;
     vec_hit *hits = malloc((k ? k : 1) * 4 * sizeof *hits);
@@ -732,11 +733,15 @@ size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize,
         qsort(hits, cand, sizeof *hits, by_score);
         got = cand < k ? cand : k;
         /* mean from a sample: the int8 scan does not compute it */
-        double s = 0;
+        double s = 0, s2 = 0;
         size_t step = n > 4096 ? n / 4096 : 1, m = 0;
-        for (size_t r = 0; r < n; r += step, m++)
-            s += vec_dot_f32(f->vecs + r * d, q, d);
+        for (size_t r = 0; r < n; r += step, m++) {
+            double x = vec_dot_f32(f->vecs + r * d, q, d);
+            s += x;
+            s2 += x * x;
+        }
         st.sum = s;
+        st.sumsq = s2;
         st.n = m;
     } else {
         got = vec_topk_f32(f->vecs, n, d, q, k, hits, &st, 0);
@@ -745,8 +750,12 @@ size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize,
         out[i].chunk_id = f->ids[hits[i].row];
         out[i].cosine = hits[i].score;
     }
+    double mu = st.n ? st.sum / (double)st.n : 0;
+    double var = st.n ? st.sumsq / (double)st.n - mu * mu : 0;
     if (mean)
-        *mean = st.n ? st.sum / (double)st.n : 0;
+        *mean = mu;
+    if (sd)
+        *sd = var > 0 ? sqrt(var) : 0;
     free(hits);
     return got;
 }
