@@ -39,6 +39,7 @@ endif
 
 # ---- sources: the one list ------------------------------------------------
 LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util/glob.c \
+          src/util/jsonvec.c \
           src/util/time.c src/util/lock.c \
           src/tok.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/walk.c \
           src/prep.c src/sync.c src/query.c src/vec.c src/model.c src/embed.c src/embed_http.c src/vectors.c src/snippet.c src/search.c src/get.c src/status.c src/watch.c
@@ -49,8 +50,8 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
            tests/provider_server.c tests/test_vec.c tests/test_model.c tests/test_embed.c \
            tests/test_hybrid.c
-FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c
-BENCH_SRC = bench/gen.c bench/latency.c
+FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c
+BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -105,6 +106,12 @@ bench: $(BUILD)/mnemo $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libmnemo.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmnemo.a $(PKG_LIBS)
+# The embedding benchmark runs against the provider test server.
+$(BUILD)/bench/embedbench: bench/embedbench.c tests/provider_server.c $(BUILD)/libmnemo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $(shell pkg-config --cflags $(TEST_PKGS)) $(LDFLAGS) -o $@ \
+	  bench/embedbench.c tests/provider_server.c $(BUILD)/libmnemo.a $(PKG_LIBS) \
+	  $(shell pkg-config --libs $(TEST_PKGS))
 
 # ---- the README's first command ends here -----------------------------------
 demo: $(BUILD)/mnemo

@@ -199,7 +199,7 @@ static void date_of(int days_back, char *out)
     long d = doy - (153 * mp + 2) / 5 + 1;
     long m = mp < 10 ? mp + 3 : mp - 9;
     y += m <= 2;
-    snprintf(out, 16, "%04ld-%02ld-%02ld", y % 10000, m, d);
+    snprintf(out, 32, "%04ld-%02ld-%02ld", y % 10000, m, d);
 }
 
 int main(int argc, char **argv)
@@ -252,7 +252,7 @@ int main(int argc, char **argv)
     int per_day = n / 1000 > 1 ? n / 1000 : 1;
     long bytes = 0;
     for (int i = 0; i < n; i++) {
-        char date[16];
+        char date[32];
         date_of(i / per_day, date);
         int k = i % per_day;
         char sub[2048];

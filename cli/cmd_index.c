@@ -24,7 +24,7 @@ typedef struct bar {
 static void progress(void *ud, const mnemo_progress *p)
 {
     bar *b = ud;
-    if (strcmp(p->phase, "index") != 0 || p->total == 0)
+    if ((strcmp(p->phase, "index") != 0 && strcmp(p->phase, "embed") != 0) || p->total == 0)
         return;
     /* Redraw about 100 times per run at most. */
     size_t step = p->total / 100 + 1;
@@ -33,9 +33,13 @@ static void progress(void *ud, const mnemo_progress *p)
     b->active = 1;
     b->last_done = p->done;
     int width = 30, fill = (int)((double)p->done / (double)p->total * width);
-    fprintf(stderr, "\rindexing [%.*s%*s] %zu/%zu files, %.1f MB", fill,
-            "##############################", width - fill, "", p->done, p->total,
-            (double)p->bytes / 1e6);
+    if (strcmp(p->phase, "embed") == 0)
+        fprintf(stderr, "\rembedding [%.*s%*s] %zu/%zu chunks", fill,
+                "##############################", width - fill, "", p->done, p->total);
+    else
+        fprintf(stderr, "\rindexing [%.*s%*s] %zu/%zu files, %.1f MB", fill,
+                "##############################", width - fill, "", p->done, p->total,
+                (double)p->bytes / 1e6);
     if (p->done == p->total)
         fputc('\n', stderr);
     fflush(stderr);
@@ -48,11 +52,18 @@ static void print_stats(FILE *f, const mnemo_sync_stats *s, const char *db, int 
                 "{\"filesSeen\":%zu,\"filesAdded\":%zu,\"filesChanged\":%zu,"
                 "\"filesTouched\":%zu,\"filesUnchanged\":%zu,\"filesRemoved\":%zu,"
                 "\"filesRenamed\":%zu,\"filesSkipped\":%zu,\"chunksAdded\":%zu,"
-                "\"chunksRemoved\":%zu,\"bytesRead\":%llu,\"seconds\":%.3f,\"rebuilt\":%s}\n",
+                "\"chunksRemoved\":%zu,\"bytesRead\":%llu,\"seconds\":%.3f,\"rebuilt\":%s,"
+                "\"chunksEmbedded\":%zu,\"embedCacheHits\":%zu,\"vectors\":%zu",
                 s->files_seen, s->files_added, s->files_changed, s->files_touched,
                 s->files_unchanged, s->files_removed, s->files_renamed, s->files_skipped,
                 s->chunks_added, s->chunks_removed, (unsigned long long)s->bytes_read,
-                s->seconds, s->rebuilt ? "true" : "false");
+                s->seconds, s->rebuilt ? "true" : "false", s->chunks_embedded,
+                s->embed_cache_hits, s->vectors_total);
+        if (s->embed_warning) {
+            fputs(",\"embedWarning\":", f);
+            cli_json_string(f, s->embed_warning);
+        }
+        fputs("}\n", f);
         fflush(f);
         return;
     }
@@ -65,6 +76,11 @@ static void print_stats(FILE *f, const mnemo_sync_stats *s, const char *db, int 
     if (s->rebuilt)
         fprintf(f, "built a fresh index (%s): %s\n", s->rebuild_reason ? s->rebuild_reason : "",
                 db);
+    if (s->chunks_embedded || s->embed_cache_hits)
+        fprintf(f, "embedded %zu chunks (%zu from the cache); %zu chunks have vectors\n",
+                s->chunks_embedded, s->embed_cache_hits, s->vectors_total);
+    if (s->embed_warning)
+        fprintf(stderr, "mnemo: warning: %s\n", s->embed_warning);
     if (s->files_skipped)
         fprintf(f, "skipped files are listed by: mnemo status\n");
     fflush(f);

@@ -61,6 +61,24 @@ int cmd_status(int argc, char **argv)
                    json_integer_value(json_object_get(ch, "tokens")),
                    json_integer_value(json_object_get(ch, "overlap")));
             printf("mode:       %s\n", str(j, "mode"));
+            json_t *em = json_object_get(j, "embedding");
+            const char *prov = str(em, "provider");
+            if (strcmp(prov, "none") == 0) {
+                printf("embedding:  none (%s)\n", str(em, "reason"));
+            } else {
+                printf("embedding:  %s %s, %lld dims, %lld of %lld chunks have vectors%s\n", prov,
+                       str(em, "model"), json_integer_value(json_object_get(em, "dims")),
+                       json_integer_value(json_object_get(em, "vectors")),
+                       json_integer_value(json_object_get(j, "chunks")),
+                       json_is_true(json_object_get(em, "stale")) ? " (stale)" : "");
+                json_t *probe = json_object_get(em, "probe");
+                if (probe && json_is_true(json_object_get(probe, "ok")))
+                    printf("probe:      ok, %lld dims, %.1f ms\n",
+                           json_integer_value(json_object_get(probe, "dims")),
+                           json_number_value(json_object_get(probe, "latencyMs")));
+                else if (probe)
+                    printf("probe:      failed: %s\n", str(probe, "error"));
+            }
             size_t i;
             json_t *v;
             json_array_foreach(json_object_get(j, "skipped"), i, v)

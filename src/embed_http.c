@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "embed_int.h"
+#include "util/jsonvec.h"
 #include "mnemo.h"
 #include "util/time.h"
 #include "vec.h"
@@ -280,78 +281,85 @@ static void error_message(const embedder *e, const buf *body, char *out, size_t 
             *p = ' ';
 }
 
+typedef struct rows {
+    call *c;
+    const job *j;
+    char msg[256];
+    unsigned char *seen;
+} rows;
+
+static int take_vector(void *ud, size_t index, const float *v, size_t d)
+{
+    rows *r = ud;
+    call *c = r->c;
+    embedder *e = c->e;
+    if (index >= r->j->count || r->seen[index]) {
+        snprintf(r->msg, sizeof r->msg, "%s: the response has a bad or repeated index %zu",
+                 e->provider, index);
+        return -1;
+    }
+    if (d == 0) {
+        snprintf(r->msg, sizeof r->msg, "%s: the response has an empty vector", e->provider);
+        return -1;
+    }
+    if (!e->dims) {
+        e->dims = (int)d; /* learned from the first answer */
+        float *nv = realloc(c->out, c->n * d * sizeof *nv);
+        if (!nv) {
+            snprintf(r->msg, sizeof r->msg, "%s: out of memory", e->provider);
+            return -1;
+        }
+        c->out = nv;
+    }
+    if (d != (size_t)e->dims) {
+        snprintf(r->msg, sizeof r->msg, "%s: the response has %zu dimensions, expected %d",
+                 e->provider, d, e->dims);
+        return -1;
+    }
+    float *dst = c->out + (r->j->first + index) * d;
+    memcpy(dst, v, d * sizeof *dst);
+    vec_normalize(dst, d);
+    r->seen[index] = 1;
+    return 0;
+}
+
 /* Parses a success response into rows j->first.. of c->out. */
 static int parse_response(call *c, const job *j, const buf *body)
 {
     embedder *e = c->e;
-    json_error_t je;
-    json_t *root = body->data ? json_loadb(body->data, body->len, 0, &je) : NULL;
-    if (!root) {
-        buf_printf(c->err, "%s: invalid JSON in the response: %s", e->provider,
-                   body->data ? je.text : "empty body");
-        return MNEMO_INVALID;
-    }
+    size_t cap = e->dims ? (size_t)e->dims : 65536;
+    float *scratch = malloc(cap * sizeof *scratch);
+    rows r = {c, j, "", calloc(j->count ? j->count : 1, 1)};
     int rc = MNEMO_OK;
-    json_t *list = NULL;
-    if (e->wire == WIRE_OPENAI)
-        list = json_object_get(root, "data");
-    else if (e->wire == WIRE_OLLAMA)
-        list = json_object_get(root, "embeddings");
-    else
-        list = json_object_get(root, "embeddings");
-    if (!json_is_array(list) || json_array_size(list) != j->count) {
-        buf_printf(c->err, "%s: the response has %zu vectors for %zu inputs", e->provider,
-                   json_is_array(list) ? json_array_size(list) : (size_t)0, j->count);
-        rc = MNEMO_INVALID;
+    if (!scratch || !r.seen) {
+        rc = MNEMO_NOMEM;
         goto done;
     }
-    for (size_t k = 0; k < j->count; k++) {
-        json_t *item = json_array_get(list, k), *vec = item;
-        size_t row = k;
-        if (e->wire == WIRE_OPENAI) {
-            vec = json_object_get(item, "embedding");
-            json_t *idx = json_object_get(item, "index");
-            if (json_is_integer(idx))
-                row = (size_t)json_integer_value(idx);
-        } else if (e->wire == WIRE_GEMINI) {
-            vec = json_object_get(item, "values");
-        }
-        size_t d = json_array_size(vec);
-        if (!json_is_array(vec) || row >= j->count || d == 0) {
-            buf_printf(c->err, "%s: malformed vector %zu in the response", e->provider, k);
-            rc = MNEMO_INVALID;
-            goto done;
-        }
-        if (!e->dims) {
-            e->dims = (int)d; /* learned from the first answer */
-            float *nv = realloc(c->out, c->n * d * sizeof *nv);
-            if (!nv) {
-                rc = MNEMO_NOMEM;
-                goto done;
-            }
-            c->out = nv;
-        }
-        if (d != (size_t)e->dims) {
-            buf_printf(c->err, "%s: the response has %zu dimensions, expected %d", e->provider,
-                       d, e->dims);
-            rc = MNEMO_INVALID;
-            goto done;
-        }
-        float *dst = c->out + (j->first + row) * d;
-        for (size_t i = 0; i < d; i++) {
-            json_t *x = json_array_get(vec, i);
-            if (!json_is_number(x)) {
-                buf_printf(c->err, "%s: non-numeric value in vector %zu", e->provider, k);
-                rc = MNEMO_INVALID;
-                goto done;
-            }
-            dst[i] = (float)json_number_value(x);
-        }
-        vec_normalize(dst, d);
+    /* A wrong dimension is reported as such, not as "too long". */
+    if (e->dims)
+        cap = (size_t)e->dims + 1;
+    int format = e->wire == WIRE_OLLAMA   ? JSONVEC_OLLAMA
+                 : e->wire == WIRE_GEMINI ? JSONVEC_GEMINI
+                                          : JSONVEC_OPENAI;
+    char jerr[256] = "";
+    long got = jsonvec_scan(body->data ? body->data : "", body->len, format, scratch, cap,
+                            take_vector, &r, jerr, sizeof jerr);
+    if (got < 0) {
+        if (r.msg[0])
+            buf_printf(c->err, "%s", r.msg);
+        else
+            buf_printf(c->err, "%s: %s in the response", e->provider, jerr);
+        rc = MNEMO_INVALID;
+    } else if ((size_t)got != j->count) {
+        buf_printf(c->err, "%s: the response has %ld vectors for %zu inputs", e->provider, got,
+                   j->count);
+        rc = MNEMO_INVALID;
+    } else {
+        e->inputs += (long)j->count;
     }
-    e->inputs += (long)j->count;
 done:
-    json_decref(root);
+    free(scratch);
+    free(r.seen);
     return rc;
 }
 
@@ -609,7 +617,7 @@ int embed_http_texts(embedder *e, int type, const char *const *texts, const size
         int running = 0;
         curl_multi_perform(multi, &running);
         CURLMsg *msg;
-        int left;
+        int left, freed = 0;
         while ((msg = curl_multi_info_read(multi, &left)) != NULL) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
@@ -619,11 +627,14 @@ int embed_http_texts(embedder *e, int type, const char *const *texts, const size
             curl_multi_remove_handle(multi, msg->easy_handle);
             s->busy = 0;
             active--;
+            freed = 1;
             if (!c.rc)
                 finish(&c, s, cc);
         }
         if (c.rc || (!c.nq && !active))
             break;
+        if (freed && c.nq)
+            continue; /* refill the free slot before waiting */
         int wait_ms = 100;
         if (!active && next) {
             double d = (next - time_mono()) * 1000;

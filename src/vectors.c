@@ -31,7 +31,7 @@
 
 #define VF_MAGIC "MNEMOVF1"
 #define VF_INT8 1
-#define EMBED_BATCH 256 /* chunks per cache lookup / commit */
+#define EMBED_BATCH 4096 /* chunks per embedding call and commit */
 
 /* ----------------------------------------------------------------------
  * Provider policy
@@ -228,6 +228,9 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     sqlite3_stmt *sel = NULL, *get = NULL, *put = NULL, *putc = NULL, *touch = NULL;
     const char *prefix = cfg_str(m->cfg, CFG_DOCUMENT_PREFIX);
     long cache_max = cfg_int(m->cfg, CFG_EMBED_CACHE_MAX);
+    /* A static table computes a vector in microseconds: caching it would
+     * only double what is written. */
+    int use_cache = strcmp(embed_provider(e), "static") != 0;
 
     /* A new identity makes every stored vector stale. */
     vectors_identity(m, e, ident, sizeof ident);
@@ -249,8 +252,8 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         changed = 1;
 
     if (sqlite3_prepare_v2(db,
-                           "SELECT c.id, c.text, c.hash FROM chunks c WHERE NOT EXISTS "
-                           "(SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id) "
+                           "SELECT c.id, c.text, c.hash FROM chunks c WHERE c.id > ?2 AND "
+                           "NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id) "
                            "ORDER BY c.id LIMIT ?1",
                            -1, &sel, NULL) ||
         sqlite3_prepare_v2(db, "SELECT vec FROM embed_cache WHERE key = ?1", -1, &get, NULL) ||
@@ -276,6 +279,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         missing = (size_t)sqlite3_column_int64(cnt, 0);
     sqlite3_finalize(cnt);
 
+    int64_t after = 0; /* walk the chunks once, in id order */
     batch = calloc(EMBED_BATCH, sizeof *batch);
     if (!batch) {
         rc = MNEMO_NOMEM;
@@ -290,6 +294,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         size_t n = 0;
         sqlite3_reset(sel);
         sqlite3_bind_int(sel, 1, EMBED_BATCH);
+        sqlite3_bind_int64(sel, 2, after);
         while (sqlite3_step(sel) == SQLITE_ROW && n < EMBED_BATCH) {
             pending *p = &batch[n];
             p->id = sqlite3_column_int64(sel, 0);
@@ -303,6 +308,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             p->text[p->len] = 0;
             const char *h = (const char *)sqlite3_column_text(sel, 2);
             cache_key(e, (int)cfg_int(m->cfg, CFG_DIMENSIONS), prefix, h ? h : "", p->key);
+            after = p->id;
             n++;
         }
         sqlite3_reset(sel);
@@ -323,7 +329,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             sqlite3_reset(get);
             sqlite3_bind_text(get, 1, batch[i].key, -1, SQLITE_STATIC);
             int dims = embed_dims(e), bytes = 0;
-            if (sqlite3_step(get) == SQLITE_ROW)
+            if (use_cache && sqlite3_step(get) == SQLITE_ROW)
                 bytes = sqlite3_column_bytes(get, 0);
             if (bytes > 0 && bytes % (int)sizeof(float) == 0 &&
                 (!dims || bytes == dims * (int)sizeof(float))) {
@@ -361,7 +367,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
                 sqlite3_bind_int64(put, 1, p->id);
                 sqlite3_bind_blob(put, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);
                 sqlite3_step(put);
-                if (cache_max > 0) {
+                if (use_cache && cache_max > 0) {
                     sqlite3_reset(putc);
                     sqlite3_bind_text(putc, 1, p->key, -1, SQLITE_STATIC);
                     sqlite3_bind_blob(putc, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);

@@ -13,6 +13,7 @@
 int fuzz_tok_one(const uint8_t *data, size_t size);
 int fuzz_chunk_one(const uint8_t *data, size_t size);
 int fuzz_query_one(const uint8_t *data, size_t size);
+int fuzz_jsonvec_one(const uint8_t *data, size_t size);
 
 static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
 {
@@ -41,3 +42,4 @@ static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
 TEST(fuzz_replay_tok) { ASSERT(replay("tok", fuzz_tok_one) >= 10); }
 TEST(fuzz_replay_chunk) { ASSERT(replay("chunk", fuzz_chunk_one) >= 10); }
 TEST(fuzz_replay_query) { ASSERT(replay("query", fuzz_query_one) >= 10); }
+TEST(fuzz_replay_jsonvec) { ASSERT(replay("jsonvec", fuzz_jsonvec_one) >= 10); }

@@ -128,3 +128,63 @@ TEST(util_time_iso)
     time_format_iso(1795953600.0, s);
     ASSERT_STR_EQ(s, "2026-11-29T12:00:00Z");
 }
+
+typedef struct got {
+    float v[8][4];
+    size_t idx[8], n[8];
+    int count;
+} got;
+
+static int take(void *ud, size_t index, const float *v, size_t n)
+{
+    got *g = ud;
+    if (g->count >= 8 || n > 4)
+        return -1;
+    g->idx[g->count] = index;
+    g->n[g->count] = n;
+    memcpy(g->v[g->count], v, n * sizeof *v);
+    g->count++;
+    return 0;
+}
+
+#include "util/jsonvec.h"
+
+TEST(util_jsonvec_formats_and_errors)
+{
+    float scratch[4];
+    char err[256];
+    got g = {0};
+    const char *openai = "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":1,"
+                         "\"embedding\":[0.5,-1.25e-1,3E2]},{\"embedding\":[1,2,3],\"index\":0}],"
+                         "\"usage\":{\"total_tokens\":7,\"x\":[true,false,null,\"a\\\"b\"]}}";
+    ASSERT_EQ(jsonvec_scan(openai, strlen(openai), JSONVEC_OPENAI, scratch, 4, take, &g, err,
+                           sizeof err),
+              2);
+    ASSERT_EQ(g.idx[0], 1);
+    ASSERT_NEAR(g.v[0][1], -0.125, 1e-7);
+    ASSERT_NEAR(g.v[0][2], 300, 1e-4);
+    ASSERT_EQ(g.idx[1], 0);
+    memset(&g, 0, sizeof g);
+    const char *ollama = "{\"model\":\"m\",\"embeddings\":[[0.1,0.2],[0.30000000000000004,4]]}";
+    ASSERT_EQ(jsonvec_scan(ollama, strlen(ollama), JSONVEC_OLLAMA, scratch, 4, take, &g, err,
+                           sizeof err),
+              2);
+    ASSERT_NEAR(g.v[1][0], 0.3, 1e-7);
+    memset(&g, 0, sizeof g);
+    const char *gemini = "{\"embeddings\":[{\"values\":[0.25]}]}";
+    ASSERT_EQ(jsonvec_scan(gemini, strlen(gemini), JSONVEC_GEMINI, scratch, 4, take, &g, err,
+                           sizeof err),
+              1);
+    /* Errors: truncated, trailing garbage, too long, missing list. */
+    const char *bad[] = {"{\"data\":[{\"embedding\":[0.1,0.2", "{\"data\":[]} x",
+                         "{\"data\":[{\"embedding\":[1,2,3,4,5]}]}", "{\"error\":\"quota\"}",
+                         "{\"data\":[{\"embedding\":[1,]}]}", "[1]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&g, 0, sizeof g);
+        err[0] = 0;
+        ASSERT_EQ(jsonvec_scan(bad[i], strlen(bad[i]), JSONVEC_OPENAI, scratch, 4, take, &g, err,
+                               sizeof err),
+                  -1);
+        ASSERT(err[0] != 0);
+    }
+}
