@@ -206,3 +206,38 @@ TEST(hybrid_stale_identity_keeps_keyword_search)
     mnemo_close(m);
     ps_stop(s);
 }
+
+TEST(hybrid_cli_named_provider_failure)
+{
+    notes();
+    ps_options o = {.dims = 8};
+    provider_server *s = ps_start(&o);
+    char url[160];
+    snprintf(url, sizeof url, "baseUrl=%s/v1", ps_url(s));
+    char *out, *err;
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "provider=openai-compatible", "--set", url,
+                       "index", NULL),
+              0);
+    ASSERT_CONTAINS(out, "embedded 3 chunks");
+    free(out);
+    free(err);
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "provider=openai-compatible", "--set", url,
+                       "search", "--json", "kitten", NULL),
+              0);
+    ASSERT_CONTAINS(out, "\"mode\":\"hybrid\"");
+    ASSERT_CONTAINS(out, "\"vectorScore\":");
+    free(out);
+    free(err);
+    /* The provider goes away: a named provider makes the search fail. */
+    ps_stop(s);
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "provider=openai-compatible", "--set", url,
+                       "search", "--json", "kitten", NULL),
+              1);
+    ASSERT_CONTAINS(out, "{\"error\":{\"code\":\"");
+    ASSERT_CONTAINS(err, "memory search unavailable: openai-compatible");
+    free(out);
+    free(err);
+}
