@@ -327,7 +327,9 @@ static int take_vector(void *ud, size_t index, const float *v, size_t d)
 static int parse_response(call *c, const job *j, const buf *body)
 {
     embedder *e = c->e;
-    size_t cap = e->dims ? (size_t)e->dims : 65536;
+    /* One more than the expected dimension, so a longer vector is reported
+     * as a wrong dimension rather than cut. */
+    size_t cap = e->dims ? (size_t)e->dims + 1 : 65536;
     float *scratch = malloc(cap * sizeof *scratch);
     rows r = {c, j, "", calloc(j->count ? j->count : 1, 1)};
     int rc = MNEMO_OK;
@@ -335,9 +337,6 @@ static int parse_response(call *c, const job *j, const buf *body)
         rc = MNEMO_NOMEM;
         goto done;
     }
-    /* A wrong dimension is reported as such, not as "too long". */
-    if (e->dims)
-        cap = (size_t)e->dims + 1;
     int format = e->wire == WIRE_OLLAMA   ? JSONVEC_OLLAMA
                  : e->wire == WIRE_GEMINI ? JSONVEC_GEMINI
                                           : JSONVEC_OPENAI;
