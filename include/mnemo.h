@@ -194,8 +194,11 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
  * ---------------------------------------------------------------------- */
 
 typedef struct mnemo_search_opts {
-    int max_results;   /* <= 0: config maxResults (default 6) */
-    double min_score;  /* < 0: config minScore */
+    int max_results;    /* <= 0: config maxResults (default 6) */
+    double min_score;   /* < 0: config minScore */
+    int strict;         /* < 0: config strictMinScore; 1: nothing when nothing clears minScore */
+    int explain;        /* fill the explain fields of each result */
+    const char *corpus; /* "memory" (NULL), "sessions" or "all" */
 } mnemo_search_opts;
 
 /* Fills OPTS with "use the configuration" values. */
@@ -213,6 +216,12 @@ typedef struct mnemo_result {
     const char *citation; /* path#L5-L9 */
     double text_score;    /* 0..1, the keyword leg's score (0 without a keyword match) */
     double vector_score;  /* 0..1, the vector leg's score; -1 when no vector leg ran */
+    /* Explain (filled always; printed with opts->explain): */
+    int tier;             /* file-name match: 3 path, 2 base name, 1 stem, 0 none */
+    double recency;       /* recency factor applied */
+    double importance;    /* importance factor applied */
+    int rank_before;      /* 1-based position before the diversity pass */
+    int rank_after;       /* 1-based position in the results */
 } mnemo_result;
 
 typedef struct mnemo_results mnemo_results;

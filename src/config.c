@@ -115,6 +115,23 @@ static const keydef keys[CFG__COUNT] = {
     [CFG_VECTOR_QUANTIZATION] = {"vectorQuantization", "MNEMO_VECTOR_QUANTIZATION", T_STR, "none",
                                  0, 0, "none, or int8: scan int8 copies, rescore in float",
                                  "none,int8"},
+    [CFG_RECENCY_HALF_LIFE_DAYS] = {"recencyHalfLifeDays", "MNEMO_RECENCY_HALF_LIFE_DAYS", T_NUM,
+                                    "30", 0, 36500,
+                                    "age at which a dated note's recency bonus halves (0: off)"},
+    [CFG_RECENCY_FLOOR] = {"recencyFloor", "MNEMO_RECENCY_FLOOR", T_NUM, "0.8", 0, 1,
+                           "share of its score the oldest note keeps (1: no recency)"},
+    [CFG_IMPORTANCE_MAX] = {"importanceMax", "MNEMO_IMPORTANCE_MAX", T_NUM, "1.25", 1, 4,
+                            "score factor of importance 10 (importance 1: its inverse)"},
+    [CFG_MMR_LAMBDA] = {"mmrLambda", "MNEMO_MMR_LAMBDA", T_NUM, "0.7", 0, 1,
+                        "diversity: 1 keeps the score order, lower favours variety"},
+    [CFG_MMR_POOL] = {"mmrPool", "MNEMO_MMR_POOL", T_INT, "30", 0, 1000,
+                      "how many top results the diversity pass reorders"},
+    [CFG_STRICT_MIN_SCORE] = {"strictMinScore", "MNEMO_STRICT_MIN_SCORE", T_BOOL, "false", 0, 0,
+                              "return nothing when no result clears minScore (abstain)"},
+    [CFG_SOURCES] = {"sources", "MNEMO_SOURCES", T_LIST, "[\"memory\"]", 0, 0,
+                     "what to index: memory, sessions (transcripts in sessionsDir)"},
+    [CFG_SESSIONS_DIR] = {"sessionsDir", "MNEMO_SESSIONS_DIR", T_STR, "", 0, 0,
+                          "folder of JSONL session transcripts (OpenClaw, Claude Code)"},
 };
 
 struct mnemo_config {

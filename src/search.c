@@ -25,6 +25,7 @@
 #include "core.h"
 #include "query.h"
 #include "snippet.h"
+#include "rank.h"
 #include "util/utf8.h"
 #include "vectors.h"
 
@@ -41,6 +42,7 @@
 struct mnemo_results {
     mnemo_result *v;
     size_t n;
+    int explain;
     char *mode, *provider, *model, *fallback_from, *fallback_reason;
 };
 
@@ -54,6 +56,8 @@ typedef struct cand {
     double score;     /* 0..1, fused */
     int tier;         /* 3 path, 2 base name, 1 stem, 0 content */
     int path_hit;     /* query words in its path */
+    double recency, importance; /* ranking factors applied */
+    int rank_before;  /* 1-based, before diversity */
 } cand;
 
 /* ----------------------------------------------------------------------
@@ -64,6 +68,9 @@ void mnemo_search_opts_init(mnemo_search_opts *o)
 {
     o->max_results = 0;
     o->min_score = -1;
+    o->strict = -1;
+    o->explain = 0;
+    o->corpus = NULL;
 }
 
 size_t mnemo_results_count(const mnemo_results *r) { return r ? r->n : 0; }
@@ -123,6 +130,17 @@ char *mnemo_results_json(const mnemo_results *r)
         buf_json_str(&b, x->source, strlen(x->source));
         buf_puts(&b, ",\"citation\":");
         buf_json_str(&b, x->citation, strlen(x->citation));
+        if (r->explain)
+            buf_printf(&b,
+                       ",\"explain\":{\"textScore\":%.4f,\"vectorScore\":%.4f,\"tier\":\"%s\","
+                       "\"recency\":%.4f,\"importance\":%.4f,\"rankBefore\":%d,"
+                       "\"rankAfter\":%d}",
+                       x->text_score, x->vector_score,
+                       x->tier == 3   ? "path"
+                       : x->tier == 2 ? "name"
+                       : x->tier == 1 ? "stem"
+                                      : "content",
+                       x->recency, x->importance, x->rank_before, x->rank_after);
         buf_putc(&b, '}');
     }
     buf_puts(&b, "],\"mode\":");
@@ -260,7 +278,7 @@ static int content_leg(mnemo *m, const query *q, pool *p, double *sum_idf)
     for (size_t i = 0; i < h->n; i++) {
         if ((h->mask[i] & q->required) != q->required)
             continue;
-        cand c = {h->id[i], 0, fts_bm25(r, i, w, idf, k1, b), 0, 0, -1, 0, 0, 0};
+        cand c = {.chunk_id = h->id[i], .raw = fts_bm25(r, i, w, idf, k1, b), .vec = -1};
         pool_offer(p, &c);
     }
     double s = 0;
@@ -381,9 +399,13 @@ static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, cons
     r->path = strdup(path);
     r->start_line = sl;
     r->end_line = el;
-    r->score = c->score;
+    r->score = c->score > 1.0 ? 1.0 : c->score;
     r->text_score = c->text;
     r->vector_score = c->vec;
+    r->tier = c->tier;
+    r->recency = c->recency;
+    r->importance = c->importance;
+    r->rank_before = c->rank_before;
     r->snippet = buf_detach(&snip);
     r->source = "memory";
     r->citation = buf_detach(&cit);
@@ -531,6 +553,115 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
  * Search
  * -------------------------------------------------------------------- */
 
+/* ----------------------------------------------------------------------
+ * Ranking stages (rank.c has the formulas)
+ * -------------------------------------------------------------------- */
+
+/* Multiplies each candidate's score by its recency and importance. */
+static int apply_factors(mnemo *m, cand *all, size_t n)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store_db(m->st),
+                           "SELECT c.importance, f.path, f.source, f.mtime_ns FROM chunks c "
+                           "JOIN files f ON f.id = c.file_id WHERE c.id = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(m, "prepare");
+    double now = core_now();
+    double half = cfg_num(m->cfg, CFG_RECENCY_HALF_LIFE_DAYS);
+    double floor = cfg_num(m->cfg, CFG_RECENCY_FLOOR);
+    double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
+    for (size_t i = 0; i < n; i++) {
+        cand *c = &all[i];
+        c->recency = c->importance = 1.0;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, c->chunk_id);
+        if (sqlite3_step(st) != SQLITE_ROW)
+            continue;
+        const char *path = (const char *)sqlite3_column_text(st, 1);
+        const char *source = (const char *)sqlite3_column_text(st, 2);
+        double when = source && strcmp(source, "sessions") == 0
+                          ? (double)sqlite3_column_int64(st, 3) / 1e9
+                          : rank_path_date(path ? path : "");
+        c->recency = rank_recency(when, now, half, floor);
+        c->importance = rank_importance(sqlite3_column_int(st, 0), imax);
+        if (!c->tier)
+            c->score *= c->recency * c->importance;
+    }
+    sqlite3_finalize(st);
+    return MNEMO_OK;
+}
+
+typedef struct simctx {
+    const cand *all;
+    const vleg *vl;
+    rank_tokens *toks; /* per candidate index, NULL without vectors */
+    const float **vecs;
+} simctx;
+
+static double sim_fn(void *ud, size_t i, size_t j)
+{
+    simctx *s = ud;
+    if (s->vecs && s->vecs[i] && s->vecs[j])
+        return vec_dot_f32(s->vecs[i], s->vecs[j], (size_t)vecfile_dims(s->vl->vf));
+    if (s->toks)
+        return rank_jaccard(&s->toks[i], &s->toks[j]);
+    return 0;
+}
+
+/* Reorders ORDER[0..N) (indices into ALL, by score) with MMR. Similarity
+ * is the vectors' cosine when the vector leg ran, else token overlap. */
+static int diversify(mnemo *m, tok *t, sqlite3_stmt *row, const vleg *vl, const cand *all,
+                     size_t *order, size_t n)
+{
+    double lambda = cfg_num(m->cfg, CFG_MMR_LAMBDA);
+    size_t npool = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
+    if (npool > n)
+        npool = n;
+    if (lambda >= 1.0 || npool < 3)
+        return MNEMO_OK;
+    /* Indices here are positions in ORDER; map scores accordingly. */
+    size_t max_idx = 0;
+    for (size_t i = 0; i < npool; i++)
+        if (order[i] > max_idx)
+            max_idx = order[i];
+    double *score = calloc(max_idx + 1, sizeof *score);
+    rank_tokens *toks = NULL;
+    const float **vecs = NULL;
+    int rc = score ? MNEMO_OK : MNEMO_NOMEM;
+    if (!rc && vl->ran) {
+        vecs = calloc(max_idx + 1, sizeof *vecs);
+        if (!vecs)
+            rc = MNEMO_NOMEM;
+        for (size_t i = 0; !rc && i < npool; i++)
+            vecs[order[i]] = vecfile_vector(vl->vf, all[order[i]].chunk_id);
+    } else if (!rc) {
+        toks = calloc(max_idx + 1, sizeof *toks);
+        if (!toks)
+            rc = MNEMO_NOMEM;
+        for (size_t i = 0; !rc && i < npool; i++) {
+            sqlite3_reset(row);
+            sqlite3_bind_int64(row, 1, all[order[i]].chunk_id);
+            if (sqlite3_step(row) == SQLITE_ROW)
+                rc = rank_tokens_build(t, (const char *)sqlite3_column_text(row, 0),
+                                       (size_t)sqlite3_column_bytes(row, 0), &toks[order[i]]);
+            sqlite3_reset(row);
+        }
+    }
+    if (!rc) {
+        for (size_t i = 0; i < npool; i++)
+            score[order[i]] = all[order[i]].score;
+        simctx s = {all, vl, toks, vecs};
+        rank_mmr(order, n, score, lambda, npool, sim_fn, &s);
+    }
+    if (toks)
+        for (size_t i = 0; i <= max_idx; i++)
+            free(toks[i].h);
+    free(toks);
+    free(vecs);
+    free(score);
+    return rc;
+}
+
 int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
 {
     *out = NULL;
@@ -614,7 +745,7 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     for (size_t i = 0; i < p.n; i++)
         all[n++] = p.v[i];
     for (size_t i = 0; i < vl.nmatches; i++)
-        all[n++] = (cand){vl.matches[i].chunk_id, 0, -1, 0, 0, 0, 0, 0, 0};
+        all[n++] = (cand){.chunk_id = vl.matches[i].chunk_id, .raw = -1};
     if (n > 1)
         qsort(all, n, sizeof *all, by_id);
     size_t k = 0;
@@ -713,39 +844,71 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         } else if (hits[h].tier || (!best && hits[h].frac > 0)) {
             int64_t cid = lookup_i64(first, hits[h].file_id);
             if (cid)
-                all[n++] = (cand){cid,           hits[h].file_id, 0, 0, 0, -1,
-                                  PATH_BOOST * hits[h].frac, hits[h].tier, 1};
+                all[n++] = (cand){.chunk_id = cid,
+                                  .file_id = hits[h].file_id,
+                                  .vec = -1,
+                                  .score = PATH_BOOST * hits[h].frac,
+                                  .tier = hits[h].tier,
+                                  .path_hit = 1};
         }
     }
     for (size_t i = 0; i < n; i++)
         if (all[i].tier)
             all[i].score = 1.0;
-    qsort(all, n, sizeof *all, by_rank);
 
-    /* Threshold. When nothing clears it, the keyword matches are returned
-     * rather than nothing (never vector-only guesses). */
+    /* Recency and importance. */
+    if ((rc = apply_factors(m, all, n)))
+        goto done;
+    qsort(all, n, sizeof *all, by_rank);
+    for (size_t i = 0; i < n; i++)
+        all[i].rank_before = (int)i + 1;
+
+    /* Threshold. Strict mode abstains when nothing clears it; otherwise the
+     * keyword matches are returned rather than nothing (never vector-only
+     * guesses). */
+    int strict = opts && opts->strict >= 0 ? opts->strict
+                                           : cfg_bool(m->cfg, CFG_STRICT_MIN_SCORE);
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
         if (all[i].tier || all[i].score >= min_score)
             all[kept++] = all[i];
-    if (kept == 0) {
+    if (kept == 0 && !strict) {
         for (size_t i = 0; i < n; i++)
             if (all[i].raw > 0 || all[i].path_hit)
                 all[kept++] = all[i];
     }
 
+    /* Diversity: MMR over the pool below the file-name tiers. */
+    size_t *order = malloc((kept ? kept : 1) * sizeof *order);
+    if (!order) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < kept; i++)
+        order[i] = i;
+    size_t tiers = 0;
+    while (tiers < kept && all[tiers].tier)
+        tiers++;
+    if ((rc = diversify(m, t, row, &vl, all, order + tiers, kept - tiers))) {
+        free(order);
+        goto done;
+    }
+
+    res->explain = opts && opts->explain;
     res->v = calloc((size_t)max, sizeof *res->v);
     if (!res->v) {
+        free(order);
         rc = MNEMO_NOMEM;
         goto done;
     }
     for (size_t i = 0; i < kept && res->n < (size_t)max; i++) {
         mnemo_result r;
-        int r2 = make_result(m, t, &q, row, &all[i], &r);
+        int r2 = make_result(m, t, &q, row, &all[order[i]], &r);
         if (r2 == MNEMO_NOTFOUND)
             continue;
         if (r2) {
             result_cleanup(&r);
+            free(order);
             rc = r2;
             goto done;
         }
@@ -753,8 +916,10 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
             result_cleanup(&r);
             continue;
         }
+        r.rank_after = (int)res->n + 1;
         res->v[res->n++] = r;
     }
+    free(order);
 done:
     sqlite3_finalize(fid);
     sqlite3_finalize(first);

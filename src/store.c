@@ -109,6 +109,11 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "CREATE TABLE embed_cache(key TEXT PRIMARY KEY, vec BLOB NOT NULL,\n"
     "  used_at INTEGER NOT NULL) WITHOUT ROWID;\n"
     "CREATE INDEX embed_cache_used ON embed_cache(used_at);\n",
+    /* 2 -> 3: session transcripts. Files know their source (memory or
+     * sessions); a transcript chunk maps each of its text lines to the
+     * JSONL line it came from (u32 per line). */
+    "ALTER TABLE files ADD COLUMN source TEXT NOT NULL DEFAULT 'memory';\n"
+    "ALTER TABLE chunks ADD COLUMN line_map BLOB;\n",
 };
 
 struct store {

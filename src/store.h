@@ -13,7 +13,7 @@
 #include "fts.h"
 #include "util/hash.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 typedef struct store store;
 

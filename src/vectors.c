@@ -766,6 +766,19 @@ size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize,
     return got;
 }
 
+const float *vecfile_vector(const vec_file *f, int64_t chunk_id)
+{
+    size_t lo = 0, hi = (size_t)f->h->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->ids[mid] < chunk_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->h->count && f->ids[lo] == chunk_id ? f->vecs + lo * f->h->dims : NULL;
+}
+
 float vecfile_cosine(const vec_file *f, int64_t chunk_id, const float *q, int *found)
 {
     size_t lo = 0, hi = (size_t)f->h->count;

@@ -58,6 +58,9 @@ typedef struct vec_match {
 size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize, vec_match *out,
                       double *mean, double *sd);
 
+/* The stored vector of CHUNK_ID (dims floats, in the mapping), or NULL. */
+const float *vecfile_vector(const vec_file *f, int64_t chunk_id);
+
 /* Cosine of chunk CHUNK_ID with Q; 0 and *found = 0 when it has no vector. */
 float vecfile_cosine(const vec_file *f, int64_t chunk_id, const float *q, int *found);
 

@@ -14,6 +14,8 @@ static char ws[1024];
 static void fixture(void)
 {
     snprintf(ws, sizeof ws, "%s/tests/fixtures/ws", test_src_dir());
+    /* Recency depends on the clock: fix it for reproducible scores. */
+    setenv("MNEMO_NOW", "2026-11-29T12:00:00Z", 1);
 }
 
 static void golden(const char *name, const char *got)
