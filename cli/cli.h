@@ -82,5 +82,6 @@ int cmd_status(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_model(int argc, char **argv);
+int cmd_recall(int argc, char **argv);
 
 #endif

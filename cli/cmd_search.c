@@ -13,11 +13,16 @@ int cmd_search(int argc, char **argv)
         {"max-results", 'n', "N", "number of results (default: config maxResults, 6)"},
         {"min-score", 0, "X", "drop results scoring below X, 0..1 (default: config minScore)"},
         {"json", 'j', NULL, "print memory_search JSON"},
+        {"strict", 0, NULL, "return nothing when no result clears the threshold"},
+        {"explain", 0, NULL, "show each result's scores, factors and ranks"},
+        {"corpus", 0, "WHAT", "memory (default), sessions or all"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
     int code = cli_parse(argc, argv, "search",
-                         "mnemo search QUERY... [--max-results N] [--min-score X] [--json]", opts,
+                         "mnemo search QUERY... [--max-results N] [--min-score X] [--strict] "
+                         "[--explain] [--corpus memory|sessions|all] [--json]",
+                         opts,
                          &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
@@ -32,6 +37,16 @@ int cmd_search(int argc, char **argv)
         return code;
     if (a.val[1] && (code = cli_double(a.val[1], "min-score", 0, 1, &so.min_score)))
         return code;
+    if (a.val[3])
+        so.strict = 1;
+    so.explain = a.val[4] != NULL;
+    if (a.val[5]) {
+        if (strcmp(a.val[5], "memory") && strcmp(a.val[5], "sessions") && strcmp(a.val[5], "all")) {
+            cli_error("--corpus: expected memory, sessions or all, got '%s'", a.val[5]);
+            return EXIT_USAGE;
+        }
+        so.corpus = a.val[5];
+    }
 
     char *query = cli_join(&a);
     if (!query)
@@ -75,6 +90,16 @@ int cmd_search(int argc, char **argv)
         for (size_t i = 0; i < mnemo_results_count(res); i++) {
             const mnemo_result *r = mnemo_results_get(res, i);
             printf("%s%s  (score %.2f)\n", i ? "\n" : "", r->citation, r->score);
+            if (so.explain) {
+                char vs[32] = "-";
+                if (r->vector_score >= 0)
+                    snprintf(vs, sizeof vs, "%.3f", r->vector_score);
+                printf("  [text %.3f, vector %s, file match %s, recency x%.3f, importance x%.3f, "
+                       "rank %d -> %d]\n",
+                       r->text_score, vs,
+                       r->tier == 3 ? "path" : r->tier == 2 ? "name" : r->tier == 1 ? "stem" : "no",
+                       r->recency, r->importance, r->rank_before, r->rank_after);
+            }
             const char *s = r->snippet;
             while (*s) {
                 const char *nl = strchr(s, '\n');

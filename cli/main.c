@@ -18,6 +18,7 @@ static const struct {
     {"config", cmd_config, "show the effective configuration or list its keys"},
     {"tokenize", cmd_tokenize, "show how text is tokenized (debugging)"},
     {"model", cmd_model, "import a static embedding table (GloVe, word2vec, model2vec)"},
+    {"recall", cmd_recall, "memories to put before a reply (--triggers MESSAGE)"},
 };
 
 static void usage(FILE *f)

@@ -253,6 +253,13 @@ char *mnemo_results_json(const mnemo_results *r);
 
 void mnemo_results_free(mnemo_results *r);
 
+/* Trigger recall: the curated entries (MEMORY.md, USER.md; never daily
+ * notes or transcripts) whose <!-- trigger: ... --> phrases occur in
+ * MESSAGE (every word of a phrase, in any order, stemmed). At most 3
+ * entries, strongest first, as lines "- text (Source: path#Lx)", 1,800
+ * characters in all. *out is "" when nothing matches. Caller frees. */
+int mnemo_recall_triggers(mnemo *m, const char *message, char **out);
+
 /* ------------------------------------------------------------------------
  * Reading memory files
  * ---------------------------------------------------------------------- */

@@ -211,6 +211,12 @@ int core_qtok(mnemo *m, tok **out)
     return MNEMO_OK;
 }
 
+const char *core_sessions_dir(mnemo *m)
+{
+    const char *dir = cfg_str(m->cfg, CFG_SESSIONS_DIR);
+    return *dir && strstr(cfg_str(m->cfg, CFG_SOURCES), "\"sessions\"") ? dir : NULL;
+}
+
 double core_now(void)
 {
     const char *now = getenv("MNEMO_NOW");

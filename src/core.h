@@ -40,6 +40,9 @@ int core_store(mnemo *m);
 /* The query tokenizer for the open index. */
 int core_qtok(mnemo *m, tok **out);
 
+/* The transcripts folder when `sources` includes "sessions", else NULL. */
+const char *core_sessions_dir(mnemo *m);
+
 /* Current time as Unix seconds (honours MNEMO_NOW, ISO 8601). */
 double core_now(void);
 

@@ -98,7 +98,8 @@ int mnemo_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *o
         rc = MNEMO_NOMEM;
         goto done;
     }
-    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), &roots, &m->err)))
+    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), &roots,
+                                &m->err)))
         goto done;
     if (!realpath(abs, real)) {
         int e = errno;

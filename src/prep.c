@@ -16,6 +16,7 @@
 #include "fts.h"
 #include "mnemo.h"
 #include "tok.h"
+#include "transcript.h"
 #include "util/utf8.h"
 
 #define RING 16
@@ -26,6 +27,7 @@ struct prep {
     prep_opts o;
     tok *t;
     buf raw, text; /* worker scratch */
+    transcript tr;
     prep_item items[RING];
     size_t produced, consumed; /* items done by the worker / handed out */
     int stop;
@@ -106,11 +108,42 @@ done:
     return rc;
 }
 
+/* For a transcript: maps chunk lines back to JSONL lines. */
+static int map_lines(prep *p, prep_item *it)
+{
+    free(it->map_off);
+    it->map_off = malloc((it->chunks.n + 1) * sizeof *it->map_off);
+    if (!it->map_off)
+        return MNEMO_NOMEM;
+    buf_reset(&it->maps);
+    it->maps.err = 0;
+    for (size_t i = 0; i < it->chunks.n; i++) {
+        chunk *c = &it->chunks.items[i];
+        it->map_off[i] = it->maps.len / sizeof(uint32_t);
+        for (int l = c->start_line; l <= c->end_line; l++) {
+            uint32_t j = l >= 1 && (size_t)l <= p->tr.n ? p->tr.lines[l - 1] : 0;
+            buf_append(&it->maps, &j, sizeof j);
+        }
+        c->start_line = (int)p->tr.lines[c->start_line - 1];
+        c->end_line = (int)p->tr.lines[c->end_line - 1];
+    }
+    it->map_off[it->chunks.n] = it->maps.len / sizeof(uint32_t);
+    return buf_err(&it->maps);
+}
+
 /* Chunks p->raw into it->chunks and tokenizes every chunk. */
 static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
 {
     const char *s = p->raw.data ? p->raw.data : "";
     size_t n = p->raw.len;
+    if (in->sessions) {
+        int rc = transcript_flatten(s, n, &p->tr);
+        if (rc)
+            return rc;
+        s = p->tr.text.data ? p->tr.text.data : "";
+        n = p->tr.text.len;
+        it->time = p->tr.last_time;
+    }
     if (n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
         s += 3;
         n -= 3;
@@ -127,6 +160,8 @@ static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
     o.entries = in->entries;
     int rc = chunk_markdown(s, n, &o, &it->chunks);
     if (rc)
+        return rc;
+    if (in->sessions && (rc = map_lines(p, it)))
         return rc;
     if (it->tok_cap < it->chunks.n + 1) {
         size_t cap = it->chunks.n + 1;
@@ -157,6 +192,10 @@ static void prepare(prep *p, size_t i, prep_item *it)
     it->chunked = 0;
     it->bytes = 0;
     it->chunks.n = 0;
+    it->maps.len = 0;
+    it->time = 0;
+    free(it->map_off);
+    it->map_off = NULL;
     int rc = read_file(p, in->abs, it);
     if (rc) {
         it->status = rc;
@@ -204,7 +243,9 @@ int prep_start(prep **out, const prep_input *in, size_t n, const prep_opts *o)
     for (int i = 0; i < RING; i++) {
         chunk_list_init(&p->items[i].chunks);
         buf_init(&p->items[i].toks, 0);
+        buf_init(&p->items[i].maps, 0);
     }
+    transcript_init(&p->tr);
     int rc = tok_new(o->language, 0, &p->t);
     if (rc) {
         prep_stop(p);
@@ -263,7 +304,10 @@ void prep_stop(prep *p)
         chunk_list_cleanup(&p->items[i].chunks);
         buf_cleanup(&p->items[i].toks);
         free(p->items[i].tok_off);
+        buf_cleanup(&p->items[i].maps);
+        free(p->items[i].map_off);
     }
+    transcript_cleanup(&p->tr);
     tok_free(p->t);
     buf_cleanup(&p->raw);
     buf_cleanup(&p->text);

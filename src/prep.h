@@ -21,6 +21,7 @@
 typedef struct prep_input {
     char *abs;              /* absolute path, owned by the caller */
     int entries;            /* entry-mode chunking */
+    int sessions;           /* a JSONL transcript: flattened first, line maps kept */
     const char *known_hash; /* content hash in the index, or NULL: equal content is not chunked */
 } prep_input;
 
@@ -42,6 +43,12 @@ typedef struct prep_item {
     buf toks;          /* pre-tokenized chunks, see fts_pretokenize() */
     size_t *tok_off;   /* chunks.n + 1 offsets into toks */
     size_t tok_cap;
+    /* Transcripts: per chunk, the JSONL line of each of its text lines
+     * (u32), chunk i at maps[map_off[i]] .. maps[map_off[i + 1]]. The
+     * chunks' start_line/end_line are JSONL lines. */
+    buf maps;
+    size_t *map_off;
+    double time;       /* transcripts: newest message, Unix seconds */
 } prep_item;
 
 typedef struct prep prep;

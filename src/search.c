@@ -252,7 +252,22 @@ static int sql_fail(mnemo *m, const char *what)
 
 /* BM25 over chunks: FTS5 finds the rows, mnemo_collect() records their
  * term frequencies and lengths, the scores are computed here. */
-static int content_leg(mnemo *m, const query *q, pool *p, double *sum_idf)
+/* The chunk id range of a corpus (see STORE_SESSION_ID_BASE). */
+typedef struct corpus {
+    int64_t lo, hi; /* ids in [lo, hi) */
+    const char *source; /* files.source, or NULL for all */
+} corpus;
+
+static corpus corpus_of(const char *name)
+{
+    if (name && strcmp(name, "sessions") == 0)
+        return (corpus){STORE_SESSION_ID_BASE, INT64_MAX, "sessions"};
+    if (name && strcmp(name, "all") == 0)
+        return (corpus){0, INT64_MAX, NULL};
+    return (corpus){0, STORE_SESSION_ID_BASE, "memory"};
+}
+
+static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, double *sum_idf)
 {
     sqlite3 *db = store_db(m->st);
     fts_rank *r = store_rank(m->st);
@@ -260,10 +275,12 @@ static int content_leg(mnemo *m, const query *q, pool *p, double *sum_idf)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
                            "SELECT mnemo_collect(chunks_fts) FROM chunks_fts "
-                           "WHERE chunks_fts MATCH ?1",
+                           "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3",
                            -1, &st, NULL) != SQLITE_OK)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, cp->lo);
+    sqlite3_bind_int64(st, 3, cp->hi);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         ;
@@ -315,7 +332,8 @@ static int add_hit(path_hit **v, size_t *n, size_t *cap, int64_t id, double frac
     return MNEMO_OK;
 }
 
-static int file_legs(mnemo *m, const query *q, path_hit **hits, size_t *nhits)
+static int file_legs(mnemo *m, const query *q, const corpus *cp, path_hit **hits,
+                     size_t *nhits)
 {
     sqlite3 *db = store_db(m->st);
     size_t cap = 0;
@@ -325,10 +343,13 @@ static int file_legs(mnemo *m, const query *q, path_hit **hits, size_t *nhits)
         if (sqlite3_prepare_v2(db,
                                "SELECT id, CASE WHEN path_lc = ?1 THEN 3 WHEN name_lc = ?1 "
                                "THEN 2 ELSE 1 END FROM files WHERE status = 0 AND "
-                               "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) LIMIT 20",
+                               "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) AND "
+                               "(?2 IS NULL OR source = ?2) LIMIT 20",
                                -1, &st, NULL) != SQLITE_OK)
             return sql_fail(m, "prepare");
         sqlite3_bind_text(st, 1, q->filename, -1, SQLITE_STATIC);
+        if (cp->source)
+            sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
         while (sqlite3_step(st) == SQLITE_ROW)
             if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), 1.0,
                         sqlite3_column_int(st, 1)))
@@ -342,10 +363,13 @@ static int file_legs(mnemo *m, const query *q, path_hit **hits, size_t *nhits)
     if (sqlite3_prepare_v2(db,
                            "SELECT f.rowid, mnemo_mask(files_fts) FROM files_fts f "
                            "JOIN files ON files.id = f.rowid "
-                           "WHERE files_fts MATCH ?1 AND files.status = 0",
+                           "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
+                           "(?2 IS NULL OR files.source = ?2)",
                            -1, &st, NULL) != SQLITE_OK)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    if (cp->source)
+        sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
     int rows = 0, rc;
     uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
     while (rows++ < PATH_ROWS_MAX && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -387,11 +411,22 @@ static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, cons
     size_t len = (size_t)sqlite3_column_bytes(row, 0);
     int first = sqlite3_column_int(row, 1);
     const char *path = (const char *)sqlite3_column_text(row, 2);
+    const uint32_t *map = sqlite3_column_blob(row, 3);
+    size_t nmap = (size_t)sqlite3_column_bytes(row, 3) / sizeof(uint32_t);
+    const char *source = (const char *)sqlite3_column_text(row, 4);
+    int sessions = source && strcmp(source, "sessions") == 0;
     buf snip;
     buf_init(&snip, 0);
-    int sl = first, el = first;
-    int rc = snippet_pick(t, q, text ? text : "", len, first,
+    /* A transcript chunk's lines are message lines: numbered from 1 here and
+     * mapped back to JSONL lines below. */
+    int base = map ? 1 : first;
+    int sl = base, el = base;
+    int rc = snippet_pick(t, q, text ? text : "", len, base,
                           (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS), &snip, &sl, &el);
+    if (map && nmap) {
+        sl = (int)map[(size_t)(sl - 1) < nmap ? (size_t)(sl - 1) : nmap - 1];
+        el = (int)map[(size_t)(el - 1) < nmap ? (size_t)(el - 1) : nmap - 1];
+    }
     buf cit;
     buf_init(&cit, 0);
     buf_printf(&cit, "%s#L%d-L%d", path, sl, el);
@@ -407,7 +442,7 @@ static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, cons
     r->importance = c->importance;
     r->rank_before = c->rank_before;
     r->snippet = buf_detach(&snip);
-    r->source = "memory";
+    r->source = sessions ? "sessions" : "memory";
     r->citation = buf_detach(&cit);
     sqlite3_reset(row);
     if (!rc && (!r->path || !r->snippet || !r->citation))
@@ -465,7 +500,8 @@ static int set_fallback(mnemo_results *res, const char *from, const char *reason
 
 /* Runs the vector leg. Returns an error only for a named provider that
  * fails; otherwise a failure becomes res->fallback and v->ran stays 0. */
-static int vector_leg(mnemo *m, const char *qtext, size_t k, mnemo_results *res, vleg *v)
+static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
+                      mnemo_results *res, vleg *v)
 {
     char name[32];
     int explicit_;
@@ -518,7 +554,8 @@ static int vector_leg(mnemo *m, const char *qtext, size_t k, mnemo_results *res,
     v->matches = malloc(k * sizeof *v->matches);
     if (!v->matches)
         return MNEMO_NOMEM;
-    v->nmatches = vecfile_search(v->vf, v->qv, k, quant, v->matches, &v->mean, &v->sd);
+    v->nmatches = vecfile_search(v->vf, v->qv, cp->lo, cp->hi, k, quant, v->matches, &v->mean,
+                                 &v->sd);
     v->ran = 1;
     free(res->mode);
     res->mode = strdup("hybrid");
@@ -716,11 +753,12 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         goto done;
     }
     double sum_idf = 1.0;
-    if (q.match && (rc = content_leg(m, &q, &p, &sum_idf)))
+    corpus cp = corpus_of(opts ? opts->corpus : NULL);
+    if (q.match && (rc = content_leg(m, &q, &cp, &p, &sum_idf)))
         goto done;
-    if ((rc = file_legs(m, &q, &hits, &nhits)))
+    if ((rc = file_legs(m, &q, &cp, &hits, &nhits)))
         goto done;
-    if ((rc = vector_leg(m, qt.data, p.cap, res, &vl)))
+    if ((rc = vector_leg(m, qt.data, &cp, p.cap, res, &vl)))
         goto done;
 
     sqlite3 *db = store_db(m->st);
@@ -728,8 +766,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         sqlite3_prepare_v2(db, "SELECT id FROM chunks WHERE file_id = ?1 ORDER BY seq LIMIT 1",
                            -1, &first, NULL) ||
         sqlite3_prepare_v2(db,
-                           "SELECT c.text, c.start_line, f.path FROM chunks c "
-                           "JOIN files f ON f.id = c.file_id WHERE c.id = ?1",
+                           "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
+                           "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1",
                            -1, &row, NULL)) {
         rc = sql_fail(m, "prepare");
         goto done;

@@ -44,16 +44,17 @@ enum {
 
 static const char *const sql_text[S__COUNT] = {
     [S_FILE_INSERT] = "INSERT INTO files(path, path_lc, name_lc, stem_lc, size, mtime_ns, hash, "
-                      "status, reason, indexed_at) VALUES(?1, lower(?1), lower(?2), lower(?3), "
-                      "?4, ?5, ?6, ?7, ?8, unixepoch())",
+                      "status, reason, indexed_at, source) VALUES(?1, lower(?1), lower(?2), "
+                      "lower(?3), ?4, ?5, ?6, ?7, ?8, unixepoch(), ?9)",
     [S_FILE_UPDATE] = "UPDATE files SET size = ?2, mtime_ns = ?3, hash = ?4, status = ?5, "
                       "reason = ?6, indexed_at = unixepoch() WHERE id = ?1",
     [S_FILE_RENAME] = "UPDATE files SET path = ?2, path_lc = lower(?2), name_lc = lower(?3), "
                       "stem_lc = lower(?4) WHERE id = ?1",
     [S_FILE_DELETE] = "DELETE FROM files WHERE id = ?1",
-    [S_CHUNKS_DELETE] = "DELETE FROM chunks WHERE file_id = ?1",
+    [S_CHUNKS_DELETE] = "DELETE FROM chunks WHERE file_id = ?1 AND seq >= ?2",
     [S_CHUNK_INSERT] = "INSERT INTO chunks(file_id, seq, start_line, end_line, hash, importance, "
-                       "triggers, text) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                       "triggers, text, id, line_map) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                       "?10)",
     [S_FILE_NCHUNKS] = "UPDATE files SET nchunks = ?2 WHERE id = ?1",
     [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [S_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
@@ -61,7 +62,7 @@ static const char *const sql_text[S__COUNT] = {
     [S_FTS_CHUNK_INSERT] = "INSERT INTO chunks_fts(rowid, text) VALUES(?1, ?2)",
     [S_FTS_CHUNK_DELETE] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
                            "VALUES('delete', ?1, ?2)",
-    [S_CHUNKS_OF_FILE] = "SELECT id, text FROM chunks WHERE file_id = ?1",
+    [S_CHUNKS_OF_FILE] = "SELECT id, text FROM chunks WHERE file_id = ?1 AND seq >= ?2",
     [S_FTS_FILE_INSERT] = "INSERT INTO files_fts(rowid, path) VALUES(?1, ?2)",
     [S_FTS_FILE_DELETE] = "INSERT INTO files_fts(files_fts, rowid, path) VALUES('delete', ?1, ?2)",
     [S_FILE_PATH] = "SELECT path FROM files WHERE id = ?1",
@@ -123,6 +124,7 @@ struct store {
     fts_rank rank;
     fts_feed feed;
     int fresh;
+    int64_t next_id[2]; /* next chunk id for memory / sessions, 0 until read */
 };
 
 int store_code(int rc)
@@ -595,7 +597,7 @@ static void name_parts(const char *path, const char **base, int *stem_len)
 }
 
 int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns,
-                      const char *hash, int status, const char *reason, int64_t *id)
+                      const char *hash, int status, const char *reason, int sessions, int64_t *id)
 {
     sqlite3_stmt *st = stmt(s, S_FILE_INSERT);
     if (st) {
@@ -611,6 +613,7 @@ int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns
         sqlite3_bind_int(st, 7, status);
         if (reason)
             sqlite3_bind_text(st, 8, reason, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 9, sessions ? "sessions" : "memory", -1, SQLITE_STATIC);
     }
     int rc = run(s, st);
     if (rc)
@@ -657,13 +660,21 @@ int store_file_rename(store *s, int64_t id, const char *path)
     return fts_file_insert(s, id, path);
 }
 
+static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64_t *removed);
+
 int store_chunks_delete(store *s, int64_t file_id, int64_t *removed)
+{
+    return chunks_delete_from(s, file_id, 0, removed);
+}
+
+static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64_t *removed)
 {
     /* The FTS entries first: 'delete' needs the text that was indexed. */
     sqlite3_stmt *q = stmt(s, S_CHUNKS_OF_FILE);
     if (!q)
         return store_code(sqlite3_errcode(s->db));
     sqlite3_bind_int64(q, 1, file_id);
+    sqlite3_bind_int64(q, 2, from_seq);
     int rc, step;
     while ((step = sqlite3_step(q)) == SQLITE_ROW) {
         sqlite3_stmt *st = stmt(s, S_FTS_CHUNK_DELETE);
@@ -680,8 +691,10 @@ int store_chunks_delete(store *s, int64_t file_id, int64_t *removed)
     if (step != SQLITE_DONE)
         return store_code(step);
     sqlite3_stmt *st = stmt(s, S_CHUNKS_DELETE);
-    if (st)
+    if (st) {
         sqlite3_bind_int64(st, 1, file_id);
+        sqlite3_bind_int64(st, 2, from_seq);
+    }
     rc = run(s, st);
     if (!rc && removed)
         *removed = sqlite3_changes64(s->db);
@@ -699,11 +712,62 @@ int store_file_delete(store *s, int64_t id)
     return run(s, st);
 }
 
-int store_chunks_insert(store *s, int64_t file_id, const chunk_list *l, const char *toks,
-                        const size_t *tok_off)
+/* Next free chunk id in the range of a source: memory chunks have ids
+ * below STORE_SESSION_ID_BASE, transcript chunks at or above it, so that a
+ * search can restrict itself to one corpus with a rowid range. */
+static int next_chunk_id(store *s, int sessions, int64_t *id)
 {
-    for (size_t i = 0; i < l->n; i++) {
+    if (!s->next_id[sessions]) {
+        sqlite3_stmt *q = NULL;
+        const char *sql = sessions ? "SELECT max(id) FROM chunks WHERE id >= ?1"
+                                   : "SELECT max(id) FROM chunks WHERE id < ?1";
+        if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
+            return store_code(sqlite3_errcode(s->db));
+        sqlite3_bind_int64(q, 1, STORE_SESSION_ID_BASE);
+        int64_t max = 0;
+        if (sqlite3_step(q) == SQLITE_ROW)
+            max = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        s->next_id[sessions] = max ? max + 1 : sessions ? STORE_SESSION_ID_BASE : 1;
+    }
+    *id = s->next_id[sessions]++;
+    return MNEMO_OK;
+}
+
+int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t *removed,
+                       size_t *added)
+{
+    const chunk_list *l = w->chunks;
+    int rc;
+    /* Keep the chunks that did not change at the start of the file (a
+     * transcript that grew, a note edited at its end): their FTS entries
+     * and vectors stay. */
+    size_t keep = 0;
+    if (w->replace) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(s->db,
+                               "SELECT hash, start_line, end_line FROM chunks WHERE file_id = ?1 "
+                               "ORDER BY seq",
+                               -1, &q, NULL) != SQLITE_OK)
+            return store_code(sqlite3_errcode(s->db));
+        sqlite3_bind_int64(q, 1, file_id);
+        while (keep < l->n && sqlite3_step(q) == SQLITE_ROW) {
+            const chunk *c = &l->items[keep];
+            const char *h = (const char *)sqlite3_column_text(q, 0);
+            if (!h || strcmp(h, c->hash) != 0 || sqlite3_column_int(q, 1) != c->start_line ||
+                sqlite3_column_int(q, 2) != c->end_line)
+                break;
+            keep++;
+        }
+        sqlite3_finalize(q);
+        if ((rc = chunks_delete_from(s, file_id, (int64_t)keep, removed)))
+            return rc;
+    }
+    for (size_t i = keep; i < l->n; i++) {
         const chunk *c = &l->items[i];
+        int64_t id = 0;
+        if ((rc = next_chunk_id(s, w->sessions, &id)))
+            return rc;
         sqlite3_stmt *st = stmt(s, S_CHUNK_INSERT);
         if (st) {
             sqlite3_bind_int64(st, 1, file_id);
@@ -715,26 +779,32 @@ int store_chunks_insert(store *s, int64_t file_id, const chunk_list *l, const ch
             sqlite3_bind_text(st, 7, l->text.data + c->trig_off, (int)c->trig_len,
                               SQLITE_STATIC);
             sqlite3_bind_text(st, 8, chunk_text(l, c), (int)c->text_len, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 9, id);
+            if (w->maps)
+                sqlite3_bind_blob(st, 10, w->maps + w->map_off[i],
+                                  (int)((w->map_off[i + 1] - w->map_off[i]) * sizeof(uint32_t)),
+                                  SQLITE_STATIC);
         }
-        int rc = run(s, st);
-        if (rc)
+        if ((rc = run(s, st)))
             return rc;
         st = stmt(s, S_FTS_CHUNK_INSERT);
         if (st) {
-            sqlite3_bind_int64(st, 1, sqlite3_last_insert_rowid(s->db));
+            sqlite3_bind_int64(st, 1, id);
             sqlite3_bind_text(st, 2, chunk_text(l, c), (int)c->text_len, SQLITE_STATIC);
         }
-        if (toks) {
+        if (w->toks) {
             s->feed.text = chunk_text(l, c);
             s->feed.len = c->text_len;
-            s->feed.toks = toks + tok_off[i];
-            s->feed.toks_len = tok_off[i + 1] - tok_off[i];
+            s->feed.toks = w->toks + w->tok_off[i];
+            s->feed.toks_len = w->tok_off[i + 1] - w->tok_off[i];
         }
         rc = run(s, st);
         s->feed.toks = NULL;
         if (rc)
             return rc;
     }
+    if (added)
+        *added = l->n - keep;
     sqlite3_stmt *st = stmt(s, S_FILE_NCHUNKS);
     if (st) {
         sqlite3_bind_int64(st, 1, file_id);

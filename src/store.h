@@ -70,7 +70,7 @@ int store_files_load(store *s, store_file **out, size_t *n);
 void store_files_free(store_file *f, size_t n);
 
 int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns,
-                      const char *hash, int status, const char *reason, int64_t *id);
+                      const char *hash, int status, const char *reason, int sessions, int64_t *id);
 int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,
                       int status, const char *reason);
 int store_file_rename(store *s, int64_t id, const char *path);
@@ -78,10 +78,25 @@ int store_file_rename(store *s, int64_t id, const char *path);
 int store_file_delete(store *s, int64_t id);
 /* Deletes a file's chunks (the FTS index follows by trigger). */
 int store_chunks_delete(store *s, int64_t file_id, int64_t *removed);
-/* Inserts the chunks of L for FILE_ID and records their count. TOKS (may
- * be NULL) holds the chunks pre-tokenized (fts_pretokenize), chunk i at
- * TOK_OFF[i]..TOK_OFF[i + 1]. */
-int store_chunks_insert(store *s, int64_t file_id, const chunk_list *l, const char *toks,
-                        const size_t *tok_off);
+/* Transcript chunks get ids from here up (memory chunks below), so one
+ * corpus is a rowid range. */
+#define STORE_SESSION_ID_BASE ((int64_t)1 << 40)
+
+/* What to write for one file. */
+typedef struct store_chunks {
+    const chunk_list *chunks;
+    const char *toks;        /* pre-tokenized chunks (fts_pretokenize), or NULL */
+    const size_t *tok_off;   /* chunk i at toks[tok_off[i] .. tok_off[i + 1]] */
+    const uint32_t *maps;    /* transcripts: JSONL line per text line, or NULL */
+    const size_t *map_off;
+    int sessions;            /* a transcript */
+    int replace;             /* the file had chunks: keep its unchanged leading ones */
+} store_chunks;
+
+/* Writes the chunks of FILE_ID and records their count. With REPLACE, the
+ * leading chunks that are unchanged (same hash and lines) are kept, the
+ * rest replaced; *REMOVED and *ADDED count what changed. */
+int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t *removed,
+                       size_t *added);
 
 #endif

@@ -61,16 +61,23 @@ static int is_entries_path(const char *path)
            !strcmp(path, "USER.md") || !strcmp(path, "user.md");
 }
 
-static int write_chunks(sync_ctx *c, int64_t file_id, int replace, const prep_item *it)
+static int write_chunks(sync_ctx *c, int64_t file_id, int replace, const prep_item *it,
+                        int sessions)
 {
     int64_t removed = 0;
-    int rc;
-    if (replace && (rc = store_chunks_delete(c->st, file_id, &removed)))
-        return db_fail(c, rc, "deleting chunks");
-    c->stats->chunks_removed += (size_t)removed;
-    if ((rc = store_chunks_insert(c->st, file_id, &it->chunks, it->toks.data, it->tok_off)))
+    size_t added = 0;
+    store_chunks w = {&it->chunks,
+                      it->toks.data,
+                      it->tok_off,
+                      sessions ? (const uint32_t *)(const void *)it->maps.data : NULL,
+                      it->map_off,
+                      sessions,
+                      replace};
+    int rc = store_chunks_write(c->st, file_id, &w, &removed, &added);
+    if (rc)
         return db_fail(c, rc, "writing chunks");
-    c->stats->chunks_added += it->chunks.n;
+    c->stats->chunks_removed += (size_t)removed;
+    c->stats->chunks_added += added;
     return MNEMO_OK;
 }
 
@@ -92,7 +99,8 @@ static int sync_files(sync_ctx *c)
     int rc;
 
     progress(c, "scan", 0, 0);
-    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), &roots, &m->err)))
+    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), &roots,
+                                &m->err)))
         goto done;
     if ((rc = walk_scan(m->workspace, &roots, &list))) {
         core_error(m, rc, "scanning %s failed: %s", m->workspace, mnemo_strerror(rc));
@@ -131,7 +139,8 @@ static int sync_files(sync_ctx *c)
                     goto done;
                 }
             } else if ((rc = store_file_insert(c->st, e->path, e->size, e->mtime_ns, "",
-                                               STORE_FILE_SKIPPED, e->skip, NULL))) {
+                                               STORE_FILE_SKIPPED, e->skip, e->sessions,
+                                               NULL))) {
                 db_fail(c, rc, "adding a file");
                 goto done;
             }
@@ -163,7 +172,8 @@ static int sync_files(sync_ctx *c)
         walk_entry *e = &list.v[work[w]];
         size_t fi;
         inputs[w].abs = walk_abs(m->workspace, e->path);
-        inputs[w].entries = e->entries || is_entries_path(e->path);
+        inputs[w].entries = !e->sessions && (e->entries || is_entries_path(e->path));
+        inputs[w].sessions = e->sessions;
         if (map_get(&bypath, e->path, &fi) && files[fi].ok)
             inputs[w].known_hash = files[fi].hash;
         if (!inputs[w].abs) {
@@ -203,7 +213,8 @@ static int sync_files(sync_ctx *c)
                 rc = known ? store_file_update(c->st, files[fi].id, size, mtime, "",
                                                STORE_FILE_SKIPPED, it->reason)
                            : store_file_insert(c->st, e->path, size, mtime, "",
-                                               STORE_FILE_SKIPPED, it->reason, NULL);
+                                               STORE_FILE_SKIPPED, it->reason, e->sessions,
+                                               NULL);
             if (rc) {
                 db_fail(c, rc, "recording a skipped file");
                 goto done;
@@ -248,16 +259,16 @@ static int sync_files(sync_ctx *c)
                 db_fail(c, rc, "updating a file");
                 goto done;
             }
-            if ((rc = write_chunks(c, id, 1, it)))
+            if ((rc = write_chunks(c, id, 1, it, e->sessions)))
                 goto done;
         } else {
             c->stats->files_added++;
             if ((rc = store_file_insert(c->st, e->path, size, mtime, it->hash, STORE_FILE_OK,
-                                        NULL, &id))) {
+                                        NULL, e->sessions, &id))) {
                 db_fail(c, rc, "adding a file");
                 goto done;
             }
-            if ((rc = write_chunks(c, id, 0, it)))
+            if ((rc = write_chunks(c, id, 0, it, e->sessions)))
                 goto done;
         }
     }

@@ -714,16 +714,33 @@ int vecfile_open(store *st, const char *db_path, int quantize, vec_file **out, b
 size_t vecfile_count(const vec_file *f) { return f ? (size_t)f->h->count : 0; }
 int vecfile_dims(const vec_file *f) { return f ? (int)f->h->dims : 0; }
 
-size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize, vec_match *out,
-                      double *mean, double *sd)
+static size_t lower_bound(const vec_file *f, int64_t id)
 {
-    size_t n = (size_t)f->h->count, d = f->h->dims;
+    size_t lo = 0, hi = (size_t)f->h->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi, size_t k,
+                      int quantize, vec_match *out, double *mean, double *sd)
+{
+    size_t first = lower_bound(f, lo), last = lower_bound(f, hi);
+    size_t n = last - first, d = f->h->dims;
+    const float *vecs = f->vecs + first * d;
+    const int8_t *q8s = f->q ? f->q + first * d : NULL;
+    const float *scales = f->scales ? f->scales + first : NULL;
     vec_hit *hits = malloc((k ? k : 1) * 4 * sizeof *hits);
     if (!hits)
         return 0;
     size_t got;
     vec_stats st = {0, 0, 0};
-    if (quantize && f->q) {
+    if (quantize && q8s) {
         /* int8 scan for 4k candidates, exact float rescoring of those. */
         int8_t *q8 = malloc(d);
         float qs = 1;
@@ -732,17 +749,17 @@ size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize,
             return 0;
         }
         vec_quantize(q, d, q8, &qs);
-        size_t cand = vec_topk_i8(f->q, f->scales, n, d, q8, qs, k * 4, hits, 0);
+        size_t cand = vec_topk_i8(q8s, scales, n, d, q8, qs, k * 4, hits, 0);
         free(q8);
         for (size_t i = 0; i < cand; i++)
-            hits[i].score = vec_dot_f32(f->vecs + (size_t)hits[i].row * d, q, d);
+            hits[i].score = vec_dot_f32(vecs + (size_t)hits[i].row * d, q, d);
         qsort(hits, cand, sizeof *hits, by_score);
         got = cand < k ? cand : k;
         /* mean from a sample: the int8 scan does not compute it */
         double s = 0, s2 = 0;
         size_t step = n > 4096 ? n / 4096 : 1, m = 0;
         for (size_t r = 0; r < n; r += step, m++) {
-            double x = vec_dot_f32(f->vecs + r * d, q, d);
+            double x = vec_dot_f32(vecs + r * d, q, d);
             s += x;
             s2 += x * x;
         }
@@ -750,10 +767,10 @@ size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize,
         st.sumsq = s2;
         st.n = m;
     } else {
-        got = vec_topk_f32(f->vecs, n, d, q, k, hits, &st, 0);
+        got = vec_topk_f32(vecs, n, d, q, k, hits, &st, 0);
     }
     for (size_t i = 0; i < got; i++) {
-        out[i].chunk_id = f->ids[hits[i].row];
+        out[i].chunk_id = f->ids[first + hits[i].row];
         out[i].cosine = hits[i].score;
     }
     double mu = st.n ? st.sum / (double)st.n : 0;

@@ -49,14 +49,15 @@ void vecfile_close(vec_file *f);
 size_t vecfile_count(const vec_file *f);
 int vecfile_dims(const vec_file *f);
 
-/* The vector leg: the best K chunks for query vector Q (cosine), and the
- * mean cosine over all chunks (for calibration). */
+/* The vector leg: the best K chunks with ids in [LO, HI) for query vector Q
+ * (cosine), and the mean and spread of the cosines over those chunks (for
+ * calibration). */
 typedef struct vec_match {
     int64_t chunk_id;
     float cosine;
 } vec_match;
-size_t vecfile_search(const vec_file *f, const float *q, size_t k, int quantize, vec_match *out,
-                      double *mean, double *sd);
+size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi, size_t k,
+                      int quantize, vec_match *out, double *mean, double *sd);
 
 /* The stored vector of CHUNK_ID (dims floats, in the mapping), or NULL. */
 const float *vecfile_vector(const vec_file *f, int64_t chunk_id);

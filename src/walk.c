@@ -25,8 +25,17 @@
 
 static const char *const root_files[] = {"MEMORY.md", "memory.md", "USER.md", "user.md"};
 
+static int add_root2(walk_roots *r, const char *abs, const char *display, const char *pattern,
+                     int is_dir, int sessions);
+
 static int add_root(walk_roots *r, const char *abs, const char *display, const char *pattern,
                     int is_dir)
+{
+    return add_root2(r, abs, display, pattern, is_dir, 0);
+}
+
+static int add_root2(walk_roots *r, const char *abs, const char *display, const char *pattern,
+                     int is_dir, int sessions)
 {
     walk_root *v = realloc(r->v, (r->n + 1) * sizeof *v);
     if (!v)
@@ -37,6 +46,7 @@ static int add_root(walk_roots *r, const char *abs, const char *display, const c
     x->display = strdup(display);
     x->pattern = pattern ? strdup(pattern) : NULL;
     x->is_dir = is_dir;
+    x->sessions = sessions;
     if (!x->abs || !x->display || (pattern && !x->pattern)) {
         free(x->abs);
         free(x->display);
@@ -79,7 +89,8 @@ static const char *display_of(const char *workspace, const char *abs)
     return abs;
 }
 
-int walk_roots_build(const char *workspace, const char *extra_json, walk_roots *out, buf *err)
+int walk_roots_build(const char *workspace, const char *extra_json, const char *sessions_dir,
+                     walk_roots *out, buf *err)
 {
     memset(out, 0, sizeof *out);
     int rc = MNEMO_OK;
@@ -132,6 +143,11 @@ int walk_roots_build(const char *workspace, const char *extra_json, walk_roots *
             break;
     }
     json_decref(arr);
+    if (!rc && sessions_dir && *sessions_dir) {
+        char real[PATH_MAX];
+        if (realpath(sessions_dir, real))
+            rc = add_root2(out, real, display_of(workspace, real), "**/*.jsonl", 1, 1);
+    }
     (void)err;
 done:
     buf_cleanup(&p);
@@ -213,6 +229,10 @@ static int scan_dir(scan *s, int dfd, int depth)
         const char *name = de->d_name;
         if (name[0] == '.' || strcmp(name, "node_modules") == 0)
             continue;
+        if (s->root->sessions && (strcmp(name, "subagents") == 0 ||
+                                  strcmp(name, "tool-results") == 0 ||
+                                  strcmp(name, "workflows") == 0))
+            continue; /* Claude Code keeps these beside a session; not sessions */
         s->rel.len = base;
         if (base)
             buf_putc(&s->rel, '/');
@@ -245,8 +265,11 @@ static int scan_dir(scan *s, int dfd, int depth)
                     rc = scan_dir(s, fd, depth + 1);
             }
         } else if (type == DT_REG) {
-            if (glob_match(s->root->pattern, s->rel.data))
+            if (glob_match(s->root->pattern, s->rel.data)) {
                 rc = add_entry(s->out, full.data, have_stat ? &st : NULL, 0, NULL);
+                if (!rc)
+                    s->out->v[s->out->n - 1].sessions = s->root->sessions;
+            }
         } else if (type == DT_LNK) {
             struct stat target;
             int is_dir = fstatat(dirfd(d), name, &target, 0) == 0 && S_ISDIR(target.st_mode);

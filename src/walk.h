@@ -21,6 +21,7 @@ typedef struct walk_root {
     char *display; /* prefix used in stored paths: relative to the workspace, or absolute */
     char *pattern; /* folders: glob for relative paths; files: NULL */
     int is_dir;
+    int sessions;  /* a folder of JSONL session transcripts */
 } walk_root;
 
 typedef struct walk_roots {
@@ -35,6 +36,7 @@ typedef struct walk_entry {
     dev_t dev;
     ino_t ino;
     int entries;       /* MEMORY.md / USER.md: entry-mode chunking */
+    int sessions;      /* a session transcript */
     const char *skip;  /* NULL, or why the file is not indexed (static text) */
 } walk_entry;
 
@@ -44,8 +46,10 @@ typedef struct walk_list {
 } walk_list;
 
 /* Builds the roots of WORKSPACE (absolute) with EXTRA_JSON (the extraPaths
- * value). MNEMO_INVALID with a message in ERR for a bad entry. */
-int walk_roots_build(const char *workspace, const char *extra_json, walk_roots *out, buf *err);
+ * value) and, if SESSIONS_DIR is not NULL, that folder of transcripts (all
+ * .jsonl files; Claude Code's subagents/ folders left out). */
+int walk_roots_build(const char *workspace, const char *extra_json, const char *sessions_dir,
+                     walk_roots *out, buf *err);
 void walk_roots_cleanup(walk_roots *r);
 
 /* Lists the files under ROOTS, sorted by path. */

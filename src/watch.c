@@ -76,7 +76,8 @@ static void watch_tree(watch_set *w, const char *dir, int depth)
 static void watch_roots(mnemo *m, watch_set *w)
 {
     walk_roots roots = {0};
-    if (walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), &roots, &m->err))
+    if (walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m),
+                         &roots, &m->err))
         return;
     mark(w, inotify_add_watch(w->fd, m->workspace, WATCH_MASK), 1);
     for (size_t i = 0; i < roots.n; i++) {

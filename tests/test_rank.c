@@ -1,0 +1,275 @@
+/*
+ * test_rank.c - ranking stages: recency (and its floor), importance,
+ * MMR diversity (by words and by CJK bigrams), strict thresholds, explain,
+ * and trigger recall precision.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rank.h"
+#include "test.h"
+
+static json_t *search_json(mnemo *m, const char *q, int max, int strict, int explain)
+{
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.max_results = max;
+    o.strict = strict;
+    o.explain = explain;
+    mnemo_results *r;
+    if (mnemo_search(m, q, &o, &r))
+        test_fail(__FILE__, __LINE__, "search %s: %s", q, mnemo_errmsg(m));
+    char *s = mnemo_results_json(r);
+    mnemo_results_free(r);
+    json_t *j = json_loads(s, 0, NULL);
+    mnemo_free(s);
+    ASSERT(j != NULL);
+    return j;
+}
+
+static const char *path_at(json_t *j, size_t i)
+{
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(j, "results"), i), "path"));
+}
+
+static size_t count(json_t *j) { return json_array_size(json_object_get(j, "results")); }
+
+TEST(rank_path_dates)
+{
+    double d = rank_path_date("memory/2026-11-29.md");
+    ASSERT_NEAR(d, 1795910400.0, 0.5);
+    ASSERT_NEAR(rank_path_date("memory/2026-11-29-standup.md"), d, 0.5);
+    ASSERT_NEAR(rank_path_date("memory/2026/2026-11-29.md"), d, 0.5);
+    ASSERT_NEAR(rank_path_date("memory/2026-11-29/notes.md"), d, 0.5);
+    ASSERT_NEAR(rank_path_date("memory/2026/11/29.md"), d, 0.5);
+    ASSERT_NEAR(rank_path_date("memory/2026/11/29/x.md"), d, 0.5);
+    ASSERT_NEAR(rank_path_date("MEMORY.md"), 0, 0);
+    ASSERT_NEAR(rank_path_date("USER.md"), 0, 0);
+    ASSERT_NEAR(rank_path_date("memory/projects/gateway.md"), 0, 0);
+    ASSERT_NEAR(rank_path_date("memory/v12026-11-29.md"), 0, 0);
+    ASSERT_NEAR(rank_path_date("memory/2026-13-45.md"), 0, 0);
+}
+
+TEST(rank_recency_and_importance_factors)
+{
+    double now = 1795953600.0, day = 86400;
+    ASSERT_NEAR(rank_recency(0, now, 30, 0.8), 1.0, 1e-12);              /* evergreen */
+    ASSERT_NEAR(rank_recency(now - day, now, 30, 0.8), 0.9954, 1e-3);
+    ASSERT_NEAR(rank_recency(now - 30 * day, now, 30, 0.8), 0.9, 1e-9); /* one half-life */
+    ASSERT_NEAR(rank_recency(now - 3650 * day, now, 30, 0.8), 0.8, 1e-6); /* the floor */
+    ASSERT_NEAR(rank_recency(now + day, now, 30, 0.8), 1.0, 1e-12);     /* future */
+    ASSERT_NEAR(rank_recency(now - 365 * day, now, 0, 0.8), 1.0, 1e-12); /* disabled */
+    ASSERT_NEAR(rank_importance(0, 1.25), 1.0, 1e-12);
+    ASSERT_NEAR(rank_importance(1, 1.25), 0.8, 1e-9);
+    ASSERT_NEAR(rank_importance(10, 1.25), 1.25, 1e-9);
+    ASSERT(rank_importance(7, 1.25) > rank_importance(6, 1.25));
+}
+
+TEST(rank_old_strong_beats_new_weak)
+{
+    setenv("MNEMO_NOW", "2026-11-29T12:00:00Z", 1);
+    /* A year-old note that is all about the query, yesterday's note that
+     * mentions one of its words in passing. */
+    test_write("ws/memory/2025-11-20.md", "Kayak trip to the lake: rented two kayaks for the "
+                                          "trip, kayak rental shop near the harbour.\n");
+    test_write("ws/memory/2026-11-28.md", "Long standup. The trip budget spreadsheet needs "
+                                          "numbers from finance before Friday, and the "
+                                          "office move is scheduled; several follow-ups about "
+                                          "hiring, laptops and the holiday party.\n");
+    /* Two notes equal but for their date: the newer first. */
+    test_write("ws/memory/2026-06-01.md", "Canoe club meeting notes.\n");
+    test_write("ws/memory/2026-11-27.md", "Canoe club meeting notes.\n");
+    mnemo *m = test_open("ws", "db.sqlite", "minScore=0", NULL);
+    test_sync(m);
+    json_t *j = search_json(m, "kayak trip", 5, -1, 1);
+    ASSERT_STR_EQ(path_at(j, 0), "memory/2025-11-20.md");
+    ASSERT_STR_EQ(path_at(j, 1), "memory/2026-11-28.md");
+    json_t *ex = json_object_get(json_array_get(json_object_get(j, "results"), 0), "explain");
+    double rec = json_real_value(json_object_get(ex, "recency"));
+    ASSERT(rec >= 0.8 && rec < 0.81); /* a year old: at the floor, not buried */
+    json_decref(j);
+    j = search_json(m, "canoe club", 5, -1, 0);
+    ASSERT_STR_EQ(path_at(j, 0), "memory/2026-11-27.md");
+    ASSERT_STR_EQ(path_at(j, 1), "memory/2026-06-01.md");
+    json_decref(j);
+    mnemo_close(m);
+    /* Without the floor (as tools that multiply by the decay do), the old
+     * note would be buried: the floor is what keeps it. */
+    m = test_open("ws", "db.sqlite", "minScore=0", "recencyFloor=0", NULL);
+    j = search_json(m, "kayak trip", 5, -1, 0);
+    ASSERT_STR_EQ(path_at(j, 0), "memory/2026-11-28.md");
+    json_decref(j);
+    mnemo_close(m);
+}
+
+TEST(rank_importance_orders_equal_entries)
+{
+    test_write("ws/MEMORY.md", "- Backup policy A for the billing cluster <!-- importance: 1 -->\n"
+                               "- Backup policy B for the billing cluster\n"
+                               "- Backup policy C for the billing cluster <!-- importance: 10 -->\n");
+    mnemo *m = test_open("ws", "db.sqlite", "minScore=0", "mmrLambda=1", NULL);
+    test_sync(m);
+    json_t *j = search_json(m, "billing backup policy", 5, -1, 1);
+    ASSERT_EQ(count(j), 3);
+    json_t *res = json_object_get(j, "results");
+    const char *first = json_string_value(json_object_get(json_array_get(res, 0), "snippet"));
+    const char *last = json_string_value(json_object_get(json_array_get(res, 2), "snippet"));
+    ASSERT_CONTAINS(first, "policy C");
+    ASSERT_CONTAINS(last, "policy A");
+    json_t *ex = json_object_get(json_array_get(res, 0), "explain");
+    ASSERT_NEAR(json_real_value(json_object_get(ex, "importance")), 1.25, 1e-4);
+    json_decref(j);
+    mnemo_close(m);
+}
+
+TEST(rank_mmr_demotes_near_duplicates)
+{
+    const char *dup = "Deploy checklist for the payments service: freeze merges, run the "
+                      "migration dry run, page the on-call, watch error budgets, roll back on "
+                      "any spike in payment failures.\n";
+    test_write("ws/memory/projects/payments-a.md", dup);
+    test_write("ws/memory/projects/payments-b.md", dup);
+    test_write("ws/memory/projects/billing.md",
+               "Billing deploy plan: run the migration dry run on staging first, then switch "
+               "the invoices table over on Tuesday with the finance team watching.\n");
+    test_write("ws/memory/projects/other.md", "Unrelated notes about lunch.\n");
+    mnemo *m = test_open("ws", "db.sqlite", "minScore=0", "mmrLambda=1", NULL);
+    test_sync(m);
+    json_t *j = search_json(m, "payments deploy migration dry run", 3, -1, 0);
+    /* Without diversity the two copies take the first two places. */
+    ASSERT(strstr(path_at(j, 0), "payments-") && strstr(path_at(j, 1), "payments-"));
+    json_decref(j);
+    mnemo_close(m);
+    m = test_open("ws", "db.sqlite", "minScore=0", NULL);
+    j = search_json(m, "payments deploy migration dry run", 3, -1, 1);
+    ASSERT(strstr(path_at(j, 0), "payments-"));
+    ASSERT_STR_EQ(path_at(j, 1), "memory/projects/billing.md");
+    ASSERT(strstr(path_at(j, 2), "payments-"));
+    /* It reorders; the scores stay those of the ranking. */
+    json_t *second = json_array_get(json_object_get(j, "results"), 1);
+    json_t *ex = json_object_get(second, "explain");
+    ASSERT_EQ(json_integer_value(json_object_get(ex, "rankBefore")), 3);
+    ASSERT_EQ(json_integer_value(json_object_get(ex, "rankAfter")), 2);
+    json_decref(j);
+    mnemo_close(m);
+}
+
+TEST(rank_mmr_cjk_similarity)
+{
+    test_write("ws/memory/projects/a.md", "数据库迁移计划：先在测试环境演练，再切换生产数据库。\n");
+    test_write("ws/memory/projects/b.md", "数据库迁移计划：先在测试环境演练，再切换生产数据库。\n");
+    test_write("ws/memory/projects/c.md", "服务器部署和数据库迁移的时间表。\n");
+    mnemo *m = test_open("ws", "db.sqlite", "minScore=0", NULL);
+    test_sync(m);
+    json_t *j = search_json(m, "数据库迁移 演练", 3, -1, 0);
+    ASSERT_EQ(count(j), 3);
+    ASSERT_STR_EQ(path_at(j, 1), "memory/projects/c.md");
+    json_decref(j);
+    mnemo_close(m);
+}
+
+TEST(rank_strict_abstains_on_unrelated)
+{
+    test_write("ws/memory/projects/ops.md",
+               "The gateway runs on atlas. Certificates renew automatically every sixty days "
+               "through the internal certificate authority, and the renewal job posts to the "
+               "ops channel; the team reviewed the rotation runbook last week.\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    /* One incidental shared word: below the threshold. */
+    json_t *j = search_json(m, "weekend hiking trip week plans mountains", 5, 1, 0);
+    ASSERT_EQ(count(j), 0);
+    json_decref(j);
+    /* Without strict, the keyword match is still returned. */
+    j = search_json(m, "weekend hiking trip week plans mountains", 5, 0, 0);
+    ASSERT_EQ(count(j), 1);
+    json_decref(j);
+    /* A related query answers in strict mode too. */
+    j = search_json(m, "certificate renewal runbook", 5, 1, 0);
+    ASSERT_EQ(count(j), 1);
+    json_decref(j);
+    mnemo_close(m);
+    /* The config key does the same. */
+    m = test_open("ws", "db.sqlite", "strictMinScore=true", NULL);
+    j = search_json(m, "weekend hiking trip week plans mountains", 5, -1, 0);
+    ASSERT_EQ(count(j), 0);
+    json_decref(j);
+    mnemo_close(m);
+}
+
+TEST(rank_trigger_recall_precision)
+{
+    test_write("ws/MEMORY.md",
+               "# Memory\n"
+               "- Never deploy on Fridays; hotfixes need two approvals. <!-- trigger: deploy, "
+               "friday release -->\n"
+               "- The gateway listens on port 8443. <!-- trigger: gateway port, bind port -->\n"
+               "- Lin Mei leads the Shanghai team. <!-- trigger: Shanghai sync, Lin Mei -->\n"
+               "- Minato Logistics is a customer in Tokyo. <!-- trigger: 東京, Minato -->\n"
+               "- A plain entry without triggers about deploys.\n");
+    test_write("ws/memory/2026-11-28.md", "- Deploy notes <!-- trigger: deploy -->\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    static const struct {
+        const char *msg, *want;
+    } yes[] = {
+        {"Can we deploy tonight?", "Never deploy on Fridays"},
+        {"we are deploying the fix", "Never deploy on Fridays"},          /* stemming */
+        {"which PORT is the Gateway on?", "port 8443"},                   /* order, case */
+        {"is the sync with shanghai moved?", "Lin Mei"},
+        {"会議は東京で", "Minato"},                                       /* CJK */
+        {"what did lin mei say", "Lin Mei"},
+    };
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+        char *out = NULL;
+        ASSERT_OK(mnemo_recall_triggers(m, yes[i].msg, &out));
+        if (!strstr(out, yes[i].want))
+            test_fail(__FILE__, __LINE__, "'%s' should recall '%s', got '%s'", yes[i].msg,
+                      yes[i].want, out);
+        ASSERT_CONTAINS(out, "(Source: MEMORY.md#L");
+        ASSERT_NOT_CONTAINS(out, "2026-11-28"); /* daily notes never recall */
+        ASSERT(strlen(out) <= 1800);
+        mnemo_free(out);
+    }
+    static const char *no[] = {
+        "the release is on Monday",        /* half of "friday release" */
+        "what is the port of Hamburg like", /* half of "gateway port" */
+        "lin the table",                    /* half of a name */
+        "nice weather today",
+        "",
+    };
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        char *out = NULL;
+        ASSERT_OK(mnemo_recall_triggers(m, no[i], &out));
+        if (*out)
+            test_fail(__FILE__, __LINE__, "'%s' should recall nothing, got '%s'", no[i], out);
+        mnemo_free(out);
+    }
+    mnemo_close(m);
+}
+
+TEST(rank_trigger_recall_caps)
+{
+    char big[4000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    FILE *f;
+    test_mkdir("ws");
+    f = fopen(test_path("ws/MEMORY.md"), "w");
+    for (int i = 0; i < 6; i++)
+        fprintf(f, "- entry %d %s <!-- trigger: alarm bells -->\n", i, big);
+    fclose(f);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    char *out = NULL;
+    ASSERT_OK(mnemo_recall_triggers(m, "alarm bells ringing", &out));
+    int lines = 0;
+    for (char *p = out; *p; p++)
+        lines += *p == '\n';
+    ASSERT(lines >= 1 && lines <= 3);
+    ASSERT(strlen(out) <= 1800);
+    mnemo_free(out);
+    mnemo_close(m);
+}
