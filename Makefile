@@ -49,7 +49,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
            tests/provider_server.c tests/test_vec.c tests/test_model.c tests/test_embed.c \
-           tests/test_hybrid.c tests/test_rank.c
+           tests/test_hybrid.c tests/test_rank.c tests/test_transcript.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c
 BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c
 

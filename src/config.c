@@ -229,6 +229,26 @@ const char *mnemo_config_key(size_t i, const char **env, const char **help)
 
 /* Normalises a list value to a compact JSON array of strings and
  * {"path","pattern"} objects. */
+/* sources: each entry "memory" or "sessions". */
+static int check_sources(const char *norm, char **err)
+{
+    json_t *arr = json_loads(norm, 0, NULL);
+    size_t i;
+    json_t *v;
+    int bad = 0;
+    json_array_foreach(arr, i, v)
+    {
+        const char *s = json_string_value(v);
+        if (!bad && (!s || (strcmp(s, "memory") != 0 && strcmp(s, "sessions") != 0))) {
+            seterr(err, "sources: unknown source '%s' (expected memory or sessions)",
+                   s ? s : "(object)");
+            bad = 1;
+        }
+    }
+    json_decref(arr);
+    return bad;
+}
+
 static char *parse_list(const char *value, const char *name, char **err)
 {
     json_t *arr = NULL;
@@ -382,6 +402,10 @@ int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const
         norm = parse_list(value, name, err);
         if (!norm)
             return err && *err ? MNEMO_INVALID : MNEMO_NOMEM;
+        if (k == CFG_SOURCES && check_sources(norm, err)) {
+            free(norm);
+            return MNEMO_INVALID;
+        }
         break;
     case T_OBJECT: {
         json_error_t je;

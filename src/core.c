@@ -145,6 +145,10 @@ int mnemo_open(const mnemo_config *cfg, mnemo **out)
     struct stat st;
     if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
         return core_error(m, MNEMO_INVALID, "workspace %s is not a directory", real);
+    if (strstr(cfg_str(m->cfg, CFG_SOURCES), "\"sessions\"") && !*cfg_str(m->cfg, CFG_SESSIONS_DIR))
+        return core_error(m, MNEMO_INVALID,
+                          "sources includes sessions but sessionsDir is not set (the folder "
+                          "of JSONL transcripts)");
     m->workspace = strdup(real);
     const char *db = cfg_str(m->cfg, CFG_DB);
     m->db_path = *db ? absolute(db) : default_db(real);

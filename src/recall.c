@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "sanitize.h"
 #include "util/hash.h"
 
 #define RECALL_MAX 3
@@ -99,8 +100,17 @@ int mnemo_recall_triggers(mnemo *m, const char *message, char **out)
     if (rc)
         return rc;
     tset msg = {{0}, 0, 0};
-    if (message)
-        tok_run(t, message, strlen(message), 1, add_fn, &msg);
+    if (message) {
+        buf clean;
+        buf_init(&clean, 0);
+        if (sanitize_message(message, strlen(message), &clean) || buf_err(&clean)) {
+            buf_cleanup(&clean);
+            return core_error(m, MNEMO_NOMEM, "out of memory");
+        }
+        if (clean.len)
+            tok_run(t, clean.data, clean.len, 1, add_fn, &msg);
+        buf_cleanup(&clean);
+    }
     buf b;
     buf_init(&b, RECALL_CHARS + 64);
     hit *hits = NULL;

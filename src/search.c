@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "sanitize.h"
 #include "query.h"
 #include "snippet.h"
 #include "rank.h"
@@ -130,17 +131,21 @@ char *mnemo_results_json(const mnemo_results *r)
         buf_json_str(&b, x->source, strlen(x->source));
         buf_puts(&b, ",\"citation\":");
         buf_json_str(&b, x->citation, strlen(x->citation));
-        if (r->explain)
+        if (r->explain) {
+            buf_printf(&b, ",\"explain\":{\"textScore\":%.4f,\"vectorScore\":", x->text_score);
+            if (x->vector_score >= 0)
+                buf_printf(&b, "%.4f", x->vector_score);
+            else
+                buf_puts(&b, "null");
             buf_printf(&b,
-                       ",\"explain\":{\"textScore\":%.4f,\"vectorScore\":%.4f,\"tier\":\"%s\","
-                       "\"recency\":%.4f,\"importance\":%.4f,\"rankBefore\":%d,"
-                       "\"rankAfter\":%d}",
-                       x->text_score, x->vector_score,
+                       ",\"tier\":\"%s\",\"recency\":%.4f,\"importance\":%.4f,"
+                       "\"rankBefore\":%d,\"rankAfter\":%d}",
                        x->tier == 3   ? "path"
                        : x->tier == 2 ? "name"
                        : x->tier == 1 ? "stem"
                                       : "content",
                        x->recency, x->importance, x->rank_before, x->rank_after);
+        }
         buf_putc(&b, '}');
     }
     buf_puts(&b, "],\"mode\":");
@@ -599,7 +604,7 @@ static int apply_factors(mnemo *m, cand *all, size_t n)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(store_db(m->st),
-                           "SELECT c.importance, f.path, f.source, f.mtime_ns FROM chunks c "
+                           "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time FROM chunks c "
                            "JOIN files f ON f.id = c.file_id WHERE c.id = ?1",
                            -1, &st, NULL) != SQLITE_OK)
         return sql_fail(m, "prepare");
@@ -616,9 +621,15 @@ static int apply_factors(mnemo *m, cand *all, size_t n)
             continue;
         const char *path = (const char *)sqlite3_column_text(st, 1);
         const char *source = (const char *)sqlite3_column_text(st, 2);
-        double when = source && strcmp(source, "sessions") == 0
-                          ? (double)sqlite3_column_int64(st, 3) / 1e9
-                          : rank_path_date(path ? path : "");
+        double when;
+        if (source && strcmp(source, "sessions") == 0) {
+            /* A transcript's time is its newest message, else its mtime. */
+            when = sqlite3_column_double(st, 4);
+            if (when <= 0)
+                when = (double)sqlite3_column_int64(st, 3) / 1e9;
+        } else {
+            when = rank_path_date(path ? path : "");
+        }
         c->recency = rank_recency(when, now, half, floor);
         c->importance = rank_importance(sqlite3_column_int(st, 0), imax);
         if (!c->tier)
@@ -707,9 +718,19 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         return core_error(m, MNEMO_INVALID, "empty query");
     buf qt;
     buf_init(&qt, 1 << 16);
-    if (utf8_repair(&qt, text, strlen(text))) {
+    buf raw;
+    buf_init(&raw, 1 << 16);
+    if (utf8_repair(&raw, text, strlen(text))) {
+        buf_cleanup(&raw);
         buf_cleanup(&qt);
         return core_error(m, MNEMO_INVALID, "query too long (limit 64 KiB)");
+    }
+    /* Runtime envelopes (metadata blocks, [channel] tags) are not the query. */
+    int src = sanitize_message(raw.data ? raw.data : "", raw.len, &qt);
+    buf_cleanup(&raw);
+    if (src || buf_err(&qt)) {
+        buf_cleanup(&qt);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
     }
     int blank = 1;
     for (size_t i = 0; i < qt.len; i++)

@@ -39,6 +39,7 @@ enum {
     S_FTS_FILE_INSERT,
     S_FTS_FILE_DELETE,
     S_FILE_PATH,
+    S_FILE_TIME,
     S__COUNT
 };
 
@@ -66,6 +67,7 @@ static const char *const sql_text[S__COUNT] = {
     [S_FTS_FILE_INSERT] = "INSERT INTO files_fts(rowid, path) VALUES(?1, ?2)",
     [S_FTS_FILE_DELETE] = "INSERT INTO files_fts(files_fts, rowid, path) VALUES('delete', ?1, ?2)",
     [S_FILE_PATH] = "SELECT path FROM files WHERE id = ?1",
+    [S_FILE_TIME] = "UPDATE files SET time = ?2 WHERE id = ?1",
 };
 
 /* Schema version 1. The tokenizer language is substituted for %s. */
@@ -112,9 +114,11 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "CREATE INDEX embed_cache_used ON embed_cache(used_at);\n",
     /* 2 -> 3: session transcripts. Files know their source (memory or
      * sessions); a transcript chunk maps each of its text lines to the
-     * JSONL line it came from (u32 per line). */
+     * JSONL line it came from (u32 per line), and a transcript has a time:
+     * its newest message. */
     "ALTER TABLE files ADD COLUMN source TEXT NOT NULL DEFAULT 'memory';\n"
-    "ALTER TABLE chunks ADD COLUMN line_map BLOB;\n",
+    "ALTER TABLE chunks ADD COLUMN line_map BLOB;\n"
+    "ALTER TABLE files ADD COLUMN time REAL NOT NULL DEFAULT 0;\n",
 };
 
 struct store {
@@ -391,7 +395,8 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
     if ((rc = store_meta_set(s, "schema_version", num)) ||
         (rc = store_meta_set(s, "mnemo_version", MNEMO_VERSION)) ||
-        (rc = store_meta_set(s, "language", set->language)))
+        (rc = store_meta_set(s, "language", set->language)) ||
+        (rc = store_meta_set(s, "index_rules", STORE_INDEX_RULES)))
         goto sqlfail;
     snprintf(num, sizeof num, "%d", set->chunk_tokens);
     if ((rc = store_meta_set(s, "chunk_tokens", num)))
@@ -494,7 +499,8 @@ int store_files_load(store *s, store_file **out, size_t *n)
     *n = 0;
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT id, path, size, mtime_ns, hash, status FROM files", -1,
+                                "SELECT id, path, size, mtime_ns, hash, status, source FROM files",
+                                -1,
                                 &st, NULL);
     if (rc != SQLITE_OK)
         return store_code(rc);
@@ -519,6 +525,8 @@ int store_files_load(store *s, store_file **out, size_t *n)
         const char *h = (const char *)sqlite3_column_text(st, 4);
         snprintf(f->hash, sizeof f->hash, "%s", h ? h : "");
         f->ok = sqlite3_column_int(st, 5) == STORE_FILE_OK;
+        const char *src = (const char *)sqlite3_column_text(st, 6);
+        f->sessions = src && strcmp(src, "sessions") == 0;
         if (!f->path) {
             rc = SQLITE_NOMEM;
             break;
@@ -636,6 +644,16 @@ int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, cons
         sqlite3_bind_int(st, 5, status);
         if (reason)
             sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
+    }
+    return run(s, st);
+}
+
+int store_file_set_time(store *s, int64_t id, double when)
+{
+    sqlite3_stmt *st = stmt(s, S_FILE_TIME);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_double(st, 2, when);
     }
     return run(s, st);
 }

@@ -15,6 +15,11 @@
 
 #define STORE_SCHEMA_VERSION 3
 
+/* The version of the rules that turn files into stored chunks and tokens
+ * (chunker, tokenizer, transcript flattening). An index built under other
+ * rules is rebuilt, as for a changed chunk size. */
+#define STORE_INDEX_RULES "1"
+
 typedef struct store store;
 
 typedef struct store_settings {
@@ -29,7 +34,8 @@ typedef struct store_file {
     char *path;
     int64_t size, mtime_ns;
     char hash[HASH_HEX_LEN + 1];
-    int ok; /* indexed (1) or skipped (0) */
+    int ok;       /* indexed (1) or skipped (0) */
+    int sessions; /* a transcript */
     int seen;
 } store_file;
 
@@ -73,6 +79,9 @@ int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns
                       const char *hash, int status, const char *reason, int sessions, int64_t *id);
 int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,
                       int status, const char *reason);
+
+/* Sets the time of a transcript (its newest message, Unix seconds). */
+int store_file_set_time(store *s, int64_t id, double when);
 int store_file_rename(store *s, int64_t id, const char *path);
 /* Deletes a file row and its chunks. */
 int store_file_delete(store *s, int64_t id);

@@ -74,6 +74,8 @@ static int write_chunks(sync_ctx *c, int64_t file_id, int replace, const prep_it
                       sessions,
                       replace};
     int rc = store_chunks_write(c->st, file_id, &w, &removed, &added);
+    if (!rc && sessions)
+        rc = store_file_set_time(c->st, file_id, it->time);
     if (rc)
         return db_fail(c, rc, "writing chunks");
     c->stats->chunks_removed += (size_t)removed;
@@ -239,7 +241,9 @@ static int sync_files(sync_ctx *c)
             continue;
         }
         size_t old;
-        if (!known && map_get(&byhash, it->hash, &old) && !files[old].seen) {
+        if (!known && map_get(&byhash, it->hash, &old) && !files[old].seen &&
+            files[old].sessions == e->sessions &&
+            is_entries_path(files[old].path) == inputs[w].entries) {
             /* Renamed: same content under a new path; keep its chunks. */
             files[old].seen = 1;
             c->stats->files_renamed++;
@@ -462,12 +466,17 @@ static int settings_changed(mnemo *m, const char **why)
         const char *why;
     } checks[] = {{"language", CFG_LANGUAGE, "the stemmer language changed"},
                   {"chunk_tokens", CFG_CHUNK_TOKENS, "the chunk size changed"},
-                  {"chunk_overlap", CFG_CHUNK_OVERLAP, "the chunk overlap changed"}};
+                  {"chunk_overlap", CFG_CHUNK_OVERLAP, "the chunk overlap changed"},
+                  {"index_rules", -1, "it was built by a mnemo with other indexing rules"},
+                  {"workspace", -2, "it was built for another workspace"}};
     for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
         char *v = NULL;
         if (store_meta_get(m->st, checks[i].meta, &v))
             return 0;
-        int differs = !v || strcmp(v, cfg_str(m->cfg, checks[i].key)) != 0;
+        const char *want = checks[i].key == -1   ? STORE_INDEX_RULES
+                           : checks[i].key == -2 ? m->workspace
+                                                 : cfg_str(m->cfg, checks[i].key);
+        int differs = !v || strcmp(v, want) != 0;
         free(v);
         if (differs) {
             *why = checks[i].why;

@@ -144,8 +144,16 @@ int walk_roots_build(const char *workspace, const char *extra_json, const char *
     }
     json_decref(arr);
     if (!rc && sessions_dir && *sessions_dir) {
+        /* Resolved as extra paths are; a missing folder holds no sessions yet. */
+        buf_reset(&p);
+        if (sessions_dir[0] == '~' && sessions_dir[1] == '/' && getenv("HOME"))
+            buf_printf(&p, "%s%s", getenv("HOME"), sessions_dir + 1);
+        else if (sessions_dir[0] == '/')
+            buf_puts(&p, sessions_dir);
+        else
+            buf_printf(&p, "%s/%s", workspace, sessions_dir);
         char real[PATH_MAX];
-        if (realpath(sessions_dir, real))
+        if (!(rc = buf_err(&p)) && realpath(p.data, real))
             rc = add_root2(out, real, display_of(workspace, real), "**/*.jsonl", 1, 1);
     }
     (void)err;

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -212,4 +213,60 @@ TEST(cli_empty_workspace_hint)
     ASSERT_CONTAINS(err, "holds no files");
     free(out);
     free(err);
+}
+
+TEST(cli_recall_strict_explain_corpus)
+{
+    fixture();
+    char *out, *err;
+    ASSERT_EQ(CLI(&out, NULL, "index", "--quiet"), 0);
+    free(out);
+    /* Trigger recall: a compact entry with its source, or nothing at all. */
+    ASSERT_EQ(CLI(&out, &err, "recall", "--triggers", "which", "box", "is", "the", "gateway",
+                  "host?"),
+              0);
+    ASSERT(strncmp(out, "- The machine running the gateway is `atlas`", 44) == 0);
+    ASSERT_CONTAINS(out, "(Source: MEMORY.md#L4)\n");
+    ASSERT_STR_EQ(err, "");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "recall", "--triggers", "what should we cook tonight"), 0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_STR_EQ(err, "");
+    free(out);
+    free(err);
+    ASSERT_EQ(test_cli(&out, NULL, "[Slack #ops] who owns atlas these days", "--workspace", ws,
+                       "--db", test_path("db.sqlite"), "recall", "--triggers", "-", NULL),
+              0);
+    ASSERT_CONTAINS(out, "atlas");
+    free(out);
+    ASSERT_EQ(CLI(&out, NULL, "recall"), 2);
+    free(out);
+    /* Strict abstains on an unrelated query; default mode does not. */
+    ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--strict", "--min-score", "0.9", "postgres",
+                  "tomato"),
+              0);
+    ASSERT_STR_EQ(out, "{\"results\":[],\"mode\":\"keyword\"}\n");
+    free(out);
+    ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--min-score", "0.9", "postgres", "tomato"), 0);
+    ASSERT_CONTAINS(out, "\"path\":");
+    free(out);
+    /* Explain: every factor on every result. */
+    ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--explain", "postgres", "migration"), 0);
+    static const char *const fields[] = {"\"textScore\":", "\"tier\":",  "\"recency\":",
+                                         "\"importance\":", "\"rankBefore\":", "\"rankAfter\":",
+                                         "\"explain\":{"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        ASSERT_CONTAINS(out, fields[i]);
+    free(out);
+    ASSERT_EQ(CLI(&out, NULL, "search", "--explain", "postgres", "migration"), 0);
+    ASSERT_CONTAINS(out, "recency");
+    free(out);
+    ASSERT_EQ(CLI(&out, &err, "search", "--corpus", "chats", "postgres"), 2);
+    ASSERT_CONTAINS(err, "memory, sessions or all");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--corpus", "sessions", "postgres"), 0);
+    ASSERT_STR_EQ(out, "{\"results\":[],\"mode\":\"keyword\"}\n");
+    free(out);
 }

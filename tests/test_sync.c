@@ -216,6 +216,56 @@ TEST(sync_settings_change_rebuilds)
     mnemo_close(m);
 }
 
+TEST(sync_rules_and_workspace_changes_rebuild)
+{
+    basic_ws();
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    /* An index written under older indexing rules is rebuilt. */
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '0' WHERE key = 'index_rules'", NULL,
+                           NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    m = test_open("ws", "db.sqlite", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT(s.rebuilt);
+    ASSERT_CONTAINS(s.rebuild_reason, "indexing rules");
+    s = test_sync(m);
+    ASSERT(!s.rebuilt);
+    mnemo_close(m);
+    /* The same index file pointed at another workspace is rebuilt for it. */
+    test_write("ws2/memory/other.md", "kumquat harvest\n");
+    m = test_open("ws2", "db.sqlite", NULL);
+    s = test_sync(m);
+    ASSERT(s.rebuilt);
+    ASSERT_CONTAINS(s.rebuild_reason, "another workspace");
+    char *j = test_search_json(m, "kumquat", 5);
+    ASSERT_CONTAINS(j, "memory/other.md");
+    mnemo_free(j);
+    mnemo_close(m);
+}
+
+TEST(sync_rename_into_entry_file_rechunks)
+{
+    /* A note moved to MEMORY.md is chunked by entries there, not kept. */
+    const char *text = "- first fact about herons\n- second fact about egrets\n";
+    test_write("ws/memory/draft.md", text);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    ASSERT_OK(rename(test_path("ws/memory/draft.md"), test_path("ws/MEMORY.md")));
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_renamed, 0);
+    ASSERT_EQ(s.files_added, 1);
+    ASSERT_EQ(s.files_removed, 1);
+    char *j = test_search_json(m, "egrets", 5);
+    ASSERT_CONTAINS(j, "\"citation\":\"MEMORY.md#L2-L2\"");
+    mnemo_free(j);
+    mnemo_close(m);
+}
+
 static void kill_at_half(void *ud, const mnemo_progress *p)
 {
     (void)ud;
