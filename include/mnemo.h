@@ -248,7 +248,18 @@ const char *mnemo_results_provider(const mnemo_results *r);
  * (and in *REASON why); the search then ran keyword-only. NULL otherwise. */
 const char *mnemo_results_fallback(const mnemo_results *r, const char **reason);
 
-/* The results as the JSON object {"results":[...],"mode":...}. Caller frees. */
+/* Where the search that produced R spent its time, in milliseconds: the
+ * keyword legs (content and file names), the vector leg (embedding the
+ * query and scanning vectors), merging (fusion, file-name boosts), ranking
+ * (recency, importance, sorting, threshold), diversity (MMR), results
+ * (snippets, citations) and the total. */
+typedef struct mnemo_search_timing {
+    double keyword_ms, vector_ms, merge_ms, rank_ms, diversity_ms, results_ms, total_ms;
+} mnemo_search_timing;
+void mnemo_results_timing(const mnemo_results *r, mnemo_search_timing *out);
+
+/* The results as the JSON object {"results":[...],"mode":...}; with the
+ * explain option also "timing":{"keywordMs":...,"totalMs":...}. Caller frees. */
 char *mnemo_results_json(const mnemo_results *r);
 
 void mnemo_results_free(mnemo_results *r);

@@ -27,6 +27,7 @@
 #include "query.h"
 #include "snippet.h"
 #include "rank.h"
+#include "util/time.h"
 #include "util/utf8.h"
 #include "vectors.h"
 
@@ -45,6 +46,7 @@ struct mnemo_results {
     size_t n;
     int explain;
     char *mode, *provider, *model, *fallback_from, *fallback_reason;
+    mnemo_search_timing timing;
 };
 
 typedef struct cand {
@@ -90,6 +92,14 @@ const char *mnemo_results_fallback(const mnemo_results *r, const char **reason)
     if (reason)
         *reason = r ? r->fallback_reason : NULL;
     return r ? r->fallback_from : NULL;
+}
+
+void mnemo_results_timing(const mnemo_results *r, mnemo_search_timing *out)
+{
+    if (r)
+        *out = r->timing;
+    else
+        memset(out, 0, sizeof *out);
 }
 
 void mnemo_results_free(mnemo_results *r)
@@ -163,6 +173,15 @@ char *mnemo_results_json(const mnemo_results *r)
         buf_puts(&b, ",\"reason\":");
         buf_json_str(&b, r->fallback_reason, strlen(r->fallback_reason));
         buf_putc(&b, '}');
+    }
+    if (r && r->explain) {
+        const mnemo_search_timing *t = &r->timing;
+        buf_printf(&b,
+                   ",\"timing\":{\"keywordMs\":%.3f,\"vectorMs\":%.3f,\"mergeMs\":%.3f,"
+                   "\"rankMs\":%.3f,\"diversityMs\":%.3f,\"resultsMs\":%.3f,"
+                   "\"totalMs\":%.3f}",
+                   t->keyword_ms, t->vector_ms, t->merge_ms, t->rank_ms, t->diversity_ms,
+                   t->results_ms, t->total_ms);
     }
     buf_putc(&b, '}');
     return buf_detach(&b);
@@ -710,8 +729,17 @@ static int diversify(mnemo *m, tok *t, sqlite3_stmt *row, const vleg *vl, const 
     return rc;
 }
 
+/* Milliseconds since *T, which moves to now. */
+static double lap(double *t)
+{
+    double now = time_mono(), ms = (now - *t) * 1000.0;
+    *t = now;
+    return ms;
+}
+
 int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
 {
+    double t0 = time_mono();
     *out = NULL;
     core_clear(m);
     if (!text)
@@ -753,6 +781,7 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     sqlite3_stmt *fid = NULL, *first = NULL, *row = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
     int rc = res ? MNEMO_OK : MNEMO_NOMEM;
+    double tm = t0;
     if (rc || (rc = core_qtok(m, &t)))
         goto done;
     if ((rc = query_parse(t, qt.data, &q)))
@@ -779,8 +808,10 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         goto done;
     if ((rc = file_legs(m, &q, &cp, &hits, &nhits)))
         goto done;
+    res->timing.keyword_ms = lap(&tm);
     if ((rc = vector_leg(m, qt.data, &cp, p.cap, res, &vl)))
         goto done;
+    res->timing.vector_ms = lap(&tm);
 
     sqlite3 *db = store_db(m->st);
     if (sqlite3_prepare_v2(db, "SELECT file_id FROM chunks WHERE id = ?1", -1, &fid, NULL) ||
@@ -915,6 +946,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         if (all[i].tier)
             all[i].score = 1.0;
 
+    res->timing.merge_ms = lap(&tm);
+
     /* Recency and importance. */
     if ((rc = apply_factors(m, all, n)))
         goto done;
@@ -937,6 +970,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
                 all[kept++] = all[i];
     }
 
+    res->timing.rank_ms = lap(&tm);
+
     /* Diversity: MMR over the pool below the file-name tiers. */
     size_t *order = malloc((kept ? kept : 1) * sizeof *order);
     if (!order) {
@@ -952,6 +987,7 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         free(order);
         goto done;
     }
+    res->timing.diversity_ms = lap(&tm);
 
     res->explain = opts && opts->explain;
     res->v = calloc((size_t)max, sizeof *res->v);
@@ -979,6 +1015,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         res->v[res->n++] = r;
     }
     free(order);
+    res->timing.results_ms = lap(&tm);
+    res->timing.total_ms = (tm - t0) * 1000.0;
 done:
     sqlite3_finalize(fid);
     sqlite3_finalize(first);

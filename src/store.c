@@ -114,10 +114,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "CREATE INDEX embed_cache_used ON embed_cache(used_at);\n",
     /* 2 -> 3: session transcripts. Files know their source (memory or
      * sessions); a transcript chunk maps each of its text lines to the
-     * JSONL line it came from (u32 per line), and a transcript has a time:
-     * its newest message. */
+     * JSONL line it came from (u32 per line). */
     "ALTER TABLE files ADD COLUMN source TEXT NOT NULL DEFAULT 'memory';\n"
-    "ALTER TABLE chunks ADD COLUMN line_map BLOB;\n"
+    "ALTER TABLE chunks ADD COLUMN line_map BLOB;\n",
+    /* 3 -> 4: a transcript's time (its newest message, Unix seconds). */
     "ALTER TABLE files ADD COLUMN time REAL NOT NULL DEFAULT 0;\n",
 };
 

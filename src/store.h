@@ -13,7 +13,7 @@
 #include "fts.h"
 #include "util/hash.h"
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* The version of the rules that turn files into stored chunks and tokens
  * (chunker, tokenizer, transcript flattening). An index built under other

@@ -248,6 +248,34 @@ TEST(sync_rules_and_workspace_changes_rebuild)
     mnemo_close(m);
 }
 
+TEST(sync_migrates_older_schema_in_place)
+{
+    basic_ws();
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    long long chunks = db_int("SELECT count(*) FROM chunks");
+    /* Turn the index back into schema 3 (no transcript time). */
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE files DROP COLUMN time; "
+                               "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    m = test_open("ws", "db.sqlite", NULL);
+    char *j = test_search_json(m, "postgres", 5); /* search alone upgrades it */
+    ASSERT_CONTAINS(j, "memory/2026-11-02.md");
+    mnemo_free(j);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT(!s.rebuilt);
+    ASSERT_EQ(s.files_unchanged, s.files_seen);
+    mnemo_close(m);
+    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 4);
+    ASSERT_EQ(db_int("SELECT count(*) FROM chunks"), chunks);
+    ASSERT_EQ(db_int("SELECT count(*) FROM files WHERE time = 0"), db_int("SELECT count(*) FROM files"));
+}
+
 TEST(sync_rename_into_entry_file_rechunks)
 {
     /* A note moved to MEMORY.md is chunked by entries there, not kept. */
