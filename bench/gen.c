@@ -9,7 +9,9 @@
  * about one note in twenty, Chinese or Japanese text. Words follow a Zipf
  * distribution over a vocabulary of common English and technical words plus
  * a long tail of generated words. Also writes DIR.queries (200 queries, one
- * a line) drawn from the same distribution. Deterministic for a seed.
+ * a line) drawn from the same distribution, and DIR.messages (200 inbound
+ * messages for trigger recall, half naming a trigger phrase). Deterministic
+ * for a seed.
  */
 #include <errno.h>
 #include <math.h>
@@ -18,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#define MAX_TRIG 512
+static const char *trig[MAX_TRIG][2];
+static int ntrig;
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -236,9 +242,14 @@ int main(int argc, char **argv)
         sentence(f, 8 + pick(20));
         if (pick(5) == 0)
             fprintf(f, " <!-- importance: %d -->", 1 + pick(10));
-        if (pick(8) == 0)
-            fprintf(f, " <!-- trigger: %s %s, %s -->", word(36 + pick(150)), word(36 + pick(150)),
-                    word(36 + pick(150)));
+        if (pick(8) == 0) {
+            const char *a = word(36 + pick(150)), *b = word(36 + pick(150));
+            fprintf(f, " <!-- trigger: %s %s, %s -->", a, b, word(36 + pick(150)));
+            if (ntrig < MAX_TRIG) {
+                trig[ntrig][0] = a;
+                trig[ntrig++][1] = b;
+            }
+        }
         fputc('\n', f);
     }
     fclose(f);
@@ -287,6 +298,22 @@ int main(int argc, char **argv)
                 fputs(word(20 + pick(400) + (pick(3) == 0 ? pick(3000) : 0)), f);
         }
         fputc('\n', f);
+    }
+    fclose(f);
+    /* Inbound messages for trigger recall: half carry a trigger phrase,
+     * words swapped, behind a channel tag; half are ordinary chatter. */
+    snprintf(path, sizeof path, "%s.messages", dir);
+    f = fopen(path, "w");
+    for (int q = 0; q < 200; q++) {
+        if (q % 2 == 0 && ntrig) {
+            int t = pick(ntrig);
+            fprintf(f, "[Telegram Chris +1m 2026-11-29 12:00 UTC] quick question about %s %s "
+                       "before the meeting?\n",
+                    trig[t][1], trig[t][0]);
+        } else {
+            fprintf(f, "what do you think about %s and %s today\n",
+                    word(20 + pick(400) + pick(3000)), word(20 + pick(400) + pick(3000)));
+        }
     }
     fclose(f);
     printf("%d notes, %d curated entries, %.1f MB of Markdown in %s\n", n, entries,

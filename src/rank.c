@@ -97,51 +97,113 @@ typedef struct acc {
     int nomem;
 } acc;
 
-static int add_token(void *ud, int flags, const char *token, int len, int start, int end)
-{
-    (void)start;
-    (void)end;
-    acc *a = ud;
-    if (flags & TOKF_PART)
-        return 0;
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        uint64_t *h = realloc(a->h, cap * sizeof *h);
-        if (!h) {
-            a->nomem = 1;
-            return 1;
-        }
-        a->h = h;
-        a->cap = cap;
-    }
-    a->h[a->n++] = hash64(token, (size_t)len);
-    return 0;
-}
-
 static int cmp_u64(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
     return a < b ? -1 : a > b;
 }
 
-int rank_tokens_build(tok *t, const char *text, size_t len, rank_tokens *out)
+static int is_cjk(uint32_t c)
+{
+    return (c >= 0x3040 && c <= 0x30ff) || (c >= 0x3400 && c <= 0x4dbf) ||
+           (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) ||
+           (c >= 0xf900 && c <= 0xfaff) || (c >= 0xff66 && c <= 0xff9f);
+}
+
+/* The code point at S (N bytes left) and its length; 0xfffd for bad bytes. */
+static uint32_t decode(const unsigned char *s, size_t n, size_t *len)
+{
+    uint32_t c = s[0];
+    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    if (k == 1 || k > n) {
+        *len = 1;
+        return 0xfffd;
+    }
+    c &= 0x3f >> (k - 1);
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            *len = 1;
+            return 0xfffd;
+        }
+        c = c << 6 | (s[i] & 0x3f);
+    }
+    *len = k;
+    return c;
+}
+
+static void add_hash(acc *a, uint64_t h)
+{
+    if (a->nomem)
+        return;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 128;
+        uint64_t *v = realloc(a->h, cap * sizeof *v);
+        if (!v) {
+            a->nomem = 1;
+            return;
+        }
+        a->h = v;
+        a->cap = cap;
+    }
+    a->h[a->n++] = h;
+}
+
+/* A lighter tokenizer than the index's: words lowercased (ASCII) without
+ * stemming, CJK runs as bigrams (a lone character as itself). Near-
+ * duplicates share their surface forms, and this runs on every candidate
+ * of every search. */
+int rank_tokens_build(const char *text, size_t len, rank_tokens *out)
 {
     acc a = {NULL, 0, 0, 0};
     out->h = NULL;
     out->n = 0;
-    tok_run(t, text ? text : "", text ? len : 0, 0, add_token, &a);
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
+    char word[64];
+    size_t wl = 0, run = 0, prev = 0, prevlen = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        size_t k = 1;
+        uint32_t cp = c < 0x80 ? c : decode(s + i, len - i, &k);
+        int cjk = cp >= 0x80 && is_cjk(cp);
+        int letter = cp >= 0x80 ? !cjk && cp != 0xfffd && cp != 0xa0
+                                : (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+        if (!letter && wl) {
+            add_hash(&a, hash64(word, wl));
+            wl = 0;
+        }
+        if (!cjk && run) {
+            if (run == 1)
+                add_hash(&a, hash64(s + prev, prevlen));
+            run = 0;
+        }
+        if (letter) {
+            for (size_t j = 0; j < k && wl < sizeof word; j++)
+                word[wl++] = (char)(c < 0x80 && c >= 'A' && c <= 'Z' ? c | 0x20 : s[i + j]);
+        } else if (cjk) {
+            if (run)
+                add_hash(&a, hash64(s + prev, prevlen + k));
+            run++;
+            prev = i;
+            prevlen = k;
+        }
+        i += k;
+    }
+    if (wl)
+        add_hash(&a, hash64(word, wl));
+    if (run == 1)
+        add_hash(&a, hash64(s + prev, prevlen));
     if (a.nomem) {
         free(a.h);
         return MNEMO_NOMEM;
     }
     if (a.n > 1)
         qsort(a.h, a.n, sizeof *a.h, cmp_u64);
-    size_t k = 0;
+    size_t n = 0;
     for (size_t i = 0; i < a.n; i++)
-        if (!k || a.h[k - 1] != a.h[i])
-            a.h[k++] = a.h[i];
+        if (!n || a.h[n - 1] != a.h[i])
+            a.h[n++] = a.h[i];
     out->h = a.h;
-    out->n = k;
+    out->n = n < RANK_SKETCH ? n : RANK_SKETCH;
     return MNEMO_OK;
 }
 
@@ -149,27 +211,32 @@ double rank_jaccard(const rank_tokens *a, const rank_tokens *b)
 {
     if (!a->n || !b->n)
         return 0;
-    size_t i = 0, j = 0, inter = 0;
-    while (i < a->n && j < b->n) {
-        if (a->h[i] == b->h[j]) {
+    /* Bottom-k estimate: of the K smallest hashes of the union, the share
+     * found in both sets (exact when the union has at most K tokens). */
+    size_t i = 0, j = 0, seen = 0, inter = 0;
+    while (seen < RANK_SKETCH && (i < a->n || j < b->n)) {
+        if (j >= b->n || (i < a->n && a->h[i] < b->h[j])) {
+            i++;
+        } else if (i >= a->n || b->h[j] < a->h[i]) {
+            j++;
+        } else {
             inter++;
             i++;
             j++;
-        } else if (a->h[i] < b->h[j]) {
-            i++;
-        } else {
-            j++;
         }
+        seen++;
     }
-    return (double)inter / (double)(a->n + b->n - inter);
+    return (double)inter / (double)seen;
 }
 
 void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_t pool,
-              rank_sim_fn sim, void *ud)
+              size_t picks, rank_sim_fn sim, void *ud)
 {
     if (pool > n)
         pool = n;
-    if (pool < 3 || lambda >= 1.0)
+    if (picks > pool)
+        picks = pool;
+    if (pool < 3 || picks < 2 || lambda >= 1.0)
         return;
     size_t *cand = malloc(pool * sizeof *cand);
     double *maxsim = calloc(pool, sizeof *maxsim);
@@ -180,7 +247,7 @@ void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_
     }
     memcpy(cand, order, pool * sizeof *cand);
     size_t left = pool;
-    for (size_t pos = 0; pos < pool; pos++) {
+    for (size_t pos = 0; pos < picks; pos++) {
         size_t best = 0;
         double best_v = -INFINITY;
         for (size_t k = 0; k < left; k++) {
@@ -192,15 +259,18 @@ void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_
         }
         size_t pick = cand[best];
         order[pos] = pick;
-        cand[best] = cand[left - 1];
-        maxsim[best] = maxsim[left - 1];
+        /* Close the gap, keeping the rest in score order. */
+        memmove(cand + best, cand + best + 1, (left - best - 1) * sizeof *cand);
+        memmove(maxsim + best, maxsim + best + 1, (left - best - 1) * sizeof *maxsim);
         left--;
-        for (size_t k = 0; k < left; k++) {
-            double s = sim(ud, pick, cand[k]);
-            if (s > maxsim[k])
-                maxsim[k] = s;
-        }
+        if (pos + 1 < picks)
+            for (size_t k = 0; k < left; k++) {
+                double s = sim(ud, pick, cand[k]);
+                if (s > maxsim[k])
+                    maxsim[k] = s;
+            }
     }
+    memcpy(order + picks, cand, left * sizeof *cand);
     free(cand);
     free(maxsim);
 }

@@ -31,8 +31,8 @@ double rank_recency(double note_time, double now, double half_life_days, double 
 double rank_importance(int n, double max);
 
 /* Token-set similarity for MMR without vectors: Jaccard overlap of the
- * two texts' tokens (words stemmed, CJK by bigrams). Texts are tokenized
- * into sorted hash sets first with rank_tokens(). */
+ * two texts' tokens (words, CJK by bigrams). Texts are tokenized into
+ * sorted hash sets first with rank_tokens_build(). */
 typedef struct rank_tokens {
     uint64_t *h;
     size_t n;
@@ -42,17 +42,19 @@ typedef struct rank_tokens {
 typedef double (*rank_sim_fn)(void *ud, size_t i, size_t j);
 
 /* Reorders ORDER[0..N) (indices into the caller's arrays, sorted by SCORE
- * descending) by MMR with LAMBDA, looking at the first POOL entries only;
- * entries past the pool keep their places after it. */
+ * descending) by MMR with LAMBDA over the first POOL entries: the first
+ * PICKS positions are chosen by MMR, the rest of the pool follows in score
+ * order, entries past the pool keep their places. */
 void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_t pool,
-              rank_sim_fn sim, void *ud);
+              size_t picks, rank_sim_fn sim, void *ud);
 
-/* Tokenizes TEXT (words stemmed as T does, CJK bigrams) into a sorted set
- * of token hashes in OUT (free OUT->h). */
-typedef struct tok tok;
-int rank_tokens_build(tok *t, const char *text, size_t len, rank_tokens *out);
+/* Tokenizes TEXT into a sorted set of token hashes in OUT (free OUT->h):
+ * words lowercased (not stemmed), CJK runs as character bigrams; only the
+ * RANK_SKETCH smallest hashes are kept (a bottom-k sketch). */
+#define RANK_SKETCH 128
+int rank_tokens_build(const char *text, size_t len, rank_tokens *out);
 
-/* Jaccard similarity of two sorted token-hash sets. */
+/* Jaccard similarity of two token sets, estimated from their sketches. */
 double rank_jaccard(const rank_tokens *a, const rank_tokens *b);
 
 #endif

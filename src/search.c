@@ -618,8 +618,43 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
  * Ranking stages (rank.c has the formulas)
  * -------------------------------------------------------------------- */
 
-/* Multiplies each candidate's score by its recency and importance. */
-static int apply_factors(mnemo *m, cand *all, size_t n)
+/* A min-heap of the NEED best final scores seen so far. */
+static void heap_offer(double *h, size_t *n, size_t cap, double v)
+{
+    size_t i;
+    if (*n < cap) {
+        i = (*n)++;
+        while (i && h[(i - 1) / 2] > v) {
+            h[i] = h[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        h[i] = v;
+        return;
+    }
+    if (v <= h[0])
+        return;
+    i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, k = i;
+        double kv = v;
+        if (l < cap && h[l] < kv)
+            k = l, kv = h[l];
+        if (r < cap && h[r] < kv)
+            k = r;
+        if (k == i)
+            break;
+        h[i] = h[k];
+        i = k;
+    }
+    h[i] = v;
+}
+
+/* Multiplies the candidates' scores by their recency and importance, best
+ * first (ALL sorted by by_rank). No factor exceeds max(1, importanceMax),
+ * so once a candidate's score times that cannot reach the NEED-th best
+ * final score, no later one can either: those are dropped (*N shrinks),
+ * which spares a row lookup for most of a large pool. */
+static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(store_db(m->st),
@@ -631,29 +666,42 @@ static int apply_factors(mnemo *m, cand *all, size_t n)
     double half = cfg_num(m->cfg, CFG_RECENCY_HALF_LIFE_DAYS);
     double floor = cfg_num(m->cfg, CFG_RECENCY_FLOOR);
     double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
-    for (size_t i = 0; i < n; i++) {
+    double bound = imax > 1.0 ? imax : 1.0;
+    double *top = malloc((need ? need : 1) * sizeof *top);
+    if (!top) {
+        sqlite3_finalize(st);
+        return MNEMO_NOMEM;
+    }
+    size_t ntop = 0;
+    for (size_t i = 0; i < *n; i++) {
         cand *c = &all[i];
+        if (!c->tier && ntop == need && c->score * bound < top[0]) {
+            *n = i;
+            break;
+        }
         c->recency = c->importance = 1.0;
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, c->chunk_id);
-        if (sqlite3_step(st) != SQLITE_ROW)
-            continue;
-        const char *path = (const char *)sqlite3_column_text(st, 1);
-        const char *source = (const char *)sqlite3_column_text(st, 2);
-        double when;
-        if (source && strcmp(source, "sessions") == 0) {
-            /* A transcript's time is its newest message, else its mtime. */
-            when = sqlite3_column_double(st, 4);
-            if (when <= 0)
-                when = (double)sqlite3_column_int64(st, 3) / 1e9;
-        } else {
-            when = rank_path_date(path ? path : "");
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            const char *path = (const char *)sqlite3_column_text(st, 1);
+            const char *source = (const char *)sqlite3_column_text(st, 2);
+            double when;
+            if (source && strcmp(source, "sessions") == 0) {
+                /* A transcript's time is its newest message, else its mtime. */
+                when = sqlite3_column_double(st, 4);
+                if (when <= 0)
+                    when = (double)sqlite3_column_int64(st, 3) / 1e9;
+            } else {
+                when = rank_path_date(path ? path : "");
+            }
+            c->recency = rank_recency(when, now, half, floor);
+            c->importance = rank_importance(sqlite3_column_int(st, 0), imax);
+            if (!c->tier)
+                c->score *= c->recency * c->importance;
         }
-        c->recency = rank_recency(when, now, half, floor);
-        c->importance = rank_importance(sqlite3_column_int(st, 0), imax);
-        if (!c->tier)
-            c->score *= c->recency * c->importance;
+        heap_offer(top, &ntop, need, c->tier ? INFINITY : c->score);
     }
+    free(top);
     sqlite3_finalize(st);
     return MNEMO_OK;
 }
@@ -677,8 +725,8 @@ static double sim_fn(void *ud, size_t i, size_t j)
 
 /* Reorders ORDER[0..N) (indices into ALL, by score) with MMR. Similarity
  * is the vectors' cosine when the vector leg ran, else token overlap. */
-static int diversify(mnemo *m, tok *t, sqlite3_stmt *row, const vleg *vl, const cand *all,
-                     size_t *order, size_t n)
+static int diversify(mnemo *m, sqlite3_stmt *row, const vleg *vl, const cand *all,
+                     size_t *order, size_t n, int max)
 {
     double lambda = cfg_num(m->cfg, CFG_MMR_LAMBDA);
     size_t npool = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
@@ -709,7 +757,7 @@ static int diversify(mnemo *m, tok *t, sqlite3_stmt *row, const vleg *vl, const 
             sqlite3_reset(row);
             sqlite3_bind_int64(row, 1, all[order[i]].chunk_id);
             if (sqlite3_step(row) == SQLITE_ROW)
-                rc = rank_tokens_build(t, (const char *)sqlite3_column_text(row, 0),
+                rc = rank_tokens_build((const char *)sqlite3_column_text(row, 0),
                                        (size_t)sqlite3_column_bytes(row, 0), &toks[order[i]]);
             sqlite3_reset(row);
         }
@@ -718,7 +766,9 @@ static int diversify(mnemo *m, tok *t, sqlite3_stmt *row, const vleg *vl, const 
         for (size_t i = 0; i < npool; i++)
             score[order[i]] = all[order[i]].score;
         simctx s = {all, vl, toks, vecs};
-        rank_mmr(order, n, score, lambda, npool, sim_fn, &s);
+        /* Positions past what the results can use need no MMR; a few
+         * spare picks cover results dropped as overlapping. */
+        rank_mmr(order, n, score, lambda, npool, (size_t)max * 2 + 2, sim_fn, &s);
     }
     if (toks)
         for (size_t i = 0; i <= max_idx; i++)
@@ -780,10 +830,15 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     memset(&vl, 0, sizeof vl);
     sqlite3_stmt *fid = NULL, *first = NULL, *row = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
-    int rc = res ? MNEMO_OK : MNEMO_NOMEM;
+    int rc = res ? MNEMO_OK : MNEMO_NOMEM, txn = 0;
     double tm = t0;
     if (rc || (rc = core_qtok(m, &t)))
         goto done;
+    /* One read transaction for the whole search: one snapshot for every
+     * leg, and one set of locks instead of one per statement. */
+    if (sqlite3_get_autocommit(store_db(m->st)) &&
+        sqlite3_exec(store_db(m->st), "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
+        txn = 1;
     if ((rc = query_parse(t, qt.data, &q)))
         goto done;
     res->mode = strdup("keyword");
@@ -948,8 +1003,14 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
 
     res->timing.merge_ms = lap(&tm);
 
-    /* Recency and importance. */
-    if ((rc = apply_factors(m, all, n)))
+    /* Recency and importance, for as many candidates as ranking can use:
+     * the diversity pool and twice the results asked for. */
+    size_t need = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
+    if (need < (size_t)max * 2 + 2)
+        need = (size_t)max * 2 + 2;
+    need += (size_t)max;
+    qsort(all, n, sizeof *all, by_rank);
+    if ((rc = apply_factors(m, all, &n, need)))
         goto done;
     qsort(all, n, sizeof *all, by_rank);
     for (size_t i = 0; i < n; i++)
@@ -983,7 +1044,7 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     size_t tiers = 0;
     while (tiers < kept && all[tiers].tier)
         tiers++;
-    if ((rc = diversify(m, t, row, &vl, all, order + tiers, kept - tiers))) {
+    if ((rc = diversify(m, row, &vl, all, order + tiers, kept - tiers, max))) {
         free(order);
         goto done;
     }
@@ -1021,6 +1082,8 @@ done:
     sqlite3_finalize(fid);
     sqlite3_finalize(first);
     sqlite3_finalize(row);
+    if (txn)
+        sqlite3_exec(store_db(m->st), "COMMIT", NULL, NULL, NULL);
     vleg_cleanup(&vl);
     free(all);
     free(hits);

@@ -273,3 +273,48 @@ TEST(rank_trigger_recall_caps)
     mnemo_free(out);
     mnemo_close(m);
 }
+
+TEST(rank_factor_pruning_keeps_the_exact_top)
+{
+    /* Factors are computed only for candidates that can still make the
+     * top; the results must equal those of computing all of them. */
+    setenv("MNEMO_NOW", "2026-11-29T12:00:00Z", 1);
+    char rel[64], body[256];
+    unsigned x = 12345;
+    for (int i = 0; i < 300; i++) {
+        x = x * 1103515245u + 12345u;
+        int month = 1 + (int)(x >> 16) % 12, day = 1 + (int)(x >> 8) % 28;
+        snprintf(rel, sizeof rel, "ws/memory/%d-%02d-%02d-n%03d.md", 2024 + (int)(x >> 4) % 3,
+                 month, day, i);
+        int reps = 1 + (int)(x >> 20) % 4;
+        snprintf(body, sizeof body,
+                 "- heron sighting%s%s%s near the pond, with ducks, geese, coots, grebes, "
+                 "swans and a kingfisher on the far bank <!-- importance: %d -->\n",
+                 reps > 1 ? " heron" : "", reps > 2 ? " heron" : "", reps > 3 ? " heron" : "",
+                 1 + (int)(x >> 12) % 10);
+        test_write(rel, body);
+    }
+    mnemo *m = test_open("ws", "db.sqlite", "minScore=0", "mmrLambda=1", "mmrPool=0", NULL);
+    test_sync(m);
+    json_t *j = search_json(m, "heron", 10, -1, 1);
+    char *pruned = json_dumps(json_object_get(j, "results"), 0);
+    json_decref(j);
+    mnemo_close(m);
+    m = test_open("ws", "db.sqlite", "minScore=0", "mmrLambda=1", "mmrPool=1000", NULL);
+    j = search_json(m, "heron", 10, -1, 1);
+    char *full = json_dumps(json_object_get(j, "results"), 0);
+    /* The factors did reorder: some result outranks a better text match. */
+    json_t *rs = json_object_get(j, "results");
+    int reordered = 0;
+    for (size_t i = 1; i < json_array_size(rs); i++)
+        if (json_real_value(json_object_get(json_array_get(rs, i - 1), "textScore")) <
+            json_real_value(json_object_get(json_array_get(rs, i), "textScore")))
+            reordered = 1;
+    ASSERT(reordered);
+    ASSERT_EQ(json_array_size(rs), 10);
+    json_decref(j);
+    mnemo_close(m);
+    ASSERT_STR_EQ(pruned, full);
+    free(pruned);
+    free(full);
+}
