@@ -13,9 +13,11 @@
 CC       ?= cc
 PREFIX   ?= /usr/local
 DESTDIR  ?=
-PKGS      = sqlite3 libutf8proc jansson libxxhash libcurl zlib
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lstemmer -lm -lpthread
+# libcurl is loaded at run time, when a remote embedding provider is first
+# used (src/curl_dl.c): only its headers are needed to build.
+PKGS      = sqlite3 libutf8proc jansson libxxhash zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libcurl)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lstemmer -lm -lpthread -ldl
 
 WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
        -Wformat=2 -Wvla -Wimplicit-fallthrough -Wconversion -Wno-sign-conversion
@@ -42,7 +44,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/util/jsonvec.c \
           src/util/time.c src/util/lock.c \
           src/tok.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/walk.c \
-          src/prep.c src/sync.c src/query.c src/vec.c src/model.c src/embed.c src/embed_http.c src/vectors.c src/rank.c src/recall.c src/sanitize.c src/transcript.c src/snippet.c src/search.c src/get.c src/status.c src/watch.c
+          src/prep.c src/sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/embed_http.c src/vectors.c src/rank.c src/recall.c src/sanitize.c src/transcript.c src/snippet.c src/search.c src/get.c src/status.c src/watch.c
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_model.c cli/cmd_recall.c
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
@@ -111,7 +113,7 @@ $(BUILD)/bench/embedbench: bench/embedbench.c tests/provider_server.c $(BUILD)/l
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $(shell pkg-config --cflags $(TEST_PKGS)) $(LDFLAGS) -o $@ \
 	  bench/embedbench.c tests/provider_server.c $(BUILD)/libmnemo.a $(PKG_LIBS) \
-	  $(shell pkg-config --libs $(TEST_PKGS))
+	  $(shell pkg-config --libs $(TEST_PKGS) libcurl)
 
 # ---- the README's first command ends here -----------------------------------
 demo: $(BUILD)/mnemo

@@ -8,7 +8,6 @@
  * output, is queued again (retry after a delay, or split in two), or fails
  * the whole call.
  */
-#include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "curl_dl.h"
 #include "embed_int.h"
 #include "util/jsonvec.h"
 #include "mnemo.h"
@@ -28,6 +28,9 @@
 #define RATE_TRIES 5
 #define BACKOFF_MIN 0.5
 #define BACKOFF_MAX 8.0
+
+/* libcurl, loaded by the first embed_http_open(). */
+static const curl_api *C;
 
 struct http_state {
     CURLM *multi;
@@ -73,24 +76,22 @@ typedef struct call {
 
 int embed_http_open(embedder *e, buf *err)
 {
-    static int global_done;
-    if (!global_done) {
-        /* Idempotent in practice; libcurl documents it as not thread-safe,
-         * so a handle is opened before threads are started. */
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        global_done = 1;
+    char why[256];
+    if (!(C = curl_api_get(why, sizeof why))) {
+        buf_printf(err, "%s: %s", e->provider, why);
+        return MNEMO_UNAVAILABLE;
     }
     http_state *h = calloc(1, sizeof *h);
     if (!h)
         return MNEMO_NOMEM;
-    h->multi = curl_multi_init();
+    h->multi = C->multi_init();
     h->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(time_wall() * 1e6);
     if (!h->multi) {
         free(h);
         return MNEMO_NOMEM;
     }
-    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)MAX_CONCURRENCY);
-    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    C->multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)MAX_CONCURRENCY);
+    struct curl_slist *hd = C->slist_append(NULL, "Content-Type: application/json");
     buf line;
     buf_init(&line, 16384);
     if (e->key) {
@@ -98,7 +99,7 @@ int embed_http_open(embedder *e, buf *err)
             buf_printf(&line, "x-goog-api-key: %s", e->key);
         else
             buf_printf(&line, "Authorization: Bearer %s", e->key);
-        hd = curl_slist_append(hd, line.data);
+        hd = C->slist_append(hd, line.data);
         memset(line.data, 0, line.len);
     }
     if (*e->headers_json) {
@@ -110,8 +111,8 @@ int embed_http_open(embedder *e, buf *err)
             buf_printf(err, "%s: headers must be a JSON object of strings", e->provider);
             json_decref(o);
             buf_cleanup(&line);
-            curl_slist_free_all(hd);
-            curl_multi_cleanup(h->multi);
+            C->slist_free_all(hd);
+            C->multi_cleanup(h->multi);
             free(h);
             return MNEMO_INVALID;
         }
@@ -119,7 +120,7 @@ int embed_http_open(embedder *e, buf *err)
         {
             buf_reset(&line);
             buf_printf(&line, "%s: %s", k, json_is_string(v) ? json_string_value(v) : "");
-            hd = curl_slist_append(hd, line.data);
+            hd = C->slist_append(hd, line.data);
         }
         json_decref(o);
     }
@@ -137,8 +138,8 @@ void embed_http_close(embedder *e)
     /* The slist holds the key: wipe it before freeing. */
     for (struct curl_slist *s = h->headers; s; s = s->next)
         memset(s->data, 0, strlen(s->data));
-    curl_slist_free_all(h->headers);
-    curl_multi_cleanup(h->multi);
+    C->slist_free_all(h->headers);
+    C->multi_cleanup(h->multi);
     free(h);
     e->http = NULL;
 }
@@ -433,33 +434,33 @@ static int start(call *c, slot *s, const job *j)
         buf_cleanup(&url);
         return rc;
     }
-    if (!s->easy && !(s->easy = curl_easy_init())) {
+    if (!s->easy && !(s->easy = C->easy_init())) {
         buf_cleanup(&url);
         return MNEMO_NOMEM;
     }
     CURL *h = s->easy;
-    curl_easy_reset(h);
+    C->easy_reset(h);
     buf_reset(&s->resp);
     s->resp.err = 0;
     s->retry_after = -1;
     s->j = *j;
-    curl_easy_setopt(h, CURLOPT_URL, url.data);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->e->http->headers);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, s->req.data);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s->resp);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms < 10000 ? c->timeout_ms : 10000L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "mnemo/" MNEMO_VERSION);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, s);
+    C->easy_setopt(h, CURLOPT_URL, url.data);
+    C->easy_setopt(h, CURLOPT_HTTPHEADER, c->e->http->headers);
+    C->easy_setopt(h, CURLOPT_POSTFIELDS, s->req.data);
+    C->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
+    C->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    C->easy_setopt(h, CURLOPT_WRITEDATA, &s->resp);
+    C->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    C->easy_setopt(h, CURLOPT_HEADERDATA, s);
+    C->easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    C->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms < 10000 ? c->timeout_ms : 10000L);
+    C->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    C->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    C->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    C->easy_setopt(h, CURLOPT_USERAGENT, "mnemo/" MNEMO_VERSION);
+    C->easy_setopt(h, CURLOPT_PRIVATE, s);
     buf_cleanup(&url);
-    if (curl_multi_add_handle(c->e->http->multi, h) != CURLM_OK)
+    if (C->multi_add_handle(c->e->http->multi, h) != CURLM_OK)
         return MNEMO_NOMEM;
     s->busy = 1;
     c->e->requests++;
@@ -487,14 +488,14 @@ static int finish(call *c, slot *s, CURLcode cc)
     embedder *e = c->e;
     job j = s->j;
     long status = 0;
-    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+    C->easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
     double now = time_mono();
     if (cc != CURLE_OK) {
         j.tries++;
         int timeout = cc == CURLE_OPERATION_TIMEDOUT;
         if (j.tries >= NET_TRIES || (c->deadline && now + backoff(c, j.tries) > c->deadline))
             return fail(c, timeout ? MNEMO_TIMEOUT : MNEMO_HTTP, "%s: %s (%s)", e->provider,
-                        timeout ? "timed out" : "network error", curl_easy_strerror(cc));
+                        timeout ? "timed out" : "network error", C->easy_strerror(cc));
         j.not_before = now + backoff(c, j.tries);
         return push(c, j, 1);
     }
@@ -614,16 +615,16 @@ int embed_http_texts(embedder *e, int type, const char *const *texts, const size
         if (c.rc)
             break;
         int running = 0;
-        curl_multi_perform(multi, &running);
+        C->multi_perform(multi, &running);
         CURLMsg *msg;
         int left, freed = 0;
-        while ((msg = curl_multi_info_read(multi, &left)) != NULL) {
+        while ((msg = C->multi_info_read(multi, &left)) != NULL) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
             slot *s = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+            C->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
             CURLcode cc = msg->data.result;
-            curl_multi_remove_handle(multi, msg->easy_handle);
+            C->multi_remove_handle(multi, msg->easy_handle);
             s->busy = 0;
             active--;
             freed = 1;
@@ -639,13 +640,13 @@ int embed_http_texts(embedder *e, int type, const char *const *texts, const size
             double d = (next - time_mono()) * 1000;
             wait_ms = d < 1 ? 1 : d > 1000 ? 1000 : (int)d;
         }
-        curl_multi_poll(multi, NULL, 0, wait_ms, NULL);
+        C->multi_poll(multi, NULL, 0, wait_ms, NULL);
     }
     for (int i = 0; i < c.nslots; i++) {
         if (c.slots[i].busy)
-            curl_multi_remove_handle(multi, c.slots[i].easy);
+            C->multi_remove_handle(multi, c.slots[i].easy);
         if (c.slots[i].easy)
-            curl_easy_cleanup(c.slots[i].easy);
+            C->easy_cleanup(c.slots[i].easy);
         buf_cleanup(&c.slots[i].req);
         buf_cleanup(&c.slots[i].resp);
     }
