@@ -175,11 +175,21 @@ void mnemo_close(mnemo *m)
 
 int core_store(mnemo *m)
 {
-    if (m->st)
-        return MNEMO_OK;
+    struct stat sb;
+    int have = stat(m->db_path, &sb) == 0;
+    if (m->st) {
+        if (have && sb.st_dev == m->st_dev && sb.st_ino == m->st_ino)
+            return MNEMO_OK;
+        store_close(m->st); /* replaced (or removed) under us */
+        m->st = NULL;
+    }
     char err[1024] = "";
     int rc = store_open(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &m->st, err,
                         sizeof err);
+    if (rc == MNEMO_OK && have) {
+        m->st_dev = sb.st_dev;
+        m->st_ino = sb.st_ino;
+    }
     if (rc == MNEMO_NOTFOUND)
         return core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
     if (rc)

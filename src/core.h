@@ -6,6 +6,7 @@
 #define MNEMO_CORE_H
 
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "fts.h"
@@ -20,6 +21,8 @@ struct mnemo {
     char *workspace;   /* absolute, no trailing slash */
     char *db_path;     /* absolute */
     store *st;         /* NULL until first needed */
+    dev_t st_dev;      /* the index file st was opened on: a rebuild by */
+    ino_t st_ino;      /* another process renames a new file into place */
     tok *qtok;         /* query tokenizer, built for the index's language */
     char *qtok_lang;
     embedder *emb;     /* the embedding provider, opened on first use */
@@ -33,8 +36,9 @@ int core_error(mnemo *m, int code, const char *fmt, ...) __attribute__((format(p
 /* Clears the last error. */
 void core_clear(mnemo *m);
 
-/* Opens the index if not open yet. MNEMO_NOTFOUND (with a message) when the
- * database does not exist. */
+/* Opens the index if not open yet, or again when the file at the index path
+ * is no longer the one open (another process rebuilt it). MNEMO_NOTFOUND
+ * (with a message) when the database does not exist. */
 int core_store(mnemo *m);
 
 /* The query tokenizer for the open index. */

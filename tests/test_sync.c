@@ -276,6 +276,29 @@ TEST(sync_migrates_older_schema_in_place)
     ASSERT_EQ(db_int("SELECT count(*) FROM files WHERE time = 0"), db_int("SELECT count(*) FROM files"));
 }
 
+TEST(sync_open_handle_follows_a_rebuild)
+{
+    /* A long-lived handle (a daemon) keeps answering from the current index
+     * after another handle rebuilt it and renamed the new file into place. */
+    basic_ws();
+    mnemo *daemon = test_open("ws", "db.sqlite", NULL);
+    test_sync(daemon);
+    char *j = test_search_json(daemon, "postgres", 5);
+    ASSERT_CONTAINS(j, "memory/2026-11-02.md");
+    mnemo_free(j);
+    test_write("ws/memory/2026-11-20.md", "albatross colony count\n");
+    mnemo *cli = test_open("ws", "db.sqlite", NULL);
+    mnemo_sync_opts o = {1, NULL, NULL};
+    mnemo_sync_stats s;
+    ASSERT_OK(mnemo_sync(cli, &o, &s));
+    ASSERT(s.rebuilt);
+    mnemo_close(cli);
+    j = test_search_json(daemon, "albatross", 5);
+    ASSERT_CONTAINS(j, "memory/2026-11-20.md");
+    mnemo_free(j);
+    mnemo_close(daemon);
+}
+
 TEST(sync_rename_into_entry_file_rechunks)
 {
     /* A note moved to MEMORY.md is chunked by entries there, not kept. */
