@@ -1,0 +1,4 @@
+/*
+ * memory.c - structured memories.
+ */
+#include "mnemo.h"

@@ -1,0 +1,49 @@
+/*
+ * mfilter.h - the filter language of memory search and listing, compiled
+ * to an SQL expression over the memories table.
+ *
+ *   {"category": "rule"}                                   equality
+ *   {"created_at": {"gte": "2026-03-01", "lte": "2026-03-31"}}   a range
+ *   {"OR": [{"type": "fact"}, {"importance": {"gt": 0.8}}]}
+ *   {"NOT": [{"categories": {"in": ["rule", "identity"]}}]}
+ *   {"project": {"icontains": "gateway"}}                  a metadata key
+ *
+ * Operators: eq ne gt gte lt lte in nin contains icontains; logical AND OR
+ * NOT taking arrays. See docs/memories.md.
+ */
+#ifndef MNEMO_MFILTER_H
+#define MNEMO_MFILTER_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "util/buf.h"
+
+/* One bound parameter of a compiled filter, in '?' order. */
+typedef struct mfilter_arg {
+    int is_text;  /* 1: text (owned), 0: number */
+    char *text;
+    double num;
+} mfilter_arg;
+
+typedef struct mfilter {
+    buf sql;            /* a boolean SQL expression; "1" for an empty filter */
+    mfilter_arg *args;
+    size_t nargs, cap;
+} mfilter;
+
+void mfilter_init(mfilter *f);
+void mfilter_cleanup(mfilter *f);
+
+/* Compiles the filter JSON (NULL or "" = no filter) into F, for a query in
+ * which the memories table has alias ALIAS. MNEMO_INVALID with a message
+ * naming the bad part in ERR; MNEMO_NOMEM. */
+int mfilter_compile(const char *json, const char *alias, mfilter *f, char *err, size_t errlen);
+
+/* Binds F's arguments to ST starting at parameter FIRST (1-based). */
+int mfilter_bind(const mfilter *f, sqlite3_stmt *st, int first);
+
+/* Registers mnemo_fold(text), Unicode case folding, used by icontains. */
+int mfilter_register(sqlite3 *db);
+
+#endif

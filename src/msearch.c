@@ -1,0 +1,4 @@
+/*
+ * msearch.c - searching memories.
+ */
+#include "mnemo.h"

@@ -1,0 +1,4 @@
+/*
+ * test_memory.c - structured memories.
+ */
+#include "test.h"
