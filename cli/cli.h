@@ -83,5 +83,7 @@ int cmd_config(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_recall(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
+int cmd_skill(int argc, char **argv);
 
 #endif

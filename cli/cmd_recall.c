@@ -3,6 +3,7 @@
  * Recall runs before every reply, so it never fails loudly: any error is a
  * warning on stderr, nothing on stdout, exit code 0.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,19 +31,40 @@ int cmd_recall(int argc, char **argv)
 {
     static const cli_opt opts[] = {
         {"triggers", 't', NULL, "curated entries whose trigger phrases occur in the message"},
+        {"user", 0, "U", "whose memories (default: config userId)"},
+        {"agent", 0, "A", "agent id"},
+        {"run", 0, "R", "run (session) id, for --strategy always"},
+        {"message", 'm', "TEXT", "the inbound message (- reads standard input)"},
+        {"strategy", 0, "S", "smart (default), always (adds session memory), manual (nothing)"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
-    int code = cli_parse(argc, argv, "recall", "mnemo recall --triggers MESSAGE... (or - for stdin)",
+    int code = cli_parse(argc, argv, "recall",
+                         "mnemo recall [--user U] [--message TEXT|-] [--strategy smart|always|"
+                         "manual] [--agent A] [--run R]\n"
+                         "       mnemo recall --triggers MESSAGE... (or - for stdin)",
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
-    if (!a.val[0]) {
+    int triggers = a.val[0] != NULL;
+    if (triggers && a.npos == 0) {
         cli_error("recall: say what to recall: --triggers MESSAGE");
         return EXIT_USAGE;
     }
-    char *message = read_message(&a);
-    if (!message)
+    if (!triggers && a.val[4] && a.npos) {
+        cli_error("recall: give the message once: --message TEXT or as arguments");
+        return EXIT_USAGE;
+    }
+    char *message = NULL;
+    if (!triggers && a.val[4]) {
+        cli_args b = a;
+        b.npos = 1;
+        b.pos[0] = a.val[4];
+        message = read_message(&b);
+    } else if (a.npos) {
+        message = read_message(&a);
+    }
+    if (a.npos && !message)
         return EXIT_OK;
     mnemo *m;
     if (cli_open(&a, &m)) {
@@ -50,10 +72,25 @@ int cmd_recall(int argc, char **argv)
         return EXIT_OK; /* the error is printed; recall never blocks */
     }
     char *out = NULL;
-    int rc = mnemo_recall_triggers(m, message, &out);
+    int rc;
+    if (triggers) {
+        rc = mnemo_recall_triggers(m, message, &out);
+    } else {
+        json_t *o = json_object();
+        const char *keys[] = {NULL, "user_id", "agent_id", "run_id", NULL, "strategy"};
+        for (int i = 1; i < 6; i++)
+            if (keys[i] && a.val[i])
+                json_object_set_new(o, keys[i], json_string(a.val[i]));
+        if (message)
+            json_object_set_new(o, "message", json_string(message));
+        char *opt = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        rc = opt ? mnemo_memory_recall(m, opt, &out) : MNEMO_NOMEM;
+        free(opt);
+    }
     if (rc && rc != MNEMO_NOTFOUND)
         cli_error("recall: %s", mnemo_errmsg(m));
-    else if (out && *out)
+    else if (!rc && out && *out)
         fputs(out, stdout);
     mnemo_free(out);
     free(message);

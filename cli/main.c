@@ -18,7 +18,9 @@ static const struct {
     {"config", cmd_config, "show the effective configuration or list its keys"},
     {"tokenize", cmd_tokenize, "show how text is tokenized (debugging)"},
     {"model", cmd_model, "import a static embedding table (GloVe, word2vec, model2vec)"},
-    {"recall", cmd_recall, "memories to put before a reply (--triggers MESSAGE)"},
+    {"recall", cmd_recall, "the <recalled-memories> block, or trigger recall (--triggers)"},
+    {"memory", cmd_memory, "store, search, list, change and export structured memories"},
+    {"skill", cmd_skill, "the memory_search skill (arguments in SKILL_ARGS)"},
 };
 
 static void usage(FILE *f)

@@ -295,6 +295,85 @@ int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *ou
 void mnemo_excerpt_cleanup(mnemo_excerpt *e);
 
 /* ------------------------------------------------------------------------
+ * Structured memories
+ *
+ * Facts an agent stores ("User prefers dark mode", category preference),
+ * kept in the index database, which is their only copy: rebuilding the
+ * index carries them over. A memory is a JSON object:
+ *
+ *   {"id":"<uuid>","text":"...","category":"preference","importance":0.85,
+ *    "type":"fact","subject":"user","user_id":"alice","agent_id":"",
+ *    "run_id":"","metadata":{},"triggers":[],"created_at":"<ISO 8601>",
+ *    "updated_at":"...","expires_at":null,"confirmations":0,
+ *    "last_confirmed_at":null,"deleted_at":null}
+ *
+ * Search results add "score" (0..1). Options are JSON objects too; every
+ * key is optional. See docs/memories.md.
+ * ---------------------------------------------------------------------- */
+
+/* Stores a memory. RECORD needs "text"; defaults: category "other" with its
+ * category's importance, type "fact", subject "user", user_id the config's
+ * userId, agent_id the config's agentId, run_id "" (long-term). An exact
+ * duplicate (same text in the same scope) is not stored again: *out is the
+ * existing memory with "duplicate":true. Text that looks like a credential
+ * is refused (MNEMO_INVALID). *out: the stored memory (caller frees). */
+int mnemo_memory_add(mnemo *m, const char *record, char **out);
+
+/* Changes fields of memory ID (CHANGES: a JSON object of fields to set;
+ * id and times cannot be set). Recorded in its history. */
+int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out);
+
+/* Soft-deletes memory ID (MNEMO_NOTFOUND if there is none or it is already
+ * deleted): it leaves searches and lists but stays until purged. */
+int mnemo_memory_delete(mnemo *m, const char *id);
+
+/* Removes deleted memories for good, with their history: ID, or all of
+ * them when ID is NULL. *purged gets the count. */
+int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged);
+
+/* The memory ID (deleted ones too). MNEMO_NOTFOUND when unknown. */
+int mnemo_memory_get(mnemo *m, const char *id, char **out);
+
+/* The user confirmed memory ID: counted, and it fades more slowly. */
+int mnemo_memory_confirm(mnemo *m, const char *id, char **out);
+
+/* The history of memory ID as a JSON array of {"event":"ADD"|"UPDATE"|
+ * "DELETE"|"CONFIRM","old_text","new_text","at","detail"}, oldest first. */
+int mnemo_memory_history(mnemo *m, const char *id, char **out);
+
+/* Memories matching OPTIONS, newest first: {"user_id","agent_id","run_id",
+ * "scope":"all|session|long-term","categories":[...],"type","subject",
+ * "filters":{...},"limit","offset","deleted":bool}. *out: {"memories":[...],
+ * "total":N}. */
+int mnemo_memory_list(mnemo *m, const char *options, char **out);
+
+/* Searches memories: the list options (type defaults to "fact", limit to
+ * 10, at most 50) plus "min_score". *out: {"results":[memory + "score"],
+ * "total":N,"mode":"keyword"|"hybrid"}. */
+int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out);
+
+/* Formats search results (*out of mnemo_memory_search) for people and
+ * tools. STYLE "tool": "Found N memories:\n\n1. text (score: 87%, id: ...)";
+ * "skill": "--- Result 1 (score: 0.870) ---\nContent: ..." blocks. */
+int mnemo_memory_format(const char *results, const char *style, char **out);
+
+/* Writes every memory (deleted ones too) with its history as JSON lines
+ * through WRITE (return non-zero to stop). *count gets the number. */
+typedef int (*mnemo_write_fn)(void *ud, const char *data, size_t len);
+int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
+
+/* Imports JSON lines as written by mnemo_memory_export, all or nothing:
+ * a bad line fails the import naming its number. Memories whose id (or
+ * text in the same scope) is already stored are skipped. */
+int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                        size_t *skipped);
+
+/* The <recalled-memories> block to put before a prompt. OPTIONS:
+ * {"user_id","agent_id","run_id","message","strategy":"smart|always|manual"}.
+ * *out is "" for strategy manual. */
+int mnemo_memory_recall(mnemo *m, const char *options, char **out);
+
+/* ------------------------------------------------------------------------
  * Status and tools
  * ---------------------------------------------------------------------- */
 

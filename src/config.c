@@ -132,6 +132,33 @@ static const keydef keys[CFG__COUNT] = {
                      "what to index: memory, sessions (transcripts in sessionsDir)"},
     [CFG_SESSIONS_DIR] = {"sessionsDir", "MNEMO_SESSIONS_DIR", T_STR, "", 0, 0,
                           "folder of JSONL session transcripts (OpenClaw, Claude Code)"},
+    [CFG_USER_ID] = {"userId", "MNEMO_USER_ID", T_STR, "default", 0, 0,
+                     "whose memories: the user_id of stored memories by default"},
+    [CFG_AGENT_ID] = {"agentId", "MNEMO_AGENT_ID", T_STR, "", 0, 0,
+                      "the agent_id of stored memories by default (empty: shared)"},
+    [CFG_MEMORY_HALF_LIFE_DAYS] = {"memoryHalfLifeDays", "MNEMO_MEMORY_HALF_LIFE_DAYS", T_NUM,
+                                   "30", 0, 36500,
+                                   "how fast unconfirmed memories fade (each confirmation "
+                                   "lengthens it)"},
+    [CFG_MEMORY_MIN_SCORE] = {"memoryMinScore", "MNEMO_MEMORY_MIN_SCORE", T_NUM, "0.3", 0, 1,
+                              "memory search: drop results scoring below this"},
+    [CFG_RECALL_STRATEGY] = {"recallStrategy", "MNEMO_RECALL_STRATEGY", T_STR, "smart", 0, 0,
+                             "recalled-memories block: smart, always (adds session memory), "
+                             "manual (nothing)",
+                             "smart,always,manual"},
+    [CFG_RECALL_BUDGET_TOKENS] = {"recallBudgetTokens", "MNEMO_RECALL_BUDGET_TOKENS", T_INT,
+                                  "1500", 0, 100000,
+                                  "size of the recalled-memories block (about 4 characters a "
+                                  "token)"},
+    [CFG_RECALL_MAX_MEMORIES] = {"recallMaxMemories", "MNEMO_RECALL_MAX_MEMORIES", T_INT, "15", 0,
+                                 1000, "most memories in the recalled-memories block"},
+    [CFG_RECALL_THRESHOLD] = {"recallThreshold", "MNEMO_RECALL_THRESHOLD", T_NUM, "0.4", 0, 1,
+                              "similarity a memory needs to be recalled for a message"},
+    [CFG_RECALL_CATEGORIES] = {"recallCategories", "MNEMO_RECALL_CATEGORIES", T_LIST,
+                               "[\"identity\",\"configuration\",\"rule\",\"preference\","
+                               "\"decision\",\"technical\",\"relationship\",\"project\","
+                               "\"operational\"]",
+                               0, 0, "order of categories in the recalled-memories block"},
 };
 
 struct mnemo_config {

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mnemo.h"
@@ -171,12 +172,14 @@ static int decode_varint(const unsigned char *p, int n, int *out)
 static int load_block(fts_rank *r, int64_t from)
 {
     r->dl_n = r->dl_cur = 0;
-    if (!r->docsize && sqlite3_prepare_v3(r->db,
-                                          "SELECT id, sz FROM chunks_fts_docsize WHERE id >= ?1 "
-                                          "ORDER BY id LIMIT ?2",
-                                          -1, SQLITE_PREPARE_PERSISTENT, &r->docsize,
-                                          NULL) != SQLITE_OK)
-        return 0;
+    if (!r->docsize) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT id, sz FROM %s WHERE id >= ?1 ORDER BY id LIMIT ?2",
+                 r->docsize_table ? r->docsize_table : "chunks_fts_docsize");
+        if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &r->docsize, NULL) !=
+            SQLITE_OK)
+            return 0;
+    }
     sqlite3_reset(r->docsize);
     sqlite3_bind_int64(r->docsize, 1, from);
     sqlite3_bind_int(r->docsize, 2, FTS_DL_BLOCK);
@@ -348,6 +351,15 @@ static fts5_api *get_api(sqlite3 *db)
     sqlite3_step(st);
     sqlite3_finalize(st);
     return api;
+}
+
+int fts_register_collect(sqlite3 *db, const char *name, fts_rank *rank)
+{
+    fts5_api *api = get_api(db);
+    if (!api)
+        return SQLITE_ERROR;
+    rank->db = db;
+    return api->xCreateFunction(api, name, rank, collect_fn, NULL);
 }
 
 int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed)

@@ -39,6 +39,7 @@ typedef struct fts_rank {
     fts_hits hits;
     /* Document lengths of chunks_fts, read in blocks (see fts.c). */
     sqlite3 *db;
+    const char *docsize_table; /* FTS5's length table; NULL: chunks_fts_docsize */
     sqlite3_stmt *docsize;
     int64_t dl_id[FTS_DL_BLOCK];
     int dl_len[FTS_DL_BLOCK];
@@ -70,6 +71,10 @@ typedef struct fts_feed {
 /* Registers the tokenizer and ranking function on DB. RANK and FEED (may be
  * NULL) must outlive DB. Returns an SQLite result code. */
 int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed);
+
+/* Registers another collecting function NAME (like mnemo_collect) with its
+ * own state RANK, for a second FTS table. */
+int fts_register_collect(sqlite3 *db, const char *name, fts_rank *rank);
 
 /* Appends the document-mode tokens of TEXT to OUT in fts_feed form. */
 int fts_pretokenize(tok *t, const char *text, size_t len, buf *out);

@@ -12,6 +12,8 @@
  */
 #include "store.h"
 
+#include "mfilter.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -119,6 +121,26 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "ALTER TABLE chunks ADD COLUMN line_map BLOB;\n",
     /* 3 -> 4: a transcript's time (its newest message, Unix seconds). */
     "ALTER TABLE files ADD COLUMN time REAL NOT NULL DEFAULT 0;\n",
+    /* 4 -> 5: structured memories, their history and vectors. Unlike the
+     * rest of the index these are not rebuilt from files: a fresh build
+     * copies them over (store_carry_memories). %s is the language. */
+    "CREATE TABLE memories(mid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,\n"
+    "  text TEXT NOT NULL, hash TEXT NOT NULL, category TEXT NOT NULL,\n"
+    "  importance REAL NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,\n"
+    "  user_id TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  metadata TEXT NOT NULL, triggers TEXT NOT NULL, created_at REAL NOT NULL,\n"
+    "  updated_at REAL NOT NULL, expires_at REAL, confirmations INTEGER NOT NULL DEFAULT 0,\n"
+    "  last_confirmed_at REAL, deleted_at REAL);\n"
+    "CREATE UNIQUE INDEX memories_dup ON memories(hash, user_id, agent_id, run_id)\n"
+    "  WHERE deleted_at IS NULL;\n"
+    "CREATE INDEX memories_scope ON memories(user_id, run_id);\n"
+    "CREATE TABLE memory_history(hid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL,\n"
+    "  event TEXT NOT NULL, old_text TEXT, new_text TEXT, at REAL NOT NULL,\n"
+    "  detail TEXT);\n"
+    "CREATE INDEX memory_history_id ON memory_history(memory_id, hid);\n"
+    "CREATE TABLE memory_vectors(mid INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
+    "CREATE VIRTUAL TABLE memories_fts USING fts5(text, content='memories',\n"
+    "  content_rowid='mid', tokenize='mnemo %s');\n",
 };
 
 struct store {
@@ -126,6 +148,7 @@ struct store {
     char *path;
     sqlite3_stmt *st[S__COUNT];
     fts_rank rank;
+    fts_rank mrank; /* for memories_fts */
     fts_feed feed;
     int fresh;
     int64_t next_id[2]; /* next chunk id for memory / sessions, 0 until read */
@@ -159,6 +182,8 @@ int store_code(int rc)
 
 sqlite3 *store_db(store *s) { return s->db; }
 fts_rank *store_rank(store *s) { return &s->rank; }
+
+fts_rank *store_mrank(store *s) { return &s->mrank; }
 const char *store_errmsg(store *s) { return s && s->db ? sqlite3_errmsg(s->db) : "no database"; }
 
 static void fmt(char *err, size_t errlen, const char *f, ...) __attribute__((format(printf, 3, 4)));
@@ -197,6 +222,19 @@ static int exec(store *s, const char *sql)
     return store_code(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
 }
 
+/* Runs migration V (which may name the language with %s). */
+static int run_migration(store *s, int v, const char *language)
+{
+    if (!migrations[v])
+        return MNEMO_OK;
+    char *sql = sqlite3_mprintf(migrations[v], language ? language : "english");
+    if (!sql)
+        return MNEMO_NOMEM;
+    int rc = exec(s, sql);
+    sqlite3_free(sql);
+    return rc;
+}
+
 static store *store_alloc(const char *path)
 {
     store *s = calloc(1, sizeof *s);
@@ -217,6 +255,7 @@ void store_close(store *s)
     for (int i = 0; i < S__COUNT; i++)
         sqlite3_finalize(s->st[i]);
     fts_rank_cleanup(&s->rank);
+    fts_rank_cleanup(&s->mrank);
     if (s->db)
         sqlite3_close_v2(s->db);
     free(s->path);
@@ -231,7 +270,11 @@ static int connect(store *s, int flags, int busy_ms)
         return rc;
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, busy_ms);
-    return fts_register(s->db, &s->rank, &s->feed);
+    s->mrank.docsize_table = "memories_fts_docsize";
+    if ((rc = fts_register(s->db, &s->rank, &s->feed)) != SQLITE_OK ||
+        (rc = fts_register_collect(s->db, "mnemo_collect_mem", &s->mrank)) != SQLITE_OK)
+        return rc;
+    return mfilter_register(s->db);
 }
 
 static int file_kind(const char *path, char *err, size_t errlen)
@@ -260,12 +303,17 @@ static int file_kind(const char *path, char *err, size_t errlen)
 
 static int migrate(store *s, int from, char *err, size_t errlen)
 {
+    char *lang = NULL;
     if (store_begin(s))
         goto fail;
+    store_meta_get(s, "language", &lang);
     for (int v = from; v < STORE_SCHEMA_VERSION; v++) {
-        if (migrations[v] && exec(s, migrations[v]))
+        if (run_migration(s, v, lang)) {
+            free(lang);
             goto fail;
+        }
     }
+    free(lang);
     char num[16];
     snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
     if (store_meta_set(s, "schema_version", num) || store_commit(s))
@@ -393,7 +441,7 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     if ((rc = exec(s, "BEGIN")) || (rc = exec(s, schema)))
         goto sqlfail;
     for (int v = 1; v < STORE_SCHEMA_VERSION; v++)
-        if (migrations[v] && (rc = exec(s, migrations[v])))
+        if ((rc = run_migration(s, v, set->language)))
             goto sqlfail;
     snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
     if ((rc = store_meta_set(s, "schema_version", num)) ||
@@ -450,6 +498,7 @@ int store_finish(store *s)
         s->st[i] = NULL;
     }
     fts_rank_cleanup(&s->rank);
+    fts_rank_cleanup(&s->mrank);
     if (sqlite3_close(s->db) != SQLITE_OK)
         return MNEMO_DB;
     s->db = NULL;

@@ -13,7 +13,7 @@
 #include "fts.h"
 #include "util/hash.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 /* The version of the rules that turn files into stored chunks and tokens
  * (chunker, tokenizer, transcript flattening). An index built under other
@@ -59,6 +59,7 @@ void store_close(store *s);
 
 sqlite3 *store_db(store *s);
 fts_rank *store_rank(store *s);
+fts_rank *store_mrank(store *s); /* for memories_fts (mnemo_collect_mem) */
 const char *store_errmsg(store *s);
 /* Maps an SQLite result code to a MNEMO_* status. */
 int store_code(int sqlite_rc);

@@ -30,6 +30,7 @@
 #include "util/map.h"
 #include "util/time.h"
 #include "util/utf8.h"
+#include "memory.h"
 #include "vectors.h"
 #include "walk.h"
 
@@ -348,6 +349,8 @@ static int embed_phase(mnemo *m, store *st, const mnemo_sync_opts *opts, mnemo_s
     int rc = vectors_embedder(m, name, &e, &err);
     if (!rc)
         rc = vectors_sync(m, st, m->db_path, e, opts, stats, &err);
+    if (!rc)
+        rc = mem_embed_missing(m, st, e, &err);
     char when[32];
     time_format_iso(time_wall(), when);
     if (rc) {
@@ -417,11 +420,24 @@ static void fsync_dir(const char *path)
 /* Renames the fresh index TMP over the live one. The old database is
  * checkpointed first so that no write-ahead log of it can be replayed onto
  * the new file; a log that cannot be emptied is removed. */
-static int swap_in(mnemo *m, const char *tmp)
+static int swap_in(mnemo *m, const char *tmp, int keep_old)
 {
     char side[PATH_MAX + 8];
     struct stat st;
-    if (stat(m->db_path, &st) == 0) {
+    if (keep_old && stat(m->db_path, &st) == 0) {
+        /* The old index could not be read, so its memories could not be
+         * copied: keep the file for recovery instead of replacing it. */
+        char aside[PATH_MAX + 64], when[32];
+        time_format_iso(time_wall(), when);
+        snprintf(aside, sizeof aside, "%s.damaged-%s", m->db_path, when);
+        if (rename(m->db_path, aside) != 0)
+            return core_error(m, MNEMO_IO, "cannot move the damaged index %s aside: %s",
+                              m->db_path, strerror(errno));
+        snprintf(side, sizeof side, "%s-wal", m->db_path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", m->db_path);
+        unlink(side);
+    } else if (stat(m->db_path, &st) == 0) {
         sqlite3 *old = NULL;
         if (sqlite3_open_v2(m->db_path, &old, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
             sqlite3_busy_timeout(old, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
@@ -578,7 +594,26 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     }
     /* Vectors before the swap, reusing what the old index paid for. A
      * failed embedding still leaves a good keyword index to swap in. */
-    int erc = MNEMO_OK;
+    int erc = MNEMO_OK, damaged = 0;
+    struct stat old_st;
+    if (!rc && stat(m->db_path, &old_st) == 0) {
+        /* Memories exist only in the index: they come along, or the old
+         * file is kept. */
+        buf cerr;
+        buf_init(&cerr, 4096);
+        int crc = mem_carry(c.st, m->db_path, &cerr);
+        if (crc == MNEMO_CORRUPT) {
+            damaged = 1;
+            buf_reset(&m->warn);
+            m->warn.err = 0;
+            buf_printf(&m->warn, "the old index could not be read (%s); it is kept as %s.damaged-*",
+                       cerr.data ? cerr.data : "", m->db_path);
+            stats->embed_warning = m->warn.data;
+        } else if (crc) {
+            rc = core_error(m, crc, "%s", cerr.data ? cerr.data : mnemo_strerror(crc));
+        }
+        buf_cleanup(&cerr);
+    }
     if (!rc) {
         vectors_carry_cache(c.st, m->db_path);
         erc = embed_phase(m, c.st, opts, stats);
@@ -588,7 +623,7 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     store_close(c.st);
     c.st = NULL;
     if (!rc)
-        rc = swap_in(m, tmp);
+        rc = swap_in(m, tmp, damaged);
     if (rc)
         unlink(tmp);
     else

@@ -237,6 +237,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     store_meta_get(st, "vec_identity", &old);
     if (!old || strcmp(old, ident) != 0) {
         if (store_begin(st) || exec_sql(db, "DELETE FROM chunk_vectors") ||
+            exec_sql(db, "DELETE FROM memory_vectors") ||
             store_meta_set(st, "vec_identity", ident) || (new_stamp(st), store_commit(st))) {
             store_rollback(st);
             buf_printf(err, "cannot reset vectors: %s", sqlite3_errmsg(db));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "fts.h"
 #include "test.h"
 
 static long long db_int(const char *sql)
@@ -255,10 +256,13 @@ TEST(sync_migrates_older_schema_in_place)
     test_sync(m);
     mnemo_close(m);
     long long chunks = db_int("SELECT count(*) FROM chunks");
-    /* Turn the index back into schema 3 (no transcript time). */
+    /* Turn the index back into schema 3 (no transcript time, no memories). */
     sqlite3 *db;
     ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE files DROP COLUMN time; "
+    ASSERT_EQ(fts_register(db, NULL, NULL), SQLITE_OK); /* to drop memories_fts */
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE memories_fts; DROP TABLE memories; "
+                               "DROP TABLE memory_history; DROP TABLE memory_vectors; "
+                               "ALTER TABLE files DROP COLUMN time; "
                                "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
                            NULL, NULL, NULL),
               SQLITE_OK);
@@ -271,7 +275,8 @@ TEST(sync_migrates_older_schema_in_place)
     ASSERT(!s.rebuilt);
     ASSERT_EQ(s.files_unchanged, s.files_seen);
     mnemo_close(m);
-    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 4);
+    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 5);
+    ASSERT_EQ(db_int("SELECT count(*) FROM memories"), 0); /* and later migrations ran */
     ASSERT_EQ(db_int("SELECT count(*) FROM chunks"), chunks);
     ASSERT_EQ(db_int("SELECT count(*) FROM files WHERE time = 0"), db_int("SELECT count(*) FROM files"));
 }

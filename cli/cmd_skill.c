@@ -1,0 +1,118 @@
+/*
+ * cmd_skill.c - `mnemo skill`: the memory_search skill for skill runners.
+ * Arguments arrive as JSON in the SKILL_ARGS environment variable:
+ * {"query": "...", "type": "fact", "subject": "user", "limit": 5}. The
+ * answer is one JSON object on stdout:
+ * {"success":true,"output":"Found 3 memories:\n\n--- Result 1 ...","exitCode":0}
+ * or {"success":false,"error":"...","exitCode":1}.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int answer(int ok, const char *text)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "success", json_boolean(ok));
+    json_object_set_new(o, ok ? "output" : "error", json_string(text ? text : ""));
+    json_object_set_new(o, "exitCode", json_integer(ok ? 0 : 1));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    printf("%s\n", s ? s : "{\"success\":false,\"error\":\"out of memory\",\"exitCode\":1}");
+    free(s);
+    return ok ? EXIT_OK : EXIT_ERROR;
+}
+
+static int fail(const char *what, const char *detail)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s%s", what, detail);
+    return answer(0, msg);
+}
+
+int cmd_skill(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{NULL, 0, NULL, NULL}};
+    cli_args a;
+    int code = cli_parse(argc, argv, "skill",
+                         "SKILL_ARGS='{\"query\":\"...\"}' mnemo skill   (the memory_search skill)",
+                         opts, &a);
+    if (code)
+        return code < 0 ? EXIT_OK : code;
+    const char *raw = getenv("SKILL_ARGS");
+    if (!raw || !*raw)
+        return answer(0, "SKILL_ARGS is not set: expected {\"query\": \"...\"}");
+    json_error_t je;
+    json_t *args = json_loads(raw, 0, &je);
+    if (!json_is_object(args)) {
+        json_decref(args);
+        return fail("SKILL_ARGS is not a JSON object: ", je.text);
+    }
+    static const char *const known[] = {"query", "type", "subject", "limit"};
+    const char *k;
+    json_t *v;
+    json_object_foreach(args, k, v)
+    {
+        size_t i = 0;
+        while (i < sizeof known / sizeof *known && strcmp(k, known[i]) != 0)
+            i++;
+        if (i == sizeof known / sizeof *known) {
+            code = fail("unknown argument (expected query, type, subject, limit): ", k);
+            json_decref(args);
+            return code;
+        }
+    }
+    json_t *q = json_object_get(args, "query");
+    if (!json_is_string(q) || !*json_string_value(q)) {
+        json_decref(args);
+        return answer(0, "argument query is required: a non-empty string");
+    }
+    json_t *lim = json_object_get(args, "limit");
+    if (lim && (!json_is_integer(lim) || json_integer_value(lim) < 1 ||
+                json_integer_value(lim) > 50)) {
+        json_decref(args);
+        return answer(0, "argument limit must be a whole number from 1 to 50");
+    }
+    json_t *type = json_object_get(args, "type"), *subj = json_object_get(args, "subject");
+    if ((type && !json_is_string(type)) || (subj && !json_is_string(subj))) {
+        json_decref(args);
+        return answer(0, "arguments type and subject must be strings");
+    }
+    json_t *o = json_object();
+    if (type)
+        json_object_set(o, "type", type);
+    if (subj)
+        json_object_set(o, "subject", subj);
+    if (lim)
+        json_object_set(o, "limit", lim);
+    char *opt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    mnemo *m;
+    /* Errors must come back as JSON, not on stderr only. */
+    mnemo_config *cfg;
+    if ((code = cli_config(&a, &cfg))) {
+        free(opt);
+        json_decref(args);
+        return answer(0, "invalid configuration (run mnemo config show)");
+    }
+    int rc = mnemo_open(cfg, &m);
+    mnemo_config_free(cfg);
+    char *out = NULL, *text = NULL;
+    if (!rc)
+        rc = mnemo_memory_search(m, json_string_value(q), opt, &out);
+    if (!rc)
+        rc = mnemo_memory_format(out, "skill", &text);
+    if (rc)
+        code = answer(0, m ? mnemo_errmsg(m) : mnemo_strerror(rc));
+    else
+        code = answer(1, text);
+    mnemo_free(text);
+    mnemo_free(out);
+    mnemo_close(m);
+    free(opt);
+    json_decref(args);
+    return code;
+}
