@@ -1369,9 +1369,32 @@ int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *importe
  * Carrying memories into a rebuilt index
  * -------------------------------------------------------------------- */
 
-int mem_carry(store *st, const char *old_path, buf *err)
+/* Damage means the old file is kept aside; anything else (a lock held
+ * too long, a full disk) fails the rebuild instead. */
+static int carry_code(int sqlite_rc)
+{
+    switch (sqlite_rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return MNEMO_CORRUPT;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return MNEMO_BUSY;
+    case SQLITE_NOMEM:
+        return MNEMO_NOMEM;
+    default:
+        return MNEMO_DB;
+    }
+}
+
+int mem_carry(store *st, const char *old_path, int busy_ms, buf *err)
 {
     sqlite3 *db = store_db(st);
+    sqlite3_busy_timeout(db, busy_ms);
+    /* The fresh index is built in exclusive locking mode, which a database
+     * attached later inherits; the old one is live, in WAL mode, open in
+     * other processes: it must be attached as any reader opens it. */
+    sqlite3_exec(db, "PRAGMA locking_mode = NORMAL", NULL, NULL, NULL);
     sqlite3_stmt *a = NULL;
     if (sqlite3_prepare_v2(db, "ATTACH ?1 AS old", -1, &a, NULL) != SQLITE_OK) {
         buf_printf(err, "%s", sqlite3_errmsg(db));
@@ -1382,17 +1405,19 @@ int mem_carry(store *st, const char *old_path, buf *err)
     sqlite3_finalize(a);
     if (s != SQLITE_DONE) {
         buf_printf(err, "cannot open %s: %s", old_path, sqlite3_errmsg(db));
-        return MNEMO_CORRUPT;
+        return carry_code(s);
     }
-    int rc = MNEMO_OK;
+    int rc = MNEMO_OK, s3 = SQLITE_ERROR;
     sqlite3_stmt *q = NULL;
     int has = 0;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM old.sqlite_schema WHERE name = 'memories'",
                            -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
+        (s3 = sqlite3_step(q)) == SQLITE_ROW)
         has = sqlite3_column_int(q, 0) > 0;
     else
-        rc = MNEMO_CORRUPT;
+        rc = carry_code(q ? s3 : sqlite3_errcode(db));
+    if (rc)
+        buf_printf(err, "cannot read %s: %s", old_path, sqlite3_errmsg(db));
     sqlite3_finalize(q);
     if (!rc && has) {
         /* Vectors come along when they were made with the setup the new
@@ -1407,9 +1432,11 @@ int mem_carry(store *st, const char *old_path, buf *err)
             "WHERE deleted_at IS NULL"};
         if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
             rc = MNEMO_DB;
-        for (size_t i = 0; !rc && i < sizeof sql / sizeof *sql; i++)
-            if (sqlite3_exec(db, sql[i], NULL, NULL, NULL) != SQLITE_OK)
-                rc = MNEMO_CORRUPT;
+        for (size_t i = 0; !rc && i < sizeof sql / sizeof *sql; i++) {
+            int e = sqlite3_exec(db, sql[i], NULL, NULL, NULL);
+            if (e != SQLITE_OK)
+                rc = carry_code(e);
+        }
         if (rc)
             buf_printf(err, "cannot copy the memories of %s: %s", old_path, sqlite3_errmsg(db));
         if (sqlite3_exec(db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) != SQLITE_OK && !rc) {
@@ -1418,5 +1445,6 @@ int mem_carry(store *st, const char *old_path, buf *err)
         }
     }
     sqlite3_exec(db, "DETACH old", NULL, NULL, NULL);
+    sqlite3_exec(db, "PRAGMA main.locking_mode = EXCLUSIVE", NULL, NULL, NULL);
     return rc;
 }

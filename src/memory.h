@@ -63,8 +63,9 @@ void mem_embed(mnemo *m, int64_t mid, const char *text);
 int mem_embed_missing(mnemo *m, store *st, embedder *e, buf *err);
 
 /* Copies the memories (with history and vectors) of the index at OLD_PATH
- * into the fresh index ST. MNEMO_CORRUPT when OLD_PATH cannot be read. */
-int mem_carry(store *st, const char *old_path, buf *err);
+ * into the fresh index ST, waiting up to BUSY_MS for locks. MNEMO_CORRUPT
+ * when OLD_PATH is damaged; other errors as they come. */
+int mem_carry(store *st, const char *old_path, int busy_ms, buf *err);
 
 /* The same with the configured provider, best effort (after an import). */
 void mem_embed_pending(mnemo *m);

@@ -833,8 +833,7 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out)
                        json_string_value(json_object_get(v[i].rec, "category")),
                        v[i].importance * 100);
             if (pass == 0) {
-                keep[i] = 1;
-                used += line.len;
+                keep[i] = 1; /* outside the budget */
             } else if (shown < maxn && used + line.len <= budget) {
                 keep[i] = 1;
                 used += line.len;

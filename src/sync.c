@@ -417,45 +417,73 @@ static void fsync_dir(const char *path)
     }
 }
 
-/* Renames the fresh index TMP over the live one. The old database is
- * checkpointed first so that no write-ahead log of it can be replayed onto
- * the new file; a log that cannot be emptied is removed. */
+/* Puts the fresh index TMP in place of the live one. With no live index,
+ * by renaming it. Otherwise its pages are copied into the live database
+ * with SQLite's backup API, in one write transaction: renaming a new file
+ * over a database in WAL mode would leave other processes' connections on
+ * the old file sharing the -wal and -shm files of the new one, and the
+ * first of them to close could checkpoint or delete what others had just
+ * committed. KEEP_OLD: the live file could not be read; it is moved aside
+ * (kept for recovery) and TMP renamed in. */
 static int swap_in(mnemo *m, const char *tmp, int keep_old)
 {
-    char side[PATH_MAX + 8];
+    char side[PATH_MAX + 64];
     struct stat st;
-    if (keep_old && stat(m->db_path, &st) == 0) {
-        /* The old index could not be read, so its memories could not be
-         * copied: keep the file for recovery instead of replacing it. */
-        char aside[PATH_MAX + 64], when[32];
+    int exists = stat(m->db_path, &st) == 0;
+    if (exists && keep_old) {
+        char when[32];
         time_format_iso(time_wall(), when);
-        snprintf(aside, sizeof aside, "%s.damaged-%s", m->db_path, when);
-        if (rename(m->db_path, aside) != 0)
+        snprintf(side, sizeof side, "%s.damaged-%s", m->db_path, when);
+        if (rename(m->db_path, side) != 0)
             return core_error(m, MNEMO_IO, "cannot move the damaged index %s aside: %s",
                               m->db_path, strerror(errno));
         snprintf(side, sizeof side, "%s-wal", m->db_path);
         unlink(side);
         snprintf(side, sizeof side, "%s-shm", m->db_path);
         unlink(side);
-    } else if (stat(m->db_path, &st) == 0) {
-        sqlite3 *old = NULL;
-        if (sqlite3_open_v2(m->db_path, &old, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
-            sqlite3_busy_timeout(old, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
-            sqlite3_exec(old, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
-        }
-        sqlite3_close_v2(old);
+        exists = 0;
     }
-    snprintf(side, sizeof side, "%s-wal", m->db_path);
-    if (stat(side, &st) == 0 && st.st_size > 0) {
+    if (!exists) {
+        if (rename(tmp, m->db_path) != 0)
+            return core_error(m, MNEMO_IO, "cannot move the new index into place at %s: %s",
+                              m->db_path, strerror(errno));
+        fsync_dir(m->db_path);
+        return MNEMO_OK;
+    }
+    sqlite3 *dst = NULL, *src = NULL;
+    int rc = MNEMO_OK;
+    if (sqlite3_open_v2(m->db_path, &dst, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+        sqlite3_open_v2(tmp, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = core_error(m, MNEMO_DB, "cannot open %s to replace it: %s", m->db_path,
+                        dst ? sqlite3_errmsg(dst) : "out of memory");
+        goto done;
+    }
+    sqlite3_busy_timeout(dst, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b) {
+        rc = core_error(m, MNEMO_DB, "cannot replace %s: %s", m->db_path, sqlite3_errmsg(dst));
+        goto done;
+    }
+    int s2 = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (s2 != SQLITE_DONE) {
+        rc = core_error(m, (s2 & 0xff) == SQLITE_BUSY ? MNEMO_BUSY : MNEMO_DB,
+                        "cannot replace %s: %s", m->db_path, sqlite3_errstr(s2));
+        goto done;
+    }
+    /* Fold the copy into the file now rather than at some later commit. */
+    sqlite3_exec(dst, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+done:
+    sqlite3_close_v2(src);
+    sqlite3_close_v2(dst);
+    if (!rc) {
+        unlink(tmp);
+        snprintf(side, sizeof side, "%s-wal", tmp);
         unlink(side);
-        snprintf(side, sizeof side, "%s-shm", m->db_path);
+        snprintf(side, sizeof side, "%s-shm", tmp);
         unlink(side);
     }
-    if (rename(tmp, m->db_path) != 0)
-        return core_error(m, MNEMO_IO, "cannot move the new index into place at %s: %s",
-                          m->db_path, strerror(errno));
-    fsync_dir(m->db_path);
-    return MNEMO_OK;
+    return rc;
 }
 
 /* May a fresh build replace the file at the index path? Only if it is
@@ -601,7 +629,7 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
          * file is kept. */
         buf cerr;
         buf_init(&cerr, 4096);
-        int crc = mem_carry(c.st, m->db_path, &cerr);
+        int crc = mem_carry(c.st, m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &cerr);
         if (crc == MNEMO_CORRUPT) {
             damaged = 1;
             buf_reset(&m->warn);

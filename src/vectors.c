@@ -437,6 +437,7 @@ void vectors_carry_cache(store *st, const char *old_path)
         return;
     sqlite3 *db = store_db(st);
     sqlite3_stmt *a = NULL;
+    exec_sql(db, "PRAGMA locking_mode = NORMAL"); /* see mem_carry() */
     if (sqlite3_prepare_v2(db, "ATTACH ?1 AS old", -1, &a, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_text(a, 1, old_path, -1, SQLITE_STATIC);
@@ -447,6 +448,7 @@ void vectors_carry_cache(store *st, const char *old_path)
     exec_sql(db, "INSERT OR IGNORE INTO main.embed_cache SELECT key, vec, used_at "
                  "FROM old.embed_cache");
     exec_sql(db, "DETACH old");
+    exec_sql(db, "PRAGMA main.locking_mode = EXCLUSIVE");
 }
 
 /* ----------------------------------------------------------------------

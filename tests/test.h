@@ -89,6 +89,10 @@ char *test_read(const char *path, size_t *len);
 mnemo *test_open(const char *ws, const char *db, ...);
 /* Syncs and asserts success; returns the stats. */
 mnemo_sync_stats test_sync(mnemo *m);
+
+/* Imports the static table "tiny" (4 dimensions: car ~ automobile ~
+ * vehicle, kitten ~ cat) into the test's models folder. */
+void test_tiny_table(void);
 /* Searches and returns the JSON of the results (caller frees). */
 char *test_search_json(mnemo *m, const char *query, int max);
 /* Runs the mnemo binary with ARGV (NULL-terminated, without "mnemo"),

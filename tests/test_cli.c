@@ -240,7 +240,7 @@ TEST(cli_recall_strict_explain_corpus)
               0);
     ASSERT_CONTAINS(out, "atlas");
     free(out);
-    ASSERT_EQ(CLI(&out, NULL, "recall"), 2);
+    ASSERT_EQ(CLI(&out, NULL, "recall", "--triggers"), 2);
     free(out);
     /* Strict abstains on an unrelated query; default mode does not. */
     ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--strict", "--min-score", "0.9", "postgres",

@@ -9,31 +9,6 @@
 #include "provider_server.h"
 #include "test.h"
 
-/* A tiny table where car ~ automobile ~ vehicle and kitten ~ cat. Rows
- * are in frequency order, as in GloVe: common words weigh less (SIF). */
-static void tiny_table(void)
-{
-    test_write("glove.txt", "the 0.1 0.1 0.1 0.1\n"
-                            "red 0.1 0 1 0\n"
-                            "sleeps 0 0.1 0 1\n"
-                            "blue 0 0.1 0.9 0.1\n"
-                            "car 1 0 0 0.05\n"
-                            "automobile 0.97 0.05 0 0.1\n"
-                            "vehicle 0.9 0.1 0.1 0\n"
-                            "kitten 0 1 0 0\n"
-                            "cat 0.05 0.98 0.05 0\n");
-    mnemo_config *c;
-    ASSERT_OK(mnemo_config_new(&c));
-    mnemo *m;
-    ASSERT_OK(mnemo_open(c, &m));
-    char *out = NULL;
-    ASSERT_OK(mnemo_model_import(m, test_path("glove.txt"), "tiny", 0, &out));
-    ASSERT_CONTAINS(out, "\"words\":9");
-    mnemo_free(out);
-    mnemo_close(m);
-    mnemo_config_free(c);
-}
-
 static void notes(void)
 {
     test_write("ws/memory/a.md", "My automobile is red.\n");
@@ -54,7 +29,7 @@ static char *search(mnemo *m, const char *q)
 
 TEST(hybrid_static_table_finds_paraphrase)
 {
-    tiny_table();
+    test_tiny_table();
     notes();
     /* Keywords alone: "car" is in no note. */
     mnemo *m = test_open("ws", "db.sqlite", "provider=none", NULL);

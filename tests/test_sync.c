@@ -190,7 +190,15 @@ TEST(sync_force_rebuild_swaps_in_fresh_file)
     ASSERT(s.rebuilt);
     ASSERT_STR_EQ(s.rebuild_reason, "--force");
     ASSERT_OK(stat(test_path("db.sqlite"), &b));
-    ASSERT(a.st_ino != b.st_ino);
+    /* Copied into the live file (open handles elsewhere stay valid), and
+     * the build's temporary file is gone. */
+    ASSERT(a.st_ino == b.st_ino);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c tmp- > %s", test_dir(), test_path("n"));
+    system(cmd);
+    char *n = test_read(test_path("n"), NULL);
+    ASSERT_STR_EQ(n, "0\n");
+    free(n);
     char *j = test_search_json(m, "atlas", 5);
     ASSERT_CONTAINS(j, "MEMORY.md#L2-L2");
     mnemo_free(j);

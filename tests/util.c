@@ -274,3 +274,28 @@ int test_cli(char **out, char **err, const char *stdin_text, ...)
         free(e);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+/* A tiny table where car ~ automobile ~ vehicle and kitten ~ cat. Rows
+ * are in frequency order, as in GloVe: common words weigh less (SIF). */
+void test_tiny_table(void)
+{
+    test_write("glove.txt", "the 0.1 0.1 0.1 0.1\n"
+                            "red 0.1 0 1 0\n"
+                            "sleeps 0 0.1 0 1\n"
+                            "blue 0 0.1 0.9 0.1\n"
+                            "car 1 0 0 0.05\n"
+                            "automobile 0.97 0.05 0 0.1\n"
+                            "vehicle 0.9 0.1 0.1 0\n"
+                            "kitten 0 1 0 0\n"
+                            "cat 0.05 0.98 0.05 0\n");
+    mnemo_config *c;
+    ASSERT_OK(mnemo_config_new(&c));
+    mnemo *m;
+    ASSERT_OK(mnemo_open(c, &m));
+    char *out = NULL;
+    ASSERT_OK(mnemo_model_import(m, test_path("glove.txt"), "tiny", 0, &out));
+    ASSERT_CONTAINS(out, "\"words\":9");
+    mnemo_free(out);
+    mnemo_close(m);
+    mnemo_config_free(c);
+}
