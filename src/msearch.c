@@ -38,6 +38,8 @@
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
 #define USER_BOOST 1.5
+#define PRIOR_COS 0.3
+#define PRIOR_ROWS 8.0
 
 /* ----------------------------------------------------------------------
  * Vectors
@@ -325,9 +327,16 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
         double sd = var > 0 ? sqrt(var) : 0;
         qsort(hits, n, sizeof *hits, by_cos);
         for (size_t i = 0; i < n && !rc; i++) {
-            double v = n >= Z_MIN_ROWS && sd > 1e-6 ? ((hits[i].cos - mean) / sd - Z_FLOOR) / Z_SPAN
-                       : mean < 1.0                 ? (hits[i].cos - mean) / (1.0 - mean)
-                                                    : 0;
+            double v;
+            if (n >= Z_MIN_ROWS && sd > 1e-6) {
+                v = ((hits[i].cos - mean) / sd - Z_FLOOR) / Z_SPAN;
+            } else {
+                /* Few memories: their mean is no baseline (one memory is
+                 * its own mean), so it is shrunk towards a prior of
+                 * unrelated text, PRIOR_COS, worth PRIOR_ROWS memories. */
+                double base = (sum + PRIOR_ROWS * PRIOR_COS) / ((double)n + PRIOR_ROWS);
+                v = base < 1.0 ? (hits[i].cos - base) / (1.0 - base) : 0;
+            }
             v = v < 0 ? 0 : v > 1 ? 1 : v;
             mcand *c = NULL;
             if (i < POOL) {
