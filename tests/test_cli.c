@@ -3,6 +3,7 @@
  * fixture workspace (tests/fixtures/ws), exit codes, help, and first-run
  * behaviour. MNEMO_TEST_UPDATE_GOLDEN=1 rewrites the golden files.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,4 +270,196 @@ TEST(cli_recall_strict_explain_corpus)
     ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--corpus", "sessions", "postgres"), 0);
     ASSERT_STR_EQ(out, "{\"results\":[],\"mode\":\"keyword\"}\n");
     free(out);
+}
+
+#define MCLI(out, err, ...)                                                                    \
+    test_cli(out, err, NULL, "--workspace", test_path("mws"), "--db", test_path("m.sqlite"),   \
+             __VA_ARGS__, NULL)
+
+TEST(cli_memory_commands)
+{
+    setenv("MNEMO_NOW", "2026-11-29T12:00:00Z", 1);
+    test_mkdir("mws");
+    char *out, *err;
+    ASSERT_EQ(MCLI(&out, &err, "memory", "add", "User", "rule:", "never", "deploy", "on",
+                   "Fridays", "--category", "rule", "--user", "alice"),
+              0);
+    ASSERT(strncmp(out, "Stored memory ", 14) == 0);
+    ASSERT_CONTAINS(out, "[rule] (90%)");
+    char id[37];
+    memcpy(id, out + 14, 36);
+    id[36] = 0;
+    free(out);
+    free(err);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "add", "User rule: never deploy on Fridays", "--user",
+                   "alice"),
+              0);
+    ASSERT_CONTAINS(out, "Already stored as ");
+    ASSERT_CONTAINS(out, id);
+    free(out);
+    ASSERT_EQ(MCLI(&out, &err, "memory", "add", "api key sk-abcdefghijklmnopqrstuvwxyz0123"), 2);
+    ASSERT_CONTAINS(err, "credential");
+    free(out);
+    free(err);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "search", "deploy", "friday", "--user", "alice"), 0);
+    ASSERT(strncmp(out, "Found 1 memory:\n\n1. User rule: never deploy on Fridays (score: ",
+                   62) == 0);
+    ASSERT_CONTAINS(out, id);
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "search", "tomatoes", "--user", "alice"), 0);
+    ASSERT_STR_EQ(out, "No relevant memories found.\n");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "search", "deploy", "--user", "alice", "--json"), 0);
+    ASSERT_CONTAINS(out, "\"score\":");
+    ASSERT_CONTAINS(out, "\"mode\":\"keyword\"");
+    free(out);
+    ASSERT_EQ(MCLI(&out, &err, "memory", "search", "deploy", "--filters", "{\"created_at\":{"),
+              2);
+    ASSERT_CONTAINS(err, "--filters");
+    free(out);
+    free(err);
+    ASSERT_EQ(MCLI(&out, &err, "memory", "list", "--filters", "{\"created_at\":{\"gtx\":1}}"),
+              2);
+    ASSERT_CONTAINS(err, "gtx");
+    free(out);
+    free(err);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "confirm", id), 0);
+    ASSERT_CONTAINS(out, "confirmed 1 time");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "update", id, "--text", "Never deploy on Fridays or "
+                                                                 "weekends"),
+              0);
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "history", id), 0);
+    ASSERT_CONTAINS(out, "ADD");
+    ASSERT_CONTAINS(out, "CONFIRM");
+    ASSERT_CONTAINS(out, "\"User rule: never deploy on Fridays\" -> \"Never deploy on Fridays "
+                         "or weekends\"");
+    free(out);
+    /* Export, delete, import back. */
+    ASSERT_EQ(MCLI(&out, &err, "memory", "export", test_path("dump.jsonl")), 0);
+    ASSERT_CONTAINS(err, "exported 1 memories");
+    free(out);
+    free(err);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "delete", "--query", "weekends", "--user", "alice"), 0);
+    ASSERT_CONTAINS(out, "Deleted memory ");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "purge"), 0);
+    ASSERT_STR_EQ(out, "Purged 1 deleted memory\n");
+    free(out);
+    ASSERT_EQ(MCLI(&out, &err, "memory", "get", id), 3);
+    free(out);
+    free(err);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "import", test_path("dump.jsonl")), 0);
+    ASSERT_STR_EQ(out, "Imported 1 memories (0 already stored)\n");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "get", id, "--json"), 0);
+    ASSERT_CONTAINS(out, "\"confirmations\":1");
+    free(out);
+    /* Two close candidates: nothing deleted, both listed. */
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "add", "Likes green tea in the morning"), 0);
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "add", "Likes green tea in the evening"), 0);
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "delete", "--query", "green tea"), 0);
+    ASSERT_CONTAINS(out, "2 memories match");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "list", "--json"), 0);
+    ASSERT_CONTAINS(out, "\"total\":2");
+    free(out);
+    ASSERT_EQ(MCLI(&out, &err, "memory", "frobnicate"), 2);
+    free(out);
+    free(err);
+}
+
+TEST(cli_recall_block_and_skill)
+{
+    setenv("MNEMO_NOW", "2026-11-29T12:00:00Z", 1);
+    test_mkdir("mws");
+    char *out, *err;
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "add", "User is Chris, platform engineer", "--category",
+                   "identity", "--user", "alice"),
+              0);
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "add", "Never deploy on Fridays", "--category", "rule",
+                   "--user", "alice"),
+              0);
+    free(out);
+    ASSERT_EQ(MCLI(&out, &err, "recall", "--user", "alice", "--message",
+                   "[Slack #ops] can we deploy on friday?"),
+              0);
+    ASSERT(strncmp(out, "<recalled-memories>\nStored memories for \"alice\" (2 total, ranked by "
+                        "importance):\n\nIdentity:\n- User is Chris, platform engineer [identity] "
+                        "(95%)\n\nRule:\n- Never deploy on Fridays [rule] (90%)\n",
+                   180) == 0);
+    ASSERT_STR_EQ(err, "");
+    free(out);
+    free(err);
+    ASSERT_EQ(test_cli(&out, NULL, "what about friday deploys", "--workspace", test_path("mws"),
+                       "--db", test_path("m.sqlite"), "recall", "--user", "alice", "--message",
+                       "-", NULL),
+              0);
+    ASSERT_CONTAINS(out, "Never deploy on Fridays");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "recall", "--user", "nobody"), 0);
+    ASSERT_STR_EQ(out, "No stored memories found for \"nobody\".\n");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "recall", "--user", "alice", "--strategy", "manual"), 0);
+    ASSERT_STR_EQ(out, "");
+    free(out);
+    /* Any failure: nothing on stdout, a warning, exit 0. */
+    test_write("broken.sqlite", "this is not a database, just some text padding it out......");
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("mws"), "--db",
+                       test_path("broken.sqlite"), "recall", "--user", "alice", NULL),
+              0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_CONTAINS(err, "mnemo:");
+    free(out);
+    free(err);
+    ASSERT_EQ(MCLI(&out, &err, "recall", "--strategy", "sometimes"), 0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_CONTAINS(err, "strategy");
+    free(out);
+    free(err);
+
+    /* The skill: arguments in SKILL_ARGS, one JSON answer. */
+    setenv("SKILL_ARGS", "{\"query\":\"deploy friday\",\"type\":\"fact\",\"limit\":3}", 1);
+    setenv("MNEMO_USER_ID", "alice", 1);
+    ASSERT_EQ(MCLI(&out, NULL, "skill"), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(json_is_true(json_object_get(j, "success")));
+    ASSERT_EQ(json_integer_value(json_object_get(j, "exitCode")), 0);
+    const char *o = json_string_value(json_object_get(j, "output"));
+    ASSERT(strncmp(o, "Found 1 memory:\n\n--- Result 1 (score: ", 38) == 0);
+    ASSERT_CONTAINS(o, "Content: Never deploy on Fridays\n");
+    ASSERT_CONTAINS(o, "Category: rule");
+    json_decref(j);
+    free(out);
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"{\"query\":\"\"}", "query is required"},
+        {"{\"limit\":3}", "query is required"},
+        {"{\"query\":\"x\",\"limit\":0}", "limit"},
+        {"{\"query\":\"x\",\"limit\":\"5\"}", "limit"},
+        {"{\"query\":\"x\",\"type\":\"opinion\"}", "opinion"},
+        {"{\"query\":\"x\",\"colour\":1}", "colour"},
+        {"{\"query\":", "not a JSON object"},
+        {"[1,2]", "not a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("SKILL_ARGS", bad[i].args, 1);
+        ASSERT_EQ(MCLI(&out, NULL, "skill"), 1);
+        j = json_loads(out, 0, NULL);
+        ASSERT(json_is_false(json_object_get(j, "success")));
+        ASSERT_EQ(json_integer_value(json_object_get(j, "exitCode")), 1);
+        ASSERT_CONTAINS(json_string_value(json_object_get(j, "error")), bad[i].msg);
+        json_decref(j);
+        free(out);
+    }
+    unsetenv("SKILL_ARGS");
+    ASSERT_EQ(MCLI(&out, NULL, "skill"), 1);
+    ASSERT_CONTAINS(out, "SKILL_ARGS is not set");
+    free(out);
+    unsetenv("MNEMO_USER_ID");
 }
