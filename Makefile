@@ -55,7 +55,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_hybrid.c tests/test_rank.c tests/test_transcript.c \
            tests/test_mfilter.c tests/test_memory.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c
-BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c
+BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)

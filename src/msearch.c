@@ -38,6 +38,8 @@
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
 #define USER_BOOST 1.5
+#define RECALL_POOL 100 /* memories a message can recall, before the budget */
+#define CORE_MAX 50     /* identity and configuration memories, newest first */
 #define PRIOR_COS 0.3
 #define PRIOR_ROWS 8.0
 
@@ -170,11 +172,8 @@ typedef struct mset {
     size_t n, cap;
 } mset;
 
-static mcand *mset_get(mset *s, int64_t mid)
+static mcand *mset_push(mset *s, int64_t mid)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (s->v[i].mid == mid)
-            return &s->v[i];
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
         mcand *v = realloc(s->v, cap * sizeof *v);
@@ -185,6 +184,26 @@ static mcand *mset_get(mset *s, int64_t mid)
     }
     s->v[s->n] = (mcand){mid, 0, -1, 0, 0, NULL};
     return &s->v[s->n++];
+}
+
+static int by_mid(const void *a, const void *b)
+{
+    const mcand *x = a, *y = b;
+    return (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+/* The candidate MID among the first N (sorted by mid), or NULL. */
+static mcand *mset_find(mset *s, size_t n, int64_t mid)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t k = (lo + hi) / 2;
+        if (s->v[k].mid < mid)
+            lo = k + 1;
+        else
+            hi = k;
+    }
+    return lo < n && s->v[lo].mid == mid ? &s->v[lo] : NULL;
 }
 
 static void mset_cleanup(mset *s)
@@ -217,7 +236,9 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     buf sql;
     buf_init(&sql, 1 << 20);
     buf_printf(&sql,
-               "SELECT mnemo_collect_mem(memories_fts) FROM memories_fts JOIN memories m "
+               /* CROSS JOIN: the full-text query drives, once; the other
+                * order runs it for every memory in scope. */
+               "SELECT mnemo_collect_mem(memories_fts) FROM memories_fts CROSS JOIN memories m "
                "ON m.mid = memories_fts.rowid WHERE memories_fts MATCH ? AND %s",
                where);
     sqlite3_stmt *st = NULL;
@@ -251,7 +272,7 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     for (size_t i = 0; i < h->n; i++) {
         if ((h->mask[i] & q->required) != q->required)
             continue;
-        mcand *c = mset_get(s, h->id[i]);
+        mcand *c = mset_push(s, h->id[i]); /* each row once */
         if (!c)
             return MNEMO_NOMEM;
         c->text = 1.0 - exp(-2.0 * fts_bm25(r, i, w, idf, k1, b) / sum);
@@ -326,6 +347,8 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
         double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
         double sd = var > 0 ? sqrt(var) : 0;
         qsort(hits, n, sizeof *hits, by_cos);
+        size_t nk = s->n; /* keyword candidates, sorted by mid */
+        qsort(s->v, nk, sizeof *s->v, by_mid);
         for (size_t i = 0; i < n && !rc; i++) {
             double v;
             if (n >= Z_MIN_ROWS && sd > 1e-6) {
@@ -338,16 +361,9 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
                 v = base < 1.0 ? (hits[i].cos - base) / (1.0 - base) : 0;
             }
             v = v < 0 ? 0 : v > 1 ? 1 : v;
-            mcand *c = NULL;
-            if (i < POOL) {
-                c = mset_get(s, hits[i].mid);
-                if (!c)
-                    rc = MNEMO_NOMEM;
-            } else {
-                for (size_t k = 0; k < s->n; k++)
-                    if (s->v[k].mid == hits[i].mid)
-                        c = &s->v[k];
-            }
+            mcand *c = mset_find(s, nk, hits[i].mid);
+            if (!c && i < POOL && !(c = mset_push(s, hits[i].mid)))
+                rc = MNEMO_NOMEM;
             if (c)
                 c->vec = v;
         }
@@ -389,27 +405,83 @@ static const char *opt(json_t *o, const char *a, const char *b)
 
 static double rec_num(json_t *r, const char *k) { return json_number_value(json_object_get(r, k)); }
 
-static double rec_time(json_t *r, const char *k)
+/* The score factors of a memory (see the top of this file) from the row
+ * of FACTOR_SQL at ST. */
+#define FACTOR_SQL                                                                             \
+    "SELECT importance, subject, created_at, last_confirmed_at, confirmations FROM memories "  \
+    "WHERE mid = ?1"
+static double factors(mnemo *m, sqlite3_stmt *st, int user_query, double now)
 {
-    double t;
-    const char *s = json_string_value(json_object_get(r, k));
-    return s && time_parse_iso(s, &t) == 0 ? t : 0;
-}
-
-/* The score factors of record R (see the top of this file). */
-static double factors(mnemo *m, json_t *r, int user_query, double now)
-{
-    double c = rec_num(r, "confirmations");
-    double ref = rec_time(r, "created_at"), conf = rec_time(r, "last_confirmed_at");
+    double c = sqlite3_column_double(st, 4);
+    double ref = sqlite3_column_double(st, 2), conf = sqlite3_column_double(st, 3);
     if (conf > ref)
         ref = conf;
     double half = cfg_num(m->cfg, CFG_MEMORY_HALF_LIFE_DAYS) * (1.0 + c);
     double act = rank_recency(ref, now, half, cfg_num(m->cfg, CFG_RECENCY_FLOOR));
     double reinforce = 1.0 + 0.05 * (c < 5 ? c : 5);
-    double imp = pow(cfg_num(m->cfg, CFG_IMPORTANCE_MAX), (rec_num(r, "importance") - 0.5) / 0.5);
-    const char *subj = json_string_value(json_object_get(r, "subject"));
+    double imp = pow(cfg_num(m->cfg, CFG_IMPORTANCE_MAX), (sqlite3_column_double(st, 0) - 0.5) / 0.5);
+    const char *subj = (const char *)sqlite3_column_text(st, 1);
     double boost = user_query && subj && strcmp(subj, "user") == 0 ? USER_BOOST : 1.0;
     return act * reinforce * imp * boost;
+}
+
+/* The largest product factors() can return. */
+static double max_factor(mnemo *m)
+{
+    double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
+    return (imax > 1 ? imax : 1) * 1.25 * USER_BOOST;
+}
+
+static int by_rel(const void *a, const void *b)
+{
+    const mcand *x = a, *y = b;
+    if (x->rel != y->rel)
+        return x->rel < y->rel ? 1 : -1;
+    return (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+/* A min-heap of the NEED best scores so far. */
+static void heap_offer(double *h, size_t *n, size_t cap, double v)
+{
+    size_t i;
+    if (*n < cap) {
+        for (i = (*n)++; i && h[(i - 1) / 2] > v; i = (i - 1) / 2)
+            h[i] = h[(i - 1) / 2];
+        h[i] = v;
+        return;
+    }
+    if (v <= h[0])
+        return;
+    for (i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, k = i;
+        double kv = v;
+        if (l < cap && h[l] < kv)
+            k = l, kv = h[l];
+        if (r < cap && h[r] < kv)
+            k = r;
+        if (k == i)
+            break;
+        h[i] = h[k];
+        i = k;
+    }
+    h[i] = v;
+}
+
+/* Loads C's record (MEM_COLS) if not loaded yet. */
+static int load_rec(mnemo *m, mcand *c)
+{
+    if (c->rec)
+        return MNEMO_OK;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store_db(m->st), "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sqlfail(m, "memory search");
+    sqlite3_bind_int64(st, 1, c->mid);
+    int rc = MNEMO_NOTFOUND;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        rc = (c->rec = mem_json(st, 0)) ? MNEMO_OK : MNEMO_NOMEM;
+    sqlite3_finalize(st);
+    return rc;
 }
 
 static int by_score(const void *a, const void *b)
@@ -420,9 +492,10 @@ static int by_score(const void *a, const void *b)
     return (x->mid > y->mid) - (x->mid < y->mid);
 }
 
-/* Runs a search; fills S with scored candidates (records loaded), sorted.
- * *MODE is "keyword" or "hybrid". */
-static int run_search(mnemo *m, const char *text, mem_opts *o, mset *s, const char **mode)
+/* Runs a search; fills S with scored candidates, best first: at least the
+ * NEED best (records not loaded: load_rec). *MODE: "keyword" or "hybrid". */
+static int run_search(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
+                      const char **mode)
 {
     *mode = "keyword";
     buf clean;
@@ -460,27 +533,37 @@ static int run_search(mnemo *m, const char *text, mem_opts *o, mset *s, const ch
         *mode = "hybrid";
     double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
     int user_query = about_user(q, o);
-    sqlite3_stmt *row = NULL;
-    if (!rc && s->n &&
-        sqlite3_prepare_v2(db, "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1", -1, &row,
-                           NULL) != SQLITE_OK)
-        rc = sqlfail(m, "memory search");
-    for (size_t i = 0; !rc && i < s->n; i++) {
+    for (size_t i = 0; i < s->n; i++) {
         mcand *c = &s->v[i];
         double v = c->vec < 0 ? 0 : c->vec;
         double f = wv * v + wt * c->text;
         c->rel = ran ? (f > c->text ? f : c->text) : c->text;
+    }
+    /* Factors, best relevance first, until no candidate left can reach
+     * the NEED best scores. */
+    if (s->n > 1)
+        qsort(s->v, s->n, sizeof *s->v, by_rel);
+    double bound = max_factor(m);
+    double *top = malloc((need ? need : 1) * sizeof *top);
+    size_t ntop = 0;
+    sqlite3_stmt *row = NULL;
+    if (!top)
+        rc = rc ? rc : MNEMO_NOMEM;
+    if (!rc && s->n && sqlite3_prepare_v2(db, FACTOR_SQL, -1, &row, NULL) != SQLITE_OK)
+        rc = sqlfail(m, "memory search");
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        mcand *c = &s->v[i];
+        if (ntop == need && c->rel * bound < top[0]) {
+            s->n = i;
+            break;
+        }
         sqlite3_reset(row);
         sqlite3_bind_int64(row, 1, c->mid);
-        if (sqlite3_step(row) != SQLITE_ROW)
-            continue;
-        c->rec = mem_json(row, 0);
-        if (!c->rec)
-            rc = MNEMO_NOMEM;
-        else
-            c->score = c->rel * factors(m, c->rec, user_query, now);
+        c->score = sqlite3_step(row) == SQLITE_ROW ? c->rel * factors(m, row, user_query, now) : 0;
+        heap_offer(top, &ntop, need, c->score);
     }
     sqlite3_finalize(row);
+    free(top);
     if (txn)
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (!rc && s->n > 1)
@@ -505,13 +588,19 @@ int mnemo_memory_search(mnemo *m, const char *text, const char *options, char **
     mset s = {0};
     const char *mode = "keyword";
     if (!rc)
-        rc = run_search(m, text, &o, &s, &mode);
+        rc = run_search(m, text, &o, (size_t)o.limit, &s, &mode);
     double min = o.min_score >= 0 ? o.min_score : cfg_num(m->cfg, CFG_MEMORY_MIN_SCORE);
     json_t *res = json_array();
     for (size_t i = 0; !rc && i < s.n && json_array_size(res) < (size_t)o.limit; i++) {
         mcand *c = &s.v[i];
-        if (!c->rec || c->score < min)
+        if (c->score < min)
+            break;
+        if ((rc = load_rec(m, c)) == MNEMO_NOTFOUND) {
+            rc = MNEMO_OK;
             continue;
+        }
+        if (rc)
+            break;
         json_object_set_new(c->rec, "score", json_real(round4(c->score > 1 ? 1 : c->score)));
         json_object_set_new(c->rec, "relevance", json_real(round4(c->rel)));
         json_array_append(res, c->rec);
@@ -720,10 +809,16 @@ static int add_searched(mnemo *m, const char *message, json_t *opts, double thre
     mset s = {0};
     const char *mode;
     if (!rc)
-        rc = run_search(m, message, &mo, &s, &mode);
-    for (size_t i = 0; !rc && i < s.n; i++)
-        if (s.v[i].rec && s.v[i].rel >= threshold)
+        rc = run_search(m, message, &mo, RECALL_POOL, &s, &mode);
+    for (size_t i = 0; !rc && i < s.n && i < RECALL_POOL; i++) {
+        if (s.v[i].rel < threshold)
+            continue;
+        int lr = load_rec(m, &s.v[i]);
+        if (lr == MNEMO_OK)
             rc = add_pick(v, n, cap, s.v[i].rec, s.v[i].score, order);
+        else if (lr != MNEMO_NOTFOUND)
+            rc = lr;
+    }
     mset_cleanup(&s);
     mem_opts_cleanup(&mo);
     return rc;
@@ -813,7 +908,7 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out)
             json_array_append_new(cats, json_string("identity"));
             json_array_append_new(cats, json_string("configuration"));
             json_object_set_new(so, "categories", cats);
-            json_object_set_new(so, "limit", json_integer(200));
+            json_object_set_new(so, "limit", json_integer(CORE_MAX));
             rc = add_listed(m, so, &v, &n, &cap, order);
         }
         json_decref(so);

@@ -1,0 +1,222 @@
+/*
+ * membench.c - structured memories at scale: adding N memories one call at
+ * a time (what an agent does), importing them as JSON lines, and warm
+ * search and recall latency over them.
+ *
+ *   membench DIR [N] [--set KEY=VALUE ...]      (N defaults to 100000)
+ *
+ * DIR is created (an empty workspace and its index); the memories are
+ * synthetic sentences over a Zipf-distributed vocabulary, spread over
+ * categories, 20 users (half of them for the first user) and some sessions.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "mnemo.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint32_t pick(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+static const char *const common[] = {
+    "deploy",   "gateway", "friday",   "coffee",  "postgres", "meeting", "review",  "berlin",
+    "tokyo",    "release", "budget",   "editor",  "report",   "cluster", "backup",  "oncall",
+    "customer", "latency", "invoice",  "design",  "kafka",    "python",  "rust",    "travel",
+    "family",   "doctor",  "birthday", "project", "priya",    "jonas",   "marco",   "dark",
+    "mode",     "bullet",  "lists",    "tea",     "garden",   "train",   "flight",  "hotel"};
+#define NCOMMON (sizeof common / sizeof *common)
+static char tail[5000][10];
+
+static const char *word(void)
+{
+    /* Zipf-ish: common words often, a long tail of made-up ones. */
+    uint32_t r = pick(100);
+    if (r < 60)
+        return common[pick((uint32_t)NCOMMON)];
+    return tail[pick(r < 90 ? 500 : 5000)];
+}
+
+static const char *const cats[] = {"identity", "configuration", "rule",    "preference",
+                                   "decision", "technical",     "project", "operational",
+                                   "relationship"};
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp);
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += t[i];
+    printf("%s: runs %d  mean %.2f ms  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms\n", what, n,
+           sum / n * 1000, t[n / 2] * 1000, t[n * 9 / 10] * 1000, t[n * 99 / 100] * 1000);
+}
+
+static int sink(void *ud, const char *data, size_t len)
+{
+    FILE *f = ud;
+    return fwrite(data, 1, len, f) == len ? 0 : 1;
+}
+
+static mnemo *open_db(const char *ws, const char *db, int argc, char **argv)
+{
+    mnemo_config *cfg;
+    mnemo_config_new(&cfg);
+    mnemo_config_set(cfg, "workspace", ws, "bench", NULL);
+    mnemo_config_set(cfg, "db", db, "bench", NULL);
+    mnemo_config_load_standard(cfg, NULL, NULL);
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+            char key[128];
+            const char *eq = strchr(argv[++i], '=');
+            if (!eq)
+                continue;
+            snprintf(key, sizeof key, "%.*s", (int)(eq - argv[i]), argv[i]);
+            mnemo_config_set(cfg, key, eq + 1, "flag", NULL);
+        }
+    }
+    mnemo *m;
+    if (mnemo_open(cfg, &m)) {
+        fprintf(stderr, "%s\n", mnemo_errmsg(m));
+        exit(1);
+    }
+    mnemo_config_free(cfg);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: membench DIR [N] [--set KEY=VALUE ...]\n");
+        return 2;
+    }
+    int n = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 100000;
+    for (int i = 0; i < 5000; i++) {
+        static const char *const syl[] = {"ka", "ro", "mi", "ten", "sul", "ba", "dor", "vi"};
+        snprintf(tail[i], sizeof tail[i], "%s%s%s", syl[pick(8)], syl[pick(8)], syl[pick(8)]);
+    }
+    char ws[4096], db[4200], db2[4200], dump[4200];
+    snprintf(ws, sizeof ws, "%s/ws", argv[1]);
+    snprintf(db, sizeof db, "%s/add.sqlite", argv[1]);
+    snprintf(db2, sizeof db2, "%s/import.sqlite", argv[1]);
+    snprintf(dump, sizeof dump, "%s/memories.jsonl", argv[1]);
+    mkdir(argv[1], 0755);
+    mkdir(ws, 0755);
+    remove(db);
+    remove(db2);
+    mnemo *m = open_db(ws, db, argc, argv);
+    mnemo_sync(m, NULL, NULL);
+
+    /* Adding, one call each. */
+    char rec[1024], *out;
+    double t0 = now();
+    size_t dups = 0;
+    for (int i = 0; i < n; i++) {
+        int len = snprintf(rec, sizeof rec, "{\"text\":\"");
+        int words = 6 + (int)pick(14);
+        for (int w = 0; w < words; w++)
+            len += snprintf(rec + len, sizeof rec - (size_t)len, "%s%s", w ? " " : "", word());
+        uint32_t u = pick(20);
+        len += snprintf(rec + len, sizeof rec - (size_t)len,
+                        " #%d\",\"category\":\"%s\",\"user_id\":\"user%u\"%s}", i,
+                        cats[pick(9)], u < 10 ? 0 : u,
+                        pick(10) == 0 ? ",\"run_id\":\"session1\"" : "");
+        if (mnemo_memory_add(m, rec, &out)) {
+            fprintf(stderr, "add: %s\n", mnemo_errmsg(m));
+            return 1;
+        }
+        dups += strstr(out, "\"duplicate\"") != NULL;
+        mnemo_free(out);
+    }
+    double add_s = now() - t0;
+    printf("add %d memories one call at a time: %.2f s, %.0f memories/s (%zu duplicates)\n", n,
+           add_s, n / add_s, dups);
+
+    /* Export and import. */
+    FILE *f = fopen(dump, "w");
+    size_t count = 0;
+    t0 = now();
+    mnemo_memory_export(m, sink, f, &count);
+    fclose(f);
+    printf("export: %zu memories in %.2f s\n", count, now() - t0);
+    mnemo *m2 = open_db(ws, db2, argc, argv);
+    mnemo_sync(m2, NULL, NULL);
+    f = fopen(dump, "rb");
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *data = malloc((size_t)sz + 1);
+    fread(data, 1, (size_t)sz, f);
+    fclose(f);
+    size_t in = 0, skip = 0;
+    t0 = now();
+    if (mnemo_memory_import(m2, data, (size_t)sz, &in, &skip)) {
+        fprintf(stderr, "import: %s\n", mnemo_errmsg(m2));
+        return 1;
+    }
+    double imp_s = now() - t0;
+    printf("import: %zu memories in %.2f s, %.0f memories/s\n", in, imp_s, (double)in / imp_s);
+    free(data);
+    mnemo_close(m2);
+
+    /* Warm search and recall for the biggest user (half the memories). */
+    int runs = 300;
+    double *t = malloc((size_t)runs * sizeof *t);
+    const char *mode = "keyword";
+    for (int r = -20; r < runs; r++) {
+        char q[256];
+        snprintf(q, sizeof q, "%s %s %s", word(), word(), word());
+        double s0 = now();
+        if (mnemo_memory_search(m, q, "{\"user_id\":\"user0\",\"type\":\"all\"}", &out)) {
+            fprintf(stderr, "search: %s\n", mnemo_errmsg(m));
+            return 1;
+        }
+        if (strstr(out, "\"mode\":\"hybrid\""))
+            mode = "hybrid";
+        mnemo_free(out);
+        if (r >= 0)
+            t[r] = now() - s0;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "warm %s memory search, %d memories of user0", mode, n / 2);
+    report(what, t, runs);
+    for (int r = -5; r < runs; r++) {
+        char q[512];
+        snprintf(q, sizeof q,
+                 "{\"user_id\":\"user0\",\"message\":\"[Telegram] what about %s and %s?\"}",
+                 word(), word());
+        double s0 = now();
+        if (mnemo_memory_recall(m, q, &out)) {
+            fprintf(stderr, "recall: %s\n", mnemo_errmsg(m));
+            return 1;
+        }
+        mnemo_free(out);
+        if (r >= 0)
+            t[r] = now() - s0;
+    }
+    report("warm recall block (smart, with a message)", t, runs);
+    free(t);
+    mnemo_close(m);
+    return 0;
+}
