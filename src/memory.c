@@ -989,6 +989,7 @@ int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o)
     memset(o, 0, sizeof *o);
     mfilter_init(&o->filter);
     o->min_score = -1;
+    o->count = 1;
     json_error_t je;
     o->root = options && *options ? json_loads(options, 0, &je) : json_object();
     if (!o->root)
@@ -1056,6 +1057,7 @@ int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o)
         o->offset = (int)(json_integer_value(off) > INT_MAX ? INT_MAX : json_integer_value(off));
     }
     o->deleted = json_is_true(json_object_get(r, "deleted"));
+    o->count = !json_is_false(json_object_get(r, "count"));
     json_t *ms = json_object_get(r, "min_score");
     if (ms && !json_is_null(ms)) {
         if (!json_is_number(ms) || json_number_value(ms) < 0 || json_number_value(ms) > 1)
@@ -1181,7 +1183,7 @@ int mnemo_memory_list(mnemo *m, const char *options, char **out)
         rc = mem_where(&o, now_s(), &w, &args);
     if (!rc) {
         buf_printf(&sql,
-                   "SELECT " MEM_COLS ", count(*) OVER () FROM memories m WHERE %s "
+                   "SELECT " MEM_COLS " FROM memories m WHERE %s "
                    "ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
                    w.data, o.limit, o.offset);
         if (buf_err(&sql))
@@ -1193,24 +1195,27 @@ int mnemo_memory_list(mnemo *m, const char *options, char **out)
                 mfilter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
         rc = sqlfail(m, "binding");
     int s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
         json_array_append_new(list, mem_json(st, 0));
-        total = sqlite3_column_int64(st, MEM_NCOLS);
-    }
     if (!rc && s != SQLITE_DONE)
         rc = sqlfail(m, "listing memories");
     sqlite3_finalize(st);
-    if (!rc && total == 0 && o.offset > 0) {
-        /* Past the end: the total still matters to a pager. */
+    st = NULL;
+    total = (long long)json_array_size(list) + o.offset;
+    if (!rc && o.count && (json_array_size(list) == (size_t)o.limit || o.offset > 0)) {
+        /* More than one page, maybe: count them. */
         buf_reset(&sql);
         buf_printf(&sql, "SELECT count(*) FROM memories m WHERE %s", w.data);
-        if (!buf_err(&sql) && (st = prep(m, sql.data))) {
-            mfilter_bind(&args, st, 1);
-            mfilter_bind(&o.filter, st, 1 + (int)args.nargs);
-            if (sqlite3_step(st) == SQLITE_ROW)
-                total = sqlite3_column_int64(st, 0);
-            sqlite3_finalize(st);
-        }
+        if (buf_err(&sql))
+            rc = MNEMO_NOMEM;
+        else if (!(st = prep(m, sql.data)))
+            rc = MNEMO_DB;
+        if (!rc && (mfilter_bind(&args, st, 1) != SQLITE_OK ||
+                    mfilter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
+            rc = sqlfail(m, "binding");
+        if (!rc && sqlite3_step(st) == SQLITE_ROW)
+            total = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
     }
     if (!rc) {
         json_t *j = json_object();

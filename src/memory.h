@@ -32,6 +32,7 @@ typedef struct mem_opts {
     json_t *categories;             /* array of strings, or NULL */
     mfilter filter;
     int limit, offset, deleted;
+    int count;                      /* list: count the total (option "count", default true) */
     double min_score;               /* < 0: config */
     json_t *root;                   /* the parsed options (owns the strings) */
 } mem_opts;

@@ -900,6 +900,7 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out)
             rc = add_searched(m, msg.data, so, threshold, &v, &n, &cap, order);
         } else {
             json_object_set_new(so, "limit", json_integer(500));
+            json_object_set_new(so, "count", json_false());
             rc = add_listed(m, so, &v, &n, &cap, order);
         }
         /* Identity and configuration: always. */
@@ -909,6 +910,7 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out)
             json_array_append_new(cats, json_string("configuration"));
             json_object_set_new(so, "categories", cats);
             json_object_set_new(so, "limit", json_integer(CORE_MAX));
+            json_object_set_new(so, "count", json_false());
             rc = add_listed(m, so, &v, &n, &cap, order);
         }
         json_decref(so);

@@ -133,7 +133,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  last_confirmed_at REAL, deleted_at REAL);\n"
     "CREATE UNIQUE INDEX memories_dup ON memories(hash, user_id, agent_id, run_id)\n"
     "  WHERE deleted_at IS NULL;\n"
-    "CREATE INDEX memories_scope ON memories(user_id, run_id);\n"
+    "CREATE INDEX memories_scope ON memories(user_id, created_at);\n"
     "CREATE TABLE memory_history(hid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL,\n"
     "  event TEXT NOT NULL, old_text TEXT, new_text TEXT, at REAL NOT NULL,\n"
     "  detail TEXT);\n"
