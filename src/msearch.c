@@ -865,9 +865,10 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out)
         return *out ? MNEMO_OK : MNEMO_NOMEM;
     }
     if (strcmp(strategy, "smart") != 0 && strcmp(strategy, "always") != 0) {
-        json_decref(o);
-        return core_error(m, MNEMO_INVALID, "recall: strategy '%s' is not smart, always or manual",
-                          strategy);
+        rc = core_error(m, MNEMO_INVALID, "recall: strategy '%s' is not smart, always or manual",
+                        strategy);
+        json_decref(o); /* STRATEGY may point into it */
+        return rc;
     }
     int always = strcmp(strategy, "always") == 0;
     if (always && !run)
