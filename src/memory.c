@@ -1087,31 +1087,33 @@ void mem_opts_cleanup(mem_opts *o)
     memset(o, 0, sizeof *o);
 }
 
-static int arg_text(mfilter *a, const char *s)
+/* Appends a parameter to A: text T (owned, may be NULL) or number X. */
+static int arg_add(mfilter *a, char *t, double x)
 {
     if (a->nargs == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 8;
         mfilter_arg *v = realloc(a->args, cap * sizeof *v);
-        if (!v)
+        if (!v) {
+            free(t);
             return MNEMO_NOMEM;
+        }
         a->args = v;
         a->cap = cap;
     }
-    char *t = strdup(s);
-    if (!t)
-        return MNEMO_NOMEM;
-    a->args[a->nargs++] = (mfilter_arg){1, t, 0};
+    mfilter_arg *g = &a->args[a->nargs++];
+    g->is_text = t != NULL;
+    g->text = t;
+    g->num = x;
     return MNEMO_OK;
 }
 
-static int arg_num(mfilter *a, double x)
+static int arg_text(mfilter *a, const char *s)
 {
-    if (arg_text(a, ""))
-        return MNEMO_NOMEM;
-    free(a->args[a->nargs - 1].text);
-    a->args[a->nargs - 1] = (mfilter_arg){0, NULL, x};
-    return MNEMO_OK;
+    char *t = strdup(s);
+    return t ? arg_add(a, t, 0) : MNEMO_NOMEM;
 }
+
+static int arg_num(mfilter *a, double x) { return arg_add(a, NULL, x); }
 
 int mem_where(const mem_opts *o, double now, buf *w, mfilter *a)
 {
