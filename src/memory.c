@@ -497,6 +497,20 @@ static sqlite3_stmt *prep(mnemo *m, const char *sql)
     return st;
 }
 
+/* Runs SQL with ?1 bound to MID and ?2 (if it has one) to T. */
+static int run_mid(mnemo *m, const char *sql, int64_t mid, double t, const char *what)
+{
+    sqlite3_stmt *st = prep(m, sql);
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, mid);
+    if (sqlite3_bind_parameter_count(st) > 1)
+        sqlite3_bind_double(st, 2, t);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, what);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static void bind_time(sqlite3_stmt *st, int i, double t)
 {
     if (isnan(t))
@@ -638,6 +652,18 @@ static int insert(mnemo *m, const fields *f, const char *id, double now, int64_t
     return isnan(f->deleted) ? fts_update(m, *mid, NULL, f->text) : MNEMO_OK;
 }
 
+/* Under the write lock (W, to end with write_end): the live memory ID,
+ * as JSON in *old and its rowid in *mid. */
+static int begin_live(mnemo *m, const char *id, writer *w, json_t **old, int64_t *mid)
+{
+    int rc = write_begin(m, w);
+    if (!rc)
+        rc = load(m, id, old, mid);
+    if (!rc && !json_is_null(json_object_get(*old, "deleted_at")))
+        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
+    return rc;
+}
+
 static double now_s(void) { return floor(core_now()); }
 
 int mnemo_memory_add(mnemo *m, const char *record, char **out)
@@ -704,11 +730,7 @@ int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **ou
     if (!rc && json_object_size(o) == 0)
         rc = core_error(m, MNEMO_INVALID, "update: nothing to change");
     if (!rc)
-        rc = write_begin(m, &w);
-    if (!rc)
-        rc = load(m, id, &old, &mid);
-    if (!rc && !json_is_null(json_object_get(old, "deleted_at")))
-        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
+        rc = begin_live(m, id, &w, &old, &mid);
     const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
     if (!rc && f.text && strcmp(f.text, old_text) != 0) {
         /* The new text may duplicate another memory of the scope. */
@@ -769,18 +791,8 @@ int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **ou
         rc = history(m, id, "UPDATE", old_text, f.text ? f.text : old_text, now, detail);
         free(detail);
     }
-    if (!rc && f.text && strcmp(f.text, old_text) != 0) {
-        /* Its vector is of the old text. */
-        sqlite3_stmt *st = prep(m, "DELETE FROM memory_vectors WHERE mid = ?1");
-        if (!st) {
-            rc = MNEMO_DB;
-        } else {
-            sqlite3_bind_int64(st, 1, mid);
-            if (sqlite3_step(st) != SQLITE_DONE)
-                rc = sqlfail(m, "updating a memory");
-            sqlite3_finalize(st);
-        }
-    }
+    if (!rc && f.text && strcmp(f.text, old_text) != 0) /* its vector is of the old text */
+        rc = run_mid(m, "DELETE FROM memory_vectors WHERE mid = ?1", mid, 0, "updating a memory");
     rc = write_end(m, &w, rc);
     if (!rc && f.text && strcmp(f.text, old_text) != 0)
         mem_embed(m, mid, f.text);
@@ -801,24 +813,12 @@ int mnemo_memory_delete(mnemo *m, const char *id)
     writer w = {-1, 0};
     json_t *old = NULL;
     int64_t mid = 0;
-    int rc = write_begin(m, &w);
-    if (!rc)
-        rc = load(m, id, &old, &mid);
-    if (!rc && !json_is_null(json_object_get(old, "deleted_at")))
-        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is already deleted", id);
+    int rc = begin_live(m, id, &w, &old, &mid);
     double now = now_s();
     const char *text = old ? json_string_value(json_object_get(old, "text")) : NULL;
-    if (!rc) {
-        sqlite3_stmt *st = prep(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1");
-        if (!st) {
-            rc = MNEMO_DB;
-        } else {
-            sqlite3_bind_int64(st, 1, mid);
-            sqlite3_bind_double(st, 2, now);
-            rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "deleting a memory");
-            sqlite3_finalize(st);
-        }
-    }
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
+                     "deleting a memory");
     if (!rc)
         rc = fts_update(m, mid, text, NULL);
     if (!rc)
@@ -895,24 +895,12 @@ int mnemo_memory_confirm(mnemo *m, const char *id, char **out)
     writer w = {-1, 0};
     json_t *old = NULL;
     int64_t mid = 0;
-    int rc = write_begin(m, &w);
-    if (!rc)
-        rc = load(m, id, &old, &mid);
-    if (!rc && !json_is_null(json_object_get(old, "deleted_at")))
-        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
+    int rc = begin_live(m, id, &w, &old, &mid);
     double now = now_s();
-    if (!rc) {
-        sqlite3_stmt *st = prep(m, "UPDATE memories SET confirmations = confirmations + 1, "
-                                   "last_confirmed_at = ?2 WHERE mid = ?1");
-        if (!st) {
-            rc = MNEMO_DB;
-        } else {
-            sqlite3_bind_int64(st, 1, mid);
-            sqlite3_bind_double(st, 2, now);
-            rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "confirming a memory");
-            sqlite3_finalize(st);
-        }
-    }
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
+                        "last_confirmed_at = ?2 WHERE mid = ?1",
+                     mid, now, "confirming a memory");
     if (!rc)
         rc = history(m, id, "CONFIRM", NULL, NULL, now, NULL);
     rc = write_end(m, &w, rc);

@@ -440,33 +440,6 @@ static int by_rel(const void *a, const void *b)
     return (x->mid > y->mid) - (x->mid < y->mid);
 }
 
-/* A min-heap of the NEED best scores so far. */
-static void heap_offer(double *h, size_t *n, size_t cap, double v)
-{
-    size_t i;
-    if (*n < cap) {
-        for (i = (*n)++; i && h[(i - 1) / 2] > v; i = (i - 1) / 2)
-            h[i] = h[(i - 1) / 2];
-        h[i] = v;
-        return;
-    }
-    if (v <= h[0])
-        return;
-    for (i = 0;;) {
-        size_t l = 2 * i + 1, r = l + 1, k = i;
-        double kv = v;
-        if (l < cap && h[l] < kv)
-            k = l, kv = h[l];
-        if (r < cap && h[r] < kv)
-            k = r;
-        if (k == i)
-            break;
-        h[i] = h[k];
-        i = k;
-    }
-    h[i] = v;
-}
-
 /* Loads C's record (MEM_COLS) if not loaded yet. */
 static int load_rec(mnemo *m, mcand *c)
 {
@@ -560,7 +533,7 @@ static int run_search(mnemo *m, const char *text, mem_opts *o, size_t need, mset
         sqlite3_reset(row);
         sqlite3_bind_int64(row, 1, c->mid);
         c->score = sqlite3_step(row) == SQLITE_ROW ? c->rel * factors(m, row, user_query, now) : 0;
-        heap_offer(top, &ntop, need, c->score);
+        rank_top_offer(top, &ntop, need, c->score);
     }
     sqlite3_finalize(row);
     free(top);

@@ -274,3 +274,29 @@ void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_
     free(cand);
     free(maxsim);
 }
+
+void rank_top_offer(double *h, size_t *n, size_t cap, double v)
+{
+    size_t i;
+    if (*n < cap) {
+        for (i = (*n)++; i && h[(i - 1) / 2] > v; i = (i - 1) / 2)
+            h[i] = h[(i - 1) / 2];
+        h[i] = v;
+        return;
+    }
+    if (cap == 0 || v <= h[0])
+        return;
+    for (i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, k = i;
+        double kv = v;
+        if (l < cap && h[l] < kv)
+            k = l, kv = h[l];
+        if (r < cap && h[r] < kv)
+            k = r;
+        if (k == i)
+            break;
+        h[i] = h[k];
+        i = k;
+    }
+    h[i] = v;
+}

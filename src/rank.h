@@ -57,4 +57,9 @@ int rank_tokens_build(const char *text, size_t len, rank_tokens *out);
 /* Jaccard similarity of two token sets, estimated from their sketches. */
 double rank_jaccard(const rank_tokens *a, const rank_tokens *b);
 
+/* The best CAP scores seen so far, as a min-heap in H[0..*N): H[0] is the
+ * lowest of them once *N == CAP. Offers V. Used to stop computing factors
+ * once no remaining candidate can reach the top. */
+void rank_top_offer(double *h, size_t *n, size_t cap, double v);
+
 #endif

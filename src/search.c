@@ -618,37 +618,6 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
  * Ranking stages (rank.c has the formulas)
  * -------------------------------------------------------------------- */
 
-/* A min-heap of the NEED best final scores seen so far. */
-static void heap_offer(double *h, size_t *n, size_t cap, double v)
-{
-    size_t i;
-    if (*n < cap) {
-        i = (*n)++;
-        while (i && h[(i - 1) / 2] > v) {
-            h[i] = h[(i - 1) / 2];
-            i = (i - 1) / 2;
-        }
-        h[i] = v;
-        return;
-    }
-    if (v <= h[0])
-        return;
-    i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, k = i;
-        double kv = v;
-        if (l < cap && h[l] < kv)
-            k = l, kv = h[l];
-        if (r < cap && h[r] < kv)
-            k = r;
-        if (k == i)
-            break;
-        h[i] = h[k];
-        i = k;
-    }
-    h[i] = v;
-}
-
 /* Multiplies the candidates' scores by their recency and importance, best
  * first (ALL sorted by by_rank). No factor exceeds max(1, importanceMax),
  * so once a candidate's score times that cannot reach the NEED-th best
@@ -699,7 +668,7 @@ static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
             if (!c->tier)
                 c->score *= c->recency * c->importance;
         }
-        heap_offer(top, &ntop, need, c->tier ? INFINITY : c->score);
+        rank_top_offer(top, &ntop, need, c->tier ? INFINITY : c->score);
     }
     free(top);
     sqlite3_finalize(st);
