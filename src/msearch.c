@@ -348,7 +348,8 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
         double sd = var > 0 ? sqrt(var) : 0;
         qsort(hits, n, sizeof *hits, by_cos);
         size_t nk = s->n; /* keyword candidates, sorted by mid */
-        qsort(s->v, nk, sizeof *s->v, by_mid);
+        if (nk > 1)
+            qsort(s->v, nk, sizeof *s->v, by_mid);
         for (size_t i = 0; i < n && !rc; i++) {
             double v;
             if (n >= Z_MIN_ROWS && sd > 1e-6) {
