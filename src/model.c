@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "mnemo.h"
+#include "util/io.h"
 #include "util/hash.h"
 #include "util/utf8.h"
 
@@ -404,27 +405,12 @@ done:
 
 static uint64_t align64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int pad_to(int fd, uint64_t *pos, uint64_t target)
 {
     static const char zeros[64];
     while (*pos < target) {
         size_t n = (size_t)(target - *pos > 64 ? 64 : target - *pos);
-        if (write_all(fd, zeros, n))
+        if (io_write_all(fd, zeros, n))
             return -1;
         *pos += n;
     }
@@ -478,14 +464,14 @@ static int write_table(const table *t, const char *dst, buf *err)
         rc = MNEMO_IO;
         goto done;
     }
-    if (write_all(fd, &h, sizeof h) || (pos = sizeof h, pad_to(fd, &pos, h.strings_off)) ||
-        write_all(fd, t->strings.data, t->strings.len) ||
+    if (io_write_all(fd, &h, sizeof h) || (pos = sizeof h, pad_to(fd, &pos, h.strings_off)) ||
+        io_write_all(fd, t->strings.data, t->strings.len) ||
         (pos += t->strings.len, pad_to(fd, &pos, h.index_off)) ||
-        write_all(fd, t->offs, t->n * 4) || (pos += t->n * 4, pad_to(fd, &pos, h.slots_off)) ||
-        write_all(fd, sl, (size_t)slots * 4) ||
+        io_write_all(fd, t->offs, t->n * 4) || (pos += t->n * 4, pad_to(fd, &pos, h.slots_off)) ||
+        io_write_all(fd, sl, (size_t)slots * 4) ||
         (pos += (uint64_t)slots * 4, pad_to(fd, &pos, h.weights_off)) ||
-        write_all(fd, w, t->n * 4) || (pos += t->n * 4, pad_to(fd, &pos, h.vectors_off)) ||
-        write_all(fd, t->vecs, t->n * (size_t)t->dims * 4) || fsync(fd)) {
+        io_write_all(fd, w, t->n * 4) || (pos += t->n * 4, pad_to(fd, &pos, h.vectors_off)) ||
+        io_write_all(fd, t->vecs, t->n * (size_t)t->dims * 4) || fsync(fd)) {
         buf_printf(err, "%s: %s", tmp, strerror(errno));
         rc = MNEMO_IO;
     }

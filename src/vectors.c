@@ -26,6 +26,7 @@
 
 #include "core.h"
 #include "model.h"
+#include "util/io.h"
 #include "util/hash.h"
 #include "util/time.h"
 
@@ -491,21 +492,6 @@ static uint64_t stamp_of(store *st)
     return v;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int write_file(store *st, const char *db_path, int quantize, buf *err)
 {
     sqlite3 *db = store_db(st);
@@ -574,20 +560,20 @@ static int write_file(store *st, const char *db_path, int quantize, buf *err)
     do {                                                                                       \
         while (pos < (to)) {                                                                   \
             size_t k_ = (size_t)((to)-pos > 64 ? 64 : (to)-pos);                               \
-            if (write_all(fd, zeros, k_))                                                      \
+            if (io_write_all(fd, zeros, k_))                                                      \
                 goto ioerr;                                                                    \
             pos += k_;                                                                         \
         }                                                                                      \
     } while (0)
-    if (write_all(fd, &h, sizeof h))
+    if (io_write_all(fd, &h, sizeof h))
         goto ioerr;
     pos = sizeof h;
     PAD(h.ids_off);
-    if (n && write_all(fd, ids, n * 8))
+    if (n && io_write_all(fd, ids, n * 8))
         goto ioerr;
     pos += n * 8;
     PAD(h.vecs_off);
-    if (n && write_all(fd, vecs, n * dims * 4))
+    if (n && io_write_all(fd, vecs, n * dims * 4))
         goto ioerr;
     pos += n * dims * 4;
     PAD(h.q_off);
@@ -597,17 +583,17 @@ static int write_file(store *st, const char *db_path, int quantize, buf *err)
         int bad = !qv || !scales;
         for (size_t i = 0; i < n && !bad; i++) {
             vec_quantize(vecs + i * dims, dims, qv, &scales[i]);
-            bad = write_all(fd, qv, dims) != 0;
+            bad = io_write_all(fd, qv, dims) != 0;
         }
         pos += n * dims;
         if (!bad) {
             uint64_t to = h.scales_off;
             while (pos < to && !bad) {
                 size_t k = (size_t)(to - pos > 64 ? 64 : to - pos);
-                bad = write_all(fd, zeros, k) != 0;
+                bad = io_write_all(fd, zeros, k) != 0;
                 pos += k;
             }
-            bad = bad || write_all(fd, scales, n * sizeof *scales) != 0;
+            bad = bad || io_write_all(fd, scales, n * sizeof *scales) != 0;
         }
         free(qv);
         free(scales);
