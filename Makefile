@@ -44,18 +44,20 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/util/jsonvec.c \
           src/util/time.c src/util/lock.c src/util/io.c \
           src/tok.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/walk.c \
-          src/prep.c src/sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/embed_http.c src/mfilter.c src/secrets.c src/memory.c src/msearch.c src/vectors.c src/rank.c src/recall.c src/sanitize.c src/transcript.c src/snippet.c src/search.c src/get.c src/status.c src/watch.c
+          src/prep.c src/sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/embed_http.c src/mfilter.c src/secrets.c src/memory.c src/msearch.c src/vectors.c src/rank.c src/recall.c src/sanitize.c src/transcript.c src/snippet.c src/search.c src/get.c src/status.c src/watch.c src/nudge.c
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_model.c cli/cmd_recall.c \
-          cli/cmd_memory.c cli/cmd_skill.c
+          cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \
+          cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
            tests/provider_server.c tests/test_vec.c tests/test_model.c tests/test_embed.c \
            tests/test_hybrid.c tests/test_rank.c tests/test_transcript.c \
-           tests/test_mfilter.c tests/test_memory.c
+           tests/test_mfilter.c tests/test_memory.c \
+           tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c
-BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c
+BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)

@@ -85,5 +85,8 @@ int cmd_model(int argc, char **argv);
 int cmd_recall(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_skill(int argc, char **argv);
+int cmd_hook(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 #endif

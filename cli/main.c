@@ -21,6 +21,9 @@ static const struct {
     {"recall", cmd_recall, "the <recalled-memories> block, or trigger recall (--triggers)"},
     {"memory", cmd_memory, "store, search, list, change and export structured memories"},
     {"skill", cmd_skill, "the memory_search skill (arguments in SKILL_ARGS)"},
+    {"serve", cmd_serve, "the HTTP daemon: JSON API and MCP at /mcp, on loopback"},
+    {"mcp", cmd_mcp, "MCP server over standard input and output"},
+    {"hook", cmd_hook, "agent hooks: claude-code (the recall nudge for UserPromptSubmit)"},
 };
 
 static void usage(FILE *f)
