@@ -1,1 +1,498 @@
+/*
+ * api.c - mnemo's operations as JSON in, JSON out (see api.h). Each
+ * operation declares its arguments as a JSON Schema; the schema is what
+ * tools/list shows and also what the arguments are checked against, so
+ * the two never disagree.
+ */
+#include "api.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+
+/* ----------------------------------------------------------------------
+ * Argument checking against the operation's schema: types, bounds, enums,
+ * required keys, and no unknown keys.
+ * -------------------------------------------------------------------- */
+
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt_err(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return strdup(buf);
+}
+
+static int type_ok(const char *type, const json_t *v)
+{
+    if (strcmp(type, "string") == 0)
+        return json_is_string(v);
+    if (strcmp(type, "integer") == 0)
+        return json_is_integer(v);
+    if (strcmp(type, "number") == 0)
+        return json_is_number(v);
+    if (strcmp(type, "boolean") == 0)
+        return json_is_boolean(v);
+    if (strcmp(type, "object") == 0)
+        return json_is_object(v);
+    if (strcmp(type, "array") == 0)
+        return json_is_array(v);
+    if (strcmp(type, "null") == 0)
+        return json_is_null(v);
+    return 0;
+}
+
+static int check_value(const char *key, const json_t *p, const json_t *v, char **err)
+{
+    const json_t *t = json_object_get(p, "type");
+    int ok = 0;
+    if (json_is_string(t)) {
+        ok = type_ok(json_string_value(t), v);
+    } else if (json_is_array(t)) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(t, i, e) ok |= type_ok(json_string_value(e), v);
+    } else {
+        ok = 1;
+    }
+    if (!ok) {
+        char *ts = json_dumps(t, JSON_COMPACT | JSON_ENCODE_ANY);
+        *err = fmt_err("argument '%s' must be of type %s", key, ts ? ts : "?");
+        free(ts);
+        return MNEMO_INVALID;
+    }
+    if (json_is_number(v)) {
+        const json_t *lo = json_object_get(p, "minimum"), *hi = json_object_get(p, "maximum");
+        double x = json_number_value(v);
+        if ((lo && x < json_number_value(lo)) || (hi && x > json_number_value(hi))) {
+            char range[64];
+            snprintf(range, sizeof range, "%g..%g", lo ? json_number_value(lo) : -1e308,
+                     hi ? json_number_value(hi) : 1e308);
+            *err = fmt_err("argument '%s' must be in %s", key, range);
+            return MNEMO_INVALID;
+        }
+    }
+    const json_t *en = json_object_get(p, "enum");
+    if (en && json_is_string(v)) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(en, i, e) if (json_equal((json_t *)e, (json_t *)v)) return 0;
+        char *es = json_dumps(en, JSON_COMPACT);
+        *err = fmt_err("argument '%s' must be one of %s", key, es ? es : "?");
+        free(es);
+        return MNEMO_INVALID;
+    }
+    const json_t *ml = json_object_get(p, "minLength");
+    if (ml && json_is_string(v) && json_string_length(v) < (size_t)json_integer_value(ml)) {
+        *err = fmt_err("argument '%s' must not be empty", key);
+        return MNEMO_INVALID;
+    }
+    return 0;
+}
+
+static int check_args(const json_t *schema, const json_t *args, char **err)
+{
+    const json_t *props = json_object_get(schema, "properties");
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)args, key, v) {
+        const json_t *p = json_object_get(props, key);
+        if (!p) {
+            char names[512] = "";
+            size_t n = 0;
+            const char *k;
+            const json_t *pv;
+            json_object_foreach((json_t *)props, k, pv) {
+                int w = snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", k);
+                if (w < 0 || (size_t)w >= sizeof names - n)
+                    break;
+                n += (size_t)w;
+            }
+            *err = fmt_err("unknown argument '%s' (expected: %s)", key, names);
+            return MNEMO_INVALID;
+        }
+        int rc = check_value(key, p, v, err);
+        if (rc)
+            return rc;
+    }
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(schema, "required"), i, r) {
+        if (!json_object_get(args, json_string_value(r))) {
+            *err = fmt_err("missing argument '%s'", json_string_value(r));
+            return MNEMO_INVALID;
+        }
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------
+ * Helpers
+ * -------------------------------------------------------------------- */
+
+char *api_dump(const json_t *j)
+{
+    return json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+}
+
+static int fail(mnemo *m, int rc, char **err)
+{
+    const char *msg = mnemo_errmsg(m);
+    *err = strdup(msg && *msg ? msg : mnemo_strerror(rc));
+    return rc;
+}
+
+static const char *str_arg(const json_t *args, const char *key)
+{
+    return json_string_value(json_object_get(args, key));
+}
+
+/* A library call's JSON text as the reply (re-encoded compactly). */
+static int reply_text(mnemo *m, int rc, char *text, json_t **out, char **err)
+{
+    if (rc) {
+        mnemo_free(text);
+        return fail(m, rc, err);
+    }
+    json_error_t je;
+    *out = json_loads(text ? text : "null", JSON_DECODE_ANY, &je);
+    mnemo_free(text);
+    if (!*out) {
+        *err = strdup("internal error: the library returned invalid JSON");
+        return MNEMO_MISUSE;
+    }
+    return 0;
+}
+
+/* The arguments without KEY, as JSON text for a library call. */
+static char *args_without(const json_t *args, const char *key)
+{
+    json_t *c = json_copy((json_t *)args);
+    if (!c)
+        return NULL;
+    if (key)
+        json_object_del(c, key);
+    char *s = json_dumps(c, JSON_COMPACT);
+    json_decref(c);
+    return s;
+}
+
+/* ----------------------------------------------------------------------
+ * Operations
+ * -------------------------------------------------------------------- */
+
+static int op_search(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    mnemo_search_opts so;
+    mnemo_search_opts_init(&so);
+    json_t *v;
+    if ((v = json_object_get(args, "maxResults")))
+        so.max_results = (int)json_integer_value(v);
+    if ((v = json_object_get(args, "minScore")))
+        so.min_score = json_number_value(v);
+    if ((v = json_object_get(args, "strict")))
+        so.strict = json_is_true(v);
+    so.explain = json_is_true(json_object_get(args, "explain"));
+    so.corpus = str_arg(args, "corpus");
+    const char *q = str_arg(args, "query");
+    mnemo_results *res = NULL;
+    int rc = mnemo_search(m, q, &so, &res);
+    if (rc == MNEMO_NOTFOUND) { /* first use: build the index */
+        rc = mnemo_sync(m, NULL, NULL);
+        if (!rc)
+            rc = mnemo_search(m, q, &so, &res);
+    }
+    if (rc)
+        return fail(m, rc, err);
+    char *s = mnemo_results_json(res);
+    mnemo_results_free(res);
+    return reply_text(m, s ? 0 : MNEMO_NOMEM, s, out, err);
+}
+
+json_t *api_excerpt_json(const mnemo_excerpt *e)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "path", json_string(e->path));
+    json_object_set_new(o, "from", json_integer(e->from));
+    json_object_set_new(o, "to", json_integer(e->to));
+    json_object_set_new(o, "totalLines", json_integer(e->total_lines));
+    json_object_set_new(o, "truncated", json_boolean(e->truncated));
+    if (e->truncated) {
+        char hint[512];
+        snprintf(hint, sizeof hint,
+                 "lines %d-%d of %d shown; continue with: mnemo get %s --from %d", e->from,
+                 e->to, e->total_lines, e->path, e->next_from);
+        json_object_set_new(o, "nextFrom", json_integer(e->next_from));
+        json_object_set_new(o, "hint", json_string(hint));
+    }
+    json_object_set_new(o, "text", json_string(e->text));
+    return o;
+}
+
+static int op_get(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines");
+    mnemo_excerpt e;
+    int rc = mnemo_get(m, str_arg(args, "path"), f ? (int)json_integer_value(f) : 1,
+                       l ? (int)json_integer_value(l) : 120, &e);
+    if (rc)
+        return fail(m, rc, err);
+    *out = api_excerpt_json(&e);
+    mnemo_excerpt_cleanup(&e);
+    return 0;
+}
+
+static int op_recall(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    char *opts = args_without(args, "triggers");
+    char *recalled = NULL, *trig = NULL;
+    int rc = opts ? mnemo_memory_recall(m, opts, &recalled) : MNEMO_NOMEM;
+    free(opts);
+    const char *msg = str_arg(args, "message");
+    if ((!rc || rc == MNEMO_NOTFOUND) && msg && json_is_true(json_object_get(args, "triggers")))
+        rc = mnemo_recall_triggers(m, msg, &trig);
+    if (rc && rc != MNEMO_NOTFOUND) {
+        mnemo_free(recalled);
+        mnemo_free(trig);
+        return fail(m, rc, err);
+    }
+    *out = json_object();
+    json_object_set_new(*out, "recalled", json_string(recalled ? recalled : ""));
+    json_object_set_new(*out, "triggers", json_string(trig ? trig : ""));
+    mnemo_free(recalled);
+    mnemo_free(trig);
+    return 0;
+}
+
+static int op_memory_add(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    char *rec = args_without(args, NULL), *s = NULL;
+    int rc = rec ? mnemo_memory_add(m, rec, &s) : MNEMO_NOMEM;
+    free(rec);
+    return reply_text(m, rc, s, out, err);
+}
+
+static int op_memory_update(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    char *ch = args_without(args, "id"), *s = NULL;
+    int rc = ch ? mnemo_memory_update(m, str_arg(args, "id"), ch, &s) : MNEMO_NOMEM;
+    free(ch);
+    return reply_text(m, rc, s, out, err);
+}
+
+static int op_memory_delete(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    const char *id = str_arg(args, "id");
+    int rc = mnemo_memory_delete(m, id);
+    if (rc)
+        return fail(m, rc, err);
+    *out = json_pack("{s:s}", "deleted", id);
+    return 0;
+}
+
+static int op_memory_get(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    char *s = NULL;
+    int rc = mnemo_memory_get(m, str_arg(args, "id"), &s);
+    return reply_text(m, rc, s, out, err);
+}
+
+static int op_memory_search(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    char *o = args_without(args, "query"), *s = NULL;
+    int rc = o ? mnemo_memory_search(m, str_arg(args, "query"), o, &s) : MNEMO_NOMEM;
+    free(o);
+    return reply_text(m, rc, s, out, err);
+}
+
+static int op_memory_list(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    char *o = args_without(args, NULL), *s = NULL;
+    int rc = o ? mnemo_memory_list(m, o, &s) : MNEMO_NOMEM;
+    free(o);
+    return reply_text(m, rc, s, out, err);
+}
+
+static int op_status(mnemo *m, json_t *args, json_t **out, char **err)
+{
+    char *s = NULL;
+    int rc = mnemo_status_json(m, json_is_true(json_object_get(args, "deep")), &s);
+    return reply_text(m, rc, s, out, err);
+}
+
+/* ----------------------------------------------------------------------
+ * The table
+ * -------------------------------------------------------------------- */
+
+#define STR(d) "{\"type\":\"string\",\"description\":\"" d "\"}"
+#define SCOPE_PROPS                                                                           \
+    "\"user_id\":" STR("whose memories (default: the configured userId)") ","                 \
+    "\"agent_id\":" STR("the agent's id") ","                                                  \
+    "\"run_id\":" STR("a run (session) id: session memory") ","
+#define LIST_PROPS                                                                            \
+    SCOPE_PROPS                                                                               \
+    "\"scope\":{\"type\":\"string\",\"enum\":[\"all\",\"session\",\"long-term\"]},"           \
+    "\"categories\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"                     \
+    "\"description\":\"only these categories\"},"                                              \
+    "\"type\":{\"type\":\"string\",\"enum\":[\"fact\",\"preference\",\"summary\","            \
+    "\"context\",\"raw\",\"all\"]},"                                                          \
+    "\"subject\":" STR("who the memory is about: user or a name") ","                          \
+    "\"filters\":{\"type\":[\"object\",\"string\"],\"description\":"                          \
+    "\"filter expression, see docs/memories.md\"},"                                            \
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000},"                       \
+    "\"offset\":{\"type\":\"integer\",\"minimum\":0},"                                          \
+    "\"deleted\":{\"type\":\"boolean\"}"
+#define RECORD_PROPS                                                                          \
+    SCOPE_PROPS                                                                               \
+    "\"category\":" STR("identity, configuration, rule, preference, decision, technical, "        \
+                          "relationship, project, operational or another name") ","          \
+    "\"importance\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"                        \
+    "\"type\":{\"type\":\"string\",\"enum\":[\"fact\",\"preference\",\"summary\","            \
+    "\"context\",\"raw\"]},"                                                                   \
+    "\"subject\":" STR("who it is about: user (default) or a name") ","                        \
+    "\"metadata\":{\"type\":\"object\"},"                                                      \
+    "\"triggers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"                       \
+    "\"description\":\"phrases that recall this memory\"},"                                    \
+    "\"expires_at\":{\"type\":[\"string\",\"null\"],"                                          \
+    "\"description\":\"ISO 8601 time or YYYY-MM-DD\"}"
+#define OBJ(props, req) "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "],\"additionalProperties\":false}"
+
+static const api_op ops[] = {
+    {"search", op_search,
+     OBJ("\"query\":{\"type\":\"string\",\"minLength\":1,\"description\":\"what to look for\"},"
+         "\"maxResults\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},"
+         "\"minScore\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"
+         "\"corpus\":{\"type\":\"string\",\"enum\":[\"memory\",\"sessions\",\"all\"]},"
+         "\"strict\":{\"type\":\"boolean\"},\"explain\":{\"type\":\"boolean\"}",
+         "\"query\""),
+     "Search the memory notes (MEMORY.md, USER.md, memory/*.md, transcripts): hybrid keyword "
+     "and semantic search, ranked; results cite path#Lstart-Lend.", 0},
+    {"get", op_get,
+     OBJ("\"path\":" STR("a memory file, relative to the workspace") ","
+         "\"from\":{\"type\":\"integer\",\"minimum\":1},"
+         "\"lines\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576}",
+         "\"path\""),
+     "Read lines of a memory file (after memory_search, to see more context).", 0},
+    {"recall", op_recall,
+     OBJ(SCOPE_PROPS "\"message\":" STR("the inbound message") ","
+         "\"strategy\":{\"type\":\"string\",\"enum\":[\"smart\",\"always\",\"manual\"]},"
+         "\"triggers\":{\"type\":\"boolean\",\"description\":"
+         "\"also the curated entries whose trigger phrases occur in the message\"}",
+         ""),
+     "The <recalled-memories> block to put before a prompt, within its token budget.", 0},
+    {"memory_add", op_memory_add,
+     OBJ("\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the fact\"}," RECORD_PROPS,
+         "\"text\""),
+     "Store a memory (a fact, preference, decision...). Duplicates are not stored twice.", 1},
+    {"memory_update", op_memory_update,
+     OBJ("\"id\":" STR("the memory's id") ",\"text\":{\"type\":\"string\",\"minLength\":1},"
+         RECORD_PROPS,
+         "\"id\""),
+     "Change fields of a stored memory; the change is kept in its history.", 1},
+    {"memory_delete", op_memory_delete, OBJ("\"id\":" STR("the memory's id"), "\"id\""),
+     "Delete a stored memory (it can be restored until purged).", 1},
+    {"memory_get", op_memory_get, OBJ("\"id\":" STR("the memory's id"), "\"id\""),
+     "One stored memory by id.", 0},
+    {"memory_search", op_memory_search,
+     OBJ("\"query\":{\"type\":\"string\",\"minLength\":1}," LIST_PROPS ","
+         "\"min_score\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}",
+         "\"query\""),
+     "Search stored memories (facts with category and importance).", 0},
+    {"memory_list", op_memory_list, OBJ(LIST_PROPS, ""),
+     "List stored memories, newest first, with filters.", 0},
+    {"status", op_status, OBJ("\"deep\":{\"type\":\"boolean\"}", ""),
+     "The index: files, chunks, last sync, embedding provider, stored memories.", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+static json_t *schemas[sizeof ops / sizeof *ops];
+static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+
+static void load_schemas(void)
+{
+    for (size_t i = 0; ops[i].name; i++)
+        schemas[i] = json_loads(ops[i].schema, 0, NULL);
+}
+
+const api_op *api_ops(void) { return ops; }
+
+const api_op *api_find(const char *name)
+{
+    for (size_t i = 0; name && ops[i].name; i++)
+        if (strcmp(ops[i].name, name) == 0)
+            return &ops[i];
+    return NULL;
+}
+
+int api_run(mnemo *m, const api_op *op, json_t *args, json_t **out, char **err)
+{
+    *out = NULL;
+    *err = NULL;
+    pthread_once(&schemas_once, load_schemas);
+    json_t *schema = schemas[op - ops];
+    if (!schema) {
+        *err = strdup("internal error: bad schema");
+        return MNEMO_MISUSE;
+    }
+    json_t *none = NULL;
+    if (!args)
+        args = none = json_object();
+    if (!json_is_object(args)) {
+        *err = strdup("arguments must be a JSON object");
+        return MNEMO_INVALID;
+    }
+    int rc = check_args(schema, args, err);
+    if (!rc)
+        rc = op->fn(m, args, out, err);
+    json_decref(none);
+    if (rc && !*err)
+        *err = strdup(mnemo_strerror(rc));
+    return rc;
+}
+
+const char *api_code_name(int rc)
+{
+    switch (rc) {
+    case MNEMO_NOMEM: return "nomem";
+    case MNEMO_IO: return "io";
+    case MNEMO_DB: return "db";
+    case MNEMO_HTTP: return "http";
+    case MNEMO_TIMEOUT: return "timeout";
+    case MNEMO_NOTFOUND: return "not_found";
+    case MNEMO_INVALID: return "invalid";
+    case MNEMO_UNAVAILABLE: return "unavailable";
+    case MNEMO_MISUSE: return "misuse";
+    case MNEMO_CORRUPT: return "corrupt";
+    case MNEMO_BUSY: return "busy";
+    case MNEMO_DENIED: return "denied";
+    default: return "error";
+    }
+}
+
+int api_http_status(int rc)
+{
+    switch (rc) {
+    case MNEMO_OK: return 200;
+    case MNEMO_INVALID: return 400;
+    case MNEMO_DENIED: return 403;
+    case MNEMO_NOTFOUND: return 404;
+    case MNEMO_BUSY: return 503;
+    case MNEMO_UNAVAILABLE: return 503;
+    case MNEMO_HTTP: return 502;
+    case MNEMO_TIMEOUT: return 504;
+    default: return 500;
+    }
+}
+
+json_t *api_error_json(int rc, const char *message)
+{
+    return json_pack("{s:{s:s,s:s}}", "error", "code", api_code_name(rc), "message",
+                     message ? message : mnemo_strerror(rc));
+}

@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 
+#include "api.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -29,24 +31,6 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *code_name(int rc)
-{
-    switch (rc) {
-    case MNEMO_NOMEM: return "nomem";
-    case MNEMO_IO: return "io";
-    case MNEMO_DB: return "db";
-    case MNEMO_HTTP: return "http";
-    case MNEMO_TIMEOUT: return "timeout";
-    case MNEMO_NOTFOUND: return "not_found";
-    case MNEMO_INVALID: return "invalid";
-    case MNEMO_UNAVAILABLE: return "unavailable";
-    case MNEMO_MISUSE: return "misuse";
-    case MNEMO_CORRUPT: return "corrupt";
-    case MNEMO_BUSY: return "busy";
-    case MNEMO_DENIED: return "denied";
-    default: return "error";
-    }
-}
 
 void cli_json_string(FILE *f, const char *s)
 {
@@ -68,7 +52,7 @@ void cli_json_string(FILE *f, const char *s)
 
 void cli_json_error(int rc, const char *message)
 {
-    printf("{\"error\":{\"code\":\"%s\",\"message\":", code_name(rc));
+    printf("{\"error\":{\"code\":\"%s\",\"message\":", api_code_name(rc));
     cli_json_string(stdout, message);
     fputs("}}\n", stdout);
 }

@@ -2,8 +2,10 @@
  * cmd_get.c - `mnemo get PATH`: read lines of a memory file.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "cli.h"
 
 int cmd_get(int argc, char **argv)
@@ -44,15 +46,12 @@ int cmd_get(int argc, char **argv)
                  "lines %d-%d of %d shown; continue with: mnemo get %s --from %d", e.from, e.to,
                  e.total_lines, e.path, e.next_from);
     if (json) {
-        fputs("{\"path\":", stdout);
-        cli_json_string(stdout, e.path);
-        printf(",\"from\":%d,\"to\":%d,\"totalLines\":%d,\"truncated\":%s,", e.from, e.to,
-               e.total_lines, e.truncated ? "true" : "false");
-        if (e.truncated)
-            printf("\"nextFrom\":%d,\"hint\":", e.next_from), cli_json_string(stdout, hint), putchar(',');
-        fputs("\"text\":", stdout);
-        cli_json_string(stdout, e.text);
-        fputs("}\n", stdout);
+        json_t *j = api_excerpt_json(&e);
+        char *t = api_dump(j);
+        json_decref(j);
+        if (t)
+            puts(t);
+        free(t);
     } else {
         fputs(e.text, stdout);
         if (e.truncated)

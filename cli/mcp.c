@@ -1,1 +1,243 @@
-#include "cli.h"
+/*
+ * mcp.c - the MCP server's message handling (see mcp.h): initialize with
+ * protocol-version negotiation, ping, tools/list and tools/call. A failing
+ * tool answers with a result marked isError, so the model can read what
+ * went wrong and the session goes on; only protocol mistakes (no such
+ * method, unknown tool, malformed request) are JSON-RPC errors.
+ */
+#include "mcp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+/* Newest first: the first is offered when the client asks for another. */
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+/* The tools, each one of api.h's operations. */
+static const struct {
+    const char *tool, *op, *title;
+} tools[] = {
+    {"memory_search", "search", "Search memory"},
+    {"memory_get", "get", "Read a memory file"},
+    {"memory_add", "memory_add", "Store a memory"},
+    {"memory_update", "memory_update", "Change a memory"},
+    {"memory_delete", "memory_delete", "Delete a memory"},
+    {"memory_list", "memory_list", "List memories"},
+    {"memory_recall", "recall", "Recall memories for a message"},
+    {"memory_status", "status", "Memory index status"},
+};
+
+enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, NO_METHOD = -32601, BAD_PARAMS = -32602 };
+
+int mcp_version_supported(const char *version)
+{
+    for (size_t i = 0; version && i < sizeof versions / sizeof *versions; i++)
+        if (strcmp(version, versions[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static json_t *rpc_error(json_t *id, int code, const char *message)
+{
+    return json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                     "error", "code", code, "message", message);
+}
+
+static json_t *rpc_result(json_t *id, json_t *result)
+{
+    return json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result);
+}
+
+static json_t *initialize(const json_t *params)
+{
+    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    const char *v = mcp_version_supported(asked) ? asked : versions[0];
+    return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s,s:s},s:s}", "protocolVersion", v,
+                     "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "mnemo",
+                     "title", "mnemo memory search", "version", mnemo_version(), "instructions",
+                     "mnemo searches this agent's long-term memory: Markdown notes (MEMORY.md, "
+                     "USER.md, memory/*.md) and stored facts. Call memory_search before "
+                     "answering questions about past work, people, preferences or decisions; "
+                     "cite results as path#Lstart-Lend and read more with memory_get.");
+}
+
+static json_t *tools_list(void)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
+        const api_op *op = api_find(tools[i].op);
+        json_t *schema = op ? json_loads(op->schema, 0, NULL) : NULL;
+        json_t *t = json_pack("{s:s,s:s,s:s,s:o*,s:{s:b,s:b}}", "name", tools[i].tool, "title",
+                              tools[i].title, "description", op ? op->title : "",
+                              "inputSchema", schema, "annotations", "readOnlyHint",
+                              op && !op->writes, "destructiveHint",
+                              op && strcmp(op->name, "memory_delete") == 0);
+        json_array_append_new(list, t);
+    }
+    return json_pack("{s:o}", "tools", list);
+}
+
+/* The text a model reads: results as citations with their snippets. */
+static char *tool_text(const char *op, const json_t *out)
+{
+    if (strcmp(op, "search") == 0) {
+        size_t n = 0, cap = 256, i;
+        char *s = malloc(cap);
+        const json_t *r;
+        if (!s)
+            return NULL;
+        s[0] = 0;
+        const json_t *res = json_object_get(out, "results");
+        if (json_array_size(res) == 0) {
+            snprintf(s, cap, "No results.");
+            return s;
+        }
+        json_array_foreach(res, i, r) {
+            const char *cit = json_string_value(json_object_get(r, "citation"));
+            const char *snip = json_string_value(json_object_get(r, "snippet"));
+            size_t need = strlen(cit ? cit : "") + strlen(snip ? snip : "") + 64;
+            if (n + need >= cap) {
+                while (n + need >= cap)
+                    cap *= 2;
+                char *t = realloc(s, cap);
+                if (!t) {
+                    free(s);
+                    return NULL;
+                }
+                s = t;
+            }
+            n += (size_t)snprintf(s + n, cap - n, "%s%s (score %.2f)\n%s\n", i ? "\n" : "",
+                                  cit ? cit : "", json_number_value(json_object_get(r, "score")),
+                                  snip ? snip : "");
+        }
+        return s;
+    }
+    if (strcmp(op, "get") == 0)
+        return strdup(json_string_value(json_object_get(out, "text")));
+    if (strcmp(op, "recall") == 0) {
+        const char *a = json_string_value(json_object_get(out, "recalled"));
+        const char *b = json_string_value(json_object_get(out, "triggers"));
+        size_t n = strlen(a) + strlen(b) + 32;
+        char *s = malloc(n);
+        if (s)
+            snprintf(s, n, "%s%s%s", a, *a && *b ? "\n" : "", *a || *b ? b : "Nothing recalled.");
+        return s;
+    }
+    return api_dump(out);
+}
+
+static json_t *tool_result(const char *text, json_t *structured, int is_error)
+{
+    json_t *r = json_pack("{s:[{s:s,s:s}]}", "content", "type", "text", "text", text);
+    if (structured)
+        json_object_set_new(r, "structuredContent", structured);
+    if (is_error)
+        json_object_set_new(r, "isError", json_true());
+    return r;
+}
+
+static json_t *tools_call(mnemo *m, const json_t *params, json_t *id)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    const char *opname = NULL;
+    for (size_t i = 0; name && i < sizeof tools / sizeof *tools; i++)
+        if (strcmp(name, tools[i].tool) == 0)
+            opname = tools[i].op;
+    const api_op *op = api_find(opname);
+    if (!op) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Unknown tool: %.100s", name ? name : "(no name)");
+        return rpc_error(id, BAD_PARAMS, msg);
+    }
+    json_t *out = NULL;
+    char *err = NULL;
+    json_t *args = json_object_get(params, "arguments");
+    int rc = api_run(m, op, json_is_null(args) ? NULL : args, &out, &err);
+    json_t *result;
+    if (rc) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s failed (%s): %s", name, api_code_name(rc), err);
+        result = tool_result(msg, NULL, 1);
+    } else {
+        char *text = tool_text(op->name, out);
+        result = tool_result(text ? text : "", out, 0);
+        free(text);
+        out = NULL;
+    }
+    json_decref(out);
+    free(err);
+    return rpc_result(id, result);
+}
+
+/* One request or notification; NULL when no response is due. */
+static json_t *handle_one(mnemo *m, json_t *msg)
+{
+    if (!json_is_object(msg))
+        return rpc_error(NULL, INVALID_REQUEST, "Invalid Request: not a JSON-RPC object");
+    json_t *id = json_object_get(msg, "id");
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (!method) {
+        /* A response (to nothing we asked) is ignored; anything else is bad. */
+        if (id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
+            return NULL;
+        return rpc_error(id, INVALID_REQUEST, "Invalid Request: no method");
+    }
+    if (!id) /* notifications: initialized, cancelled, ... need no answer */
+        return NULL;
+    if (!json_is_string(id) && !json_is_integer(id))
+        return rpc_error(NULL, INVALID_REQUEST, "Invalid Request: id must be a string or integer");
+    if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
+        strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0)
+        return rpc_error(id, INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
+    json_t *params = json_object_get(msg, "params");
+    if (params && !json_is_object(params))
+        return rpc_error(id, BAD_PARAMS, "Invalid params: params must be an object");
+    if (strcmp(method, "initialize") == 0)
+        return rpc_result(id, initialize(params));
+    if (strcmp(method, "ping") == 0)
+        return rpc_result(id, json_object());
+    if (strcmp(method, "tools/list") == 0)
+        return rpc_result(id, tools_list());
+    if (strcmp(method, "tools/call") == 0)
+        return tools_call(m, params, id);
+    char text[160];
+    snprintf(text, sizeof text, "Method not found: %.100s", method);
+    return rpc_error(id, NO_METHOD, text);
+}
+
+char *mcp_handle(mnemo *m, const char *text, size_t len)
+{
+    json_error_t je;
+    json_t *msg = json_loadb(text, len, 0, &je), *resp;
+    if (!msg) {
+        char e[256];
+        snprintf(e, sizeof e, "Parse error: %s (line %d, column %d)", je.text, je.line,
+                 je.column);
+        resp = rpc_error(NULL, PARSE_ERROR, e);
+    } else if (json_is_array(msg)) {
+        resp = json_array();
+        size_t i;
+        json_t *e;
+        json_array_foreach(msg, i, e) {
+            json_t *r = handle_one(m, e);
+            if (r)
+                json_array_append_new(resp, r);
+        }
+        if (json_array_size(msg) == 0)
+            json_array_append_new(resp, rpc_error(NULL, INVALID_REQUEST, "Invalid Request: empty batch"));
+        if (json_array_size(resp) == 0) {
+            json_decref(resp);
+            resp = NULL;
+        }
+    } else {
+        resp = handle_one(m, msg);
+    }
+    json_decref(msg);
+    if (!resp)
+        return NULL;
+    char *s = api_dump(resp);
+    json_decref(resp);
+    return s;
+}

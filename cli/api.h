@@ -1,0 +1,64 @@
+/*
+ * api.h - mnemo's operations as JSON in, JSON out: one table shared by the
+ * HTTP daemon (mnemo serve: /v1/...), the MCP tools (stdio and /mcp) and
+ * the CLI's --json output, so all of them speak the same shapes.
+ *
+ *   op              arguments (JSON object)                       reply
+ *   search          query, maxResults, minScore, corpus, strict,   mnemo search --json
+ *                   explain
+ *   get             path, from, lines                              mnemo get --json
+ *   recall          message, user_id, agent_id, run_id, strategy,  {"recalled","triggers"}
+ *                   triggers (bool)
+ *   memory_add      a memory record (text, category, ...)          the stored memory
+ *   memory_update   id + the fields to change                      the changed memory
+ *   memory_delete   id                                             {"deleted":"<id>"}
+ *   memory_get      id                                             the memory
+ *   memory_search   query + list options, min_score                {"results","total","mode"}
+ *   memory_list     list options                                   {"memories","total"}
+ *   status          deep (bool)                                    mnemo status --json
+ *
+ * Unknown argument keys are errors (MNEMO_INVALID), so a typo never turns
+ * into a silently ignored option.
+ */
+#ifndef MNEMO_CLI_API_H
+#define MNEMO_CLI_API_H
+
+#include <jansson.h>
+
+#include "mnemo.h"
+
+typedef struct api_op {
+    const char *name;
+    int (*fn)(mnemo *m, json_t *args, json_t **out, char **err);
+    const char *schema; /* JSON Schema of the arguments (additionalProperties: false) */
+    const char *title;  /* one line for tools/list */
+    int writes;         /* changes stored memories */
+} api_op;
+
+/* The operation NAME, or NULL. */
+const api_op *api_find(const char *name);
+
+/* The operations, NULL-terminated by name. */
+const api_op *api_ops(void);
+
+/* Runs OP with ARGS (an object, or NULL for none). On success *out is the
+ * reply and 0 is returned; on failure a MNEMO_* code and *err a message
+ * (caller frees both). */
+int api_run(mnemo *m, const api_op *op, json_t *args, json_t **out, char **err);
+
+/* The HTTP status for a MNEMO_* code. */
+int api_http_status(int rc);
+
+/* The {"error":{"code","message"}} object. */
+json_t *api_error_json(int rc, const char *message);
+
+/* The stable name of a MNEMO_* code ("invalid", "not_found", ...). */
+const char *api_code_name(int rc);
+
+/* The excerpt as mnemo get --json prints it. */
+json_t *api_excerpt_json(const mnemo_excerpt *e);
+
+/* Compact JSON text of J, ending without a newline; NULL on OOM. */
+char *api_dump(const json_t *j);
+
+#endif
