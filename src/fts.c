@@ -126,12 +126,16 @@ static int tok_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text
  *
  * Row lengths: xColumnSize() costs one b-tree seek per row, which was most
  * of the cost of ranking a query that matches thousands of chunks. Lengths
- * are instead read from chunks_fts_docsize (FTS5's own length table: one
- * varint per column) in blocks of consecutive rows, as matches arrive in
- * rowid order, with xColumnSize() for isolated rows and anything unexpected.
+ * are read instead from FTS5's own length table (chunks_fts_docsize: one
+ * varint per column) FTS_DL_BLOCK rowids at a time, once a query needs a
+ * third row of the same block (isolated rows are still sought with
+ * xColumnSize()), and the blocks are kept for later queries until the
+ * index changes: another connection committed (PRAGMA data_version) or
+ * this one wrote (sqlite3_total_changes64()). A daemon thus reads each
+ * length once, not once per query.
  * -------------------------------------------------------------------- */
 
-#define DL_GAP 64 /* farther than this past the block: just seek the row */
+#define DL_LOAD_AFTER 3 /* rows of a block sought before the block is read */
 
 void fts_rank_reset(fts_rank *r, int nphrase)
 {
@@ -141,19 +145,85 @@ void fts_rank_reset(fts_rank *r, int nphrase)
     memset(h->df, 0, sizeof h->df);
     h->stats = 0;
     h->nomem = 0;
-    r->dl_n = r->dl_cur = 0; /* lengths may have changed since the last query */
+    r->checked = 0; /* the index may have changed since the last query */
+    r->miss_block = -1;
+    r->miss_count = 0;
+}
+
+static void blocks_drop(fts_rank *r)
+{
+    for (size_t i = 0; i < r->nblocks; i++)
+        free(r->blocks[i]);
+    r->nblocks = r->cur = 0;
 }
 
 void fts_rank_cleanup(fts_rank *r)
 {
     sqlite3_finalize(r->docsize);
-    r->docsize = NULL;
-    r->dl_n = r->dl_cur = 0;
+    sqlite3_finalize(r->version);
+    r->docsize = r->version = NULL;
+    for (int i = 0; i < FTS_STMTS; i++) {
+        sqlite3_finalize(r->stmt[i]);
+        r->stmt[i] = NULL;
+        r->stmt_sql[i] = NULL;
+    }
+    blocks_drop(r);
+    free(r->blocks);
+    r->blocks = NULL;
+    r->cap_blocks = 0;
     free(r->hits.id);
     free(r->hits.dl);
     free(r->hits.tf);
     free(r->hits.mask);
     memset(&r->hits, 0, sizeof r->hits);
+}
+
+sqlite3_stmt *fts_stmt(fts_rank *r, const char *sql)
+{
+    int i = 0;
+    for (; i < FTS_STMTS && r->stmt_sql[i]; i++)
+        if (r->stmt_sql[i] == sql || strcmp(r->stmt_sql[i], sql) == 0) {
+            sqlite3_reset(r->stmt[i]);
+            sqlite3_clear_bindings(r->stmt[i]);
+            return r->stmt[i];
+        }
+    if (i == FTS_STMTS) { /* full: give up the last slot */
+        i = FTS_STMTS - 1;
+        sqlite3_finalize(r->stmt[i]);
+        r->stmt[i] = NULL;
+        r->stmt_sql[i] = NULL;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK)
+        return NULL;
+    r->stmt_sql[i] = sql;
+    r->stmt[i] = st;
+    return st;
+}
+
+void fts_stmt_reset_all(fts_rank *r)
+{
+    for (int i = 0; i < FTS_STMTS && r->stmt[i]; i++)
+        sqlite3_reset(r->stmt[i]);
+}
+
+/* Drops the kept lengths if the index changed since they were read. */
+static void blocks_check(fts_rank *r)
+{
+    int64_t version = -1;
+    if (r->version || sqlite3_prepare_v3(r->db, "PRAGMA data_version", -1,
+                                         SQLITE_PREPARE_PERSISTENT, &r->version,
+                                         NULL) == SQLITE_OK) {
+        if (sqlite3_step(r->version) == SQLITE_ROW)
+            version = sqlite3_column_int64(r->version, 0);
+        sqlite3_reset(r->version);
+    }
+    int64_t changes = sqlite3_total_changes64(r->db);
+    if (version < 0 || version != r->data_version || changes != r->changes)
+        blocks_drop(r);
+    r->data_version = version;
+    r->changes = changes;
+    r->checked = 1;
 }
 
 static int decode_varint(const unsigned char *p, int n, int *out)
@@ -169,49 +239,87 @@ static int decode_varint(const unsigned char *p, int n, int *out)
     return 0;
 }
 
-static int load_block(fts_rank *r, int64_t from)
+/* Block NO, or NULL with *AT where it would go. */
+static fts_dl_block *find_block(fts_rank *r, int64_t no, size_t *at)
 {
-    r->dl_n = r->dl_cur = 0;
+    if (r->cur < r->nblocks && r->blocks[r->cur]->no == no)
+        return r->blocks[r->cur];
+    size_t lo = 0, hi = r->nblocks;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->blocks[mid]->no < no)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    if (lo < r->nblocks && r->blocks[lo]->no == no) {
+        r->cur = lo;
+        return r->blocks[lo];
+    }
+    return NULL;
+}
+
+static fts_dl_block *load_block(fts_rank *r, int64_t no, size_t at)
+{
     if (!r->docsize) {
         char sql[160];
-        snprintf(sql, sizeof sql, "SELECT id, sz FROM %s WHERE id >= ?1 ORDER BY id LIMIT ?2",
+        snprintf(sql, sizeof sql, "SELECT id, sz FROM %s WHERE id >= ?1 AND id < ?2",
                  r->docsize_table ? r->docsize_table : "chunks_fts_docsize");
         if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &r->docsize, NULL) !=
             SQLITE_OK)
-            return 0;
+            return NULL;
     }
-    sqlite3_reset(r->docsize);
-    sqlite3_bind_int64(r->docsize, 1, from);
-    sqlite3_bind_int(r->docsize, 2, FTS_DL_BLOCK);
+    if (r->nblocks == r->cap_blocks) {
+        size_t cap = r->cap_blocks ? r->cap_blocks * 2 : 64;
+        fts_dl_block **v = realloc(r->blocks, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        r->blocks = v;
+        r->cap_blocks = cap;
+    }
+    fts_dl_block *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    b->no = no;
+    for (int i = 0; i < FTS_DL_BLOCK; i++)
+        b->len[i] = -1;
+    int64_t first = no * FTS_DL_BLOCK;
+    sqlite3_bind_int64(r->docsize, 1, first);
+    sqlite3_bind_int64(r->docsize, 2, first + FTS_DL_BLOCK);
     while (sqlite3_step(r->docsize) == SQLITE_ROW) {
         int len;
+        int64_t id = sqlite3_column_int64(r->docsize, 0);
         const unsigned char *sz = sqlite3_column_blob(r->docsize, 1);
-        if (!sz || !decode_varint(sz, sqlite3_column_bytes(r->docsize, 1), &len))
-            continue;
-        r->dl_id[r->dl_n] = sqlite3_column_int64(r->docsize, 0);
-        r->dl_len[r->dl_n++] = len;
+        if (sz && id >= first && id < first + FTS_DL_BLOCK &&
+            decode_varint(sz, sqlite3_column_bytes(r->docsize, 1), &len))
+            b->len[id - first] = len;
     }
     sqlite3_reset(r->docsize);
-    return r->dl_n > 0;
+    memmove(r->blocks + at + 1, r->blocks + at, (r->nblocks - at) * sizeof *r->blocks);
+    r->blocks[at] = b;
+    r->nblocks++;
+    r->cur = at;
+    return b;
 }
 
-/* Length of row ID from the block cache; -1 when it must be looked up. */
-static int block_length(fts_rank *r, int64_t id)
+/* Length of row ID from the kept blocks; -1 when it must be sought. */
+static int row_length(fts_rank *r, int64_t id)
 {
-    if (r->dl_n && id >= r->dl_id[0] && id <= r->dl_id[r->dl_n - 1]) {
-        if (id < r->dl_id[r->dl_cur])
-            r->dl_cur = 0;
-        while (r->dl_cur < r->dl_n && r->dl_id[r->dl_cur] < id)
-            r->dl_cur++;
-        return r->dl_cur < r->dl_n && r->dl_id[r->dl_cur] == id ? r->dl_len[r->dl_cur] : -1;
-    }
-    if (r->dl_n && (id < r->dl_id[0] || id - r->dl_id[r->dl_n - 1] > DL_GAP)) {
-        r->dl_n = 0; /* sparse: start over at the next dense stretch */
+    if (id < 0)
         return -1;
+    int64_t no = id / FTS_DL_BLOCK;
+    size_t at = 0;
+    fts_dl_block *b = find_block(r, no, &at);
+    if (!b) {
+        if (no != r->miss_block) {
+            r->miss_block = no;
+            r->miss_count = 0;
+        }
+        if (++r->miss_count < DL_LOAD_AFTER || !(b = load_block(r, no, at)))
+            return -1;
     }
-    if (!load_block(r, id))
-        return -1;
-    return r->dl_id[0] == id ? r->dl_len[0] : -1;
+    return b->len[id - no * FTS_DL_BLOCK];
 }
 
 static int hits_grow(fts_hits *h)
@@ -271,6 +379,8 @@ static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
         h->ndocs = ndocs;
         h->avgdl = ndocs > 0 && ntokens > 0 ? (double)ntokens / (double)ndocs : 1.0;
         h->stats = 1;
+        if (!r->checked)
+            blocks_check(r);
     }
     if (h->n == h->cap && hits_grow(h) != SQLITE_OK) {
         h->nomem = 1;
@@ -279,7 +389,7 @@ static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
     }
     int tf[FTS_MAX_PHRASES];
     uint64_t mask = row_tf(api, fts, h->np, tf, &rc);
-    int dl = block_length(r, api->xRowid(fts));
+    int dl = row_length(r, api->xRowid(fts));
     if (rc == SQLITE_OK && dl < 0)
         rc = api->xColumnSize(fts, 0, &dl);
     if (rc != SQLITE_OK) {

@@ -35,21 +35,45 @@ typedef struct fts_hits {
     int nomem;
 } fts_hits;
 
+/* Document lengths of FTS_DL_BLOCK consecutive rowids (block NO), -1 for
+ * rowids without a row. */
+typedef struct fts_dl_block {
+    int64_t no;
+    int32_t len[FTS_DL_BLOCK];
+} fts_dl_block;
+
+#define FTS_STMTS 16
+
 typedef struct fts_rank {
     fts_hits hits;
-    /* Document lengths of chunks_fts, read in blocks (see fts.c). */
     sqlite3 *db;
     const char *docsize_table; /* FTS5's length table; NULL: chunks_fts_docsize */
-    sqlite3_stmt *docsize;
-    int64_t dl_id[FTS_DL_BLOCK];
-    int dl_len[FTS_DL_BLOCK];
-    int dl_n, dl_cur;
+    /* Document lengths, kept across queries in blocks sorted by number
+     * while the index does not change (see fts.c). */
+    fts_dl_block **blocks;
+    size_t nblocks, cap_blocks, cur;
+    int64_t data_version, changes; /* what the blocks were read at */
+    int64_t miss_block;            /* the block of this query's last miss */
+    int miss_count;
+    int checked;                   /* blocks validated for this query */
+    sqlite3_stmt *docsize, *version;
+    /* Prepared statements of the caller, by SQL text (fts_stmt). */
+    const char *stmt_sql[FTS_STMTS];
+    sqlite3_stmt *stmt[FTS_STMTS];
 } fts_rank;
+
+/* A prepared statement for SQL (a string that outlives R, compared by
+ * content) on R's database, reset and unbound, kept until
+ * fts_rank_cleanup(). NULL on error (see sqlite3_errmsg). */
+sqlite3_stmt *fts_stmt(fts_rank *r, const char *sql);
+
+/* Resets every statement fts_stmt() keeps, ending their reads. */
+void fts_stmt_reset_all(fts_rank *r);
 
 /* Prepares for a query with NPHRASE phrases. */
 void fts_rank_reset(fts_rank *r, int nphrase);
 
-/* Releases what the state holds. */
+/* Releases what the state holds (before its database is closed). */
 void fts_rank_cleanup(fts_rank *r);
 
 /* BM25 of collected row I: sum over phrases of WEIGHT * IDF * saturated tf,

@@ -293,14 +293,11 @@ static corpus corpus_of(const char *name)
 
 static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, double *sum_idf)
 {
-    sqlite3 *db = store_db(m->st);
     fts_rank *r = store_rank(m->st);
     fts_rank_reset(r, q->nphrase);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT mnemo_collect(chunks_fts) FROM chunks_fts "
-                           "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3",
-                           -1, &st, NULL) != SQLITE_OK)
+    sqlite3_stmt *st = fts_stmt(r, "SELECT mnemo_collect(chunks_fts) FROM chunks_fts "
+                                   "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3");
+    if (!st)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, cp->lo);
@@ -308,7 +305,7 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, doub
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         ;
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory") : sql_fail(m, "keyword query");
     double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
@@ -359,37 +356,37 @@ static int add_hit(path_hit **v, size_t *n, size_t *cap, int64_t id, double frac
 static int file_legs(mnemo *m, const query *q, const corpus *cp, path_hit **hits,
                      size_t *nhits)
 {
-    sqlite3 *db = store_db(m->st);
+    fts_rank *r = store_rank(m->st);
     size_t cap = 0;
     sqlite3_stmt *st = NULL;
     /* Exact: the query names a file by path, base name or stem. */
     if (q->filename[0]) {
-        if (sqlite3_prepare_v2(db,
-                               "SELECT id, CASE WHEN path_lc = ?1 THEN 3 WHEN name_lc = ?1 "
-                               "THEN 2 ELSE 1 END FROM files WHERE status = 0 AND "
-                               "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) AND "
-                               "(?2 IS NULL OR source = ?2) LIMIT 20",
-                               -1, &st, NULL) != SQLITE_OK)
+        st = fts_stmt(r, "SELECT id, CASE WHEN path_lc = ?1 THEN 3 WHEN name_lc = ?1 "
+                         "THEN 2 ELSE 1 END FROM files WHERE status = 0 AND "
+                         "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) AND "
+                         "(?2 IS NULL OR source = ?2) LIMIT 20");
+        if (!st)
             return sql_fail(m, "prepare");
         sqlite3_bind_text(st, 1, q->filename, -1, SQLITE_STATIC);
         if (cp->source)
             sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
         while (sqlite3_step(st) == SQLITE_ROW)
             if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), 1.0,
-                        sqlite3_column_int(st, 1)))
+                        sqlite3_column_int(st, 1))) {
+                sqlite3_reset(st);
                 return MNEMO_NOMEM;
-        sqlite3_finalize(st);
+            }
+        sqlite3_reset(st);
     }
     /* Partial: query terms among the path's words. */
     int nterms = q->npositive;
     if (!q->match || nterms == 0)
         return MNEMO_OK;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT f.rowid, mnemo_mask(files_fts) FROM files_fts f "
-                           "JOIN files ON files.id = f.rowid "
-                           "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
-                           "(?2 IS NULL OR files.source = ?2)",
-                           -1, &st, NULL) != SQLITE_OK)
+    st = fts_stmt(r, "SELECT f.rowid, mnemo_mask(files_fts) FROM files_fts f "
+                     "JOIN files ON files.id = f.rowid "
+                     "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
+                     "(?2 IS NULL OR files.source = ?2)");
+    if (!st)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     if (cp->source)
@@ -400,11 +397,11 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, path_hit **hits
         uint64_t mask = (uint64_t)sqlite3_column_int64(st, 1);
         double frac = (double)__builtin_popcountll(mask & positive) / nterms;
         if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), frac, 0)) {
-            sqlite3_finalize(st);
+            sqlite3_reset(st);
             return MNEMO_NOMEM;
         }
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return MNEMO_OK;
 }
 
@@ -625,11 +622,10 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
  * which spares a row lookup for most of a large pool. */
 static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_db(m->st),
-                           "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time FROM chunks c "
-                           "JOIN files f ON f.id = c.file_id WHERE c.id = ?1",
-                           -1, &st, NULL) != SQLITE_OK)
+    sqlite3_stmt *st = fts_stmt(store_rank(m->st),
+                                "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
+                                "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1");
+    if (!st)
         return sql_fail(m, "prepare");
     double now = core_now();
     double half = cfg_num(m->cfg, CFG_RECENCY_HALF_LIFE_DAYS);
@@ -637,10 +633,8 @@ static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
     double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
     double bound = imax > 1.0 ? imax : 1.0;
     double *top = malloc((need ? need : 1) * sizeof *top);
-    if (!top) {
-        sqlite3_finalize(st);
+    if (!top)
         return MNEMO_NOMEM;
-    }
     size_t ntop = 0;
     for (size_t i = 0; i < *n; i++) {
         cand *c = &all[i];
@@ -671,7 +665,7 @@ static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
         rank_top_offer(top, &ntop, need, c->tier ? INFINITY : c->score);
     }
     free(top);
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return MNEMO_OK;
 }
 
@@ -805,8 +799,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         goto done;
     /* One read transaction for the whole search: one snapshot for every
      * leg, and one set of locks instead of one per statement. */
-    if (sqlite3_get_autocommit(store_db(m->st)) &&
-        sqlite3_exec(store_db(m->st), "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
+    sqlite3_stmt *begin = fts_stmt(store_rank(m->st), "BEGIN");
+    if (sqlite3_get_autocommit(store_db(m->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
         txn = 1;
     if ((rc = query_parse(t, qt.data, &q)))
         goto done;
@@ -837,14 +831,11 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         goto done;
     res->timing.vector_ms = lap(&tm);
 
-    sqlite3 *db = store_db(m->st);
-    if (sqlite3_prepare_v2(db, "SELECT file_id FROM chunks WHERE id = ?1", -1, &fid, NULL) ||
-        sqlite3_prepare_v2(db, "SELECT id FROM chunks WHERE file_id = ?1 ORDER BY seq LIMIT 1",
-                           -1, &first, NULL) ||
-        sqlite3_prepare_v2(db,
-                           "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
-                           "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1",
-                           -1, &row, NULL)) {
+    fts_rank *fr = store_rank(m->st);
+    if (!(fid = fts_stmt(fr, "SELECT file_id FROM chunks WHERE id = ?1")) ||
+        !(first = fts_stmt(fr, "SELECT id FROM chunks WHERE file_id = ?1 ORDER BY seq LIMIT 1")) ||
+        !(row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
+                             "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1"))) {
         rc = sql_fail(m, "prepare");
         goto done;
     }
@@ -1048,11 +1039,14 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     res->timing.results_ms = lap(&tm);
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:
-    sqlite3_finalize(fid);
-    sqlite3_finalize(first);
-    sqlite3_finalize(row);
-    if (txn)
-        sqlite3_exec(store_db(m->st), "COMMIT", NULL, NULL, NULL);
+    if (m->st) {
+        fts_stmt_reset_all(store_rank(m->st));
+        sqlite3_stmt *commit = txn ? fts_stmt(store_rank(m->st), "COMMIT") : NULL;
+        if (commit)
+            sqlite3_step(commit);
+        if (commit)
+            sqlite3_reset(commit);
+    }
     vleg_cleanup(&vl);
     free(all);
     free(hits);
