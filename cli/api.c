@@ -154,21 +154,24 @@ static const char *str_arg(const json_t *args, const char *key)
     return json_string_value(json_object_get(args, key));
 }
 
-/* A library call's JSON text as the reply (re-encoded compactly). */
-static int reply_text(mnemo *m, int rc, char *text, json_t **out, char **err)
+/* A library call's JSON text is the reply as it is: the same bytes the
+ * CLI prints. */
+static int reply_text(mnemo *m, int rc, char *text, char **out, char **err)
 {
     if (rc) {
         mnemo_free(text);
         return fail(m, rc, err);
     }
-    json_error_t je;
-    *out = json_loads(text ? text : "null", JSON_DECODE_ANY, &je);
+    *out = strdup(text ? text : "null");
     mnemo_free(text);
-    if (!*out) {
-        *err = strdup("internal error: the library returned invalid JSON");
-        return MNEMO_MISUSE;
-    }
-    return 0;
+    return *out ? 0 : MNEMO_NOMEM;
+}
+
+static int reply_json(json_t *j, char **out)
+{
+    *out = j ? api_dump(j) : NULL;
+    json_decref(j);
+    return *out ? 0 : MNEMO_NOMEM;
 }
 
 /* The arguments without KEY, as JSON text for a library call. */
@@ -188,7 +191,7 @@ static char *args_without(const json_t *args, const char *key)
  * Operations
  * -------------------------------------------------------------------- */
 
-static int op_search(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_search(mnemo *m, json_t *args, char **out, char **err)
 {
     mnemo_search_opts so;
     mnemo_search_opts_init(&so);
@@ -236,7 +239,7 @@ json_t *api_excerpt_json(const mnemo_excerpt *e)
     return o;
 }
 
-static int op_get(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_get(mnemo *m, json_t *args, char **out, char **err)
 {
     json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines");
     mnemo_excerpt e;
@@ -244,12 +247,12 @@ static int op_get(mnemo *m, json_t *args, json_t **out, char **err)
                        l ? (int)json_integer_value(l) : 120, &e);
     if (rc)
         return fail(m, rc, err);
-    *out = api_excerpt_json(&e);
+    rc = reply_json(api_excerpt_json(&e), out);
     mnemo_excerpt_cleanup(&e);
-    return 0;
+    return rc;
 }
 
-static int op_recall(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_recall(mnemo *m, json_t *args, char **out, char **err)
 {
     char *opts = args_without(args, "triggers");
     char *recalled = NULL, *trig = NULL;
@@ -263,15 +266,15 @@ static int op_recall(mnemo *m, json_t *args, json_t **out, char **err)
         mnemo_free(trig);
         return fail(m, rc, err);
     }
-    *out = json_object();
-    json_object_set_new(*out, "recalled", json_string(recalled ? recalled : ""));
-    json_object_set_new(*out, "triggers", json_string(trig ? trig : ""));
+    json_t *o = json_object();
+    json_object_set_new(o, "recalled", json_string(recalled ? recalled : ""));
+    json_object_set_new(o, "triggers", json_string(trig ? trig : ""));
     mnemo_free(recalled);
     mnemo_free(trig);
-    return 0;
+    return reply_json(o, out);
 }
 
-static int op_memory_add(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_memory_add(mnemo *m, json_t *args, char **out, char **err)
 {
     char *rec = args_without(args, NULL), *s = NULL;
     int rc = rec ? mnemo_memory_add(m, rec, &s) : MNEMO_NOMEM;
@@ -279,7 +282,7 @@ static int op_memory_add(mnemo *m, json_t *args, json_t **out, char **err)
     return reply_text(m, rc, s, out, err);
 }
 
-static int op_memory_update(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_memory_update(mnemo *m, json_t *args, char **out, char **err)
 {
     char *ch = args_without(args, "id"), *s = NULL;
     int rc = ch ? mnemo_memory_update(m, str_arg(args, "id"), ch, &s) : MNEMO_NOMEM;
@@ -287,24 +290,23 @@ static int op_memory_update(mnemo *m, json_t *args, json_t **out, char **err)
     return reply_text(m, rc, s, out, err);
 }
 
-static int op_memory_delete(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_memory_delete(mnemo *m, json_t *args, char **out, char **err)
 {
     const char *id = str_arg(args, "id");
     int rc = mnemo_memory_delete(m, id);
     if (rc)
         return fail(m, rc, err);
-    *out = json_pack("{s:s}", "deleted", id);
-    return 0;
+    return reply_json(json_pack("{s:s}", "deleted", id), out);
 }
 
-static int op_memory_get(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_memory_get(mnemo *m, json_t *args, char **out, char **err)
 {
     char *s = NULL;
     int rc = mnemo_memory_get(m, str_arg(args, "id"), &s);
     return reply_text(m, rc, s, out, err);
 }
 
-static int op_memory_search(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_memory_search(mnemo *m, json_t *args, char **out, char **err)
 {
     char *o = args_without(args, "query"), *s = NULL;
     int rc = o ? mnemo_memory_search(m, str_arg(args, "query"), o, &s) : MNEMO_NOMEM;
@@ -312,7 +314,7 @@ static int op_memory_search(mnemo *m, json_t *args, json_t **out, char **err)
     return reply_text(m, rc, s, out, err);
 }
 
-static int op_memory_list(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_memory_list(mnemo *m, json_t *args, char **out, char **err)
 {
     char *o = args_without(args, NULL), *s = NULL;
     int rc = o ? mnemo_memory_list(m, o, &s) : MNEMO_NOMEM;
@@ -320,7 +322,7 @@ static int op_memory_list(mnemo *m, json_t *args, json_t **out, char **err)
     return reply_text(m, rc, s, out, err);
 }
 
-static int op_status(mnemo *m, json_t *args, json_t **out, char **err)
+static int op_status(mnemo *m, json_t *args, char **out, char **err)
 {
     char *s = NULL;
     int rc = mnemo_status_json(m, json_is_true(json_object_get(args, "deep")), &s);
@@ -431,7 +433,7 @@ const api_op *api_find(const char *name)
     return NULL;
 }
 
-int api_run(mnemo *m, const api_op *op, json_t *args, json_t **out, char **err)
+int api_run(mnemo *m, const api_op *op, json_t *args, char **out, char **err)
 {
     *out = NULL;
     *err = NULL;

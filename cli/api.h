@@ -29,7 +29,7 @@
 
 typedef struct api_op {
     const char *name;
-    int (*fn)(mnemo *m, json_t *args, json_t **out, char **err);
+    int (*fn)(mnemo *m, json_t *args, char **out, char **err);
     const char *schema; /* JSON Schema of the arguments (additionalProperties: false) */
     const char *title;  /* one line for tools/list */
     int writes;         /* changes stored memories */
@@ -42,9 +42,9 @@ const api_op *api_find(const char *name);
 const api_op *api_ops(void);
 
 /* Runs OP with ARGS (an object, or NULL for none). On success *out is the
- * reply and 0 is returned; on failure a MNEMO_* code and *err a message
+ * reply as compact JSON text and 0 is returned; on failure a MNEMO_* code and *err a message
  * (caller frees both). */
-int api_run(mnemo *m, const api_op *op, json_t *args, json_t **out, char **err);
+int api_run(mnemo *m, const api_op *op, json_t *args, char **out, char **err);
 
 /* The HTTP status for a MNEMO_* code. */
 int api_http_status(int rc);

@@ -1,12 +1,796 @@
 /*
- * cmd_serve.c - `mnemo serve`.
+ * cmd_serve.c - `mnemo serve`: the daemon. It keeps the index, vectors and
+ * embedding tables open and hot, syncs the workspace as it changes, and
+ * answers JSON over HTTP (the operations of api.h under /v1/, MCP over
+ * Streamable HTTP at /mcp).
+ *
+ * libmicrohttpd runs a pool of worker threads; each opens its own library
+ * handle on first use. The library is loaded when the daemon starts, so
+ * the other commands do not pay for linking it.
+ *
+ * Safety: loopback by default; any other address needs a bearer token,
+ * compared in constant time. Browsers are kept out: a request with a
+ * foreign Origin is refused, and bodies must be application/json (which a
+ * cross-site form cannot send). Bodies and headers are capped, idle
+ * connections time out, SIGTERM finishes the requests in flight before
+ * exit, and a locked pid file keeps a second daemon off the same index.
  */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
 #include "cli.h"
+#include "mcp.h"
+
+/* ----------------------------------------------------------------------
+ * libmicrohttpd, loaded at run time
+ * -------------------------------------------------------------------- */
+
+static struct {
+    struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+                                       MHD_AccessHandlerCallback, void *, ...);
+    void (*stop_daemon)(struct MHD_Daemon *);
+    struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
+                                                        enum MHD_ResponseMemoryMode);
+    enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
+    enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int,
+                                      struct MHD_Response *);
+    void (*destroy_response)(struct MHD_Response *);
+    const char *(*lookup_connection_value)(struct MHD_Connection *, enum MHD_ValueKind,
+                                           const char *);
+} mhd;
+
+static int mhd_load(void)
+{
+    static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
+    void *h = NULL;
+    for (size_t i = 0; !h && i < sizeof names / sizeof *names; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        cli_error("serve: cannot load libmicrohttpd (%s); install it: apt install libmicrohttpd12",
+                  dlerror());
+        return -1;
+    }
+    struct {
+        const char *name;
+        void **fn;
+    } syms[] = {
+        {"MHD_start_daemon", (void **)&mhd.start_daemon},
+        {"MHD_stop_daemon", (void **)&mhd.stop_daemon},
+        {"MHD_create_response_from_buffer", (void **)&mhd.create_response_from_buffer},
+        {"MHD_add_response_header", (void **)&mhd.add_response_header},
+        {"MHD_queue_response", (void **)&mhd.queue_response},
+        {"MHD_destroy_response", (void **)&mhd.destroy_response},
+        {"MHD_lookup_connection_value", (void **)&mhd.lookup_connection_value},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
+        *syms[i].fn = dlsym(h, syms[i].name);
+        if (!*syms[i].fn) {
+            cli_error("serve: libmicrohttpd lacks %s", syms[i].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------
+ * The server
+ * -------------------------------------------------------------------- */
+
+#define MAX_HANDLES 64
+
+typedef struct server {
+    mnemo_config *cfg;
+    char *token; /* NULL: none required */
+    size_t token_len;
+    size_t max_body;
+    int verbose;
+    uint16_t port;
+    pthread_mutex_t lock;
+    mnemo *handles[MAX_HANDLES]; /* one per worker, closed at exit */
+    int nhandles;
+} server;
+
+typedef struct request {
+    char *body;
+    size_t len, cap;
+    int too_big;
+    unsigned status;
+    double start;
+    char line[128]; /* "METHOD /path", for the log */
+} request;
+
+static _Thread_local mnemo *worker_handle;
+static _Thread_local unsigned last_status; /* of the response queued last */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* This worker's handle, opened on its first request. */
+static mnemo *handle(server *s, char **err)
+{
+    if (worker_handle)
+        return worker_handle;
+    mnemo *m = NULL;
+    int rc = mnemo_open(s->cfg, &m);
+    if (rc) {
+        *err = strdup(m ? mnemo_errmsg(m) : mnemo_strerror(rc));
+        mnemo_close(m);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (s->nhandles < MAX_HANDLES) {
+        s->handles[s->nhandles++] = m;
+        worker_handle = m;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (!worker_handle) {
+        mnemo_close(m);
+        *err = strdup("too many worker threads");
+    }
+    return worker_handle;
+}
+
+/* Queues BODY (malloc'ed, taken) with STATUS. */
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned int status, char *body,
+                               const char *type)
+{
+    size_t n = body ? strlen(body) : 0;
+    struct MHD_Response *r =
+        mhd.create_response_from_buffer(n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    if (body)
+        mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
+    last_status = status;
+    enum MHD_Result ok = mhd.queue_response(c, status, r);
+    mhd.destroy_response(r);
+    return ok;
+}
+
+/* Ends S with a newline, as the CLI prints it. */
+static char *with_newline(char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s);
+    char *t = realloc(s, n + 2);
+    if (!t)
+        return s;
+    t[n] = '\n';
+    t[n + 1] = 0;
+    return t;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *c, unsigned int status, json_t *j)
+{
+    char *s = api_dump(j);
+    json_decref(j);
+    return respond(c, status, with_newline(s), "application/json");
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned int status, int rc,
+                                     const char *msg)
+{
+    return respond_json(c, status, api_error_json(rc, msg));
+}
+
+/* Constant-time: the time taken depends on the given token's length only. */
+static int token_ok(const server *s, const char *header)
+{
+    static const char prefix[] = "Bearer ";
+    if (!header || strncmp(header, prefix, sizeof prefix - 1) != 0)
+        return 0;
+    const unsigned char *given = (const unsigned char *)header + sizeof prefix - 1;
+    size_t n = strlen((const char *)given);
+    unsigned char diff = (unsigned char)(n != s->token_len);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(given[i] ^ (unsigned char)s->token[i % s->token_len]);
+    return diff == 0;
+}
+
+/* An Origin header, when present, must be this server itself. */
+static int origin_ok(const server *s, const char *origin)
+{
+    if (!origin)
+        return 1;
+    static const char *const hosts[] = {"http://127.0.0.1", "http://localhost", "http://[::1]"};
+    for (size_t i = 0; i < sizeof hosts / sizeof *hosts; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s:%u", hosts[i], (unsigned)s->port);
+        if (strcmp(origin, want) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static json_t *parse_body(const request *r, char **err)
+{
+    if (r->len == 0)
+        return json_object();
+    json_error_t je;
+    json_t *j = json_loadb(r->body, r->len, 0, &je);
+    if (!j) {
+        char buf[300];
+        snprintf(buf, sizeof buf, "invalid JSON body: %s (line %d, column %d)", je.text, je.line,
+                 je.column);
+        *err = strdup(buf);
+    } else if (!json_is_object(j)) {
+        *err = strdup("the body must be a JSON object");
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+static enum MHD_Result run_op(server *s, struct MHD_Connection *c, const char *opname,
+                              json_t *args, unsigned int ok_status)
+{
+    char *err = NULL;
+    mnemo *m = handle(s, &err);
+    if (!m) {
+        json_decref(args);
+        enum MHD_Result r = respond_error(c, 503, MNEMO_UNAVAILABLE, err);
+        free(err);
+        return r;
+    }
+    char *out = NULL;
+    int rc = api_run(m, api_find(opname), args, &out, &err);
+    json_decref(args);
+    if (rc) {
+        enum MHD_Result r = respond_error(c, (unsigned)api_http_status(rc), rc, err);
+        free(err);
+        return r;
+    }
+    return respond(c, ok_status, with_newline(out), "application/json");
+}
+
+static enum MHD_Result serve_mcp(server *s, struct MHD_Connection *c, const request *r)
+{
+    const char *v = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
+    if (v && !mcp_version_supported(v))
+        return respond_error(c, 400, MNEMO_INVALID, "unsupported MCP-Protocol-Version");
+    char *err = NULL;
+    mnemo *m = handle(s, &err);
+    if (!m) {
+        enum MHD_Result res = respond_error(c, 503, MNEMO_UNAVAILABLE, err);
+        free(err);
+        return res;
+    }
+    char *out = mcp_handle(m, r->body ? r->body : "", r->len);
+    if (!out) /* notifications and responses: accepted, nothing to say */
+        return respond(c, MHD_HTTP_ACCEPTED, NULL, NULL);
+    return respond(c, MHD_HTTP_OK, out, "application/json");
+}
+
+/* The id in /v1/memories/{id}, or NULL. */
+static const char *memory_id(const char *url)
+{
+    static const char prefix[] = "/v1/memories/";
+    if (strncmp(url, prefix, sizeof prefix - 1) != 0)
+        return NULL;
+    const char *id = url + sizeof prefix - 1;
+    return *id && !strchr(id, '/') && strcmp(id, "search") && strcmp(id, "list") ? id : NULL;
+}
+
+static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *url,
+                             const char *method, const request *r)
+{
+    int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    if (get && strcmp(url, "/health") == 0)
+        return respond_json(c, 200, json_pack("{s:b,s:s,s:s}", "ok", 1, "version",
+                                              mnemo_version(), "service", "mnemo"));
+    if (get && strcmp(url, "/v1/status") == 0)
+        return run_op(s, c, "status", NULL, 200);
+    if (strcmp(url, "/mcp") == 0 && !post)
+        return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
+                             "MCP here is request/response: POST JSON-RPC messages to /mcp");
+
+    static const struct {
+        const char *url, *op;
+        unsigned status;
+    } posts[] = {
+        {"/v1/search", "search", 200},         {"/v1/get", "get", 200},
+        {"/v1/recall", "recall", 200},         {"/v1/memories", "memory_add", 201},
+        {"/v1/memories/search", "memory_search", 200},
+        {"/v1/memories/list", "memory_list", 200},
+    };
+    const char *id = memory_id(url);
+    int known = id != NULL || strcmp(url, "/mcp") == 0;
+    for (size_t i = 0; i < sizeof posts / sizeof *posts; i++)
+        known |= strcmp(url, posts[i].url) == 0;
+    if (!known) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "no such endpoint: %s %.200s", method, url);
+        return respond_error(c, 404, MNEMO_NOTFOUND, msg);
+    }
+    int with_body = post || strcmp(method, "PATCH") == 0;
+    if (with_body) {
+        const char *ct = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        if (r->len && (!ct || strncmp(ct, "application/json", 16) != 0))
+            return respond_error(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, MNEMO_INVALID,
+                                 "the body must be sent as Content-Type: application/json");
+    }
+    if (strcmp(url, "/mcp") == 0)
+        return serve_mcp(s, c, r);
+
+    char *err = NULL;
+    json_t *args = with_body ? parse_body(r, &err) : json_object();
+    if (!args) {
+        enum MHD_Result res = respond_error(c, 400, MNEMO_INVALID, err);
+        free(err);
+        return res;
+    }
+    if (id) {
+        const char *op = get                              ? "memory_get"
+                         : strcmp(method, "PATCH") == 0   ? "memory_update"
+                         : strcmp(method, "DELETE") == 0  ? "memory_delete"
+                                                          : NULL;
+        if (!op) {
+            json_decref(args);
+            return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
+                                 "use GET, PATCH or DELETE on /v1/memories/{id}");
+        }
+        const char *given = json_string_value(json_object_get(args, "id"));
+        if (given && strcmp(given, id) != 0) {
+            json_decref(args);
+            return respond_error(c, 400, MNEMO_INVALID, "the body's id differs from the URL's");
+        }
+        json_object_set_new(args, "id", json_string(id));
+        return run_op(s, c, op, args, 200);
+    }
+    if (!post) {
+        json_decref(args);
+        return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
+                             "this endpoint takes POST");
+    }
+    for (size_t i = 0; i < sizeof posts / sizeof *posts; i++)
+        if (strcmp(url, posts[i].url) == 0)
+            return run_op(s, c, posts[i].op, args, posts[i].status);
+    json_decref(args);
+    return respond_error(c, 404, MNEMO_NOTFOUND, "no such endpoint");
+}
+
+static enum MHD_Result handle_request(server *s, request **state, struct MHD_Connection *c,
+                                     const char *url, const char *method, const char *upload,
+                                     size_t *upload_size);
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **state)
+{
+    (void)version;
+    last_status = 0;
+    enum MHD_Result res =
+        handle_request(cls, (request **)state, c, url, method, upload, upload_size);
+    if (*state && last_status)
+        ((request *)*state)->status = last_status;
+    return res;
+}
+
+static enum MHD_Result handle_request(server *s, request **state, struct MHD_Connection *c,
+                                     const char *url, const char *method, const char *upload,
+                                     size_t *upload_size)
+{
+    request *r = *state;
+    if (!r) { /* headers are in: check them before reading any body */
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->start = now_ms();
+        snprintf(r->line, sizeof r->line, "%s %s", method, url);
+        *state = r;
+        if (s->token &&
+            !token_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
+            return respond_error(c, MHD_HTTP_UNAUTHORIZED, MNEMO_DENIED,
+                                 "missing or wrong bearer token");
+        if (!origin_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Origin")))
+            return respond_error(c, MHD_HTTP_FORBIDDEN, MNEMO_DENIED,
+                                 "requests from web pages are not allowed");
+        const char *cl = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->max_body)
+            r->too_big = 1;
+        if (r->too_big)
+            return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE, MNEMO_INVALID,
+                                 "request body too large");
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (r->too_big || r->len + n > s->max_body) {
+            r->too_big = 1;
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap : 4096;
+            while (cap < r->len + n + 1)
+                cap *= 2;
+            char *b = realloc(r->body, cap);
+            if (!b)
+                return MHD_NO;
+            r->body = b;
+            r->cap = cap;
+        }
+        memcpy(r->body + r->len, upload, n);
+        r->len += n;
+        r->body[r->len] = 0;
+        return MHD_YES;
+    }
+    if (r->too_big)
+        return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE, MNEMO_INVALID,
+                             "request body too large");
+    return route(s, c, url, method, r);
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **state,
+                    enum MHD_RequestTerminationCode why)
+{
+    (void)c;
+    server *s = cls;
+    request *r = *state;
+    if (!r)
+        return;
+    if (s->verbose)
+        fprintf(stderr, "mnemo serve: %s %u %.2f ms%s\n", r->line, r->status,
+                now_ms() - r->start,
+                why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
+    free(r->body);
+    free(r);
+    *state = NULL;
+}
+
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    fputs("mnemo serve: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
+/* ----------------------------------------------------------------------
+ * Listening, the token, the pid file
+ * -------------------------------------------------------------------- */
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return 0;
+}
+
+/* Binds ADDR ("host:port", "[v6]:port" or "port"). */
+static int listen_on(const char *addr, int *loopback, int *family, uint16_t *port)
+{
+    char host[256] = "127.0.0.1", serv[16];
+    const char *colon = strrchr(addr, ':');
+    if (!colon) {
+        snprintf(serv, sizeof serv, "%s", addr);
+    } else {
+        size_t n = (size_t)(colon - addr);
+        if (n && addr[0] == '[' && addr[n - 1] == ']') {
+            addr++;
+            n -= 2;
+        }
+        if (n >= sizeof host) {
+            cli_error("serve: --listen: host too long");
+            return -1;
+        }
+        if (n) {
+            memcpy(host, addr, n);
+            host[n] = 0;
+        }
+        snprintf(serv, sizeof serv, "%s", colon + 1);
+    }
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int e = getaddrinfo(host, serv, &hints, &ai);
+    if (e) {
+        cli_error("serve: --listen %s: %s", addr, gai_strerror(e));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+        cli_error("serve: cannot listen on %s:%s: %s", host, serv, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    *loopback = is_loopback(ai->ai_addr);
+    *family = ai->ai_family;
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                           : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* The token from MNEMO_TOKEN or a file only its owner can read. */
+static int load_token(const char *file, char **out)
+{
+    *out = NULL;
+    const char *env = getenv("MNEMO_TOKEN");
+    char buf[1024];
+    if (file) {
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            cli_error("serve: cannot read the token file %s: %s", file, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return EXIT_USAGE;
+        }
+        if (st.st_mode & 077) {
+            cli_error("serve: the token file %s can be read by others (mode %04o): chmod 600 it",
+                      file, (unsigned)(st.st_mode & 07777));
+            close(fd);
+            return EXIT_USAGE;
+        }
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n < 0)
+            n = 0;
+        buf[n] = 0;
+        buf[strcspn(buf, "\r\n")] = 0;
+        env = buf;
+    }
+    if (!env || !*env)
+        return EXIT_OK;
+    if (strlen(env) < 16) {
+        cli_error("serve: the token must have at least 16 characters");
+        return EXIT_USAGE;
+    }
+    *out = strdup(env);
+    return *out ? EXIT_OK : EXIT_ERROR;
+}
+
+/* Locks DB.serve.pid for this daemon's life; fails when another holds it. */
+static int lock_pidfile(const char *db, char **path_out, int *fd_out)
+{
+    size_t n = strlen(db) + 16;
+    char *path = malloc(n);
+    if (!path)
+        return EXIT_ERROR;
+    snprintf(path, n, "%s.serve.pid", db);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        cli_error("serve: cannot open %s: %s", path, strerror(errno));
+        free(path);
+        return EXIT_ERROR;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char info[512] = "";
+        ssize_t r = pread(fd, info, sizeof info - 1, 0);
+        info[r > 0 ? r : 0] = 0;
+        info[strcspn(info, "\n")] = 0;
+        cli_error("serve: another mnemo serve already serves this index: %s", info);
+        close(fd);
+        free(path);
+        return EXIT_BUSY;
+    }
+    *path_out = path;
+    *fd_out = fd;
+    return EXIT_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * The command
+ * -------------------------------------------------------------------- */
+
+static volatile int stop_watch;
+
+static void on_sync(void *ud, int rc, const mnemo_sync_stats *st)
+{
+    mnemo *m = ud;
+    if (rc)
+        fprintf(stderr, "mnemo serve: sync failed: %s\n", mnemo_errmsg(m));
+    else if (st->files_added + st->files_changed + st->files_removed)
+        fprintf(stderr, "mnemo serve: synced: %zu added, %zu changed, %zu removed\n",
+                st->files_added, st->files_changed, st->files_removed);
+}
+
+static void *watch_main(void *arg)
+{
+    mnemo *m = arg;
+    mnemo_watch(m, &stop_watch, on_sync, m);
+    return NULL;
+}
 
 int cmd_serve(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    cli_error("serve: not built yet");
-    return EXIT_USAGE;
+    enum { O_LISTEN, O_WORKERS, O_TOKEN_FILE, O_MAX_BODY, O_TIMEOUT, O_NO_WATCH, O_VERBOSE };
+    static const cli_opt opts[] = {
+        [O_LISTEN] = {"listen", 'l', "ADDR", "host:port to listen on (default 127.0.0.1:7373; "
+                                             "port 0 picks a free one)"},
+        [O_WORKERS] = {"workers", 0, "N", "worker threads (default: 4)"},
+        [O_TOKEN_FILE] = {"token-file", 0, "FILE", "bearer token file, mode 0600 (or MNEMO_TOKEN); "
+                                                   "required off loopback"},
+        [O_MAX_BODY] = {"max-body", 0, "BYTES", "largest request body (default 1048576)"},
+        [O_TIMEOUT] = {"timeout", 0, "SECONDS", "close idle connections after this (default 30)"},
+        [O_NO_WATCH] = {"no-watch", 0, NULL, "do not sync the workspace as it changes"},
+        [O_VERBOSE] = {"verbose", 'v', NULL, "log every request to standard error"},
+        {NULL, 0, NULL, NULL},
+    };
+    cli_args a;
+    int code = cli_parse(argc, argv, "serve",
+                         "mnemo [--workspace DIR] serve [--listen HOST:PORT] [--workers N] "
+                         "[--token-file FILE] [--no-watch] [--verbose]",
+                         opts, &a);
+    if (code)
+        return code < 0 ? EXIT_OK : code;
+    int workers = 4, max_body = 1 << 20, timeout = 30;
+    if ((a.val[O_WORKERS] && (code = cli_int(a.val[O_WORKERS], "workers", 1, MAX_HANDLES - 2, &workers))) ||
+        (a.val[O_MAX_BODY] && (code = cli_int(a.val[O_MAX_BODY], "max-body", 1024, 1 << 30, &max_body))) ||
+        (a.val[O_TIMEOUT] && (code = cli_int(a.val[O_TIMEOUT], "timeout", 1, 3600, &timeout))))
+        return code;
+
+    server s = {0};
+    s.max_body = (size_t)max_body;
+    s.verbose = a.val[O_VERBOSE] != NULL;
+    pthread_mutex_init(&s.lock, NULL);
+    if ((code = load_token(a.val[O_TOKEN_FILE], &s.token)))
+        return code;
+    s.token_len = s.token ? strlen(s.token) : 0;
+    int loopback = 1, family = AF_INET;
+    const char *addr = a.val[O_LISTEN] ? a.val[O_LISTEN] : "127.0.0.1:7373";
+    char *pidpath = NULL;
+    int pidfd = -1, lfd = -1;
+    mnemo *m = NULL;
+    struct MHD_Daemon *d = NULL;
+    pthread_t watcher;
+    int watching = 0;
+
+    if ((code = cli_config(&a, &s.cfg)) || (code = cli_open(&a, &m)))
+        goto out;
+    if ((code = lock_pidfile(mnemo_db_path(m), &pidpath, &pidfd)))
+        goto out;
+    if ((lfd = listen_on(addr, &loopback, &family, &s.port)) < 0) {
+        code = EXIT_USAGE;
+        goto out;
+    }
+    if (!loopback && !s.token) {
+        cli_error("serve: %s is not a loopback address: set MNEMO_TOKEN or --token-file so "
+                  "requests must carry a bearer token", addr);
+        code = EXIT_USAGE;
+        goto out;
+    }
+    if (mhd_load()) {
+        code = EXIT_ERROR;
+        goto out;
+    }
+
+    mnemo_sync_stats st;
+    int rc = mnemo_sync(m, NULL, &st);
+    if (rc)
+        fprintf(stderr, "mnemo serve: the first sync failed (%s); serving the index as it is\n",
+                mnemo_errmsg(m));
+    else
+        fprintf(stderr, "mnemo serve: index of %s: %zu files\n", mnemo_workspace(m),
+                st.files_seen);
+
+    /* Signals go to the waiting main thread only. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
+                         MHD_USE_ERROR_LOG | (family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    d = mhd.start_daemon(flags, 0, NULL, NULL, on_request, &s,
+                         MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
+                         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
+                         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)workers,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)timeout,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                         MHD_OPTION_NOTIFY_COMPLETED, on_done, &s,
+                         MHD_OPTION_END);
+    if (!d) {
+        cli_error("serve: the HTTP server did not start");
+        code = EXIT_ERROR;
+        goto out;
+    }
+    lfd = -1; /* the daemon owns it */
+    char url[300];
+    snprintf(url, sizeof url, "http://%s%s%s:%u", family == AF_INET6 ? "[" : "",
+             family == AF_INET6 ? "::1" : (loopback ? "127.0.0.1" : "0.0.0.0"),
+             family == AF_INET6 ? "]" : "", (unsigned)s.port);
+    if (!loopback && strncmp(addr, "0.0.0.0", 7) != 0) {
+        char host[256];
+        snprintf(host, sizeof host, "%s", addr);
+        host[strcspn(host, "]")] = 0;
+        char *colon = strrchr(host, ':');
+        if (colon)
+            *colon = 0;
+        snprintf(url, sizeof url, "http://%s%s%s:%u", family == AF_INET6 ? "[" : "",
+                 host + (host[0] == '['), family == AF_INET6 ? "]" : "", (unsigned)s.port);
+    }
+    {
+        json_t *info = json_pack("{s:i,s:s,s:s,s:s}", "pid", (int)getpid(), "url", url,
+                                 "workspace", mnemo_workspace(m), "db", mnemo_db_path(m));
+        char *t = api_dump(info);
+        json_decref(info);
+        if (ftruncate(pidfd, 0) != 0 || !t || pwrite(pidfd, t, strlen(t), 0) < 0 ||
+            pwrite(pidfd, "\n", 1, (off_t)strlen(t)) < 0)
+            fprintf(stderr, "mnemo serve: cannot write %s\n", pidpath);
+        free(t);
+    }
+    if (!a.val[O_NO_WATCH]) {
+        if (pthread_create(&watcher, NULL, watch_main, m) == 0)
+            watching = 1;
+        else
+            fprintf(stderr, "mnemo serve: cannot start watching; the index will not follow edits\n");
+    }
+    fprintf(stderr, "mnemo serve: listening on %s (%d workers%s)\n", url, workers,
+            s.token ? ", bearer token required" : "");
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "mnemo serve: %s: finishing requests in flight\n",
+            sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP");
+    code = EXIT_OK;
+
+out:
+    if (d)
+        mhd.stop_daemon(d); /* waits for the handlers running now */
+    if (watching) {
+        stop_watch = 1;
+        pthread_join(watcher, NULL);
+    }
+    for (int i = 0; i < s.nhandles; i++)
+        mnemo_close(s.handles[i]);
+    if (lfd >= 0)
+        close(lfd);
+    mnemo_close(m);
+    if (pidpath) {
+        unlink(pidpath);
+        close(pidfd);
+        free(pidpath);
+    }
+    mnemo_config_free(s.cfg);
+    free(s.token);
+    pthread_mutex_destroy(&s.lock);
+    return code;
 }

@@ -151,10 +151,15 @@ static json_t *tools_call(mnemo *m, const json_t *params, json_t *id)
         snprintf(msg, sizeof msg, "Unknown tool: %.100s", name ? name : "(no name)");
         return rpc_error(id, BAD_PARAMS, msg);
     }
-    json_t *out = NULL;
-    char *err = NULL;
+    char *text_out = NULL, *err = NULL;
     json_t *args = json_object_get(params, "arguments");
-    int rc = api_run(m, op, json_is_null(args) ? NULL : args, &out, &err);
+    int rc = api_run(m, op, json_is_null(args) ? NULL : args, &text_out, &err);
+    json_t *out = rc ? NULL : json_loads(text_out, JSON_DECODE_ANY, NULL);
+    free(text_out);
+    if (!rc && !out) {
+        rc = MNEMO_NOMEM;
+        err = strdup("out of memory");
+    }
     json_t *result;
     if (rc) {
         char msg[1024];
