@@ -1,1 +1,669 @@
+/*
+ * test_serve.c - mnemo serve over real loopback HTTP: the JSON API equals
+ * the CLI's --json output, memories over HTTP, bad input, the bearer token,
+ * the pid lock, SIGTERM and SIGKILL during writes, concurrent writers,
+ * clients that vanish, the workspace watch, and MCP at /mcp.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "test.h"
+
+/* ---- a daemon under test ---- */
+
+typedef struct daemon_proc {
+    pid_t pid;
+    int port;
+} daemon_proc;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Starts mnemo serve on workspace "ws", index "db.sqlite", with EXTRA
+ * arguments (NULL-terminated) after "serve". Returns 0 when it listens. */
+static int start_daemon(daemon_proc *d, const char *first, ...)
+{
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)test_bin();
+    argv[n++] = "--workspace";
+    argv[n++] = (char *)test_path("ws");
+    argv[n++] = "--db";
+    argv[n++] = (char *)test_path("db.sqlite");
+    argv[n++] = "--set";
+    argv[n++] = "watchDebounceMs=100";
+    argv[n++] = "serve";
+    int listen_given = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 28; a = va_arg(ap, const char *)) {
+        listen_given |= strcmp(a, "--listen") == 0;
+        argv[n++] = (char *)a;
+    }
+    va_end(ap);
+    if (!listen_given) {
+        argv[n++] = "--listen";
+        argv[n++] = "127.0.0.1:0";
+    }
+    argv[n] = NULL;
+    unlink(test_path("db.sqlite.serve.pid"));
+    d->pid = fork();
+    if (d->pid == 0) {
+        int fe = open(test_path("serve.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int fi = open("/dev/null", O_RDONLY);
+        dup2(fi, 0);
+        dup2(fe, 1);
+        dup2(fe, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    double t0 = now_s();
+    while (now_s() - t0 < 10) {
+        char *pid = test_read(test_path("db.sqlite.serve.pid"), NULL);
+        json_t *j = pid ? json_loads(pid, 0, NULL) : NULL;
+        free(pid);
+        const char *url = json_string_value(json_object_get(j, "url"));
+        const char *colon = url ? strrchr(url, ':') : NULL;
+        if (colon) {
+            d->port = (int)strtol(colon + 1, NULL, 10);
+            json_decref(j);
+            return 0;
+        }
+        json_decref(j);
+        int st;
+        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+            d->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        }
+        usleep(10000);
+    }
+    return -1;
+}
+
+/* Sends SIG and returns the exit status. */
+static int stop_daemon(daemon_proc *d, int sig)
+{
+    if (d->pid <= 0)
+        return -1;
+    kill(d->pid, sig);
+    int st = 0;
+    waitpid(d->pid, &st, 0);
+    d->pid = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- a small HTTP/1.1 client ---- */
+
+static int connect_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* One request on a fresh connection. HEADERS: extra lines, each ending in
+ * "\r\n" (may be NULL). Returns the status; *body gets the response body. */
+static int http(int port, const char *method, const char *path, const char *headers,
+                const char *body, char **resp)
+{
+    if (resp)
+        *resp = NULL;
+    int fd = connect_port(port);
+    if (fd < 0)
+        return -1;
+    size_t blen = body ? strlen(body) : 0;
+    char head[4096];
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s"
+                     "Content-Length: %zu\r\n\r\n",
+                     method, path, body ? "Content-Type: application/json\r\n" : "",
+                     headers ? headers : "", blen);
+    if (send_all(fd, head, (size_t)n) || (blen && send_all(fd, body, blen))) {
+        close(fd);
+        return -1;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    ssize_t r;
+    while ((r = recv(fd, buf + len, cap - len - 1, 0)) > 0) {
+        len += (size_t)r;
+        if (len + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    close(fd);
+    buf[len] = 0;
+    int status = -1;
+    sscanf(buf, "HTTP/1.%*d %d", &status);
+    char *b = strstr(buf, "\r\n\r\n");
+    if (resp)
+        *resp = strdup(b ? b + 4 : "");
+    free(buf);
+    return status;
+}
+
+static json_t *http_json(int port, const char *method, const char *path, const char *body,
+                         int *status)
+{
+    char *resp = NULL;
+    *status = http(port, method, path, NULL, body, &resp);
+    json_t *j = resp ? json_loads(resp, 0, NULL) : NULL;
+    free(resp);
+    return j;
+}
+
+static void workspace(void)
+{
+    test_write("ws/MEMORY.md", "# Memory\n\n- The billing service runs on host zephyr-7.\n"
+                               "- Deploys go through the acme/billing pipeline.\n");
+    test_write("ws/memory/2026-11-20.md", "# Notes\n\nMigrated the orders database to "
+                                          "Postgres 16 with logical replication.\n");
+}
+
+/* ---- the API equals the CLI ---- */
+
+TEST(serve_api_matches_cli)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    char *resp = NULL;
+    ASSERT_EQ(http(d.port, "GET", "/health", NULL, NULL, &resp), 200);
+    ASSERT_CONTAINS(resp, "\"ok\":true");
+    free(resp);
+
+    char *cli = NULL;
+    ASSERT_EQ(test_cli(&cli, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "search", "--json", "-n", "3", "billing host",
+                       NULL),
+              0);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":\"billing host\",\"maxResults\":3}",
+                   &resp),
+              200);
+    ASSERT_STR_EQ(resp, cli);
+    ASSERT_CONTAINS(resp, "MEMORY.md#L3-L3");
+    free(resp);
+    free(cli);
+
+    ASSERT_EQ(test_cli(&cli, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "get", "--json", "memory/2026-11-20.md", "--from",
+                       "3", "--lines", "1", NULL),
+              0);
+    ASSERT_EQ(http(d.port, "POST", "/v1/get", NULL,
+                   "{\"path\":\"memory/2026-11-20.md\",\"from\":3,\"lines\":1}", &resp),
+              200);
+    ASSERT_STR_EQ(resp, cli);
+    free(resp);
+    free(cli);
+
+    /* Paths stay confined to the memory roots. */
+    ASSERT_EQ(http(d.port, "POST", "/v1/get", NULL, "{\"path\":\"../../etc/passwd\"}", &resp), 403);
+    ASSERT_CONTAINS(resp, "\"code\":\"denied\"");
+    free(resp);
+
+    ASSERT_EQ(http(d.port, "GET", "/v1/status", NULL, NULL, &resp), 200);
+    ASSERT_CONTAINS(resp, "\"files\"");
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/v1/nothing", NULL, "{}", &resp), 404);
+    ASSERT_CONTAINS(resp, "\"code\":\"not_found\"");
+    free(resp);
+    ASSERT_EQ(http(d.port, "GET", "/v1/search", NULL, NULL, &resp), 405);
+    free(resp);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+    ASSERT(access(test_path("db.sqlite.serve.pid"), F_OK) != 0); /* removed on exit */
+}
+
+TEST(serve_memories)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    int st;
+    json_t *m = http_json(d.port, "POST", "/v1/memories",
+                          "{\"text\":\"User prefers dark mode\",\"category\":\"preference\"}", &st);
+    ASSERT_EQ(st, 201);
+    const char *id = json_string_value(json_object_get(m, "id"));
+    ASSERT(id && strlen(id) == 36);
+    char path[128], *resp;
+    snprintf(path, sizeof path, "/v1/memories/%s", id);
+
+    json_t *g = http_json(d.port, "GET", path, NULL, &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_STR_EQ(json_string_value(json_object_get(g, "text")), "User prefers dark mode");
+    json_decref(g);
+
+    g = http_json(d.port, "PATCH", path, "{\"text\":\"User prefers light mode\"}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_STR_EQ(json_string_value(json_object_get(g, "text")), "User prefers light mode");
+    json_decref(g);
+
+    g = http_json(d.port, "POST", "/v1/memories/search", "{\"query\":\"light mode\"}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_array_size(json_object_get(g, "results")), 1);
+    json_decref(g);
+
+    /* The CLI sees what the daemon stored. */
+    char *cli = NULL;
+    ASSERT_EQ(test_cli(&cli, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "memory", "get", "--json", id, NULL),
+              0);
+    ASSERT_CONTAINS(cli, "light mode");
+    free(cli);
+
+    ASSERT_EQ(http(d.port, "PATCH", path, NULL, "{\"id\":\"other\",\"text\":\"x\"}", &resp), 400);
+    free(resp);
+    ASSERT_EQ(http(d.port, "DELETE", path, NULL, NULL, &resp), 200);
+    ASSERT_CONTAINS(resp, id);
+    free(resp);
+    ASSERT_EQ(http(d.port, "DELETE", path, NULL, NULL, &resp), 404);
+    free(resp);
+    g = http_json(d.port, "POST", "/v1/memories/list", "{}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(g, "total")), 0);
+    json_decref(g);
+    ASSERT_EQ(http(d.port, "GET", "/v1/memories/00000000-0000-4000-8000-000000000000", NULL,
+                   NULL, &resp),
+              404);
+    free(resp);
+    /* Credentials are refused. */
+    ASSERT_EQ(http(d.port, "POST", "/v1/memories", NULL,
+                   "{\"text\":\"api key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD\"}",
+                   &resp),
+              400);
+    free(resp);
+    json_decref(m);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+TEST(serve_bad_input)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, "--max-body", "4096", NULL), 0);
+    char *resp;
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":", &resp), 400);
+    ASSERT_CONTAINS(resp, "invalid JSON body");
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "[1,2]", &resp), 400);
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":\"x\",\"maxResult\":3}", &resp),
+              400);
+    ASSERT_CONTAINS(resp, "unknown argument 'maxResult'");
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":\"x\",\"maxResults\":\"3\"}",
+                   &resp),
+              400);
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{}", &resp), 400);
+    ASSERT_CONTAINS(resp, "missing argument 'query'");
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":\"\\u0000\\udc00 x\"}", &resp),
+              400); /* jansson refuses NUL and lone surrogates */
+    free(resp);
+
+    /* Oversized: announced, and sent without a length (chunked). */
+    size_t big = 100000;
+    char *huge = malloc(big + 32);
+    snprintf(huge, big + 32, "{\"query\":\"%0*d\"}", (int)big, 7);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, huge, &resp), 413);
+    free(resp);
+    int fd = connect_port(d.port);
+    const char *h = "POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    send_all(fd, h, strlen(h));
+    char chunk[64];
+    for (int i = 0; i < 8; i++) {
+        snprintf(chunk, sizeof chunk, "%x\r\n", 1000);
+        send_all(fd, chunk, strlen(chunk));
+        send_all(fd, huge + 10, 1000);
+        send_all(fd, "\r\n", 2);
+    }
+    send_all(fd, "0\r\n\r\n", 5);
+    char got[512] = "";
+    ssize_t r = recv(fd, got, sizeof got - 1, 0);
+    got[r > 0 ? r : 0] = 0;
+    close(fd);
+    ASSERT_CONTAINS(got, " 413 ");
+    free(huge);
+
+    /* Headers past the cap. */
+    size_t hn = 100000;
+    char *hdr = malloc(hn + 32);
+    memcpy(hdr, "X-Big: ", 7);
+    memset(hdr + 7, 'a', hn);
+    memcpy(hdr + 7 + hn, "\r\n", 3);
+    int status = http(d.port, "GET", "/health", hdr, NULL, &resp);
+    ASSERT(status == 431 || status == 413 || status == -1 || status == 400);
+    free(resp);
+    free(hdr);
+
+    /* Browsers: a foreign Origin, and a text/plain body (a form post). */
+    ASSERT_EQ(http(d.port, "GET", "/health", "Origin: http://evil.example\r\n", NULL, &resp), 403);
+    free(resp);
+    fd = connect_port(d.port);
+    h = "POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+        "Content-Length: 10\r\nConnection: close\r\n\r\n{\"text\":1}";
+    send_all(fd, h, strlen(h));
+    r = recv(fd, got, sizeof got - 1, 0);
+    got[r > 0 ? r : 0] = 0;
+    close(fd);
+    ASSERT_CONTAINS(got, " 415 ");
+
+    /* The daemon is still there after all that. */
+    ASSERT_EQ(http(d.port, "GET", "/health", NULL, NULL, &resp), 200);
+    free(resp);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+TEST(serve_token)
+{
+    workspace();
+    daemon_proc d;
+    /* Off loopback without a token: refused. */
+    ASSERT_EQ(start_daemon(&d, "--listen", "0.0.0.0:0", NULL), 2);
+    char *log = test_read(test_path("serve.log"), NULL);
+    ASSERT_CONTAINS(log, "not a loopback address");
+    free(log);
+    /* A token file others can read: refused. */
+    test_write("token", "0123456789abcdef0123\n");
+    chmod(test_path("token"), 0644);
+    ASSERT_EQ(start_daemon(&d, "--token-file", test_path("token"), NULL), 2);
+    chmod(test_path("token"), 0600);
+    ASSERT_EQ(start_daemon(&d, "--listen", "0.0.0.0:0", "--token-file", test_path("token"), NULL),
+              0);
+    char *resp;
+    ASSERT_EQ(http(d.port, "GET", "/health", NULL, NULL, &resp), 401);
+    ASSERT_CONTAINS(resp, "bearer token");
+    free(resp);
+    ASSERT_EQ(http(d.port, "GET", "/health", "Authorization: Bearer 0123456789abcdef0124\r\n",
+                   NULL, &resp),
+              401);
+    free(resp);
+    ASSERT_EQ(http(d.port, "GET", "/health", "Authorization: Bearer 0123456789abcdef012\r\n",
+                   NULL, &resp),
+              401); /* a prefix is not enough */
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", "Authorization: Bearer 0123456789abcdef0123\r\n",
+                   "{\"query\":\"zephyr\"}", &resp),
+              200);
+    ASSERT_CONTAINS(resp, "zephyr");
+    free(resp);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+    /* The token never reaches the log. */
+    log = test_read(test_path("serve.log"), NULL);
+    ASSERT_NOT_CONTAINS(log, "0123456789abcdef");
+    free(log);
+}
+
+TEST(serve_pid_lock)
+{
+    workspace();
+    daemon_proc a, b;
+    ASSERT_EQ(start_daemon(&a, NULL), 0);
+    char *err = NULL;
+    int rc = test_cli(NULL, &err, NULL, "--workspace", test_path("ws"), "--db",
+                      test_path("db.sqlite"), "serve", "--listen", "127.0.0.1:0", NULL);
+    ASSERT_EQ(rc, 6);
+    ASSERT_CONTAINS(err, "already serves this index");
+    free(err);
+    ASSERT_EQ(stop_daemon(&a, SIGTERM), 0);
+    /* A daemon killed hard leaves its pid file, but not its lock. */
+    ASSERT_EQ(start_daemon(&a, NULL), 0);
+    ASSERT_EQ(stop_daemon(&a, SIGKILL), 128 + SIGKILL);
+    ASSERT_EQ(start_daemon(&b, NULL), 0);
+    ASSERT_EQ(stop_daemon(&b, SIGTERM), 0);
+}
+
+/* ---- writes under fire ---- */
+
+typedef struct writer {
+    int port, first, count;
+    char ids[64][40];
+    int acked;
+} writer;
+
+static void *write_memories(void *arg)
+{
+    writer *w = arg;
+    for (int i = 0; i < w->count; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"text\":\"fact number %d about the fleet\"}", w->first + i);
+        int st;
+        json_t *j = http_json(w->port, "POST", "/v1/memories", body, &st);
+        if (st == 201 && j) {
+            snprintf(w->ids[w->acked++], 40, "%s", json_string_value(json_object_get(j, "id")));
+        }
+        json_decref(j);
+        if (st != 201)
+            break;
+    }
+    return NULL;
+}
+
+/* Every acknowledged memory is stored; the index passes integrity_check. */
+static void check_acked(writer *w, int nw)
+{
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    for (int k = 0; k < nw; k++)
+        for (int i = 0; i < w[k].acked; i++) {
+            char *out = NULL;
+            ASSERT_OK(mnemo_memory_get(m, w[k].ids[i], &out));
+            mnemo_free(out);
+        }
+    char *st = NULL;
+    ASSERT_OK(mnemo_status_json(m, 1, &st));
+    ASSERT_NOT_CONTAINS(st, "\"integrity\": \"damaged");
+    mnemo_free(st);
+    mnemo_close(m);
+}
+
+static void writes_then_signal(int sig)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    writer w[4];
+    pthread_t t[4];
+    for (int k = 0; k < 4; k++) {
+        memset(&w[k], 0, sizeof w[k]);
+        w[k].port = d.port;
+        w[k].first = k * 1000;
+        w[k].count = 60;
+        pthread_create(&t[k], NULL, write_memories, &w[k]);
+    }
+    usleep(150000);
+    int code = stop_daemon(&d, sig);
+    for (int k = 0; k < 4; k++)
+        pthread_join(t[k], NULL);
+    int acked = w[0].acked + w[1].acked + w[2].acked + w[3].acked;
+    ASSERT(acked > 0);
+    ASSERT_EQ(code, sig == SIGTERM ? 0 : 128 + sig);
+    check_acked(w, 4);
+    /* And a new daemon serves them. */
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    int st;
+    json_t *j = http_json(d.port, "POST", "/v1/memories/list", "{\"limit\":1}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT(json_integer_value(json_object_get(j, "total")) >= acked);
+    json_decref(j);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+TEST(serve_sigterm_during_writes) { writes_then_signal(SIGTERM); }
+TEST(serve_sigkill_during_writes) { writes_then_signal(SIGKILL); }
+
+typedef struct patcher {
+    int port;
+    const char *path;
+    const char *text;
+    int ok;
+} patcher;
+
+static void *patch_loop(void *arg)
+{
+    patcher *p = arg;
+    for (int i = 0; i < 20; i++) {
+        char body[128], *resp = NULL;
+        snprintf(body, sizeof body, "{\"text\":\"%s %d\"}", p->text, i);
+        if (http(p->port, "PATCH", p->path, NULL, body, &resp) == 200)
+            p->ok++;
+        free(resp);
+    }
+    return NULL;
+}
+
+TEST(serve_two_writers_one_memory)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    int st;
+    json_t *m = http_json(d.port, "POST", "/v1/memories", "{\"text\":\"The deploy window is Tuesday\"}",
+                          &st);
+    ASSERT_EQ(st, 201);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/memories/%s", json_string_value(json_object_get(m, "id")));
+    patcher a = {d.port, path, "window Monday", 0}, b = {d.port, path, "window Friday", 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, patch_loop, &a);
+    pthread_create(&tb, NULL, patch_loop, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ASSERT_EQ(a.ok, 20);
+    ASSERT_EQ(b.ok, 20);
+    /* Every change is in the history, in some order, and the text is the last. */
+    mnemo *h = test_open("ws", "db.sqlite", NULL);
+    char *hist = NULL;
+    ASSERT_OK(mnemo_memory_history(h, json_string_value(json_object_get(m, "id")), &hist));
+    json_t *hj = json_loads(hist, 0, NULL);
+    ASSERT_EQ(json_array_size(hj), 41); /* ADD + 40 UPDATEs */
+    const char *last = json_string_value(json_object_get(json_array_get(hj, 40), "new_text"));
+    json_t *g = http_json(d.port, "GET", path, NULL, &st);
+    ASSERT_STR_EQ(json_string_value(json_object_get(g, "text")), last);
+    json_decref(g);
+    json_decref(hj);
+    mnemo_free(hist);
+    mnemo_close(h);
+    json_decref(m);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+TEST(serve_client_disconnects)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    /* Half a request, then gone; a full request, then gone before reading. */
+    for (int i = 0; i < 20; i++) {
+        int fd = connect_port(d.port);
+        const char *h = i % 2 ? "POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                                "Content-Type: application/json\r\n\r\n{\"query\""
+                              : "POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: 19\r\n"
+                                "Content-Type: application/json\r\n\r\n{\"query\":\"zephyr\"}";
+        send_all(fd, h, strlen(h));
+        struct linger lg = {1, 0}; /* reset, not a polite close */
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        close(fd);
+    }
+    char *resp;
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":\"zephyr\"}", &resp), 200);
+    ASSERT_CONTAINS(resp, "zephyr-7");
+    free(resp);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+TEST(serve_watches_workspace)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    char *resp;
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":\"quokka\"}", &resp), 200);
+    ASSERT_CONTAINS(resp, "\"results\":[]");
+    free(resp);
+    test_write("ws/memory/2026-11-29.md", "# Notes\n\nThe staging cluster is named quokka.\n");
+    int found = 0;
+    for (double t0 = now_s(); !found && now_s() - t0 < 8;) {
+        usleep(100000);
+        ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, "{\"query\":\"quokka\"}", &resp), 200);
+        found = strstr(resp, "2026-11-29.md") != NULL;
+        free(resp);
+    }
+    ASSERT(found);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+/* ---- MCP over Streamable HTTP ---- */
+
+TEST(serve_mcp_http)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    char *resp;
+    const char *accept = "Accept: application/json, text/event-stream\r\n";
+    ASSERT_EQ(http(d.port, "POST", "/mcp", accept,
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+                   "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                   "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+                   &resp),
+              200);
+    ASSERT_CONTAINS(resp, "\"protocolVersion\":\"2025-06-18\"");
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/mcp", accept,
+                   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &resp),
+              202);
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/mcp",
+                   "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n",
+                   "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+                   "\"memory_search\",\"arguments\":{\"query\":\"zephyr\"}}}",
+                   &resp),
+              200);
+    ASSERT_CONTAINS(resp, "MEMORY.md#L3-L3");
+    ASSERT_CONTAINS(resp, "\"structuredContent\"");
+    free(resp);
+    ASSERT_EQ(http(d.port, "POST", "/mcp", "MCP-Protocol-Version: 1999-01-01\r\n",
+                   "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}", &resp),
+              400);
+    free(resp);
+    ASSERT_EQ(http(d.port, "GET", "/mcp", accept, NULL, &resp), 405);
+    free(resp);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
