@@ -1,0 +1,415 @@
+/*
+ * mnemo-client.ts - talks to mnemo for the OpenClaw plugin and the memory-recall hook.
+ *
+ * Every call has one hard deadline (timeoutMs). It first asks the `mnemo serve` daemon on
+ * loopback (POST /v1/search, /v1/get, /v1/recall); when nothing listens there it starts the
+ * daemon in the background (autoStart) and answers the current call with the `mnemo` CLI.
+ * Errors reported by mnemo itself ({"error":{"code","message"}}) are final; a daemon that
+ * cannot be reached, times out or answers something else falls back to the CLI while time
+ * remains. Node built-ins only.
+ */
+import { execFile, spawn } from "node:child_process";
+import http from "node:http";
+import path from "node:path";
+
+export type MnemoOptions = {
+  /** mnemo executable (default "mnemo", or MNEMO_BIN). */
+  bin?: string;
+  /** Workspace folder: MEMORY.md, USER.md, memory/. */
+  workspace?: string;
+  /** Index file (default: mnemo's own). */
+  db?: string;
+  /** Daemon address (default http://127.0.0.1:7373, or MNEMO_URL). */
+  url?: string;
+  /** Bearer token for a daemon on a non-loopback address (or MNEMO_TOKEN). */
+  token?: string;
+  /** Ask the daemon at all (default true). */
+  daemon?: boolean;
+  /** Start `mnemo serve` when nothing listens on a loopback url (default true). */
+  autoStart?: boolean;
+  /** Hard deadline for one call, daemon and CLI fallback together (default 3000 ms). */
+  timeoutMs?: number;
+};
+
+export type SearchParams = {
+  query: string;
+  maxResults?: number;
+  minScore?: number;
+  corpus?: "memory" | "sessions" | "all";
+};
+
+export type GetParams = { path: string; from?: number; lines?: number };
+
+export type RecallParams = {
+  message: string;
+  userId?: string;
+  agentId?: string;
+  runId?: string;
+  triggers?: boolean;
+  memories?: boolean;
+};
+
+export type SearchHit = {
+  path: string;
+  startLine: number;
+  endLine: number;
+  score: number;
+  snippet: string;
+  source: string;
+  citation?: string;
+  [key: string]: unknown;
+};
+
+export type SearchAnswer = {
+  results: SearchHit[];
+  mode?: string;
+  provider?: string;
+  model?: string;
+  fallback?: unknown;
+  [key: string]: unknown;
+};
+
+export type GetAnswer = {
+  path: string;
+  from: number;
+  to: number;
+  totalLines?: number;
+  truncated?: boolean;
+  nextFrom?: number;
+  text: string;
+};
+
+export type RecallAnswer = { recalled: string; triggers: string };
+
+/** A failure: mnemo's own error code ("not_found", "denied", ...) or "timeout", "spawn", "bad_output". */
+export class MnemoError extends Error {
+  code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = "MnemoError";
+    this.code = code;
+  }
+}
+
+let lastRouteValue: "daemon" | "cli" | "" = "";
+/** Which route answered the last call ("daemon" or "cli"); for tests and latency reports. */
+export function lastRoute(): "daemon" | "cli" | "" {
+  return lastRouteValue;
+}
+
+const DEFAULT_URL = "http://127.0.0.1:7373";
+const DEFAULT_TIMEOUT_MS = 3000;
+/* After a failed connection, skip the daemon for this long (calls go straight to the CLI). */
+const DAEMON_RETRY_MS = 1000;
+/* Do not spawn the daemon more often than this. */
+const SPAWN_INTERVAL_MS = 30000;
+
+type DaemonState = { downUntil: number; spawnedAt: number; checkedWorkspace: string; mismatch: boolean };
+const daemons = new Map<string, DaemonState>();
+
+function env(name: string): string | undefined {
+  const v = process.env[name];
+  return v && v.trim() ? v.trim() : undefined;
+}
+
+function resolved(opts: MnemoOptions) {
+  return {
+    bin: opts.bin || env("MNEMO_BIN") || "mnemo",
+    workspace: opts.workspace ? path.resolve(opts.workspace) : undefined,
+    db: opts.db,
+    url: (opts.url || env("MNEMO_URL") || DEFAULT_URL).replace(/\/+$/, ""),
+    token: opts.token || env("MNEMO_TOKEN"),
+    daemon: opts.daemon !== false,
+    autoStart: opts.autoStart !== false,
+    timeoutMs: opts.timeoutMs && opts.timeoutMs > 0 ? opts.timeoutMs : DEFAULT_TIMEOUT_MS,
+  };
+}
+type Resolved = ReturnType<typeof resolved>;
+
+function isLoopback(url: string): boolean {
+  try {
+    const h = new URL(url).hostname;
+    return h === "127.0.0.1" || h === "localhost" || h === "[::1]" || h === "::1";
+  } catch {
+    return false;
+  }
+}
+
+function globalArgs(o: Resolved): string[] {
+  const a: string[] = [];
+  if (o.workspace) a.push("--workspace", o.workspace);
+  if (o.db) a.push("--db", o.db);
+  return a;
+}
+
+/* ---------------------------------------------------------------- daemon */
+
+type HttpReply = { status: number; body: unknown };
+class DaemonUnavailable extends Error {}
+
+function httpJson(o: Resolved, method: string, route: string, body: unknown, ms: number): Promise<HttpReply> {
+  return new Promise((resolve, reject) => {
+    let u: URL;
+    try {
+      u = new URL(o.url + route);
+    } catch {
+      reject(new DaemonUnavailable(`bad daemon url ${o.url}`));
+      return;
+    }
+    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const headers: Record<string, string> = { accept: "application/json", connection: "keep-alive" };
+    if (data) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(data.length);
+    }
+    if (o.token) headers.authorization = `Bearer ${o.token}`;
+    let settled = false;
+    const done = (f: () => void) => {
+      if (!settled) {
+        settled = true;
+        clearTimeout(timer);
+        f();
+      }
+    };
+    const req = http.request(
+      { hostname: u.hostname.replace(/^\[|\]$/g, ""), port: u.port || 80, path: u.pathname, method, headers, agent: keepAlive },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", (e) => done(() => reject(new DaemonUnavailable(String(e)))));
+        res.on("end", () =>
+          done(() => {
+            const text = Buffer.concat(chunks).toString("utf8");
+            try {
+              resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
+            } catch {
+              reject(new DaemonUnavailable(`daemon answered HTTP ${res.statusCode} without JSON`));
+            }
+          }),
+        );
+      },
+    );
+    const timer = setTimeout(() => {
+      done(() => reject(new DaemonUnavailable(`daemon did not answer within ${ms} ms`)));
+      req.destroy();
+    }, Math.max(1, ms));
+    req.on("error", (e: NodeJS.ErrnoException) =>
+      done(() => {
+        const err = new DaemonUnavailable(`daemon unreachable: ${e.code || e.message}`);
+        (err as DaemonUnavailable & { refused?: boolean }).refused =
+          e.code === "ECONNREFUSED" || e.code === "ECONNRESET" || e.code === "EADDRNOTAVAIL";
+        reject(err);
+      }),
+    );
+    if (data) req.write(data);
+    req.end();
+  });
+}
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
+
+function stateOf(o: Resolved): DaemonState {
+  let s = daemons.get(o.url);
+  if (!s) {
+    s = { downUntil: 0, spawnedAt: 0, checkedWorkspace: "", mismatch: false };
+    daemons.set(o.url, s);
+  }
+  return s;
+}
+
+function startDaemon(o: Resolved, s: DaemonState): void {
+  if (!o.autoStart || !isLoopback(o.url) || Date.now() - s.spawnedAt < SPAWN_INTERVAL_MS) return;
+  s.spawnedAt = Date.now();
+  let listen = "127.0.0.1:7373";
+  try {
+    const u = new URL(o.url);
+    listen = `${u.hostname.replace(/^\[|\]$/g, "")}:${u.port || 80}`;
+  } catch {
+    /* default */
+  }
+  try {
+    const child = spawn(o.bin, [...globalArgs(o), "serve", "--listen", listen], {
+      detached: true,
+      stdio: "ignore",
+    });
+    child.on("error", () => {});
+    child.unref();
+  } catch {
+    /* the CLI answers this call anyway */
+  }
+}
+
+/* Returns the daemon's JSON, or throws DaemonUnavailable (caller falls back) or MnemoError (final). */
+async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: number): Promise<unknown> {
+  const s = stateOf(o);
+  if (!o.daemon || s.mismatch || Date.now() < s.downUntil) throw new DaemonUnavailable("daemon skipped");
+  try {
+    if (o.workspace && s.checkedWorkspace !== o.workspace) {
+      const h = await httpJson(o, "GET", "/health", undefined, Math.min(500, deadline - Date.now()));
+      const ws = (h.body as { workspace?: string })?.workspace;
+      if (h.status !== 200) throw new DaemonUnavailable(`daemon health HTTP ${h.status}`);
+      if (ws && path.resolve(ws) !== o.workspace) {
+        s.mismatch = true; /* it serves another workspace: use the CLI from now on */
+        throw new DaemonUnavailable(`daemon serves ${ws}, not ${o.workspace}`);
+      }
+      s.checkedWorkspace = o.workspace;
+    }
+    const r = await httpJson(o, "POST", route, body, deadline - Date.now());
+    const err = (r.body as { error?: { code?: string; message?: string } })?.error;
+    if (r.status >= 200 && r.status < 300 && !err) return r.body;
+    if (err && r.status !== 401 && r.status !== 403 && r.status !== 404 && r.status !== 405)
+      throw new MnemoError(err.code || "error", err.message || `mnemo daemon: HTTP ${r.status}`);
+    throw new DaemonUnavailable(`daemon answered HTTP ${r.status}`);
+  } catch (e) {
+    if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { refused?: boolean }).refused) {
+      s.downUntil = Date.now() + DAEMON_RETRY_MS;
+      s.checkedWorkspace = "";
+      startDaemon(o, s);
+    }
+    throw e;
+  }
+}
+
+/* ---------------------------------------------------------------- CLI */
+
+function runCli(o: Resolved, args: string[], deadline: number): Promise<string> {
+  const ms = deadline - Date.now();
+  if (ms <= 0) return Promise.reject(new MnemoError("timeout", `mnemo did not answer within ${o.timeoutMs} ms`));
+  return new Promise((resolve, reject) => {
+    execFile(
+      o.bin,
+      [...globalArgs(o), ...args],
+      { timeout: ms, killSignal: "SIGKILL", maxBuffer: 16 * 1024 * 1024, windowsHide: true },
+      (error, stdout, stderr) => {
+        const out = String(stdout);
+        if (error && (error as NodeJS.ErrnoException).code === "ENOENT") {
+          reject(new MnemoError("spawn", `mnemo executable not found: ${o.bin}`));
+          return;
+        }
+        if (error && (error as { killed?: boolean }).killed) {
+          reject(new MnemoError("timeout", `mnemo did not answer within ${o.timeoutMs} ms`));
+          return;
+        }
+        if (error && !out.trim()) {
+          reject(new MnemoError("cli_failed", String(stderr).trim() || String(error.message)));
+          return;
+        }
+        resolve(out);
+      },
+    );
+  });
+}
+
+function parseCliJson(out: string): unknown {
+  let j: unknown;
+  try {
+    j = JSON.parse(out);
+  } catch {
+    throw new MnemoError("bad_output", "mnemo printed something other than JSON");
+  }
+  const err = (j as { error?: { code?: string; message?: string } })?.error;
+  if (err) throw new MnemoError(err.code || "error", err.message || "mnemo failed");
+  return j;
+}
+
+async function call<T>(o: Resolved, route: string, body: unknown, cli: (deadline: number) => Promise<T>): Promise<T> {
+  const deadline = Date.now() + o.timeoutMs;
+  try {
+    const r = (await viaDaemon(o, route, body, deadline)) as T;
+    lastRouteValue = "daemon";
+    return r;
+  } catch (e) {
+    if (!(e instanceof DaemonUnavailable)) throw e;
+  }
+  const r = await cli(deadline);
+  lastRouteValue = "cli";
+  return r;
+}
+
+/* ---------------------------------------------------------------- API */
+
+export async function mnemoSearch(opts: MnemoOptions, p: SearchParams): Promise<SearchAnswer> {
+  const o = resolved(opts);
+  const body: Record<string, unknown> = { query: p.query };
+  if (p.maxResults) body.maxResults = p.maxResults;
+  if (p.minScore !== undefined) body.minScore = p.minScore;
+  if (p.corpus) body.corpus = p.corpus;
+  const answer = await call<SearchAnswer>(o, "/v1/search", body, async (deadline) => {
+    const args = ["search", "--json"];
+    if (p.maxResults) args.push("-n", String(p.maxResults));
+    if (p.minScore !== undefined) args.push("--min-score", String(p.minScore));
+    if (p.corpus) args.push("--corpus", p.corpus);
+    args.push("--", p.query);
+    return parseCliJson(await runCli(o, args, deadline)) as SearchAnswer;
+  });
+  if (!answer || !Array.isArray(answer.results)) throw new MnemoError("bad_output", "mnemo answered without results");
+  return answer;
+}
+
+export async function mnemoGet(opts: MnemoOptions, p: GetParams): Promise<GetAnswer> {
+  const o = resolved(opts);
+  const body: Record<string, unknown> = { path: p.path };
+  if (p.from) body.from = p.from;
+  if (p.lines) body.lines = p.lines;
+  const answer = await call<GetAnswer>(o, "/v1/get", body, async (deadline) => {
+    const args = ["get", "--json"];
+    if (p.from) args.push("--from", String(p.from));
+    if (p.lines) args.push("--lines", String(p.lines));
+    args.push("--", p.path);
+    return parseCliJson(await runCli(o, args, deadline)) as GetAnswer;
+  });
+  if (!answer || typeof answer.text !== "string") throw new MnemoError("bad_output", "mnemo answered without text");
+  return answer;
+}
+
+/** Trigger recall and/or the recalled-memories block; "" for what is off or empty. */
+export async function mnemoRecall(opts: MnemoOptions, p: RecallParams): Promise<RecallAnswer> {
+  const o = resolved(opts);
+  const wantTriggers = p.triggers !== false;
+  const wantMemories = p.memories === true;
+  if (!wantTriggers && !wantMemories) return { recalled: "", triggers: "" };
+  const body: Record<string, unknown> = { message: p.message, triggers: wantTriggers };
+  if (p.userId) body.user_id = p.userId;
+  if (p.agentId) body.agent_id = p.agentId;
+  if (p.runId) body.run_id = p.runId;
+  if (!wantMemories) body.strategy = "manual";
+  const answer = await call<RecallAnswer>(o, "/v1/recall", body, async (deadline) => {
+    const jobs: Array<Promise<string>> = [
+      wantTriggers ? runCli(o, ["recall", "--triggers", "--", p.message], deadline) : Promise.resolve(""),
+      wantMemories
+        ? runCli(
+            o,
+            ["recall", ...(p.userId ? ["--user", p.userId] : []), ...(p.runId ? ["--run", p.runId] : []), "--message", p.message],
+            deadline,
+          )
+        : Promise.resolve(""),
+    ];
+    const [triggers, recalled] = await Promise.all(jobs);
+    return { triggers, recalled };
+  });
+  const recalled = typeof answer?.recalled === "string" ? answer.recalled.trim() : "";
+  const triggers = typeof answer?.triggers === "string" ? answer.triggers.trim() : "";
+  return {
+    /* "No stored memories found ..." and other notes are not a block to inject */
+    recalled: wantMemories && recalled.startsWith("<recalled-memories>") ? recalled : "",
+    triggers: wantTriggers ? triggers : "",
+  };
+}
+
+/** GET /health, or null when no daemon answers within ms. */
+export async function mnemoHealth(opts: MnemoOptions, ms = 500): Promise<Record<string, unknown> | null> {
+  const o = resolved(opts);
+  try {
+    const r = await httpJson(o, "GET", "/health", undefined, ms);
+    return r.status === 200 ? (r.body as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts `mnemo serve` for the workspace unless a daemon already answers. */
+export async function mnemoEnsureDaemon(opts: MnemoOptions): Promise<boolean> {
+  if (await mnemoHealth(opts)) return true;
+  const o = resolved(opts);
+  startDaemon(o, stateOf(o));
+  return false;
+}
