@@ -149,7 +149,7 @@ TEST(nudge_patterns_syntax)
     ASSERT_EQ(nudge_patterns_parse(" , ,", &p, NULL), MNEMO_INVALID);
     char many[400] = "";
     for (int i = 0; i < 17; i++) {
-        char item[16];
+        char item[24];
         snprintf(item, sizeof item, "re:a%d,", i);
         strncat(many, item, sizeof many - strlen(many) - 1);
     }
