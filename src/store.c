@@ -277,28 +277,31 @@ static int connect(store *s, int flags, int busy_ms)
     return mfilter_register(s->db);
 }
 
+/* Whether PATH holds anything. Never opens the file: closing any descriptor
+ * of a database file drops every POSIX lock this process holds on it, which
+ * would let another process checkpoint and reset the WAL under this
+ * process's other connections (a daemon has one per worker). */
 static int file_kind(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
         if (errno == ENOENT)
             return MNEMO_NOTFOUND;
         fmt(err, errlen, "cannot open index %s: %s", path, strerror(errno));
         return MNEMO_IO;
     }
-    char head[16];
-    ssize_t n = read(fd, head, sizeof head);
-    close(fd);
-    if (n == 0)
+    if (st.st_size == 0)
         return MNEMO_NOTFOUND;
-    if (n != 16 || memcmp(head, "SQLite format 3", 16) != 0) {
-        fmt(err, errlen,
-            "%s is not a SQLite database, so not a mnemo index; move it away or choose "
-            "another index path with --db",
-            path);
-        return MNEMO_CORRUPT;
-    }
     return MNEMO_OK;
+}
+
+static int not_a_database(const char *path, char *err, size_t errlen)
+{
+    fmt(err, errlen,
+        "%s is not a SQLite database, so not a mnemo index; move it away or choose "
+        "another index path with --db",
+        path);
+    return MNEMO_CORRUPT;
 }
 
 static int migrate(store *s, int from, char *err, size_t errlen)
@@ -341,6 +344,10 @@ int store_open(const char *path, int busy_ms, store **out, char *err, size_t err
         s->db = NULL;
         src = connect(s, SQLITE_OPEN_READONLY, busy_ms);
     }
+    if ((src & 0xff) == SQLITE_NOTADB) {
+        rc = not_a_database(path, err, errlen);
+        goto fail;
+    }
     if (src != SQLITE_OK) {
         fmt(err, errlen, "cannot open index %s: %s", path,
             s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
@@ -351,6 +358,10 @@ int store_open(const char *path, int busy_ms, store **out, char *err, size_t err
     if (rc) {
         int code = sqlite3_errcode(s->db);
         const char *msg = sqlite3_errmsg(s->db);
+        if ((code & 0xff) == SQLITE_NOTADB) {
+            rc = not_a_database(path, err, errlen);
+            goto fail;
+        }
         if ((code & 0xff) == SQLITE_BUSY) {
             fmt(err, errlen, "index %s is locked by another process: %s", path, msg);
             rc = MNEMO_BUSY;

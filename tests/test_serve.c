@@ -291,7 +291,9 @@ TEST(serve_memories)
     ASSERT_EQ(http(d.port, "DELETE", path, NULL, NULL, &resp), 200);
     ASSERT_CONTAINS(resp, id);
     free(resp);
-    ASSERT_EQ(http(d.port, "DELETE", path, NULL, NULL, &resp), 404);
+    st = http(d.port, "DELETE", path, NULL, NULL, &resp);
+    ASSERT_CONTAINS(resp, "not_found");
+    ASSERT_EQ(st, 404);
     free(resp);
     g = http_json(d.port, "POST", "/v1/memories/list", "{}", &st);
     ASSERT_EQ(st, 200);
@@ -666,4 +668,44 @@ TEST(serve_mcp_http)
     ASSERT_EQ(http(d.port, "GET", "/mcp", accept, NULL, &resp), 405);
     free(resp);
     ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+/* The daemon's situation without HTTP: several handles in one process on
+ * one index, and another process that opens and closes it in between. A
+ * handle's opening must not drop this process's locks (it once read the
+ * file header with open()/close(), and the other process then reset the
+ * WAL under the live connections: "database disk image is malformed"). */
+TEST(serve_handles_keep_locks)
+{
+    workspace();
+    mnemo *a = test_open("ws", "db.sqlite", NULL);
+    test_sync(a);
+    char *out = NULL;
+    for (int round = 0; round < 20; round++) {
+        char rec[96];
+        snprintf(rec, sizeof rec, "{\"text\":\"round %d of the lock test\"}", round);
+        ASSERT_OK(mnemo_memory_add(a, rec, &out));
+        json_t *j = json_loads(out, 0, NULL);
+        mnemo_free(out);
+        mnemo *b = test_open("ws", "db.sqlite", NULL); /* a second worker's handle */
+        ASSERT_OK(mnemo_memory_get(b, json_string_value(json_object_get(j, "id")), &out));
+        mnemo_free(out);
+        ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                           test_path("db.sqlite"), "memory", "list", "--json", NULL),
+                  0);
+        snprintf(rec, sizeof rec, "{\"text\":\"round %d changed after the other process\"}",
+                 round);
+        ASSERT_OK(mnemo_memory_update(a, json_string_value(json_object_get(j, "id")), rec, &out));
+        mnemo_free(out);
+        ASSERT_OK(mnemo_memory_get(b, json_string_value(json_object_get(j, "id")), &out));
+        ASSERT_CONTAINS(out, "changed after the other process");
+        mnemo_free(out);
+        mnemo_close(b);
+        json_decref(j);
+    }
+    char *st = NULL;
+    ASSERT_OK(mnemo_status_json(a, 1, &st));
+    ASSERT_NOT_CONTAINS(st, "damaged");
+    mnemo_free(st);
+    mnemo_close(a);
 }
