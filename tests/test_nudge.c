@@ -6,6 +6,7 @@
  * the deadline), the environment variables and their aliases.
  */
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,21 +409,55 @@ TEST(nudge_cli_bad_input)
     free(big);
 }
 
+/* Holds the index locked, as a writer in exclusive locking mode does: a
+ * reader then waits for the busy timeout (5 s by default). */
+static sqlite3 *lock_index(void)
+{
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE", NULL, NULL, NULL),
+              SQLITE_OK);
+    return db;
+}
+
+static double elapsed_ms(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 TEST(nudge_cli_timeout)
 {
-    test_write("ws/MEMORY.md", memory_md);
-    /* An index that never answers: opening a FIFO blocks until a writer comes. */
-    ASSERT_EQ(mkfifo(test_path("slow.sqlite"), 0600), 0);
-    setenv("MNEMO_NUDGE_TIMEOUT_MS", "100", 1);
+    workspace();
+    sqlite3 *db = lock_index();
     char *in = input("Where is PaymentsAPI hosted?");
     char *out;
-    struct timespec t0, t1;
+    struct timespec t0;
+    /* The lock holds the search up: with a 300 ms busy timeout and no
+     * deadline to speak of, the hook gives up after those 300 ms... */
+    setenv("MNEMO_BUSY_TIMEOUT_MS", "300", 1);
+    setenv("MNEMO_NUDGE_TIMEOUT_MS", "60000", 1);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    ASSERT_EQ(hook(&out, in, "slow.sqlite"), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ASSERT_EQ(hook(&out, in, NULL), 0);
+    double ms = elapsed_ms(&t0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT(ms >= 290);
+    free(out);
+    /* ...and with the default 5 s busy timeout, the 100 ms deadline ends it. */
+    unsetenv("MNEMO_BUSY_TIMEOUT_MS");
+    setenv("MNEMO_NUDGE_TIMEOUT_MS", "100", 1);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_EQ(hook(&out, in, NULL), 0);
+    ms = elapsed_ms(&t0);
     ASSERT_STR_EQ(out, "");
     ASSERT(ms >= 90 && ms < 1000);
+    free(out);
+    free(in);
+    sqlite3_close(db);
+    /* Unlocked, the same run answers. */
+    ASSERT_EQ(hook(&out, in = input("Where is PaymentsAPI hosted?"), NULL), 0);
+    ASSERT_CONTAINS(out, "PaymentsAPI");
     free(out);
     free(in);
 }
@@ -468,13 +503,17 @@ TEST(nudge_cli_env_aliases)
     free(ctx);
     free(out);
     free(in);
-    ASSERT_EQ(mkfifo(test_path("slow.sqlite"), 0600), 0);
+    sqlite3 *db = lock_index();
     setenv("CK_RECALL_NUDGE_TIMEOUT_MS", "50", 1);
-    in = input("is ACME hosted?");
-    ASSERT_EQ(hook(&out, in, "slow.sqlite"), 0); /* would hang without the deadline */
+    in = input("is PaymentsAPI hosted?");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_EQ(hook(&out, in, NULL), 0); /* 5 s without the deadline */
+    ASSERT(elapsed_ms(&t0) < 1000);
     ASSERT_STR_EQ(out, "");
     free(out);
     free(in);
+    sqlite3_close(db);
 }
 
 TEST(nudge_cli_patterns_env)
