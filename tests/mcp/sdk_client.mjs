@@ -1,0 +1,77 @@
+// Drives mnemo's MCP server with the official MCP TypeScript SDK client,
+// over stdio (mnemo mcp) or Streamable HTTP (mnemo serve, /mcp).
+//   node sdk_client.mjs stdio MNEMO WORKSPACE DB
+//   node sdk_client.mjs http URL
+// Prints one line per check and exits non-zero on the first failure.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [mode, ...rest] = process.argv.slice(2);
+let checks = 0;
+function check(cond, what, detail) {
+  if (!cond) {
+    console.error(`FAIL ${what}${detail === undefined ? "" : ": " + JSON.stringify(detail)}`);
+    process.exit(1);
+  }
+  checks++;
+  console.log(`ok ${what}`);
+}
+
+const transport = mode === "stdio"
+  ? new StdioClientTransport({ command: rest[0], args: ["--workspace", rest[1], "--db", rest[2], "mcp"], stderr: "inherit" })
+  : new StreamableHTTPClientTransport(new URL(rest[0] + "/mcp"));
+const client = new Client({ name: "mnemo-test", version: "1.0.0" });
+const timer = setTimeout(() => { console.error("FAIL timeout"); process.exit(2); }, 30000);
+await client.connect(transport);
+
+check(client.getServerVersion()?.name === "mnemo", "server name", client.getServerVersion());
+check(client.getServerCapabilities()?.tools !== undefined, "tools capability");
+
+const { tools } = await client.listTools();
+const names = tools.map((t) => t.name).sort();
+check(JSON.stringify(names) === JSON.stringify(["memory_add", "memory_delete", "memory_get", "memory_list",
+  "memory_recall", "memory_search", "memory_status", "memory_update"]), "eight tools", names);
+check(tools.every((t) => t.inputSchema?.type === "object" && t.inputSchema.additionalProperties === false),
+  "schemas close their properties");
+
+let r = await client.callTool({ name: "memory_search", arguments: { query: "zephyr", maxResults: 3 } });
+check(!r.isError, "memory_search ok", r);
+check(r.structuredContent?.results?.[0]?.citation?.startsWith("MEMORY.md#L"), "search cites MEMORY.md", r.structuredContent);
+check(r.content?.[0]?.type === "text" && r.content[0].text.includes("zephyr"), "search text", r.content);
+
+r = await client.callTool({ name: "memory_get", arguments: { path: "MEMORY.md", from: 1, lines: 2 } });
+check(!r.isError && r.structuredContent.from === 1 && r.structuredContent.to === 2, "memory_get", r);
+
+r = await client.callTool({ name: "memory_add", arguments: { text: "The on-call rotation changes on Mondays", category: "operational" } });
+check(!r.isError && typeof r.structuredContent?.id === "string", "memory_add", r);
+const id = r.structuredContent.id;
+r = await client.callTool({ name: "memory_update", arguments: { id, text: "The on-call rotation changes on Tuesdays" } });
+check(!r.isError && r.structuredContent.text.includes("Tuesdays"), "memory_update", r);
+r = await client.callTool({ name: "memory_list", arguments: { limit: 10 } });
+check(!r.isError && r.structuredContent.memories.some((m) => m.id === id), "memory_list", r);
+r = await client.callTool({ name: "memory_recall", arguments: { message: "when does the on-call rotation change?" } });
+check(!r.isError && r.structuredContent.recalled.includes("Tuesdays"), "memory_recall", r);
+r = await client.callTool({ name: "memory_delete", arguments: { id } });
+check(!r.isError && r.structuredContent.deleted === id, "memory_delete", r);
+r = await client.callTool({ name: "memory_status", arguments: {} });
+check(!r.isError && typeof r.structuredContent === "object", "memory_status", r);
+
+// Tool errors are results the model can read; the session goes on.
+r = await client.callTool({ name: "memory_search", arguments: { query: "x", maxResult: 3 } });
+check(r.isError === true && r.content[0].text.includes("unknown argument 'maxResult'"), "bad arguments are a tool error", r);
+r = await client.callTool({ name: "memory_delete", arguments: { id } });
+check(r.isError === true && r.content[0].text.includes("not_found"), "deleting twice is a tool error", r);
+r = await client.callTool({ name: "memory_get", arguments: { path: "../../etc/passwd" } });
+check(r.isError === true && r.content[0].text.includes("denied"), "paths stay in the memory roots", r);
+let threw = null;
+try { await client.callTool({ name: "no_such_tool", arguments: {} }); } catch (e) { threw = e; }
+check(threw && threw.code === -32602, "unknown tool is a protocol error", threw && threw.message);
+r = await client.callTool({ name: "memory_search", arguments: { query: "zephyr" } });
+check(!r.isError, "still serving after errors");
+await client.ping();
+check(true, "ping");
+
+clearTimeout(timer);
+await client.close();
+console.log(`${checks} checks passed`);
