@@ -167,6 +167,12 @@ void fts_rank_cleanup(fts_rank *r)
         r->stmt[i] = NULL;
         r->stmt_sql[i] = NULL;
     }
+    for (int i = 0; i < FTS_MAX_PHRASES; i++) {
+        free(r->plist[i].id);
+        free(r->plist[i].dl);
+        free(r->plist[i].tf);
+    }
+    memset(r->plist, 0, sizeof r->plist);
     blocks_drop(r);
     free(r->blocks);
     r->blocks = NULL;
@@ -361,6 +367,47 @@ static uint64_t row_tf(const Fts5ExtensionApi *api, Fts5Context *fts, int np, in
     return mask;
 }
 
+/* ndocs and avgdl, at the first row of a query. */
+static int query_stats(const Fts5ExtensionApi *api, Fts5Context *fts, fts_rank *r)
+{
+    fts_hits *h = &r->hits;
+    if (h->stats)
+        return SQLITE_OK;
+    sqlite3_int64 ndocs = 0, ntokens = 0;
+    int rc;
+    if ((rc = api->xRowCount(fts, &ndocs)) != SQLITE_OK ||
+        (rc = api->xColumnTotalSize(fts, 0, &ntokens)) != SQLITE_OK)
+        return rc;
+    h->ndocs = ndocs;
+    h->avgdl = ndocs > 0 && ntokens > 0 ? (double)ntokens / (double)ndocs : 1.0;
+    h->stats = 1;
+    if (!r->checked)
+        blocks_check(r);
+    return SQLITE_OK;
+}
+
+/* Appends row ID of length DL with phrase frequencies TF to the hits. */
+static int add_hit(fts_hits *h, int64_t id, int dl, const int *tf)
+{
+    if (h->n == h->cap && hits_grow(h) != SQLITE_OK) {
+        h->nomem = 1;
+        return SQLITE_NOMEM;
+    }
+    size_t i = h->n++;
+    uint64_t mask = 0;
+    uint8_t *t = h->tf + i * FTS_MAX_PHRASES;
+    for (int k = 0; k < h->np; k++) {
+        t[k] = (uint8_t)(tf[k] > 255 ? 255 : tf[k]);
+        h->df[k] += tf[k] > 0;
+        if (tf[k] > 0)
+            mask |= (uint64_t)1 << k;
+    }
+    h->id[i] = id;
+    h->dl[i] = dl;
+    h->mask[i] = mask;
+    return SQLITE_OK;
+}
+
 static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
                        int nval, sqlite3_value **vals)
 {
@@ -368,44 +415,131 @@ static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
     (void)vals;
     fts_rank *r = api->xUserData(fts);
     fts_hits *h = &r->hits;
-    int rc = SQLITE_OK;
-    if (!h->stats) {
-        sqlite3_int64 ndocs = 0, ntokens = 0;
-        if ((rc = api->xRowCount(fts, &ndocs)) != SQLITE_OK ||
-            (rc = api->xColumnTotalSize(fts, 0, &ntokens)) != SQLITE_OK) {
-            sqlite3_result_error_code(ctx, rc);
-            return;
-        }
-        h->ndocs = ndocs;
-        h->avgdl = ndocs > 0 && ntokens > 0 ? (double)ntokens / (double)ndocs : 1.0;
-        h->stats = 1;
-        if (!r->checked)
-            blocks_check(r);
-    }
-    if (h->n == h->cap && hits_grow(h) != SQLITE_OK) {
-        h->nomem = 1;
-        sqlite3_result_error_nomem(ctx);
-        return;
-    }
+    int rc = query_stats(api, fts, r);
     int tf[FTS_MAX_PHRASES];
-    uint64_t mask = row_tf(api, fts, h->np, tf, &rc);
+    if (rc == SQLITE_OK)
+        row_tf(api, fts, h->np, tf, &rc);
     int dl = row_length(r, api->xRowid(fts));
     if (rc == SQLITE_OK && dl < 0)
         rc = api->xColumnSize(fts, 0, &dl);
-    if (rc != SQLITE_OK) {
+    if (rc == SQLITE_OK)
+        rc = add_hit(h, api->xRowid(fts), dl, tf);
+    if (rc != SQLITE_OK)
         sqlite3_result_error_code(ctx, rc);
+    else
+        sqlite3_result_null(ctx);
+}
+
+/* mnemo_phrases(tbl, npositive, lo, hi): called for one row of the query,
+ * gathers the same hits as mnemo_collect() called for each row of
+ * the query with "rowid >= lo AND rowid < hi", where phrases npositive..
+ * are the excluded ones (the query is "(positive OR ...) NOT (excluded OR
+ * ...)"), but reads each phrase's rows with xQueryPhrase() and merges them
+ * here: no SQL row, no instance array, per matching row. */
+typedef struct phrase_ctx {
+    fts_rank *r;
+    fts_plist *l;
+} phrase_ctx;
+
+static int phrase_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
+{
+    phrase_ctx *c = ud;
+    fts_plist *l = c->l;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        int64_t *id = realloc(l->id, cap * sizeof *id);
+        if (id)
+            l->id = id;
+        int *dl = realloc(l->dl, cap * sizeof *dl);
+        if (dl)
+            l->dl = dl;
+        uint8_t *tf = realloc(l->tf, cap);
+        if (tf)
+            l->tf = tf;
+        if (!id || !dl || !tf)
+            return SQLITE_NOMEM;
+        l->cap = cap;
+    }
+    int64_t id = api->xRowid(fts);
+    int tf = 0, col = -1, off, rc;
+    Fts5PhraseIter it;
+    for (rc = api->xPhraseFirst(fts, 0, &it, &col, &off); rc == SQLITE_OK && col >= 0;
+         api->xPhraseNext(fts, &it, &col, &off))
+        tf++;
+    int dl = row_length(c->r, id);
+    if (rc == SQLITE_OK && dl < 0)
+        rc = api->xColumnSize(fts, 0, &dl);
+    if (rc != SQLITE_OK)
+        return rc;
+    l->id[l->n] = id;
+    l->dl[l->n] = dl;
+    l->tf[l->n++] = (uint8_t)(tf > 255 ? 255 : tf);
+    return SQLITE_OK;
+}
+
+/* Merges the phrase lists into the hits, in rowid order. */
+static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
+{
+    fts_hits *h = &r->hits;
+    size_t at[FTS_MAX_PHRASES] = {0};
+    int tf[FTS_MAX_PHRASES];
+    for (;;) {
+        int64_t id = INT64_MAX;
+        int found = 0;
+        for (int k = 0; k < npos; k++)
+            if (at[k] < r->plist[k].n && r->plist[k].id[at[k]] <= id) {
+                id = r->plist[k].id[at[k]];
+                found = 1;
+            }
+        if (!found)
+            return SQLITE_OK;
+        int dl = 0, excluded = id < lo || id >= hi;
+        for (int k = 0; k < h->np; k++) {
+            const fts_plist *l = &r->plist[k];
+            if (k >= npos)
+                while (at[k] < l->n && l->id[at[k]] < id)
+                    at[k]++;
+            tf[k] = 0;
+            if (at[k] < l->n && l->id[at[k]] == id) {
+                if (k >= npos) {
+                    excluded = 1;
+                    continue;
+                }
+                tf[k] = l->tf[at[k]];
+                dl = l->dl[at[k]++];
+            }
+        }
+        if (!excluded && add_hit(h, id, dl, tf) != SQLITE_OK)
+            return SQLITE_NOMEM;
+    }
+}
+
+static void phrases_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+                       int nval, sqlite3_value **vals)
+{
+    fts_rank *r = api->xUserData(fts);
+    fts_hits *h = &r->hits;
+    int rc = query_stats(api, fts, r);
+    if (nval != 3) {
+        sqlite3_result_error(ctx, "mnemo_phrases(tbl, npositive, lo, hi)", -1);
         return;
     }
-    size_t i = h->n++;
-    h->id[i] = api->xRowid(fts);
-    h->dl[i] = dl;
-    h->mask[i] = mask;
-    uint8_t *t = h->tf + i * FTS_MAX_PHRASES;
-    for (int k = 0; k < h->np; k++) {
-        t[k] = (uint8_t)(tf[k] > 255 ? 255 : tf[k]);
-        h->df[k] += tf[k] > 0;
+    int npos = sqlite3_value_int(vals[0]);
+    if (npos < 0 || npos > h->np)
+        npos = h->np;
+    for (int k = 0; rc == SQLITE_OK && k < h->np; k++) {
+        phrase_ctx c = {r, &r->plist[k]};
+        r->plist[k].n = 0;
+        rc = api->xQueryPhrase(fts, k, &c, phrase_row);
     }
-    sqlite3_result_null(ctx);
+    if (rc == SQLITE_OK)
+        rc = merge_phrases(r, npos, sqlite3_value_int64(vals[1]), sqlite3_value_int64(vals[2]));
+    if (rc == SQLITE_NOMEM)
+        h->nomem = 1;
+    if (rc != SQLITE_OK)
+        sqlite3_result_error_code(ctx, rc);
+    else
+        sqlite3_result_null(ctx);
 }
 
 static void mask_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
@@ -481,6 +615,8 @@ int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed)
     int rc = api->xCreateTokenizer(api, "mnemo", feed, &t, NULL);
     if (rc == SQLITE_OK && rank)
         rc = api->xCreateFunction(api, "mnemo_collect", rank, collect_fn, NULL);
+    if (rc == SQLITE_OK && rank)
+        rc = api->xCreateFunction(api, "mnemo_phrases", rank, phrases_fn, NULL);
     if (rc == SQLITE_OK)
         rc = api->xCreateFunction(api, "mnemo_mask", NULL, mask_fn, NULL);
     if (rank)

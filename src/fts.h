@@ -44,6 +44,15 @@ typedef struct fts_dl_block {
 
 #define FTS_STMTS 16
 
+/* The rows of one phrase, for mnemo_phrases(): ids ascending, with the
+ * phrase's frequency and the row's length. */
+typedef struct fts_plist {
+    int64_t *id;
+    int *dl;
+    uint8_t *tf;
+    size_t n, cap;
+} fts_plist;
+
 typedef struct fts_rank {
     fts_hits hits;
     sqlite3 *db;
@@ -56,6 +65,7 @@ typedef struct fts_rank {
     int64_t miss_block;            /* the block of this query's last miss */
     int miss_count;
     int checked;                   /* blocks validated for this query */
+    fts_plist plist[FTS_MAX_PHRASES];
     sqlite3_stmt *docsize, *version;
     /* Prepared statements of the caller, by SQL text (fts_stmt). */
     const char *stmt_sql[FTS_STMTS];

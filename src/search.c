@@ -295,13 +295,16 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, doub
 {
     fts_rank *r = store_rank(m->st);
     fts_rank_reset(r, q->nphrase);
-    sqlite3_stmt *st = fts_stmt(r, "SELECT mnemo_collect(chunks_fts) FROM chunks_fts "
-                                   "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3");
+    /* One row starts mnemo_phrases(), which reads every phrase's rows. */
+    sqlite3_stmt *st = fts_stmt(r, "SELECT mnemo_phrases(chunks_fts, ?4, ?2, ?3) FROM chunks_fts "
+                                   "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3 "
+                                   "LIMIT 1");
     if (!st)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, cp->lo);
     sqlite3_bind_int64(st, 3, cp->hi);
+    sqlite3_bind_int(st, 4, q->npositive);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         ;

@@ -1,13 +1,18 @@
 /*
  * test_search.c - keyword search: partial matches, phrases, exclusions,
  * file-name tiers, Chinese and Japanese, score range and thresholds,
- * snippets and the result shape.
+ * snippets and the result shape; the fast keyword leg against the
+ * row-by-row one on generated data.
  */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include "core.h"
+#include "query.h"
 #include "test.h"
 
 static mnemo *setup_with(const char *kv)
@@ -298,4 +303,250 @@ TEST(search_no_index_and_empty_query)
     ASSERT_EQ(mnemo_results_count(r), 0);
     mnemo_results_free(r);
     mnemo_close(m);
+}
+
+/* ----------------------------------------------------------------------
+ * Exactness of the fast keyword leg: mnemo_phrases() (each phrase's rows
+ * read with xQueryPhrase and merged in C) must gather exactly what
+ * mnemo_collect() gathers row by row from the OR query, and lengths kept
+ * across searches must follow changes to the index.
+ * -------------------------------------------------------------------- */
+
+static const char *const gen_words[] = {
+    "gateway", "deploy",  "backup", "postgres", "migration", "replication", "port",
+    "config",  "release", "atlas",  "orders",   "nightly",   "cutover",     "slot",
+    "latency", "cache",   "token",  "review",   "priya",     "chris",       "the",
+    "and",     "of",      "on",     "with",     "fix",       "test",        "flaky",
+    "build",   "server",  "client", "queue",    "worker",    "index",       "search",
+    "memory",  "vector",  "model",  "budget",   "meeting",   "customer",    "plan",
+    "acme/gateway", "gateway.bind.port", "v2.4.1", "#412", "数据库迁移", "服务器部署",
+    "デプロイ", "移行"};
+#define GEN_NWORDS (sizeof gen_words / sizeof *gen_words)
+
+static uint64_t gen_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* Zipf-like: low indices far more often. */
+static const char *gen_word(uint64_t *s)
+{
+    double u = (double)(gen_next(s) % 100000) / 100000.0;
+    return gen_words[(size_t)(u * u * u * (double)GEN_NWORDS)];
+}
+
+static void gen_workspace(const char *ws, int notes, uint64_t seed)
+{
+    uint64_t s = seed;
+    char path[256];
+    for (int i = 0; i < notes; i++) {
+        char text[8192];
+        size_t n = 0;
+        int lines = 1 + (int)(gen_next(&s) % 8);
+        for (int l = 0; l < lines; l++) {
+            int words = 2 + (int)(gen_next(&s) % 14);
+            for (int w = 0; w < words && n < sizeof text - 100; w++)
+                n += (size_t)snprintf(text + n, sizeof text - n, "%s%s", w ? " " : "- ",
+                                      gen_word(&s));
+            text[n++] = '\n';
+        }
+        text[n] = 0;
+        snprintf(path, sizeof path, "%s/memory/2026-%02d-%02d-n%d.md", ws, 1 + i % 12,
+                 1 + i % 28, i);
+        test_write(path, text);
+    }
+}
+
+static void gen_query(uint64_t *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    int words = 1 + (int)(gen_next(s) % 4);
+    for (int w = 0; w < words; w++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", w ? " " : "", gen_word(s));
+    switch (gen_next(s) % 6) {
+    case 0: /* a required phrase */
+        n += (size_t)snprintf(out + n, cap - n, " \"%s %s\"", gen_word(s), gen_word(s));
+        break;
+    case 1: /* an exclusion */
+        n += (size_t)snprintf(out + n, cap - n, " -%s", gen_word(s));
+        break;
+    case 2: /* a lone CJK character: a prefix */
+        n += (size_t)snprintf(out + n, cap - n, " 移");
+        break;
+    default:
+        break;
+    }
+}
+
+typedef struct hits_copy {
+    size_t n;
+    int64_t *id;
+    int *dl;
+    uint8_t *tf;
+    uint64_t *mask;
+    int64_t df[FTS_MAX_PHRASES], ndocs;
+    double avgdl;
+} hits_copy;
+
+static void collect_with(mnemo *m, const char *sql, const query *q, int64_t lo, int64_t hi,
+                         hits_copy *out)
+{
+    fts_rank *r = store_rank(m->st);
+    fts_rank_reset(r, q->nphrase);
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_prepare_v2(store_db(m->st), sql, -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, lo);
+    sqlite3_bind_int64(st, 3, hi);
+    sqlite3_bind_int(st, 4, q->npositive);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        ;
+    ASSERT_EQ(rc, SQLITE_DONE);
+    sqlite3_finalize(st);
+    const fts_hits *h = &r->hits;
+    out->n = h->n;
+    out->id = malloc((h->n + 1) * sizeof *out->id);
+    out->dl = malloc((h->n + 1) * sizeof *out->dl);
+    out->mask = malloc((h->n + 1) * sizeof *out->mask);
+    out->tf = malloc((h->n + 1) * FTS_MAX_PHRASES);
+    ASSERT(out->id && out->dl && out->mask && out->tf);
+    if (h->n) {
+        memcpy(out->id, h->id, h->n * sizeof *out->id);
+        memcpy(out->dl, h->dl, h->n * sizeof *out->dl);
+        memcpy(out->mask, h->mask, h->n * sizeof *out->mask);
+        memcpy(out->tf, h->tf, h->n * FTS_MAX_PHRASES);
+    }
+    memcpy(out->df, h->df, sizeof out->df);
+    out->ndocs = h->stats ? h->ndocs : 0;
+    out->avgdl = h->stats ? h->avgdl : 0;
+}
+
+static void hits_copy_free(hits_copy *c)
+{
+    free(c->id);
+    free(c->dl);
+    free(c->tf);
+    free(c->mask);
+}
+
+TEST(search_phrase_lists_equal_row_by_row_collection)
+{
+    gen_workspace("ws", 1200, 7);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    tok *t;
+    ASSERT_OK(core_qtok(m, &t));
+    uint64_t s = 11;
+    size_t nonempty = 0, excluded = 0, ranged = 0, rows = 0;
+    for (int i = 0; i < 300; i++) {
+        char text[512];
+        gen_query(&s, text, sizeof text);
+        query q;
+        ASSERT_OK(query_parse(t, text, &q));
+        if (!q.match) {
+            query_cleanup(&q);
+            continue;
+        }
+        /* Whole table, then a range with ends inside it. */
+        int64_t lo = 0, hi = INT64_MAX;
+        if (i % 3 == 0) {
+            lo = (int64_t)(gen_next(&s) % 600);
+            hi = lo + 1 + (int64_t)(gen_next(&s) % 900);
+            ranged++;
+        }
+        hits_copy a, b;
+        collect_with(m,
+                     "SELECT mnemo_collect(chunks_fts) FROM chunks_fts "
+                     "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3",
+                     &q, lo, hi, &a);
+        collect_with(m,
+                     "SELECT mnemo_phrases(chunks_fts, ?4, ?2, ?3) FROM chunks_fts "
+                     "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3 LIMIT 1",
+                     &q, lo, hi, &b);
+        if (a.n != b.n)
+            test_fail(__FILE__, __LINE__, "query %s [%lld, %lld): %zu rows != %zu", text,
+                      (long long)lo, (long long)hi, a.n, b.n);
+        for (size_t k = 0; k < a.n; k++) {
+            ASSERT_EQ(a.id[k], b.id[k]);
+            ASSERT_EQ(a.dl[k], b.dl[k]);
+            ASSERT_EQ(a.mask[k], b.mask[k]);
+            ASSERT(memcmp(a.tf + k * FTS_MAX_PHRASES, b.tf + k * FTS_MAX_PHRASES,
+                          (size_t)q.nphrase) == 0);
+        }
+        for (int k = 0; k < q.nphrase; k++)
+            ASSERT_EQ(a.df[k], b.df[k]);
+        if (a.n) {
+            ASSERT_EQ(a.ndocs, b.ndocs);
+            ASSERT(a.avgdl == b.avgdl);
+            nonempty++;
+        }
+        excluded += q.nphrase > q.npositive && a.n;
+        rows += a.n;
+        hits_copy_free(&a);
+        hits_copy_free(&b);
+        query_cleanup(&q);
+    }
+    /* The data exercised what it is meant to: many rows, exclusions, ranges. */
+    ASSERT(nonempty > 200);
+    ASSERT(excluded > 10);
+    ASSERT(ranged > 50);
+    ASSERT(rows > 50000);
+    mnemo_close(m);
+}
+
+/* Lengths kept between searches are dropped when another connection
+ * changes the index (this handle's own syncs reopen the index). Deleting
+ * the files that hold the highest chunk ids and then adding others gives
+ * the new chunks the same ids with other lengths. */
+TEST(search_kept_lengths_follow_index_changes)
+{
+    gen_workspace("ws", 700, 3);
+    mnemo *a = test_open("ws", "db.sqlite", NULL);
+    test_sync(a);
+    const char *qs[] = {"gateway deploy", "backup the orders", "zebra"};
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
+            mnemo_free(test_search_json(a, qs[i], 10));
+        sqlite3_stmt *st = NULL;
+        ASSERT_EQ(sqlite3_prepare_v2(store_db(a->st),
+                                     "SELECT DISTINCT f.path FROM chunks c JOIN files f ON "
+                                     "f.id = c.file_id ORDER BY c.id DESC LIMIT 5",
+                                     -1, &st, NULL),
+                  SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            char path[256];
+            snprintf(path, sizeof path, "ws/%s", sqlite3_column_text(st, 0));
+            ASSERT_EQ(unlink(test_path(path)), 0);
+        }
+        sqlite3_finalize(st);
+        mnemo *w = test_open("ws", "db.sqlite", NULL);
+        test_sync(w);
+        mnemo_close(w);
+        for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
+            mnemo_free(test_search_json(a, qs[i], 10));
+        for (int n = 0; n < 5; n++) {
+            /* Another length each: "zebra" ranks them by length. */
+            char path[128], text[2048];
+            size_t len = (size_t)snprintf(text, sizeof text, "- zebra\n-");
+            for (int k = 0; k < round * 12 + n * 5; k++)
+                len += (size_t)snprintf(text + len, sizeof text - len, " padding%d", k);
+            snprintf(text + len, sizeof text - len, "\n");
+            snprintf(path, sizeof path, "ws/memory/zebra-%d-%d.md", round, n);
+            test_write(path, text);
+        }
+        w = test_open("ws", "db.sqlite", NULL);
+        test_sync(w);
+        mnemo_close(w);
+        mnemo *fresh = test_open("ws", "db.sqlite", NULL);
+        for (size_t i = 0; i < sizeof qs / sizeof *qs; i++) {
+            char *x = test_search_json(a, qs[i], 10), *y = test_search_json(fresh, qs[i], 10);
+            ASSERT_STR_EQ(x, y);
+            mnemo_free(x);
+            mnemo_free(y);
+        }
+        mnemo_close(fresh);
+    }
+    mnemo_close(a);
 }
