@@ -244,9 +244,10 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
   if (!o.daemon || s.mismatch || Date.now() < s.downUntil) throw new DaemonUnavailable("daemon skipped");
   try {
     if (o.workspace && s.checkedWorkspace !== o.workspace) {
-      const h = await httpJson(o, "GET", "/health", undefined, Math.min(500, deadline - Date.now()));
+      /* once per daemon and workspace: is this daemon serving our workspace? */
+      const h = await httpJson(o, "GET", "/v1/status", undefined, Math.min(1000, deadline - Date.now()));
       const ws = (h.body as { workspace?: string })?.workspace;
-      if (h.status !== 200) throw new DaemonUnavailable(`daemon health HTTP ${h.status}`);
+      if (h.status !== 200) throw new DaemonUnavailable(`daemon status HTTP ${h.status}`);
       if (ws && path.resolve(ws) !== o.workspace) {
         s.mismatch = true; /* it serves another workspace: use the CLI from now on */
         throw new DaemonUnavailable(`daemon serves ${ws}, not ${o.workspace}`);

@@ -1,0 +1,393 @@
+#!/usr/bin/env node
+/*
+ * e2e.mjs - a real OpenClaw (from npm) loads the mnemo plugin and its memory_search /
+ * memory_get tool calls are answered by mnemo. Run with Node 24 (setup.sh installs it):
+ *
+ *   node tests/openclaw/e2e.mjs --mnemo build/mnemo --openclaw DIR/node_modules/openclaw
+ *
+ * Exits 0 and prints "openclaw e2e: ok" only when every check passed. What it does:
+ *
+ *  0. The plugin module alone: hard timeouts (a mnemo that hangs, a daemon that never
+ *     answers) give OpenClaw's "memory unavailable" result or the CLI's answer in time.
+ *  1. Gateway A: `openclaw gateway run` with plugins.load.paths = integrations/openclaw,
+ *     plugins.slots.memory = "mnemo"; POST /tools/invoke runs memory_search and memory_get
+ *     through OpenClaw's tool registry and policy. Checks the result shape, maxResults,
+ *     minScore, the CLI route, the daemon started by the plugin and then the daemon route,
+ *     get / not_found / denied, and the unavailable result once the index is broken.
+ *  2. Gateway B: memory-core keeps the slot; the memory-recall hook pack is loaded from
+ *     hooks.internal.load.extraDirs (its gateway:startup handler must start the daemon)
+ *     and a test plugin registers the hook's before_tool_call handler: memory_search is
+ *     answered from mnemo through the block reason, and falls through to memory-core when
+ *     mnemo cannot run.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const src = path.resolve(here, "../..");
+const args = process.argv.slice(2);
+const arg = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const mnemoBin = path.resolve(arg("--mnemo", process.env.MNEMO_BIN || path.join(src, "build/mnemo")));
+const openclawDir = path.resolve(
+  arg("--openclaw", path.join(process.env.MNEMO_JS_CACHE || path.join(os.homedir(), ".cache/mnemo-test"), "openclaw/node_modules/openclaw")),
+);
+const keep = args.includes("--keep");
+const openclawMjs = path.join(openclawDir, "openclaw.mjs");
+const started = Date.now();
+
+let failures = 0;
+function check(cond, what, detail) {
+  if (cond) console.log(`  ok   ${what}`);
+  else {
+    failures++;
+    console.log(`  FAIL ${what}${detail !== undefined ? `\n       ${typeof detail === "string" ? detail : JSON.stringify(detail).slice(0, 1500)}` : ""}`);
+  }
+}
+function die(msg) {
+  console.log(`openclaw e2e: FAILED: ${msg}`);
+  cleanup();
+  process.exit(1);
+}
+
+if (!fs.existsSync(mnemoBin)) die(`no mnemo binary at ${mnemoBin}`);
+if (!fs.existsSync(openclawMjs)) die(`no OpenClaw at ${openclawDir} (run tests/openclaw/setup.sh)`);
+const major = Number(process.versions.node.split(".")[0]);
+if (major < 24) die(`Node ${process.versions.node}: OpenClaw needs Node 24 (setup.sh installs it)`);
+const ocVersion = JSON.parse(fs.readFileSync(path.join(openclawDir, "package.json"), "utf8")).version;
+console.log(`openclaw e2e: OpenClaw ${ocVersion}, Node ${process.versions.node}, mnemo ${mnemoBin}`);
+
+/* ------------------------------------------------------------ scratch */
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "mnemo-openclaw-e2e-"));
+const children = [];
+const daemonPidFiles = [];
+function cleanup() {
+  for (const c of children) {
+    try {
+      process.kill(-c.pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
+  for (const f of daemonPidFiles) {
+    try {
+      const pid = JSON.parse(fs.readFileSync(f, "utf8")).pid;
+      if (pid > 0) process.kill(pid, "SIGTERM");
+    } catch {
+      /* not running */
+    }
+  }
+  if (!keep) fs.rmSync(tmp, { recursive: true, force: true });
+  else console.log(`kept ${tmp}`);
+}
+process.on("SIGTERM", () => die("terminated"));
+
+function copyDir(from, to) {
+  fs.cpSync(from, to, { recursive: true, filter: (p) => !p.includes("node_modules") });
+}
+
+const ws = path.join(tmp, "workspace");
+copyDir(path.join(src, "examples/memory"), ws);
+fs.mkdirSync(path.join(ws, "memory"), { recursive: true });
+fs.writeFileSync(
+  path.join(ws, "memory/2026-11-29.md"),
+  "# 2026-11-29\n\n- Ran the OpenClaw check. The canary phrase is zephyr quokka lantern 4711.\n- Nothing else happened.\n",
+);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function health(url) {
+  try {
+    const r = await fetch(`${url}/health`, { signal: AbortSignal.timeout(500) });
+    return r.ok ? await r.json() : null;
+  } catch {
+    return null;
+  }
+}
+
+/* ------------------------------------------------------------ 0. module-level timeouts */
+
+async function moduleChecks() {
+  console.log("0. plugin module: hard timeouts");
+  const client = await import(pathToFileURL(path.join(src, "integrations/openclaw/hooks/memory-recall/mnemo-client.ts")).href);
+  const tools = await import(pathToFileURL(path.join(src, "integrations/openclaw/hooks/memory-recall/memory-tools.ts")).href);
+  const hang = path.join(tmp, "mnemo-hang.sh");
+  fs.writeFileSync(hang, "#!/bin/sh\nexec sleep 30\n", { mode: 0o755 });
+  let t = Date.now();
+  const r1 = await tools.memorySearchPayload({ bin: hang, workspace: ws, daemon: false, timeoutMs: 300 }, {}, { query: "postgres" });
+  let ms = Date.now() - t;
+  check(!r1.ok && r1.payload.unavailable === true && r1.payload.disabled === true && r1.payload.timedOut === true,
+    `a hanging mnemo gives the unavailable result (timedOut) in ${ms} ms`, r1.payload);
+  check(ms < 1000, "  ... within the 300 ms deadline (+ slack)", ms);
+
+  /* a daemon that accepts and never answers: the CLI answers within the deadline */
+  const port = await freePort();
+  const sockets = [];
+  const mute = net.createServer((s) => sockets.push(s)).listen(port, "127.0.0.1");
+  t = Date.now();
+  const r2 = await tools.memorySearchPayload(
+    { bin: mnemoBin, workspace: ws, db: path.join(tmp, "mod.sqlite"), url: `http://127.0.0.1:${port}`, timeoutMs: 1500, autoStart: false },
+    {},
+    { query: "zephyr quokka" },
+  );
+  ms = Date.now() - t;
+  for (const s of sockets) s.destroy();
+  mute.close();
+  check(r2.ok && r2.payload.debug?.route === "cli" && r2.payload.results?.[0]?.path === "memory/2026-11-29.md",
+    `a daemon that never answers: the CLI answers in ${ms} ms`, r2.payload);
+  check(ms < 1500, "  ... within the 1500 ms deadline", ms);
+
+  const e = await client.mnemoGet({ bin: "/nonexistent/mnemo", workspace: ws, daemon: false }, { path: "MEMORY.md" }).catch((x) => x);
+  check(e instanceof client.MnemoError && e.code === "spawn", "a missing mnemo executable is an error, not a hang", String(e));
+}
+
+/* ------------------------------------------------------------ gateways */
+
+async function startGateway(name, config) {
+  const dir = path.join(tmp, name);
+  const state = path.join(dir, "state");
+  fs.mkdirSync(path.join(dir, "home"), { recursive: true });
+  fs.mkdirSync(path.join(dir, "tmp"), { recursive: true });
+  fs.mkdirSync(state, { recursive: true });
+  const port = await freePort();
+  const token = `e2e-${Math.random().toString(36).slice(2)}`;
+  config.gateway = { mode: "local", port, bind: "loopback", auth: { mode: "token", token } };
+  fs.writeFileSync(path.join(state, "openclaw.json"), JSON.stringify(config, null, 2));
+  const env = { ...process.env };
+  for (const k of Object.keys(env))
+    if (k.startsWith("OPENCLAW_") || k.startsWith("MNEMO_") || /_API_KEY$/.test(k)) delete env[k];
+  Object.assign(env, {
+    HOME: path.join(dir, "home"),
+    TMPDIR: path.join(dir, "tmp"),
+    OPENCLAW_STATE_DIR: state,
+    OPENCLAW_CONFIG_PATH: path.join(state, "openclaw.json"),
+    PATH: `${path.dirname(process.execPath)}:${env.PATH || "/usr/bin:/bin"}`,
+    NO_COLOR: "1",
+  });
+  const log = fs.openSync(path.join(dir, "gateway.log"), "w");
+  const child = spawn(process.execPath, [openclawMjs, "gateway", "run"], { env, stdio: ["ignore", log, log], detached: true });
+  children.push(child);
+  let exited = false;
+  child.on("exit", () => (exited = true));
+  const url = `http://127.0.0.1:${port}`;
+  const t = Date.now();
+  while (!(await health(url))) {
+    if (exited || Date.now() - t > 60000) {
+      const tail = fs.readFileSync(path.join(dir, "gateway.log"), "utf8").slice(-3000);
+      die(`gateway ${name} did not start (${exited ? "exited" : "timeout"}):\n${tail}`);
+    }
+    await sleep(200);
+  }
+  console.log(`   gateway ${name} up on ${url} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  return {
+    url,
+    dir,
+    async invoke(tool, toolArgs) {
+      const r = await fetch(`${url}/tools/invoke`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ tool, args: toolArgs, sessionKey: "main" }),
+        signal: AbortSignal.timeout(20000),
+      });
+      const body = await r.json().catch(() => null);
+      return { status: r.status, body, details: body?.result?.details, text: body?.result?.content?.[0]?.text };
+    },
+    async stop() {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        return;
+      }
+      for (let i = 0; i < 50 && !exited; i++) await sleep(100);
+      if (!exited) process.kill(-child.pid, "SIGKILL");
+    },
+    log: () => fs.readFileSync(path.join(dir, "gateway.log"), "utf8"),
+  };
+}
+
+function hasSearchShape(d) {
+  return (
+    d &&
+    Array.isArray(d.results) &&
+    d.results.every(
+      (h) =>
+        typeof h.path === "string" &&
+        Number.isInteger(h.startLine) &&
+        Number.isInteger(h.endLine) &&
+        typeof h.score === "number" &&
+        typeof h.snippet === "string" &&
+        typeof h.source === "string" &&
+        typeof h.citation === "string",
+    )
+  );
+}
+
+async function gatewayA() {
+  console.log("1. gateway A: plugins.slots.memory = mnemo");
+  const daemonPort = await freePort();
+  const db = path.join(tmp, "a.sqlite");
+  daemonPidFiles.push(`${db}.serve.pid`);
+  const daemonUrl = `http://127.0.0.1:${daemonPort}`;
+  const gw = await startGateway("a", {
+    agents: { defaults: { workspace: ws } },
+    plugins: {
+      load: { paths: [path.join(src, "integrations/openclaw")] },
+      slots: { memory: "mnemo" },
+      entries: {
+        mnemo: { enabled: true, config: { bin: mnemoBin, db, url: daemonUrl, timeoutMs: 5000 } },
+      },
+    },
+  });
+
+  let r = await gw.invoke("memory_search", { query: "zephyr quokka lantern", maxResults: 3 });
+  check(r.status === 200 && hasSearchShape(r.details), "memory_search via /tools/invoke: 200 with OpenClaw's result shape", r.body);
+  check(r.details?.results?.[0]?.path === "memory/2026-11-29.md", "  ... the canary note comes first", r.details?.results?.[0]);
+  check(r.details?.debug?.backend === "mnemo", "  ... answered by mnemo", r.details?.debug);
+  check(r.details?.debug?.route === "cli", "  ... through the CLI (no daemon yet)", r.details?.debug);
+  const top = r.details?.results?.[0] ?? {};
+  const cite = `${top.path}#L${top.startLine}${top.endLine !== top.startLine ? `-L${top.endLine}` : ""}`;
+  check(top.citation === cite && top.snippet?.endsWith(`\n\nSource: ${cite}`) && top.corpus === "memory",
+    "  ... citation, Source line and corpus as memory-core formats them", top);
+  check(typeof r.text === "string" && JSON.parse(r.text).results.length === r.details.results.length,
+    "  ... content[0].text is the same JSON for the model");
+
+  r = await gw.invoke("memory_search", { query: "postgres migration", maxResults: 2 });
+  check(r.details?.results?.length === 2, "maxResults 2 gives 2 results", r.details?.results?.length);
+  r = await gw.invoke("memory_search", { query: "postgres migration gateway deploy", minScore: 0.9 });
+  check(r.details?.results?.length > 0 && r.details.results.every((h) => h.score >= 0.9), "minScore 0.9 keeps only scores >= 0.9",
+    r.details?.results?.map((h) => h.score));
+
+  /* the plugin started `mnemo serve` on the first call; wait for it, then the daemon answers */
+  let h = null;
+  for (let i = 0; i < 50 && !h; i++) {
+    h = await health(daemonUrl);
+    if (!h) await sleep(100);
+  }
+  check(h?.ok === true, "the plugin started `mnemo serve` (autoStart)", h);
+  await sleep(1100); /* the plugin retries the daemon 1 s after a refused connection */
+  r = await gw.invoke("memory_search", { query: "zephyr quokka lantern" });
+  check(r.details?.debug?.route === "daemon" && r.details?.results?.[0]?.path === "memory/2026-11-29.md",
+    "memory_search through the daemon", r.details?.debug);
+
+  r = await gw.invoke("memory_get", { path: "memory/2026-11-29.md", from: 3, lines: 1 });
+  check(r.details?.status === "ok" && r.details?.text?.includes("zephyr quokka lantern 4711") && r.details?.from === 3 && r.details?.lines === 1 &&
+    r.details?.truncated === true && r.details?.nextFrom === 4, "memory_get: status ok, text, from, lines, truncated, nextFrom", r.details);
+  r = await gw.invoke("memory_get", { path: "memory/1999-01-01.md" });
+  check(r.details?.status === "not_found" && r.details?.text === "", "memory_get of a missing note: status not_found", r.details);
+  r = await gw.invoke("memory_get", { path: "../../etc/passwd" });
+  check(r.details?.status === "error" && r.details?.code === "MEMORY_PATH_NOT_ALLOWED", "memory_get outside the memory roots: error MEMORY_PATH_NOT_ALLOWED", r.details);
+
+  /* stop the daemon, break the index: OpenClaw's unavailable result, quickly */
+  try {
+    process.kill(JSON.parse(fs.readFileSync(`${db}.serve.pid`, "utf8")).pid, "SIGTERM");
+  } catch {
+    /* gone */
+  }
+  for (let i = 0; i < 30 && (await health(daemonUrl)); i++) await sleep(100);
+  fs.writeFileSync(db, Buffer.alloc(8192, 0x5a));
+  const t = Date.now();
+  r = await gw.invoke("memory_search", { query: "postgres" });
+  const ms = Date.now() - t;
+  const d = r.details;
+  check(r.status === 200 && d?.disabled === true && d?.unavailable === true && Array.isArray(d?.results) && d.results.length === 0 &&
+    typeof d?.error === "string" && typeof d?.warning === "string" && typeof d?.action === "string" && d?.debug?.error === d?.error,
+    `mnemo failing: OpenClaw's "memory unavailable" result (${ms} ms)`, d);
+  await gw.stop();
+  check(!/plugin.*mnemo.*(failed|error)/i.test(gw.log().split("\n").filter((l) => !/name conflict/.test(l)).join("\n")),
+    "gateway A log has no mnemo plugin errors");
+}
+
+async function gatewayB() {
+  console.log("2. gateway B: memory-core in the slot, memory_search through before_tool_call; the hook pack");
+  const daemonPort = await freePort();
+  const db = path.join(tmp, "b.sqlite");
+  daemonPidFiles.push(`${db}.serve.pid`);
+  const daemonUrl = `http://127.0.0.1:${daemonPort}`;
+  const plug = path.join(tmp, "intercept-plugin");
+  copyDir(path.join(here, "fixtures/intercept-plugin"), plug);
+  copyDir(path.join(src, "integrations/openclaw/hooks/memory-recall"), path.join(plug, "memory-recall"));
+  const hookEnv = { MNEMO_BIN: mnemoBin, MNEMO_WORKSPACE: ws, MNEMO_DB: db, MNEMO_URL: daemonUrl };
+  const gw = await startGateway("b", {
+    agents: { defaults: { workspace: ws } },
+    hooks: {
+      internal: {
+        enabled: true,
+        load: { extraDirs: [path.join(src, "integrations/openclaw/hooks/memory-recall")] },
+        entries: { "memory-recall": { enabled: true, env: hookEnv } },
+      },
+    },
+    plugins: {
+      load: { paths: [plug] },
+      entries: {
+        "mnemo-intercept-test": { enabled: true, config: { bin: mnemoBin, workspace: ws, db, url: daemonUrl } },
+      },
+    },
+  });
+
+  /* the hook pack's gateway:startup handler starts the daemon */
+  let h = null;
+  for (let i = 0; i < 100 && !h; i++) {
+    h = await health(daemonUrl);
+    if (!h) await sleep(100);
+  }
+  let pid = null;
+  try {
+    pid = JSON.parse(fs.readFileSync(`${db}.serve.pid`, "utf8"));
+  } catch {
+    /* no daemon */
+  }
+  check(h?.ok === true && pid?.workspace === ws, "hook pack memory-recall (gateway:startup) started `mnemo serve` for the workspace", pid ?? h);
+
+  let r = await gw.invoke("memory_search", { query: "zephyr quokka lantern" });
+  const blocked = r.details?.status === "blocked";
+  let payload = null;
+  try {
+    payload = JSON.parse(r.text ?? r.body?.error?.message ?? "");
+  } catch {
+    /* not JSON */
+  }
+  check(blocked || r.status === 403, "before_tool_call: memory_search is blocked by the hook", r.body);
+  check(payload?.debug?.backend === "mnemo" && payload?.results?.[0]?.path === "memory/2026-11-29.md" && hasSearchShape(payload),
+    "  ... and the block reason the model reads is mnemo's memory_search result", payload ?? r.body);
+
+  r = await gw.invoke("memory_search", { query: "[broken] zephyr quokka lantern" });
+  check(r.status === 200 && r.details?.status !== "blocked" && r.details?.debug?.backend !== "mnemo" && Array.isArray(r.details?.results),
+    "mnemo failing: the call falls through to memory-core's memory_search", r.body);
+  await gw.stop();
+}
+
+/* ------------------------------------------------------------ main */
+
+try {
+  await moduleChecks();
+  await gatewayA();
+  await gatewayB();
+} catch (e) {
+  failures++;
+  console.log(`  FAIL ${e?.stack || e}`);
+}
+cleanup();
+const secs = ((Date.now() - started) / 1000).toFixed(1);
+if (failures) {
+  console.log(`openclaw e2e: FAILED (${failures} checks, ${secs} s)`);
+  process.exit(1);
+}
+console.log(`openclaw e2e: ok (${secs} s)`);
+process.exit(0);
