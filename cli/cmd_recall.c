@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "cli.h"
 
 /* The message: the arguments, or standard input for "-" (capped). */
@@ -36,27 +37,30 @@ int cmd_recall(int argc, char **argv)
         {"run", 0, "R", "run (session) id, for --strategy always"},
         {"message", 'm', "TEXT", "the inbound message (- reads standard input)"},
         {"strategy", 0, "S", "smart (default), always (adds session memory), manual (nothing)"},
+        {"json", 'j', NULL, "print {\"recalled\",\"triggers\"} (both kinds, as POST /v1/recall)"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
     int code = cli_parse(argc, argv, "recall",
                          "mnemo recall [--user U] [--message TEXT|-] [--strategy smart|always|"
                          "manual] [--agent A] [--run R]\n"
-                         "       mnemo recall --triggers MESSAGE... (or - for stdin)",
+                         "       mnemo recall --triggers MESSAGE... (or - for stdin)\n"
+                         "       mnemo recall --json [--triggers] --message TEXT ...",
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
     int triggers = a.val[0] != NULL;
-    if (triggers && a.npos == 0) {
+    int json = a.val[6] != NULL;
+    if (triggers && a.npos == 0 && !(json && a.val[4])) {
         cli_error("recall: say what to recall: --triggers MESSAGE");
         return EXIT_USAGE;
     }
-    if (!triggers && a.val[4] && a.npos) {
+    if ((!triggers || json) && a.val[4] && a.npos) {
         cli_error("recall: give the message once: --message TEXT or as arguments");
         return EXIT_USAGE;
     }
     char *message = NULL;
-    if (!triggers && a.val[4]) {
+    if ((!triggers || json) && a.val[4]) {
         cli_args b = a;
         b.npos = 1;
         b.pos[0] = a.val[4];
@@ -73,6 +77,29 @@ int cmd_recall(int argc, char **argv)
     }
     char *out = NULL;
     int rc;
+    if (json) { /* --json: the daemon's /v1/recall reply */
+        json_t *o = json_object();
+        const char *keys[] = {NULL, "user_id", "agent_id", "run_id", NULL, "strategy"};
+        for (int i = 1; i < 6; i++)
+            if (keys[i] && a.val[i])
+                json_object_set_new(o, keys[i], json_string(a.val[i]));
+        if (message)
+            json_object_set_new(o, "message", json_string(message));
+        if (triggers)
+            json_object_set_new(o, "triggers", json_true());
+        char *err = NULL;
+        rc = api_run(m, api_find("recall"), o, &out, &err);
+        json_decref(o);
+        if (rc)
+            cli_error("recall: %s", err);
+        else
+            puts(out);
+        free(out);
+        free(err);
+        free(message);
+        mnemo_close(m);
+        return EXIT_OK;
+    }
     if (triggers) {
         rc = mnemo_recall_triggers(m, message, &out);
     } else {

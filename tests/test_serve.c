@@ -232,6 +232,27 @@ TEST(serve_api_matches_cli)
     free(resp);
     free(cli);
 
+    test_write("ws/USER.md", "# User\n\n- Never deploy on Fridays. <!-- trigger: deploy friday -->\n");
+    usleep(300000); /* the watch picks USER.md up; recall reads files as indexed */
+    for (int i = 0; i < 50; i++) {
+        ASSERT_EQ(test_cli(&cli, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                           test_path("db.sqlite"), "recall", "--json", "--triggers", "--message",
+                           "can we deploy on friday?", NULL),
+                  0);
+        if (strstr(cli, "USER.md#L3"))
+            break;
+        free(cli);
+        cli = NULL;
+        usleep(100000);
+    }
+    ASSERT_CONTAINS(cli, "USER.md#L3");
+    ASSERT_EQ(http(d.port, "POST", "/v1/recall", NULL,
+                   "{\"message\":\"can we deploy on friday?\",\"triggers\":true}", &resp),
+              200);
+    ASSERT_STR_EQ(resp, cli);
+    free(resp);
+    free(cli);
+
     /* Paths stay confined to the memory roots. */
     ASSERT_EQ(http(d.port, "POST", "/v1/get", NULL, "{\"path\":\"../../etc/passwd\"}", &resp), 403);
     ASSERT_CONTAINS(resp, "\"code\":\"denied\"");
