@@ -559,8 +559,11 @@ static int sentence_start(const char *s, size_t a)
            cp == 0x300E || cp == 0x201C;
 }
 
-/* Lines in Title Case (most words capitalised) say nothing about names. */
-static int title_case_line(const char *s, size_t len, const word *w, size_t nw, size_t k)
+/* Lines in Title Case (most words capitalised) say nothing about names.
+ * Returns the flag for the line holding word K; *next gets the index of the
+ * first word after that line, so a caller asks once per line. */
+static int title_case_line(const char *s, size_t len, const word *w, size_t nw, size_t k,
+                           size_t *next)
 {
     size_t ls = w[k].start, le = w[k].end;
     while (ls > 0 && s[ls - 1] != '\n')
@@ -577,12 +580,30 @@ static int title_case_line(const char *s, size_t len, const word *w, size_t nw, 
         words++;
         caps += is_upper((unsigned char)s[w[j].start]);
     }
+    *next = j;
     return words >= 3 && caps * 5 >= words * 4;
+}
+
+/* The run of adjacent upper-case words (letters only) around word K, which
+ * must be one: its first index in *lo and its end in *hi. */
+static void caps_run(const char *s, const word *w, size_t nw, size_t k, size_t *lo, size_t *hi)
+{
+    size_t a = k, b = k + 1;
+    while (a > 0 && adjacent(s, &w[a - 1], &w[a]) &&
+           letters_only_caps(s, w[a - 1].start, w[a - 1].end))
+        a--;
+    while (b < nw && adjacent(s, &w[b - 1], &w[b]) && letters_only_caps(s, w[b].start, w[b].end))
+        b++;
+    *lo = a;
+    *hi = b;
 }
 
 static void find_words(const char *s, size_t len, const word *w, size_t nw, int kind, size_t rank,
                        spans *out, int *nomem)
 {
+    /* Per-line and per-run facts, computed once: linear on long prompts. */
+    size_t line_next = 0, run_lo = 1, run_hi = 0;
+    int title = 0;
     for (size_t k = 0; k < nw; k++) {
         size_t a = w[k].start, b = w[k].end;
         if (w[k].foreign)
@@ -595,20 +616,19 @@ static void find_words(const char *s, size_t len, const word *w, size_t nw, int 
                 IN_LIST(s + a, b - a, caps_stop, 0))
                 continue;
             /* Shouting: three or more upper-case words in a row. */
-            size_t run = 1;
-            for (size_t j = k; j > 0 && adjacent(s, &w[j - 1], &w[j]) &&
-                               letters_only_caps(s, w[j - 1].start, w[j - 1].end);
-                 j--)
-                run++;
-            for (size_t j = k; j + 1 < nw && adjacent(s, &w[j], &w[j + 1]) &&
-                               letters_only_caps(s, w[j + 1].start, w[j + 1].end);
-                 j++)
-                run++;
-            if (run >= 3 && letters_only_caps(s, a, b))
-                continue;
+            if (letters_only_caps(s, a, b)) {
+                if (k < run_lo || k >= run_hi)
+                    caps_run(s, w, nw, k, &run_lo, &run_hi);
+                if (run_hi - run_lo >= 3)
+                    continue;
+            }
         } else {
             if (!capital_shape(s, a, b) || IN_LIST(s + a, b - a, capital_stop, 0) ||
-                sentence_start(s, a) || title_case_line(s, len, w, nw, k))
+                sentence_start(s, a))
+                continue;
+            if (k >= line_next)
+                title = title_case_line(s, len, w, nw, k, &line_next);
+            if (title)
                 continue;
             /* A contraction ("Don't", "Isn't") but not a possessive ("Priya's"). */
             if (b + 1 < len && s[b] == '\'' && is_letter((unsigned char)s[b + 1]) &&
