@@ -122,6 +122,51 @@ TEST(nudge_rank_and_dedupe)
     free(big);
 }
 
+TEST(nudge_detect_garbage)
+{
+    /* Edges and invalid UTF-8: no crash, nothing made up. */
+    ASSERT_TERMS("\xe3\x83", NULL, 10, "");
+    ASSERT_TERMS("\xe3\x83\x87\xe3\x83", NULL, 10, "");
+    ASSERT_TERMS("/", NULL, 10, "");
+    ASSERT_TERMS("ab/", NULL, 10, "");
+    ASSERT_TERMS("#", NULL, 10, "");
+    ASSERT_TERMS("ー・ー", NULL, 10, "");
+    ASSERT_TERMS("\xff" "FooBar\xff", NULL, 10, "FooBar");
+    ASSERT_TERMS("", NULL, 10, "");
+    /* Random prompts over a nasty alphabet: every term is the prompt's own
+     * bytes at its offset. */
+    static const char *const atoms[] = {"A", "b", "Z", "/", "#", "1", " ", ".", "\n", "-", "_",
+                                        "'", "デ", "ー", "・", "é", "\xff", "\xe3", "ﾃ", "。",
+                                        "Foo", "BAR", "acme/x", "#12"};
+    nudge_patterns *p;
+    ASSERT_OK(nudge_patterns_parse("default,re:[a-z]+", &p, NULL));
+    unsigned seed = 12345;
+    for (int round = 0; round < 3000; round++) {
+        char prompt[256] = "";
+        size_t len = 0;
+        for (int i = 0; i < 40; i++) {
+            seed = seed * 1103515245u + 12345u;
+            const char *a = atoms[(seed >> 16) % (sizeof atoms / sizeof *atoms)];
+            size_t n = strlen(a);
+            if (len + n >= sizeof prompt)
+                break;
+            memcpy(prompt + len, a, n);
+            len += n;
+        }
+        prompt[len] = 0;
+        nudge_candidate *c;
+        size_t n;
+        ASSERT_OK(nudge_candidates(prompt, p, 20, &c, &n));
+        for (size_t i = 0; i < n; i++) {
+            size_t tl = strlen(c[i].term);
+            ASSERT(tl > 0 && c[i].offset + tl <= len);
+            ASSERT(memcmp(prompt + c[i].offset, c[i].term, tl) == 0);
+        }
+        nudge_candidates_free(c, n);
+    }
+    nudge_patterns_free(p);
+}
+
 TEST(nudge_patterns_syntax)
 {
     nudge_patterns *p;
