@@ -97,10 +97,43 @@ typedef struct acc {
     int nomem;
 } acc;
 
-static int cmp_u64(const void *x, const void *y)
+/* Sorts A[0..N) ascending: quicksort, insertion sort below 16. Inline
+ * comparisons make it several times faster than qsort() here, and it runs
+ * on every chunk of the diversity pool of every search. */
+static void sort_u64(uint64_t *a, size_t n)
 {
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
+    while (n > 16) {
+        uint64_t x = a[0], y = a[n / 2], z = a[n - 1];
+        uint64_t p = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+        size_t i = 0, j = n - 1;
+        for (;;) { /* Hoare: [0, j] <= p <= [j + 1, n) */
+            while (a[i] < p)
+                i++;
+            while (a[j] > p)
+                j--;
+            if (i >= j)
+                break;
+            uint64_t t = a[i];
+            a[i++] = a[j];
+            a[j--] = t;
+        }
+        /* The smaller side by recursion, the larger by the loop. */
+        if (j + 1 < n - j - 1) {
+            sort_u64(a, j + 1);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_u64(a + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = a[i];
+        size_t k = i;
+        for (; k > 0 && a[k - 1] > v; k--)
+            a[k] = a[k - 1];
+        a[k] = v;
+    }
 }
 
 static int is_cjk(uint32_t c)
@@ -136,7 +169,7 @@ static void add_hash(acc *a, uint64_t h)
     if (a->nomem)
         return;
     if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 128;
+        size_t cap = a->cap ? a->cap * 2 : 512;
         uint64_t *v = realloc(a->h, cap * sizeof *v);
         if (!v) {
             a->nomem = 1;
@@ -196,8 +229,7 @@ int rank_tokens_build(const char *text, size_t len, rank_tokens *out)
         free(a.h);
         return MNEMO_NOMEM;
     }
-    if (a.n > 1)
-        qsort(a.h, a.n, sizeof *a.h, cmp_u64);
+    sort_u64(a.h, a.n);
     size_t n = 0;
     for (size_t i = 0; i < a.n; i++)
         if (!n || a.h[n - 1] != a.h[i])
@@ -214,18 +246,19 @@ double rank_jaccard(const rank_tokens *a, const rank_tokens *b)
     /* Bottom-k estimate: of the K smallest hashes of the union, the share
      * found in both sets (exact when the union has at most K tokens). */
     size_t i = 0, j = 0, seen = 0, inter = 0;
-    while (seen < RANK_SKETCH && (i < a->n || j < b->n)) {
-        if (j >= b->n || (i < a->n && a->h[i] < b->h[j])) {
-            i++;
-        } else if (i >= a->n || b->h[j] < a->h[i]) {
-            j++;
-        } else {
-            inter++;
-            i++;
-            j++;
-        }
+    /* Without branches on the comparisons: hashes are random, so they
+     * would be mispredicted half of the time. */
+    while (seen < RANK_SKETCH && i < a->n && j < b->n) {
+        uint64_t x = a->h[i], y = b->h[j];
+        inter += x == y;
+        i += x <= y;
+        j += y <= x;
         seen++;
     }
+    /* One side is used up: the rest of the other only adds to the union. */
+    seen += (a->n - i) + (b->n - j);
+    if (seen > RANK_SKETCH)
+        seen = RANK_SKETCH;
     return (double)inter / (double)seen;
 }
 

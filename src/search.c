@@ -333,49 +333,116 @@ typedef struct path_hit {
     int64_t file_id;
     double frac; /* share of the query terms found in the path */
     int tier;
+    int64_t first_chunk, first_seq; /* its first chunk, 0 if none */
 } path_hit;
 
-static int add_hit(path_hit **v, size_t *n, size_t *cap, int64_t id, double frac, int tier)
+typedef struct file_chunk {
+    int64_t chunk_id, file_id;
+} file_chunk;
+
+/* The file-name legs' files, and their chunks (to find the candidates in
+ * those files without a lookup per candidate). */
+typedef struct file_hits {
+    path_hit *v;
+    size_t n, cap;
+    file_chunk *chunks;
+    size_t nchunks, cap_chunks;
+} file_hits;
+
+static void file_hits_cleanup(file_hits *f)
 {
-    for (size_t i = 0; i < *n; i++)
-        if ((*v)[i].file_id == id) {
-            if (tier > (*v)[i].tier)
-                (*v)[i].tier = tier;
-            if (frac > (*v)[i].frac)
-                (*v)[i].frac = frac;
-            return MNEMO_OK;
+    free(f->v);
+    free(f->chunks);
+}
+
+/* Adds the file of row ST (columns: file id, then chunk id and seq, NULL
+ * without chunks) with FRAC and TIER. */
+static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, int tier)
+{
+    int64_t id = sqlite3_column_int64(st, 0);
+    int64_t cid = sqlite3_column_int64(st, chunk_col), seq = sqlite3_column_int64(st, chunk_col + 1);
+    path_hit *h = NULL;
+    /* A file's rows come together: try the last one first. */
+    for (size_t i = f->n; i-- > 0;)
+        if (f->v[i].file_id == id) {
+            h = &f->v[i];
+            break;
         }
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 16;
-        path_hit *nv = realloc(*v, *cap * sizeof *nv);
+    if (h) {
+        if (tier > h->tier)
+            h->tier = tier;
+        if (frac > h->frac)
+            h->frac = frac;
+    } else {
+        if (f->n == f->cap) {
+            size_t cap = f->cap ? f->cap * 2 : 16;
+            path_hit *nv = realloc(f->v, cap * sizeof *nv);
+            if (!nv)
+                return MNEMO_NOMEM;
+            f->v = nv;
+            f->cap = cap;
+        }
+        h = &f->v[f->n++];
+        *h = (path_hit){id, frac, tier, 0, 0};
+    }
+    if (cid && (!h->first_chunk || seq < h->first_seq)) {
+        h->first_chunk = cid;
+        h->first_seq = seq;
+    }
+    if (!cid)
+        return MNEMO_OK;
+    if (f->nchunks == f->cap_chunks) {
+        size_t cap = f->cap_chunks ? f->cap_chunks * 2 : 64;
+        file_chunk *nv = realloc(f->chunks, cap * sizeof *nv);
         if (!nv)
             return MNEMO_NOMEM;
-        *v = nv;
+        f->chunks = nv;
+        f->cap_chunks = cap;
     }
-    (*v)[(*n)++] = (path_hit){id, frac, tier};
+    f->chunks[f->nchunks++] = (file_chunk){cid, id};
     return MNEMO_OK;
 }
 
-static int file_legs(mnemo *m, const query *q, const corpus *cp, path_hit **hits,
-                     size_t *nhits)
+static int by_chunk(const void *a, const void *b)
+{
+    const file_chunk *x = a, *y = b;
+    return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
+}
+
+/* The file of CHUNK_ID if it is one of F's files, else 0 (F's chunks
+ * sorted by chunk id). */
+static int64_t hit_file_of(const file_hits *f, int64_t chunk_id)
+{
+    size_t lo = 0, hi = f->nchunks;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->chunks[mid].chunk_id < chunk_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->nchunks && f->chunks[lo].chunk_id == chunk_id ? f->chunks[lo].file_id : 0;
+}
+
+static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
 {
     fts_rank *r = store_rank(m->st);
-    size_t cap = 0;
     sqlite3_stmt *st = NULL;
     /* Exact: the query names a file by path, base name or stem. */
     if (q->filename[0]) {
-        st = fts_stmt(r, "SELECT id, CASE WHEN path_lc = ?1 THEN 3 WHEN name_lc = ?1 "
-                         "THEN 2 ELSE 1 END FROM files WHERE status = 0 AND "
+        st = fts_stmt(r, "SELECT x.id, x.tier, c.id, c.seq FROM (SELECT id, CASE WHEN "
+                         "path_lc = ?1 THEN 3 WHEN name_lc = ?1 THEN 2 ELSE 1 END AS tier "
+                         "FROM files WHERE status = 0 AND "
                          "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) AND "
-                         "(?2 IS NULL OR source = ?2) LIMIT 20");
+                         "(?2 IS NULL OR source = ?2) LIMIT 20) x "
+                         "LEFT JOIN chunks c ON c.file_id = x.id");
         if (!st)
             return sql_fail(m, "prepare");
         sqlite3_bind_text(st, 1, q->filename, -1, SQLITE_STATIC);
         if (cp->source)
             sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
         while (sqlite3_step(st) == SQLITE_ROW)
-            if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), 1.0,
-                        sqlite3_column_int(st, 1))) {
+            if (add_hit(f, st, 2, 1.0, sqlite3_column_int(st, 1))) {
                 sqlite3_reset(st);
                 return MNEMO_NOMEM;
             }
@@ -385,8 +452,9 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, path_hit **hits
     int nterms = q->npositive;
     if (!q->match || nterms == 0)
         return MNEMO_OK;
-    st = fts_stmt(r, "SELECT f.rowid, mnemo_mask(files_fts) FROM files_fts f "
+    st = fts_stmt(r, "SELECT f.rowid, mnemo_mask(files_fts), c.id, c.seq FROM files_fts f "
                      "JOIN files ON files.id = f.rowid "
+                     "LEFT JOIN chunks c ON c.file_id = f.rowid "
                      "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
                      "(?2 IS NULL OR files.source = ?2)");
     if (!st)
@@ -394,34 +462,30 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, path_hit **hits
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     if (cp->source)
         sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
-    int rows = 0, rc;
+    int files = 0;
+    int64_t last = 0;
     uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
-    while (rows++ < PATH_ROWS_MAX && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id != last && files++ == PATH_ROWS_MAX)
+            break;
+        last = id;
         uint64_t mask = (uint64_t)sqlite3_column_int64(st, 1);
         double frac = (double)__builtin_popcountll(mask & positive) / nterms;
-        if (add_hit(hits, nhits, &cap, sqlite3_column_int64(st, 0), frac, 0)) {
+        if (add_hit(f, st, 2, frac, 0)) {
             sqlite3_reset(st);
             return MNEMO_NOMEM;
         }
     }
     sqlite3_reset(st);
+    if (f->nchunks > 1)
+        qsort(f->chunks, f->nchunks, sizeof *f->chunks, by_chunk);
     return MNEMO_OK;
 }
 
 /* ----------------------------------------------------------------------
  * Search
  * -------------------------------------------------------------------- */
-
-static int64_t lookup_i64(sqlite3_stmt *st, int64_t key)
-{
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, key);
-    int64_t v = 0;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return v;
-}
 
 /* Fills result R from chunk C: path, snippet window and citation. */
 static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, const cand *c,
@@ -789,12 +853,11 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     query q;
     memset(&q, 0, sizeof q);
     pool p = {0};
-    path_hit *hits = NULL;
-    size_t nhits = 0;
+    file_hits fh = {0};
     cand *all = NULL;
     vleg vl;
     memset(&vl, 0, sizeof vl);
-    sqlite3_stmt *fid = NULL, *first = NULL, *row = NULL;
+    sqlite3_stmt *row = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
     int rc = res ? MNEMO_OK : MNEMO_NOMEM, txn = 0;
     double tm = t0;
@@ -827,7 +890,7 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     corpus cp = corpus_of(opts ? opts->corpus : NULL);
     if (q.match && (rc = content_leg(m, &q, &cp, &p, &sum_idf)))
         goto done;
-    if ((rc = file_legs(m, &q, &cp, &hits, &nhits)))
+    if ((rc = file_legs(m, &q, &cp, &fh)))
         goto done;
     res->timing.keyword_ms = lap(&tm);
     if ((rc = vector_leg(m, qt.data, &cp, p.cap, res, &vl)))
@@ -835,16 +898,14 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     res->timing.vector_ms = lap(&tm);
 
     fts_rank *fr = store_rank(m->st);
-    if (!(fid = fts_stmt(fr, "SELECT file_id FROM chunks WHERE id = ?1")) ||
-        !(first = fts_stmt(fr, "SELECT id FROM chunks WHERE file_id = ?1 ORDER BY seq LIMIT 1")) ||
-        !(row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
+    if (!(row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
                              "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1"))) {
         rc = sql_fail(m, "prepare");
         goto done;
     }
 
     /* The union of both legs' pools, one entry per chunk. */
-    size_t n = 0, cap = p.n + vl.nmatches + nhits + 1;
+    size_t n = 0, cap = p.n + vl.nmatches + fh.n + 1;
     all = malloc(cap * sizeof *all);
     if (!all) {
         rc = MNEMO_NOMEM;
@@ -898,8 +959,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         } else {
             c->score = c->text;
         }
-        if (nhits)
-            c->file_id = lookup_i64(fid, c->chunk_id);
+        if (fh.n)
+            c->file_id = hit_file_of(&fh, c->chunk_id);
     }
     if (vl.ran && rrf) {
         /* Reciprocal rank fusion: ranks by each leg, scaled to 0..1. */
@@ -937,26 +998,27 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     }
 
     /* Path boosts and file tiers. */
-    for (size_t h = 0; h < nhits; h++) {
+    for (size_t h = 0; h < fh.n; h++) {
+        const path_hit *hit = &fh.v[h];
         cand *best = NULL;
         for (size_t i = 0; i < n; i++) {
-            if (all[i].file_id != hits[h].file_id)
+            if (all[i].file_id != hit->file_id)
                 continue;
-            all[i].score += (1.0 - all[i].score) * PATH_BOOST * hits[h].frac;
-            all[i].path_hit |= hits[h].frac > 0;
+            all[i].score += (1.0 - all[i].score) * PATH_BOOST * hit->frac;
+            all[i].path_hit |= hit->frac > 0;
             if (!best || all[i].raw > best->raw)
                 best = &all[i];
         }
-        if (hits[h].tier && best) {
-            best->tier = hits[h].tier;
-        } else if (hits[h].tier || (!best && hits[h].frac > 0)) {
-            int64_t cid = lookup_i64(first, hits[h].file_id);
+        if (hit->tier && best) {
+            best->tier = hit->tier;
+        } else if (hit->tier || (!best && hit->frac > 0)) {
+            int64_t cid = hit->first_chunk;
             if (cid)
                 all[n++] = (cand){.chunk_id = cid,
-                                  .file_id = hits[h].file_id,
+                                  .file_id = hit->file_id,
                                   .vec = -1,
-                                  .score = PATH_BOOST * hits[h].frac,
-                                  .tier = hits[h].tier,
+                                  .score = PATH_BOOST * hit->frac,
+                                  .tier = hit->tier,
                                   .path_hit = 1};
         }
     }
@@ -1052,7 +1114,7 @@ done:
     }
     vleg_cleanup(&vl);
     free(all);
-    free(hits);
+    file_hits_cleanup(&fh);
     free(p.v);
     query_cleanup(&q);
     buf_cleanup(&qt);
