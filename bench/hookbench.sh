@@ -7,10 +7,11 @@
 #   make bench && bench/run.sh 10000      (once: builds ws10000 and its index)
 #   bench/hookbench.sh [NOTES] [RUNS]     (default: 10000 notes, 200 runs)
 #
-# Work files go to $BENCH_DIR (default /tmp/mnemo-bench).
+# Work files go to $BENCH_DIR (default /tmp/mnemo-bench); $MNEMO names
+# another binary than build/mnemo.
 set -eu
 cd "$(dirname "$0")/.."
-M=$PWD/build/mnemo
+M=${MNEMO:-$PWD/build/mnemo}
 DIR=${BENCH_DIR:-/tmp/mnemo-bench}
 N=${1:-10000}
 RUNS=${2:-200}
