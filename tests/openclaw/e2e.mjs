@@ -169,6 +169,7 @@ async function startGateway(name, config) {
   const port = await freePort();
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
   config.gateway = { mode: "local", port, bind: "loopback", auth: { mode: "token", token } };
+  config.logging = { file: path.join(dir, "openclaw.log") };
   fs.writeFileSync(path.join(state, "openclaw.json"), JSON.stringify(config, null, 2));
   const env = { ...process.env };
   for (const k of Object.keys(env))
@@ -248,6 +249,7 @@ async function gatewayA() {
   const gw = await startGateway("a", {
     agents: { defaults: { workspace: ws } },
     plugins: {
+      allow: ["mnemo"],
       load: { paths: [path.join(src, "integrations/openclaw")] },
       slots: { memory: "mnemo" },
       entries: {
@@ -334,6 +336,7 @@ async function gatewayB() {
       },
     },
     plugins: {
+      allow: ["memory-core", "mnemo-intercept-test"],
       load: { paths: [plug] },
       entries: {
         "mnemo-intercept-test": { enabled: true, config: { bin: mnemoBin, workspace: ws, db, url: daemonUrl } },
@@ -343,15 +346,15 @@ async function gatewayB() {
 
   /* the hook pack's gateway:startup handler starts the daemon */
   let h = null;
-  for (let i = 0; i < 100 && !h; i++) {
-    h = await health(daemonUrl);
-    if (!h) await sleep(100);
-  }
   let pid = null;
-  try {
-    pid = JSON.parse(fs.readFileSync(`${db}.serve.pid`, "utf8"));
-  } catch {
-    /* no daemon */
+  for (let i = 0; i < 100 && !(h && pid); i++) {
+    h = await health(daemonUrl);
+    try {
+      pid = JSON.parse(fs.readFileSync(`${db}.serve.pid`, "utf8"));
+    } catch {
+      pid = null; /* not written yet */
+    }
+    if (!(h && pid)) await sleep(100);
   }
   check(h?.ok === true && pid?.workspace === ws, "hook pack memory-recall (gateway:startup) started `mnemo serve` for the workspace", pid ?? h);
 
