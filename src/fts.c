@@ -132,7 +132,8 @@ static int tok_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text
  * xColumnSize()), and the blocks are kept for later queries until the
  * index changes: another connection committed (PRAGMA data_version) or
  * this one wrote (sqlite3_total_changes64()). A daemon thus reads each
- * length once, not once per query.
+ * length once, not once per query. The search's ranking factors per chunk
+ * (fts_factor_get) are kept and dropped the same way.
  * -------------------------------------------------------------------- */
 
 #define DL_LOAD_AFTER 3 /* rows of a block sought before the block is read */
@@ -150,11 +151,15 @@ void fts_rank_reset(fts_rank *r, int nphrase)
     r->miss_count = 0;
 }
 
-static void blocks_drop(fts_rank *r)
+/* Forgets what is kept across queries. */
+static void kept_drop(fts_rank *r)
 {
     for (size_t i = 0; i < r->nblocks; i++)
         free(r->blocks[i]);
     r->nblocks = r->cur = 0;
+    if (r->nfactors)
+        memset(r->factors, 0, r->cap_factors * sizeof *r->factors);
+    r->nfactors = 0;
 }
 
 void fts_rank_cleanup(fts_rank *r)
@@ -173,10 +178,13 @@ void fts_rank_cleanup(fts_rank *r)
         free(r->plist[i].tf);
     }
     memset(r->plist, 0, sizeof r->plist);
-    blocks_drop(r);
+    kept_drop(r);
     free(r->blocks);
     r->blocks = NULL;
     r->cap_blocks = 0;
+    free(r->factors);
+    r->factors = NULL;
+    r->cap_factors = 0;
     free(r->hits.id);
     free(r->hits.dl);
     free(r->hits.tf);
@@ -213,8 +221,7 @@ void fts_stmt_reset_all(fts_rank *r)
         sqlite3_reset(r->stmt[i]);
 }
 
-/* Drops the kept lengths if the index changed since they were read. */
-static void blocks_check(fts_rank *r)
+void fts_rank_check(fts_rank *r)
 {
     int64_t version = -1;
     if (r->version || sqlite3_prepare_v3(r->db, "PRAGMA data_version", -1,
@@ -226,7 +233,7 @@ static void blocks_check(fts_rank *r)
     }
     int64_t changes = sqlite3_total_changes64(r->db);
     if (version < 0 || version != r->data_version || changes != r->changes)
-        blocks_drop(r);
+        kept_drop(r);
     r->data_version = version;
     r->changes = changes;
     r->checked = 1;
@@ -328,6 +335,50 @@ static int row_length(fts_rank *r, int64_t id)
     return b->len[id - no * FTS_DL_BLOCK];
 }
 
+/* ----------------------------------------------------------------------
+ * Kept ranking factors: a hash table by chunk id, linear probing.
+ * -------------------------------------------------------------------- */
+
+static size_t factor_slot(const fts_factor *v, size_t cap, int64_t id)
+{
+    size_t i = (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+    while (v[i].chunk_id && v[i].chunk_id != id)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+const fts_factor *fts_factor_get(const fts_rank *r, int64_t chunk_id)
+{
+    if (!r->nfactors || chunk_id <= 0)
+        return NULL;
+    const fts_factor *f = &r->factors[factor_slot(r->factors, r->cap_factors, chunk_id)];
+    return f->chunk_id ? f : NULL;
+}
+
+void fts_factor_put(fts_rank *r, int64_t chunk_id, double when, int importance)
+{
+    if (chunk_id <= 0)
+        return;
+    if (2 * (r->nfactors + 1) > r->cap_factors) { /* keep it at most half full */
+        size_t cap = r->cap_factors ? r->cap_factors * 2 : 1024;
+        if (cap > FTS_FACTORS_MAX)
+            return;
+        fts_factor *v = calloc(cap, sizeof *v);
+        if (!v)
+            return;
+        for (size_t i = 0; i < r->cap_factors; i++)
+            if (r->factors[i].chunk_id)
+                v[factor_slot(v, cap, r->factors[i].chunk_id)] = r->factors[i];
+        free(r->factors);
+        r->factors = v;
+        r->cap_factors = cap;
+    }
+    fts_factor *f = &r->factors[factor_slot(r->factors, r->cap_factors, chunk_id)];
+    if (!f->chunk_id)
+        r->nfactors++;
+    *f = (fts_factor){chunk_id, when, importance};
+}
+
 static int hits_grow(fts_hits *h)
 {
     size_t cap = h->cap ? h->cap * 2 : 1024;
@@ -382,7 +433,7 @@ static int query_stats(const Fts5ExtensionApi *api, Fts5Context *fts, fts_rank *
     h->avgdl = ndocs > 0 && ntokens > 0 ? (double)ntokens / (double)ndocs : 1.0;
     h->stats = 1;
     if (!r->checked)
-        blocks_check(r);
+        fts_rank_check(r);
     return SQLITE_OK;
 }
 

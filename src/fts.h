@@ -44,6 +44,15 @@ typedef struct fts_dl_block {
 
 #define FTS_STMTS 16
 
+/* A chunk's ranking inputs, kept across searches (fts_factor_get). */
+typedef struct fts_factor {
+    int64_t chunk_id; /* 0: an empty slot */
+    double when;      /* the note's date or time, Unix seconds; 0: evergreen */
+    int importance;   /* 0: none */
+} fts_factor;
+
+#define FTS_FACTORS_MAX (1 << 20) /* slots */
+
 /* The rows of one phrase, for mnemo_phrases(): ids ascending, with the
  * phrase's frequency and the row's length. */
 typedef struct fts_plist {
@@ -57,14 +66,16 @@ typedef struct fts_rank {
     fts_hits hits;
     sqlite3 *db;
     const char *docsize_table; /* FTS5's length table; NULL: chunks_fts_docsize */
-    /* Document lengths, kept across queries in blocks sorted by number
-     * while the index does not change (see fts.c). */
+    /* Kept across queries while the index does not change (see fts.c):
+     * document lengths in blocks sorted by number, and chunk factors. */
     fts_dl_block **blocks;
     size_t nblocks, cap_blocks, cur;
     int64_t data_version, changes; /* what the blocks were read at */
     int64_t miss_block;            /* the block of this query's last miss */
     int miss_count;
     int checked;                   /* blocks validated for this query */
+    fts_factor *factors;           /* open addressing by chunk id */
+    size_t nfactors, cap_factors;
     fts_plist plist[FTS_MAX_PHRASES];
     sqlite3_stmt *docsize, *version;
     /* Prepared statements of the caller, by SQL text (fts_stmt). */
@@ -79,6 +90,18 @@ sqlite3_stmt *fts_stmt(fts_rank *r, const char *sql);
 
 /* Resets every statement fts_stmt() keeps, ending their reads. */
 void fts_stmt_reset_all(fts_rank *r);
+
+/* Drops what R keeps across queries (lengths, factors) if the index
+ * changed since it was kept. Call inside the query's read transaction;
+ * mnemo_collect() and mnemo_phrases() call it at their first row. */
+void fts_rank_check(fts_rank *r);
+
+/* The kept factors of CHUNK_ID, or NULL. */
+const fts_factor *fts_factor_get(const fts_rank *r, int64_t chunk_id);
+
+/* Keeps the factors of CHUNK_ID (CHUNK_ID > 0); silently not when out of
+ * memory or room. */
+void fts_factor_put(fts_rank *r, int64_t chunk_id, double when, int importance);
 
 /* Prepares for a query with NPHRASE phrases. */
 void fts_rank_reset(fts_rank *r, int nphrase);

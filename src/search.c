@@ -682,6 +682,36 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
  * Ranking stages (rank.c has the formulas)
  * -------------------------------------------------------------------- */
 
+/* The date and importance of chunk C, kept in the handle across searches
+ * (until the index changes): 0 when the chunk is gone. */
+static int chunk_factors(fts_rank *r, sqlite3_stmt *st, int64_t chunk_id, double *when,
+                         int *importance)
+{
+    const fts_factor *f = fts_factor_get(r, chunk_id);
+    if (f) {
+        *when = f->when;
+        *importance = f->importance;
+        return 1;
+    }
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, chunk_id);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return 0;
+    const char *path = (const char *)sqlite3_column_text(st, 1);
+    const char *source = (const char *)sqlite3_column_text(st, 2);
+    if (source && strcmp(source, "sessions") == 0) {
+        /* A transcript's time is its newest message, else its mtime. */
+        *when = sqlite3_column_double(st, 4);
+        if (*when <= 0)
+            *when = (double)sqlite3_column_int64(st, 3) / 1e9;
+    } else {
+        *when = rank_path_date(path ? path : "");
+    }
+    *importance = sqlite3_column_int(st, 0);
+    fts_factor_put(r, chunk_id, *when, *importance);
+    return 1;
+}
+
 /* Multiplies the candidates' scores by their recency and importance, best
  * first (ALL sorted by by_rank). No factor exceeds max(1, importanceMax),
  * so once a candidate's score times that cannot reach the NEED-th best
@@ -689,9 +719,9 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
  * which spares a row lookup for most of a large pool. */
 static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
 {
-    sqlite3_stmt *st = fts_stmt(store_rank(m->st),
-                                "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
-                                "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1");
+    fts_rank *r = store_rank(m->st);
+    sqlite3_stmt *st = fts_stmt(r, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
+                                   "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1");
     if (!st)
         return sql_fail(m, "prepare");
     double now = core_now();
@@ -710,22 +740,11 @@ static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
             break;
         }
         c->recency = c->importance = 1.0;
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, c->chunk_id);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            const char *path = (const char *)sqlite3_column_text(st, 1);
-            const char *source = (const char *)sqlite3_column_text(st, 2);
-            double when;
-            if (source && strcmp(source, "sessions") == 0) {
-                /* A transcript's time is its newest message, else its mtime. */
-                when = sqlite3_column_double(st, 4);
-                if (when <= 0)
-                    when = (double)sqlite3_column_int64(st, 3) / 1e9;
-            } else {
-                when = rank_path_date(path ? path : "");
-            }
+        double when;
+        int importance;
+        if (chunk_factors(r, st, c->chunk_id, &when, &importance)) {
             c->recency = rank_recency(when, now, half, floor);
-            c->importance = rank_importance(sqlite3_column_int(st, 0), imax);
+            c->importance = rank_importance(importance, imax);
             if (!c->tier)
                 c->score *= c->recency * c->importance;
         }
@@ -868,6 +887,8 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     sqlite3_stmt *begin = fts_stmt(store_rank(m->st), "BEGIN");
     if (sqlite3_get_autocommit(store_db(m->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
         txn = 1;
+    /* What the handle keeps across searches goes if the index changed. */
+    fts_rank_check(store_rank(m->st));
     if ((rc = query_parse(t, qt.data, &q)))
         goto done;
     res->mode = strdup("keyword");

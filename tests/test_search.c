@@ -496,8 +496,8 @@ TEST(search_phrase_lists_equal_row_by_row_collection)
     mnemo_close(m);
 }
 
-/* Lengths kept between searches are dropped when another connection
- * changes the index (this handle's own syncs reopen the index). Deleting
+/* Lengths and factors kept between searches are dropped when another
+ * connection changes the index (this handle's own syncs reopen the index). Deleting
  * the files that hold the highest chunk ids and then adding others gives
  * the new chunks the same ids with other lengths. */
 TEST(search_kept_lengths_follow_index_changes)
@@ -533,7 +533,8 @@ TEST(search_kept_lengths_follow_index_changes)
             for (int k = 0; k < round * 12 + n * 5; k++)
                 len += (size_t)snprintf(text + len, sizeof text - len, " padding%d", k);
             snprintf(text + len, sizeof text - len, "\n");
-            snprintf(path, sizeof path, "ws/memory/zebra-%d-%d.md", round, n);
+            /* Dated differently each round: other recency factors too. */
+            snprintf(path, sizeof path, "ws/memory/2026-0%d-15-zebra-%d.md", round + 1, n);
             test_write(path, text);
         }
         w = test_open("ws", "db.sqlite", NULL);
