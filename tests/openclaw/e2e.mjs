@@ -9,13 +9,14 @@
  *
  *  0. The plugin module alone: hard timeouts (a mnemo that hangs, a daemon that never
  *     answers) give OpenClaw's "memory unavailable" result or the CLI's answer in time.
- *  1. Gateway A: `openclaw gateway run` with plugins.load.paths = integrations/openclaw,
- *     plugins.slots.memory = "mnemo"; POST /tools/invoke runs memory_search and memory_get
+ *  1. Gateway A: integrations/openclaw/install.sh puts the plugin into the state dir's
+ *     extensions/; `openclaw gateway run` with plugins.slots.memory = "mnemo" and the
+ *     plugin entry install.sh prints; POST /tools/invoke runs memory_search and memory_get
  *     through OpenClaw's tool registry and policy. Checks the result shape, maxResults,
  *     minScore, the CLI route, the daemon started by the plugin and then the daemon route,
  *     get / not_found / denied, and the unavailable result once the index is broken.
- *  2. Gateway B: memory-core keeps the slot; the memory-recall hook pack is loaded from
- *     hooks.internal.load.extraDirs (its gateway:startup handler must start the daemon)
+ *  2. Gateway B: memory-core keeps the slot; the memory-recall hook pack, installed by
+ *     install.sh into <state>/hooks/ (its gateway:startup handler must start the daemon)
  *     and a test plugin registers the hook's before_tool_call handler: memory_search is
  *     answered from mnemo through the block reason, and falls through to memory-core when
  *     mnemo cannot run.
@@ -160,12 +161,29 @@ async function moduleChecks() {
 
 /* ------------------------------------------------------------ gateways */
 
+/* Runs integrations/openclaw/install.sh into STATE (as OPENCLAW_STATE_DIR); returns its output. */
+function install(state, extra = []) {
+  const r = spawnSync("sh", [path.join(src, "integrations/openclaw/install.sh"), ...extra], {
+    env: { ...process.env, OPENCLAW_STATE_DIR: state },
+    encoding: "utf8",
+  });
+  if (r.status !== 0) die(`install.sh failed: ${r.stderr}`);
+  return r.stdout;
+}
+
 async function startGateway(name, config) {
   const dir = path.join(tmp, name);
   const state = path.join(dir, "state");
   fs.mkdirSync(path.join(dir, "home"), { recursive: true });
   fs.mkdirSync(path.join(dir, "tmp"), { recursive: true });
   fs.mkdirSync(state, { recursive: true });
+  if (config.install) {
+    const out = install(state, config.install);
+    const again = install(state, config.install);
+    check(out === again && fs.existsSync(path.join(state, "extensions/mnemo/openclaw.plugin.json")),
+      `install.sh ${config.install.join(" ")} into ${name}'s state dir (twice: same result)`, out);
+    delete config.install;
+  }
   const port = await freePort();
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
   config.gateway = { mode: "local", port, bind: "loopback", auth: { mode: "token", token } };
@@ -246,14 +264,19 @@ async function gatewayA() {
   const db = path.join(tmp, "a.sqlite");
   daemonPidFiles.push(`${db}.serve.pid`);
   const daemonUrl = `http://127.0.0.1:${daemonPort}`;
+  /* installed by install.sh into <state>/extensions/mnemo, enabled as install.sh says */
   const gw = await startGateway("a", {
+    install: ["--no-hook"],
     agents: { defaults: { workspace: ws } },
     plugins: {
-      allow: ["mnemo"],
-      load: { paths: [path.join(src, "integrations/openclaw")] },
       slots: { memory: "mnemo" },
       entries: {
-        mnemo: { enabled: true, config: { bin: mnemoBin, db, url: daemonUrl, timeoutMs: 5000 } },
+        "memory-core": { enabled: false },
+        mnemo: {
+          enabled: true,
+          hooks: { allowConversationAccess: true },
+          config: { bin: mnemoBin, db, url: daemonUrl, timeoutMs: 5000, recall: { triggers: true, memories: true } },
+        },
       },
     },
   });
@@ -326,17 +349,12 @@ async function gatewayB() {
   copyDir(path.join(here, "fixtures/intercept-plugin"), plug);
   copyDir(path.join(src, "integrations/openclaw/hooks/memory-recall"), path.join(plug, "memory-recall"));
   const hookEnv = { MNEMO_BIN: mnemoBin, MNEMO_WORKSPACE: ws, MNEMO_DB: db, MNEMO_URL: daemonUrl };
+  /* the hook pack installed by install.sh into <state>/hooks/memory-recall (managed hooks) */
   const gw = await startGateway("b", {
+    install: [],
     agents: { defaults: { workspace: ws } },
-    hooks: {
-      internal: {
-        enabled: true,
-        load: { extraDirs: [path.join(src, "integrations/openclaw/hooks/memory-recall")] },
-        entries: { "memory-recall": { enabled: true, env: hookEnv } },
-      },
-    },
+    hooks: { internal: { entries: { "memory-recall": { enabled: true, env: hookEnv } } } },
     plugins: {
-      allow: ["memory-core", "mnemo-intercept-test"],
       load: { paths: [plug] },
       entries: {
         "mnemo-intercept-test": { enabled: true, config: { bin: mnemoBin, workspace: ws, db, url: daemonUrl } },
