@@ -528,7 +528,9 @@ static int phrase_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
     return SQLITE_OK;
 }
 
-/* Merges the phrase lists into the hits, in rowid order. */
+/* Merges the phrase lists into the hits, in rowid order. The lists'
+ * heads interleave at random: the loops over them are written so that the
+ * compiler needs no branches on the ids. */
 static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
 {
     fts_hits *h = &r->hits;
@@ -537,28 +539,31 @@ static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
     for (;;) {
         int64_t id = INT64_MAX;
         int found = 0;
-        for (int k = 0; k < npos; k++)
-            if (at[k] < r->plist[k].n && r->plist[k].id[at[k]] <= id) {
-                id = r->plist[k].id[at[k]];
-                found = 1;
-            }
+        for (int k = 0; k < npos; k++) {
+            const fts_plist *l = &r->plist[k];
+            int more = at[k] < l->n;
+            int64_t head = more ? l->id[at[k]] : INT64_MAX;
+            id = head < id ? head : id;
+            found |= more;
+        }
         if (!found)
             return SQLITE_OK;
         int dl = 0, excluded = id < lo || id >= hi;
-        for (int k = 0; k < h->np; k++) {
+        for (int k = 0; k < npos; k++) {
             const fts_plist *l = &r->plist[k];
-            if (k >= npos)
-                while (at[k] < l->n && l->id[at[k]] < id)
-                    at[k]++;
+            size_t i = at[k];
+            int here = i < l->n && l->id[i] == id;
+            size_t j = here ? i : 0; /* a valid index either way */
+            tf[k] = here ? l->tf[j] : 0;
+            dl = here ? l->dl[j] : dl;
+            at[k] = i + (size_t)here;
+        }
+        for (int k = npos; k < h->np; k++) {
+            const fts_plist *l = &r->plist[k];
+            while (at[k] < l->n && l->id[at[k]] < id)
+                at[k]++;
             tf[k] = 0;
-            if (at[k] < l->n && l->id[at[k]] == id) {
-                if (k >= npos) {
-                    excluded = 1;
-                    continue;
-                }
-                tf[k] = l->tf[at[k]];
-                dl = l->dl[at[k]++];
-            }
+            excluded |= at[k] < l->n && l->id[at[k]] == id;
         }
         if (!excluded && add_hit(h, id, dl, tf) != SQLITE_OK)
             return SQLITE_NOMEM;

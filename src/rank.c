@@ -272,9 +272,11 @@ void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_
     if (pool < 3 || picks < 2 || lambda >= 1.0)
         return;
     size_t *cand = malloc(pool * sizeof *cand);
+    size_t *seen = calloc(pool, sizeof *seen); /* picks compared with, per candidate */
     double *maxsim = calloc(pool, sizeof *maxsim);
-    if (!cand || !maxsim) {
+    if (!cand || !seen || !maxsim) {
         free(cand);
+        free(seen);
         free(maxsim);
         return; /* out of memory: keep the score order */
     }
@@ -284,27 +286,33 @@ void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_
         size_t best = 0;
         double best_v = -INFINITY;
         for (size_t k = 0; k < left; k++) {
+            /* Similarities to picks only add penalty: with those not yet
+             * compared, v is an upper bound, and a candidate that cannot
+             * beat the best so far needs no more of them. */
             double v = lambda * score[cand[k]] - (1.0 - lambda) * maxsim[k];
+            if (v <= best_v)
+                continue;
+            for (; seen[k] < pos; seen[k]++) {
+                double s = sim(ud, order[seen[k]], cand[k]);
+                if (s > maxsim[k])
+                    maxsim[k] = s;
+            }
+            v = lambda * score[cand[k]] - (1.0 - lambda) * maxsim[k];
             if (v > best_v) {
                 best_v = v;
                 best = k;
             }
         }
-        size_t pick = cand[best];
-        order[pos] = pick;
+        order[pos] = cand[best];
         /* Close the gap, keeping the rest in score order. */
         memmove(cand + best, cand + best + 1, (left - best - 1) * sizeof *cand);
+        memmove(seen + best, seen + best + 1, (left - best - 1) * sizeof *seen);
         memmove(maxsim + best, maxsim + best + 1, (left - best - 1) * sizeof *maxsim);
         left--;
-        if (pos + 1 < picks)
-            for (size_t k = 0; k < left; k++) {
-                double s = sim(ud, pick, cand[k]);
-                if (s > maxsim[k])
-                    maxsim[k] = s;
-            }
     }
     memcpy(order + picks, cand, left * sizeof *cand);
     free(cand);
+    free(seen);
     free(maxsim);
 }
 

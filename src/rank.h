@@ -44,7 +44,10 @@ typedef double (*rank_sim_fn)(void *ud, size_t i, size_t j);
 /* Reorders ORDER[0..N) (indices into the caller's arrays, sorted by SCORE
  * descending) by MMR with LAMBDA over the first POOL entries: the first
  * PICKS positions are chosen by MMR, the rest of the pool follows in score
- * order, entries past the pool keep their places. */
+ * order, entries past the pool keep their places. SIM is called only for
+ * the pairs the choice needs: a candidate that cannot beat the best of a
+ * position so far is not compared with more picks (its similarities would
+ * only lower it), so what SIM reads can be built on first use. */
 void rank_mmr(size_t *order, size_t n, const double *score, double lambda, size_t pool,
               size_t picks, rank_sim_fn sim, void *ud);
 

@@ -758,9 +758,27 @@ static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
 typedef struct simctx {
     const cand *all;
     const vleg *vl;
-    rank_tokens *toks; /* per candidate index, NULL without vectors */
+    sqlite3_stmt *text;     /* a chunk's text by id */
+    rank_tokens *toks;      /* per candidate index, built on first use; NULL with vectors */
+    unsigned char *built;
     const float **vecs;
+    int rc;
 } simctx;
+
+static const rank_tokens *tokens_of(simctx *s, size_t i)
+{
+    if (!s->built[i]) {
+        s->built[i] = 1;
+        sqlite3_reset(s->text);
+        sqlite3_bind_int64(s->text, 1, s->all[i].chunk_id);
+        if (sqlite3_step(s->text) == SQLITE_ROW &&
+            rank_tokens_build((const char *)sqlite3_column_text(s->text, 0),
+                              (size_t)sqlite3_column_bytes(s->text, 0), &s->toks[i]))
+            s->rc = MNEMO_NOMEM;
+        sqlite3_reset(s->text);
+    }
+    return &s->toks[i];
+}
 
 static double sim_fn(void *ud, size_t i, size_t j)
 {
@@ -768,14 +786,15 @@ static double sim_fn(void *ud, size_t i, size_t j)
     if (s->vecs && s->vecs[i] && s->vecs[j])
         return vec_dot_f32(s->vecs[i], s->vecs[j], (size_t)vecfile_dims(s->vl->vf));
     if (s->toks)
-        return rank_jaccard(&s->toks[i], &s->toks[j]);
+        return rank_jaccard(tokens_of(s, i), tokens_of(s, j));
     return 0;
 }
 
 /* Reorders ORDER[0..N) (indices into ALL, by score) with MMR. Similarity
- * is the vectors' cosine when the vector leg ran, else token overlap. */
-static int diversify(mnemo *m, sqlite3_stmt *row, const vleg *vl, const cand *all,
-                     size_t *order, size_t n, int max)
+ * is the vectors' cosine when the vector leg ran, else token overlap, from
+ * token sketches built only for the candidates MMR compares. */
+static int diversify(mnemo *m, const vleg *vl, const cand *all, size_t *order, size_t n,
+                     int max)
 {
     double lambda = cfg_num(m->cfg, CFG_MMR_LAMBDA);
     size_t npool = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
@@ -789,41 +808,37 @@ static int diversify(mnemo *m, sqlite3_stmt *row, const vleg *vl, const cand *al
         if (order[i] > max_idx)
             max_idx = order[i];
     double *score = calloc(max_idx + 1, sizeof *score);
-    rank_tokens *toks = NULL;
-    const float **vecs = NULL;
+    simctx s = {all, vl, NULL, NULL, NULL, NULL, MNEMO_OK};
     int rc = score ? MNEMO_OK : MNEMO_NOMEM;
     if (!rc && vl->ran) {
-        vecs = calloc(max_idx + 1, sizeof *vecs);
-        if (!vecs)
+        s.vecs = calloc(max_idx + 1, sizeof *s.vecs);
+        if (!s.vecs)
             rc = MNEMO_NOMEM;
         for (size_t i = 0; !rc && i < npool; i++)
-            vecs[order[i]] = vecfile_vector(vl->vf, all[order[i]].chunk_id);
+            s.vecs[order[i]] = vecfile_vector(vl->vf, all[order[i]].chunk_id);
     } else if (!rc) {
-        toks = calloc(max_idx + 1, sizeof *toks);
-        if (!toks)
+        s.text = fts_stmt(store_rank(m->st), "SELECT text FROM chunks WHERE id = ?1");
+        s.toks = calloc(max_idx + 1, sizeof *s.toks);
+        s.built = calloc(max_idx + 1, 1);
+        if (!s.text)
+            rc = sql_fail(m, "prepare");
+        else if (!s.toks || !s.built)
             rc = MNEMO_NOMEM;
-        for (size_t i = 0; !rc && i < npool; i++) {
-            sqlite3_reset(row);
-            sqlite3_bind_int64(row, 1, all[order[i]].chunk_id);
-            if (sqlite3_step(row) == SQLITE_ROW)
-                rc = rank_tokens_build((const char *)sqlite3_column_text(row, 0),
-                                       (size_t)sqlite3_column_bytes(row, 0), &toks[order[i]]);
-            sqlite3_reset(row);
-        }
     }
     if (!rc) {
         for (size_t i = 0; i < npool; i++)
             score[order[i]] = all[order[i]].score;
-        simctx s = {all, vl, toks, vecs};
         /* Positions past what the results can use need no MMR; a few
          * spare picks cover results dropped as overlapping. */
         rank_mmr(order, n, score, lambda, npool, (size_t)max * 2 + 2, sim_fn, &s);
+        rc = s.rc;
     }
-    if (toks)
+    if (s.toks)
         for (size_t i = 0; i <= max_idx; i++)
-            free(toks[i].h);
-    free(toks);
-    free(vecs);
+            free(s.toks[i].h);
+    free(s.toks);
+    free(s.built);
+    free(s.vecs);
     free(score);
     return rc;
 }
@@ -1090,7 +1105,7 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     size_t tiers = 0;
     while (tiers < kept && all[tiers].tier)
         tiers++;
-    if ((rc = diversify(m, row, &vl, all, order + tiers, kept - tiers, max))) {
+    if ((rc = diversify(m, &vl, all, order + tiers, kept - tiers, max))) {
         free(order);
         goto done;
     }

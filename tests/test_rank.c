@@ -4,8 +4,10 @@
  * and trigger recall precision.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rank.h"
 #include "test.h"
@@ -374,4 +376,103 @@ TEST(rank_sketch_sort_and_jaccard_match_reference)
             ASSERT(rank_jaccard(&t[a], &t[b]) == jaccard_reference(&t[a], &t[b]));
     for (int k = 0; k < NTEXT; k++)
         free(t[k].h);
+}
+
+/* rank_mmr compares a candidate with the picks only while it can still
+ * win a position; the order must be that of comparing every candidate
+ * with every pick, as below. Random scores (with ties) and similarities,
+ * several pool sizes and lambdas. */
+typedef struct sim_table {
+    const double *m;
+    size_t n;
+    size_t calls;
+} sim_table;
+
+static double table_sim(void *ud, size_t i, size_t j)
+{
+    sim_table *t = ud;
+    t->calls++;
+    return t->m[i * t->n + j];
+}
+
+static void mmr_reference(size_t *order, size_t n, const double *score, double lambda,
+                          size_t pool, size_t picks, sim_table *t)
+{
+    if (pool > n)
+        pool = n;
+    if (picks > pool)
+        picks = pool;
+    if (pool < 3 || picks < 2 || lambda >= 1.0)
+        return;
+    size_t cand[64], left = pool;
+    double maxsim[64] = {0};
+    memcpy(cand, order, pool * sizeof *cand);
+    for (size_t pos = 0; pos < picks; pos++) {
+        size_t best = 0;
+        double best_v = -INFINITY;
+        for (size_t k = 0; k < left; k++) {
+            double v = lambda * score[cand[k]] - (1.0 - lambda) * maxsim[k];
+            if (v > best_v) {
+                best_v = v;
+                best = k;
+            }
+        }
+        size_t pick = cand[best];
+        order[pos] = pick;
+        memmove(cand + best, cand + best + 1, (left - best - 1) * sizeof *cand);
+        memmove(maxsim + best, maxsim + best + 1, (left - best - 1) * sizeof *maxsim);
+        left--;
+        if (pos + 1 < picks)
+            for (size_t k = 0; k < left; k++) {
+                double s = table_sim(t, pick, cand[k]);
+                if (s > maxsim[k])
+                    maxsim[k] = s;
+            }
+    }
+    memcpy(order + picks, cand, left * sizeof *cand);
+}
+
+TEST(rank_mmr_lazy_matches_reference)
+{
+    enum { N = 40 };
+    uint64_t s = 9;
+    size_t calls = 0, ref_calls = 0;
+    for (int round = 0; round < 400; round++) {
+        double m[N * N], score[N];
+        for (size_t i = 0; i < N; i++)
+            for (size_t j = 0; j <= i; j++) {
+                s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                /* Mostly small similarities, some near-duplicates, some
+                 * negative (cosines). */
+                double v = (double)(s >> 40) / (double)(1 << 24);
+                v = round % 3 == 0 ? v * v : round % 3 == 1 ? v - 0.2 : v * v * v;
+                m[i * N + j] = m[j * N + i] = i == j ? 1.0 : v;
+            }
+        for (size_t i = 0; i < N; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            /* Scores in a narrow band, coarse enough for ties. */
+            score[i] = 0.5 + (double)((s >> 33) % (round % 2 ? 8 : 400)) / 800.0;
+        }
+        size_t order[N], ref[N];
+        for (size_t i = 0; i < N; i++)
+            order[i] = i;
+        /* Sorted by score descending, as the caller does. */
+        for (size_t i = 1; i < N; i++)
+            for (size_t k = i; k > 0 && score[order[k - 1]] < score[order[k]]; k--) {
+                size_t x = order[k];
+                order[k] = order[k - 1];
+                order[k - 1] = x;
+            }
+        memcpy(ref, order, sizeof ref);
+        double lambda = round % 4 == 0 ? 0.3 : round % 4 == 1 ? 0.5 : 0.7;
+        size_t pool = 3 + (size_t)round % 30, picks = 2 + (size_t)round % 15;
+        sim_table t = {m, N, 0}, rt = {m, N, 0};
+        rank_mmr(order, N, score, lambda, pool, picks, table_sim, &t);
+        mmr_reference(ref, N, score, lambda, pool, picks, &rt);
+        for (size_t i = 0; i < N; i++)
+            ASSERT_EQ(order[i], ref[i]);
+        calls += t.calls;
+        ref_calls += rt.calls;
+    }
+    ASSERT(calls <= ref_calls);
 }
