@@ -15,6 +15,11 @@
  *     through OpenClaw's tool registry and policy. Checks the result shape, maxResults,
  *     minScore, the CLI route, the daemon started by the plugin and then the daemon route,
  *     get / not_found / denied, and the unavailable result once the index is broken.
+ *     Then one whole agent turn through the Gateway's /v1/chat/completions, with a scripted
+ *     OpenAI-compatible model server standing in for the LLM: the prompt it receives must
+ *     carry mnemo's trigger recall and <recalled-memories> block (before_prompt_build), and
+ *     the memory_search call it makes (through Tool Search's tool_call) must be answered by
+ *     mnemo.
  *  2. Gateway B: memory-core keeps the slot; the memory-recall hook pack, installed by
  *     install.sh into <state>/hooks/ (its gateway:startup handler must start the daemon)
  *     and a test plugin registers the hook's before_tool_call handler: memory_search is
@@ -23,6 +28,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -159,6 +165,73 @@ async function moduleChecks() {
   check(e instanceof client.MnemoError && e.code === "spawn", "a missing mnemo executable is an error, not a hang", String(e));
 }
 
+/* ------------------------------------------------------------ a scripted model */
+
+/*
+ * An OpenAI-compatible /v1/chat/completions server standing in for the model (no API keys
+ * here): its first answer calls memory_search through Tool Search's tool_call, its second
+ * (after the tool result) ends the turn. Every request is kept for the checks.
+ */
+async function fakeModel() {
+  const requests = [];
+  const port = await freePort();
+  const server = http
+    .createServer((req, res) => {
+      let raw = "";
+      req.on("data", (c) => (raw += c));
+      req.on("end", () => {
+        let body = {};
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          /* keep {} */
+        }
+        requests.push({ url: req.url, body });
+        const msgs = Array.isArray(body.messages) ? body.messages : [];
+        const toolDone = msgs.some((m) => m.role === "tool");
+        const call = {
+          id: "call_mnemo_1",
+          type: "function",
+          function: {
+            name: "tool_call",
+            arguments: JSON.stringify({ id: "memory_search", args: { query: "zephyr quokka lantern", maxResults: 2 } }),
+          },
+        };
+        const message = toolDone
+          ? { role: "assistant", content: "The canary phrase is zephyr quokka lantern 4711." }
+          : { role: "assistant", content: null, tool_calls: [call] };
+        const finish = toolDone ? "stop" : "tool_calls";
+        const usage = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 };
+        if (body.stream) {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          const base = { id: "chatcmpl-e2e", object: "chat.completion.chunk", created: 1, model: body.model };
+          const delta = toolDone
+            ? { role: "assistant", content: message.content }
+            : { role: "assistant", tool_calls: [{ index: 0, ...call }] };
+          res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`);
+          res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }], usage })}\n\n`);
+          res.end("data: [DONE]\n\n");
+        } else {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ id: "chatcmpl-e2e", object: "chat.completion", created: 1, model: body.model,
+            choices: [{ index: 0, message, finish_reason: finish }], usage }));
+        }
+      });
+    })
+    .listen(port, "127.0.0.1");
+  return {
+    requests,
+    provider: {
+      baseUrl: `http://127.0.0.1:${port}/v1`,
+      apiKey: "e2e-not-a-key",
+      api: "openai-completions",
+      models: [{ id: "scripted", name: "Scripted", api: "openai-completions", reasoning: false, input: ["text"],
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 128000, maxTokens: 4000 }],
+    },
+    close: () => server.close(),
+  };
+}
+
 /* ------------------------------------------------------------ gateways */
 
 /* Runs integrations/openclaw/install.sh into STATE (as OPENCLAW_STATE_DIR); returns its output. */
@@ -186,7 +259,8 @@ async function startGateway(name, config) {
   }
   const port = await freePort();
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
-  config.gateway = { mode: "local", port, bind: "loopback", auth: { mode: "token", token } };
+  config.gateway = { mode: "local", port, bind: "loopback", auth: { mode: "token", token }, ...(config.http ? { http: config.http } : {}) };
+  delete config.http;
   config.logging = { file: path.join(dir, "openclaw.log") };
   fs.writeFileSync(path.join(state, "openclaw.json"), JSON.stringify(config, null, 2));
   const env = { ...process.env };
@@ -228,6 +302,15 @@ async function startGateway(name, config) {
       const body = await r.json().catch(() => null);
       return { status: r.status, body, details: body?.result?.details, text: body?.result?.content?.[0]?.text };
     },
+    async chat(text) {
+      const r = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "openclaw/default", messages: [{ role: "user", content: text }] }),
+        signal: AbortSignal.timeout(60000),
+      });
+      return { status: r.status, body: await r.json().catch(() => null) };
+    },
     async stop() {
       try {
         process.kill(-child.pid, "SIGTERM");
@@ -264,10 +347,17 @@ async function gatewayA() {
   const db = path.join(tmp, "a.sqlite");
   daemonPidFiles.push(`${db}.serve.pid`);
   const daemonUrl = `http://127.0.0.1:${daemonPort}`;
+  /* a stored memory, for the <recalled-memories> block */
+  const add = spawnSync(mnemoBin, ["--workspace", ws, "--db", db, "memory", "add", "User is Chris, senior platform engineer",
+    "--category", "identity"], { encoding: "utf8" });
+  if (add.status !== 0) die(`mnemo memory add failed: ${add.stderr}`);
+  const model = await fakeModel();
   /* installed by install.sh into <state>/extensions/mnemo, enabled as install.sh says */
   const gw = await startGateway("a", {
     install: ["--no-hook"],
-    agents: { defaults: { workspace: ws } },
+    http: { endpoints: { chatCompletions: { enabled: true } } },
+    models: { mode: "merge", providers: { scripted: model.provider } },
+    agents: { defaults: { workspace: ws, model: { primary: "scripted/scripted" } } },
     plugins: {
       slots: { memory: "mnemo" },
       entries: {
@@ -318,6 +408,25 @@ async function gatewayA() {
   check(r.details?.status === "not_found" && r.details?.text === "", "memory_get of a missing note: status not_found", r.details);
   r = await gw.invoke("memory_get", { path: "../../etc/passwd" });
   check(r.details?.status === "error" && r.details?.code === "MEMORY_PATH_NOT_ALLOWED", "memory_get outside the memory roots: error MEMORY_PATH_NOT_ALLOWED", r.details);
+
+  /* a whole agent turn: recall before prompt build, then the model's memory_search call */
+  const turn = await gw.chat("can we ship the hotfix on friday?");
+  check(turn.status === 200 && /zephyr quokka lantern 4711/.test(turn.body?.choices?.[0]?.message?.content ?? ""),
+    "agent turn through /v1/chat/completions with a scripted model completes", turn.body);
+  const first = model.requests.find((q) => Array.isArray(q.body.messages) && !q.body.messages.some((m) => m.role === "tool"));
+  const userText = JSON.stringify(first?.body?.messages?.filter((m) => m.role === "user") ?? []);
+  check(/<relevant-memories>/.test(userText) && /No production deploys on Fridays/.test(userText) && /Source: MEMORY\.md#L40/.test(userText),
+    "before_prompt_build: trigger recall is in the prompt the model gets", userText.slice(0, 1500));
+  check(/<recalled-memories>/.test(userText) && /User is Chris, senior platform engineer/.test(userText),
+    "before_prompt_build: the <recalled-memories> block is in the prompt", userText.slice(0, 1500));
+  const toolNames = JSON.stringify(first?.body?.tools ?? []);
+  check(/memory_search \(mnemo\)/.test(JSON.stringify(first?.body?.messages ?? [])) || /"memory_search"/.test(toolNames),
+    "the model is offered memory_search from the mnemo plugin");
+  const second = model.requests.find((q) => Array.isArray(q.body.messages) && q.body.messages.some((m) => m.role === "tool"));
+  const toolText = JSON.stringify(second?.body?.messages?.filter((m) => m.role === "tool") ?? []);
+  check(/memory\/2026-11-29\.md/.test(toolText) && /\\+"backend\\+": *\\+"mnemo/.test(toolText),
+    "the model's memory_search call is answered by mnemo (the tool result it reads)", toolText.slice(0, 1500));
+  model.close();
 
   /* stop the daemon, break the index: OpenClaw's unavailable result, quickly */
   try {

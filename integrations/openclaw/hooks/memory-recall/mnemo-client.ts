@@ -101,6 +101,8 @@ const DEFAULT_URL = "http://127.0.0.1:7373";
 const DEFAULT_TIMEOUT_MS = 3000;
 /* After a failed connection, skip the daemon for this long (calls go straight to the CLI). */
 const DAEMON_RETRY_MS = 1000;
+/* After a daemon that accepted but did not answer in time, skip it for this long. */
+const DAEMON_HUNG_RETRY_MS = 5000;
 /* Do not spawn the daemon more often than this. */
 const SPAWN_INTERVAL_MS = 30000;
 
@@ -190,7 +192,11 @@ function httpJson(o: Resolved, method: string, route: string, body: unknown, ms:
       },
     );
     const timer = setTimeout(() => {
-      done(() => reject(new DaemonUnavailable(`daemon did not answer within ${ms} ms`)));
+      done(() => {
+        const err = new DaemonUnavailable(`daemon did not answer within ${ms} ms`);
+        (err as DaemonUnavailable & { timedOut?: boolean }).timedOut = true;
+        reject(err);
+      });
       req.destroy();
     }, Math.max(1, ms));
     req.on("error", (e: NodeJS.ErrnoException) =>
@@ -245,7 +251,7 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
   try {
     if (o.workspace && s.checkedWorkspace !== o.workspace) {
       /* once per daemon and workspace: is this daemon serving our workspace? */
-      const h = await httpJson(o, "GET", "/v1/status", undefined, Math.min(1000, deadline - Date.now()));
+      const h = await httpJson(o, "GET", "/v1/status", undefined, Math.min(500, deadline - Date.now()));
       const ws = (h.body as { workspace?: string })?.workspace;
       if (h.status !== 200) throw new DaemonUnavailable(`daemon status HTTP ${h.status}`);
       if (ws && path.resolve(ws) !== o.workspace) {
@@ -265,6 +271,8 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
       s.downUntil = Date.now() + DAEMON_RETRY_MS;
       s.checkedWorkspace = "";
       startDaemon(o, s);
+    } else if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { timedOut?: boolean }).timedOut) {
+      s.downUntil = Date.now() + DAEMON_HUNG_RETRY_MS; /* something listens but does not answer */
     }
     throw e;
   }
