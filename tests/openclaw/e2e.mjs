@@ -7,7 +7,7 @@
  *
  * Exits 0 and prints "openclaw e2e: ok" only when every check passed. What it does:
  *
- *  0. The plugin module alone: hard timeouts (a mnemo that hangs, a daemon that never
+ *  0. The plugin's TypeScript passes tsc --strict; the plugin module alone: hard timeouts (a mnemo that hangs, a daemon that never
  *     answers) give OpenClaw's "memory unavailable" result or the CLI's answer in time.
  *  1. Gateway A: integrations/openclaw/install.sh puts the plugin into the state dir's
  *     extensions/; `openclaw gateway run` with plugins.slots.memory = "mnemo" and the
@@ -132,7 +132,17 @@ async function health(url) {
 /* ------------------------------------------------------------ 0. module-level timeouts */
 
 async function moduleChecks() {
-  console.log("0. plugin module: hard timeouts");
+  console.log("0. plugin sources and module: types, hard timeouts");
+  /* the TypeScript OpenClaw loads as is must also pass a strict type check (OpenClaw ships tsc) */
+  const modules = path.dirname(openclawDir);
+  const tsc = path.join(modules, "typescript/bin/tsc");
+  if (fs.existsSync(tsc)) {
+    const plug = path.join(src, "integrations/openclaw");
+    const r = spawnSync(process.execPath, [tsc, "--noEmit", "--strict", "--target", "es2022", "--module", "nodenext",
+      "--moduleResolution", "nodenext", "--allowImportingTsExtensions", "--typeRoots", path.join(modules, "@types"), "--types", "node",
+      path.join(plug, "index.ts"), path.join(plug, "hooks/memory-recall/handler.ts")], { encoding: "utf8" });
+    check(r.status === 0, "plugin and hook TypeScript pass tsc --strict", r.stdout + r.stderr);
+  }
   const client = await import(pathToFileURL(path.join(src, "integrations/openclaw/hooks/memory-recall/mnemo-client.ts")).href);
   const tools = await import(pathToFileURL(path.join(src, "integrations/openclaw/hooks/memory-recall/memory-tools.ts")).href);
   const hang = path.join(tmp, "mnemo-hang.sh");

@@ -166,7 +166,7 @@ export async function memorySearchPayload(
       corpus: corpus as "memory" | "sessions" | "all" | undefined,
     });
   } catch (e) {
-    return { ok: false, payload: unavailableResult(e, opts.timeoutMs ?? 3000) };
+    return { ok: false, payload: unavailableResult(e, opts.timeoutMs ?? 2000) };
   }
   const include = includeCitations(mode, ctx?.sessionKey);
   let hits = answer.results;

@@ -27,7 +27,7 @@ export type MnemoOptions = {
   daemon?: boolean;
   /** Start `mnemo serve` when nothing listens on a loopback url (default true). */
   autoStart?: boolean;
-  /** Hard deadline for one call, daemon and CLI fallback together (default 3000 ms). */
+  /** Hard deadline for one call, daemon and CLI fallback together (default 2000 ms). */
   timeoutMs?: number;
 };
 
@@ -98,7 +98,7 @@ export function lastRoute(): "daemon" | "cli" | "" {
 }
 
 const DEFAULT_URL = "http://127.0.0.1:7373";
-const DEFAULT_TIMEOUT_MS = 3000;
+const DEFAULT_TIMEOUT_MS = 2000;
 /* After a failed connection, skip the daemon for this long (calls go straight to the CLI). */
 const DAEMON_RETRY_MS = 1000;
 /* After a daemon that accepted but did not answer in time, skip it for this long. */
@@ -343,7 +343,10 @@ export async function mnemoSearch(opts: MnemoOptions, p: SearchParams): Promise<
   if (p.minScore !== undefined) body.minScore = p.minScore;
   if (p.corpus) body.corpus = p.corpus;
   const answer = await call<SearchAnswer>(o, "/v1/search", body, async (deadline) => {
-    const args = ["search", "--json"];
+    /* bound a remote embedding call by what is left of the deadline (keywords answer if it
+       times out, with mnemo's default provider policy) */
+    const embedMs = Math.max(100, deadline - Date.now() - 300);
+    const args = ["--set", `embedQueryTimeoutMs=${embedMs}`, "search", "--json"];
     if (p.maxResults) args.push("-n", String(p.maxResults));
     if (p.minScore !== undefined) args.push("--min-score", String(p.minScore));
     if (p.corpus) args.push("--corpus", p.corpus);
