@@ -195,6 +195,19 @@ int rank_tokens_build(const char *text, size_t len, rank_tokens *out)
     size_t wl = 0, run = 0, prev = 0, prevlen = 0;
     for (size_t i = 0; i < len;) {
         unsigned char c = s[i];
+        if (c < 0x80 && !run) {
+            /* ASCII outside a CJK run, most of the text: what the general
+             * path below does for it, without decoding. */
+            if ((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) {
+                if (wl < sizeof word)
+                    word[wl++] = (char)(c <= 'Z' ? c | 0x20 : c);
+            } else if (wl) {
+                add_hash(&a, hash64(word, wl));
+                wl = 0;
+            }
+            i++;
+            continue;
+        }
         size_t k = 1;
         uint32_t cp = c < 0x80 ? c : decode(s + i, len - i, &k);
         int cjk = cp >= 0x80 && is_cjk(cp);
