@@ -424,7 +424,27 @@ static int64_t hit_file_of(const file_hits *f, int64_t chunk_id)
     return lo < f->nchunks && f->chunks[lo].chunk_id == chunk_id ? f->chunks[lo].file_id : 0;
 }
 
-static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+static int by_file(const void *a, const void *b)
+{
+    const path_hit *x = a, *y = b;
+    return x->file_id < y->file_id ? -1 : x->file_id > y->file_id;
+}
+
+/* The index in F (sorted by file id) of FILE_ID, one of its files. */
+static size_t hit_index(const file_hits *f, int64_t file_id)
+{
+    size_t lo = 0, hi = f->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->v[mid].file_id < file_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f)
 {
     fts_rank *r = store_rank(m->st);
     sqlite3_stmt *st = NULL;
@@ -478,9 +498,19 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
         }
     }
     sqlite3_reset(st);
-    if (f->nchunks > 1)
-        qsort(f->chunks, f->nchunks, sizeof *f->chunks, by_chunk);
     return MNEMO_OK;
+}
+
+/* The files the query names or whose paths hold query terms, with their
+ * chunks, both sorted for searching by chunk and by file. */
+static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+{
+    int rc = file_queries(m, q, cp, f);
+    if (!rc && f->nchunks > 1)
+        qsort(f->chunks, f->nchunks, sizeof *f->chunks, by_chunk);
+    if (!rc && f->n > 1) /* the order of the files does not matter */
+        qsort(f->v, f->n, sizeof *f->v, by_file);
+    return rc;
 }
 
 /* ----------------------------------------------------------------------
@@ -1033,18 +1063,26 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
         free(order);
     }
 
-    /* Path boosts and file tiers. */
-    for (size_t h = 0; h < fh.n; h++) {
+    /* Path boosts and file tiers: the candidates in matched files, then
+     * each matched file's best candidate (or first chunk). */
+    size_t *best_of = calloc(fh.n + 1, sizeof *best_of); /* 1 + index in ALL, 0: none */
+    if (!best_of) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!all[i].file_id)
+            continue;
+        size_t h = hit_index(&fh, all[i].file_id);
         const path_hit *hit = &fh.v[h];
-        cand *best = NULL;
-        for (size_t i = 0; i < n; i++) {
-            if (all[i].file_id != hit->file_id)
-                continue;
-            all[i].score += (1.0 - all[i].score) * PATH_BOOST * hit->frac;
-            all[i].path_hit |= hit->frac > 0;
-            if (!best || all[i].raw > best->raw)
-                best = &all[i];
-        }
+        all[i].score += (1.0 - all[i].score) * PATH_BOOST * hit->frac;
+        all[i].path_hit |= hit->frac > 0;
+        if (!best_of[h] || all[i].raw > all[best_of[h] - 1].raw)
+            best_of[h] = i + 1;
+    }
+    for (size_t h = 0, nc = n; h < fh.n; h++) {
+        const path_hit *hit = &fh.v[h];
+        cand *best = best_of[h] && best_of[h] <= nc ? &all[best_of[h] - 1] : NULL;
         if (hit->tier && best) {
             best->tier = hit->tier;
         } else if (hit->tier || (!best && hit->frac > 0)) {
@@ -1058,6 +1096,7 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
                                   .path_hit = 1};
         }
     }
+    free(best_of);
     for (size_t i = 0; i < n; i++)
         if (all[i].tier)
             all[i].score = 1.0;
