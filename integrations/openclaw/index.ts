@@ -33,6 +33,7 @@ const plugin = {
     const recall = cfg.recall ?? {};
     if (recall.triggers || recall.memories) {
       api.on("before_prompt_build", async (event: any, ctx: any) => {
+        if (ctx?.trigger && ctx.trigger !== "user") return; /* heartbeat, cron: no user message */
         const message = typeof event?.currentUserMessage === "string" ? event.currentUserMessage : str(event?.prompt);
         if (!message.trim()) return;
         try {
@@ -43,7 +44,6 @@ const plugin = {
               triggers: recall.triggers === true,
               memories: recall.memories === true,
               userId: recall.userId,
-              agentId: ctx?.agentId,
             },
           );
           const block = recallBlock(r);
