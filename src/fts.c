@@ -323,7 +323,9 @@ static int row_length(fts_rank *r, int64_t id)
         return -1;
     int64_t no = id / FTS_DL_BLOCK;
     size_t at = 0;
-    fts_dl_block *b = find_block(r, no, &at);
+    fts_dl_block *b = r->cur < r->nblocks && r->blocks[r->cur]->no == no
+                          ? r->blocks[r->cur]
+                          : find_block(r, no, &at);
     if (!b) {
         if (no != r->miss_block) {
             r->miss_block = no;
@@ -492,26 +494,36 @@ typedef struct phrase_ctx {
     fts_plist *l;
 } phrase_ctx;
 
+/* Room for one more row in L. */
+static int plist_reserve(fts_plist *l)
+{
+    if (l->n < l->cap)
+        return SQLITE_OK;
+    size_t cap = l->cap ? l->cap * 2 : 1024;
+    int64_t *id = realloc(l->id, cap * sizeof *id);
+    if (id)
+        l->id = id;
+    int *dl = realloc(l->dl, cap * sizeof *dl);
+    if (dl)
+        l->dl = dl;
+    uint8_t *tf = realloc(l->tf, cap);
+    if (tf)
+        l->tf = tf;
+    if (!id || !dl || !tf)
+        return SQLITE_NOMEM;
+    l->cap = cap;
+    return SQLITE_OK;
+}
+
 static int phrase_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
 {
     phrase_ctx *c = ud;
     fts_plist *l = c->l;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 1024;
-        int64_t *id = realloc(l->id, cap * sizeof *id);
-        if (id)
-            l->id = id;
-        int *dl = realloc(l->dl, cap * sizeof *dl);
-        if (dl)
-            l->dl = dl;
-        uint8_t *tf = realloc(l->tf, cap);
-        if (tf)
-            l->tf = tf;
-        if (!id || !dl || !tf)
-            return SQLITE_NOMEM;
-        l->cap = cap;
-    }
     int64_t id = api->xRowid(fts);
+    if (id == INT64_MAX) /* the lists' end mark; chunk ids are far below */
+        return SQLITE_RANGE;
+    if (plist_reserve(l) != SQLITE_OK)
+        return SQLITE_NOMEM;
     int tf = 0, col = -1, off, rc;
     Fts5PhraseIter it;
     for (rc = api->xPhraseFirst(fts, 0, &it, &col, &off); rc == SQLITE_OK && col >= 0;
@@ -528,46 +540,69 @@ static int phrase_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
     return SQLITE_OK;
 }
 
-/* Merges the phrase lists into the hits, in rowid order. The lists'
- * heads interleave at random: the loops over them are written so that the
- * compiler needs no branches on the ids. */
+/* Merges the phrase lists (each ending with rowid INT64_MAX) into the
+ * hits, in rowid order: what add_hit() does row by row, with the lists'
+ * heads and the counts in locals (stores through the byte array of
+ * frequencies would otherwise make the compiler reload them) and no
+ * branches on the ids (the heads interleave at random). */
 static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
 {
     fts_hits *h = &r->hits;
-    size_t at[FTS_MAX_PHRASES] = {0};
-    int tf[FTS_MAX_PHRASES];
+    int np = h->np;
+    const int64_t *ids[FTS_MAX_PHRASES];
+    const int *dls[FTS_MAX_PHRASES];
+    const uint8_t *tfs[FTS_MAX_PHRASES];
+    size_t at[FTS_MAX_PHRASES] = {0}, total = 0;
+    int64_t df[FTS_MAX_PHRASES] = {0};
+    for (int k = 0; k < np; k++) {
+        ids[k] = r->plist[k].id;
+        dls[k] = r->plist[k].dl;
+        tfs[k] = r->plist[k].tf;
+        total += k < npos ? r->plist[k].n : 0;
+    }
+    while (h->cap < h->n + total + 1)
+        if (hits_grow(h) != SQLITE_OK)
+            return SQLITE_NOMEM;
+    size_t n = h->n;
     for (;;) {
         int64_t id = INT64_MAX;
-        int found = 0;
         for (int k = 0; k < npos; k++) {
-            const fts_plist *l = &r->plist[k];
-            int more = at[k] < l->n;
-            int64_t head = more ? l->id[at[k]] : INT64_MAX;
+            int64_t head = ids[k][at[k]];
             id = head < id ? head : id;
-            found |= more;
         }
-        if (!found)
-            return SQLITE_OK;
-        int dl = 0, excluded = id < lo || id >= hi;
+        if (id == INT64_MAX)
+            break;
+        int excluded = id < lo || id >= hi;
+        for (int k = npos; k < np; k++) {
+            while (ids[k][at[k]] < id)
+                at[k]++;
+            excluded |= ids[k][at[k]] == id;
+        }
+        uint8_t *t = h->tf + n * FTS_MAX_PHRASES;
+        uint64_t mask = 0;
+        int dl = 0, keep = !excluded;
         for (int k = 0; k < npos; k++) {
-            const fts_plist *l = &r->plist[k];
             size_t i = at[k];
-            int here = i < l->n && l->id[i] == id;
-            size_t j = here ? i : 0; /* a valid index either way */
-            tf[k] = here ? l->tf[j] : 0;
-            dl = here ? l->dl[j] : dl;
+            int here = ids[k][i] == id;
+            uint8_t f = tfs[k][i] & (uint8_t)-here; /* the end mark has a tf too */
+            t[k] = f;
+            mask |= (uint64_t)(f > 0) << k;
+            df[k] += (f > 0) & keep;
+            dl = here ? dls[k][i] : dl;
             at[k] = i + (size_t)here;
         }
-        for (int k = npos; k < h->np; k++) {
-            const fts_plist *l = &r->plist[k];
-            while (at[k] < l->n && l->id[at[k]] < id)
-                at[k]++;
-            tf[k] = 0;
-            excluded |= at[k] < l->n && l->id[at[k]] == id;
-        }
-        if (!excluded && add_hit(h, id, dl, tf) != SQLITE_OK)
-            return SQLITE_NOMEM;
+        for (int k = npos; k < np; k++)
+            t[k] = 0;
+        /* Written in any case, kept by counting it. */
+        h->id[n] = id;
+        h->dl[n] = dl;
+        h->mask[n] = mask;
+        n += (size_t)keep;
     }
+    h->n = n;
+    for (int k = 0; k < np; k++)
+        h->df[k] += df[k];
+    return SQLITE_OK;
 }
 
 static void phrases_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
@@ -584,9 +619,15 @@ static void phrases_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
     if (npos < 0 || npos > h->np)
         npos = h->np;
     for (int k = 0; rc == SQLITE_OK && k < h->np; k++) {
-        phrase_ctx c = {r, &r->plist[k]};
-        r->plist[k].n = 0;
+        fts_plist *l = &r->plist[k];
+        phrase_ctx c = {r, l};
+        l->n = 0;
         rc = api->xQueryPhrase(fts, k, &c, phrase_row);
+        if (rc == SQLITE_OK && (rc = plist_reserve(l)) == SQLITE_OK) {
+            l->id[l->n] = INT64_MAX; /* the end mark, not counted */
+            l->dl[l->n] = 0;
+            l->tf[l->n] = 0;
+        }
     }
     if (rc == SQLITE_OK)
         rc = merge_phrases(r, npos, sqlite3_value_int64(vals[1]), sqlite3_value_int64(vals[2]));

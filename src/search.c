@@ -256,6 +256,46 @@ static int by_rank(const void *a, const void *b)
     return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
 }
 
+/* Sorts ALL[0..N) by by_rank(): a merge sort of indices with the
+ * comparison inlined, where qsort() calls it through a pointer (n log n
+ * times, twice a search, for up to 2,000 path matches at 100k notes).
+ * by_rank() is a total order (chunk ids are unique), so any correct sort
+ * gives the same order. */
+static void sort_by_rank(cand *all, size_t n)
+{
+    size_t *base = n > 1 ? malloc(2 * n * sizeof *base) : NULL;
+    cand *tmp = base ? malloc(n * sizeof *tmp) : NULL;
+    if (!tmp) {
+        free(base);
+        if (n > 1)
+            qsort(all, n, sizeof *all, by_rank);
+        return;
+    }
+    size_t *a = base, *b = base + n;
+    for (size_t i = 0; i < n; i++)
+        a[i] = i;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                b[k++] = by_rank(&all[a[j]], &all[a[i]]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                b[k++] = a[i++];
+            while (j < hi)
+                b[k++] = a[j++];
+        }
+        size_t *t = a;
+        a = b;
+        b = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = all[a[i]];
+    memcpy(all, tmp, n * sizeof *all);
+    free(tmp);
+    free(base);
+}
+
 static int by_id(const void *a, const void *b)
 {
     const cand *x = a, *y = b;
@@ -361,13 +401,9 @@ static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, i
 {
     int64_t id = sqlite3_column_int64(st, 0);
     int64_t cid = sqlite3_column_int64(st, chunk_col), seq = sqlite3_column_int64(st, chunk_col + 1);
-    path_hit *h = NULL;
-    /* A file's rows come together: try the last one first. */
-    for (size_t i = f->n; i-- > 0;)
-        if (f->v[i].file_id == id) {
-            h = &f->v[i];
-            break;
-        }
+    /* A file's rows come together; a file met again later (in both
+     * queries) is merged with itself after sorting (file_legs). */
+    path_hit *h = f->n && f->v[f->n - 1].file_id == id ? &f->v[f->n - 1] : NULL;
     if (h) {
         if (tier > h->tier)
             h->tier = tier;
@@ -506,11 +542,30 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
 static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
 {
     int rc = file_queries(m, q, cp, f);
-    if (!rc && f->nchunks > 1)
+    if (rc)
+        return rc;
+    if (f->nchunks > 1)
         qsort(f->chunks, f->nchunks, sizeof *f->chunks, by_chunk);
-    if (!rc && f->n > 1) /* the order of the files does not matter */
+    if (f->n > 1) /* the order of the files does not matter */
         qsort(f->v, f->n, sizeof *f->v, by_file);
-    return rc;
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        path_hit *h = &f->v[i], *last = k ? &f->v[k - 1] : NULL;
+        if (!last || last->file_id != h->file_id) {
+            f->v[k++] = *h;
+            continue;
+        }
+        if (h->tier > last->tier)
+            last->tier = h->tier;
+        if (h->frac > last->frac)
+            last->frac = h->frac;
+        if (h->first_chunk && (!last->first_chunk || h->first_seq < last->first_seq)) {
+            last->first_chunk = h->first_chunk;
+            last->first_seq = h->first_seq;
+        }
+    }
+    f->n = k;
+    return MNEMO_OK;
 }
 
 /* ----------------------------------------------------------------------
@@ -1109,10 +1164,10 @@ int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     if (need < (size_t)max * 2 + 2)
         need = (size_t)max * 2 + 2;
     need += (size_t)max;
-    qsort(all, n, sizeof *all, by_rank);
+    sort_by_rank(all, n);
     if ((rc = apply_factors(m, all, &n, need)))
         goto done;
-    qsort(all, n, sizeof *all, by_rank);
+    sort_by_rank(all, n);
     for (size_t i = 0; i < n; i++)
         all[i].rank_before = (int)i + 1;
 
