@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pg.h"
 #include "tok.h"
 #include "util/buf.h"
 
@@ -159,6 +160,23 @@ static const keydef keys[CFG__COUNT] = {
                                "\"decision\",\"technical\",\"relationship\",\"project\","
                                "\"operational\"]",
                                0, 0, "order of categories in the recalled-memories block"},
+    [CFG_STORE] = {"store", "MNEMO_STORE", T_OBJECT, "{\"backend\":\"sqlite\"}", 0, 0,
+                   "storage backend: {\"backend\":\"sqlite\"} or {\"backend\":\"postgres\","
+                   "\"dsn\":\"postgres://...\"}; env/flag form: a postgres:// URI or the object "
+                   "(docs/postgres.md)"},
+    [CFG_PG_ENV_FILE] = {"pgEnvFile", "MNEMO_PG_ENV_FILE", T_STR, "", 0, 0,
+                         "file of KEY=VALUE lines with PostgreSQL settings (PGHOST, PGPORT, "
+                         "PGUSER, PGPASSWORD, PGDATABASE, DATABASE_URL ...)"},
+    [CFG_SOURCE_TABLE] = {"sourceTable", "MNEMO_SOURCE_TABLE", T_STR, "", 0, 0,
+                          "search this existing PostgreSQL table of embedded memories "
+                          "(read-only) instead of the local index"},
+    [CFG_SOURCE_COLUMNS] = {"sourceColumns", "MNEMO_SOURCE_COLUMNS", T_OBJECT, "{}", 0, 0,
+                            "column names of sourceTable: {\"id\",\"content\",\"source_type\","
+                            "\"embedding\",\"created_at\",\"updated_at\"} (default: those names)"},
+    [CFG_SOURCE_PRIORITIES] = {"sourcePriorities", "MNEMO_SOURCE_PRIORITIES", T_STR,
+                               "memory_type_priorities", 0, 0,
+                               "table of (source_type, priority) weights for sourceTable "
+                               "(\"\": none)"},
 };
 
 struct mnemo_config {
@@ -346,6 +364,94 @@ static char *parse_list(const char *value, const char *name, char **err)
     return out;
 }
 
+/* The PostgreSQL keys: store (a postgres:// URI, "sqlite", "postgres" or
+ * {"backend","dsn"}), sourceColumns (known columns only) and the table
+ * names, which must be plain or schema-qualified identifiers: they are the
+ * only configured text that goes into SQL. */
+static const char *const source_cols[] = {"id",         "content",    "source_type",
+                                          "embedding",  "created_at", "updated_at"};
+
+static int check_pg_key(int k, const char *value, char **norm, char **err)
+{
+    const char *name = keys[k].name;
+    if (k == CFG_SOURCE_TABLE || k == CFG_SOURCE_PRIORITIES) {
+        if (*value && !pg_ident_valid(value)) {
+            seterr(err, "%s: '%s' is not a table name (letters, digits and _, optionally "
+                        "schema.table)", name, value);
+            return MNEMO_INVALID;
+        }
+        *norm = dupstr(value);
+        return *norm ? MNEMO_OK : MNEMO_NOMEM;
+    }
+    json_t *o = NULL;
+    const char *p = value;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (k == CFG_STORE && *p != '{') {
+        if (!strcmp(p, "sqlite") || !strcmp(p, "postgres"))
+            o = json_pack("{s:s}", "backend", p);
+        else if (!strncmp(p, "postgres://", 11) || !strncmp(p, "postgresql://", 13))
+            o = json_pack("{s:s,s:s}", "backend", "postgres", "dsn", p);
+        else {
+            seterr(err, "%s: expected a postgres:// URI, sqlite, postgres or a JSON object",
+                   name);
+            return MNEMO_INVALID;
+        }
+    } else {
+        o = json_loads(value, 0, NULL);
+    }
+    const char *key;
+    json_t *v;
+    int bad = !json_is_object(o);
+    if (!bad) {
+        json_object_foreach(o, key, v)
+        {
+            if (bad)
+                break;
+            const char *s = json_string_value(v);
+            if (!s) {
+                seterr(err, "%s: '%s' must be a string", name, key);
+                bad = 1;
+            } else if (k == CFG_STORE) {
+                if (!strcmp(key, "backend")) {
+                    if (strcmp(s, "sqlite") != 0 && strcmp(s, "postgres") != 0) {
+                        seterr(err, "%s: backend '%s' is not one of sqlite,postgres", name, s);
+                        bad = 1;
+                    }
+                } else if (strcmp(key, "dsn") != 0) {
+                    seterr(err, "%s: unknown field '%s' (backend, dsn)", name, key);
+                    bad = 1;
+                }
+            } else {
+                int known = 0;
+                for (size_t i = 0; i < sizeof source_cols / sizeof *source_cols; i++)
+                    known |= !strcmp(key, source_cols[i]);
+                if (!known) {
+                    seterr(err, "%s: unknown column role '%s' (id, content, source_type, "
+                                "embedding, created_at, updated_at)", name, key);
+                    bad = 1;
+                } else if (!pg_ident_valid(s) || strchr(s, '.')) {
+                    seterr(err, "%s: '%s' is not a column name (letters, digits and _)", name,
+                           s);
+                    bad = 1;
+                }
+            }
+        }
+    } else {
+        seterr(err, "%s: expected a JSON object of strings", name);
+    }
+    if (!bad && k == CFG_STORE && !json_object_get(o, "backend"))
+        json_object_set_new(o, "backend", json_string(json_object_get(o, "dsn") ? "postgres"
+                                                                               : "sqlite"));
+    if (bad) {
+        json_decref(o);
+        return MNEMO_INVALID;
+    }
+    *norm = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return *norm ? MNEMO_OK : MNEMO_NOMEM;
+}
+
 int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const char *source,
                      char **err)
 {
@@ -356,7 +462,14 @@ int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const
     }
     const keydef *d = &keys[k];
     char *norm = NULL;
-    switch (d->type) {
+    int pg_key = k == CFG_STORE || k == CFG_SOURCE_COLUMNS || k == CFG_SOURCE_TABLE ||
+                 k == CFG_SOURCE_PRIORITIES;
+    if (pg_key) {
+        int rc = check_pg_key(k, value, &norm, err);
+        if (rc)
+            return rc;
+    }
+    switch (pg_key ? -1 : d->type) {
     case T_STR:
         if (d->choices) {
             size_t vl = strlen(value);
@@ -630,8 +743,21 @@ char *mnemo_config_json(const mnemo_config *c, int with_sources)
             jv = json_loads(v, 0, NULL);
             break;
         case T_OBJECT: {
-            /* Header values may carry credentials: never print them. */
             jv = json_loads(v, 0, NULL);
+            if (i == CFG_SOURCE_COLUMNS)
+                break;
+            if (i == CFG_STORE) {
+                json_t *dsn = json_object_get(jv, "dsn");
+                if (json_is_string(dsn)) {
+                    buf red;
+                    buf_init(&red, 0);
+                    pg_redact(&red, json_string_value(dsn), NULL);
+                    json_object_set_new(jv, "dsn", json_string(red.data ? red.data : ""));
+                    buf_cleanup(&red);
+                }
+                break;
+            }
+            /* Header values may carry credentials: never print them. */
             const char *hk;
             json_t *hv;
             json_object_foreach(jv, hk, hv)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pgsource.h"
 #include "util/hash.h"
 #include "util/time.h"
 
@@ -165,6 +166,7 @@ void mnemo_close(mnemo *m)
     tok_free(m->qtok);
     free(m->qtok_lang);
     embed_close(m->emb);
+    pgsource_free(m->pgs);
     buf_cleanup(&m->warn);
     mnemo_config_free(m->cfg);
     free(m->workspace);

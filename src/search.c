@@ -23,10 +23,12 @@
 #include <string.h>
 
 #include "core.h"
+#include "pgsource.h"
 #include "sanitize.h"
 #include "query.h"
 #include "snippet.h"
 #include "rank.h"
+#include "results.h"
 #include "util/time.h"
 #include "util/utf8.h"
 #include "vectors.h"
@@ -40,14 +42,6 @@
 #define Z_FLOOR 2.5
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
-
-struct mnemo_results {
-    mnemo_result *v;
-    size_t n;
-    int explain;
-    char *mode, *provider, *model, *fallback_from, *fallback_reason;
-    mnemo_search_timing timing;
-};
 
 typedef struct cand {
     int64_t chunk_id;
@@ -936,7 +930,9 @@ static double lap(double *t)
     return ms;
 }
 
-int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
+/* The search of the local index. */
+static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opts,
+                        mnemo_results **out)
 {
     double t0 = time_mono();
     *out = NULL;
@@ -1256,4 +1252,11 @@ done:
     }
     *out = res;
     return MNEMO_OK;
+}
+
+/* With config sourceTable, an existing PostgreSQL table answers instead,
+ * and the local index when it cannot (pgsource.c). */
+int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
+{
+    return pgsource_search(m, text, opts, search_local, out);
 }

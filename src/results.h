@@ -1,0 +1,21 @@
+/*
+ * results.h - the result set of a search (mnemo_results), shared by the
+ * search of the local index (search.c) and of an existing PostgreSQL table
+ * (pgsource.c), which fill it the same way. Freed by mnemo_results_free:
+ * each result's path, snippet and citation are owned; source is static
+ * text or points into the citation's allocation.
+ */
+#ifndef MNEMO_RESULTS_H
+#define MNEMO_RESULTS_H
+
+#include "mnemo.h"
+
+struct mnemo_results {
+    mnemo_result *v;
+    size_t n;
+    int explain;
+    char *mode, *provider, *model, *fallback_from, *fallback_reason;
+    mnemo_search_timing timing;
+};
+
+#endif
