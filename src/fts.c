@@ -618,11 +618,13 @@ static void phrases_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
     int npos = sqlite3_value_int(vals[0]);
     if (npos < 0 || npos > h->np)
         npos = h->np;
+    int nfts = api->xPhraseCount(fts); /* the same as np; a phrase past it has no rows */
     for (int k = 0; rc == SQLITE_OK && k < h->np; k++) {
         fts_plist *l = &r->plist[k];
         phrase_ctx c = {r, l};
         l->n = 0;
-        rc = api->xQueryPhrase(fts, k, &c, phrase_row);
+        if (k < nfts)
+            rc = api->xQueryPhrase(fts, k, &c, phrase_row);
         if (rc == SQLITE_OK && (rc = plist_reserve(l)) == SQLITE_OK) {
             l->id[l->n] = INT64_MAX; /* the end mark, not counted */
             l->dl[l->n] = 0;

@@ -1,9 +1,12 @@
 /*
  * fts.h - mnemo's glue to SQLite FTS5: the "mnemo" tokenizer (tok.c behind
- * FTS5's tokenizer interface), and two auxiliary functions: mnemo_collect()
+ * FTS5's tokenizer interface), and auxiliary functions: mnemo_collect()
  * gathers term frequencies and lengths of matching rows so that BM25 (with
- * tunable k1 and b) is computed in C, and mnemo_mask() tells which phrases
- * a row matched.
+ * tunable k1 and b) is computed in C; mnemo_phrases() gathers the same for
+ * a whole query from one row, reading each phrase's rows itself (the
+ * search's keyword leg); mnemo_mask() tells which phrases a row matched.
+ * The ranking state also keeps, per open index, what searches reuse:
+ * document lengths, chunk factors and prepared statements.
  */
 #ifndef MNEMO_FTS_H
 #define MNEMO_FTS_H

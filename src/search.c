@@ -308,8 +308,6 @@ static int sql_fail(mnemo *m, const char *what)
                       sqlite3_errmsg(db));
 }
 
-/* BM25 over chunks: FTS5 finds the rows, mnemo_collect() records their
- * term frequencies and lengths, the scores are computed here. */
 /* The chunk id range of a corpus (see STORE_SESSION_ID_BASE). */
 typedef struct corpus {
     int64_t lo, hi; /* ids in [lo, hi) */
@@ -325,6 +323,8 @@ static corpus corpus_of(const char *name)
     return (corpus){0, STORE_SESSION_ID_BASE, "memory"};
 }
 
+/* BM25 over chunks: mnemo_phrases() gathers the matching rows' term
+ * frequencies and lengths, the scores are computed here. */
 static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, double *sum_idf)
 {
     fts_rank *r = store_rank(m->st);
