@@ -251,7 +251,7 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
   try {
     if (o.workspace && s.checkedWorkspace !== o.workspace) {
       /* once per daemon and workspace: is this daemon serving our workspace? */
-      const h = await httpJson(o, "GET", "/v1/status", undefined, Math.min(500, deadline - Date.now()));
+      const h = await httpJson(o, "GET", "/v1/status", undefined, Math.min(1000, (deadline - Date.now()) / 2));
       const ws = (h.body as { workspace?: string })?.workspace;
       if (h.status !== 200) throw new DaemonUnavailable(`daemon status HTTP ${h.status}`);
       if (ws && path.resolve(ws) !== o.workspace) {
