@@ -16,12 +16,15 @@ int cmd_search(int argc, char **argv)
         {"strict", 0, NULL, "return nothing when no result clears the threshold"},
         {"explain", 0, NULL, "show each result's scores, factors and ranks"},
         {"corpus", 0, "WHAT", "memory (default), sessions or all"},
+        {"store", 0, "URI", "PostgreSQL to search: a postgres:// URI (config store)"},
+        {"source-table", 0, "TABLE", "search this existing PostgreSQL table (config sourceTable)"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
     int code = cli_parse(argc, argv, "search",
                          "mnemo search QUERY... [--max-results N] [--min-score X] [--strict] "
-                         "[--explain] [--corpus memory|sessions|all] [--json]",
+                         "[--explain] [--corpus memory|sessions|all] [--store URI] "
+                         "[--source-table TABLE] [--json]",
                          opts,
                          &a);
     if (code)
@@ -52,10 +55,30 @@ int cmd_search(int argc, char **argv)
     if (!query)
         return EXIT_ERROR;
 
-    mnemo *m;
-    if ((code = cli_open(&a, &m))) {
+    mnemo *m = NULL;
+    mnemo_config *cfg = NULL;
+    if ((code = cli_config(&a, &cfg))) {
         free(query);
         return code;
+    }
+    static const char *const flag_keys[2] = {"store", "sourceTable"};
+    for (int i = 0; i < 2; i++) {
+        char *err = NULL;
+        if (a.val[6 + i] && mnemo_config_set(cfg, flag_keys[i], a.val[6 + i], "flag", &err)) {
+            cli_error("--%s: %s", opts[6 + i].name, err ? err : "invalid value");
+            mnemo_free(err);
+            mnemo_config_free(cfg);
+            free(query);
+            return EXIT_USAGE;
+        }
+    }
+    int orc = mnemo_open(cfg, &m);
+    mnemo_config_free(cfg);
+    if (orc) {
+        cli_error("%s", mnemo_errmsg(m));
+        mnemo_close(m);
+        free(query);
+        return cli_exit_code(orc);
     }
     mnemo_results *res = NULL;
     int rc = mnemo_search(m, query, &so, &res);
@@ -72,6 +95,10 @@ int cmd_search(int argc, char **argv)
         mnemo_close(m);
         return code;
     }
+    const char *fb_reason = NULL, *fb = mnemo_results_fallback(res, &fb_reason);
+    if (!json && fb && strcmp(fb, "postgres") == 0)
+        fprintf(stderr, "mnemo: PostgreSQL could not answer (%s); searched the local index\n",
+                fb_reason);
     if (json) {
         char *s = mnemo_results_json(res);
         if (s)

@@ -406,8 +406,6 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
     if (!bad) {
         json_object_foreach(o, key, v)
         {
-            if (bad)
-                break;
             const char *s = json_string_value(v);
             if (!s) {
                 seterr(err, "%s: '%s' must be a string", name, key);

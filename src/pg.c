@@ -66,7 +66,8 @@ static void load(void)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(load_error, sizeof load_error,
-                 "PostgreSQL needs libpq (libpq.so.5, Debian: apt-get install libpq5), which "
+                 "PostgreSQL needs libpq (libpq.so.5, Debian: apt-get install "
+                 "libpq5), which "
                  "could not be loaded: %s",
                  dlerror());
         return;
@@ -103,8 +104,7 @@ static void load(void)
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
         void *f = dlsym(lib, syms[i].name);
         if (!f) {
-            snprintf(load_error, sizeof load_error, "libpq is too old: it lacks %s",
-                     syms[i].name);
+            snprintf(load_error, sizeof load_error, "libpq is too old: it lacks %s", syms[i].name);
             dlclose(lib);
             return;
         }
@@ -324,11 +324,16 @@ struct pg_rows {
 
 /* Env file variables and the conninfo keywords they stand for. */
 static const char *const env_map[][2] = {
-    {"PGHOST", "host"},         {"PGHOSTADDR", "hostaddr"},
-    {"PGPORT", "port"},         {"PGUSER", "user"},
-    {"PGPASSWORD", "password"}, {"PGDATABASE", "dbname"},
-    {"PGSERVICE", "service"},   {"PGSSLMODE", "sslmode"},
-    {"PGCONNECT_TIMEOUT", "connect_timeout"}, {"PGAPPNAME", "application_name"},
+    {"PGHOST", "host"},
+    {"PGHOSTADDR", "hostaddr"},
+    {"PGPORT", "port"},
+    {"PGUSER", "user"},
+    {"PGPASSWORD", "password"},
+    {"PGDATABASE", "dbname"},
+    {"PGSERVICE", "service"},
+    {"PGSSLMODE", "sslmode"},
+    {"PGCONNECT_TIMEOUT", "connect_timeout"},
+    {"PGAPPNAME", "application_name"},
     {"PGPASSFILE", "passfile"},
 };
 #define NMAP (sizeof env_map / sizeof *env_map)
@@ -479,6 +484,31 @@ static void cancel(PGconn *c)
     }
 }
 
+/* Waits until a result can be taken without blocking; past the deadline
+ * the query is cancelled once and its answer awaited a second longer.
+ * 0 when the connection broke or never answered. */
+static int wait_result(PGconn *c, double *deadline, int *timed_out)
+{
+    while (pq.is_busy(c)) {
+        double left = *deadline - time_mono();
+        if (left <= 0) {
+            if (*timed_out)
+                return 0;
+            *timed_out = 1;
+            cancel(c);
+            *deadline = time_mono() + 1.0;
+            continue;
+        }
+        struct pollfd fd = {.fd = pq.socket(c), .events = POLLIN};
+        int pr = poll(&fd, 1, (int)(left * 1000.0) + 1);
+        if (pr < 0 && errno != EINTR)
+            return 0;
+        if (pr > 0 && !pq.consume_input(c))
+            return 0;
+    }
+    return 1;
+}
+
 int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int timeout_ms,
              pg_rows **out, buf *err)
 {
@@ -490,33 +520,21 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
         return MNEMO_UNAVAILABLE;
     }
     double deadline = time_mono() + timeout_ms / 1000.0;
-    int timed_out = 0;
-    while (pq.is_busy(c)) {
-        double left = deadline - time_mono();
-        if (left <= 0) {
-            timed_out = 1;
-            cancel(c);
-            deadline = time_mono() + 1.0; /* the cancelled query's answer */
-            continue;
-        }
-        struct pollfd fd = {.fd = pq.socket(c), .events = POLLIN};
-        int pr = poll(&fd, 1, (int)(left * 1000.0) + 1);
-        if (pr < 0 && errno != EINTR)
-            break;
-        if (pr > 0 && !pq.consume_input(c))
-            break;
-        if (timed_out && time_mono() > deadline)
-            break;
-    }
+    int timed_out = 0, answered = 1, rc = MNEMO_OK;
     PGresult *r, *last = NULL;
-    int rc = MNEMO_OK;
-    while (!pq.is_busy(c) && (r = pq.get_result(c)) != NULL) {
+    /* Every result until the NULL that ends the query; the last counts. */
+    for (;;) {
+        if (!(answered = wait_result(c, &deadline, &timed_out)))
+            break;
+        if (!(r = pq.get_result(c)))
+            break;
         if (last)
             pq.clear(last);
         last = r;
     }
-    if (pq.is_busy(c) || (!last && pq.status(c) != CONNECTION_OK)) {
-        /* No answer even after the cancel, or the connection broke. */
+    if (!answered) {
+        /* No answer even after the cancel, or the connection broke: the
+         * connection is not usable any more. */
         buf_puts(err, timed_out ? "PostgreSQL query timed out" : "PostgreSQL connection lost: ");
         if (!timed_out)
             pg_redact(err, pq.error_message(c), pq.pass(c));
@@ -531,8 +549,7 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
             rc = MNEMO_TIMEOUT;
         } else {
             buf_puts(err, "PostgreSQL: ");
-            pg_redact(err, last ? pq.result_error_message(last) : pq.error_message(c),
-                      pq.pass(c));
+            pg_redact(err, last ? pq.result_error_message(last) : pq.error_message(c), pq.pass(c));
             while (err->len && (err->data[err->len - 1] == '\n'))
                 err->data[--err->len] = 0;
             rc = pq.status(c) == CONNECTION_OK ? MNEMO_DB : MNEMO_UNAVAILABLE;

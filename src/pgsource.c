@@ -33,7 +33,9 @@
 #define CONNECT_TIMEOUT_S 3
 #define STATEMENT_TIMEOUT_MS 2000
 #define QUERY_DEADLINE_MS 2500
-#define FETCH_MIN 20   /* rows fetched at least, before priorities reorder them */
+#define FETCH_MIN                                                                                  \
+    20 /* rows fetched at least, before priorities reorder them                                    \
+        */
 #define EF_SEARCH_DEFAULT 40
 
 struct pgsource {
@@ -54,7 +56,8 @@ void pgsource_free(pgsource *s)
 
 typedef struct source_cfg {
     const char *table, *prio;
-    char cols[6][64]; /* id, content, source_type, embedding, created_at, updated_at */
+    char cols[6][64]; /* id, content, source_type, embedding, created_at,
+                         updated_at */
     char dsn[4096];
 } source_cfg;
 
@@ -157,7 +160,8 @@ dims:
         int explicit_;
         vectors_resolve(m, name, &explicit_);
         buf_printf(err,
-                   "the embeddings in %s have %d dimensions, the query's %d (%s %s): configure "
+                   "the embeddings in %s have %d dimensions, the query's %d (%s "
+                   "%s): configure "
                    "the model the table was built with",
                    c->table, s->dims, qdims, name, cfg_str(m->cfg, CFG_MODEL));
         return MNEMO_INVALID;
@@ -244,10 +248,10 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
         return MNEMO_NOMEM;
     }
     pgsource *s = m->pgs;
-    int max = opts && opts->max_results > 0 ? opts->max_results
-                                            : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
-    double min_score = opts && opts->min_score >= 0 ? opts->min_score
-                                                    : cfg_num(m->cfg, CFG_MIN_SCORE);
+    int max =
+        opts && opts->max_results > 0 ? opts->max_results : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
+    double min_score =
+        opts && opts->min_score >= 0 ? opts->min_score : cfg_num(m->cfg, CFG_MIN_SCORE);
     int limit = 4 * max > FETCH_MIN ? 4 * max : FETCH_MIN;
     buf sql, vec;
     buf_init(&sql, 1 << 16);
@@ -409,11 +413,6 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
     pg_redact(&reason, err.len ? err.data : mnemo_strerror(rc), NULL);
     buf_cleanup(&err);
     rc = local(m, query, opts, out);
-    if (rc == MNEMO_NOTFOUND) { /* no local index either: nothing, and why */
-        *out = calloc(1, sizeof **out);
-        rc = *out && ((*out)->mode = strdup("keyword")) ? MNEMO_OK : MNEMO_NOMEM;
-        core_clear(m);
-    }
     if (rc == MNEMO_OK) {
         free((*out)->fallback_from);
         free((*out)->fallback_reason);
@@ -426,6 +425,11 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
         mnemo_results_free(*out);
         *out = NULL;
         core_error(m, rc, "out of memory");
+    } else if (rc) {
+        char *local_msg = strdup(mnemo_errmsg(m));
+        core_error(m, rc, "%s (PostgreSQL could not answer either: %s)",
+                   local_msg ? local_msg : mnemo_strerror(rc), reason.data ? reason.data : "");
+        free(local_msg);
     }
     buf_cleanup(&reason);
     return rc;

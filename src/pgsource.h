@@ -20,8 +20,8 @@ typedef int (*pgsource_local_fn)(mnemo *m, const char *query, const mnemo_search
  * shape (mode "vector"). When the database cannot answer (unreachable,
  * missing table or column, other dimensions, no provider, timeout) runs
  * LOCAL instead and records fallback {"from":"postgres","reason":...}
- * (credentials redacted); with no local index either, the results are
- * empty, with the fallback. */
+ * (credentials redacted). The local search's errors are returned as they
+ * are: MNEMO_NOTFOUND when there is no local index yet. */
 int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
                     pgsource_local_fn local, mnemo_results **out);
 
