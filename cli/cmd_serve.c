@@ -102,6 +102,7 @@ typedef struct server {
     size_t max_body;
     int verbose;
     uint16_t port;
+    char *workspace;
     pthread_mutex_t lock;
     mnemo *handles[MAX_HANDLES]; /* one per worker, closed at exit */
     int nhandles;
@@ -306,8 +307,9 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
 {
     int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     if (get && strcmp(url, "/health") == 0)
-        return respond_json(c, 200, json_pack("{s:b,s:s,s:s}", "ok", 1, "version",
-                                              mnemo_version(), "service", "mnemo"));
+        return respond_json(c, 200, json_pack("{s:b,s:s,s:s,s:s}", "ok", 1, "version",
+                                              mnemo_version(), "service", "mnemo", "workspace",
+                                              s->workspace));
     if (get && strcmp(url, "/v1/status") == 0)
         return run_op(s, c, "status", NULL, 200);
     if (strcmp(url, "/mcp") == 0 && !post)
@@ -683,6 +685,10 @@ int cmd_serve(int argc, char **argv)
         goto out;
     if ((code = lock_pidfile(mnemo_db_path(m), &pidpath, &pidfd)))
         goto out;
+    if (!(s.workspace = strdup(mnemo_workspace(m)))) {
+        code = EXIT_ERROR;
+        goto out;
+    }
     if ((lfd = listen_on(addr, &loopback, &family, &s.port)) < 0) {
         code = EXIT_USAGE;
         goto out;
@@ -791,6 +797,7 @@ out:
     }
     mnemo_config_free(s.cfg);
     free(s.token);
+    free(s.workspace);
     pthread_mutex_destroy(&s.lock);
     return code;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -261,6 +262,7 @@ TEST(mcp_sdk_client_http)
     ASSERT(dir && *dir);
     pid_t d = fork();
     if (d == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* no daemon outlives a failed test */
         int fe = open(test_path("serve.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
         dup2(fe, 2);
         execl(test_bin(), test_bin(), "--workspace", test_path("ws"), "--db",

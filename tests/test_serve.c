@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -67,6 +68,7 @@ static int start_daemon(daemon_proc *d, const char *first, ...)
     unlink(test_path("db.sqlite.serve.pid"));
     d->pid = fork();
     if (d->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* no daemon outlives a failed test */
         int fe = open(test_path("serve.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
         int fi = open("/dev/null", O_RDONLY);
         dup2(fi, 0);
@@ -206,6 +208,7 @@ TEST(serve_api_matches_cli)
     char *resp = NULL;
     ASSERT_EQ(http(d.port, "GET", "/health", NULL, NULL, &resp), 200);
     ASSERT_CONTAINS(resp, "\"ok\":true");
+    ASSERT_CONTAINS(resp, "\"workspace\":");
     free(resp);
 
     char *cli = NULL;
