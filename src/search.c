@@ -394,7 +394,8 @@ static void file_hits_cleanup(file_hits *f)
 static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, int tier)
 {
     int64_t id = sqlite3_column_int64(st, 0);
-    int64_t cid = sqlite3_column_int64(st, chunk_col), seq = sqlite3_column_int64(st, chunk_col + 1);
+    int64_t cid = sqlite3_column_int64(st, chunk_col);
+    int64_t seq = sqlite3_column_int64(st, chunk_col + 1);
     /* A file's rows come together; a file met again later (in both
      * queries) is merged with itself after sorting (file_legs). */
     path_hit *h = f->n && f->v[f->n - 1].file_id == id ? &f->v[f->n - 1] : NULL;
@@ -761,8 +762,8 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
  * Ranking stages (rank.c has the formulas)
  * -------------------------------------------------------------------- */
 
-/* The date and importance of chunk C, kept in the handle across searches
- * (until the index changes): 0 when the chunk is gone. */
+/* The date and importance of CHUNK_ID, kept in the handle across searches
+ * until the index changes; returns 0 when the chunk is gone. */
 static int chunk_factors(fts_rank *r, sqlite3_stmt *st, int64_t chunk_id, double *when,
                          int *importance)
 {
@@ -800,7 +801,8 @@ static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
 {
     fts_rank *r = store_rank(m->st);
     sqlite3_stmt *st = fts_stmt(r, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
-                                   "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1");
+                                   "FROM chunks c JOIN files f ON f.id = c.file_id "
+                                   "WHERE c.id = ?1");
     if (!st)
         return sql_fail(m, "prepare");
     double now = core_now();
