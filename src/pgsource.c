@@ -100,8 +100,20 @@ static int prepare(mnemo *m, pgsource *s, const source_cfg *c, int qdims, buf *e
         s->conn = NULL;
     }
     if (!s->conn) {
-        pg_target t = {c->dsn, cfg_str(m->cfg, CFG_PG_ENV_FILE), CONNECT_TIMEOUT_S};
-        int rc = pg_connect(&t, STATEMENT_TIMEOUT_MS, &s->conn, err);
+        /* The env file: ~/ is the home folder, a relative path is in the
+         * workspace. */
+        const char *ef = cfg_str(m->cfg, CFG_PG_ENV_FILE), *home = getenv("HOME");
+        buf path;
+        buf_init(&path, 8192);
+        if (ef[0] == '~' && ef[1] == '/' && home)
+            buf_printf(&path, "%s/%s", home, ef + 2);
+        else if (*ef && ef[0] != '/')
+            buf_printf(&path, "%s/%s", mnemo_workspace(m), ef);
+        else
+            buf_puts(&path, ef);
+        pg_target t = {c->dsn, path.data ? path.data : "", CONNECT_TIMEOUT_S};
+        int rc = buf_err(&path) ? MNEMO_NOMEM : pg_connect(&t, STATEMENT_TIMEOUT_MS, &s->conn, err);
+        buf_cleanup(&path);
         if (rc)
             return rc;
         s->checked = 0;

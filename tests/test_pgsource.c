@@ -598,16 +598,29 @@ TEST(pgsource_debian_envfile)
     mnemo_results_free(r);
     mnemo_close(m);
 
-    /* The DSN wins over the env file; DATABASE_URL serves when there is no
-     * DSN. */
+    /* DATABASE_URL serves when there is no DSN; a relative pgEnvFile is in
+     * the workspace. */
     snprintf(env, sizeof env,
              "DATABASE_URL=postgres://reader:R3ader-pw%%23x@127.0.0.1:%d/"
              "mem?sslmode=disable\n",
              srv.port);
-    test_write("db.env", env);
-    m = open_with(ps, "postgres", envkey, "sourceTable=memory_embeddings", NULL);
+    test_write("ws/.env", env);
+    m = open_with(ps, "postgres", "pgEnvFile=.env", "sourceTable=memory_embeddings", NULL);
     ASSERT_OK(mnemo_search(m, "database deploy", NULL, &r));
-    ASSERT_CONTAINS(mnemo_results_fallback(r, &reason), "postgres");
+    ASSERT_STR_EQ(mnemo_results_fallback(r, &reason), "postgres");
+    ASSERT_CONTAINS(reason, "not a pgvector vector");
+    mnemo_results_free(r);
+    mnemo_close(m);
+
+    /* The DSN wins over the env file (whose password is wrong here). */
+    snprintf(env, sizeof env, "PGUSER=reader\nPGPASSWORD=Wrong-pw-zz9\n");
+    test_write("ws/.env", env);
+    char dsn2[256];
+    snprintf(dsn2, sizeof dsn2,
+             "postgres://reader:R3ader-pw%%23x@127.0.0.1:%d/mem?sslmode=disable", srv.port);
+    m = open_with(ps, dsn2, "pgEnvFile=.env", "sourceTable=memory_embeddings", NULL);
+    ASSERT_OK(mnemo_search(m, "database deploy", NULL, &r));
+    ASSERT_STR_EQ(mnemo_results_fallback(r, &reason), "postgres");
     ASSERT_CONTAINS(reason, "not a pgvector vector");
     mnemo_results_free(r);
     mnemo_close(m);
