@@ -232,20 +232,26 @@ typedef struct mnemo_results mnemo_results;
  * index exists yet (run mnemo_sync first); MNEMO_INVALID for an empty
  * query; with a named provider that fails, MNEMO_UNAVAILABLE (or the
  * provider's error) and "memory search unavailable: ..." in mnemo_errmsg().
+ * With config sourceTable, an existing PostgreSQL table is searched
+ * instead, read-only, falling back to the index (docs/postgres.md).
  * *out is NULL on error. */
 int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
 
 size_t mnemo_results_count(const mnemo_results *r);
 const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i);
 
-/* "hybrid" when the vector leg ran, else "keyword". Borrowed from R. */
+/* "hybrid" when the vector leg ran, else "keyword"; "vector" when an
+ * existing PostgreSQL table answered (config sourceTable, docs/postgres.md).
+ * Borrowed from R. */
 const char *mnemo_results_mode(const mnemo_results *r);
 
 /* The embedding provider used ("static", "openai", ...), or NULL. */
 const char *mnemo_results_provider(const mnemo_results *r);
 
 /* When provider "auto" could not embed the query, the provider it tried
- * (and in *REASON why); the search then ran keyword-only. NULL otherwise. */
+ * (and in *REASON why); the search then ran keyword-only. "postgres" when
+ * the configured sourceTable could not answer and the local index did
+ * (*REASON: why, credentials removed). NULL otherwise. */
 const char *mnemo_results_fallback(const mnemo_results *r, const char **reason);
 
 /* Where the search that produced R spent its time, in milliseconds: the

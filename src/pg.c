@@ -460,6 +460,8 @@ done:
             memset(ev.v[i], 0, strlen(ev.v[i]));
         free(ev.v[i]);
     }
+    if (ev.database_url)
+        memset(ev.database_url, 0, strlen(ev.database_url));
     free(ev.database_url);
     return rc;
 }
