@@ -3,6 +3,7 @@
  * the public API (mnemo_strerror, mnemo_free, mnemo_version).
  */
 #include "core.h"
+#include "vectors.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -166,6 +167,7 @@ void mnemo_close(mnemo *m)
     tok_free(m->qtok);
     free(m->qtok_lang);
     embed_close(m->emb);
+    vecfile_close(m->vf);
     pgsource_free(m->pgs);
     buf_cleanup(&m->warn);
     mnemo_config_free(m->cfg);

@@ -26,6 +26,7 @@ struct mnemo {
     tok *qtok;         /* query tokenizer, built for the index's language */
     char *qtok_lang;
     embedder *emb;     /* the embedding provider, opened on first use */
+    struct vec_file *vf; /* the mapped vectors file, kept across searches */
     struct pgsource *pgs; /* existing-table search (pgsource.c), on first use */
     buf err;           /* last error message */
     buf warn;          /* last warning (auto provider fallback), borrowed by callers */

@@ -652,8 +652,7 @@ typedef struct vleg {
 
 static void vleg_cleanup(vleg *v)
 {
-    vecfile_close(v->vf);
-    free(v->qv);
+    free(v->qv); /* v->vf is the handle's, kept across searches */
     free(v->matches);
 }
 
@@ -709,7 +708,8 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     }
     free(stored);
     int quant = strcmp(cfg_str(m->cfg, CFG_VECTOR_QUANTIZATION), "int8") == 0;
-    rc = vecfile_open(m->st, m->db_path, quant, &v->vf, &err);
+    rc = vecfile_get(m->st, m->db_path, quant, &m->vf, &err);
+    v->vf = m->vf;
     if (rc || vecfile_dims(v->vf) != embed_dims(v->e)) {
         const char *why = rc == MNEMO_NOTFOUND ? "no vectors yet; run: mnemo index"
                           : rc ? (err.len ? err.data : mnemo_strerror(rc))

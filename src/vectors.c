@@ -700,6 +700,17 @@ int vecfile_open(store *st, const char *db_path, int quantize, vec_file **out, b
     return f->h->count ? MNEMO_OK : MNEMO_NOTFOUND;
 }
 
+int vecfile_get(store *st, const char *db_path, int quantize, vec_file **cache, buf *err)
+{
+    vec_file *f = *cache;
+    if (f && f->h->stamp == stamp_of(st) && ((f->h->flags & VF_INT8) != 0) == (quantize != 0))
+        return f->h->count ? MNEMO_OK : MNEMO_NOTFOUND;
+    vecfile_close(f);
+    *cache = NULL;
+    int rc = vecfile_open(st, db_path, quantize, cache, err);
+    return rc;
+}
+
 size_t vecfile_count(const vec_file *f) { return f ? (size_t)f->h->count : 0; }
 int vecfile_dims(const vec_file *f) { return f ? (int)f->h->dims : 0; }
 

@@ -46,6 +46,11 @@ typedef struct vec_file vec_file;
  * no vectors. */
 int vecfile_open(store *st, const char *db_path, int quantize, vec_file **out, buf *err);
 void vecfile_close(vec_file *f);
+
+/* vecfile_open() through a mapping kept in *CACHE: reused while it was
+ * built for the index's current vectors (their stamp) and quantization,
+ * replaced otherwise. The caller closes *CACHE when done with the index. */
+int vecfile_get(store *st, const char *db_path, int quantize, vec_file **cache, buf *err);
 size_t vecfile_count(const vec_file *f);
 int vecfile_dims(const vec_file *f);
 

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "provider_server.h"
 #include "test.h"
@@ -215,4 +216,35 @@ TEST(hybrid_cli_named_provider_failure)
     ASSERT_CONTAINS(err, "memory search unavailable: openai-compatible");
     free(out);
     free(err);
+}
+
+/* The handle keeps the vectors file mapped across searches; after a sync
+ * that changes the vectors, and after another process's sync, the next
+ * search must see the new ones. */
+TEST(hybrid_kept_vectors_follow_syncs)
+{
+    test_tiny_table();
+    notes();
+    mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=tiny", NULL);
+    test_sync(m);
+    char *j = search(m, "kitten");
+    ASSERT_NOT_CONTAINS(j, "memory/d.md");
+    mnemo_free(j);
+    test_write("ws/memory/d.md", "# D\n\nThe cat sleeps all day.\n");
+    test_sync(m);
+    j = search(m, "kitten"); /* only the vector leg can find it */
+    ASSERT_CONTAINS(j, "memory/d.md");
+    mnemo_free(j);
+    /* Another process removes it and adds another. */
+    unlink(test_path("ws/memory/d.md"));
+    test_write("ws/memory/e.md", "# E\n\nA cat on the roof.\n");
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "provider=static", "--set", "model=tiny",
+                       "index", NULL),
+              0);
+    j = search(m, "kitten");
+    ASSERT_NOT_CONTAINS(j, "memory/d.md");
+    ASSERT_CONTAINS(j, "memory/e.md");
+    mnemo_free(j);
+    mnemo_close(m);
 }
