@@ -3,7 +3,6 @@
  * the public API (mnemo_strerror, mnemo_free, mnemo_version).
  */
 #include "core.h"
-#include "vectors.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "pgsource.h"
+#include "vectors.h"
 #include "util/hash.h"
 #include "util/time.h"
 
