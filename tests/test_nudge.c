@@ -496,7 +496,7 @@ TEST(nudge_cli_timeout)
     ASSERT_EQ(hook(&out, in, NULL), 0);
     ms = elapsed_ms(&t0);
     ASSERT_STR_EQ(out, "");
-    ASSERT(ms >= 90 && ms < 1000);
+    ASSERT(ms >= 90 && ms < 3000); /* far below the 5 s wait, even on a loaded machine */
     free(out);
     free(in);
     sqlite3_close(db);
