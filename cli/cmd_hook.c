@@ -469,16 +469,23 @@ int cmd_hook(int argc, char **argv)
                          "MNEMO_NUDGE_PATTERNS (" NUDGE_DEFAULT_PATTERNS "),\n"
                          "MNEMO_NUDGE_TRIGGERS, MNEMO_NUDGE_RECALL, MNEMO_NUDGE_DEBUG",
                          opts, &a);
+    /* Even a command-line mistake exits 0: for UserPromptSubmit, Claude Code
+     * reads exit code 2 as "block this prompt", and a typo in settings.json
+     * must not block every prompt. The message goes to standard error. */
     if (code)
-        return code < 0 ? EXIT_OK : code;
-    if (a.npos == 0)
-        return usage_error("name the hook");
+        return EXIT_OK;
+    if (a.npos == 0) {
+        usage_error("name the hook");
+        return EXIT_OK;
+    }
     if (strcmp(a.pos[0], "claude-code") != 0) {
         cli_error("hook: unknown hook '%s' (known: claude-code)", a.pos[0]);
-        return EXIT_USAGE;
+        return EXIT_OK;
     }
-    if (a.npos > 1)
-        return usage_error("too many arguments");
+    if (a.npos > 1) {
+        usage_error("too many arguments");
+        return EXIT_OK;
+    }
 
     settings s = {0};
     s.debug = env_bool(&s, "DEBUG", 0);

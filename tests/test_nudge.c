@@ -655,15 +655,26 @@ TEST(nudge_cli_triggers_and_recall)
 TEST(nudge_cli_usage)
 {
     char *err;
-    ASSERT_EQ(test_cli(NULL, &err, NULL, "hook", NULL), 2);
+    /* Mistakes are reported, but exit 0: exit 2 would block the prompt. */
+    char *out;
+    ASSERT_EQ(test_cli(&out, &err, NULL, "hook", NULL), 0);
     ASSERT_CONTAINS(err, "mnemo hook claude-code");
+    ASSERT_STR_EQ(out, "");
     free(err);
-    ASSERT_EQ(test_cli(NULL, &err, NULL, "hook", "cursor", NULL), 2);
+    free(out);
+    ASSERT_EQ(test_cli(NULL, &err, NULL, "hook", "cursor", NULL), 0);
     ASSERT_CONTAINS(err, "unknown hook 'cursor'");
     free(err);
-    ASSERT_EQ(test_cli(NULL, NULL, NULL, "hook", "claude-code", "extra", NULL), 2);
-    ASSERT_EQ(test_cli(NULL, NULL, NULL, "hook", "claude-code", "--bogus", NULL), 2);
-    char *out;
+    ASSERT_EQ(test_cli(NULL, &err, NULL, "hook", "claude-code", "extra", NULL), 0);
+    ASSERT_CONTAINS(err, "too many arguments");
+    free(err);
+    ASSERT_EQ(test_cli(&out, &err, "{\"prompt\":\"PaymentsAPI\"}", "hook", "claude-code",
+                       "--bogus", NULL),
+              0);
+    ASSERT_CONTAINS(err, "bogus");
+    ASSERT_STR_EQ(out, "");
+    free(err);
+    free(out);
     ASSERT_EQ(test_cli(&out, NULL, NULL, "hook", "--help", NULL), 0);
     ASSERT_CONTAINS(out, "MNEMO_NUDGE_TIMEOUT_MS");
     free(out);
