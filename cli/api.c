@@ -19,6 +19,47 @@
  * required keys, and no unknown keys.
  * -------------------------------------------------------------------- */
 
+/* Length of the valid UTF-8 sequence at S (at most N bytes), 0 if none. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t len = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) || /* overlong, surrogate */
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))   /* overlong, > U+10FFFF */
+        return 0;
+    return len;
+}
+
+char *api_utf8_clean(const char *s)
+{
+    size_t n = strlen(s), o = 0;
+    char *out = malloc(n * 3 + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+        if (l) {
+            memcpy(out + o, s + i, l);
+            o += l;
+            i += l;
+        } else { /* U+FFFD for each byte that starts no valid sequence */
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* Formats a message; a cut in the middle of a character is repaired. */
 static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt_err(const char *fmt, ...)
 {
@@ -27,7 +68,7 @@ static char *fmt_err(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    return strdup(buf);
+    return api_utf8_clean(buf);
 }
 
 static int type_ok(const char *type, const json_t *v)
@@ -145,7 +186,7 @@ char *api_dump(const json_t *j)
 static int fail(mnemo *m, int rc, char **err)
 {
     const char *msg = mnemo_errmsg(m);
-    *err = strdup(msg && *msg ? msg : mnemo_strerror(rc));
+    *err = api_utf8_clean(msg && *msg ? msg : mnemo_strerror(rc));
     return rc;
 }
 
@@ -219,10 +260,22 @@ static int op_search(mnemo *m, json_t *args, char **out, char **err)
     return reply_text(m, s ? 0 : MNEMO_NOMEM, s, out, err);
 }
 
+/* A JSON string of S, which need not be valid UTF-8 (file text, paths). */
+static json_t *jstr(const char *s)
+{
+    json_t *j = json_string(s);
+    if (!j) {
+        char *c = api_utf8_clean(s);
+        j = c ? json_string(c) : NULL;
+        free(c);
+    }
+    return j;
+}
+
 json_t *api_excerpt_json(const mnemo_excerpt *e)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "path", json_string(e->path));
+    json_object_set_new(o, "path", jstr(e->path));
     json_object_set_new(o, "from", json_integer(e->from));
     json_object_set_new(o, "to", json_integer(e->to));
     json_object_set_new(o, "totalLines", json_integer(e->total_lines));
@@ -233,9 +286,9 @@ json_t *api_excerpt_json(const mnemo_excerpt *e)
                  "lines %d-%d of %d shown; continue with: mnemo get %s --from %d", e->from,
                  e->to, e->total_lines, e->path, e->next_from);
         json_object_set_new(o, "nextFrom", json_integer(e->next_from));
-        json_object_set_new(o, "hint", json_string(hint));
+        json_object_set_new(o, "hint", jstr(hint));
     }
-    json_object_set_new(o, "text", json_string(e->text));
+    json_object_set_new(o, "text", jstr(e->text));
     return o;
 }
 
@@ -267,8 +320,8 @@ static int op_recall(mnemo *m, json_t *args, char **out, char **err)
         return fail(m, rc, err);
     }
     json_t *o = json_object();
-    json_object_set_new(o, "recalled", json_string(recalled ? recalled : ""));
-    json_object_set_new(o, "triggers", json_string(trig ? trig : ""));
+    json_object_set_new(o, "recalled", jstr(recalled ? recalled : ""));
+    json_object_set_new(o, "triggers", jstr(trig ? trig : ""));
     mnemo_free(recalled);
     mnemo_free(trig);
     return reply_json(o, out);
@@ -296,7 +349,7 @@ static int op_memory_delete(mnemo *m, json_t *args, char **out, char **err)
     int rc = mnemo_memory_delete(m, id);
     if (rc)
         return fail(m, rc, err);
-    return reply_json(json_pack("{s:s}", "deleted", id), out);
+    return reply_json(json_pack("{s:o}", "deleted", jstr(id)), out);
 }
 
 static int op_memory_get(mnemo *m, json_t *args, char **out, char **err)
@@ -349,7 +402,7 @@ static int op_status(mnemo *m, json_t *args, char **out, char **err)
     "\"filters\":{\"type\":[\"object\",\"string\"],\"description\":"                          \
     "\"filter expression, see docs/memories.md\"},"                                            \
     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000},"                       \
-    "\"offset\":{\"type\":\"integer\",\"minimum\":0},"                                          \
+    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2147483647},"                                          \
     "\"deleted\":{\"type\":\"boolean\"}"
 #define RECORD_PROPS                                                                          \
     SCOPE_PROPS                                                                               \
@@ -378,7 +431,7 @@ static const api_op ops[] = {
      "and semantic search, ranked; results cite path#Lstart-Lend.", 0},
     {"get", op_get,
      OBJ("\"path\":" STR("a memory file, relative to the workspace") ","
-         "\"from\":{\"type\":\"integer\",\"minimum\":1},"
+         "\"from\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1073741824},"
          "\"lines\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576}",
          "\"path\""),
      "Read lines of a memory file (after memory_search, to see more context).", 0},
@@ -495,6 +548,9 @@ int api_http_status(int rc)
 
 json_t *api_error_json(int rc, const char *message)
 {
-    return json_pack("{s:{s:s,s:s}}", "error", "code", api_code_name(rc), "message",
-                     message ? message : mnemo_strerror(rc));
+    char *clean = api_utf8_clean(message ? message : mnemo_strerror(rc));
+    json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", api_code_name(rc), "message",
+                          clean ? clean : mnemo_strerror(rc));
+    free(clean);
+    return j;
 }

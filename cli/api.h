@@ -58,6 +58,10 @@ const char *api_code_name(int rc);
 /* The excerpt as mnemo get --json prints it. */
 json_t *api_excerpt_json(const mnemo_excerpt *e);
 
+/* A copy of S with every byte that starts no valid UTF-8 sequence replaced
+ * by U+FFFD, so it can go into JSON. NULL on OOM. */
+char *api_utf8_clean(const char *s);
+
 /* Compact JSON text of J, ending without a newline; NULL on OOM. */
 char *api_dump(const json_t *j);
 

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -48,6 +49,7 @@ static struct {
     void (*stop_daemon)(struct MHD_Daemon *);
     struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
                                                         enum MHD_ResponseMemoryMode);
+    MHD_socket (*quiesce_daemon)(struct MHD_Daemon *);
     enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
     enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int,
                                       struct MHD_Response *);
@@ -73,6 +75,7 @@ static int mhd_load(void)
     } syms[] = {
         {"MHD_start_daemon", (void **)&mhd.start_daemon},
         {"MHD_stop_daemon", (void **)&mhd.stop_daemon},
+        {"MHD_quiesce_daemon", (void **)&mhd.quiesce_daemon},
         {"MHD_create_response_from_buffer", (void **)&mhd.create_response_from_buffer},
         {"MHD_add_response_header", (void **)&mhd.add_response_header},
         {"MHD_queue_response", (void **)&mhd.queue_response},
@@ -106,6 +109,7 @@ typedef struct server {
     pthread_mutex_t lock;
     mnemo *handles[MAX_HANDLES]; /* one per worker, closed at exit */
     int nhandles;
+    int inflight; /* requests begun and not yet completed (under lock) */
 } server;
 
 typedef struct request {
@@ -119,6 +123,7 @@ typedef struct request {
 
 static _Thread_local mnemo *worker_handle;
 static _Thread_local unsigned last_status; /* of the response queued last */
+static _Thread_local const char *allow = "POST"; /* the Allow header of a 405 */
 
 static double now_ms(void)
 {
@@ -170,7 +175,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned int status, ch
     if (status == MHD_HTTP_UNAUTHORIZED)
         mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
+        mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     last_status = status;
     enum MHD_Result ok = mhd.queue_response(c, status, r);
     mhd.destroy_response(r);
@@ -208,7 +213,7 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned int stat
 static int token_ok(const server *s, const char *header)
 {
     static const char prefix[] = "Bearer ";
-    if (!header || strncmp(header, prefix, sizeof prefix - 1) != 0)
+    if (!header || strncasecmp(header, prefix, sizeof prefix - 1) != 0)
         return 0;
     const unsigned char *given = (const unsigned char *)header + sizeof prefix - 1;
     size_t n = strlen((const char *)given);
@@ -216,6 +221,22 @@ static int token_ok(const server *s, const char *header)
     for (size_t i = 0; i < n; i++)
         diff |= (unsigned char)(given[i] ^ (unsigned char)s->token[i % s->token_len]);
     return diff == 0;
+}
+
+/* Without a token the daemon answers only to its loopback names: a web page
+ * that rebinds its own host name to 127.0.0.1 sends that name as Host. */
+static int host_ok(const server *s, const char *host)
+{
+    if (s->token || !host)
+        return 1;
+    static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s:%u", names[i], (unsigned)s->port);
+        if (strcasecmp(host, want) == 0 || strcasecmp(host, names[i]) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* An Origin header, when present, must be this server itself. */
@@ -310,8 +331,13 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
         return respond_json(c, 200, json_pack("{s:b,s:s,s:s,s:s}", "ok", 1, "version",
                                               mnemo_version(), "service", "mnemo", "workspace",
                                               s->workspace));
-    if (get && strcmp(url, "/v1/status") == 0)
-        return run_op(s, c, "status", NULL, 200);
+    if (strcmp(url, "/v1/status") == 0 || strcmp(url, "/health") == 0) {
+        if (get && url[1] == 'v')
+            return run_op(s, c, "status", NULL, 200);
+        allow = "GET";
+        return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
+                             "this endpoint takes GET");
+    }
     if (strcmp(url, "/mcp") == 0 && !post)
         return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
                              "MCP here is request/response: POST JSON-RPC messages to /mcp");
@@ -337,7 +363,9 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
     int with_body = post || strcmp(method, "PATCH") == 0;
     if (with_body) {
         const char *ct = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-        if (r->len && (!ct || strncmp(ct, "application/json", 16) != 0))
+        int json = ct && strncasecmp(ct, "application/json", 16) == 0 &&
+                   (ct[16] == 0 || ct[16] == ';' || ct[16] == ' ');
+        if ((r->len || ct) && !json)
             return respond_error(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, MNEMO_INVALID,
                                  "the body must be sent as Content-Type: application/json");
     }
@@ -358,6 +386,7 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
                                                           : NULL;
         if (!op) {
             json_decref(args);
+            allow = "GET, PATCH, DELETE";
             return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
                                  "use GET, PATCH or DELETE on /v1/memories/{id}");
         }
@@ -410,10 +439,17 @@ static enum MHD_Result handle_request(server *s, request **state, struct MHD_Con
         r->start = now_ms();
         snprintf(r->line, sizeof r->line, "%s %s", method, url);
         *state = r;
+        pthread_mutex_lock(&s->lock);
+        s->inflight++;
+        pthread_mutex_unlock(&s->lock);
+        allow = "POST";
         if (s->token &&
             !token_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
             return respond_error(c, MHD_HTTP_UNAUTHORIZED, MNEMO_DENIED,
                                  "missing or wrong bearer token");
+        if (!host_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Host")))
+            return respond_error(c, MHD_HTTP_FORBIDDEN, MNEMO_DENIED,
+                                 "unknown Host: use 127.0.0.1 or localhost");
         if (!origin_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Origin")))
             return respond_error(c, MHD_HTTP_FORBIDDEN, MNEMO_DENIED,
                                  "requests from web pages are not allowed");
@@ -436,6 +472,8 @@ static enum MHD_Result handle_request(server *s, request **state, struct MHD_Con
             size_t cap = r->cap ? r->cap : 4096;
             while (cap < r->len + n + 1)
                 cap *= 2;
+            if (cap > s->max_body + 1)
+                cap = s->max_body + 1;
             char *b = realloc(r->body, cap);
             if (!b)
                 return MHD_NO;
@@ -468,6 +506,9 @@ static void on_done(void *cls, struct MHD_Connection *c, void **state,
     free(r->body);
     free(r);
     *state = NULL;
+    pthread_mutex_lock(&s->lock);
+    s->inflight--;
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void on_log(void *cls, const char *fmt, va_list ap)
@@ -569,10 +610,17 @@ static int load_token(const char *file, char **out)
         }
         ssize_t n = read(fd, buf, sizeof buf - 1);
         close(fd);
-        if (n < 0)
-            n = 0;
+        if (n < 0 || n == (ssize_t)sizeof buf - 1) {
+            cli_error("serve: cannot read the token file %s: %s", file,
+                      n < 0 ? strerror(errno) : "longer than 1 KiB");
+            return EXIT_USAGE;
+        }
         buf[n] = 0;
         buf[strcspn(buf, "\r\n")] = 0;
+        if (!*buf) {
+            cli_error("serve: the token file %s is empty", file);
+            return EXIT_USAGE;
+        }
         env = buf;
     }
     if (!env || !*env)
@@ -593,25 +641,41 @@ static int lock_pidfile(const char *db, char **path_out, int *fd_out)
     if (!path)
         return EXIT_ERROR;
     snprintf(path, n, "%s.serve.pid", db);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd = -1;
+    for (int tries = 0; tries < 10; tries++) {
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            cli_error("serve: cannot open %s: %s", path, strerror(errno));
+            free(path);
+            return EXIT_ERROR;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+            break;
+        /* Locked; but a daemon that was stopping may have removed the
+         * file after this open: then lock the file now at the path. */
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+            *path_out = path;
+            *fd_out = fd;
+            return EXIT_OK;
+        }
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0) {
-        cli_error("serve: cannot open %s: %s", path, strerror(errno));
+        cli_error("serve: cannot lock %s", path);
         free(path);
         return EXIT_ERROR;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char info[512] = "";
-        ssize_t r = pread(fd, info, sizeof info - 1, 0);
-        info[r > 0 ? r : 0] = 0;
-        info[strcspn(info, "\n")] = 0;
-        cli_error("serve: another mnemo serve already serves this index: %s", info);
-        close(fd);
-        free(path);
-        return EXIT_BUSY;
-    }
-    *path_out = path;
-    *fd_out = fd;
-    return EXIT_OK;
+    char info[512] = "";
+    ssize_t r = pread(fd, info, sizeof info - 1, 0);
+    info[r > 0 ? r : 0] = 0;
+    info[strcspn(info, "\n")] = 0;
+    cli_error("serve: another mnemo serve already serves this index: %s", info);
+    close(fd);
+    free(path);
+    return EXIT_BUSY;
 }
 
 /* ----------------------------------------------------------------------
@@ -723,12 +787,13 @@ int cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
-                         MHD_USE_ERROR_LOG | (family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                         MHD_USE_ERROR_LOG | MHD_USE_ITC |
+                         (family == AF_INET6 ? MHD_USE_IPv6 : 0);
     d = mhd.start_daemon(flags, 0, NULL, NULL, on_request, &s,
                          MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
                          MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
                          MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)workers,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)timeout,
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
                          MHD_OPTION_NOTIFY_COMPLETED, on_done, &s,
@@ -776,6 +841,21 @@ int cmd_serve(int argc, char **argv)
     sigwait(&sigs, &sig);
     fprintf(stderr, "mnemo serve: %s: finishing requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP");
+    /* Stop accepting, then let the requests begun finish and their
+     * replies go out (up to 10 s); idle keep-alive connections are closed. */
+    MHD_socket ls = mhd.quiesce_daemon(d);
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&s.lock);
+        int busy = s.inflight;
+        pthread_mutex_unlock(&s.lock);
+        if (!busy)
+            break;
+        usleep(10000);
+    }
+    mhd.stop_daemon(d);
+    d = NULL;
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
     code = EXIT_OK;
 
 out:

@@ -29,7 +29,13 @@ static const struct {
     {"memory_status", "status", "Memory index status"},
 };
 
-enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, NO_METHOD = -32601, BAD_PARAMS = -32602 };
+enum {
+    PARSE_ERROR = -32700,
+    INVALID_REQUEST = -32600,
+    NO_METHOD = -32601,
+    BAD_PARAMS = -32602,
+    INTERNAL_ERROR = -32603
+};
 
 int mcp_version_supported(const char *version)
 {
@@ -41,8 +47,12 @@ int mcp_version_supported(const char *version)
 
 static json_t *rpc_error(json_t *id, int code, const char *message)
 {
-    return json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                     "error", "code", code, "message", message);
+    char *clean = api_utf8_clean(message); /* a name cut inside a character */
+    json_t *e = json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id",
+                          id ? id : json_null(), "error", "code", code, "message",
+                          clean ? clean : "error");
+    free(clean);
+    return e;
 }
 
 static json_t *rpc_result(json_t *id, json_t *result)
@@ -130,7 +140,14 @@ static char *tool_text(const char *op, const json_t *out)
 
 static json_t *tool_result(const char *text, json_t *structured, int is_error)
 {
-    json_t *r = json_pack("{s:[{s:s,s:s}]}", "content", "type", "text", "text", text);
+    char *clean = api_utf8_clean(text);
+    json_t *r = json_pack("{s:[{s:s,s:s}]}", "content", "type", "text", "text",
+                          clean ? clean : "");
+    free(clean);
+    if (!r) {
+        json_decref(structured);
+        return NULL;
+    }
     if (structured)
         json_object_set_new(r, "structuredContent", structured);
     if (is_error)
@@ -176,8 +193,22 @@ static json_t *tools_call(mnemo *m, const json_t *params, json_t *id)
     return rpc_result(id, result);
 }
 
-/* One request or notification; NULL when no response is due. */
+static json_t *dispatch(mnemo *m, json_t *msg);
+
+/* One request or notification; NULL when no response is due. A request
+ * is always answered, if need be with an internal error. */
 static json_t *handle_one(mnemo *m, json_t *msg)
+{
+    json_t *r = dispatch(m, msg);
+    json_t *id = json_object_get(msg, "id");
+    if (!r && json_is_object(msg) && json_object_get(msg, "method") &&
+        (json_is_string(id) || json_is_integer(id)))
+        r = json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id, "error", "code",
+                      INTERNAL_ERROR, "message", "Internal error");
+    return r;
+}
+
+static json_t *dispatch(mnemo *m, json_t *msg)
 {
     if (!json_is_object(msg))
         return rpc_error(NULL, INVALID_REQUEST, "Invalid Request: not a JSON-RPC object");
@@ -230,9 +261,10 @@ char *mcp_handle(mnemo *m, const char *text, size_t len)
             if (r)
                 json_array_append_new(resp, r);
         }
-        if (json_array_size(msg) == 0)
-            json_array_append_new(resp, rpc_error(NULL, INVALID_REQUEST, "Invalid Request: empty batch"));
-        if (json_array_size(resp) == 0) {
+        if (json_array_size(msg) == 0) { /* one error object, not an array */
+            json_decref(resp);
+            resp = rpc_error(NULL, INVALID_REQUEST, "Invalid Request: empty batch");
+        } else if (json_array_size(resp) == 0) {
             json_decref(resp);
             resp = NULL;
         }

@@ -127,7 +127,10 @@ TEST(mcp_stdio_errors)
         "[{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"},"
         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}]\n"
         "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":"
-        "\"memory_search\",\"arguments\":{\"query\":\"zephyr\"}}}\n");
+        "\"memory_search\",\"arguments\":{\"query\":\"zephyr\"}}}\n"
+        "[]\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9\xc3\xa9\"}\n");
     /* An unknown version is answered with the newest this server speaks. */
     ASSERT_STR_EQ(json_string_value(json_object_get(json_object_get(by_id(s, 1), "result"),
                                                     "protocolVersion")),
@@ -158,7 +161,14 @@ TEST(mcp_stdio_errors)
     /* And the server is still there. */
     json_t *r9 = json_object_get(by_id(s, 9), "result");
     ASSERT(!json_object_get(r9, "isError"));
-    ASSERT_EQ(json_array_size(s), 10);
+    /* An empty batch gets one error object; a name cut inside a character
+     * still gets its answer. */
+    json_t *eb = json_array_get(s, 10);
+    ASSERT(json_is_object(eb));
+    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(eb, "error"), "code")), -32600);
+    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(by_id(s, 10), "error"), "code")),
+              -32601);
+    ASSERT_EQ(json_array_size(s), 12);
     json_decref(s);
 }
 

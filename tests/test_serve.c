@@ -370,7 +370,7 @@ TEST(serve_bad_input)
     ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, huge, &resp), 413);
     free(resp);
     int fd = connect_port(d.port);
-    const char *h = "POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    const char *h = "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
     send_all(fd, h, strlen(h));
     char chunk[64];
@@ -403,13 +403,64 @@ TEST(serve_bad_input)
     ASSERT_EQ(http(d.port, "GET", "/health", "Origin: http://evil.example\r\n", NULL, &resp), 403);
     free(resp);
     fd = connect_port(d.port);
-    h = "POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+    h = "POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
         "Content-Length: 10\r\nConnection: close\r\n\r\n{\"text\":1}";
     send_all(fd, h, strlen(h));
     r = recv(fd, got, sizeof got - 1, 0);
     got[r > 0 ? r : 0] = 0;
     close(fd);
     ASSERT_CONTAINS(got, " 415 ");
+
+    /* DNS rebinding: a page on evil.example resolved to 127.0.0.1. */
+    fd = connect_port(d.port);
+    h = "GET /v1/status HTTP/1.1\r\nHost: evil.example:8080\r\nConnection: close\r\n\r\n";
+    send_all(fd, h, strlen(h));
+    r = recv(fd, got, sizeof got - 1, 0);
+    got[r > 0 ? r : 0] = 0;
+    close(fd);
+    ASSERT_CONTAINS(got, " 403 ");
+    /* Content types: a look-alike, and a non-JSON type without a body. */
+    fd = connect_port(d.port);
+    h = "POST /v1/search HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/jsonx\r\n"
+        "Content-Length: 13\r\nConnection: close\r\n\r\n{\"query\":\"x\"}";
+    send_all(fd, h, strlen(h));
+    r = recv(fd, got, sizeof got - 1, 0);
+    got[r > 0 ? r : 0] = 0;
+    close(fd);
+    ASSERT_CONTAINS(got, " 415 ");
+    fd = connect_port(d.port);
+    h = "POST /v1/memories/list HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\n"
+        "Content-Length: 0\r\nConnection: close\r\n\r\n";
+    send_all(fd, h, strlen(h));
+    r = recv(fd, got, sizeof got - 1, 0);
+    got[r > 0 ? r : 0] = 0;
+    close(fd);
+    ASSERT_CONTAINS(got, " 415 ");
+    /* Methods: 405 with the methods that work. */
+    fd = connect_port(d.port);
+    h = "POST /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        "Connection: close\r\n\r\n";
+    send_all(fd, h, strlen(h));
+    r = recv(fd, got, sizeof got - 1, 0);
+    got[r > 0 ? r : 0] = 0;
+    close(fd);
+    ASSERT_CONTAINS(got, " 405 ");
+    ASSERT_CONTAINS(got, "Allow: GET");
+    /* Names cut inside a character still give a JSON error. */
+    char key[400] = "{\"";
+    for (int i = 0; i < 120; i++)
+        strcat(key, "\xc3\xa9"); /* é */
+    strcat(key, "\":1}");
+    ASSERT_EQ(http(d.port, "POST", "/v1/search", NULL, key, &resp), 400);
+    json_t *ej = json_loads(resp, 0, NULL);
+    ASSERT(ej != NULL);
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_object_get(ej, "error"), "message")),
+                    "unknown argument");
+    json_decref(ej);
+    free(resp);
+    ASSERT_EQ(http(d.port, "GET", "/nope\xff\xfe", NULL, NULL, &resp), 404);
+    ASSERT_CONTAINS(resp, "\"code\":\"not_found\"");
+    free(resp);
 
     /* The daemon is still there after all that. */
     ASSERT_EQ(http(d.port, "GET", "/health", NULL, NULL, &resp), 200);
@@ -426,6 +477,10 @@ TEST(serve_token)
     char *log = test_read(test_path("serve.log"), NULL);
     ASSERT_CONTAINS(log, "not a loopback address");
     free(log);
+    /* An empty token file: refused, not taken as "no token". */
+    test_write("empty-token", "\n");
+    chmod(test_path("empty-token"), 0600);
+    ASSERT_EQ(start_daemon(&d, "--token-file", test_path("empty-token"), NULL), 2);
     /* A token file others can read: refused. */
     test_write("token", "0123456789abcdef0123\n");
     chmod(test_path("token"), 0644);
@@ -444,6 +499,10 @@ TEST(serve_token)
     ASSERT_EQ(http(d.port, "GET", "/health", "Authorization: Bearer 0123456789abcdef012\r\n",
                    NULL, &resp),
               401); /* a prefix is not enough */
+    free(resp);
+    ASSERT_EQ(http(d.port, "GET", "/health", "Authorization: bearer 0123456789abcdef0123\r\n",
+                   NULL, &resp),
+              200); /* the scheme is case-insensitive */
     free(resp);
     ASSERT_EQ(http(d.port, "POST", "/v1/search", "Authorization: Bearer 0123456789abcdef0123\r\n",
                    "{\"query\":\"zephyr\"}", &resp),
@@ -552,6 +611,43 @@ static void writes_then_signal(int sig)
 }
 
 TEST(serve_sigterm_during_writes) { writes_then_signal(SIGTERM); }
+
+/* SIGTERM lets a request that has begun finish, and its reply go out. */
+TEST(serve_sigterm_finishes_requests)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    int fd = connect_port(d.port);
+    const char *body = "{\"text\":\"Staging moved to the quokka cluster\"}";
+    char head[256];
+    snprintf(head, sizeof head,
+             "POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+             strlen(body));
+    send_all(fd, head, strlen(head));
+    send_all(fd, body, 10);
+    usleep(100000);
+    kill(d.pid, SIGTERM);
+    usleep(300000);
+    ASSERT_EQ(waitpid(d.pid, NULL, WNOHANG), 0); /* still finishing */
+    send_all(fd, body + 10, strlen(body) - 10);
+    char got[2048];
+    size_t n = 0;
+    ssize_t r;
+    while ((r = recv(fd, got + n, sizeof got - 1 - n, 0)) > 0)
+        n += (size_t)r;
+    got[n] = 0;
+    close(fd);
+    ASSERT_CONTAINS(got, " 201 ");
+    ASSERT_CONTAINS(got, "quokka");
+    int st;
+    waitpid(d.pid, &st, 0);
+    d.pid = 0;
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* New connections are refused once it stops accepting. */
+    ASSERT(connect_port(d.port) < 0);
+}
 TEST(serve_sigkill_during_writes) { writes_then_signal(SIGKILL); }
 
 typedef struct patcher {
@@ -618,9 +714,9 @@ TEST(serve_client_disconnects)
     /* Half a request, then gone; a full request, then gone before reading. */
     for (int i = 0; i < 20; i++) {
         int fd = connect_port(d.port);
-        const char *h = i % 2 ? "POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+        const char *h = i % 2 ? "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
                                 "Content-Type: application/json\r\n\r\n{\"query\""
-                              : "POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: 19\r\n"
+                              : "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 19\r\n"
                                 "Content-Type: application/json\r\n\r\n{\"query\":\"zephyr\"}";
         send_all(fd, h, strlen(h));
         struct linger lg = {1, 0}; /* reset, not a polite close */
