@@ -77,14 +77,15 @@ int cmd_recall(int argc, char **argv)
     }
     char *out = NULL;
     int rc;
+    /* The recall options: the scope, the strategy, the message. */
+    json_t *o = json_object();
+    const char *keys[] = {NULL, "user_id", "agent_id", "run_id", NULL, "strategy"};
+    for (int i = 1; i < 6; i++)
+        if (keys[i] && a.val[i])
+            json_object_set_new(o, keys[i], json_string(a.val[i]));
+    if (message)
+        json_object_set_new(o, "message", json_string(message));
     if (json) { /* --json: the daemon's /v1/recall reply */
-        json_t *o = json_object();
-        const char *keys[] = {NULL, "user_id", "agent_id", "run_id", NULL, "strategy"};
-        for (int i = 1; i < 6; i++)
-            if (keys[i] && a.val[i])
-                json_object_set_new(o, keys[i], json_string(a.val[i]));
-        if (message)
-            json_object_set_new(o, "message", json_string(message));
         if (triggers)
             json_object_set_new(o, "triggers", json_true());
         char *err = NULL;
@@ -103,18 +104,11 @@ int cmd_recall(int argc, char **argv)
     if (triggers) {
         rc = mnemo_recall_triggers(m, message, &out);
     } else {
-        json_t *o = json_object();
-        const char *keys[] = {NULL, "user_id", "agent_id", "run_id", NULL, "strategy"};
-        for (int i = 1; i < 6; i++)
-            if (keys[i] && a.val[i])
-                json_object_set_new(o, keys[i], json_string(a.val[i]));
-        if (message)
-            json_object_set_new(o, "message", json_string(message));
         char *opt = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
         rc = opt ? mnemo_memory_recall(m, opt, &out) : MNEMO_NOMEM;
         free(opt);
     }
+    json_decref(o);
     if (rc && rc != MNEMO_NOTFOUND)
         cli_error("recall: %s", mnemo_errmsg(m));
     else if (!rc && out && *out)

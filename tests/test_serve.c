@@ -140,6 +140,17 @@ static int send_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* Sends the raw request REQ on a fresh connection; GOT gets the start of
+ * the reply. */
+static void raw(int port, const char *req, char *got, size_t cap)
+{
+    int fd = connect_port(port);
+    send_all(fd, req, strlen(req));
+    ssize_t r = recv(fd, got, cap - 1, 0);
+    got[r > 0 ? r : 0] = 0;
+    close(fd);
+}
+
 /* One request on a fresh connection. HEADERS: extra lines, each ending in
  * "\r\n" (may be NULL). Returns the status; *body gets the response body. */
 static int http(int port, const char *method, const char *path, const char *headers,
@@ -402,48 +413,33 @@ TEST(serve_bad_input)
     /* Browsers: a foreign Origin, and a text/plain body (a form post). */
     ASSERT_EQ(http(d.port, "GET", "/health", "Origin: http://evil.example\r\n", NULL, &resp), 403);
     free(resp);
-    fd = connect_port(d.port);
-    h = "POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
-        "Content-Length: 10\r\nConnection: close\r\n\r\n{\"text\":1}";
-    send_all(fd, h, strlen(h));
-    r = recv(fd, got, sizeof got - 1, 0);
-    got[r > 0 ? r : 0] = 0;
-    close(fd);
+    raw(d.port,
+        "POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+        "Content-Length: 10\r\nConnection: close\r\n\r\n{\"text\":1}",
+        got, sizeof got);
     ASSERT_CONTAINS(got, " 415 ");
 
     /* DNS rebinding: a page on evil.example resolved to 127.0.0.1. */
-    fd = connect_port(d.port);
-    h = "GET /v1/status HTTP/1.1\r\nHost: evil.example:8080\r\nConnection: close\r\n\r\n";
-    send_all(fd, h, strlen(h));
-    r = recv(fd, got, sizeof got - 1, 0);
-    got[r > 0 ? r : 0] = 0;
-    close(fd);
+    raw(d.port,
+        "GET /v1/status HTTP/1.1\r\nHost: evil.example:8080\r\nConnection: close\r\n\r\n",
+        got, sizeof got);
     ASSERT_CONTAINS(got, " 403 ");
     /* Content types: a look-alike, and a non-JSON type without a body. */
-    fd = connect_port(d.port);
-    h = "POST /v1/search HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/jsonx\r\n"
-        "Content-Length: 13\r\nConnection: close\r\n\r\n{\"query\":\"x\"}";
-    send_all(fd, h, strlen(h));
-    r = recv(fd, got, sizeof got - 1, 0);
-    got[r > 0 ? r : 0] = 0;
-    close(fd);
+    raw(d.port,
+        "POST /v1/search HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/jsonx\r\n"
+        "Content-Length: 13\r\nConnection: close\r\n\r\n{\"query\":\"x\"}",
+        got, sizeof got);
     ASSERT_CONTAINS(got, " 415 ");
-    fd = connect_port(d.port);
-    h = "POST /v1/memories/list HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\n"
-        "Content-Length: 0\r\nConnection: close\r\n\r\n";
-    send_all(fd, h, strlen(h));
-    r = recv(fd, got, sizeof got - 1, 0);
-    got[r > 0 ? r : 0] = 0;
-    close(fd);
+    raw(d.port,
+        "POST /v1/memories/list HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\n"
+        "Content-Length: 0\r\nConnection: close\r\n\r\n",
+        got, sizeof got);
     ASSERT_CONTAINS(got, " 415 ");
     /* Methods: 405 with the methods that work. */
-    fd = connect_port(d.port);
-    h = "POST /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
-        "Connection: close\r\n\r\n";
-    send_all(fd, h, strlen(h));
-    r = recv(fd, got, sizeof got - 1, 0);
-    got[r > 0 ? r : 0] = 0;
-    close(fd);
+    raw(d.port,
+        "POST /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        "Connection: close\r\n\r\n",
+        got, sizeof got);
     ASSERT_CONTAINS(got, " 405 ");
     ASSERT_CONTAINS(got, "Allow: GET");
     /* Names cut inside a character still give a JSON error. */
