@@ -3,10 +3,11 @@
  */
 #include "curl_dl.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "util/dl.h"
 
 static curl_api api;
 static char load_error[256];
@@ -16,20 +17,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void load(void)
 {
     static const char *const names[] = {"libcurl.so.4", "libcurl.so", "libcurl-gnutls.so.4"};
-    void *lib = NULL;
-    for (size_t i = 0; !lib && i < sizeof names / sizeof *names; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(load_error, sizeof load_error,
-                 "remote embedding providers need libcurl (libcurl.so.4), which could not be "
-                 "loaded: %s",
-                 dlerror());
-        return;
-    }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } syms[] = {
+    static const dl_sym syms[] = {
 #define SYM(field, name) {name, offsetof(curl_api, field)}
         SYM(global_init, "curl_global_init"),
         SYM(easy_init, "curl_easy_init"),
@@ -50,17 +38,12 @@ static void load(void)
         SYM(slist_free_all, "curl_slist_free_all"),
 #undef SYM
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-        void *f = dlsym(lib, syms[i].name);
-        if (!f) {
-            snprintf(load_error, sizeof load_error,
-                     "libcurl is too old: it lacks %s (7.66 or newer is needed)", syms[i].name);
-            dlclose(lib);
-            return;
-        }
-        /* POSIX guarantees data and function pointers convert. */
-        memcpy((char *)&api + syms[i].offset, &f, sizeof f);
-    }
+    if (!dl_load(names, sizeof names / sizeof *names, syms, sizeof syms / sizeof *syms, &api,
+                 "libcurl",
+                 "remote embedding providers need libcurl (libcurl.so.4), which could not be "
+                 "loaded",
+                 " (7.66 or newer is needed)", load_error, sizeof load_error))
+        return;
     if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(load_error, sizeof load_error, "libcurl failed to initialise");
         return;

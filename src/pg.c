@@ -9,7 +9,6 @@
 #include "pg.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -20,6 +19,7 @@
 #include <libpq-fe.h>
 
 #include "mnemo.h"
+#include "util/dl.h"
 #include "util/time.h"
 
 /* ----------------------------------------------------------------------
@@ -61,21 +61,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void load(void)
 {
     static const char *const names[] = {"libpq.so.5", "libpq.so"};
-    void *lib = NULL;
-    for (size_t i = 0; !lib && i < sizeof names / sizeof *names; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(load_error, sizeof load_error,
-                 "PostgreSQL needs libpq (libpq.so.5, Debian: apt-get install "
-                 "libpq5), which "
-                 "could not be loaded: %s",
-                 dlerror());
-        return;
-    }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } syms[] = {
+    static const dl_sym syms[] = {
 #define SYM(field, name) {name, offsetof(pq_api, field)}
         SYM(connectdb_params, "PQconnectdbParams"),
         SYM(status, "PQstatus"),
@@ -101,15 +87,12 @@ static void load(void)
         SYM(clear, "PQclear"),
 #undef SYM
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-        void *f = dlsym(lib, syms[i].name);
-        if (!f) {
-            snprintf(load_error, sizeof load_error, "libpq is too old: it lacks %s", syms[i].name);
-            dlclose(lib);
-            return;
-        }
-        memcpy((char *)&pq + syms[i].offset, &f, sizeof f);
-    }
+    if (!dl_load(names, sizeof names / sizeof *names, syms, sizeof syms / sizeof *syms, &pq,
+                 "libpq",
+                 "PostgreSQL needs libpq (libpq.so.5, Debian: apt-get install libpq5), "
+                 "which could not be loaded",
+                 "", load_error, sizeof load_error))
+        return;
     loaded = 1;
 }
 
