@@ -177,6 +177,10 @@ static const keydef keys[CFG__COUNT] = {
                                "memory_type_priorities", 0, 0,
                                "table of (source_type, priority) weights for sourceTable "
                                "(\"\": none)"},
+    [CFG_TENANT] = {"tenant", "MNEMO_TENANT", T_STR, "", 0, 0,
+                    "on PostgreSQL: whose rows these are (every table is keyed by it); "
+                    "empty: this host and workspace, so workspaces do not mix; set the same "
+                    "value to share"},
 };
 
 struct mnemo_config {

@@ -66,6 +66,7 @@ enum cfg_key {
     CFG_SOURCE_TABLE,
     CFG_SOURCE_COLUMNS,
     CFG_SOURCE_PRIORITIES,
+    CFG_TENANT,
     CFG__COUNT
 };
 

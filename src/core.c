@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "pgschema.h"
 #include "pgsource.h"
 #include "vectors.h"
 #include "util/hash.h"
@@ -137,9 +139,11 @@ int mnemo_open(const mnemo_config *cfg, mnemo **out)
         return MNEMO_NOMEM;
     buf_init(&m->err, 8192);
     buf_init(&m->warn, 8192);
+    m->be = &backend_sqlite;
     m->cfg = cfg_copy(cfg);
     if (!m->cfg)
         return core_error(m, MNEMO_NOMEM, "out of memory");
+    m->be = backend_select(m);
     const char *ws = cfg_str(m->cfg, CFG_WORKSPACE);
     char real[PATH_MAX];
     if (!realpath(*ws ? ws : ".", real))
@@ -169,6 +173,10 @@ void mnemo_close(mnemo *m)
     embed_close(m->emb);
     vecfile_close(m->vf);
     pgsource_free(m->pgs);
+    if (m->be && m->be->close)
+        m->be->close(m);
+    pgschema_close(m);
+    free(m->tenant);
     buf_cleanup(&m->warn);
     mnemo_config_free(m->cfg);
     free(m->workspace);

@@ -28,6 +28,11 @@ struct mnemo {
     embedder *emb;     /* the embedding provider, opened on first use */
     struct vec_file *vf; /* the mapped vectors file, kept across searches */
     struct pgsource *pgs; /* existing-table search (pgsource.c), on first use */
+    const struct backend_ops *be; /* where rows live (backend.h), never NULL */
+    struct pgstate *pgst; /* PostgreSQL backend connection (pgschema.c) */
+    struct pgstore *pgs_state; /* PostgreSQL backend: chunk-side state (pgstore.c) */
+    struct pgmem *pgm_state;   /* PostgreSQL backend: memory-side state (pgmem.c) */
+    char *tenant;      /* the default tenant (backend_tenant), built on first use */
     buf err;           /* last error message */
     buf warn;          /* last warning (auto provider fallback), borrowed by callers */
 };

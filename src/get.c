@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "core.h"
 #include "util/glob.h"
 #include "util/utf8.h"
@@ -76,7 +77,7 @@ void mnemo_excerpt_cleanup(mnemo_excerpt *e)
     memset(e, 0, sizeof *e);
 }
 
-int mnemo_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
+int lite_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
 {
     memset(out, 0, sizeof *out);
     core_clear(m);

@@ -8,6 +8,7 @@
  * so a memory written before the lock was granted is in the copy, and one
  * written after lands in the new file (core_store reopens it).
  */
+#include "backend.h"
 #include "memory.h"
 
 #include <errno.h>
@@ -666,7 +667,7 @@ static int begin_live(mnemo *m, const char *id, writer *w, json_t **old, int64_t
 
 static double now_s(void) { return floor(core_now()); }
 
-int mnemo_memory_add(mnemo *m, const char *record, char **out)
+int lite_memory_add(mnemo *m, const char *record, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -712,7 +713,7 @@ int mnemo_memory_add(mnemo *m, const char *record, char **out)
     return rc;
 }
 
-int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out)
+int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -805,7 +806,7 @@ int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **ou
     return rc;
 }
 
-int mnemo_memory_delete(mnemo *m, const char *id)
+int lite_memory_delete(mnemo *m, const char *id)
 {
     core_clear(m);
     if (!id || !*id)
@@ -828,7 +829,7 @@ int mnemo_memory_delete(mnemo *m, const char *id)
     return rc;
 }
 
-int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged)
+int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
 {
     core_clear(m);
     if (purged)
@@ -873,7 +874,7 @@ int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged)
     return write_end(m, &w, rc);
 }
 
-int mnemo_memory_get(mnemo *m, const char *id, char **out)
+int lite_memory_get(mnemo *m, const char *id, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -886,7 +887,7 @@ int mnemo_memory_get(mnemo *m, const char *id, char **out)
     return rc;
 }
 
-int mnemo_memory_confirm(mnemo *m, const char *id, char **out)
+int lite_memory_confirm(mnemo *m, const char *id, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -941,7 +942,7 @@ static json_t *history_json(mnemo *m, const char *id, int *rc)
     return a;
 }
 
-int mnemo_memory_history(mnemo *m, const char *id, char **out)
+int lite_memory_history(mnemo *m, const char *id, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -1153,7 +1154,7 @@ int mem_where(const mem_opts *o, double now, buf *w, mfilter *a)
     return rc || buf_err(w) ? MNEMO_NOMEM : MNEMO_OK;
 }
 
-int mnemo_memory_list(mnemo *m, const char *options, char **out)
+int lite_memory_list(mnemo *m, const char *options, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -1226,7 +1227,7 @@ int mnemo_memory_list(mnemo *m, const char *options, char **out)
  * Export and import
  * -------------------------------------------------------------------- */
 
-int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
+int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 {
     core_clear(m);
     if (count)
@@ -1294,7 +1295,7 @@ static int import_history(mnemo *m, const char *id, json_t *h, size_t line)
     return MNEMO_OK;
 }
 
-int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                         size_t *skipped)
 {
     core_clear(m);

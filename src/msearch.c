@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend.h"
 #include "memory.h"
 #include "query.h"
 #include "rank.h"
@@ -551,7 +552,7 @@ static int run_search(mnemo *m, const char *text, mem_opts *o, size_t need, mset
 
 static double round4(double x) { return floor(x * 10000.0 + 0.5) / 10000.0; }
 
-int mnemo_memory_search(mnemo *m, const char *text, const char *options, char **out)
+int lite_memory_search(mnemo *m, const char *text, const char *options, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -811,7 +812,7 @@ static json_t *scope_opts(const char *user, const char *agent, const char *run, 
     return o;
 }
 
-int mnemo_memory_recall(mnemo *m, const char *options, char **out)
+int lite_memory_recall(mnemo *m, const char *options, char **out)
 {
     *out = NULL;
     core_clear(m);

@@ -46,6 +46,7 @@ typedef struct pq_api {
     void (*free_cancel)(PGcancel *cn);
     ExecStatusType (*result_status)(const PGresult *r);
     char *(*result_error_message)(const PGresult *r);
+    char *(*result_error_field)(const PGresult *r, int code);
     int (*ntuples)(const PGresult *r);
     int (*nfields)(const PGresult *r);
     char *(*getvalue)(const PGresult *r, int row, int col);
@@ -80,6 +81,7 @@ static void load(void)
         SYM(free_cancel, "PQfreeCancel"),
         SYM(result_status, "PQresultStatus"),
         SYM(result_error_message, "PQresultErrorMessage"),
+        SYM(result_error_field, "PQresultErrorField"),
         SYM(ntuples, "PQntuples"),
         SYM(nfields, "PQnfields"),
         SYM(getvalue, "PQgetvalue"),
@@ -299,6 +301,7 @@ int pg_envfile_parse(const char *path, void (*fn)(void *ud, const char *key, con
 
 struct pg_conn {
     PGconn *c;
+    char sqlstate[6]; /* of the last failed query, "" when none */
 };
 
 struct pg_rows {
@@ -420,11 +423,11 @@ int pg_connect(const pg_target *t, int statement_timeout_ms, pg_conn **out, buf 
         goto done;
     }
     pc->c = c;
-    /* Read-only on the server's side too, and bounded. One round trip. */
+    /* Read-only on the server's side too unless asked, and bounded. One
+     * round trip. */
     char setup[160];
-    snprintf(setup, sizeof setup,
-             "SET default_transaction_read_only = on; SET statement_timeout = %d",
-             statement_timeout_ms > 0 ? statement_timeout_ms : 0);
+    snprintf(setup, sizeof setup, "SET default_transaction_read_only = %s; SET statement_timeout = %d",
+             t->writable ? "off" : "on", statement_timeout_ms > 0 ? statement_timeout_ms : 0);
     PGresult *r = pq.exec(c, setup);
     if (!r || pq.result_status(r) != PGRES_COMMAND_OK) {
         buf_puts(err, "PostgreSQL session setup failed: ");
@@ -499,6 +502,7 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
 {
     *out = NULL;
     PGconn *c = pc->c;
+    pc->sqlstate[0] = 0;
     if (!pq.send_query_params(c, sql, n, NULL, params, NULL, NULL, 0)) {
         buf_puts(err, "PostgreSQL: ");
         pg_redact(err, pq.error_message(c), pq.pass(c));
@@ -529,6 +533,8 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
     }
     ExecStatusType st = last ? pq.result_status(last) : PGRES_FATAL_ERROR;
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        const char *code = last ? pq.result_error_field(last, PG_DIAG_SQLSTATE) : NULL;
+        snprintf(pc->sqlstate, sizeof pc->sqlstate, "%s", code ? code : "");
         if (timed_out) {
             buf_printf(err, "PostgreSQL query timed out after %d ms", timeout_ms);
             rc = MNEMO_TIMEOUT;
@@ -551,6 +557,25 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
     rows->r = last;
     *out = rows;
     return MNEMO_OK;
+}
+
+const char *pg_sqlstate(const pg_conn *c) { return c ? c->sqlstate : ""; }
+
+void pg_text_array(buf *b, const char *const *v, size_t n)
+{
+    buf_putc(b, '{');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_putc(b, ',');
+        buf_putc(b, '"');
+        for (const char *p = v[i]; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                buf_putc(b, '\\');
+            buf_putc(b, *p);
+        }
+        buf_putc(b, '"');
+    }
+    buf_putc(b, '}');
 }
 
 size_t pg_nrows(const pg_rows *r) { return r ? (size_t)pq.ntuples(r->r) : 0; }

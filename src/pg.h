@@ -26,12 +26,13 @@ typedef struct pg_target {
     const char *dsn;
     const char *env_file;
     int connect_timeout_s;
+    int writable;   /* 0: the session is read-only (default_transaction_read_only) */
 } pg_target;
 
 /* Connects. Errors: MNEMO_UNAVAILABLE (libpq missing, server unreachable,
  * authentication), MNEMO_IO / MNEMO_INVALID (env file), with a redacted
  * message in ERR. The session is read-only (default_transaction_read_only)
- * with STATEMENT_TIMEOUT_MS as its statement timeout. */
+ * unless T->writable, with STATEMENT_TIMEOUT_MS as its statement timeout. */
 int pg_connect(const pg_target *t, int statement_timeout_ms, pg_conn **out, buf *err);
 void pg_close(pg_conn *c);
 
@@ -45,6 +46,14 @@ int pg_ok(const pg_conn *c);
 int pg_query(pg_conn *c, const char *sql, int n, const char *const *params, int timeout_ms,
              pg_rows **out, buf *err);
 size_t pg_nrows(const pg_rows *r);
+
+/* The SQLSTATE of C's last failed query ("40001", "23505" ...), "" when the
+ * last query succeeded or failed without reaching the server. */
+const char *pg_sqlstate(const pg_conn *c);
+
+/* Appends V[0..N) as a PostgreSQL text[] literal ({"a","b\"c"}), to be
+ * passed as a parameter ($1::text[]), never spliced into SQL. */
+void pg_text_array(buf *b, const char *const *v, size_t n);
 const char *pg_value(const pg_rows *r, size_t row, int col);
 int pg_isnull(const pg_rows *r, size_t row, int col);
 void pg_rows_free(pg_rows *r);

@@ -24,13 +24,13 @@
 #include <string.h>
 
 #include "core.h"
+#include "backend.h"
 #include "pg.h"
 #include "results.h"
 #include "util/time.h"
 #include "util/utf8.h"
 #include "vectors.h"
 
-#define CONNECT_TIMEOUT_S 3
 #define STATEMENT_TIMEOUT_MS 2000
 #define QUERY_DEADLINE_MS 2500
 #define FETCH_MIN                                                                                  \
@@ -58,7 +58,6 @@ typedef struct source_cfg {
     const char *table, *prio;
     char cols[6][64]; /* id, content, source_type, embedding, created_at,
                          updated_at */
-    char dsn[4096];
 } source_cfg;
 
 enum { COL_ID, COL_CONTENT, COL_TYPE, COL_EMBEDDING };
@@ -75,10 +74,6 @@ static void read_cfg(mnemo *m, source_cfg *c)
         snprintf(c->cols[i], sizeof c->cols[i], "%s", v ? v : roles[i]);
     }
     json_decref(cols);
-    json_t *st = json_loads(cfg_str(m->cfg, CFG_STORE), 0, NULL);
-    const char *dsn = json_string_value(json_object_get(st, "dsn"));
-    snprintf(c->dsn, sizeof c->dsn, "%s", dsn ? dsn : "");
-    json_decref(st);
 }
 
 /* The query as pgvector's text form: [x,y,...]. */
@@ -100,20 +95,7 @@ static int prepare(mnemo *m, pgsource *s, const source_cfg *c, int qdims, buf *e
         s->conn = NULL;
     }
     if (!s->conn) {
-        /* The env file: ~/ is the home folder, a relative path is in the
-         * workspace. */
-        const char *ef = cfg_str(m->cfg, CFG_PG_ENV_FILE), *home = getenv("HOME");
-        buf path;
-        buf_init(&path, 8192);
-        if (ef[0] == '~' && ef[1] == '/' && home)
-            buf_printf(&path, "%s/%s", home, ef + 2);
-        else if (*ef && ef[0] != '/')
-            buf_printf(&path, "%s/%s", mnemo_workspace(m), ef);
-        else
-            buf_puts(&path, ef);
-        pg_target t = {c->dsn, path.data ? path.data : "", CONNECT_TIMEOUT_S};
-        int rc = buf_err(&path) ? MNEMO_NOMEM : pg_connect(&t, STATEMENT_TIMEOUT_MS, &s->conn, err);
-        buf_cleanup(&path);
+        int rc = backend_pg_connect(m, 0, STATEMENT_TIMEOUT_MS, &s->conn, err);
         if (rc)
             return rc;
         s->checked = 0;

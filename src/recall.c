@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "core.h"
 #include "sanitize.h"
 #include "util/hash.h"
@@ -91,7 +92,7 @@ static void compact(const char *text, buf *out)
     }
 }
 
-int mnemo_recall_triggers(mnemo *m, const char *message, char **out)
+int lite_recall_triggers(mnemo *m, const char *message, char **out)
 {
     *out = NULL;
     core_clear(m);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "core.h"
 #include "pgsource.h"
 #include "sanitize.h"
@@ -1258,7 +1259,7 @@ done:
 
 /* With config sourceTable, an existing PostgreSQL table answers instead,
  * and the local index when it cannot (pgsource.c). */
-int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
+int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
 {
     return pgsource_search(m, text, opts, search_local, out);
 }

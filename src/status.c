@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend.h"
 #include "core.h"
 #include "util/time.h"
 #include "vectors.h"
@@ -118,7 +119,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     return e;
 }
 
-int mnemo_status_json(mnemo *m, int deep, char **out)
+int lite_status_json(mnemo *m, int deep, char **out)
 {
     *out = NULL;
     core_clear(m);

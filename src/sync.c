@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "backend.h"
 #include "chunk.h"
 #include "prep.h"
 #include "core.h"
@@ -530,7 +531,7 @@ static int settings_changed(mnemo *m, const char **why)
     return 0;
 }
 
-int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
 {
     mnemo_sync_stats local;
     if (!stats)

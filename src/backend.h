@@ -1,0 +1,92 @@
+/*
+ * backend.h - the storage backend interface.
+ *
+ * Everything the public API does with stored data goes through one table
+ * of operations: sync, search, get, status, the recall triggers of the
+ * entry files, and the structured-memory operations. Two implementations:
+ *
+ *   backend_sqlite    the embedded index file (store.c, sync.c, search.c,
+ *                     memory.c, msearch.c ...), the default;
+ *   backend_postgres  mnemo's own schema on a PostgreSQL server through
+ *                     libpq (pgstore.c for files and chunks, pgmem.c for
+ *                     memories), selected by config store
+ *                     {"backend":"postgres",...} without sourceTable.
+ *
+ * What does not depend on where rows live is shared by both: the file walk
+ * and chunking (walk.c, prep.c), the tokenizer (tok.c), the embedding
+ * providers (embed.c), the ranking arithmetic (rank.c), the memory record
+ * codec and options (memory.h), the filter language (mfilter.c) and the
+ * result shapes (results.h). Each operation has the contract of the public
+ * function of the same name in mnemo.h.
+ */
+#ifndef MNEMO_BACKEND_H
+#define MNEMO_BACKEND_H
+
+#include "mnemo.h"
+#include "pg.h"
+#include "util/buf.h"
+
+typedef struct backend_ops {
+    const char *name; /* "sqlite", "postgres" */
+    int (*sync)(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+    int (*search)(mnemo *m, const char *query, const mnemo_search_opts *opts,
+                  mnemo_results **out);
+    int (*get)(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
+    int (*status_json)(mnemo *m, int deep, char **out);
+    int (*recall_triggers)(mnemo *m, const char *message, char **out);
+    int (*memory_add)(mnemo *m, const char *record, char **out);
+    int (*memory_update)(mnemo *m, const char *id, const char *changes, char **out);
+    int (*memory_delete)(mnemo *m, const char *id);
+    int (*memory_purge)(mnemo *m, const char *id, size_t *purged);
+    int (*memory_get)(mnemo *m, const char *id, char **out);
+    int (*memory_confirm)(mnemo *m, const char *id, char **out);
+    int (*memory_history)(mnemo *m, const char *id, char **out);
+    int (*memory_list)(mnemo *m, const char *options, char **out);
+    int (*memory_search)(mnemo *m, const char *query, const char *options, char **out);
+    int (*memory_recall)(mnemo *m, const char *options, char **out);
+    int (*memory_export)(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
+    int (*memory_import)(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                         size_t *skipped);
+    void (*close)(mnemo *m); /* frees what the backend keeps on the handle */
+} backend_ops;
+
+extern const backend_ops backend_sqlite;
+extern const backend_ops backend_postgres;
+
+/* The backend M's configuration selects: PostgreSQL when store.backend is
+ * "postgres" and no sourceTable is set (with sourceTable the server holds an
+ * existing table searched read-only and the local index stays SQLite). */
+const backend_ops *backend_select(const mnemo *m);
+
+/* Connects to the configured PostgreSQL server: store.dsn, then pgEnvFile
+ * (~/ is the home folder, a relative path is in the workspace), then libpq's
+ * own environment. WRITABLE 0 gives a read-only session. Errors as
+ * pg_connect, with a redacted message in ERR. */
+int backend_pg_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **out,
+                       buf *err);
+
+/* The tenant of M's rows on PostgreSQL: config tenant, or when empty
+ * "HOST:WORKSPACE" so that two workspaces never mix unless told to. */
+const char *backend_tenant(mnemo *m);
+
+/* The SQLite implementations (the files named in the comment above). */
+int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
+int lite_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
+int lite_status_json(mnemo *m, int deep, char **out);
+int lite_recall_triggers(mnemo *m, const char *message, char **out);
+int lite_memory_add(mnemo *m, const char *record, char **out);
+int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out);
+int lite_memory_delete(mnemo *m, const char *id);
+int lite_memory_purge(mnemo *m, const char *id, size_t *purged);
+int lite_memory_get(mnemo *m, const char *id, char **out);
+int lite_memory_confirm(mnemo *m, const char *id, char **out);
+int lite_memory_history(mnemo *m, const char *id, char **out);
+int lite_memory_list(mnemo *m, const char *options, char **out);
+int lite_memory_search(mnemo *m, const char *query, const char *options, char **out);
+int lite_memory_recall(mnemo *m, const char *options, char **out);
+int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
+int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                       size_t *skipped);
+
+#endif
