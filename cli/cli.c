@@ -16,6 +16,7 @@ static const cli_opt global_opts[] = {
     {"workspace", 'w', "DIR", "workspace directory (default: current directory)"},
     {"db", 0, "FILE", "index database file"},
     {"config", 'c', "FILE", "configuration file (default: <workspace>/mnemo.json)"},
+    {"store", 0, "URI", "storage backend: a postgres:// URI, postgres or sqlite (config store)"},
     {"set", 0, "KEY=VALUE", "set any configuration key (repeatable)"},
     {"help", 'h', NULL, "show this help"},
     {NULL, 0, NULL, NULL},
@@ -166,6 +167,8 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const c
                 a->workspace = val;
             else if (strcmp(o->name, "db") == 0)
                 a->db = val;
+            else if (strcmp(o->name, "store") == 0)
+                a->store = val;
             else if (strcmp(o->name, "config") == 0)
                 a->config = val;
             else if (strcmp(o->name, "set") == 0) {
@@ -199,6 +202,8 @@ int cli_config(const cli_args *a, mnemo_config **out)
     if (a->workspace && (rc = mnemo_config_set(cfg, "workspace", a->workspace, "flag", &err)))
         goto fail;
     if (a->db && (rc = mnemo_config_set(cfg, "db", a->db, "flag", &err)))
+        goto fail;
+    if (a->store && (rc = mnemo_config_set(cfg, "store", a->store, "flag", &err)))
         goto fail;
     for (int i = 0; i < a->nsets; i++) {
         const char *eq = strchr(a->sets[i], '=');

@@ -34,7 +34,7 @@ typedef struct cli_args {
     const char *pos[256];
     int npos;
     /* Global options. */
-    const char *workspace, *db, *config;
+    const char *workspace, *db, *config, *store;
     const char *sets[64];
     int nsets;
 } cli_args;

@@ -16,14 +16,13 @@ int cmd_search(int argc, char **argv)
         {"strict", 0, NULL, "return nothing when no result clears the threshold"},
         {"explain", 0, NULL, "show each result's scores, factors and ranks"},
         {"corpus", 0, "WHAT", "memory (default), sessions or all"},
-        {"store", 0, "URI", "PostgreSQL to search: a postgres:// URI (config store)"},
         {"source-table", 0, "TABLE", "search this existing PostgreSQL table (config sourceTable)"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
     int code = cli_parse(argc, argv, "search",
                          "mnemo search QUERY... [--max-results N] [--min-score X] [--strict] "
-                         "[--explain] [--corpus memory|sessions|all] [--store URI] "
+                         "[--explain] [--corpus memory|sessions|all] "
                          "[--source-table TABLE] [--json]",
                          opts,
                          &a);
@@ -61,11 +60,10 @@ int cmd_search(int argc, char **argv)
         free(query);
         return code;
     }
-    static const char *const flag_keys[2] = {"store", "sourceTable"};
-    for (int i = 0; i < 2; i++) {
+    {
         char *err = NULL;
-        if (a.val[6 + i] && mnemo_config_set(cfg, flag_keys[i], a.val[6 + i], "flag", &err)) {
-            cli_error("--%s: %s", opts[6 + i].name, err ? err : "invalid value");
+        if (a.val[6] && mnemo_config_set(cfg, "sourceTable", a.val[6], "flag", &err)) {
+            cli_error("--%s: %s", opts[6].name, err ? err : "invalid value");
             mnemo_free(err);
             mnemo_config_free(cfg);
             free(query);

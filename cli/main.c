@@ -28,7 +28,7 @@ static const struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mnemo [--workspace DIR] [--db FILE] COMMAND [options]\n\n"
+    fprintf(f, "usage: mnemo [--workspace DIR] [--db FILE] [--store URI] COMMAND [options]\n\n"
                "mnemo %s - memory search for AI agents\n\ncommands:\n",
             mnemo_version());
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
             }
             args[n++] = argv[i];
             int takes = (!strcmp(a, "--workspace") || !strcmp(a, "-w") || !strcmp(a, "--db") ||
-                         !strcmp(a, "--config") || !strcmp(a, "-c") || !strcmp(a, "--set"));
+                         !strcmp(a, "--store") || !strcmp(a, "--config") || !strcmp(a, "-c") || !strcmp(a, "--set"));
             if (takes && i + 1 < argc)
                 args[n++] = argv[++i];
             continue;
