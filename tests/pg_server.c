@@ -105,6 +105,22 @@ void pg_stop(pg_server *s)
 
 /* ---- helpers ------------------------------------------------------------ */
 
+void pg_debian_restart(pg_server *s, int down_ms)
+{
+    if (!s->pid || s->pglite)
+        test_fail(__FILE__, __LINE__, "pg_debian_restart: no Debian server running");
+    reap(s->pid, SIGQUIT); /* immediate shutdown: crash recovery on the way back */
+    for (int i = 0; i < MAX_SERVERS; i++)
+        if (live[i].pid == s->pid)
+            live[i].pid = 0;
+    s->pid = 0;
+    if (down_ms > 0) {
+        struct timespec ts = {down_ms / 1000, (long)(down_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    launch(s);
+}
+
 int pg_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -293,19 +309,8 @@ static void make_template(char *out, size_t n)
     close(lfd);
 }
 
-void pg_debian_start(pg_server *s)
+static void launch(pg_server *s)
 {
-    memset(s, 0, sizeof *s);
-    char tmpl[600];
-    make_template(tmpl, sizeof tmpl);
-    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
-    if (!mkdtemp(s->dir))
-        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
-    if (sh("cp -a '%s' '%s/data'", tmpl, s->dir) != 0)
-        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
-    if (getuid() == 0)
-        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
-    s->port = pg_free_port();
     char data[512], port[16], log[512];
     snprintf(data, sizeof data, "%s/data", s->dir);
     snprintf(port, sizeof port, "%d", s->port);
@@ -329,6 +334,22 @@ void pg_debian_start(pg_server *s)
     s->pid = spawn(argv, log, 1, "/");
     track(s);
     wait_ready(s, log);
+}
+
+void pg_debian_start(pg_server *s)
+{
+    memset(s, 0, sizeof *s);
+    char tmpl[600];
+    make_template(tmpl, sizeof tmpl);
+    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
+    if (!mkdtemp(s->dir))
+        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    if (sh("cp -a '%s' '%s/data'", tmpl, s->dir) != 0)
+        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
+    if (getuid() == 0)
+        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
+    s->port = pg_free_port();
+    launch(s);
 }
 
 /* ---- PGlite + pgvector --------------------------------------------------- */

@@ -32,6 +32,11 @@ typedef struct pg_server {
 void pg_debian_start(pg_server *s);
 void pglite_start(pg_server *s);
 
+/* Kills a Debian server the hard way (SIGQUIT: no checkpoint, crash
+ * recovery at the next start), waits DOWN_MS, starts it again on the same
+ * port and data and waits until it accepts connections. */
+void pg_debian_restart(pg_server *s, int down_ms);
+
 /* Stops S (and waits for it). Safe to call twice. */
 void pg_stop(pg_server *s);
 

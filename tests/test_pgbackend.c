@@ -1,0 +1,377 @@
+/*
+ * test_pgbackend.c - the PostgreSQL backend as a whole, against real
+ * servers: two writers and several readers at once, the server killed and
+ * restarted during a sync, concurrent first use (migrations run once),
+ * tenants, a schema newer than the build, a dead server, and the CLI.
+ * The behaviour shared with SQLite (sync, search, memories, filters) is
+ * tested once for every backend in test_pgstore.c and test_pgmem.c.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pg_server.h"
+#include "test.h"
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static mnemo *open_pg(const pg_server *s, const char *ws, const char *tenant)
+{
+    char store[300], tn[200];
+    snprintf(store, sizeof store, "store=%s", pg_url(s));
+    snprintf(tn, sizeof tn, "tenant=%s", tenant ? tenant : "");
+    return test_open(ws, "db.sqlite", store, tn, NULL);
+}
+
+/* The number in the first row of psql's unaligned output. */
+static long psql_count(const pg_server *s, const char *sql)
+{
+    char *out = NULL;
+    if (pg_psql(s, sql, &out) != 0)
+        test_fail(__FILE__, __LINE__, "psql %s: %s", sql, out ? out : "");
+    long n = strtol(out, NULL, 10);
+    free(out);
+    return n;
+}
+
+static void write_notes(const char *ws, int from, int n, const char *word)
+{
+    char rel[256], text[512];
+    for (int i = from; i < from + n; i++) {
+        snprintf(rel, sizeof rel, "%s/memory/note-%05d.md", ws, i);
+        snprintf(text, sizeof text,
+                 "# Note %d\n\nThe %s service was checked on day %d; note number %d "
+                 "mentions token%d and the deploy checklist.\n",
+                 i, word, i % 28 + 1, i, i);
+        test_write(rel, text);
+    }
+}
+
+static int search_count(mnemo *m, const char *q)
+{
+    mnemo_results *r = NULL;
+    int rc = mnemo_search(m, q, NULL, &r);
+    if (rc)
+        return -1;
+    int n = (int)mnemo_results_count(r);
+    mnemo_results_free(r);
+    return n;
+}
+
+/* A child: WRITER adds notes and memories and syncs after each note;
+ * otherwise searches until the writers are done. Exit 0 when every call
+ * succeeded. */
+static void child(const pg_server *s, int writer, char tag)
+{
+    mnemo *m = open_pg(s, "ws", "team");
+    int bad = 0;
+    for (int i = 0; i < 12 && !bad; i++) {
+        if (writer) {
+            char rel[128], text[256], rec[256];
+            snprintf(rel, sizeof rel, "ws/memory/w%c-%02d.md", tag, i);
+            snprintf(text, sizeof text, "Writer %c wrote zebra%c%d today.\n", tag, tag, i);
+            test_write(rel, text);
+            mnemo_sync_stats st;
+            if (mnemo_sync(m, NULL, &st)) {
+                fprintf(stderr, "writer %c sync: %s\n", tag, mnemo_errmsg(m));
+                bad = 1;
+            }
+            snprintf(rec, sizeof rec, "{\"text\":\"Writer %c fact number %d about giraffes\"}",
+                     tag, i);
+            char *out = NULL;
+            if (mnemo_memory_add(m, rec, &out)) {
+                fprintf(stderr, "writer %c add: %s\n", tag, mnemo_errmsg(m));
+                bad = 1;
+            }
+            mnemo_free(out);
+        } else {
+            if (search_count(m, "deploy checklist") < 0) {
+                fprintf(stderr, "reader search: %s\n", mnemo_errmsg(m));
+                bad = 1;
+            }
+            char *out = NULL;
+            if (mnemo_memory_search(m, "giraffes", NULL, &out)) {
+                fprintf(stderr, "reader memory search: %s\n", mnemo_errmsg(m));
+                bad = 1;
+            }
+            mnemo_free(out);
+        }
+    }
+    mnemo_close(m);
+    _exit(bad);
+}
+
+TEST(pgbackend_two_writers_three_readers)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    write_notes("ws", 0, 200, "billing");
+    mnemo *m = open_pg(&s, "ws", "team");
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT_EQ(st.files_added, 200);
+    pid_t pids[5];
+    for (int i = 0; i < 5; i++) {
+        pids[i] = fork();
+        ASSERT(pids[i] >= 0);
+        if (pids[i] == 0)
+            child(&s, i < 2, (char)('A' + i));
+    }
+    for (int i = 0; i < 5; i++) {
+        int status;
+        ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            test_fail(__FILE__, __LINE__, "child %d failed (status %d)", i, status);
+    }
+    /* Each writer synced after its last note: nothing is left to do. */
+    st = test_sync(m);
+    ASSERT_EQ(st.files_seen, 224);
+    ASSERT_EQ(st.files_added + st.files_changed + st.files_removed, 0);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files WHERE tenant = 'team'"), 224);
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < 12; i++) {
+            char q[32];
+            snprintf(q, sizeof q, "zebra%c%d", 'A' + w, i);
+            if (search_count(m, q) < 1)
+                test_fail(__FILE__, __LINE__, "%s not found", q);
+        }
+    /* Every memory both writers added is there, once. */
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_list(m, "{\"limit\":100,\"type\":\"all\"}", &out));
+    ASSERT_CONTAINS(out, "\"total\":24");
+    ASSERT_CONTAINS(out, "Writer A fact number 11 about giraffes");
+    ASSERT_CONTAINS(out, "Writer B fact number 0 about giraffes");
+    mnemo_free(out);
+    /* Chunk counts agree with the files that own them. */
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files f WHERE f.nchunks <> "
+                             "(SELECT count(*) FROM mnemo_chunks c WHERE c.tenant = f.tenant "
+                             "AND c.file_id = f.id)"),
+              0);
+    mnemo_close(m);
+    pg_stop(&s);
+}
+
+TEST(pgbackend_server_restart_during_sync)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    mnemo *m = open_pg(&s, "ws", NULL);
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_add(m, "{\"text\":\"The staging password rotates monthly\"}", &out));
+    mnemo_free(out);
+    write_notes("ws", 0, 3000, "ledger");
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        mnemo *c = open_pg(&s, "ws", NULL);
+        mnemo_sync_stats st;
+        int rc = mnemo_sync(c, NULL, &st);
+        mnemo_close(c);
+        _exit(rc == MNEMO_OK ? 0 : rc == MNEMO_UNAVAILABLE || rc == MNEMO_DB ? 10 : 20);
+    }
+    /* Wait for the sync to be writing, then kill the server under it. */
+    long seen = 0;
+    for (int i = 0; i < 400 && seen == 0; i++) {
+        sleep_ms(25);
+        char *o = NULL;
+        if (pg_psql(&s, "SELECT count(*) FROM mnemo_files", &o) == 0)
+            seen = strtol(o, NULL, 10);
+        free(o);
+    }
+    pg_debian_restart(&s, 200);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(WIFEXITED(status));
+    /* The interrupted sync failed with a clear error, or had finished. */
+    ASSERT(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 10);
+
+    /* The handle opened before the restart works again (a lost connection
+     * is reopened), and the next sync completes what was left. */
+    mnemo_sync_stats st;
+    int rc = mnemo_sync(m, NULL, &st);
+    if (rc)
+        rc = mnemo_sync(m, NULL, &st);
+    if (rc)
+        test_fail(__FILE__, __LINE__, "sync after restart: %s", mnemo_errmsg(m));
+    ASSERT_EQ(st.files_seen, 3000);
+    st = test_sync(m);
+    ASSERT_EQ(st.files_added + st.files_changed + st.files_removed, 0);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files"), 3000);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files f WHERE f.nchunks <> "
+                             "(SELECT count(*) FROM mnemo_chunks c WHERE c.tenant = f.tenant "
+                             "AND c.file_id = f.id)"),
+              0);
+    ASSERT(search_count(m, "token2999") >= 1);
+    ASSERT(search_count(m, "token0") >= 1);
+    /* The memory stored before the restart survived. */
+    ASSERT_OK(mnemo_memory_search(m, "staging password", NULL, &out));
+    ASSERT_CONTAINS(out, "rotates monthly");
+    mnemo_free(out);
+    mnemo_close(m);
+    pg_stop(&s);
+}
+
+TEST(pgbackend_first_use_migrates_once)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    write_notes("ws", 0, 20, "atlas");
+    pid_t pids[4];
+    for (int i = 0; i < 4; i++) {
+        pids[i] = fork();
+        ASSERT(pids[i] >= 0);
+        if (pids[i] == 0) {
+            mnemo *c = open_pg(&s, "ws", "shared");
+            mnemo_sync_stats st;
+            int rc = mnemo_sync(c, NULL, &st);
+            if (rc)
+                fprintf(stderr, "sync %d: %s\n", i, mnemo_errmsg(c));
+            mnemo_close(c);
+            _exit(rc != 0);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        int status;
+        ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+        ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    char *out = NULL;
+    ASSERT_EQ(pg_psql(&s, "SELECT string_agg(version::text, ',' ORDER BY version) "
+                          "FROM mnemo_migrations",
+                      &out),
+              0);
+    ASSERT_CONTAINS(out, "1,2");
+    free(out);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files WHERE tenant = 'shared'"), 20);
+    pg_stop(&s);
+}
+
+TEST(pgbackend_tenants_do_not_mix)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    test_write("one/memory/a.md", "The aurora project ships in March.\n");
+    test_write("two/memory/b.md", "The borealis project ships in May.\n");
+    /* Default tenants: host and workspace, so the two never mix. */
+    mnemo *a = open_pg(&s, "one", NULL), *b = open_pg(&s, "two", NULL);
+    test_sync(a);
+    test_sync(b);
+    ASSERT_EQ(search_count(a, "aurora"), 1);
+    ASSERT_EQ(search_count(b, "aurora"), 0);
+    ASSERT_EQ(search_count(b, "borealis"), 1);
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_add(a, "{\"text\":\"Ana prefers tea\"}", &out));
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_search(b, "tea", NULL, &out));
+    ASSERT_NOT_CONTAINS(out, "Ana prefers tea");
+    mnemo_free(out);
+    mnemo_close(a);
+    mnemo_close(b);
+    /* Asked to share: the same tenant sees the same memories. */
+    a = open_pg(&s, "one", "team");
+    b = open_pg(&s, "two", "team");
+    ASSERT_OK(mnemo_memory_add(a, "{\"text\":\"The team standup is at nine\"}", &out));
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_search(b, "standup", NULL, &out));
+    ASSERT_CONTAINS(out, "The team standup is at nine");
+    mnemo_free(out);
+    mnemo_close(a);
+    mnemo_close(b);
+    pg_stop(&s);
+}
+
+TEST(pgbackend_newer_schema_refused)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    test_write("ws/memory/a.md", "Kept safe.\n");
+    mnemo *m = open_pg(&s, "ws", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    ASSERT_EQ(pg_psql(&s, "INSERT INTO mnemo_migrations(version) VALUES (99)", NULL), 0);
+    m = open_pg(&s, "ws", NULL);
+    mnemo_sync_stats st;
+    ASSERT_EQ(mnemo_sync(m, NULL, &st), MNEMO_CORRUPT);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "newer than this mnemo");
+    mnemo_close(m);
+    /* Nothing was dropped or rewritten. */
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_chunks"), 1);
+    pg_stop(&s);
+}
+
+TEST(pgbackend_dead_server_clear_error)
+{
+    int port = pg_free_port();
+    char store[200];
+    snprintf(store, sizeof store,
+             "store=postgres://mnemo:Hunter2-Secret@127.0.0.1:%d/x?sslmode=disable", port);
+    test_write("ws/memory/a.md", "Hello.\n");
+    mnemo *m = test_open("ws", "db.sqlite", store, NULL);
+    mnemo_sync_stats st;
+    ASSERT_EQ(mnemo_sync(m, NULL, &st), MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "PostgreSQL");
+    ASSERT_NOT_CONTAINS(mnemo_errmsg(m), "Hunter2-Secret");
+    mnemo_results *r = NULL;
+    ASSERT_EQ(mnemo_search(m, "hello", NULL, &r), MNEMO_UNAVAILABLE);
+    ASSERT_NOT_CONTAINS(mnemo_errmsg(m), "Hunter2-Secret");
+    char *out = NULL;
+    ASSERT_EQ(mnemo_memory_add(m, "{\"text\":\"x\"}", &out), MNEMO_UNAVAILABLE);
+    ASSERT_NOT_CONTAINS(mnemo_errmsg(m), "Hunter2-Secret");
+    ASSERT_EQ(mnemo_status_json(m, 0, &out), MNEMO_OK);
+    ASSERT_CONTAINS(out, "\"backend\":\"postgres\"");
+    ASSERT_NOT_CONTAINS(out, "Hunter2-Secret");
+    mnemo_free(out);
+    mnemo_close(m);
+    /* No local index was made instead. */
+    ASSERT(access(test_path("db.sqlite"), F_OK) != 0);
+}
+
+TEST(pgbackend_cli)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    test_write("ws/memory/2026-03-01.md", "# Deploy\n\nWe deploy the gateway with blue-green "
+                                          "releases.\n");
+    const char *url = pg_url(&s);
+    char *out = NULL, *err = NULL;
+    int code = test_cli(&out, &err, NULL, "--workspace", "ws", "--db", "db.sqlite", "--store", url, "index", NULL);
+    if (code)
+        test_fail(__FILE__, __LINE__, "index: %s%s", out, err);
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", "ws", "--db", "db.sqlite", "--store", url, "search", "--json",
+                    "deploying gateways", NULL);
+    ASSERT_EQ(code, 0);
+    ASSERT_CONTAINS(out, "\"path\":\"memory/2026-03-01.md\"");
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", "ws", "--db", "db.sqlite", "--store", url, "memory", "add",
+                    "Ops prefers blue-green releases", NULL);
+    ASSERT_EQ(code, 0);
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", "ws", "--db", "db.sqlite", "--store", url, "memory", "search",
+                    "--json", "releases", NULL);
+    ASSERT_EQ(code, 0);
+    ASSERT_CONTAINS(out, "Ops prefers blue-green releases");
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", "ws", "--db", "db.sqlite", "--store", url, "status", "--json",
+                    NULL);
+    ASSERT_EQ(code, 0);
+    ASSERT_CONTAINS(out, "\"backend\":\"postgres\"");
+    ASSERT_CONTAINS(out, "pgvector");        /* why vectors are off here */
+    ASSERT_NOT_CONTAINS(out, PG_TEST_SUPERPASS);
+    free(out);
+    free(err);
+    /* Nothing went to a local index file. */
+    ASSERT(access(test_path("db.sqlite"), F_OK) != 0);
+    pg_stop(&s);
+}
