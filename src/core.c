@@ -211,11 +211,16 @@ int core_store(mnemo *m)
 
 int core_qtok(mnemo *m, tok **out)
 {
-    int rc = core_store(m);
-    if (rc)
-        return rc;
     char *lang = NULL;
-    if (store_meta_get(m->st, "language", &lang) || !lang) {
+    int rc;
+    /* On PostgreSQL the rows are tokenized with the configured language (a
+     * sync re-tokenizes a tenant indexed with another one). */
+    if (m->be != &backend_sqlite) {
+        if (!(lang = strdup(cfg_str(m->cfg, CFG_LANGUAGE))))
+            return core_error(m, MNEMO_NOMEM, "out of memory");
+    } else if ((rc = core_store(m))) {
+        return rc;
+    } else if (store_meta_get(m->st, "language", &lang) || !lang) {
         free(lang);
         return core_error(m, MNEMO_CORRUPT, "index %s has no language setting; rebuild it with: "
                                             "mnemo index --force",
