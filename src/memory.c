@@ -49,13 +49,18 @@ double mem_default_importance(const char *c)
  * The record codec
  * -------------------------------------------------------------------- */
 
-static json_t *time_json(sqlite3_stmt *st, int col)
+static json_t *time_json(double t)
 {
-    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+    if (isnan(t))
         return json_null();
     char iso[32];
-    time_format_iso(sqlite3_column_double(st, col), iso);
+    time_format_iso(t, iso);
     return json_string(iso);
+}
+
+static double col_time(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
 }
 
 /* "a, b" -> ["a","b"] */
@@ -76,43 +81,72 @@ static json_t *triggers_json(const char *s)
     return a;
 }
 
-json_t *mem_json(sqlite3_stmt *st, int c)
+json_t *mem_row_json(const mem_row *r)
 {
-    json_t *md = json_loads((const char *)sqlite3_column_text(st, c + 10), 0, NULL);
+    json_t *md = json_loads(r->metadata ? r->metadata : "{}", 0, NULL);
     if (!json_is_object(md)) {
         json_decref(md);
         md = json_object();
     }
     json_t *o = json_object();
-    json_object_set_new(o, "id", json_string((const char *)sqlite3_column_text(st, c + 1)));
-    json_object_set_new(o, "text", json_string((const char *)sqlite3_column_text(st, c + 2)));
-    json_object_set_new(o, "category", json_string((const char *)sqlite3_column_text(st, c + 3)));
-    json_object_set_new(o, "importance", json_real(sqlite3_column_double(st, c + 4)));
-    json_object_set_new(o, "type", json_string((const char *)sqlite3_column_text(st, c + 5)));
-    json_object_set_new(o, "subject", json_string((const char *)sqlite3_column_text(st, c + 6)));
-    json_object_set_new(o, "user_id", json_string((const char *)sqlite3_column_text(st, c + 7)));
-    json_object_set_new(o, "agent_id", json_string((const char *)sqlite3_column_text(st, c + 8)));
-    json_object_set_new(o, "run_id", json_string((const char *)sqlite3_column_text(st, c + 9)));
+    json_object_set_new(o, "id", json_string(r->id));
+    json_object_set_new(o, "text", json_string(r->text));
+    json_object_set_new(o, "category", json_string(r->category));
+    json_object_set_new(o, "importance", json_real(r->importance));
+    json_object_set_new(o, "type", json_string(r->type));
+    json_object_set_new(o, "subject", json_string(r->subject));
+    json_object_set_new(o, "user_id", json_string(r->user));
+    json_object_set_new(o, "agent_id", json_string(r->agent));
+    json_object_set_new(o, "run_id", json_string(r->run));
     json_object_set_new(o, "metadata", md);
-    json_object_set_new(o, "triggers",
-                        triggers_json((const char *)sqlite3_column_text(st, c + 11)));
-    json_object_set_new(o, "created_at", time_json(st, c + 12));
-    json_object_set_new(o, "updated_at", time_json(st, c + 13));
-    json_object_set_new(o, "expires_at", time_json(st, c + 14));
-    json_object_set_new(o, "confirmations", json_integer(sqlite3_column_int64(st, c + 15)));
-    json_object_set_new(o, "last_confirmed_at", time_json(st, c + 16));
-    json_object_set_new(o, "deleted_at", time_json(st, c + 17));
+    json_object_set_new(o, "triggers", triggers_json(r->triggers));
+    json_object_set_new(o, "created_at", time_json(r->created));
+    json_object_set_new(o, "updated_at", time_json(r->updated));
+    json_object_set_new(o, "expires_at", time_json(r->expires));
+    json_object_set_new(o, "confirmations", json_integer(r->confirmations));
+    json_object_set_new(o, "last_confirmed_at", time_json(r->confirmed));
+    json_object_set_new(o, "deleted_at", time_json(r->deleted));
     return o;
 }
 
-static int dump(json_t *j, char **out)
+json_t *mem_json(sqlite3_stmt *st, int c)
+{
+    mem_row r = {
+        (const char *)sqlite3_column_text(st, c + 1),  (const char *)sqlite3_column_text(st, c + 2),
+        (const char *)sqlite3_column_text(st, c + 3),  (const char *)sqlite3_column_text(st, c + 5),
+        (const char *)sqlite3_column_text(st, c + 6),  (const char *)sqlite3_column_text(st, c + 7),
+        (const char *)sqlite3_column_text(st, c + 8),  (const char *)sqlite3_column_text(st, c + 9),
+        (const char *)sqlite3_column_text(st, c + 10), (const char *)sqlite3_column_text(st, c + 11),
+        sqlite3_column_double(st, c + 4),              col_time(st, c + 12),
+        col_time(st, c + 13),                          col_time(st, c + 14),
+        col_time(st, c + 16),                          col_time(st, c + 17),
+        sqlite3_column_int64(st, c + 15)};
+    return mem_row_json(&r);
+}
+
+json_t *mem_history_entry(const char *event, const char *old_text, const char *new_text,
+                          double at, const char *detail)
+{
+    json_t *e = json_object();
+    json_object_set_new(e, "event", json_string(event));
+    json_object_set_new(e, "old_text", old_text ? json_string(old_text) : json_null());
+    json_object_set_new(e, "new_text", new_text ? json_string(new_text) : json_null());
+    json_object_set_new(e, "at", time_json(at));
+    json_t *d = detail ? json_loads(detail, 0, NULL) : NULL;
+    json_object_set_new(e, "detail", d ? d : json_null());
+    return e;
+}
+
+int mem_dump(json_t *j, char **out)
 {
     *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
     return *out ? MNEMO_OK : MNEMO_NOMEM;
 }
 
-static void uuid_v4(char out[37])
+#define dump mem_dump
+
+void mem_uuid(char out[37])
 {
     unsigned char b[16];
     size_t got = 0;
@@ -139,19 +173,7 @@ static void uuid_v4(char out[37])
  * Validation
  * -------------------------------------------------------------------- */
 
-/* A record's fields, validated. Strings are borrowed from the JSON. */
-typedef struct fields {
-    const char *text, *category, *type, *subject, *user, *agent, *run, *id;
-    char *metadata;     /* JSON text, owned */
-    char *triggers;     /* "a, b", owned */
-    double importance;  /* < 0: not given */
-    double created, updated, expires, confirmed, deleted; /* NAN: not given / null */
-    long long confirmations;
-    char hash[HASH_HEX_LEN + 1];
-    char catbuf[40];    /* the category, lowercased */
-} fields;
-
-static void fields_cleanup(fields *f)
+void mem_fields_cleanup(mem_fields *f)
 {
     free(f->metadata);
     free(f->triggers);
@@ -278,9 +300,7 @@ static int check_type(mnemo *m, const char *t)
                       "type '%s' is not one of fact, preference, summary, context, raw", t);
 }
 
-/* Reads and checks every field present in O into F (UPDATE: no defaults,
- * no id or times from the caller unless IMPORTING). */
-static int parse_fields(mnemo *m, json_t *o, int importing, fields *f)
+int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
 {
     int rc;
     memset(f, 0, sizeof *f);
@@ -611,10 +631,32 @@ static int find_duplicate(mnemo *m, const char *hash, const char *user, const ch
     return MNEMO_OK;
 }
 
-/* Inserts a validated record; *mid gets its rowid. */
-static int insert(mnemo *m, const fields *f, const char *id, double now, int64_t *mid)
+void mem_fields_row(mnemo *m, const mem_fields *f, const char *id, double now, mem_row *r)
 {
-    const char *category = f->category ? f->category : "other";
+    r->id = id;
+    r->text = f->text;
+    r->category = f->category ? f->category : "other";
+    r->importance = f->importance >= 0 ? f->importance : mem_default_importance(r->category);
+    r->type = f->type ? f->type : "fact";
+    r->subject = f->subject ? f->subject : "user";
+    r->user = f->user ? f->user : cfg_str(m->cfg, CFG_USER_ID);
+    r->agent = f->agent ? f->agent : cfg_str(m->cfg, CFG_AGENT_ID);
+    r->run = f->run ? f->run : "";
+    r->metadata = f->metadata ? f->metadata : "{}";
+    r->triggers = f->triggers ? f->triggers : "";
+    r->created = isnan(f->created) ? now : f->created;
+    r->updated = isnan(f->updated) ? r->created : f->updated;
+    r->expires = f->expires;
+    r->confirmations = f->confirmations > 0 ? f->confirmations : 0;
+    r->confirmed = f->confirmed;
+    r->deleted = f->deleted;
+}
+
+/* Inserts a validated record; *mid gets its rowid. */
+static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int64_t *mid)
+{
+    mem_row r;
+    mem_fields_row(m, f, id, now, &r);
     sqlite3_stmt *st = prep(m, "INSERT INTO memories(id, text, hash, category, importance, type, "
                                "subject, user_id, agent_id, run_id, metadata, triggers, "
                                "created_at, updated_at, expires_at, confirmations, "
@@ -623,27 +665,23 @@ static int insert(mnemo *m, const fields *f, const char *id, double now, int64_t
     if (!st)
         return MNEMO_DB;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, f->text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r.text, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, f->hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, category, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5,
-                        f->importance >= 0 ? f->importance : mem_default_importance(category));
-    sqlite3_bind_text(st, 6, f->type ? f->type : "fact", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, f->subject ? f->subject : "user", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, f->user ? f->user : cfg_str(m->cfg, CFG_USER_ID), -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_text(st, 9, f->agent ? f->agent : cfg_str(m->cfg, CFG_AGENT_ID), -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_text(st, 10, f->run ? f->run : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 11, f->metadata ? f->metadata : "{}", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 12, f->triggers ? f->triggers : "", -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 13, isnan(f->created) ? now : f->created);
-    sqlite3_bind_double(st, 14, isnan(f->updated) ? (isnan(f->created) ? now : f->created)
-                                                  : f->updated);
-    bind_time(st, 15, f->expires);
-    sqlite3_bind_int64(st, 16, f->confirmations > 0 ? f->confirmations : 0);
-    bind_time(st, 17, f->confirmed);
-    bind_time(st, 18, f->deleted);
+    sqlite3_bind_text(st, 4, r.category, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, r.importance);
+    sqlite3_bind_text(st, 6, r.type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, r.subject, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, r.user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, r.agent, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 10, r.run, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, r.metadata, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 12, r.triggers, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 13, r.created);
+    sqlite3_bind_double(st, 14, r.updated);
+    bind_time(st, 15, r.expires);
+    sqlite3_bind_int64(st, 16, r.confirmations);
+    bind_time(st, 17, r.confirmed);
+    bind_time(st, 18, r.deleted);
     int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "storing a memory");
     sqlite3_finalize(st);
     if (rc)
@@ -665,7 +703,7 @@ static int begin_live(mnemo *m, const char *id, writer *w, json_t **old, int64_t
     return rc;
 }
 
-static double now_s(void) { return floor(core_now()); }
+double mem_now(void) { return floor(core_now()); }
 
 int lite_memory_add(mnemo *m, const char *record, char **out)
 {
@@ -675,8 +713,8 @@ int lite_memory_add(mnemo *m, const char *record, char **out)
     json_t *o = json_loads(record ? record : "", 0, &je);
     if (!o)
         return core_error(m, MNEMO_INVALID, "memory: invalid JSON: %s", je.text);
-    fields f;
-    int rc = parse_fields(m, o, 0, &f);
+    mem_fields f;
+    int rc = mem_fields_parse(m, o, 0, &f);
     if (!rc && !f.text)
         rc = core_error(m, MNEMO_INVALID, "a memory needs text");
     writer w;
@@ -691,11 +729,11 @@ int lite_memory_add(mnemo *m, const char *record, char **out)
         rc = find_duplicate(m, f.hash, f.user ? f.user : cfg_str(m->cfg, CFG_USER_ID),
                             f.agent ? f.agent : cfg_str(m->cfg, CFG_AGENT_ID),
                             f.run ? f.run : "", id);
-    double now = now_s();
+    double now = mem_now();
     if (!rc && id[0]) {
         dup = 1;
     } else if (!rc) {
-        uuid_v4(id);
+        mem_uuid(id);
         if (!(rc = insert(m, &f, id, now, &mid)))
             rc = history(m, id, "ADD", NULL, f.text, now, NULL);
     }
@@ -708,7 +746,7 @@ int lite_memory_add(mnemo *m, const char *record, char **out)
             json_object_set_new(j, "duplicate", json_true());
         rc = dump(j, out);
     }
-    fields_cleanup(&f);
+    mem_fields_cleanup(&f);
     json_decref(o);
     return rc;
 }
@@ -723,8 +761,8 @@ int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out
     json_t *o = json_loads(changes ? changes : "", 0, &je);
     if (!o)
         return core_error(m, MNEMO_INVALID, "update: invalid JSON: %s", je.text);
-    fields f;
-    int rc = parse_fields(m, o, 0, &f);
+    mem_fields f;
+    int rc = mem_fields_parse(m, o, 0, &f);
     writer w = {-1, 0};
     json_t *old = NULL;
     int64_t mid = 0;
@@ -744,7 +782,7 @@ int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out
             strcmp(other, id) != 0)
             rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
     }
-    double now = now_s();
+    double now = mem_now();
     if (!rc) {
         /* Category changes bring their default importance unless one is given. */
         double imp = f.importance >= 0 ? f.importance
@@ -801,7 +839,7 @@ int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out
     json_t *j = NULL;
     if (!rc && !(rc = load(m, id, &j, NULL)))
         rc = dump(j, out);
-    fields_cleanup(&f);
+    mem_fields_cleanup(&f);
     json_decref(o);
     return rc;
 }
@@ -815,7 +853,7 @@ int lite_memory_delete(mnemo *m, const char *id)
     json_t *old = NULL;
     int64_t mid = 0;
     int rc = begin_live(m, id, &w, &old, &mid);
-    double now = now_s();
+    double now = mem_now();
     const char *text = old ? json_string_value(json_object_get(old, "text")) : NULL;
     if (!rc)
         rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
@@ -897,7 +935,7 @@ int lite_memory_confirm(mnemo *m, const char *id, char **out)
     json_t *old = NULL;
     int64_t mid = 0;
     int rc = begin_live(m, id, &w, &old, &mid);
-    double now = now_s();
+    double now = mem_now();
     if (!rc)
         rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
                         "last_confirmed_at = ?2 WHERE mid = ?1",
@@ -923,21 +961,12 @@ static json_t *history_json(mnemo *m, const char *id, int *rc)
     }
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     json_t *a = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        json_t *e = json_object();
-        json_object_set_new(e, "event", json_string((const char *)sqlite3_column_text(st, 0)));
-        for (int c = 1; c <= 2; c++)
-            json_object_set_new(e, c == 1 ? "old_text" : "new_text",
-                                sqlite3_column_type(st, c) == SQLITE_NULL
-                                    ? json_null()
-                                    : json_string((const char *)sqlite3_column_text(st, c)));
-        json_object_set_new(e, "at", time_json(st, 3));
-        json_t *d = sqlite3_column_type(st, 4) == SQLITE_NULL
-                        ? json_null()
-                        : json_loads((const char *)sqlite3_column_text(st, 4), 0, NULL);
-        json_object_set_new(e, "detail", d ? d : json_null());
-        json_array_append_new(a, e);
-    }
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(a, mem_history_entry((const char *)sqlite3_column_text(st, 0),
+                                                   (const char *)sqlite3_column_text(st, 1),
+                                                   (const char *)sqlite3_column_text(st, 2),
+                                                   sqlite3_column_double(st, 3),
+                                                   (const char *)sqlite3_column_text(st, 4)));
     sqlite3_finalize(st);
     return a;
 }
@@ -1061,7 +1090,7 @@ int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o)
         ftext = json_dumps(fl, JSON_COMPACT);
     char err[512] = "";
     int rc = mfilter_compile(ftext, "m", &o->filter, err, sizeof err);
-    free(ftext);
+    o->filters = ftext; /* for mem_where_pg */
     if (rc == MNEMO_NOMEM)
         return core_error(m, rc, "out of memory");
     if (rc)
@@ -1072,6 +1101,7 @@ int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o)
 void mem_opts_cleanup(mem_opts *o)
 {
     mfilter_cleanup(&o->filter);
+    free(o->filters);
     json_decref(o->root);
     memset(o, 0, sizeof *o);
 }
@@ -1104,35 +1134,47 @@ static int arg_text(mfilter *a, const char *s)
 
 static int arg_num(mfilter *a, double x) { return arg_add(a, NULL, x); }
 
-int mem_where(const mem_opts *o, double now, buf *w, mfilter *a)
+/* The placeholder of the next argument: '?', or $N (N counting from
+ * *NEXT, which is 0 for SQLite) with CAST. */
+static const char *ph(int *next, const char *cast, char tmp[32])
 {
-    int rc = MNEMO_OK;
+    if (!*next)
+        return "?";
+    snprintf(tmp, 32, "$%d%s", (*next)++, cast);
+    return tmp;
+}
+
+/* mem_where for SQLite (NEXT 0) or PostgreSQL (NEXT: the first $n). */
+static int where_build(const mem_opts *o, double now, int next, buf *w, mfilter *a)
+{
+    int rc = MNEMO_OK, pg = next > 0;
+    char t[32];
     if (strcmp(o->user, "*") != 0) {
-        buf_puts(w, "m.user_id = ?");
+        buf_printf(w, "m.user_id = %s", ph(&next, "::text", t));
         rc |= arg_text(a, o->user);
     } else {
-        buf_puts(w, "1");
+        buf_puts(w, pg ? "true" : "1");
     }
     if (o->agent && strcmp(o->agent, "*") != 0) {
         /* An agent sees its own memories and the user's shared ones. */
-        buf_puts(w, " AND m.agent_id IN (?, '')");
+        buf_printf(w, " AND m.agent_id IN (%s, '')", ph(&next, "::text", t));
         rc |= arg_text(a, o->agent);
     }
     if (o->scope == MEM_LONG_TERM) {
         buf_puts(w, " AND m.run_id = ''");
     } else if (o->scope == MEM_SESSION) {
-        buf_puts(w, " AND m.run_id = ?");
+        buf_printf(w, " AND m.run_id = %s", ph(&next, "::text", t));
         rc |= arg_text(a, o->run);
     } else if (o->run) {
-        buf_puts(w, " AND m.run_id IN ('', ?)");
+        buf_printf(w, " AND m.run_id IN ('', %s)", ph(&next, "::text", t));
         rc |= arg_text(a, o->run);
     }
     if (o->type) {
-        buf_puts(w, " AND m.type = ?");
+        buf_printf(w, " AND m.type = %s", ph(&next, "::text", t));
         rc |= arg_text(a, o->type);
     }
     if (o->subject) {
-        buf_puts(w, " AND m.subject = ?");
+        buf_printf(w, " AND m.subject = %s", ph(&next, "::text", t));
         rc |= arg_text(a, o->subject);
     }
     if (o->categories) {
@@ -1141,17 +1183,47 @@ int mem_where(const mem_opts *o, double now, buf *w, mfilter *a)
         json_t *v;
         json_array_foreach(o->categories, i, v)
         {
-            buf_puts(w, i ? ", ?" : "?");
+            buf_printf(w, "%s%s", i ? ", " : "", ph(&next, "::text", t));
             rc |= arg_text(a, json_string_value(v));
         }
         buf_putc(w, ')');
     }
     if (!o->deleted) {
-        buf_puts(w, " AND m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)");
+        buf_printf(w, " AND m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > %s)",
+                   ph(&next, "::float8", t));
         rc |= arg_num(a, now);
     }
-    buf_printf(w, " AND (%s)", o->filter.sql.data ? o->filter.sql.data : "1");
-    return rc || buf_err(w) ? MNEMO_NOMEM : MNEMO_OK;
+    if (rc)
+        return MNEMO_NOMEM;
+    if (!pg) {
+        buf_printf(w, " AND (%s)", o->filter.sql.data ? o->filter.sql.data : "1");
+        return buf_err(w) ? MNEMO_NOMEM : MNEMO_OK;
+    }
+    /* The filter again, in PostgreSQL's dialect, numbered after the scope's
+     * arguments (it compiled for SQLite already: it is valid). */
+    mfilter f;
+    mfilter_init(&f);
+    char err[512];
+    rc = mfilter_compile_pg(o->filters, "m", next, &f, err, sizeof err);
+    if (!rc) {
+        buf_printf(w, " AND (%s)", f.sql.data);
+        for (size_t i = 0; i < f.nargs && !rc; i++) {
+            rc = arg_add(a, f.args[i].text, f.args[i].num);
+            f.args[i].text = NULL; /* moved */
+        }
+    }
+    mfilter_cleanup(&f);
+    return rc ? rc : buf_err(w) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+int mem_where(const mem_opts *o, double now, buf *w, mfilter *a)
+{
+    return where_build(o, now, 0, w, a);
+}
+
+int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *a)
+{
+    return where_build(o, now, first, w, a);
 }
 
 int lite_memory_list(mnemo *m, const char *options, char **out)
@@ -1171,7 +1243,7 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
     if (!rc)
         rc = mem_store(m);
     if (!rc)
-        rc = mem_where(&o, now_s(), &w, &args);
+        rc = mem_where(&o, mem_now(), &w, &args);
     if (!rc) {
         buf_printf(&sql,
                    "SELECT " MEM_COLS " FROM memories m WHERE %s "
@@ -1267,7 +1339,7 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     return rc;
 }
 
-static int import_history(mnemo *m, const char *id, json_t *h, size_t line)
+int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void *ud)
 {
     if (!h || json_is_null(h))
         return MNEMO_OK;
@@ -1286,8 +1358,8 @@ static int import_history(mnemo *m, const char *id, json_t *h, size_t line)
         json_t *d = json_object_get(e, "detail");
         char *detail = d && !json_is_null(d) ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS)
                                              : NULL;
-        int rc = history(m, id, ev, json_string_value(json_object_get(e, "old_text")),
-                         json_string_value(json_object_get(e, "new_text")), t, detail);
+        int rc = fn(m, ud, ev, json_string_value(json_object_get(e, "old_text")),
+                    json_string_value(json_object_get(e, "new_text")), t, detail);
         free(detail);
         if (rc)
             return rc;
@@ -1295,13 +1367,9 @@ static int import_history(mnemo *m, const char *id, json_t *h, size_t line)
     return MNEMO_OK;
 }
 
-int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                        size_t *skipped)
+int mem_import_each(mnemo *m, const char *jsonl, size_t len, mem_import_fn fn, void *ud)
 {
-    core_clear(m);
-    size_t nin = 0, nskip = 0;
-    writer w = {-1, 0};
-    int rc = write_begin(m, &w);
+    int rc = MNEMO_OK;
     size_t line = 0;
     for (size_t pos = 0; !rc && pos < len;) {
         const char *nl = memchr(jsonl + pos, '\n', len - pos);
@@ -1320,38 +1388,70 @@ int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported
                             je.text);
             break;
         }
-        fields f;
-        rc = parse_fields(m, o, 1, &f);
+        mem_fields f;
+        rc = mem_fields_parse(m, o, 1, &f);
         if (rc) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", mnemo_errmsg(m));
             rc = core_error(m, rc, "import: line %zu: %s", line, msg);
         }
-        char exist[64] = "";
-        if (!rc) {
-            json_t *j = NULL;
-            if (load(m, f.id, &j, NULL) == MNEMO_OK) {
-                json_decref(j);
-                snprintf(exist, sizeof exist, "%s", f.id);
-            }
-            core_clear(m);
-            if (!exist[0] && isnan(f.deleted))
-                rc = find_duplicate(m, f.hash, f.user ? f.user : cfg_str(m->cfg, CFG_USER_ID),
-                                    f.agent ? f.agent : cfg_str(m->cfg, CFG_AGENT_ID),
-                                    f.run ? f.run : "", exist);
-        }
-        if (!rc && exist[0]) {
-            nskip++;
-        } else if (!rc) {
-            int64_t mid;
-            if (!(rc = insert(m, &f, f.id, now_s(), &mid)))
-                rc = import_history(m, f.id, json_object_get(o, "history"), line);
-            nin++;
-        }
-        fields_cleanup(&f);
+        if (!rc)
+            rc = fn(m, ud, o, &f, line);
+        mem_fields_cleanup(&f);
         json_decref(o);
     }
+    return rc;
+}
+
+typedef struct lite_import {
+    size_t nin, nskip;
+} lite_import;
+
+static int lite_history_fn(mnemo *m, void *ud, const char *event, const char *old_text,
+                           const char *new_text, double at, const char *detail)
+{
+    const char *id = ud;
+    return history(m, id, event, old_text, new_text, at, detail);
+}
+
+static int lite_import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line)
+{
+    lite_import *li = ud;
+    int rc = MNEMO_OK;
+    char exist[64] = "";
+    json_t *j = NULL;
+    if (load(m, f->id, &j, NULL) == MNEMO_OK) {
+        json_decref(j);
+        snprintf(exist, sizeof exist, "%s", f->id);
+    }
+    core_clear(m);
+    if (!exist[0] && isnan(f->deleted))
+        rc = find_duplicate(m, f->hash, f->user ? f->user : cfg_str(m->cfg, CFG_USER_ID),
+                            f->agent ? f->agent : cfg_str(m->cfg, CFG_AGENT_ID),
+                            f->run ? f->run : "", exist);
+    if (!rc && exist[0]) {
+        li->nskip++;
+    } else if (!rc) {
+        int64_t mid;
+        if (!(rc = insert(m, f, f->id, mem_now(), &mid)))
+            rc = mem_import_history(m, json_object_get(o, "history"), line, lite_history_fn,
+                                    (void *)f->id);
+        li->nin++;
+    }
+    return rc;
+}
+
+int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                        size_t *skipped)
+{
+    core_clear(m);
+    lite_import li = {0, 0};
+    writer w = {-1, 0};
+    int rc = write_begin(m, &w);
+    if (!rc)
+        rc = mem_import_each(m, jsonl, len, lite_import_line, &li);
     rc = write_end(m, &w, rc);
+    size_t nin = li.nin, nskip = li.nskip;
     if (!rc && nin)
         mem_embed_pending(m); /* best effort; the next sync does the rest */
     if (imported)

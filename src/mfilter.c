@@ -162,6 +162,8 @@ typedef struct value {
 typedef struct ctx {
     mfilter *f;
     const char *alias; /* "" for none */
+    int pg;            /* 1: PostgreSQL ($n placeholders, JSONB) */
+    int next;          /* PostgreSQL: the number of the next placeholder */
     char *err;
     size_t errlen;
     int nomem;         /* sticky: an argument could not be stored */
@@ -258,10 +260,20 @@ static void push_text(ctx *c, const char *s, size_t len)
 
 static void push_num(ctx *c, double num) { push_arg(c, (mfilter_arg){0, NULL, num}); }
 
+/* Appends the placeholder of the next argument: '?', or on PostgreSQL $n
+ * with CAST (parameters travel as text). */
+static void put_ph(ctx *c, const char *cast)
+{
+    if (c->pg)
+        buf_printf(&c->f->sql, "$%d%s", c->next++, cast);
+    else
+        put(c, "?");
+}
+
 /* Appends '?' bound to V (never V_NULL). */
 static void put_value(ctx *c, const value *v)
 {
-    put(c, "?");
+    put_ph(c, v->type == V_TEXT ? "::text" : "::float8");
     if (v->type == V_TEXT)
         push_text(c, v->text, v->len);
     else
@@ -270,14 +282,78 @@ static void put_value(ctx *c, const value *v)
 
 static void put_time(ctx *c, double t)
 {
-    put(c, "?");
+    put_ph(c, "::float8");
     push_num(c, t);
 }
 
-/* Appends the compared expression: a column or json_extract of the key. */
-static void put_x(ctx *c, const target *t)
+static void put_alias(ctx *c)
+{
+    if (*c->alias)
+        buf_printf(&c->f->sql, "%s.", c->alias);
+}
+
+/* PostgreSQL: binds the metadata key of T (the key itself, a parameter
+ * like any value) and returns its placeholder number, for use in
+ * put_jkey. */
+static int key_param(ctx *c, const target *t)
+{
+    int n = c->next++;
+    push_text(c, t->key, strlen(t->key));
+    return n;
+}
+
+/* PostgreSQL: "<alias>.COLUMN -> $N::text", the JSONB value of the key. */
+static void put_jkey(ctx *c, const char *column, int n, const char *op)
+{
+    put_alias(c);
+    buf_printf(&c->f->sql, "%s %s $%d::text", column, op, n);
+}
+
+/* PostgreSQL: the key's value as SQLite's json_extract gives it to a
+ * comparison with a value of type VIEW: a string as text, a number or
+ * boolean as a number (true 1, false 0), anything else NULL. Casts only
+ * values of the right JSON type, so nothing can raise. */
+static void put_jview(ctx *c, const target *t, int view)
+{
+    int k = key_param(c, t);
+    if (view == V_TEXT) {
+        put(c, "(CASE WHEN jsonb_typeof(");
+        put_jkey(c, "metadata", k, "->");
+        put(c, ") = 'string' THEN ");
+        put_jkey(c, "metadata", k, "->>");
+        put(c, " END)");
+        return;
+    }
+    put(c, "(CASE jsonb_typeof(");
+    put_jkey(c, "metadata", k, "->");
+    put(c, ") WHEN 'number' THEN (");
+    put_jkey(c, "metadata", k, "->>");
+    put(c, ")::float8 WHEN 'boolean' THEN CASE WHEN ");
+    put_jkey(c, "metadata", k, "->");
+    put(c, " = 'true'::jsonb THEN 1.0 ELSE 0.0 END END)");
+}
+
+/* PostgreSQL: "coalesce(jsonb_typeof(<key>), 'null')": JSON null and a
+ * missing key alike, as json_extract() IS NULL. */
+static void put_jtype(ctx *c, const target *t)
+{
+    put(c, "coalesce(jsonb_typeof(");
+    put_jkey(c, "metadata", key_param(c, t), "->");
+    put(c, "), 'null')");
+}
+
+/* "true"/"false" on PostgreSQL, "1"/"0" on SQLite. */
+static void put_bool(ctx *c, int v) { put(c, c->pg ? (v ? "true" : "false") : (v ? "1" : "0")); }
+
+/* Appends the compared expression: a column or json_extract of the key
+ * (on PostgreSQL the key's value seen as VIEW, V_TEXT or V_NUM). */
+static void put_xv(ctx *c, const target *t, int view)
 {
     buf *b = &c->f->sql;
+    if (c->pg && !t->fd) {
+        put_jview(c, t, view);
+        return;
+    }
     if (t->fd) {
         if (*c->alias)
             buf_printf(b, "%s.", c->alias);
@@ -290,6 +366,8 @@ static void put_x(ctx *c, const target *t)
     put(c, "metadata, ?)");
     push_text(c, t->jpath, strlen(t->jpath));
 }
+
+static void put_x(ctx *c, const target *t) { put_xv(c, t, V_NUM); }
 
 /* Appends "<alias>.metadata, ?" for json_type and json_each. */
 static void put_meta_args(ctx *c, const target *t)
@@ -405,6 +483,18 @@ static int get_value(ctx *c, const target *t, const json_t *j, int null_ok, valu
 static void put_eq(ctx *c, const target *t, const value *v)
 {
     put(c, "(");
+    if (c->pg && !t->fd && v->type == V_NULL) {
+        put_jtype(c, t);
+        put(c, " = 'null')");
+        return;
+    }
+    if (c->pg && v->type != V_NULL && !v->day) {
+        put_xv(c, t, v->type);
+        put(c, nullable(t) ? " IS NOT DISTINCT FROM " : " = ");
+        put_value(c, v);
+        put(c, ")");
+        return;
+    }
     put_x(c, t);
     if (v->type == V_NULL) {
         put(c, " IS NULL)");
@@ -430,7 +520,17 @@ static void put_eq(ctx *c, const target *t, const value *v)
 
 static void put_ne(ctx *c, const target *t, const value *v)
 {
-    if (v->type == V_NULL) {
+    if (c->pg && v->type == V_NULL && !t->fd) {
+        put(c, "(");
+        put_jtype(c, t);
+        put(c, " <> 'null')");
+    } else if (c->pg && v->type != V_NULL && !v->day) {
+        put(c, "(");
+        put_xv(c, t, v->type);
+        put(c, nullable(t) ? " IS DISTINCT FROM " : " <> ");
+        put_value(c, v);
+        put(c, ")");
+    } else if (v->type == V_NULL) {
         put(c, "(");
         put_x(c, t);
         put(c, " IS NOT NULL)");
@@ -461,6 +561,17 @@ static void put_order(ctx *c, const target *t, const char *op, const value *v)
             w.num += DAY;
         }
     }
+    /* Text compares byte by byte, as SQLite's BINARY collation does. */
+    const char *collate = c->pg && w.type == V_TEXT ? " COLLATE \"C\"" : "";
+    if (!t->fd && c->pg) {
+        /* The view is NULL for a value of another type: never matches. */
+        put(c, "coalesce(");
+        put_xv(c, t, w.type);
+        buf_printf(&c->f->sql, "%s %s ", collate, op);
+        put_value(c, &w);
+        put(c, ", false)");
+        return;
+    }
     if (!t->fd) {
         /* Metadata compares only with values of the operand's type: a number
          * never matches {"gt": "m"}, nor a string {"gt": 2}. */
@@ -480,9 +591,47 @@ static void put_order(ctx *c, const target *t, const char *op, const value *v)
         put(c, " IS NOT NULL AND ");
     }
     put_x(c, t);
-    buf_printf(&c->f->sql, " %s ", op);
+    buf_printf(&c->f->sql, "%s %s ", collate, op);
     put_value(c, &w);
     put(c, ")");
+}
+
+/* PostgreSQL contains / icontains of V (folded already for icontains).
+ * Folded copies are stored next to the text and the metadata (text_fold,
+ * metadata_fold: every string value folded, mfilter_fold_json), so the
+ * comparison is the same as SQLite's mnemo_fold(); other columns, short
+ * identifiers, fold with lower(). strpos and @> take the value literally:
+ * no wildcard can sneak in. */
+static void put_contains_pg(ctx *c, const target *t, const value *v, int fold_case)
+{
+    if (t->fd) {
+        put(c, "(strpos(");
+        if (fold_case && !strcmp(t->fd->column, "text")) {
+            put_alias(c);
+            put(c, "text_fold");
+        } else {
+            put(c, fold_case ? "lower(" : "");
+            put_x(c, t);
+            put(c, fold_case ? ")" : "");
+        }
+        put(c, ", ");
+        put_value(c, v);
+        put(c, ") > 0)");
+        return;
+    }
+    const char *col = fold_case ? "metadata_fold" : "metadata";
+    int k = key_param(c, t);
+    put(c, "(CASE jsonb_typeof(");
+    put_jkey(c, col, k, "->");
+    put(c, ") WHEN 'string' THEN strpos(");
+    put_jkey(c, col, k, "->>");
+    put(c, ", ");
+    put_value(c, v);
+    put(c, ") > 0 WHEN 'array' THEN ");
+    put_jkey(c, col, k, "->");
+    put(c, " @> jsonb_build_array(");
+    put_value(c, v);
+    put(c, ") ELSE false END)");
 }
 
 /* contains / icontains: a substring of a string; for a metadata array, an
@@ -508,6 +657,11 @@ static int put_contains(ctx *c, const target *t, const json_t *j, int fold_case)
     }
     const char *fold_open = fold_case ? "mnemo_fold(" : "";
     const char *fold_close = fold_case ? ")" : "";
+    if (c->pg) {
+        put_contains_pg(c, t, &v, fold_case);
+        free(folded);
+        return MNEMO_OK;
+    }
     if (t->fd) {
         buf_printf(&c->f->sql, "(instr(%s", fold_open);
         put_x(c, t);
@@ -540,7 +694,7 @@ static int put_in(ctx *c, const target *t, const json_t *arr, int negate)
         return fail(c, "expected an array of values, got %s", describe(arr, tmp, sizeof tmp));
     size_t n = json_array_size(arr);
     if (n == 0) {
-        put(c, negate ? "1" : "0");
+        put_bool(c, negate);
         return MNEMO_OK;
     }
     put(c, negate ? "NOT (" : "(");
@@ -704,7 +858,7 @@ static int put_object(ctx *c, const json_t *obj, int depth)
         return fail(c, "filters nested too deeply (more than %d levels)", MAX_DEPTH);
     size_t n = json_object_size(obj);
     if (n == 0) {
-        put(c, "1");
+        put_bool(c, 1);
         return MNEMO_OK;
     }
     if (n > 1)
@@ -755,9 +909,10 @@ static int valid_alias(const char *alias)
     return 1;
 }
 
-int mfilter_compile(const char *json, const char *alias, mfilter *f, char *err, size_t errlen)
+static int compile(const char *json, const char *alias, int pg_first, mfilter *f, char *err,
+                   size_t errlen)
 {
-    ctx c = {f, alias ? alias : "", err, errlen, 0, "filters", 7};
+    ctx c = {f, alias ? alias : "", pg_first > 0, pg_first, err, errlen, 0, "filters", 7};
     size_t sql0 = f->sql.len, args0 = f->nargs;
     json_t *root = NULL;
     int rc = buf_err(&f->sql);
@@ -773,7 +928,7 @@ int mfilter_compile(const char *json, const char *alias, mfilter *f, char *err, 
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
         p++;
     if (!*p) {
-        rc = buf_puts(&f->sql, "1");
+        rc = buf_puts(&f->sql, c.pg ? "true" : "1");
         goto done;
     }
     json_error_t jerr;
@@ -812,6 +967,60 @@ done:
     }
     json_decref(root);
     return rc;
+}
+
+int mfilter_compile(const char *json, const char *alias, mfilter *f, char *err, size_t errlen)
+{
+    return compile(json, alias, 0, f, err, errlen);
+}
+
+int mfilter_compile_pg(const char *json, const char *alias, int first, mfilter *f, char *err,
+                       size_t errlen)
+{
+    if (first < 1)
+        return MNEMO_MISUSE;
+    return compile(json, alias, first, f, err, errlen);
+}
+
+const char *mfilter_arg_text(const mfilter_arg *a, char tmp[32])
+{
+    if (a->is_text)
+        return a->text;
+    snprintf(tmp, 32, "%.17g", a->num);
+    return tmp;
+}
+
+int mfilter_fold(const char *s, size_t n, char **out, size_t *outlen)
+{
+    return fold(s, n, out, outlen);
+}
+
+json_t *mfilter_fold_json(const json_t *j)
+{
+    if (json_is_string(j)) {
+        char *f;
+        size_t n;
+        if (fold(json_string_value(j), json_string_length(j), &f, &n))
+            return json_copy((json_t *)j);
+        json_t *r = json_stringn(f, n);
+        free(f);
+        return r;
+    }
+    if (json_is_array(j)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) json_array_append_new(a, mfilter_fold_json(v));
+        return a;
+    }
+    if (json_is_object(j)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) json_object_set_new(o, k, mfilter_fold_json(v));
+        return o;
+    }
+    return json_copy((json_t *)j);
 }
 
 int mfilter_bind(const mfilter *f, sqlite3_stmt *st, int first)

@@ -14,6 +14,7 @@
 #ifndef MNEMO_MFILTER_H
 #define MNEMO_MFILTER_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stddef.h>
 
@@ -39,6 +40,26 @@ void mfilter_cleanup(mfilter *f);
  * which the memories table has alias ALIAS. MNEMO_INVALID with a message
  * naming the bad part in ERR; MNEMO_NOMEM. */
 int mfilter_compile(const char *json, const char *alias, mfilter *f, char *err, size_t errlen);
+
+/* The same for PostgreSQL: placeholders $FIRST, $FIRST+1 ... in argument
+ * order (each cast to its type: parameters travel as text), metadata keys
+ * through JSONB operators with the key itself a parameter, "true" for an
+ * empty filter. icontains reads the folded copies text_fold and
+ * metadata_fold (see mfilter_fold_json). Validation and messages are those
+ * of mfilter_compile. */
+int mfilter_compile_pg(const char *json, const char *alias, int first, mfilter *f, char *err,
+                       size_t errlen);
+
+/* A's value as PostgreSQL parameter text: the text, or the number in TMP. */
+const char *mfilter_arg_text(const mfilter_arg *a, char tmp[32]);
+
+/* Unicode case folding as icontains does it: S (N bytes) into a malloc'd
+ * string. MNEMO_INVALID for invalid UTF-8, MNEMO_NOMEM. */
+int mfilter_fold(const char *s, size_t n, char **out, size_t *outlen);
+
+/* A copy of J with every string value folded (object keys kept), NULL when
+ * out of memory. */
+json_t *mfilter_fold_json(const json_t *j);
 
 /* Binds F's arguments to ST starting at parameter FIRST (1-based). */
 int mfilter_bind(const mfilter *f, sqlite3_stmt *st, int first);
