@@ -9,7 +9,9 @@
 #include <jansson.h>
 
 #include "core.h"
+#include "fts.h"
 #include "mfilter.h"
+#include "query.h"
 #include "util/hash.h"
 
 /* The columns of a memory row, table alias m, in the order mem_json reads. */
@@ -107,6 +109,75 @@ int mem_where(const mem_opts *o, double now, buf *w, mfilter *args);
 /* The same for PostgreSQL: placeholders from $FIRST, the filter included,
  * every argument (scope and filter) in ARGS in placeholder order. */
 int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *args);
+
+/* ----------------------------------------------------------------------
+ * Search, shared by the backends (msearch.c): each backend finds candidates
+ * (keyword BM25, vectors) in its own storage; relevance fusion, score
+ * factors, result JSON and the recalled-memories block are common.
+ * -------------------------------------------------------------------- */
+
+/* A search candidate. */
+typedef struct mcand {
+    int64_t mid;          /* SQLite rowid / PostgreSQL seq: insertion order, the tie-break */
+    double text, vec, rel, score; /* vec < 0: no vector */
+    /* The score factors' inputs (has_factors: set). */
+    double importance, created, confirmed, confirmations;
+    int about_user, has_factors;
+    json_t *rec;          /* the record, once loaded */
+} mcand;
+
+typedef struct mset {
+    mcand *v;
+    size_t n, cap;
+} mset;
+
+/* A new candidate MID (vec -1, nothing else set), NULL when out of memory. */
+mcand *mset_push(mset *s, int64_t mid);
+void mset_sort_mid(mset *s, size_t n);
+/* The candidate MID among the first N (sorted by mid), or NULL. */
+mcand *mset_find(mset *s, size_t n, int64_t mid);
+void mset_cleanup(mset *s);
+
+/* A backend's search: RUN fills S with scored candidates, best first, at
+ * least the NEED best (through mem_rank), *MODE "keyword" or "hybrid";
+ * LOAD sets c->rec (MNEMO_NOTFOUND: the memory is gone). */
+typedef struct mem_searcher {
+    int (*run)(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s, const char **mode);
+    int (*load)(mnemo *m, mcand *c);
+} mem_searcher;
+
+extern const mem_searcher mem_lite_searcher;
+
+/* mnemo_memory_search and mnemo_memory_recall over BE. */
+int mem_search(mnemo *m, const char *text, const char *options, const mem_searcher *be,
+               char **out);
+int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out);
+
+/* The query text as searched: UTF-8 repaired, runtime envelopes removed. */
+int mem_query_text(mnemo *m, const char *text, buf *out);
+
+/* BM25 over the collected hits of R for query Q, normalised to 0..1 as for
+ * notes (1 - e^(-2x/sum of idf)). */
+typedef struct mem_bm25 {
+    double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
+    double k1, b, sum;
+} mem_bm25;
+void mem_bm25_init(mnemo *m, const query *q, const fts_rank *r, mem_bm25 *k);
+int mem_bm25_hit_ok(const query *q, const fts_rank *r, size_t i); /* required phrases there */
+double mem_bm25_norm(const mem_bm25 *k, const fts_rank *r, size_t i);
+
+/* The calibrated vector score of cosine COS among N vectors in scope whose
+ * cosines sum to SUM with standard deviation SD. */
+double mem_vec_calibrate(double cos, size_t n, double sum, double sd);
+
+/* Fills C's factor inputs (has_factors); MNEMO_NOTFOUND: gone. */
+typedef int (*mem_factor_fn)(mnemo *m, void *ud, mcand *c);
+
+/* Fuses relevance (RAN: the vector leg ran), applies the score factors
+ * (FN for candidates without them) and sorts S best first, dropping those
+ * that cannot reach the NEED best. Q: the query text (about the user?). */
+int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, double now,
+             mset *s, mem_factor_fn fn, void *ud);
 
 /* Opens the database for memories, building the index first if there is
  * none yet. */

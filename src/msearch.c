@@ -162,18 +162,7 @@ void mem_embed_pending(mnemo *m)
  * Search
  * -------------------------------------------------------------------- */
 
-typedef struct mcand {
-    int64_t mid;
-    double text, vec, rel, score;
-    json_t *rec;
-} mcand;
-
-typedef struct mset {
-    mcand *v;
-    size_t n, cap;
-} mset;
-
-static mcand *mset_push(mset *s, int64_t mid)
+mcand *mset_push(mset *s, int64_t mid)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
@@ -183,7 +172,9 @@ static mcand *mset_push(mset *s, int64_t mid)
         s->v = v;
         s->cap = cap;
     }
-    s->v[s->n] = (mcand){mid, 0, -1, 0, 0, NULL};
+    memset(&s->v[s->n], 0, sizeof *s->v);
+    s->v[s->n].mid = mid;
+    s->v[s->n].vec = -1;
     return &s->v[s->n++];
 }
 
@@ -193,8 +184,13 @@ static int by_mid(const void *a, const void *b)
     return (x->mid > y->mid) - (x->mid < y->mid);
 }
 
-/* The candidate MID among the first N (sorted by mid), or NULL. */
-static mcand *mset_find(mset *s, size_t n, int64_t mid)
+void mset_sort_mid(mset *s, size_t n)
+{
+    if (n > 1)
+        qsort(s->v, n, sizeof *s->v, by_mid);
+}
+
+mcand *mset_find(mset *s, size_t n, int64_t mid)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -207,7 +203,7 @@ static mcand *mset_find(mset *s, size_t n, int64_t mid)
     return lo < n && s->v[lo].mid == mid ? &s->v[lo] : NULL;
 }
 
-static void mset_cleanup(mset *s)
+void mset_cleanup(mset *s)
 {
     for (size_t i = 0; i < s->n; i++)
         json_decref(s->v[i].rec);
@@ -227,6 +223,44 @@ static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, 
         return MNEMO_DB;
     return mfilter_bind(&o->filter, st, first + (int)args->nargs) == SQLITE_OK ? MNEMO_OK
                                                                                : MNEMO_DB;
+}
+
+void mem_bm25_init(mnemo *m, const query *q, const fts_rank *r, mem_bm25 *k)
+{
+    query_weights(q, k->w);
+    fts_idf(r, k->idf);
+    k->k1 = cfg_num(m->cfg, CFG_BM25_K1);
+    k->b = cfg_num(m->cfg, CFG_BM25_B);
+    k->sum = 0;
+    for (int i = 0; i < q->npositive && i < r->hits.np; i++)
+        k->sum += k->idf[i];
+    if (k->sum <= 0)
+        k->sum = 1;
+}
+
+int mem_bm25_hit_ok(const query *q, const fts_rank *r, size_t i)
+{
+    return (r->hits.mask[i] & q->required) == q->required;
+}
+
+double mem_bm25_norm(const mem_bm25 *k, const fts_rank *r, size_t i)
+{
+    return 1.0 - exp(-2.0 * fts_bm25(r, i, k->w, k->idf, k->k1, k->b) / k->sum);
+}
+
+double mem_vec_calibrate(double cos, size_t n, double sum, double sd)
+{
+    double v;
+    if (n >= Z_MIN_ROWS && sd > 1e-6) {
+        v = ((cos - sum / (double)n) / sd - Z_FLOOR) / Z_SPAN;
+    } else {
+        /* Few memories: their mean is no baseline (one memory is its own
+         * mean), so it is shrunk towards a prior of unrelated text,
+         * PRIOR_COS, worth PRIOR_ROWS memories. */
+        double base = (sum + PRIOR_ROWS * PRIOR_COS) / ((double)n + PRIOR_ROWS);
+        v = base < 1.0 ? (cos - base) / (1.0 - base) : 0;
+    }
+    return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 
 static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
@@ -260,23 +294,16 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     sqlite3_finalize(st);
     if (s2 != SQLITE_DONE)
         return r->hits.nomem ? MNEMO_NOMEM : sqlfail(m, "memory search");
-    double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
-    query_weights(q, w);
-    fts_idf(r, idf);
-    double k1 = cfg_num(m->cfg, CFG_BM25_K1), b = cfg_num(m->cfg, CFG_BM25_B);
-    double sum = 0;
-    for (int i = 0; i < q->npositive && i < r->hits.np; i++)
-        sum += idf[i];
-    if (sum <= 0)
-        sum = 1;
+    mem_bm25 k;
+    mem_bm25_init(m, q, r, &k);
     const fts_hits *h = &r->hits;
     for (size_t i = 0; i < h->n; i++) {
-        if ((h->mask[i] & q->required) != q->required)
+        if (!mem_bm25_hit_ok(q, r, i))
             continue;
         mcand *c = mset_push(s, h->id[i]); /* each row once */
         if (!c)
             return MNEMO_NOMEM;
-        c->text = 1.0 - exp(-2.0 * fts_bm25(r, i, w, idf, k1, b) / sum);
+        c->text = mem_bm25_norm(&k, r, i);
     }
     return MNEMO_OK;
 }
@@ -349,20 +376,9 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
         double sd = var > 0 ? sqrt(var) : 0;
         qsort(hits, n, sizeof *hits, by_cos);
         size_t nk = s->n; /* keyword candidates, sorted by mid */
-        if (nk > 1)
-            qsort(s->v, nk, sizeof *s->v, by_mid);
+        mset_sort_mid(s, nk);
         for (size_t i = 0; i < n && !rc; i++) {
-            double v;
-            if (n >= Z_MIN_ROWS && sd > 1e-6) {
-                v = ((hits[i].cos - mean) / sd - Z_FLOOR) / Z_SPAN;
-            } else {
-                /* Few memories: their mean is no baseline (one memory is
-                 * its own mean), so it is shrunk towards a prior of
-                 * unrelated text, PRIOR_COS, worth PRIOR_ROWS memories. */
-                double base = (sum + PRIOR_ROWS * PRIOR_COS) / ((double)n + PRIOR_ROWS);
-                v = base < 1.0 ? (hits[i].cos - base) / (1.0 - base) : 0;
-            }
-            v = v < 0 ? 0 : v > 1 ? 1 : v;
+            double v = mem_vec_calibrate(hits[i].cos, n, sum, sd);
             mcand *c = mset_find(s, nk, hits[i].mid);
             if (!c && i < POOL && !(c = mset_push(s, hits[i].mid)))
                 rc = MNEMO_NOMEM;
@@ -407,23 +423,18 @@ static const char *opt(json_t *o, const char *a, const char *b)
 
 static double rec_num(json_t *r, const char *k) { return json_number_value(json_object_get(r, k)); }
 
-/* The score factors of a memory (see the top of this file) from the row
- * of FACTOR_SQL at ST. */
-#define FACTOR_SQL                                                                             \
-    "SELECT importance, subject, created_at, last_confirmed_at, confirmations FROM memories "  \
-    "WHERE mid = ?1"
-static double factors(mnemo *m, sqlite3_stmt *st, int user_query, double now)
+/* The score factors of a memory (see the top of this file). */
+static double factors(mnemo *m, const mcand *c, int user_query, double now)
 {
-    double c = sqlite3_column_double(st, 4);
-    double ref = sqlite3_column_double(st, 2), conf = sqlite3_column_double(st, 3);
+    double n = c->confirmations;
+    double ref = c->created, conf = c->confirmed;
     if (conf > ref)
         ref = conf;
-    double half = cfg_num(m->cfg, CFG_MEMORY_HALF_LIFE_DAYS) * (1.0 + c);
+    double half = cfg_num(m->cfg, CFG_MEMORY_HALF_LIFE_DAYS) * (1.0 + n);
     double act = rank_recency(ref, now, half, cfg_num(m->cfg, CFG_RECENCY_FLOOR));
-    double reinforce = 1.0 + 0.05 * (c < 5 ? c : 5);
-    double imp = pow(cfg_num(m->cfg, CFG_IMPORTANCE_MAX), (sqlite3_column_double(st, 0) - 0.5) / 0.5);
-    const char *subj = (const char *)sqlite3_column_text(st, 1);
-    double boost = user_query && subj && strcmp(subj, "user") == 0 ? USER_BOOST : 1.0;
+    double reinforce = 1.0 + 0.05 * (n < 5 ? n : 5);
+    double imp = pow(cfg_num(m->cfg, CFG_IMPORTANCE_MAX), (c->importance - 0.5) / 0.5);
+    double boost = user_query && c->about_user ? USER_BOOST : 1.0;
     return act * reinforce * imp * boost;
 }
 
@@ -442,8 +453,88 @@ static int by_rel(const void *a, const void *b)
     return (x->mid > y->mid) - (x->mid < y->mid);
 }
 
+static int by_score(const void *a, const void *b)
+{
+    const mcand *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+int mem_query_text(mnemo *m, const char *text, buf *out)
+{
+    buf clean;
+    buf_init(&clean, 1 << 16);
+    if (utf8_repair(&clean, text, strlen(text))) {
+        buf_cleanup(&clean);
+        return core_error(m, MNEMO_INVALID, "query too long (limit 64 KiB)");
+    }
+    int rc = sanitize_message(clean.data ? clean.data : "", clean.len, out);
+    buf_cleanup(&clean);
+    return rc || buf_err(out) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, double now,
+             mset *s, mem_factor_fn fn, void *ud)
+{
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
+    int user_query = about_user(q, o);
+    for (size_t i = 0; i < s->n; i++) {
+        mcand *c = &s->v[i];
+        double v = c->vec < 0 ? 0 : c->vec;
+        double f = wv * v + wt * c->text;
+        c->rel = ran ? (f > c->text ? f : c->text) : c->text;
+    }
+    /* Factors, best relevance first, until no candidate left can reach
+     * the NEED best scores. */
+    if (s->n > 1)
+        qsort(s->v, s->n, sizeof *s->v, by_rel);
+    double bound = max_factor(m);
+    double *top = malloc((need ? need : 1) * sizeof *top);
+    size_t ntop = 0;
+    int rc = top ? MNEMO_OK : MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        mcand *c = &s->v[i];
+        if (ntop == need && c->rel * bound < top[0]) {
+            s->n = i;
+            break;
+        }
+        int fr = c->has_factors ? MNEMO_OK : fn(m, ud, c);
+        if (fr && fr != MNEMO_NOTFOUND)
+            rc = fr;
+        c->score = fr ? 0 : c->rel * factors(m, c, user_query, now);
+        rank_top_offer(top, &ntop, need, c->score);
+    }
+    free(top);
+    if (!rc && s->n > 1)
+        qsort(s->v, s->n, sizeof *s->v, by_score);
+    return rc;
+}
+
+/* SQLite: the factor inputs of C from its row. */
+#define FACTOR_SQL                                                                             \
+    "SELECT importance, subject, created_at, last_confirmed_at, confirmations FROM memories "  \
+    "WHERE mid = ?1"
+static int lite_factors(mnemo *m, void *ud, mcand *c)
+{
+    (void)m;
+    sqlite3_stmt *st = ud;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, c->mid);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return MNEMO_NOTFOUND;
+    c->importance = sqlite3_column_double(st, 0);
+    const char *subj = (const char *)sqlite3_column_text(st, 1);
+    c->about_user = subj && strcmp(subj, "user") == 0;
+    c->created = sqlite3_column_double(st, 2);
+    c->confirmed = sqlite3_column_double(st, 3);
+    c->confirmations = sqlite3_column_double(st, 4);
+    c->has_factors = 1;
+    return MNEMO_OK;
+}
+
 /* Loads C's record (MEM_COLS) if not loaded yet. */
-static int load_rec(mnemo *m, mcand *c)
+static int lite_load(mnemo *m, mcand *c)
 {
     if (c->rec)
         return MNEMO_OK;
@@ -459,31 +550,17 @@ static int load_rec(mnemo *m, mcand *c)
     return rc;
 }
 
-static int by_score(const void *a, const void *b)
-{
-    const mcand *x = a, *y = b;
-    if (x->score != y->score)
-        return x->score < y->score ? 1 : -1;
-    return (x->mid > y->mid) - (x->mid < y->mid);
-}
-
-/* Runs a search; fills S with scored candidates, best first: at least the
- * NEED best (records not loaded: load_rec). *MODE: "keyword" or "hybrid". */
-static int run_search(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
-                      const char **mode)
+/* The SQLite search (mem_searcher.run). */
+static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
+                    const char **mode)
 {
     *mode = "keyword";
-    buf clean;
-    buf_init(&clean, 1 << 16);
-    if (utf8_repair(&clean, text, strlen(text)))
-        return core_error(m, MNEMO_INVALID, "query too long (limit 64 KiB)");
     buf qt;
     buf_init(&qt, 1 << 16);
-    int rc = sanitize_message(clean.data ? clean.data : "", clean.len, &qt);
-    buf_cleanup(&clean);
-    if (rc || buf_err(&qt)) {
+    int rc = mem_query_text(m, text, &qt);
+    if (rc) {
         buf_cleanup(&qt);
-        return MNEMO_NOMEM;
+        return rc;
     }
     const char *q = qt.data ? qt.data : "";
     tok *t;
@@ -506,43 +583,14 @@ static int run_search(mnemo *m, const char *text, mem_opts *o, size_t need, mset
         rc = vector_leg(m, q, where.data, &args, o, s, &ran);
     if (ran)
         *mode = "hybrid";
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
-    int user_query = about_user(q, o);
-    for (size_t i = 0; i < s->n; i++) {
-        mcand *c = &s->v[i];
-        double v = c->vec < 0 ? 0 : c->vec;
-        double f = wv * v + wt * c->text;
-        c->rel = ran ? (f > c->text ? f : c->text) : c->text;
-    }
-    /* Factors, best relevance first, until no candidate left can reach
-     * the NEED best scores. */
-    if (s->n > 1)
-        qsort(s->v, s->n, sizeof *s->v, by_rel);
-    double bound = max_factor(m);
-    double *top = malloc((need ? need : 1) * sizeof *top);
-    size_t ntop = 0;
     sqlite3_stmt *row = NULL;
-    if (!top)
-        rc = rc ? rc : MNEMO_NOMEM;
     if (!rc && s->n && sqlite3_prepare_v2(db, FACTOR_SQL, -1, &row, NULL) != SQLITE_OK)
         rc = sqlfail(m, "memory search");
-    for (size_t i = 0; !rc && i < s->n; i++) {
-        mcand *c = &s->v[i];
-        if (ntop == need && c->rel * bound < top[0]) {
-            s->n = i;
-            break;
-        }
-        sqlite3_reset(row);
-        sqlite3_bind_int64(row, 1, c->mid);
-        c->score = sqlite3_step(row) == SQLITE_ROW ? c->rel * factors(m, row, user_query, now) : 0;
-        rank_top_offer(top, &ntop, need, c->score);
-    }
+    if (!rc)
+        rc = mem_rank(m, q, o, ran, need, now, s, lite_factors, row);
     sqlite3_finalize(row);
-    free(top);
     if (txn)
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    if (!rc && s->n > 1)
-        qsort(s->v, s->n, sizeof *s->v, by_score);
     query_cleanup(&pq);
     mfilter_cleanup(&args);
     buf_cleanup(&where);
@@ -550,9 +598,12 @@ static int run_search(mnemo *m, const char *text, mem_opts *o, size_t need, mset
     return rc;
 }
 
+const mem_searcher mem_lite_searcher = {lite_run, lite_load};
+
 static double round4(double x) { return floor(x * 10000.0 + 0.5) / 10000.0; }
 
-int lite_memory_search(mnemo *m, const char *text, const char *options, char **out)
+int mem_search(mnemo *m, const char *text, const char *options, const mem_searcher *be,
+               char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -563,14 +614,14 @@ int lite_memory_search(mnemo *m, const char *text, const char *options, char **o
     mset s = {0};
     const char *mode = "keyword";
     if (!rc)
-        rc = run_search(m, text, &o, (size_t)o.limit, &s, &mode);
+        rc = be->run(m, text, &o, (size_t)o.limit, &s, &mode);
     double min = o.min_score >= 0 ? o.min_score : cfg_num(m->cfg, CFG_MEMORY_MIN_SCORE);
     json_t *res = json_array();
     for (size_t i = 0; !rc && i < s.n && json_array_size(res) < (size_t)o.limit; i++) {
         mcand *c = &s.v[i];
         if (c->score < min)
             break;
-        if ((rc = load_rec(m, c)) == MNEMO_NOTFOUND) {
+        if ((rc = be->load(m, c)) == MNEMO_NOTFOUND) {
             rc = MNEMO_OK;
             continue;
         }
@@ -595,6 +646,11 @@ int lite_memory_search(mnemo *m, const char *text, const char *options, char **o
     mset_cleanup(&s);
     mem_opts_cleanup(&o);
     return rc;
+}
+
+int lite_memory_search(mnemo *m, const char *text, const char *options, char **out)
+{
+    return mem_search(m, text, options, &mem_lite_searcher, out);
 }
 
 /* ----------------------------------------------------------------------
@@ -772,8 +828,8 @@ static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, 
 
 /* Adds the memories of a search for MESSAGE within OPTS whose relevance
  * clears THRESHOLD. */
-static int add_searched(mnemo *m, const char *message, json_t *opts, double threshold, pick **v,
-                        size_t *n, size_t *cap, json_t *order)
+static int add_searched(mnemo *m, const mem_searcher *be, const char *message, json_t *opts,
+                        double threshold, pick **v, size_t *n, size_t *cap, json_t *order)
 {
     char *o = json_dumps(opts, JSON_COMPACT);
     if (!o)
@@ -784,11 +840,11 @@ static int add_searched(mnemo *m, const char *message, json_t *opts, double thre
     mset s = {0};
     const char *mode;
     if (!rc)
-        rc = run_search(m, message, &mo, RECALL_POOL, &s, &mode);
+        rc = be->run(m, message, &mo, RECALL_POOL, &s, &mode);
     for (size_t i = 0; !rc && i < s.n && i < RECALL_POOL; i++) {
         if (s.v[i].rel < threshold)
             continue;
-        int lr = load_rec(m, &s.v[i]);
+        int lr = be->load(m, &s.v[i]);
         if (lr == MNEMO_OK)
             rc = add_pick(v, n, cap, s.v[i].rec, s.v[i].score, order);
         else if (lr != MNEMO_NOTFOUND)
@@ -813,6 +869,11 @@ static json_t *scope_opts(const char *user, const char *agent, const char *run, 
 }
 
 int lite_memory_recall(mnemo *m, const char *options, char **out)
+{
+    return mem_recall(m, options, &mem_lite_searcher, out);
+}
+
+int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -873,7 +934,7 @@ int lite_memory_recall(mnemo *m, const char *options, char **out)
             continue;
         json_t *so = scope_opts(user, agent, k ? run : NULL, scopes[k]);
         if (has_msg) {
-            rc = add_searched(m, msg.data, so, threshold, &v, &n, &cap, order);
+            rc = add_searched(m, be, msg.data, so, threshold, &v, &n, &cap, order);
         } else {
             json_object_set_new(so, "limit", json_integer(500));
             json_object_set_new(so, "count", json_false());
