@@ -26,6 +26,7 @@
 #include "core.h"
 #include "pgsource.h"
 #include "sanitize.h"
+#include "search.h"
 #include "query.h"
 #include "snippet.h"
 #include "rank.h"
@@ -44,19 +45,7 @@
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
 
-typedef struct cand {
-    int64_t chunk_id;
-    int64_t file_id;  /* 0 until looked up */
-    double raw;       /* BM25, 0 without a keyword match */
-    double text;      /* 0..1 */
-    double cosine;
-    double vec;       /* 0..1, -1 without a vector */
-    double score;     /* 0..1, fused */
-    int tier;         /* 3 path, 2 base name, 1 stem, 0 content */
-    int path_hit;     /* query words in its path */
-    double recency, importance; /* ranking factors applied */
-    int rank_before;  /* 1-based, before diversity */
-} cand;
+typedef search_cand cand;
 
 /* ----------------------------------------------------------------------
  * Results
@@ -364,39 +353,19 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, doub
     return MNEMO_OK;
 }
 
-typedef struct path_hit {
-    int64_t file_id;
-    double frac; /* share of the query terms found in the path */
-    int tier;
-    int64_t first_chunk, first_seq; /* its first chunk, 0 if none */
-} path_hit;
+typedef search_path_hit path_hit;
+typedef search_file_chunk file_chunk;
+typedef search_file_hits file_hits;
 
-typedef struct file_chunk {
-    int64_t chunk_id, file_id;
-} file_chunk;
-
-/* The file-name legs' files, and their chunks (to find the candidates in
- * those files without a lookup per candidate). */
-typedef struct file_hits {
-    path_hit *v;
-    size_t n, cap;
-    file_chunk *chunks;
-    size_t nchunks, cap_chunks;
-} file_hits;
-
-static void file_hits_cleanup(file_hits *f)
+void search_file_hits_cleanup(search_file_hits *f)
 {
     free(f->v);
     free(f->chunks);
 }
 
-/* Adds the file of row ST (columns: file id, then chunk id and seq, NULL
- * without chunks) with FRAC and TIER. */
-static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, int tier)
+int search_file_hit_add(search_file_hits *f, int64_t id, int64_t cid, int64_t seq, double frac,
+                        int tier)
 {
-    int64_t id = sqlite3_column_int64(st, 0);
-    int64_t cid = sqlite3_column_int64(st, chunk_col);
-    int64_t seq = sqlite3_column_int64(st, chunk_col + 1);
     /* A file's rows come together; a file met again later (in both
      * queries) is merged with itself after sorting (file_legs). */
     path_hit *h = f->n && f->v[f->n - 1].file_id == id ? &f->v[f->n - 1] : NULL;
@@ -433,6 +402,15 @@ static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, i
     }
     f->chunks[f->nchunks++] = (file_chunk){cid, id};
     return MNEMO_OK;
+}
+
+/* Adds the file of row ST (columns: file id, then chunk id and seq, NULL
+ * without chunks) with FRAC and TIER. */
+static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, int tier)
+{
+    return search_file_hit_add(f, sqlite3_column_int64(st, 0),
+                               sqlite3_column_int64(st, chunk_col),
+                               sqlite3_column_int64(st, chunk_col + 1), frac, tier);
 }
 
 static int by_chunk(const void *a, const void *b)
@@ -533,13 +511,8 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
     return MNEMO_OK;
 }
 
-/* The files the query names or whose paths hold query terms, with their
- * chunks, both sorted for searching by chunk and by file. */
-static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+void search_file_hits_finish(search_file_hits *f)
 {
-    int rc = file_queries(m, q, cp, f);
-    if (rc)
-        return rc;
     if (f->nchunks > 1)
         qsort(f->chunks, f->nchunks, sizeof *f->chunks, by_chunk);
     if (f->n > 1) /* the order of the files does not matter */
@@ -561,7 +534,16 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
         }
     }
     f->n = k;
-    return MNEMO_OK;
+}
+
+/* The files the query names or whose paths hold query terms, with their
+ * chunks, both sorted for searching by chunk and by file. */
+static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+{
+    int rc = file_queries(m, q, cp, f);
+    if (!rc)
+        search_file_hits_finish(f);
+    return rc;
 }
 
 /* ----------------------------------------------------------------------
@@ -569,29 +551,29 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
  * -------------------------------------------------------------------- */
 
 /* Fills result R from chunk C: path, snippet window and citation. */
-static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, const cand *c,
+static int make_result(mnemo *m, tok *t, const query *q, const search_io *io, const cand *c,
                        mnemo_result *r)
 {
-    sqlite3_reset(row);
-    sqlite3_bind_int64(row, 1, c->chunk_id);
-    if (sqlite3_step(row) != SQLITE_ROW)
-        return MNEMO_NOTFOUND;
-    const char *text = (const char *)sqlite3_column_text(row, 0);
-    size_t len = (size_t)sqlite3_column_bytes(row, 0);
-    int first = sqlite3_column_int(row, 1);
-    const char *path = (const char *)sqlite3_column_text(row, 2);
-    const uint32_t *map = sqlite3_column_blob(row, 3);
-    size_t nmap = (size_t)sqlite3_column_bytes(row, 3) / sizeof(uint32_t);
-    const char *source = (const char *)sqlite3_column_text(row, 4);
-    int sessions = source && strcmp(source, "sessions") == 0;
+    search_row row;
+    memset(r, 0, sizeof *r);
+    int rc = io->row(io->ud, c->chunk_id, &row);
+    if (rc)
+        return rc;
+    const char *text = row.text;
+    size_t len = row.len;
+    int first = row.first_line;
+    const char *path = row.path;
+    const uint32_t *map = row.map;
+    size_t nmap = row.nmap;
+    int sessions = row.source && strcmp(row.source, "sessions") == 0;
     buf snip;
     buf_init(&snip, 0);
     /* A transcript chunk's lines are message lines: numbered from 1 here and
      * mapped back to JSONL lines below. */
     int base = map ? 1 : first;
     int sl = base, el = base;
-    int rc = snippet_pick(t, q, text ? text : "", len, base,
-                          (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS), &snip, &sl, &el);
+    rc = snippet_pick(t, q, text ? text : "", len, base, (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS),
+                      &snip, &sl, &el);
     if (map && nmap) {
         sl = (int)map[(size_t)(sl - 1) < nmap ? (size_t)(sl - 1) : nmap - 1];
         el = (int)map[(size_t)(el - 1) < nmap ? (size_t)(el - 1) : nmap - 1];
@@ -599,7 +581,6 @@ static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, cons
     buf cit;
     buf_init(&cit, 0);
     buf_printf(&cit, "%s#L%d-L%d", path, sl, el);
-    memset(r, 0, sizeof *r);
     r->path = strdup(path);
     r->start_line = sl;
     r->end_line = el;
@@ -613,7 +594,6 @@ static int make_result(mnemo *m, tok *t, const query *q, sqlite3_stmt *row, cons
     r->snippet = buf_detach(&snip);
     r->source = sessions ? "sessions" : "memory";
     r->citation = buf_detach(&cit);
-    sqlite3_reset(row);
     if (!rc && (!r->path || !r->snippet || !r->citation))
         rc = MNEMO_NOMEM;
     return rc;
@@ -756,24 +736,423 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
 }
 
 /* ----------------------------------------------------------------------
- * Search
- * -------------------------------------------------------------------- */
-
-/* ----------------------------------------------------------------------
  * Ranking stages (rank.c has the formulas)
  * -------------------------------------------------------------------- */
 
+/* Multiplies the candidates' scores by their recency and importance, best
+ * first (ALL sorted by by_rank). No factor exceeds max(1, importanceMax),
+ * so once a candidate's score times that cannot reach the NEED-th best
+ * final score, no later one can either: those are dropped (*N shrinks),
+ * which spares a row lookup for most of a large pool. */
+static int apply_factors(mnemo *m, const search_io *io, cand *all, size_t *n, size_t need)
+{
+    double now = core_now();
+    double half = cfg_num(m->cfg, CFG_RECENCY_HALF_LIFE_DAYS);
+    double floor = cfg_num(m->cfg, CFG_RECENCY_FLOOR);
+    double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
+    double bound = imax > 1.0 ? imax : 1.0;
+    double *top = malloc((need ? need : 1) * sizeof *top);
+    if (!top)
+        return MNEMO_NOMEM;
+    size_t ntop = 0;
+    for (size_t i = 0; i < *n; i++) {
+        cand *c = &all[i];
+        if (!c->tier && ntop == need && c->score * bound < top[0]) {
+            *n = i;
+            break;
+        }
+        c->recency = c->importance = 1.0;
+        double when;
+        int importance;
+        if (io->factors(io->ud, c->chunk_id, &when, &importance)) {
+            c->recency = rank_recency(when, now, half, floor);
+            c->importance = rank_importance(importance, imax);
+            if (!c->tier)
+                c->score *= c->recency * c->importance;
+        }
+        rank_top_offer(top, &ntop, need, c->tier ? INFINITY : c->score);
+    }
+    free(top);
+    return MNEMO_OK;
+}
+
+typedef struct simctx {
+    const cand *all;
+    const search_io *io;
+    rank_tokens *toks;      /* per candidate index, built on first use; NULL with vectors */
+    unsigned char *built;
+    const float **vecs;
+    int rc;
+} simctx;
+
+static const rank_tokens *tokens_of(simctx *s, size_t i)
+{
+    if (!s->built[i]) {
+        s->built[i] = 1;
+        const char *text = NULL;
+        size_t len = 0;
+        int rc = s->io->text(s->io->ud, s->all[i].chunk_id, &text, &len);
+        if (rc)
+            s->rc = rc;
+        else if (text && rank_tokens_build(text, len, &s->toks[i]))
+            s->rc = MNEMO_NOMEM;
+    }
+    return &s->toks[i];
+}
+
+static double sim_fn(void *ud, size_t i, size_t j)
+{
+    simctx *s = ud;
+    if (s->vecs && s->vecs[i] && s->vecs[j])
+        return vec_dot_f32(s->vecs[i], s->vecs[j], (size_t)s->io->dims);
+    if (s->toks)
+        return rank_jaccard(tokens_of(s, i), tokens_of(s, j));
+    return 0;
+}
+
+/* Reorders ORDER[0..N) (indices into ALL, by score) with MMR. Similarity
+ * is the vectors' cosine when the vector leg ran, else token overlap, from
+ * token sketches built only for the candidates MMR compares. */
+static int diversify(mnemo *m, const search_io *io, int vectors, const cand *all,
+                     size_t *order, size_t n, int max)
+{
+    double lambda = cfg_num(m->cfg, CFG_MMR_LAMBDA);
+    size_t npool = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
+    if (npool > n)
+        npool = n;
+    if (lambda >= 1.0 || npool < 3)
+        return MNEMO_OK;
+    /* Indices here are positions in ORDER; map scores accordingly. */
+    size_t max_idx = 0;
+    for (size_t i = 0; i < npool; i++)
+        if (order[i] > max_idx)
+            max_idx = order[i];
+    double *score = calloc(max_idx + 1, sizeof *score);
+    int64_t *ids = malloc(npool * sizeof *ids);
+    simctx s = {all, io, NULL, NULL, NULL, MNEMO_OK};
+    int rc = score && ids ? MNEMO_OK : MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < npool; i++)
+        ids[i] = all[order[i]].chunk_id;
+    if (!rc && io->prefetch)
+        rc = io->prefetch(io->ud, 's', ids, npool);
+    if (!rc && vectors) {
+        s.vecs = calloc(max_idx + 1, sizeof *s.vecs);
+        if (!s.vecs)
+            rc = MNEMO_NOMEM;
+        for (size_t i = 0; !rc && i < npool; i++)
+            s.vecs[order[i]] = io->vector(io->ud, all[order[i]].chunk_id);
+    } else if (!rc) {
+        s.toks = calloc(max_idx + 1, sizeof *s.toks);
+        s.built = calloc(max_idx + 1, 1);
+        if (!s.toks || !s.built)
+            rc = MNEMO_NOMEM;
+    }
+    if (!rc) {
+        for (size_t i = 0; i < npool; i++)
+            score[order[i]] = all[order[i]].score;
+        /* Positions past what the results can use need no MMR; a few
+         * spare picks cover results dropped as overlapping. */
+        rank_mmr(order, n, score, lambda, npool, (size_t)max * 2 + 2, sim_fn, &s);
+        rc = s.rc;
+    }
+    if (s.toks)
+        for (size_t i = 0; i <= max_idx; i++)
+            free(s.toks[i].h);
+    free(s.toks);
+    free(s.built);
+    free(s.vecs);
+    free(score);
+    free(ids);
+    return rc;
+}
+
+double search_lap(double *t)
+{
+    double now = time_mono(), ms = (now - *t) * 1000.0;
+    *t = now;
+    return ms;
+}
+
+int search_clean_query(mnemo *m, const char *text, buf *qt)
+{
+    if (!text)
+        return core_error(m, MNEMO_INVALID, "empty query");
+    buf raw;
+    buf_init(&raw, 1 << 16);
+    if (utf8_repair(&raw, text, strlen(text))) {
+        buf_cleanup(&raw);
+        return core_error(m, MNEMO_INVALID, "query too long (limit 64 KiB)");
+    }
+    /* Runtime envelopes (metadata blocks, [channel] tags) are not the query. */
+    int src = sanitize_message(raw.data ? raw.data : "", raw.len, qt);
+    buf_cleanup(&raw);
+    if (src || buf_err(qt))
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    int blank = 1;
+    for (size_t i = 0; i < qt->len; i++)
+        if (qt->data[i] != ' ' && qt->data[i] != '\t' && qt->data[i] != '\n' && qt->data[i] != '\r')
+            blank = 0;
+    if (blank)
+        return core_error(m, MNEMO_INVALID, "empty query");
+    return MNEMO_OK;
+}
+
+int search_max_results(mnemo *m, const mnemo_search_opts *opts)
+{
+    return opts && opts->max_results > 0 ? opts->max_results
+                                         : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
+}
+
+int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_cand *all,
+                size_t n, const search_file_hits *fh, double sum_idf, const search_vstats *vs,
+                const mnemo_search_opts *opts, mnemo_results *res, double *tm)
+{
+    int rc = MNEMO_OK;
+    int max = search_max_results(m, opts);
+    double min_score = opts && opts->min_score >= 0 ? opts->min_score
+                                                    : cfg_num(m->cfg, CFG_MIN_SCORE);
+    /* Both scores for every candidate, then the fusion. */
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
+    int rrf = strcmp(cfg_str(m->cfg, CFG_FUSION), "rrf") == 0;
+    for (size_t i = 0; i < n; i++) {
+        cand *c = &all[i];
+        if (c->raw < 0)
+            c->raw = q->match ? io->bm25(io->ud, c->chunk_id) : 0;
+        c->text = 1.0 - exp(-2.0 * c->raw / sum_idf);
+        c->vec = -1;
+        if (vs->ran) {
+            float cs;
+            if (io->cosine(io->ud, c->chunk_id, &cs)) {
+                double v;
+                if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6)
+                    v = ((cs - vs->mean) / vs->sd - Z_FLOOR) / Z_SPAN;
+                else
+                    v = (cs - vs->mean) / (1.0 - vs->mean);
+                c->cosine = cs;
+                c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
+            }
+        }
+        double v = c->vec < 0 ? 0 : c->vec;
+        if (vs->ran) {
+            /* Meaning can raise a result above its keyword score, never
+             * below it. */
+            double s = wv * v + wt * c->text;
+            c->score = s > c->text ? s : c->text;
+        } else {
+            c->score = c->text;
+        }
+        if (fh->n)
+            c->file_id = hit_file_of(fh, c->chunk_id);
+    }
+    if (vs->ran && rrf) {
+        /* Reciprocal rank fusion: ranks by each leg, scaled to 0..1. */
+        double kk = (double)cfg_int(m->cfg, CFG_RRF_K);
+        double *fused = calloc(n ? n : 1, sizeof *fused);
+        size_t *order = malloc((n ? n : 1) * sizeof *order);
+        if (!fused || !order) {
+            free(fused);
+            free(order);
+            return MNEMO_NOMEM;
+        }
+        for (int leg = 0; leg < 2; leg++) {
+            for (size_t i = 0; i < n; i++)
+                order[i] = i;
+            for (size_t i = 1; i < n; i++) { /* insertion sort: n is a few hundred */
+                size_t x = order[i], j = i;
+                double kx = leg ? all[x].vec : all[x].raw;
+                while (j > 0 && (leg ? all[order[j - 1]].vec : all[order[j - 1]].raw) < kx) {
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = x;
+            }
+            for (size_t r = 0; r < n; r++) {
+                const cand *c = &all[order[r]];
+                if ((leg ? c->vec : c->raw) > 0)
+                    fused[order[r]] += 1.0 / (kk + (double)r + 1.0);
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            all[i].score = fused[i] / (2.0 / (kk + 1.0));
+        free(fused);
+        free(order);
+    }
+
+    /* Path boosts and file tiers: the candidates in matched files, then
+     * each matched file's best candidate (or first chunk). */
+    size_t *best_of = calloc(fh->n + 1, sizeof *best_of); /* 1 + index in ALL, 0: none */
+    if (!best_of)
+        return MNEMO_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (!all[i].file_id)
+            continue;
+        size_t h = hit_index(fh, all[i].file_id);
+        const path_hit *hit = &fh->v[h];
+        all[i].score += (1.0 - all[i].score) * PATH_BOOST * hit->frac;
+        all[i].path_hit |= hit->frac > 0;
+        if (!best_of[h] || all[i].raw > all[best_of[h] - 1].raw)
+            best_of[h] = i + 1;
+    }
+    for (size_t h = 0, nc = n; h < fh->n; h++) {
+        const path_hit *hit = &fh->v[h];
+        cand *best = best_of[h] && best_of[h] <= nc ? &all[best_of[h] - 1] : NULL;
+        if (hit->tier && best) {
+            best->tier = hit->tier;
+        } else if (hit->tier || (!best && hit->frac > 0)) {
+            int64_t cid = hit->first_chunk;
+            if (cid)
+                all[n++] = (cand){.chunk_id = cid,
+                                  .file_id = hit->file_id,
+                                  .vec = -1,
+                                  .score = PATH_BOOST * hit->frac,
+                                  .tier = hit->tier,
+                                  .path_hit = 1};
+        }
+    }
+    free(best_of);
+    for (size_t i = 0; i < n; i++)
+        if (all[i].tier)
+            all[i].score = 1.0;
+
+    res->timing.merge_ms = search_lap(tm);
+
+    /* Recency and importance, for as many candidates as ranking can use:
+     * the diversity pool and twice the results asked for. */
+    size_t need = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
+    if (need < (size_t)max * 2 + 2)
+        need = (size_t)max * 2 + 2;
+    need += (size_t)max;
+    sort_by_rank(all, n);
+    if (io->prefetch) {
+        int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
+        if (!ids)
+            return MNEMO_NOMEM;
+        for (size_t i = 0; i < n; i++)
+            ids[i] = all[i].chunk_id;
+        rc = io->prefetch(io->ud, 'f', ids, n);
+        free(ids);
+        if (rc)
+            return rc;
+    }
+    if ((rc = apply_factors(m, io, all, &n, need)))
+        return rc;
+    sort_by_rank(all, n);
+    for (size_t i = 0; i < n; i++)
+        all[i].rank_before = (int)i + 1;
+
+    /* Threshold. Strict mode abstains when nothing clears it; otherwise the
+     * keyword matches are returned rather than nothing (never vector-only
+     * guesses). */
+    int strict = opts && opts->strict >= 0 ? opts->strict
+                                           : cfg_bool(m->cfg, CFG_STRICT_MIN_SCORE);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (all[i].tier || all[i].score >= min_score)
+            all[kept++] = all[i];
+    if (kept == 0 && !strict) {
+        for (size_t i = 0; i < n; i++)
+            if (all[i].raw > 0 || all[i].path_hit)
+                all[kept++] = all[i];
+    }
+
+    res->timing.rank_ms = search_lap(tm);
+
+    /* Diversity: MMR over the pool below the file-name tiers. */
+    size_t *order = malloc((kept ? kept : 1) * sizeof *order);
+    if (!order)
+        return MNEMO_NOMEM;
+    for (size_t i = 0; i < kept; i++)
+        order[i] = i;
+    size_t tiers = 0;
+    while (tiers < kept && all[tiers].tier)
+        tiers++;
+    if ((rc = diversify(m, io, vs->ran, all, order + tiers, kept - tiers, max))) {
+        free(order);
+        return rc;
+    }
+    res->timing.diversity_ms = search_lap(tm);
+
+    res->explain = opts && opts->explain;
+    res->v = calloc((size_t)max, sizeof *res->v);
+    if (!res->v) {
+        free(order);
+        return MNEMO_NOMEM;
+    }
+    /* The rows the results will most likely need, in one go. */
+    if (io->prefetch && kept) {
+        size_t want = kept < (size_t)max * 3 ? kept : (size_t)max * 3;
+        int64_t *ids = malloc(want * sizeof *ids);
+        rc = ids ? MNEMO_OK : MNEMO_NOMEM;
+        for (size_t i = 0; !rc && i < want; i++)
+            ids[i] = all[order[i]].chunk_id;
+        if (!rc)
+            rc = io->prefetch(io->ud, 'r', ids, want);
+        free(ids);
+        if (rc) {
+            free(order);
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < kept && res->n < (size_t)max; i++) {
+        mnemo_result r;
+        int r2 = make_result(m, t, q, io, &all[order[i]], &r);
+        if (r2 == MNEMO_NOTFOUND)
+            continue;
+        if (r2) {
+            result_cleanup(&r);
+            free(order);
+            return r2;
+        }
+        if (overlaps(res, &r)) {
+            result_cleanup(&r);
+            continue;
+        }
+        r.rank_after = (int)res->n + 1;
+        res->v[res->n++] = r;
+    }
+    free(order);
+    res->timing.results_ms = search_lap(tm);
+    return MNEMO_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * The SQLite index behind search_io
+ * -------------------------------------------------------------------- */
+
+typedef struct lite_io {
+    mnemo *m;
+    const query *q;
+    const vleg *vl;
+    sqlite3_stmt *factors, *text, *row;
+} lite_io;
+
+static double lite_bm25(void *ud, int64_t chunk_id)
+{
+    lite_io *x = ud;
+    return bm25_of(x->m, x->q, chunk_id);
+}
+
+static int lite_cosine(void *ud, int64_t chunk_id, float *cs)
+{
+    lite_io *x = ud;
+    int found;
+    *cs = vecfile_cosine(x->vl->vf, chunk_id, x->vl->qv, &found);
+    return found;
+}
+
 /* The date and importance of CHUNK_ID, kept in the handle across searches
  * until the index changes; returns 0 when the chunk is gone. */
-static int chunk_factors(fts_rank *r, sqlite3_stmt *st, int64_t chunk_id, double *when,
-                         int *importance)
+static int lite_factors(void *ud, int64_t chunk_id, double *when, int *importance)
 {
+    lite_io *x = ud;
+    fts_rank *r = store_rank(x->m->st);
     const fts_factor *f = fts_factor_get(r, chunk_id);
     if (f) {
         *when = f->when;
         *importance = f->importance;
         return 1;
     }
+    sqlite3_stmt *st = x->factors;
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, chunk_id);
     if (sqlite3_step(st) != SQLITE_ROW)
@@ -793,144 +1172,42 @@ static int chunk_factors(fts_rank *r, sqlite3_stmt *st, int64_t chunk_id, double
     return 1;
 }
 
-/* Multiplies the candidates' scores by their recency and importance, best
- * first (ALL sorted by by_rank). No factor exceeds max(1, importanceMax),
- * so once a candidate's score times that cannot reach the NEED-th best
- * final score, no later one can either: those are dropped (*N shrinks),
- * which spares a row lookup for most of a large pool. */
-static int apply_factors(mnemo *m, cand *all, size_t *n, size_t need)
+static const float *lite_vector(void *ud, int64_t chunk_id)
 {
-    fts_rank *r = store_rank(m->st);
-    sqlite3_stmt *st = fts_stmt(r, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
-                                   "FROM chunks c JOIN files f ON f.id = c.file_id "
-                                   "WHERE c.id = ?1");
-    if (!st)
-        return sql_fail(m, "prepare");
-    double now = core_now();
-    double half = cfg_num(m->cfg, CFG_RECENCY_HALF_LIFE_DAYS);
-    double floor = cfg_num(m->cfg, CFG_RECENCY_FLOOR);
-    double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
-    double bound = imax > 1.0 ? imax : 1.0;
-    double *top = malloc((need ? need : 1) * sizeof *top);
-    if (!top)
-        return MNEMO_NOMEM;
-    size_t ntop = 0;
-    for (size_t i = 0; i < *n; i++) {
-        cand *c = &all[i];
-        if (!c->tier && ntop == need && c->score * bound < top[0]) {
-            *n = i;
-            break;
-        }
-        c->recency = c->importance = 1.0;
-        double when;
-        int importance;
-        if (chunk_factors(r, st, c->chunk_id, &when, &importance)) {
-            c->recency = rank_recency(when, now, half, floor);
-            c->importance = rank_importance(importance, imax);
-            if (!c->tier)
-                c->score *= c->recency * c->importance;
-        }
-        rank_top_offer(top, &ntop, need, c->tier ? INFINITY : c->score);
+    lite_io *x = ud;
+    return vecfile_vector(x->vl->vf, chunk_id);
+}
+
+static int lite_text(void *ud, int64_t chunk_id, const char **text, size_t *len)
+{
+    lite_io *x = ud;
+    sqlite3_reset(x->text);
+    sqlite3_bind_int64(x->text, 1, chunk_id);
+    *text = NULL;
+    *len = 0;
+    if (sqlite3_step(x->text) == SQLITE_ROW) {
+        *text = (const char *)sqlite3_column_text(x->text, 0);
+        *len = (size_t)sqlite3_column_bytes(x->text, 0);
     }
-    free(top);
-    sqlite3_reset(st);
     return MNEMO_OK;
 }
 
-typedef struct simctx {
-    const cand *all;
-    const vleg *vl;
-    sqlite3_stmt *text;     /* a chunk's text by id */
-    rank_tokens *toks;      /* per candidate index, built on first use; NULL with vectors */
-    unsigned char *built;
-    const float **vecs;
-    int rc;
-} simctx;
-
-static const rank_tokens *tokens_of(simctx *s, size_t i)
+static int lite_row(void *ud, int64_t chunk_id, search_row *out)
 {
-    if (!s->built[i]) {
-        s->built[i] = 1;
-        sqlite3_reset(s->text);
-        sqlite3_bind_int64(s->text, 1, s->all[i].chunk_id);
-        if (sqlite3_step(s->text) == SQLITE_ROW &&
-            rank_tokens_build((const char *)sqlite3_column_text(s->text, 0),
-                              (size_t)sqlite3_column_bytes(s->text, 0), &s->toks[i]))
-            s->rc = MNEMO_NOMEM;
-        sqlite3_reset(s->text);
-    }
-    return &s->toks[i];
-}
-
-static double sim_fn(void *ud, size_t i, size_t j)
-{
-    simctx *s = ud;
-    if (s->vecs && s->vecs[i] && s->vecs[j])
-        return vec_dot_f32(s->vecs[i], s->vecs[j], (size_t)vecfile_dims(s->vl->vf));
-    if (s->toks)
-        return rank_jaccard(tokens_of(s, i), tokens_of(s, j));
-    return 0;
-}
-
-/* Reorders ORDER[0..N) (indices into ALL, by score) with MMR. Similarity
- * is the vectors' cosine when the vector leg ran, else token overlap, from
- * token sketches built only for the candidates MMR compares. */
-static int diversify(mnemo *m, const vleg *vl, const cand *all, size_t *order, size_t n,
-                     int max)
-{
-    double lambda = cfg_num(m->cfg, CFG_MMR_LAMBDA);
-    size_t npool = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
-    if (npool > n)
-        npool = n;
-    if (lambda >= 1.0 || npool < 3)
-        return MNEMO_OK;
-    /* Indices here are positions in ORDER; map scores accordingly. */
-    size_t max_idx = 0;
-    for (size_t i = 0; i < npool; i++)
-        if (order[i] > max_idx)
-            max_idx = order[i];
-    double *score = calloc(max_idx + 1, sizeof *score);
-    simctx s = {all, vl, NULL, NULL, NULL, NULL, MNEMO_OK};
-    int rc = score ? MNEMO_OK : MNEMO_NOMEM;
-    if (!rc && vl->ran) {
-        s.vecs = calloc(max_idx + 1, sizeof *s.vecs);
-        if (!s.vecs)
-            rc = MNEMO_NOMEM;
-        for (size_t i = 0; !rc && i < npool; i++)
-            s.vecs[order[i]] = vecfile_vector(vl->vf, all[order[i]].chunk_id);
-    } else if (!rc) {
-        s.text = fts_stmt(store_rank(m->st), "SELECT text FROM chunks WHERE id = ?1");
-        s.toks = calloc(max_idx + 1, sizeof *s.toks);
-        s.built = calloc(max_idx + 1, 1);
-        if (!s.text)
-            rc = sql_fail(m, "prepare");
-        else if (!s.toks || !s.built)
-            rc = MNEMO_NOMEM;
-    }
-    if (!rc) {
-        for (size_t i = 0; i < npool; i++)
-            score[order[i]] = all[order[i]].score;
-        /* Positions past what the results can use need no MMR; a few
-         * spare picks cover results dropped as overlapping. */
-        rank_mmr(order, n, score, lambda, npool, (size_t)max * 2 + 2, sim_fn, &s);
-        rc = s.rc;
-    }
-    if (s.toks)
-        for (size_t i = 0; i <= max_idx; i++)
-            free(s.toks[i].h);
-    free(s.toks);
-    free(s.built);
-    free(s.vecs);
-    free(score);
-    return rc;
-}
-
-/* Milliseconds since *T, which moves to now. */
-static double lap(double *t)
-{
-    double now = time_mono(), ms = (now - *t) * 1000.0;
-    *t = now;
-    return ms;
+    lite_io *x = ud;
+    sqlite3_stmt *row = x->row;
+    sqlite3_reset(row);
+    sqlite3_bind_int64(row, 1, chunk_id);
+    if (sqlite3_step(row) != SQLITE_ROW)
+        return MNEMO_NOTFOUND;
+    out->text = (const char *)sqlite3_column_text(row, 0);
+    out->len = (size_t)sqlite3_column_bytes(row, 0);
+    out->first_line = sqlite3_column_int(row, 1);
+    out->path = (const char *)sqlite3_column_text(row, 2);
+    out->map = sqlite3_column_blob(row, 3);
+    out->nmap = (size_t)sqlite3_column_bytes(row, 3) / sizeof(uint32_t);
+    out->source = (const char *)sqlite3_column_text(row, 4);
+    return MNEMO_OK;
 }
 
 /* The search of the local index. */
@@ -940,31 +1217,12 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
     double t0 = time_mono();
     *out = NULL;
     core_clear(m);
-    if (!text)
-        return core_error(m, MNEMO_INVALID, "empty query");
     buf qt;
     buf_init(&qt, 1 << 16);
-    buf raw;
-    buf_init(&raw, 1 << 16);
-    if (utf8_repair(&raw, text, strlen(text))) {
-        buf_cleanup(&raw);
+    int rc = search_clean_query(m, text, &qt);
+    if (rc) {
         buf_cleanup(&qt);
-        return core_error(m, MNEMO_INVALID, "query too long (limit 64 KiB)");
-    }
-    /* Runtime envelopes (metadata blocks, [channel] tags) are not the query. */
-    int src = sanitize_message(raw.data ? raw.data : "", raw.len, &qt);
-    buf_cleanup(&raw);
-    if (src || buf_err(&qt)) {
-        buf_cleanup(&qt);
-        return core_error(m, MNEMO_NOMEM, "out of memory");
-    }
-    int blank = 1;
-    for (size_t i = 0; i < qt.len; i++)
-        if (qt.data[i] != ' ' && qt.data[i] != '\t' && qt.data[i] != '\n' && qt.data[i] != '\r')
-            blank = 0;
-    if (blank) {
-        buf_cleanup(&qt);
-        return core_error(m, MNEMO_INVALID, "empty query");
+        return rc;
     }
 
     tok *t = NULL;
@@ -975,9 +1233,9 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
     cand *all = NULL;
     vleg vl;
     memset(&vl, 0, sizeof vl);
-    sqlite3_stmt *row = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
-    int rc = res ? MNEMO_OK : MNEMO_NOMEM, txn = 0;
+    int txn = 0;
+    rc = res ? MNEMO_OK : MNEMO_NOMEM;
     double tm = t0;
     if (rc || (rc = core_qtok(m, &t)))
         goto done;
@@ -996,10 +1254,7 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
         goto done;
     }
 
-    int max = opts && opts->max_results > 0 ? opts->max_results
-                                            : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
-    double min_score = opts && opts->min_score >= 0 ? opts->min_score
-                                                    : cfg_num(m->cfg, CFG_MIN_SCORE);
+    int max = search_max_results(m, opts);
     p.cap = (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
     p.v = malloc(p.cap * sizeof *p.v);
     if (!p.v) {
@@ -1012,14 +1267,20 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
         goto done;
     if ((rc = file_legs(m, &q, &cp, &fh)))
         goto done;
-    res->timing.keyword_ms = lap(&tm);
+    res->timing.keyword_ms = search_lap(&tm);
     if ((rc = vector_leg(m, qt.data, &cp, p.cap, res, &vl)))
         goto done;
-    res->timing.vector_ms = lap(&tm);
+    res->timing.vector_ms = search_lap(&tm);
 
     fts_rank *fr = store_rank(m->st);
-    if (!(row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
-                             "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1"))) {
+    lite_io x = {m, &q, &vl, NULL, NULL, NULL};
+    x.row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
+                         "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1");
+    x.factors = fts_stmt(fr, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
+                             "FROM chunks c JOIN files f ON f.id = c.file_id "
+                             "WHERE c.id = ?1");
+    x.text = fts_stmt(fr, "SELECT text FROM chunks WHERE id = ?1");
+    if (!x.row || !x.factors || !x.text) {
         rc = sql_fail(m, "prepare");
         goto done;
     }
@@ -1048,189 +1309,11 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
     }
     n = k;
 
-    /* Both scores for every candidate, then the fusion. */
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
-    int rrf = strcmp(cfg_str(m->cfg, CFG_FUSION), "rrf") == 0;
-    for (size_t i = 0; i < n; i++) {
-        cand *c = &all[i];
-        if (c->raw < 0)
-            c->raw = q.match ? bm25_of(m, &q, c->chunk_id) : 0;
-        c->text = 1.0 - exp(-2.0 * c->raw / sum_idf);
-        c->vec = -1;
-        if (vl.ran) {
-            int found;
-            float cs = vecfile_cosine(vl.vf, c->chunk_id, vl.qv, &found);
-            if (found) {
-                double v;
-                if (vecfile_count(vl.vf) >= Z_MIN_ROWS && vl.sd > 1e-6)
-                    v = ((cs - vl.mean) / vl.sd - Z_FLOOR) / Z_SPAN;
-                else
-                    v = (cs - vl.mean) / (1.0 - vl.mean);
-                c->cosine = cs;
-                c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
-            }
-        }
-        double v = c->vec < 0 ? 0 : c->vec;
-        if (vl.ran) {
-            /* Meaning can raise a result above its keyword score, never
-             * below it. */
-            double s = wv * v + wt * c->text;
-            c->score = s > c->text ? s : c->text;
-        } else {
-            c->score = c->text;
-        }
-        if (fh.n)
-            c->file_id = hit_file_of(&fh, c->chunk_id);
-    }
-    if (vl.ran && rrf) {
-        /* Reciprocal rank fusion: ranks by each leg, scaled to 0..1. */
-        double kk = (double)cfg_int(m->cfg, CFG_RRF_K);
-        double *fused = calloc(n ? n : 1, sizeof *fused);
-        size_t *order = malloc((n ? n : 1) * sizeof *order);
-        if (!fused || !order) {
-            free(fused);
-            free(order);
-            rc = MNEMO_NOMEM;
-            goto done;
-        }
-        for (int leg = 0; leg < 2; leg++) {
-            for (size_t i = 0; i < n; i++)
-                order[i] = i;
-            for (size_t i = 1; i < n; i++) { /* insertion sort: n is a few hundred */
-                size_t x = order[i], j = i;
-                double kx = leg ? all[x].vec : all[x].raw;
-                while (j > 0 && (leg ? all[order[j - 1]].vec : all[order[j - 1]].raw) < kx) {
-                    order[j] = order[j - 1];
-                    j--;
-                }
-                order[j] = x;
-            }
-            for (size_t r = 0; r < n; r++) {
-                const cand *c = &all[order[r]];
-                if ((leg ? c->vec : c->raw) > 0)
-                    fused[order[r]] += 1.0 / (kk + (double)r + 1.0);
-            }
-        }
-        for (size_t i = 0; i < n; i++)
-            all[i].score = fused[i] / (2.0 / (kk + 1.0));
-        free(fused);
-        free(order);
-    }
-
-    /* Path boosts and file tiers: the candidates in matched files, then
-     * each matched file's best candidate (or first chunk). */
-    size_t *best_of = calloc(fh.n + 1, sizeof *best_of); /* 1 + index in ALL, 0: none */
-    if (!best_of) {
-        rc = MNEMO_NOMEM;
+    search_io io = {&x,        lite_bm25,   lite_cosine, lite_factors, NULL,
+                    lite_vector, vl.vf ? vecfile_dims(vl.vf) : 0, lite_text, lite_row};
+    search_vstats vs = {vl.ran, vl.mean, vl.sd, vl.vf ? vecfile_count(vl.vf) : 0};
+    if ((rc = search_rank(m, t, &q, &io, all, n, &fh, sum_idf, &vs, opts, res, &tm)))
         goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!all[i].file_id)
-            continue;
-        size_t h = hit_index(&fh, all[i].file_id);
-        const path_hit *hit = &fh.v[h];
-        all[i].score += (1.0 - all[i].score) * PATH_BOOST * hit->frac;
-        all[i].path_hit |= hit->frac > 0;
-        if (!best_of[h] || all[i].raw > all[best_of[h] - 1].raw)
-            best_of[h] = i + 1;
-    }
-    for (size_t h = 0, nc = n; h < fh.n; h++) {
-        const path_hit *hit = &fh.v[h];
-        cand *best = best_of[h] && best_of[h] <= nc ? &all[best_of[h] - 1] : NULL;
-        if (hit->tier && best) {
-            best->tier = hit->tier;
-        } else if (hit->tier || (!best && hit->frac > 0)) {
-            int64_t cid = hit->first_chunk;
-            if (cid)
-                all[n++] = (cand){.chunk_id = cid,
-                                  .file_id = hit->file_id,
-                                  .vec = -1,
-                                  .score = PATH_BOOST * hit->frac,
-                                  .tier = hit->tier,
-                                  .path_hit = 1};
-        }
-    }
-    free(best_of);
-    for (size_t i = 0; i < n; i++)
-        if (all[i].tier)
-            all[i].score = 1.0;
-
-    res->timing.merge_ms = lap(&tm);
-
-    /* Recency and importance, for as many candidates as ranking can use:
-     * the diversity pool and twice the results asked for. */
-    size_t need = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
-    if (need < (size_t)max * 2 + 2)
-        need = (size_t)max * 2 + 2;
-    need += (size_t)max;
-    sort_by_rank(all, n);
-    if ((rc = apply_factors(m, all, &n, need)))
-        goto done;
-    sort_by_rank(all, n);
-    for (size_t i = 0; i < n; i++)
-        all[i].rank_before = (int)i + 1;
-
-    /* Threshold. Strict mode abstains when nothing clears it; otherwise the
-     * keyword matches are returned rather than nothing (never vector-only
-     * guesses). */
-    int strict = opts && opts->strict >= 0 ? opts->strict
-                                           : cfg_bool(m->cfg, CFG_STRICT_MIN_SCORE);
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++)
-        if (all[i].tier || all[i].score >= min_score)
-            all[kept++] = all[i];
-    if (kept == 0 && !strict) {
-        for (size_t i = 0; i < n; i++)
-            if (all[i].raw > 0 || all[i].path_hit)
-                all[kept++] = all[i];
-    }
-
-    res->timing.rank_ms = lap(&tm);
-
-    /* Diversity: MMR over the pool below the file-name tiers. */
-    size_t *order = malloc((kept ? kept : 1) * sizeof *order);
-    if (!order) {
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
-    for (size_t i = 0; i < kept; i++)
-        order[i] = i;
-    size_t tiers = 0;
-    while (tiers < kept && all[tiers].tier)
-        tiers++;
-    if ((rc = diversify(m, &vl, all, order + tiers, kept - tiers, max))) {
-        free(order);
-        goto done;
-    }
-    res->timing.diversity_ms = lap(&tm);
-
-    res->explain = opts && opts->explain;
-    res->v = calloc((size_t)max, sizeof *res->v);
-    if (!res->v) {
-        free(order);
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
-    for (size_t i = 0; i < kept && res->n < (size_t)max; i++) {
-        mnemo_result r;
-        int r2 = make_result(m, t, &q, row, &all[order[i]], &r);
-        if (r2 == MNEMO_NOTFOUND)
-            continue;
-        if (r2) {
-            result_cleanup(&r);
-            free(order);
-            rc = r2;
-            goto done;
-        }
-        if (overlaps(res, &r)) {
-            result_cleanup(&r);
-            continue;
-        }
-        r.rank_after = (int)res->n + 1;
-        res->v[res->n++] = r;
-    }
-    free(order);
-    res->timing.results_ms = lap(&tm);
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:
     if (m->st) {
@@ -1243,7 +1326,7 @@ done:
     }
     vleg_cleanup(&vl);
     free(all);
-    file_hits_cleanup(&fh);
+    search_file_hits_cleanup(&fh);
     free(p.v);
     query_cleanup(&q);
     buf_cleanup(&qt);
