@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "recall.h"
 #include "sanitize.h"
 #include "util/hash.h"
 
@@ -92,14 +93,11 @@ static void compact(const char *text, buf *out)
     }
 }
 
-int lite_recall_triggers(mnemo *m, const char *message, char **out)
+int recall_block(mnemo *m, tok *t, const char *message, recall_next_fn next, void *ud,
+                 char **out)
 {
     *out = NULL;
-    core_clear(m);
-    tok *t;
-    int rc = core_qtok(m, &t);
-    if (rc)
-        return rc;
+    int rc = MNEMO_OK;
     tset msg = {{0}, 0, 0};
     if (message) {
         buf clean;
@@ -116,24 +114,15 @@ int lite_recall_triggers(mnemo *m, const char *message, char **out)
     buf_init(&b, RECALL_CHARS + 64);
     hit *hits = NULL;
     size_t nhits = 0, cap = 0;
-    sqlite3_stmt *st = NULL;
+    recall_entry e;
     if (msg.n == 0)
         goto emit;
-    if (sqlite3_prepare_v2(store_db(m->st),
-                           "SELECT c.id, c.text, c.triggers, c.start_line, c.importance, f.path "
-                           "FROM files f JOIN chunks c ON c.file_id = f.id "
-                           "WHERE f.path IN ('MEMORY.md', 'USER.md', 'memory.md', 'user.md') "
-                           "AND f.status = 0 AND c.triggers != '' ORDER BY c.id",
-                           -1, &st, NULL) != SQLITE_OK) {
-        rc = core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->st)));
-        goto done;
-    }
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *trig = (const char *)sqlite3_column_text(st, 2);
+    while ((rc = next(ud, &e)) == 1) {
+        const char *trig = e.triggers;
         int phrases = 0, words = 0;
         for (const char *p = trig; p && *p;) {
-            const char *e = strchr(p, ',');
-            size_t n = e ? (size_t)(e - p) : strlen(p);
+            const char *c = strchr(p, ',');
+            size_t n = c ? (size_t)(c - p) : strlen(p);
             tset ph = {{0}, 0, 0};
             tok_run(t, p, n, 1, add_fn, &ph);
             int all = ph.n > 0;
@@ -143,7 +132,7 @@ int lite_recall_triggers(mnemo *m, const char *message, char **out)
                 phrases++;
                 words += ph.n;
             }
-            p += n + (e ? 1 : 0);
+            p += n + (c ? 1 : 0);
         }
         if (!phrases)
             continue;
@@ -157,18 +146,23 @@ int lite_recall_triggers(mnemo *m, const char *message, char **out)
             hits = nh;
         }
         hit *h = &hits[nhits++];
-        h->id = sqlite3_column_int64(st, 0);
+        h->id = e.id;
         h->phrases = phrases;
         h->words = words;
-        h->importance = sqlite3_column_int(st, 4);
-        h->line = sqlite3_column_int(st, 3);
-        h->text = strdup((const char *)sqlite3_column_text(st, 1));
-        h->path = strdup((const char *)sqlite3_column_text(st, 5));
+        h->importance = e.importance;
+        h->line = e.line;
+        h->text = strdup(e.text ? e.text : "");
+        h->path = strdup(e.path ? e.path : "");
         if (!h->text || !h->path) {
             rc = MNEMO_NOMEM;
             goto done;
         }
     }
+    if (rc < 0) {
+        rc = -rc;
+        goto done;
+    }
+    rc = MNEMO_OK;
     if (nhits > 1)
         qsort(hits, nhits, sizeof *hits, by_strength);
 emit:
@@ -202,12 +196,52 @@ emit:
     if (!*out)
         rc = MNEMO_NOMEM;
 done:
-    sqlite3_finalize(st);
     for (size_t i = 0; i < nhits; i++) {
         free(hits[i].text);
         free(hits[i].path);
     }
     free(hits);
     buf_cleanup(&b);
+    return rc;
+}
+
+/* The entry files' chunks with triggers, in id order, from the index. */
+static int lite_next(void *ud, recall_entry *e)
+{
+    sqlite3_stmt *st = ud;
+    int s = sqlite3_step(st);
+    if (s == SQLITE_DONE)
+        return 0;
+    if (s != SQLITE_ROW)
+        return -MNEMO_DB;
+    e->id = sqlite3_column_int64(st, 0);
+    e->text = (const char *)sqlite3_column_text(st, 1);
+    e->triggers = (const char *)sqlite3_column_text(st, 2);
+    e->line = sqlite3_column_int(st, 3);
+    e->importance = sqlite3_column_int(st, 4);
+    e->path = (const char *)sqlite3_column_text(st, 5);
+    return 1;
+}
+
+int lite_recall_triggers(mnemo *m, const char *message, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    tok *t;
+    int rc = core_qtok(m, &t);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store_db(m->st),
+                           "SELECT c.id, c.text, c.triggers, c.start_line, c.importance, f.path "
+                           "FROM files f JOIN chunks c ON c.file_id = f.id "
+                           "WHERE f.path IN ('MEMORY.md', 'USER.md', 'memory.md', 'user.md') "
+                           "AND f.status = 0 AND c.triggers != '' ORDER BY c.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->st)));
+    rc = recall_block(m, t, message, lite_next, st, out);
+    if (rc == MNEMO_DB)
+        core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->st)));
+    sqlite3_finalize(st);
     return rc;
 }
