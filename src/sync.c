@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "chunk.h"
 #include "prep.h"
+#include "sync.h"
 #include "core.h"
 #include "util/hash.h"
 #include "util/lock.h"
@@ -41,6 +42,8 @@ typedef struct sync_ctx {
     const mnemo_sync_opts *opts;
     mnemo_sync_stats *stats;
     prep_opts popts;
+    const sync_sink *sink;
+    void *ud; /* the sink's */
 } sync_ctx;
 
 static void progress(sync_ctx *c, const char *phase, size_t done, size_t total)
@@ -63,31 +66,93 @@ static int is_entries_path(const char *path)
            !strcmp(path, "USER.md") || !strcmp(path, "user.md");
 }
 
-static int write_chunks(sync_ctx *c, int64_t file_id, int replace, const prep_item *it,
-                        int sessions)
+int sync_is_entries_path(const char *path) { return is_entries_path(path); }
+
+/* The SQLite index as the sink of sync_walk(). */
+
+static int lite_load(void *ud, store_file **files, size_t *n)
 {
-    int64_t removed = 0;
-    size_t added = 0;
+    sync_ctx *c = ud;
+    int rc = store_files_load(c->st, files, n);
+    return rc ? db_fail(c, rc, "reading files") : MNEMO_OK;
+}
+
+static int lite_skip(void *ud, const store_file *known, const char *path, int64_t size,
+                     int64_t mtime_ns, const char *reason, int sessions)
+{
+    sync_ctx *c = ud;
+    int rc = MNEMO_OK;
+    if (known)
+        rc = store_chunks_delete(c->st, known->id, NULL);
+    if (!rc)
+        rc = known ? store_file_update(c->st, known->id, size, mtime_ns, "", STORE_FILE_SKIPPED,
+                                       reason)
+                   : store_file_insert(c->st, path, size, mtime_ns, "", STORE_FILE_SKIPPED,
+                                       reason, sessions, NULL);
+    return rc ? db_fail(c, rc, "recording a skipped file") : MNEMO_OK;
+}
+
+static int lite_touch(void *ud, const store_file *f, int64_t size, int64_t mtime_ns,
+                      const char *hash)
+{
+    sync_ctx *c = ud;
+    int rc = store_file_update(c->st, f->id, size, mtime_ns, hash, STORE_FILE_OK, NULL);
+    return rc ? db_fail(c, rc, "updating a file") : MNEMO_OK;
+}
+
+static int lite_rename(void *ud, const store_file *f, const char *path, int64_t size,
+                       int64_t mtime_ns, const char *hash)
+{
+    sync_ctx *c = ud;
+    int rc = store_file_rename(c->st, f->id, path);
+    if (!rc)
+        rc = store_file_update(c->st, f->id, size, mtime_ns, hash, STORE_FILE_OK, NULL);
+    return rc ? db_fail(c, rc, "renaming a file") : MNEMO_OK;
+}
+
+static int lite_write(void *ud, const store_file *known, const char *path, int64_t size,
+                      int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
+                      size_t *added)
+{
+    sync_ctx *c = ud;
+    int64_t id;
+    int rc;
+    if (known) {
+        id = known->id;
+        if ((rc = store_file_update(c->st, id, size, mtime_ns, it->hash, STORE_FILE_OK, NULL)))
+            return db_fail(c, rc, "updating a file");
+    } else if ((rc = store_file_insert(c->st, path, size, mtime_ns, it->hash, STORE_FILE_OK,
+                                       NULL, sessions, &id))) {
+        return db_fail(c, rc, "adding a file");
+    }
     store_chunks w = {&it->chunks,
                       it->toks.data,
                       it->tok_off,
                       sessions ? (const uint32_t *)(const void *)it->maps.data : NULL,
                       it->map_off,
                       sessions,
-                      replace};
-    int rc = store_chunks_write(c->st, file_id, &w, &removed, &added);
+                      known != NULL};
+    rc = store_chunks_write(c->st, id, &w, removed, added);
     if (!rc && sessions)
-        rc = store_file_set_time(c->st, file_id, it->time);
-    if (rc)
-        return db_fail(c, rc, "writing chunks");
-    c->stats->chunks_removed += (size_t)removed;
-    c->stats->chunks_added += added;
-    return MNEMO_OK;
+        rc = store_file_set_time(c->st, id, it->time);
+    return rc ? db_fail(c, rc, "writing chunks") : MNEMO_OK;
 }
 
-/* The body of a sync, inside one transaction on c->st. */
+static int lite_remove(void *ud, const store_file *f)
+{
+    sync_ctx *c = ud;
+    int rc = store_file_delete(c->st, f->id);
+    return rc ? db_fail(c, rc, "removing a file") : MNEMO_OK;
+}
+
+static const sync_sink lite_sink = {lite_load,  lite_skip,  lite_touch,
+                                    lite_rename, lite_write, lite_remove};
+
+/* The body of a sync: what changed under the roots, written to the sink. */
 static int sync_files(sync_ctx *c)
 {
+    const sync_sink *sk = c->sink;
+    void *ud = c->ud;
     mnemo *m = c->m;
     walk_roots roots = {0};
     walk_list list = {0};
@@ -110,10 +175,8 @@ static int sync_files(sync_ctx *c)
         core_error(m, rc, "scanning %s failed: %s", m->workspace, mnemo_strerror(rc));
         goto done;
     }
-    if ((rc = store_files_load(c->st, &files, &nfiles))) {
-        db_fail(c, rc, "reading files");
+    if ((rc = sk->load(ud, &files, &nfiles)))
         goto done;
-    }
     for (size_t i = 0; i < nfiles; i++)
         if ((rc = map_put(&bypath, files[i].path, i)))
             goto done;
@@ -135,19 +198,9 @@ static int sync_files(sync_ctx *c)
             if (known && !files[fi].ok && files[fi].size == e->size &&
                 files[fi].mtime_ns == e->mtime_ns)
                 continue;
-            if (known) {
-                if ((rc = store_chunks_delete(c->st, files[fi].id, NULL)) ||
-                    (rc = store_file_update(c->st, files[fi].id, e->size, e->mtime_ns, "",
-                                            STORE_FILE_SKIPPED, e->skip))) {
-                    db_fail(c, rc, "updating a file");
-                    goto done;
-                }
-            } else if ((rc = store_file_insert(c->st, e->path, e->size, e->mtime_ns, "",
-                                               STORE_FILE_SKIPPED, e->skip, e->sessions,
-                                               NULL))) {
-                db_fail(c, rc, "adding a file");
+            if ((rc = sk->skip(ud, known ? &files[fi] : NULL, e->path, e->size, e->mtime_ns,
+                               e->skip, e->sessions)))
                 goto done;
-            }
             continue;
         }
         c->stats->files_seen++;
@@ -211,18 +264,9 @@ static int sync_files(sync_ctx *c)
         if (it->status == MNEMO_INVALID) {
             c->stats->files_skipped++;
             c->stats->files_seen--;
-            if (known)
-                rc = store_chunks_delete(c->st, files[fi].id, NULL);
-            if (!rc)
-                rc = known ? store_file_update(c->st, files[fi].id, size, mtime, "",
-                                               STORE_FILE_SKIPPED, it->reason)
-                           : store_file_insert(c->st, e->path, size, mtime, "",
-                                               STORE_FILE_SKIPPED, it->reason, e->sessions,
-                                               NULL);
-            if (rc) {
-                db_fail(c, rc, "recording a skipped file");
+            if ((rc = sk->skip(ud, known ? &files[fi] : NULL, e->path, size, mtime, it->reason,
+                               e->sessions)))
                 goto done;
-            }
             continue;
         }
         if (it->status) {
@@ -235,11 +279,8 @@ static int sync_files(sync_ctx *c)
         if (!it->chunked) {
             /* Same content as indexed: only size and mtime change. */
             c->stats->files_touched++;
-            if ((rc = store_file_update(c->st, files[fi].id, size, mtime, it->hash,
-                                        STORE_FILE_OK, NULL))) {
-                db_fail(c, rc, "updating a file");
+            if ((rc = sk->touch(ud, &files[fi], size, mtime, it->hash)))
                 goto done;
-            }
             continue;
         }
         size_t old;
@@ -249,34 +290,21 @@ static int sync_files(sync_ctx *c)
             /* Renamed: same content under a new path; keep its chunks. */
             files[old].seen = 1;
             c->stats->files_renamed++;
-            if ((rc = store_file_rename(c->st, files[old].id, e->path)) ||
-                (rc = store_file_update(c->st, files[old].id, size, mtime, it->hash,
-                                        STORE_FILE_OK, NULL))) {
-                db_fail(c, rc, "renaming a file");
+            if ((rc = sk->rename(ud, &files[old], e->path, size, mtime, it->hash)))
                 goto done;
-            }
             continue;
         }
-        int64_t id;
-        if (known) {
+        if (known)
             c->stats->files_changed++;
-            id = files[fi].id;
-            if ((rc = store_file_update(c->st, id, size, mtime, it->hash, STORE_FILE_OK, NULL))) {
-                db_fail(c, rc, "updating a file");
-                goto done;
-            }
-            if ((rc = write_chunks(c, id, 1, it, e->sessions)))
-                goto done;
-        } else {
+        else
             c->stats->files_added++;
-            if ((rc = store_file_insert(c->st, e->path, size, mtime, it->hash, STORE_FILE_OK,
-                                        NULL, e->sessions, &id))) {
-                db_fail(c, rc, "adding a file");
-                goto done;
-            }
-            if ((rc = write_chunks(c, id, 0, it, e->sessions)))
-                goto done;
-        }
+        int64_t removed = 0;
+        size_t added = 0;
+        if ((rc = sk->write(ud, known ? &files[fi] : NULL, e->path, size, mtime, it, e->sessions,
+                            &removed, &added)))
+            goto done;
+        c->stats->chunks_removed += (size_t)removed;
+        c->stats->chunks_added += added;
     }
     progress(c, "index", nwork, nwork);
 
@@ -286,10 +314,8 @@ static int sync_files(sync_ctx *c)
             continue;
         if (files[i].ok)
             c->stats->files_removed++;
-        if ((rc = store_file_delete(c->st, files[i].id))) {
-            db_fail(c, rc, "removing a file");
+        if ((rc = sk->remove(ud, &files[i])))
             goto done;
-        }
     }
 done:
     prep_stop(pp);
@@ -305,12 +331,31 @@ done:
     return rc;
 }
 
-static int record_sync(sync_ctx *c, double started, double t0)
+void sync_prep_opts(mnemo *m, prep_opts *o)
 {
-    char when[32], num[32];
-    time_format_iso(started, when);
-    snprintf(num, sizeof num, "%.1f", (time_mono() - t0) * 1000.0);
-    mnemo_sync_stats *s = c->stats;
+    memset(o, 0, sizeof *o);
+    o->chunking.tokens = (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS);
+    o->chunking.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
+    o->max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
+    o->language = cfg_str(m->cfg, CFG_LANGUAGE);
+}
+
+int sync_walk(mnemo *m, const sync_sink *sink, void *ud, const mnemo_sync_opts *opts,
+              mnemo_sync_stats *stats)
+{
+    sync_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.opts = opts;
+    c.stats = stats;
+    sync_prep_opts(m, &c.popts);
+    c.sink = sink;
+    c.ud = ud;
+    return sync_files(&c);
+}
+
+char *sync_stats_json(const mnemo_sync_stats *s)
+{
     json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "filesSeen",
                           (json_int_t)s->files_seen, "filesAdded", (json_int_t)s->files_added,
                           "filesChanged", (json_int_t)s->files_changed, "filesTouched",
@@ -324,6 +369,15 @@ static int record_sync(sync_ctx *c, double started, double t0)
                           "rebuilt", s->rebuilt);
     char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
+    return js;
+}
+
+static int record_sync(sync_ctx *c, double started, double t0)
+{
+    char when[32], num[32];
+    time_format_iso(started, when);
+    snprintf(num, sizeof num, "%.1f", (time_mono() - t0) * 1000.0);
+    char *js = sync_stats_json(c->stats);
     int rc = store_meta_set(c->st, "last_sync_at", when);
     if (!rc)
         rc = store_meta_set(c->st, "last_sync_ms", num);
@@ -559,6 +613,8 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     c.popts.chunking.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
     c.popts.max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
     c.popts.language = cfg_str(m->cfg, CFG_LANGUAGE);
+    c.sink = &lite_sink;
+    c.ud = &c;
 
     remove_stale_temps(m->db_path);
     int fresh = opts && opts->force;
