@@ -1253,6 +1253,8 @@ static int phrase_tf(const qphr *p, const lexpos *l, int k)
  * Search: candidates
  * -------------------------------------------------------------------- */
 
+/* Cosines are 1 - pgvector's cosine distance; a zero vector (text the
+ * provider knows nothing of) has NaN distance, cosine 0 as on SQLite. */
 typedef struct search_ctx {
     const char *where;  /* over alias m, $2.. */
     params *p;          /* $1 tenant, then the where's */
@@ -1321,7 +1323,7 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         if (x->vectors) {
             int v = params_add(x->p, x->qvec.data), id = params_add(x->p, x->vs.ident);
             buf_printf(&sql,
-                       ", (SELECT 1 - (v.embedding <=> $%d::vector) FROM %s v WHERE v.tenant "
+                       ", (SELECT 1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) FROM %s v WHERE v.tenant "
                        "= m.tenant AND v.memory_id = m.id AND v.model = $%d)",
                        v, x->vs.table, id);
         }
@@ -1433,7 +1435,7 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     buf_init(&sql, 1 << 20);
     buf_printf(&sql,
                "SELECT count(*), coalesce(sum(c), 0), coalesce(sum(c * c), 0) FROM (SELECT "
-               "1 - (v.embedding <=> $%d::vector) AS c FROM %s v JOIN mnemo_memories m ON "
+               "1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) AS c FROM %s v JOIN mnemo_memories m ON "
                "m.tenant = v.tenant AND m.id = v.memory_id WHERE v.tenant = $1 AND v.model = "
                "$%d AND %s) z",
                v, x->vs.table, id, x->where);
@@ -1445,7 +1447,7 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     if (!rc && n) {
         buf_reset(&sql);
         buf_printf(&sql,
-                   "SELECT " COLS ", 1 - (v.embedding <=> $%d::vector) FROM %s v JOIN "
+                   "SELECT " COLS ", 1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) FROM %s v JOIN "
                    "mnemo_memories m ON m.tenant = v.tenant AND m.id = v.memory_id WHERE "
                    "v.tenant = $1 AND v.model = $%d AND %s ORDER BY v.embedding <=> $%d::vector "
                    "LIMIT %d",
