@@ -810,15 +810,24 @@ static int meta_path(ctx *c, const char *key, char **out)
     for (const char *p = key; *p; p++)
         if (*p == '"' || (unsigned char)*p < 0x20 || *p == 0x7f)
             return fail(c, "a metadata key may not contain '\"' or control characters");
-    size_t n = strlen(key);
-    char *path = malloc(n + 5);
+    /* Inside the quoted label SQLite reads a backslash as an escape. */
+    size_t n = strlen(key), nb = 0;
+    for (const char *p = key; *p; p++)
+        nb += *p == '\\';
+    char *path = malloc(n + nb + 5);
     if (!path) {
         c->nomem = 1;
         return MNEMO_NOMEM;
     }
+    size_t k = 0;
     memcpy(path, "$.\"", 3);
-    memcpy(path + 3, key, n);
-    memcpy(path + 3 + n, "\"", 2);
+    k = 3;
+    for (const char *p = key; *p; p++) {
+        if (*p == '\\')
+            path[k++] = '\\';
+        path[k++] = *p;
+    }
+    memcpy(path + k, "\"", 2);
     *out = path;
     return MNEMO_OK;
 }

@@ -629,17 +629,26 @@ BACKEND_TEST(backend_mem_injection)
     static const char *const evil[] = {
         "a'); DROP TABLE mnemo_memories; --",
         "$1",
-        "\\\\ back\\\\slash '' \\\" quote",
+        "\\ back\\slash '' quote %_",
         "x' OR '1'='1",
-        "'lexeme':1 & !'x'",
+        "'lexeme':1 & !'x' <-> y:*",
     };
-    char rec[512];
     for (size_t i = 0; i < sizeof evil / sizeof *evil; i++) {
-        snprintf(rec, sizeof rec,
-                 "{\"text\":\"note %zu %s\",\"metadata\":{\"%s\":\"v%zu\",\"k\":\"%s\"}}", i,
-                 evil[i], evil[i], i, evil[i]);
+        json_t *r = json_object();
+        json_object_set_new(r, "text", json_sprintf("note %zu %s", i, evil[i]));
+        json_t *md = json_object();
+        json_object_set_new(md, evil[i], json_sprintf("v%zu", i));
+        json_object_set_new(md, "k", json_string(evil[i]));
+        json_object_set_new(r, "metadata", md);
+        char *rec = json_dumps(r, JSON_COMPACT);
+        json_decref(r);
         free(add(m, rec));
+        free(rec);
     }
+    /* A key with a double quote is refused everywhere (it cannot be a path). */
+    char *out = NULL;
+    ASSERT_EQ(mnemo_memory_list(m, "{\"filters\":{\"a\\\"b\":1}}", &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "metadata key");
     long long total = 0;
     free(list_texts(m, NULL, &total));
     ASSERT_EQ(total, 5);
