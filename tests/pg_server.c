@@ -35,6 +35,8 @@ static struct {
 } live[MAX_SERVERS];
 static pid_t owner;
 
+static void launch(pg_server *s);
+
 static void reap(pid_t pid, int sig)
 {
     if (pid <= 0)
