@@ -57,7 +57,8 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_hybrid.c tests/test_rank.c tests/test_transcript.c \
            tests/test_mfilter.c tests/test_memory.c \
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c \
-           tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c
+           tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c \
+           tests/test_pgstore.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c
 BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c
 

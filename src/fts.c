@@ -83,6 +83,19 @@ int fts_pretokenize(tok *t, const char *text, size_t len, buf *out)
     return rc ? rc : buf_err(out);
 }
 
+int fts_pretok_next(const char **p, const char *end, const char **token, int *len,
+                    int *colocated)
+{
+    const unsigned char *q = (const unsigned char *)*p;
+    if (!q || q + PRE_HEADER > (const unsigned char *)end)
+        return 0;
+    *len = q[1];
+    *colocated = (q[0] & FTS5_TOKEN_COLOCATED) != 0;
+    *token = (const char *)q + PRE_HEADER;
+    *p = (const char *)q + PRE_HEADER + q[1];
+    return 1;
+}
+
 static int replay(const fts_feed *f, void *ctx,
                   int (*xToken)(void *, int, const char *, int, int, int))
 {

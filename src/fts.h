@@ -139,4 +139,10 @@ int fts_register_collect(sqlite3 *db, const char *name, fts_rank *rank);
 /* Appends the document-mode tokens of TEXT to OUT in fts_feed form. */
 int fts_pretokenize(tok *t, const char *text, size_t len, buf *out);
 
+/* Reads the next token of pre-tokenized data at *P (before END): its bytes
+ * and length, and whether it shares the previous token's position. Returns
+ * 0 at the end. */
+int fts_pretok_next(const char **p, const char *end, const char **token, int *len,
+                    int *colocated);
+
 #endif

@@ -280,3 +280,31 @@ void query_weights(const query *q, double *w)
     for (int i = 0; i < FTS_MAX_PHRASES; i++)
         w[i] = i < q->npositive ? 1.0 : 0.0;
 }
+
+const char *query_phrase_next(const char *p, buf *out, int *prefix)
+{
+    buf_reset(out);
+    *prefix = 0;
+    if (!p)
+        return NULL;
+    p = strchr(p, '"');
+    if (!p)
+        return NULL;
+    for (p++; *p; p++) {
+        if (*p == '"' && p[1] == '"') {
+            buf_putc(out, '"');
+            p++;
+        } else if (*p == '"') {
+            break;
+        } else {
+            buf_putc(out, *p);
+        }
+    }
+    if (*p == '"')
+        p++;
+    if (p[0] == ' ' && p[1] == '*') {
+        *prefix = 1;
+        p += 2;
+    }
+    return p;
+}

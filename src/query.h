@@ -41,4 +41,10 @@ void query_cleanup(query *q);
  * excluded ones. W holds FTS_MAX_PHRASES entries. */
 void query_weights(const query *q, double *w);
 
+/* Iterates over the phrases of Q->match in order (the positive ones, then
+ * the excluded ones): from P (start with Q->match), appends the next
+ * phrase's text to OUT (reset first) and sets *PREFIX when it is matched
+ * as a prefix. Returns the position after it, NULL after the last. */
+const char *query_phrase_next(const char *p, buf *out, int *prefix);
+
 #endif

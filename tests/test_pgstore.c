@@ -1,0 +1,292 @@
+/*
+ * test_pgstore.c - files and chunks on every storage backend: each test
+ * body runs on SQLite, PostgreSQL 15 (keyword only) and PGlite with
+ * pgvector (tests/backend.h), so the PostgreSQL backend is held to the
+ * behaviour of the SQLite index: sync statistics, incremental sync,
+ * keyword search (stemming, CJK, identifiers), ranking, hybrid search,
+ * status, hostile input.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+static long count_rows(const char *sql)
+{
+    if (be_kind() == BE_SQLITE)
+        return -1;
+    char *out = NULL;
+    if (pg_psql(be_server(), sql, &out) != 0)
+        test_fail(__FILE__, __LINE__, "psql %s: %s", sql, out ? out : "");
+    long n = strtol(out, NULL, 10);
+    free(out);
+    return n;
+}
+
+/* The path of the first result, or "" (static buffer). */
+static const char *top_path(mnemo *m, const char *query)
+{
+    static char path[512];
+    mnemo_results *r = NULL;
+    if (mnemo_search(m, query, NULL, &r) != MNEMO_OK)
+        test_fail(__FILE__, __LINE__, "search %s: %s", query, mnemo_errmsg(m));
+    const mnemo_result *x = mnemo_results_get(r, 0);
+    snprintf(path, sizeof path, "%s", x ? x->path : "");
+    mnemo_results_free(r);
+    return path;
+}
+
+static size_t hits(mnemo *m, const char *query)
+{
+    mnemo_results *r = NULL;
+    if (mnemo_search(m, query, NULL, &r) != MNEMO_OK)
+        test_fail(__FILE__, __LINE__, "search %s: %s", query, mnemo_errmsg(m));
+    size_t n = mnemo_results_count(r);
+    mnemo_results_free(r);
+    return n;
+}
+
+BACKEND_TEST(pgstore_sync_stats_and_incremental)
+{
+    test_write("ws/MEMORY.md", "# Memory\n\n- The user prefers green tea.\n");
+    test_write("ws/memory/a.md", "# Alpha\n\nThe alpha project ships in March.\n");
+    test_write("ws/memory/b.md", "# Beta\n\nThe beta project ships in May.\n");
+    test_write("ws/memory/c.md", "# Gamma\n\nThe gamma rollout needs a canary.\n");
+    mnemo *m = be_open("ws", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT_EQ(st.files_seen, 4);
+    ASSERT_EQ(st.files_added, 4);
+    ASSERT(st.chunks_added >= 4);
+    if (be_kind() != BE_SQLITE) {
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_files"), 4);
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_chunks"), (long)st.chunks_added);
+        ASSERT_EQ(count_rows("SELECT sum(nchunks) FROM mnemo_corpus"), (long)st.chunks_added);
+    }
+    /* Nothing changed: nothing read. */
+    st = test_sync(m);
+    ASSERT_EQ(st.files_unchanged, 4);
+    ASSERT_EQ(st.files_added + st.files_changed + st.chunks_added, 0);
+    /* Change one, rename one, delete one. */
+    test_write("ws/memory/a.md", "# Alpha\n\nThe alpha project slipped to April.\n");
+    char *beta = test_read(test_path("ws/memory/b.md"), NULL);
+    test_write("ws/memory/renamed-beta.md", beta);
+    free(beta);
+    ASSERT_EQ(remove(test_path("ws/memory/b.md")), 0);
+    ASSERT_EQ(remove(test_path("ws/memory/c.md")), 0);
+    st = test_sync(m);
+    ASSERT_EQ(st.files_changed, 1);
+    ASSERT_EQ(st.files_renamed, 1);
+    ASSERT_EQ(st.files_removed, 1);
+    ASSERT_EQ(hits(m, "canary"), 0);
+    ASSERT_STR_EQ(top_path(m, "April"), "memory/a.md");
+    ASSERT_EQ(hits(m, "March"), 0);
+    ASSERT_STR_EQ(top_path(m, "beta project May"), "memory/renamed-beta.md");
+    if (be_kind() != BE_SQLITE) {
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_files"), 3);
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_files f WHERE f.nchunks <> (SELECT "
+                             "count(*) FROM mnemo_chunks c WHERE c.tenant = f.tenant AND "
+                             "c.file_id = f.id)"),
+                  0);
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_corpus c WHERE nchunks <> (SELECT "
+                             "count(*) FROM mnemo_chunks k WHERE k.tenant = c.tenant)"),
+                  0);
+    }
+    /* Force rebuilds this tenant's rows. */
+    mnemo_sync_opts o = {0};
+    o.force = 1;
+    ASSERT_OK(mnemo_sync(m, &o, &st));
+    ASSERT_EQ(st.rebuilt, 1);
+    ASSERT_EQ(st.files_added, 3);
+    ASSERT_STR_EQ(top_path(m, "April"), "memory/a.md");
+    mnemo_close(m);
+}
+
+BACKEND_TEST(pgstore_keyword_language)
+{
+    test_write("ws/memory/en.md", "# Deploys\n\nWe deployed the gateways with blue-green "
+                                  "releases.\n");
+    test_write("ws/memory/zh.md", "# 笔记\n\n我们讨论了数据库迁移计划。\n");
+    test_write("ws/memory/ja.md", "# メモ\n\n明日は記憶検索の設計を見直す。\n");
+    test_write("ws/memory/code.md", "# Code\n\nCall getUserName before rendering.\n");
+    test_write("ws/memory/other.md", "# Other\n\nLunch was pasta.\n");
+    mnemo *m = be_open("ws", NULL);
+    test_sync(m);
+    ASSERT_STR_EQ(top_path(m, "deploying gateway"), "memory/en.md");
+    ASSERT_STR_EQ(top_path(m, "数据库迁移"), "memory/zh.md");
+    ASSERT_STR_EQ(top_path(m, "記憶検索"), "memory/ja.md");
+    ASSERT_STR_EQ(top_path(m, "user name"), "memory/code.md");
+    ASSERT_STR_EQ(top_path(m, "getUserName"), "memory/code.md");
+    /* A quoted phrase is required, an excluded word excludes. */
+    ASSERT_STR_EQ(top_path(m, "\"blue-green releases\""), "memory/en.md");
+    ASSERT_EQ(hits(m, "\"releases blue\""), 0);
+    ASSERT_EQ(hits(m, "gateways -pasta"), 1);
+    ASSERT_EQ(hits(m, "pasta -lunch"), 0);
+    ASSERT_EQ(hits(m, "zebra"), 0);
+    /* File names. */
+    ASSERT_STR_EQ(top_path(m, "other.md"), "memory/other.md");
+    mnemo_close(m);
+}
+
+BACKEND_TEST(pgstore_ranking)
+{
+    /* The stronger match first; between equal matches the newer note. */
+    test_write("ws/memory/weak.md", "# Misc\n\nThe kettle is broken. Buy bread, milk and "
+                                    "eggs, and call the plumber about the sink.\n");
+    test_write("ws/memory/strong.md", "# Kettle\n\nThe kettle kettle repair: the kettle "
+                                      "needs a new kettle switch.\n");
+    test_write("ws/memory/2020-01-01.md", "The invoice for the harbour crane arrived.\n");
+    test_write("ws/memory/2026-03-01.md", "The invoice for the harbour crane arrived.\n");
+    mnemo *m = be_open("ws", NULL);
+    test_sync(m);
+    ASSERT_STR_EQ(top_path(m, "kettle"), "memory/strong.md");
+    ASSERT_STR_EQ(top_path(m, "harbour crane invoice"), "memory/2026-03-01.md");
+    mnemo_close(m);
+}
+
+/* The results of a corpus as JSON: equal on every backend. */
+BACKEND_TEST(pgstore_results_json_same_everywhere)
+{
+    test_write("ws/MEMORY.md", "# Memory\n\n- Deploys go out on Tuesdays.\n"
+                               "- The staging database is called atlas.\n");
+    test_write("ws/memory/2026-01-10.md", "# Standup\n\nWe moved the deploy to Wednesday "
+                                          "because the atlas database migration ran late.\n");
+    test_write("ws/memory/notes.md", "# Notes\n\nDatabase backups run nightly; the deploy "
+                                     "checklist lives in the wiki.\n");
+    mnemo *m = be_open("ws", "provider=none", NULL);
+    test_sync(m);
+    char *js = test_search_json(m, "deploy database atlas", 5);
+    ASSERT_CONTAINS(js, "{\"results\":[{\"path\":\"");
+    ASSERT_CONTAINS(js, "\"mode\":\"keyword\"");
+    ASSERT_CONTAINS(js, "memory/2026-01-10.md");
+    /* The same bytes as the SQLite index gives for the same files. */
+    if (be_kind() != BE_SQLITE) {
+        mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+        test_sync(lite);
+        char *want = test_search_json(lite, "deploy database atlas", 5);
+        ASSERT_STR_EQ(js, want);
+        mnemo_free(want);
+        want = test_search_json(lite, "\"staging database\" -wiki", 5);
+        char *got = test_search_json(m, "\"staging database\" -wiki", 5);
+        ASSERT_STR_EQ(got, want);
+        mnemo_free(want);
+        mnemo_free(got);
+        mnemo_close(lite);
+    }
+    mnemo_free(js);
+    mnemo_close(m);
+}
+
+BACKEND_TEST(pgstore_hybrid_tiny_table)
+{
+    test_tiny_table();
+    test_write("ws/memory/cars.md", "# Garage\n\nThe automobile needs new tyres.\n");
+    test_write("ws/memory/pets.md", "# Pets\n\nThe kitten sleeps all day.\n");
+    mnemo *m = be_open("ws", "provider=static", "model=tiny", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    mnemo_results *r = NULL;
+    ASSERT_OK(mnemo_search(m, "automobile", NULL, &r));
+    ASSERT(mnemo_results_count(r) >= 1);
+    ASSERT_STR_EQ(mnemo_results_get(r, 0)->path, "memory/cars.md");
+    char *status = NULL;
+    ASSERT_OK(mnemo_status_json(m, 0, &status));
+    if (be_has_vectors()) {
+        ASSERT_STR_EQ(mnemo_results_mode(r), "hybrid");
+        ASSERT(st.vectors_total >= 2 || be_kind() == BE_SQLITE);
+        ASSERT_CONTAINS(status, "hybrid");
+    } else {
+        ASSERT_STR_EQ(mnemo_results_mode(r), "keyword");
+        const char *reason = NULL;
+        ASSERT(mnemo_results_fallback(r, &reason) != NULL);
+        ASSERT_CONTAINS(reason, "pgvector");
+        ASSERT_CONTAINS(status, "\"enabled\":false");
+        ASSERT_CONTAINS(status, "pgvector");
+        ASSERT(st.embed_warning != NULL);
+    }
+    mnemo_results_free(r);
+    mnemo_free(status);
+    /* Meaning without the word: car ~ automobile (vectors only). */
+    if (be_has_vectors()) {
+        ASSERT_OK(mnemo_search(m, "car", NULL, &r));
+        ASSERT(mnemo_results_count(r) >= 1);
+        ASSERT_STR_EQ(mnemo_results_get(r, 0)->path, "memory/cars.md");
+        mnemo_results_free(r);
+    }
+    mnemo_close(m);
+}
+
+BACKEND_TEST(pgstore_status)
+{
+    test_write("ws/memory/a.md", "Plain note.\n");
+    test_write_n("ws/memory/bin.md", "\x00\x01\x02\xff\xfe binary", 12);
+    test_write("ws/memory/bad.md", "ok \xc3\x28 invalid utf8 \xff\n");
+    mnemo *m = be_open("ws", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT(st.files_skipped >= 1);
+    char *out = NULL;
+    ASSERT_OK(mnemo_status_json(m, 0, &out));
+    ASSERT_CONTAINS(out, "bin.md");
+    ASSERT_CONTAINS(out, "\"reason\"");
+    if (be_kind() != BE_SQLITE) {
+        ASSERT_CONTAINS(out, "\"backend\":\"postgres\"");
+        ASSERT_CONTAINS(out, "\"tenant\"");
+        ASSERT_CONTAINS(out, "\"schemaVersion\"");
+        ASSERT_NOT_CONTAINS(out, PG_TEST_SUPERPASS);
+        if (!be_has_vectors())
+            ASSERT_CONTAINS(out, "\"enabled\":false");
+    }
+    mnemo_free(out);
+    ASSERT_EQ(hits(m, "binary"), 0);
+    mnemo_close(m);
+}
+
+BACKEND_TEST(pgstore_hostile_input)
+{
+    test_write("ws/memory/'; DROP TABLE mnemo_chunks; --.md",
+               "Robert's note: quotes ' and \" and back\\slash and $1 and :* & | ! ( ).\n");
+    test_write("ws/memory/plain.md", "The lighthouse keeper logs the weather.\n");
+    mnemo *m = be_open("ws", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT_EQ(st.files_added, 2);
+    const char *queries[] = {"'; DROP TABLE mnemo_chunks; --", "Robert's", "back\\slash",
+                             "$1", "\"unclosed", "a:* & !b | (c", "' OR 1=1 --", "\\",
+                             "DROP TABLE mnemo_files"};
+    for (size_t i = 0; i < sizeof queries / sizeof *queries; i++) {
+        mnemo_results *r = NULL;
+        ASSERT_OK(mnemo_search(m, queries[i], NULL, &r));
+        mnemo_results_free(r);
+    }
+    ASSERT(hits(m, "Robert") >= 1);
+    ASSERT_STR_EQ(top_path(m, "lighthouse"), "memory/plain.md");
+    if (be_kind() != BE_SQLITE) {
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_files"), 2);
+        ASSERT(count_rows("SELECT count(*) FROM mnemo_chunks") >= 2);
+    }
+    /* Recall and get work on this corpus too. */
+    char *out = NULL;
+    ASSERT_OK(mnemo_recall_triggers(m, "'; DROP TABLE mnemo_chunks; --", &out));
+    mnemo_free(out);
+    mnemo_close(m);
+}
+
+BACKEND_TEST(pgstore_recall_and_get)
+{
+    test_write("ws/MEMORY.md", "# Memory\n\n- Deploy freezes start on Fridays.\n"
+                               "  <!-- trigger: deploy freeze -->\n"
+                               "- Ana likes oolong tea.\n");
+    mnemo *m = be_open("ws", NULL);
+    test_sync(m);
+    char *out = NULL;
+    ASSERT_OK(mnemo_recall_triggers(m, "can we deploy during the freeze?", &out));
+    ASSERT_CONTAINS(out, "Deploy freezes start on Fridays");
+    ASSERT_CONTAINS(out, "MEMORY.md#L");
+    mnemo_free(out);
+    ASSERT_OK(mnemo_recall_triggers(m, "what tea?", &out));
+    ASSERT_STR_EQ(out, "");
+    mnemo_free(out);
+    mnemo_excerpt e;
+    ASSERT_OK(mnemo_get(m, "MEMORY.md", 3, 1, &e));
+    ASSERT_CONTAINS(e.text, "Deploy freezes");
+    mnemo_excerpt_cleanup(&e);
+    mnemo_close(m);
+}
