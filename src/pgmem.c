@@ -1364,7 +1364,7 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         if ((rc = lexpos_parse(lp, ph->nlex, pg_value(r, i, NCOLS + 1))))
             break;
         h->id[i] = (int64_t)i;
-        h->dl[i] = atoi(pg_value(r, i, NCOLS));
+        h->dl[i] = (int)strtol(pg_value(r, i, NCOLS), NULL, 10);
         uint8_t *tf = h->tf + i * FTS_MAX_PHRASES;
         for (int k = 0; k < ph->np; k++) {
             int f = phrase_tf(ph, lp, k);
