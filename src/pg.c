@@ -47,6 +47,7 @@ typedef struct pq_api {
     ExecStatusType (*result_status)(const PGresult *r);
     char *(*result_error_message)(const PGresult *r);
     char *(*result_error_field)(const PGresult *r, int code);
+    PGTransactionStatusType (*transaction_status)(const PGconn *c);
     int (*ntuples)(const PGresult *r);
     int (*nfields)(const PGresult *r);
     char *(*getvalue)(const PGresult *r, int row, int col);
@@ -82,6 +83,7 @@ static void load(void)
         SYM(result_status, "PQresultStatus"),
         SYM(result_error_message, "PQresultErrorMessage"),
         SYM(result_error_field, "PQresultErrorField"),
+        SYM(transaction_status, "PQtransactionStatus"),
         SYM(ntuples, "PQntuples"),
         SYM(nfields, "PQnfields"),
         SYM(getvalue, "PQgetvalue"),
@@ -560,6 +562,14 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
 }
 
 const char *pg_sqlstate(const pg_conn *c) { return c ? c->sqlstate : ""; }
+
+int pg_in_transaction(const pg_conn *c)
+{
+    if (!c)
+        return 0;
+    PGTransactionStatusType t = pq.transaction_status(c->c);
+    return t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
+}
 
 void pg_text_array(buf *b, const char *const *v, size_t n)
 {

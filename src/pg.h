@@ -51,6 +51,9 @@ size_t pg_nrows(const pg_rows *r);
  * last query succeeded or failed without reaching the server. */
 const char *pg_sqlstate(const pg_conn *c);
 
+/* 1 while C is inside a transaction block (BEGIN without COMMIT yet). */
+int pg_in_transaction(const pg_conn *c);
+
 /* Appends V[0..N) as a PostgreSQL text[] literal ({"a","b\"c"}), to be
  * passed as a parameter ($1::text[]), never spliced into SQL. */
 void pg_text_array(buf *b, const char *const *v, size_t n);

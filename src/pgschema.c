@@ -66,7 +66,7 @@ static int version_of(mnemo *m, pg_conn *c, int *v)
     if (rc == MNEMO_DB && !strcmp(pg_sqlstate(c), "42P01")) /* undefined_table */
         rc = MNEMO_OK;
     else if (!rc)
-        *v = atoi(pg_value(r, 0, 0));
+        *v = (int)strtol(pg_value(r, 0, 0), NULL, 10);
     if (rc)
         fail(m, rc, "schema version", &err);
     pg_rows_free(r);
@@ -164,8 +164,24 @@ int pgschema_vectors(mnemo *m, const char **why)
         s->vec_ok = !rc && pg_nrows(r) == 1;
         pg_rows_free(r);
         if (!rc && !s->vec_ok) {
-            rc = q(m, c, "pgvector", "CREATE EXTENSION IF NOT EXISTS vector", 0, NULL, NULL);
+            /* Inside a caller's transaction a failed CREATE would abort it:
+             * try under a savepoint there. */
+            int txn = pg_in_transaction(c);
+            if (txn)
+                rc = q(m, c, "pgvector", "SAVEPOINT mnemo_vector", 0, NULL, NULL);
+            if (!rc)
+                rc = q(m, c, "pgvector", "CREATE EXTENSION IF NOT EXISTS vector", 0, NULL, NULL);
             s->vec_ok = !rc;
+            if (txn) {
+                buf keep;
+                buf_init(&keep, 0);
+                buf_puts(&keep, m->err.data ? m->err.data : "");
+                q(m, c, "pgvector",
+                  s->vec_ok ? "RELEASE SAVEPOINT mnemo_vector" : "ROLLBACK TO SAVEPOINT mnemo_vector",
+                  0, NULL, NULL);
+                core_error(m, rc, "%s", keep.data ? keep.data : "");
+                buf_cleanup(&keep);
+            }
         }
         if (!s->vec_ok)
             snprintf(s->vec_why, sizeof s->vec_why,
