@@ -40,4 +40,12 @@ void be_run(be_kind_t k, void (*fn)(void));
     TEST(name##_pgvec) { be_run(BE_PGVEC, name); }                                             \
     static void name(void)
 
+/* The same without the PGlite run, for tests of several concurrent
+ * sessions: PGlite serves one session at a time. */
+#define BACKEND_TEST_CONCURRENT(name)                                                          \
+    static void name(void);                                                                    \
+    TEST(name##_sqlite) { be_run(BE_SQLITE, name); }                                           \
+    TEST(name##_pg) { be_run(BE_PG, name); }                                                   \
+    static void name(void)
+
 #endif

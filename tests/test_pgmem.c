@@ -734,12 +734,10 @@ BACKEND_TEST(backend_mem_tenants)
     mnemo_close(b);
 }
 
-BACKEND_TEST(backend_mem_concurrent_writers)
+/* PGlite runs one session: connections from several processes interleave
+ * their protocol messages in it. Real concurrency: SQLite and PostgreSQL. */
+BACKEND_TEST_CONCURRENT(backend_mem_concurrent_writers)
 {
-    /* PGlite runs one session: connections from several processes interleave
-     * their protocol messages in it. Real concurrency: SQLite and PostgreSQL. */
-    if (be_kind() == BE_PGVEC)
-        return;
     at("2026-11-29T12:00:00Z");
     mnemo *m = open_mem(NULL);
     free(add(m, "{\"text\":\"warm up\"}")); /* schema in place before the race */
