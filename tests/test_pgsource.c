@@ -629,7 +629,7 @@ TEST(pgsource_debian_envfile)
     char dsn[256];
     snprintf(dsn, sizeof dsn, "postgres://reader:R3ader-pw%%23x@127.0.0.1:%d/mem?sslmode=disable",
              srv.port);
-    pg_target t = {dsn, "", 3};
+    pg_target t = {dsn, "", 3, 0};
     pg_conn *pc = NULL;
     buf err;
     buf_init(&err, 0);
