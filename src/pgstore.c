@@ -957,6 +957,13 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
                "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
                "WHERE tenant = $1",
                1, p, NULL);
+    /* Fresh statistics after a large change, so that the planner uses
+     * the GIN index rather than scanning a tenant's rows. */
+    if (!rc && stats->chunks_added + stats->chunks_removed >= 1000) {
+        rc = q(m, "analyzing", "ANALYZE mnemo_chunks", 0, NULL, NULL);
+        if (!rc)
+            rc = q(m, "analyzing", "ANALYZE mnemo_files", 0, NULL, NULL);
+    }
     if (!rc)
         rc = embed_phase(m, tenant, stats);
 done:
@@ -1248,27 +1255,28 @@ static int keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_
                "FROM unnest($3::text[], $4::bool[]) WITH ORDINALITY AS x(p, pf, k)), "
                "m AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv FROM mnemo_chunks c "
                "WHERE c.tenant = $1 AND c.tsv @@ $2::tsquery AND ($8 = '' OR c.source = $8)), "
-               "t AS (SELECT m.id, q.k, least(255, sum(cardinality(u.positions)))::int AS tf "
-               "FROM m CROSS JOIN LATERAL unnest(m.tsv) u JOIN q ON cardinality(q.toks) = 1 AND "
-               "(u.lexeme = q.toks[1] OR (q.pf AND starts_with(u.lexeme, q.toks[1]))) "
-               "GROUP BY m.id, q.k "
-               "UNION ALL SELECT m.id, q.k, least(255, mnemo_phrase_tf(m.tsv, q.toks)) "
+               "t AS (SELECT m.id, m.ntok, q.k, least(255, sum(cardinality(u.positions)))::int "
+               "AS tf FROM m CROSS JOIN LATERAL unnest(m.tsv) u JOIN q ON cardinality(q.toks) = 1 "
+               "AND (u.lexeme = q.toks[1] OR (q.pf AND starts_with(u.lexeme, q.toks[1]))) "
+               "GROUP BY m.id, m.ntok, q.k "
+               "UNION ALL SELECT m.id, m.ntok, q.k, least(255, mnemo_phrase_tf(m.tsv, q.toks)) "
                "FROM m JOIN q ON cardinality(q.toks) > 1), "
-               "h AS MATERIALIZED (SELECT id, k, tf FROM t WHERE tf > 0), "
-               "d AS (SELECT k, count(*) AS df FROM h GROUP BY k), "
-               "st AS (SELECT nchunks::float8 AS n, CASE WHEN nchunks > 0 AND ntokens > 0 "
-               "THEN ntokens::float8 / nchunks ELSE 1 END AS avgdl FROM mnemo_corpus "
+               "h AS MATERIALIZED (SELECT id, ntok, k, tf FROM t WHERE tf > 0), "
+               "d AS MATERIALIZED (SELECT k, count(*) AS df FROM h GROUP BY k), "
+               "st AS MATERIALIZED (SELECT nchunks::float8 AS n, CASE WHEN nchunks > 0 AND "
+               "ntokens > 0 THEN ntokens::float8 / nchunks ELSE 1 END AS avgdl FROM mnemo_corpus "
                "WHERE tenant = $1), "
-               "s AS (SELECT h.id, sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) * h.tf * "
-               "($5::float8 + 1) / (h.tf + $5::float8 * (1 - $6::float8 + $6::float8 * m.ntok "
-               "/ st.avgdl))) AS score FROM h JOIN d USING (k) JOIN m USING (id) CROSS JOIN st "
-               "GROUP BY h.id HAVING count(*) FILTER (WHERE h.k = ANY ($10::int[])) = "
-               "cardinality($10::int[])), "
-               "top AS ((SELECT id FROM s ORDER BY score DESC, id LIMIT $7::int) UNION "
-               "SELECT id FROM s WHERE id = ANY ($9::bigint[])) "
-               "SELECT top.id, m.ntok, array_agg(h.k ORDER BY h.k), array_agg(h.tf ORDER BY h.k), "
-               "NULL::bigint[], NULL::float8, NULL::float8 FROM top JOIN m USING (id) "
-               "JOIN h USING (id) GROUP BY top.id, m.ntok "
+               "w AS MATERIALIZED (SELECT d.k, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf "
+               "FROM d, st), "
+               "s AS (SELECT h.id, h.ntok, array_agg(h.k ORDER BY h.k) AS ks, "
+               "array_agg(h.tf ORDER BY h.k) AS tfs, sum(w.idf * h.tf * ($5::float8 + 1) / "
+               "(h.tf + $5::float8 * (1 - $6::float8 + $6::float8 * h.ntok / st.avgdl))) AS score, "
+               "count(*) FILTER (WHERE h.k = ANY ($10::int[])) AS nreq "
+               "FROM h JOIN w USING (k) CROSS JOIN st GROUP BY h.id, h.ntok), "
+               "r AS (SELECT id, ntok, ks, tfs, row_number() OVER (ORDER BY score DESC, id) AS rn "
+               "FROM s WHERE nreq = cardinality($10::int[])) "
+               "SELECT id, ntok, ks, tfs, NULL::bigint[], NULL::float8, NULL::float8 FROM r "
+               "WHERE rn <= $7::int OR id = ANY ($9::bigint[]) "
                "UNION ALL SELECT NULL, NULL, NULL, NULL, (SELECT array_agg(coalesce(d.df, 0) "
                "ORDER BY q.k) FROM q LEFT JOIN d USING (k)), (SELECT n FROM st), "
                "(SELECT avgdl FROM st)",
