@@ -1993,7 +1993,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
                    0, NULL, &tr)) {
                 for (size_t i = 0; i < pg_nrows(tr); i++) {
                     const char *tn = pg_value(tr, i, 0);
-                    int dims = atoi(tn + strlen("mnemo_chunk_vec_"));
+                    int dims = (int)strtol(tn + strlen("mnemo_chunk_vec_"), NULL, 10);
                     char sql[256];
                     snprintf(sql, sizeof sql,
                              "SELECT count(*) FROM mnemo_chunk_vec_%d WHERE tenant = $1 AND "
