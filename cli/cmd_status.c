@@ -39,13 +39,22 @@ int cmd_status(int argc, char **argv)
     } else {
         json_t *j = json_loads(s, 0, NULL);
         json_t *db = json_object_get(j, "db");
+        int pg = !strcmp(str(j, "backend"), "postgres");
+        json_t *server = json_object_get(j, "server");
         printf("workspace:  %s\n", str(j, "workspace"));
-        printf("index:      %s", str(db, "path"));
+        if (pg)
+            printf("index:      PostgreSQL %s, tenant %s", str(server, "version"), str(j, "tenant"));
+        else
+            printf("index:      %s", str(db, "path"));
         if (json_is_true(json_object_get(j, "indexed"))) {
             json_t *last = json_object_get(j, "lastSync");
-            printf(" (%.1f MB, schema %lld)\n",
-                   (double)json_integer_value(json_object_get(db, "sizeBytes")) / 1e6,
-                   json_integer_value(json_object_get(db, "schemaVersion")));
+            if (pg)
+                printf(" (schema %lld)\n",
+                       json_integer_value(json_object_get(server, "schemaVersion")));
+            else
+                printf(" (%.1f MB, schema %lld)\n",
+                       (double)json_integer_value(json_object_get(db, "sizeBytes")) / 1e6,
+                       json_integer_value(json_object_get(db, "schemaVersion")));
             printf("files:      %lld indexed (%.1f MB), %zu skipped\n",
                    json_integer_value(json_object_get(j, "files")),
                    (double)json_integer_value(json_object_get(j, "bytes")) / 1e6,
@@ -87,8 +96,13 @@ int cmd_status(int argc, char **argv)
                     printf("skipped:\n");
                 printf("  %s: %s\n", str(v, "path"), str(v, "reason"));
             }
+            json_t *vj = json_object_get(j, "vectors");
+            if (pg && json_is_false(json_object_get(vj, "enabled")))
+                printf("vectors:    %s\n", str(vj, "reason"));
         } else {
             printf(" (not built)\n");
+            if (json_object_get(j, "error"))
+                printf("error:      %s\n", str(j, "error"));
         }
         size_t i;
         json_t *v;

@@ -183,11 +183,31 @@ int pgschema_vectors(mnemo *m, const char **why)
                 buf_cleanup(&keep);
             }
         }
-        if (!s->vec_ok)
-            snprintf(s->vec_why, sizeof s->vec_why,
-                     "vectors are off: the pgvector extension is not installed on the "
-                     "PostgreSQL server and could not be created (%s); keyword search only",
-                     m->err.data ? m->err.data : "unknown error");
+        if (!s->vec_ok) {
+            /* The server's own words, first line only, when it is not one of
+             * the two usual reasons. */
+            const char *code = pg_sqlstate(c), *msg = m->err.data ? m->err.data : "";
+            const char *e = strstr(msg, "ERROR:");
+            e = e ? e + 6 : msg;
+            while (*e == ' ')
+                e++;
+            int len = (int)strcspn(e, "\n");
+            if (!strcmp(code, "0A000") || !strcmp(code, "58P01"))
+                snprintf(s->vec_why, sizeof s->vec_why,
+                         "vectors are off: the pgvector extension is not installed on the "
+                         "PostgreSQL server (install pgvector there to enable them); "
+                         "keyword search only");
+            else if (!strcmp(code, "42501"))
+                snprintf(s->vec_why, sizeof s->vec_why,
+                         "vectors are off: the vector extension is not enabled in this "
+                         "database and this role may not create it (as an administrator: "
+                         "CREATE EXTENSION vector); keyword search only");
+            else
+                snprintf(s->vec_why, sizeof s->vec_why,
+                         "vectors are off: the vector extension could not be enabled (%.*s); "
+                         "keyword search only",
+                         len, e);
+        }
         core_clear(m);
     }
     if (!s->vec_ok)
