@@ -170,6 +170,15 @@ double mem_bm25_norm(const mem_bm25 *k, const fts_rank *r, size_t i);
  * cosines sum to SUM with standard deviation SD. */
 double mem_vec_calibrate(double cos, size_t n, double sum, double sd);
 
+/* Does query Q (with options O) ask about the user? */
+int mem_about_user(const char *q, const mem_opts *o);
+/* The score factors of candidate C (its factor inputs set): recency,
+ * confirmations, importance, the user boost when USER_QUERY; and the
+ * largest value they can take. A candidate's score is its relevance times
+ * its factors. */
+double mem_factors(mnemo *m, const mcand *c, int user_query, double now);
+double mem_max_factor(mnemo *m);
+
 /* Fills C's factor inputs (has_factors); MNEMO_NOTFOUND: gone. */
 typedef int (*mem_factor_fn)(mnemo *m, void *ud, mcand *c);
 

@@ -392,8 +392,7 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
     return rc;
 }
 
-/* Does the query ask about the user? */
-static int about_user(const char *q, const mem_opts *o)
+int mem_about_user(const char *q, const mem_opts *o)
 {
     if (o->subject && strcmp(o->subject, "user") == 0)
         return 1;
@@ -423,8 +422,7 @@ static const char *opt(json_t *o, const char *a, const char *b)
 
 static double rec_num(json_t *r, const char *k) { return json_number_value(json_object_get(r, k)); }
 
-/* The score factors of a memory (see the top of this file). */
-static double factors(mnemo *m, const mcand *c, int user_query, double now)
+double mem_factors(mnemo *m, const mcand *c, int user_query, double now)
 {
     double n = c->confirmations;
     double ref = c->created, conf = c->confirmed;
@@ -438,8 +436,7 @@ static double factors(mnemo *m, const mcand *c, int user_query, double now)
     return act * reinforce * imp * boost;
 }
 
-/* The largest product factors() can return. */
-static double max_factor(mnemo *m)
+double mem_max_factor(mnemo *m)
 {
     double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
     return (imax > 1 ? imax : 1) * 1.25 * USER_BOOST;
@@ -478,7 +475,7 @@ int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, d
              mset *s, mem_factor_fn fn, void *ud)
 {
     double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
-    int user_query = about_user(q, o);
+    int user_query = mem_about_user(q, o);
     for (size_t i = 0; i < s->n; i++) {
         mcand *c = &s->v[i];
         double v = c->vec < 0 ? 0 : c->vec;
@@ -489,7 +486,7 @@ int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, d
      * the NEED best scores. */
     if (s->n > 1)
         qsort(s->v, s->n, sizeof *s->v, by_rel);
-    double bound = max_factor(m);
+    double bound = mem_max_factor(m);
     double *top = malloc((need ? need : 1) * sizeof *top);
     size_t ntop = 0;
     int rc = top ? MNEMO_OK : MNEMO_NOMEM;
@@ -502,7 +499,7 @@ int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, d
         int fr = c->has_factors ? MNEMO_OK : fn(m, ud, c);
         if (fr && fr != MNEMO_NOTFOUND)
             rc = fr;
-        c->score = fr ? 0 : c->rel * factors(m, c, user_query, now);
+        c->score = fr ? 0 : c->rel * mem_factors(m, c, user_query, now);
         rank_top_offer(top, &ntop, need, c->score);
     }
     free(top);

@@ -14,6 +14,10 @@
  *                         sent as tsvector text, so keyword search behaves as
  *                         on SQLite; ntok is the document length for BM25.
  *   mnemo_memory_history  the events of each memory.
+ *   mnemo_memory_stats    per tenant: live memories and their tokens (BM25's
+ *                         N and mean length), kept in the writes' transactions.
+ *   mnemo_memory_terms    per tenant and lexeme: the live memories holding it
+ *                         (document frequency), kept likewise.
  *   mnemo_memory_vec_<d>  vectors (pgvector), when a provider is configured.
  *
  * Keyword search: the query is parsed as on SQLite (query.c), each phrase is
@@ -21,6 +25,11 @@
  * index, and for each row the positions of the query's lexemes come back so
  * that phrase frequencies, and BM25 with the tenant's document count and
  * mean length, are computed here with the same arithmetic as SQLite (fts.c).
+ * Queries of plain terms take their document frequencies from
+ * mnemo_memory_terms (all live memories of the tenant, like N) and read the
+ * terms' rows rarest first, stopping when no memory holding only the terms
+ * left could reach the results (MaxScore); other queries (quoted phrases,
+ * prefixes) read every match and count frequencies in scope, as SQLite does.
  *
  * Writes run in transactions; a duplicate added concurrently meets the
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is
@@ -40,12 +49,14 @@
 #include "memory.h"
 #include "pgschema.h"
 #include "query.h"
+#include "rank.h"
 #include "tok.h"
 #include "util/buf.h"
 #include "vectors.h"
 
 #define RETRIES 5
 #define POOL 200          /* vector candidates, as on SQLite */
+#define CALIBRATION 2000  /* vectors the calibration of vector scores reads at most */
 #define EXPORT_PAGE "500" /* rows per export query */
 #define EMBED_BATCH 64
 
@@ -76,6 +87,19 @@ const char *const pgmem_ddl[] = {
     "at float8 NOT NULL, detail text, PRIMARY KEY (tenant, hid))",
     "CREATE INDEX IF NOT EXISTS mnemo_memory_history_id ON mnemo_memory_history"
     "(tenant, memory_id, hid)",
+    NULL};
+
+/* Migration 4: BM25's statistics, stored (see the top of this file). */
+const char *const pgmem_ddl4[] = {
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_stats(tenant text PRIMARY KEY, "
+    "docs bigint NOT NULL, tokens bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_terms(tenant text NOT NULL, lexeme text NOT NULL, "
+    "df bigint NOT NULL, PRIMARY KEY (tenant, lexeme))",
+    "INSERT INTO mnemo_memory_stats(tenant, docs, tokens) SELECT tenant, count(*), sum(ntok) "
+    "FROM mnemo_memories WHERE deleted_at IS NULL GROUP BY tenant ON CONFLICT DO NOTHING",
+    "INSERT INTO mnemo_memory_terms(tenant, lexeme, df) SELECT tenant, l, count(*) FROM "
+    "mnemo_memories, unnest(tsvector_to_array(tsv)) l WHERE deleted_at IS NULL "
+    "GROUP BY tenant, l ON CONFLICT DO NOTHING",
     NULL};
 
 /* The columns of a memory row (alias m), in the order row_json reads. */
@@ -506,6 +530,60 @@ static int drop_vectors(mnemo *m, const char *cond, const char *param)
 }
 
 /* ----------------------------------------------------------------------
+ * BM25 statistics
+ * -------------------------------------------------------------------- */
+
+/* The live memories among IDS (a text[] literal), their lexemes. */
+#define LIVE_OF "FROM mnemo_memories m WHERE m.tenant = $1 AND m.id = ANY($2::text[]) " \
+                "AND m.deleted_at IS NULL"
+#define LEXEMES_OF "FROM mnemo_memories m, unnest(tsvector_to_array(m.tsv)) l WHERE " \
+                   "m.tenant = $1 AND m.id = ANY($2::text[]) AND m.deleted_at IS NULL"
+
+/* Counts the live memories among IDS into the statistics (SIGN 1), or out
+ * of them (SIGN -1): call it after a memory becomes live or its text
+ * changed, and before it stops being live or its text changes. Terms are
+ * upserted in lexeme order, so that concurrent writers lock them in one
+ * order; the tenant's statistics row comes last. */
+static int stats_apply(mnemo *m, const char *const *ids, size_t n, int sign)
+{
+    buf arr;
+    buf_init(&arr, 1 << 26);
+    pg_text_array(&arr, ids, n);
+    if (buf_err(&arr)) {
+        buf_cleanup(&arr);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+    const char *p[2] = {backend_tenant(m), arr.data};
+    static const char *const add[] = {
+        "INSERT INTO mnemo_memory_terms AS t(tenant, lexeme, df) SELECT $1, l, count(*) "
+        LEXEMES_OF " GROUP BY l ORDER BY l ON CONFLICT (tenant, lexeme) DO UPDATE SET "
+        "df = t.df + excluded.df",
+        "INSERT INTO mnemo_memory_stats AS s(tenant, docs, tokens) SELECT $1, count(*), "
+        "coalesce(sum(m.ntok), 0) " LIVE_OF " HAVING count(*) > 0 ON CONFLICT (tenant) DO "
+        "UPDATE SET docs = s.docs + excluded.docs, tokens = s.tokens + excluded.tokens",
+        NULL};
+    static const char *const sub[] = {
+        "UPDATE mnemo_memory_terms t SET df = t.df - d.n FROM (SELECT l, count(*) AS n "
+        LEXEMES_OF " GROUP BY l) d WHERE t.tenant = $1 AND t.lexeme = d.l",
+        "DELETE FROM mnemo_memory_terms t WHERE t.tenant = $1 AND t.df <= 0 AND t.lexeme IN "
+        "(SELECT l " LEXEMES_OF ")",
+        "UPDATE mnemo_memory_stats s SET docs = s.docs - d.n, tokens = s.tokens - d.t FROM "
+        "(SELECT count(*) AS n, coalesce(sum(m.ntok), 0) AS t " LIVE_OF ") d "
+        "WHERE s.tenant = $1 AND d.n > 0",
+        NULL};
+    int rc = MNEMO_OK;
+    for (const char *const *sql = sign > 0 ? add : sub; !rc && *sql; sql++)
+        rc = q(m, "memory statistics", *sql, 2, p, NULL);
+    buf_cleanup(&arr);
+    return rc;
+}
+
+static int stats_one(mnemo *m, const char *id, int sign)
+{
+    return stats_apply(m, &id, 1, sign);
+}
+
+/* ----------------------------------------------------------------------
  * Add
  * -------------------------------------------------------------------- */
 
@@ -596,8 +674,10 @@ static int add_tx(mnemo *m, void *ud)
         int rc = insert(m, &r, a->f->hash, a->d, &inserted);
         if (rc)
             return rc;
-        if (inserted)
-            return history(m, a->id, "ADD", NULL, a->f->text, a->now, NULL);
+        if (inserted && !(rc = stats_one(m, a->id, 1)))
+            rc = history(m, a->id, "ADD", NULL, a->f->text, a->now, NULL);
+        if (rc || inserted)
+            return rc;
         /* Not inserted: the text is there (committed meanwhile, perhaps by
          * another process); that memory is the answer. */
         if ((rc = find_duplicate(m, a->f->hash, r.user, r.agent, r.run, a->id)))
@@ -675,6 +755,8 @@ static int update_tx(mnemo *m, void *ud)
             strcmp(other, u->id) != 0)
             rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
     }
+    if (!rc && u->text_changed)
+        rc = stats_one(m, u->id, -1);
     if (!rc) {
         /* Category changes bring their default importance unless one is given. */
         double imp = f->importance >= 0 ? f->importance
@@ -721,6 +803,8 @@ static int update_tx(mnemo *m, void *ud)
         if (rc == MNEMO_DB && !strcmp(sqlstate(m), "23505"))
             rc = core_error(m, MNEMO_INVALID, "another memory already says that");
     }
+    if (!rc && u->text_changed)
+        rc = stats_one(m, u->id, 1);
     if (!rc) {
         char *detail = json_dumps(u->o, JSON_COMPACT | JSON_SORT_KEYS);
         rc = detail ? history(m, u->id, "UPDATE", old_text, f->text ? f->text : old_text,
@@ -778,6 +862,8 @@ static int delete_tx(mnemo *m, void *ud)
     json_t *old = NULL;
     int rc = load_live(m, s->id, &old);
     char t[32];
+    if (!rc)
+        rc = stats_one(m, s->id, -1);
     if (!rc) {
         const char *p[3] = {backend_tenant(m), s->id, fmt_num(s->now, t)};
         rc = q(m, "deleting a memory",
@@ -837,6 +923,7 @@ int pgmem_confirm(mnemo *m, const char *id, char **out)
 /* The deleted memories purge removes: all of the tenant's, or ID. */
 #define PURGE_COND "m.deleted_at IS NOT NULL AND ($2::text IS NULL OR m.id = $2)"
 
+/* Deleted memories are out of the BM25 statistics already (delete_tx). */
 static int purge_tx(mnemo *m, void *ud)
 {
     simple_ctx *s = ud;
@@ -1261,6 +1348,9 @@ typedef struct search_ctx {
     vecsetup vs;
     int vectors;        /* the vector leg can run */
     buf qvec;           /* the query vector literal */
+    size_t need;        /* results wanted */
+    int user_query;     /* the query asks about the user (mem_factors) */
+    double now;
 } search_ctx;
 
 /* A candidate from a row with COLS at 0. */
@@ -1279,31 +1369,315 @@ static mcand *push_row(mset *s, const pg_rows *r, size_t i)
     return c;
 }
 
+/* What a keyword match is ranked by (alias m); its record is read only if
+ * it makes the results (load_recs). */
+#define KCOLS                                                                                  \
+    "m.seq, m.ntok, m.importance, m.subject, m.created_at, m.last_confirmed_at, "              \
+    "m.confirmations"
+#define NKCOLS 7
+
+/* The keyword leg's rows: their hits (phrase frequencies, lengths) in
+ * fr->hits, in the same order their factor inputs (mid = seq) and raw
+ * cosines; df counts the rows holding each phrase. */
+typedef struct kleg {
+    qphr *ph;
+    lexpos *lp;
+    fts_rank *fr;
+    mcand *row;
+    double *cos;
+    int64_t df[FTS_MAX_PHRASES];
+} kleg;
+
+static int kleg_grow(kleg *k)
+{
+    fts_hits *h = &k->fr->hits;
+    if (h->n < h->cap)
+        return MNEMO_OK;
+    size_t cap = h->cap ? h->cap * 2 : 1024;
+    int64_t *id = realloc(h->id, cap * sizeof *id);
+    if (id)
+        h->id = id;
+    int *dl = realloc(h->dl, cap * sizeof *dl);
+    if (dl)
+        h->dl = dl;
+    uint64_t *mask = realloc(h->mask, cap * sizeof *mask);
+    if (mask)
+        h->mask = mask;
+    uint8_t *tf = realloc(h->tf, cap * FTS_MAX_PHRASES);
+    if (tf)
+        h->tf = tf;
+    mcand *row = realloc(k->row, cap * sizeof *row);
+    if (row)
+        k->row = row;
+    double *cos = realloc(k->cos, cap * sizeof *cos);
+    if (cos)
+        k->cos = cos;
+    if (!id || !dl || !mask || !tf || !row || !cos)
+        return MNEMO_NOMEM;
+    h->cap = cap;
+    return MNEMO_OK;
+}
+
+static void kleg_cleanup(kleg *k)
+{
+    if (k->fr) {
+        free(k->fr->hits.id);
+        free(k->fr->hits.dl);
+        free(k->fr->hits.mask);
+        free(k->fr->hits.tf);
+    }
+    for (int i = 0; k->lp && i < MAX_QTOKS; i++)
+        free(k->lp->v[i]);
+    free(k->lp);
+    free(k->ph);
+    free(k->fr);
+    free(k->row);
+    free(k->cos);
+}
+
+/* Reads the rows in scope matching tsquery TQ (text), appending them. Only
+ * the query's lexemes are unnested from each row (ts_filter after
+ * setweight), unless a prefix needs them all. */
+static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const char *lexs,
+                     const char *pres, int any_prefix)
+{
+    int n0 = x->p->n;
+    int a = params_add(x->p, tq), b = params_add(x->p, lexs), c = params_add(x->p, pres);
+    buf src, sql;
+    buf_init(&src, 256);
+    buf_init(&sql, 1 << 20);
+    if (any_prefix)
+        buf_puts(&src, "m.tsv");
+    else
+        buf_printf(&src, "ts_filter(setweight(m.tsv, 'A', $%d::text[]), '{a}')", b);
+    buf_printf(&sql,
+               "SELECT " KCOLS ", (SELECT string_agg(t.i::text || ':' || "
+               "array_to_string(u.positions, ','), ' ') FROM unnest(%s) u JOIN "
+               "unnest($%d::text[], $%d::boolean[]) WITH ORDINALITY AS t(tok, pre, i) ON "
+               "u.lexeme = t.tok OR (t.pre AND starts_with(u.lexeme, t.tok)))",
+               src.data ? src.data : "m.tsv", b, c);
+    if (x->vectors) {
+        int v = params_add(x->p, x->qvec.data), id = params_add(x->p, x->vs.ident);
+        buf_printf(&sql,
+                   ", (SELECT 1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) "
+                   "FROM %s v WHERE v.tenant = m.tenant AND v.memory_id = m.id AND "
+                   "v.model = $%d)",
+                   v, x->vs.table, id);
+    }
+    buf_printf(&sql,
+               " FROM mnemo_memories m WHERE m.tenant = $1 AND m.tsv @@ $%d::tsquery AND %s", a,
+               x->where);
+    pg_rows *r = NULL;
+    int rc = buf_err(&src) || buf_err(&sql)
+                 ? core_error(m, MNEMO_NOMEM, "out of memory")
+                 : q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
+    x->p->n = n0;
+    fts_hits *h = &k->fr->hits;
+    qphr *ph = k->ph;
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        if (kleg_grow(k) || lexpos_parse(k->lp, ph->nlex, pg_value(r, i, NKCOLS))) {
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+            break;
+        }
+        size_t j = h->n;
+        h->id[j] = (int64_t)j;
+        h->dl[j] = (int)strtol(pg_value(r, i, 1), NULL, 10);
+        h->mask[j] = 0;
+        uint8_t *tf = h->tf + j * FTS_MAX_PHRASES;
+        for (int p = 0; p < ph->np; p++) {
+            int f = phrase_tf(ph, k->lp, p);
+            tf[p] = (uint8_t)(f > 255 ? 255 : f);
+            k->df[p] += f > 0;
+            if (f > 0)
+                h->mask[j] |= (uint64_t)1 << p;
+        }
+        mcand *row = &k->row[j];
+        memset(row, 0, sizeof *row);
+        row->mid = strtoll(pg_value(r, i, 0), NULL, 10);
+        row->importance = num_at(r, i, 2);
+        row->about_user = strcmp(pg_value(r, i, 3), "user") == 0;
+        row->created = num_at(r, i, 4);
+        row->confirmed = pg_isnull(r, i, 5) ? 0 : num_at(r, i, 5);
+        row->confirmations = num_at(r, i, 6);
+        row->has_factors = 1;
+        k->cos[j] = x->vectors && !pg_isnull(r, i, NKCOLS + 1)
+                        ? strtod(pg_value(r, i, NKCOLS + 1), NULL)
+                        : NAN;
+        h->n++;
+    }
+    pg_rows_free(r);
+    buf_cleanup(&src);
+    buf_cleanup(&sql);
+    return rc;
+}
+
+/* Phrase K of P as tsquery text. */
+static void phrase_tsq(const qphr *p, int k, buf *b)
+{
+    for (int j = 0; j < p->len[k]; j++) {
+        int x = p->tok[p->first[k] + j];
+        if (j)
+            buf_puts(b, " <-> ");
+        ts_quote(b, p->lex[x], strlen(p->lex[x]));
+        if (p->pre[x])
+            buf_puts(b, ":*");
+    }
+}
+
+/* The stored statistics: N, the mean length and each phrase's document
+ * frequency (every phrase a single lexeme). */
+static int stored_stats(mnemo *m, const char *lexs, kleg *k)
+{
+    const char *p[2] = {backend_tenant(m), lexs};
+    pg_rows *r = NULL;
+    int rc = q(m, "memory search",
+               "SELECT 0, docs, tokens FROM mnemo_memory_stats WHERE tenant = $1 UNION ALL "
+               "SELECT t.i, d.df, 0 FROM unnest($2::text[]) WITH ORDINALITY AS t(l, i) JOIN "
+               "mnemo_memory_terms d ON d.tenant = $1 AND d.lexeme = t.l",
+               2, p, &r);
+    fts_hits *h = &k->fr->hits;
+    int64_t ldf[MAX_QTOKS] = {0};
+    double ntokens = 0;
+    h->ndocs = 0;
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        long x = strtol(pg_value(r, i, 0), NULL, 10);
+        if (x == 0) {
+            h->ndocs = strtoll(pg_value(r, i, 1), NULL, 10);
+            ntokens = strtod(pg_value(r, i, 2), NULL);
+        } else if (x >= 1 && x <= k->ph->nlex) {
+            ldf[x - 1] = strtoll(pg_value(r, i, 1), NULL, 10);
+        }
+    }
+    h->avgdl = h->ndocs > 0 && ntokens > 0 ? ntokens / (double)h->ndocs : 1.0;
+    h->stats = 1;
+    for (int i = 0; i < k->ph->np; i++)
+        h->df[i] = k->ph->len[i] ? ldf[k->ph->tok[k->ph->first[i]]] : 0;
+    pg_rows_free(r);
+    return rc;
+}
+
+typedef struct term {
+    int lex;   /* index into the lexemes */
+    int64_t df;
+    double ub; /* its most to a memory's BM25 */
+} term;
+
+static int by_ub(const void *a, const void *b)
+{
+    const term *x = a, *y = b;
+    return x->ub < y->ub ? 1 : x->ub > y->ub ? -1 : (x->lex > y->lex) - (x->lex < y->lex);
+}
+
+/* Reads the matches of plain terms rarest (by their most to BM25) first:
+ * each term's rows without the terms read before, until the NEED-th best
+ * score so far beats what a memory holding only the terms left could
+ * score. Scores of the rows read are exact: positions of every query
+ * lexeme come with each row. */
+static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, const char *lexs,
+                         const char *pres, mem_bm25 *kb)
+{
+    qphr *ph = k->ph;
+    int rc = stored_stats(m, lexs, k);
+    if (rc)
+        return rc;
+    mem_bm25_init(m, qr, k->fr, kb);
+    term t[MAX_QTOKS];
+    int nt = 0;
+    for (int p = 0; p < ph->npositive; p++) {
+        if (!ph->len[p] || kb->w[p] <= 0 || k->fr->hits.df[p] <= 0)
+            continue;
+        int lex = ph->tok[ph->first[p]], i = 0;
+        while (i < nt && t[i].lex != lex)
+            i++;
+        if (i == nt)
+            t[nt++] = (term){lex, k->fr->hits.df[p], 0};
+        t[i].ub += kb->w[p] * kb->idf[p] * (kb->k1 + 1.0);
+    }
+    if (nt > 1)
+        qsort(t, (size_t)nt, sizeof *t, by_ub);
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
+    double maxf = mem_max_factor(m), left = 0;
+    for (int i = 0; i < nt; i++)
+        left += t[i].ub;
+    size_t need = x->need ? x->need : 1, ntop = 0;
+    double *top = malloc(need * sizeof *top);
+    buf neg, tq;
+    buf_init(&neg, 1 << 20);
+    buf_init(&tq, 1 << 20);
+    if (!top)
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    for (int p = ph->npositive; p < ph->np; p++) {
+        if (!ph->len[p])
+            continue;
+        buf_puts(&neg, " & !(");
+        phrase_tsq(ph, p, &neg);
+        buf_puts(&neg, ")");
+    }
+    size_t scored = 0;
+    for (int i = 0; !rc && i < nt; i++) {
+        double tub = 1.0 - exp(-2.0 * left / kb->sum);
+        double rub = x->vectors && wv + wt * tub > tub ? wv + wt * tub : tub;
+        if (ntop == need && rub * maxf < top[0])
+            break; /* no memory of the terms left reaches the results */
+        buf_reset(&tq);
+        ts_quote(&tq, ph->lex[t[i].lex], strlen(ph->lex[t[i].lex]));
+        for (int j = 0; j < i; j++) {
+            buf_puts(&tq, j ? " | " : " & !(");
+            ts_quote(&tq, ph->lex[t[j].lex], strlen(ph->lex[t[j].lex]));
+            if (j == i - 1)
+                buf_puts(&tq, ")");
+        }
+        if (neg.len)
+            buf_puts(&tq, neg.data);
+        if (buf_err(&tq) || buf_err(&neg)) {
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+            break;
+        }
+        if ((rc = kleg_read(m, x, k, tq.data, lexs, pres, 0)))
+            break;
+        for (; scored < k->fr->hits.n; scored++) {
+            double text = mem_bm25_norm(kb, k->fr, scored);
+            rank_top_offer(top, &ntop, need,
+                           text * mem_factors(m, &k->row[scored], x->user_query, x->now));
+        }
+        left -= t[i].ub;
+    }
+    free(top);
+    buf_cleanup(&neg);
+    buf_cleanup(&tq);
+    return rc;
+}
+
 /* Keyword candidates of query QR (raw cosines of their vectors in COS,
  * NAN for none, when the vector leg runs). */
 static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double **cos)
 {
     tok *t = NULL;
+    kleg k;
+    memset(&k, 0, sizeof k);
     int rc = core_qtok(m, &t);
-    qphr *ph = calloc(1, sizeof *ph);
-    lexpos *lp = calloc(1, sizeof *lp);
-    fts_rank *fr = calloc(1, sizeof *fr);
-    if (!rc && (!ph || !lp || !fr))
+    k.ph = calloc(1, sizeof *k.ph);
+    k.lp = calloc(1, sizeof *k.lp);
+    k.fr = calloc(1, sizeof *k.fr);
+    if (!rc && (!k.ph || !k.lp || !k.fr))
         rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    qphr *ph = k.ph;
     if (!rc)
         rc = phrases(t, qr, ph);
-    int any = 0;
-    for (int k = 0; !rc && k < ph->npositive; k++)
-        any |= ph->len[k] > 0;
-    buf tq, lexs, pres, sql;
+    int any = 0, plain = !rc && qr->required == 0, any_prefix = 0;
+    for (int p = 0; !rc && p < ph->npositive; p++) {
+        any |= ph->len[p] > 0;
+        plain &= ph->len[p] <= 1;
+    }
+    for (int i = 0; !rc && i < ph->nlex; i++)
+        any_prefix |= ph->pre[i];
+    plain &= !any_prefix;
+    buf tq, lexs, pres;
     buf_init(&tq, 1 << 20);
     buf_init(&lexs, 1 << 20);
     buf_init(&pres, 1 << 16);
-    buf_init(&sql, 1 << 20);
-    pg_rows *st = NULL, *r = NULL;
-    int n0 = x->p->n;
+    mem_bm25 kb;
     if (!rc && any) {
-        tsquery(ph, &tq);
         const char *lv[MAX_QTOKS];
         buf_putc(&pres, '{');
         for (int i = 0; i < ph->nlex; i++) {
@@ -1312,102 +1686,86 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         }
         buf_putc(&pres, '}');
         pg_text_array(&lexs, lv, (size_t)ph->nlex);
-        int a = params_add(x->p, tq.data), b = params_add(x->p, lexs.data),
-            c = params_add(x->p, pres.data);
-        buf_printf(&sql,
-                   "SELECT " COLS ", m.ntok, (SELECT string_agg(t.i::text || ':' || "
-                   "array_to_string(u.positions, ','), ' ') FROM unnest(m.tsv) u JOIN "
-                   "unnest($%d::text[], $%d::boolean[]) WITH ORDINALITY AS t(tok, pre, i) ON "
-                   "u.lexeme = t.tok OR (t.pre AND starts_with(u.lexeme, t.tok)))",
-                   b, c);
-        if (x->vectors) {
-            int v = params_add(x->p, x->qvec.data), id = params_add(x->p, x->vs.ident);
-            buf_printf(&sql,
-                       ", (SELECT 1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) FROM %s v WHERE v.tenant "
-                       "= m.tenant AND v.memory_id = m.id AND v.model = $%d)",
-                       v, x->vs.table, id);
-        }
-        buf_printf(&sql,
-                   " FROM mnemo_memories m WHERE m.tenant = $1 AND m.tsv @@ $%d::tsquery "
-                   "AND %s",
-                   a, x->where);
-        if (buf_err(&tq) || buf_err(&lexs) || buf_err(&pres) || buf_err(&sql))
+        if (buf_err(&lexs) || buf_err(&pres))
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
-        /* BM25's collection statistics: the tenant's live memories, as
-         * SQLite's full-text table holds them. */
-        if (!rc)
-            rc = q(m, "memory search",
-                   "SELECT count(*), coalesce(sum(ntok), 0) FROM mnemo_memories WHERE "
-                   "tenant = $1 AND deleted_at IS NULL",
-                   1, x->p->v, &st);
-        if (!rc)
-            rc = q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
     }
-    x->p->n = n0;
-    size_t n = pg_nrows(r);
-    fts_hits *h = fr ? &fr->hits : NULL;
-    if (!rc && n) {
+    fts_hits *h = k.fr ? &k.fr->hits : NULL;
+    if (!rc && any && plain) {
         h->np = ph->np;
-        h->ndocs = strtoll(pg_value(st, 0, 0), NULL, 10);
-        double ntokens = strtod(pg_value(st, 0, 1), NULL);
-        h->avgdl = h->ndocs > 0 && ntokens > 0 ? ntokens / (double)h->ndocs : 1.0;
-        h->stats = 1;
-        h->id = calloc(n, sizeof *h->id);
-        h->dl = calloc(n, sizeof *h->dl);
-        h->mask = calloc(n, sizeof *h->mask);
-        h->tf = calloc(n, FTS_MAX_PHRASES);
-        *cos = calloc(n, sizeof **cos);
-        if (!h->id || !h->dl || !h->mask || !h->tf || !*cos)
+        rc = kleg_maxscore(m, qr, x, &k, lexs.data, pres.data, &kb);
+    } else if (!rc && any) {
+        /* Every match, with frequencies in scope as SQLite counts them, and
+         * the stored N and mean length. */
+        h->np = ph->np;
+        tsquery(ph, &tq);
+        if (buf_err(&tq))
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
+        if (!rc)
+            rc = stored_stats(m, lexs.data, &k);
+        if (!rc)
+            rc = kleg_read(m, x, &k, tq.data, lexs.data, pres.data, any_prefix);
+        for (int p = 0; p < ph->np; p++)
+            h->df[p] = k.df[p];
+        if (!rc)
+            mem_bm25_init(m, qr, k.fr, &kb);
     }
+    size_t n = h ? h->n : 0;
+    if (!rc && n && !(*cos = calloc(n, sizeof **cos)))
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        if ((rc = lexpos_parse(lp, ph->nlex, pg_value(r, i, NCOLS + 1))))
+        if (!mem_bm25_hit_ok(qr, k.fr, i))
+            continue;
+        (*cos)[s->n] = k.cos[i];
+        mcand *c = mset_push(s, k.row[i].mid);
+        if (!c) {
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
             break;
-        h->id[i] = (int64_t)i;
-        h->dl[i] = (int)strtol(pg_value(r, i, NCOLS), NULL, 10);
-        uint8_t *tf = h->tf + i * FTS_MAX_PHRASES;
-        for (int k = 0; k < ph->np; k++) {
-            int f = phrase_tf(ph, lp, k);
-            tf[k] = (uint8_t)(f > 255 ? 255 : f);
-            h->df[k] += f > 0;
-            if (f > 0)
-                h->mask[i] |= (uint64_t)1 << k;
         }
-        h->n++;
+        double vec = c->vec;
+        *c = k.row[i];
+        c->vec = vec;
+        c->text = mem_bm25_norm(&kb, k.fr, i);
     }
-    if (!rc && n) {
-        mem_bm25 k;
-        mem_bm25_init(m, qr, fr, &k);
-        for (size_t i = 0; !rc && i < n; i++) {
-            (*cos)[s->n] = x->vectors && !pg_isnull(r, i, NCOLS + 2)
-                               ? strtod(pg_value(r, i, NCOLS + 2), NULL)
-                               : NAN;
-            if (!mem_bm25_hit_ok(qr, fr, i))
-                continue;
-            mcand *c = push_row(s, r, i);
-            if (!c || !c->rec)
-                rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            else
-                c->text = mem_bm25_norm(&k, fr, i);
-        }
-    }
-    if (h) {
-        free(h->id);
-        free(h->dl);
-        free(h->mask);
-        free(h->tf);
-    }
-    for (int i = 0; lp && i < MAX_QTOKS; i++)
-        free(lp->v[i]);
-    free(lp);
-    free(ph);
-    free(fr);
-    pg_rows_free(st);
-    pg_rows_free(r);
+    kleg_cleanup(&k);
     buf_cleanup(&tq);
     buf_cleanup(&lexs);
     buf_cleanup(&pres);
-    buf_cleanup(&sql);
+    return rc;
+}
+
+/* Reads the records of the first N candidates of S that have none. */
+static int load_recs(mnemo *m, mset *s, size_t n)
+{
+    if (n > s->n)
+        n = s->n;
+    buf ids;
+    buf_init(&ids, 1 << 20);
+    buf_putc(&ids, '{');
+    size_t want = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!s->v[i].rec)
+            buf_printf(&ids, "%s%lld", want++ ? "," : "", (long long)s->v[i].mid);
+    buf_putc(&ids, '}');
+    int rc = buf_err(&ids) ? core_error(m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
+    pg_rows *r = NULL;
+    const char *p[2] = {backend_tenant(m), ids.data};
+    if (!rc && want)
+        rc = q(m, "memory search",
+               "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
+               "m.seq = ANY($2::bigint[])",
+               2, p, &r);
+    for (size_t j = 0; !rc && j < pg_nrows(r); j++) {
+        int64_t seq = strtoll(pg_value(r, j, 17), NULL, 10);
+        for (size_t i = 0; i < n; i++) {
+            if (s->v[i].mid == seq && !s->v[i].rec) {
+                if (!(s->v[i].rec = row_json(r, j, 0)))
+                    rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                break;
+            }
+        }
+    }
+    pg_rows_free(r);
+    buf_cleanup(&ids);
     return rc;
 }
 
@@ -1423,9 +1781,10 @@ static int by_cos(const void *a, const void *b)
     return x->cos < y->cos ? 1 : x->cos > y->cos ? -1 : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* The vector leg: the calibration over every vector in scope, the best
- * POOL through the HNSW index; keyword candidates (the first NK of S, with
- * raw cosines KCOS) get their calibrated scores. *RAN: vectors in scope. */
+/* The vector leg: the calibration over the newest CALIBRATION vectors in
+ * scope (all of them in a smaller scope), the best POOL through the HNSW
+ * index; keyword candidates (the first NK of S, with raw cosines KCOS) get
+ * their calibrated scores. *RAN: vectors in scope. */
 static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double *kcos, int *ran)
 {
     *ran = 0;
@@ -1435,10 +1794,11 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     buf_init(&sql, 1 << 20);
     buf_printf(&sql,
                "SELECT count(*), coalesce(sum(c), 0), coalesce(sum(c * c), 0) FROM (SELECT "
-               "1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) AS c FROM %s v JOIN mnemo_memories m ON "
-               "m.tenant = v.tenant AND m.id = v.memory_id WHERE v.tenant = $1 AND v.model = "
-               "$%d AND %s) z",
-               v, x->vs.table, id, x->where);
+               "1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) AS c FROM (SELECT "
+               "v.embedding FROM %s v JOIN mnemo_memories m ON m.tenant = v.tenant AND m.id = "
+               "v.memory_id WHERE v.tenant = $1 AND v.model = $%d AND %s ORDER BY m.seq DESC "
+               "LIMIT %d) v) z",
+               v, x->vs.table, id, x->where, CALIBRATION);
     pg_rows *st = NULL, *r = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : q(m, "memory vectors", sql.data, x->p->n, x->p->v, &st);
     size_t n = rc ? 0 : (size_t)strtoull(pg_value(st, 0, 0), NULL, 10);
@@ -1546,6 +1906,9 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         rc = params_make(m, &args, 8, &p);
     x.where = where.data;
     x.p = &p;
+    x.need = need;
+    x.user_query = mem_about_user(qtext, o);
+    x.now = now;
     /* The query vector, when a provider is configured and pgvector is there
      * (vec_setup runs its own transactions: before ours). */
     if (!rc && *qtext && vec_setup(m, &x.vs)) {
@@ -1580,10 +1943,12 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         rc = vector_leg(m, &x, s, s->n, kcos, &ran);
     if (ran)
         *mode = "hybrid";
-    if (began)
-        rc = search_end(m, rc);
     if (!rc)
         rc = mem_rank(m, qtext, o, ran, need, now, s, pg_factors, NULL);
+    if (!rc) /* the records of the results, in the same snapshot */
+        rc = load_recs(m, s, need);
+    if (began)
+        rc = search_end(m, rc);
     free(kcos);
     query_cleanup(&pq);
     params_free(&p);
@@ -1669,7 +2034,18 @@ typedef struct import_ctx {
     const char *jsonl;
     size_t len;
     size_t nin, nskip;
+    char **ids; /* those inserted, counted into the statistics at the end */
+    size_t nids, cap;
 } import_ctx;
+
+static void import_ids_free(import_ctx *ic)
+{
+    for (size_t i = 0; i < ic->nids; i++)
+        free(ic->ids[i]);
+    free(ic->ids);
+    ic->ids = NULL;
+    ic->nids = ic->cap = 0;
+}
 
 static int import_history_fn(mnemo *m, void *ud, const char *event, const char *old_text,
                              const char *new_text, double at, const char *detail)
@@ -1692,6 +2068,19 @@ static int import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line
     if (!rc && inserted)
         rc = mem_import_history(m, json_object_get(o, "history"), line, import_history_fn,
                                 (void *)f->id);
+    if (!rc && inserted) {
+        if (ic->nids == ic->cap) {
+            size_t cap = ic->cap ? ic->cap * 2 : 256;
+            char **v = realloc(ic->ids, cap * sizeof *v);
+            if (!v)
+                return core_error(m, MNEMO_NOMEM, "out of memory");
+            ic->ids = v;
+            ic->cap = cap;
+        }
+        if (!(ic->ids[ic->nids] = strdup(f->id)))
+            return core_error(m, MNEMO_NOMEM, "out of memory");
+        ic->nids++;
+    }
     if (!rc) {
         ic->nin += inserted;
         ic->nskip += !inserted;
@@ -1703,15 +2092,21 @@ static int import_tx(mnemo *m, void *ud)
 {
     import_ctx *ic = ud;
     ic->nin = ic->nskip = 0;
-    return mem_import_each(m, ic->jsonl, ic->len, import_line, ic);
+    import_ids_free(ic);
+    int rc = mem_import_each(m, ic->jsonl, ic->len, import_line, ic);
+    /* One pass over the new memories rather than one per memory. */
+    if (!rc && ic->nids)
+        rc = stats_apply(m, (const char *const *)ic->ids, ic->nids, 1);
+    return rc;
 }
 
 int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size_t *skipped)
 {
     core_clear(m);
-    import_ctx ic = {jsonl, len, 0, 0};
+    import_ctx ic = {jsonl, len, 0, 0, NULL, 0, 0};
     /* All or nothing: one transaction. */
     int rc = in_tx(m, "BEGIN", import_tx, &ic);
+    import_ids_free(&ic);
     if (!rc && ic.nin) {
         vecsetup vs;
         if (vec_setup(m, &vs))
