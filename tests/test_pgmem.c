@@ -406,7 +406,7 @@ BACKEND_TEST(backend_mem_search_ranking)
     SEARCH_EQ(m, "max_retry_count", "{\"min_score\":0}", "Set max_retry_count in gateway.yaml");
     SEARCH_EQ(m, "retry", "{\"min_score\":0}", "Set max_retry_count in gateway.yaml");
     /* Scores are relevance times factors, at most 1; limit and min_score. */
-    j = search_json(m, "kubernetes", "{\"limit\":1}");
+    j = search_json(m, "kubernetes", "{\"limit\":1,\"min_score\":0}");
     ASSERT_EQ(json_array_size(json_object_get(j, "results")), 1);
     double sc = json_number_value(json_object_get(json_array_get(json_object_get(j, "results"),
                                                                  0),
@@ -777,5 +777,126 @@ BACKEND_TEST_CONCURRENT(backend_mem_concurrent_writers)
     long long total = 0;
     free(list_texts(m, "{\"limit\":1000}", &total));
     ASSERT_EQ(total, 1 + 80 + 20);
+    mnemo_close(m);
+}
+
+/* ----------------------------------------------------------------------
+ * BM25 statistics kept exact, MaxScore reading
+ * -------------------------------------------------------------------- */
+
+/* The stored statistics equal a recount over the live memories. */
+static void stats_exact(void)
+{
+    if (!be_server())
+        return;
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_stats s FULL JOIN (SELECT tenant, count(*) AS n, "
+            "sum(ntok) AS t FROM mnemo_memories WHERE deleted_at IS NULL GROUP BY tenant) r "
+            "USING (tenant) WHERE coalesce(s.docs, 0) <> coalesce(r.n, 0) OR "
+            "coalesce(s.tokens, 0) <> coalesce(r.t, 0)",
+            "0\n");
+    PSQL_EQ("SELECT count(*) FROM ((SELECT tenant, lexeme, df FROM mnemo_memory_terms EXCEPT "
+            "SELECT tenant, l, count(*) FROM mnemo_memories, unnest(tsvector_to_array(tsv)) l "
+            "WHERE deleted_at IS NULL GROUP BY 1, 2) UNION ALL (SELECT tenant, l, count(*) FROM "
+            "mnemo_memories, unnest(tsvector_to_array(tsv)) l WHERE deleted_at IS NULL GROUP BY "
+            "1, 2 EXCEPT SELECT tenant, lexeme, df FROM mnemo_memory_terms)) z",
+            "0\n");
+}
+
+BACKEND_TEST(backend_mem_bm25_stats_exact)
+{
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("tenant=t1", NULL);
+    char *a = add(m, "{\"text\":\"Deploy the gateway on Friday\"}");
+    char *b = add(m, "{\"text\":\"The gateway deploy needs a review\"}");
+    char *c = add(m, "{\"text\":\"Coffee with Priya in Berlin\"}");
+    free(add(m, "{\"text\":\"Coffee with Priya in Berlin\"}")); /* a duplicate: not counted */
+    free(add(m, "{\"text\":\"Berlin office moves\",\"user_id\":\"u2\"}"));
+    stats_exact();
+    if (be_server())
+        PSQL_EQ("SELECT docs FROM mnemo_memory_stats WHERE tenant = 't1'", "4\n");
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_update(m, a, "{\"text\":\"Deploy the kafka cluster\"}", &out));
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_update(m, b, "{\"importance\":0.9}", &out)); /* text unchanged */
+    mnemo_free(out);
+    stats_exact();
+    ASSERT_OK(mnemo_memory_delete(m, c));
+    stats_exact();
+    if (be_server())
+        PSQL_EQ("SELECT count(*) FROM mnemo_memory_terms WHERE tenant = 't1' AND lexeme = "
+                "'priya'",
+                "0\n");
+    size_t n = 0;
+    ASSERT_OK(mnemo_memory_purge(m, NULL, &n));
+    ASSERT_EQ(n, 1);
+    stats_exact();
+    /* Import into another tenant: live and deleted memories. */
+    ASSERT_OK(mnemo_memory_delete(m, b));
+    size_t cnt = 0;
+    char *dump = export_all(m, &cnt);
+    test_mkdir("ws2");
+    char db[1100];
+    snprintf(db, sizeof db, "db=%s", test_path("b.sqlite"));
+    mnemo *m2 = be_open("ws2", "tenant=t2", db, NULL);
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m2, dump, strlen(dump), &in, &skip));
+    ASSERT_EQ(in, 3);
+    stats_exact();
+    if (be_server())
+        PSQL_EQ("SELECT docs FROM mnemo_memory_stats WHERE tenant = 't2'", "2\n");
+    SEARCH_EQ(m2, "kafka", NULL, "Deploy the kafka cluster");
+    free(dump);
+    free(a);
+    free(b);
+    free(c);
+    mnemo_close(m2);
+    mnemo_close(m);
+}
+
+static char *ranked(mnemo *m, const char *q, const char *opts)
+{
+    json_t *j = search_json(m, q, opts);
+    buf s;
+    buf_init(&s, 0);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(j, "results"), i, r)
+        buf_printf(&s, "%s%s=%.4f", i ? "|" : "", json_string_value(json_object_get(r, "text")),
+                   json_real_value(json_object_get(r, "score")));
+    if (!s.data)
+        buf_puts(&s, "");
+    json_decref(j);
+    return buf_detach(&s);
+}
+
+/* A rare term and a common one: the rare one's memories are read first,
+ * the common one's must be read too to fill the results, and the ranking
+ * (scores included) is SQLite's on every backend. */
+BACKEND_TEST(backend_mem_maxscore_ranking)
+{
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL); /* keyword scores */
+    char rec[256];
+    for (int i = 0; i < 30; i++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"gateway note %d%s\"}", i,
+                 i % 3 == 0 ? " with some longer padding words here" : "");
+        free(add(m, rec));
+    }
+    free(add(m, "{\"text\":\"zanzibar trip\"}"));
+    free(add(m, "{\"text\":\"zanzibar gateway plan\"}"));
+    for (int i = 0; i < 10; i++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"unrelated filler %d\"}", i);
+        free(add(m, rec));
+    }
+    char *t = ranked(m, "zanzibar gateway", "{\"limit\":5,\"min_score\":0}");
+    ASSERT_STR_EQ(t, "zanzibar trip=0.9018|zanzibar gateway plan=0.8997|gateway note 1=0.2029|"
+                     "gateway note 2=0.2029|gateway note 4=0.2029");
+    free(t);
+    t = ranked(m, "zanzibar gateway", "{\"limit\":1,\"min_score\":0}");
+    ASSERT_STR_EQ(t, "zanzibar trip=0.9018");
+    free(t);
+    t = ranked(m, "gateway -zanzibar", "{\"limit\":2,\"min_score\":0}");
+    ASSERT_STR_EQ(t, "gateway note 1=0.8997|gateway note 2=0.8997");
+    free(t);
     mnemo_close(m);
 }
