@@ -12,21 +12,28 @@
  *                 written from mnemo's own tokenizer (stemming, CJK
  *                 bigrams, identifier parts at the positions FTS5 gets),
  *                 GIN-indexed;
- *   mnemo_chunk_vec_<d>  embeddings (pgschema.c), HNSW for cosine.
+ *   mnemo_chunk_vec_<d>  embeddings (pgschema.c), HNSW for cosine;
+ *   mnemo_terms   (migration 3) per tenant, source and lexeme the number
+ *                 of chunks holding it: BM25's document frequencies.
  *
  * Sync: the walk of sync.c (sync_walk) with this file as its sink. Each
  * file's change is one statement (file row, old chunks out, new chunks in
  * through unnest of array parameters); files are committed in batches, so
  * a killed process or a lost connection leaves whole files and the next
  * sync completes the rest. A session advisory lock on the tenant makes
- * concurrent syncs of one tenant take turns.
+ * concurrent syncs of one tenant take turns. mnemo_terms changes in the
+ * same transactions: deleted chunks' lexemes are counted out by the
+ * statement that deletes them, the batch's new chunks counted in at its
+ * commit (one statement), lexemes at 0 removed then.
  *
- * Search: the keyword leg computes BM25 in one statement from the
- * tsvectors' positions and the corpus row (the same formula and
- * statistics as the SQLite leg: df over the matching rows, N and average
- * length over all chunks) and returns the best rows with their term
- * frequencies, from which the scores are computed here exactly as fts.c
- * does; the vector leg is an ORDER BY <=> LIMIT served by HNSW; the
+ * Search: the keyword leg computes BM25 with the same formula and
+ * statistics as the SQLite leg (df over the matching rows of the corpus
+ * searched, N and average length over all chunks). For plain words it
+ * takes df from mnemo_terms and reads only the rarest terms' matches that
+ * can still reach the candidate pool (MaxScore, below); for phrases and
+ * prefixes it scores every matching row in one statement from the
+ * tsvectors' positions. Either way the scores are computed here from the
+ * rows' term frequencies exactly as fts.c does; the vector leg is an ORDER BY <=> LIMIT served by HNSW; the
  * file-name legs match names and path words. The ranking stage is
  * search.c's (search_rank), fed from a few batched queries.
  */
@@ -98,6 +105,17 @@ const char *const pgstore_ddl[] = {
     "(SELECT count(*)::int FROM unnest((SELECT positions FROM p WHERE i = 1)) s "
     "WHERE (SELECT bool_and((s + p.i - 1) = ANY (p.positions)) FROM p WHERE p.i > 1)) END "
     "$f$",
+    NULL};
+
+/* Migration 3: per tenant, source and lexeme, the number of chunks holding
+ * it (BM25's document frequency), kept by sync in the transactions that
+ * write the chunks; filled here from the chunks already stored. */
+const char *const pgstore_ddl3[] = {
+    "CREATE TABLE IF NOT EXISTS mnemo_terms(tenant text NOT NULL, source text NOT NULL, "
+    "lexeme text NOT NULL, df int NOT NULL, PRIMARY KEY (tenant, source, lexeme))",
+    "INSERT INTO mnemo_terms(tenant, source, lexeme, df) SELECT c.tenant, c.source, u.lexeme, "
+    "count(*) FROM mnemo_chunks c, unnest(c.tsv) u GROUP BY 1, 2, 3 "
+    "ON CONFLICT (tenant, source, lexeme) DO NOTHING",
     NULL};
 
 struct pgstore {
@@ -306,6 +324,8 @@ typedef struct psync {
     int in_txn;
     int files, chunks;           /* in the open transaction */
     long long d_chunks, d_tokens; /* corpus changes in the open transaction */
+    buf added;                   /* ids of the chunks inserted, {..} */
+    buf zeroed;                  /* lexemes whose df reached 0, {..} */
     buf a[12];                   /* array parameters */
     buf tsv, tmp, lc, name, stem;
 } psync;
@@ -320,7 +340,52 @@ static int begin(psync *s)
     s->in_txn = 1;
     s->files = s->chunks = 0;
     s->d_chunks = s->d_tokens = 0;
+    buf_reset(&s->added);
+    buf_reset(&s->zeroed);
+    buf_putc(&s->added, '{');
+    buf_putc(&s->zeroed, '{');
     return MNEMO_OK;
+}
+
+/* Appends the elements of array literal V ({a,b}) to the literal being
+ * built in B. */
+static void arr_join(buf *b, const char *v)
+{
+    size_t n = strlen(v);
+    if (n <= 2 || v[0] != '{' || v[n - 1] != '}')
+        return;
+    if (b->len > 1)
+        buf_putc(b, ',');
+    buf_append(b, v + 1, n - 2);
+}
+
+/* The document frequencies of the batch: the lexemes of the chunks it
+ * inserted counted in (their rows were subtracted as they were deleted),
+ * and the lexemes no chunk holds any more gone. */
+static int terms_commit(psync *s)
+{
+    buf_putc(&s->added, '}');
+    buf_putc(&s->zeroed, '}');
+    if (buf_err(&s->added) || buf_err(&s->zeroed))
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    int rc = MNEMO_OK;
+    if (s->added.len > 2) {
+        const char *p[2] = {s->tenant, s->added.data};
+        rc = q(s->m, "counting terms",
+               "INSERT INTO mnemo_terms(tenant, source, lexeme, df) SELECT $1, c.source, "
+               "u.lexeme, count(*) FROM mnemo_chunks c, unnest(c.tsv) u WHERE c.tenant = $1 AND "
+               "c.id = ANY ($2::bigint[]) GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO "
+               "UPDATE SET df = mnemo_terms.df + excluded.df",
+               2, p, NULL);
+    }
+    if (!rc && s->zeroed.len > 2) {
+        const char *p[2] = {s->tenant, s->zeroed.data};
+        rc = q(s->m, "counting terms",
+               "DELETE FROM mnemo_terms WHERE tenant = $1 AND lexeme = ANY ($2::text[]) AND "
+               "df <= 0",
+               2, p, NULL);
+    }
+    return rc;
 }
 
 static int commit(psync *s)
@@ -331,7 +396,9 @@ static int commit(psync *s)
     snprintf(dc, sizeof dc, "%lld", s->d_chunks);
     snprintf(dt, sizeof dt, "%lld", s->d_tokens);
     const char *p[3] = {s->tenant, dc, dt};
-    int rc = q(s->m, "sync",
+    int rc = terms_commit(s);
+    if (!rc)
+        rc = q(s->m, "sync",
                "UPDATE mnemo_corpus SET nchunks = nchunks + $2::bigint, "
                "ntokens = ntokens + $3::bigint WHERE tenant = $1",
                3, p, NULL);
@@ -420,7 +487,18 @@ static int ps_load(void *ud, store_file **out, size_t *n)
     return MNEMO_OK;
 }
 
-/* Chunks removed by a statement returning (count, tokens) in row 0. */
+/* The deleted chunks' lexemes counted out of mnemo_terms: a CTE "t" for
+ * a statement whose CTE "d" deletes chunks returning their source and tsv.
+ * Lexemes reaching 0 are removed at the commit (a row cannot change twice
+ * in one statement, and the batch may add them again). */
+#define TERMS_OUT                                                                                 \
+    "t AS (INSERT INTO mnemo_terms(tenant, source, lexeme, df) SELECT $1, d.source, u.lexeme, "   \
+    "-count(*) FROM d, unnest(d.tsv) u GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO "    \
+    "UPDATE SET df = mnemo_terms.df + excluded.df RETURNING lexeme, df) "
+#define TERMS_ZEROED "(SELECT array_agg(lexeme) FROM t WHERE df <= 0)"
+
+/* Chunks removed by a statement returning (count, tokens, lexemes at 0)
+ * in row 0. */
 static void removed_from(psync *s, pg_rows *r, int64_t *removed)
 {
     long long c = ll(r, 0, 0), t = ll(r, 0, 1);
@@ -428,6 +506,8 @@ static void removed_from(psync *s, pg_rows *r, int64_t *removed)
     s->d_tokens -= t;
     if (removed)
         *removed = c;
+    if (!pg_isnull(r, 0, 2))
+        arr_join(&s->zeroed, pg_value(r, 0, 2));
 }
 
 static int ps_skip(void *ud, const store_file *known, const char *path, int64_t size,
@@ -454,7 +534,9 @@ static int ps_skip(void *ud, const store_file *known, const char *path, int64_t 
            "UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = '', status = 1, "
            "reason = excluded.reason, nchunks = 0, indexed_at = now() RETURNING id), "
            "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
-           "RETURNING c.ntok) SELECT count(*), coalesce(sum(ntok), 0) FROM d",
+           "RETURNING c.ntok, c.source, c.tsv), " TERMS_OUT
+           "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
+           TERMS_ZEROED,
            10, p, &r);
     if (!rc)
         removed_from(s, r, NULL);
@@ -585,19 +667,21 @@ static int ps_write(void *ud, const store_file *known, const char *path, int64_t
            "nchunks = excluded.nchunks, time = excluded.time, source = excluded.source, "
            "indexed_at = now() RETURNING id), "
            "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
-           "RETURNING c.ntok), "
+           "RETURNING c.ntok, c.source, c.tsv), " TERMS_OUT ", "
            "i AS (INSERT INTO mnemo_chunks(tenant, file_id, seq, start_line, end_line, hash, "
            "importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, f.id, x.seq, "
            "x.sl, x.el, x.hash, x.imp, x.trig, NULLIF(x.map, ''::bytea), $7, x.txt, x.ntok, "
            "x.tsv FROM f, unnest($13::int[], $14::int[], $15::int[], $16::text[], $17::int[], "
            "$18::text[], $19::bytea[], $20::text[], $21::int[], $22::tsvector[]) "
-           "AS x(seq, sl, el, hash, imp, trig, map, txt, ntok, tsv) RETURNING 1) "
+           "AS x(seq, sl, el, hash, imp, trig, map, txt, ntok, tsv) RETURNING id) "
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
-           "(SELECT count(*) FROM i)",
+           TERMS_ZEROED ", (SELECT count(*) FROM i), (SELECT array_agg(id) FROM i)",
            22, p, &r);
     if (!rc) {
         removed_from(s, r, removed);
-        *added = (size_t)ll(r, 0, 2);
+        *added = (size_t)ll(r, 0, 3);
+        if (!pg_isnull(r, 0, 4))
+            arr_join(&s->added, pg_value(r, 0, 4));
         s->d_chunks += (long long)l->n;
         s->d_tokens += tokens;
     }
@@ -616,8 +700,10 @@ static int ps_remove(void *ud, const store_file *f)
     if (!rc)
         rc = q(s->m, "removing a file",
                "WITH d AS (DELETE FROM mnemo_chunks WHERE tenant = $1 AND file_id = $2::bigint "
-               "RETURNING ntok), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND id = "
-               "$2::bigint) SELECT count(*), coalesce(sum(ntok), 0) FROM d",
+               "RETURNING ntok, source, tsv), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
+               "id = $2::bigint), " TERMS_OUT
+               "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
+               TERMS_ZEROED,
                2, p, &r);
     if (!rc)
         removed_from(s, r, NULL);
@@ -867,6 +953,8 @@ static int check_settings(mnemo *m, const char *tenant, int force, const char **
             return rc;
         rc = q(m, "rebuilding", "DELETE FROM mnemo_chunks WHERE tenant = $1", 1, p, NULL);
         if (!rc)
+            rc = q(m, "rebuilding", "DELETE FROM mnemo_terms WHERE tenant = $1", 1, p, NULL);
+        if (!rc)
             rc = q(m, "rebuilding", "DELETE FROM mnemo_files WHERE tenant = $1", 1, p, NULL);
         if (!rc)
             rc = q(m, "rebuilding",
@@ -918,6 +1006,8 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
         buf_init(&s.a[i], 0);
     buf_init(&s.tsv, 0);
+    buf_init(&s.added, 0);
+    buf_init(&s.zeroed, 0);
     buf_init(&s.tmp, 0);
     buf_init(&s.lc, 0);
     buf_init(&s.name, 0);
@@ -981,6 +1071,8 @@ done:
     for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
         buf_cleanup(&s.a[i]);
     buf_cleanup(&s.tsv);
+    buf_cleanup(&s.added);
+    buf_cleanup(&s.zeroed);
     buf_cleanup(&s.tmp);
     buf_cleanup(&s.lc);
     buf_cleanup(&s.name);
@@ -995,10 +1087,14 @@ done:
 
 /* The query as PostgreSQL sees it: per phrase its lexemes (space
  * separated) and prefix flag, the tsquery of the whole query and of each
- * positive phrase. */
+ * positive phrase, and of the excluded phrases. When every positive
+ * phrase is one lexeme matched whole (or none), `simple` is set and
+ * `words` holds each one's lexeme at woff[k] (NUL-terminated, "" for
+ * none), `lexs` the non-empty ones as an array literal. */
 typedef struct pgquery {
-    buf phrases, prefix, tsq, ptsq, one, req;
-    int np, npos;
+    buf phrases, prefix, tsq, ptsq, one, req, neg, words, lexs;
+    size_t woff[FTS_MAX_PHRASES];
+    int np, npos, simple;
 } pgquery;
 
 typedef struct lexctx {
@@ -1032,6 +1128,9 @@ static void pgquery_cleanup(pgquery *pq)
     buf_cleanup(&pq->ptsq);
     buf_cleanup(&pq->one);
     buf_cleanup(&pq->req);
+    buf_cleanup(&pq->neg);
+    buf_cleanup(&pq->words);
+    buf_cleanup(&pq->lexs);
 }
 
 /* Builds PQ from Q (Q->match not NULL). */
@@ -1044,15 +1143,20 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
     buf_init(&pq->ptsq, 0);
     buf_init(&pq->one, 0);
     buf_init(&pq->req, 0);
+    buf_init(&pq->neg, 0);
+    buf_init(&pq->words, 0);
+    buf_init(&pq->lexs, 0);
     buf_putc(&pq->phrases, '{');
     buf_putc(&pq->prefix, '{');
     buf_putc(&pq->ptsq, '{');
     buf_putc(&pq->req, '{');
-    buf surface, lex, tq, neg;
+    buf_putc(&pq->lexs, '{');
+    pq->simple = 1;
+    buf surface, lex, tq;
+    buf *neg = &pq->neg;
     buf_init(&surface, 0);
     buf_init(&lex, 0);
     buf_init(&tq, 0);
-    buf_init(&neg, 0);
     buf_puts(&pq->tsq, "(");
     const char *p = qy->match;
     int prefix, k = 0;
@@ -1076,29 +1180,39 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
             arr_add(&pq->ptsq, tq.data, tq.len);
             if (qy->required & ((uint64_t)1 << k))
                 arr_int(&pq->req, k + 1);
+            if (x.n > 1 || (x.n == 1 && prefix))
+                pq->simple = 0;
+            pq->woff[k] = pq->words.len;
+            if (x.n == 1) {
+                buf_append(&pq->words, lex.data, lex.len);
+                arr_add(&pq->lexs, lex.data, lex.len);
+            }
+            buf_putc(&pq->words, '\0');
         } else {
-            if (neg.len)
-                buf_puts(&neg, " | ");
-            buf_printf(&neg, "(%s)", tq.data);
+            if (neg->len)
+                buf_puts(neg, " | ");
+            buf_printf(neg, "(%s)", tq.data);
         }
         k++;
     }
     buf_puts(&pq->tsq, ")");
-    if (neg.len)
-        buf_printf(&pq->tsq, " & !(%s)", neg.data);
+    if (neg->len)
+        buf_printf(&pq->tsq, " & !(%s)", neg->data);
     buf_putc(&pq->phrases, '}');
     buf_putc(&pq->prefix, '}');
     buf_putc(&pq->ptsq, '}');
     buf_putc(&pq->req, '}');
+    buf_putc(&pq->lexs, '}');
+    if (!neg->data)
+        buf_puts(neg, "");
     pq->np = k;
     pq->npos = k < qy->npositive ? k : qy->npositive;
     int rc = buf_err(&pq->phrases) | buf_err(&pq->prefix) | buf_err(&pq->tsq) |
-             buf_err(&pq->ptsq) | buf_err(&pq->req) | buf_err(&neg) | buf_err(&lex) |
-             buf_err(&tq);
+             buf_err(&pq->ptsq) | buf_err(&pq->req) | buf_err(neg) | buf_err(&lex) |
+             buf_err(&tq) | buf_err(&pq->words) | buf_err(&pq->lexs);
     buf_cleanup(&surface);
     buf_cleanup(&lex);
     buf_cleanup(&tq);
-    buf_cleanup(&neg);
     return rc ? MNEMO_NOMEM : MNEMO_OK;
 }
 
@@ -1233,9 +1347,10 @@ static double hit_bm25(const pgsearch *s, const hitrow *h)
     return score;
 }
 
-/* The keyword leg: the POOL best rows by BM25, and the rows of EXTRA
- * (vector candidates) that match, with their frequencies. */
-static int keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+/* The keyword leg for any query: every matching row is read and scored
+ * (df counted over them): the POOL best rows by BM25, and the rows of
+ * EXTRA (vector candidates) that match, with their frequencies. */
+static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                        const int64_t *extra, size_t nextra, double *sum_idf)
 {
     char k1[32], b[32], lim[32];
@@ -1324,6 +1439,348 @@ static int keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_
     if (s->nhits > 1)
         qsort(s->hits, s->nhits, sizeof *s->hits, by_hit);
     return MNEMO_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * Keyword leg, MaxScore
+ *
+ * For queries of single words (no phrases, no prefixes), document
+ * frequencies come from mnemo_terms and only the matches of the rarest
+ * terms are read: term k scores at most ub_k = idf_k (k1 + 1), so a row
+ * matching none of the terms read so far scores at most the sum of the
+ * other terms' bounds; once the POOL-th best score read is above that
+ * sum, no unread row can enter the pool and the pool is exactly the one
+ * of keyword_all(). Otherwise the next rarest term's new matches are
+ * read, and so on. Each round is one statement returning, per row, its
+ * length and the query lexemes of its tsvector (ts_filter of setweight:
+ * nothing else is unnested).
+ * -------------------------------------------------------------------- */
+
+#define MAXSCORE_FIRST_SHARE 8 /* the first round reads terms in up to 1/8 of the rows */
+#define MAXSCORE_SLACK 1e-9      /* relative margin for the bounds' rounding */
+
+typedef struct mcand {
+    hitrow h;
+    double score;
+} mcand;
+
+typedef struct mterms {
+    int order[FTS_MAX_PHRASES]; /* terms with matches, rarest first */
+    int n, read;                /* terms ordered, the first READ of them read */
+    long long df[FTS_MAX_PHRASES];
+    double ub[FTS_MAX_PHRASES];
+} mterms;
+
+/* The positive phrases' frequencies in T, the text of a tsvector holding
+ * query lexemes only ('lex':1A,5A 'other':3A). */
+static void tf_of(const pgquery *pq, const char *t, uint8_t *tf)
+{
+    memset(tf, 0, (size_t)pq->npos);
+    char w[512];
+    while (*t == '\'') {
+        size_t n = 0;
+        for (t++; *t; t++) {
+            if (*t == '\'' && t[1] != '\'')
+                break;
+            if ((*t == '\'' || *t == '\\') && t[1] == *t)
+                t++;
+            if (n + 1 < sizeof w)
+                w[n++] = *t;
+        }
+        w[n] = 0;
+        if (*t == '\'')
+            t++;
+        int npos = 0;
+        if (*t == ':')
+            for (npos = 1, t++; *t && *t != ' '; t++)
+                npos += *t == ',';
+        for (int k = 0; k < pq->npos; k++)
+            if (!strcmp(pq->words.data + pq->woff[k], w))
+                tf[k] = (uint8_t)(npos > 255 ? 255 : npos);
+        while (*t == ' ')
+            t++;
+    }
+}
+
+/* Orders candidates best first: score, then id (as the SQLite pool). */
+static int by_score(const void *a, const void *b)
+{
+    const mcand *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return x->h.id < y->h.id ? -1 : x->h.id > y->h.id;
+}
+
+static int by_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Reads the rows of R (id, ntok, filtered tsvector[, flag]) into V, those
+ * failing the required phrases left out; with FLAG >= 0 only the rows
+ * whose fourth column is FLAG. */
+static int cands_add(pgsearch *s, const pgquery *pq, pg_rows *r, uint64_t req, int flag,
+                     mcand **v, size_t *n, size_t *cap)
+{
+    size_t rows = pg_nrows(r);
+    if (*n + rows > *cap) {
+        size_t nc = (*n + rows) * 2;
+        mcand *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+        *v = nv;
+        *cap = nc;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        if (flag >= 0 && ll(r, i, 3) != flag)
+            continue;
+        mcand *c = &(*v)[*n];
+        memset(c, 0, sizeof *c);
+        c->h.id = ll(r, i, 0);
+        c->h.ntok = (int)ll(r, i, 1);
+        tf_of(pq, pg_value(r, i, 2), c->h.tf);
+        uint64_t mask = 0;
+        for (int k = 0; k < pq->npos; k++)
+            mask |= (uint64_t)(c->h.tf[k] > 0) << k;
+        if ((mask & req) != req)
+            continue;
+        c->score = hit_bm25(s, &c->h);
+        (*n)++;
+    }
+    return MNEMO_OK;
+}
+
+/* Appends "(t1 | t2 ...)" of terms ORDER[from..to) to B. */
+static void terms_tsq(buf *b, const pgquery *pq, const mterms *t, int from, int to)
+{
+    buf_putc(b, '(');
+    for (int i = from; i < to; i++) {
+        const char *w = pq->words.data + pq->woff[t->order[i]];
+        if (i > from)
+            buf_puts(b, " | ");
+        lexeme(b, w, strlen(w));
+    }
+    buf_putc(b, ')');
+}
+
+/* BM25's statistics for the query's terms: N, avgdl and each term's df
+ * in the corpus searched, less the rows an excluded phrase removes (as
+ * SQLite counts them). */
+static int term_stats(pgsearch *s, const pgquery *pq, const char *source, long long *df,
+                      double *N)
+{
+    const char *p[5] = {s->tenant, pq->lexs.data, source, pq->neg.data, pq->ptsq.data};
+    pg_rows *r = NULL;
+    int neg = pq->neg.len > 0;
+    /* The df of each phrase in order: lexs holds the non-empty ones. */
+    int rc = q(s->m, "search",
+               neg ? "SELECT c.nchunks, CASE WHEN c.nchunks > 0 AND c.ntokens > 0 THEN "
+                     "c.ntokens::float8 / c.nchunks ELSE 1 END, (SELECT array_agg(coalesce(("
+                     "SELECT sum(t.df) FROM mnemo_terms t WHERE t.tenant = $1 AND t.lexeme = "
+                     "x.lex AND ($3 = '' OR t.source = $3)), 0) ORDER BY x.k) FROM "
+                     "unnest($2::text[]) WITH ORDINALITY x(lex, k)), (SELECT array_agg(("
+                     "SELECT count(*) FROM mnemo_chunks m WHERE m.tenant = $1 AND ($3 = '' OR "
+                     "m.source = $3) AND m.tsv @@ (x.q && $4::tsquery)) ORDER BY x.k) FROM "
+                     "unnest($5::tsquery[]) WITH ORDINALITY x(q, k)) FROM mnemo_corpus c "
+                     "WHERE c.tenant = $1"
+                   : "SELECT c.nchunks, CASE WHEN c.nchunks > 0 AND c.ntokens > 0 THEN "
+                     "c.ntokens::float8 / c.nchunks ELSE 1 END, (SELECT array_agg(coalesce(("
+                     "SELECT sum(t.df) FROM mnemo_terms t WHERE t.tenant = $1 AND t.lexeme = "
+                     "x.lex AND ($3 = '' OR t.source = $3)), 0) ORDER BY x.k) FROM "
+                     "unnest($2::text[]) WITH ORDINALITY x(lex, k)) FROM mnemo_corpus c "
+                     "WHERE c.tenant = $1",
+               neg ? 5 : 3, p, &r);
+    if (rc)
+        return rc;
+    long long stored[FTS_MAX_PHRASES] = {0}, out[FTS_MAX_PHRASES] = {0};
+    size_t nstored = 0;
+    *N = 0;
+    s->avgdl = 1.0;
+    if (pg_nrows(r) == 1) {
+        *N = strtod(pg_value(r, 0, 0), NULL);
+        s->avgdl = strtod(pg_value(r, 0, 1), NULL);
+        nstored = int_array(pg_value(r, 0, 2), stored, FTS_MAX_PHRASES);
+        if (neg)
+            int_array(pg_value(r, 0, 3), out, FTS_MAX_PHRASES);
+    }
+    pg_rows_free(r);
+    size_t j = 0;
+    for (int k = 0; k < pq->npos; k++) {
+        df[k] = 0;
+        if (!pq->words.data[pq->woff[k]])
+            continue; /* nothing searchable: matches nothing */
+        long long d = j < nstored ? stored[j] : 0;
+        j++;
+        d -= out[k];
+        df[k] = d > 0 ? d : 0;
+    }
+    return MNEMO_OK;
+}
+
+static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+                            const int64_t *extra, size_t nextra, double *sum_idf)
+{
+    mterms t;
+    memset(&t, 0, sizeof t);
+    double N;
+    int rc = term_stats(s, pq, source, t.df, &N);
+    if (rc)
+        return rc;
+    s->np = pq->npos;
+    double sum = 0;
+    for (int k = 0; k < s->np; k++) {
+        double nd = (double)t.df[k];
+        s->idf[k] = log(1.0 + (N - nd + 0.5) / (nd + 0.5));
+        sum += s->idf[k];
+        t.ub[k] = s->idf[k] * (s->k1 + 1.0);
+    }
+    *sum_idf = sum > 0 ? sum : 1.0;
+    uint64_t req = s->qy->required & (pq->npos >= 64 ? ~(uint64_t)0
+                                                     : (((uint64_t)1 << pq->npos) - 1));
+    /* The terms with matches, rarest first; a required term without any
+     * leaves nothing to find. With required terms, the rarest of them
+     * holds every candidate: it is the only one read. */
+    for (int k = 0; k < pq->npos; k++) {
+        if (t.df[k] > 0) {
+            int i = t.n++;
+            while (i > 0 && t.df[t.order[i - 1]] > t.df[k]) {
+                t.order[i] = t.order[i - 1];
+                i--;
+            }
+            t.order[i] = k;
+        } else if (req & ((uint64_t)1 << k)) {
+            t.n = 0;
+            break;
+        }
+    }
+    int first = 0;
+    if (req && t.n) {
+        int i = 0;
+        while (!(req & ((uint64_t)1 << t.order[i])))
+            i++;
+        int k = t.order[i];
+        t.order[0] = k;
+        t.n = 1;
+        first = 1;
+    } else if (t.n) {
+        for (first = 1; first < t.n && (double)t.df[t.order[first]] <= N / MAXSCORE_FIRST_SHARE;
+             first++)
+            ;
+    }
+    mcand *v = NULL, *x = NULL;
+    size_t n = 0, cap = 0, nx = 0, capx = 0;
+    double *top = NULL;
+    buf tsq, ex;
+    buf_init(&tsq, 0);
+    buf_init(&ex, 0);
+    ids_literal(&ex, extra, nextra);
+    while (t.n && t.read < t.n) {
+        int to = first ? first : t.read + 1;
+        first = 0;
+        if (to > t.n)
+            to = t.n;
+        buf_reset(&tsq);
+        terms_tsq(&tsq, pq, &t, t.read, to);
+        if (t.read) {
+            buf_puts(&tsq, " & !");
+            terms_tsq(&tsq, pq, &t, 0, t.read);
+        }
+        if (pq->neg.len)
+            buf_printf(&tsq, " & !(%s)", pq->neg.data);
+        int with_extra = t.read == 0 && nextra > 0;
+        t.read = to;
+        if (buf_err(&tsq) || buf_err(&ex)) {
+            rc = core_error(s->m, MNEMO_NOMEM, "out of memory");
+            break;
+        }
+        /* The extra rows must match the query as a whole ($6). */
+        const char *p[6] = {s->tenant, tsq.data, pq->lexs.data, source, ex.data, pq->tsq.data};
+        pg_rows *r = NULL;
+        rc = q(s->m, "search",
+               with_extra
+                   ? "SELECT c.id, c.ntok, ts_filter(setweight(c.tsv, 'A', $3::text[]), "
+                     "'{a}')::text, 0 FROM mnemo_chunks c WHERE c.tenant = $1 AND c.tsv @@ "
+                     "$2::tsquery AND ($4 = '' OR c.source = $4) UNION ALL SELECT c.id, c.ntok, "
+                     "ts_filter(setweight(c.tsv, 'A', $3::text[]), '{a}')::text, 1 FROM "
+                     "mnemo_chunks c WHERE c.tenant = $1 AND c.id = ANY ($5::bigint[]) AND "
+                     "c.tsv @@ $6::tsquery AND ($4 = '' OR c.source = $4)"
+                   : "SELECT c.id, c.ntok, ts_filter(setweight(c.tsv, 'A', $3::text[]), "
+                     "'{a}')::text FROM mnemo_chunks c WHERE c.tenant = $1 AND c.tsv @@ "
+                     "$2::tsquery AND ($4 = '' OR c.source = $4)",
+               with_extra ? 6 : 4, p, &r);
+        if (rc)
+            break;
+        rc = cands_add(s, pq, r, req, with_extra ? 0 : -1, &v, &n, &cap);
+        if (!rc && with_extra)
+            rc = cands_add(s, pq, r, req, 1, &x, &nx, &capx);
+        pg_rows_free(r);
+        if (rc || t.read >= t.n)
+            break;
+        /* The pool's threshold against what the unread terms can add. */
+        double theta = 0, rest = 0;
+        if (n >= pool) {
+            double *nt = realloc(top, n * sizeof *nt);
+            if (!nt) {
+                rc = core_error(s->m, MNEMO_NOMEM, "out of memory");
+                break;
+            }
+            top = nt;
+            for (size_t i = 0; i < n; i++)
+                top[i] = v[i].score;
+            qsort(top, n, sizeof *top, by_desc);
+            theta = top[pool - 1];
+        }
+        for (int i = t.read; i < t.n; i++)
+            rest += t.ub[t.order[i]];
+        if (n >= pool && theta > rest * (1.0 + MAXSCORE_SLACK))
+            break;
+        /* Next: the fewest rarest terms that would end it at this
+         * threshold (one while the pool is not full). */
+        first = t.read + 1;
+        rest -= t.ub[t.order[t.read]];
+        while (n >= pool && first < t.n && !(theta > rest * (1.0 + MAXSCORE_SLACK)))
+            rest -= t.ub[t.order[first++]];
+    }
+    /* The POOL best, and the extra rows that match. */
+    if (!rc) {
+        if (n > 1)
+            qsort(v, n, sizeof *v, by_score);
+        if (n > pool)
+            n = pool;
+        s->hits = calloc(n + nx + 1, sizeof *s->hits);
+        if (!s->hits)
+            rc = core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
+    if (!rc) {
+        for (size_t i = 0; i < n; i++)
+            s->hits[s->nhits++] = v[i].h;
+        for (size_t i = 0; i < nx; i++)
+            s->hits[s->nhits++] = x[i].h;
+        if (s->nhits > 1)
+            qsort(s->hits, s->nhits, sizeof *s->hits, by_hit);
+        size_t k = 0;
+        for (size_t i = 0; i < s->nhits; i++)
+            if (!k || s->hits[k - 1].id != s->hits[i].id)
+                s->hits[k++] = s->hits[i];
+        s->nhits = k;
+    }
+    buf_cleanup(&tsq);
+    buf_cleanup(&ex);
+    free(top);
+    free(x);
+    free(v);
+    return rc;
+}
+
+/* The keyword leg: MaxScore when it applies (see above), else every
+ * match. */
+static int keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+                       const int64_t *extra, size_t nextra, double *sum_idf)
+{
+    if (pq->simple && pq->npos > 0 && pool > 0 && s->k1 >= 0 && s->b >= 0 && s->b <= 1)
+        return keyword_maxscore(s, pq, source, pool, extra, nextra, sum_idf);
+    return keyword_all(s, pq, source, pool, extra, nextra, sum_idf);
 }
 
 static const hitrow *hit_of(const pgsearch *s, int64_t id)

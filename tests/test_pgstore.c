@@ -290,3 +290,121 @@ BACKEND_TEST(pgstore_recall_and_get)
     mnemo_excerpt_cleanup(&e);
     mnemo_close(m);
 }
+
+/* Rows where mnemo_terms and a recount of the chunks' lexemes differ. */
+static long terms_mismatches(void)
+{
+    return count_rows(
+        "WITH r AS (SELECT c.tenant, c.source, u.lexeme, count(*)::int AS df FROM mnemo_chunks c, "
+        "unnest(c.tsv) u GROUP BY 1, 2, 3), t AS (SELECT tenant, source, lexeme, df FROM "
+        "mnemo_terms) SELECT (SELECT count(*) FROM (SELECT * FROM r EXCEPT SELECT * FROM t) a) + "
+        "(SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM r) b)");
+}
+
+/* The document frequencies kept by sync stay those of the chunks stored
+ * through additions, changes, renames, skips, removals and a rebuild. */
+BACKEND_TEST(pgstore_terms_exact)
+{
+    test_write("ws/MEMORY.md", "# Memory\n\n- The user prefers green tea.\n");
+    test_write("ws/memory/a.md", "# Alpha\n\nThe alpha project ships in March; tea break.\n");
+    test_write("ws/memory/b.md", "# Beta\n\nThe beta project ships in May.\n");
+    test_write("ws/memory/c.md", "# Gamma\n\nThe gamma rollout needs a xylograph canary.\n");
+    test_write("ws/memory/d.md", "# Delta\n\nDelta notes about the project and tea.\n");
+    mnemo *m = be_open("ws", NULL);
+    test_sync(m);
+    if (be_kind() != BE_SQLITE) {
+        ASSERT(count_rows("SELECT count(*) FROM mnemo_terms") > 10);
+        ASSERT_EQ(count_rows("SELECT df FROM mnemo_terms WHERE lexeme = 'tea'"), 3);
+        ASSERT_EQ(terms_mismatches(), 0);
+    }
+    /* Change one, rename one, remove one (its unique word goes), one
+     * becomes unreadable (skipped). */
+    test_write("ws/memory/a.md", "# Alpha\n\nThe alpha project slipped to April.\n");
+    char *beta = test_read(test_path("ws/memory/b.md"), NULL);
+    test_write("ws/memory/renamed-beta.md", beta);
+    free(beta);
+    ASSERT_EQ(remove(test_path("ws/memory/b.md")), 0);
+    ASSERT_EQ(remove(test_path("ws/memory/c.md")), 0);
+    test_write_n("ws/memory/d.md", "\x00\x01\x02\xff\xfe binary", 12);
+    test_sync(m);
+    if (be_kind() != BE_SQLITE) {
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_terms WHERE lexeme = 'xylograph'"), 0);
+        ASSERT_EQ(count_rows("SELECT df FROM mnemo_terms WHERE lexeme = 'tea'"), 1);
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_terms WHERE df <= 0"), 0);
+        ASSERT_EQ(terms_mismatches(), 0);
+    }
+    /* Words come back with a new file. */
+    test_write("ws/memory/e.md", "# Epsilon\n\nA xylograph of tea leaves.\n");
+    test_sync(m);
+    ASSERT_EQ(hits(m, "xylograph"), 1);
+    if (be_kind() != BE_SQLITE) {
+        ASSERT_EQ(count_rows("SELECT df FROM mnemo_terms WHERE lexeme = 'xylograph'"), 1);
+        ASSERT_EQ(terms_mismatches(), 0);
+    }
+    /* A rebuild counts afresh. */
+    mnemo_sync_opts o = {0};
+    o.force = 1;
+    mnemo_sync_stats st;
+    ASSERT_OK(mnemo_sync(m, &o, &st));
+    ASSERT_EQ(st.rebuilt, 1);
+    if (be_kind() != BE_SQLITE)
+        ASSERT_EQ(terms_mismatches(), 0);
+    mnemo_close(m);
+}
+
+/* MaxScore (the PostgreSQL keyword leg for plain words) reads the rarest
+ * terms' matches first: here the rare word matches three long notes, far
+ * fewer than the candidate pool and weaker than the short notes of the
+ * second word, which must be read too (and rank first); with a pool filled
+ * by the first term ("alpha entries") the common one is never read. Either
+ * way the results are SQLite's, byte for byte. */
+BACKEND_TEST(pgstore_maxscore_second_term)
+{
+    char path[64], text[1024];
+    for (int i = 0; i < 260; i++) {
+        int n = snprintf(text, sizeof text, "Record %d: entries", i);
+        for (int k = 0; i < 40 && k < i % 4 + 1; k++)
+            n += snprintf(text + n, sizeof text - (size_t)n, " ledger");
+        for (int k = 0; i < 220 && k < i % 3 + 1; k++)
+            n += snprintf(text + n, sizeof text - (size_t)n, " alpha");
+        snprintf(text + n, sizeof text - (size_t)n, "%s closing words %d.\n",
+                 i % 10 == 0 ? " quartz" : "", i * 7);
+        snprintf(path, sizeof path, "ws/memory/r%03d.md", i);
+        test_write(path, text);
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "ws/memory/z%d.md", i);
+        snprintf(text, sizeof text,
+                 "A long rambling paragraph %d that mentions zephyr once among many other "
+                 "words: harbour cranes, invoices, kettles, bread, milk, eggs, plumbers, "
+                 "sinks, lighthouses, weather, gateways, releases, deploys, databases, "
+                 "migrations, checklists, wikis, standups, canaries, rollouts, projects.\n",
+                 i);
+        test_write(path, text);
+    }
+    mnemo *m = be_open("ws", "provider=none", NULL);
+    test_sync(m);
+    const char *queries[] = {"zephyr ledger", "alpha entries", "zephyr ledger -quartz",
+                             "\"zephyr\" ledger", "alpha zephyr ledger quartz", "ledger alpha"};
+    size_t nq = sizeof queries / sizeof *queries;
+    char *got[8];
+    for (size_t i = 0; i < nq; i++) {
+        got[i] = test_search_json(m, queries[i], 6);
+        ASSERT_CONTAINS(got[i], "{\"results\":[{\"path\":\"");
+    }
+    /* The second term's notes rank first. */
+    ASSERT_CONTAINS(got[0], "{\"results\":[{\"path\":\"memory/r0");
+    if (be_kind() != BE_SQLITE) {
+        mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+        test_sync(lite);
+        for (size_t i = 0; i < nq; i++) {
+            char *want = test_search_json(lite, queries[i], 6);
+            ASSERT_STR_EQ(got[i], want);
+            mnemo_free(want);
+        }
+        mnemo_close(lite);
+    }
+    for (size_t i = 0; i < nq; i++)
+        mnemo_free(got[i]);
+    mnemo_close(m);
+}
