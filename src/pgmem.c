@@ -533,46 +533,53 @@ static int drop_vectors(mnemo *m, const char *cond, const char *param)
  * BM25 statistics
  * -------------------------------------------------------------------- */
 
-/* The live memories among IDS (a text[] literal), their lexemes. */
-#define LIVE_OF "FROM mnemo_memories m WHERE m.tenant = $1 AND m.id = ANY($2::text[]) " \
-                "AND m.deleted_at IS NULL"
-#define LEXEMES_OF "FROM mnemo_memories m, unnest(tsvector_to_array(m.tsv)) l WHERE " \
-                   "m.tenant = $1 AND m.id = ANY($2::text[]) AND m.deleted_at IS NULL"
+/* The live memories among IDS, their lexemes. One id is compared as such,
+ * so that the primary key finds it whatever the planner knows of the
+ * tenant; several (an import) as a text[] literal. */
+#define LIVE_OF(cond)                                                                          \
+    "FROM mnemo_memories m WHERE m.tenant = $1 AND " cond " AND m.deleted_at IS NULL"
+#define LEXEMES_OF(cond)                                                                       \
+    "FROM mnemo_memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.tenant = $1 AND " cond \
+    " AND m.deleted_at IS NULL"
+#define ONE "m.id = $2"
+#define MANY "m.id = ANY($2::text[])"
+#define STATS_ADD(cond)                                                                        \
+    {"INSERT INTO mnemo_memory_terms AS t(tenant, lexeme, df) SELECT $1, l, count(*) "         \
+     LEXEMES_OF(cond) " GROUP BY l ORDER BY l ON CONFLICT (tenant, lexeme) DO UPDATE SET "    \
+                      "df = t.df + excluded.df",                                               \
+     "INSERT INTO mnemo_memory_stats AS s(tenant, docs, tokens) SELECT $1, count(*), "         \
+     "coalesce(sum(m.ntok), 0) " LIVE_OF(cond) " HAVING count(*) > 0 ON CONFLICT (tenant) DO " \
+                                               "UPDATE SET docs = s.docs + excluded.docs, "    \
+                                               "tokens = s.tokens + excluded.tokens",          \
+     NULL}
 
 /* Counts the live memories among IDS into the statistics (SIGN 1), or out
- * of them (SIGN -1): call it after a memory becomes live or its text
- * changed, and before it stops being live or its text changes. Terms are
- * upserted in lexeme order, so that concurrent writers lock them in one
- * order; the tenant's statistics row comes last. */
+ * of them (SIGN -1, one id): call it after a memory becomes live or its
+ * text changed, and before it stops being live or its text changes. Terms
+ * are upserted in lexeme order, so that concurrent writers lock them in
+ * one order; the tenant's statistics row comes last. */
 static int stats_apply(mnemo *m, const char *const *ids, size_t n, int sign)
 {
-    buf arr;
-    buf_init(&arr, 1 << 26);
-    pg_text_array(&arr, ids, n);
-    if (buf_err(&arr)) {
-        buf_cleanup(&arr);
-        return core_error(m, MNEMO_NOMEM, "out of memory");
-    }
-    const char *p[2] = {backend_tenant(m), arr.data};
-    static const char *const add[] = {
-        "INSERT INTO mnemo_memory_terms AS t(tenant, lexeme, df) SELECT $1, l, count(*) "
-        LEXEMES_OF " GROUP BY l ORDER BY l ON CONFLICT (tenant, lexeme) DO UPDATE SET "
-        "df = t.df + excluded.df",
-        "INSERT INTO mnemo_memory_stats AS s(tenant, docs, tokens) SELECT $1, count(*), "
-        "coalesce(sum(m.ntok), 0) " LIVE_OF " HAVING count(*) > 0 ON CONFLICT (tenant) DO "
-        "UPDATE SET docs = s.docs + excluded.docs, tokens = s.tokens + excluded.tokens",
-        NULL};
-    static const char *const sub[] = {
+    static const char *const add_one[] = STATS_ADD(ONE), *const add_many[] = STATS_ADD(MANY);
+    static const char *const sub_one[] = {
         "UPDATE mnemo_memory_terms t SET df = t.df - d.n FROM (SELECT l, count(*) AS n "
-        LEXEMES_OF " GROUP BY l) d WHERE t.tenant = $1 AND t.lexeme = d.l",
+        LEXEMES_OF(ONE) " GROUP BY l) d WHERE t.tenant = $1 AND t.lexeme = d.l",
         "DELETE FROM mnemo_memory_terms t WHERE t.tenant = $1 AND t.df <= 0 AND t.lexeme IN "
-        "(SELECT l " LEXEMES_OF ")",
+        "(SELECT l " LEXEMES_OF(ONE) ")",
         "UPDATE mnemo_memory_stats s SET docs = s.docs - d.n, tokens = s.tokens - d.t FROM "
-        "(SELECT count(*) AS n, coalesce(sum(m.ntok), 0) AS t " LIVE_OF ") d "
+        "(SELECT count(*) AS n, coalesce(sum(m.ntok), 0) AS t " LIVE_OF(ONE) ") d "
         "WHERE s.tenant = $1 AND d.n > 0",
         NULL};
-    int rc = MNEMO_OK;
-    for (const char *const *sql = sign > 0 ? add : sub; !rc && *sql; sql++)
+    buf arr;
+    buf_init(&arr, 1 << 26);
+    if (n == 1)
+        buf_puts(&arr, ids[0]);
+    else
+        pg_text_array(&arr, ids, n);
+    const char *p[2] = {backend_tenant(m), arr.data};
+    const char *const *sql = sign < 0 ? sub_one : n == 1 ? add_one : add_many;
+    int rc = buf_err(&arr) ? core_error(m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
+    for (; !rc && *sql; sql++)
         rc = q(m, "memory statistics", *sql, 2, p, NULL);
     buf_cleanup(&arr);
     return rc;
