@@ -24,8 +24,8 @@ struct pgstate {
     int nvec;
 };
 
-static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {NULL, pgstore_ddl,
-                                                                    pgmem_ddl, pgstore_ddl3};
+static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
+    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4};
 
 static int fail(mnemo *m, int rc, const char *what, buf *err)
 {

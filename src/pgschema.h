@@ -12,6 +12,9 @@
  *   1  files and chunks (pgstore.c: pgstore_ddl)
  *   2  memories and their history (pgmem.c: pgmem_ddl)
  *   3  document frequencies of the chunks' lexemes (pgstore.c: pgstore_ddl3)
+ *   4  memories' BM25 statistics: live memories and their tokens per tenant,
+ *      document frequency per lexeme, created and backfilled (pgmem.c:
+ *      pgmem_ddl4)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -24,11 +27,12 @@
 #include "mnemo.h"
 #include "pg.h"
 
-#define PGSCHEMA_VERSION 3
+#define PGSCHEMA_VERSION 4
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
 extern const char *const pgmem_ddl[];
+extern const char *const pgmem_ddl4[];
 extern const char *const pgstore_ddl3[];
 
 /* The handle's writable connection, connected and migrated on first use and
