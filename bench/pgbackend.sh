@@ -7,7 +7,9 @@
 #      p50/p99 with build/bench/searchbench on each;
 #   2. memories: build/bench/membench with N memories on each backend.
 #
-#   make bench && bench/pgbackend.sh [N [WHAT]]    N default 100000; WHAT: all|chunks|memories
+#   make bench && bench/pgbackend.sh [N [WHAT]]
+#
+# N defaults to 100000; WHAT is all (default), keyword, hybrid or memories.
 #
 # Needs the GloVe table imported as glove20k (docs/semantic.md) for the
 # hybrid runs, and tests/pg/setup.sh (PGlite). Work files go to
@@ -32,7 +34,7 @@ trap cleanup EXIT INT TERM
 
 # Debian PostgreSQL 15 in a scratch cluster (as nobody when root).
 pg_start() {
-    pgdir=$DIR/pg15
+    pgdir=$DIR/pg15-$n
     rm -rf "$pgdir"; mkdir -p "$pgdir"
     run=""
     if [ "$(id -u)" = 0 ]; then chown nobody "$pgdir"; run="setpriv --reuid=nobody --regid=nogroup --clear-groups"; fi
@@ -73,13 +75,15 @@ bench() { # LABEL STORE [--set ...]
 }
 
 hyb="--set provider=static --set model=glove20k"
-if [ "$what" = all ] || [ "$what" = chunks ]; then
+if [ "$what" = all ] || [ "$what" = keyword ]; then
     pg_start
     echo "== $n notes, keyword"
     index "$pgurl"
     psql -X -At "$pgurl" -c "SELECT 'chunks: ' || count(*) FROM mnemo_chunks"
     bench "SQLite keyword" sqlite --set provider=none
     bench "PostgreSQL 15 keyword" "$pgurl" --set provider=none
+fi
+if [ "$what" = all ] || [ "$what" = hybrid ]; then
     lite_start
     echo "== $n notes, hybrid (GloVe 100d, HNSW on PGlite)"
     # shellcheck disable=SC2086
@@ -93,5 +97,5 @@ if [ "$what" = all ] || [ "$what" = memories ]; then
     [ -n "${pgurl:-}" ] || pg_start
     echo "== $n memories"
     "$B/bench/membench" "$DIR/mem-sqlite" "$n"
-    "$B/bench/membench" "$DIR/mem-pg" "$n" --set "store=$pgurl" --set tenant=bench
+    "$B/bench/membench" "$DIR/mem-pg" "$n" --set "store=$pgurl"
 fi
