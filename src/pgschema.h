@@ -15,6 +15,8 @@
  *   4  memories' BM25 statistics: live memories and their tokens per tenant,
  *      document frequency per lexeme, created and backfilled (pgmem.c:
  *      pgmem_ddl4)
+ *   5  per lexeme of the chunks, the largest frequency and the shortest
+ *      chunk holding it: MaxScore's bounds (pgstore.c: pgstore_ddl5)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -27,13 +29,14 @@
 #include "mnemo.h"
 #include "pg.h"
 
-#define PGSCHEMA_VERSION 4
+#define PGSCHEMA_VERSION 5
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
 extern const char *const pgmem_ddl[];
 extern const char *const pgmem_ddl4[];
 extern const char *const pgstore_ddl3[];
+extern const char *const pgstore_ddl5[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors

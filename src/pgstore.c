@@ -14,7 +14,9 @@
  *                 GIN-indexed;
  *   mnemo_chunk_vec_<d>  embeddings (pgschema.c), HNSW for cosine;
  *   mnemo_terms   (migration 3) per tenant, source and lexeme the number
- *                 of chunks holding it: BM25's document frequencies.
+ *                 of chunks holding it: BM25's document frequencies;
+ *                 (migration 5) the largest frequency and the shortest
+ *                 chunk among them, bounds that sync only widens.
  *
  * Sync: the walk of sync.c (sync_walk) with this file as its sink. Each
  * file's change is one statement (file row, old chunks out, new chunks in
@@ -116,6 +118,20 @@ const char *const pgstore_ddl3[] = {
     "INSERT INTO mnemo_terms(tenant, source, lexeme, df) SELECT c.tenant, c.source, u.lexeme, "
     "count(*) FROM mnemo_chunks c, unnest(c.tsv) u GROUP BY 1, 2, 3 "
     "ON CONFLICT (tenant, source, lexeme) DO NOTHING",
+    NULL};
+
+/* Migration 5: per lexeme the largest term frequency and the shortest
+ * chunk among the chunks holding it, for MaxScore's bounds. Sync only
+ * raises tf_max and lowers ntok_min (a row goes when its df reaches 0, and
+ * with every row on a rebuild), so a stale value is still a bound; the
+ * defaults are the loosest bounds. Filled here from the chunks stored. */
+const char *const pgstore_ddl5[] = {
+    "ALTER TABLE mnemo_terms ADD COLUMN IF NOT EXISTS tf_max int NOT NULL DEFAULT 32767, "
+    "ADD COLUMN IF NOT EXISTS ntok_min int NOT NULL DEFAULT 0",
+    "UPDATE mnemo_terms t SET tf_max = r.tf_max, ntok_min = r.ntok_min FROM (SELECT c.tenant, "
+    "c.source, u.lexeme, max(cardinality(u.positions)) AS tf_max, min(c.ntok) AS ntok_min "
+    "FROM mnemo_chunks c, unnest(c.tsv) u GROUP BY 1, 2, 3) r WHERE t.tenant = r.tenant AND "
+    "t.source = r.source AND t.lexeme = r.lexeme",
     NULL};
 
 struct pgstore {
@@ -361,6 +377,7 @@ static void arr_join(buf *b, const char *v)
 
 /* The document frequencies of the batch: the lexemes of the chunks it
  * inserted counted in (their rows were subtracted as they were deleted),
+ * with their largest frequency and shortest chunk widening the bounds,
  * and the lexemes no chunk holds any more gone. */
 static int terms_commit(psync *s)
 {
@@ -372,10 +389,12 @@ static int terms_commit(psync *s)
     if (s->added.len > 2) {
         const char *p[2] = {s->tenant, s->added.data};
         rc = q(s->m, "counting terms",
-               "INSERT INTO mnemo_terms(tenant, source, lexeme, df) SELECT $1, c.source, "
-               "u.lexeme, count(*) FROM mnemo_chunks c, unnest(c.tsv) u WHERE c.tenant = $1 AND "
-               "c.id = ANY ($2::bigint[]) GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO "
-               "UPDATE SET df = mnemo_terms.df + excluded.df",
+               "INSERT INTO mnemo_terms(tenant, source, lexeme, df, tf_max, ntok_min) SELECT "
+               "$1, c.source, u.lexeme, count(*), max(cardinality(u.positions)), min(c.ntok) "
+               "FROM mnemo_chunks c, unnest(c.tsv) u WHERE c.tenant = $1 AND c.id = ANY "
+               "($2::bigint[]) GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO UPDATE SET "
+               "df = mnemo_terms.df + excluded.df, tf_max = greatest(mnemo_terms.tf_max, "
+               "excluded.tf_max), ntok_min = least(mnemo_terms.ntok_min, excluded.ntok_min)",
                2, p, NULL);
     }
     if (!rc && s->zeroed.len > 2) {
@@ -1446,18 +1465,26 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
  *
  * For queries of single words (no phrases, no prefixes), document
  * frequencies come from mnemo_terms and only the matches of the rarest
- * terms are read: term k scores at most ub_k = idf_k (k1 + 1), so a row
- * matching none of the terms read so far scores at most the sum of the
- * other terms' bounds; once the POOL-th best score read is above that
- * sum, no unread row can enter the pool and the pool is exactly the one
- * of keyword_all(). Otherwise the next rarest term's new matches are
- * read, and so on. Each round is one statement returning, per row, its
- * length and the query lexemes of its tsvector (ts_filter of setweight:
- * nothing else is unnested).
+ * terms are read. Term k scores at most ub_k, its BM25 at its largest
+ * frequency in its shortest chunk (tf_max, ntok_min of mnemo_terms), so a
+ * row matching none of the terms read so far scores at most the sum of
+ * the other terms' bounds. The first round reads the rarest terms whose
+ * matches fill the pool a few times; once the pool is full, the POOL-th
+ * best score read is a threshold: the next round reads the rows holding a
+ * smallest set of unread terms whose bounds may reach it (a tsquery of
+ * conjunctions), after which no unread row can enter the pool and the
+ * pool is exactly the one of keyword_all(). When that is too many sets, or
+ * the pool is not full, the next rarest terms are read and so on. Each
+ * round is one statement returning, per row, its length and the query
+ * lexemes of its tsvector (ts_filter of setweight: nothing else is
+ * unnested), all in one transaction without sequential scans (see
+ * term_stats).
  * -------------------------------------------------------------------- */
 
-#define MAXSCORE_FIRST_SHARE 8 /* the first round reads terms in up to 1/8 of the rows */
+#define MAXSCORE_FIRST_FILL 4    /* the first round's terms match the pool this many times */
 #define MAXSCORE_SLACK 1e-9      /* relative margin for the bounds' rounding */
+#define MAXSCORE_SET_TERMS 12    /* unread terms combined into sets of them at most */
+#define MAXSCORE_SETS 64         /* sets of unread terms in one round's tsquery at most */
 
 typedef struct mcand {
     hitrow h;
@@ -1566,56 +1593,128 @@ static void terms_tsq(buf *b, const pgquery *pq, const mterms *t, int from, int 
 
 /* BM25's statistics for the query's terms: N, avgdl and each term's df
  * in the corpus searched, less the rows an excluded phrase removes (as
- * SQLite counts them). */
-static int term_stats(pgsearch *s, const pgquery *pq, const char *source, long long *df,
-                      double *N)
+ * SQLite counts them), and the bounds of each term's frequency (TF_MAX) and
+ * of its chunks' length (NTOK_MIN). With NOSEQ, turns sequential scans off
+ * for the rest of the caller's transaction: a tsquery's rows are cheaper
+ * through the GIN index than testing every chunk's detoasted tsvector,
+ * which the planner cannot see. */
+static int term_stats(pgsearch *s, const pgquery *pq, const char *source, int noseq,
+                      long long *df, long long *tf_max, long long *ntok_min, double *N)
 {
     const char *p[5] = {s->tenant, pq->lexs.data, source, pq->neg.data, pq->ptsq.data};
     pg_rows *r = NULL;
     int neg = pq->neg.len > 0;
-    /* The df of each phrase in order: lexs holds the non-empty ones. */
-    int rc = q(s->m, "search",
-               neg ? "SELECT c.nchunks, CASE WHEN c.nchunks > 0 AND c.ntokens > 0 THEN "
-                     "c.ntokens::float8 / c.nchunks ELSE 1 END, (SELECT array_agg(coalesce(("
-                     "SELECT sum(t.df) FROM mnemo_terms t WHERE t.tenant = $1 AND t.lexeme = "
-                     "x.lex AND ($3 = '' OR t.source = $3)), 0) ORDER BY x.k) FROM "
-                     "unnest($2::text[]) WITH ORDINALITY x(lex, k)), (SELECT array_agg(("
-                     "SELECT count(*) FROM mnemo_chunks m WHERE m.tenant = $1 AND ($3 = '' OR "
-                     "m.source = $3) AND m.tsv @@ (x.q && $4::tsquery)) ORDER BY x.k) FROM "
-                     "unnest($5::tsquery[]) WITH ORDINALITY x(q, k)) FROM mnemo_corpus c "
-                     "WHERE c.tenant = $1"
-                   : "SELECT c.nchunks, CASE WHEN c.nchunks > 0 AND c.ntokens > 0 THEN "
-                     "c.ntokens::float8 / c.nchunks ELSE 1 END, (SELECT array_agg(coalesce(("
-                     "SELECT sum(t.df) FROM mnemo_terms t WHERE t.tenant = $1 AND t.lexeme = "
-                     "x.lex AND ($3 = '' OR t.source = $3)), 0) ORDER BY x.k) FROM "
-                     "unnest($2::text[]) WITH ORDINALITY x(lex, k)) FROM mnemo_corpus c "
-                     "WHERE c.tenant = $1",
-               neg ? 5 : 3, p, &r);
+    /* The statistics of each phrase in order: lexs holds the non-empty
+     * ones. */
+#define TERM_STATS                                                                                \
+    "SELECT c.nchunks, CASE WHEN c.nchunks > 0 AND c.ntokens > 0 THEN c.ntokens::float8 / "       \
+    "c.nchunks ELSE 1 END, t.dfs, t.tfs, t.nms, %s%s FROM mnemo_corpus c, LATERAL (SELECT "     \
+    "array_agg(coalesce(st.df, 0) ORDER BY x.k) AS dfs, "                                          \
+    "array_agg(coalesce(st.tf, 32767) ORDER BY x.k) AS tfs, array_agg(coalesce(st.nm, 0) "        \
+    "ORDER BY x.k) AS nms FROM unnest($2::text[]) WITH ORDINALITY x(lex, k) LEFT JOIN LATERAL "   \
+    "(SELECT sum(t.df) AS df, max(t.tf_max) AS tf, min(t.ntok_min) AS nm FROM mnemo_terms t "     \
+    "WHERE t.tenant = $1 AND t.lexeme = x.lex AND ($3 = '' OR t.source = $3)) st ON true) t "     \
+    "WHERE c.tenant = $1"
+    char sql[2048];
+    snprintf(sql, sizeof sql, TERM_STATS,
+             noseq ? "set_config('enable_seqscan', 'off', true)" : "NULL",
+             neg ? ", (SELECT array_agg((SELECT count(*) FROM mnemo_chunks m WHERE m.tenant = $1 "
+                   "AND ($3 = '' OR m.source = $3) AND m.tsv @@ (x.q && $4::tsquery)) ORDER BY "
+                   "x.k) FROM unnest($5::tsquery[]) WITH ORDINALITY x(q, k))"
+                 : "");
+#undef TERM_STATS
+    int rc = q(s->m, "search", sql, neg ? 5 : 3, p, &r);
     if (rc)
         return rc;
     long long stored[FTS_MAX_PHRASES] = {0}, out[FTS_MAX_PHRASES] = {0};
-    size_t nstored = 0;
+    long long tfs[FTS_MAX_PHRASES] = {0}, nms[FTS_MAX_PHRASES] = {0};
+    size_t nstored = 0, ntfs = 0, nnms = 0;
     *N = 0;
     s->avgdl = 1.0;
     if (pg_nrows(r) == 1) {
         *N = strtod(pg_value(r, 0, 0), NULL);
         s->avgdl = strtod(pg_value(r, 0, 1), NULL);
         nstored = int_array(pg_value(r, 0, 2), stored, FTS_MAX_PHRASES);
+        ntfs = int_array(pg_value(r, 0, 3), tfs, FTS_MAX_PHRASES);
+        nnms = int_array(pg_value(r, 0, 4), nms, FTS_MAX_PHRASES);
         if (neg)
-            int_array(pg_value(r, 0, 3), out, FTS_MAX_PHRASES);
+            int_array(pg_value(r, 0, 6), out, FTS_MAX_PHRASES);
     }
     pg_rows_free(r);
     size_t j = 0;
     for (int k = 0; k < pq->npos; k++) {
         df[k] = 0;
+        tf_max[k] = MAX_POSITIONS + 1; /* no bound known: the loosest */
+        ntok_min[k] = 0;
         if (!pq->words.data[pq->woff[k]])
             continue; /* nothing searchable: matches nothing */
         long long d = j < nstored ? stored[j] : 0;
+        if (j < ntfs && j < nnms) {
+            tf_max[k] = tfs[j];
+            ntok_min[k] = nms[j];
+        }
         j++;
         d -= out[k];
         df[k] = d > 0 ? d : 0;
     }
     return MNEMO_OK;
+}
+
+/* Whether rows holding the unread terms of MASK (bit i: term
+ * ORDER[READ + i]) and no term read may still reach the pool's threshold
+ * THETA. */
+static int may_reach(const mterms *t, unsigned mask, double theta)
+{
+    double sum = 0;
+    for (int i = 0; i < t->n - t->read; i++)
+        if (mask & (1u << i))
+            sum += t->ub[t->order[t->read + i]];
+    return !(theta > sum * (1.0 + MAXSCORE_SLACK));
+}
+
+/* The smallest sets of unread terms that may reach THETA (none of their
+ * subsets may) into SETS: rows holding none of them cannot. 0 when there
+ * are too many terms or sets for one tsquery. */
+static int reaching_sets(const mterms *t, double theta, unsigned *sets)
+{
+    int u = t->n - t->read, n = 0;
+    if (u > MAXSCORE_SET_TERMS)
+        return 0;
+    for (unsigned mask = 1; mask < (1u << u); mask++) {
+        if (!may_reach(t, mask, theta))
+            continue;
+        int minimal = 1;
+        for (int i = 0; minimal && i < u; i++)
+            if ((mask & (1u << i)) && may_reach(t, mask & ~(1u << i), theta))
+                minimal = 0;
+        if (!minimal)
+            continue;
+        if (n == MAXSCORE_SETS)
+            return 0;
+        sets[n++] = mask;
+    }
+    return n;
+}
+
+/* Appends "((a & b) | (c))" of the unread terms' SETS to B. */
+static void sets_tsq(buf *b, const pgquery *pq, const mterms *t, const unsigned *sets, int n)
+{
+    buf_putc(b, '(');
+    for (int j = 0; j < n; j++) {
+        buf_puts(b, j ? " | (" : "(");
+        int first = 1;
+        for (int i = 0; i < t->n - t->read; i++) {
+            if (!(sets[j] & (1u << i)))
+                continue;
+            const char *w = pq->words.data + pq->woff[t->order[t->read + i]];
+            if (!first)
+                buf_puts(b, " & ");
+            lexeme(b, w, strlen(w));
+            first = 0;
+        }
+        buf_putc(b, ')');
+    }
+    buf_putc(b, ')');
 }
 
 static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
@@ -1624,16 +1723,32 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
     mterms t;
     memset(&t, 0, sizeof t);
     double N;
-    int rc = term_stats(s, pq, source, t.df, &N);
-    if (rc)
+    long long tf_max[FTS_MAX_PHRASES], ntok_min[FTS_MAX_PHRASES];
+    /* One transaction: term_stats turns sequential scans off for it. */
+    pg_conn *c;
+    int rc = pgschema_conn(s->m, &c);
+    int txn = !rc && !pg_in_transaction(c);
+    if (txn)
+        rc = q(s->m, "search", "BEGIN", 0, NULL, NULL);
+    if (!rc)
+        rc = term_stats(s, pq, source, txn, t.df, tf_max, ntok_min, &N);
+    if (rc) {
+        if (txn)
+            q(s->m, "search", "ROLLBACK", 0, NULL, NULL);
         return rc;
+    }
     s->np = pq->npos;
     double sum = 0;
     for (int k = 0; k < s->np; k++) {
         double nd = (double)t.df[k];
         s->idf[k] = log(1.0 + (N - nd + 0.5) / (nd + 0.5));
         sum += s->idf[k];
-        t.ub[k] = s->idf[k] * (s->k1 + 1.0);
+        /* Term k's score is largest at its largest frequency in its
+         * shortest chunk (hit_bm25 grows with tf, shrinks with length). */
+        double f = tf_max[k] > 0 && tf_max[k] <= MAX_POSITIONS ? (double)tf_max[k] : 0;
+        double len = ntok_min[k] > 0 ? (double)ntok_min[k] : 0;
+        double norm = s->k1 * (1.0 - s->b + s->b * len / s->avgdl);
+        t.ub[k] = f > 0 ? s->idf[k] * f * (s->k1 + 1.0) / (f + norm) : s->idf[k] * (s->k1 + 1.0);
     }
     *sum_idf = sum > 0 ? sum : 1.0;
     uint64_t req = s->qy->required & (pq->npos >= 64 ? ~(uint64_t)0
@@ -1664,24 +1779,30 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
         t.n = 1;
         first = 1;
     } else if (t.n) {
-        for (first = 1; first < t.n && (double)t.df[t.order[first]] <= N / MAXSCORE_FIRST_SHARE;
-             first++)
-            ;
+        /* The rarest terms whose matches fill the pool a few times over. */
+        long long rows = t.df[t.order[0]];
+        for (first = 1; first < t.n && rows < (long long)pool * MAXSCORE_FIRST_FILL; first++)
+            rows += t.df[t.order[first]];
     }
     mcand *v = NULL, *x = NULL;
     size_t n = 0, cap = 0, nx = 0, capx = 0;
     double *top = NULL;
+    unsigned sets[MAXSCORE_SETS];
+    int nsets = 0;
     buf tsq, ex;
     buf_init(&tsq, 0);
     buf_init(&ex, 0);
     ids_literal(&ex, extra, nextra);
     while (t.n && t.read < t.n) {
-        int to = first ? first : t.read + 1;
+        int to = nsets ? t.n : first ? first : t.read + 1;
         first = 0;
         if (to > t.n)
             to = t.n;
         buf_reset(&tsq);
-        terms_tsq(&tsq, pq, &t, t.read, to);
+        if (nsets)
+            sets_tsq(&tsq, pq, &t, sets, nsets);
+        else
+            terms_tsq(&tsq, pq, &t, t.read, to);
         if (t.read) {
             buf_puts(&tsq, " & !");
             terms_tsq(&tsq, pq, &t, 0, t.read);
@@ -1735,13 +1856,19 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
             rest += t.ub[t.order[i]];
         if (n >= pool && theta > rest * (1.0 + MAXSCORE_SLACK))
             break;
-        /* Next: the fewest rarest terms that would end it at this
-         * threshold (one while the pool is not full). */
+        /* Next, with a full pool: the rows holding a set of unread terms
+         * that may reach it, all in one round. Else the fewest rarest terms
+         * that would end it at this threshold (one while the pool is not
+         * full). */
+        if (n >= pool && (nsets = reaching_sets(&t, theta, sets)) > 0)
+            continue;
         first = t.read + 1;
         rest -= t.ub[t.order[t.read]];
         while (n >= pool && first < t.n && !(theta > rest * (1.0 + MAXSCORE_SLACK)))
             rest -= t.ub[t.order[first++]];
     }
+    if (txn)
+        q(s->m, "search", rc ? "ROLLBACK" : "COMMIT", 0, NULL, NULL);
     /* The POOL best, and the extra rows that match. */
     if (!rc) {
         if (n > 1)
@@ -2002,21 +2129,24 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     pg_rows *r = NULL;
     char sql[1024];
     int rc;
+    /* Each row's file by its key (OFFSET 0 keeps the subquery apart): a
+     * join would hash every file of the tenant for a few hundred rows. */
+#define FILE_OF                                                                                   \
+    "CROSS JOIN LATERAL (SELECT f.path, f.source, f.mtime_ns, f.time FROM mnemo_files f WHERE "   \
+    "f.tenant = c.tenant AND f.id = c.file_id OFFSET 0) f "
     if (kind == 'f') {
         if (s->vec)
             snprintf(sql, sizeof sql,
                      "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, "
-                     "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c JOIN mnemo_files f "
-                     "ON f.tenant = c.tenant AND f.id = c.file_id LEFT JOIN %s v ON "
-                     "v.tenant = c.tenant AND v.chunk_id = c.id AND v.model = $3 "
-                     "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[])",
+                     "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c " FILE_OF
+                     "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
+                     "v.model = $3 WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[])",
                      s->table);
         else
             snprintf(sql, sizeof sql,
                      "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, NULL "
-                     "FROM mnemo_chunks c JOIN mnemo_files f ON f.tenant = c.tenant AND "
-                     "f.id = c.file_id WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) "
-                     "AND $3 = $3 AND $4 = $4");
+                     "FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
+                     "($2::bigint[]) AND $3 = $3 AND $4 = $4");
     } else if (kind == 's') {
         snprintf(sql, sizeof sql,
                  "SELECT chunk_id, embedding::text FROM %s WHERE tenant = $1 AND "
@@ -2025,10 +2155,10 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     } else {
         snprintf(sql, sizeof sql,
                  "SELECT c.id, c.text, c.start_line, f.path, encode(c.line_map, 'hex'), "
-                 "f.source FROM mnemo_chunks c JOIN mnemo_files f ON f.tenant = c.tenant AND "
-                 "f.id = c.file_id WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) "
-                 "AND $3 = $3 AND $4 = $4");
+                 "f.source FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
+                 "($2::bigint[]) AND $3 = $3 AND $4 = $4");
     }
+#undef FILE_OF
     rc = buf_err(&idl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
                        : q(s->m, "search", sql, 4, p, &r);
     buf_cleanup(&idl);

@@ -301,8 +301,20 @@ static long terms_mismatches(void)
         "(SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM r) b)");
 }
 
+/* Rows of mnemo_terms whose bounds do not hold: a frequency above tf_max
+ * or a chunk shorter than ntok_min among the chunks holding the lexeme. */
+static long terms_loose(void)
+{
+    return count_rows(
+        "SELECT count(*) FROM mnemo_terms t JOIN (SELECT c.tenant, c.source, u.lexeme, "
+        "max(cardinality(u.positions)) AS tf, min(c.ntok) AS nm FROM mnemo_chunks c, "
+        "unnest(c.tsv) u GROUP BY 1, 2, 3) r USING (tenant, source, lexeme) "
+        "WHERE t.tf_max < r.tf OR t.ntok_min > r.nm");
+}
+
 /* The document frequencies kept by sync stay those of the chunks stored
- * through additions, changes, renames, skips, removals and a rebuild. */
+ * through additions, changes, renames, skips, removals and a rebuild, and
+ * the frequency and length bounds stay bounds (exact after a rebuild). */
 BACKEND_TEST(pgstore_terms_exact)
 {
     test_write("ws/MEMORY.md", "# Memory\n\n- The user prefers green tea.\n");
@@ -316,6 +328,7 @@ BACKEND_TEST(pgstore_terms_exact)
         ASSERT(count_rows("SELECT count(*) FROM mnemo_terms") > 10);
         ASSERT_EQ(count_rows("SELECT df FROM mnemo_terms WHERE lexeme = 'tea'"), 3);
         ASSERT_EQ(terms_mismatches(), 0);
+        ASSERT_EQ(terms_loose(), 0);
     }
     /* Change one, rename one, remove one (its unique word goes), one
      * becomes unreadable (skipped). */
@@ -332,6 +345,7 @@ BACKEND_TEST(pgstore_terms_exact)
         ASSERT_EQ(count_rows("SELECT df FROM mnemo_terms WHERE lexeme = 'tea'"), 1);
         ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_terms WHERE df <= 0"), 0);
         ASSERT_EQ(terms_mismatches(), 0);
+        ASSERT_EQ(terms_loose(), 0);
     }
     /* Words come back with a new file. */
     test_write("ws/memory/e.md", "# Epsilon\n\nA xylograph of tea leaves.\n");
@@ -340,6 +354,7 @@ BACKEND_TEST(pgstore_terms_exact)
     if (be_kind() != BE_SQLITE) {
         ASSERT_EQ(count_rows("SELECT df FROM mnemo_terms WHERE lexeme = 'xylograph'"), 1);
         ASSERT_EQ(terms_mismatches(), 0);
+        ASSERT_EQ(terms_loose(), 0);
     }
     /* A rebuild counts afresh. */
     mnemo_sync_opts o = {0};
@@ -347,8 +362,11 @@ BACKEND_TEST(pgstore_terms_exact)
     mnemo_sync_stats st;
     ASSERT_OK(mnemo_sync(m, &o, &st));
     ASSERT_EQ(st.rebuilt, 1);
-    if (be_kind() != BE_SQLITE)
+    if (be_kind() != BE_SQLITE) {
         ASSERT_EQ(terms_mismatches(), 0);
+        ASSERT_EQ(terms_loose(), 0);
+        ASSERT_EQ(count_rows("SELECT tf_max FROM mnemo_terms WHERE lexeme = 'xylograph'"), 1);
+    }
     mnemo_close(m);
 }
 
