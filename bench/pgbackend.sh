@@ -79,6 +79,8 @@ if [ "$what" = all ] || [ "$what" = keyword ]; then
     pg_start
     echo "== $n notes, keyword"
     index "$pgurl"
+    # Settle first: autovacuum after a bulk load would share the cores.
+    psql -X -q "$pgurl" -c "VACUUM ANALYZE"
     psql -X -At "$pgurl" -c "SELECT 'chunks: ' || count(*) FROM mnemo_chunks"
     bench "SQLite keyword" sqlite --set provider=none
     bench "PostgreSQL 15 keyword" "$pgurl" --set provider=none
