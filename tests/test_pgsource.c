@@ -397,9 +397,9 @@ TEST(pgsource_pglite_search)
     mnemo_results_free(r);
     mnemo_close(m);
 
-    /* A missing table: the local index answers, and says why. The DSN's
+    /* A missing table: the local (SQLite) index answers, and says why. The DSN's
      * password never shows. */
-    test_sync(m = open_with(ps, pg_url(&srv), NULL, NULL, NULL));
+    test_sync(m = open_with(ps, "sqlite", NULL, NULL, NULL));
     mnemo_close(m);
     m = open_with(ps, pg_url(&srv), "sourceTable=no_such_table", NULL, NULL);
     ASSERT_OK(mnemo_search(m, "database deploy", NULL, &r));
@@ -478,7 +478,7 @@ TEST(pgsource_fallback_server_down)
     local_notes();
     char dsn[256];
     snprintf(dsn, sizeof dsn, "postgres://bob:hunter22secret@127.0.0.1:%d/mem", pg_free_port());
-    mnemo *m = open_with(ps, dsn, NULL, NULL, NULL);
+    mnemo *m = open_with(ps, "sqlite", NULL, NULL, NULL);
     test_sync(m);
     mnemo_close(m);
     m = open_with(ps, dsn, "sourceTable=memory_embeddings", NULL, NULL);
