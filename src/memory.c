@@ -751,25 +751,41 @@ int lite_memory_add(mnemo *m, const char *record, char **out)
     return rc;
 }
 
+int mem_update_parse(mnemo *m, const char *id, const char *changes, json_t **o, mem_fields *f)
+{
+    *o = NULL;
+    memset(f, 0, sizeof *f);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "update: no memory id");
+    json_error_t je;
+    json_t *j = json_loads(changes ? changes : "", 0, &je);
+    if (!j)
+        return core_error(m, MNEMO_INVALID, "update: invalid JSON: %s", je.text);
+    int rc = mem_fields_parse(m, j, 0, f);
+    if (!rc && json_object_size(j) == 0)
+        rc = core_error(m, MNEMO_INVALID, "update: nothing to change");
+    if (rc) {
+        mem_fields_cleanup(f);
+        json_decref(j);
+        return rc;
+    }
+    *o = j;
+    return MNEMO_OK;
+}
+
 int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out)
 {
     *out = NULL;
     core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "update: no memory id");
-    json_error_t je;
-    json_t *o = json_loads(changes ? changes : "", 0, &je);
-    if (!o)
-        return core_error(m, MNEMO_INVALID, "update: invalid JSON: %s", je.text);
+    json_t *o;
     mem_fields f;
-    int rc = mem_fields_parse(m, o, 0, &f);
+    int rc = mem_update_parse(m, id, changes, &o, &f);
+    if (rc)
+        return rc;
     writer w = {-1, 0};
     json_t *old = NULL;
     int64_t mid = 0;
-    if (!rc && json_object_size(o) == 0)
-        rc = core_error(m, MNEMO_INVALID, "update: nothing to change");
-    if (!rc)
-        rc = begin_live(m, id, &w, &old, &mid);
+    rc = begin_live(m, id, &w, &old, &mid);
     const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
     if (!rc && f.text && strcmp(f.text, old_text) != 0) {
         /* The new text may duplicate another memory of the scope. */

@@ -64,6 +64,11 @@ typedef struct mem_fields {
  * no id or times from the caller unless IMPORTING). MNEMO_INVALID with the
  * message on the handle. */
 int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f);
+
+/* The arguments of an update: ID must be given, CHANGES a JSON object of
+ * fields with at least one. On success *O (to be freed with json_decref)
+ * and F (mem_fields_cleanup) are the caller's; on failure nothing is left. */
+int mem_update_parse(mnemo *m, const char *id, const char *changes, json_t **o, mem_fields *f);
 void mem_fields_cleanup(mem_fields *f);
 
 /* The row a new record F becomes (defaults filled in) with id ID at NOW. */

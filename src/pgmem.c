@@ -829,20 +829,14 @@ int pgmem_update(mnemo *m, const char *id, const char *changes, char **out)
 {
     *out = NULL;
     core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "update: no memory id");
-    json_error_t je;
-    json_t *o = json_loads(changes ? changes : "", 0, &je);
-    if (!o)
-        return core_error(m, MNEMO_INVALID, "update: invalid JSON: %s", je.text);
+    json_t *o;
     mem_fields f;
-    int rc = mem_fields_parse(m, o, 0, &f);
-    if (!rc && json_object_size(o) == 0)
-        rc = core_error(m, MNEMO_INVALID, "update: nothing to change");
+    int rc = mem_update_parse(m, id, changes, &o, &f);
+    if (rc)
+        return rc;
     derived d;
     memset(&d, 0, sizeof d);
-    if (!rc)
-        rc = derive(m, f.text, f.metadata, &d);
+    rc = derive(m, f.text, f.metadata, &d);
     upd_ctx u = {id, o, &f, &d, mem_now(), 0};
     if (!rc)
         rc = in_tx(m, "BEGIN", update_tx, &u);

@@ -407,14 +407,8 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
     pg_redact(&reason, err.len ? err.data : mnemo_strerror(rc), NULL);
     buf_cleanup(&err);
     rc = local(m, query, opts, out);
-    if (rc == MNEMO_OK) {
-        free((*out)->fallback_from);
-        free((*out)->fallback_reason);
-        (*out)->fallback_from = strdup("postgres");
-        (*out)->fallback_reason = strdup(reason.data ? reason.data : "");
-        if (!(*out)->fallback_from || !(*out)->fallback_reason)
-            rc = MNEMO_NOMEM;
-    }
+    if (rc == MNEMO_OK)
+        rc = results_set_fallback(*out, "postgres", reason.data ? reason.data : "");
     if (rc == MNEMO_NOMEM) {
         mnemo_results_free(*out);
         *out = NULL;

@@ -55,6 +55,7 @@
 #include "query.h"
 #include "rank.h"
 #include "recall.h"
+#include "results.h"
 #include "search.h"
 #include "sync.h"
 #include "util/time.h"
@@ -1923,15 +1924,6 @@ static const hitrow *hit_of(const pgsearch *s, int64_t id)
     return lo < s->nhits && s->hits[lo].id == id ? &s->hits[lo] : NULL;
 }
 
-static int set_fallback(mnemo_results *res, const char *from, const char *reason)
-{
-    free(res->fallback_from);
-    free(res->fallback_reason);
-    res->fallback_from = strdup(from);
-    res->fallback_reason = strdup(reason);
-    return res->fallback_from && res->fallback_reason ? MNEMO_OK : MNEMO_NOMEM;
-}
-
 /* The vector leg: K nearest chunks by cosine (HNSW), and the mean and
  * spread of the query's cosines over (a sample of) all chunks. Returns an
  * error only for a named provider that fails; otherwise a failure becomes
@@ -1947,7 +1939,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
         return MNEMO_OK;
     const char *why = NULL;
     if (!pgschema_vectors(m, &why))
-        return set_fallback(res, name, why ? why : "vectors are off");
+        return results_set_fallback(res, name, why ? why : "vectors are off");
     buf err;
     buf_init(&err, 8192);
     embedder *e = NULL;
@@ -1962,7 +1954,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
             rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
                             "memory search unavailable: %s", msg);
         else
-            rc = set_fallback(res, name, msg);
+            rc = results_set_fallback(res, name, msg);
         buf_cleanup(&err);
         return rc;
     }
@@ -1981,7 +1973,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
                            "mnemo index"
                          : "no vectors yet%s; run: mnemo index",
                  stored);
-        rc = set_fallback(res, name, reason);
+        rc = results_set_fallback(res, name, reason);
     }
     pg_rows_free(r);
     if (rc || !same) {
@@ -2013,7 +2005,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     rc = q(m, "vector search", sql, 5, p, &r);
     if (rc) {
         /* No table yet (no vectors stored): keyword only. */
-        rc = set_fallback(res, name, m->err.data ? m->err.data : "vector search failed");
+        rc = results_set_fallback(res, name, m->err.data ? m->err.data : "vector search failed");
         core_clear(m);
         return rc;
     }

@@ -18,4 +18,8 @@ struct mnemo_results {
     mnemo_search_timing timing;
 };
 
+/* Records that the leg or source FROM could not answer, and why (both
+ * copied). MNEMO_NOMEM. */
+int results_set_fallback(mnemo_results *res, const char *from, const char *reason);
+
 #endif

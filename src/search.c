@@ -637,7 +637,7 @@ static void vleg_cleanup(vleg *v)
     free(v->matches);
 }
 
-static int set_fallback(mnemo_results *res, const char *from, const char *reason)
+int results_set_fallback(mnemo_results *res, const char *from, const char *reason)
 {
     free(res->fallback_from);
     free(res->fallback_reason);
@@ -668,7 +668,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
             rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
                             "memory search unavailable: %s", msg);
         else
-            rc = set_fallback(res, name, msg);
+            rc = results_set_fallback(res, name, msg);
         buf_cleanup(&err);
         return rc;
     }
@@ -685,7 +685,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
                  stored ? stored : "");
         free(stored);
         buf_cleanup(&err);
-        return set_fallback(res, name, reason);
+        return results_set_fallback(res, name, reason);
     }
     free(stored);
     int quant = strcmp(cfg_str(m->cfg, CFG_VECTOR_QUANTIZATION), "int8") == 0;
@@ -695,7 +695,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
         const char *why = rc == MNEMO_NOTFOUND ? "no vectors yet; run: mnemo index"
                           : rc ? (err.len ? err.data : mnemo_strerror(rc))
                                : "vector dimensions differ; run: mnemo index";
-        rc = set_fallback(res, name, why);
+        rc = results_set_fallback(res, name, why);
         buf_cleanup(&err);
         return rc;
     }

@@ -35,31 +35,13 @@ const char *be_store(void) { return kind == BE_SQLITE ? "sqlite" : pg_url(be_ser
 
 mnemo *be_open(const char *ws, ...)
 {
-    mnemo_config *cfg;
-    ASSERT_OK(mnemo_config_new(&cfg));
-    char *err = NULL;
-    if (mnemo_config_set(cfg, "workspace", test_path(ws), "test", &err) ||
-        mnemo_config_set(cfg, "db", test_path("db.sqlite"), "test", &err) ||
-        mnemo_config_set(cfg, "store", be_store(), "test", &err))
-        test_fail(__FILE__, __LINE__, "config: %s", err);
+    /* The store setting first: a test may still name another. */
+    char store[512];
+    snprintf(store, sizeof store, "store=%s", be_store());
     va_list ap;
     va_start(ap, ws);
-    const char *kv;
-    while ((kv = va_arg(ap, const char *)) != NULL) {
-        const char *eq = strchr(kv, '=');
-        char key[128];
-        if (!eq)
-            test_fail(__FILE__, __LINE__, "config %s: expected key=value", kv);
-        snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
-        if (mnemo_config_set(cfg, key, eq + 1, "test", &err))
-            test_fail(__FILE__, __LINE__, "config %s: %s", kv, err);
-    }
+    mnemo *m = test_openv(ws, "db.sqlite", store, ap);
     va_end(ap);
-    mnemo *m;
-    int rc = mnemo_open(cfg, &m);
-    mnemo_config_free(cfg);
-    if (rc)
-        test_fail(__FILE__, __LINE__, "mnemo_open: %s", mnemo_errmsg(m));
     return m;
 }
 

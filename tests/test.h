@@ -7,6 +7,7 @@
 #ifndef MNEMO_TEST_H
 #define MNEMO_TEST_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -87,6 +88,8 @@ char *test_read(const char *path, size_t *len);
 /* Opens a handle on workspace test_path(WS) with index test_path(DB) and
  * optional KEY=VALUE settings (NULL-terminated). */
 mnemo *test_open(const char *ws, const char *db, ...);
+/* The same with the settings FIRST, then the rest of AP (NULL-terminated). */
+mnemo *test_openv(const char *ws, const char *db, const char *first, va_list ap);
 /* Syncs and asserts success; returns the stats. */
 mnemo_sync_stats test_sync(mnemo *m);
 

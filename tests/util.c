@@ -160,7 +160,7 @@ char *test_read(const char *path, size_t *len)
     return b;
 }
 
-mnemo *test_open(const char *ws, const char *db, ...)
+mnemo *test_openv(const char *ws, const char *db, const char *first, va_list ap)
 {
     mnemo_config *cfg;
     ASSERT_OK(mnemo_config_new(&cfg));
@@ -168,22 +168,29 @@ mnemo *test_open(const char *ws, const char *db, ...)
     if (mnemo_config_set(cfg, "workspace", test_path(ws), "test", &err) ||
         mnemo_config_set(cfg, "db", test_path(db), "test", &err))
         test_fail(__FILE__, __LINE__, "config: %s", err);
-    va_list ap;
-    va_start(ap, db);
-    const char *kv;
-    while ((kv = va_arg(ap, const char *)) != NULL) {
+    for (const char *kv = first; kv; kv = va_arg(ap, const char *)) {
         const char *eq = strchr(kv, '=');
         char key[128];
+        if (!eq)
+            test_fail(__FILE__, __LINE__, "config %s: expected key=value", kv);
         snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
         if (mnemo_config_set(cfg, key, eq + 1, "test", &err))
             test_fail(__FILE__, __LINE__, "config %s: %s", kv, err);
     }
-    va_end(ap);
     mnemo *m;
     int rc = mnemo_open(cfg, &m);
     mnemo_config_free(cfg);
     if (rc)
         test_fail(__FILE__, __LINE__, "mnemo_open: %s", mnemo_errmsg(m));
+    return m;
+}
+
+mnemo *test_open(const char *ws, const char *db, ...)
+{
+    va_list ap;
+    va_start(ap, db);
+    mnemo *m = test_openv(ws, db, va_arg(ap, const char *), ap);
+    va_end(ap);
     return m;
 }
 
