@@ -394,7 +394,7 @@ void fts_factor_put(fts_rank *r, int64_t chunk_id, double when, int importance)
     *f = (fts_factor){chunk_id, when, importance};
 }
 
-static int hits_grow(fts_hits *h)
+int fts_hits_grow(fts_hits *h)
 {
     size_t cap = h->cap ? h->cap * 2 : 1024;
     int64_t *id = realloc(h->id, cap * sizeof *id);
@@ -455,7 +455,7 @@ static int query_stats(const Fts5ExtensionApi *api, Fts5Context *fts, fts_rank *
 /* Appends row ID of length DL with phrase frequencies TF to the hits. */
 static int add_hit(fts_hits *h, int64_t id, int dl, const int *tf)
 {
-    if (h->n == h->cap && hits_grow(h) != SQLITE_OK) {
+    if (h->n == h->cap && fts_hits_grow(h) != SQLITE_OK) {
         h->nomem = 1;
         return SQLITE_NOMEM;
     }
@@ -574,7 +574,7 @@ static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
         total += k < npos ? r->plist[k].n : 0;
     }
     while (h->cap < h->n + total + 1)
-        if (hits_grow(h) != SQLITE_OK)
+        if (fts_hits_grow(h) != SQLITE_OK)
             return SQLITE_NOMEM;
     size_t n = h->n;
     for (;;) {

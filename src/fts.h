@@ -145,4 +145,8 @@ int fts_pretokenize(tok *t, const char *text, size_t len, buf *out);
 int fts_pretok_next(const char **p, const char *end, const char **token, int *len,
                     int *colocated);
 
+/* Doubles H's arrays (at least 1024 rows). SQLITE_OK or SQLITE_NOMEM (H
+ * unchanged in size, still valid). */
+int fts_hits_grow(fts_hits *h);
+
 #endif

@@ -1394,29 +1394,15 @@ static int kleg_grow(kleg *k)
     fts_hits *h = &k->fr->hits;
     if (h->n < h->cap)
         return MNEMO_OK;
-    size_t cap = h->cap ? h->cap * 2 : 1024;
-    int64_t *id = realloc(h->id, cap * sizeof *id);
-    if (id)
-        h->id = id;
-    int *dl = realloc(h->dl, cap * sizeof *dl);
-    if (dl)
-        h->dl = dl;
-    uint64_t *mask = realloc(h->mask, cap * sizeof *mask);
-    if (mask)
-        h->mask = mask;
-    uint8_t *tf = realloc(h->tf, cap * FTS_MAX_PHRASES);
-    if (tf)
-        h->tf = tf;
-    mcand *row = realloc(k->row, cap * sizeof *row);
+    if (fts_hits_grow(h) != SQLITE_OK)
+        return MNEMO_NOMEM;
+    mcand *row = realloc(k->row, h->cap * sizeof *row);
     if (row)
         k->row = row;
-    double *cos = realloc(k->cos, cap * sizeof *cos);
+    double *cos = realloc(k->cos, h->cap * sizeof *cos);
     if (cos)
         k->cos = cos;
-    if (!id || !dl || !mask || !tf || !row || !cos)
-        return MNEMO_NOMEM;
-    h->cap = cap;
-    return MNEMO_OK;
+    return row && cos ? MNEMO_OK : MNEMO_NOMEM;
 }
 
 static void kleg_cleanup(kleg *k)

@@ -2301,12 +2301,6 @@ static int pg_row(void *ud, int64_t chunk_id, search_row *out)
     return MNEMO_OK;
 }
 
-static int by_id(const void *a, const void *b)
-{
-    const search_cand *x = a, *y = b;
-    return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
-}
-
 int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
 {
     double t0 = time_mono(), tm = t0;
@@ -2400,18 +2394,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
     }
     for (size_t i = 0; i < nvids; i++)
         all[n++] = (search_cand){.chunk_id = vids[i], .raw = -1};
-    if (n > 1)
-        qsort(all, n, sizeof *all, by_id);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k && all[k - 1].chunk_id == all[i].chunk_id) {
-            if (all[i].raw >= 0)
-                all[k - 1].raw = all[i].raw;
-            continue;
-        }
-        all[k++] = all[i];
-    }
-    n = k;
+    n = search_cands_union(all, n);
     /* Factors and cosines of every candidate (and of the path hits' first
      * chunks) in one query. */
     {

@@ -286,6 +286,22 @@ static int by_id(const void *a, const void *b)
     return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
 }
 
+size_t search_cands_union(search_cand *all, size_t n)
+{
+    if (n > 1)
+        qsort(all, n, sizeof *all, by_id);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k && all[k - 1].chunk_id == all[i].chunk_id) {
+            if (all[i].raw >= 0)
+                all[k - 1].raw = all[i].raw;
+            continue;
+        }
+        all[k++] = all[i];
+    }
+    return k;
+}
+
 /* ----------------------------------------------------------------------
  * Legs
  * -------------------------------------------------------------------- */
@@ -1296,18 +1312,7 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
         all[n++] = p.v[i];
     for (size_t i = 0; i < vl.nmatches; i++)
         all[n++] = (cand){.chunk_id = vl.matches[i].chunk_id, .raw = -1};
-    if (n > 1)
-        qsort(all, n, sizeof *all, by_id);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k && all[k - 1].chunk_id == all[i].chunk_id) {
-            if (all[i].raw >= 0)
-                all[k - 1].raw = all[i].raw;
-            continue;
-        }
-        all[k++] = all[i];
-    }
-    n = k;
+    n = search_cands_union(all, n);
 
     search_io io = {&x,        lite_bm25,   lite_cosine, lite_factors, NULL,
                     lite_vector, vl.vf ? vecfile_dims(vl.vf) : 0, lite_text, lite_row};

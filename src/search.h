@@ -123,4 +123,9 @@ int search_max_results(mnemo *m, const mnemo_search_opts *opts);
 /* Milliseconds since *T, which moves to now. */
 double search_lap(double *t);
 
+/* The union of the legs' candidates ALL[0..N): sorted by chunk id, one
+ * entry per chunk, a keyword score (raw >= 0) kept over a missing one (-1).
+ * Returns the new count. */
+size_t search_cands_union(search_cand *all, size_t n);
+
 #endif
