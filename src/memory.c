@@ -139,7 +139,9 @@ json_t *mem_history_entry(const char *event, const char *old_text, const char *n
 
 int mem_dump(json_t *j, char **out)
 {
-    *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    /* 15 significant digits: 0.85 stays 0.85 (17 would print the double's
+     * 0.84999999999999998). Export keeps 17, for exact round trips. */
+    *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(j);
     return *out ? MNEMO_OK : MNEMO_NOMEM;
 }

@@ -634,7 +634,7 @@ int mem_search(mnemo *m, const char *text, const char *options, const mem_search
         json_object_set_new(j, "results", res);
         json_object_set_new(j, "mode", json_string(mode));
         res = NULL;
-        *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
         json_decref(j);
         if (!*out)
             rc = MNEMO_NOMEM;
