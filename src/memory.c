@@ -707,26 +707,40 @@ static int begin_live(mnemo *m, const char *id, writer *w, json_t **old, int64_t
 
 double mem_now(void) { return floor(core_now()); }
 
+int mem_add_parse(mnemo *m, const char *record, json_t **o, mem_fields *f)
+{
+    *o = NULL;
+    memset(f, 0, sizeof *f);
+    json_error_t je;
+    json_t *j = json_loads(record ? record : "", 0, &je);
+    if (!j)
+        return core_error(m, MNEMO_INVALID, "memory: invalid JSON: %s", je.text);
+    int rc = mem_fields_parse(m, j, 0, f);
+    if (!rc && !f->text)
+        rc = core_error(m, MNEMO_INVALID, "a memory needs text");
+    if (rc) {
+        mem_fields_cleanup(f);
+        json_decref(j);
+        return rc;
+    }
+    *o = j;
+    return MNEMO_OK;
+}
+
 int lite_memory_add(mnemo *m, const char *record, char **out)
 {
     *out = NULL;
     core_clear(m);
-    json_error_t je;
-    json_t *o = json_loads(record ? record : "", 0, &je);
-    if (!o)
-        return core_error(m, MNEMO_INVALID, "memory: invalid JSON: %s", je.text);
+    json_t *o;
     mem_fields f;
-    int rc = mem_fields_parse(m, o, 0, &f);
-    if (!rc && !f.text)
-        rc = core_error(m, MNEMO_INVALID, "a memory needs text");
+    int rc = mem_add_parse(m, record, &o, &f);
+    if (rc)
+        return rc;
     writer w;
     int64_t mid = 0;
     char id[64] = "";
     int dup = 0;
-    if (!rc)
-        rc = write_begin(m, &w);
-    else
-        w.lock = -1, w.began = 0;
+    rc = write_begin(m, &w);
     if (!rc)
         rc = find_duplicate(m, f.hash, f.user ? f.user : cfg_str(m->cfg, CFG_USER_ID),
                             f.agent ? f.agent : cfg_str(m->cfg, CFG_AGENT_ID),

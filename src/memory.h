@@ -65,6 +65,11 @@ typedef struct mem_fields {
  * message on the handle. */
 int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f);
 
+/* The record of an add: a JSON object of fields with a text. On success *O
+ * (json_decref) and F (mem_fields_cleanup) are the caller's; on failure
+ * nothing is left. */
+int mem_add_parse(mnemo *m, const char *record, json_t **o, mem_fields *f);
+
 /* The arguments of an update: ID must be given, CHANGES a JSON object of
  * fields with at least one. On success *O (to be freed with json_decref)
  * and F (mem_fields_cleanup) are the caller's; on failure nothing is left. */

@@ -701,18 +701,14 @@ int pgmem_add(mnemo *m, const char *record, char **out)
 {
     *out = NULL;
     core_clear(m);
-    json_error_t je;
-    json_t *o = json_loads(record ? record : "", 0, &je);
-    if (!o)
-        return core_error(m, MNEMO_INVALID, "memory: invalid JSON: %s", je.text);
+    json_t *o;
     mem_fields f;
-    int rc = mem_fields_parse(m, o, 0, &f);
-    if (!rc && !f.text)
-        rc = core_error(m, MNEMO_INVALID, "a memory needs text");
+    int rc = mem_add_parse(m, record, &o, &f);
+    if (rc)
+        return rc;
     derived d;
     memset(&d, 0, sizeof d);
-    if (!rc)
-        rc = derive(m, f.text, f.metadata ? f.metadata : "{}", &d);
+    rc = derive(m, f.text, f.metadata ? f.metadata : "{}", &d);
     add_ctx a = {&f, &d, mem_now(), "", 0};
     if (!rc)
         rc = in_tx(m, "BEGIN", add_tx, &a);
