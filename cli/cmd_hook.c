@@ -218,29 +218,35 @@ static int write_hits(FILE *f, const nudge_candidate *c, size_t nc, mnemo_result
     if (!v)
         return -1;
     int n = 0;
-    for (size_t round = 0;; round++) {
-        int any = 0;
-        for (size_t t = 0; t < nc; t++) {
-            if (!res[t] || round >= mnemo_results_count(res[t]))
-                continue;
-            any = 1;
-            const mnemo_result *r = mnemo_results_get(res[t], round);
-            int k = 0;
-            while (k < n && strcmp(v[k].r->citation, r->citation) != 0)
-                k++;
-            if (k == n) {
-                if (n == max)
+    /* Round robin over the terms; the first pass takes one hit a file, so
+     * that a few notes do not crowd out the others. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t round = 0;; round++) {
+            int any = 0;
+            for (size_t t = 0; t < nc; t++) {
+                if (!res[t] || round >= mnemo_results_count(res[t]))
                     continue;
-                v[n++].r = r;
+                any = 1;
+                const mnemo_result *r = mnemo_results_get(res[t], round);
+                int k = 0, same_file = 0;
+                while (k < n && strcmp(v[k].r->citation, r->citation) != 0) {
+                    same_file |= strcmp(v[k].r->path, r->path) == 0;
+                    k++;
+                }
+                if (k == n) {
+                    if (n == max || (pass == 0 && same_file))
+                        continue;
+                    v[n++].r = r;
+                }
+                int named = 0;
+                for (size_t j = 0; j < v[k].nterms; j++)
+                    named |= v[k].terms[j] == t;
+                if (!named && v[k].nterms < sizeof v[k].terms / sizeof *v[k].terms)
+                    v[k].terms[v[k].nterms++] = t;
             }
-            int named = 0;
-            for (size_t j = 0; j < v[k].nterms; j++)
-                named |= v[k].terms[j] == t;
-            if (!named && v[k].nterms < sizeof v[k].terms / sizeof *v[k].terms)
-                v[k].terms[v[k].nterms++] = t;
+            if (!any)
+                break;
         }
-        if (!any)
-            break;
     }
     for (int k = 0; k < n; k++) {
         char *snip = nudge_shorten(v[k].r->snippet, SNIPPET_CPS);
@@ -354,7 +360,7 @@ static void run(cli_args *a, const settings *s)
 
     mnemo_search_opts so;
     mnemo_search_opts_init(&so);
-    so.max_results = s->max_hits;
+    so.max_results = s->max_hits * 2; /* spares for one hit a file (write_hits) */
     if (ncand && !(res = calloc(ncand, sizeof *res)))
         goto done;
     int found = 0;

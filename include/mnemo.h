@@ -211,7 +211,7 @@ typedef struct mnemo_result {
     int start_line;       /* 1-based, first line of the snippet */
     int end_line;         /* 1-based, last line of the snippet */
     double score;         /* 0..1, see docs/search.md */
-    const char *snippet;  /* whole lines, at most 700 characters */
+    const char *snippet;  /* a passage: whole lines, at most 700 characters */
     const char *source;   /* "memory" */
     const char *citation; /* path#L5-L9 */
     double text_score;    /* 0..1, the keyword leg's score (0 without a keyword match) */
@@ -222,6 +222,7 @@ typedef struct mnemo_result {
     double importance;    /* importance factor applied */
     int rank_before;      /* 1-based position before the diversity pass */
     int rank_after;       /* 1-based position in the results */
+    const char *date;     /* YYYY-MM-DD a dated note is about (from its path), else NULL */
 } mnemo_result;
 
 typedef struct mnemo_results mnemo_results;

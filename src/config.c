@@ -143,6 +143,9 @@ static const keydef keys[CFG__COUNT] = {
                                    "lengthens it)"},
     [CFG_MEMORY_MIN_SCORE] = {"memoryMinScore", "MNEMO_MEMORY_MIN_SCORE", T_NUM, "0.3", 0, 1,
                               "memory search: drop results scoring below this"},
+    [CFG_MEMORY_CONTEXT] = {"memoryContext", "MNEMO_MEMORY_CONTEXT", T_NUM, "0.7", 0, 1,
+                            "memory search: share of a memory's text evidence that comes from "
+                            "the memories stored just before and after it (0: none)"},
     [CFG_RECALL_STRATEGY] = {"recallStrategy", "MNEMO_RECALL_STRATEGY", T_STR, "smart", 0, 0,
                              "recalled-memories block: smart, always (adds session memory), "
                              "manual (nothing)",

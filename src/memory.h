@@ -176,6 +176,49 @@ void mem_bm25_init(mnemo *m, const query *q, const fts_rank *r, mem_bm25 *k);
 int mem_bm25_hit_ok(const query *q, const fts_rank *r, size_t i); /* required phrases there */
 double mem_bm25_norm(const mem_bm25 *k, const fts_rank *r, size_t i);
 
+/* Episodes: memories stored one after another in one scope (same user,
+ * agent and run, each within MEM_EPISODE_GAP seconds of the one before)
+ * are read together, the way a conversation's turns are: a memory's text
+ * evidence blends its own with its episode's (its neighbours up to two
+ * places away, each query term counted at its strongest, a neighbour two
+ * away at half weight), so the reply that holds an answer is found through
+ * the question just before it. memoryContext (0.7) is the episode's share;
+ * 0 turns it off. A backend reads the episodes of the best keyword
+ * candidates: */
+#define MEM_EPISODE_GAP (30 * 60.0)
+#define MEM_EPISODE_SPAN 2
+
+typedef struct mem_member {
+    int64_t of;  /* the candidate whose episode this is */
+    int64_t mid;
+    int pos;     /* place relative to OF: -2 .. 2, 0 for OF itself */
+    char *text;  /* owned */
+} mem_member;
+
+typedef struct mem_members {
+    mem_member *v;
+    size_t n, cap;
+} mem_members;
+
+/* Adds a member (TEXT copied); MNEMO_NOMEM. */
+int mem_members_add(mem_members *l, int64_t of, int64_t mid, int pos, const char *text);
+void mem_members_cleanup(mem_members *l);
+
+/* A backend's reader: the episode members of MIDS[0..N) (themselves
+ * included, at place 0) into L, whatever the search's filters: an episode
+ * is what was stored, a filter only decides what is returned. */
+typedef int (*mem_episode_fn)(mnemo *m, void *ud, const int64_t *mids, size_t n,
+                              mem_members *l);
+
+/* Blends episode evidence into the keyword candidates S->v[0..NK) (text)
+ * for query Q with its phrases' IDF, BM25 parameters and mean memory
+ * length AVGDL. Only candidates count as evidence: a neighbour that
+ * matches no keyword adds nothing, and nothing is added to S (unrelated
+ * facts stored together are not found through each other). NEED: the
+ * results asked for. S is left sorted by mid. */
+int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, double avgdl, size_t need,
+                 mset *s, size_t nk, mem_episode_fn fn, void *ud);
+
 /* The calibrated vector score of cosine COS among N vectors in scope whose
  * cosines sum to SUM with standard deviation SD. */
 double mem_vec_calibrate(double cos, size_t n, double sum, double sd);

@@ -29,6 +29,7 @@
 #include "query.h"
 #include "rank.h"
 #include "sanitize.h"
+#include "snippet.h"
 #include "util/time.h"
 #include "util/utf8.h"
 #include "vec.h"
@@ -392,6 +393,161 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
     return rc;
 }
 
+/* ----------------------------------------------------------------------
+ * Episodes (memory.h)
+ * -------------------------------------------------------------------- */
+
+#define EPISODE_EXPAND 50 /* keyword candidates whose episodes are read, besides the limit */
+
+int mem_members_add(mem_members *l, int64_t of, int64_t mid, int pos, const char *text)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        mem_member *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    char *t = strdup(text ? text : "");
+    if (!t)
+        return MNEMO_NOMEM;
+    l->v[l->n++] = (mem_member){of, mid, pos, t};
+    return MNEMO_OK;
+}
+
+void mem_members_cleanup(mem_members *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].text);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static int by_text_desc(const void *a, const void *b)
+{
+    const mcand *x = *(const mcand *const *)a, *y = *(const mcand *const *)b;
+    if (x->text != y->text)
+        return x->text < y->text ? 1 : -1;
+    return (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+static int by_member(const void *a, const void *b)
+{
+    const mem_member *x = a, *y = b;
+    if (x->of != y->of)
+        return (x->of > y->of) - (x->of < y->of);
+    return x->pos - y->pos;
+}
+
+/* A memory's best episode evidence so far. */
+typedef struct ep_best {
+    int64_t mid;
+    double ctx;
+} ep_best;
+
+static int by_best_mid(const void *a, const void *b)
+{
+    const ep_best *x = a, *y = b;
+    return (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, double avgdl, size_t need,
+                 mset *s, size_t nk, mem_episode_fn fn, void *ud)
+{
+    double mu = cfg_num(m->cfg, CFG_MEMORY_CONTEXT);
+    if (mu <= 0 || !q->match || nk == 0)
+        return MNEMO_OK;
+    tok *t;
+    int rc = core_qtok(m, &t);
+    if (rc)
+        return rc;
+    size_t ne = nk < EPISODE_EXPAND + need ? nk : EPISODE_EXPAND + need;
+    mcand **byt = malloc(nk * sizeof *byt);
+    int64_t *mids = malloc(ne * sizeof *mids);
+    mem_members l = {0};
+    double *contrib = NULL;
+    ep_best *best = NULL;
+    rc = byt && mids ? MNEMO_OK : MNEMO_NOMEM;
+    if (rc)
+        goto done;
+    for (size_t i = 0; i < nk; i++)
+        byt[i] = &s->v[i];
+    qsort(byt, nk, sizeof *byt, by_text_desc);
+    for (size_t i = 0; i < ne; i++)
+        mids[i] = byt[i]->mid;
+    if ((rc = fn(m, ud, mids, ne, &l)) || l.n == 0)
+        goto done;
+    qsort(l.v, l.n, sizeof *l.v, by_member);
+
+    /* Each member's evidence per query token. */
+    double tokw[64];
+    snippet_token_weights(q, k->idf, tokw);
+    snippet_ctx sc = {t, q, tokw, k->sum, avgdl, k->k1, k->b, 0};
+    size_t nt = q->ntokens < 64 ? (size_t)q->ntokens : 64;
+    contrib = calloc(l.n * 64, sizeof *contrib);
+    best = malloc(l.n * sizeof *best);
+    if (!contrib || !best) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    /* Members that matched no keyword add nothing; the others' evidence
+     * per query token. */
+    mset_sort_mid(s, nk);
+    for (size_t i = 0; i < l.n; i++)
+        if (mset_find(s, nk, l.v[i].mid))
+            snippet_terms(&sc, l.v[i].text, strlen(l.v[i].text), contrib + i * 64);
+
+    /* In each episode window, a candidate's context: every token at its
+     * strongest among the members within two places, the farther at half
+     * weight. A candidate in several windows keeps its best. */
+    size_t nb = 0;
+    for (size_t a = 0; a < l.n;) {
+        size_t b = a;
+        while (b < l.n && l.v[b].of == l.v[a].of)
+            b++;
+        for (size_t x = a; x < b; x++) {
+            double ctx = 0;
+            for (size_t tk = 0; tk < nt; tk++) {
+                double top = 0;
+                for (size_t j = a; j < b; j++) {
+                    int d = abs(l.v[j].pos - l.v[x].pos);
+                    if (d > MEM_EPISODE_SPAN)
+                        continue;
+                    double v = contrib[j * 64 + tk] * (d == MEM_EPISODE_SPAN ? 0.5 : 1.0);
+                    if (v > top)
+                        top = v;
+                }
+                ctx += top;
+            }
+            best[nb++] = (ep_best){l.v[x].mid, ctx};
+        }
+        a = b;
+    }
+    qsort(best, nb, sizeof *best, by_best_mid);
+    for (size_t i = 0; i < nb;) {
+        size_t j = i;
+        double ctx = 0;
+        for (; j < nb && best[j].mid == best[i].mid; j++)
+            if (best[j].ctx > ctx)
+                ctx = best[j].ctx;
+        mcand *c = mset_find(s, nk, best[i].mid);
+        i = j;
+        if (!c || c->text >= 1.0)
+            continue;
+        double xo = -0.5 * log(1.0 - c->text), xc = ctx / (k->sum > 0 ? k->sum : 1.0);
+        double x = (1.0 - mu) * xo + mu * (xc > xo ? xc : xo);
+        c->text = 1.0 - exp(-2.0 * x);
+    }
+done:
+    free(byt);
+    free(mids);
+    free(contrib);
+    free(best);
+    mem_members_cleanup(&l);
+    return rc;
+}
+
 int mem_about_user(const char *q, const mem_opts *o)
 {
     if (o->subject && strcmp(o->subject, "user") == 0)
@@ -547,6 +703,77 @@ static int lite_load(mnemo *m, mcand *c)
     return rc;
 }
 
+/* Adds the up to MEM_EPISODE_SPAN memories of ST (columns mid, agent_id,
+ * run_id, created_at, text; nearest first) that continue the episode of OF
+ * (AGENT, RUN, created WHEN) in direction DIR. */
+static int episode_side(sqlite3_stmt *st, int64_t of, const char *agent, const char *run,
+                        double when, int dir, mem_members *l)
+{
+    int rc = MNEMO_OK, pos = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        const char *a = (const char *)sqlite3_column_text(st, 1);
+        const char *r = (const char *)sqlite3_column_text(st, 2);
+        double at = sqlite3_column_double(st, 3);
+        if (strcmp(a ? a : "", agent) || strcmp(r ? r : "", run) ||
+            fabs(at - when) > MEM_EPISODE_GAP)
+            break;
+        pos += dir;
+        rc = mem_members_add(l, of, sqlite3_column_int64(st, 0), pos,
+                             (const char *)sqlite3_column_text(st, 4));
+        when = at;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* SQLite: the episode members of MIDS (mem_episode_fn). */
+static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
+{
+    (void)ud;
+    sqlite3 *db = store_db(m->st);
+    sqlite3_stmt *own = NULL, *side[2] = {NULL, NULL};
+    int rc = MNEMO_OK;
+    /* In creation order within the user's memories (index memories_scope). */
+    if (sqlite3_prepare_v2(db, "SELECT user_id, agent_id, run_id, created_at, text FROM memories "
+                               "WHERE mid = ?1", -1, &own, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                               "WHERE user_id = ?1 AND deleted_at IS NULL AND "
+                               "(created_at, mid) < (?2, ?3) "
+                               "ORDER BY created_at DESC, mid DESC LIMIT 2", -1, &side[0], NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                               "WHERE user_id = ?1 AND deleted_at IS NULL AND "
+                               "(created_at, mid) > (?2, ?3) "
+                               "ORDER BY created_at, mid LIMIT 2", -1, &side[1], NULL) != SQLITE_OK)
+        rc = sqlfail(m, "memory episodes");
+    for (size_t i = 0; !rc && i < n; i++) {
+        sqlite3_bind_int64(own, 1, mids[i]);
+        if (sqlite3_step(own) == SQLITE_ROW) {
+            char *user = strdup((const char *)sqlite3_column_text(own, 0));
+            char *agent = strdup((const char *)sqlite3_column_text(own, 1));
+            char *run = strdup((const char *)sqlite3_column_text(own, 2));
+            double when = sqlite3_column_double(own, 3);
+            rc = user && agent && run ? mem_members_add(l, mids[i], mids[i], 0,
+                                                        (const char *)sqlite3_column_text(own, 4))
+                                      : MNEMO_NOMEM;
+            for (int d = 0; d < 2 && !rc; d++) {
+                sqlite3_bind_text(side[d], 1, user, -1, SQLITE_STATIC);
+                sqlite3_bind_double(side[d], 2, when);
+                sqlite3_bind_int64(side[d], 3, mids[i]);
+                rc = episode_side(side[d], mids[i], agent, run, when, d ? 1 : -1, l);
+                sqlite3_clear_bindings(side[d]);
+            }
+            free(user);
+            free(agent);
+            free(run);
+        }
+        sqlite3_reset(own);
+    }
+    sqlite3_finalize(own);
+    sqlite3_finalize(side[0]);
+    sqlite3_finalize(side[1]);
+    return rc;
+}
+
 /* The SQLite search (mem_searcher.run). */
 static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
                     const char **mode)
@@ -575,6 +802,12 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
               sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     if (!rc && pq.match)
         rc = keyword_leg(m, &pq, where.data, &args, o, s);
+    if (!rc && pq.match && s->n) {
+        mem_bm25 k;
+        fts_rank *r = store_mrank(m->st);
+        mem_bm25_init(m, &pq, r, &k);
+        rc = mem_episodes(m, &pq, &k, r->hits.avgdl, need, s, s->n, lite_episodes, NULL);
+    }
     int ran = 0;
     if (!rc && *q)
         rc = vector_leg(m, q, where.data, &args, o, s, &ran);

@@ -1245,13 +1245,12 @@ typedef struct hitrow {
 
 typedef struct prow {
     int64_t id;
-    int have_f, have_r, have_cos, have_vec;
+    int have_f, have_r, have_cos;
     double when;
     int importance;
     float cosine;
-    float *vec;
-    char *text, *path, *source;
-    int first_line;
+    char *text, *path, *source, *next;
+    int first_line, next_first_line;
     uint32_t *map;
     size_t nmap;
 } prow;
@@ -1327,7 +1326,7 @@ static void pgsearch_cleanup(pgsearch *s)
 {
     for (size_t i = 0; i < s->nrows; i++) {
         prow *r = &s->rows[i];
-        free(r->vec);
+        free(r->next);
         free(r->text);
         free(r->path);
         free(r->source);
@@ -2095,8 +2094,6 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
 static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
 {
     pgsearch *s = ud;
-    if ((kind == 's' && !s->vec) || kind == 'r')
-        kind = 'r';
     size_t want = 0;
     int64_t *need = malloc((n ? n : 1) * sizeof *need);
     if (!need || rows_add(s, ids, n)) {
@@ -2105,8 +2102,7 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         prow *r = row_of(s, ids[i]);
-        if ((kind == 'f' && !r->have_f) || (kind == 'r' && !r->have_r) ||
-            (kind == 's' && !r->have_vec))
+        if ((kind == 'f' && !r->have_f) || (kind == 'r' && !r->have_r))
             need[want++] = ids[i];
     }
     if (!want) {
@@ -2139,16 +2135,14 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                      "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, NULL "
                      "FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
                      "($2::bigint[]) AND $3 = $3 AND $4 = $4");
-    } else if (kind == 's') {
-        snprintf(sql, sizeof sql,
-                 "SELECT chunk_id, embedding::text FROM %s WHERE tenant = $1 AND "
-                 "chunk_id = ANY ($2::bigint[]) AND model = $3 AND $4 = $4",
-                 s->table);
     } else {
+        /* With the next chunk of the file when it shares lines with this one. */
         snprintf(sql, sizeof sql,
                  "SELECT c.id, c.text, c.start_line, f.path, encode(c.line_map, 'hex'), "
-                 "f.source FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
-                 "($2::bigint[]) AND $3 = $3 AND $4 = $4");
+                 "f.source, n.text, n.start_line FROM mnemo_chunks c " FILE_OF
+                 "LEFT JOIN mnemo_chunks n ON n.tenant = c.tenant AND n.file_id = c.file_id "
+                 "AND n.seq = c.seq + 1 AND n.start_line <= c.end_line "
+                 "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) AND $3 = $3 AND $4 = $4");
     }
 #undef FILE_OF
     rc = buf_err(&idl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
@@ -2175,32 +2169,16 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                 w->have_cos = 1;
                 w->cosine = strtof(pg_value(r, i, 6), NULL);
             }
-        } else if (kind == 's') {
-            float *v = malloc((size_t)(s->dims > 0 ? s->dims : 1) * sizeof *v);
-            if (!v)
-                break;
-            const char *t = pg_value(r, i, 1);
-            if (*t == '[')
-                t++;
-            double norm = 0;
-            for (int d = 0; d < s->dims; d++) {
-                char *e;
-                v[d] = strtof(t, &e);
-                norm += (double)v[d] * v[d];
-                t = *e == ',' ? e + 1 : e;
-            }
-            norm = sqrt(norm);
-            for (int d = 0; norm > 0 && d < s->dims; d++)
-                v[d] = (float)(v[d] / norm);
-            free(w->vec);
-            w->vec = v;
-            w->have_vec = 1;
         } else {
             w->have_r = 1;
             w->text = strdup(pg_value(r, i, 1));
             w->first_line = (int)ll(r, i, 2);
             w->path = strdup(pg_value(r, i, 3));
             w->source = strdup(pg_value(r, i, 5));
+            if (!pg_isnull(r, i, 6)) {
+                w->next = strdup(pg_value(r, i, 6));
+                w->next_first_line = (int)ll(r, i, 7);
+            }
             const char *hx = pg_value(r, i, 4);
             size_t nb = strlen(hx) / 2;
             if (nb >= sizeof(uint32_t) && (w->map = malloc(nb))) {
@@ -2213,12 +2191,6 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                 w->nmap = nb / sizeof(uint32_t);
             }
         }
-    }
-    /* Asked for and not found: gone. */
-    for (size_t i = 0; i < n; i++) {
-        prow *w = row_of(s, ids[i]);
-        if (kind == 's')
-            w->have_vec = 1;
     }
     pg_rows_free(r);
     return MNEMO_OK;
@@ -2252,31 +2224,9 @@ static int pg_factors(void *ud, int64_t chunk_id, double *when, int *importance)
     return 1;
 }
 
-static const float *pg_vector(void *ud, int64_t chunk_id)
-{
-    pgsearch *s = ud;
-    prow *r = row_of(s, chunk_id);
-    return r ? r->vec : NULL;
-}
-
 static int pg_fetch_one(pgsearch *s, int64_t chunk_id)
 {
     return pg_prefetch(s, 'r', &chunk_id, 1);
-}
-
-static int pg_text(void *ud, int64_t chunk_id, const char **text, size_t *len)
-{
-    pgsearch *s = ud;
-    prow *r = row_of(s, chunk_id);
-    if (!r || !r->have_r) {
-        int rc = pg_fetch_one(s, chunk_id);
-        if (rc)
-            return rc;
-        r = row_of(s, chunk_id);
-    }
-    *text = r && r->text ? r->text : NULL;
-    *len = *text ? strlen(*text) : 0;
-    return MNEMO_OK;
 }
 
 static int pg_row(void *ud, int64_t chunk_id, search_row *out)
@@ -2298,6 +2248,9 @@ static int pg_row(void *ud, int64_t chunk_id, search_row *out)
     out->map = r->map;
     out->nmap = r->nmap;
     out->source = r->source;
+    out->next = r->next;
+    out->next_len = r->next ? strlen(r->next) : 0;
+    out->next_first_line = r->next_first_line;
     return MNEMO_OK;
 }
 
@@ -2357,8 +2310,8 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
     if ((rc = vector_leg(&s, qt.data, source, pool, res, &vs, &vids, &nvids)))
         goto done;
     res->timing.vector_ms = search_lap(&tm);
-    double sum_idf = 1.0;
-    if (qy.match && (rc = keyword_leg(&s, &pq, source, pool, vids, nvids, &sum_idf)))
+    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
+    if (qy.match && (rc = keyword_leg(&s, &pq, source, pool, vids, nvids, &bm.sum_idf)))
         goto done;
     if ((rc = file_legs(&s, &qy, &pq, source, &fh)))
         goto done;
@@ -2414,9 +2367,14 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         if (rc)
             goto done;
     }
-    search_io io = {&s, pg_bm25, pg_cosine, pg_factors, pg_prefetch, pg_vector, s.dims,
-                    pg_text, pg_row};
-    if ((rc = search_rank(m, t, &qy, &io, all, n, &fh, sum_idf, &vs, opts, res, &tm)))
+    if (qy.match) {
+        memcpy(bm.idf, s.idf, sizeof bm.idf);
+        bm.avgdl = s.avgdl;
+        bm.k1 = s.k1;
+        bm.b = s.b;
+    }
+    search_io io = {&s, pg_bm25, pg_cosine, pg_factors, pg_prefetch, pg_row};
+    if ((rc = search_rank(m, t, &qy, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:

@@ -68,12 +68,13 @@ static int seen_token(const query *q, const char *norm)
     return 0;
 }
 
-static void add_token(query *q, const char *norm, int prefix)
+static void add_token(query *q, const char *norm, int prefix, int phrase)
 {
     if (q->ntokens >= 64 || seen_token(q, norm))
         return;
     if (prefix)
         q->prefix |= (uint64_t)1 << q->ntokens;
+    q->tok_phrase[q->ntokens] = (unsigned char)phrase;
     buf_append(&q->tokens, norm, strlen(norm) + 1);
     q->ntokens++;
 }
@@ -205,7 +206,7 @@ int query_parse(tok *t, const char *text, query *q)
         if (seen_token(q, tm->norm))
             continue;
         int prefix = (tm->flags & TOKF_PREFIXABLE) != 0;
-        add_token(q, tm->norm, prefix);
+        add_token(q, tm->norm, prefix, npos);
         if (npos)
             buf_puts(&pos, " OR ");
         fts_quote(&pos, text + tm->span_off, tm->span_len);
@@ -222,7 +223,7 @@ int query_parse(tok *t, const char *text, query *q)
             continue;
         for (int k = 0; k < scratch.n; k++)
             if (!(scratch.v[k].flags & TOKF_PART))
-                add_token(q, scratch.v[k].norm, 0);
+                add_token(q, scratch.v[k].norm, 0, npos);
         if (npos)
             buf_puts(&pos, " OR ");
         fts_quote(&pos, s, parts[i].len);

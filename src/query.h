@@ -29,6 +29,7 @@ typedef struct query {
     buf tokens;
     int ntokens;
     uint64_t prefix;
+    unsigned char tok_phrase[64]; /* the phrase each token belongs to */
     char *filename;     /* the query as a file name (lowercase, trimmed) */
 } query;
 

@@ -94,6 +94,7 @@ void mnemo_results_free(mnemo_results *r)
         free((char *)r->v[i].path);
         free((char *)r->v[i].snippet);
         free((char *)r->v[i].citation);
+        free((char *)r->v[i].date);
     }
     free(r->v);
     free(r->mode);
@@ -125,6 +126,8 @@ char *mnemo_results_json(const mnemo_results *r)
         buf_json_str(&b, x->source, strlen(x->source));
         buf_puts(&b, ",\"citation\":");
         buf_json_str(&b, x->citation, strlen(x->citation));
+        if (x->date)
+            buf_printf(&b, ",\"date\":\"%s\"", x->date);
         if (r->explain) {
             buf_printf(&b, ",\"explain\":{\"textScore\":%.4f,\"vectorScore\":", x->text_score);
             if (x->vector_score >= 0)
@@ -331,7 +334,7 @@ static corpus corpus_of(const char *name)
 
 /* BM25 over chunks: mnemo_phrases() gathers the matching rows' term
  * frequencies and lengths, the scores are computed here. */
-static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, double *sum_idf)
+static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, search_bm25 *bm)
 {
     fts_rank *r = store_rank(m->st);
     fts_rank_reset(r, q->nphrase);
@@ -351,21 +354,24 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, doub
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory") : sql_fail(m, "keyword query");
-    double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
+    double w[FTS_MAX_PHRASES];
     query_weights(q, w);
-    fts_idf(r, idf);
-    double k1 = cfg_num(m->cfg, CFG_BM25_K1), b = cfg_num(m->cfg, CFG_BM25_B);
+    fts_idf(r, bm->idf);
+    bm->k1 = cfg_num(m->cfg, CFG_BM25_K1);
+    bm->b = cfg_num(m->cfg, CFG_BM25_B);
     const fts_hits *h = &r->hits;
+    bm->avgdl = h->avgdl;
     for (size_t i = 0; i < h->n; i++) {
         if ((h->mask[i] & q->required) != q->required)
             continue;
-        cand c = {.chunk_id = h->id[i], .raw = fts_bm25(r, i, w, idf, k1, b), .vec = -1};
+        cand c = {.chunk_id = h->id[i], .raw = fts_bm25(r, i, w, bm->idf, bm->k1, bm->b),
+                  .vec = -1};
         pool_offer(p, &c);
     }
     double s = 0;
     for (int i = 0; i < q->npositive && i < h->np; i++)
-        s += idf[i];
-    *sum_idf = s > 0 ? s : 1.0;
+        s += bm->idf[i];
+    bm->sum_idf = s > 0 ? s : 1.0;
     return MNEMO_OK;
 }
 
@@ -563,53 +569,176 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
 }
 
 /* ----------------------------------------------------------------------
- * Search
+ * Passages: what results show (snippet.c finds and scores them)
  * -------------------------------------------------------------------- */
 
-/* Fills result R from chunk C: path, snippet window and citation. */
-static int make_result(mnemo *m, tok *t, const query *q, const search_io *io, const cand *c,
-                       mnemo_result *r)
+/* Share of a result's text evidence that is its passage's; the rest is its
+ * chunk's (see snippet.h). */
+#define PASSAGE_SHARE 0.7
+#define PASSAGES_PER_RESULT 2 /* chunks expanded into passages: this x results */
+
+/* A chunk's text, owned: its own lines, then the next chunk's lines past
+ * them. */
+typedef struct ptext {
+    buf text;
+    int own;        /* lines of its own chunk */
+    int first_line;
+    char *path;
+    uint32_t *map;  /* transcripts: JSONL line of each text line */
+    size_t nmap;
+    int sessions;
+    int gone;
+} ptext;
+
+typedef struct pass {
+    size_t cand;        /* in ALL */
+    size_t text;        /* in the ptext array */
+    snippet_passage p;
+    double score;
+    int tier;           /* the chunk's best passage keeps the chunk's file-name tier */
+} pass;
+
+static void ptext_cleanup(ptext *x)
+{
+    buf_cleanup(&x->text);
+    free(x->path);
+    free(x->map);
+}
+
+static int count_lines(const char *s, size_t n)
+{
+    int k = 1;
+    for (size_t i = 0; i < n; i++)
+        k += s[i] == '\n';
+    return k;
+}
+
+/* Reads chunk C's row into X; the lines of the next chunk that follow its
+ * own are appended (not for transcripts, whose lines map to JSONL lines). */
+static int ptext_load(const search_io *io, const cand *c, ptext *x)
 {
     search_row row;
-    memset(r, 0, sizeof *r);
+    memset(x, 0, sizeof *x);
+    buf_init(&x->text, 0);
     int rc = io->row(io->ud, c->chunk_id, &row);
+    if (rc == MNEMO_NOTFOUND) {
+        x->gone = 1;
+        return MNEMO_OK;
+    }
     if (rc)
         return rc;
-    const char *text = row.text;
-    size_t len = row.len;
-    int first = row.first_line;
-    const char *path = row.path;
-    const uint32_t *map = row.map;
-    size_t nmap = row.nmap;
-    int sessions = row.source && strcmp(row.source, "sessions") == 0;
+    const char *text = row.text ? row.text : "";
+    buf_append(&x->text, text, row.len);
+    x->own = count_lines(text, row.len);
+    x->first_line = row.first_line;
+    x->sessions = row.source && strcmp(row.source, "sessions") == 0;
+    x->path = strdup(row.path ? row.path : "");
+    if (row.map && row.nmap) {
+        x->map = malloc(row.nmap * sizeof *x->map);
+        if (x->map)
+            memcpy(x->map, row.map, row.nmap * sizeof *x->map);
+        x->nmap = row.nmap;
+    } else if (row.next) {
+        /* Skip the next chunk's lines that this one has too. */
+        int skip = row.first_line + x->own - row.next_first_line;
+        const char *p = row.next, *end = row.next + row.next_len;
+        while (skip > 0 && p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            p = nl ? nl + 1 : end;
+            skip--;
+        }
+        if (skip == 0 && p < end) {
+            buf_putc(&x->text, '\n');
+            buf_append(&x->text, p, (size_t)(end - p));
+        }
+    }
+    if (buf_err(&x->text) || !x->path || (row.map && row.nmap && !x->map))
+        return MNEMO_NOMEM;
+    return MNEMO_OK;
+}
+
+typedef struct scorer {
+    int vectors, rrf;
+    double wv, wt, sum_idf;
+} scorer;
+
+/* The fusion of C's vector score with text score TEXT. */
+static double fuse(const scorer *k, const cand *c, double text)
+{
+    if (!k->vectors)
+        return text;
+    if (k->rrf) /* by ranks: the chunk's, scaled by the text evidence */
+        return c->text > 0 ? c->fused * text / c->text : c->fused;
+    double v = c->vec < 0 ? 0 : c->vec;
+    double s = k->wv * v + k->wt * text;
+    return s > text ? s : text;
+}
+
+/* The score of a passage of C with evidence X: its text score blends the
+ * passage's evidence with the chunk's, then fusion, path boost, factors. */
+static double passage_score(const scorer *k, const cand *c, double x)
+{
+    double xc = c->raw > 0 ? c->raw / k->sum_idf : 0;
+    double text = 1.0 - exp(-2.0 * ((1.0 - PASSAGE_SHARE) * xc + PASSAGE_SHARE * x));
+    double s = fuse(k, c, text);
+    s += (1.0 - s) * c->boost;
+    return s * c->recency * c->importance;
+}
+
+static int by_pass(const void *a, const void *b)
+{
+    const pass *x = a, *y = b;
+    if (x->tier != y->tier)
+        return y->tier - x->tier;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    if (x->cand != y->cand) /* the chunks' order */
+        return x->cand < y->cand ? -1 : 1;
+    return x->p.first - y->p.first;
+}
+
+/* Fills result R from passage P: path, lines, snippet and citation. */
+static int make_result(const snippet_ctx *sc, const cand *c, const ptext *x, const pass *p,
+                       mnemo_result *r)
+{
+    memset(r, 0, sizeof *r);
     buf snip;
     buf_init(&snip, 0);
-    /* A transcript chunk's lines are message lines: numbered from 1 here and
-     * mapped back to JSONL lines below. */
-    int base = map ? 1 : first;
-    int sl = base, el = base;
-    rc = snippet_pick(t, q, text ? text : "", len, base, (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS),
-                      &snip, &sl, &el);
-    if (map && nmap) {
-        sl = (int)map[(size_t)(sl - 1) < nmap ? (size_t)(sl - 1) : nmap - 1];
-        el = (int)map[(size_t)(el - 1) < nmap ? (size_t)(el - 1) : nmap - 1];
+    int rc = snippet_render(sc, x->text.data ? x->text.data : "", x->text.len, &p->p, &snip);
+    /* A transcript chunk's lines are message lines, mapped to JSONL lines. */
+    int sl = x->first_line + p->p.first, el = x->first_line + p->p.last;
+    if (x->map) {
+        size_t a = (size_t)p->p.first, b = (size_t)p->p.last;
+        sl = (int)x->map[a < x->nmap ? a : x->nmap - 1];
+        el = (int)x->map[b < x->nmap ? b : x->nmap - 1];
     }
     buf cit;
     buf_init(&cit, 0);
-    buf_printf(&cit, "%s#L%d-L%d", path, sl, el);
-    r->path = strdup(path);
+    buf_printf(&cit, "%s#L%d-L%d", x->path, sl, el);
+    r->path = strdup(x->path);
     r->start_line = sl;
     r->end_line = el;
-    r->score = c->score > 1.0 ? 1.0 : c->score;
+    r->score = p->score > 1.0 ? 1.0 : p->score;
     r->text_score = c->text;
     r->vector_score = c->vec;
-    r->tier = c->tier;
+    r->tier = p->tier;
     r->recency = c->recency;
     r->importance = c->importance;
     r->rank_before = c->rank_before;
     r->snippet = buf_detach(&snip);
-    r->source = sessions ? "sessions" : "memory";
+    r->source = x->sessions ? "sessions" : "memory";
     r->citation = buf_detach(&cit);
+    if (!x->sessions) {
+        double when = rank_path_date(x->path);
+        if (when > 0) {
+            char day[32];
+            time_format_iso(when, day);
+            day[10] = 0; /* YYYY-MM-DD */
+            r->date = strdup(day);
+            if (!r->date)
+                rc = MNEMO_NOMEM;
+        }
+    }
     if (!rc && (!r->path || !r->snippet || !r->citation))
         rc = MNEMO_NOMEM;
     return rc;
@@ -631,6 +760,7 @@ static void result_cleanup(mnemo_result *r)
     free((char *)r->path);
     free((char *)r->snippet);
     free((char *)r->citation);
+    free((char *)r->date);
 }
 
 /* ----------------------------------------------------------------------
@@ -793,11 +923,10 @@ static int apply_factors(mnemo *m, const search_io *io, cand *all, size_t *n, si
 }
 
 typedef struct simctx {
-    const cand *all;
-    const search_io *io;
-    rank_tokens *toks;      /* per candidate index, built on first use; NULL with vectors */
+    const pass *ps;
+    const ptext *texts;
+    rank_tokens *toks;      /* per passage, built on first use */
     unsigned char *built;
-    const float **vecs;
     int rc;
 } simctx;
 
@@ -805,12 +934,9 @@ static const rank_tokens *tokens_of(simctx *s, size_t i)
 {
     if (!s->built[i]) {
         s->built[i] = 1;
-        const char *text = NULL;
-        size_t len = 0;
-        int rc = s->io->text(s->io->ud, s->all[i].chunk_id, &text, &len);
-        if (rc)
-            s->rc = rc;
-        else if (text && rank_tokens_build(text, len, &s->toks[i]))
+        const pass *p = &s->ps[i];
+        const char *text = s->texts[p->text].text.data;
+        if (text && rank_tokens_build(text + p->p.off, p->p.len, &s->toks[i]))
             s->rc = MNEMO_NOMEM;
     }
     return &s->toks[i];
@@ -819,18 +945,14 @@ static const rank_tokens *tokens_of(simctx *s, size_t i)
 static double sim_fn(void *ud, size_t i, size_t j)
 {
     simctx *s = ud;
-    if (s->vecs && s->vecs[i] && s->vecs[j])
-        return vec_dot_f32(s->vecs[i], s->vecs[j], (size_t)s->io->dims);
-    if (s->toks)
-        return rank_jaccard(tokens_of(s, i), tokens_of(s, j));
-    return 0;
+    return rank_jaccard(tokens_of(s, i), tokens_of(s, j));
 }
 
-/* Reorders ORDER[0..N) (indices into ALL, by score) with MMR. Similarity
- * is the vectors' cosine when the vector leg ran, else token overlap, from
- * token sketches built only for the candidates MMR compares. */
-static int diversify(mnemo *m, const search_io *io, int vectors, const cand *all,
-                     size_t *order, size_t n, int max)
+/* Reorders ORDER[0..N) (indices into PS, by score) with MMR; similarity is
+ * the overlap of the passages' tokens, from sketches built only for the
+ * passages MMR compares. */
+static int diversify(mnemo *m, const pass *ps, size_t nps, const ptext *texts, size_t *order,
+                     size_t n, int max)
 {
     double lambda = cfg_num(m->cfg, CFG_MMR_LAMBDA);
     size_t npool = (size_t)cfg_int(m->cfg, CFG_MMR_POOL);
@@ -838,47 +960,24 @@ static int diversify(mnemo *m, const search_io *io, int vectors, const cand *all
         npool = n;
     if (lambda >= 1.0 || npool < 3)
         return MNEMO_OK;
-    /* Indices here are positions in ORDER; map scores accordingly. */
-    size_t max_idx = 0;
-    for (size_t i = 0; i < npool; i++)
-        if (order[i] > max_idx)
-            max_idx = order[i];
-    double *score = calloc(max_idx + 1, sizeof *score);
-    int64_t *ids = malloc(npool * sizeof *ids);
-    simctx s = {all, io, NULL, NULL, NULL, MNEMO_OK};
-    int rc = score && ids ? MNEMO_OK : MNEMO_NOMEM;
-    for (size_t i = 0; !rc && i < npool; i++)
-        ids[i] = all[order[i]].chunk_id;
-    if (!rc && io->prefetch)
-        rc = io->prefetch(io->ud, 's', ids, npool);
-    if (!rc && vectors) {
-        s.vecs = calloc(max_idx + 1, sizeof *s.vecs);
-        if (!s.vecs)
-            rc = MNEMO_NOMEM;
-        for (size_t i = 0; !rc && i < npool; i++)
-            s.vecs[order[i]] = io->vector(io->ud, all[order[i]].chunk_id);
-    } else if (!rc) {
-        s.toks = calloc(max_idx + 1, sizeof *s.toks);
-        s.built = calloc(max_idx + 1, 1);
-        if (!s.toks || !s.built)
-            rc = MNEMO_NOMEM;
-    }
+    double *score = calloc(nps ? nps : 1, sizeof *score);
+    simctx s = {ps, texts, calloc(nps ? nps : 1, sizeof *s.toks), calloc(nps ? nps : 1, 1),
+                MNEMO_OK};
+    int rc = score && s.toks && s.built ? MNEMO_OK : MNEMO_NOMEM;
     if (!rc) {
-        for (size_t i = 0; i < npool; i++)
-            score[order[i]] = all[order[i]].score;
+        for (size_t i = 0; i < nps; i++)
+            score[i] = ps[i].score;
         /* Positions past what the results can use need no MMR; a few
          * spare picks cover results dropped as overlapping. */
         rank_mmr(order, n, score, lambda, npool, (size_t)max * 2 + 2, sim_fn, &s);
         rc = s.rc;
     }
     if (s.toks)
-        for (size_t i = 0; i <= max_idx; i++)
+        for (size_t i = 0; i < nps; i++)
             free(s.toks[i].h);
     free(s.toks);
     free(s.built);
-    free(s.vecs);
     free(score);
-    free(ids);
     return rc;
 }
 
@@ -920,22 +1019,25 @@ int search_max_results(mnemo *m, const mnemo_search_opts *opts)
 }
 
 int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_cand *all,
-                size_t n, const search_file_hits *fh, double sum_idf, const search_vstats *vs,
-                const mnemo_search_opts *opts, mnemo_results *res, double *tm)
+                size_t n, const search_file_hits *fh, const search_bm25 *bm,
+                const search_vstats *vs, const mnemo_search_opts *opts, mnemo_results *res,
+                double *tm)
 {
     int rc = MNEMO_OK;
     int max = search_max_results(m, opts);
     double min_score = opts && opts->min_score >= 0 ? opts->min_score
                                                     : cfg_num(m->cfg, CFG_MIN_SCORE);
     /* Both scores for every candidate, then the fusion. */
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
-    int rrf = strcmp(cfg_str(m->cfg, CFG_FUSION), "rrf") == 0;
+    scorer k = {vs->ran, strcmp(cfg_str(m->cfg, CFG_FUSION), "rrf") == 0,
+                cfg_num(m->cfg, CFG_VECTOR_WEIGHT), cfg_num(m->cfg, CFG_TEXT_WEIGHT),
+                bm->sum_idf > 0 ? bm->sum_idf : 1.0};
     for (size_t i = 0; i < n; i++) {
         cand *c = &all[i];
         if (c->raw < 0)
             c->raw = q->match ? io->bm25(io->ud, c->chunk_id) : 0;
-        c->text = 1.0 - exp(-2.0 * c->raw / sum_idf);
+        c->text = 1.0 - exp(-2.0 * c->raw / k.sum_idf);
         c->vec = -1;
+        c->recency = c->importance = 1.0;
         if (vs->ran) {
             float cs;
             if (io->cosine(io->ud, c->chunk_id, &cs)) {
@@ -948,19 +1050,12 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
                 c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
             }
         }
-        double v = c->vec < 0 ? 0 : c->vec;
-        if (vs->ran) {
-            /* Meaning can raise a result above its keyword score, never
-             * below it. */
-            double s = wv * v + wt * c->text;
-            c->score = s > c->text ? s : c->text;
-        } else {
-            c->score = c->text;
-        }
+        /* Meaning can raise a result above its keyword score, never below. */
+        c->score = c->fused = k.rrf ? 0 : fuse(&k, c, c->text);
         if (fh->n)
             c->file_id = hit_file_of(fh, c->chunk_id);
     }
-    if (vs->ran && rrf) {
+    if (vs->ran && k.rrf) {
         /* Reciprocal rank fusion: ranks by each leg, scaled to 0..1. */
         double kk = (double)cfg_int(m->cfg, CFG_RRF_K);
         double *fused = calloc(n ? n : 1, sizeof *fused);
@@ -989,7 +1084,7 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
             }
         }
         for (size_t i = 0; i < n; i++)
-            all[i].score = fused[i] / (2.0 / (kk + 1.0));
+            all[i].score = all[i].fused = fused[i] / (2.0 / (kk + 1.0));
         free(fused);
         free(order);
     }
@@ -1004,7 +1099,8 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
             continue;
         size_t h = hit_index(fh, all[i].file_id);
         const path_hit *hit = &fh->v[h];
-        all[i].score += (1.0 - all[i].score) * PATH_BOOST * hit->frac;
+        all[i].boost = PATH_BOOST * hit->frac;
+        all[i].score += (1.0 - all[i].score) * all[i].boost;
         all[i].path_hit |= hit->frac > 0;
         if (!best_of[h] || all[i].raw > all[best_of[h] - 1].raw)
             best_of[h] = i + 1;
@@ -1021,6 +1117,9 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
                                   .file_id = hit->file_id,
                                   .vec = -1,
                                   .score = PATH_BOOST * hit->frac,
+                                  .boost = PATH_BOOST * hit->frac,
+                                  .recency = 1.0,
+                                  .importance = 1.0,
                                   .tier = hit->tier,
                                   .path_hit = 1};
         }
@@ -1055,80 +1154,103 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
     sort_by_rank(all, n);
     for (size_t i = 0; i < n; i++)
         all[i].rank_before = (int)i + 1;
-
-    /* Threshold. Strict mode abstains when nothing clears it; otherwise the
-     * keyword matches are returned rather than nothing (never vector-only
-     * guesses). */
-    int strict = opts && opts->strict >= 0 ? opts->strict
-                                           : cfg_bool(m->cfg, CFG_STRICT_MIN_SCORE);
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++)
-        if (all[i].tier || all[i].score >= min_score)
-            all[kept++] = all[i];
-    if (kept == 0 && !strict) {
-        for (size_t i = 0; i < n; i++)
-            if (all[i].raw > 0 || all[i].path_hit)
-                all[kept++] = all[i];
-    }
-
     res->timing.rank_ms = search_lap(tm);
 
-    /* Diversity: MMR over the pool below the file-name tiers. */
-    size_t *order = malloc((kept ? kept : 1) * sizeof *order);
-    if (!order)
-        return MNEMO_NOMEM;
-    for (size_t i = 0; i < kept; i++)
-        order[i] = i;
+    /* Passages of the best chunks (every file-name tier among them). */
+    size_t nc = (size_t)max * PASSAGES_PER_RESULT;
     size_t tiers = 0;
-    while (tiers < kept && all[tiers].tier)
+    while (tiers < n && all[tiers].tier)
         tiers++;
-    if ((rc = diversify(m, io, vs->ran, all, order + tiers, kept - tiers, max))) {
-        free(order);
-        return rc;
-    }
-    res->timing.diversity_ms = search_lap(tm);
-
-    res->explain = opts && opts->explain;
-    res->v = calloc((size_t)max, sizeof *res->v);
-    if (!res->v) {
-        free(order);
-        return MNEMO_NOMEM;
-    }
-    /* The rows the results will most likely need, in one go. */
-    if (io->prefetch && kept) {
-        size_t want = kept < (size_t)max * 3 ? kept : (size_t)max * 3;
-        int64_t *ids = malloc(want * sizeof *ids);
+    if (nc < tiers)
+        nc = tiers;
+    if (nc > n)
+        nc = n;
+    ptext *texts = calloc(nc ? nc : 1, sizeof *texts);
+    pass *ps = malloc((nc ? nc : 1) * SNIPPET_MAX_PASSAGES * sizeof *ps);
+    size_t *order = malloc((nc ? nc : 1) * SNIPPET_MAX_PASSAGES * sizeof *order);
+    size_t nt = 0, nps = 0, kept = 0;
+    double tokw[64];
+    snippet_token_weights(q, bm->idf, tokw);
+    snippet_ctx sc = {t,      q,      tokw, k.sum_idf, bm->avgdl,
+                      bm->k1, bm->b, (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS)};
+    rc = texts && ps && order ? MNEMO_OK : MNEMO_NOMEM;
+    if (!rc && io->prefetch && nc) {
+        int64_t *ids = malloc(nc * sizeof *ids);
         rc = ids ? MNEMO_OK : MNEMO_NOMEM;
-        for (size_t i = 0; !rc && i < want; i++)
-            ids[i] = all[order[i]].chunk_id;
+        for (size_t i = 0; !rc && i < nc; i++)
+            ids[i] = all[i].chunk_id;
         if (!rc)
-            rc = io->prefetch(io->ud, 'r', ids, want);
+            rc = io->prefetch(io->ud, 'r', ids, nc);
         free(ids);
-        if (rc) {
-            free(order);
-            return rc;
+    }
+    for (size_t i = 0; !rc && i < nc; i++) {
+        ptext *x = &texts[nt];
+        if ((rc = ptext_load(io, &all[i], x)) || x->gone) {
+            ptext_cleanup(x);
+            continue;
+        }
+        nt++;
+        snippet_passage sp[SNIPPET_MAX_PASSAGES];
+        int np = 0;
+        rc = snippet_find(&sc, x->text.data ? x->text.data : "", x->text.len, x->own, sp,
+                          SNIPPET_MAX_PASSAGES, &np);
+        for (int j = 0; !rc && j < np; j++) {
+            pass *p = &ps[nps++];
+            p->cand = i;
+            p->text = nt - 1;
+            p->p = sp[j];
+            p->tier = j == 0 ? all[i].tier : 0;
+            p->score = p->tier ? 1.0 : passage_score(&k, &all[i], sp[j].x);
         }
     }
-    for (size_t i = 0; i < kept && res->n < (size_t)max; i++) {
-        mnemo_result r;
-        int r2 = make_result(m, t, q, io, &all[order[i]], &r);
-        if (r2 == MNEMO_NOTFOUND)
-            continue;
-        if (r2) {
-            result_cleanup(&r);
-            free(order);
-            return r2;
+    if (!rc) {
+        if (nps > 1)
+            qsort(ps, nps, sizeof *ps, by_pass);
+        /* Threshold: a passage stays when it or its chunk clears it (the
+         * chunk is the passage's surroundings: an answer that shares no
+         * word with the question is not dropped when the question is just
+         * above it). Strict mode abstains when nothing clears it; otherwise
+         * the keyword matches are returned rather than nothing (never
+         * vector-only guesses). */
+        int strict = opts && opts->strict >= 0 ? opts->strict
+                                               : cfg_bool(m->cfg, CFG_STRICT_MIN_SCORE);
+        for (size_t i = 0; i < nps; i++)
+            if (ps[i].tier || ps[i].score >= min_score || all[ps[i].cand].score >= min_score)
+                order[kept++] = i;
+        if (kept == 0 && !strict) {
+            for (size_t i = 0; i < nps; i++)
+                if (all[ps[i].cand].raw > 0 || all[ps[i].cand].path_hit)
+                    order[kept++] = i;
         }
-        if (overlaps(res, &r)) {
+        res->timing.rank_ms += search_lap(tm);
+        /* Diversity: MMR over the passages below the file-name tiers. */
+        size_t top = 0;
+        while (top < kept && ps[order[top]].tier)
+            top++;
+        rc = diversify(m, ps, nps, texts, order + top, kept - top, max);
+        res->timing.diversity_ms = search_lap(tm);
+    }
+    res->explain = opts && opts->explain;
+    if (!rc && !(res->v = calloc((size_t)max, sizeof *res->v)))
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < kept && res->n < (size_t)max; i++) {
+        const pass *p = &ps[order[i]];
+        mnemo_result r;
+        rc = make_result(&sc, &all[p->cand], &texts[p->text], p, &r);
+        if (rc || overlaps(res, &r)) {
             result_cleanup(&r);
             continue;
         }
         r.rank_after = (int)res->n + 1;
         res->v[res->n++] = r;
     }
+    for (size_t i = 0; i < nt; i++)
+        ptext_cleanup(&texts[i]);
+    free(texts);
+    free(ps);
     free(order);
     res->timing.results_ms = search_lap(tm);
-    return MNEMO_OK;
+    return rc;
 }
 
 /* ----------------------------------------------------------------------
@@ -1139,7 +1261,7 @@ typedef struct lite_io {
     mnemo *m;
     const query *q;
     const vleg *vl;
-    sqlite3_stmt *factors, *text, *row;
+    sqlite3_stmt *factors, *row;
 } lite_io;
 
 static double lite_bm25(void *ud, int64_t chunk_id)
@@ -1188,26 +1310,6 @@ static int lite_factors(void *ud, int64_t chunk_id, double *when, int *importanc
     return 1;
 }
 
-static const float *lite_vector(void *ud, int64_t chunk_id)
-{
-    lite_io *x = ud;
-    return vecfile_vector(x->vl->vf, chunk_id);
-}
-
-static int lite_text(void *ud, int64_t chunk_id, const char **text, size_t *len)
-{
-    lite_io *x = ud;
-    sqlite3_reset(x->text);
-    sqlite3_bind_int64(x->text, 1, chunk_id);
-    *text = NULL;
-    *len = 0;
-    if (sqlite3_step(x->text) == SQLITE_ROW) {
-        *text = (const char *)sqlite3_column_text(x->text, 0);
-        *len = (size_t)sqlite3_column_bytes(x->text, 0);
-    }
-    return MNEMO_OK;
-}
-
 static int lite_row(void *ud, int64_t chunk_id, search_row *out)
 {
     lite_io *x = ud;
@@ -1223,6 +1325,9 @@ static int lite_row(void *ud, int64_t chunk_id, search_row *out)
     out->map = sqlite3_column_blob(row, 3);
     out->nmap = (size_t)sqlite3_column_bytes(row, 3) / sizeof(uint32_t);
     out->source = (const char *)sqlite3_column_text(row, 4);
+    out->next = (const char *)sqlite3_column_text(row, 5);
+    out->next_len = (size_t)sqlite3_column_bytes(row, 5);
+    out->next_first_line = sqlite3_column_int(row, 6);
     return MNEMO_OK;
 }
 
@@ -1277,9 +1382,9 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
         rc = MNEMO_NOMEM;
         goto done;
     }
-    double sum_idf = 1.0;
+    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
     corpus cp = corpus_of(opts ? opts->corpus : NULL);
-    if (q.match && (rc = content_leg(m, &q, &cp, &p, &sum_idf)))
+    if (q.match && (rc = content_leg(m, &q, &cp, &p, &bm)))
         goto done;
     if ((rc = file_legs(m, &q, &cp, &fh)))
         goto done;
@@ -1289,14 +1394,16 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
     res->timing.vector_ms = search_lap(&tm);
 
     fts_rank *fr = store_rank(m->st);
-    lite_io x = {m, &q, &vl, NULL, NULL, NULL};
-    x.row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source "
-                         "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ?1");
+    lite_io x = {m, &q, &vl, NULL, NULL};
+    /* With the next chunk of the file when it shares lines with this one. */
+    x.row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source, n.text, "
+                         "n.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
+                         "LEFT JOIN chunks n ON n.file_id = c.file_id AND n.seq = c.seq + 1 "
+                         "AND n.start_line <= c.end_line WHERE c.id = ?1");
     x.factors = fts_stmt(fr, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
                              "FROM chunks c JOIN files f ON f.id = c.file_id "
                              "WHERE c.id = ?1");
-    x.text = fts_stmt(fr, "SELECT text FROM chunks WHERE id = ?1");
-    if (!x.row || !x.factors || !x.text) {
+    if (!x.row || !x.factors) {
         rc = sql_fail(m, "prepare");
         goto done;
     }
@@ -1314,10 +1421,9 @@ static int search_local(mnemo *m, const char *text, const mnemo_search_opts *opt
         all[n++] = (cand){.chunk_id = vl.matches[i].chunk_id, .raw = -1};
     n = search_cands_union(all, n);
 
-    search_io io = {&x,        lite_bm25,   lite_cosine, lite_factors, NULL,
-                    lite_vector, vl.vf ? vecfile_dims(vl.vf) : 0, lite_text, lite_row};
+    search_io io = {&x, lite_bm25, lite_cosine, lite_factors, NULL, lite_row};
     search_vstats vs = {vl.ran, vl.mean, vl.sd, vl.vf ? vecfile_count(vl.vf) : 0};
-    if ((rc = search_rank(m, t, &q, &io, all, n, &fh, sum_idf, &vs, opts, res, &tm)))
+    if ((rc = search_rank(m, t, &q, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:

@@ -27,6 +27,8 @@ typedef struct search_cand {
     double cosine;
     double vec;       /* 0..1, -1 without a vector */
     double score;     /* 0..1, fused */
+    double fused;     /* the fusion of text and vec, before path boost and factors */
+    double boost;     /* share of the remaining score its path adds */
     int tier;         /* 3 path, 2 base name, 1 stem, 0 content */
     int path_hit;     /* query words in its path */
     double recency, importance; /* ranking factors applied */
@@ -71,7 +73,19 @@ typedef struct search_row {
     const uint32_t *map; /* transcripts: JSONL line of each text line, else NULL */
     size_t nmap;
     const char *source;  /* "memory" or "sessions" */
+    /* The next chunk of the same file when it shares lines with this one
+     * (passages may run on into it), else NULL. */
+    const char *next;
+    size_t next_len;
+    int next_first_line;
 } search_row;
+
+/* The keyword leg's BM25 statistics: passages are scored as chunks are. */
+typedef struct search_bm25 {
+    double idf[FTS_MAX_PHRASES]; /* of each phrase */
+    double sum_idf;              /* of the positive phrases: scales BM25 to 0..1 */
+    double avgdl, k1, b;
+} search_bm25;
 
 /* How the ranking stage reads the backend's rows. */
 typedef struct search_io {
@@ -83,16 +97,9 @@ typedef struct search_io {
     int (*cosine)(void *ud, int64_t chunk_id, float *cs);
     /* The date and importance of a chunk: 1, or 0 when it is gone. */
     int (*factors)(void *ud, int64_t chunk_id, double *when, int *importance);
-    /* Optional: the ids the next calls of KIND ('f' factors, 's' vectors
-     * or text for similarity, 'r' rows) will ask about, to read them in
-     * one go. An error ends the search. */
+    /* Optional: the ids the next calls of KIND ('f' factors, 'r' rows)
+     * will ask about, to read them in one go. An error ends the search. */
     int (*prefetch)(void *ud, int kind, const int64_t *ids, size_t n);
-    /* The chunk's vector (DIMS floats, unit length) or NULL; used when the
-     * vector leg ran. */
-    const float *(*vector)(void *ud, int64_t chunk_id);
-    int dims;
-    /* The chunk's text for token similarity: MNEMO_OK, or an error. */
-    int (*text)(void *ud, int64_t chunk_id, const char **text, size_t *len);
     /* The chunk's row: MNEMO_OK, MNEMO_NOTFOUND when gone, or an error. */
     int (*row)(void *ud, int64_t chunk_id, search_row *out);
 } search_io;
@@ -111,11 +118,13 @@ int search_clean_query(mnemo *m, const char *text, buf *out);
 
 /* The ranking stage. ALL[0..N) are the legs' candidates, one per chunk,
  * with room for FH->n more (path hits without a candidate are added).
- * SUM_IDF scales BM25 to 0..1. Fills RES (mode, provider and model are
- * the caller's) with at most MAX results scoring MIN_SCORE or more. */
+ * BM from the keyword leg (sum_idf 1 and no IDF without one). Fills RES
+ * (mode, provider and model are the caller's) with at most MAX results
+ * scoring MIN_SCORE or more. */
 int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_cand *all,
-                size_t n, const search_file_hits *fh, double sum_idf, const search_vstats *vs,
-                const mnemo_search_opts *opts, mnemo_results *res, double *tm);
+                size_t n, const search_file_hits *fh, const search_bm25 *bm,
+                const search_vstats *vs, const mnemo_search_opts *opts, mnemo_results *res,
+                double *tm);
 
 /* The results asked for and the threshold, from OPTS or the config. */
 int search_max_results(mnemo *m, const mnemo_search_opts *opts);
