@@ -176,15 +176,17 @@ void mem_bm25_init(mnemo *m, const query *q, const fts_rank *r, mem_bm25 *k);
 int mem_bm25_hit_ok(const query *q, const fts_rank *r, size_t i); /* required phrases there */
 double mem_bm25_norm(const mem_bm25 *k, const fts_rank *r, size_t i);
 
-/* Episodes: memories stored one after another in one scope (same user,
- * agent and run, each within MEM_EPISODE_GAP seconds of the one before)
- * are read together, the way a conversation's turns are: a memory's text
- * evidence blends its own with its episode's (its neighbours up to two
- * places away, each query term counted at its strongest, a neighbour two
- * away at half weight), so the reply that holds an answer is found through
- * the question just before it. memoryContext (0.7) is the episode's share;
- * 0 turns it off. A backend reads the episodes of the best keyword
- * candidates: */
+/* Episodes: the turns of a conversation stored as memories (texts that
+ * start with a speaker's label, "Name: ...") one after another in one
+ * scope (same user, agent and run, each within MEM_EPISODE_GAP seconds of
+ * the one before) are read together: a turn's text evidence blends its own
+ * with its episode's (the turns up to two places away, each query term
+ * counted at its strongest, a turn two away at half weight), so the reply
+ * that holds an answer is found through the question just before it.
+ * Facts stand alone: memories that are not turns are never blended, so
+ * unrelated facts stored in one go do not lift each other. memoryContext
+ * (0.7) is the episode's share; 0 turns it off. A backend reads the
+ * episodes of the best keyword candidates: */
 #define MEM_EPISODE_GAP (30 * 60.0)
 #define MEM_EPISODE_SPAN 2
 
@@ -204,6 +206,9 @@ typedef struct mem_members {
 int mem_members_add(mem_members *l, int64_t of, int64_t mid, int pos, const char *text);
 void mem_members_cleanup(mem_members *l);
 
+/* Does TEXT start with a speaker's label: up to four words, then ": "? */
+int mem_is_turn(const char *text);
+
 /* A backend's reader: the episode members of MIDS[0..N) (themselves
  * included, at place 0) into L, whatever the search's filters: an episode
  * is what was stored, a filter only decides what is returned. */
@@ -211,13 +216,14 @@ typedef int (*mem_episode_fn)(mnemo *m, void *ud, const int64_t *mids, size_t n,
                               mem_members *l);
 
 /* Blends episode evidence into the keyword candidates S->v[0..NK) (text)
- * for query Q with its phrases' IDF, BM25 parameters and mean memory
- * length AVGDL. Only candidates count as evidence: a neighbour that
- * matches no keyword adds nothing, and nothing is added to S (unrelated
- * facts stored together are not found through each other). NEED: the
- * results asked for. S is left sorted by mid. */
-int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, double avgdl, size_t need,
-                 mset *s, size_t nk, mem_episode_fn fn, void *ud);
+ * for query Q: R holds the keyword hits (their term frequencies and
+ * lengths), HIT_MIDS[i] the memory of hit i (NULL: R's ids), K the BM25
+ * weights. Only candidates count as evidence: a turn that matches no
+ * keyword adds nothing, and nothing is added to S. NEED: the results asked
+ * for. S is left sorted by mid. */
+int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const fts_rank *r,
+                 const int64_t *hit_mids, size_t need, mset *s, size_t nk, mem_episode_fn fn,
+                 void *ud);
 
 /* The calibrated vector score of cosine COS among N vectors in scope whose
  * cosines sum to SUM with standard deviation SD. */

@@ -29,7 +29,6 @@
 #include "query.h"
 #include "rank.h"
 #include "sanitize.h"
-#include "snippet.h"
 #include "util/time.h"
 #include "util/utf8.h"
 #include "vec.h"
@@ -424,6 +423,29 @@ void mem_members_cleanup(mem_members *l)
     memset(l, 0, sizeof *l);
 }
 
+int mem_is_turn(const char *text)
+{
+    /* A speaker's label: up to four words and 40 bytes, then ": ". */
+    const unsigned char *p = (const unsigned char *)text;
+    int words = 0, in_word = 0;
+    if (!*p || *p == ' ' || *p == ':' || (*p < 0x80 && !((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
+        return 0;
+    for (size_t i = 0; p[i] && i <= 40; i++) {
+        if (p[i] == ':')
+            return i > 0 && p[i + 1] == ' ' && words <= 4;
+        if (p[i] == '\n' || p[i] == '\t' || p[i] == '"' || p[i] == '(' || p[i] == '[')
+            return 0;
+        if (p[i] == ' ') {
+            in_word = 0;
+        } else if (!in_word) {
+            in_word = 1;
+            if (++words > 4)
+                return 0;
+        }
+    }
+    return 0;
+}
+
 static int by_text_desc(const void *a, const void *b)
 {
     const mcand *x = *(const mcand *const *)a, *y = *(const mcand *const *)b;
@@ -452,23 +474,35 @@ static int by_best_mid(const void *a, const void *b)
     return (x->mid > y->mid) - (x->mid < y->mid);
 }
 
-int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, double avgdl, size_t need,
-                 mset *s, size_t nk, mem_episode_fn fn, void *ud)
+/* A keyword hit by memory, to find its term frequencies. */
+typedef struct hit_of {
+    int64_t mid;
+    size_t i;
+} hit_of;
+
+static int by_hit_mid(const void *a, const void *b)
+{
+    const hit_of *x = a, *y = b;
+    return (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const fts_rank *r,
+                 const int64_t *hit_mids, size_t need, mset *s, size_t nk, mem_episode_fn fn,
+                 void *ud)
 {
     double mu = cfg_num(m->cfg, CFG_MEMORY_CONTEXT);
-    if (mu <= 0 || !q->match || nk == 0)
+    const fts_hits *h = &r->hits;
+    if (mu <= 0 || !q->match || nk == 0 || h->n == 0)
         return MNEMO_OK;
-    tok *t;
-    int rc = core_qtok(m, &t);
-    if (rc)
-        return rc;
     size_t ne = nk < EPISODE_EXPAND + need ? nk : EPISODE_EXPAND + need;
+    int np = q->npositive < h->np ? q->npositive : h->np;
     mcand **byt = malloc(nk * sizeof *byt);
     int64_t *mids = malloc(ne * sizeof *mids);
+    hit_of *hits = malloc(h->n * sizeof *hits);
     mem_members l = {0};
     double *contrib = NULL;
     ep_best *best = NULL;
-    rc = byt && mids ? MNEMO_OK : MNEMO_NOMEM;
+    int rc = byt && mids && hits ? MNEMO_OK : MNEMO_NOMEM;
     if (rc)
         goto done;
     for (size_t i = 0; i < nk; i++)
@@ -476,45 +510,55 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, double avgdl, size
     qsort(byt, nk, sizeof *byt, by_text_desc);
     for (size_t i = 0; i < ne; i++)
         mids[i] = byt[i]->mid;
+    for (size_t i = 0; i < h->n; i++)
+        hits[i] = (hit_of){hit_mids ? hit_mids[i] : h->id[i], i};
+    qsort(hits, h->n, sizeof *hits, by_hit_mid);
     if ((rc = fn(m, ud, mids, ne, &l)) || l.n == 0)
         goto done;
     qsort(l.v, l.n, sizeof *l.v, by_member);
 
-    /* Each member's evidence per query token. */
-    double tokw[64];
-    snippet_token_weights(q, k->idf, tokw);
-    snippet_ctx sc = {t, q, tokw, k->sum, avgdl, k->k1, k->b, 0};
-    size_t nt = q->ntokens < 64 ? (size_t)q->ntokens : 64;
-    contrib = calloc(l.n * 64, sizeof *contrib);
+    /* Each turn's BM25 per phrase, from its keyword hit (none: nothing). */
+    contrib = calloc(l.n * FTS_MAX_PHRASES, sizeof *contrib);
     best = malloc(l.n * sizeof *best);
     if (!contrib || !best) {
         rc = MNEMO_NOMEM;
         goto done;
     }
-    /* Members that matched no keyword add nothing; the others' evidence
-     * per query token. */
-    mset_sort_mid(s, nk);
-    for (size_t i = 0; i < l.n; i++)
-        if (mset_find(s, nk, l.v[i].mid))
-            snippet_terms(&sc, l.v[i].text, strlen(l.v[i].text), contrib + i * 64);
+    for (size_t i = 0; i < l.n; i++) {
+        if (!mem_is_turn(l.v[i].text))
+            continue;
+        hit_of key = {l.v[i].mid, 0};
+        const hit_of *f = bsearch(&key, hits, h->n, sizeof *hits, by_hit_mid);
+        if (!f || !mem_bm25_hit_ok(q, r, f->i))
+            continue;
+        double norm = k->k1 * (1.0 - k->b + k->b * (double)h->dl[f->i] / h->avgdl);
+        const uint8_t *tf = h->tf + f->i * FTS_MAX_PHRASES;
+        for (int t = 0; t < np; t++)
+            if (tf[t])
+                contrib[i * FTS_MAX_PHRASES + (size_t)t] =
+                    k->w[t] * k->idf[t] * tf[t] * (k->k1 + 1.0) / (tf[t] + norm);
+    }
 
-    /* In each episode window, a candidate's context: every token at its
-     * strongest among the members within two places, the farther at half
-     * weight. A candidate in several windows keeps its best. */
+    /* In each episode window, a turn's context: every phrase at its
+     * strongest among the turns within two places, the farther at half
+     * weight. A turn in several windows keeps its best. */
     size_t nb = 0;
     for (size_t a = 0; a < l.n;) {
         size_t b = a;
         while (b < l.n && l.v[b].of == l.v[a].of)
             b++;
         for (size_t x = a; x < b; x++) {
+            if (!mem_is_turn(l.v[x].text))
+                continue;
             double ctx = 0;
-            for (size_t tk = 0; tk < nt; tk++) {
+            for (int t = 0; t < np; t++) {
                 double top = 0;
                 for (size_t j = a; j < b; j++) {
                     int d = abs(l.v[j].pos - l.v[x].pos);
                     if (d > MEM_EPISODE_SPAN)
                         continue;
-                    double v = contrib[j * 64 + tk] * (d == MEM_EPISODE_SPAN ? 0.5 : 1.0);
+                    double v = contrib[j * FTS_MAX_PHRASES + (size_t)t] *
+                               (d == MEM_EPISODE_SPAN ? 0.5 : 1.0);
                     if (v > top)
                         top = v;
                 }
@@ -525,6 +569,7 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, double avgdl, size
         a = b;
     }
     qsort(best, nb, sizeof *best, by_best_mid);
+    mset_sort_mid(s, nk);
     for (size_t i = 0; i < nb;) {
         size_t j = i;
         double ctx = 0;
@@ -542,6 +587,7 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, double avgdl, size
 done:
     free(byt);
     free(mids);
+    free(hits);
     free(contrib);
     free(best);
     mem_members_cleanup(&l);
@@ -704,18 +750,14 @@ static int lite_load(mnemo *m, mcand *c)
 }
 
 /* Adds the up to MEM_EPISODE_SPAN memories of ST (columns mid, agent_id,
- * run_id, created_at, text; nearest first) that continue the episode of OF
- * (AGENT, RUN, created WHEN) in direction DIR. */
-static int episode_side(sqlite3_stmt *st, int64_t of, const char *agent, const char *run,
-                        double when, int dir, mem_members *l)
+ * run_id, created_at, text; nearest first, of the same scope) that continue
+ * the episode of OF (created WHEN) in direction DIR. */
+static int episode_side(sqlite3_stmt *st, int64_t of, double when, int dir, mem_members *l)
 {
     int rc = MNEMO_OK, pos = 0;
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-        const char *a = (const char *)sqlite3_column_text(st, 1);
-        const char *r = (const char *)sqlite3_column_text(st, 2);
         double at = sqlite3_column_double(st, 3);
-        if (strcmp(a ? a : "", agent) || strcmp(r ? r : "", run) ||
-            fabs(at - when) > MEM_EPISODE_GAP)
+        if (fabs(at - when) > MEM_EPISODE_GAP)
             break;
         pos += dir;
         rc = mem_members_add(l, of, sqlite3_column_int64(st, 0), pos,
@@ -730,21 +772,20 @@ static int episode_side(sqlite3_stmt *st, int64_t of, const char *agent, const c
 static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
 {
     (void)ud;
-    sqlite3 *db = store_db(m->st);
-    sqlite3_stmt *own = NULL, *side[2] = {NULL, NULL};
-    int rc = MNEMO_OK;
-    /* In creation order within the user's memories (index memories_scope). */
-    if (sqlite3_prepare_v2(db, "SELECT user_id, agent_id, run_id, created_at, text FROM memories "
-                               "WHERE mid = ?1", -1, &own, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
-                               "WHERE user_id = ?1 AND deleted_at IS NULL AND "
-                               "(created_at, mid) < (?2, ?3) "
-                               "ORDER BY created_at DESC, mid DESC LIMIT 2", -1, &side[0], NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
-                               "WHERE user_id = ?1 AND deleted_at IS NULL AND "
-                               "(created_at, mid) > (?2, ?3) "
-                               "ORDER BY created_at, mid LIMIT 2", -1, &side[1], NULL) != SQLITE_OK)
-        rc = sqlfail(m, "memory episodes");
+    fts_rank *fr = store_mrank(m->st);
+    /* In creation order within the scope's memories (index memories_scope). */
+    sqlite3_stmt *own = fts_stmt(fr, "SELECT user_id, agent_id, run_id, created_at, text "
+                                     "FROM memories WHERE mid = ?1");
+    sqlite3_stmt *side[2] = {
+        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
+                     "deleted_at IS NULL AND (created_at, mid) < (?2, ?3) "
+                     "ORDER BY created_at DESC, mid DESC LIMIT 2"),
+        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
+                     "deleted_at IS NULL AND (created_at, mid) > (?2, ?3) "
+                     "ORDER BY created_at, mid LIMIT 2")};
+    int rc = own && side[0] && side[1] ? MNEMO_OK : sqlfail(m, "memory episodes");
     for (size_t i = 0; !rc && i < n; i++) {
         sqlite3_bind_int64(own, 1, mids[i]);
         if (sqlite3_step(own) == SQLITE_ROW) {
@@ -752,14 +793,17 @@ static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_
             char *agent = strdup((const char *)sqlite3_column_text(own, 1));
             char *run = strdup((const char *)sqlite3_column_text(own, 2));
             double when = sqlite3_column_double(own, 3);
-            rc = user && agent && run ? mem_members_add(l, mids[i], mids[i], 0,
-                                                        (const char *)sqlite3_column_text(own, 4))
+            const char *text = (const char *)sqlite3_column_text(own, 4);
+            int turn = text && mem_is_turn(text);
+            rc = user && agent && run ? mem_members_add(l, mids[i], mids[i], 0, text)
                                       : MNEMO_NOMEM;
-            for (int d = 0; d < 2 && !rc; d++) {
+            for (int d = 0; d < 2 && !rc && turn; d++) {
                 sqlite3_bind_text(side[d], 1, user, -1, SQLITE_STATIC);
                 sqlite3_bind_double(side[d], 2, when);
                 sqlite3_bind_int64(side[d], 3, mids[i]);
-                rc = episode_side(side[d], mids[i], agent, run, when, d ? 1 : -1, l);
+                sqlite3_bind_text(side[d], 4, agent, -1, SQLITE_STATIC);
+                sqlite3_bind_text(side[d], 5, run, -1, SQLITE_STATIC);
+                rc = episode_side(side[d], mids[i], when, d ? 1 : -1, l);
                 sqlite3_clear_bindings(side[d]);
             }
             free(user);
@@ -768,9 +812,8 @@ static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_
         }
         sqlite3_reset(own);
     }
-    sqlite3_finalize(own);
-    sqlite3_finalize(side[0]);
-    sqlite3_finalize(side[1]);
+    if (own)
+        sqlite3_reset(own);
     return rc;
 }
 
@@ -806,7 +849,7 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
         mem_bm25 k;
         fts_rank *r = store_mrank(m->st);
         mem_bm25_init(m, &pq, r, &k);
-        rc = mem_episodes(m, &pq, &k, r->hits.avgdl, need, s, s->n, lite_episodes, NULL);
+        rc = mem_episodes(m, &pq, &k, r, NULL, need, s, s->n, lite_episodes, NULL);
     }
     int ran = 0;
     if (!rc && *q)

@@ -1631,6 +1631,71 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     return rc;
 }
 
+/* The episode members of MIDS (mem_episode_fn): the memories stored just
+ * before and after each in its scope. */
+static int pg_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
+{
+    (void)ud;
+    buf ids;
+    buf_init(&ids, 1 << 20);
+    buf_putc(&ids, '{');
+    for (size_t i = 0; i < n; i++)
+        buf_printf(&ids, "%s%lld", i ? "," : "", (long long)mids[i]);
+    buf_putc(&ids, '}');
+    if (buf_err(&ids)) {
+        buf_cleanup(&ids);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+#define SIDE(OP, ORDER)                                                                       \
+    "(SELECT row_number() OVER (ORDER BY " ORDER ") AS k, p.seq, p.created_at, p.text "     \
+    "FROM mnemo_memories p WHERE p.tenant = o.tenant AND p.user_id = o.user_id AND "         \
+    "p.agent_id = o.agent_id AND p.run_id = o.run_id AND p.deleted_at IS NULL AND "          \
+    "(p.created_at, p.seq) " OP " (o.created_at, o.seq) ORDER BY " ORDER " LIMIT 2)"
+    const char *p[2] = {backend_tenant(m), ids.data};
+    pg_rows *r = NULL;
+    int rc = q(m, "memory episodes",
+               "SELECT o.seq, o.created_at, o.text, n.dir, n.seq, n.created_at, n.text "
+               "FROM mnemo_memories o LEFT JOIN LATERAL (SELECT -1 AS dir, b.* FROM " SIDE(
+                   "<", "p.created_at DESC, p.seq DESC") " b UNION ALL SELECT 1, a.* FROM " SIDE(">",
+                                                                                      "p.created_at, p.seq") " a) n ON true "
+               "WHERE o.tenant = $1 AND o.seq = ANY ($2::bigint[]) ORDER BY o.seq, n.dir, n.k",
+               2, p, &r);
+#undef SIDE
+    buf_cleanup(&ids);
+    int64_t of = -1;
+    int dir = 0, pos = 0, stop = 0;
+    double own_at = 0, when = 0;
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        int64_t o = strtoll(pg_value(r, i, 0), NULL, 10);
+        if (o != of) {
+            of = o;
+            own_at = strtod(pg_value(r, i, 1), NULL);
+            dir = 0;
+            if ((rc = mem_members_add(l, of, of, 0, pg_value(r, i, 2))))
+                break;
+        }
+        if (pg_isnull(r, i, 3))
+            continue;
+        int d = (int)strtol(pg_value(r, i, 3), NULL, 10);
+        if (d != dir) { /* a new side starts at the memory itself */
+            dir = d;
+            pos = 0;
+            stop = 0;
+            when = own_at;
+        }
+        double at = strtod(pg_value(r, i, 5), NULL);
+        if (stop || fabs(at - when) > MEM_EPISODE_GAP) {
+            stop = 1;
+            continue;
+        }
+        pos += dir;
+        when = at;
+        rc = mem_members_add(l, of, strtoll(pg_value(r, i, 4), NULL, 10), pos, pg_value(r, i, 6));
+    }
+    pg_rows_free(r);
+    return rc;
+}
+
 /* Keyword candidates of query QR (raw cosines of their vectors in COS,
  * NAN for none, when the vector leg runs). */
 static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double **cos)
@@ -1708,6 +1773,15 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         *c = k.row[i];
         c->vec = vec;
         c->text = mem_bm25_norm(&kb, k.fr, i);
+    }
+    /* The episodes of the best (the keyword leg's candidates are S's so far). */
+    if (!rc && s->n) {
+        int64_t *hm = malloc((n ? n : 1) * sizeof *hm);
+        for (size_t i = 0; hm && i < n; i++)
+            hm[i] = k.row[i].mid;
+        rc = hm ? mem_episodes(m, qr, &kb, k.fr, hm, x->need, s, s->n, pg_episodes, NULL)
+                : core_error(m, MNEMO_NOMEM, "out of memory");
+        free(hm);
     }
     kleg_cleanup(&k);
     buf_cleanup(&tq);

@@ -295,24 +295,3 @@ void snippet_token_weights(const query *q, const double *idf, double *tokw)
         tokw[i] = k >= 0 && k < q->npositive && count[k] ? idf[k] / count[k] : 0;
     }
 }
-
-double snippet_terms(const snippet_ctx *c, const char *text, size_t len, double *contrib)
-{
-    line l;
-    memset(&l, 0, sizeof l);
-    l.len = len;
-    l.first_hit = -1;
-    memset(contrib, 0, MAX_QTOK * sizeof *contrib);
-    match_ctx m;
-    match_setup(c, &m);
-    if (line_match(c, &m, &l, text) || !l.mask)
-        return 0;
-    double norm = c->k1 * (1.0 - c->b + c->b * (double)l.ntok / (c->avgdl > 0 ? c->avgdl : 1.0));
-    double s = 0;
-    for (uint64_t k = l.mask; k; k &= k - 1) {
-        int t = __builtin_ctzll(k);
-        contrib[t] = c->tokw[t] * l.tf[t] * (c->k1 + 1.0) / (l.tf[t] + norm);
-        s += contrib[t];
-    }
-    return s;
-}

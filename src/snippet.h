@@ -59,11 +59,6 @@ int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
 int snippet_render(const snippet_ctx *c, const char *text, size_t len, const snippet_passage *p,
                    buf *out);
 
-/* BM25 of TEXT as one unit of the mean length AVGDL: each query token's
- * share into CONTRIB (64 entries, 0 for tokens not in it); returns their
- * sum. Used for the context of structured memories (msearch.c). */
-double snippet_terms(const snippet_ctx *c, const char *text, size_t len, double *contrib);
-
 /* The weight of each of Q's tokens from the IDF of each phrase (IDF[k],
  * k < q->npositive) into TOKW (64 entries). */
 void snippet_token_weights(const query *q, const double *idf, double *tokw);
