@@ -108,9 +108,11 @@ static const keydef keys[CFG__COUNT] = {
     [CFG_FUSION] = {"fusion", "MNEMO_FUSION", T_STR, "weighted", 0, 0,
                     "how keyword and vector scores combine: weighted or rrf", "weighted,rrf"},
     [CFG_VECTOR_WEIGHT] = {"vectorWeight", "MNEMO_VECTOR_WEIGHT", T_NUM, "0.7", 0, 1,
-                           "weight of the vector score (weighted fusion)"},
+                           "weight of the vector score (weighted fusion: 1 - (1 - text)(1 - "
+                           "vectorWeight * vector))"},
     [CFG_TEXT_WEIGHT] = {"textWeight", "MNEMO_TEXT_WEIGHT", T_NUM, "0.3", 0, 1,
-                         "weight of the keyword score (weighted fusion)"},
+                         "unused since the weighted fusion became 1 - (1 - text)(1 - "
+                         "vectorWeight * vector); accepted for old configurations"},
     [CFG_RRF_K] = {"rrfK", "MNEMO_RRF_K", T_INT, "60", 1, 10000,
                    "reciprocal rank fusion constant"},
     [CFG_VECTOR_QUANTIZATION] = {"vectorQuantization", "MNEMO_VECTOR_QUANTIZATION", T_STR, "none",

@@ -676,13 +676,13 @@ int mem_query_text(mnemo *m, const char *text, buf *out)
 int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, double now,
              mset *s, mem_factor_fn fn, void *ud)
 {
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT);
     int user_query = mem_about_user(q, o);
     for (size_t i = 0; i < s->n; i++) {
         mcand *c = &s->v[i];
         double v = c->vec < 0 ? 0 : c->vec;
-        double f = wv * v + wt * c->text;
-        c->rel = ran ? (f > c->text ? f : c->text) : c->text;
+        /* As for notes: either leg is evidence on its own (search.c). */
+        c->rel = ran ? 1.0 - (1.0 - c->text) * (1.0 - wv * v) : c->text;
     }
     /* Factors, best relevance first, until no candidate left can reach
      * the NEED best scores. */

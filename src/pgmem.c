@@ -1578,7 +1578,7 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     }
     if (nt > 1)
         qsort(t, (size_t)nt, sizeof *t, by_ub);
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), wt = cfg_num(m->cfg, CFG_TEXT_WEIGHT);
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT);
     double maxf = mem_max_factor(m), left = 0;
     for (int i = 0; i < nt; i++)
         left += t[i].ub;
@@ -1599,7 +1599,7 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     size_t scored = 0;
     for (int i = 0; !rc && i < nt; i++) {
         double tub = 1.0 - exp(-2.0 * left / kb->sum);
-        double rub = x->vectors && wv + wt * tub > tub ? wv + wt * tub : tub;
+        double rub = x->vectors ? 1.0 - (1.0 - tub) * (1.0 - wv) : tub; /* v <= 1 */
         if (ntop == need && rub * maxf < top[0])
             break; /* no memory of the terms left reaches the results */
         buf_reset(&tq);

@@ -659,28 +659,34 @@ static int ptext_load(const search_io *io, const cand *c, ptext *x)
 
 typedef struct scorer {
     int vectors, rrf;
-    double wv, wt, sum_idf;
+    double wv, sum_idf;
 } scorer;
 
-/* The fusion of C's vector score with text score TEXT. */
+/* The fusion of C's vector score with text score TEXT (weighted fusion):
+ * either is evidence on its own, s = 1 - (1 - t)(1 - wv * v). A keyword hit
+ * never loses by meaning, a vector-only hit scores wv * v, and meaning
+ * lifts a weak keyword hit more than a strong one. */
 static double fuse(const scorer *k, const cand *c, double text)
 {
     if (!k->vectors)
         return text;
-    if (k->rrf) /* by ranks: the chunk's, scaled by the text evidence */
-        return c->text > 0 ? c->fused * text / c->text : c->fused;
     double v = c->vec < 0 ? 0 : c->vec;
-    double s = k->wv * v + k->wt * text;
-    return s > text ? s : text;
+    return 1.0 - (1.0 - text) * (1.0 - k->wv * v);
 }
 
-/* The score of a passage of C with evidence X: its text score blends the
- * passage's evidence with the chunk's, then fusion, path boost, factors. */
-static double passage_score(const scorer *k, const cand *c, double x)
+/* The score of a passage of C with evidence X (BEST: the chunk's best
+ * passage's): its text score blends the passage's evidence with the
+ * chunk's, then fusion, path boost, factors. With rank fusion the chunk's
+ * fused rank score is shared by its passages by their evidence. */
+static double passage_score(const scorer *k, const cand *c, double x, double best)
 {
-    double xc = c->raw > 0 ? c->raw / k->sum_idf : 0;
-    double text = 1.0 - exp(-2.0 * ((1.0 - PASSAGE_SHARE) * xc + PASSAGE_SHARE * x));
-    double s = fuse(k, c, text);
+    double s;
+    if (k->vectors && k->rrf) {
+        s = best > 0 ? c->fused * x / best : c->fused;
+    } else {
+        double xc = c->raw > 0 ? c->raw / k->sum_idf : 0;
+        s = fuse(k, c, 1.0 - exp(-2.0 * ((1.0 - PASSAGE_SHARE) * xc + PASSAGE_SHARE * x)));
+    }
     s += (1.0 - s) * c->boost;
     return s * c->recency * c->importance;
 }
@@ -1029,8 +1035,7 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
                                                     : cfg_num(m->cfg, CFG_MIN_SCORE);
     /* Both scores for every candidate, then the fusion. */
     scorer k = {vs->ran, strcmp(cfg_str(m->cfg, CFG_FUSION), "rrf") == 0,
-                cfg_num(m->cfg, CFG_VECTOR_WEIGHT), cfg_num(m->cfg, CFG_TEXT_WEIGHT),
-                bm->sum_idf > 0 ? bm->sum_idf : 1.0};
+                cfg_num(m->cfg, CFG_VECTOR_WEIGHT), bm->sum_idf > 0 ? bm->sum_idf : 1.0};
     for (size_t i = 0; i < n; i++) {
         cand *c = &all[i];
         if (c->raw < 0)
@@ -1050,7 +1055,6 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
                 c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
             }
         }
-        /* Meaning can raise a result above its keyword score, never below. */
         c->score = c->fused = k.rrf ? 0 : fuse(&k, c, c->text);
         if (fh->n)
             c->file_id = hit_file_of(fh, c->chunk_id);
@@ -1200,7 +1204,7 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
             p->text = nt - 1;
             p->p = sp[j];
             p->tier = j == 0 ? all[i].tier : 0;
-            p->score = p->tier ? 1.0 : passage_score(&k, &all[i], sp[j].x);
+            p->score = p->tier ? 1.0 : passage_score(&k, &all[i], sp[j].x, sp[0].x);
         }
     }
     if (!rc) {
