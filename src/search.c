@@ -13,9 +13,11 @@
  * clamped to 0..1. Embeddings differ wildly in their cosine scales (averaged
  * word vectors put everything near 0.8, neural models near 0.2); the spread
  * puts them on one scale and keeps a weak model's near-ties from mattering.
- * Weighted fusion: s = max(t, wv*v + wt*t): meaning can raise a result
- * above its keyword score, never below it, so a strong keyword-only match
- * keeps its score and clears minScore. See docs/semantic.md.
+ * Weighted fusion: s = 1 - (1 - t)(1 - wv*v), each leg evidence on its
+ * own: meaning raises a keyword hit (a weak one more than a strong one),
+ * never lowers it, and a vector-only hit scores wv*v. Results are passages
+ * of the best chunks (snippet.h), scored by blending the passage's text
+ * evidence with the chunk's. See docs/semantic.md and docs/search.md.
  */
 #include <math.h>
 #include <stdio.h>
@@ -40,7 +42,8 @@
 #define PATH_ROWS_MAX 2000
 /* Vector score calibration: z = (cos - mean) / sd over all chunks for this
  * query; v = (z - Z_FLOOR) / Z_SPAN, clamped. Below Z_MIN_ROWS chunks the
- * spread cannot be estimated and v = (cos - mean) / (1 - mean). */
+ * spread cannot be estimated and v = (cos - rest) / (1 - rest), rest the
+ * mean of the other chunks' cosines. */
 #define Z_FLOOR 2.5
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
@@ -1047,10 +1050,15 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
             float cs;
             if (io->cosine(io->ud, c->chunk_id, &cs)) {
                 double v;
-                if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6)
+                if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6) {
                     v = ((cs - vs->mean) / vs->sd - Z_FLOOR) / Z_SPAN;
-                else
-                    v = (cs - vs->mean) / (1.0 - vs->mean);
+                } else if (vs->count > 1) {
+                    /* How far it stands above the others. */
+                    double rest = (vs->mean * (double)vs->count - cs) / (double)(vs->count - 1);
+                    v = rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0;
+                } else {
+                    v = 0; /* one chunk stands above nothing */
+                }
                 c->cosine = cs;
                 c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
             }

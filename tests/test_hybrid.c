@@ -248,3 +248,50 @@ TEST(hybrid_kept_vectors_follow_syncs)
     mnemo_free(j);
     mnemo_close(m);
 }
+
+/* A vector-only hit that stands far above the rest of a small workspace is
+ * returned; an unrelated note is not; a strong keyword-only hit keeps its
+ * place however the vectors lean. */
+TEST(hybrid_vector_only_hit_in_small_workspace)
+{
+    test_write("table.txt", "car 1 0 0 0\n"
+                            "automobile 0.95 0.1 0 0\n"
+                            "mechanic 0 1 0 0\n"
+                            "garage 0.1 0.95 0 0\n"
+                            "repair 0.2 0.8 0.1 0\n"
+                            "milk 0 0 1 0\n"
+                            "eggs 0 0 0.9 0.2\n"
+                            "bread 0 0 0.8 0.3\n"
+                            "tuesday 0 0 0.1 1\n"
+                            "list 0 0.1 0.1 0.9\n");
+    mnemo_config *c;
+    ASSERT_OK(mnemo_config_new(&c));
+    mnemo *m;
+    ASSERT_OK(mnemo_open(c, &m));
+    char *out = NULL;
+    ASSERT_OK(mnemo_model_import(m, test_path("table.txt"), "cars", 0, &out));
+    mnemo_free(out);
+    mnemo_close(m);
+    mnemo_config_free(c);
+    test_write("ws/memory/a.md", "Automobile repair booked at the garage for Tuesday.\n");
+    test_write("ws/memory/b.md", "Grocery list: milk, eggs and bread.\n");
+    m = test_open("ws", "db.sqlite", "provider=static", "model=cars", NULL);
+    test_sync(m);
+    char *j = search(m, "car mechanic"); /* no keyword matches either note */
+    ASSERT_CONTAINS(j, "\"mode\":\"hybrid\"");
+    ASSERT_CONTAINS(j, "{\"path\":\"memory/a.md\"");
+    ASSERT_NOT_CONTAINS(j, "memory/b.md");
+    mnemo_free(j);
+    /* "grocery" is in no table: keywords alone find b.md, first. */
+    j = search(m, "grocery garage");
+    ASSERT(strstr(j, "memory/b.md") != NULL);
+    mnemo_free(j);
+    mnemo_results *r;
+    ASSERT_OK(mnemo_search(m, "grocery", NULL, &r));
+    ASSERT_EQ(mnemo_results_count(r), 1);
+    const mnemo_result *x = mnemo_results_get(r, 0);
+    ASSERT_STR_EQ(x->path, "memory/b.md");
+    ASSERT(x->score >= x->text_score); /* meaning never lowers a keyword hit */
+    mnemo_results_free(r);
+    mnemo_close(m);
+}

@@ -900,3 +900,48 @@ BACKEND_TEST(backend_mem_maxscore_ranking)
     free(t);
     mnemo_close(m);
 }
+
+/* The turns of a conversation stored one after another are read together:
+ * the reply that holds the answer is found through the question before it.
+ * Turns of another episode (a day later) and facts do not take part. */
+BACKEND_TEST(backend_mem_episodes)
+{
+    at("2026-11-20T12:00:00Z");
+    mnemo *m = open_mem(NULL);
+    free(add(m, "{\"text\":\"Tim: Which city would you recommend for a first visit to Europe?\"}"));
+    free(add(m, "{\"text\":\"John: Barcelona, no doubt. The food and the beaches are great.\"}"));
+    free(add(m, "{\"text\":\"Tim: Thanks, I will book the flights tonight.\"}"));
+    at("2026-11-21T12:00:00Z");
+    free(add(m, "{\"text\":\"Tim: The city council closed the old park on my street.\"}"));
+    free(add(m, "{\"text\":\"John: That is annoying, it was a nice place to walk the dog.\"}"));
+    at("2026-11-29T12:00:00Z");
+    const char *q = "Which city did John recommend?";
+    json_t *j = search_json(m, q, "{\"min_score\":0}");
+    json_t *rs = json_object_get(j, "results");
+    ASSERT(json_array_size(rs) >= 3);
+    /* The question first, its reply second: above the other John turn. */
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(rs, 0), "text")),
+                    "Which city would you recommend");
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(rs, 1), "text")),
+                    "Barcelona");
+    double with = json_number_value(json_object_get(json_array_get(rs, 1), "relevance"));
+    json_decref(j);
+    mnemo_close(m);
+    /* Without episodes the reply has only the name to go on. */
+    m = be_open("ws", "memoryContext=0", NULL);
+    j = search_json(m, q, "{\"min_score\":0}");
+    rs = json_object_get(j, "results");
+    double without = -1;
+    for (size_t i = 0; i < json_array_size(rs); i++)
+        if (strstr(json_string_value(json_object_get(json_array_get(rs, i), "text")),
+                   "Barcelona"))
+            without = json_number_value(json_object_get(json_array_get(rs, i), "relevance"));
+    ASSERT(without >= 0 && without < with);
+    json_decref(j);
+    /* A filter decides what is returned, not what the episode is. */
+    char *t = search_texts(m, q, "{\"min_score\":0,\"filters\":{\"text\":{\"icontains\":"
+                                 "\"barcelona\"}}}");
+    ASSERT_STR_EQ(t, "John: Barcelona, no doubt. The food and the beaches are great.");
+    free(t);
+    mnemo_close(m);
+}

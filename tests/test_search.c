@@ -551,3 +551,145 @@ TEST(search_kept_lengths_follow_index_changes)
     }
     mnemo_close(a);
 }
+
+/* A conversation note: the answer is the reply after the line that
+ * matches the question, and shares only a name with the question. */
+static const char *const conversation[] = {
+    "- Tim: I spent the weekend fixing the old bike in the garage, it took forever but it rides "
+    "well now.",
+    "- John: Nice work! I was at practice most of Saturday, the coach had us running drills "
+    "until dark.",
+    "- Tim: Sounds exhausting. Did the new shoes help with the blisters you mentioned last month?",
+    "- John: A bit, yes. I also started stretching every morning, which seems to make a "
+    "difference.",
+    "- Tim: I should try that too. My back has been stiff since I moved the bookshelf upstairs.",
+    "- John: Definitely do it. Ten minutes a day is enough to feel better within a couple of "
+    "weeks.",
+    "- Tim: Good to know. By the way, I am finally planning the trip to Europe this summer with "
+    "my sister.",
+    "- Tim: Which city would you recommend for a first visit? I have never been there before.",
+    "- John: Barcelona, no doubt. The food, the architecture and the beaches are amazing in June.",
+    "- Tim: That sounds perfect, I will look at flights tonight and tell my sister about it.",
+    "- John: Send me pictures when you are there! I want to see the cathedral again.",
+    "- Tim: Will do. How is the new team treating you so far, are the other players friendly?",
+    "- John: They are great. We had a team dinner on Friday and everyone was really welcoming."};
+
+static void write_conversation(const char *path, int copies)
+{
+    FILE *f = fopen(test_path(path), "w");
+    ASSERT(f != NULL);
+    fputs("# 2:00 pm on 10 January, 2024\n\n", f);
+    for (int k = 0; k < copies; k++)
+        for (size_t i = 0; i < sizeof conversation / sizeof *conversation; i++)
+            fprintf(f, "%s\n", conversation[i]);
+    fclose(f);
+}
+
+TEST(search_passage_holds_the_reply)
+{
+    test_mkdir("ws/memory");
+    write_conversation("ws/memory/2024-01-10.md", 2);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    json_t *j = search(m, "Which city did John recommend to Tim?", 3);
+    ASSERT(count(j) >= 1);
+    json_t *r = json_array_get(json_object_get(j, "results"), 0);
+    const char *snip = json_string_value(json_object_get(r, "snippet"));
+    ASSERT_CONTAINS(snip, "Which city would you recommend");
+    ASSERT_CONTAINS(snip, "John: Barcelona, no doubt.");
+    ASSERT(strlen(snip) <= 700);
+    /* startLine..endLine are exactly the snippet's lines, the reply among them. */
+    int sl = (int)json_integer_value(json_object_get(r, "startLine"));
+    int el = (int)json_integer_value(json_object_get(r, "endLine"));
+    int lines = 1;
+    for (const char *p = snip; *p; p++)
+        lines += *p == '\n';
+    ASSERT_EQ(lines, el - sl + 1);
+    int reply = 0; /* a line number of the reply: 3 + 8 or 3 + 13 + 8 */
+    for (int k = 0; k < 2; k++)
+        if (sl <= 3 + 13 * k + 8 && 3 + 13 * k + 8 <= el)
+            reply = 1;
+    ASSERT(reply);
+    /* Lines are those of the file. */
+    mnemo_excerpt ex;
+    ASSERT_OK(mnemo_get(m, "memory/2024-01-10.md", sl, el - sl + 1, &ex));
+    ASSERT_CONTAINS(ex.text, "Barcelona");
+    ASSERT(strncmp(ex.text, snip, strlen(snip)) == 0);
+    mnemo_excerpt_cleanup(&ex);
+    json_decref(j);
+    mnemo_close(m);
+}
+
+TEST(search_passages_of_one_chunk_and_the_next)
+{
+    /* Two answers far apart in one chunk: two results from it, neither
+     * repeating the other's lines. */
+    test_write("ws/memory/notes.md",
+               "The staging database lives on host db-stage-2.\n"
+               "Nothing else happened that morning, we cleaned up tickets.\n"
+               "Lunch was late because the meeting ran over by half an hour.\n"
+               "The team talked about the offsite and the budget for it.\n"
+               "Somebody brought cake for the birthday in the afternoon.\n"
+               "We reviewed three pull requests and merged two of them.\n"
+               "The coffee machine on the third floor is broken again.\n"
+               "In the evening the production database moved to host db-prod-9.\n");
+    mnemo *m = test_open("ws", "db.sqlite", "snippetChars=120", NULL);
+    test_sync(m);
+    json_t *j = search(m, "database host", 5);
+    ASSERT(count(j) >= 2);
+    int saw_stage = 0, saw_prod = 0, last_end = 0;
+    for (size_t i = 0; i < count(j); i++) {
+        json_t *r = json_array_get(json_object_get(j, "results"), i);
+        const char *snip = json_string_value(json_object_get(r, "snippet"));
+        ASSERT(strlen(snip) <= 120 + 6);
+        saw_stage |= strstr(snip, "db-stage-2") != NULL;
+        saw_prod |= strstr(snip, "db-prod-9") != NULL;
+        int sl = (int)json_integer_value(json_object_get(r, "startLine"));
+        int el = (int)json_integer_value(json_object_get(r, "endLine"));
+        for (size_t k = 0; k < i; k++) { /* no two results share a line */
+            json_t *o = json_array_get(json_object_get(j, "results"), k);
+            int os = (int)json_integer_value(json_object_get(o, "startLine"));
+            int oe = (int)json_integer_value(json_object_get(o, "endLine"));
+            ASSERT(el < os || oe < sl);
+        }
+        last_end = el;
+    }
+    (void)last_end;
+    ASSERT(saw_stage && saw_prod);
+    json_decref(j);
+    mnemo_close(m);
+}
+
+TEST(search_dated_note_shows_its_date)
+{
+    test_mkdir("ws/memory");
+    write_conversation("ws/memory/2024-01-10.md", 1);
+    test_write("ws/MEMORY.md", "- Barcelona is the favourite city of John.\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    json_t *j = search(m, "Barcelona", 5);
+    ASSERT_EQ(count(j), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *r = json_array_get(json_object_get(j, "results"), i);
+        const char *path = json_string_value(json_object_get(r, "path"));
+        json_t *date = json_object_get(r, "date");
+        if (strcmp(path, "MEMORY.md") == 0)
+            ASSERT(date == NULL); /* evergreen: no date */
+        else
+            ASSERT_STR_EQ(json_string_value(date), "2024-01-10");
+    }
+    json_decref(j);
+    /* A passage at the top of a note brings the note's heading (a blank
+     * line between) when it fits. */
+    test_write("ws/memory/2024-02-01.md",
+               "# 9:00 am on 1 February, 2024\n\n- Tim: The flamingo exhibit opens today.\n");
+    test_sync(m);
+    j = search(m, "flamingo", 5);
+    json_t *r = json_array_get(json_object_get(j, "results"), 0);
+    ASSERT_EQ(json_integer_value(json_object_get(r, "startLine")), 1);
+    ASSERT_CONTAINS(json_string_value(json_object_get(r, "snippet")),
+                    "# 9:00 am on 1 February, 2024\n\n- Tim: The flamingo");
+    ASSERT_STR_EQ(json_string_value(json_object_get(r, "date")), "2024-02-01");
+    json_decref(j);
+    mnemo_close(m);
+}
