@@ -215,7 +215,8 @@ int mem_is_turn(const char *text);
 typedef int (*mem_episode_fn)(mnemo *m, void *ud, const int64_t *mids, size_t n,
                               mem_members *l);
 
-/* Blends episode evidence into the keyword candidates S->v[0..NK) (text)
+/* Blends episode evidence into the candidates S->v[0..NK) (text; after
+ * both legs, so that vector candidates are read in their episodes too)
  * for query Q: R holds the keyword hits (their term frequencies and
  * lengths), HIT_MIDS[i] the memory of hit i (NULL: R's ids), K the BM25
  * weights. Only candidates count as evidence: a turn that matches no

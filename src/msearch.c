@@ -845,15 +845,15 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
               sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     if (!rc && pq.match)
         rc = keyword_leg(m, &pq, where.data, &args, o, s);
+    int ran = 0;
+    if (!rc && *q)
+        rc = vector_leg(m, q, where.data, &args, o, s, &ran);
     if (!rc && pq.match && s->n) {
         mem_bm25 k;
         fts_rank *r = store_mrank(m->st);
         mem_bm25_init(m, &pq, r, &k);
         rc = mem_episodes(m, &pq, &k, r, NULL, need, s, s->n, lite_episodes, NULL);
     }
-    int ran = 0;
-    if (!rc && *q)
-        rc = vector_leg(m, q, where.data, &args, o, s, &ran);
     if (ran)
         *mode = "hybrid";
     sqlite3_stmt *row = NULL;

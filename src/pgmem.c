@@ -1401,19 +1401,25 @@ static int kleg_grow(kleg *k)
     return row && cos ? MNEMO_OK : MNEMO_NOMEM;
 }
 
+/* Frees the hits' arrays and FR itself. */
+static void hits_free(fts_rank *fr)
+{
+    if (fr) {
+        free(fr->hits.id);
+        free(fr->hits.dl);
+        free(fr->hits.mask);
+        free(fr->hits.tf);
+    }
+    free(fr);
+}
+
 static void kleg_cleanup(kleg *k)
 {
-    if (k->fr) {
-        free(k->fr->hits.id);
-        free(k->fr->hits.dl);
-        free(k->fr->hits.mask);
-        free(k->fr->hits.tf);
-    }
+    hits_free(k->fr);
     for (int i = 0; k->lp && i < MAX_QTOKS; i++)
         free(k->lp->v[i]);
     free(k->lp);
     free(k->ph);
-    free(k->fr);
     free(k->row);
     free(k->cos);
 }
@@ -1698,7 +1704,22 @@ static int pg_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_me
 
 /* Keyword candidates of query QR (raw cosines of their vectors in COS,
  * NAN for none, when the vector leg runs). */
-static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double **cos)
+/* What the keyword leg leaves for the episodes: the hits, their memories
+ * and the BM25 weights (kept_cleanup frees). */
+typedef struct kept {
+    fts_rank *fr;
+    int64_t *mids;
+    mem_bm25 kb;
+} kept;
+
+static void kept_cleanup(kept *k)
+{
+    hits_free(k->fr);
+    free(k->mids);
+}
+
+static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double **cos,
+                       kept *kout)
 {
     tok *t = NULL;
     kleg k;
@@ -1774,15 +1795,15 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         c->vec = vec;
         c->text = mem_bm25_norm(&kb, k.fr, i);
     }
-    /* The episodes of the best (the keyword leg's candidates are S's so far). */
-    if (!rc && s->n) {
-        int64_t *hm = malloc((n ? n : 1) * sizeof *hm);
-        for (size_t i = 0; hm && i < n; i++)
-            hm[i] = k.row[i].mid;
-        rc = hm ? mem_episodes(m, qr, &kb, k.fr, hm, x->need, s, s->n, pg_episodes, NULL)
-                : core_error(m, MNEMO_NOMEM, "out of memory");
-        free(hm);
+    if (!rc && n) { /* the hits' memories, for the episodes (pg_run) */
+        if (!(kout->mids = malloc(n * sizeof *kout->mids)))
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < n; i++)
+            kout->mids[i] = k.row[i].mid;
     }
+    kout->kb = kb;
+    kout->fr = k.fr; /* the hits */
+    k.fr = NULL;
     kleg_cleanup(&k);
     buf_cleanup(&tq);
     buf_cleanup(&lexs);
@@ -1993,13 +2014,17 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     if (!rc && x.vectors)
         rc = q(m, "memory search", "SET LOCAL hnsw.ef_search = 200", 0, NULL, NULL);
     double *kcos = NULL;
+    kept kk = {0};
     if (!rc && pq.match)
-        rc = keyword_leg(m, &pq, &x, s, &kcos);
+        rc = keyword_leg(m, &pq, &x, s, &kcos, &kk);
     int ran = 0;
     if (!rc && x.vectors)
         rc = vector_leg(m, &x, s, s->n, kcos, &ran);
     if (ran)
         *mode = "hybrid";
+    if (!rc && kk.fr && kk.mids && s->n)
+        rc = mem_episodes(m, &pq, &kk.kb, kk.fr, kk.mids, need, s, s->n, pg_episodes, NULL);
+    kept_cleanup(&kk);
     if (!rc)
         rc = mem_rank(m, qtext, o, ran, need, now, s, pg_factors, NULL);
     if (!rc) /* the records of the results, in the same snapshot */
