@@ -408,10 +408,14 @@ int mem_members_add(mem_members *l, int64_t of, int64_t mid, int pos, const char
         l->v = v;
         l->cap = cap;
     }
-    char *t = strdup(text ? text : "");
-    if (!t)
+    mem_member *x = &l->v[l->n];
+    x->text = strdup(text ? text : "");
+    if (!x->text)
         return MNEMO_NOMEM;
-    l->v[l->n++] = (mem_member){of, mid, pos, t};
+    x->of = of;
+    x->mid = mid;
+    x->pos = pos;
+    l->n++;
     return MNEMO_OK;
 }
 
@@ -430,7 +434,7 @@ int mem_is_turn(const char *text)
     int words = 0, in_word = 0;
     if (!*p || *p == ' ' || *p == ':' || (*p < 0x80 && !((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
         return 0;
-    for (size_t i = 0; p[i] && i <= 40; i++) {
+    for (size_t i = 0; i <= 40 && p[i]; i++) {
         if (p[i] == ':')
             return i > 0 && p[i + 1] == ' ' && words <= 4;
         if (p[i] == '\n' || p[i] == '\t' || p[i] == '"' || p[i] == '(' || p[i] == '[')
