@@ -56,6 +56,7 @@ static const char usage[] =
     "       mnemo memory search QUERY... [the list options] [--min-score X]\n"
     "       mnemo memory export [FILE]\n"
     "       mnemo memory import FILE|-\n"
+    "       mnemo memory recover DAMAGED-FILE\n"
     "  (--json on any of them prints JSON)";
 
 /* Adds the record fields given as options to O. */
@@ -284,7 +285,7 @@ int cmd_memory(int argc, char **argv)
     int json = a.val[O_JSON] != NULL;
     static const char *const subs[] = {"add",     "update", "delete", "purge",  "get",
                                        "history", "confirm", "list",  "search", "export",
-                                       "import"};
+                                       "import", "recover"};
     size_t k = 0;
     while (k < sizeof subs / sizeof *subs && strcmp(sub, subs[k]) != 0)
         k++;
@@ -304,6 +305,10 @@ int cmd_memory(int argc, char **argv)
     }
     if (!strcmp(sub, "import") && a.npos != 2) {
         cli_error("memory import: expected a FILE (or - for standard input)");
+        return EXIT_USAGE;
+    }
+    if (!strcmp(sub, "recover") && a.npos != 2) {
+        cli_error("memory recover: expected the damaged FILE to read memories from");
         return EXIT_USAGE;
     }
     mnemo *m;
@@ -462,6 +467,21 @@ int cmd_memory(int argc, char **argv)
                             : "Imported %zu memories (%zu already stored)\n",
                        in, skip);
             free(data);
+        }
+    } else if (!strcmp(sub, "recover")) {
+        rc = mnemo_memory_recover(m, a.pos[1], &out);
+        if (!rc && json) {
+            printf("%s\n", out);
+        } else if (!rc) {
+            json_t *j = json_loads(out, 0, NULL);
+#define N(k) (long long)json_integer_value(json_object_get(j, k))
+            printf("Recovered %lld memories from %s (%lld already stored, %lld with text "
+                   "repaired, %lld damaged places skipped; %lld history events, %lld "
+                   "memories with history incomplete)\n",
+                   N("recovered"), a.pos[1], N("present"), N("repaired"), N("damagedPlaces"),
+                   N("history"), N("historyIncomplete"));
+#undef N
+            json_decref(j);
         }
     }
     if (rc)

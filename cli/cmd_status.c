@@ -34,6 +34,12 @@ int cmd_status(int argc, char **argv)
         mnemo_close(m);
         return cli_exit_code(rc);
     }
+    /* The report is printed either way; an index that cannot be opened
+     * (damaged, foreign, locked) sets the exit status. */
+    json_t *rj = json_loads(s, 0, NULL);
+    json_int_t es = json_integer_value(json_object_get(rj, "errorStatus"));
+    json_decref(rj);
+    code = es ? cli_exit_code((int)es) : EXIT_OK;
     if (a.val[0]) {
         puts(s);
     } else {
@@ -96,6 +102,11 @@ int cmd_status(int argc, char **argv)
                     printf("skipped:\n");
                 printf("  %s: %s\n", str(v, "path"), str(v, "reason"));
             }
+            json_t *mj = json_object_get(j, "memories");
+            if (mj && json_object_get(mj, "count"))
+                printf("memories:   %lld in %s\n",
+                       (long long)json_integer_value(json_object_get(mj, "count")),
+                       str(mj, "path"));
             json_t *vj = json_object_get(j, "vectors");
             if (pg && json_is_false(json_object_get(vj, "enabled")))
                 printf("vectors:    %s\n", str(vj, "reason"));
@@ -112,5 +123,5 @@ int cmd_status(int argc, char **argv)
     }
     mnemo_free(s);
     mnemo_close(m);
-    return EXIT_OK;
+    return code;
 }

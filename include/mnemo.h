@@ -375,6 +375,15 @@ int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                         size_t *skipped);
 
+/* Salvages the memories that can still be read from PATH (a damaged
+ * memory store or index, or an index written before memories had a store
+ * of their own) into the memory store, row by row: memories not stored yet
+ * are added with their history, those already there are left alone, text
+ * that is not UTF-8 is repaired. *out: a JSON report {"file", "recovered",
+ * "present", "repaired", "damagedPlaces", "history", "historyIncomplete"}.
+ * PATH is only read. SQLite backend. */
+int mnemo_memory_recover(mnemo *m, const char *path, char **out);
+
 /* The <recalled-memories> block to put before a prompt. OPTIONS:
  * {"user_id","agent_id","run_id","message","strategy":"smart|always|manual"}.
  * *out is "" for strategy manual. */

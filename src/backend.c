@@ -36,6 +36,7 @@ const backend_ops backend_sqlite = {
     lite_memory_recall,
     lite_memory_export,
     lite_memory_import,
+    lite_memory_recover,
     NULL,
 };
 
@@ -64,6 +65,7 @@ const backend_ops backend_postgres = {
     pgmem_recall,
     pgmem_export,
     pgmem_import,
+    NULL,
     pg_close_all,
 };
 
@@ -192,4 +194,16 @@ int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *importe
                         size_t *skipped)
 {
     return m->be->memory_import(m, jsonl, len, imported, skipped);
+}
+
+int mnemo_memory_recover(mnemo *m, const char *path, char **out)
+{
+    *out = NULL;
+    if (!m->be->memory_recover)
+        return core_error(m, MNEMO_INVALID,
+                          "memory recover writes to a SQLite memory store; on %s, recover into "
+                          "one (--set store.backend=sqlite) and move the memories with memory "
+                          "export and memory import",
+                          m->be->name);
+    return m->be->memory_recover(m, path, out);
 }

@@ -47,6 +47,7 @@ typedef struct backend_ops {
     int (*memory_export)(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
     int (*memory_import)(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                          size_t *skipped);
+    int (*memory_recover)(mnemo *m, const char *path, char **out); /* NULL: not here */
     void (*close)(mnemo *m); /* frees what the backend keeps on the handle */
 } backend_ops;
 
@@ -88,5 +89,6 @@ int lite_memory_recall(mnemo *m, const char *options, char **out);
 int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
 int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                        size_t *skipped);
+int lite_memory_recover(mnemo *m, const char *path, char **out);
 
 #endif

@@ -38,6 +38,17 @@ static const keydef keys[CFG__COUNT] = {
                        "(default: the current directory)"},
     [CFG_DB] = {"db", "MNEMO_DB", T_STR, "", 0, 0,
                 "index database file (default: $XDG_DATA_HOME/mnemo/<workspace>-<hash>.sqlite)"},
+    [CFG_MEMORY_DB] = {"memoryDb", "MNEMO_MEMORY_DB", T_STR, "", 0, 0,
+                       "memory store: structured memories, their history and vectors, never "
+                       "replaced by a rebuild (default: the index path with .memories.sqlite "
+                       "for .sqlite)"},
+    [CFG_MEMORY_BACKUPS] = {"memoryBackups", "MNEMO_MEMORY_BACKUPS", T_INT, "3", 0, 1000,
+                            "JSON-lines snapshots of the memory store kept beside it "
+                            "(0: none)"},
+    [CFG_MEMORY_BACKUP_EVERY] = {"memoryBackupEvery", "MNEMO_MEMORY_BACKUP_EVERY", T_INT, "100",
+                                 1, 1000000000,
+                                 "memory writes between snapshots (and at least one a day "
+                                 "while memories change)"},
     [CFG_EXTRA_PATHS] = {"extraPaths", "MNEMO_EXTRA_PATHS", T_LIST, "[]", 0, 0,
                          "more files or folders to index: [\"notes\", {\"path\":\"docs\","
                          "\"pattern\":\"**/*.md\"}]; env/flag form: a JSON array or "

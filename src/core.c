@@ -118,6 +118,19 @@ static char *default_db(const char *workspace)
     return buf_detach(&b);
 }
 
+/* The memory store beside index PATH: x.sqlite -> x.memories.sqlite, any
+ * other name gets .memories.sqlite appended. */
+static char *memory_db(const char *path)
+{
+    buf b;
+    buf_init(&b, PATH_MAX * 2);
+    size_t n = strlen(path);
+    if (n > 7 && strcmp(path + n - 7, ".sqlite") == 0)
+        n -= 7;
+    buf_printf(&b, "%.*s.memories.sqlite", (int)n, path);
+    return buf_detach(&b);
+}
+
 static char *absolute(const char *path)
 {
     if (path[0] == '/')
@@ -160,6 +173,13 @@ int mnemo_open(const mnemo_config *cfg, mnemo **out)
     m->db_path = *db ? absolute(db) : default_db(real);
     if (!m->workspace || !m->db_path)
         return core_error(m, MNEMO_IO, "cannot determine the index path (set MNEMO_DB or --db)");
+    const char *mdb = cfg_str(m->cfg, CFG_MEMORY_DB);
+    m->mem_path = *mdb ? absolute(mdb) : memory_db(m->db_path);
+    if (!m->mem_path)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    if (strcmp(m->mem_path, m->db_path) == 0)
+        return core_error(m, MNEMO_INVALID, "memoryDb must not be the index itself (%s)",
+                          m->db_path);
     return MNEMO_OK;
 }
 
@@ -181,6 +201,7 @@ void mnemo_close(mnemo *m)
     mnemo_config_free(m->cfg);
     free(m->workspace);
     free(m->db_path);
+    free(m->mem_path);
     buf_cleanup(&m->err);
     free(m);
 }
@@ -202,11 +223,29 @@ int core_store(mnemo *m)
         m->st_dev = sb.st_dev;
         m->st_ino = sb.st_ino;
     }
+    if (rc == MNEMO_OK) {
+        /* Notes stay searchable when the memory store cannot be opened;
+         * memory operations report why (core_mem). */
+        char *lang = NULL;
+        store_meta_get(m->st, "language", &lang);
+        m->mem_err[0] = 0;
+        m->mem_rc = store_attach_memories(m->st, m->mem_path, lang ? lang : "english",
+                                          m->mem_err, sizeof m->mem_err);
+        free(lang);
+    }
     if (rc == MNEMO_NOTFOUND)
         return core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
     if (rc)
         return core_error(m, rc, "%s", err[0] ? err : mnemo_strerror(rc));
     return MNEMO_OK;
+}
+
+int core_mem(mnemo *m)
+{
+    int rc = core_store(m);
+    if (rc || !m->mem_rc)
+        return rc;
+    return core_error(m, m->mem_rc, "%s", m->mem_err[0] ? m->mem_err : mnemo_strerror(m->mem_rc));
 }
 
 int core_qtok(mnemo *m, tok **out)

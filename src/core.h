@@ -20,6 +20,9 @@ struct mnemo {
     mnemo_config *cfg;
     char *workspace;   /* absolute, no trailing slash */
     char *db_path;     /* absolute */
+    char *mem_path;    /* the memory store, absolute */
+    int mem_rc;        /* the memory store could not be attached: why (mem_err) */
+    char mem_err[1024];
     store *st;         /* NULL until first needed */
     dev_t st_dev;      /* the index file st was opened on: a rebuild by */
     ino_t st_ino;      /* another process renames a new file into place */
@@ -47,6 +50,9 @@ void core_clear(mnemo *m);
  * is no longer the one open (another process rebuilt it). MNEMO_NOTFOUND
  * (with a message) when the database does not exist. */
 int core_store(mnemo *m);
+
+/* core_store, and the memory store attached to it (its error otherwise). */
+int core_mem(mnemo *m);
 
 /* The query tokenizer for the open index. */
 int core_qtok(mnemo *m, tok **out);

@@ -250,7 +250,20 @@ static int build_request(call *c, const job *j, buf *out, buf *url)
     return buf_err(out) || buf_err(url) ? MNEMO_NOMEM : MNEMO_OK;
 }
 
-/* Copies the provider's error message out of BODY, without the API key. */
+/* Masks every occurrence of SECRET (MIN bytes or more) in B. */
+static void mask(buf *b, const char *secret, size_t min)
+{
+    size_t sl = secret ? strlen(secret) : 0;
+    if (sl < min || sl == 0 || !b->data)
+        return;
+    for (char *p = b->data; (p = strstr(p, secret)) != NULL; p += sl)
+        memset(p, '*', sl);
+}
+
+/* Copies the provider's error message out of BODY without a secret: the
+ * API key and every configured header value are masked in the whole text
+ * first, and only then is it cut to size, so no part of one survives
+ * wherever the server echoed it. */
 static void error_message(const embedder *e, const buf *body, char *out, size_t n)
 {
     out[0] = 0;
@@ -265,18 +278,33 @@ static void error_message(const embedder *e, const buf *body, char *out, size_t 
         if (!msg)
             msg = json_string_value(json_object_get(j, "detail"));
     }
+    buf t;
+    buf_init(&t, 1u << 24);
     if (msg)
-        snprintf(out, n, "%s", msg);
+        buf_puts(&t, msg);
     else if (body->data && body->len)
-        snprintf(out, n, "%.*s", (int)(body->len > 200 ? 200 : body->len), body->data);
+        buf_append(&t, body->data, body->len);
     json_decref(j);
-    /* Scrub the key wherever a server echoed it. */
-    if (e->key && *e->key) {
-        size_t kl = strlen(e->key);
-        char *p;
-        while ((p = strstr(out, e->key)) != NULL)
-            memset(p, '*', kl);
+    if (!t.data) {
+        buf_cleanup(&t);
+        return;
     }
+    mask(&t, e->key, 1);
+    json_t *h = *e->headers_json ? json_loads(e->headers_json, 0, NULL) : NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(h, k, v)
+    {
+        const char *hv = json_string_value(v);
+        mask(&t, hv, 8);
+        /* "Bearer TOKEN": the token alone too */
+        const char *sp = hv ? strrchr(hv, ' ') : NULL;
+        mask(&t, sp ? sp + 1 : NULL, 8);
+    }
+    json_decref(h);
+    size_t len = t.len > 200 && !msg ? 200 : t.len;
+    snprintf(out, n, "%.*s", (int)len, t.data);
+    buf_cleanup(&t);
     for (char *p = out; *p; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';

@@ -2,15 +2,17 @@
  * memory.c - structured memories: adding, changing, deleting, confirming,
  * listing, history, export and import (search is in msearch.c).
  *
- * Writers take the index's writer lock (the one a sync holds), then an
- * immediate transaction. A rebuild of the index renames a new database
- * into place while holding that lock, after copying the memories into it,
- * so a memory written before the lock was granted is in the copy, and one
- * written after lands in the new file (core_store reopens it).
+ * Memories live in the memory store, a database of their own attached to
+ * the index connection as "mem" (store_attach_memories): a rebuild of the
+ * index never replaces it. Writers take the store's lock, then an
+ * immediate transaction; commits are synced (synchronous=FULL). Every
+ * memoryBackupEvery writes (and daily while memories change) a JSON-lines
+ * snapshot is written beside the store, memoryBackups kept.
  */
 #include "backend.h"
 #include "memory.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -18,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "recover.h"
 #include "secrets.h"
 #include "util/hash.h"
 #include "util/lock.h"
@@ -81,6 +87,24 @@ static json_t *triggers_json(const char *s)
     return a;
 }
 
+/* A JSON string of S as read back from storage: never NULL (jansson
+ * refuses invalid UTF-8 and would drop the field), invalid sequences
+ * replaced with U+FFFD, NULL as "". */
+json_t *mem_jstr(const char *s)
+{
+    if (!s)
+        return json_string("");
+    size_t n = strlen(s);
+    if (utf8_valid(s, n))
+        return json_stringn(s, n);
+    buf b;
+    buf_init(&b, n * 3 + 16);
+    utf8_repair(&b, s, n);
+    json_t *j = json_stringn(b.data ? b.data : "", b.len);
+    buf_cleanup(&b);
+    return j ? j : json_string("");
+}
+
 json_t *mem_row_json(const mem_row *r)
 {
     json_t *md = json_loads(r->metadata ? r->metadata : "{}", 0, NULL);
@@ -89,15 +113,15 @@ json_t *mem_row_json(const mem_row *r)
         md = json_object();
     }
     json_t *o = json_object();
-    json_object_set_new(o, "id", json_string(r->id));
-    json_object_set_new(o, "text", json_string(r->text));
-    json_object_set_new(o, "category", json_string(r->category));
+    json_object_set_new(o, "id", mem_jstr(r->id));
+    json_object_set_new(o, "text", mem_jstr(r->text));
+    json_object_set_new(o, "category", mem_jstr(r->category));
     json_object_set_new(o, "importance", json_real(r->importance));
-    json_object_set_new(o, "type", json_string(r->type));
-    json_object_set_new(o, "subject", json_string(r->subject));
-    json_object_set_new(o, "user_id", json_string(r->user));
-    json_object_set_new(o, "agent_id", json_string(r->agent));
-    json_object_set_new(o, "run_id", json_string(r->run));
+    json_object_set_new(o, "type", mem_jstr(r->type));
+    json_object_set_new(o, "subject", mem_jstr(r->subject));
+    json_object_set_new(o, "user_id", mem_jstr(r->user));
+    json_object_set_new(o, "agent_id", mem_jstr(r->agent));
+    json_object_set_new(o, "run_id", mem_jstr(r->run));
     json_object_set_new(o, "metadata", md);
     json_object_set_new(o, "triggers", triggers_json(r->triggers));
     json_object_set_new(o, "created_at", time_json(r->created));
@@ -128,9 +152,9 @@ json_t *mem_history_entry(const char *event, const char *old_text, const char *n
                           double at, const char *detail)
 {
     json_t *e = json_object();
-    json_object_set_new(e, "event", json_string(event));
-    json_object_set_new(e, "old_text", old_text ? json_string(old_text) : json_null());
-    json_object_set_new(e, "new_text", new_text ? json_string(new_text) : json_null());
+    json_object_set_new(e, "event", mem_jstr(event));
+    json_object_set_new(e, "old_text", old_text ? mem_jstr(old_text) : json_null());
+    json_object_set_new(e, "new_text", new_text ? mem_jstr(new_text) : json_null());
     json_object_set_new(e, "at", time_json(at));
     json_t *d = detail ? json_loads(detail, 0, NULL) : NULL;
     json_object_set_new(e, "detail", d ? d : json_null());
@@ -446,15 +470,15 @@ int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
 
 int mem_store(mnemo *m)
 {
-    int rc = core_store(m);
+    int rc = core_mem(m);
     if (rc != MNEMO_NOTFOUND)
         return rc;
-    /* No index yet: build it (memories live in it). */
+    /* No index yet: build it (memories are searched beside notes). */
     core_clear(m);
     mnemo_sync_stats st;
     if ((rc = mnemo_sync(m, NULL, &st)))
         return rc;
-    return core_store(m);
+    return core_mem(m);
 }
 
 typedef struct writer {
@@ -469,35 +493,172 @@ static int write_begin(mnemo *m, writer *w)
     int rc = mem_store(m);
     if (rc)
         return rc;
+    /* The memory store's own lock: a rebuild of the index (which holds the
+     * index's lock for its length) does not hold up memory writes. */
     char lockpath[PATH_MAX + 8];
-    snprintf(lockpath, sizeof lockpath, "%s.lock", m->db_path);
+    snprintf(lockpath, sizeof lockpath, "%s.lock", m->mem_path);
     w->lock = lock_acquire(lockpath, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
     if (w->lock == -2)
         return core_error(m, MNEMO_BUSY,
-                          "the index %s is busy (another mnemo is writing it; lock %s held)",
-                          m->db_path, lockpath);
+                          "the memory store %s is busy (another mnemo is writing it; lock %s "
+                          "held)",
+                          m->mem_path, lockpath);
     if (w->lock < 0)
         return core_error(m, MNEMO_IO, "cannot lock %s: %s", lockpath, strerror(errno));
-    /* Under the lock no rebuild can swap the file: make sure we write to
-     * the current one. */
-    if ((rc = core_store(m)))
+    if ((rc = core_mem(m)))
         return rc;
     if (sqlite3_exec(store_db(m->st), "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return core_error(m, MNEMO_BUSY, "cannot write the index %s: %s", m->db_path,
+        return core_error(m, MNEMO_BUSY, "cannot write the memory store %s: %s", m->mem_path,
                           sqlite3_errmsg(store_db(m->st)));
     w->began = 1;
     return MNEMO_OK;
+}
+
+static int sqlfail(mnemo *m, const char *what);
+
+static int write_file_fn(void *ud, const char *data, size_t len)
+{
+    return fwrite(data, 1, len, ud) == len ? 0 : -1;
+}
+
+/* The write count a snapshot's name ends with: "...-<count>.jsonl". */
+static long long backup_seq(const char *name)
+{
+    const char *d = strrchr(name, '-');
+    return d ? strtoll(d + 1, NULL, 10) : 0;
+}
+
+/* Oldest first by write count (the clock may have been set back). */
+static int by_seq(const void *a, const void *b)
+{
+    long long x = backup_seq(*(char *const *)a), y = backup_seq(*(char *const *)b);
+    return x < y ? -1 : x > y;
+}
+
+/* Keeps the newest KEEP snapshots "<store>.backup-*.jsonl" beside the store. */
+static void prune_backups(const char *mem_path, long keep)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", mem_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s.backup-", slash + 1);
+    size_t plen = strlen(prefix), n = 0, cap = 0;
+    char **names = NULL;
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, prefix, plen) != 0 || len < plen + 6 ||
+            strcmp(de->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **g = realloc(names, cap * sizeof *g);
+            if (!g)
+                break;
+            names = g;
+        }
+        if (!(names[n] = strdup(de->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, by_seq);
+    for (size_t i = 0; i < n; i++) {
+        if ((long)(n - i) > keep) {
+            char p[PATH_MAX * 2 + 2];
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+            unlink(p);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Writes a JSON-lines snapshot of the memory store (the export format,
+ * which memory import reads back) when memoryBackupEvery writes have been
+ * made since the last one, or a day has passed and memories changed. Runs
+ * under the store's lock, after the commit; a failure is a warning, the
+ * write itself stands. */
+static void maybe_backup(mnemo *m)
+{
+    long keep = cfg_int(m->cfg, CFG_MEMORY_BACKUPS), every = cfg_int(m->cfg, CFG_MEMORY_BACKUP_EVERY);
+    if (keep <= 0)
+        return;
+    char *v = NULL;
+    long writes = 0, done = 0;
+    double at = 0, now = time_wall();
+    if (store_mem_meta_get(m->st, "writes", &v) == MNEMO_OK && v)
+        writes = strtol(v, NULL, 10);
+    free(v);
+    if (store_mem_meta_get(m->st, "backup_writes", &v) == MNEMO_OK && v)
+        done = strtol(v, NULL, 10);
+    free(v);
+    if (store_mem_meta_get(m->st, "backup_at", &v) == MNEMO_OK && v)
+        at = strtod(v, NULL);
+    free(v);
+    if (writes - done < every && !(writes > done && now - at >= 86400))
+        return;
+    char stamp[32], path[PATH_MAX + 64], tmp[PATH_MAX + 80];
+    time_t t = (time_t)now;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(path, sizeof path, "%s.backup-%s-%012ld.jsonl", m->mem_path, stamp, writes);
+    snprintf(tmp, sizeof tmp, "%s.part", path);
+    FILE *f = fopen(tmp, "wx");
+    int rc = f ? MNEMO_OK : MNEMO_IO;
+    if (f) {
+        fchmod(fileno(f), 0600);
+        rc = lite_memory_export(m, write_file_fn, f, NULL);
+        if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+            rc = rc ? rc : MNEMO_IO;
+        if (fclose(f) != 0)
+            rc = rc ? rc : MNEMO_IO;
+    }
+    if (!rc && rename(tmp, path) != 0)
+        rc = MNEMO_IO;
+    if (rc) {
+        unlink(tmp);
+        buf_reset(&m->warn);
+        m->warn.err = 0;
+        buf_printf(&m->warn, "the memory backup %s could not be written (%s)", path,
+                   strerror(errno));
+        core_clear(m);
+        return;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%ld", writes);
+    store_mem_meta_set(m->st, "backup_writes", num);
+    snprintf(num, sizeof num, "%.0f", now);
+    store_mem_meta_set(m->st, "backup_at", num);
+    prune_backups(m->mem_path, keep);
 }
 
 static int write_end(mnemo *m, writer *w, int rc)
 {
     if (w->began) {
         sqlite3 *db = store_db(m->st);
+        /* Counted in the write's own transaction, for the backups. */
+        if (rc == MNEMO_OK &&
+            sqlite3_exec(db,
+                         "INSERT INTO mem.memory_meta(key, value) VALUES('writes', '1') ON "
+                         "CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+                         NULL, NULL, NULL) != SQLITE_OK)
+            rc = sqlfail(m, "counting the write");
         if (rc == MNEMO_OK && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-            rc = core_error(m, MNEMO_DB, "cannot commit to %s: %s", m->db_path,
+            rc = core_error(m, MNEMO_DB, "cannot commit to %s: %s", m->mem_path,
                             sqlite3_errmsg(db));
         if (rc)
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        else
+            maybe_backup(m);
     }
     if (w->lock >= 0)
         lock_release(w->lock);
@@ -1494,85 +1655,46 @@ int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported
 }
 
 /* ----------------------------------------------------------------------
- * Carrying memories into a rebuilt index
+ * Recovery
  * -------------------------------------------------------------------- */
 
-/* Damage means the old file is kept aside; anything else (a lock held
- * too long, a full disk) fails the rebuild instead. */
-static int carry_code(int sqlite_rc)
+int lite_memory_recover(mnemo *m, const char *path, char **out)
 {
-    switch (sqlite_rc & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-        return MNEMO_CORRUPT;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return MNEMO_BUSY;
-    case SQLITE_NOMEM:
-        return MNEMO_NOMEM;
-    default:
-        return MNEMO_DB;
+    core_clear(m);
+    *out = NULL;
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return core_error(m, MNEMO_NOTFOUND, "memory recover: %s: %s", path, strerror(errno));
+    if (strcmp(real, m->mem_path) == 0)
+        return core_error(m, MNEMO_INVALID,
+                          "memory recover: %s is the memory store itself; move it away first "
+                          "(mnemo then starts a new store) and recover from the moved file",
+                          path);
+    writer w = {-1, 0};
+    int rc = write_begin(m, &w);
+    salvage_report r;
+    memset(&r, 0, sizeof r);
+    if (!rc) {
+        buf err;
+        buf_init(&err, 4096);
+        int s = salvage_memories(real, store_db(m->st), &r, &err);
+        if (s == SQLITE_NOTFOUND)
+            rc = core_error(m, MNEMO_NOTFOUND, "memory recover: %s", err.data ? err.data : "");
+        else if (s != SQLITE_OK)
+            rc = core_error(m, store_code(s), "memory recover: %s", err.data ? err.data : "");
+        buf_cleanup(&err);
     }
-}
-
-int mem_carry(store *st, const char *old_path, int busy_ms, buf *err)
-{
-    sqlite3 *db = store_db(st);
-    sqlite3_busy_timeout(db, busy_ms);
-    /* The fresh index is built in exclusive locking mode, which a database
-     * attached later inherits; the old one is live, in WAL mode, open in
-     * other processes: it must be attached as any reader opens it. */
-    sqlite3_exec(db, "PRAGMA locking_mode = NORMAL", NULL, NULL, NULL);
-    sqlite3_stmt *a = NULL;
-    if (sqlite3_prepare_v2(db, "ATTACH ?1 AS old", -1, &a, NULL) != SQLITE_OK) {
-        buf_printf(err, "%s", sqlite3_errmsg(db));
-        return MNEMO_DB;
-    }
-    sqlite3_bind_text(a, 1, old_path, -1, SQLITE_STATIC);
-    int s = sqlite3_step(a);
-    sqlite3_finalize(a);
-    if (s != SQLITE_DONE) {
-        buf_printf(err, "cannot open %s: %s", old_path, sqlite3_errmsg(db));
-        return carry_code(s);
-    }
-    int rc = MNEMO_OK, s3 = SQLITE_ERROR;
-    sqlite3_stmt *q = NULL;
-    int has = 0;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM old.sqlite_schema WHERE name = 'memories'",
-                           -1, &q, NULL) == SQLITE_OK &&
-        (s3 = sqlite3_step(q)) == SQLITE_ROW)
-        has = sqlite3_column_int(q, 0) > 0;
-    else
-        rc = carry_code(q ? s3 : sqlite3_errcode(db));
+    rc = write_end(m, &w, rc);
     if (rc)
-        buf_printf(err, "cannot read %s: %s", old_path, sqlite3_errmsg(db));
-    sqlite3_finalize(q);
-    if (!rc && has) {
-        /* Vectors come along when they were made with the setup the new
-         * index starts from (the sync re-checks it right after). */
-        static const char *const sql[] = {
-            "INSERT INTO main.memories SELECT * FROM old.memories",
-            "INSERT INTO main.memory_history SELECT * FROM old.memory_history",
-            "INSERT INTO main.memory_vectors SELECT * FROM old.memory_vectors",
-            "INSERT OR REPLACE INTO main.meta SELECT key, value FROM old.meta WHERE key = "
-            "'vec_identity' AND EXISTS (SELECT 1 FROM old.memory_vectors)",
-            "INSERT INTO main.memories_fts(rowid, text) SELECT mid, text FROM main.memories "
-            "WHERE deleted_at IS NULL"};
-        if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-            rc = MNEMO_DB;
-        for (size_t i = 0; !rc && i < sizeof sql / sizeof *sql; i++) {
-            int e = sqlite3_exec(db, sql[i], NULL, NULL, NULL);
-            if (e != SQLITE_OK)
-                rc = carry_code(e);
-        }
-        if (rc)
-            buf_printf(err, "cannot copy the memories of %s: %s", old_path, sqlite3_errmsg(db));
-        if (sqlite3_exec(db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) != SQLITE_OK && !rc) {
-            buf_printf(err, "cannot copy the memories of %s: %s", old_path, sqlite3_errmsg(db));
-            rc = MNEMO_DB;
-        }
-    }
-    sqlite3_exec(db, "DETACH old", NULL, NULL, NULL);
-    sqlite3_exec(db, "PRAGMA main.locking_mode = EXCLUSIVE", NULL, NULL, NULL);
-    return rc;
+        return rc;
+    if (r.recovered)
+        mem_embed_pending(m); /* best effort; the next sync does the rest */
+    json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "file", real, "recovered",
+                          (json_int_t)r.recovered, "present", (json_int_t)r.present, "repaired",
+                          (json_int_t)r.repaired, "damagedPlaces",
+                          (json_int_t)r.unreadable_reads, "history", (json_int_t)r.history,
+                          "historyIncomplete", (json_int_t)r.history_lost);
+    if (!j || mem_dump(j, out))
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    return MNEMO_OK;
 }

@@ -33,6 +33,10 @@ typedef struct mem_row {
 } mem_row;
 
 /* The record R as the JSON every backend returns. */
+/* A JSON string of text read back from storage: never NULL, invalid UTF-8
+ * repaired (U+FFFD). */
+json_t *mem_jstr(const char *s);
+
 json_t *mem_row_json(const mem_row *r);
 
 /* One history entry as JSON ({"event","old_text","new_text","at","detail"}). */
@@ -263,11 +267,6 @@ void mem_embed(mnemo *m, int64_t mid, const char *text);
 
 /* Embeds the memories of ST that have no vector with E (during a sync). */
 int mem_embed_missing(mnemo *m, store *st, embedder *e, buf *err);
-
-/* Copies the memories (with history and vectors) of the index at OLD_PATH
- * into the fresh index ST, waiting up to BUSY_MS for locks. MNEMO_CORRUPT
- * when OLD_PATH is damaged; other errors as they come. */
-int mem_carry(store *st, const char *old_path, int busy_ms, buf *err);
 
 /* The same with the configured provider, best effort (after an import). */
 void mem_embed_pending(mnemo *m);

@@ -34,6 +34,13 @@
 #include "vec.h"
 #include "vectors.h"
 
+/* A copy of text column C, "" for NULL (never NULL unless out of memory). */
+static char *col_dup(sqlite3_stmt *st, int c)
+{
+    const char *v = (const char *)sqlite3_column_text(st, c);
+    return strdup(v ? v : "");
+}
+
 #define POOL 200
 #define Z_FLOOR 2.5
 #define Z_SPAN 4.0
@@ -49,7 +56,7 @@
  * -------------------------------------------------------------------- */
 
 /* The embedder of the configured provider, if its vectors are current in
- * the index (meta vec_identity), else NULL. */
+ * the memory store (memory_meta vec_identity), else NULL. */
 static embedder *current_embedder(mnemo *m, buf *err)
 {
     char name[32];
@@ -62,7 +69,7 @@ static embedder *current_embedder(mnemo *m, buf *err)
         return NULL;
     char ident[1024], *stored = NULL;
     vectors_identity(m, e, ident, sizeof ident);
-    store_meta_get(m->st, "vec_identity", &stored);
+    store_mem_meta_get(m->st, "vec_identity", &stored);
     int same = stored && strcmp(stored, ident) == 0;
     free(stored);
     if (!same)
@@ -116,7 +123,7 @@ int mem_embed_missing(mnemo *m, store *st, embedder *e, buf *err)
         size_t lens[256], n = 0;
         while (n < 256 && sqlite3_step(sel) == SQLITE_ROW) {
             mids[n] = sqlite3_column_int64(sel, 0);
-            texts[n] = strdup((const char *)sqlite3_column_text(sel, 1));
+            texts[n] = col_dup(sel, 1);
             if (!texts[n])
                 break;
             lens[n] = strlen(texts[n]);
@@ -793,9 +800,9 @@ static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_
     for (size_t i = 0; !rc && i < n; i++) {
         sqlite3_bind_int64(own, 1, mids[i]);
         if (sqlite3_step(own) == SQLITE_ROW) {
-            char *user = strdup((const char *)sqlite3_column_text(own, 0));
-            char *agent = strdup((const char *)sqlite3_column_text(own, 1));
-            char *run = strdup((const char *)sqlite3_column_text(own, 2));
+            char *user = col_dup(own, 0);
+            char *agent = col_dup(own, 1);
+            char *run = col_dup(own, 2);
             double when = sqlite3_column_double(own, 3);
             const char *text = (const char *)sqlite3_column_text(own, 4);
             int turn = text && mem_is_turn(text);

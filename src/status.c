@@ -13,6 +13,13 @@
 #include "util/time.h"
 #include "vectors.h"
 
+static json_t *time_json_iso(double t)
+{
+    char iso[32];
+    time_format_iso(t, iso);
+    return json_string(iso);
+}
+
 static json_int_t file_size(const char *path)
 {
     struct stat st;
@@ -142,6 +149,7 @@ int lite_status_json(mnemo *m, int deep, char **out)
         rc = MNEMO_OK;
     } else if (rc) {
         json_object_set_new(root, "error", json_string(mnemo_errmsg(m)));
+        json_object_set_new(root, "errorStatus", json_integer(rc)); /* a MNEMO_* code */
         json_array_append_new(warnings, json_string(mnemo_errmsg(m)));
         rc = MNEMO_OK;
     } else {
@@ -170,6 +178,24 @@ int lite_status_json(mnemo *m, int deep, char **out)
             json_object_update(last, sj);
         json_decref(sj);
         json_object_set_new(root, "lastSync", last);
+
+        /* The memory store: primary data, kept apart from the index. */
+        json_t *mj = json_object();
+        json_object_set_new(mj, "path", json_string(m->mem_path));
+        if (m->mem_rc) {
+            json_object_set_new(mj, "error", json_string(m->mem_err));
+            json_array_append_new(warnings, json_string(m->mem_err));
+        } else {
+            json_object_set_new(mj, "count", json_integer(count(h, "SELECT count(*) FROM "
+                                                                   "memories WHERE deleted_at "
+                                                                   "IS NULL")));
+            char *bw = NULL;
+            store_mem_meta_get(m->st, "backup_at", &bw);
+            json_object_set_new(mj, "lastBackup",
+                                bw ? time_json_iso(strtod(bw, NULL)) : json_null());
+            free(bw);
+        }
+        json_object_set_new(root, "memories", mj);
 
         json_t *tokj = json_object();
         json_t *lang = meta_json(m->st, "language");

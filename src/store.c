@@ -25,6 +25,13 @@
 
 #include "mnemo.h"
 
+/* A copy of text column C, "" for NULL (never NULL unless out of memory). */
+static char *col_dup(sqlite3_stmt *st, int c)
+{
+    const char *v = (const char *)sqlite3_column_text(st, c);
+    return strdup(v ? v : "");
+}
+
 enum {
     S_FILE_INSERT,
     S_FILE_UPDATE,
@@ -141,7 +148,40 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "CREATE TABLE memory_vectors(mid INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
     "CREATE VIRTUAL TABLE memories_fts USING fts5(text, content='memories',\n"
     "  content_rowid='mid', tokenize='mnemo %s');\n",
+    /* 5 -> 6: memories move to their own file (store_attach_memories moves
+     * them and drops these tables; older mnemos refuse version 6). */
+    NULL,
 };
+
+/* The memory store: structured memories, their history and vectors, in a
+ * file of their own that no rebuild replaces (attached as "mem"). The
+ * columns are those of schema 5's tables, so rows move with SELECT *. %s
+ * is the language. */
+static const char mem_schema[] =
+    "CREATE TABLE IF NOT EXISTS mem.memory_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)\n"
+    "  WITHOUT ROWID;\n"
+    "CREATE TABLE IF NOT EXISTS mem.memories(mid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,\n"
+    "  text TEXT NOT NULL, hash TEXT NOT NULL, category TEXT NOT NULL,\n"
+    "  importance REAL NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,\n"
+    "  user_id TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  metadata TEXT NOT NULL, triggers TEXT NOT NULL, created_at REAL NOT NULL,\n"
+    "  updated_at REAL NOT NULL, expires_at REAL, confirmations INTEGER NOT NULL DEFAULT 0,\n"
+    "  last_confirmed_at REAL, deleted_at REAL);\n"
+    "CREATE UNIQUE INDEX IF NOT EXISTS mem.memories_dup ON memories(hash, user_id, agent_id,\n"
+    "  run_id) WHERE deleted_at IS NULL;\n"
+    "CREATE INDEX IF NOT EXISTS mem.memories_scope ON memories(user_id, created_at);\n"
+    "CREATE TABLE IF NOT EXISTS mem.memory_history(hid INTEGER PRIMARY KEY,\n"
+    "  memory_id TEXT NOT NULL, event TEXT NOT NULL, old_text TEXT, new_text TEXT,\n"
+    "  at REAL NOT NULL, detail TEXT);\n"
+    "CREATE INDEX IF NOT EXISTS mem.memory_history_id ON memory_history(memory_id, hid);\n"
+    "CREATE TABLE IF NOT EXISTS mem.memory_vectors(mid INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
+    "CREATE VIRTUAL TABLE IF NOT EXISTS mem.memories_fts USING fts5(text, content='memories',\n"
+    "  content_rowid='mid', tokenize='mnemo %s');\n";
+
+/* The memory tables of schema 5, in the index itself. */
+static const char drop_main_memories[] =
+    "DROP TABLE IF EXISTS main.memories_fts; DROP TABLE IF EXISTS main.memory_vectors;"
+    "DROP TABLE IF EXISTS main.memory_history; DROP TABLE IF EXISTS main.memories;";
 
 struct store {
     sqlite3 *db;
@@ -304,6 +344,47 @@ static int not_a_database(const char *path, char *err, size_t errlen)
     return MNEMO_CORRUPT;
 }
 
+static int foreign(const char *path, const char *why, char *err, size_t errlen)
+{
+    fmt(err, errlen,
+        "%s is a SQLite database but not a mnemo index (%s); mnemo never writes, moves or "
+        "replaces it: move it away or choose another index path with --db",
+        path, why);
+    return MNEMO_CORRUPT;
+}
+
+static int pragma_int(sqlite3 *db, const char *sql, int *out)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        *out = sqlite3_column_int(q, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Whether the main database has every table an index has (an index written
+ * before application ids were set carries none). -1 when unreadable. */
+static int index_tables(sqlite3 *db)
+{
+    int n = 0;
+    if (pragma_int(db,
+                   "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name IN "
+                   "('meta', 'files', 'chunks', 'chunks_fts', 'files_fts')",
+                   &n) != SQLITE_OK)
+        return -1;
+    return n == 5;
+}
+
+static int set_app_id(store *s, const char *schema, int id)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA %s.application_id = %d", schema, id);
+    return exec(s, sql);
+}
+
 static int migrate(store *s, int from, char *err, size_t errlen)
 {
     char *lang = NULL;
@@ -328,24 +409,44 @@ fail:
     return MNEMO_DB;
 }
 
-int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen)
+/* Opens PATH and says what it is (STORE_KIND_*). The store is returned
+ * only for STORE_KIND_OURS. */
+static int open_checked(const char *path, int busy_ms, int deep, store **out, int *kind,
+                        char *err, size_t errlen)
 {
     *out = NULL;
+    *kind = STORE_KIND_UNKNOWN;
     int rc = file_kind(path, err, errlen);
-    if (rc)
+    if (rc) {
+        if (rc == MNEMO_NOTFOUND)
+            *kind = STORE_KIND_ABSENT;
         return rc;
+    }
     store *s = store_alloc(path);
     if (!s)
         return MNEMO_NOMEM;
     char *ver = NULL;
+    int app = 0;
     int src = connect(s, SQLITE_OPEN_READWRITE, busy_ms);
     if (src == SQLITE_READONLY || src == SQLITE_CANTOPEN || src == SQLITE_PERM) {
         sqlite3_close_v2(s->db);
         s->db = NULL;
         src = connect(s, SQLITE_OPEN_READONLY, busy_ms);
     }
+    if (src == SQLITE_OK)
+        src = pragma_int(s->db, "PRAGMA main.application_id", &app);
     if ((src & 0xff) == SQLITE_NOTADB) {
+        *kind = STORE_KIND_FOREIGN;
         rc = not_a_database(path, err, errlen);
+        goto fail;
+    }
+    if ((src & 0xff) == SQLITE_CORRUPT) {
+        *kind = STORE_KIND_FOREIGN; /* not even its header: nothing proves it ours */
+        fmt(err, errlen,
+            "%s is damaged beyond telling whether it is a mnemo index; mnemo leaves it alone: "
+            "move it away (mnemo memory recover FILE salvages memories from it)",
+            path);
+        rc = MNEMO_CORRUPT;
         goto fail;
     }
     if (src != SQLITE_OK) {
@@ -354,38 +455,50 @@ int store_open(const char *path, int busy_ms, store **out, char *err, size_t err
         rc = store_code(src);
         goto fail;
     }
+    if (app != 0 && app != STORE_APP_ID) {
+        *kind = STORE_KIND_FOREIGN;
+        char why[64];
+        snprintf(why, sizeof why, "%s 0x%08x",
+                 app == STORE_MEM_APP_ID ? "it is a mnemo memory store, application id"
+                                         : "application id",
+                 (unsigned)app);
+        rc = foreign(path, why, err, errlen);
+        goto fail;
+    }
+    int tables = index_tables(s->db);
+    if (app == 0 && tables == 0) {
+        int any = 0;
+        pragma_int(s->db, "SELECT count(*) FROM main.sqlite_schema", &any);
+        if (any == 0) {
+            *kind = STORE_KIND_ABSENT;
+            rc = MNEMO_NOTFOUND;
+            goto fail;
+        }
+        *kind = STORE_KIND_FOREIGN;
+        rc = foreign(path, "it lacks an index's tables", err, errlen);
+        goto fail;
+    }
+    /* Ours by its id, or by its tables when it has no id. */
+    int ours = app == STORE_APP_ID || tables == 1;
     rc = store_meta_get(s, "schema_version", &ver);
     if (rc) {
         int code = sqlite3_errcode(s->db);
         const char *msg = sqlite3_errmsg(s->db);
-        if ((code & 0xff) == SQLITE_NOTADB) {
-            rc = not_a_database(path, err, errlen);
-            goto fail;
-        }
         if ((code & 0xff) == SQLITE_BUSY) {
             fmt(err, errlen, "index %s is locked by another process: %s", path, msg);
             rc = MNEMO_BUSY;
             goto fail;
         }
-        if ((code & 0xff) == SQLITE_ERROR && strstr(msg, "no such table")) {
-            sqlite3_stmt *q = NULL;
-            int tables = 0;
-            if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_schema", -1, &q, NULL) ==
-                    SQLITE_OK &&
-                sqlite3_step(q) == SQLITE_ROW)
-                tables = sqlite3_column_int(q, 0);
-            sqlite3_finalize(q);
-            if (tables == 0) {
-                rc = MNEMO_NOTFOUND;
-                goto fail;
-            }
+        if (!ours) {
+            *kind = STORE_KIND_FOREIGN;
             fmt(err, errlen,
-                "%s is a SQLite database but not a mnemo index; move it away or choose "
-                "another index path with --db",
-                path);
+                "%s is damaged beyond telling whether it is a mnemo index (%s); mnemo leaves "
+                "it alone: move it away (mnemo memory recover FILE salvages memories from it)",
+                path, msg);
             rc = MNEMO_CORRUPT;
             goto fail;
         }
+        *kind = STORE_KIND_DAMAGED;
         fmt(err, errlen,
             "index %s is damaged (%s); rebuild it with: mnemo index --force", path, msg);
         rc = MNEMO_CORRUPT;
@@ -394,13 +507,20 @@ int store_open(const char *path, int busy_ms, store **out, char *err, size_t err
     int version = ver ? (int)strtol(ver, NULL, 10) : 0;
     free(ver);
     ver = NULL;
+    if (version <= 0 && app != STORE_APP_ID) {
+        *kind = STORE_KIND_FOREIGN;
+        rc = foreign(path, "it has no mnemo schema version", err, errlen);
+        goto fail;
+    }
     if (version <= 0) {
+        *kind = STORE_KIND_DAMAGED;
         fmt(err, errlen, "index %s has no schema version; rebuild it with: mnemo index --force",
             path);
         rc = MNEMO_CORRUPT;
         goto fail;
     }
     if (version > STORE_SCHEMA_VERSION) {
+        *kind = STORE_KIND_NEWER;
         fmt(err, errlen,
             "index %s was written by a newer mnemo (schema %d, this build knows %d); upgrade "
             "mnemo or rebuild with: mnemo index --force",
@@ -408,6 +528,23 @@ int store_open(const char *path, int busy_ms, store **out, char *err, size_t err
         rc = MNEMO_CORRUPT;
         goto fail;
     }
+    if (deep) {
+        sqlite3_stmt *q = NULL;
+        const char *res = NULL;
+        int ok = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &q, NULL) == SQLITE_OK &&
+                 sqlite3_step(q) == SQLITE_ROW &&
+                 (res = (const char *)sqlite3_column_text(q, 0)) && strcmp(res, "ok") == 0;
+        if (!ok) {
+            *kind = STORE_KIND_DAMAGED;
+            fmt(err, errlen, "index %s is damaged (%s)", path,
+                res ? res : sqlite3_errmsg(s->db));
+            sqlite3_finalize(q);
+            rc = MNEMO_CORRUPT;
+            goto fail;
+        }
+        sqlite3_finalize(q);
+    }
+    *kind = STORE_KIND_OURS;
     /* No mmap_size: memory-mapped reads measured slower here and inflate
      * RSS (fault-around maps neighbouring pages of a scattered table). */
     /* A page cache that holds a workspace's hot pages (it grows only as
@@ -416,12 +553,30 @@ int store_open(const char *path, int busy_ms, store **out, char *err, size_t err
     exec(s, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536");
     if (version < STORE_SCHEMA_VERSION && (rc = migrate(s, version, err, errlen)))
         goto fail;
+    /* Written before ids were set: mark it, so that it is provably ours. */
+    if (app == 0 && !sqlite3_db_readonly(s->db, "main"))
+        set_app_id(s, "main", STORE_APP_ID);
     *out = s;
     return MNEMO_OK;
 fail:
     free(ver);
     store_close(s);
     return rc;
+}
+
+int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen)
+{
+    int kind;
+    return open_checked(path, busy_ms, 0, out, &kind, err, errlen);
+}
+
+int store_identify(const char *path, int busy_ms, int deep, char *err, size_t errlen)
+{
+    store *s = NULL;
+    int kind;
+    open_checked(path, busy_ms, deep, &s, &kind, err, errlen);
+    store_close(s);
+    return kind;
 }
 
 int store_create(const char *path, const store_settings *set, store **out, char *err,
@@ -441,6 +596,10 @@ int store_create(const char *path, const store_settings *set, store **out, char 
         rc = store_code(rc);
         goto fail;
     }
+    /* The application id first: it marks the file as a temporary index of
+     * ours, which the stale-temp cleanup checks before removing one. */
+    if ((rc = set_app_id(s, "main", STORE_APP_ID)))
+        goto sqlfail;
     exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
             "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY");
     schema = sqlite3_mprintf(schema_v1, set->language, set->language);
@@ -454,6 +613,8 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     for (int v = 1; v < STORE_SCHEMA_VERSION; v++)
         if ((rc = run_migration(s, v, set->language)))
             goto sqlfail;
+    if ((rc = exec(s, drop_main_memories)))
+        goto sqlfail;
     snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
     if ((rc = store_meta_set(s, "schema_version", num)) ||
         (rc = store_meta_set(s, "mnemo_version", MNEMO_VERSION)) ||
@@ -481,6 +642,210 @@ fail:
     store_close(s);
     unlink(path);
     return rc ? rc : MNEMO_DB;
+}
+
+/* ----------------------------------------------------------------------
+ * The memory store
+ * -------------------------------------------------------------------- */
+
+static int mem_meta(store *s, const char *key, char **val)
+{
+    *val = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM mem.memory_meta WHERE key = ?1", -1,
+                                &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+        if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            const char *v = (const char *)sqlite3_column_text(q, 0);
+            rc = (*val = strdup(v ? v : "")) ? SQLITE_DONE : SQLITE_NOMEM;
+        }
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
+}
+
+int store_mem_meta_get(store *s, const char *key, char **val) { return mem_meta(s, key, val); }
+
+int store_mem_meta_set(store *s, const char *key, const char *val)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "INSERT INTO mem.memory_meta(key, value) VALUES(?1, ?2) "
+                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, val, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
+}
+
+/* Creates the memory tables in a new store, or rebuilds the text index of
+ * an existing one written with another language. */
+static int mem_prepare(store *s, const char *language, char *err, size_t errlen)
+{
+    char *lang = NULL;
+    int same = mem_meta(s, "language", &lang) == MNEMO_OK && lang && strcmp(lang, language) == 0;
+    free(lang);
+    lang = NULL;
+    if (same)
+        return MNEMO_OK; /* the common case: nothing to write */
+    char *schema = sqlite3_mprintf(mem_schema, language);
+    if (!schema)
+        return MNEMO_NOMEM;
+    int rc = exec(s, "BEGIN IMMEDIATE");
+    if (!rc)
+        rc = exec(s, schema);
+    if (!rc)
+        rc = mem_meta(s, "language", &lang);
+    if (!rc && lang && strcmp(lang, language) != 0) {
+        /* The text index is derived from the rows: rebuilt in the new
+         * language, nothing else changes. */
+        char *fts = sqlite3_mprintf(
+            "DROP TABLE mem.memories_fts; CREATE VIRTUAL TABLE mem.memories_fts USING "
+            "fts5(text, content='memories', content_rowid='mid', tokenize='mnemo %s');"
+            "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild')",
+            language);
+        rc = fts ? exec(s, fts) : MNEMO_NOMEM;
+        sqlite3_free(fts);
+    }
+    if (!rc && (!lang || strcmp(lang, language) != 0))
+        rc = store_mem_meta_set(s, "language", language);
+    if (!rc)
+        rc = exec(s, "COMMIT");
+    if (rc) {
+        fmt(err, errlen, "cannot prepare the memory store: %s", sqlite3_errmsg(s->db));
+        store_rollback(s);
+    }
+    free(lang);
+    sqlite3_free(schema);
+    return rc;
+}
+
+/* Moves the memories of a schema-5 index (in its main file) to the memory
+ * store: copied and committed there first, checked, then dropped from the
+ * index. Copies skip rows already there, so a move that died half way is
+ * finished by the next open. */
+static int mem_move_legacy(store *s, char *err, size_t errlen)
+{
+    int has = 0;
+    if (pragma_int(s->db, "SELECT count(*) FROM main.sqlite_schema WHERE name = 'memories'",
+                   &has) != SQLITE_OK || !has)
+        return MNEMO_OK;
+    if (sqlite3_db_readonly(s->db, "main") || sqlite3_db_readonly(s->db, "mem"))
+        return MNEMO_OK; /* read in place (names resolve to main first) */
+    static const char copy[] =
+        "BEGIN IMMEDIATE;"
+        "INSERT OR IGNORE INTO mem.memories SELECT * FROM main.memories;"
+        "INSERT OR IGNORE INTO mem.memory_history SELECT * FROM main.memory_history;"
+        "INSERT OR IGNORE INTO mem.memory_vectors SELECT * FROM main.memory_vectors;"
+        "INSERT OR IGNORE INTO mem.memory_meta SELECT 'vec_identity', value FROM main.meta "
+        "  WHERE key = 'vec_identity' AND EXISTS (SELECT 1 FROM main.memory_vectors);"
+        "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');"
+        "COMMIT";
+    int missing = -1, rc = exec(s, copy);
+    if (rc) {
+        fmt(err, errlen, "cannot move the memories of %s to their own store: %s", s->path,
+            sqlite3_errmsg(s->db));
+        store_rollback(s);
+        return rc;
+    }
+    if (pragma_int(s->db,
+                   "SELECT (SELECT count(*) FROM main.memories o WHERE NOT EXISTS (SELECT 1 "
+                   "FROM mem.memories n WHERE n.id = o.id)) + (SELECT count(*) FROM "
+                   "main.memory_history o WHERE NOT EXISTS (SELECT 1 FROM mem.memory_history "
+                   "n WHERE n.hid = o.hid))",
+                   &missing) != SQLITE_OK ||
+        missing != 0) {
+        fmt(err, errlen,
+            "moving the memories of %s to their own store left %d behind; the index keeps "
+            "them",
+            s->path, missing);
+        return MNEMO_DB;
+    }
+    rc = exec(s, "BEGIN IMMEDIATE");
+    if (!rc)
+        rc = exec(s, drop_main_memories);
+    if (!rc)
+        rc = exec(s, "COMMIT");
+    if (rc)
+        store_rollback(s); /* copied; the next open drops them */
+    return MNEMO_OK;
+}
+
+int store_legacy_memories(store *s)
+{
+    int has = 1;
+    pragma_int(s->db, "SELECT count(*) FROM main.sqlite_schema WHERE name = 'memories'", &has);
+    return has != 0;
+}
+
+int store_attach_memories(store *s, const char *mem_path, const char *language, char *err,
+                          size_t errlen)
+{
+    int app = 0, tables = 0;
+    struct stat sb;
+    int existed = stat(mem_path, &sb) == 0 && sb.st_size > 0;
+    if (!existed && errno == ENOENT && !sqlite3_db_readonly(s->db, "main")) {
+        /* ATTACH opens with the index's flags, which do not create files. */
+        sqlite3 *c = NULL;
+        sqlite3_open_v2(mem_path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+        sqlite3_close_v2(c);
+    }
+    /* A fresh index is written in exclusive locking mode, which a database
+     * attached later inherits; the memory store is shared with every other
+     * process and must be attached as they open it. */
+    if (s->fresh)
+        exec(s, "PRAGMA locking_mode = NORMAL");
+    sqlite3_stmt *a = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "ATTACH ?1 AS mem", -1, &a, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(a, 1, mem_path, -1, SQLITE_STATIC);
+        rc = sqlite3_step(a) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(s->db);
+    }
+    sqlite3_finalize(a);
+    if (s->fresh)
+        exec(s, "PRAGMA main.locking_mode = EXCLUSIVE");
+    if (rc != SQLITE_OK) {
+        fmt(err, errlen, "cannot open the memory store %s: %s", mem_path, sqlite3_errmsg(s->db));
+        return store_code(rc);
+    }
+    rc = pragma_int(s->db, "PRAGMA mem.application_id", &app);
+    if (rc == SQLITE_OK)
+        rc = pragma_int(s->db, "SELECT count(*) FROM mem.sqlite_schema", &tables);
+    if (rc != SQLITE_OK || (app != STORE_MEM_APP_ID && (existed || tables))) {
+        if (rc != SQLITE_OK)
+            fmt(err, errlen,
+                "the memory store %s cannot be read (%s); it is left as it is: salvage it with "
+                "mnemo memory recover %s --memory-db NEW, or restore a backup",
+                mem_path, sqlite3_errmsg(s->db), mem_path);
+        else
+            fmt(err, errlen,
+                "%s is not a mnemo memory store (application id 0x%08x); mnemo never writes "
+                "it: move it away or set memoryDb",
+                mem_path, (unsigned)app);
+        sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
+        return MNEMO_CORRUPT;
+    }
+    if (!sqlite3_db_readonly(s->db, "mem")) {
+        if (app != STORE_MEM_APP_ID)
+            set_app_id(s, "mem", STORE_MEM_APP_ID);
+        /* Memories are primary data: WAL, and every commit synced. */
+        exec(s, "PRAGMA mem.journal_mode = WAL; PRAGMA mem.synchronous = FULL");
+        if ((rc = mem_prepare(s, language, err, errlen)) ||
+            (rc = mem_move_legacy(s, err, errlen))) {
+            sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
+            return rc;
+        }
+    } else if (!tables) {
+        sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
+        fmt(err, errlen, "the memory store %s is empty and read-only", mem_path);
+        return MNEMO_IO;
+    }
+    return MNEMO_OK;
 }
 
 int store_finish(store *s)
@@ -582,7 +947,7 @@ int store_files_load(store *s, store_file **out, size_t *n)
         store_file *f = &v[count];
         memset(f, 0, sizeof *f);
         f->id = sqlite3_column_int64(st, 0);
-        f->path = strdup((const char *)sqlite3_column_text(st, 1));
+        f->path = col_dup(st, 1);
         f->size = sqlite3_column_int64(st, 2);
         f->mtime_ns = sqlite3_column_int64(st, 3);
         const char *h = (const char *)sqlite3_column_text(st, 4);
@@ -634,7 +999,7 @@ static int fts_file_delete(store *s, int64_t id)
         sqlite3_reset(q);
         return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
     }
-    char *path = strdup((const char *)sqlite3_column_text(q, 0));
+    char *path = col_dup(q, 0);
     sqlite3_reset(q);
     if (!path)
         return MNEMO_NOMEM;

@@ -13,7 +13,13 @@
 #include "fts.h"
 #include "util/hash.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
+
+/* SQLite application ids ("mnmo", "mnmm"): only a file that carries one
+ * (or, written before they were set, has an index's tables and schema
+ * version) is ever rebuilt, moved aside or migrated. */
+#define STORE_APP_ID 0x6d6e6d6f
+#define STORE_MEM_APP_ID 0x6d6e6d6d
 
 /* The version of the rules that turn files into stored chunks and tokens
  * (chunker, tokenizer, transcript flattening). An index built under other
@@ -47,6 +53,28 @@ enum { STORE_FILE_OK = 0, STORE_FILE_SKIPPED = 1 };
  * via store_open_error(). */
 int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen);
 
+/* What the file at PATH is, for deciding whether a rebuild may replace it:
+ * absent (or empty), a sound index of ours, ours but damaged (with DEEP, a
+ * quick_check too), ours from a newer mnemo, foreign or unprovable (never
+ * touched), or unknown (busy, unreadable: ERR says why). */
+enum {
+    STORE_KIND_UNKNOWN,
+    STORE_KIND_ABSENT,
+    STORE_KIND_OURS,
+    STORE_KIND_DAMAGED,
+    STORE_KIND_NEWER,
+    STORE_KIND_FOREIGN
+};
+int store_identify(const char *path, int busy_ms, int deep, char *err, size_t errlen);
+
+/* Attaches the memory store at MEM_PATH as schema "mem" (created when
+ * absent, in WAL mode with synchronous commits) and moves into it the
+ * memories an index of schema 5 kept in its own file. Refuses a file there
+ * that is not a memory store. The memory tables are then named without a
+ * schema, as before. */
+int store_attach_memories(store *s, const char *mem_path, const char *language, char *err,
+                          size_t errlen);
+
 /* Creates a fresh index at PATH (replacing any file there) in bulk-load mode:
  * no journal, no fsync. Call store_finish() before renaming it into place. */
 int store_create(const char *path, const store_settings *s, store **out, char *err,
@@ -67,6 +95,15 @@ int store_code(int sqlite_rc);
 int store_begin(store *s);
 int store_commit(store *s);
 void store_rollback(store *s);
+
+/* Whether the index still holds memories of its own (schema 5, not moved:
+ * read-only, or the move failed). A rebuild must not replace it then. */
+int store_legacy_memories(store *s);
+
+/* The memory store's own metadata (vec_identity of memory vectors,
+ * backups, language). */
+int store_mem_meta_get(store *s, const char *key, char **val);
+int store_mem_meta_set(store *s, const char *key, const char *val);
 
 /* Metadata (key/value). *val is NULL when the key is absent; caller frees. */
 int store_meta_get(store *s, const char *key, char **val);

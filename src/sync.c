@@ -12,6 +12,8 @@
  * so the last good index survives a crash or kill at any point.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
@@ -33,6 +35,7 @@
 #include "util/time.h"
 #include "util/utf8.h"
 #include "memory.h"
+#include "recover.h"
 #include "vectors.h"
 #include "walk.h"
 
@@ -429,8 +432,45 @@ static int embed_phase(mnemo *m, store *st, const mnemo_sync_opts *opts, mnemo_s
     return rc;
 }
 
-/* Removes leftovers of builds that died: <db>.tmp-* beside the index. We
- * hold the writer lock, so no live build owns one. */
+/* Whether NAME (in DIR, beside index BASE) is a temporary file of a build
+ * by a process that is gone: "<base>.tmp-<pid>" with a SQLite header
+ * carrying the index's application id (set first thing by store_create),
+ * or that file's -wal, -shm or -journal. A user's file that merely shares
+ * the prefix is never matched. */
+static int stale_temp(const char *dir, const char *base, const char *name)
+{
+    size_t blen = strlen(base);
+    if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp-", 5) != 0)
+        return 0;
+    const char *p = name + blen + 5, *q = p;
+    while (*q >= '0' && *q <= '9')
+        q++;
+    if (q == p || q - p > 10)
+        return 0;
+    if (*q && strcmp(q, "-wal") != 0 && strcmp(q, "-shm") != 0 && strcmp(q, "-journal") != 0)
+        return 0;
+    long pid = strtol(p, NULL, 10);
+    if (pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+        return 0; /* alive, or not ours to tell */
+    char main_file[PATH_MAX + 300];
+    snprintf(main_file, sizeof main_file, "%s/%.*s", dir, (int)(q - name), name);
+    unsigned char h[72];
+    int fd = open(main_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return *q != 0 && errno == ENOENT; /* a -wal or -shm left alone */
+    ssize_t n = read(fd, h, sizeof h);
+    close(fd);
+    if (n == 0)
+        return 1;
+    if (n < 72 || memcmp(h, "SQLite format 3", 16) != 0)
+        return 0;
+    uint32_t app = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71];
+    return app == STORE_APP_ID;
+}
+
+/* Removes leftovers of builds that died beside the index. We hold the
+ * writer lock, so no live build owns one; the pid check is for a build
+ * that did not take the lock. */
 static void remove_stale_temps(const char *db_path)
 {
     char dir[PATH_MAX];
@@ -440,19 +480,44 @@ static void remove_stale_temps(const char *db_path)
         return;
     *slash = 0;
     const char *base = slash + 1;
-    size_t blen = strlen(base);
-    DIR *d = opendir(dir);
+    DIR *d = opendir(dir[0] ? dir : "/");
     if (!d)
         return;
+    /* Sidecars first would orphan nothing: decide on the names, then unlink. */
+    char **doomed = NULL;
+    size_t n = 0, cap = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (strncmp(de->d_name, base, blen) == 0 && strncmp(de->d_name + blen, ".tmp-", 5) == 0) {
-            char p[PATH_MAX + 256];
-            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-            unlink(p);
+        if (!stale_temp(dir, base, de->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **g = realloc(doomed, cap * sizeof *g);
+            if (!g)
+                break;
+            doomed = g;
         }
+        if (!(doomed[n] = malloc(strlen(dir) + strlen(de->d_name) + 2)))
+            break;
+        sprintf(doomed[n++], "%s/%s", dir, de->d_name);
     }
     closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        unlink(doomed[i]);
+        free(doomed[i]);
+    }
+    free(doomed);
+}
+
+/* Removes the temporary index TMP and whatever SQLite left beside it. */
+static void remove_temp(const char *tmp)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    char p[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+        snprintf(p, sizeof p, "%s%s", tmp, sfx[i]);
+        unlink(p);
+    }
 }
 
 static void fsync_dir(const char *path)
@@ -531,30 +596,66 @@ static int swap_in(mnemo *m, const char *tmp, int keep_old)
 done:
     sqlite3_close_v2(src);
     sqlite3_close_v2(dst);
-    if (!rc) {
-        unlink(tmp);
-        snprintf(side, sizeof side, "%s-wal", tmp);
-        unlink(side);
-        snprintf(side, sizeof side, "%s-shm", tmp);
-        unlink(side);
-    }
+    if (!rc)
+        remove_temp(tmp);
     return rc;
 }
 
-/* May a fresh build replace the file at the index path? Only if it is
- * absent or SQLite (a mnemo index, possibly damaged); never a foreign file. */
-static int replaceable(mnemo *m)
+/* May a fresh build replace the file at the index path? Only when it is
+ * absent or provably a mnemo index (possibly damaged); never a foreign or
+ * unprovable file. *KIND: what it is (STORE_KIND_*). DEEP: check the pages
+ * too (a rebuild asked for with --force may be one after damage). */
+static int replaceable(mnemo *m, int deep, int *kind)
 {
-    store *s = NULL;
     char err[1024] = "";
-    int rc = store_open(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &s, err,
-                        sizeof err);
-    store_close(s);
-    if (rc == MNEMO_OK || rc == MNEMO_NOTFOUND)
+    *kind = store_identify(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), deep, err,
+                           sizeof err);
+    switch (*kind) {
+    case STORE_KIND_ABSENT:
+    case STORE_KIND_OURS:
+    case STORE_KIND_DAMAGED:
+    case STORE_KIND_NEWER:
         return MNEMO_OK;
-    if (rc == MNEMO_CORRUPT && strstr(err, "not a mnemo index"))
-        return core_error(m, rc, "%s", err); /* foreign file: leave it alone */
-    return MNEMO_OK;
+    case STORE_KIND_FOREIGN:
+        return core_error(m, MNEMO_CORRUPT, "%s", err);
+    default:
+        return core_error(m, MNEMO_IO, "%s", err[0] ? err : "cannot read the index");
+    }
+}
+
+/* Salvages the memories a damaged index of schema 5 kept in itself into
+ * the memory store attached to the new index ST. */
+static void salvage_old(mnemo *m, store *st, mnemo_sync_stats *stats)
+{
+    buf err;
+    buf_init(&err, 4096);
+    salvage_report r;
+    sqlite3 *db = store_db(st);
+    int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = salvage_memories(m->db_path, db, &r, &err);
+    if (rc == SQLITE_NOTFOUND)
+        rc = SQLITE_OK; /* no memories in it (they live in the memory store) */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    buf_reset(&m->warn);
+    m->warn.err = 0;
+    if (rc != SQLITE_OK)
+        buf_printf(&m->warn,
+                   "the old index is damaged and kept as %s.damaged-*; its memories could not "
+                   "be salvaged (%s): run mnemo memory recover on it",
+                   m->db_path, err.data ? err.data : "");
+    else if (r.found)
+        buf_printf(&m->warn,
+                   "the old index is damaged and kept as %s.damaged-*; %ld memories salvaged "
+                   "from it (%ld already in the memory store, %ld damaged places skipped)",
+                   m->db_path, r.recovered, r.present, r.unreadable_reads);
+    else
+        buf_printf(&m->warn, "the old index is damaged and kept as %s.damaged-*", m->db_path);
+    stats->embed_warning = m->warn.data;
+    buf_cleanup(&err);
 }
 
 static int settings_changed(mnemo *m, const char **why)
@@ -653,8 +754,22 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     }
 
     /* Full build beside the live index, then an atomic rename. */
-    if ((rc = replaceable(m)))
+    int kind, erc = MNEMO_OK, damaged = 0;
+    if ((rc = replaceable(m, opts && opts->force, &kind)))
         goto done;
+    if (kind == STORE_KIND_OURS) {
+        /* An index of schema 5 keeps its memories in itself: they move to
+         * the memory store before anything replaces it. */
+        if ((rc = core_mem(m)))
+            goto done;
+        if (store_legacy_memories(m->st)) {
+            rc = core_error(m, MNEMO_IO,
+                            "the memories in %s could not be moved to the memory store %s; "
+                            "the index is left as it is",
+                            m->db_path, m->mem_path);
+            goto done;
+        }
+    }
     store_close(m->st);
     m->st = NULL;
     char tmp[PATH_MAX + 32];
@@ -665,6 +780,20 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     if ((rc = store_create(tmp, &set, &c.st, err, sizeof err))) {
         core_error(m, rc, "%s", err);
         goto done;
+    }
+    /* The memory store is shared, not rebuilt: the new index attaches it
+     * as the old one did (its vectors are refreshed with the notes'). */
+    if ((rc = store_attach_memories(c.st, m->mem_path, set.language, err, sizeof err)) &&
+        rc != MNEMO_CORRUPT) {
+        core_error(m, rc, "%s", err);
+        goto cleanup;
+    }
+    if (rc) { /* a damaged memory store stays as it is; notes are rebuilt */
+        buf_reset(&m->warn);
+        m->warn.err = 0;
+        buf_printf(&m->warn, "%s", err);
+        stats->embed_warning = m->warn.data;
+        rc = MNEMO_OK;
     }
     stats->rebuilt = 1;
     stats->rebuild_reason = why;
@@ -677,28 +806,11 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         if (!rc && (rc = store_commit(c.st)))
             db_fail(&c, rc, "committing");
     }
-    /* Vectors before the swap, reusing what the old index paid for. A
-     * failed embedding still leaves a good keyword index to swap in. */
-    int erc = MNEMO_OK, damaged = 0;
-    struct stat old_st;
-    if (!rc && stat(m->db_path, &old_st) == 0) {
-        /* Memories exist only in the index: they come along, or the old
-         * file is kept. */
-        buf cerr;
-        buf_init(&cerr, 4096);
-        int crc = mem_carry(c.st, m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &cerr);
-        if (crc == MNEMO_CORRUPT) {
-            damaged = 1;
-            buf_reset(&m->warn);
-            m->warn.err = 0;
-            buf_printf(&m->warn, "the old index could not be read (%s); it is kept as %s.damaged-*",
-                       cerr.data ? cerr.data : "", m->db_path);
-            stats->embed_warning = m->warn.data;
-        } else if (crc) {
-            rc = core_error(m, crc, "%s", cerr.data ? cerr.data : mnemo_strerror(crc));
-        }
-        buf_cleanup(&cerr);
-    }
+    /* A damaged old index is kept aside, and the memories an index of
+     * schema 5 kept in itself are salvaged from it first. */
+    damaged = kind == STORE_KIND_DAMAGED;
+    if (!rc && damaged)
+        salvage_old(m, c.st, stats);
     if (!rc) {
         vectors_carry_cache(c.st, m->db_path);
         erc = embed_phase(m, c.st, opts, stats);
@@ -709,8 +821,10 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     c.st = NULL;
     if (!rc)
         rc = swap_in(m, tmp, damaged);
+cleanup:
+    store_close(c.st);
     if (rc)
-        unlink(tmp);
+        remove_temp(tmp);
     else
         rc = erc;
 done:

@@ -238,7 +238,6 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     store_meta_get(st, "vec_identity", &old);
     if (!old || strcmp(old, ident) != 0) {
         if (store_begin(st) || exec_sql(db, "DELETE FROM chunk_vectors") ||
-            exec_sql(db, "DELETE FROM memory_vectors") ||
             store_meta_set(st, "vec_identity", ident) || (new_stamp(st), store_commit(st))) {
             store_rollback(st);
             buf_printf(err, "cannot reset vectors: %s", sqlite3_errmsg(db));
@@ -246,6 +245,20 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             goto done;
         }
         changed = 1;
+    }
+    /* The memory store keeps its own identity: a rebuilt index starts
+     * without one, and the memories' vectors stay good if it is the same. */
+    free(old);
+    old = NULL;
+    if (store_mem_meta_get(st, "vec_identity", &old) == MNEMO_OK &&
+        (!old || strcmp(old, ident) != 0)) {
+        if (store_begin(st) || exec_sql(db, "DELETE FROM memory_vectors") ||
+            store_mem_meta_set(st, "vec_identity", ident) || store_commit(st)) {
+            store_rollback(st);
+            buf_printf(err, "cannot reset memory vectors: %s", sqlite3_errmsg(db));
+            rc = MNEMO_DB;
+            goto done;
+        }
     }
     /* Vectors of chunks that are gone. */
     if (exec_sql(db, "DELETE FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)") ==

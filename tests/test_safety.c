@@ -1,0 +1,474 @@
+/*
+ * test_safety.c - data that must never be lost: foreign files left alone,
+ * memories in a store of their own that no rebuild replaces, the move of
+ * an older index's memories into it (and its resumption), salvage from
+ * damaged files, rolling backups, and the stale-temp cleanup that removes
+ * only what mnemo made.
+ */
+#include <jansson.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fts.h"
+#include "test.h"
+
+static long long q_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        test_fail(__FILE__, __LINE__, "%s: %s", sql, sqlite3_errmsg(db));
+    long long v = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
+static void run_sql(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    ASSERT_EQ(fts_register(db, NULL, NULL), SQLITE_OK);
+    char *e = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &e) != SQLITE_OK)
+        test_fail(__FILE__, __LINE__, "%s: %s", sql, e);
+    sqlite3_close(db);
+}
+
+static int cli(char **out, char **err, ...)
+{
+    /* mnemo --workspace ws --db db.sqlite ARGS... */
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = "--workspace";
+    argv[n++] = test_path("ws");
+    argv[n++] = "--db";
+    argv[n++] = test_path("db.sqlite");
+    va_list ap;
+    va_start(ap, err);
+    for (const char *a; n < 31 && (a = va_arg(ap, const char *));)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    char *o = NULL, *e = NULL;
+    int rc = test_cli(&o, &e, NULL, argv[0], argv[1], argv[2], argv[3], n > 4 ? argv[4] : NULL,
+                      n > 5 ? argv[5] : NULL, n > 6 ? argv[6] : NULL, n > 7 ? argv[7] : NULL,
+                      n > 8 ? argv[8] : NULL, n > 9 ? argv[9] : NULL, NULL);
+    if (out)
+        *out = o;
+    else
+        free(o);
+    if (err)
+        *err = e;
+    else
+        free(e);
+    return rc;
+}
+
+static int count_files(const char *pattern)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c -- '%s' > %s", test_dir(), pattern,
+             test_path("count.txt"));
+    if (system(cmd) < 0)
+        return -1;
+    char *c = test_read(test_path("count.txt"), NULL);
+    int n = c ? atoi(c) : -1;
+    free(c);
+    return n;
+}
+
+/* A workspace, an index, and N memories (the first one updated twice),
+ * with settings S1, S2 (may be NULL). */
+static void with_memories_set(int n, const char *s1, const char *s2)
+{
+    setenv("MNEMO_NOW", "2026-11-29T12:00:00Z", 1);
+    test_write("ws/MEMORY.md", "# Notes\n\nThe deploy runs on Fridays.\n");
+    test_write("ws/memory/2026-11-28.md", "- talked about herons and the garden\n");
+    mnemo *m = test_open("ws", "db.sqlite", s1, s2, NULL);
+    test_sync(m);
+    char *first = NULL;
+    for (int i = 0; i < n; i++) {
+        char rec[256], *out = NULL;
+        snprintf(rec, sizeof rec, "{\"text\":\"fact number %d about the user's garden\"}", i);
+        ASSERT_OK(mnemo_memory_add(m, rec, &out));
+        if (i == 0) {
+            json_t *j = json_loads(out, 0, NULL);
+            first = strdup(json_string_value(json_object_get(j, "id")));
+            json_decref(j);
+        }
+        mnemo_free(out);
+    }
+    for (int k = 0; k < 2 && first; k++) {
+        char *out = NULL;
+        ASSERT_OK(mnemo_memory_update(m, first, k ? "{\"text\":\"fact zero, twice\"}"
+                                                  : "{\"text\":\"fact zero, changed\"}",
+                                      &out));
+        mnemo_free(out);
+    }
+    free(first);
+    mnemo_close(m);
+}
+
+static void with_memories(int n) { with_memories_set(n, NULL, NULL); }
+
+static long long memories_in_store(void)
+{
+    return q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memories");
+}
+
+static long long list_count(void)
+{
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_list(m, "{\"limit\":1000}", &out));
+    json_t *j = json_loads(out, 0, NULL);
+    long long n = (long long)json_array_size(json_object_get(j, "memories"));
+    json_decref(j);
+    mnemo_free(out);
+    mnemo_close(m);
+    return n;
+}
+
+/* Turns the index back into schema 5: memories inside it, no application
+ * id, no memory store. */
+static void to_schema5(void)
+{
+    char sql[8192];
+    snprintf(
+        sql, sizeof sql,
+        "ATTACH '%s' AS old;"
+        "CREATE TABLE main.memories AS SELECT * FROM old.memories WHERE 0;"
+        "DROP TABLE main.memories;"
+        "CREATE TABLE main.memories(mid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+        "  text TEXT NOT NULL, hash TEXT NOT NULL, category TEXT NOT NULL,"
+        "  importance REAL NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,"
+        "  user_id TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT NOT NULL,"
+        "  metadata TEXT NOT NULL, triggers TEXT NOT NULL, created_at REAL NOT NULL,"
+        "  updated_at REAL NOT NULL, expires_at REAL, confirmations INTEGER NOT NULL DEFAULT 0,"
+        "  last_confirmed_at REAL, deleted_at REAL);"
+        "CREATE UNIQUE INDEX main.memories_dup ON memories(hash, user_id, agent_id, run_id)"
+        "  WHERE deleted_at IS NULL;"
+        "CREATE TABLE main.memory_history(hid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL,"
+        "  event TEXT NOT NULL, old_text TEXT, new_text TEXT, at REAL NOT NULL, detail TEXT);"
+        "CREATE TABLE main.memory_vectors(mid INTEGER PRIMARY KEY, vec BLOB NOT NULL);"
+        "CREATE VIRTUAL TABLE main.memories_fts USING fts5(text, content='memories',"
+        "  content_rowid='mid', tokenize='mnemo english');"
+        "INSERT INTO main.memories SELECT * FROM old.memories;"
+        "INSERT INTO main.memory_history SELECT * FROM old.memory_history;"
+        "INSERT INTO main.memories_fts(memories_fts) VALUES('rebuild');"
+        "DETACH old;"
+        "UPDATE main.meta SET value = '5' WHERE key = 'schema_version';"
+        "PRAGMA main.application_id = 0;",
+        test_path("db.memories.sqlite"));
+    run_sql(test_path("db.sqlite"), sql);
+    unlink(test_path("db.memories.sqlite"));
+    unlink(test_path("db.memories.sqlite-wal"));
+    unlink(test_path("db.memories.sqlite-shm"));
+}
+
+TEST(safety_force_refuses_a_foreign_sqlite_file)
+{
+    test_write("ws/MEMORY.md", "a note\n");
+    run_sql(test_path("db.sqlite"), "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                                    "CREATE TABLE orders(id INT); INSERT INTO orders VALUES(42);");
+    char *err = NULL;
+    ASSERT_EQ(cli(NULL, &err, "index", "--force", NULL), 5);
+    ASSERT_CONTAINS(err, "not a mnemo index");
+    free(err);
+    ASSERT_EQ(cli(NULL, NULL, "index", NULL), 5);
+    ASSERT_EQ(cli(NULL, NULL, "status", NULL), 5);
+    ASSERT_EQ(cli(NULL, NULL, "search", "note", NULL), 5);
+    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT id FROM orders"), 42);
+    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT count(*) FROM sqlite_schema"), 3);
+    ASSERT_EQ(count_files("damaged"), 0);
+    /* Another application's id, with every table an index has: refused too. */
+    unlink(test_path("db.sqlite"));
+    run_sql(test_path("db.sqlite"),
+            "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); CREATE TABLE files(x);"
+            "CREATE TABLE chunks(x); CREATE TABLE chunks_fts(x); CREATE TABLE files_fts(x);"
+            "INSERT INTO meta VALUES('schema_version', '6'); PRAGMA application_id = 7;");
+    ASSERT_EQ(cli(NULL, &err, "index", "--force", NULL), 5);
+    ASSERT_CONTAINS(err, "application id 0x00000007");
+    free(err);
+    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT count(*) FROM meta"), 1);
+    /* Not SQLite at all. */
+    test_write("db.sqlite", "just some text the user keeps here\n");
+    ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 5);
+    char *t = test_read(test_path("db.sqlite"), NULL);
+    ASSERT_STR_EQ(t, "just some text the user keeps here\n");
+    free(t);
+    /* A memory store path holding a foreign database is refused as well. */
+    unlink(test_path("db.sqlite"));
+    run_sql(test_path("db.memories.sqlite"), "CREATE TABLE mine(x); INSERT INTO mine VALUES(1);");
+    ASSERT(cli(NULL, &err, "memory", "add", "User likes tea", NULL) != 0);
+    ASSERT_CONTAINS(err, "not a mnemo memory store");
+    free(err);
+    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM mine"), 1);
+}
+
+TEST(safety_memories_live_apart_from_the_index)
+{
+    with_memories(20);
+    ASSERT_EQ(memories_in_store(), 20);
+    ASSERT_EQ(q_int(test_path("db.sqlite"),
+                    "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"),
+              0);
+    ASSERT_EQ(q_int(test_path("db.sqlite"), "PRAGMA application_id"), 0x6d6e6d6f);
+    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "PRAGMA application_id"), 0x6d6e6d6d);
+    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT journal_mode = 'wal' FROM "
+                                                      "pragma_journal_mode"),
+              1);
+    /* Damage the index badly: a rebuild brings the notes back, and the
+     * memories were never in it. */
+    FILE *f = fopen(test_path("db.sqlite"), "r+b");
+    ASSERT(f != NULL);
+    char junk[16384];
+    memset(junk, 0x5a, sizeof junk);
+    fseek(f, 4096, SEEK_SET);
+    fwrite(junk, 1, sizeof junk, f);
+    fclose(f);
+    char *err = NULL;
+    ASSERT_EQ(cli(NULL, &err, "index", "--force", NULL), 0);
+    free(err);
+    ASSERT_EQ(count_files("db.sqlite.damaged-"), 1);
+    ASSERT_EQ(list_count(), 20);
+    char *out = NULL;
+    ASSERT_EQ(cli(&out, NULL, "memory", "search", "fact zero twice", NULL), 0);
+    ASSERT_CONTAINS(out, "fact zero, twice");
+    free(out);
+    ASSERT_EQ(cli(&out, NULL, "search", "herons", NULL), 0);
+    ASSERT_CONTAINS(out, "2026-11-28.md");
+    free(out);
+    /* And a rebuild of a sound index keeps them as well, history included. */
+    ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 0);
+    ASSERT_EQ(list_count(), 20);
+    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"),
+              22);
+}
+
+TEST(safety_schema5_memories_move_to_their_store)
+{
+    with_memories(20);
+    to_schema5();
+    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT count(*) FROM memories"), 20);
+    ASSERT_EQ(list_count(), 20);
+    ASSERT_EQ(memories_in_store(), 20);
+    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
+    ASSERT_EQ(q_int(test_path("db.sqlite"),
+                    "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"),
+              0);
+    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT value FROM meta WHERE key = "
+                                            "'schema_version'"),
+              6);
+    ASSERT_EQ(q_int(test_path("db.sqlite"), "PRAGMA application_id"), 0x6d6e6d6f);
+    char *out = NULL;
+    ASSERT_EQ(cli(&out, NULL, "memory", "search", "garden number 7", NULL), 0);
+    ASSERT_CONTAINS(out, "fact number 7");
+    free(out);
+}
+
+TEST(safety_schema5_move_that_died_half_way_finishes)
+{
+    with_memories(20);
+    /* The copy was committed to the store, the index still has its tables:
+     * as if the process died between the two steps. */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cp %s %s", test_path("db.memories.sqlite"),
+             test_path("keep.sqlite"));
+    ASSERT_EQ(system(cmd), 0);
+    to_schema5();
+    snprintf(cmd, sizeof cmd, "cp %s %s", test_path("keep.sqlite"),
+             test_path("db.memories.sqlite"));
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(list_count(), 20); /* not 40 */
+    ASSERT_EQ(memories_in_store(), 20);
+    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
+    ASSERT_EQ(q_int(test_path("db.sqlite"),
+                    "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"),
+              0);
+}
+
+TEST(safety_force_on_a_schema5_index_moves_memories_first)
+{
+    with_memories(20);
+    to_schema5();
+    ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 0);
+    ASSERT_EQ(memories_in_store(), 20);
+    ASSERT_EQ(list_count(), 20);
+}
+
+TEST(safety_damaged_schema5_index_is_salvaged_on_rebuild)
+{
+    with_memories(20);
+    to_schema5();
+    /* Damage a page of the notes (found with dbstat), not the memories. */
+    long long pg = q_int(test_path("db.sqlite"),
+                         "SELECT pageno FROM dbstat WHERE name = 'chunks' ORDER BY pageno LIMIT 1");
+    ASSERT(pg > 1);
+    FILE *f = fopen(test_path("db.sqlite"), "r+b");
+    ASSERT(f != NULL);
+    char junk[4096];
+    memset(junk, 0xa5, sizeof junk);
+    fseek(f, (long)(pg - 1) * 4096 + 8, SEEK_SET);
+    fwrite(junk, 1, 2000, f);
+    fclose(f);
+    char *err = NULL;
+    ASSERT_EQ(cli(NULL, &err, "index", "--force", NULL), 0);
+    ASSERT_CONTAINS(err, "20 memories salvaged");
+    free(err);
+    ASSERT_EQ(count_files("db.sqlite.damaged-"), 1);
+    ASSERT_EQ(list_count(), 20);
+    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
+}
+
+TEST(safety_memory_recover_reads_pages_sqlite_cannot)
+{
+    with_memories(20);
+    to_schema5();
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "mv %s %s", test_path("db.sqlite"), test_path("old.sqlite"));
+    ASSERT_EQ(system(cmd), 0);
+    /* Page 1 holds the schema's root: zeroed, SQLite reads nothing. */
+    FILE *f = fopen(test_path("old.sqlite"), "r+b");
+    ASSERT(f != NULL);
+    char zero[3996];
+    memset(zero, 0, sizeof zero);
+    fseek(f, 100, SEEK_SET);
+    fwrite(zero, 1, sizeof zero, f);
+    fclose(f);
+    char *out = NULL;
+    ASSERT_EQ(cli(&out, NULL, "memory", "recover", test_path("old.sqlite"), "--json", NULL), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(j != NULL);
+    ASSERT_EQ(json_integer_value(json_object_get(j, "recovered")), 20);
+    ASSERT_EQ(json_integer_value(json_object_get(j, "history")), 22);
+    json_decref(j);
+    free(out);
+    ASSERT_EQ(list_count(), 20);
+    ASSERT_EQ(cli(&out, NULL, "memory", "search", "fact zero twice", NULL), 0);
+    ASSERT_CONTAINS(out, "fact zero, twice");
+    free(out);
+    /* Again: nothing new, every memory already there. */
+    ASSERT_EQ(cli(&out, NULL, "memory", "recover", test_path("old.sqlite"), "--json", NULL), 0);
+    ASSERT_CONTAINS(out, "\"recovered\":0,\"present\":20");
+    free(out);
+    /* Something that holds no memories: a clear error. */
+    test_write("plain.txt", "hello\n");
+    char *err = NULL;
+    ASSERT_EQ(cli(NULL, &err, "memory", "recover", test_path("plain.txt"), NULL), 3);
+    ASSERT_CONTAINS(err, "holds no memories");
+    free(err);
+    /* The live store is never its own source. */
+    ASSERT_EQ(cli(NULL, &err, "memory", "recover", test_path("db.memories.sqlite"), NULL), 2);
+    ASSERT_CONTAINS(err, "the memory store itself");
+    free(err);
+}
+
+TEST(safety_rolling_backups)
+{
+    /* 12 adds + 2 updates = 14 writes: snapshots at the first write (none
+     * yet), then 5 writes later, at 6 and 11; one kept. */
+    with_memories_set(12, "memoryBackupEvery=5", "memoryBackups=1");
+    ASSERT_EQ(count_files("db.memories.sqlite.backup-.*-0*6.jsonl$"), 0); /* pruned */
+    ASSERT_EQ(count_files("db.memories.sqlite.backup-.*-0*11.jsonl$"), 1);
+    ASSERT_EQ(count_files("db.memories.sqlite.backup-"), 1);
+    ASSERT_EQ(count_files(".part$"), 0);
+    /* A snapshot imports into an empty store. */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cp %s/db.memories.sqlite.backup-*-000000000011.jsonl %s", test_dir(),
+             test_path("snap.jsonl"));
+    ASSERT_EQ(system(cmd), 0);
+    char *out = NULL;
+    char dbarg[4096];
+    snprintf(dbarg, sizeof dbarg, "%s", test_path("other.sqlite"));
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db", dbarg, "memory",
+                       "import", test_path("snap.jsonl"), "--json", NULL),
+              0);
+    ASSERT_CONTAINS(out, "\"imported\":11");
+    free(out);
+    ASSERT_EQ(q_int(test_path("other.memories.sqlite"), "SELECT count(*) FROM memories"), 11);
+}
+
+TEST(safety_stale_temp_cleanup_removes_only_its_own)
+{
+    test_write("ws/MEMORY.md", "a note\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    /* A pid that is gone. */
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    char ours[256], user_digits[256], wal[256];
+    snprintf(ours, sizeof ours, "db.sqlite.tmp-%ld", (long)p);
+    snprintf(wal, sizeof wal, "db.sqlite.tmp-%ld-wal", (long)p);
+    snprintf(user_digits, sizeof user_digits, "db.sqlite.tmp-%ld", (long)p + 1000000);
+    run_sql(test_path(ours), "PRAGMA application_id = 1835953519; CREATE TABLE t(x);");
+    test_write(wal, "leftover");
+    test_write(user_digits, "a user's file, not SQLite");
+    test_write("db.sqlite.tmp-notes.txt", "my notes");
+    m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    struct stat st;
+    ASSERT(stat(test_path(ours), &st) != 0);
+    ASSERT(stat(test_path(wal), &st) != 0);
+    ASSERT(stat(test_path(user_digits), &st) == 0);
+    char *t = test_read(test_path("db.sqlite.tmp-notes.txt"), NULL);
+    ASSERT_STR_EQ(t, "my notes");
+    free(t);
+}
+
+TEST(safety_stored_values_that_are_not_utf8)
+{
+    /* Another tool wrote bytes that are not UTF-8 into the memory store:
+     * every reader repairs them (U+FFFD), nothing crashes, export writes
+     * only what import accepts. */
+    with_memories(2);
+    run_sql(test_path("db.memories.sqlite"),
+            "UPDATE memories SET id = CAST(x'6964ff' AS TEXT), text = "
+            "CAST(x'55736572206c696b657320ff20746561' AS TEXT), subject = CAST(x'c3' AS TEXT), "
+            "metadata = CAST(x'7b22a0223a317d' AS TEXT), triggers = CAST(x'5b22ff225d' AS TEXT) "
+            "WHERE mid = 1;"
+            "UPDATE memory_history SET old_text = CAST(x'ff' AS TEXT), new_text = "
+            "CAST(x'fe' AS TEXT) WHERE hid = 1;"
+            "INSERT INTO memories_fts(memories_fts) VALUES('rebuild')");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_recall(m, "{\"message\":\"tea\"}", &out));
+    ASSERT_CONTAINS(out, "User likes \xef\xbf\xbd tea");
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_search(m, "tea", "{\"type\":\"all\"}", &out));
+    ASSERT_CONTAINS(out, "\"id\":\"id\xef\xbf\xbd\"");
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_list(m, NULL, &out));
+    ASSERT_CONTAINS(out, "User likes \xef\xbf\xbd tea");
+    mnemo_free(out);
+    mnemo_close(m);
+    char *exp = NULL;
+    ASSERT_EQ(cli(&exp, NULL, "memory", "export", NULL), 0);
+    ASSERT_CONTAINS(exp, "\"text\":\"User likes \xef\xbf\xbd tea\"");
+    ASSERT_CONTAINS(exp, "\"subject\":\"\xef\xbf\xbd\"");
+    test_write("exp.jsonl", exp);
+    /* Every line of the export imports into a fresh store. */
+    char *o2 = NULL;
+    char dbarg[4096];
+    snprintf(dbarg, sizeof dbarg, "%s", test_path("other.sqlite"));
+    ASSERT_EQ(test_cli(&o2, NULL, NULL, "--workspace", test_path("ws"), "--db", dbarg, "memory",
+                       "import", test_path("exp.jsonl"), "--json", NULL),
+              0);
+    ASSERT_CONTAINS(o2, "\"imported\":2");
+    free(o2);
+    free(exp);
+    ASSERT_EQ(cli(&out, NULL, "recall", "--message", "tea", NULL), 0);
+    free(out);
+}
