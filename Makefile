@@ -96,6 +96,7 @@ $(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a
 	  $(shell pkg-config --libs $(TEST_PKGS))
 
 test: $(BUILD)/tests/run $(BUILD)/mnemo
+	@scripts/test-deps
 	$(BUILD)/tests/run $(T)
 
 valgrind: $(BUILD)/tests/run $(BUILD)/mnemo

@@ -497,9 +497,10 @@ static void remove_stale_temps(const char *db_path)
                 break;
             doomed = g;
         }
-        if (!(doomed[n] = malloc(strlen(dir) + strlen(de->d_name) + 2)))
+        size_t len = strlen(dir) + strlen(de->d_name) + 2;
+        if (!(doomed[n] = malloc(len)))
             break;
-        sprintf(doomed[n++], "%s/%s", dir, de->d_name);
+        snprintf(doomed[n++], len, "%s/%s", dir, de->d_name);
     }
     closedir(d);
     for (size_t i = 0; i < n; i++) {
