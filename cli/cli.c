@@ -125,7 +125,8 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const c
         const char *name = arg + (arg[1] == '-' ? 2 : 1);
         int is_long = arg[1] == '-';
         if (!is_long && strlen(name) != 1) {
-            cli_error("%s: unknown option %s (options are --long; try mnemo %s --help)", cmd, arg,
+            cli_error("%s: unknown option %s (options are --long; try mnemo %s --help)", cmd,
+                      cli_shown(arg),
                       cmd);
             return EXIT_USAGE;
         }
@@ -135,7 +136,7 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const c
         int gi = find_opt(global_opts, name, n, sc);
         int ci = gi < 0 ? find_opt(opts, name, n, sc) : -1;
         if (gi < 0 && ci < 0) {
-            cli_error("%s: unknown option %s (try mnemo %s --help)", cmd, arg, cmd);
+            cli_error("%s: unknown option %s (try mnemo %s --help)", cmd, cli_shown(arg), cmd);
             return EXIT_USAGE;
         }
         const cli_opt *o = gi >= 0 ? &global_opts[gi] : &opts[ci];
@@ -269,7 +270,7 @@ int cli_int(const char *s, const char *name, int lo, int hi, int *out)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (!*s || *end || errno || v < lo || v > hi) {
-        cli_error("--%s: expected an integer from %d to %d, got '%s'", name, lo, hi, s);
+        cli_error("--%s: expected an integer from %d to %d, got '%s'", name, lo, hi, cli_shown(s));
         return EXIT_USAGE;
     }
     *out = (int)v;
@@ -282,9 +283,31 @@ int cli_double(const char *s, const char *name, double lo, double hi, double *ou
     errno = 0;
     double v = strtod(s, &end);
     if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi) {
-        cli_error("--%s: expected a number from %g to %g, got '%s'", name, lo, hi, s);
+        cli_error("--%s: expected a number from %g to %g, got '%s'", name, lo, hi, cli_shown(s));
         return EXIT_USAGE;
     }
     *out = v;
     return EXIT_OK;
+}
+
+void cli_print_safe(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            fprintf(f, "\\x%02x", c);
+        } else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
+            fprintf(f, "\\u%04x", p[i + 1]);
+            i++;
+        } else {
+            fputc(c, f);
+        }
+    }
+}
+
+const char *cli_shown(const char *v)
+{
+    return v && mnemo_secret_kind(v, strlen(v)) ? "(a value that looks like a credential, not shown)"
+                                                : v;
 }

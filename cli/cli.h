@@ -68,6 +68,15 @@ int cli_fail(mnemo *m, int rc, int json);
 /* Prints S as a JSON string literal to F. */
 void cli_json_string(FILE *f, const char *s);
 
+/* Writes N bytes of S for a terminal: control characters (C0 but tab, DEL,
+ * and C1 such as U+009B, the one-byte CSI) as \xNN, so that a file name or
+ * a note cannot move the cursor, retitle the window or hide text. */
+void cli_print_safe(FILE *f, const char *s, size_t n);
+
+/* V for an error message, or a note in its place when it looks like a
+ * credential: messages never repeat a secret. */
+const char *cli_shown(const char *v);
+
 /* The positional arguments joined with spaces; caller frees. NULL on OOM. */
 char *cli_join(const cli_args *a);
 

@@ -114,7 +114,9 @@ int cmd_search(int argc, char **argv)
     } else {
         for (size_t i = 0; i < mnemo_results_count(res); i++) {
             const mnemo_result *r = mnemo_results_get(res, i);
-            printf("%s%s  (score %.2f)\n", i ? "\n" : "", r->citation, r->score);
+            printf("%s", i ? "\n" : "");
+            cli_print_safe(stdout, r->citation, strlen(r->citation));
+            printf("  (score %.2f)\n", r->score);
             if (so.explain) {
                 char vs[32] = "-";
                 if (r->vector_score >= 0)
@@ -129,7 +131,9 @@ int cmd_search(int argc, char **argv)
             while (*s) {
                 const char *nl = strchr(s, '\n');
                 int n = nl ? (int)(nl - s) : (int)strlen(s);
-                printf("  %.*s\n", n, s);
+                fputs("  ", stdout);
+                cli_print_safe(stdout, s, (size_t)n);
+                putchar('\n');
                 s += n + (nl ? 1 : 0);
             }
         }

@@ -31,6 +31,7 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +57,8 @@ static struct {
     void (*destroy_response)(struct MHD_Response *);
     const char *(*lookup_connection_value)(struct MHD_Connection *, enum MHD_ValueKind,
                                            const char *);
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *,
+                                                           enum MHD_ConnectionInfoType, ...);
 } mhd;
 
 static int mhd_load(void)
@@ -81,6 +84,7 @@ static int mhd_load(void)
         {"MHD_queue_response", (void **)&mhd.queue_response},
         {"MHD_destroy_response", (void **)&mhd.destroy_response},
         {"MHD_lookup_connection_value", (void **)&mhd.lookup_connection_value},
+        {"MHD_get_connection_info", (void **)&mhd.get_connection_info},
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
         *syms[i].fn = dlsym(h, syms[i].name);
@@ -105,12 +109,28 @@ typedef struct server {
     size_t max_body;
     int verbose;
     uint16_t port;
+    char self[NI_MAXHOST + 2]; /* the bound address as a Host names it: 127.0.0.2, [::1] */
     char *workspace;
     pthread_mutex_t lock;
     mnemo *handles[MAX_HANDLES]; /* one per worker, closed at exit */
     int nhandles;
     int inflight; /* requests begun and not yet completed (under lock) */
+    /* Connections still sending their first request, for the arrival
+     * deadline (under wlock; the watchdog shuts down the late ones). */
+    pthread_mutex_t wlock;
+    struct conn_watch *watched;
+    double arrival_ms;
+    int stop_watchdog;
 } server;
+
+/* A connection until its first request has arrived whole. */
+typedef struct conn_watch {
+    int fd;
+    double start;
+    int done; /* the first request arrived: the idle timeout governs it now */
+    int shut;
+    struct conn_watch *prev, *next;
+} conn_watch;
 
 typedef struct request {
     char *body;
@@ -229,9 +249,11 @@ static int host_ok(const server *s, const char *host)
 {
     if (s->token || !host)
         return 1;
-    static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
+    const char *const names[] = {"127.0.0.1", "localhost", "[::1]", s->self};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        char want[64];
+        char want[NI_MAXHOST + 16];
+        if (!names[i][0])
+            continue;
         snprintf(want, sizeof want, "%s:%u", names[i], (unsigned)s->port);
         if (strcasecmp(host, want) == 0 || strcasecmp(host, names[i]) == 0)
             return 1;
@@ -244,10 +266,12 @@ static int origin_ok(const server *s, const char *origin)
 {
     if (!origin)
         return 1;
-    static const char *const hosts[] = {"http://127.0.0.1", "http://localhost", "http://[::1]"};
+    const char *const hosts[] = {"127.0.0.1", "localhost", "[::1]", s->self};
     for (size_t i = 0; i < sizeof hosts / sizeof *hosts; i++) {
-        char want[64];
-        snprintf(want, sizeof want, "%s:%u", hosts[i], (unsigned)s->port);
+        char want[NI_MAXHOST + 24];
+        if (!hosts[i][0])
+            continue;
+        snprintf(want, sizeof want, "http://%s:%u", hosts[i], (unsigned)s->port);
         if (strcmp(origin, want) == 0)
             return 1;
     }
@@ -413,6 +437,7 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
 static enum MHD_Result handle_request(server *s, request **state, struct MHD_Connection *c,
                                      const char *url, const char *method, const char *upload,
                                      size_t *upload_size);
+static void arrived(server *s, struct MHD_Connection *c);
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
@@ -485,10 +510,79 @@ static enum MHD_Result handle_request(server *s, request **state, struct MHD_Con
         r->body[r->len] = 0;
         return MHD_YES;
     }
+    arrived(s, c);
     if (r->too_big)
         return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE, MNEMO_INVALID,
                              "request body too large");
     return route(s, c, url, method, r);
+}
+
+/* Registers connections as they open and forgets them as they close: MHD
+ * notifies the close before it closes the socket, so a descriptor in the
+ * list is always the connection's own. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    server *s = cls;
+    conn_watch *w = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || !(w = calloc(1, sizeof *w)))
+            return;
+        w->fd = ci->connect_fd;
+        w->start = now_ms();
+        pthread_mutex_lock(&s->wlock);
+        w->next = s->watched;
+        if (w->next)
+            w->next->prev = w;
+        s->watched = w;
+        pthread_mutex_unlock(&s->wlock);
+        *socket_context = w;
+    } else if (w) {
+        pthread_mutex_lock(&s->wlock);
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            s->watched = w->next;
+        if (w->next)
+            w->next->prev = w->prev;
+        pthread_mutex_unlock(&s->wlock);
+        free(w);
+        *socket_context = NULL;
+    }
+}
+
+/* The first request of C has arrived whole. */
+static void arrived(server *s, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_watch *w = ci ? ci->socket_context : NULL;
+    if (!w)
+        return;
+    pthread_mutex_lock(&s->wlock);
+    w->done = 1;
+    pthread_mutex_unlock(&s->wlock);
+}
+
+/* Shuts down connections whose first request has not arrived whole within
+ * the deadline (a client sending a byte a second never goes idle, so the
+ * idle timeout alone would keep it forever). */
+static void *watchdog_main(void *arg)
+{
+    server *s = arg;
+    while (!s->stop_watchdog) {
+        usleep(200 * 1000);
+        double now = now_ms();
+        pthread_mutex_lock(&s->wlock);
+        for (conn_watch *w = s->watched; w; w = w->next)
+            if (!w->done && !w->shut && now - w->start > s->arrival_ms) {
+                shutdown(w->fd, SHUT_RDWR);
+                w->shut = 1;
+            }
+        pthread_mutex_unlock(&s->wlock);
+    }
+    return NULL;
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **state,
@@ -585,6 +679,41 @@ static int listen_on(const char *addr, int *loopback, int *family, uint16_t *por
     *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                            : ((struct sockaddr_in *)&ss)->sin_port);
     return fd;
+}
+
+/* The URL that reaches the socket FD: its own address (127.0.0.2 stays
+ * 127.0.0.2), the loopback one for a wildcard. */
+static void bound_url(int fd, char *url, size_t n, char *self, size_t selfn)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char host[NI_MAXHOST] = "127.0.0.1", serv[NI_MAXSERV] = "0";
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV);
+    int v6 = ss.ss_family == AF_INET6;
+    if (!strcmp(host, "0.0.0.0"))
+        snprintf(host, sizeof host, "127.0.0.1");
+    else if (!strcmp(host, "::"))
+        snprintf(host, sizeof host, "::1");
+    snprintf(url, n, "http://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", serv);
+    snprintf(self, selfn, "%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "");
+}
+
+/* How many connections at once: 1024, within the descriptors this process
+ * may open (its soft limit raised to the hard one). */
+static unsigned int connection_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 256;
+    if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 4096) {
+        rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t room = rl.rlim_cur > 128 ? rl.rlim_cur - 128 : 64;
+    return room < 1024 ? (unsigned int)room : 1024;
 }
 
 /* The token from MNEMO_TOKEN or a file only its owner can read. */
@@ -703,7 +832,17 @@ static void *watch_main(void *arg)
 
 int cmd_serve(int argc, char **argv)
 {
-    enum { O_LISTEN, O_WORKERS, O_TOKEN_FILE, O_MAX_BODY, O_TIMEOUT, O_NO_WATCH, O_VERBOSE };
+    enum {
+        O_LISTEN,
+        O_WORKERS,
+        O_TOKEN_FILE,
+        O_MAX_BODY,
+        O_TIMEOUT,
+        O_REQUEST_TIMEOUT,
+        O_PER_CLIENT,
+        O_NO_WATCH,
+        O_VERBOSE
+    };
     static const cli_opt opts[] = {
         [O_LISTEN] = {"listen", 'l', "ADDR", "host:port to listen on (default 127.0.0.1:7373; "
                                              "port 0 picks a free one)"},
@@ -712,6 +851,11 @@ int cmd_serve(int argc, char **argv)
                                                    "required off loopback"},
         [O_MAX_BODY] = {"max-body", 0, "BYTES", "largest request body (default 1048576)"},
         [O_TIMEOUT] = {"timeout", 0, "SECONDS", "close idle connections after this (default 30)"},
+        [O_REQUEST_TIMEOUT] = {"request-timeout", 0, "SECONDS",
+                               "a new connection's request must arrive whole within this, "
+                               "headers and body (default 10)"},
+        [O_PER_CLIENT] = {"max-per-client", 0, "N",
+                          "connections one client address may hold (default 64)"},
         [O_NO_WATCH] = {"no-watch", 0, NULL, "do not sync the workspace as it changes"},
         [O_VERBOSE] = {"verbose", 'v', NULL, "log every request to standard error"},
         {NULL, 0, NULL, NULL},
@@ -723,8 +867,12 @@ int cmd_serve(int argc, char **argv)
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
-    int workers = 4, max_body = 1 << 20, timeout = 30;
+    int workers = 4, max_body = 1 << 20, timeout = 30, arrival = 10, per_client = 64;
     if ((a.val[O_WORKERS] && (code = cli_int(a.val[O_WORKERS], "workers", 1, MAX_HANDLES - 2, &workers))) ||
+        (a.val[O_REQUEST_TIMEOUT] &&
+         (code = cli_int(a.val[O_REQUEST_TIMEOUT], "request-timeout", 1, 3600, &arrival))) ||
+        (a.val[O_PER_CLIENT] &&
+         (code = cli_int(a.val[O_PER_CLIENT], "max-per-client", 1, 65536, &per_client))) ||
         (a.val[O_MAX_BODY] && (code = cli_int(a.val[O_MAX_BODY], "max-body", 1024, 1 << 30, &max_body))) ||
         (a.val[O_TIMEOUT] && (code = cli_int(a.val[O_TIMEOUT], "timeout", 1, 3600, &timeout))))
         return code;
@@ -733,10 +881,13 @@ int cmd_serve(int argc, char **argv)
     s.max_body = (size_t)max_body;
     s.verbose = a.val[O_VERBOSE] != NULL;
     pthread_mutex_init(&s.lock, NULL);
+    pthread_mutex_init(&s.wlock, NULL);
+    s.arrival_ms = arrival * 1000.0;
     if ((code = load_token(a.val[O_TOKEN_FILE], &s.token)))
         return code;
     s.token_len = s.token ? strlen(s.token) : 0;
-    int loopback = 1, family = AF_INET;
+    int loopback = 1, family = AF_INET, have_watchdog = 0;
+    pthread_t watchdog;
     const char *addr = a.val[O_LISTEN] ? a.val[O_LISTEN] : "127.0.0.1:7373";
     char *pidpath = NULL;
     int pidfd = -1, lfd = -1;
@@ -757,6 +908,8 @@ int cmd_serve(int argc, char **argv)
         code = EXIT_USAGE;
         goto out;
     }
+    char url[300];
+    bound_url(lfd, url, sizeof url, s.self, sizeof s.self); /* before any request */
     if (!loopback && !s.token) {
         cli_error("serve: %s is not a loopback address: set MNEMO_TOKEN or --token-file so "
                   "requests must carry a bearer token", addr);
@@ -793,10 +946,12 @@ int cmd_serve(int argc, char **argv)
                          MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
                          MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
                          MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)workers,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
+                         MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)per_client,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)timeout,
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
                          MHD_OPTION_NOTIFY_COMPLETED, on_done, &s,
+                         MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
                          MHD_OPTION_END);
     if (!d) {
         cli_error("serve: the HTTP server did not start");
@@ -804,20 +959,10 @@ int cmd_serve(int argc, char **argv)
         goto out;
     }
     lfd = -1; /* the daemon owns it */
-    char url[300];
-    snprintf(url, sizeof url, "http://%s%s%s:%u", family == AF_INET6 ? "[" : "",
-             family == AF_INET6 ? "::1" : (loopback ? "127.0.0.1" : "0.0.0.0"),
-             family == AF_INET6 ? "]" : "", (unsigned)s.port);
-    if (!loopback && strncmp(addr, "0.0.0.0", 7) != 0) {
-        char host[256];
-        snprintf(host, sizeof host, "%s", addr);
-        host[strcspn(host, "]")] = 0;
-        char *colon = strrchr(host, ':');
-        if (colon)
-            *colon = 0;
-        snprintf(url, sizeof url, "http://%s%s%s:%u", family == AF_INET6 ? "[" : "",
-                 host + (host[0] == '['), family == AF_INET6 ? "]" : "", (unsigned)s.port);
-    }
+    if (pthread_create(&watchdog, NULL, watchdog_main, &s) == 0)
+        have_watchdog = 1;
+    else
+        fprintf(stderr, "mnemo serve: cannot start the request deadline watchdog\n");
     {
         json_t *info = json_pack("{s:i,s:s,s:s,s:s}", "pid", (int)getpid(), "url", url,
                                  "workspace", mnemo_workspace(m), "db", mnemo_db_path(m));
@@ -861,6 +1006,10 @@ int cmd_serve(int argc, char **argv)
 out:
     if (d)
         mhd.stop_daemon(d); /* waits for the handlers running now */
+    if (have_watchdog) {
+        s.stop_watchdog = 1;
+        pthread_join(watchdog, NULL);
+    }
     if (watching) {
         stop_watch = 1;
         pthread_join(watcher, NULL);

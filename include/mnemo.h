@@ -375,6 +375,11 @@ int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                         size_t *skipped);
 
+/* What kind of credential TEXT (LEN bytes) seems to hold ("an API key
+ * (sk-...)", "a private key block", ...), or NULL: the check memories get
+ * before they are stored, for callers that must not echo a secret. */
+const char *mnemo_secret_kind(const char *text, size_t len);
+
 /* Salvages the memories that can still be read from PATH (a damaged
  * memory store or index, or an index written before memories had a store
  * of their own) into the memory store, row by row: memories not stored yet

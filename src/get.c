@@ -83,6 +83,9 @@ int lite_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *ou
     core_clear(m);
     if (!path || !*path)
         return core_error(m, MNEMO_INVALID, "no path given");
+    if (strlen(path) >= PATH_MAX)
+        return core_error(m, MNEMO_INVALID, "path too long (%zu bytes; at most %d)",
+                          strlen(path), PATH_MAX - 1);
     if (from <= 0)
         from = 1;
     if (nlines <= 0)

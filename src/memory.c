@@ -266,8 +266,67 @@ static int str_field(mnemo *m, json_t *o, const char *key, const char **out, int
         if ((unsigned char)*p < 0x20)
             return core_error(m, MNEMO_INVALID, "memory field %s contains control characters",
                               key);
+    const char *kind = secret_find(s, strlen(s));
+    if (kind)
+        return core_error(m, MNEMO_INVALID,
+                          "refusing memory field %s: its value looks like a credential (%s)", key,
+                          kind);
     *out = s;
     return MNEMO_OK;
+}
+
+/* Whether a metadata key names a secret ("password", "db_token", "apiKey"). */
+static int secret_key(const char *k)
+{
+    static const char *const names[] = {"password", "passwd", "secret", "token", "api_key",
+                                        "apikey", "credential", "private_key", "privatekey"};
+    char low[128];
+    size_t n = 0;
+    for (; k[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)(k[n] >= 'A' && k[n] <= 'Z' ? k[n] + 32 : k[n]);
+    low[n] = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strstr(low, names[i]))
+            return 1;
+    return 0;
+}
+
+/* A credential anywhere in metadata: a value that looks like one, or a
+ * non-empty value under a key that names one. *WHAT says which. */
+static int metadata_secret(json_t *v, int under_secret_key, const char **what)
+{
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        if ((*what = secret_find(s, strlen(s))))
+            return 1;
+        if (under_secret_key && strlen(s) >= 4) {
+            *what = "a value under a key that names a secret";
+            return 1;
+        }
+        return 0;
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+        {
+            if ((*what = secret_find(k, strlen(k))))
+                return 1;
+            if (metadata_secret(x, secret_key(k), what))
+                return 1;
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) if (metadata_secret(x, under_secret_key, what)) return 1;
+    }
+    return 0;
+}
+
+/* A value for an error message: itself, or a note when it looks secret. */
+static const char *shown(const char *v)
+{
+    return secret_find(v, strlen(v)) ? "(a value that looks like a credential, not shown)" : v;
 }
 
 /* A time: ISO 8601, a date, a number of Unix seconds, or null (NAN). */
@@ -309,11 +368,12 @@ static int check_category(mnemo *m, const char *c)
 {
     size_t n = strlen(c);
     if (n == 0 || n > 32)
-        return core_error(m, MNEMO_INVALID, "category '%s' must be 1 to 32 characters", c);
+        return core_error(m, MNEMO_INVALID, "category '%s' must be 1 to 32 characters",
+                          shown(c));
     for (const char *p = c; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
             return core_error(m, MNEMO_INVALID, "category '%s' may use only a-z, 0-9, '_' and '-'",
-                              c);
+                              shown(c));
     return MNEMO_OK;
 }
 
@@ -323,7 +383,8 @@ static int check_type(mnemo *m, const char *t)
         if (strcmp(t, types[i]) == 0)
             return MNEMO_OK;
     return core_error(m, MNEMO_INVALID,
-                      "type '%s' is not one of fact, preference, summary, context, raw", t);
+                      "type '%s' is not one of fact, preference, summary, context, raw",
+                      shown(t));
 }
 
 int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
@@ -401,8 +462,8 @@ int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
             return MNEMO_NOMEM;
         if (strlen(f->metadata) > 64 * 1024)
             return core_error(m, MNEMO_INVALID, "metadata is too large (limit 64 KiB)");
-        const char *kind = secret_find(f->metadata, strlen(f->metadata));
-        if (kind)
+        const char *kind = NULL;
+        if (metadata_secret(md, 0, &kind))
             return core_error(m, MNEMO_INVALID,
                               "refusing to store metadata that looks like a credential (%s)",
                               kind);
@@ -432,6 +493,12 @@ int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
         if (buf_err(&b) || (b.len && !utf8_valid(b.data, b.len))) {
             buf_cleanup(&b);
             return core_error(m, MNEMO_INVALID, "triggers are too long or not UTF-8");
+        }
+        const char *kind = b.len ? secret_find(b.data, b.len) : NULL;
+        if (kind) {
+            buf_cleanup(&b);
+            return core_error(m, MNEMO_INVALID,
+                              "refusing triggers that look like a credential (%s)", kind);
         }
         f->triggers = b.data ? buf_detach(&b) : strdup("");
         if (!f->triggers)
@@ -1548,6 +1615,16 @@ int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void
         if (!ev || !json_is_string(at) || time_parse_iso(json_string_value(at), &t) != 0)
             return core_error(m, MNEMO_INVALID,
                               "import: line %zu: history entry %zu needs event and at", line, i);
+        const char *ot = json_string_value(json_object_get(e, "old_text"));
+        const char *nt = json_string_value(json_object_get(e, "new_text"));
+        const char *kind = ot ? secret_find(ot, strlen(ot)) : NULL;
+        if (!kind && nt)
+            kind = secret_find(nt, strlen(nt));
+        if (kind)
+            return core_error(m, MNEMO_INVALID,
+                              "import: line %zu: history entry %zu holds text that looks like a "
+                              "credential (%s)",
+                              line, i, kind);
         json_t *d = json_object_get(e, "detail");
         char *detail = d && !json_is_null(d) ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS)
                                              : NULL;

@@ -22,6 +22,9 @@
 #include "util/time.h"
 
 #define MAX_DEPTH 32
+/* Conditions in one filter: SQLite parses an N-way OR as an expression N
+ * deep and refuses more than 1000 levels; people and agents write a few. */
+#define MAX_NODES 500
 #define SQL_MAX ((size_t)1 << 20)
 #define DAY 86400.0
 #define OPERATORS "eq, ne, gt, gte, lt, lte, in, nin, contains, icontains"
@@ -169,6 +172,7 @@ typedef struct ctx {
     int nomem;         /* sticky: an argument could not be stored */
     char path[512];    /* where we are, for messages: filters.AND[1].created_at */
     size_t plen;
+    int nodes;         /* conditions and logical members so far (MAX_NODES) */
 } ctx;
 
 /* Writes "PATH: message" into the error buffer, never splitting a UTF-8
@@ -849,6 +853,8 @@ static int put_logical(ctx *c, const char *op, const json_t *arr, int depth)
             char tmp[80];
             return fail(c, "expected a filter object, got %s", describe(e, tmp, sizeof tmp));
         }
+        if (++c->nodes > MAX_NODES)
+            return fail(c, "too many conditions (at most %d in one filter)", MAX_NODES);
         if (i)
             put(c, join);
         int rc = put_object(c, e, depth + 1);
@@ -876,6 +882,8 @@ static int put_object(ctx *c, const json_t *obj, int depth)
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)obj, key, val) {
+        if (++c->nodes > MAX_NODES)
+            return fail(c, "too many conditions (at most %d in one filter)", MAX_NODES);
         if (!first)
             put(c, " AND ");
         first = 0;
@@ -921,7 +929,7 @@ static int valid_alias(const char *alias)
 static int compile(const char *json, const char *alias, int pg_first, mfilter *f, char *err,
                    size_t errlen)
 {
-    ctx c = {f, alias ? alias : "", pg_first > 0, pg_first, err, errlen, 0, "filters", 7};
+    ctx c = {f, alias ? alias : "", pg_first > 0, pg_first, err, errlen, 0, "filters", 7, 0};
     size_t sql0 = f->sql.len, args0 = f->nargs;
     json_t *root = NULL;
     int rc = buf_err(&f->sql);

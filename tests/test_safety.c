@@ -472,3 +472,89 @@ TEST(safety_stored_values_that_are_not_utf8)
     ASSERT_EQ(cli(&out, NULL, "recall", "--message", "tea", NULL), 0);
     free(out);
 }
+
+TEST(safety_secret_rules_each_with_a_positive_and_a_negative)
+{
+    static const struct {
+        const char *yes, *no;
+    } rules[] = {
+        {"key sk-proj-4fQ9zX2kLmN8pR3tV6wY1aB5", "the sk-learn docs"},
+        {"SK-4fQ9zX2kLmN8pR3tV6wY1aB5cD7e", "SK-1 is the first task"},
+        {"sk_live_4fQ9zX2kLmN8pR3tV6wY1aB5", "sk_live_ is a prefix"},
+        {"rk_live_4fQ9zX2kLmN8pR3tV6wY1aB5", "rk_live_short"},
+        {"ghp_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH", "ghp_ tokens are GitHub's"},
+        {"AKIAQ4FZ9XK2LMN8PR3T", "AKIA is how AWS keys start"},
+        {"xoxb-4fQ9zX2kLm-N8pR3tV6wY", "xoxb- is a Slack prefix"},
+        {"https://hooks.slack.com/services/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",
+         "see https://hooks.slack.com for webhooks"},
+        {"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0g",
+         "eyJ starts a JWT header"},
+        {"postgres://app:hunter2pw@db.internal:5432/prod", "postgres://db.internal:5432/prod"},
+        {"npm_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH1iJ2", "run npm_install.sh"},
+        {"hf_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH1", "hf_hub_download is a function"},
+        {"SG.4fQ9zX2kLmN8pR3tV6wY1a.B5cD7eF0gH1iJ2kL3mN4oP5qR6sT7uV8wX9yZ0aB1c",
+         "SG. is SendGrid"},
+        {"SK0123456789abcdef0123456789abcdef", "SKIP the flaky test"},
+        {"MTA4NzY1NDMyMTA5ODc2NTQz.GhT6aQ.4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0g",
+         "Meet at noon. Bring the plan."},
+        {"DefaultEndpointsProtocol=https;AccountKey=4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH1iJ2kL3mN4o=",
+         "AccountKey=unset"},
+        {"api token 3f786850e387550fdab836ed7e6dc881de23001b",
+         "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it"},
+        {"aws secret key 4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH1iJ2kL3m",
+         "the aws secret access key has 40 characters"},
+        {"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+         "-----BEGIN CERTIFICATE-----\nMIIB\n"},
+        {"-----BEGIN PGP PRIVATE KEY BLOCK-----", "-----BEGIN PUBLIC KEY-----"},
+        {"password=hunter2", "reset my password"},
+        {"the deploy secret is Xq7vB2mK9pL4wR8tN3cF6hJ1sD5gA0eZ", /* entropy */
+         "ListOrdersByCustomerIdAndDateRange2024 got slow"},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+        if (!mnemo_secret_kind(rules[i].yes, strlen(rules[i].yes)))
+            test_fail(__FILE__, __LINE__, "not caught: %s", rules[i].yes);
+        const char *k = mnemo_secret_kind(rules[i].no, strlen(rules[i].no));
+        if (k)
+            test_fail(__FILE__, __LINE__, "caught as %s: %s", k, rules[i].no);
+    }
+    /* Every field of a memory is checked, and no message repeats a secret. */
+    test_write("ws/MEMORY.md", "a note\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    static const char *const records[] = {
+        "{\"text\":\"fine\",\"subject\":\"sk_live_4fQ9zX2kLmN8pR3tV6wY1aB5\"}",
+        "{\"text\":\"fine\",\"user_id\":\"npm_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH1iJ2\"}",
+        "{\"text\":\"fine\",\"agent_id\":\"hf_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH1\"}",
+        "{\"text\":\"fine\",\"run_id\":\"AKIAQ4FZ9XK2LMN8PR3T\"}",
+        "{\"text\":\"fine\",\"triggers\":[\"ghp_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH\"]}",
+        "{\"text\":\"fine\",\"metadata\":{\"db\":{\"password\":\"hunter2\"}}}",
+        "{\"text\":\"fine\",\"metadata\":{\"note\":\"postgres://app:hunter2pw@db/prod\"}}",
+        "{\"text\":\"fine\",\"category\":\"sk-proj-4fQ9zX2kLmN8pR3tV6wY1aB5\"}",
+    };
+    for (size_t i = 0; i < sizeof records / sizeof *records; i++) {
+        char *out = NULL;
+        int rc = mnemo_memory_add(m, records[i], &out);
+        if (rc != MNEMO_INVALID)
+            test_fail(__FILE__, __LINE__, "stored: %s", records[i]);
+        ASSERT_NOT_CONTAINS(mnemo_errmsg(m), "4fQ9zX2kLm");
+        ASSERT_NOT_CONTAINS(mnemo_errmsg(m), "hunter2");
+        ASSERT_NOT_CONTAINS(mnemo_errmsg(m), "AKIAQ4FZ");
+        mnemo_free(out);
+    }
+    /* History on import. */
+    size_t in = 0, skip = 0;
+    const char *line = "{\"id\":\"11111111-2222-4333-8444-555555555555\",\"text\":\"fine\","
+                       "\"history\":[{\"event\":\"UPDATE\",\"at\":\"2026-11-01T00:00:00Z\","
+                       "\"old_text\":\"password=hunter2\",\"new_text\":\"fine\"}]}\n";
+    ASSERT_EQ(mnemo_memory_import(m, line, strlen(line), &in, &skip), MNEMO_INVALID);
+    ASSERT_NOT_CONTAINS(mnemo_errmsg(m), "hunter2");
+    mnemo_close(m);
+    /* The command line does not echo one either. */
+    char *err = NULL;
+    ASSERT(cli(NULL, &err, "memory", "add", "-----BEGIN RSA PRIVATE KEY----- MIIEow", NULL) != 0);
+    ASSERT_NOT_CONTAINS(err, "MIIEow");
+    free(err);
+    ASSERT(cli(NULL, &err, "memory", "add", "fine", "--category",
+               "sk-proj-4fQ9zX2kLmN8pR3tV6wY1aB5", NULL) != 0);
+    ASSERT_NOT_CONTAINS(err, "4fQ9zX2kLm");
+    free(err);
+}

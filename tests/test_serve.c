@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "util/buf.h"
 
 /* ---- a daemon under test ---- */
 
@@ -173,21 +174,21 @@ static int http(int port, const char *method, const char *path, const char *head
         return -1;
     }
     size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
+    char *rb = malloc(cap);
     ssize_t r;
-    while ((r = recv(fd, buf + len, cap - len - 1, 0)) > 0) {
+    while ((r = recv(fd, rb + len, cap - len - 1, 0)) > 0) {
         len += (size_t)r;
         if (len + 1 == cap)
-            buf = realloc(buf, cap *= 2);
+            rb = realloc(rb, cap *= 2);
     }
     close(fd);
-    buf[len] = 0;
+    rb[len] = 0;
     int status = -1;
-    sscanf(buf, "HTTP/1.%*d %d", &status);
-    char *b = strstr(buf, "\r\n\r\n");
+    sscanf(rb, "HTTP/1.%*d %d", &status);
+    char *b = strstr(rb, "\r\n\r\n");
     if (resp)
         *resp = strdup(b ? b + 4 : "");
-    free(buf);
+    free(rb);
     return status;
 }
 
@@ -824,4 +825,109 @@ TEST(serve_handles_keep_locks)
     ASSERT_NOT_CONTAINS(st, "damaged");
     mnemo_free(st);
     mnemo_close(a);
+}
+
+/* A connection from loopback address FROM (127.0.0.2: another client) to
+ * the daemon on 127.0.0.1:PORT, non-blocking. */
+static int connect_from(const char *from, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in me = {0}, sa = {0};
+    me.sin_family = AF_INET;
+    inet_pton(AF_INET, from, &me.sin_addr);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&me, sizeof me) != 0 ||
+        connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+}
+
+TEST(serve_slow_clients_do_not_lock_others_out)
+{
+    /* 300 connections from one address send a request a byte at a time:
+     * the per-client cap keeps most out, the deadline closes the rest, and
+     * /health from another address answers all along. */
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, "--request-timeout", "2", "--max-per-client", "40", NULL), 0);
+    enum { N = 300 };
+    int fds[N], open_ = 0;
+    for (int i = 0; i < N; i++)
+        if ((fds[i] = connect_from("127.0.0.2", d.port)) >= 0)
+            open_++;
+    ASSERT(open_ > 0);
+    const char *req = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa";
+    double t0 = now_s(), worst = 0;
+    int healthy = 0, checks = 0;
+    for (size_t k = 0; now_s() - t0 < 4.0; k++) {
+        for (int i = 0; i < N; i++)
+            if (fds[i] >= 0 && k < strlen(req) &&
+                send(fds[i], req + k % strlen(req), 1, MSG_NOSIGNAL) < 0 && errno != EAGAIN) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+        double h0 = now_s();
+        int st = http(d.port, "GET", "/health", NULL, NULL, NULL);
+        double took = now_s() - h0;
+        worst = took > worst ? took : worst;
+        checks++;
+        healthy += st == 200;
+        usleep(150 * 1000);
+    }
+    ASSERT_EQ(healthy, checks);
+    ASSERT(worst < 1.0);
+    /* Past the deadline every slow connection has been closed by the server. */
+    int still = 0;
+    for (int i = 0; i < N; i++) {
+        if (fds[i] < 0)
+            continue;
+        char b[256];
+        ssize_t r = recv(fds[i], b, sizeof b, 0);
+        if (r < 0 && errno == EAGAIN)
+            still++;
+        close(fds[i]);
+    }
+    ASSERT_EQ(still, 0);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+TEST(serve_hostile_arguments_get_400)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    /* A filter of 10,000 ORs. */
+    buf b;
+    buf_init(&b, 1 << 22);
+    buf_puts(&b, "{\"query\":\"x\",\"filters\":{\"OR\":[");
+    for (int i = 0; i < 10000; i++)
+        buf_printf(&b, "%s{\"category\":\"c%d\"}", i ? "," : "", i);
+    buf_puts(&b, "]}}");
+    char *resp = NULL;
+    ASSERT_EQ(http(d.port, "POST", "/v1/memories/search", NULL, b.data, &resp), 400);
+    ASSERT_CONTAINS(resp, "too many conditions");
+    free(resp);
+    buf_reset(&b);
+    /* A 100 KB path. */
+    buf_puts(&b, "{\"path\":\"");
+    for (int i = 0; i < 100000; i++)
+        buf_putc(&b, 'a');
+    buf_puts(&b, "\"}");
+    ASSERT_EQ(http(d.port, "POST", "/v1/get", NULL, b.data, &resp), 400);
+    ASSERT_CONTAINS(resp, "path too long");
+    free(resp);
+    buf_cleanup(&b);
+    ASSERT_EQ(http(d.port, "GET", "/health", NULL, NULL, NULL), 200);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+    /* Another loopback address: the pid file names it, and it answers. */
+    ASSERT_EQ(start_daemon(&d, "--listen", "127.0.0.2:0", NULL), 0);
+    char *pid = test_read(test_path("db.sqlite.serve.pid"), NULL);
+    ASSERT_CONTAINS(pid, "\"url\":\"http://127.0.0.2:");
+    free(pid);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
 }
