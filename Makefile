@@ -59,7 +59,8 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c \
            tests/test_pgstore.c tests/test_safety.c
-FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c
+FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
+               fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
 BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -104,12 +105,16 @@ valgrind: $(BUILD)/tests/run $(BUILD)/mnemo
 	  --errors-for-leak-kinds=definite --show-possibly-lost=no --trace-children=no $(BUILD)/tests/run -j1 $(T)
 
 # ---- fuzzing (clang + libFuzzer) ------------------------------------------
-FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
+# clang's float-cast-overflow check too: GCC's "undefined" does not include it.
+CLANG ?= $(shell command -v clang || command -v clang-14 || echo clang)
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 \
+              -fsanitize=fuzzer,address,undefined,float-cast-overflow -fno-sanitize-recover=all \
+              -Iinclude -Isrc \
               $(PKG_CFLAGS)
 fuzz: $(FUZZ_HARNESS:fuzz/%.c=build/fuzz/%)
 build/fuzz/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p build/fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+	$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS)
 
 # ---- benchmarks -------------------------------------------------------------
 bench: $(BUILD)/mnemo $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)

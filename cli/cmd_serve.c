@@ -908,7 +908,7 @@ int cmd_serve(int argc, char **argv)
         code = EXIT_USAGE;
         goto out;
     }
-    char url[300];
+    char url[NI_MAXHOST + NI_MAXSERV + 16];
     bound_url(lfd, url, sizeof url, s.self, sizeof s.self); /* before any request */
     if (!loopback && !s.token) {
         cli_error("serve: %s is not a loopback address: set MNEMO_TOKEN or --token-file so "

@@ -304,7 +304,7 @@ static int payload(const file *f, const uint8_t *c, const uint8_t *end, buf *out
 {
     uint64_t n, id;
     int k = varint(c, end, &n);
-    if (!k || n > (1u << 30))
+    if (!k || n > f->size) /* no payload is larger than the file */
         return 0;
     c += k;
     if (!(k = varint(c, end, &id)))
@@ -549,7 +549,8 @@ static int page_reader(const char *path, writer *w)
             }
         }
     }
-    qsort(hist, nh, sizeof *hist, by_hid);
+    if (nh)
+        qsort(hist, nh, sizeof *hist, by_hid);
     /* History goes with the memories this reader wrote (the SQL reader
      * copied the history of its own). */
     sqlite3_stmt *fresh = NULL;

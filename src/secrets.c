@@ -197,7 +197,7 @@ const char *secret_find(const char *text, size_t len)
             return "a Twilio API key (SK...)";
         if (left > 3 && !memcmp(p, "eyJ", 3)) { /* a JWT: header.payload.signature */
             size_t a = run(p, end, b64url);
-            if (a >= 10 && p + a < end && p[a] == '.' && !memcmp(p + a + 1, "eyJ", 3)) {
+            if (a >= 10 && end - (p + a) > 4 && p[a] == '.' && !memcmp(p + a + 1, "eyJ", 3)) {
                 size_t b = run(p + a + 1, end, b64url);
                 if (b >= 10 && p + a + 1 + b < end && p[a + 1 + b] == '.' &&
                     run(p + a + 2 + b, end, b64url) >= 16)

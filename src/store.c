@@ -221,6 +221,7 @@ int store_code(int rc)
 }
 
 sqlite3 *store_db(store *s) { return s->db; }
+const char *store_path(const store *s) { return s->path; }
 fts_rank *store_rank(store *s) { return &s->rank; }
 
 fts_rank *store_mrank(store *s) { return &s->mrank; }

@@ -86,6 +86,7 @@ int store_finish(store *s);
 void store_close(store *s);
 
 sqlite3 *store_db(store *s);
+const char *store_path(const store *s);
 fts_rank *store_rank(store *s);
 fts_rank *store_mrank(store *s); /* for memories_fts (mnemo_collect_mem) */
 const char *store_errmsg(store *s);

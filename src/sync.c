@@ -57,10 +57,12 @@ static void progress(sync_ctx *c, const char *phase, size_t done, size_t total)
     c->opts->progress(c->opts->progress_ud, &p);
 }
 
+/* Names the file being written: the live index, or during a rebuild the
+ * new one beside it (a full disk is then the new file's, not the index's). */
 static int db_fail(sync_ctx *c, int rc, const char *what)
 {
-    return core_error(c->m, rc ? rc : MNEMO_DB, "index %s: %s: %s", c->m->db_path, what,
-                      store_errmsg(c->st));
+    return core_error(c->m, rc ? rc : MNEMO_DB, "index %s: %s: %s",
+                      c->st ? store_path(c->st) : c->m->db_path, what, store_errmsg(c->st));
 }
 
 static int is_entries_path(const char *path)

@@ -271,6 +271,11 @@ static int scan_dir(scan *s, int dfd, int depth)
                 int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd >= 0)
                     rc = scan_dir(s, fd, depth + 1);
+            } else {
+                /* Reported, not silently left out (deeper trees are not read:
+                 * a loop of bind mounts must not make the walk endless). */
+                rc = add_entry(s->out, full.data, have_stat ? &st : NULL, 0,
+                               "folder nested more than 64 levels deep (not read)");
             }
         } else if (type == DT_REG) {
             if (glob_match(s->root->pattern, s->rel.data)) {

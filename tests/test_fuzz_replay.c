@@ -14,6 +14,10 @@ int fuzz_tok_one(const uint8_t *data, size_t size);
 int fuzz_chunk_one(const uint8_t *data, size_t size);
 int fuzz_query_one(const uint8_t *data, size_t size);
 int fuzz_jsonvec_one(const uint8_t *data, size_t size);
+int fuzz_filter_one(const uint8_t *data, size_t size);
+int fuzz_text_one(const uint8_t *data, size_t size);
+int fuzz_records_one(const uint8_t *data, size_t size);
+int fuzz_recover_one(const uint8_t *data, size_t size);
 
 static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
 {
@@ -43,3 +47,7 @@ TEST(fuzz_replay_tok) { ASSERT(replay("tok", fuzz_tok_one) >= 10); }
 TEST(fuzz_replay_chunk) { ASSERT(replay("chunk", fuzz_chunk_one) >= 10); }
 TEST(fuzz_replay_query) { ASSERT(replay("query", fuzz_query_one) >= 10); }
 TEST(fuzz_replay_jsonvec) { ASSERT(replay("jsonvec", fuzz_jsonvec_one) >= 10); }
+TEST(fuzz_replay_filter) { ASSERT(replay("filter", fuzz_filter_one) >= 10); }
+TEST(fuzz_replay_text) { ASSERT(replay("text", fuzz_text_one) >= 10); }
+TEST(fuzz_replay_records) { ASSERT(replay("records", fuzz_records_one) >= 10); }
+TEST(fuzz_replay_recover) { ASSERT(replay("recover", fuzz_recover_one) >= 10); }

@@ -558,3 +558,21 @@ TEST(safety_secret_rules_each_with_a_positive_and_a_negative)
     ASSERT_NOT_CONTAINS(err, "4fQ9zX2kLm");
     free(err);
 }
+
+TEST(safety_folders_too_deep_are_reported)
+{
+    test_write("ws/MEMORY.md", "a note\n");
+    char rel[4096] = "ws/memory";
+    for (int i = 0; i < 70; i++)
+        strcat(rel, "/d");
+    strcat(rel, "/deep.md");
+    test_write(rel, "a note about narwhals far down\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT(s.files_skipped >= 1);
+    char *st = NULL;
+    ASSERT_OK(mnemo_status_json(m, 0, &st));
+    ASSERT_CONTAINS(st, "more than 64 levels deep");
+    mnemo_free(st);
+    mnemo_close(m);
+}

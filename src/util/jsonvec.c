@@ -295,7 +295,8 @@ static int element(ctx *c)
     }
     if (n < 0)
         return fail(s, "an element without a vector");
-    if (index < 0 || index != floor(index))
+    /* Checked as a double first: casting 1e20 to size_t is undefined. */
+    if (!(index >= 0 && index <= 1e15) || index != floor(index))
         return fail(s, "bad index");
     if (c->fn(c->ud, (size_t)index, c->scratch, (size_t)n))
         return fail(s, "rejected vector");
