@@ -49,6 +49,7 @@ struct provider_server {
     pthread_cond_t cv; /* broadcast by ps_stop() to end delays */
     int stopping;
     ps_options o; /* o.require_key is NULL or points at key */
+    char *fail_body; /* o.fail_body points here */
     char *key;
     int fail_left; /* what is left of the fail_first_n budget */
     int requests, inputs, connections, in_flight, max_in_flight;
@@ -556,10 +557,24 @@ static enum MHD_Result embed(provider_server *s, struct MHD_Connection *c, enum 
         .max_batch_bytes = s->o.max_batch_bytes,
         .max_batch_inputs = s->o.max_batch_inputs,
     };
+    char *body_copy = fail && s->fail_body ? strdup(s->fail_body) : NULL;
     unlock(s);
 
     if (!authorised)
         return send_error(c, api, 401, "invalid or missing API key", 0);
+    if (fail && body_copy) {
+        int status = o.fail_status ? o.fail_status : 500;
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(strlen(body_copy), body_copy, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+            free(body_copy);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/plain");
+        enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
     if (fail) {
         int status = o.fail_status ? o.fail_status : 500;
         return send_error(c, api, status, "failure requested by the test (fail_first_n)",
@@ -763,12 +778,19 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 static int set_options(provider_server *s, const ps_options *o)
 {
     char *key = o && o->require_key ? strdup(o->require_key) : NULL;
-    if (o && o->require_key && !key)
+    char *fb = o && o->fail_body ? strdup(o->fail_body) : NULL;
+    if ((o && o->require_key && !key) || (o && o->fail_body && !fb)) {
+        free(key);
+        free(fb);
         return -1;
+    }
     free(s->key);
+    free(s->fail_body);
     s->key = key;
+    s->fail_body = fb;
     s->o = o ? *o : (ps_options){0};
     s->o.require_key = key;
+    s->o.fail_body = fb;
     s->fail_left = s->o.fail_first_n;
     return 0;
 }
@@ -893,6 +915,7 @@ void ps_stop(provider_server *s)
     if (s->d)
         MHD_stop_daemon(s->d);
     free(s->key);
+    free(s->fail_body);
     free(s->last_body);
     headers_free(&s->last_headers);
     pthread_cond_destroy(&s->cv);

@@ -32,6 +32,8 @@ typedef struct ps_options {
                                413 (OpenAI-style error JSON) and for Gemini with 400;
                                0 = no limit */
     int max_batch_inputs;   /* same for the number of inputs; 0 = no limit */
+    const char *fail_body;   /* with fail_first_n: this body, sent as it is (text/plain), in
+                                place of the error JSON (copied) */
     const char *require_key; /* if not NULL, require "Authorization: Bearer KEY"
                                 (OpenAI/Mistral/Voyage/compatible), "x-goog-api-key: KEY"
                                 (Gemini); else 401 with a JSON error body */

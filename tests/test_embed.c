@@ -318,3 +318,65 @@ TEST(embed_concurrency_and_keep_alive)
     ps_stop(s);
     buf_cleanup(&err);
 }
+
+/* Whether ERR holds any 8 consecutive characters of SECRET. */
+static int leaks(const char *err, const char *secret)
+{
+    size_t n = strlen(secret);
+    for (size_t i = 0; i + 8 <= n; i++) {
+        char part[9];
+        memcpy(part, secret + i, 8);
+        part[8] = 0;
+        if (err && strstr(err, part))
+            return 1;
+    }
+    return 0;
+}
+
+TEST(embed_error_bodies_never_leak_a_key_at_any_offset)
+{
+    /* A provider that echoes the key (or a header value) anywhere in its
+     * error body, plain or JSON: masked before the message is cut. */
+    const char *key = "sk-test-Q4fZ9xK2LmN8pR3tV6wY1aB5cD7eF0gH1iJ2kL3m";
+    const char *hdr = "hdr-secret-7Yq2Wm4Rt9Zp3Kx8Vb6Nc";
+    setenv("MNEMO_TEST_ECHO_KEY", key, 1);
+    provider_server *s = ps_start(NULL);
+    ASSERT(s != NULL);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    int tried = 0;
+    for (int json = 0; json < 2; json++)
+        for (int off = 0; off <= 420; off += 3) {
+            char body[2048], pad[512];
+            memset(pad, 'x', (size_t)off);
+            pad[off] = 0;
+            const char *which = off % 2 ? hdr : key;
+            if (json)
+                snprintf(body, sizeof body, "{\"error\":{\"message\":\"%s %s bad\"}}", pad, which);
+            else
+                snprintf(body, sizeof body, "%s%s trailing words", pad, which);
+            ps_options o = {0};
+            o.fail_first_n = 1;
+            o.fail_status = 400;
+            o.fail_body = body;
+            ps_set(s, &o);
+            embed_cfg c = cfg_for("openai-compatible", url);
+            c.api_key_env = "MNEMO_TEST_ECHO_KEY";
+            c.headers_json = "{\"X-Extra\":\"Bearer hdr-secret-7Yq2Wm4Rt9Zp3Kx8Vb6Nc\"}";
+            embedder *e = open_or_fail(&c);
+            buf err;
+            buf_init(&err, 0);
+            float *v = NULL;
+            ASSERT(embed_n(e, 1, &v, &err) != 0);
+            free(v);
+            if (leaks(err.data, key) || leaks(err.data, hdr))
+                test_fail(__FILE__, __LINE__, "offset %d (%s): %s", off, json ? "json" : "text",
+                          err.data);
+            buf_cleanup(&err);
+            embed_close(e);
+            tried++;
+        }
+    ASSERT(tried > 200);
+    ps_stop(s);
+    unsetenv("MNEMO_TEST_ECHO_KEY");
+}
