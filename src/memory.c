@@ -670,6 +670,18 @@ static void maybe_backup(mnemo *m)
     if (store_mem_meta_get(m->st, "backup_at", &v) == MNEMO_OK && v)
         at = strtod(v, NULL);
     free(v);
+    /* Each snapshot writes the whole store: between two of them at least
+     * half its size in writes, so that bulk adds stay linear (two rows
+     * written out per write, at most). */
+    sqlite3_stmt *q = NULL;
+    long size = 0;
+    if (sqlite3_prepare_v2(store_db(m->st), "SELECT coalesce(max(mid), 0) FROM memories", -1, &q,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        size = (long)sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    if (every < size / 2)
+        every = size / 2;
     if (writes - done < every && !(writes > done && now - at >= 86400))
         return;
     char stamp[32], path[PATH_MAX + 64], tmp[PATH_MAX + 80];

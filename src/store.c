@@ -831,6 +831,9 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
         sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
         return MNEMO_CORRUPT;
     }
+    /* The index's page cache size, which a PRAGMA without a schema gave
+     * main only. */
+    exec(s, s->fresh ? "PRAGMA mem.cache_size = -16384" : "PRAGMA mem.cache_size = -65536");
     if (!sqlite3_db_readonly(s->db, "mem")) {
         if (app != STORE_MEM_APP_ID)
             set_app_id(s, "mem", STORE_MEM_APP_ID);
