@@ -810,18 +810,20 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
     sqlite3_finalize(a);
     if (s->fresh)
         exec(s, "PRAGMA main.locking_mode = EXCLUSIVE");
-    if (rc != SQLITE_OK) {
+    if (rc == SQLITE_OK)
+        rc = pragma_int(s->db, "PRAGMA mem.application_id", &app);
+    else if ((rc & 0xff) != SQLITE_NOTADB && (rc & 0xff) != SQLITE_CORRUPT) {
         fmt(err, errlen, "cannot open the memory store %s: %s", mem_path, sqlite3_errmsg(s->db));
         return store_code(rc);
     }
-    rc = pragma_int(s->db, "PRAGMA mem.application_id", &app);
     if (rc == SQLITE_OK)
         rc = pragma_int(s->db, "SELECT count(*) FROM mem.sqlite_schema", &tables);
     if (rc != SQLITE_OK || (app != STORE_MEM_APP_ID && (existed || tables))) {
         if (rc != SQLITE_OK)
             fmt(err, errlen,
-                "the memory store %s cannot be read (%s); it is left as it is: salvage it with "
-                "mnemo memory recover %s --memory-db NEW, or restore a backup",
+                "the memory store %s cannot be read (%s); it is left as it is: move it away "
+                "(a new store is then created) and salvage it with mnemo memory recover "
+                "MOVED-FILE, or import a snapshot (%s.backup-*.jsonl)",
                 mem_path, sqlite3_errmsg(s->db), mem_path);
         else
             fmt(err, errlen,

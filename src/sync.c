@@ -762,14 +762,16 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         goto done;
     if (kind == STORE_KIND_OURS) {
         /* An index of schema 5 keeps its memories in itself: they move to
-         * the memory store before anything replaces it. */
-        if ((rc = core_mem(m)))
+         * the memory store (on open) before anything replaces it. A memory
+         * store that cannot be opened does not stop a rebuild otherwise. */
+        if ((rc = core_store(m)))
             goto done;
         if (store_legacy_memories(m->st)) {
             rc = core_error(m, MNEMO_IO,
-                            "the memories in %s could not be moved to the memory store %s; "
-                            "the index is left as it is",
-                            m->db_path, m->mem_path);
+                            "the memories in %s could not be moved to the memory store %s "
+                            "(%s); the index is left as it is",
+                            m->db_path, m->mem_path,
+                            m->mem_err[0] ? m->mem_err : "read-only, or the move failed");
             goto done;
         }
     }

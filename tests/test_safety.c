@@ -576,3 +576,24 @@ TEST(safety_folders_too_deep_are_reported)
     mnemo_free(st);
     mnemo_close(m);
 }
+
+TEST(safety_unreadable_memory_store_leaves_notes_working)
+{
+    with_memories(3);
+    test_write("db.memories.sqlite", "this is not a database at all, but it is the user's file");
+    unlink(test_path("db.memories.sqlite-wal"));
+    unlink(test_path("db.memories.sqlite-shm"));
+    char *out = NULL, *err = NULL;
+    ASSERT_EQ(cli(&out, NULL, "search", "herons", NULL), 0);
+    ASSERT_CONTAINS(out, "2026-11-28.md");
+    free(out);
+    ASSERT_EQ(cli(NULL, &err, "memory", "list", NULL), 5);
+    ASSERT_CONTAINS(err, "cannot be read");
+    ASSERT_CONTAINS(err, "mnemo memory recover");
+    free(err);
+    /* A rebuild of the notes goes on; the store is not touched. */
+    ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 0);
+    char *t = test_read(test_path("db.memories.sqlite"), NULL);
+    ASSERT_STR_EQ(t, "this is not a database at all, but it is the user's file");
+    free(t);
+}
