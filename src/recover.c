@@ -246,7 +246,14 @@ static int sql_reader(sqlite3 *src, writer *w)
             last = next;
             continue;
         }
-        last = sqlite3_column_int64(q, 0);
+        int64_t mid_read = sqlite3_column_int64(q, 0);
+        if (last != INT64_MIN && mid_read <= last) {
+            /* A damaged tree can answer out of order (or in a loop): stop here
+             * and let the page reader have the rest. */
+            w->r->unreadable_reads++;
+            break;
+        }
+        last = mid_read;
         sval v[NCOLS];
         for (int c = 0; c < NCOLS; c++)
             col_val(q, c + 1, &v[c]);
