@@ -135,7 +135,10 @@ static int put_memory(writer *w, const sval *v, int64_t *mid)
     if (v[17].type == SQLITE_NULL) { /* not deleted: searchable */
         sqlite3_reset(w->fts);
         sqlite3_bind_int64(w->fts, 1, *mid);
-        if (bind_text(w, w->fts, 2, &v[1], &bad) != SQLITE_OK || sqlite3_step(w->fts) != SQLITE_DONE)
+        /* The text as stored: "" when it was not text at all. */
+        static const sval empty = {SQLITE_TEXT, 0, 0, "", 0};
+        const sval *t = v[1].type == SQLITE_TEXT ? &v[1] : &empty;
+        if (bind_text(w, w->fts, 2, t, &bad) != SQLITE_OK || sqlite3_step(w->fts) != SQLITE_DONE)
             return sqlite3_errcode(w->dst);
     }
     return SQLITE_OK;
