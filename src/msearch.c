@@ -34,13 +34,6 @@
 #include "vec.h"
 #include "vectors.h"
 
-/* A copy of text column C, "" for NULL (never NULL unless out of memory). */
-static char *col_dup(sqlite3_stmt *st, int c)
-{
-    const char *v = (const char *)sqlite3_column_text(st, c);
-    return strdup(v ? v : "");
-}
-
 #define POOL 200
 #define Z_FLOOR 2.5
 #define Z_SPAN 4.0
@@ -123,7 +116,7 @@ int mem_embed_missing(mnemo *m, store *st, embedder *e, buf *err)
         size_t lens[256], n = 0;
         while (n < 256 && sqlite3_step(sel) == SQLITE_ROW) {
             mids[n] = sqlite3_column_int64(sel, 0);
-            texts[n] = col_dup(sel, 1);
+            texts[n] = store_col_dup(sel, 1);
             if (!texts[n])
                 break;
             lens[n] = strlen(texts[n]);
@@ -800,9 +793,9 @@ static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_
     for (size_t i = 0; !rc && i < n; i++) {
         sqlite3_bind_int64(own, 1, mids[i]);
         if (sqlite3_step(own) == SQLITE_ROW) {
-            char *user = col_dup(own, 0);
-            char *agent = col_dup(own, 1);
-            char *run = col_dup(own, 2);
+            char *user = store_col_dup(own, 0);
+            char *agent = store_col_dup(own, 1);
+            char *run = store_col_dup(own, 2);
             double when = sqlite3_column_double(own, 3);
             const char *text = (const char *)sqlite3_column_text(own, 4);
             int turn = text && mem_is_turn(text);

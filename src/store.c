@@ -25,13 +25,6 @@
 
 #include "mnemo.h"
 
-/* A copy of text column C, "" for NULL (never NULL unless out of memory). */
-static char *col_dup(sqlite3_stmt *st, int c)
-{
-    const char *v = (const char *)sqlite3_column_text(st, c);
-    return strdup(v ? v : "");
-}
-
 enum {
     S_FILE_INSERT,
     S_FILE_UPDATE,
@@ -222,6 +215,12 @@ int store_code(int rc)
 
 sqlite3 *store_db(store *s) { return s->db; }
 const char *store_path(const store *s) { return s->path; }
+
+char *store_col_dup(sqlite3_stmt *st, int c)
+{
+    const char *v = (const char *)sqlite3_column_text(st, c);
+    return strdup(v ? v : "");
+}
 fts_rank *store_rank(store *s) { return &s->rank; }
 
 fts_rank *store_mrank(store *s) { return &s->mrank; }
@@ -953,7 +952,7 @@ int store_files_load(store *s, store_file **out, size_t *n)
         store_file *f = &v[count];
         memset(f, 0, sizeof *f);
         f->id = sqlite3_column_int64(st, 0);
-        f->path = col_dup(st, 1);
+        f->path = store_col_dup(st, 1);
         f->size = sqlite3_column_int64(st, 2);
         f->mtime_ns = sqlite3_column_int64(st, 3);
         const char *h = (const char *)sqlite3_column_text(st, 4);
@@ -1005,7 +1004,7 @@ static int fts_file_delete(store *s, int64_t id)
         sqlite3_reset(q);
         return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
     }
-    char *path = col_dup(q, 0);
+    char *path = store_col_dup(q, 0);
     sqlite3_reset(q);
     if (!path)
         return MNEMO_NOMEM;

@@ -87,6 +87,9 @@ void store_close(store *s);
 
 sqlite3 *store_db(store *s);
 const char *store_path(const store *s);
+/* A copy of text column C of ST read back from storage: "" for NULL, never
+ * NULL unless out of memory. Caller frees. */
+char *store_col_dup(sqlite3_stmt *st, int c);
 fts_rank *store_rank(store *s);
 fts_rank *store_mrank(store *s); /* for memories_fts (mnemo_collect_mem) */
 const char *store_errmsg(store *s);
