@@ -61,11 +61,15 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_pgstore.c tests/test_safety.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
                fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
+# Harnesses of the command's own parsers (cli/): they link it but for main.c.
+FUZZ_CLI = fuzz/fuzz_cli.c
+CLI_PARTS = $(filter-out cli/main.c,$(CLI_SRC))
 BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o) $(FUZZ_HARNESS:%.c=$(BUILD)/%.o)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o) $(FUZZ_HARNESS:%.c=$(BUILD)/%.o) \
+           $(FUZZ_CLI:%.c=$(BUILD)/%.o) $(CLI_PARTS:%.c=$(BUILD)/%.o)
 
 VERSION = $(shell sed -n 's/^#define MNEMO_VERSION "\(.*\)"/\1/p' include/mnemo.h)
 SONAME  = libmnemo.so.0
@@ -91,7 +95,7 @@ $(BUILD)/mnemo: $(CLI_OBJ) $(BUILD)/libmnemo.a
 TEST_PKGS = libmicrohttpd
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Ifuzz -DMNEMO_BIN='"$(abspath $(BUILD))/mnemo"' \
                                   -DMNEMO_SRC='"$(abspath .)"' $(shell pkg-config --cflags $(TEST_PKGS))
-$(BUILD)/fuzz/%.o: ALL_CFLAGS += -DLLVMFuzzerTestOneInput=$(notdir $*)_one
+$(BUILD)/fuzz/%.o: ALL_CFLAGS += -DLLVMFuzzerTestOneInput=$(notdir $*)_one -Icli
 $(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS) \
 	  $(shell pkg-config --libs $(TEST_PKGS))
@@ -111,7 +115,10 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 \
               -fsanitize=fuzzer,address,undefined,float-cast-overflow -fno-sanitize-recover=all \
               -Iinclude -Isrc \
               $(PKG_CFLAGS)
-fuzz: $(FUZZ_HARNESS:fuzz/%.c=build/fuzz/%)
+fuzz: $(FUZZ_HARNESS:fuzz/%.c=build/fuzz/%) $(FUZZ_CLI:fuzz/%.c=build/fuzz/%)
+$(FUZZ_CLI:fuzz/%.c=build/fuzz/%): build/fuzz/%: fuzz/%.c $(LIB_SRC) $(CLI_PARTS)
+	@mkdir -p build/fuzz
+	$(CLANG) $(FUZZ_CFLAGS) -Icli -o $@ $< $(CLI_PARTS) $(LIB_SRC) $(PKG_LIBS)
 build/fuzz/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p build/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS)

@@ -26,17 +26,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hook.h"
 #include "nudge.h"
 
 #define STDIN_CAP (1u << 20) /* the hook's JSON: larger input is ignored */
 #define SNIPPET_CPS 160      /* code points quoted from each hit */
 
-typedef struct settings {
-    int timeout_ms, max_terms, max_hits;
-    int triggers, recall;
-    const char *patterns;
-    int debug;
-} settings;
+typedef hook_settings settings;
 
 /* ------------------------------------------------------------------------
  * Environment
@@ -284,79 +280,42 @@ static int usage_error(const char *msg)
     return EXIT_USAGE;
 }
 
-/* The hook run proper. Returns nothing: every outcome is exit code 0. */
-static void run(cli_args *a, const settings *s)
+int hook_parse_input(const char *input, size_t len, json_t **root, const char **prompt,
+                     const char **cwd, const char **why)
 {
-    size_t len = 0;
-    char *input = read_stdin(&len);
-    json_t *root = NULL;
-    nudge_patterns *pats = NULL;
-    nudge_candidate *cand = NULL;
-    size_t ncand = 0;
-    mnemo *m = NULL;
+    json_error_t je;
+    *root = NULL;
+    *prompt = *cwd = NULL;
+    json_t *j = json_loadb(input, len, 0, &je);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        *why = "standard input is not a JSON object";
+        return -1;
+    }
+    const char *event = json_string_value(json_object_get(j, "hook_event_name"));
+    if (event && strcmp(event, "UserPromptSubmit") != 0) {
+        json_decref(j);
+        *why = "not a UserPromptSubmit event";
+        return -1;
+    }
+    if (!(*prompt = json_string_value(json_object_get(j, "prompt")))) {
+        json_decref(j);
+        *why = "no prompt in the input";
+        return -1;
+    }
+    *cwd = json_string_value(json_object_get(j, "cwd"));
+    *root = j;
+    return 0;
+}
+
+char *hook_reply(mnemo *m, const char *prompt, const nudge_candidate *cand, size_t ncand,
+                 const hook_settings *s)
+{
     mnemo_results **res = NULL;
     char *extra_trig = NULL, *extra_recall = NULL, *text = NULL, *out = NULL;
     size_t text_len = 0;
     FILE *f = NULL;
-
-    if (!input) {
-        debug(s, "no input, or more than 1 MiB", NULL);
-        goto done;
-    }
-    json_error_t je;
-    root = json_loadb(input, len, 0, &je);
-    if (!json_is_object(root)) {
-        debug(s, "standard input is not a JSON object", je.text);
-        goto done;
-    }
-    const char *event = json_string_value(json_object_get(root, "hook_event_name"));
-    const char *prompt = json_string_value(json_object_get(root, "prompt"));
-    const char *cwd = json_string_value(json_object_get(root, "cwd"));
-    if (event && strcmp(event, "UserPromptSubmit") != 0) {
-        debug(s, "not a UserPromptSubmit event", event);
-        goto done;
-    }
-    if (!prompt) {
-        debug(s, "no prompt in the input", NULL);
-        goto done;
-    }
-
-    char *perr = NULL;
-    if (nudge_patterns_parse(s->patterns, &pats, &perr)) {
-        debug(s, "bad MNEMO_NUDGE_PATTERNS, using the defaults", perr);
-        free(perr);
-        if (nudge_patterns_parse(NULL, &pats, NULL))
-            goto done;
-    }
-    if (nudge_candidates(prompt, pats, (size_t)s->max_terms, &cand, &ncand))
-        goto done;
-    if (ncand == 0 && !s->triggers && !s->recall) {
-        debug(s, "no candidates in the prompt", NULL);
-        goto done;
-    }
-
-    /* The workspace: --workspace or MNEMO_WORKSPACE if given, else the
-     * session's directory when it holds agent memory, else the default. */
-    if (!a->workspace && !getenv("MNEMO_WORKSPACE") && cwd && cwd[0] == '/' && is_workspace(cwd))
-        a->workspace = cwd;
-    /* Keyword search only: no embedding calls on the way to every prompt. */
-    if (a->nsets < 64)
-        a->sets[a->nsets++] = "provider=none";
-    mnemo_config *cfg = NULL;
-    if (cli_config(a, &cfg))
-        goto done;
-    int rc = mnemo_open(cfg, &m);
-    mnemo_config_free(cfg);
-    if (rc) {
-        debug(s, "cannot open", m ? mnemo_errmsg(m) : mnemo_strerror(rc));
-        goto done;
-    }
-    /* Never create an index: without one there is nothing to say. */
-    struct stat st;
-    if (stat(mnemo_db_path(m), &st) != 0) {
-        debug(s, "no index yet", mnemo_db_path(m));
-        goto done;
-    }
+    int rc;
 
     mnemo_search_opts so;
     mnemo_search_opts_init(&so);
@@ -439,18 +398,83 @@ static void run(cli_args *a, const settings *s)
     text[text_len - 1] = 0; /* the last newline */
     if (!(out = envelope(text)))
         goto done;
-    emit(out);
 
 done:
     if (f)
         fclose(f);
     free(text);
-    free(out);
     mnemo_free(extra_trig);
     mnemo_free(extra_recall);
     for (size_t i = 0; res && i < ncand; i++)
         mnemo_results_free(res[i]);
     free(res);
+    return out;
+}
+
+/* The hook run proper. Returns nothing: every outcome is exit code 0. */
+static void run(cli_args *a, const settings *s)
+{
+    size_t len = 0;
+    char *input = read_stdin(&len);
+    json_t *root = NULL;
+    nudge_patterns *pats = NULL;
+    nudge_candidate *cand = NULL;
+    size_t ncand = 0;
+    mnemo *m = NULL;
+    const char *prompt, *cwd, *why;
+
+    if (!input) {
+        debug(s, "no input, or more than 1 MiB", NULL);
+        goto done;
+    }
+    if (hook_parse_input(input, len, &root, &prompt, &cwd, &why)) {
+        debug(s, why, NULL);
+        goto done;
+    }
+
+    char *perr = NULL;
+    if (nudge_patterns_parse(s->patterns, &pats, &perr)) {
+        debug(s, "bad MNEMO_NUDGE_PATTERNS, using the defaults", perr);
+        free(perr);
+        if (nudge_patterns_parse(NULL, &pats, NULL))
+            goto done;
+    }
+    if (nudge_candidates(prompt, pats, (size_t)s->max_terms, &cand, &ncand))
+        goto done;
+    if (ncand == 0 && !s->triggers && !s->recall) {
+        debug(s, "no candidates in the prompt", NULL);
+        goto done;
+    }
+
+    /* The workspace: --workspace or MNEMO_WORKSPACE if given, else the
+     * session's directory when it holds agent memory, else the default. */
+    if (!a->workspace && !getenv("MNEMO_WORKSPACE") && cwd && cwd[0] == '/' && is_workspace(cwd))
+        a->workspace = cwd;
+    /* Keyword search only: no embedding calls on the way to every prompt. */
+    if (a->nsets < 64)
+        a->sets[a->nsets++] = "provider=none";
+    mnemo_config *cfg = NULL;
+    if (cli_config(a, &cfg))
+        goto done;
+    int rc = mnemo_open(cfg, &m);
+    mnemo_config_free(cfg);
+    if (rc) {
+        debug(s, "cannot open", m ? mnemo_errmsg(m) : mnemo_strerror(rc));
+        goto done;
+    }
+    /* Never create an index: without one there is nothing to say. */
+    struct stat st;
+    if (stat(mnemo_db_path(m), &st) != 0) {
+        debug(s, "no index yet", mnemo_db_path(m));
+        goto done;
+    }
+
+    char *out = hook_reply(m, prompt, cand, ncand, s);
+    if (out)
+        emit(out);
+    free(out);
+
+done:
     mnemo_close(m);
     nudge_candidates_free(cand, ncand);
     nudge_patterns_free(pats);

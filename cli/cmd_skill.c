@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "cli.h"
+#include "skill.h"
 
 static int answer(int ok, const char *text)
 {
@@ -26,11 +28,82 @@ static int answer(int ok, const char *text)
     return ok ? EXIT_OK : EXIT_ERROR;
 }
 
-static int fail(const char *what, const char *detail)
+/* WHAT and DETAIL as one message, valid UTF-8 whatever DETAIL holds (a
+ * parser's message can quote half a character). */
+static char *msg(const char *what, const char *detail)
 {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s%s", what, detail);
-    return answer(0, msg);
+    size_t n = strlen(what) + strlen(detail) + 1;
+    char *s = malloc(n);
+    if (!s)
+        return NULL;
+    snprintf(s, n, "%s%s", what, detail);
+    char *clean = api_utf8_clean(s);
+    free(s);
+    return clean;
+}
+
+int skill_args_parse(const char *raw, char **query, char **opts, char **err)
+{
+    *query = *opts = *err = NULL;
+    if (!raw || !*raw) {
+        *err = msg("SKILL_ARGS is not set: expected {\"query\": \"...\"}", "");
+        return MNEMO_INVALID;
+    }
+    json_error_t je;
+    json_t *args = json_loads(raw, 0, &je);
+    if (!json_is_object(args)) {
+        json_decref(args);
+        *err = msg("SKILL_ARGS is not a JSON object: ", args ? "another JSON value" : je.text);
+        return MNEMO_INVALID;
+    }
+    static const char *const known[] = {"query", "type", "subject", "limit"};
+    const char *k;
+    json_t *v;
+    json_object_foreach(args, k, v)
+    {
+        size_t i = 0;
+        while (i < sizeof known / sizeof *known && strcmp(k, known[i]) != 0)
+            i++;
+        if (i == sizeof known / sizeof *known) {
+            *err = msg("unknown argument (expected query, type, subject, limit): ", cli_shown(k));
+            json_decref(args);
+            return MNEMO_INVALID;
+        }
+    }
+    json_t *q = json_object_get(args, "query");
+    json_t *lim = json_object_get(args, "limit");
+    json_t *type = json_object_get(args, "type"), *subj = json_object_get(args, "subject");
+    const char *bad = NULL;
+    if (!json_is_string(q) || !*json_string_value(q))
+        bad = "argument query is required: a non-empty string";
+    else if (lim && (!json_is_integer(lim) || json_integer_value(lim) < 1 ||
+                     json_integer_value(lim) > 50))
+        bad = "argument limit must be a whole number from 1 to 50";
+    else if ((type && !json_is_string(type)) || (subj && !json_is_string(subj)))
+        bad = "arguments type and subject must be strings";
+    if (bad) {
+        *err = msg(bad, "");
+        json_decref(args);
+        return MNEMO_INVALID;
+    }
+    json_t *o = json_object();
+    if (o && type)
+        json_object_set(o, "type", type);
+    if (o && subj)
+        json_object_set(o, "subject", subj);
+    if (o && lim)
+        json_object_set(o, "limit", lim);
+    *opts = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    *query = strdup(json_string_value(q));
+    json_decref(o);
+    json_decref(args);
+    if (!*opts || !*query) {
+        free(*opts);
+        free(*query);
+        *opts = *query = NULL;
+        return MNEMO_NOMEM;
+    }
+    return MNEMO_OK;
 }
 
 int cmd_skill(int argc, char **argv)
@@ -42,67 +115,25 @@ int cmd_skill(int argc, char **argv)
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
-    const char *raw = getenv("SKILL_ARGS");
-    if (!raw || !*raw)
-        return answer(0, "SKILL_ARGS is not set: expected {\"query\": \"...\"}");
-    json_error_t je;
-    json_t *args = json_loads(raw, 0, &je);
-    if (!json_is_object(args)) {
-        json_decref(args);
-        return fail("SKILL_ARGS is not a JSON object: ", je.text);
+    char *query = NULL, *opt = NULL, *err = NULL;
+    if (skill_args_parse(getenv("SKILL_ARGS"), &query, &opt, &err)) {
+        code = answer(0, err ? err : "out of memory");
+        free(err);
+        return code;
     }
-    static const char *const known[] = {"query", "type", "subject", "limit"};
-    const char *k;
-    json_t *v;
-    json_object_foreach(args, k, v)
-    {
-        size_t i = 0;
-        while (i < sizeof known / sizeof *known && strcmp(k, known[i]) != 0)
-            i++;
-        if (i == sizeof known / sizeof *known) {
-            code = fail("unknown argument (expected query, type, subject, limit): ", k);
-            json_decref(args);
-            return code;
-        }
-    }
-    json_t *q = json_object_get(args, "query");
-    if (!json_is_string(q) || !*json_string_value(q)) {
-        json_decref(args);
-        return answer(0, "argument query is required: a non-empty string");
-    }
-    json_t *lim = json_object_get(args, "limit");
-    if (lim && (!json_is_integer(lim) || json_integer_value(lim) < 1 ||
-                json_integer_value(lim) > 50)) {
-        json_decref(args);
-        return answer(0, "argument limit must be a whole number from 1 to 50");
-    }
-    json_t *type = json_object_get(args, "type"), *subj = json_object_get(args, "subject");
-    if ((type && !json_is_string(type)) || (subj && !json_is_string(subj))) {
-        json_decref(args);
-        return answer(0, "arguments type and subject must be strings");
-    }
-    json_t *o = json_object();
-    if (type)
-        json_object_set(o, "type", type);
-    if (subj)
-        json_object_set(o, "subject", subj);
-    if (lim)
-        json_object_set(o, "limit", lim);
-    char *opt = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
     mnemo *m;
     /* Errors must come back as JSON, not on stderr only. */
     mnemo_config *cfg;
     if ((code = cli_config(&a, &cfg))) {
         free(opt);
-        json_decref(args);
+        free(query);
         return answer(0, "invalid configuration (run mnemo config show)");
     }
     int rc = mnemo_open(cfg, &m);
     mnemo_config_free(cfg);
     char *out = NULL, *text = NULL;
     if (!rc)
-        rc = mnemo_memory_search(m, json_string_value(q), opt, &out);
+        rc = mnemo_memory_search(m, query, opt, &out);
     if (!rc)
         rc = mnemo_memory_format(out, "skill", &text);
     if (rc)
@@ -113,6 +144,6 @@ int cmd_skill(int argc, char **argv)
     mnemo_free(out);
     mnemo_close(m);
     free(opt);
-    json_decref(args);
+    free(query);
     return code;
 }

@@ -18,6 +18,7 @@ int fuzz_filter_one(const uint8_t *data, size_t size);
 int fuzz_text_one(const uint8_t *data, size_t size);
 int fuzz_records_one(const uint8_t *data, size_t size);
 int fuzz_recover_one(const uint8_t *data, size_t size);
+int fuzz_cli_one(const uint8_t *data, size_t size);
 
 static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
 {
@@ -51,3 +52,4 @@ TEST(fuzz_replay_filter) { ASSERT(replay("filter", fuzz_filter_one) >= 10); }
 TEST(fuzz_replay_text) { ASSERT(replay("text", fuzz_text_one) >= 10); }
 TEST(fuzz_replay_records) { ASSERT(replay("records", fuzz_records_one) >= 10); }
 TEST(fuzz_replay_recover) { ASSERT(replay("recover", fuzz_recover_one) >= 10); }
+TEST(fuzz_replay_cli) { ASSERT(replay("cli", fuzz_cli_one) >= 10); }
