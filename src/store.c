@@ -411,8 +411,23 @@ fail:
 
 /* Opens PATH and says what it is (STORE_KIND_*). The store is returned
  * only for STORE_KIND_OURS. */
-static int open_checked(const char *path, int busy_ms, int deep, store **out, int *kind,
-                        char *err, size_t errlen)
+/* Is DB's main database in a rollback-journal mode (asked of SQLite: this
+ * process never opens a database file itself, see file_kind)? */
+static int in_rollback_mode(sqlite3 *db)
+{
+    sqlite3_stmt *q = NULL;
+    int yes = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA main.journal_mode", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
+        const char *mode = (const char *)sqlite3_column_text(q, 0);
+        yes = mode && strcmp(mode, "delete") == 0;
+    }
+    sqlite3_finalize(q);
+    return yes;
+}
+
+static int open_once(const char *path, int busy_ms, int deep, store **out, int *kind,
+                     char *err, size_t errlen)
 {
     *out = NULL;
     *kind = STORE_KIND_UNKNOWN;
@@ -556,12 +571,36 @@ static int open_checked(const char *path, int busy_ms, int deep, store **out, in
     /* Written before ids were set: mark it, so that it is provably ours. */
     if (app == 0 && !sqlite3_db_readonly(s->db, "main"))
         set_app_id(s, "main", STORE_APP_ID);
+    /* A rebuild that died between leaving WAL mode and its rename
+     * (sync.c, rename_alone) left the file in rollback mode: back to WAL,
+     * where readers never wait for the writer. */
+    if (!sqlite3_db_readonly(s->db, "main") && in_rollback_mode(s->db))
+        exec(s, "PRAGMA journal_mode=WAL");
     *out = s;
     return MNEMO_OK;
 fail:
     free(ver);
     store_close(s);
     return rc;
+}
+
+/* Opens PATH, again when the file at PATH was replaced while it was being
+ * opened: a rebuild renames the new index over the old one when nobody has
+ * it open (sync.c, rename_alone), and a connection that got the old file
+ * just before must not go on with it. */
+static int open_checked(const char *path, int busy_ms, int deep, store **out, int *kind,
+                        char *err, size_t errlen)
+{
+    for (int tries = 0;; tries++) {
+        struct stat a, b;
+        int had = stat(path, &a) == 0;
+        int rc = open_once(path, busy_ms, deep, out, kind, err, errlen);
+        if (rc || !had || tries == 3 || stat(path, &b) != 0 ||
+            (a.st_dev == b.st_dev && a.st_ino == b.st_ino))
+            return rc;
+        store_close(*out);
+        *out = NULL;
+    }
 }
 
 int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen)

@@ -540,8 +540,48 @@ static void fsync_dir(const char *path)
     }
 }
 
+/* Renames TMP over the live index when no other connection has it open,
+ * which SQLite proves by letting this one leave WAL mode (it refuses while
+ * another is open). The copy of swap_in() needs room for the old file, the
+ * new one and a WAL as large as the new one; the rename only for the two.
+ * The exclusive lock taken on the old file is held until it has been
+ * replaced, so no connection starts on it meanwhile, and one that opened it
+ * just before reopens (store.c, open_checked). Returns 1 when it decided,
+ * with the outcome in *RC; 0 when the index is in use (copy it instead). */
+static int rename_alone(mnemo *m, const char *tmp, int *rc)
+{
+    sqlite3 *db = NULL;
+    int alone = 0;
+    if (sqlite3_open_v2(m->db_path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+        sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK) {
+        sqlite3_stmt *q = NULL;
+        sqlite3_busy_timeout(db, 0);
+        if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=DELETE", -1, &q, NULL) == SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW) {
+            const char *mode = (const char *)sqlite3_column_text(q, 0);
+            alone = mode && strcmp(mode, "delete") == 0;
+        }
+        sqlite3_finalize(q);
+    }
+    if (!alone) {
+        sqlite3_close_v2(db);
+        return 0;
+    }
+    *rc = MNEMO_OK;
+    if (rename(tmp, m->db_path) != 0) {
+        *rc = core_error(m, MNEMO_IO, "cannot move the new index into place at %s: %s",
+                         m->db_path, strerror(errno));
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL); /* as it was */
+    } else {
+        fsync_dir(m->db_path);
+    }
+    sqlite3_close_v2(db);
+    return 1;
+}
+
 /* Puts the fresh index TMP in place of the live one. With no live index,
- * by renaming it. Otherwise its pages are copied into the live database
+ * or when no other connection has it open, by renaming it. Otherwise its
+ * pages are copied into the live database
  * with SQLite's backup API, in one write transaction: renaming a new file
  * over a database in WAL mode would leave other processes' connections on
  * the old file sharing the -wal and -shm files of the new one, and the
@@ -575,6 +615,8 @@ static int swap_in(mnemo *m, const char *tmp, int keep_old)
     }
     sqlite3 *dst = NULL, *src = NULL;
     int rc = MNEMO_OK;
+    if (rename_alone(m, tmp, &rc))
+        return rc;
     if (sqlite3_open_v2(m->db_path, &dst, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
         sqlite3_open_v2(tmp, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         rc = core_error(m, MNEMO_DB, "cannot open %s to replace it: %s", m->db_path,

@@ -597,3 +597,85 @@ TEST(safety_unreadable_memory_store_leaves_notes_working)
     ASSERT_STR_EQ(t, "this is not a database at all, but it is the user's file");
     free(t);
 }
+
+static int header_byte(const char *path, long off)
+{
+    FILE *f = fopen(path, "rb");
+    ASSERT(f != NULL);
+    ASSERT_EQ(fseek(f, off, SEEK_SET), 0);
+    int c = fgetc(f);
+    fclose(f);
+    return c;
+}
+
+/* A rebuild nobody else watches renames the new file in (room for two
+ * files, not three); one with a reader attached copies it in, and the
+ * reader goes on with the new index. Either way the file is left in WAL
+ * mode with nothing beside it. */
+TEST(safety_rebuild_renames_when_alone_and_copies_when_in_use)
+{
+    with_memories(3);
+    struct stat a, b, c;
+    ASSERT_EQ(stat(test_path("db.sqlite"), &a), 0);
+    ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 0);
+    ASSERT_EQ(stat(test_path("db.sqlite"), &b), 0);
+    ASSERT(a.st_ino != b.st_ino);
+    ASSERT_EQ(header_byte(test_path("db.sqlite"), 18), 2); /* WAL */
+    ASSERT_EQ(count_files("tmp-"), 0);
+    ASSERT_EQ(count_files("sqlite-journal"), 0);
+    ASSERT(q_int(test_path("db.sqlite"), "SELECT count(*) FROM chunks") > 0);
+    ASSERT_EQ(list_count(), 3);
+
+    sqlite3 *reader;
+    ASSERT_EQ(sqlite3_open_v2(test_path("db.sqlite"), &reader, SQLITE_OPEN_READONLY, NULL),
+              SQLITE_OK);
+    sqlite3_stmt *q;
+    ASSERT_EQ(sqlite3_prepare_v2(reader, "SELECT count(*) FROM chunks", -1, &q, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    ASSERT_EQ(sqlite3_reset(q), SQLITE_OK);
+    test_write("ws/memory/2026-11-30.md", "- a third note about kites\n");
+    ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 0);
+    ASSERT_EQ(stat(test_path("db.sqlite"), &c), 0);
+    ASSERT_EQ(b.st_ino, c.st_ino); /* copied: the reader's file is the live one */
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    ASSERT_EQ(sqlite3_column_int(q, 0), q_int(test_path("db.sqlite"), "SELECT count(*) FROM chunks"));
+    sqlite3_finalize(q);
+    sqlite3_close(reader);
+    ASSERT_EQ(header_byte(test_path("db.sqlite"), 18), 2);
+    ASSERT_EQ(count_files("tmp-"), 0);
+    char *out = NULL;
+    ASSERT_EQ(cli(&out, NULL, "search", "kites", NULL), 0);
+    ASSERT(strstr(out, "2026-11-30.md") != NULL);
+    free(out);
+    ASSERT_EQ(list_count(), 3);
+
+    /* A handle in the same process (a daemon's worker) counts as a reader. */
+    mnemo *m1 = test_open("ws", "db.sqlite", NULL), *m2 = test_open("ws", "db.sqlite", NULL);
+    char *j = test_search_json(m1, "kites", 5);
+    ASSERT_CONTAINS(j, "2026-11-30.md");
+    mnemo_free(j);
+    test_write("ws/memory/2026-12-01.md", "- a fourth note about lanterns\n");
+    mnemo_sync_opts o = {1, NULL, NULL};
+    mnemo_sync_stats st;
+    ASSERT_OK(mnemo_sync(m2, &o, &st));
+    ASSERT(st.rebuilt);
+    ASSERT_EQ(stat(test_path("db.sqlite"), &a), 0);
+    ASSERT_EQ(a.st_ino, c.st_ino);
+    j = test_search_json(m1, "lanterns", 5);
+    ASSERT_CONTAINS(j, "2026-12-01.md");
+    mnemo_free(j);
+    mnemo_close(m2);
+    mnemo_close(m1);
+}
+
+/* A rebuild killed after leaving WAL mode and before its rename left the
+ * index in rollback mode: the next writer puts it back. */
+TEST(safety_index_left_in_rollback_mode_returns_to_wal)
+{
+    with_memories(1);
+    run_sql(test_path("db.sqlite"), "PRAGMA journal_mode=DELETE");
+    ASSERT_EQ(header_byte(test_path("db.sqlite"), 18), 1);
+    ASSERT_EQ(cli(NULL, NULL, "index", NULL), 0);
+    ASSERT_EQ(header_byte(test_path("db.sqlite"), 18), 2);
+    ASSERT_EQ(list_count(), 1);
+}
