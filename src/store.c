@@ -411,6 +411,21 @@ fail:
 
 /* Opens PATH and says what it is (STORE_KIND_*). The store is returned
  * only for STORE_KIND_OURS. */
+/* The application id in the header of DB's main file, read through the
+ * connection's own file handle: it is there when the schema SQL needs
+ * first is not. 1 when the header is a SQLite header, else 0. */
+static int header_app_id(sqlite3 *db, int *app)
+{
+    sqlite3_file *f = NULL;
+    unsigned char h[100];
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f ||
+        !f->pMethods || f->pMethods->xRead(f, h, sizeof h, 0) != SQLITE_OK ||
+        memcmp(h, "SQLite format 3", 16) != 0)
+        return 0;
+    *app = (int)((unsigned)h[68] << 24 | (unsigned)h[69] << 16 | (unsigned)h[70] << 8 | h[71]);
+    return 1;
+}
+
 /* Is DB's main database in a rollback-journal mode (asked of SQLite: this
  * process never opens a database file itself, see file_kind)? */
 static int in_rollback_mode(sqlite3 *db)
@@ -453,6 +468,14 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
     if ((src & 0xff) == SQLITE_NOTADB) {
         *kind = STORE_KIND_FOREIGN;
         rc = not_a_database(path, err, errlen);
+        goto fail;
+    }
+    if ((src & 0xff) == SQLITE_CORRUPT && header_app_id(s->db, &app) && app == STORE_APP_ID) {
+        /* Its schema is unreadable, but its header says it is ours. */
+        *kind = STORE_KIND_DAMAGED;
+        fmt(err, errlen, "index %s is damaged (%s); rebuild it with: mnemo index --force", path,
+            sqlite3_errmsg(s->db));
+        rc = MNEMO_CORRUPT;
         goto fail;
     }
     if ((src & 0xff) == SQLITE_CORRUPT) {

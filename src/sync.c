@@ -586,18 +586,15 @@ static int rename_alone(mnemo *m, const char *tmp, int *rc)
  * over a database in WAL mode would leave other processes' connections on
  * the old file sharing the -wal and -shm files of the new one, and the
  * first of them to close could checkpoint or delete what others had just
- * committed. KEEP_OLD: the live file could not be read; it is moved aside
+ * committed. ASIDE: the live file could not be read; it is moved there
  * (kept for recovery) and TMP renamed in. */
-static int swap_in(mnemo *m, const char *tmp, int keep_old)
+static int swap_in(mnemo *m, const char *tmp, const char *aside)
 {
     char side[PATH_MAX + 64];
     struct stat st;
     int exists = stat(m->db_path, &st) == 0;
-    if (exists && keep_old) {
-        char when[32];
-        time_format_iso(time_wall(), when);
-        snprintf(side, sizeof side, "%s.damaged-%s", m->db_path, when);
-        if (rename(m->db_path, side) != 0)
+    if (exists && aside) {
+        if (rename(m->db_path, aside) != 0)
             return core_error(m, MNEMO_IO, "cannot move the damaged index %s aside: %s",
                               m->db_path, strerror(errno));
         snprintf(side, sizeof side, "%s-wal", m->db_path);
@@ -670,7 +667,7 @@ static int replaceable(mnemo *m, int deep, int *kind)
 
 /* Salvages the memories a damaged index of schema 5 kept in itself into
  * the memory store attached to the new index ST. */
-static void salvage_old(mnemo *m, store *st, mnemo_sync_stats *stats)
+static void salvage_old(mnemo *m, store *st, const char *aside, mnemo_sync_stats *stats)
 {
     buf err;
     buf_init(&err, 4096);
@@ -689,16 +686,16 @@ static void salvage_old(mnemo *m, store *st, mnemo_sync_stats *stats)
     m->warn.err = 0;
     if (rc != SQLITE_OK)
         buf_printf(&m->warn,
-                   "the old index is damaged and kept as %s.damaged-*; its memories could not "
+                   "the old index is damaged and kept as %s; its memories could not "
                    "be salvaged (%s): run mnemo memory recover on it",
-                   m->db_path, err.data ? err.data : "");
+                   aside, err.data ? err.data : "");
     else if (r.found)
         buf_printf(&m->warn,
-                   "the old index is damaged and kept as %s.damaged-*; %ld memories salvaged "
+                   "the old index is damaged and kept as %s; %ld memories salvaged "
                    "from it (%ld already in the memory store, %ld damaged places skipped)",
-                   m->db_path, r.recovered, r.present, r.unreadable_reads);
+                   aside, r.recovered, r.present, r.unreadable_reads);
     else
-        buf_printf(&m->warn, "the old index is damaged and kept as %s.damaged-*", m->db_path);
+        buf_printf(&m->warn, "the old index is damaged and kept as %s", aside);
     stats->embed_warning = m->warn.data;
     buf_cleanup(&err);
 }
@@ -856,8 +853,14 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     /* A damaged old index is kept aside, and the memories an index of
      * schema 5 kept in itself are salvaged from it first. */
     damaged = kind == STORE_KIND_DAMAGED;
+    char aside[PATH_MAX + 64];
+    if (damaged) {
+        char when[32];
+        time_format_iso(time_wall(), when);
+        snprintf(aside, sizeof aside, "%s.damaged-%s", m->db_path, when);
+    }
     if (!rc && damaged)
-        salvage_old(m, c.st, stats);
+        salvage_old(m, c.st, aside, stats);
     if (!rc) {
         vectors_carry_cache(c.st, m->db_path);
         erc = embed_phase(m, c.st, opts, stats);
@@ -867,7 +870,7 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     store_close(c.st);
     c.st = NULL;
     if (!rc)
-        rc = swap_in(m, tmp, damaged);
+        rc = swap_in(m, tmp, damaged ? aside : NULL);
 cleanup:
     store_close(c.st);
     if (rc)

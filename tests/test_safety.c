@@ -679,3 +679,34 @@ TEST(safety_index_left_in_rollback_mode_returns_to_wal)
     ASSERT_EQ(header_byte(test_path("db.sqlite"), 18), 2);
     ASSERT_EQ(list_count(), 1);
 }
+
+/* An index cut so short that SQLite cannot read its schema is still known
+ * as ours by the id in its header: the recommended fix rebuilds it, keeps
+ * the damaged file under the name it reports, and loses no memory. */
+TEST(safety_index_with_unreadable_schema_is_rebuilt)
+{
+    with_memories(5);
+    ASSERT_EQ(truncate(test_path("db.sqlite"), 4096), 0);
+    unlink(test_path("db.sqlite-wal"));
+    unlink(test_path("db.sqlite-shm"));
+    char *out = NULL, *err = NULL;
+    ASSERT_EQ(cli(&out, NULL, "status", NULL), 5);
+    ASSERT_CONTAINS(out, "rebuild it with: mnemo index --force");
+    free(out);
+    ASSERT_EQ(cli(NULL, &err, "index", "--force", NULL), 0);
+    ASSERT_CONTAINS(err, "kept as ");
+    const char *name = strstr(err, "kept as ") + strlen("kept as ");
+    char kept[1024];
+    size_t k = 0;
+    while (name[k] && name[k] != '\n' && name[k] != ';' && k < sizeof kept - 1) {
+        kept[k] = name[k];
+        k++;
+    }
+    kept[k] = 0;
+    struct stat st;
+    ASSERT_EQ(stat(kept, &st), 0); /* the name it gave is the file kept */
+    ASSERT_EQ(st.st_size, 4096);
+    free(err);
+    ASSERT_EQ(cli(NULL, NULL, "status", NULL), 0);
+    ASSERT_EQ(list_count(), 5);
+}
