@@ -24,7 +24,9 @@ WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototype
        -Wformat=2 -Wvla -Wimplicit-fallthrough -Wconversion -Wno-sign-conversion
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -fPIC -Iinclude -Isrc $(PKG_CFLAGS)
+# Hidden by default: libmnemo.so exports only what mnemo.h marks MNEMO_API.
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -Iinclude -Isrc \
+             $(PKG_CFLAGS)
 LDFLAGS ?=
 
 ifneq ($(WERROR),)
@@ -77,7 +79,7 @@ SONAME  = libmnemo.so.0
 .PHONY: all test valgrind fuzz bench install uninstall clean lint format demo
 all: $(BUILD)/mnemo $(BUILD)/libmnemo.a $(BUILD)/libmnemo.so
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -100,7 +102,7 @@ $(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS) \
 	  $(shell pkg-config --libs $(TEST_PKGS))
 
-test: $(BUILD)/tests/run $(BUILD)/mnemo
+test: $(BUILD)/tests/run $(BUILD)/mnemo $(BUILD)/libmnemo.so
 	@scripts/test-deps
 	$(BUILD)/tests/run $(T)
 

@@ -29,6 +29,14 @@ extern "C" {
 
 #define MNEMO_VERSION "0.1.0"
 
+/* What libmnemo.so exports: the functions below and nothing else (the
+ * library is built with -fvisibility=hidden). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MNEMO_API __attribute__((visibility("default")))
+#else
+#define MNEMO_API
+#endif
+
 /* Status codes. Only ever appended to; mnemo_strerror() describes each. */
 enum {
     MNEMO_OK = 0,
@@ -47,13 +55,13 @@ enum {
 };
 
 /* Static English text for a status code; never NULL. */
-const char *mnemo_strerror(int code);
+MNEMO_API const char *mnemo_strerror(int code);
 
 /* Library version string, equal to MNEMO_VERSION of the build. */
-const char *mnemo_version(void);
+MNEMO_API const char *mnemo_version(void);
 
 /* Frees memory returned by the library as `char *`. Accepts NULL. */
-void mnemo_free(void *p);
+MNEMO_API void mnemo_free(void *p);
 
 /* ------------------------------------------------------------------------
  * Configuration
@@ -69,43 +77,43 @@ void mnemo_free(void *p);
 typedef struct mnemo_config mnemo_config;
 
 /* Creates a configuration holding the defaults. *out is NULL on MNEMO_NOMEM. */
-int mnemo_config_new(mnemo_config **out);
+MNEMO_API int mnemo_config_new(mnemo_config **out);
 
 /* Frees a configuration. Accepts NULL. */
-void mnemo_config_free(mnemo_config *cfg);
+MNEMO_API void mnemo_config_free(mnemo_config *cfg);
 
 /* Sets KEY from its string form VALUE (numbers, true/false, JSON arrays for
  * list keys). SOURCE names where the value came from ("flag", "env", a file
  * path); it is copied. On MNEMO_INVALID, *err (if err is not NULL) receives a
  * message naming the key and the problem, to be freed with mnemo_free(). */
-int mnemo_config_set(mnemo_config *cfg, const char *key, const char *value, const char *source,
-                     char **err);
+MNEMO_API int mnemo_config_set(mnemo_config *cfg, const char *key, const char *value,
+                               const char *source, char **err);
 
 /* Applies a JSON object file. Unknown keys and values of the wrong type are
  * MNEMO_INVALID with *err naming the file and key; a missing file is
  * MNEMO_NOTFOUND (without a message). */
-int mnemo_config_load_file(mnemo_config *cfg, const char *path, char **err);
+MNEMO_API int mnemo_config_load_file(mnemo_config *cfg, const char *path, char **err);
 
 /* Applies every MNEMO_* environment variable that names a key. */
-int mnemo_config_load_env(mnemo_config *cfg, char **err);
+MNEMO_API int mnemo_config_load_env(mnemo_config *cfg, char **err);
 
 /* The standard layering after the defaults: the user config file, then
  * EXPLICIT_FILE if not NULL (it must exist) or else <workspace>/mnemo.json if
  * present, then the environment. The workspace is the value of the
  * "workspace" key when this is called (defaults to the current directory). */
-int mnemo_config_load_standard(mnemo_config *cfg, const char *explicit_file, char **err);
+MNEMO_API int mnemo_config_load_standard(mnemo_config *cfg, const char *explicit_file, char **err);
 
 /* The current value of KEY in string form, or NULL for an unknown key.
  * Borrowed until the next change to CFG. */
-const char *mnemo_config_get(const mnemo_config *cfg, const char *key);
+MNEMO_API const char *mnemo_config_get(const mnemo_config *cfg, const char *key);
 
 /* The effective configuration as a pretty JSON object; with WITH_SOURCES each
  * value is {"value":...,"source":...}. Caller frees. NULL on out-of-memory. */
-char *mnemo_config_json(const mnemo_config *cfg, int with_sources);
+MNEMO_API char *mnemo_config_json(const mnemo_config *cfg, int with_sources);
 
 /* Iterates the known keys: returns the name of key I (0-based) or NULL past
  * the end; *env and *help (if not NULL) receive its variable name and text. */
-const char *mnemo_config_key(size_t i, const char **env, const char **help);
+MNEMO_API const char *mnemo_config_key(size_t i, const char **env, const char **help);
 
 /* ------------------------------------------------------------------------
  * The handle
@@ -117,18 +125,18 @@ typedef struct mnemo mnemo;
  * The database is opened lazily, by the first call that needs it. On error
  * *out is still set (unless MNEMO_NOMEM) so that mnemo_errmsg() can explain;
  * close it with mnemo_close(). */
-int mnemo_open(const mnemo_config *cfg, mnemo **out);
+MNEMO_API int mnemo_open(const mnemo_config *cfg, mnemo **out);
 
 /* Closes the handle and its database. Accepts NULL. */
-void mnemo_close(mnemo *m);
+MNEMO_API void mnemo_close(mnemo *m);
 
 /* A message describing the last error on M, naming files and fixes where it
  * can. Borrowed. Never NULL. */
-const char *mnemo_errmsg(const mnemo *m);
+MNEMO_API const char *mnemo_errmsg(const mnemo *m);
 
 /* The absolute workspace directory and database path M uses. Borrowed. */
-const char *mnemo_workspace(const mnemo *m);
-const char *mnemo_db_path(const mnemo *m);
+MNEMO_API const char *mnemo_workspace(const mnemo *m);
+MNEMO_API const char *mnemo_db_path(const mnemo *m);
 
 /* ------------------------------------------------------------------------
  * Indexing
@@ -180,14 +188,15 @@ typedef struct mnemo_sync_stats {
  * provider it returns the error (MNEMO_HTTP, MNEMO_UNAVAILABLE, ...).
  * OPTS and STATS may be NULL. Holds a lock file (<db>.lock) while writing:
  * MNEMO_BUSY if another writer keeps it longer than the busy timeout. */
-int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+MNEMO_API int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
 
 /* Watches the memory roots with inotify and syncs after changes settle
  * (config watchDebounceMs, default 1500 ms). Runs until *STOP becomes
  * non-zero (checked at least every 250 ms, e.g. set from a signal handler).
  * ON_SYNC, if not NULL, is called after each sync with its status and stats. */
-int mnemo_watch(mnemo *m, const volatile int *stop,
-                void (*on_sync)(void *ud, int rc, const mnemo_sync_stats *stats), void *ud);
+MNEMO_API int mnemo_watch(mnemo *m, const volatile int *stop,
+                          void (*on_sync)(void *ud, int rc, const mnemo_sync_stats *stats),
+                          void *ud);
 
 /* ------------------------------------------------------------------------
  * Search
@@ -202,7 +211,7 @@ typedef struct mnemo_search_opts {
 } mnemo_search_opts;
 
 /* Fills OPTS with "use the configuration" values. */
-void mnemo_search_opts_init(mnemo_search_opts *opts);
+MNEMO_API void mnemo_search_opts_init(mnemo_search_opts *opts);
 
 /* One result, in the shape of OpenClaw's memory_search. Strings are owned by
  * the mnemo_results that holds it. */
@@ -236,24 +245,25 @@ typedef struct mnemo_results mnemo_results;
  * With config sourceTable, an existing PostgreSQL table is searched
  * instead, read-only, falling back to the index (docs/postgres.md).
  * *out is NULL on error. */
-int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
+MNEMO_API int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
+                           mnemo_results **out);
 
-size_t mnemo_results_count(const mnemo_results *r);
-const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i);
+MNEMO_API size_t mnemo_results_count(const mnemo_results *r);
+MNEMO_API const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i);
 
 /* "hybrid" when the vector leg ran, else "keyword"; "vector" when an
  * existing PostgreSQL table answered (config sourceTable, docs/postgres.md).
  * Borrowed from R. */
-const char *mnemo_results_mode(const mnemo_results *r);
+MNEMO_API const char *mnemo_results_mode(const mnemo_results *r);
 
 /* The embedding provider used ("static", "openai", ...), or NULL. */
-const char *mnemo_results_provider(const mnemo_results *r);
+MNEMO_API const char *mnemo_results_provider(const mnemo_results *r);
 
 /* When provider "auto" could not embed the query, the provider it tried
  * (and in *REASON why); the search then ran keyword-only. "postgres" when
  * the configured sourceTable could not answer and the local index did
  * (*REASON: why, credentials removed). NULL otherwise. */
-const char *mnemo_results_fallback(const mnemo_results *r, const char **reason);
+MNEMO_API const char *mnemo_results_fallback(const mnemo_results *r, const char **reason);
 
 /* Where the search that produced R spent its time, in milliseconds: the
  * keyword legs (content and file names), the vector leg (embedding the
@@ -263,20 +273,20 @@ const char *mnemo_results_fallback(const mnemo_results *r, const char **reason);
 typedef struct mnemo_search_timing {
     double keyword_ms, vector_ms, merge_ms, rank_ms, diversity_ms, results_ms, total_ms;
 } mnemo_search_timing;
-void mnemo_results_timing(const mnemo_results *r, mnemo_search_timing *out);
+MNEMO_API void mnemo_results_timing(const mnemo_results *r, mnemo_search_timing *out);
 
 /* The results as the JSON object {"results":[...],"mode":...}; with the
  * explain option also "timing":{"keywordMs":...,"totalMs":...}. Caller frees. */
-char *mnemo_results_json(const mnemo_results *r);
+MNEMO_API char *mnemo_results_json(const mnemo_results *r);
 
-void mnemo_results_free(mnemo_results *r);
+MNEMO_API void mnemo_results_free(mnemo_results *r);
 
 /* Trigger recall: the curated entries (MEMORY.md, USER.md; never daily
  * notes or transcripts) whose <!-- trigger: ... --> phrases occur in
  * MESSAGE (every word of a phrase, in any order, stemmed). At most 3
  * entries, strongest first, as lines "- text (Source: path#Lx)", 1,800
  * characters in all. *out is "" when nothing matches. Caller frees. */
-int mnemo_recall_triggers(mnemo *m, const char *message, char **out);
+MNEMO_API int mnemo_recall_triggers(mnemo *m, const char *message, char **out);
 
 /* ------------------------------------------------------------------------
  * Reading memory files
@@ -298,8 +308,8 @@ typedef struct mnemo_excerpt {
  * (MEMORY.md, USER.md, memory/, extra paths) after resolving symlinks:
  * otherwise MNEMO_DENIED. MNEMO_NOTFOUND when missing. On success fill OUT,
  * released with mnemo_excerpt_cleanup(). */
-int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
-void mnemo_excerpt_cleanup(mnemo_excerpt *e);
+MNEMO_API int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
+MNEMO_API void mnemo_excerpt_cleanup(mnemo_excerpt *e);
 
 /* ------------------------------------------------------------------------
  * Structured memories
@@ -324,61 +334,61 @@ void mnemo_excerpt_cleanup(mnemo_excerpt *e);
  * duplicate (same text in the same scope) is not stored again: *out is the
  * existing memory with "duplicate":true. Text that looks like a credential
  * is refused (MNEMO_INVALID). *out: the stored memory (caller frees). */
-int mnemo_memory_add(mnemo *m, const char *record, char **out);
+MNEMO_API int mnemo_memory_add(mnemo *m, const char *record, char **out);
 
 /* Changes fields of memory ID (CHANGES: a JSON object of fields to set;
  * id and times cannot be set). Recorded in its history. */
-int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out);
+MNEMO_API int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out);
 
 /* Soft-deletes memory ID (MNEMO_NOTFOUND if there is none or it is already
  * deleted): it leaves searches and lists but stays until purged. */
-int mnemo_memory_delete(mnemo *m, const char *id);
+MNEMO_API int mnemo_memory_delete(mnemo *m, const char *id);
 
 /* Removes deleted memories for good, with their history: ID, or all of
  * them when ID is NULL. *purged gets the count. */
-int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged);
+MNEMO_API int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged);
 
 /* The memory ID (deleted ones too). MNEMO_NOTFOUND when unknown. */
-int mnemo_memory_get(mnemo *m, const char *id, char **out);
+MNEMO_API int mnemo_memory_get(mnemo *m, const char *id, char **out);
 
 /* The user confirmed memory ID: counted, and it fades more slowly. */
-int mnemo_memory_confirm(mnemo *m, const char *id, char **out);
+MNEMO_API int mnemo_memory_confirm(mnemo *m, const char *id, char **out);
 
 /* The history of memory ID as a JSON array of {"event":"ADD"|"UPDATE"|
  * "DELETE"|"CONFIRM","old_text","new_text","at","detail"}, oldest first. */
-int mnemo_memory_history(mnemo *m, const char *id, char **out);
+MNEMO_API int mnemo_memory_history(mnemo *m, const char *id, char **out);
 
 /* Memories matching OPTIONS, newest first: {"user_id","agent_id","run_id",
  * "scope":"all|session|long-term","categories":[...],"type","subject",
  * "filters":{...},"limit","offset","deleted":bool}. *out: {"memories":[...],
  * "total":N}. */
-int mnemo_memory_list(mnemo *m, const char *options, char **out);
+MNEMO_API int mnemo_memory_list(mnemo *m, const char *options, char **out);
 
 /* Searches memories: the list options (type defaults to "fact", limit to
  * 10, at most 50) plus "min_score". *out: {"results":[memory + "score"],
  * "total":N,"mode":"keyword"|"hybrid"}. */
-int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out);
+MNEMO_API int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out);
 
 /* Formats search results (*out of mnemo_memory_search) for people and
  * tools. STYLE "tool": "Found N memories:\n\n1. text (score: 87%, id: ...)";
  * "skill": "--- Result 1 (score: 0.870) ---\nContent: ..." blocks. */
-int mnemo_memory_format(const char *results, const char *style, char **out);
+MNEMO_API int mnemo_memory_format(const char *results, const char *style, char **out);
 
 /* Writes every memory (deleted ones too) with its history as JSON lines
  * through WRITE (return non-zero to stop). *count gets the number. */
 typedef int (*mnemo_write_fn)(void *ud, const char *data, size_t len);
-int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
+MNEMO_API int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
 
 /* Imports JSON lines as written by mnemo_memory_export, all or nothing:
  * a bad line fails the import naming its number. Memories whose id (or
  * text in the same scope) is already stored are skipped. */
-int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                        size_t *skipped);
+MNEMO_API int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                                  size_t *skipped);
 
 /* What kind of credential TEXT (LEN bytes) seems to hold ("an API key
  * (sk-...)", "a private key block", ...), or NULL: the check memories get
  * before they are stored, for callers that must not echo a secret. */
-const char *mnemo_secret_kind(const char *text, size_t len);
+MNEMO_API const char *mnemo_secret_kind(const char *text, size_t len);
 
 /* Salvages the memories that can still be read from PATH (a damaged
  * memory store or index, or an index written before memories had a store
@@ -387,12 +397,12 @@ const char *mnemo_secret_kind(const char *text, size_t len);
  * that is not UTF-8 is repaired. *out: a JSON report {"file", "recovered",
  * "present", "repaired", "damagedPlaces", "history", "historyIncomplete"}.
  * PATH is only read. SQLite backend. */
-int mnemo_memory_recover(mnemo *m, const char *path, char **out);
+MNEMO_API int mnemo_memory_recover(mnemo *m, const char *path, char **out);
 
 /* The <recalled-memories> block to put before a prompt. OPTIONS:
  * {"user_id","agent_id","run_id","message","strategy":"smart|always|manual"}.
  * *out is "" for strategy manual. */
-int mnemo_memory_recall(mnemo *m, const char *options, char **out);
+MNEMO_API int mnemo_memory_recall(mnemo *m, const char *options, char **out);
 
 /* ------------------------------------------------------------------------
  * Status and tools
@@ -404,7 +414,7 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out);
  * model, vectors, staleness, last error). With DEEP, the provider is also
  * probed with a test query: dimensions and latency, or the error. Works
  * without an index ("indexed": false). Caller frees *out. */
-int mnemo_status_json(mnemo *m, int deep, char **out);
+MNEMO_API int mnemo_status_json(mnemo *m, int deep, char **out);
 
 /* Imports a static embedding table for provider "static": a GloVe or
  * word2vec text file (optionally .gz), a word2vec .bin file, or a model2vec
@@ -412,12 +422,12 @@ int mnemo_status_json(mnemo *m, int deep, char **out);
  * NAME.mnv in the models folder (config modelsDir), which is memory-mapped
  * when used. MAX_WORDS > 0 keeps only the most frequent words. On success
  * *out receives {"name","path","words","dims"} as JSON (caller frees). */
-int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words,
-                       char **out);
+MNEMO_API int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words,
+                                 char **out);
 
 /* Tokenizes TEXT as the index would (QUERY != 0: as a query) and returns a
  * JSON array of {"token","start","end","flags"} objects. For debugging. */
-int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out);
+MNEMO_API int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out);
 
 #ifdef __cplusplus
 }

@@ -463,3 +463,47 @@ TEST(cli_recall_block_and_skill)
     free(out);
     unsetenv("MNEMO_USER_ID");
 }
+
+/* libmnemo.so exports exactly the functions mnemo.h declares MNEMO_API:
+ * no internal symbol (buf_init, store_open, ...) leaks into its users. */
+TEST(abi_exports_only_the_public_api)
+{
+    char cmd[2048], want[8192] = " ", *hdr;
+    snprintf(cmd, sizeof cmd, "%s/include/mnemo.h", test_src_dir());
+    ASSERT((hdr = test_read(cmd, NULL)) != NULL);
+    int declared = 0;
+    for (const char *p = hdr; (p = strstr(p, "\nMNEMO_API ")) != NULL; p++) {
+        const char *paren = strchr(p, '('), *name = paren;
+        ASSERT(paren != NULL);
+        while (name > p && (name[-1] == '_' || (name[-1] >= 'a' && name[-1] <= 'z')))
+            name--; /* the identifier before the parenthesis */
+        ASSERT(strncmp(name, "mnemo_", 6) == 0);
+        strncat(want, name, (size_t)(paren - name));
+        strncat(want, " ", sizeof want - strlen(want) - 1);
+        declared++;
+    }
+    free(hdr);
+    ASSERT(declared >= 40);
+    /* test_bin() is .../build/mnemo: the library sits beside it */
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%.*s/libmnemo.so' 2>&1",
+             (int)(strrchr(test_bin(), '/') - test_bin()), test_bin());
+    FILE *f = popen(cmd, "r");
+    ASSERT(f != NULL);
+    char line[512];
+    int exported = 0;
+    while (fgets(line, sizeof line, f)) {
+        char addr[64], type[8], sym[256];
+        if (sscanf(line, "%63s %7s %255s", addr, type, sym) != 3)
+            test_fail(__FILE__, __LINE__, "unexpected nm line: %s", line);
+        if (strcmp(type, "T") != 0 && strcmp(type, "D") != 0 && strcmp(type, "B") != 0 &&
+            strcmp(type, "R") != 0)
+            continue; /* weak or absolute markers of the toolchain */
+        char key[260];
+        snprintf(key, sizeof key, " %s ", sym);
+        if (!strstr(want, key))
+            test_fail(__FILE__, __LINE__, "libmnemo.so exports %s, not declared in mnemo.h", sym);
+        exported++;
+    }
+    ASSERT_EQ(pclose(f), 0);
+    ASSERT_EQ(exported, declared); /* and every declared function is there */
+}
