@@ -31,28 +31,19 @@ enum { C_SEP = 0, C_ALNUM, C_CONN, C_HASH, C_APOS, C_CJK };
 #define MAX_CONN_RUN 3     /* "://" joins, "----" does not */
 #define CJK_MAX_RUN 256    /* longer runs are processed in pieces */
 
-static unsigned char ascii_class[128];
-static int ascii_ready;
-
-static void init_ascii(void)
-{
-    /* Idempotent and race-benign: every thread writes the same bytes. */
-    if (ascii_ready)
-        return;
-    for (int c = 0; c < 128; c++) {
-        unsigned char k = C_SEP;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-            k = C_ALNUM;
-        else if (c == '_' || c == '.' || c == '/' || c == '-' || c == ':' || c == '@' || c == '\\')
-            k = C_CONN;
-        else if (c == '#')
-            k = C_HASH;
-        else if (c == '\'')
-            k = C_APOS;
-        ascii_class[c] = k;
-    }
-    ascii_ready = 1;
-}
+/* The class of each ASCII byte: separators unless listed. */
+#define R4(k, a) [a] = k, [a + 1] = k, [a + 2] = k, [a + 3] = k
+#define R10(k, a) R4(k, a), R4(k, a + 4), [a + 8] = k, [a + 9] = k
+#define R26(k, a) R10(k, a), R10(k, a + 10), R4(k, a + 20), [a + 24] = k, [a + 25] = k
+static const unsigned char ascii_class[128] = {
+    R10(C_ALNUM, '0'), R26(C_ALNUM, 'A'), R26(C_ALNUM, 'a'),
+    ['_'] = C_CONN,    ['.'] = C_CONN,    ['/'] = C_CONN,    ['-'] = C_CONN,
+    [':'] = C_CONN,    ['@'] = C_CONN,    ['\\'] = C_CONN, ['#'] = C_HASH,
+    ['\''] = C_APOS,
+};
+#undef R4
+#undef R10
+#undef R26
 
 static int classify(int32_t cp)
 {
@@ -177,7 +168,6 @@ int tok_new(const char *language, int stop_words, tok **out)
     *out = NULL;
     if (!tok_language_valid(language))
         return MNEMO_INVALID;
-    init_ascii();
     tok *t = calloc(1, sizeof *t);
     if (!t)
         return MNEMO_NOMEM;
