@@ -11,6 +11,7 @@
 #include "tok.h"
 #include "util/hash.h"
 #include "util/time.h"
+#include "util/utf8.h"
 
 static int digits(const char *s, int n)
 {
@@ -27,11 +28,11 @@ static double date_at(const char *start, const char *s)
         return 0;
     if ((s > start && s[-1] >= '0' && s[-1] <= '9') || (s[10] >= '0' && s[10] <= '9'))
         return 0;
-    char buf[11];
-    memcpy(buf, s, 10);
-    buf[10] = 0;
+    char day[11];
+    memcpy(day, s, 10);
+    day[10] = 0;
     double t;
-    return time_parse_iso(buf, &t) == 0 ? t : 0;
+    return time_parse_iso(day, &t) == 0 ? t : 0;
 }
 
 static double first_date(const char *from, const char *to)
@@ -63,9 +64,9 @@ double rank_path_date(const char *path)
     for (const char *p = path; *p; p++) {
         if ((p == path || p[-1] == '/') && digits(p, 4) && p[4] == '/' && digits(p + 5, 2) &&
             p[7] == '/' && digits(p + 8, 2) && (p[10] == '/' || p[10] == '.')) {
-            char buf[11] = {p[0], p[1], p[2], p[3], '-', p[5], p[6], '-', p[8], p[9], 0};
+            char day[11] = {p[0], p[1], p[2], p[3], '-', p[5], p[6], '-', p[8], p[9], 0};
             double d;
-            if (time_parse_iso(buf, &d) == 0)
+            if (time_parse_iso(day, &d) == 0)
                 return d;
         }
     }
@@ -136,32 +137,13 @@ static void sort_u64(uint64_t *a, size_t n)
     }
 }
 
-static int is_cjk(uint32_t c)
-{
-    return (c >= 0x3040 && c <= 0x30ff) || (c >= 0x3400 && c <= 0x4dbf) ||
-           (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) ||
-           (c >= 0xf900 && c <= 0xfaff) || (c >= 0xff66 && c <= 0xff9f);
-}
-
-/* The code point at S (N bytes left) and its length; 0xfffd for bad bytes. */
+/* The code point at S (N bytes left) and its length; 0xfffd for bad bytes.
+ * CJK is what the tokenizer calls CJK (utf8_is_cjk): one table for both. */
 static uint32_t decode(const unsigned char *s, size_t n, size_t *len)
 {
-    uint32_t c = s[0];
-    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-    if (k == 1 || k > n) {
-        *len = 1;
-        return 0xfffd;
-    }
-    c &= 0x3f >> (k - 1);
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            *len = 1;
-            return 0xfffd;
-        }
-        c = c << 6 | (s[i] & 0x3f);
-    }
-    *len = k;
-    return c;
+    int32_t cp;
+    *len = (size_t)utf8_decode((const char *)s, n, &cp);
+    return cp < 0 ? 0xfffd : (uint32_t)cp;
 }
 
 static void add_hash(acc *a, uint64_t h)
@@ -210,7 +192,7 @@ int rank_tokens_build(const char *text, size_t len, rank_tokens *out)
         }
         size_t k = 1;
         uint32_t cp = c < 0x80 ? c : decode(s + i, len - i, &k);
-        int cjk = cp >= 0x80 && is_cjk(cp);
+        int cjk = cp >= 0x80 && utf8_is_cjk((int32_t)cp);
         int letter = cp >= 0x80 ? !cjk && cp != 0xfffd && cp != 0xa0
                                 : (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
         if (!letter && wl) {
