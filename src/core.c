@@ -18,6 +18,7 @@
 #include "pgsource.h"
 #include "vectors.h"
 #include "util/hash.h"
+#include "util/io.h"
 #include "util/time.h"
 
 static const char *const messages[] = {
@@ -98,14 +99,13 @@ static char *default_db(const char *workspace)
 {
     buf b;
     buf_init(&b, PATH_MAX * 2);
-    const char *xdg = getenv("XDG_DATA_HOME");
-    const char *home = getenv("HOME");
-    if (xdg && *xdg)
-        buf_printf(&b, "%s/mnemo", xdg);
-    else if (home && *home)
-        buf_printf(&b, "%s/.local/share/mnemo", home);
-    else
-        buf_puts(&b, "/tmp/mnemo");
+    char *dir = io_data_dir(NULL);
+    if (!dir) {
+        buf_cleanup(&b);
+        return NULL;
+    }
+    buf_puts(&b, dir);
+    free(dir);
     if (!buf_err(&b) && make_dirs(b.data) != 0) {
         buf_cleanup(&b);
         return NULL;

@@ -55,10 +55,17 @@ static const provider_def *find_provider(const char *name)
     return NULL;
 }
 
-const char *embed_default_key_env(const char *provider)
+const char *embed_api_key(const char *provider, const char *key_env, const char **var)
 {
     const provider_def *p = find_provider(provider);
-    return p ? p->key_env : NULL;
+    int own = !key_env || !*key_env;
+    const char *name = own ? (p ? p->key_env : NULL) : key_env;
+    if (var)
+        *var = name;
+    const char *key = name ? getenv(name) : NULL;
+    if ((!key || !*key) && own && p && p->wire == WIRE_GEMINI)
+        key = getenv("GOOGLE_API_KEY");
+    return key && *key ? key : NULL;
 }
 
 char *embed_table_path(const char *models_dir, const char *name)
@@ -175,12 +182,10 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
         rc = MNEMO_INVALID;
         goto fail;
     }
-    const char *key_env = c->api_key_env && *c->api_key_env ? c->api_key_env : p->key_env;
+    const char *key_env;
+    const char *key = embed_api_key(p->name, c->api_key_env, &key_env);
     if (key_env) {
-        const char *key = getenv(key_env);
-        if ((!key || !*key) && p->wire == WIRE_GEMINI && !(c->api_key_env && *c->api_key_env))
-            key = getenv("GOOGLE_API_KEY");
-        if (!key || !*key) {
+        if (!key) {
             buf_printf(err, "%s: no API key (set %s)", p->name, key_env);
             rc = MNEMO_UNAVAILABLE;
             goto fail;

@@ -59,8 +59,12 @@ int embed_texts(embedder *e, int type, const char *const *texts, const size_t *l
 /* Statistics since open: requests sent (including retries) and inputs. */
 void embed_counters(const embedder *e, long *requests, long *inputs);
 
-/* The environment variable that holds PROVIDER's key by default, or NULL. */
-const char *embed_default_key_env(const char *provider);
+/* PROVIDER's API key from the environment: the variable KEY_ENV names
+ * when KEY_ENV is set (non-empty), else the provider's own (for gemini
+ * GEMINI_API_KEY, then GOOGLE_API_KEY). NULL when it is unset or empty, or
+ * when the provider takes no key. *VAR (may be NULL) receives the variable
+ * to name in an error, NULL for a provider without one. */
+const char *embed_api_key(const char *provider, const char *key_env, const char **var);
 
 /* Resolves a static table name to a path: an existing file as given, else
  * MODELS_DIR/NAME.mnv. Caller frees. */

@@ -41,16 +41,7 @@
 static char *models_dir(mnemo *m)
 {
     const char *d = cfg_str(m->cfg, CFG_MODELS_DIR);
-    buf b;
-    buf_init(&b, 8192);
-    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-    if (*d)
-        buf_puts(&b, d);
-    else if (xdg && *xdg)
-        buf_printf(&b, "%s/mnemo/models", xdg);
-    else
-        buf_printf(&b, "%s/.local/share/mnemo/models", home && *home ? home : "/tmp");
-    return buf_detach(&b);
+    return *d ? strdup(d) : io_data_dir("models");
 }
 
 void vectors_resolve(mnemo *m, char *name, int *explicit_)
@@ -77,12 +68,7 @@ void vectors_resolve(mnemo *m, char *name, int *explicit_)
     }
     static const char *const remote[] = {"openai", "gemini", "voyage", "mistral"};
     for (size_t i = 0; i < sizeof remote / sizeof *remote; i++) {
-        const char *env = *cfg_str(m->cfg, CFG_API_KEY_ENV) ? cfg_str(m->cfg, CFG_API_KEY_ENV)
-                                                            : embed_default_key_env(remote[i]);
-        const char *key = env ? getenv(env) : NULL;
-        if ((!key || !*key) && i == 1)
-            key = getenv("GOOGLE_API_KEY");
-        if (key && *key) {
+        if (embed_api_key(remote[i], cfg_str(m->cfg, CFG_API_KEY_ENV), NULL)) {
             snprintf(name, 32, "%s", remote[i]);
             return;
         }

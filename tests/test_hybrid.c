@@ -295,3 +295,28 @@ TEST(hybrid_vector_only_hit_in_small_workspace)
     mnemo_results_free(r);
     mnemo_close(m);
 }
+
+/* auto picks a provider by the key it would use: with apiKeyEnv naming a
+ * variable that is unset, GOOGLE_API_KEY does not make it gemini (the
+ * provider would then refuse for want of that variable). */
+TEST(hybrid_auto_follows_the_configured_key_variable)
+{
+    notes();
+    unsetenv("MNEMO_TEST_UNSET_KEY");
+    setenv("GOOGLE_API_KEY", "AIza-test-key-not-used", 1);
+    mnemo *m = test_open("ws", "db.sqlite", "apiKeyEnv=MNEMO_TEST_UNSET_KEY", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT(st.embed_warning == NULL);
+    char *j = search(m, "kitten");
+    ASSERT_NOT_CONTAINS(j, "fallback");
+    ASSERT_CONTAINS(j, "\"mode\":\"keyword\"");
+    mnemo_free(j);
+    mnemo_close(m);
+    /* Without apiKeyEnv the Google variable is gemini's. */
+    m = test_open("ws", "db.sqlite", "baseUrl=http://127.0.0.1:9/v1beta", NULL);
+    j = search(m, "kitten");
+    ASSERT_CONTAINS(j, "\"from\":\"gemini\"");
+    mnemo_free(j);
+    mnemo_close(m);
+    unsetenv("GOOGLE_API_KEY");
+}

@@ -7,6 +7,7 @@
 #include "test.h"
 #include "util/buf.h"
 #include "util/glob.h"
+#include "util/io.h"
 #include "util/map.h"
 #include "util/time.h"
 #include "util/utf8.h"
@@ -187,4 +188,31 @@ TEST(util_jsonvec_formats_and_errors)
                   -1);
         ASSERT(err[0] != 0);
     }
+}
+
+/* One data folder for the index and the models, with the same fallbacks. */
+TEST(util_data_dir)
+{
+    char *xdg = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("XDG_DATA_HOME", "/x/data", 1);
+    setenv("HOME", "/h", 1);
+    char *d = io_data_dir("models");
+    ASSERT_STR_EQ(d, "/x/data/mnemo/models");
+    free(d);
+    setenv("XDG_DATA_HOME", "", 1);
+    d = io_data_dir(NULL);
+    ASSERT_STR_EQ(d, "/h/.local/share/mnemo");
+    free(d);
+    unsetenv("XDG_DATA_HOME");
+    unsetenv("HOME");
+    d = io_data_dir("models");
+    ASSERT_STR_EQ(d, "/tmp/mnemo/models");
+    free(d);
+    if (xdg)
+        setenv("XDG_DATA_HOME", xdg, 1);
+    if (home)
+        setenv("HOME", home, 1);
+    free(xdg);
+    free(home);
 }

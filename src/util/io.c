@@ -4,6 +4,9 @@
 #include "io.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int io_write_all(int fd, const void *p, size_t n)
@@ -19,4 +22,16 @@ int io_write_all(int fd, const void *p, size_t n)
         n -= (size_t)w;
     }
     return 0;
+}
+
+char *io_data_dir(const char *sub)
+{
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    const char *base = xdg && *xdg ? xdg : home && *home ? home : "/tmp";
+    const char *mid = xdg && *xdg ? "/mnemo" : home && *home ? "/.local/share/mnemo" : "/mnemo";
+    size_t n = strlen(base) + strlen(mid) + (sub ? strlen(sub) + 1 : 0) + 1;
+    char *d = malloc(n);
+    if (d)
+        snprintf(d, n, "%s%s%s%s", base, mid, sub ? "/" : "", sub ? sub : "");
+    return d;
 }

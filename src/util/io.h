@@ -10,4 +10,9 @@
  * 0, or -1 with errno set. */
 int io_write_all(int fd, const void *p, size_t n);
 
+/* mnemo's data folder: $XDG_DATA_HOME/mnemo, else $HOME/.local/share/mnemo,
+ * else /tmp/mnemo; with "/SUB" after it when SUB is not NULL. Not created.
+ * Caller frees; NULL on out-of-memory. */
+char *io_data_dir(const char *sub);
+
 #endif
