@@ -48,6 +48,7 @@
 #include "core.h"
 #include "memory.h"
 #include "pgschema.h"
+#include "pgtext.h"
 #include "query.h"
 #include "rank.h"
 #include "tok.h"
@@ -289,18 +290,6 @@ static int doc_tok(mnemo *m, tok **out)
     return MNEMO_OK;
 }
 
-/* S (N bytes) as a quoted lexeme of tsvector/tsquery input. */
-static void ts_quote(buf *b, const char *s, size_t n)
-{
-    buf_putc(b, '\'');
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '\'' || s[i] == '\\')
-            buf_putc(b, s[i]);
-        buf_putc(b, s[i]);
-    }
-    buf_putc(b, '\'');
-}
-
 typedef struct tsv_ctx {
     buf *b;
     int pos, ntok;
@@ -321,7 +310,7 @@ static int tsv_fn(void *ud, int flags, const char *token, int len, int start, in
         return 0;
     if (c->b->len)
         buf_putc(c->b, ' ');
-    ts_quote(c->b, token, (size_t)len);
+    pg_lexeme(c->b, token, (size_t)len);
     buf_printf(c->b, ":%d", c->pos > 16383 ? 16383 : c->pos);
     return 0;
 }
@@ -406,15 +395,6 @@ static int vec_setup(mnemo *m, vecsetup *v)
     return 1;
 }
 
-/* V as a pgvector literal. */
-static void vec_text(buf *b, const float *v, int dims)
-{
-    buf_putc(b, '[');
-    for (int i = 0; i < dims; i++)
-        buf_printf(b, i ? ",%.9g" : "%.9g", (double)v[i]);
-    buf_putc(b, ']');
-}
-
 /* Embeds N memories (IDS, TEXTS) and stores their vectors. */
 static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
                        const char *const *texts, size_t n)
@@ -439,7 +419,7 @@ static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
                vs->table);
     for (size_t i = 0; !rc && i < n; i++) {
         buf_reset(&lit);
-        vec_text(&lit, v + i * (size_t)dims, dims);
+        pg_vector_literal(&lit, v + i * (size_t)dims, dims);
         if (buf_err(&lit) || buf_err(&sql)) {
             rc = MNEMO_NOMEM;
             break;
@@ -1223,7 +1203,7 @@ static void tsquery(const qphr *p, buf *b)
             int x = p->tok[p->first[k] + j];
             if (j)
                 buf_puts(b, " <-> ");
-            ts_quote(b, p->lex[x], strlen(p->lex[x]));
+            pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
             if (p->pre[x])
                 buf_puts(b, ":*");
         }
@@ -1240,7 +1220,7 @@ static void tsquery(const qphr *p, buf *b)
             int x = p->tok[p->first[k] + j];
             if (j)
                 buf_puts(b, " <-> ");
-            ts_quote(b, p->lex[x], strlen(p->lex[x]));
+            pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
             if (p->pre[x])
                 buf_puts(b, ":*");
         }
@@ -1507,7 +1487,7 @@ static void phrase_tsq(const qphr *p, int k, buf *b)
         int x = p->tok[p->first[k] + j];
         if (j)
             buf_puts(b, " <-> ");
-        ts_quote(b, p->lex[x], strlen(p->lex[x]));
+        pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
         if (p->pre[x])
             buf_puts(b, ":*");
     }
@@ -1609,10 +1589,10 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
         if (ntop == need && rub * maxf < top[0])
             break; /* no memory of the terms left reaches the results */
         buf_reset(&tq);
-        ts_quote(&tq, ph->lex[t[i].lex], strlen(ph->lex[t[i].lex]));
+        pg_lexeme(&tq, ph->lex[t[i].lex], strlen(ph->lex[t[i].lex]));
         for (int j = 0; j < i; j++) {
             buf_puts(&tq, j ? " | " : " & !(");
-            ts_quote(&tq, ph->lex[t[j].lex], strlen(ph->lex[t[j].lex]));
+            pg_lexeme(&tq, ph->lex[t[j].lex], strlen(ph->lex[t[j].lex]));
             if (j == i - 1)
                 buf_puts(&tq, ")");
         }
@@ -2000,7 +1980,7 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         buf err;
         buf_init(&err, 4096);
         if (embed_texts(x.vs.e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err) == MNEMO_OK) {
-            vec_text(&x.qvec, qv, embed_dims(x.vs.e));
+            pg_vector_literal(&x.qvec, qv, embed_dims(x.vs.e));
             x.vectors = !buf_err(&x.qvec);
         }
         free(qv);

@@ -26,6 +26,7 @@
 #include "core.h"
 #include "backend.h"
 #include "pg.h"
+#include "pgtext.h"
 #include "results.h"
 #include "util/time.h"
 #include "util/utf8.h"
@@ -74,15 +75,6 @@ static void read_cfg(mnemo *m, source_cfg *c)
         snprintf(c->cols[i], sizeof c->cols[i], "%s", v ? v : roles[i]);
     }
     json_decref(cols);
-}
-
-/* The query as pgvector's text form: [x,y,...]. */
-static void vector_literal(buf *b, const float *v, int dims)
-{
-    buf_putc(b, '[');
-    for (int i = 0; i < dims; i++)
-        buf_printf(b, i ? ",%.7g" : "%.7g", (double)v[i]);
-    buf_putc(b, ']');
 }
 
 /* Connects if needed and checks the table once per connection: it exists,
@@ -289,7 +281,7 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
         pg_quote_ident(&sql, c.prio);
         buf_puts(&sql, " p ON p.source_type::text = t.stype");
     }
-    vector_literal(&vec, qv, qdims);
+    pg_vector_literal(&vec, qv, qdims);
     if (buf_err(&sql) || buf_err(&vec)) {
         rc = MNEMO_NOMEM;
         goto done;

@@ -52,6 +52,7 @@
 #include "core.h"
 #include "fts.h"
 #include "pgschema.h"
+#include "pgtext.h"
 #include "query.h"
 #include "rank.h"
 #include "recall.h"
@@ -200,18 +201,6 @@ static void arr_int(buf *b, long long v)
     buf_printf(b, "%lld", v);
 }
 
-/* Appends LEN bytes of a lexeme as a quoted tsvector/tsquery lexeme. */
-static void lexeme(buf *b, const char *s, size_t len)
-{
-    buf_putc(b, '\'');
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '\'' || s[i] == '\\')
-            buf_putc(b, s[i]);
-        buf_putc(b, s[i]);
-    }
-    buf_putc(b, '\'');
-}
-
 typedef struct posn {
     const char *tok;
     int len;
@@ -265,7 +254,7 @@ static int tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
         size_t j = i;
         if (out->len)
             buf_putc(out, ' ');
-        lexeme(out, v[i].tok, (size_t)v[i].len);
+        pg_lexeme(out, v[i].tok, (size_t)v[i].len);
         int npos = 0, last = -1;
         for (; j < cnt && v[j].len == v[i].len && !memcmp(v[j].tok, v[i].tok, (size_t)v[i].len);
              j++) {
@@ -757,14 +746,6 @@ static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size)
     return pgschema_vec_table(m, "chunk", dims, name, size);
 }
 
-static void vector_literal(buf *b, const float *v, int dims)
-{
-    buf_putc(b, '[');
-    for (int i = 0; i < dims; i++)
-        buf_printf(b, i ? ",%.7g" : "%.7g", (double)v[i]);
-    buf_putc(b, ']');
-}
-
 /* Embeds the chunks without a vector of the current identity. */
 static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *ident,
                          mnemo_sync_stats *stats)
@@ -821,7 +802,7 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
             for (size_t i = 0; i < n; i++) {
                 arr_int(&ids, ll(r, i, 0));
                 buf_reset(&tmp);
-                vector_literal(&tmp, out + i * (size_t)dims, dims);
+                pg_vector_literal(&tmp, out + i * (size_t)dims, dims);
                 arr_add(&vecs, tmp.data, tmp.len);
             }
             buf_cleanup(&tmp);
@@ -1135,7 +1116,7 @@ static int lex_fn(void *ud, int flags, const char *token, int len, int start, in
     buf_append(x->lex, token, (size_t)len);
     if (x->n)
         buf_puts(x->tsq, " <-> ");
-    lexeme(x->tsq, token, (size_t)len);
+    pg_lexeme(x->tsq, token, (size_t)len);
     x->n++;
     return 0;
 }
@@ -1586,7 +1567,7 @@ static void terms_tsq(buf *b, const pgquery *pq, const mterms *t, int from, int 
         const char *w = pq->words.data + pq->woff[t->order[i]];
         if (i > from)
             buf_puts(b, " | ");
-        lexeme(b, w, strlen(w));
+        pg_lexeme(b, w, strlen(w));
     }
     buf_putc(b, ')');
 }
@@ -1709,7 +1690,7 @@ static void sets_tsq(buf *b, const pgquery *pq, const mterms *t, const unsigned 
             const char *w = pq->words.data + pq->woff[t->order[t->read + i]];
             if (!first)
                 buf_puts(b, " & ");
-            lexeme(b, w, strlen(w));
+            pg_lexeme(b, w, strlen(w));
             first = 0;
         }
         buf_putc(b, ')');
@@ -1981,7 +1962,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     }
     snprintf(s->table, sizeof s->table, "mnemo_chunk_vec_%d", s->dims);
     buf_init(&s->qvec, 0);
-    vector_literal(&s->qvec, qv, s->dims);
+    pg_vector_literal(&s->qvec, qv, s->dims);
     free(qv);
     char lim[32], sql[2048];
     snprintf(lim, sizeof lim, "%zu", k);

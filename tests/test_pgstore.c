@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "backend.h"
+#include "pgtext.h"
+#include "util/buf.h"
 
 static long count_rows(const char *sql)
 {
@@ -425,4 +427,35 @@ BACKEND_TEST(pgstore_maxscore_second_term)
     for (size_t i = 0; i < nq; i++)
         mnemo_free(got[i]);
     mnemo_close(m);
+}
+
+/* Vector literals bring every float back exactly (seven digits, as the
+ * note index once wrote them, do not), and lexemes double quotes and
+ * backslashes. */
+TEST(pgtext_forms)
+{
+    float v[512];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        x = x * 1103515245u + 12345u;
+        v[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * (i % 7 ? 1.0f : 1e-6f);
+    }
+    buf b;
+    buf_init(&b, 1 << 20);
+    pg_vector_literal(&b, v, (int)(sizeof v / sizeof *v));
+    ASSERT(b.data[0] == '[' && b.data[b.len - 1] == ']');
+    const char *p = b.data + 1;
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        char *end;
+        float back = strtof(p, &end);
+        ASSERT(end != p);
+        if (back != v[i])
+            test_fail(__FILE__, __LINE__, "element %zu: %.9g came back as %.9g", i, (double)v[i],
+                      (double)back);
+        p = end + 1;
+    }
+    buf_reset(&b);
+    pg_lexeme(&b, "it's a\\b", 8);
+    ASSERT_STR_EQ(b.data, "'it''s a\\\\b'");
+    buf_cleanup(&b);
 }
