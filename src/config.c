@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "errcode.h"
 #include "pg.h"
 #include "tok.h"
 #include "util/buf.h"
@@ -238,7 +239,7 @@ int mnemo_config_new(mnemo_config **out)
         c->val[i] = dupstr(keys[i].def);
         c->src[i] = dupstr("default");
         if (!c->val[i] || !c->src[i]) {
-            mnemo_config_free(c);
+            cfg_free(c);
             return MNEMO_NOMEM;
         }
     }
@@ -246,7 +247,7 @@ int mnemo_config_new(mnemo_config **out)
     return MNEMO_OK;
 }
 
-void mnemo_config_free(mnemo_config *c)
+void cfg_free(mnemo_config *c)
 {
     if (!c)
         return;
@@ -257,6 +258,8 @@ void mnemo_config_free(mnemo_config *c)
     free(c);
 }
 
+void mnemo_config_free(mnemo_config *c) { cfg_free(c); }
+
 mnemo_config *cfg_copy(const mnemo_config *c)
 {
     mnemo_config *d = calloc(1, sizeof *d);
@@ -266,7 +269,7 @@ mnemo_config *cfg_copy(const mnemo_config *c)
         d->val[i] = dupstr(c->val[i]);
         d->src[i] = dupstr(c->src[i]);
         if (!d->val[i] || !d->src[i]) {
-            mnemo_config_free(d);
+            cfg_free(d);
             return NULL;
         }
     }
@@ -470,8 +473,8 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
     return *norm ? MNEMO_OK : MNEMO_NOMEM;
 }
 
-int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const char *source,
-                     char **err)
+static int config_set(mnemo_config *c, const char *name, const char *value, const char *source,
+                      char **err)
 {
     int k = find_key(name);
     if (k < 0) {
@@ -596,6 +599,12 @@ int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const
     return MNEMO_OK;
 }
 
+int mnemo_config_set(mnemo_config *c, const char *name, const char *value, const char *source,
+                     char **err)
+{
+    return config_set(c, name, value, source, err);
+}
+
 const char *mnemo_config_get(const mnemo_config *c, const char *name)
 {
     int k = find_key(name);
@@ -607,7 +616,7 @@ long cfg_int(const mnemo_config *c, int key) { return strtol(c->val[key], NULL, 
 double cfg_num(const mnemo_config *c, int key) { return strtod(c->val[key], NULL); }
 int cfg_bool(const mnemo_config *c, int key) { return strcmp(c->val[key], "true") == 0; }
 
-int mnemo_config_load_file(mnemo_config *c, const char *path, char **err)
+static int load_file(mnemo_config *c, const char *path, char **err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -664,10 +673,10 @@ int mnemo_config_load_file(mnemo_config *c, const char *path, char **err)
             goto done;
         }
         char *e2 = NULL;
-        rc = mnemo_config_set(c, name, s, path, &e2);
+        rc = config_set(c, name, s, path, &e2);
         free(str);
         if (rc) {
-            seterr(err, "%s: %s", path, e2 ? e2 : mnemo_strerror(rc));
+            seterr(err, "%s: %s", path, e2 ? e2 : errcode_text(rc));
             free(e2);
             goto done;
         }
@@ -677,22 +686,29 @@ done:
     return rc;
 }
 
-int mnemo_config_load_env(mnemo_config *c, char **err)
+int mnemo_config_load_file(mnemo_config *c, const char *path, char **err)
+{
+    return load_file(c, path, err);
+}
+
+static int load_env(mnemo_config *c, char **err)
 {
     for (int i = 0; i < CFG__COUNT; i++) {
         const char *v = getenv(keys[i].env);
         if (!v)
             continue;
         char *e2 = NULL;
-        int rc = mnemo_config_set(c, keys[i].name, v, keys[i].env, &e2);
+        int rc = config_set(c, keys[i].name, v, keys[i].env, &e2);
         if (rc) {
-            seterr(err, "%s: %s", keys[i].env, e2 ? e2 : mnemo_strerror(rc));
+            seterr(err, "%s: %s", keys[i].env, e2 ? e2 : errcode_text(rc));
             free(e2);
             return rc;
         }
     }
     return MNEMO_OK;
 }
+
+int mnemo_config_load_env(mnemo_config *c, char **err) { return load_env(c, err); }
 
 int mnemo_config_load_standard(mnemo_config *c, const char *explicit_file, char **err)
 {
@@ -706,14 +722,14 @@ int mnemo_config_load_standard(mnemo_config *c, const char *explicit_file, char 
     else if (home && *home)
         buf_printf(&path, "%s/.config/mnemo/config.json", home);
     if (path.len && !buf_err(&path)) {
-        rc = mnemo_config_load_file(c, path.data, err);
+        rc = load_file(c, path.data, err);
         if (rc == MNEMO_NOTFOUND)
             rc = MNEMO_OK;
         if (rc)
             goto done;
     }
     if (explicit_file) {
-        rc = mnemo_config_load_file(c, explicit_file, err);
+        rc = load_file(c, explicit_file, err);
         if (rc == MNEMO_NOTFOUND)
             seterr(err, "%s: configuration file not found", explicit_file);
         if (rc)
@@ -726,14 +742,14 @@ int mnemo_config_load_standard(mnemo_config *c, const char *explicit_file, char 
         buf_reset(&path);
         buf_printf(&path, "%s/mnemo.json", *ws ? ws : ".");
         if (!buf_err(&path)) {
-            rc = mnemo_config_load_file(c, path.data, err);
+            rc = load_file(c, path.data, err);
             if (rc == MNEMO_NOTFOUND)
                 rc = MNEMO_OK;
             if (rc)
                 goto done;
         }
     }
-    rc = mnemo_config_load_env(c, err);
+    rc = load_env(c, err);
 done:
     buf_cleanup(&path);
     return rc;

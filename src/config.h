@@ -82,5 +82,6 @@ int cfg_bool(const mnemo_config *c, int key);
 
 /* A deep copy, or NULL on out-of-memory. */
 mnemo_config *cfg_copy(const mnemo_config *c);
+void cfg_free(mnemo_config *c); /* mnemo_config_free */
 
 #endif

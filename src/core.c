@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "errcode.h"
 #include "pgschema.h"
 #include "pgsource.h"
 #include "vectors.h"
@@ -21,28 +22,7 @@
 #include "util/io.h"
 #include "util/time.h"
 
-static const char *const messages[] = {
-    [MNEMO_OK] = "ok",
-    [MNEMO_NOMEM] = "out of memory",
-    [MNEMO_IO] = "file system error",
-    [MNEMO_DB] = "database error",
-    [MNEMO_HTTP] = "HTTP error",
-    [MNEMO_TIMEOUT] = "timed out",
-    [MNEMO_NOTFOUND] = "not found",
-    [MNEMO_INVALID] = "invalid argument",
-    [MNEMO_UNAVAILABLE] = "unavailable",
-    [MNEMO_MISUSE] = "library misuse",
-    [MNEMO_CORRUPT] = "database is damaged, foreign or too new",
-    [MNEMO_BUSY] = "locked by another process",
-    [MNEMO_DENIED] = "path outside the memory roots",
-};
-
-const char *mnemo_strerror(int code)
-{
-    if (code < 0 || (size_t)code >= sizeof messages / sizeof *messages || !messages[code])
-        return "unknown error";
-    return messages[code];
-}
+const char *mnemo_strerror(int code) { return errcode_text(code); }
 
 const char *mnemo_version(void) { return MNEMO_VERSION; }
 
@@ -67,7 +47,7 @@ void core_clear(mnemo *m)
     m->err.err = 0;
 }
 
-const char *mnemo_errmsg(const mnemo *m)
+const char *core_errmsg(const mnemo *m)
 {
     if (!m)
         return "out of memory";
@@ -75,6 +55,8 @@ const char *mnemo_errmsg(const mnemo *m)
         return m->err.data;
     return "no error";
 }
+
+const char *mnemo_errmsg(const mnemo *m) { return core_errmsg(m); }
 
 const char *mnemo_workspace(const mnemo *m) { return m->workspace; }
 const char *mnemo_db_path(const mnemo *m) { return m->db_path; }
@@ -198,7 +180,7 @@ void mnemo_close(mnemo *m)
     pgschema_close(m);
     free(m->tenant);
     buf_cleanup(&m->warn);
-    mnemo_config_free(m->cfg);
+    cfg_free(m->cfg);
     free(m->workspace);
     free(m->db_path);
     free(m->mem_path);
@@ -236,7 +218,7 @@ int core_store(mnemo *m)
     if (rc == MNEMO_NOTFOUND)
         return core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
     if (rc)
-        return core_error(m, rc, "%s", err[0] ? err : mnemo_strerror(rc));
+        return core_error(m, rc, "%s", err[0] ? err : errcode_text(rc));
     return MNEMO_OK;
 }
 
@@ -245,7 +227,7 @@ int core_mem(mnemo *m)
     int rc = core_store(m);
     if (rc || !m->mem_rc)
         return rc;
-    return core_error(m, m->mem_rc, "%s", m->mem_err[0] ? m->mem_err : mnemo_strerror(m->mem_rc));
+    return core_error(m, m->mem_rc, "%s", m->mem_err[0] ? m->mem_err : errcode_text(m->mem_rc));
 }
 
 int core_qtok(mnemo *m, tok **out)

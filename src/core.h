@@ -46,6 +46,9 @@ int core_error(mnemo *m, int code, const char *fmt, ...) __attribute__((format(p
 /* Clears the last error. */
 void core_clear(mnemo *m);
 
+/* The last error message of M ("out of memory" for NULL, "no error"). */
+const char *core_errmsg(const mnemo *m);
+
 /* Opens the index if not open yet, or again when the file at the index path
  * is no longer the one open (another process rebuilt it). MNEMO_NOTFOUND
  * (with a message) when the database does not exist. */

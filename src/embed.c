@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "embed_int.h"
+#include "errcode.h"
 #include "mnemo.h"
 #include "vec.h"
 
@@ -162,7 +163,7 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
                             "FILE --name %s)",
                        path, e->model);
         else if (rc)
-            buf_printf(err, "static: %s", merr.data ? merr.data : mnemo_strerror(rc));
+            buf_printf(err, "static: %s", merr.data ? merr.data : errcode_text(rc));
         buf_cleanup(&merr);
         free(path);
         if (rc) {

@@ -68,7 +68,7 @@ static void normalize_lexically(char *p)
     *out = 0;
 }
 
-void mnemo_excerpt_cleanup(mnemo_excerpt *e)
+static void excerpt_cleanup(mnemo_excerpt *e)
 {
     if (!e)
         return;
@@ -76,6 +76,8 @@ void mnemo_excerpt_cleanup(mnemo_excerpt *e)
     free(e->text);
     memset(e, 0, sizeof *e);
 }
+
+void mnemo_excerpt_cleanup(mnemo_excerpt *e) { excerpt_cleanup(e); }
 
 int lite_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
 {
@@ -211,6 +213,6 @@ done:
     buf_cleanup(&content);
     buf_cleanup(&text);
     if (rc)
-        mnemo_excerpt_cleanup(out);
+        excerpt_cleanup(out);
     return rc;
 }

@@ -543,7 +543,7 @@ int mem_store(mnemo *m)
     /* No index yet: build it (memories are searched beside notes). */
     core_clear(m);
     mnemo_sync_stats st;
-    if ((rc = mnemo_sync(m, NULL, &st)))
+    if ((rc = m->be->sync(m, NULL, &st)))
         return rc;
     return core_mem(m);
 }
@@ -1674,7 +1674,7 @@ int mem_import_each(mnemo *m, const char *jsonl, size_t len, mem_import_fn fn, v
         rc = mem_fields_parse(m, o, 1, &f);
         if (rc) {
             char msg[1024];
-            snprintf(msg, sizeof msg, "%s", mnemo_errmsg(m));
+            snprintf(msg, sizeof msg, "%s", core_errmsg(m));
             rc = core_error(m, rc, "import: line %zu: %s", line, msg);
         }
         if (!rc)

@@ -1091,10 +1091,10 @@ static int add_pick(pick **v, size_t *n, size_t *cap, json_t *r, double score, j
 static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, json_t *order)
 {
     char *o = json_dumps(opts, JSON_COMPACT), *out = NULL;
-    int rc = o ? mnemo_memory_list(m, o, &out) : MNEMO_NOMEM;
+    int rc = o ? m->be->memory_list(m, o, &out) : MNEMO_NOMEM;
     free(o);
     json_t *j = rc ? NULL : json_loads(out, 0, NULL);
-    mnemo_free(out);
+    free(out);
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(j, "memories"), i, r) if (!rc) rc =

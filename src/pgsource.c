@@ -25,6 +25,7 @@
 
 #include "core.h"
 #include "backend.h"
+#include "errcode.h"
 #include "pg.h"
 #include "pgtext.h"
 #include "results.h"
@@ -388,7 +389,7 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
         *out = res;
         return MNEMO_OK;
     }
-    mnemo_results_free(res);
+    results_free(res);
     if (rc == MNEMO_NOMEM) {
         buf_cleanup(&err);
         return core_error(m, rc, "out of memory");
@@ -396,19 +397,19 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
     /* The local index answers; the results say why. */
     buf reason;
     buf_init(&reason, 8192);
-    pg_redact(&reason, err.len ? err.data : mnemo_strerror(rc), NULL);
+    pg_redact(&reason, err.len ? err.data : errcode_text(rc), NULL);
     buf_cleanup(&err);
     rc = local(m, query, opts, out);
     if (rc == MNEMO_OK)
         rc = results_set_fallback(*out, "postgres", reason.data ? reason.data : "");
     if (rc == MNEMO_NOMEM) {
-        mnemo_results_free(*out);
+        results_free(*out);
         *out = NULL;
         core_error(m, rc, "out of memory");
     } else if (rc) {
-        char *local_msg = strdup(mnemo_errmsg(m));
+        char *local_msg = strdup(core_errmsg(m));
         core_error(m, rc, "%s (PostgreSQL could not answer either: %s)",
-                   local_msg ? local_msg : mnemo_strerror(rc), reason.data ? reason.data : "");
+                   local_msg ? local_msg : errcode_text(rc), reason.data ? reason.data : "");
         free(local_msg);
     }
     buf_cleanup(&reason);

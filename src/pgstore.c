@@ -50,6 +50,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "errcode.h"
 #include "fts.h"
 #include "pgschema.h"
 #include "pgtext.h"
@@ -736,7 +737,7 @@ static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size)
         int rc = embed_texts(e, EMBED_DOCUMENT, &probe, &len, 1, &v, &err);
         free(v);
         if (rc) {
-            core_error(m, rc, "%s", err.len ? err.data : mnemo_strerror(rc));
+            core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
             buf_cleanup(&err);
             return rc;
         }
@@ -790,7 +791,7 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
             buf_reset(&err);
             rc = embed_texts(e, EMBED_DOCUMENT, texts, lens, n, &out, &err);
             if (rc)
-                core_error(m, rc, "%s", err.len ? err.data : mnemo_strerror(rc));
+                core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
         }
         if (!rc) {
             buf_reset(&ids);
@@ -878,7 +879,7 @@ static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
             buf_puts(&m->warn, note);
             stats->embed_warning = m->warn.data;
         } else if ((rc = vectors_embedder(m, name, &e, &err))) {
-            core_error(m, rc, "%s", err.len ? err.data : mnemo_strerror(rc));
+            core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
         } else {
             vectors_identity(m, e, ident, sizeof ident);
             rc = embed_missing(m, tenant, e, ident, stats);
@@ -1929,7 +1930,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     if (!rc)
         rc = embed_texts(e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err);
     if (rc) {
-        const char *msg = err.len ? err.data : mnemo_strerror(rc);
+        const char *msg = err.len ? err.data : errcode_text(rc);
         if (explicit_)
             rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
                             "memory search unavailable: %s", msg);
@@ -2368,9 +2369,9 @@ done:
     query_cleanup(&qy);
     buf_cleanup(&qt);
     if (rc) {
-        mnemo_results_free(res);
+        results_free(res);
         if (!m->err.len)
-            core_error(m, rc, "search failed: %s", mnemo_strerror(rc));
+            core_error(m, rc, "search failed: %s", errcode_text(rc));
         return rc;
     }
     *out = res;
@@ -2408,8 +2409,8 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     vectors_resolve(m, name, &explicit_);
     if (rc) {
         json_object_set_new(root, "indexed", json_false());
-        json_object_set_new(root, "error", json_string(mnemo_errmsg(m)));
-        json_array_append_new(warnings, json_string(mnemo_errmsg(m)));
+        json_object_set_new(root, "error", json_string(core_errmsg(m)));
+        json_array_append_new(warnings, json_string(core_errmsg(m)));
         goto emit;
     }
     json_t *server = json_object();
@@ -2430,8 +2431,8 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
                 "status = 0), (SELECT count(*) FROM mnemo_chunks WHERE tenant = $1) "
                 "FROM mnemo_corpus WHERE tenant = $1",
                 1, p, &r))) {
-        json_object_set_new(root, "error", json_string(mnemo_errmsg(m)));
-        json_array_append_new(warnings, json_string(mnemo_errmsg(m)));
+        json_object_set_new(root, "error", json_string(core_errmsg(m)));
+        json_array_append_new(warnings, json_string(core_errmsg(m)));
         goto emit;
     }
     int indexed = pg_nrows(r) == 1;

@@ -1,7 +1,7 @@
 /*
  * results.h - the result set of a search (mnemo_results), shared by the
  * search of the local index (search.c) and of an existing PostgreSQL table
- * (pgsource.c), which fill it the same way. Freed by mnemo_results_free:
+ * (pgsource.c), which fill it the same way. Freed by results_free:
  * each result's path, snippet and citation are owned; source is static
  * text or points into the citation's allocation.
  */
@@ -21,5 +21,8 @@ struct mnemo_results {
 /* Records that the leg or source FROM could not answer, and why (both
  * copied). MNEMO_NOMEM. */
 int results_set_fallback(mnemo_results *res, const char *from, const char *reason);
+
+/* Frees R (accepts NULL): what mnemo_results_free does. */
+void results_free(mnemo_results *r);
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "errcode.h"
 #include "pgsource.h"
 #include "sanitize.h"
 #include "search.h"
@@ -89,7 +90,7 @@ void mnemo_results_timing(const mnemo_results *r, mnemo_search_timing *out)
         memset(out, 0, sizeof *out);
 }
 
-void mnemo_results_free(mnemo_results *r)
+void results_free(mnemo_results *r)
 {
     if (!r)
         return;
@@ -107,6 +108,8 @@ void mnemo_results_free(mnemo_results *r)
     free(r->fallback_reason);
     free(r);
 }
+
+void mnemo_results_free(mnemo_results *r) { results_free(r); }
 
 char *mnemo_results_json(const mnemo_results *r)
 {
@@ -149,7 +152,7 @@ char *mnemo_results_json(const mnemo_results *r)
         buf_putc(&b, '}');
     }
     buf_puts(&b, "],\"mode\":");
-    const char *mode = mnemo_results_mode(r);
+    const char *mode = r ? r->mode : "keyword";
     buf_json_str(&b, mode, strlen(mode));
     if (r && r->provider) {
         buf_puts(&b, ",\"provider\":");
@@ -818,7 +821,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     if (!rc)
         rc = embed_texts(v->e, EMBED_QUERY, &qtext, &qlen, 1, &v->qv, &err);
     if (rc) {
-        const char *msg = err.len ? err.data : mnemo_strerror(rc);
+        const char *msg = err.len ? err.data : errcode_text(rc);
         if (explicit_)
             rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
                             "memory search unavailable: %s", msg);
@@ -848,7 +851,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     v->vf = m->vf;
     if (rc || vecfile_dims(v->vf) != embed_dims(v->e)) {
         const char *why = rc == MNEMO_NOTFOUND ? "no vectors yet; run: mnemo index"
-                          : rc ? (err.len ? err.data : mnemo_strerror(rc))
+                          : rc ? (err.len ? err.data : errcode_text(rc))
                                : "vector dimensions differ; run: mnemo index";
         rc = results_set_fallback(res, name, why);
         buf_cleanup(&err);
@@ -1454,9 +1457,9 @@ done:
     query_cleanup(&q);
     buf_cleanup(&qt);
     if (rc) {
-        mnemo_results_free(res);
+        results_free(res);
         if (!m->err.len)
-            core_error(m, rc, "search failed: %s", mnemo_strerror(rc));
+            core_error(m, rc, "search failed: %s", errcode_text(rc));
         return rc;
     }
     *out = res;

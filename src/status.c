@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "errcode.h"
 #include "util/time.h"
 #include "vectors.h"
 
@@ -83,8 +84,8 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     embedder *em = NULL;
     int rc = vectors_embedder(m, name, &em, &err);
     if (rc) {
-        json_object_set_new(e, "error", json_string(err.len ? err.data : mnemo_strerror(rc)));
-        json_array_append_new(warnings, json_string(err.len ? err.data : mnemo_strerror(rc)));
+        json_object_set_new(e, "error", json_string(err.len ? err.data : errcode_text(rc)));
+        json_array_append_new(warnings, json_string(err.len ? err.data : errcode_text(rc)));
         buf_cleanup(&err);
         return e;
     }
@@ -98,7 +99,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
         json_t *pj = json_object();
         if (rc) {
             json_object_set_new(pj, "ok", json_false());
-            json_object_set_new(pj, "error", json_string(err.len ? err.data : mnemo_strerror(rc)));
+            json_object_set_new(pj, "error", json_string(err.len ? err.data : errcode_text(rc)));
         } else {
             json_object_set_new(pj, "ok", json_true());
             json_object_set_new(pj, "dims", json_integer(embed_dims(em)));
@@ -148,9 +149,9 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_array_append_new(warnings, json_string("no index yet; run: mnemo index"));
         rc = MNEMO_OK;
     } else if (rc) {
-        json_object_set_new(root, "error", json_string(mnemo_errmsg(m)));
+        json_object_set_new(root, "error", json_string(core_errmsg(m)));
         json_object_set_new(root, "errorStatus", json_integer(rc)); /* a MNEMO_* code */
-        json_array_append_new(warnings, json_string(mnemo_errmsg(m)));
+        json_array_append_new(warnings, json_string(core_errmsg(m)));
         rc = MNEMO_OK;
     } else {
         sqlite3 *h = store_db(m->st);

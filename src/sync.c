@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "chunk.h"
+#include "errcode.h"
 #include "prep.h"
 #include "sync.h"
 #include "core.h"
@@ -177,7 +178,7 @@ static int sync_files(sync_ctx *c)
                                 &m->err)))
         goto done;
     if ((rc = walk_scan(m->workspace, &roots, &list))) {
-        core_error(m, rc, "scanning %s failed: %s", m->workspace, mnemo_strerror(rc));
+        core_error(m, rc, "scanning %s failed: %s", m->workspace, errcode_text(rc));
         goto done;
     }
     if ((rc = sk->load(ud, &files, &nfiles)))
@@ -245,7 +246,7 @@ static int sync_files(sync_ctx *c)
     }
     c->popts.threaded = nwork >= 8;
     if ((rc = prep_start(&pp, inputs, nwork, &c->popts))) {
-        core_error(m, rc, "cannot start indexing: %s", mnemo_strerror(rc));
+        core_error(m, rc, "cannot start indexing: %s", errcode_text(rc));
         goto done;
     }
     for (size_t w = 0; w < nwork; w++) {
@@ -276,7 +277,7 @@ static int sync_files(sync_ctx *c)
         }
         if (it->status) {
             rc = core_error(m, it->status, "indexing %s failed: %s", e->path,
-                            mnemo_strerror(it->status));
+                            errcode_text(it->status));
             goto done;
         }
         c->stats->bytes_read += it->bytes;
@@ -414,7 +415,7 @@ static int embed_phase(mnemo *m, store *st, const mnemo_sync_opts *opts, mnemo_s
     char when[32];
     time_format_iso(time_wall(), when);
     if (rc) {
-        const char *msg = err.data && err.len ? err.data : mnemo_strerror(rc);
+        const char *msg = err.data && err.len ? err.data : errcode_text(rc);
         store_meta_set(st, "embed_error", msg);
         store_meta_set(st, "embed_error_at", when);
         if (explicit_) {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "errcode.h"
 #include "model.h"
 #include "util/io.h"
 #include "util/hash.h"
@@ -103,7 +104,7 @@ int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_w
     int dims = 0;
     int rc = path ? model_import(src, path, max_words, &err, &words, &dims) : MNEMO_NOMEM;
     if (rc) {
-        core_error(m, rc, "%s", err.len ? err.data : mnemo_strerror(rc));
+        core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
     } else {
         buf j;
         buf_init(&j, 0);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "core.h"
 #include "util/time.h"
 #include "walk.h"
@@ -118,7 +119,7 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
     double debounce = (double)cfg_int(m->cfg, CFG_WATCH_DEBOUNCE_MS) / 1000.0;
     mnemo_sync_stats stats;
     watch_roots(m, &w);
-    int rc = mnemo_sync(m, NULL, &stats);
+    int rc = m->be->sync(m, NULL, &stats);
     if (on_sync)
         on_sync(ud, rc, &stats);
     int dirty = 0;
@@ -156,7 +157,7 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
         }
         if (dirty && time_mono() - last >= debounce) {
             dirty = 0;
-            rc = mnemo_sync(m, NULL, &stats);
+            rc = m->be->sync(m, NULL, &stats);
             if (on_sync)
                 on_sync(ud, rc, &stats);
             watch_roots(m, &w);
