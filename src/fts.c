@@ -153,9 +153,9 @@ static int tok_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text
 
 void fts_rank_reset(fts_rank *r, int nphrase)
 {
-    fts_hits *h = &r->hits;
+    bm25_hits *h = &r->hits;
     h->n = 0;
-    h->np = nphrase < 0 ? 0 : nphrase > FTS_MAX_PHRASES ? FTS_MAX_PHRASES : nphrase;
+    h->np = nphrase < 0 ? 0 : nphrase > BM25_MAX_PHRASES ? BM25_MAX_PHRASES : nphrase;
     memset(h->df, 0, sizeof h->df);
     h->stats = 0;
     h->nomem = 0;
@@ -185,7 +185,7 @@ void fts_rank_cleanup(fts_rank *r)
         r->stmt[i] = NULL;
         r->stmt_sql[i] = NULL;
     }
-    for (int i = 0; i < FTS_MAX_PHRASES; i++) {
+    for (int i = 0; i < BM25_MAX_PHRASES; i++) {
         free(r->plist[i].id);
         free(r->plist[i].dl);
         free(r->plist[i].tf);
@@ -198,10 +198,7 @@ void fts_rank_cleanup(fts_rank *r)
     free(r->factors);
     r->factors = NULL;
     r->cap_factors = 0;
-    free(r->hits.id);
-    free(r->hits.dl);
-    free(r->hits.tf);
-    free(r->hits.mask);
+    bm25_hits_cleanup(&r->hits);
     memset(&r->hits, 0, sizeof r->hits);
 }
 
@@ -394,27 +391,6 @@ void fts_factor_put(fts_rank *r, int64_t chunk_id, double when, int importance)
     *f = (fts_factor){chunk_id, when, importance};
 }
 
-int fts_hits_grow(fts_hits *h)
-{
-    size_t cap = h->cap ? h->cap * 2 : 1024;
-    int64_t *id = realloc(h->id, cap * sizeof *id);
-    if (id)
-        h->id = id;
-    int *dl = realloc(h->dl, cap * sizeof *dl);
-    if (dl)
-        h->dl = dl;
-    uint64_t *mask = realloc(h->mask, cap * sizeof *mask);
-    if (mask)
-        h->mask = mask;
-    uint8_t *tf = realloc(h->tf, cap * FTS_MAX_PHRASES);
-    if (tf)
-        h->tf = tf;
-    if (!id || !dl || !mask || !tf)
-        return SQLITE_NOMEM;
-    h->cap = cap;
-    return SQLITE_OK;
-}
-
 /* Term frequencies of the current row, by phrase, into TF; returns the mask. */
 static uint64_t row_tf(const Fts5ExtensionApi *api, Fts5Context *fts, int np, int *tf, int *rc)
 {
@@ -436,7 +412,7 @@ static uint64_t row_tf(const Fts5ExtensionApi *api, Fts5Context *fts, int np, in
 /* ndocs and avgdl, at the first row of a query. */
 static int query_stats(const Fts5ExtensionApi *api, Fts5Context *fts, fts_rank *r)
 {
-    fts_hits *h = &r->hits;
+    bm25_hits *h = &r->hits;
     if (h->stats)
         return SQLITE_OK;
     sqlite3_int64 ndocs = 0, ntokens = 0;
@@ -453,15 +429,15 @@ static int query_stats(const Fts5ExtensionApi *api, Fts5Context *fts, fts_rank *
 }
 
 /* Appends row ID of length DL with phrase frequencies TF to the hits. */
-static int add_hit(fts_hits *h, int64_t id, int dl, const int *tf)
+static int add_hit(bm25_hits *h, int64_t id, int dl, const int *tf)
 {
-    if (h->n == h->cap && fts_hits_grow(h) != SQLITE_OK) {
+    if (h->n == h->cap && bm25_hits_grow(h) != MNEMO_OK) {
         h->nomem = 1;
         return SQLITE_NOMEM;
     }
     size_t i = h->n++;
     uint64_t mask = 0;
-    uint8_t *t = h->tf + i * FTS_MAX_PHRASES;
+    uint8_t *t = h->tf + i * BM25_MAX_PHRASES;
     for (int k = 0; k < h->np; k++) {
         t[k] = (uint8_t)(tf[k] > 255 ? 255 : tf[k]);
         h->df[k] += tf[k] > 0;
@@ -480,9 +456,9 @@ static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
     (void)nval;
     (void)vals;
     fts_rank *r = api->xUserData(fts);
-    fts_hits *h = &r->hits;
+    bm25_hits *h = &r->hits;
     int rc = query_stats(api, fts, r);
-    int tf[FTS_MAX_PHRASES];
+    int tf[BM25_MAX_PHRASES];
     if (rc == SQLITE_OK)
         row_tf(api, fts, h->np, tf, &rc);
     int dl = row_length(r, api->xRowid(fts));
@@ -560,13 +536,13 @@ static int phrase_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
  * branches on the ids (the heads interleave at random). */
 static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
 {
-    fts_hits *h = &r->hits;
+    bm25_hits *h = &r->hits;
     int np = h->np;
-    const int64_t *ids[FTS_MAX_PHRASES];
-    const int *dls[FTS_MAX_PHRASES];
-    const uint8_t *tfs[FTS_MAX_PHRASES];
-    size_t at[FTS_MAX_PHRASES] = {0}, total = 0;
-    int64_t df[FTS_MAX_PHRASES] = {0};
+    const int64_t *ids[BM25_MAX_PHRASES];
+    const int *dls[BM25_MAX_PHRASES];
+    const uint8_t *tfs[BM25_MAX_PHRASES];
+    size_t at[BM25_MAX_PHRASES] = {0}, total = 0;
+    int64_t df[BM25_MAX_PHRASES] = {0};
     for (int k = 0; k < np; k++) {
         ids[k] = r->plist[k].id;
         dls[k] = r->plist[k].dl;
@@ -574,7 +550,7 @@ static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
         total += k < npos ? r->plist[k].n : 0;
     }
     while (h->cap < h->n + total + 1)
-        if (fts_hits_grow(h) != SQLITE_OK)
+        if (bm25_hits_grow(h) != MNEMO_OK)
             return SQLITE_NOMEM;
     size_t n = h->n;
     for (;;) {
@@ -591,7 +567,7 @@ static int merge_phrases(fts_rank *r, int npos, int64_t lo, int64_t hi)
                 at[k]++;
             excluded |= ids[k][at[k]] == id;
         }
-        uint8_t *t = h->tf + n * FTS_MAX_PHRASES;
+        uint8_t *t = h->tf + n * BM25_MAX_PHRASES;
         uint64_t mask = 0;
         int dl = 0, keep = !excluded;
         for (int k = 0; k < npos; k++) {
@@ -622,7 +598,7 @@ static void phrases_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
                        int nval, sqlite3_value **vals)
 {
     fts_rank *r = api->xUserData(fts);
-    fts_hits *h = &r->hits;
+    bm25_hits *h = &r->hits;
     int rc = query_stats(api, fts, r);
     if (nval != 3) {
         sqlite3_result_error(ctx, "mnemo_phrases(tbl, npositive, lo, hi)", -1);
@@ -659,38 +635,13 @@ static void mask_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
 {
     (void)nval;
     (void)vals;
-    int tf[FTS_MAX_PHRASES], rc = SQLITE_OK;
+    int tf[BM25_MAX_PHRASES], rc = SQLITE_OK;
     int np = api->xPhraseCount(fts);
-    uint64_t mask = row_tf(api, fts, np > FTS_MAX_PHRASES ? FTS_MAX_PHRASES : np, tf, &rc);
+    uint64_t mask = row_tf(api, fts, np > BM25_MAX_PHRASES ? BM25_MAX_PHRASES : np, tf, &rc);
     if (rc != SQLITE_OK)
         sqlite3_result_error_code(ctx, rc);
     else
         sqlite3_result_int64(ctx, (sqlite3_int64)mask);
-}
-
-void fts_idf(const fts_rank *r, double *idf)
-{
-    const fts_hits *h = &r->hits;
-    for (int k = 0; k < h->np; k++) {
-        double n = (double)h->df[k], N = (double)h->ndocs;
-        idf[k] = log(1.0 + (N - n + 0.5) / (n + 0.5));
-    }
-}
-
-double fts_bm25(const fts_rank *r, size_t i, const double *weight, const double *idf, double k1,
-                double b)
-{
-    const fts_hits *h = &r->hits;
-    double norm = k1 * (1.0 - b + b * (double)h->dl[i] / h->avgdl);
-    const uint8_t *t = h->tf + i * FTS_MAX_PHRASES;
-    double score = 0;
-    for (int k = 0; k < h->np; k++) {
-        if (!t[k])
-            continue;
-        double f = (double)t[k];
-        score += weight[k] * idf[k] * f * (k1 + 1.0) / (f + norm);
-    }
-    return score;
 }
 
 /* ----------------------------------------------------------------------

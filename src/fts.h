@@ -15,28 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bm25.h"
 #include "tok.h"
 #include "util/buf.h"
 
-#define FTS_MAX_PHRASES 64
 #define FTS_DL_BLOCK 512
-
-/* What mnemo_collect() gathers about the rows matching a query: per row
- * its id, length and term frequency of each phrase; per phrase the number
- * of matching rows (its document frequency). */
-typedef struct fts_hits {
-    int64_t *id;
-    int *dl;
-    uint8_t *tf;     /* n x np, saturating at 255 */
-    uint64_t *mask;  /* phrases present in the row */
-    size_t n, cap;
-    int np;
-    int64_t df[FTS_MAX_PHRASES];
-    int64_t ndocs;   /* rows in the table */
-    double avgdl;
-    int stats;       /* ndocs and avgdl are set */
-    int nomem;
-} fts_hits;
 
 /* Document lengths of FTS_DL_BLOCK consecutive rowids (block NO), -1 for
  * rowids without a row. */
@@ -66,7 +49,7 @@ typedef struct fts_plist {
 } fts_plist;
 
 typedef struct fts_rank {
-    fts_hits hits;
+    bm25_hits hits;
     sqlite3 *db;
     const char *docsize_table; /* FTS5's length table; NULL: chunks_fts_docsize */
     /* Kept across queries while the index does not change (see fts.c):
@@ -79,7 +62,7 @@ typedef struct fts_rank {
     int checked;                   /* blocks validated for this query */
     fts_factor *factors;           /* open addressing by chunk id */
     size_t nfactors, cap_factors;
-    fts_plist plist[FTS_MAX_PHRASES];
+    fts_plist plist[BM25_MAX_PHRASES];
     sqlite3_stmt *docsize, *version;
     /* Prepared statements of the caller, by SQL text (fts_stmt). */
     const char *stmt_sql[FTS_STMTS];
@@ -112,12 +95,6 @@ void fts_rank_reset(fts_rank *r, int nphrase);
 /* Releases what the state holds (before its database is closed). */
 void fts_rank_cleanup(fts_rank *r);
 
-/* BM25 of collected row I: sum over phrases of WEIGHT * IDF * saturated tf,
- * IDF = ln(1 + (N - df + 0.5) / (df + 0.5)), written to IDF[] by fts_idf. */
-void fts_idf(const fts_rank *r, double *idf);
-double fts_bm25(const fts_rank *r, size_t i, const double *weight, const double *idf, double k1,
-                double b);
-
 /* Tokens computed ahead of an insert (on another thread): when FTS5 asks
  * to tokenize a document equal to TEXT, the tokenizer replays TOKS instead
  * of tokenizing again. */
@@ -144,9 +121,5 @@ int fts_pretokenize(tok *t, const char *text, size_t len, buf *out);
  * 0 at the end. */
 int fts_pretok_next(const char **p, const char *end, const char **token, int *len,
                     int *colocated);
-
-/* Doubles H's arrays (at least 1024 rows). SQLITE_OK or SQLITE_NOMEM (H
- * unchanged in size, still valid). */
-int fts_hits_grow(fts_hits *h);
 
 #endif

@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "core.h"
-#include "fts.h"
+#include "bm25.h"
 #include "mfilter.h"
 #include "query.h"
 #include "util/hash.h"
@@ -173,12 +173,12 @@ int mem_query_text(mnemo *m, const char *text, buf *out);
 /* BM25 over the collected hits of R for query Q, normalised to 0..1 as for
  * notes (1 - e^(-2x/sum of idf)). */
 typedef struct mem_bm25 {
-    double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
+    double w[BM25_MAX_PHRASES], idf[BM25_MAX_PHRASES];
     double k1, b, sum;
 } mem_bm25;
-void mem_bm25_init(mnemo *m, const query *q, const fts_rank *r, mem_bm25 *k);
-int mem_bm25_hit_ok(const query *q, const fts_rank *r, size_t i); /* required phrases there */
-double mem_bm25_norm(const mem_bm25 *k, const fts_rank *r, size_t i);
+void mem_bm25_init(mnemo *m, const query *q, const bm25_hits *h, mem_bm25 *k);
+int mem_bm25_hit_ok(const query *q, const bm25_hits *h, size_t i); /* required phrases there */
+double mem_bm25_norm(const mem_bm25 *k, const bm25_hits *h, size_t i);
 
 /* Episodes: the turns of a conversation stored as memories (texts that
  * start with a speaker's label, "Name: ...") one after another in one
@@ -226,7 +226,7 @@ typedef int (*mem_episode_fn)(mnemo *m, void *ud, const int64_t *mids, size_t n,
  * weights. Only candidates count as evidence: a turn that matches no
  * keyword adds nothing, and nothing is added to S. NEED: the results asked
  * for. S is left sorted by mid. */
-int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const fts_rank *r,
+int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const bm25_hits *h,
                  const int64_t *hit_mids, size_t need, mset *s, size_t nk, mem_episode_fn fn,
                  void *ud);
 

@@ -25,6 +25,7 @@
 #include <strings.h>
 
 #include "backend.h"
+#include "bm25.h"
 #include "memory.h"
 #include "query.h"
 #include "rank.h"
@@ -225,27 +226,27 @@ static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, 
                                                                                : MNEMO_DB;
 }
 
-void mem_bm25_init(mnemo *m, const query *q, const fts_rank *r, mem_bm25 *k)
+void mem_bm25_init(mnemo *m, const query *q, const bm25_hits *h, mem_bm25 *k)
 {
     query_weights(q, k->w);
-    fts_idf(r, k->idf);
+    bm25_idfs(h, k->idf);
     k->k1 = cfg_num(m->cfg, CFG_BM25_K1);
     k->b = cfg_num(m->cfg, CFG_BM25_B);
     k->sum = 0;
-    for (int i = 0; i < q->npositive && i < r->hits.np; i++)
+    for (int i = 0; i < q->npositive && i < h->np; i++)
         k->sum += k->idf[i];
     if (k->sum <= 0)
         k->sum = 1;
 }
 
-int mem_bm25_hit_ok(const query *q, const fts_rank *r, size_t i)
+int mem_bm25_hit_ok(const query *q, const bm25_hits *h, size_t i)
 {
-    return (r->hits.mask[i] & q->required) == q->required;
+    return (h->mask[i] & q->required) == q->required;
 }
 
-double mem_bm25_norm(const mem_bm25 *k, const fts_rank *r, size_t i)
+double mem_bm25_norm(const mem_bm25 *k, const bm25_hits *h, size_t i)
 {
-    return 1.0 - exp(-2.0 * fts_bm25(r, i, k->w, k->idf, k->k1, k->b) / k->sum);
+    return 1.0 - exp(-2.0 * bm25_score(h, i, k->w, k->idf, k->k1, k->b) / k->sum);
 }
 
 double mem_vec_calibrate(double cos, size_t n, double sum, double sd)
@@ -295,15 +296,15 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     if (s2 != SQLITE_DONE)
         return r->hits.nomem ? MNEMO_NOMEM : sqlfail(m, "memory search");
     mem_bm25 k;
-    mem_bm25_init(m, q, r, &k);
-    const fts_hits *h = &r->hits;
+    mem_bm25_init(m, q, &r->hits, &k);
+    const bm25_hits *h = &r->hits;
     for (size_t i = 0; i < h->n; i++) {
-        if (!mem_bm25_hit_ok(q, r, i))
+        if (!mem_bm25_hit_ok(q, &r->hits, i))
             continue;
         mcand *c = mset_push(s, h->id[i]); /* each row once */
         if (!c)
             return MNEMO_NOMEM;
-        c->text = mem_bm25_norm(&k, r, i);
+        c->text = mem_bm25_norm(&k, &r->hits, i);
     }
     return MNEMO_OK;
 }
@@ -490,12 +491,11 @@ static int by_hit_mid(const void *a, const void *b)
     return (x->mid > y->mid) - (x->mid < y->mid);
 }
 
-int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const fts_rank *r,
+int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const bm25_hits *h,
                  const int64_t *hit_mids, size_t need, mset *s, size_t nk, mem_episode_fn fn,
                  void *ud)
 {
     double mu = cfg_num(m->cfg, CFG_MEMORY_CONTEXT);
-    const fts_hits *h = &r->hits;
     if (mu <= 0 || !q->match || nk == 0 || h->n == 0)
         return MNEMO_OK;
     size_t ne = nk < EPISODE_EXPAND + need ? nk : EPISODE_EXPAND + need;
@@ -522,7 +522,7 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const fts_rank *r,
     qsort(l.v, l.n, sizeof *l.v, by_member);
 
     /* Each turn's BM25 per phrase, from its keyword hit (none: nothing). */
-    contrib = calloc(l.n * FTS_MAX_PHRASES, sizeof *contrib);
+    contrib = calloc(l.n * BM25_MAX_PHRASES, sizeof *contrib);
     best = malloc(l.n * sizeof *best);
     if (!contrib || !best) {
         rc = MNEMO_NOMEM;
@@ -533,14 +533,14 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const fts_rank *r,
             continue;
         hit_of key = {l.v[i].mid, 0};
         const hit_of *f = bsearch(&key, hits, h->n, sizeof *hits, by_hit_mid);
-        if (!f || !mem_bm25_hit_ok(q, r, f->i))
+        if (!f || !mem_bm25_hit_ok(q, h, f->i))
             continue;
-        double norm = k->k1 * (1.0 - k->b + k->b * (double)h->dl[f->i] / h->avgdl);
-        const uint8_t *tf = h->tf + f->i * FTS_MAX_PHRASES;
+        double norm = bm25_norm(k->k1, k->b, (double)h->dl[f->i], h->avgdl);
+        const uint8_t *tf = h->tf + f->i * BM25_MAX_PHRASES;
         for (int t = 0; t < np; t++)
             if (tf[t])
-                contrib[i * FTS_MAX_PHRASES + (size_t)t] =
-                    k->w[t] * k->idf[t] * tf[t] * (k->k1 + 1.0) / (tf[t] + norm);
+                contrib[i * BM25_MAX_PHRASES + (size_t)t] =
+                    bm25_part(k->w[t], k->idf[t], (double)tf[t], k->k1, norm);
     }
 
     /* In each episode window, a turn's context: every phrase at its
@@ -561,7 +561,7 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const fts_rank *r,
                     int d = abs(l.v[j].pos - l.v[x].pos);
                     if (d > MEM_EPISODE_SPAN)
                         continue;
-                    double v = contrib[j * FTS_MAX_PHRASES + (size_t)t] *
+                    double v = contrib[j * BM25_MAX_PHRASES + (size_t)t] *
                                (d == MEM_EPISODE_SPAN ? 0.5 : 1.0);
                     if (v > top)
                         top = v;
@@ -855,8 +855,8 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
     if (!rc && pq.match && s->n) {
         mem_bm25 k;
         fts_rank *r = store_mrank(m->st);
-        mem_bm25_init(m, &pq, r, &k);
-        rc = mem_episodes(m, &pq, &k, r, NULL, need, s, s->n, lite_episodes, NULL);
+        mem_bm25_init(m, &pq, &r->hits, &k);
+        rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_episodes, NULL);
     }
     if (ran)
         *mode = "hybrid";

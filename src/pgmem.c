@@ -1101,7 +1101,7 @@ int pgmem_list(mnemo *m, const char *options, char **out)
  * lexemes lex[] (with prefix flags pre[]). */
 typedef struct qphr {
     int np, nlex, ntok;
-    int first[FTS_MAX_PHRASES], len[FTS_MAX_PHRASES];
+    int first[BM25_MAX_PHRASES], len[BM25_MAX_PHRASES];
     int tok[MAX_QTOKS];
     char lex[MAX_QTOKS][TOK_MAX_BYTES + 1];
     int pre[MAX_QTOKS];
@@ -1154,7 +1154,7 @@ static int phrases(tok *t, const query *qr, qphr *p)
     buf_init(&s, 1 << 16);
     const char *c = qr->match;
     int rc = MNEMO_OK;
-    while (c && *c && p->np < FTS_MAX_PHRASES) {
+    while (c && *c && p->np < BM25_MAX_PHRASES) {
         if (*c != '"') {
             c++;
             continue;
@@ -1354,23 +1354,23 @@ static mcand *push_row(mset *s, const pg_rows *r, size_t i)
 #define NKCOLS 7
 
 /* The keyword leg's rows: their hits (phrase frequencies, lengths) in
- * fr->hits, in the same order their factor inputs (mid = seq) and raw
+ * hits, in the same order their factor inputs (mid = seq) and raw
  * cosines; df counts the rows holding each phrase. */
 typedef struct kleg {
     qphr *ph;
     lexpos *lp;
-    fts_rank *fr;
+    bm25_hits *hits;
     mcand *row;
     double *cos;
-    int64_t df[FTS_MAX_PHRASES];
+    int64_t df[BM25_MAX_PHRASES];
 } kleg;
 
 static int kleg_grow(kleg *k)
 {
-    fts_hits *h = &k->fr->hits;
+    bm25_hits *h = k->hits;
     if (h->n < h->cap)
         return MNEMO_OK;
-    if (fts_hits_grow(h) != SQLITE_OK)
+    if (bm25_hits_grow(h) != MNEMO_OK)
         return MNEMO_NOMEM;
     mcand *row = realloc(k->row, h->cap * sizeof *row);
     if (row)
@@ -1381,21 +1381,17 @@ static int kleg_grow(kleg *k)
     return row && cos ? MNEMO_OK : MNEMO_NOMEM;
 }
 
-/* Frees the hits' arrays and FR itself. */
-static void hits_free(fts_rank *fr)
+/* Frees the hits' arrays and H itself. */
+static void hits_free(bm25_hits *h)
 {
-    if (fr) {
-        free(fr->hits.id);
-        free(fr->hits.dl);
-        free(fr->hits.mask);
-        free(fr->hits.tf);
-    }
-    free(fr);
+    if (h)
+        bm25_hits_cleanup(h);
+    free(h);
 }
 
 static void kleg_cleanup(kleg *k)
 {
-    hits_free(k->fr);
+    hits_free(k->hits);
     for (int i = 0; k->lp && i < MAX_QTOKS; i++)
         free(k->lp->v[i]);
     free(k->lp);
@@ -1441,7 +1437,7 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
                  ? core_error(m, MNEMO_NOMEM, "out of memory")
                  : q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
     x->p->n = n0;
-    fts_hits *h = &k->fr->hits;
+    bm25_hits *h = k->hits;
     qphr *ph = k->ph;
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
         if (kleg_grow(k) || lexpos_parse(k->lp, ph->nlex, pg_value(r, i, NKCOLS))) {
@@ -1452,7 +1448,7 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
         h->id[j] = (int64_t)j;
         h->dl[j] = (int)strtol(pg_value(r, i, 1), NULL, 10);
         h->mask[j] = 0;
-        uint8_t *tf = h->tf + j * FTS_MAX_PHRASES;
+        uint8_t *tf = h->tf + j * BM25_MAX_PHRASES;
         for (int p = 0; p < ph->np; p++) {
             int f = phrase_tf(ph, k->lp, p);
             tf[p] = (uint8_t)(f > 255 ? 255 : f);
@@ -1504,7 +1500,7 @@ static int stored_stats(mnemo *m, const char *lexs, kleg *k)
                "SELECT t.i, d.df, 0 FROM unnest($2::text[]) WITH ORDINALITY AS t(l, i) JOIN "
                "mnemo_memory_terms d ON d.tenant = $1 AND d.lexeme = t.l",
                2, p, &r);
-    fts_hits *h = &k->fr->hits;
+    bm25_hits *h = k->hits;
     int64_t ldf[MAX_QTOKS] = {0};
     double ntokens = 0;
     h->ndocs = 0;
@@ -1549,17 +1545,17 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     int rc = stored_stats(m, lexs, k);
     if (rc)
         return rc;
-    mem_bm25_init(m, qr, k->fr, kb);
+    mem_bm25_init(m, qr, k->hits, kb);
     term t[MAX_QTOKS];
     int nt = 0;
     for (int p = 0; p < ph->npositive; p++) {
-        if (!ph->len[p] || kb->w[p] <= 0 || k->fr->hits.df[p] <= 0)
+        if (!ph->len[p] || kb->w[p] <= 0 || k->hits->df[p] <= 0)
             continue;
         int lex = ph->tok[ph->first[p]], i = 0;
         while (i < nt && t[i].lex != lex)
             i++;
         if (i == nt)
-            t[nt++] = (term){lex, k->fr->hits.df[p], 0};
+            t[nt++] = (term){lex, k->hits->df[p], 0};
         t[i].ub += kb->w[p] * kb->idf[p] * (kb->k1 + 1.0);
     }
     if (nt > 1)
@@ -1604,8 +1600,8 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
         }
         if ((rc = kleg_read(m, x, k, tq.data, lexs, pres, 0)))
             break;
-        for (; scored < k->fr->hits.n; scored++) {
-            double text = mem_bm25_norm(kb, k->fr, scored);
+        for (; scored < k->hits->n; scored++) {
+            double text = mem_bm25_norm(kb, k->hits, scored);
             rank_top_offer(top, &ntop, need,
                            text * mem_factors(m, &k->row[scored], x->user_query, x->now));
         }
@@ -1687,14 +1683,14 @@ static int pg_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_me
 /* What the keyword leg leaves for the episodes: the hits, their memories
  * and the BM25 weights (kept_cleanup frees). */
 typedef struct kept {
-    fts_rank *fr;
+    bm25_hits *hits;
     int64_t *mids;
     mem_bm25 kb;
 } kept;
 
 static void kept_cleanup(kept *k)
 {
-    hits_free(k->fr);
+    hits_free(k->hits);
     free(k->mids);
 }
 
@@ -1707,8 +1703,8 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
     int rc = core_qtok(m, &t);
     k.ph = calloc(1, sizeof *k.ph);
     k.lp = calloc(1, sizeof *k.lp);
-    k.fr = calloc(1, sizeof *k.fr);
-    if (!rc && (!k.ph || !k.lp || !k.fr))
+    k.hits = calloc(1, sizeof *k.hits);
+    if (!rc && (!k.ph || !k.lp || !k.hits))
         rc = core_error(m, MNEMO_NOMEM, "out of memory");
     qphr *ph = k.ph;
     if (!rc)
@@ -1738,7 +1734,7 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         if (buf_err(&lexs) || buf_err(&pres))
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
     }
-    fts_hits *h = k.fr ? &k.fr->hits : NULL;
+    bm25_hits *h = k.hits;
     if (!rc && any && plain) {
         h->np = ph->np;
         rc = kleg_maxscore(m, qr, x, &k, lexs.data, pres.data, &kb);
@@ -1756,13 +1752,13 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         for (int p = 0; p < ph->np; p++)
             h->df[p] = k.df[p];
         if (!rc)
-            mem_bm25_init(m, qr, k.fr, &kb);
+            mem_bm25_init(m, qr, k.hits, &kb);
     }
     size_t n = h ? h->n : 0;
     if (!rc && n && !(*cos = calloc(n, sizeof **cos)))
         rc = core_error(m, MNEMO_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        if (!mem_bm25_hit_ok(qr, k.fr, i))
+        if (!mem_bm25_hit_ok(qr, k.hits, i))
             continue;
         (*cos)[s->n] = k.cos[i];
         mcand *c = mset_push(s, k.row[i].mid);
@@ -1773,7 +1769,7 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         double vec = c->vec;
         *c = k.row[i];
         c->vec = vec;
-        c->text = mem_bm25_norm(&kb, k.fr, i);
+        c->text = mem_bm25_norm(&kb, k.hits, i);
     }
     if (!rc && n) { /* the hits' memories, for the episodes (pg_run) */
         if (!(kout->mids = malloc(n * sizeof *kout->mids)))
@@ -1782,8 +1778,8 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
             kout->mids[i] = k.row[i].mid;
     }
     kout->kb = kb;
-    kout->fr = k.fr; /* the hits */
-    k.fr = NULL;
+    kout->hits = k.hits; /* the hits */
+    k.hits = NULL;
     kleg_cleanup(&k);
     buf_cleanup(&tq);
     buf_cleanup(&lexs);
@@ -2002,8 +1998,8 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         rc = vector_leg(m, &x, s, s->n, kcos, &ran);
     if (ran)
         *mode = "hybrid";
-    if (!rc && kk.fr && kk.mids && s->n)
-        rc = mem_episodes(m, &pq, &kk.kb, kk.fr, kk.mids, need, s, s->n, pg_episodes, NULL);
+    if (!rc && kk.hits && kk.mids && s->n)
+        rc = mem_episodes(m, &pq, &kk.kb, kk.hits, kk.mids, need, s, s->n, pg_episodes, NULL);
     kept_cleanup(&kk);
     if (!rc)
         rc = mem_rank(m, qtext, o, ran, need, now, s, pg_factors, NULL);

@@ -1095,7 +1095,7 @@ done:
  * none), `lexs` the non-empty ones as an array literal. */
 typedef struct pgquery {
     buf phrases, prefix, tsq, ptsq, one, req, neg, words, lexs;
-    size_t woff[FTS_MAX_PHRASES];
+    size_t woff[BM25_MAX_PHRASES];
     int np, npos, simple;
 } pgquery;
 
@@ -1222,7 +1222,7 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
 typedef struct hitrow {
     int64_t id;
     int ntok;
-    uint8_t tf[FTS_MAX_PHRASES];
+    uint8_t tf[BM25_MAX_PHRASES];
 } hitrow;
 
 typedef struct prow {
@@ -1244,7 +1244,7 @@ typedef struct pgsearch {
     /* keyword leg */
     hitrow *hits;
     size_t nhits;
-    double idf[FTS_MAX_PHRASES], avgdl, k1, b;
+    double idf[BM25_MAX_PHRASES], avgdl, k1, b;
     int np;
     /* vector leg */
     int vec;
@@ -1334,16 +1334,15 @@ static int by_hit(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* BM25 of hit I, as fts_bm25() computes it. */
+/* BM25 of hit H, as bm25_score() computes it (every weight 1). */
 static double hit_bm25(const pgsearch *s, const hitrow *h)
 {
-    double norm = s->k1 * (1.0 - s->b + s->b * (double)h->ntok / s->avgdl);
+    double norm = bm25_norm(s->k1, s->b, (double)h->ntok, s->avgdl);
     double score = 0;
     for (int k = 0; k < s->np; k++) {
         if (!h->tf[k])
             continue;
-        double f = (double)h->tf[k];
-        score += s->idf[k] * f * (s->k1 + 1.0) / (f + norm);
+        score += bm25_part(1.0, s->idf[k], (double)h->tf[k], s->k1, norm);
     }
     return score;
 }
@@ -1405,15 +1404,14 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
     for (size_t i = 0; i < n && last == n; i++)
         if (pg_isnull(r, i, 0))
             last = i;
-    long long df[FTS_MAX_PHRASES] = {0};
-    size_t ndf = last < n ? int_array(pg_value(r, last, 4), df, FTS_MAX_PHRASES) : 0;
+    long long df[BM25_MAX_PHRASES] = {0};
+    size_t ndf = last < n ? int_array(pg_value(r, last, 4), df, BM25_MAX_PHRASES) : 0;
     double N = last < n ? strtod(pg_value(r, last, 5), NULL) : 0;
     s->avgdl = last == n || pg_isnull(r, last, 6) ? 1.0 : strtod(pg_value(r, last, 6), NULL);
     s->np = (int)ndf;
     double sum = 0;
     for (int k = 0; k < s->np; k++) {
-        double nd = (double)df[k];
-        s->idf[k] = log(1.0 + (N - nd + 0.5) / (nd + 0.5));
+        s->idf[k] = bm25_idf(N, (double)df[k]);
         if (k < pq->npos)
             sum += s->idf[k];
     }
@@ -1429,11 +1427,11 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
         hitrow *h = &s->hits[s->nhits++];
         h->id = ll(r, i, 0);
         h->ntok = (int)ll(r, i, 1);
-        long long ks[FTS_MAX_PHRASES] = {0}, tf[FTS_MAX_PHRASES] = {0};
-        size_t nk = int_array(pg_value(r, i, 2), ks, FTS_MAX_PHRASES);
-        size_t nt = int_array(pg_value(r, i, 3), tf, FTS_MAX_PHRASES);
+        long long ks[BM25_MAX_PHRASES] = {0}, tf[BM25_MAX_PHRASES] = {0};
+        size_t nk = int_array(pg_value(r, i, 2), ks, BM25_MAX_PHRASES);
+        size_t nt = int_array(pg_value(r, i, 3), tf, BM25_MAX_PHRASES);
         for (size_t j = 0; j < nk && j < nt; j++)
-            if (ks[j] >= 1 && ks[j] <= FTS_MAX_PHRASES)
+            if (ks[j] >= 1 && ks[j] <= BM25_MAX_PHRASES)
                 h->tf[ks[j] - 1] = (uint8_t)(tf[j] > 255 ? 255 : tf[j]);
     }
     pg_rows_free(r);
@@ -1474,10 +1472,10 @@ typedef struct mcand {
 } mcand;
 
 typedef struct mterms {
-    int order[FTS_MAX_PHRASES]; /* terms with matches, rarest first */
+    int order[BM25_MAX_PHRASES]; /* terms with matches, rarest first */
     int n, read;                /* terms ordered, the first READ of them read */
-    long long df[FTS_MAX_PHRASES];
-    double ub[FTS_MAX_PHRASES];
+    long long df[BM25_MAX_PHRASES];
+    double ub[BM25_MAX_PHRASES];
 } mterms;
 
 /* The positive phrases' frequencies in T, the text of a tsvector holding
@@ -1608,19 +1606,19 @@ static int term_stats(pgsearch *s, const pgquery *pq, const char *source, int no
     int rc = q(s->m, "search", sql, neg ? 5 : 3, p, &r);
     if (rc)
         return rc;
-    long long stored[FTS_MAX_PHRASES] = {0}, out[FTS_MAX_PHRASES] = {0};
-    long long tfs[FTS_MAX_PHRASES] = {0}, nms[FTS_MAX_PHRASES] = {0};
+    long long stored[BM25_MAX_PHRASES] = {0}, out[BM25_MAX_PHRASES] = {0};
+    long long tfs[BM25_MAX_PHRASES] = {0}, nms[BM25_MAX_PHRASES] = {0};
     size_t nstored = 0, ntfs = 0, nnms = 0;
     *N = 0;
     s->avgdl = 1.0;
     if (pg_nrows(r) == 1) {
         *N = strtod(pg_value(r, 0, 0), NULL);
         s->avgdl = strtod(pg_value(r, 0, 1), NULL);
-        nstored = int_array(pg_value(r, 0, 2), stored, FTS_MAX_PHRASES);
-        ntfs = int_array(pg_value(r, 0, 3), tfs, FTS_MAX_PHRASES);
-        nnms = int_array(pg_value(r, 0, 4), nms, FTS_MAX_PHRASES);
+        nstored = int_array(pg_value(r, 0, 2), stored, BM25_MAX_PHRASES);
+        ntfs = int_array(pg_value(r, 0, 3), tfs, BM25_MAX_PHRASES);
+        nnms = int_array(pg_value(r, 0, 4), nms, BM25_MAX_PHRASES);
         if (neg)
-            int_array(pg_value(r, 0, 6), out, FTS_MAX_PHRASES);
+            int_array(pg_value(r, 0, 6), out, BM25_MAX_PHRASES);
     }
     pg_rows_free(r);
     size_t j = 0;
@@ -1705,7 +1703,7 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
     mterms t;
     memset(&t, 0, sizeof t);
     double N;
-    long long tf_max[FTS_MAX_PHRASES], ntok_min[FTS_MAX_PHRASES];
+    long long tf_max[BM25_MAX_PHRASES], ntok_min[BM25_MAX_PHRASES];
     /* One transaction: term_stats turns sequential scans off for it. */
     pg_conn *c;
     int rc = pgschema_conn(s->m, &c);
@@ -1722,15 +1720,14 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
     s->np = pq->npos;
     double sum = 0;
     for (int k = 0; k < s->np; k++) {
-        double nd = (double)t.df[k];
-        s->idf[k] = log(1.0 + (N - nd + 0.5) / (nd + 0.5));
+        s->idf[k] = bm25_idf(N, (double)t.df[k]);
         sum += s->idf[k];
         /* Term k's score is largest at its largest frequency in its
          * shortest chunk (hit_bm25 grows with tf, shrinks with length). */
         double f = tf_max[k] > 0 && tf_max[k] <= MAX_POSITIONS ? (double)tf_max[k] : 0;
         double len = ntok_min[k] > 0 ? (double)ntok_min[k] : 0;
-        double norm = s->k1 * (1.0 - s->b + s->b * len / s->avgdl);
-        t.ub[k] = f > 0 ? s->idf[k] * f * (s->k1 + 1.0) / (f + norm) : s->idf[k] * (s->k1 + 1.0);
+        double norm = bm25_norm(s->k1, s->b, len, s->avgdl);
+        t.ub[k] = f > 0 ? bm25_part(1.0, s->idf[k], f, s->k1, norm) : s->idf[k] * (s->k1 + 1.0);
     }
     *sum_idf = sum > 0 ? sum : 1.0;
     uint64_t req = s->qy->required & (pq->npos >= 64 ? ~(uint64_t)0

@@ -278,7 +278,7 @@ void query_cleanup(query *q)
 
 void query_weights(const query *q, double *w)
 {
-    for (int i = 0; i < FTS_MAX_PHRASES; i++)
+    for (int i = 0; i < BM25_MAX_PHRASES; i++)
         w[i] = i < q->npositive ? 1.0 : 0.0;
 }
 

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "fts.h"
+#include "bm25.h"
 #include "tok.h"
 #include "util/buf.h"
 
@@ -39,7 +39,7 @@ int query_parse(tok *t, const char *text, query *q);
 void query_cleanup(query *q);
 
 /* Ranking weights of Q's phrases: 1 for terms and required phrases, 0 for
- * excluded ones. W holds FTS_MAX_PHRASES entries. */
+ * excluded ones. W holds BM25_MAX_PHRASES entries. */
 void query_weights(const query *q, double *w);
 
 /* Iterates over the phrases of Q->match in order (the positive ones, then

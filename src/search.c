@@ -360,17 +360,17 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, sear
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory") : sql_fail(m, "keyword query");
-    double w[FTS_MAX_PHRASES];
+    double w[BM25_MAX_PHRASES];
     query_weights(q, w);
-    fts_idf(r, bm->idf);
+    bm25_idfs(&r->hits, bm->idf);
     bm->k1 = cfg_num(m->cfg, CFG_BM25_K1);
     bm->b = cfg_num(m->cfg, CFG_BM25_B);
-    const fts_hits *h = &r->hits;
+    const bm25_hits *h = &r->hits;
     bm->avgdl = h->avgdl;
     for (size_t i = 0; i < h->n; i++) {
         if ((h->mask[i] & q->required) != q->required)
             continue;
-        cand c = {.chunk_id = h->id[i], .raw = fts_bm25(r, i, w, bm->idf, bm->k1, bm->b),
+        cand c = {.chunk_id = h->id[i], .raw = bm25_score(&r->hits, i, w, bm->idf, bm->k1, bm->b),
                   .vec = -1};
         pool_offer(p, &c);
     }
@@ -876,7 +876,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
 static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
 {
     fts_rank *r = store_rank(m->st);
-    const fts_hits *h = &r->hits;
+    const bm25_hits *h = &r->hits;
     size_t lo = 0, hi = h->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -887,10 +887,10 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
     }
     if (lo >= h->n || h->id[lo] != chunk_id || (h->mask[lo] & q->required) != q->required)
         return 0;
-    double w[FTS_MAX_PHRASES], idf[FTS_MAX_PHRASES];
+    double w[BM25_MAX_PHRASES], idf[BM25_MAX_PHRASES];
     query_weights(q, w);
-    fts_idf(r, idf);
-    return fts_bm25(r, lo, w, idf, cfg_num(m->cfg, CFG_BM25_K1), cfg_num(m->cfg, CFG_BM25_B));
+    bm25_idfs(&r->hits, idf);
+    return bm25_score(&r->hits, lo, w, idf, cfg_num(m->cfg, CFG_BM25_K1), cfg_num(m->cfg, CFG_BM25_B));
 }
 
 /* ----------------------------------------------------------------------

@@ -82,7 +82,7 @@ typedef struct search_row {
 
 /* The keyword leg's BM25 statistics: passages are scored as chunks are. */
 typedef struct search_bm25 {
-    double idf[FTS_MAX_PHRASES]; /* of each phrase */
+    double idf[BM25_MAX_PHRASES]; /* of each phrase */
     double sum_idf;              /* of the positive phrases: scales BM25 to 0..1 */
     double avgdl, k1, b;
 } search_bm25;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bm25.h"
 #include "mnemo.h"
 #include "util/utf8.h"
 
@@ -160,11 +161,11 @@ static double bm25_lines(const snippet_ctx *c, const lines *ls, size_t a, size_t
     }
     if (!any)
         return 0;
-    double norm = c->k1 * (1.0 - c->b + c->b * (double)len / (avg > 0 ? avg : 1.0));
+    double norm = bm25_norm(c->k1, c->b, (double)len, avg > 0 ? avg : 1.0);
     double s = 0;
     for (uint64_t m = any; m; m &= m - 1) {
         int t = __builtin_ctzll(m);
-        s += c->tokw[t] * f[t] * (c->k1 + 1.0) / (f[t] + norm);
+        s += bm25_part(c->tokw[t], 1.0, f[t], c->k1, norm); /* tokw: the IDF share */
     }
     return s / (c->sum_idf > 0 ? c->sum_idf : 1.0);
 }
@@ -287,7 +288,7 @@ int snippet_render(const snippet_ctx *c, const char *text, size_t len, const sni
 
 void snippet_token_weights(const query *q, const double *idf, double *tokw)
 {
-    int count[FTS_MAX_PHRASES] = {0};
+    int count[BM25_MAX_PHRASES] = {0};
     for (int i = 0; i < q->ntokens && i < MAX_QTOK; i++)
         count[q->tok_phrase[i]]++;
     for (int i = 0; i < MAX_QTOK; i++) {

@@ -385,7 +385,7 @@ typedef struct hits_copy {
     int *dl;
     uint8_t *tf;
     uint64_t *mask;
-    int64_t df[FTS_MAX_PHRASES], ndocs;
+    int64_t df[BM25_MAX_PHRASES], ndocs;
     double avgdl;
 } hits_copy;
 
@@ -405,18 +405,18 @@ static void collect_with(mnemo *m, const char *sql, const query *q, int64_t lo, 
         ;
     ASSERT_EQ(rc, SQLITE_DONE);
     sqlite3_finalize(st);
-    const fts_hits *h = &r->hits;
+    const bm25_hits *h = &r->hits;
     out->n = h->n;
     out->id = malloc((h->n + 1) * sizeof *out->id);
     out->dl = malloc((h->n + 1) * sizeof *out->dl);
     out->mask = malloc((h->n + 1) * sizeof *out->mask);
-    out->tf = malloc((h->n + 1) * FTS_MAX_PHRASES);
+    out->tf = malloc((h->n + 1) * BM25_MAX_PHRASES);
     ASSERT(out->id && out->dl && out->mask && out->tf);
     if (h->n) {
         memcpy(out->id, h->id, h->n * sizeof *out->id);
         memcpy(out->dl, h->dl, h->n * sizeof *out->dl);
         memcpy(out->mask, h->mask, h->n * sizeof *out->mask);
-        memcpy(out->tf, h->tf, h->n * FTS_MAX_PHRASES);
+        memcpy(out->tf, h->tf, h->n * BM25_MAX_PHRASES);
     }
     memcpy(out->df, h->df, sizeof out->df);
     out->ndocs = h->stats ? h->ndocs : 0;
@@ -472,7 +472,7 @@ TEST(search_phrase_lists_equal_row_by_row_collection)
             ASSERT_EQ(a.id[k], b.id[k]);
             ASSERT_EQ(a.dl[k], b.dl[k]);
             ASSERT_EQ(a.mask[k], b.mask[k]);
-            ASSERT(memcmp(a.tf + k * FTS_MAX_PHRASES, b.tf + k * FTS_MAX_PHRASES,
+            ASSERT(memcmp(a.tf + k * BM25_MAX_PHRASES, b.tf + k * BM25_MAX_PHRASES,
                           (size_t)q.nphrase) == 0);
         }
         for (int k = 0; k < q.nphrase; k++)
