@@ -5,7 +5,7 @@
  * of operations: sync, search, get, status, the recall triggers of the
  * entry files, and the structured-memory operations. Two implementations:
  *
- *   backend_sqlite    the embedded index file (store.c, sync.c, search.c,
+ *   backend_sqlite    (mnemo.c) the embedded index file (store.c, sync.c, search.c,
  *                     memory.c, msearch.c ...), the default;
  *   backend_postgres  mnemo's own schema on a PostgreSQL server through
  *                     libpq (pgstore.c for files and chunks, pgmem.c for
@@ -23,8 +23,6 @@
 #define MNEMO_BACKEND_H
 
 #include "mnemo.h"
-#include "pg.h"
-#include "util/buf.h"
 
 typedef struct backend_ops {
     const char *name; /* "sqlite", "postgres" */
@@ -51,25 +49,10 @@ typedef struct backend_ops {
     void (*close)(mnemo *m); /* frees what the backend keeps on the handle */
 } backend_ops;
 
-extern const backend_ops backend_sqlite;
-extern const backend_ops backend_postgres;
-
-/* The backend M's configuration selects: PostgreSQL when store.backend is
- * "postgres" and no sourceTable is set (with sourceTable the server holds an
- * existing table searched read-only and the local index stays SQLite). */
-const backend_ops *backend_select(const mnemo *m);
-
 /* Connects to the configured PostgreSQL server: store.dsn, then pgEnvFile
  * (~/ is the home folder, a relative path is in the workspace), then libpq's
  * own environment. WRITABLE 0 gives a read-only session. Errors as
  * pg_connect, with a redacted message in ERR. */
-int backend_pg_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **out,
-                       buf *err);
-
-/* The tenant of M's rows on PostgreSQL: config tenant, or when empty
- * "HOST:WORKSPACE" so that two workspaces never mix unless told to. */
-const char *backend_tenant(mnemo *m);
-
 /* The SQLite implementations (the files named in the comment above). */
 int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
 int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);

@@ -35,7 +35,7 @@ struct mnemo {
     struct pgstate *pgst; /* PostgreSQL backend connection (pgschema.c) */
     struct pgstore *pgs_state; /* PostgreSQL backend: chunk-side state (pgstore.c) */
     struct pgmem *pgm_state;   /* PostgreSQL backend: memory-side state (pgmem.c) */
-    char *tenant;      /* the default tenant (backend_tenant), built on first use */
+    char *tenant;      /* the default tenant (pgconn_tenant), built on first use */
     buf err;           /* last error message */
     buf warn;          /* last warning (auto provider fallback), borrowed by callers */
 };

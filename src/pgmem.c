@@ -47,6 +47,7 @@
 #include "backend.h"
 #include "core.h"
 #include "memory.h"
+#include "pgconn.h"
 #include "pgschema.h"
 #include "pgtext.h"
 #include "query.h"
@@ -225,7 +226,7 @@ static json_t *row_json(const pg_rows *r, size_t i, int c)
 static int load(mnemo *m, const char *id, int for_update, json_t **out)
 {
     *out = NULL;
-    const char *p[2] = {backend_tenant(m), id};
+    const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
     int rc = q(m, "reading a memory",
                for_update ? "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
@@ -257,7 +258,7 @@ static int history(mnemo *m, const char *id, const char *event, const char *old_
                    const char *new_text, double at, const char *detail)
 {
     char t[32];
-    const char *p[7] = {backend_tenant(m), id, event, old_text, new_text, fmt_num(at, t),
+    const char *p[7] = {pgconn_tenant(m), id, event, old_text, new_text, fmt_num(at, t),
                         detail};
     return q(m, "recording history",
              "INSERT INTO mnemo_memory_history(tenant, memory_id, event, old_text, new_text, "
@@ -424,7 +425,7 @@ static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
             rc = MNEMO_NOMEM;
             break;
         }
-        const char *p[4] = {backend_tenant(m), ids[i], vs->ident, lit.data};
+        const char *p[4] = {pgconn_tenant(m), ids[i], vs->ident, lit.data};
         rc = q(m, "memory vectors", sql.data, 4, p, NULL);
     }
     free(v);
@@ -457,7 +458,7 @@ static void embed_missing(mnemo *m, const vecsetup *vs)
                "m.tenant AND v.memory_id = m.id AND v.model = $2) ORDER BY m.seq LIMIT %d",
                vs->table, EMBED_BATCH);
     for (int round = 0; round < 1000 && !buf_err(&sql); round++) {
-        const char *p[2] = {backend_tenant(m), vs->ident};
+        const char *p[2] = {pgconn_tenant(m), vs->ident};
         pg_rows *r = NULL;
         if (q(m, "memory vectors", sql.data, 2, p, &r)) {
             pg_rows_free(r);
@@ -501,7 +502,7 @@ static int drop_vectors(mnemo *m, const char *cond, const char *param)
                    "DELETE FROM %s v USING mnemo_memories m WHERE v.tenant = $1 AND "
                    "m.tenant = v.tenant AND m.id = v.memory_id AND %s",
                    name, cond);
-        const char *p[2] = {backend_tenant(m), param};
+        const char *p[2] = {pgconn_tenant(m), param};
         rc = buf_err(&sql) ? MNEMO_NOMEM : q(m, "memory vectors", sql.data, 2, p, NULL);
     }
     buf_cleanup(&sql);
@@ -556,7 +557,7 @@ static int stats_apply(mnemo *m, const char *const *ids, size_t n, int sign)
         buf_puts(&arr, ids[0]);
     else
         pg_text_array(&arr, ids, n);
-    const char *p[2] = {backend_tenant(m), arr.data};
+    const char *p[2] = {pgconn_tenant(m), arr.data};
     const char *const *sql = sign < 0 ? sub_one : n == 1 ? add_one : add_many;
     int rc = buf_err(&arr) ? core_error(m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
     for (; !rc && *sql; sql++)
@@ -592,7 +593,7 @@ static int insert(mnemo *m, const mem_row *r, const char *hash, derived *d, int 
     char conf[32];
     snprintf(conf, sizeof conf, "%lld", r->confirmations);
     int live = isnan(r->deleted);
-    const char *p[24] = {backend_tenant(m),
+    const char *p[24] = {pgconn_tenant(m),
                          r->id,
                          r->text,
                          d->text_fold,
@@ -629,7 +630,7 @@ static int find_duplicate(mnemo *m, const char *hash, const char *user, const ch
                           const char *run, char id[64])
 {
     id[0] = 0;
-    const char *p[5] = {backend_tenant(m), hash, user, agent, run};
+    const char *p[5] = {pgconn_tenant(m), hash, user, agent, run};
     pg_rows *r = NULL;
     int rc = q(m, "reading a memory",
                "SELECT id FROM mnemo_memories WHERE tenant = $1 AND hash = $2 AND user_id = $3 "
@@ -747,7 +748,7 @@ static int update_tx(mnemo *m, void *ud)
                                          : -1;
         char t[3][32];
         int set_exp = json_object_get(u->o, "expires_at") != NULL;
-        const char *p[21] = {backend_tenant(m),
+        const char *p[21] = {pgconn_tenant(m),
                              u->id,
                              u->text_changed ? f->text : NULL,
                              u->text_changed ? u->d->text_fold : NULL,
@@ -842,7 +843,7 @@ static int delete_tx(mnemo *m, void *ud)
     if (!rc)
         rc = stats_one(m, s->id, -1);
     if (!rc) {
-        const char *p[3] = {backend_tenant(m), s->id, fmt_num(s->now, t)};
+        const char *p[3] = {pgconn_tenant(m), s->id, fmt_num(s->now, t)};
         rc = q(m, "deleting a memory",
                "UPDATE mnemo_memories SET deleted_at = $3::float8, tsv = ''::tsvector, ntok = 0 "
                "WHERE tenant = $1 AND id = $2",
@@ -872,7 +873,7 @@ static int confirm_tx(mnemo *m, void *ud)
     json_decref(old);
     char t[32];
     if (!rc) {
-        const char *p[3] = {backend_tenant(m), s->id, fmt_num(s->now, t)};
+        const char *p[3] = {pgconn_tenant(m), s->id, fmt_num(s->now, t)};
         rc = q(m, "confirming a memory",
                "UPDATE mnemo_memories SET confirmations = confirmations + 1, "
                "last_confirmed_at = $3::float8 WHERE tenant = $1 AND id = $2",
@@ -904,7 +905,7 @@ int pgmem_confirm(mnemo *m, const char *id, char **out)
 static int purge_tx(mnemo *m, void *ud)
 {
     simple_ctx *s = ud;
-    const char *p[2] = {backend_tenant(m), s->id};
+    const char *p[2] = {pgconn_tenant(m), s->id};
     pg_rows *r = NULL;
     s->count = 0;
     int rc = q(m, "purging memories",
@@ -985,7 +986,7 @@ int pgmem_history(mnemo *m, const char *id, char **out)
     core_clear(m);
     if (!id || !*id)
         return core_error(m, MNEMO_INVALID, "history: no memory id");
-    const char *p[2] = {backend_tenant(m), id};
+    const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
     int rc = q(m, "reading history",
                "SELECT " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 AND m.id = $2",
@@ -1015,7 +1016,7 @@ static int params_make(mnemo *m, const mfilter *args, int extra, params *p)
         free(p->tmp);
         return core_error(m, MNEMO_NOMEM, "out of memory");
     }
-    p->v[0] = backend_tenant(m);
+    p->v[0] = pgconn_tenant(m);
     for (size_t i = 0; i < args->nargs; i++)
         p->v[1 + i] = mfilter_arg_text(&args->args[i], p->tmp[i]);
     return MNEMO_OK;
@@ -1493,7 +1494,7 @@ static void phrase_tsq(const qphr *p, int k, buf *b)
  * frequency (every phrase a single lexeme). */
 static int stored_stats(mnemo *m, const char *lexs, kleg *k)
 {
-    const char *p[2] = {backend_tenant(m), lexs};
+    const char *p[2] = {pgconn_tenant(m), lexs};
     pg_rows *r = NULL;
     int rc = q(m, "memory search",
                "SELECT 0, docs, tokens FROM mnemo_memory_stats WHERE tenant = $1 UNION ALL "
@@ -1633,7 +1634,7 @@ static int pg_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_me
     "FROM mnemo_memories p WHERE p.tenant = o.tenant AND p.user_id = o.user_id AND "         \
     "p.agent_id = o.agent_id AND p.run_id = o.run_id AND p.deleted_at IS NULL AND "          \
     "(p.created_at, p.seq) " OP " (o.created_at, o.seq) ORDER BY " ORDER " LIMIT 2)"
-    const char *p[2] = {backend_tenant(m), ids.data};
+    const char *p[2] = {pgconn_tenant(m), ids.data};
     pg_rows *r = NULL;
     int rc = q(m, "memory episodes",
                "SELECT o.seq, o.created_at, o.text, n.dir, n.seq, n.created_at, n.text "
@@ -1802,7 +1803,7 @@ static int load_recs(mnemo *m, mset *s, size_t n)
     buf_putc(&ids, '}');
     int rc = buf_err(&ids) ? core_error(m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
     pg_rows *r = NULL;
-    const char *p[2] = {backend_tenant(m), ids.data};
+    const char *p[2] = {pgconn_tenant(m), ids.data};
     if (!rc && want)
         rc = q(m, "memory search",
                "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
@@ -2045,7 +2046,7 @@ static int export_tx(mnemo *m, void *ud)
     e->count = 0;
     char after[32] = "0";
     for (;;) {
-        const char *p[2] = {backend_tenant(m), after};
+        const char *p[2] = {pgconn_tenant(m), after};
         pg_rows *r = NULL;
         int rc = q(m, "exporting memories",
                    "SELECT " COLS ", " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 "

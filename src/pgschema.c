@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "pgconn.h"
 
 #define STATEMENT_TIMEOUT_MS 60000
 #define QUERY_TIMEOUT_MS 60000
@@ -130,7 +131,7 @@ int pgschema_conn(mnemo *m, pg_conn **out)
     memset(s, 0, sizeof *s);
     buf err;
     buf_init(&err, 0);
-    int rc = backend_pg_connect(m, 1, STATEMENT_TIMEOUT_MS, &s->c, &err);
+    int rc = pgconn_connect(m, 1, STATEMENT_TIMEOUT_MS, &s->c, &err);
     if (rc) {
         rc = core_error(m, rc, "%s", err.data ? err.data : "cannot connect to PostgreSQL");
         buf_cleanup(&err);

@@ -27,6 +27,7 @@
 #include "backend.h"
 #include "errcode.h"
 #include "pg.h"
+#include "pgconn.h"
 #include "pgtext.h"
 #include "results.h"
 #include "util/time.h"
@@ -88,7 +89,7 @@ static int prepare(mnemo *m, pgsource *s, const source_cfg *c, int qdims, buf *e
         s->conn = NULL;
     }
     if (!s->conn) {
-        int rc = backend_pg_connect(m, 0, STATEMENT_TIMEOUT_MS, &s->conn, err);
+        int rc = pgconn_connect(m, 0, STATEMENT_TIMEOUT_MS, &s->conn, err);
         if (rc)
             return rc;
         s->checked = 0;

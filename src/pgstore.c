@@ -52,6 +52,7 @@
 #include "core.h"
 #include "errcode.h"
 #include "fts.h"
+#include "pgconn.h"
 #include "pgschema.h"
 #include "pgtext.h"
 #include "query.h"
@@ -986,7 +987,7 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     memset(stats, 0, sizeof *stats);
     core_clear(m);
     double t0 = time_mono(), started = time_wall();
-    const char *tenant = backend_tenant(m);
+    const char *tenant = pgconn_tenant(m);
     pg_conn *c;
     tok *dt;
     int rc = pgschema_conn(m, &c);
@@ -2273,7 +2274,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         goto done;
     }
     s.m = m;
-    s.tenant = backend_tenant(m);
+    s.tenant = pgconn_tenant(m);
     s.qy = &qy;
     s.k1 = cfg_num(m->cfg, CFG_BM25_K1);
     s.b = cfg_num(m->cfg, CFG_BM25_B);
@@ -2389,7 +2390,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
 {
     *out = NULL;
     core_clear(m);
-    const char *tenant = backend_tenant(m);
+    const char *tenant = pgconn_tenant(m);
     json_t *root = json_object(), *warnings = json_array();
     json_object_set_new(root, "version", json_string(MNEMO_VERSION));
     json_object_set_new(root, "backend", json_string("postgres"));
@@ -2591,7 +2592,7 @@ int pgstore_recall_triggers(mnemo *m, const char *message, char **out)
     int rc = tokenizers(m, &t, NULL);
     if (rc)
         return rc;
-    const char *p[1] = {backend_tenant(m)};
+    const char *p[1] = {pgconn_tenant(m)};
     recall_rows x = {NULL, 0};
     rc = q(m, "recall",
            "SELECT c.id, c.text, c.triggers, c.start_line, c.importance, f.path "

@@ -1,0 +1,318 @@
+/*
+ * mnemo.c - the public entry points: opening and closing a handle, the
+ * backend table and the calls through it (backend.h), and the small
+ * helpers of the API. The top of the library: nothing here is called from
+ * inside it.
+ */
+#include "mnemo.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "backend.h"
+#include "core.h"
+#include "errcode.h"
+#include "pgmem.h"
+#include "pgschema.h"
+#include "pgsource.h"
+#include "pgstore.h"
+#include "vectors.h"
+#include "util/hash.h"
+#include "util/io.h"
+
+const char *mnemo_strerror(int code) { return errcode_text(code); }
+
+const char *mnemo_version(void) { return MNEMO_VERSION; }
+
+void mnemo_free(void *p) { free(p); }
+
+static const backend_ops backend_sqlite = {
+    "sqlite",
+    lite_sync,
+    lite_search,
+    lite_get,
+    lite_status_json,
+    lite_recall_triggers,
+    lite_memory_add,
+    lite_memory_update,
+    lite_memory_delete,
+    lite_memory_purge,
+    lite_memory_get,
+    lite_memory_confirm,
+    lite_memory_history,
+    lite_memory_list,
+    lite_memory_search,
+    lite_memory_recall,
+    lite_memory_export,
+    lite_memory_import,
+    lite_memory_recover,
+    NULL,
+};
+
+static void pg_close_all(mnemo *m)
+{
+    pgstore_close(m);
+    pgmem_close(m);
+}
+
+static const backend_ops backend_postgres = {
+    "postgres",
+    pgstore_sync,
+    pgstore_search,
+    pgstore_get,
+    pgstore_status_json,
+    pgstore_recall_triggers,
+    pgmem_add,
+    pgmem_update,
+    pgmem_delete,
+    pgmem_purge,
+    pgmem_get,
+    pgmem_confirm,
+    pgmem_history,
+    pgmem_list,
+    pgmem_search,
+    pgmem_recall,
+    pgmem_export,
+    pgmem_import,
+    NULL,
+    pg_close_all,
+};
+
+static const backend_ops *backend_select(const mnemo *m)
+{
+    json_t *st = json_loads(cfg_str(m->cfg, CFG_STORE), 0, NULL);
+    const char *b = json_string_value(json_object_get(st, "backend"));
+    int pg = b && !strcmp(b, "postgres") && !*cfg_str(m->cfg, CFG_SOURCE_TABLE);
+    json_decref(st);
+    return pg ? &backend_postgres : &backend_sqlite;
+}
+
+const char *mnemo_errmsg(const mnemo *m) { return core_errmsg(m); }
+
+const char *mnemo_workspace(const mnemo *m) { return m->workspace; }
+const char *mnemo_db_path(const mnemo *m) { return m->db_path; }
+
+/* mkdir -p with mode 0700 for each created level. */
+static int make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        int rc = mkdir(path, 0700);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Default index path: $XDG_DATA_HOME/mnemo/<workspace name>-<hash>.sqlite */
+static char *default_db(const char *workspace)
+{
+    buf b;
+    buf_init(&b, PATH_MAX * 2);
+    char *dir = io_data_dir(NULL);
+    if (!dir) {
+        buf_cleanup(&b);
+        return NULL;
+    }
+    buf_puts(&b, dir);
+    free(dir);
+    if (!buf_err(&b) && make_dirs(b.data) != 0) {
+        buf_cleanup(&b);
+        return NULL;
+    }
+    const char *base = strrchr(workspace, '/');
+    base = base && base[1] ? base + 1 : "root";
+    char h[HASH_HEX_LEN + 1];
+    hash_hex(workspace, strlen(workspace), h);
+    buf_printf(&b, "/%s-%.12s.sqlite", base, h);
+    return buf_detach(&b);
+}
+
+/* The memory store beside index PATH: x.sqlite -> x.memories.sqlite, any
+ * other name gets .memories.sqlite appended. */
+static char *memory_db(const char *path)
+{
+    buf b;
+    buf_init(&b, PATH_MAX * 2);
+    size_t n = strlen(path);
+    if (n > 7 && strcmp(path + n - 7, ".sqlite") == 0)
+        n -= 7;
+    buf_printf(&b, "%.*s.memories.sqlite", (int)n, path);
+    return buf_detach(&b);
+}
+
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return NULL;
+    buf b;
+    buf_init(&b, PATH_MAX * 2);
+    buf_printf(&b, "%s/%s", cwd, path);
+    return buf_detach(&b);
+}
+
+int mnemo_open(const mnemo_config *cfg, mnemo **out)
+{
+    mnemo *m = calloc(1, sizeof *m);
+    *out = m;
+    if (!m)
+        return MNEMO_NOMEM;
+    buf_init(&m->err, 8192);
+    buf_init(&m->warn, 8192);
+    m->be = &backend_sqlite;
+    m->cfg = cfg_copy(cfg);
+    if (!m->cfg)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    m->be = backend_select(m);
+    const char *ws = cfg_str(m->cfg, CFG_WORKSPACE);
+    char real[PATH_MAX];
+    if (!realpath(*ws ? ws : ".", real))
+        return core_error(m, MNEMO_NOTFOUND, "workspace %s: %s", *ws ? ws : ".", strerror(errno));
+    struct stat st;
+    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
+        return core_error(m, MNEMO_INVALID, "workspace %s is not a directory", real);
+    if (strstr(cfg_str(m->cfg, CFG_SOURCES), "\"sessions\"") && !*cfg_str(m->cfg, CFG_SESSIONS_DIR))
+        return core_error(m, MNEMO_INVALID,
+                          "sources includes sessions but sessionsDir is not set (the folder "
+                          "of JSONL transcripts)");
+    m->workspace = strdup(real);
+    const char *db = cfg_str(m->cfg, CFG_DB);
+    m->db_path = *db ? absolute(db) : default_db(real);
+    if (!m->workspace || !m->db_path)
+        return core_error(m, MNEMO_IO, "cannot determine the index path (set MNEMO_DB or --db)");
+    const char *mdb = cfg_str(m->cfg, CFG_MEMORY_DB);
+    m->mem_path = *mdb ? absolute(mdb) : memory_db(m->db_path);
+    if (!m->mem_path)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    if (strcmp(m->mem_path, m->db_path) == 0)
+        return core_error(m, MNEMO_INVALID, "memoryDb must not be the index itself (%s)",
+                          m->db_path);
+    return MNEMO_OK;
+}
+
+void mnemo_close(mnemo *m)
+{
+    if (!m)
+        return;
+    store_close(m->st);
+    tok_free(m->qtok);
+    free(m->qtok_lang);
+    embed_close(m->emb);
+    vecfile_close(m->vf);
+    pgsource_free(m->pgs);
+    if (m->be && m->be->close)
+        m->be->close(m);
+    pgschema_close(m);
+    free(m->tenant);
+    buf_cleanup(&m->warn);
+    cfg_free(m->cfg);
+    free(m->workspace);
+    free(m->db_path);
+    free(m->mem_path);
+    buf_cleanup(&m->err);
+    free(m);
+}
+
+/* The public API. */
+
+int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+{
+    return m->be->sync(m, opts, stats);
+}
+
+int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out)
+{
+    return m->be->search(m, query, opts, out);
+}
+
+int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out)
+{
+    return m->be->get(m, path, from, lines, out);
+}
+
+int mnemo_status_json(mnemo *m, int deep, char **out) { return m->be->status_json(m, deep, out); }
+
+int mnemo_recall_triggers(mnemo *m, const char *message, char **out)
+{
+    return m->be->recall_triggers(m, message, out);
+}
+
+int mnemo_memory_add(mnemo *m, const char *record, char **out)
+{
+    return m->be->memory_add(m, record, out);
+}
+
+int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out)
+{
+    return m->be->memory_update(m, id, changes, out);
+}
+
+int mnemo_memory_delete(mnemo *m, const char *id) { return m->be->memory_delete(m, id); }
+
+int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged)
+{
+    return m->be->memory_purge(m, id, purged);
+}
+
+int mnemo_memory_get(mnemo *m, const char *id, char **out) { return m->be->memory_get(m, id, out); }
+
+int mnemo_memory_confirm(mnemo *m, const char *id, char **out)
+{
+    return m->be->memory_confirm(m, id, out);
+}
+
+int mnemo_memory_history(mnemo *m, const char *id, char **out)
+{
+    return m->be->memory_history(m, id, out);
+}
+
+int mnemo_memory_list(mnemo *m, const char *options, char **out)
+{
+    return m->be->memory_list(m, options, out);
+}
+
+int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out)
+{
+    return m->be->memory_search(m, query, options, out);
+}
+
+int mnemo_memory_recall(mnemo *m, const char *options, char **out)
+{
+    return m->be->memory_recall(m, options, out);
+}
+
+int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
+{
+    return m->be->memory_export(m, write, ud, count);
+}
+
+int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                        size_t *skipped)
+{
+    return m->be->memory_import(m, jsonl, len, imported, skipped);
+}
+
+int mnemo_memory_recover(mnemo *m, const char *path, char **out)
+{
+    *out = NULL;
+    if (!m->be->memory_recover)
+        return core_error(m, MNEMO_INVALID,
+                          "memory recover writes to a SQLite memory store; on %s, recover into "
+                          "one (--set store.backend=sqlite) and move the memories with memory "
+                          "export and memory import",
+                          m->be->name);
+    return m->be->memory_recover(m, path, out);
+}
