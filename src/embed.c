@@ -7,7 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "embed_int.h"
+#include "embed.h"
+#include "embed_http.h"
 #include "errcode.h"
 #include "mnemo.h"
 #include "vec.h"

@@ -17,9 +17,8 @@
 
 #include <stddef.h>
 
+#include "embed_types.h"
 #include "util/buf.h"
-
-enum { EMBED_QUERY = 0, EMBED_DOCUMENT = 1 };
 
 typedef struct embed_cfg {
     const char *provider;      /* a provider name, not "auto" or "none" */
@@ -36,7 +35,6 @@ typedef struct embed_cfg {
     const char *models_dir;    /* where `mnemo model import` puts static tables */
 } embed_cfg;
 
-typedef struct embedder embedder;
 
 /* Opens a provider. MNEMO_INVALID for an unknown provider or missing
  * setting, MNEMO_UNAVAILABLE for a missing API key or table; ERR says which. */

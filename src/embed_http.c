@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "curl_dl.h"
-#include "embed_int.h"
+#include "embed_http.h"
 #include "util/jsonvec.h"
 #include "mnemo.h"
 #include "util/time.h"

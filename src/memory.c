@@ -11,6 +11,7 @@
  */
 #include "backend.h"
 #include "memory.h"
+#include "memvec.h"
 
 #include <dirent.h>
 #include <errno.h>

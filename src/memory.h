@@ -261,14 +261,4 @@ int mem_store(mnemo *m);
  * and project 0.75, operational 0.6, anything else 0.5. */
 double mem_default_importance(const char *category);
 
-/* Embeds TEXT for memory MID when a provider is configured (best effort:
- * a failure leaves the memory without a vector, for the next sync). */
-void mem_embed(mnemo *m, int64_t mid, const char *text);
-
-/* Embeds the memories of ST that have no vector with E (during a sync). */
-int mem_embed_missing(mnemo *m, store *st, embedder *e, buf *err);
-
-/* The same with the configured provider, best effort (after an import). */
-void mem_embed_pending(mnemo *m);
-
 #endif

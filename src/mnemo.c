@@ -33,10 +33,18 @@ const char *mnemo_version(void) { return MNEMO_VERSION; }
 
 void mnemo_free(void *p) { free(p); }
 
+/* With config sourceTable, an existing PostgreSQL table answers searches,
+ * and the local index when it cannot (pgsource.c). */
+static int sqlite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
+                         mnemo_results **out)
+{
+    return pgsource_search(m, text, opts, lite_search, out);
+}
+
 static const backend_ops backend_sqlite = {
     "sqlite",
     lite_sync,
-    lite_search,
+    sqlite_search,
     lite_get,
     lite_status_json,
     lite_recall_triggers,

@@ -35,7 +35,7 @@
 #include "util/map.h"
 #include "util/time.h"
 #include "util/utf8.h"
-#include "memory.h"
+#include "memvec.h"
 #include "recover.h"
 #include "vectors.h"
 #include "walk.h"

@@ -1,13 +1,17 @@
 /*
- * embed_int.h - what embed.c (the interface and the static provider) and
- * embed_http.c (the HTTP providers) share.
+ * embed_http.h - the HTTP providers (embed_http.c) as embed.c (the
+ * interface and the static provider) drives them, and the embedder both
+ * fill in. Below embed.h: it never includes it.
  */
-#ifndef MNEMO_EMBED_INT_H
-#define MNEMO_EMBED_INT_H
+#ifndef MNEMO_EMBED_HTTP_H
+#define MNEMO_EMBED_HTTP_H
 
-#include "embed.h"
+#include <stddef.h>
+
+#include "embed_types.h"
 #include "model.h"
 #include "tok.h"
+#include "util/buf.h"
 
 typedef struct http_state http_state;
 
