@@ -167,6 +167,7 @@ lint:
 	@! grep -nE $(BANNED) $(LIB_SRC) $(CLI_SRC) src/*.h src/util/*.h || \
 	  (echo "banned functions used (see above)"; exit 1)
 	@scripts/check-api-calls
+	@scripts/check-cycles
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	  --suppress=unknownMacro \
 	  -D_GNU_SOURCE -Iinclude -Isrc src cli
