@@ -23,7 +23,7 @@ mn() { "$M" -w "$D/ws" --db "$DB" "$@"; }
 rows=()
 row() { rows+=("$(printf '| %-44s | %5s | %8s | %-28s |' "$1" "$2" "$3" "$4")"); }
 rand() { echo $((RANDOM % $1)); }
-cut() { truncate -s "$(( $(stat -c %s "$1") * $2 / 100 ))" "$1"; } # FILE PERCENT
+shorten() { truncate -s "$(( $(stat -c %s "$1") * $2 / 100 ))" "$1"; } # FILE PERCENT
 ok_index() { # the index answers and is whole
     [ "$(sqlite3 "$DB" 'PRAGMA quick_check' 2>/dev/null)" = ok ] &&
         mn search deploy --max-results 1 >/dev/null 2>&1
@@ -39,11 +39,13 @@ mn index --force -q
 build_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "rebuild of $(find "$D/ws" -name '*.md' | wc -l) notes: $build_ms ms; $R rounds a class"
 
+exec 3>&2 2>/dev/null # the shell's notes on killed jobs; the table goes to stdout
+
 # 1. kill -9 at a random moment of index --force
 fail=0 lost=0
 for r in $(seq 1 "$R"); do
     before=$(mem_count)
-    mn index --force -q & p=$!
+    "$M" -w "$D/ws" --db "$DB" index --force -q & p=$! # the process itself, to kill
     sleep "$(awk -v ms="$(rand $((build_ms + 50)))" 'BEGIN{print ms/1000}')"
     kill -9 $p 2>/dev/null; wait $p 2>/dev/null
     ok_index || fail=$((fail + 1))
@@ -61,9 +63,10 @@ for r in $(seq 1 "$R"); do
     : > "$D/acks"
     for w in 1 2; do
         setsid bash -c "for i in \$(seq 1 200); do '$M' -w '$D/ws' --db '$DB' memory add \
-            \"burst $r writer $w fact \$i\" --json >> '$D/acks' || exit; done" & echo $! > "$D/w$w.pid"
+            \"burst $r writer $w fact \$i\" --json >> '$D/acks' || exit; done" 2>/dev/null &
+        echo $! > "$D/w$w.pid"
     done
-    mn index --force -q >/dev/null 2>&1 &
+    "$M" -w "$D/ws" --db "$DB" index --force -q >/dev/null 2>&1 &
     rb=$!
     sleep "$(awk -v ms="$((100 + $(rand 600)))" 'BEGIN{print ms/1000}')"
     for w in 1 2; do kill -9 -- "-$(cat "$D/w$w.pid")" 2>/dev/null; done
@@ -87,7 +90,7 @@ fail=0 lost=0
 for r in $(seq 1 "$R"); do
     before=$(mem_count)
     mn index -q >/dev/null 2>&1
-    cut "$DB" "$((10 + $(rand 80)))"
+    shorten "$DB" "$((10 + $(rand 80)))"
     rm -f "$DB-wal" "$DB-shm"
     mn index --force -q >/dev/null 2>&1 || fail=$((fail + 1))
     ok_index || fail=$((fail + 1))
@@ -103,7 +106,7 @@ mn memory add "one more fact so the store spans pages $(head -c 3000 /dev/zero |
 sqlite3 "$MEM" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
 for r in $(seq 1 "$R"); do
     cp "$MEM" "$D/cut.sqlite"
-    cut "$D/cut.sqlite" "$((5 + $(rand 90)))"
+    shorten "$D/cut.sqlite" "$((5 + $(rand 90)))"
     out=$("$M" -w "$D/ws" --db "$D/salvage.sqlite" memory recover "$D/cut.sqlite" --json 2>/dev/null)
     rc=$?
     [ $rc -eq 0 ] || [ $rc -eq 5 ] || fail=$((fail + 1))
@@ -111,7 +114,7 @@ for r in $(seq 1 "$R"); do
     got=$((got + n)); total=$((total + $(mem_count)))
     rm -f "$D"/salvage.* "$D"/cut.sqlite
 done
-row "memory store cut short, memory recover" "$R" "$fail" "salvaged $got of $total rows"
+row "memory store cut short, memory recover" "$R" "$fail" "read back $got of $total rows ($((got * 100 / (total > 0 ? total : 1)))%, the rest cut off)"
 
 # 5. foreign files at the index path
 fail=0 cases=0
@@ -131,7 +134,7 @@ foreign "CREATE TABLE meta(key text primary key, value text);"
 foreign "CREATE TABLE meta(key text primary key, value text); PRAGMA application_id=7;"
 foreign "CREATE TABLE chunks(x); CREATE TABLE files(y);"
 foreign "PRAGMA application_id=1835953517;"
-row "foreign SQLite files at --db (5 commands each)" "$cases" "$fail" "none changed: $((fail == 0))"
+row "foreign SQLite files at --db (5 commands each)" "$cases" "$fail" "$([ $fail -eq 0 ] && echo "none changed" || echo "CHANGED")"
 
 # 6. a full disk: a file-size limit during rebuilds and memory adds
 fail=0 lost=0

@@ -20,7 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,12 +64,32 @@ static void put(const char *dir, const char *name, const char *text)
         abort();
 }
 
+/* Workspaces of harness processes that are gone (libFuzzer ends without
+ * running atexit handlers) are removed. */
+static void remove_stale(const char *base)
+{
+    DIR *d = opendir(base);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        long pid;
+        char dir[512];
+        if (sscanf(de->d_name, "mnemo-fuzz-cli-%ld", &pid) == 1 && pid > 0 &&
+            kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            snprintf(dir, sizeof dir, "%s/%s", base, de->d_name);
+            nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
 static void setup(void)
 {
     if (m)
         return;
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
     char mem[300], db[300];
+    remove_stale(base ? base : "/tmp");
     snprintf(ws, sizeof ws, "%s/mnemo-fuzz-cli-%ld", base ? base : "/tmp", (long)getpid());
     snprintf(mem, sizeof mem, "%s/memory", ws);
     snprintf(db, sizeof db, "%s/index.sqlite", ws);
