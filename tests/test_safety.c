@@ -72,6 +72,20 @@ static int cli(char **out, char **err, ...)
     return rc;
 }
 
+/* Writes N bytes of BYTE into PATH at OFF. */
+static void overwrite(const char *path, long off, int byte, size_t n)
+{
+    FILE *f = fopen(path, "r+b");
+    ASSERT(f != NULL);
+    char *junk = malloc(n);
+    ASSERT(junk != NULL);
+    memset(junk, byte, n);
+    ASSERT_EQ(fseek(f, off, SEEK_SET), 0);
+    ASSERT_EQ(fwrite(junk, 1, n, f), n);
+    free(junk);
+    fclose(f);
+}
+
 static int count_files(const char *pattern)
 {
     char cmd[4096];
@@ -228,13 +242,7 @@ TEST(safety_memories_live_apart_from_the_index)
               1);
     /* Damage the index badly: a rebuild brings the notes back, and the
      * memories were never in it. */
-    FILE *f = fopen(test_path("db.sqlite"), "r+b");
-    ASSERT(f != NULL);
-    char junk[16384];
-    memset(junk, 0x5a, sizeof junk);
-    fseek(f, 4096, SEEK_SET);
-    fwrite(junk, 1, sizeof junk, f);
-    fclose(f);
+    overwrite(test_path("db.sqlite"), 4096, 0x5a, 16384);
     char *err = NULL;
     ASSERT_EQ(cli(NULL, &err, "index", "--force", NULL), 0);
     free(err);
@@ -337,13 +345,7 @@ TEST(safety_memory_recover_reads_pages_sqlite_cannot)
     snprintf(cmd, sizeof cmd, "mv %s %s", test_path("db.sqlite"), test_path("old.sqlite"));
     ASSERT_EQ(system(cmd), 0);
     /* Page 1 holds the schema's root: zeroed, SQLite reads nothing. */
-    FILE *f = fopen(test_path("old.sqlite"), "r+b");
-    ASSERT(f != NULL);
-    char zero[3996];
-    memset(zero, 0, sizeof zero);
-    fseek(f, 100, SEEK_SET);
-    fwrite(zero, 1, sizeof zero, f);
-    fclose(f);
+    overwrite(test_path("old.sqlite"), 100, 0, 3996);
     char *out = NULL;
     ASSERT_EQ(cli(&out, NULL, "memory", "recover", test_path("old.sqlite"), "--json", NULL), 0);
     json_t *j = json_loads(out, 0, NULL);
