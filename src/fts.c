@@ -60,55 +60,16 @@ static int emit(void *ud, int flags, const char *token, int len, int start, int 
     return e->xToken(e->fts_ctx, tflags, token, len, start, end);
 }
 
-/* Pre-tokenized form: per token a header {u8 fts5 flags, u8 length,
- * i32 start, i32 end} followed by the token bytes. */
-#define PRE_HEADER 10
-
-static int pre_fn(void *ud, int flags, const char *token, int len, int start, int end)
-{
-    buf *b = ud;
-    unsigned char h[PRE_HEADER];
-    int32_t s32 = start, e32 = end;
-    h[0] = (flags & TOKF_COLOCATED) ? FTS5_TOKEN_COLOCATED : 0;
-    h[1] = (unsigned char)len;
-    memcpy(h + 2, &s32, 4);
-    memcpy(h + 6, &e32, 4);
-    buf_append(b, h, PRE_HEADER);
-    return buf_append(b, token, (size_t)len);
-}
-
-int fts_pretokenize(tok *t, const char *text, size_t len, buf *out)
-{
-    int rc = tok_run(t, text, len, 0, pre_fn, out);
-    return rc ? rc : buf_err(out);
-}
-
-int fts_pretok_next(const char **p, const char *end, const char **token, int *len,
-                    int *colocated)
-{
-    const unsigned char *q = (const unsigned char *)*p;
-    if (!q || q + PRE_HEADER > (const unsigned char *)end)
-        return 0;
-    *len = q[1];
-    *colocated = (q[0] & FTS5_TOKEN_COLOCATED) != 0;
-    *token = (const char *)q + PRE_HEADER;
-    *p = (const char *)q + PRE_HEADER + q[1];
-    return 1;
-}
-
 static int replay(const fts_feed *f, void *ctx,
                   int (*xToken)(void *, int, const char *, int, int, int))
 {
-    const unsigned char *p = (const unsigned char *)f->toks, *end = p + f->toks_len;
-    while (p + PRE_HEADER <= end) {
-        int32_t s32, e32;
-        memcpy(&s32, p + 2, 4);
-        memcpy(&e32, p + 6, 4);
-        int len = p[1];
-        int rc = xToken(ctx, p[0], (const char *)p + PRE_HEADER, len, s32, e32);
+    const char *p = f->toks, *end = f->toks + f->toks_len;
+    tok_pre t;
+    while (tok_pre_next(&p, end, &t)) {
+        int rc = xToken(ctx, t.colocated ? FTS5_TOKEN_COLOCATED : 0, t.token, t.len, t.start,
+                        t.end);
         if (rc)
             return rc;
-        p += PRE_HEADER + len;
     }
     return SQLITE_OK;
 }

@@ -96,8 +96,8 @@ void fts_rank_reset(fts_rank *r, int nphrase);
 void fts_rank_cleanup(fts_rank *r);
 
 /* Tokens computed ahead of an insert (on another thread): when FTS5 asks
- * to tokenize a document equal to TEXT, the tokenizer replays TOKS instead
- * of tokenizing again. */
+ * to tokenize a document equal to TEXT, the tokenizer replays TOKS (the
+ * pre-tokenized form of tok.h) instead of tokenizing again. */
 typedef struct fts_feed {
     const char *text;
     size_t len;
@@ -112,14 +112,5 @@ int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed);
 /* Registers another collecting function NAME (like mnemo_collect) with its
  * own state RANK, for a second FTS table. */
 int fts_register_collect(sqlite3 *db, const char *name, fts_rank *rank);
-
-/* Appends the document-mode tokens of TEXT to OUT in fts_feed form. */
-int fts_pretokenize(tok *t, const char *text, size_t len, buf *out);
-
-/* Reads the next token of pre-tokenized data at *P (before END): its bytes
- * and length, and whether it shares the previous token's position. Returns
- * 0 at the end. */
-int fts_pretok_next(const char **p, const char *end, const char **token, int *len,
-                    int *colocated);
 
 #endif

@@ -51,7 +51,6 @@
 #include "backend.h"
 #include "core.h"
 #include "errcode.h"
-#include "fts.h"
 #include "pgconn.h"
 #include "pgschema.h"
 #include "pgtext.h"
@@ -232,7 +231,11 @@ static int tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
         return MNEMO_NOMEM;
     const char *p = toks, *end = toks + n, *t;
     int len, colo, pos = 0;
-    while (fts_pretok_next(&p, end, &t, &len, &colo)) {
+    tok_pre tp;
+    while (tok_pre_next(&p, end, &tp)) {
+        t = tp.token;
+        len = tp.len;
+        colo = tp.colocated;
         if (!colo || pos == 0)
             pos++;
         if (len <= 0)
@@ -277,7 +280,7 @@ static int tsvector_text(tok *t, const char *text, buf *out)
 {
     buf pre;
     buf_init(&pre, 0);
-    int ntok, rc = fts_pretokenize(t, text, strlen(text), &pre);
+    int ntok, rc = tok_pretokenize(t, text, strlen(text), &pre);
     if (!rc)
         rc = tsvector_of(pre.data ? pre.data : "", pre.len, out, &ntok);
     buf_cleanup(&pre);

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fts.h"
 #include "mnemo.h"
 #include "tok.h"
 #include "transcript.h"
@@ -176,7 +175,7 @@ static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
     for (size_t i = 0; i < it->chunks.n; i++) {
         const chunk *c = &it->chunks.items[i];
         it->tok_off[i] = it->toks.len;
-        if ((rc = fts_pretokenize(p->t, chunk_text(&it->chunks, c), c->text_len, &it->toks)))
+        if ((rc = tok_pretokenize(p->t, chunk_text(&it->chunks, c), c->text_len, &it->toks)))
             return rc;
     }
     it->tok_off[it->chunks.n] = it->toks.len;

@@ -40,7 +40,7 @@ typedef struct prep_item {
     char hash[HASH_HEX_LEN + 1];
     int chunked;       /* chunks and toks are filled */
     chunk_list chunks;
-    buf toks;          /* pre-tokenized chunks, see fts_pretokenize() */
+    buf toks;          /* pre-tokenized chunks, see tok_pretokenize() */
     size_t *tok_off;   /* chunks.n + 1 offsets into toks */
     size_t tok_cap;
     /* Transcripts: per chunk, the JSONL line of each of its text lines

@@ -136,7 +136,7 @@ int store_chunks_delete(store *s, int64_t file_id, int64_t *removed);
 /* What to write for one file. */
 typedef struct store_chunks {
     const chunk_list *chunks;
-    const char *toks;        /* pre-tokenized chunks (fts_pretokenize), or NULL */
+    const char *toks;        /* pre-tokenized chunks (tok_pretokenize), or NULL */
     const size_t *tok_off;   /* chunk i at toks[tok_off[i] .. tok_off[i + 1]] */
     const uint32_t *maps;    /* transcripts: JSONL line per text line, or NULL */
     const size_t *map_off;

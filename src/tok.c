@@ -548,3 +548,46 @@ int tok_run(tok *t, const char *text, size_t n, int mark_stop, tok_fn fn, void *
     }
     return 0;
 }
+
+/* ----------------------------------------------------------------------
+ * The pre-tokenized form
+ * -------------------------------------------------------------------- */
+
+#define PRE_HEADER 10
+#define PRE_COLOCATED 0x01
+
+static int pre_fn(void *ud, int flags, const char *token, int len, int start, int end)
+{
+    buf *b = ud;
+    unsigned char h[PRE_HEADER];
+    int32_t s32 = start, e32 = end;
+    h[0] = (flags & TOKF_COLOCATED) ? PRE_COLOCATED : 0;
+    h[1] = (unsigned char)len;
+    memcpy(h + 2, &s32, 4);
+    memcpy(h + 6, &e32, 4);
+    buf_append(b, h, PRE_HEADER);
+    return buf_append(b, token, (size_t)len);
+}
+
+int tok_pretokenize(tok *t, const char *text, size_t len, buf *out)
+{
+    int rc = tok_run(t, text, len, 0, pre_fn, out);
+    return rc ? rc : buf_err(out);
+}
+
+int tok_pre_next(const char **p, const char *end, tok_pre *out)
+{
+    const unsigned char *q = (const unsigned char *)*p;
+    if (!q || q + PRE_HEADER > (const unsigned char *)end)
+        return 0;
+    int32_t s32, e32;
+    memcpy(&s32, q + 2, 4);
+    memcpy(&e32, q + 6, 4);
+    out->len = q[1];
+    out->start = s32;
+    out->end = e32;
+    out->colocated = (q[0] & PRE_COLOCATED) != 0;
+    out->token = (const char *)q + PRE_HEADER;
+    *p = (const char *)q + PRE_HEADER + q[1];
+    return 1;
+}

@@ -17,6 +17,8 @@
 
 #include <stddef.h>
 
+#include "util/buf.h"
+
 #define TOK_MAX_BYTES 64 /* longer tokens are cut at a code-point boundary */
 
 enum {
@@ -54,5 +56,22 @@ int tok_run(tok *t, const char *text, size_t len, int mark_stop, tok_fn fn, void
 /* Normalises and stems one word the way tok_run would, into OUT (at least
  * TOK_MAX_BYTES + 1 bytes). Returns the length. For tests and snippets. */
 int tok_word(tok *t, const char *word, size_t len, char *out);
+
+/* The pre-tokenized form of a text: its document-mode tokens, computed once
+ * (on the sync's worker thread) and read back by whoever indexes them (the
+ * FTS5 tokenizer replaying them, the PostgreSQL tsvector). Per token a
+ * header {u8 flags, u8 length, i32 start, i32 end} and the token's bytes. */
+typedef struct tok_pre {
+    const char *token; /* not NUL-terminated */
+    int len, start, end;
+    int colocated; /* shares the previous token's position */
+} tok_pre;
+
+/* Appends the pre-tokenized form of TEXT to OUT. 0 or MNEMO_NOMEM. */
+int tok_pretokenize(tok *t, const char *text, size_t len, buf *out);
+
+/* Reads the token at *P (before END) into OUT and moves *P past it.
+ * Returns 0 at the end. */
+int tok_pre_next(const char **p, const char *end, tok_pre *out);
 
 #endif
