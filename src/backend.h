@@ -6,7 +6,7 @@
  * entry files, and the structured-memory operations. Two implementations:
  *
  *   backend_sqlite    (mnemo.c) the embedded index file (store.c, sync.c, search.c,
- *                     memory.c, msearch.c ...), the default;
+ *                     memlite.c, msearch.c ...), the default;
  *   backend_postgres  mnemo's own schema on a PostgreSQL server through
  *                     libpq (pgstore.c for files and chunks, pgmem.c for
  *                     memories), selected by config store

@@ -1,7 +1,9 @@
 /*
- * memory.h - structured memories inside the library: the record codec,
- * scopes and options, and the write discipline shared by memory.c (records)
- * and msearch.c (search, formatting, the recalled-memories block).
+ * memory.h - structured memories inside the library, whatever stores them:
+ * the record codec, validation, scopes and options (memory.c), the search's
+ * fusion and factors (msearch.c) and the recalled-memories block
+ * (mrecall.c), shared by the SQLite store (memlite.c) and PostgreSQL
+ * (pgmem.c).
  */
 #ifndef MNEMO_MEMORY_H
 #define MNEMO_MEMORY_H
@@ -13,16 +15,6 @@
 #include "mfilter.h"
 #include "query.h"
 #include "util/hash.h"
-
-/* The columns of a memory row, table alias m, in the order mem_json reads. */
-#define MEM_COLS                                                                               \
-    "m.mid, m.id, m.text, m.category, m.importance, m.type, m.subject, m.user_id, "          \
-    "m.agent_id, m.run_id, m.metadata, m.triggers, m.created_at, m.updated_at, "              \
-    "m.expires_at, m.confirmations, m.last_confirmed_at, m.deleted_at"
-#define MEM_NCOLS 18
-
-/* The record at columns FIRST.. of ST (selected with MEM_COLS) as JSON. */
-json_t *mem_json(sqlite3_stmt *st, int first);
 
 /* A memory's values as a backend reads them (strings borrowed; times in
  * Unix seconds, NAN for NULL; metadata JSON text, triggers "a, b"). */
@@ -251,10 +243,6 @@ typedef int (*mem_factor_fn)(mnemo *m, void *ud, mcand *c);
  * that cannot reach the NEED best. Q: the query text (about the user?). */
 int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, double now,
              mset *s, mem_factor_fn fn, void *ud);
-
-/* Opens the database for memories, building the index first if there is
- * none yet. */
-int mem_store(mnemo *m);
 
 /* Importance of a category when none is given: identity and configuration
  * 0.95, rule 0.9, preference 0.85, decision and technical 0.8, relationship

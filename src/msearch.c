@@ -27,6 +27,7 @@
 
 #include "backend.h"
 #include "bm25.h"
+#include "memlite.h"
 #include "memory.h"
 #include "memvec.h"
 #include "query.h"

@@ -4,8 +4,8 @@
  * The same records, validation, duplicates, history and ranking as the
  * SQLite side: the codec, field checks, options, scope condition and import
  * loop come from memory.c, the filter language from mfilter.c (its
- * PostgreSQL dialect), fusion, score factors, result JSON and the recall
- * block from msearch.c. What is here is storage:
+ * PostgreSQL dialect), fusion, score factors and result JSON from
+ * msearch.c, the recall block from mrecall.c. What is here is storage:
  *
  *   mnemo_memories        one row per memory and tenant; text_fold and
  *                         metadata_fold are case-folded copies for icontains;
