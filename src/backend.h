@@ -23,9 +23,12 @@
 #define MNEMO_BACKEND_H
 
 #include "mnemo.h"
+#include "tok.h"
 
 typedef struct backend_ops {
     const char *name; /* "sqlite", "postgres" */
+    int (*open)(mnemo *m); /* makes the backend's state on the handle */
+    int (*qtok)(mnemo *m, tok **out); /* the tokenizer queries are read with */
     int (*sync)(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
     int (*search)(mnemo *m, const char *query, const mnemo_search_opts *opts,
                   mnemo_results **out);
@@ -56,7 +59,6 @@ typedef struct backend_ops {
 /* The SQLite implementations (the files named in the comment above). */
 int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
 int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
-int lite_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
 int lite_status_json(mnemo *m, int deep, char **out);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);
 int lite_memory_add(mnemo *m, const char *record, char **out);

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "get.h"
 #include "core.h"
 #include "util/glob.h"
 #include "util/utf8.h"
@@ -79,7 +79,7 @@ static void excerpt_cleanup(mnemo_excerpt *e)
 
 void mnemo_excerpt_cleanup(mnemo_excerpt *e) { excerpt_cleanup(e); }
 
-int lite_get(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
+int get_file(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
 {
     memset(out, 0, sizeof *out);
     core_clear(m);

@@ -12,6 +12,7 @@
  * snapshot is written beside the store, memoryBackups kept.
  */
 #include "backend.h"
+#include "lite.h"
 #include "memlite.h"
 #include "memory.h"
 #include "memvec.h"
@@ -66,7 +67,7 @@ json_t *mem_json(sqlite3_stmt *st, int c)
 
 int mem_store(mnemo *m)
 {
-    int rc = core_mem(m);
+    int rc = lite_mem(m);
     if (rc != MNEMO_NOTFOUND)
         return rc;
     /* No index yet: build it (memories are searched beside notes). */
@@ -74,7 +75,7 @@ int mem_store(mnemo *m)
     mnemo_sync_stats st;
     if ((rc = m->be->sync(m, NULL, &st)))
         return rc;
-    return core_mem(m);
+    return lite_mem(m);
 }
 
 typedef struct writer {
@@ -101,11 +102,11 @@ static int write_begin(mnemo *m, writer *w)
                           m->mem_path, lockpath);
     if (w->lock < 0)
         return core_error(m, MNEMO_IO, "cannot lock %s: %s", lockpath, strerror(errno));
-    if ((rc = core_mem(m)))
+    if ((rc = lite_mem(m)))
         return rc;
-    if (sqlite3_exec(store_db(m->st), "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+    if (sqlite3_exec(store_db(m->lite->st), "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return core_error(m, MNEMO_BUSY, "cannot write the memory store %s: %s", m->mem_path,
-                          sqlite3_errmsg(store_db(m->st)));
+                          sqlite3_errmsg(store_db(m->lite->st)));
     w->began = 1;
     return MNEMO_OK;
 }
@@ -190,13 +191,13 @@ static void maybe_backup(mnemo *m)
     char *v = NULL;
     long writes = 0, done = 0;
     double at = 0, now = time_wall();
-    if (store_mem_meta_get(m->st, "writes", &v) == MNEMO_OK && v)
+    if (store_mem_meta_get(m->lite->st, "writes", &v) == MNEMO_OK && v)
         writes = strtol(v, NULL, 10);
     free(v);
-    if (store_mem_meta_get(m->st, "backup_writes", &v) == MNEMO_OK && v)
+    if (store_mem_meta_get(m->lite->st, "backup_writes", &v) == MNEMO_OK && v)
         done = strtol(v, NULL, 10);
     free(v);
-    if (store_mem_meta_get(m->st, "backup_at", &v) == MNEMO_OK && v)
+    if (store_mem_meta_get(m->lite->st, "backup_at", &v) == MNEMO_OK && v)
         at = strtod(v, NULL);
     free(v);
     /* Each snapshot writes the whole store: between two of them at least
@@ -204,7 +205,7 @@ static void maybe_backup(mnemo *m)
      * written out per write, at most). */
     sqlite3_stmt *q = NULL;
     long size = 0;
-    if (sqlite3_prepare_v2(store_db(m->st), "SELECT coalesce(max(mid), 0) FROM memories", -1, &q,
+    if (sqlite3_prepare_v2(store_db(m->lite->st), "SELECT coalesce(max(mid), 0) FROM memories", -1, &q,
                            NULL) == SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW)
         size = (long)sqlite3_column_int64(q, 0);
@@ -243,16 +244,16 @@ static void maybe_backup(mnemo *m)
     }
     char num[32];
     snprintf(num, sizeof num, "%ld", writes);
-    store_mem_meta_set(m->st, "backup_writes", num);
+    store_mem_meta_set(m->lite->st, "backup_writes", num);
     snprintf(num, sizeof num, "%.0f", now);
-    store_mem_meta_set(m->st, "backup_at", num);
+    store_mem_meta_set(m->lite->st, "backup_at", num);
     prune_backups(m->mem_path, keep);
 }
 
 static int write_end(mnemo *m, writer *w, int rc)
 {
     if (w->began) {
-        sqlite3 *db = store_db(m->st);
+        sqlite3 *db = store_db(m->lite->st);
         /* Counted in the write's own transaction, for the backups. */
         if (rc == MNEMO_OK &&
             sqlite3_exec(db,
@@ -275,13 +276,13 @@ static int write_end(mnemo *m, writer *w, int rc)
 
 static int sqlfail(mnemo *m, const char *what)
 {
-    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->st)));
+    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
 }
 
 static sqlite3_stmt *prep(mnemo *m, const char *sql)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_db(m->st), sql, -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(store_db(m->lite->st), sql, -1, &st, NULL) != SQLITE_OK) {
         sqlfail(m, "prepare");
         sqlite3_finalize(st);
         return NULL;
@@ -436,7 +437,7 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
     sqlite3_finalize(st);
     if (rc)
         return rc;
-    *mid = sqlite3_last_insert_rowid(store_db(m->st));
+    *mid = sqlite3_last_insert_rowid(store_db(m->lite->st));
     /* Deleted memories stay out of the keyword index. */
     return isnan(f->deleted) ? fts_update(m, *mid, NULL, f->text) : MNEMO_OK;
 }
@@ -610,7 +611,7 @@ int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
         *purged = 0;
     writer w = {-1, 0};
     int rc = write_begin(m, &w);
-    sqlite3 *db = m->st ? store_db(m->st) : NULL;
+    sqlite3 *db = m->lite->st ? store_db(m->lite->st) : NULL;
     if (!rc) {
         sqlite3_stmt *st = prep(m, "SELECT count(*) FROM memories WHERE deleted_at IS NOT NULL "
                                    "AND (?1 IS NULL OR id = ?1)");
@@ -811,7 +812,7 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     int rc = mem_store(m);
     if (rc)
         return rc;
-    sqlite3 *db = store_db(m->st);
+    sqlite3 *db = store_db(m->lite->st);
     /* One snapshot for the whole export. */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     sqlite3_stmt *st = prep(m, "SELECT " MEM_COLS " FROM memories m ORDER BY m.mid");
@@ -924,7 +925,7 @@ int lite_memory_recover(mnemo *m, const char *path, char **out)
     if (!rc) {
         buf err;
         buf_init(&err, 4096);
-        int s = salvage_memories(real, store_db(m->st), &r, &err);
+        int s = salvage_memories(real, store_db(m->lite->st), &r, &err);
         if (s == SQLITE_NOTFOUND)
             rc = core_error(m, MNEMO_NOTFOUND, "memory recover: %s", err.data ? err.data : "");
         else if (s != SQLITE_OK)

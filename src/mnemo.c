@@ -18,7 +18,10 @@
 
 #include "backend.h"
 #include "core.h"
+#include "lite.h"
 #include "errcode.h"
+#include "get.h"
+#include "pgconn.h"
 #include "pgmem.h"
 #include "pgschema.h"
 #include "pgsource.h"
@@ -43,9 +46,11 @@ static int sqlite_search(mnemo *m, const char *text, const mnemo_search_opts *op
 
 static const backend_ops backend_sqlite = {
     "sqlite",
+    lite_open,
+    lite_qtok,
     lite_sync,
     sqlite_search,
-    lite_get,
+    get_file,
     lite_status_json,
     lite_recall_triggers,
     lite_memory_add,
@@ -61,17 +66,25 @@ static const backend_ops backend_sqlite = {
     lite_memory_export,
     lite_memory_import,
     lite_memory_recover,
-    NULL,
+    lite_close,
 };
+
+static int pg_open(mnemo *m)
+{
+    return pgconn_state(m) ? MNEMO_OK : core_error(m, MNEMO_NOMEM, "out of memory");
+}
 
 static void pg_close_all(mnemo *m)
 {
     pgstore_close(m);
     pgmem_close(m);
+    pgschema_close(m);
 }
 
 static const backend_ops backend_postgres = {
     "postgres",
+    pg_open,
+    pgconn_qtok,
     pgstore_sync,
     pgstore_search,
     pgstore_get,
@@ -185,6 +198,9 @@ int mnemo_open(const mnemo_config *cfg, mnemo **out)
     if (!m->cfg)
         return core_error(m, MNEMO_NOMEM, "out of memory");
     m->be = backend_select(m);
+    int rc = m->be->open(m);
+    if (rc)
+        return rc;
     const char *ws = cfg_str(m->cfg, CFG_WORKSPACE);
     char real[PATH_MAX];
     if (!realpath(*ws ? ws : ".", real))
@@ -215,16 +231,13 @@ void mnemo_close(mnemo *m)
 {
     if (!m)
         return;
-    store_close(m->st);
     tok_free(m->qtok);
     free(m->qtok_lang);
     embed_close(m->emb);
-    vecfile_close(m->vf);
-    pgsource_free(m->pgs);
     if (m->be && m->be->close)
         m->be->close(m);
-    pgschema_close(m);
-    free(m->tenant);
+    pgsource_close(m);
+    pgconn_close(m);
     buf_cleanup(&m->warn);
     cfg_free(m->cfg);
     free(m->workspace);
@@ -235,6 +248,51 @@ void mnemo_close(mnemo *m)
 }
 
 /* The public API. */
+
+typedef struct tokj {
+    json_t *arr;
+} tokj;
+
+static int tok_json_fn(void *ud, int flags, const char *token, int len, int start, int end)
+{
+    tokj *t = ud;
+    json_t *flagsj = json_array();
+    if (flags & TOKF_WHOLE)
+        json_array_append_new(flagsj, json_string("whole"));
+    if (flags & TOKF_PART)
+        json_array_append_new(flagsj, json_string("part"));
+    if (flags & TOKF_CJK)
+        json_array_append_new(flagsj, json_string("cjk"));
+    if (flags & TOKF_STOP)
+        json_array_append_new(flagsj, json_string("stop"));
+    json_array_append_new(t->arr, json_pack("{s:s%,s:i,s:i,s:o}", "token", token, (size_t)len,
+                                            "start", start, "end", end, "flags", flagsj));
+    return 0;
+}
+
+int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    tok *t = NULL;
+    /* Use the index's language when there is an index, else the config's. */
+    int rc = m->be->qtok(m, &t);
+    tok *own = NULL;
+    if (rc) {
+        rc = tok_new(cfg_str(m->cfg, CFG_LANGUAGE), cfg_bool(m->cfg, CFG_STOP_WORDS), &own);
+        if (rc)
+            return core_error(m, rc, "cannot create the tokenizer");
+        t = own;
+    }
+    core_clear(m);
+    tokj tj = {json_array()};
+    rc = tok_run(t, text, strlen(text), query, tok_json_fn, &tj);
+    tok_free(own);
+    if (!rc)
+        *out = json_dumps(tj.arr, JSON_COMPACT);
+    json_decref(tj.arr);
+    return rc ? rc : (*out ? MNEMO_OK : MNEMO_NOMEM);
+}
 
 int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
 {

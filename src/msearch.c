@@ -27,6 +27,7 @@
 
 #include "backend.h"
 #include "bm25.h"
+#include "lite.h"
 #include "memlite.h"
 #include "memory.h"
 #include "memvec.h"
@@ -101,7 +102,7 @@ void mset_cleanup(mset *s)
 
 static int sqlfail(mnemo *m, const char *what)
 {
-    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->st)));
+    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
 }
 
 /* Binds the scope arguments and the filter's after FIRST - 1 others. */
@@ -154,7 +155,7 @@ double mem_vec_calibrate(double cos, size_t n, double sum, double sd)
 static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
                        const mem_opts *o, mset *s)
 {
-    fts_rank *r = store_mrank(m->st);
+    fts_rank *r = store_mrank(m->lite->st);
     fts_rank_reset(r, q->nphrase);
     buf sql;
     buf_init(&sql, 1 << 20);
@@ -166,7 +167,7 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
                where);
     sqlite3_stmt *st = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
-    if (!rc && sqlite3_prepare_v2(store_db(m->st), sql.data, -1, &st, NULL) != SQLITE_OK)
+    if (!rc && sqlite3_prepare_v2(store_db(m->lite->st), sql.data, -1, &st, NULL) != SQLITE_OK)
         rc = sqlfail(m, "memory search");
     buf_cleanup(&sql);
     if (rc)
@@ -233,7 +234,7 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
                where);
     sqlite3_stmt *st = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
-    if (!rc && sqlite3_prepare_v2(store_db(m->st), sql.data, -1, &st, NULL) != SQLITE_OK)
+    if (!rc && sqlite3_prepare_v2(store_db(m->lite->st), sql.data, -1, &st, NULL) != SQLITE_OK)
         rc = sqlfail(m, "memory vectors");
     buf_cleanup(&sql);
     if (!rc && bind_where(st, args, o, 1))
@@ -619,7 +620,7 @@ static int lite_load(mnemo *m, mcand *c)
     if (c->rec)
         return MNEMO_OK;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_db(m->st), "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1",
+    if (sqlite3_prepare_v2(store_db(m->lite->st), "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1",
                            -1, &st, NULL) != SQLITE_OK)
         return sqlfail(m, "memory search");
     sqlite3_bind_int64(st, 1, c->mid);
@@ -653,7 +654,7 @@ static int episode_side(sqlite3_stmt *st, int64_t of, double when, int dir, mem_
 static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
 {
     (void)ud;
-    fts_rank *fr = store_mrank(m->st);
+    fts_rank *fr = store_mrank(m->lite->st);
     /* In creation order within the scope's memories (index memories_scope). */
     sqlite3_stmt *own = fts_stmt(fr, "SELECT user_id, agent_id, run_id, created_at, text "
                                      "FROM memories WHERE mid = ?1");
@@ -719,9 +720,9 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
     mfilter args;
     mfilter_init(&args);
     double now = core_now();
-    if (!(rc = mem_store(m)) && !(rc = core_qtok(m, &t)) && !(rc = query_parse(t, q, &pq)))
+    if (!(rc = mem_store(m)) && !(rc = lite_qtok(m, &t)) && !(rc = query_parse(t, q, &pq)))
         rc = mem_where(o, floor(now), &where, &args);
-    sqlite3 *db = !rc ? store_db(m->st) : NULL;
+    sqlite3 *db = !rc ? store_db(m->lite->st) : NULL;
     int txn = db && sqlite3_get_autocommit(db) &&
               sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     if (!rc && pq.match)
@@ -731,7 +732,7 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
         rc = vector_leg(m, q, where.data, &args, o, s, &ran);
     if (!rc && pq.match && s->n) {
         mem_bm25 k;
-        fts_rank *r = store_mrank(m->st);
+        fts_rank *r = store_mrank(m->lite->st);
         mem_bm25_init(m, &pq, &r->hits, &k);
         rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_episodes, NULL);
     }

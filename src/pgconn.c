@@ -35,19 +35,41 @@ int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **o
     return rc;
 }
 
+pgback *pgconn_state(mnemo *m)
+{
+    if (!m->pg)
+        m->pg = calloc(1, sizeof *m->pg);
+    return m->pg;
+}
+
+void pgconn_close(mnemo *m)
+{
+    if (!m->pg)
+        return;
+    free(m->pg->tenant);
+    free(m->pg);
+    m->pg = NULL;
+}
+
 const char *pgconn_tenant(mnemo *m)
 {
     const char *t = cfg_str(m->cfg, CFG_TENANT);
     if (*t)
         return t;
-    if (!m->tenant) {
+    pgback *b = pgconn_state(m);
+    if (b && !b->tenant) {
         char host[256] = "localhost";
         if (gethostname(host, sizeof host - 1) != 0)
             snprintf(host, sizeof host, "localhost");
         host[sizeof host - 1] = 0;
         size_t n = strlen(host) + strlen(m->workspace) + 2;
-        if ((m->tenant = malloc(n)))
-            snprintf(m->tenant, n, "%s:%s", host, m->workspace);
+        if ((b->tenant = malloc(n)))
+            snprintf(b->tenant, n, "%s:%s", host, m->workspace);
     }
-    return m->tenant ? m->tenant : "default";
+    return b && b->tenant ? b->tenant : "default";
+}
+
+int pgconn_qtok(mnemo *m, tok **out)
+{
+    return core_qtok(m, cfg_str(m->cfg, CFG_LANGUAGE), out);
 }

@@ -119,19 +119,20 @@ struct pgmem {
 
 void pgmem_close(mnemo *m)
 {
-    if (!m || !m->pgm_state)
+    if (!m || !m->pg || !m->pg->mem)
         return;
-    tok_free(m->pgm_state->dtok);
-    free(m->pgm_state->lang);
-    free(m->pgm_state);
-    m->pgm_state = NULL;
+    tok_free(m->pg->mem->dtok);
+    free(m->pg->mem->lang);
+    free(m->pg->mem);
+    m->pg->mem = NULL;
 }
 
 static struct pgmem *state(mnemo *m)
 {
-    if (!m->pgm_state)
-        m->pgm_state = calloc(1, sizeof *m->pgm_state);
-    return m->pgm_state;
+    pgback *b = pgconn_state(m);
+    if (b && !b->mem)
+        b->mem = calloc(1, sizeof *b->mem);
+    return b ? b->mem : NULL;
 }
 
 /* ----------------------------------------------------------------------
@@ -147,7 +148,7 @@ static int q(mnemo *m, const char *what, const char *sql, int n, const char *con
 static const char *sqlstate(mnemo *m)
 {
     pg_conn *c = NULL;
-    if (!m->pgst || pgschema_conn(m, &c) != MNEMO_OK)
+    if (!m->pg || !m->pg->conn || pgschema_conn(m, &c) != MNEMO_OK)
         return "";
     return pg_sqlstate(c);
 }
@@ -1701,7 +1702,7 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
     tok *t = NULL;
     kleg k;
     memset(&k, 0, sizeof k);
-    int rc = core_qtok(m, &t);
+    int rc = pgconn_qtok(m, &t);
     k.ph = calloc(1, sizeof *k.ph);
     k.lp = calloc(1, sizeof *k.lp);
     k.hits = calloc(1, sizeof *k.hits);
@@ -1953,7 +1954,7 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     query pq;
     memset(&pq, 0, sizeof pq);
     tok *t = NULL;
-    if (!rc && !(rc = core_qtok(m, &t)))
+    if (!rc && !(rc = pgconn_qtok(m, &t)))
         rc = query_parse(t, qtext, &pq);
     if (!rc)
         rc = mem_where_pg(o, floor(now), 2, &where, &args);

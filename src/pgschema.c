@@ -120,9 +120,10 @@ static int migrate(mnemo *m, pg_conn *c)
 int pgschema_conn(mnemo *m, pg_conn **out)
 {
     *out = NULL;
-    if (!m->pgst && !(m->pgst = calloc(1, sizeof *m->pgst)))
+    pgback *b = pgconn_state(m);
+    if (!b || (!b->conn && !(b->conn = calloc(1, sizeof *b->conn))))
         return core_error(m, MNEMO_NOMEM, "out of memory");
-    struct pgstate *s = m->pgst;
+    struct pgstate *s = b->conn;
     if (s->c && pg_ok(s->c)) {
         *out = s->c;
         return MNEMO_OK;
@@ -156,7 +157,7 @@ int pgschema_vectors(mnemo *m, const char **why)
         *why = m->err.data ? m->err.data : "PostgreSQL is unavailable";
         return 0;
     }
-    struct pgstate *s = m->pgst;
+    struct pgstate *s = m->pg->conn;
     if (!s->vec_checked) {
         pg_rows *r = NULL;
         s->vec_checked = 1;
@@ -224,7 +225,7 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     if (!pgschema_vectors(m, &why))
         return core_error(m, MNEMO_UNAVAILABLE, "%s", why);
     snprintf(name, size, "mnemo_%s_vec_%d", kind, dims);
-    struct pgstate *s = m->pgst;
+    struct pgstate *s = m->pg->conn;
     for (int i = 0; i < s->nvec; i++)
         if (!strcmp(s->vec_tables[i], name))
             return MNEMO_OK;
@@ -238,29 +239,29 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
              "model text NOT NULL, embedding vector(%d) NOT NULL, "
              "PRIMARY KEY (tenant, %s))",
              name, idcol, dims, !strcmp(kind, "chunk") ? "chunk_id" : "memory_id");
-    int rc = q(m, m->pgst->c, "vector table", "BEGIN", 0, NULL, NULL);
+    int rc = q(m, m->pg->conn->c, "vector table", "BEGIN", 0, NULL, NULL);
     if (!rc)
-        rc = q(m, m->pgst->c, "vector table",
+        rc = q(m, m->pg->conn->c, "vector table",
                "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0, NULL, NULL);
     if (!rc)
-        rc = q(m, m->pgst->c, "vector table", sql, 0, NULL, NULL);
+        rc = q(m, m->pg->conn->c, "vector table", sql, 0, NULL, NULL);
     if (!rc && dims <= 2000) {
         snprintf(sql, sizeof sql,
                  "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding "
                  "vector_cosine_ops)",
                  name, name);
-        rc = q(m, m->pgst->c, "vector table", sql, 0, NULL, NULL);
+        rc = q(m, m->pg->conn->c, "vector table", sql, 0, NULL, NULL);
     }
     if (rc) {
         buf keep;
         buf_init(&keep, 0);
         buf_puts(&keep, m->err.data ? m->err.data : "");
-        q(m, m->pgst->c, "vector table", "ROLLBACK", 0, NULL, NULL);
+        q(m, m->pg->conn->c, "vector table", "ROLLBACK", 0, NULL, NULL);
         core_error(m, rc, "%s", keep.data ? keep.data : "failed");
         buf_cleanup(&keep);
         return rc;
     }
-    if ((rc = q(m, m->pgst->c, "vector table", "COMMIT", 0, NULL, NULL)))
+    if ((rc = q(m, m->pg->conn->c, "vector table", "COMMIT", 0, NULL, NULL)))
         return rc;
     if (s->nvec < MAX_VEC_TABLES)
         snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
@@ -279,9 +280,9 @@ int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *c
 
 void pgschema_close(mnemo *m)
 {
-    if (!m || !m->pgst)
+    if (!m || !m->pg || !m->pg->conn)
         return;
-    pg_close(m->pgst->c);
-    free(m->pgst);
-    m->pgst = NULL;
+    pg_close(m->pg->conn->c);
+    free(m->pg->conn);
+    m->pg->conn = NULL;
 }

@@ -49,12 +49,13 @@ struct pgsource {
     int ef_search; /* hnsw.ef_search set on this connection */
 };
 
-void pgsource_free(pgsource *s)
+void pgsource_close(mnemo *m)
 {
-    if (!s)
+    if (!m->pg || !m->pg->source)
         return;
-    pg_close(s->conn);
-    free(s);
+    pg_close(m->pg->source->conn);
+    free(m->pg->source);
+    m->pg->source = NULL;
 }
 
 typedef struct source_cfg {
@@ -231,11 +232,12 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
     res->timing.vector_ms = (time_mono() - t0) * 1000.0;
     double t1 = time_mono();
 
-    if (!m->pgs && !(m->pgs = calloc(1, sizeof *m->pgs))) {
+    pgback *b = pgconn_state(m);
+    if (!b || (!b->source && !(b->source = calloc(1, sizeof *b->source)))) {
         free(qv);
         return MNEMO_NOMEM;
     }
-    pgsource *s = m->pgs;
+    pgsource *s = b->source;
     int max =
         opts && opts->max_results > 0 ? opts->max_results : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
     double min_score =
@@ -339,10 +341,10 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
     res->timing.results_ms = (time_mono() - t1) * 1000.0;
     res->timing.total_ms = (time_mono() - t0) * 1000.0;
 done:
-    if (rc && rc != MNEMO_NOMEM && m->pgs) {
+    if (rc && rc != MNEMO_NOMEM && m->pg && m->pg->source) {
         /* Start afresh next time: the server, table or settings may change. */
-        pg_close(m->pgs->conn);
-        m->pgs->conn = NULL;
+        pg_close(m->pg->source->conn);
+        m->pg->source->conn = NULL;
     }
     free(hits);
     pg_rows_free(r);

@@ -25,8 +25,8 @@ typedef int (*pgsource_local_fn)(mnemo *m, const char *query, const mnemo_search
 int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
                     pgsource_local_fn local, mnemo_results **out);
 
-/* The connection and what was learned about the table, kept on the handle
- * between searches. Accepts NULL. */
-void pgsource_free(pgsource *s);
+/* Frees the connection and what was learned about the table, kept on the
+ * handle (m->pg->source) between searches. */
+void pgsource_close(mnemo *m);
 
 #endif

@@ -51,6 +51,7 @@
 #include "backend.h"
 #include "core.h"
 #include "errcode.h"
+#include "get.h"
 #include "pgconn.h"
 #include "pgschema.h"
 #include "pgtext.h"
@@ -149,9 +150,10 @@ struct pgstore {
 
 static struct pgstore *state(mnemo *m)
 {
-    if (!m->pgs_state)
-        m->pgs_state = calloc(1, sizeof *m->pgs_state);
-    return m->pgs_state;
+    pgback *b = pgconn_state(m);
+    if (b && !b->files)
+        b->files = calloc(1, sizeof *b->files);
+    return b ? b->files : NULL;
 }
 
 /* The tokenizers for the configured language. */
@@ -461,7 +463,7 @@ static int path_forms(psync *s, const char *path)
     return rc ? rc : buf_err(&s->lc) | buf_err(&s->name) | buf_err(&s->stem);
 }
 
-static int ps_load(void *ud, store_file **out, size_t *n)
+static int ps_load(void *ud, sync_file **out, size_t *n)
 {
     psync *s = ud;
     pg_rows *r = NULL;
@@ -475,22 +477,22 @@ static int ps_load(void *ud, store_file **out, size_t *n)
     if (rc)
         return rc;
     size_t cnt = pg_nrows(r);
-    store_file *v = calloc(cnt ? cnt : 1, sizeof *v);
+    sync_file *v = calloc(cnt ? cnt : 1, sizeof *v);
     if (!v) {
         pg_rows_free(r);
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < cnt; i++) {
-        store_file *f = &v[i];
+        sync_file *f = &v[i];
         f->id = ll(r, i, 0);
         f->path = strdup(pg_value(r, i, 1));
         f->size = ll(r, i, 2);
         f->mtime_ns = ll(r, i, 3);
         snprintf(f->hash, sizeof f->hash, "%s", pg_value(r, i, 4));
-        f->ok = ll(r, i, 5) == STORE_FILE_OK;
+        f->ok = ll(r, i, 5) == SYNC_FILE_OK;
         f->sessions = !strcmp(pg_value(r, i, 6), "sessions");
         if (!f->path) {
-            store_files_free(v, i);
+            sync_files_free(v, i);
             pg_rows_free(r);
             return core_error(s->m, MNEMO_NOMEM, "out of memory");
         }
@@ -524,7 +526,7 @@ static void removed_from(psync *s, pg_rows *r, int64_t *removed)
         arr_join(&s->zeroed, pg_value(r, 0, 2));
 }
 
-static int ps_skip(void *ud, const store_file *known, const char *path, int64_t size,
+static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t size,
                    int64_t mtime_ns, const char *reason, int sessions)
 {
     psync *s = ud;
@@ -558,7 +560,7 @@ static int ps_skip(void *ud, const store_file *known, const char *path, int64_t 
     return rc ? rc : written(s, 0);
 }
 
-static int ps_touch(void *ud, const store_file *f, int64_t size, int64_t mtime_ns,
+static int ps_touch(void *ud, const sync_file *f, int64_t size, int64_t mtime_ns,
                     const char *hash)
 {
     psync *s = ud;
@@ -577,7 +579,7 @@ static int ps_touch(void *ud, const store_file *f, int64_t size, int64_t mtime_n
     return rc ? rc : written(s, 0);
 }
 
-static int ps_rename(void *ud, const store_file *f, const char *path, int64_t size,
+static int ps_rename(void *ud, const sync_file *f, const char *path, int64_t size,
                      int64_t mtime_ns, const char *hash)
 {
     psync *s = ud;
@@ -610,7 +612,7 @@ static void hex_of(buf *b, const uint32_t *v, size_t n)
     }
 }
 
-static int ps_write(void *ud, const store_file *known, const char *path, int64_t size,
+static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
                     int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
                     size_t *added)
 {
@@ -703,7 +705,7 @@ static int ps_write(void *ud, const store_file *known, const char *path, int64_t
     return rc ? rc : written(s, (int)l->n);
 }
 
-static int ps_remove(void *ud, const store_file *f)
+static int ps_remove(void *ud, const sync_file *f)
 {
     psync *s = ud;
     char id[32];
@@ -2386,7 +2388,7 @@ done:
 /* Reading files needs no index: the memory roots are on this machine. */
 int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out)
 {
-    return lite_get(m, path, from, lines, out);
+    return get_file(m, path, from, lines, out);
 }
 
 int pgstore_status_json(mnemo *m, int deep, char **out)
@@ -2611,10 +2613,10 @@ int pgstore_recall_triggers(mnemo *m, const char *message, char **out)
 
 void pgstore_close(mnemo *m)
 {
-    if (!m || !m->pgs_state)
+    if (!m || !m->pg || !m->pg->files)
         return;
-    tok_free(m->pgs_state->qtok);
-    tok_free(m->pgs_state->dtok);
-    free(m->pgs_state);
-    m->pgs_state = NULL;
+    tok_free(m->pg->files->qtok);
+    tok_free(m->pg->files->dtok);
+    free(m->pg->files);
+    m->pg->files = NULL;
 }

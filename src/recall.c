@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "lite.h"
 #include "recall.h"
 #include "sanitize.h"
 #include "util/hash.h"
@@ -228,20 +229,20 @@ int lite_recall_triggers(mnemo *m, const char *message, char **out)
     *out = NULL;
     core_clear(m);
     tok *t;
-    int rc = core_qtok(m, &t);
+    int rc = lite_qtok(m, &t);
     if (rc)
         return rc;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_db(m->st),
+    if (sqlite3_prepare_v2(store_db(m->lite->st),
                            "SELECT c.id, c.text, c.triggers, c.start_line, c.importance, f.path "
                            "FROM files f JOIN chunks c ON c.file_id = f.id "
                            "WHERE f.path IN ('MEMORY.md', 'USER.md', 'memory.md', 'user.md') "
                            "AND f.status = 0 AND c.triggers != '' ORDER BY c.id",
                            -1, &st, NULL) != SQLITE_OK)
-        return core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->st)));
+        return core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->lite->st)));
     rc = recall_block(m, t, message, lite_next, st, out);
     if (rc == MNEMO_DB)
-        core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->st)));
+        core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->lite->st)));
     sqlite3_finalize(st);
     return rc;
 }

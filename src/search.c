@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "lite.h"
 #include "errcode.h"
 #include "sanitize.h"
 #include "search.h"
@@ -201,7 +202,7 @@ size_t search_cands_union(search_cand *all, size_t n)
 
 static int sql_fail(mnemo *m, const char *what)
 {
-    sqlite3 *db = store_db(m->st);
+    sqlite3 *db = store_db(m->lite->st);
     int code = store_code(sqlite3_errcode(db));
     return core_error(m, code ? code : MNEMO_DB, "search failed (%s): %s", what,
                       sqlite3_errmsg(db));
@@ -226,7 +227,7 @@ static corpus corpus_of(const char *name)
  * frequencies and lengths, the scores are computed here. */
 static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, search_bm25 *bm)
 {
-    fts_rank *r = store_rank(m->st);
+    fts_rank *r = store_rank(m->lite->st);
     fts_rank_reset(r, q->nphrase);
     /* One row starts mnemo_phrases(), which reads every phrase's rows. */
     sqlite3_stmt *st = fts_stmt(r, "SELECT mnemo_phrases(chunks_fts, ?4, ?2, ?3) FROM chunks_fts "
@@ -368,7 +369,7 @@ static size_t hit_index(const file_hits *f, int64_t file_id)
 
 static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f)
 {
-    fts_rank *r = store_rank(m->st);
+    fts_rank *r = store_rank(m->lite->st);
     sqlite3_stmt *st = NULL;
     /* Exact: the query names a file by path, base name or stem. */
     if (q->filename[0]) {
@@ -708,7 +709,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     /* Vectors of another provider, model or chunking are stale. */
     char ident[1024], *stored = NULL;
     vectors_identity(m, v->e, ident, sizeof ident);
-    store_meta_get(m->st, "vec_identity", &stored);
+    store_meta_get(m->lite->st, "vec_identity", &stored);
     if (!stored || strcmp(stored, ident) != 0) {
         char reason[1200];
         snprintf(reason, sizeof reason,
@@ -722,8 +723,8 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     }
     free(stored);
     int quant = strcmp(cfg_str(m->cfg, CFG_VECTOR_QUANTIZATION), "int8") == 0;
-    rc = vecfile_get(m->st, m->db_path, quant, &m->vf, &err);
-    v->vf = m->vf;
+    rc = vecfile_get(m->lite->st, m->db_path, quant, &m->lite->vf, &err);
+    v->vf = m->lite->vf;
     if (rc || vecfile_dims(v->vf) != embed_dims(v->e)) {
         const char *why = rc == MNEMO_NOTFOUND ? "no vectors yet; run: mnemo index"
                           : rc ? (err.len ? err.data : errcode_text(rc))
@@ -750,7 +751,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
  * rowid order), 0 when it did not match. */
 static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
 {
-    fts_rank *r = store_rank(m->st);
+    fts_rank *r = store_rank(m->lite->st);
     const bm25_hits *h = &r->hits;
     size_t lo = 0, hi = h->n;
     while (lo < hi) {
@@ -1173,7 +1174,7 @@ static int lite_cosine(void *ud, int64_t chunk_id, float *cs)
 static int lite_factors(void *ud, int64_t chunk_id, double *when, int *importance)
 {
     lite_io *x = ud;
-    fts_rank *r = store_rank(x->m->st);
+    fts_rank *r = store_rank(x->m->lite->st);
     const fts_factor *f = fts_factor_get(r, chunk_id);
     if (f) {
         *when = f->when;
@@ -1248,15 +1249,15 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
     int txn = 0;
     rc = res ? MNEMO_OK : MNEMO_NOMEM;
     double tm = t0;
-    if (rc || (rc = core_qtok(m, &t)))
+    if (rc || (rc = lite_qtok(m, &t)))
         goto done;
     /* One read transaction for the whole search: one snapshot for every
      * leg, and one set of locks instead of one per statement. */
-    sqlite3_stmt *begin = fts_stmt(store_rank(m->st), "BEGIN");
-    if (sqlite3_get_autocommit(store_db(m->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
+    sqlite3_stmt *begin = fts_stmt(store_rank(m->lite->st), "BEGIN");
+    if (sqlite3_get_autocommit(store_db(m->lite->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
         txn = 1;
     /* What the handle keeps across searches goes if the index changed. */
-    fts_rank_check(store_rank(m->st));
+    fts_rank_check(store_rank(m->lite->st));
     if ((rc = query_parse(t, qt.data, &q)))
         goto done;
     res->mode = strdup("keyword");
@@ -1283,7 +1284,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     res->timing.vector_ms = search_lap(&tm);
 
-    fts_rank *fr = store_rank(m->st);
+    fts_rank *fr = store_rank(m->lite->st);
     lite_io x = {m, &q, &vl, NULL, NULL};
     /* With the next chunk of the file when it shares lines with this one. */
     x.row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source, n.text, "
@@ -1317,9 +1318,9 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:
-    if (m->st) {
-        fts_stmt_reset_all(store_rank(m->st));
-        sqlite3_stmt *commit = txn ? fts_stmt(store_rank(m->st), "COMMIT") : NULL;
+    if (m->lite->st) {
+        fts_stmt_reset_all(store_rank(m->lite->st));
+        sqlite3_stmt *commit = txn ? fts_stmt(store_rank(m->lite->st), "COMMIT") : NULL;
         if (commit)
             sqlite3_step(commit);
         if (commit)

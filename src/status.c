@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "core.h"
+#include "lite.h"
 #include "errcode.h"
 #include "util/time.h"
 #include "vectors.h"
@@ -58,14 +59,14 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     json_object_set_new(e, "provider", json_string(name));
     json_object_set_new(e, "configured", json_string(cfg_str(m->cfg, CFG_PROVIDER)));
     *mode = "keyword";
-    sqlite3 *h = m->st ? store_db(m->st) : NULL;
+    sqlite3 *h = m->lite->st ? store_db(m->lite->st) : NULL;
     if (h) {
         json_object_set_new(e, "vectors", json_integer(count(h, "SELECT count(*) FROM chunk_vectors")));
-        json_object_set_new(e, "identity", meta_json(m->st, "vec_identity"));
-        json_t *le = meta_json(m->st, "embed_error");
+        json_object_set_new(e, "identity", meta_json(m->lite->st, "vec_identity"));
+        json_t *le = meta_json(m->lite->st, "embed_error");
         if (json_is_string(le) && *json_string_value(le)) {
             json_object_set_new(e, "lastError", le);
-            json_object_set_new(e, "lastErrorAt", meta_json(m->st, "embed_error_at"));
+            json_object_set_new(e, "lastErrorAt", meta_json(m->lite->st, "embed_error_at"));
             char w[1200];
             snprintf(w, sizeof w, "last embedding failed: %s", json_string_value(le));
             json_array_append_new(warnings, json_string(w));
@@ -143,7 +144,7 @@ int lite_status_json(mnemo *m, int deep, char **out)
     json_object_set_new(root, "db", db);
     json_t *warnings = json_array();
 
-    int rc = core_store(m);
+    int rc = lite_store(m);
     json_object_set_new(root, "indexed", json_boolean(rc == MNEMO_OK));
     if (rc == MNEMO_NOTFOUND) {
         json_array_append_new(warnings, json_string("no index yet; run: mnemo index"));
@@ -154,10 +155,10 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_array_append_new(warnings, json_string(core_errmsg(m)));
         rc = MNEMO_OK;
     } else {
-        sqlite3 *h = store_db(m->st);
+        sqlite3 *h = store_db(m->lite->st);
         json_object_set_new(db, "sizeBytes", json_integer(file_size(m->db_path) + file_size(side)));
         char *ver = NULL;
-        store_meta_get(m->st, "schema_version", &ver);
+        store_meta_get(m->lite->st, "schema_version", &ver);
         json_object_set_new(db, "schemaVersion", json_integer(ver ? (int)strtol(ver, NULL, 10) : 0));
         free(ver);
         json_object_set_new(root, "files",
@@ -166,13 +167,13 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_object_set_new(root, "bytes", json_integer(count(h, "SELECT coalesce(sum(size),0) "
                                                                  "FROM files WHERE status = 0")));
         json_t *last = json_object();
-        json_object_set_new(last, "at", meta_json(m->st, "last_sync_at"));
+        json_object_set_new(last, "at", meta_json(m->lite->st, "last_sync_at"));
         char *ms = NULL;
-        store_meta_get(m->st, "last_sync_ms", &ms);
+        store_meta_get(m->lite->st, "last_sync_ms", &ms);
         json_object_set_new(last, "durationMs", ms ? json_real(strtod(ms, NULL)) : json_null());
         free(ms);
         char *stats = NULL;
-        store_meta_get(m->st, "last_sync", &stats);
+        store_meta_get(m->lite->st, "last_sync", &stats);
         json_t *sj = stats ? json_loads(stats, 0, NULL) : NULL;
         free(stats);
         if (sj)
@@ -183,15 +184,15 @@ int lite_status_json(mnemo *m, int deep, char **out)
         /* The memory store: primary data, kept apart from the index. */
         json_t *mj = json_object();
         json_object_set_new(mj, "path", json_string(m->mem_path));
-        if (m->mem_rc) {
-            json_object_set_new(mj, "error", json_string(m->mem_err));
-            json_array_append_new(warnings, json_string(m->mem_err));
+        if (m->lite->mem_rc) {
+            json_object_set_new(mj, "error", json_string(m->lite->mem_err));
+            json_array_append_new(warnings, json_string(m->lite->mem_err));
         } else {
             json_object_set_new(mj, "count", json_integer(count(h, "SELECT count(*) FROM "
                                                                    "memories WHERE deleted_at "
                                                                    "IS NULL")));
             char *bw = NULL;
-            store_mem_meta_get(m->st, "backup_at", &bw);
+            store_mem_meta_get(m->lite->st, "backup_at", &bw);
             json_object_set_new(mj, "lastBackup",
                                 bw ? time_json_iso(strtod(bw, NULL)) : json_null());
             free(bw);
@@ -199,7 +200,7 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_object_set_new(root, "memories", mj);
 
         json_t *tokj = json_object();
-        json_t *lang = meta_json(m->st, "language");
+        json_t *lang = meta_json(m->lite->st, "language");
         const char *cl = cfg_str(m->cfg, CFG_LANGUAGE);
         if (json_is_string(lang) && strcmp(json_string_value(lang), cl) != 0) {
             char w[256];
@@ -216,8 +217,8 @@ int lite_status_json(mnemo *m, int deep, char **out)
                                                     cfg_num(m->cfg, CFG_BM25_B)));
         json_object_set_new(root, "tokenizer", tokj);
         char *ct = NULL, *co = NULL;
-        store_meta_get(m->st, "chunk_tokens", &ct);
-        store_meta_get(m->st, "chunk_overlap", &co);
+        store_meta_get(m->lite->st, "chunk_tokens", &ct);
+        store_meta_get(m->lite->st, "chunk_overlap", &co);
         json_object_set_new(root, "chunking", json_pack("{s:i,s:i}", "tokens", ct ? (int)strtol(ct, NULL, 10) : 0,
                                                         "overlap", co ? (int)strtol(co, NULL, 10) : 0));
         free(ct);
@@ -246,49 +247,4 @@ int lite_status_json(mnemo *m, int deep, char **out)
     *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);
     return *out ? rc : MNEMO_NOMEM;
-}
-
-typedef struct tokj {
-    json_t *arr;
-} tokj;
-
-static int tok_json_fn(void *ud, int flags, const char *token, int len, int start, int end)
-{
-    tokj *t = ud;
-    json_t *flagsj = json_array();
-    if (flags & TOKF_WHOLE)
-        json_array_append_new(flagsj, json_string("whole"));
-    if (flags & TOKF_PART)
-        json_array_append_new(flagsj, json_string("part"));
-    if (flags & TOKF_CJK)
-        json_array_append_new(flagsj, json_string("cjk"));
-    if (flags & TOKF_STOP)
-        json_array_append_new(flagsj, json_string("stop"));
-    json_array_append_new(t->arr, json_pack("{s:s%,s:i,s:i,s:o}", "token", token, (size_t)len,
-                                            "start", start, "end", end, "flags", flagsj));
-    return 0;
-}
-
-int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    tok *t = NULL;
-    /* Use the index's language when there is an index, else the config's. */
-    int rc = core_qtok(m, &t);
-    tok *own = NULL;
-    if (rc) {
-        rc = tok_new(cfg_str(m->cfg, CFG_LANGUAGE), cfg_bool(m->cfg, CFG_STOP_WORDS), &own);
-        if (rc)
-            return core_error(m, rc, "cannot create the tokenizer");
-        t = own;
-    }
-    core_clear(m);
-    tokj tj = {json_array()};
-    rc = tok_run(t, text, strlen(text), query, tok_json_fn, &tj);
-    tok_free(own);
-    if (!rc)
-        *out = json_dumps(tj.arr, JSON_COMPACT);
-    json_decref(tj.arr);
-    return rc ? rc : (*out ? MNEMO_OK : MNEMO_NOMEM);
 }

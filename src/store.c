@@ -11,6 +11,7 @@
  * parameterised.
  */
 #include "store.h"
+#include "sync.h"
 
 #include "mfilter.h"
 
@@ -988,7 +989,7 @@ int store_meta_set(store *s, const char *key, const char *val)
     return run(s, st);
 }
 
-int store_files_load(store *s, store_file **out, size_t *n)
+int store_files_load(store *s, sync_file **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -1000,18 +1001,18 @@ int store_files_load(store *s, store_file **out, size_t *n)
     if (rc != SQLITE_OK)
         return store_code(rc);
     size_t cap = 0, count = 0;
-    store_file *v = NULL;
+    sync_file *v = NULL;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (count == cap) {
             cap = cap ? cap * 2 : 256;
-            store_file *nv = realloc(v, cap * sizeof *nv);
+            sync_file *nv = realloc(v, cap * sizeof *nv);
             if (!nv) {
                 rc = SQLITE_NOMEM;
                 break;
             }
             v = nv;
         }
-        store_file *f = &v[count];
+        sync_file *f = &v[count];
         memset(f, 0, sizeof *f);
         f->id = sqlite3_column_int64(st, 0);
         f->path = store_col_dup(st, 1);
@@ -1019,7 +1020,7 @@ int store_files_load(store *s, store_file **out, size_t *n)
         f->mtime_ns = sqlite3_column_int64(st, 3);
         const char *h = (const char *)sqlite3_column_text(st, 4);
         snprintf(f->hash, sizeof f->hash, "%s", h ? h : "");
-        f->ok = sqlite3_column_int(st, 5) == STORE_FILE_OK;
+        f->ok = sqlite3_column_int(st, 5) == SYNC_FILE_OK;
         const char *src = (const char *)sqlite3_column_text(st, 6);
         f->sessions = src && strcmp(src, "sessions") == 0;
         if (!f->path) {
@@ -1030,21 +1031,12 @@ int store_files_load(store *s, store_file **out, size_t *n)
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
-        store_files_free(v, count);
+        sync_files_free(v, count);
         return store_code(rc);
     }
     *out = v;
     *n = count;
     return MNEMO_OK;
-}
-
-void store_files_free(store_file *f, size_t n)
-{
-    if (!f)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(f[i].path);
-    free(f);
 }
 
 /* The words of a path as files_fts indexes them: without the memory/

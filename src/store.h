@@ -34,19 +34,6 @@ typedef struct store_settings {
     const char *workspace;
 } store_settings;
 
-/* One row of the files table, as loaded for a sync. */
-typedef struct store_file {
-    int64_t id;
-    char *path;
-    int64_t size, mtime_ns;
-    char hash[HASH_HEX_LEN + 1];
-    int ok;       /* indexed (1) or skipped (0) */
-    int sessions; /* a transcript */
-    int seen;
-} store_file;
-
-enum { STORE_FILE_OK = 0, STORE_FILE_SKIPPED = 1 };
-
 /* Opens an existing index at PATH. MNEMO_NOTFOUND when there is none (no
  * file, an empty file, or an empty database); MNEMO_CORRUPT when the file is
  * not SQLite, not a mnemo index, damaged, or from a newer mnemo; messages
@@ -113,10 +100,9 @@ int store_mem_meta_set(store *s, const char *key, const char *val);
 int store_meta_get(store *s, const char *key, char **val);
 int store_meta_set(store *s, const char *key, const char *val);
 
-/* Loads every file row. Caller frees with store_files_free(). */
-int store_files_load(store *s, store_file **out, size_t *n);
-void store_files_free(store_file *f, size_t n);
-
+/* Loads every file row. Caller frees with sync_files_free(). */
+struct sync_file;
+int store_files_load(store *s, struct sync_file **out, size_t *n);
 int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns,
                       const char *hash, int status, const char *reason, int sessions, int64_t *id);
 int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,

@@ -13,30 +13,46 @@
 
 #include "mnemo.h"
 #include "prep.h"
-#include "store.h"
+#include "util/hash.h"
 
 /* Where a sync writes. Each operation returns MNEMO_OK or an error with
  * its message already on the handle. KNOWN is the stored row of the file
  * (from load), or NULL for a file not stored yet. */
+/* One stored file (a row of the files table), as a backend loads it, as loaded for a sync. */
+typedef struct sync_file {
+    int64_t id;
+    char *path;
+    int64_t size, mtime_ns;
+    char hash[HASH_HEX_LEN + 1];
+    int ok;       /* indexed (1) or skipped (0) */
+    int sessions; /* a transcript */
+    int seen;
+} sync_file;
+
+enum { SYNC_FILE_OK = 0, SYNC_FILE_SKIPPED = 1 };
+
+/* Frees what a sink's load returned. */
+void sync_files_free(sync_file *f, size_t n);
+
 typedef struct sync_sink {
-    /* Every stored file; *FILES freed with store_files_free. */
-    int (*load)(void *ud, store_file **files, size_t *n);
+    /* Every stored file; *FILES freed with sync_files_free. */
+    int (*load)(void *ud, sync_file **files, size_t *n);
     /* A file not indexed, with REASON (its chunks, if any, go). */
-    int (*skip)(void *ud, const store_file *known, const char *path, int64_t size,
+    int (*skip)(void *ud, const sync_file *known, const char *path, int64_t size,
                 int64_t mtime_ns, const char *reason, int sessions);
     /* Same content as stored: only size and mtime change. */
-    int (*touch)(void *ud, const store_file *f, int64_t size, int64_t mtime_ns,
+    int (*touch)(void *ud, const sync_file *f, int64_t size, int64_t mtime_ns,
                  const char *hash);
     /* F moved to PATH with the same content: its chunks stay. */
-    int (*rename)(void *ud, const store_file *f, const char *path, int64_t size,
+    int (*rename)(void *ud, const sync_file *f, const char *path, int64_t size,
                   int64_t mtime_ns, const char *hash);
     /* New or changed content: the file row and its chunks from IT (valid
      * only during the call). *REMOVED and *ADDED count the chunks. */
-    int (*write)(void *ud, const store_file *known, const char *path, int64_t size,
+    int (*write)(void *ud, const sync_file *known, const char *path, int64_t size,
                  int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
                  size_t *added);
     /* F left the roots. */
-    int (*remove)(void *ud, const store_file *f);
+    int (*remove)(void *ud, const sync_file *f);
 } sync_sink;
 
 /* Runs the walk of a sync for M into SINK (with UD), counting in STATS

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "lite.h"
 #include "query.h"
 #include "test.h"
 
@@ -392,10 +393,10 @@ typedef struct hits_copy {
 static void collect_with(mnemo *m, const char *sql, const query *q, int64_t lo, int64_t hi,
                          hits_copy *out)
 {
-    fts_rank *r = store_rank(m->st);
+    fts_rank *r = store_rank(m->lite->st);
     fts_rank_reset(r, q->nphrase);
     sqlite3_stmt *st = NULL;
-    ASSERT_EQ(sqlite3_prepare_v2(store_db(m->st), sql, -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(store_db(m->lite->st), sql, -1, &st, NULL), SQLITE_OK);
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, lo);
     sqlite3_bind_int64(st, 3, hi);
@@ -437,7 +438,7 @@ TEST(search_phrase_lists_equal_row_by_row_collection)
     mnemo *m = test_open("ws", "db.sqlite", NULL);
     test_sync(m);
     tok *t;
-    ASSERT_OK(core_qtok(m, &t));
+    ASSERT_OK(lite_qtok(m, &t));
     uint64_t s = 11;
     size_t nonempty = 0, excluded = 0, ranged = 0, rows = 0;
     for (int i = 0; i < 300; i++) {
@@ -510,7 +511,7 @@ TEST(search_kept_lengths_follow_index_changes)
         for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
             mnemo_free(test_search_json(a, qs[i], 10));
         sqlite3_stmt *st = NULL;
-        ASSERT_EQ(sqlite3_prepare_v2(store_db(a->st),
+        ASSERT_EQ(sqlite3_prepare_v2(store_db(a->lite->st),
                                      "SELECT DISTINCT f.path FROM chunks c JOIN files f ON "
                                      "f.id = c.file_id ORDER BY c.id DESC LIMIT 5",
                                      -1, &st, NULL),
