@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errcode.h"
 #include "util/time.h"
 
 int core_error(mnemo *m, int code, const char *fmt, ...)

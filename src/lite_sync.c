@@ -20,21 +20,14 @@
 #include <dirent.h>
 
 #include "backend.h"
-#include "chunk.h"
 #include "errcode.h"
-#include "prep.h"
 #include "sync.h"
-#include "core.h"
 #include "lite.h"
-#include "util/hash.h"
 #include "util/lock.h"
-#include "util/map.h"
 #include "util/time.h"
-#include "util/utf8.h"
 #include "memvec.h"
 #include "recover.h"
 #include "vectors.h"
-#include "walk.h"
 
 typedef struct sync_ctx {
     mnemo *m;

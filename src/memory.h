@@ -152,8 +152,6 @@ typedef struct mem_searcher {
     int (*load)(mnemo *m, mcand *c);
 } mem_searcher;
 
-extern const mem_searcher mem_lite_searcher;
-
 /* mnemo_memory_search and mnemo_memory_recall over BE. */
 int mem_search(mnemo *m, const char *text, const char *options, const mem_searcher *be,
                char **out);

@@ -243,11 +243,6 @@ static json_t *scope_opts(const char *user, const char *agent, const char *run, 
     return o;
 }
 
-int lite_memory_recall(mnemo *m, const char *options, char **out)
-{
-    return mem_recall(m, options, &mem_lite_searcher, out);
-}
-
 int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out)
 {
     *out = NULL;

@@ -11,10 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunk.h"
 #include "core.h"
 #include "errcode.h"
-#include "prep.h"
 #include "sync.h"
 #include "util/map.h"
 #include "walk.h"
