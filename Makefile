@@ -47,7 +47,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/util/jsonvec.c \
           src/util/time.c src/util/lock.c src/util/io.c src/util/dl.c \
           src/errcode.c src/tok.c src/bm25.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/lite.c src/walk.c \
-          src/prep.c src/sync.c src/lite_sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/pg.c src/pgsource.c src/pgconn.c src/pgschema.c src/pgstore.c src/pgmem.c src/pgtext.c src/embed_http.c src/mfilter.c src/secrets.c src/memory.c src/memlite.c src/recover.c src/memvec.c src/msearch.c src/lite_msearch.c src/mrecall.c src/vectors.c src/rank.c src/recall.c src/lite_recall.c src/sanitize.c src/transcript.c src/snippet.c src/results.c src/search.c src/lite_search.c src/get.c src/status.c src/watch.c src/nudge.c src/mnemo.c
+          src/prep.c src/sync.c src/lite_sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/dsn.c src/pg.c src/pgsource.c src/pgconn.c src/pgschema.c src/pgstore.c src/pgmem.c src/pgtext.c src/embed_http.c src/mfilter.c src/secrets.c src/memory.c src/memlite.c src/recover.c src/memvec.c src/msearch.c src/lite_msearch.c src/mrecall.c src/vectors.c src/provider.c src/rank.c src/recall.c src/lite_recall.c src/sanitize.c src/transcript.c src/snippet.c src/results.c src/search.c src/lite_search.c src/get.c src/status.c src/watch.c src/nudge.c src/mnemo.c
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_model.c cli/cmd_recall.c \
           cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \

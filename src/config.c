@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "errcode.h"
-#include "pg.h"
+#include "dsn.h"
 #include "tok.h"
 #include "util/buf.h"
 
@@ -398,7 +398,7 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
 {
     const char *name = keys[k].name;
     if (k == CFG_SOURCE_TABLE || k == CFG_SOURCE_PRIORITIES) {
-        if (*value && !pg_ident_valid(value)) {
+        if (*value && !dsn_ident_valid(value)) {
             seterr(err, "%s: '%s' is not a table name (letters, digits and _, optionally "
                         "schema.table)", name, value);
             return MNEMO_INVALID;
@@ -451,7 +451,7 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
                     seterr(err, "%s: unknown column role '%s' (id, content, source_type, "
                                 "embedding, created_at, updated_at)", name, key);
                     bad = 1;
-                } else if (!pg_ident_valid(s) || strchr(s, '.')) {
+                } else if (!dsn_ident_valid(s) || strchr(s, '.')) {
                     seterr(err, "%s: '%s' is not a column name (letters, digits and _)", name,
                            s);
                     bad = 1;
@@ -785,7 +785,7 @@ char *mnemo_config_json(const mnemo_config *c, int with_sources)
                 if (json_is_string(dsn)) {
                     buf red;
                     buf_init(&red, 0);
-                    pg_redact(&red, json_string_value(dsn), NULL);
+                    dsn_redact(&red, json_string_value(dsn), NULL);
                     json_object_set_new(jv, "dsn", json_string(red.data ? red.data : ""));
                     buf_cleanup(&red);
                 }

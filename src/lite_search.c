@@ -259,12 +259,12 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
 {
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0)
         return MNEMO_OK;
     buf err;
     buf_init(&err, 8192);
-    int rc = vectors_embedder(m, name, &v->e, &err);
+    int rc = provider_embedder(m, name, &v->e, &err);
     size_t qlen = strlen(qtext);
     if (!rc)
         rc = embed_texts(v->e, EMBED_QUERY, &qtext, &qlen, 1, &v->qv, &err);
@@ -280,7 +280,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     }
     /* Vectors of another provider, model or chunking are stale. */
     char ident[1024], *stored = NULL;
-    vectors_identity(m, v->e, ident, sizeof ident);
+    provider_identity(m, v->e, ident, sizeof ident);
     store_meta_get(m->lite->st, "vec_identity", &stored);
     if (!stored || strcmp(stored, ident) != 0) {
         char reason[1200];

@@ -146,13 +146,13 @@ static int embed_phase(mnemo *m, store *st, const mnemo_sync_opts *opts, mnemo_s
 {
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0)
         return MNEMO_OK;
     buf err;
     buf_init(&err, 8192);
     embedder *e = NULL;
-    int rc = vectors_embedder(m, name, &e, &err);
+    int rc = provider_embedder(m, name, &e, &err);
     if (!rc)
         rc = vectors_sync(m, st, m->db_path, e, opts, stats, &err);
     if (!rc)
@@ -461,7 +461,7 @@ static int settings_changed(mnemo *m, const char **why)
         char *v = NULL;
         if (store_meta_get(m->lite->st, checks[i].meta, &v))
             return 0;
-        const char *want = checks[i].key == -1   ? STORE_INDEX_RULES
+        const char *want = checks[i].key == -1   ? PREP_INDEX_RULES
                            : checks[i].key == -2 ? m->workspace
                                                  : cfg_str(m->cfg, checks[i].key);
         int differs = !v || strcmp(v, want) != 0;

@@ -19,14 +19,14 @@ embedder *memvec_embedder(mnemo *m, buf *err)
 {
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0)
         return NULL;
     embedder *e = NULL;
-    if (vectors_embedder(m, name, &e, err))
+    if (provider_embedder(m, name, &e, err))
         return NULL;
     char ident[1024], *stored = NULL;
-    vectors_identity(m, e, ident, sizeof ident);
+    provider_identity(m, e, ident, sizeof ident);
     store_mem_meta_get(m->lite->st, "vec_identity", &stored);
     int same = stored && strcmp(stored, ident) == 0;
     free(stored);

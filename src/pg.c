@@ -101,108 +101,8 @@ static void load(void)
 }
 
 /* ----------------------------------------------------------------------
- * Redaction and identifiers
+ * Identifiers
  * -------------------------------------------------------------------- */
-
-static int ci_prefix(const char *s, const char *p)
-{
-    for (; *p; s++, p++)
-        if (tolower((unsigned char)*s) != *p)
-            return 0;
-    return 1;
-}
-
-void pg_redact(buf *out, const char *s, const char *secret)
-{
-    buf tmp;
-    buf_init(&tmp, 0);
-    const char *p = s ? s : "";
-    while (*p) {
-        /* scheme://user:SECRET@host */
-        if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
-            const char *u = p + 3, *end = u;
-            while (*end && *end != '/' && *end != '?' && *end != ' ' && *end != '\n' &&
-                   *end != '"' && *end != '\'')
-                end++;
-            const char *at = NULL;
-            for (const char *q = u; q < end; q++)
-                if (*q == '@')
-                    at = q;
-            const char *colon = at ? memchr(u, ':', (size_t)(at - u)) : NULL;
-            if (colon) {
-                buf_append(&tmp, p, (size_t)(colon + 1 - p));
-                buf_puts(&tmp, "***");
-                p = at;
-                continue;
-            }
-            buf_append(&tmp, p, 3);
-            p += 3;
-            continue;
-        }
-        /* password=VALUE, password = 'VAL UE', ?password=VALUE */
-        if (ci_prefix(p, "password") &&
-            (p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_'))) {
-            const char *q = p + 8;
-            while (*q == ' ')
-                q++;
-            if (*q == '=') {
-                q++;
-                while (*q == ' ')
-                    q++;
-                if (*q == '\'' || *q == '"') {
-                    char quote = *q++;
-                    while (*q && *q != quote) {
-                        if (*q == '\\' && q[1])
-                            q++;
-                        q++;
-                    }
-                    if (*q)
-                        q++;
-                } else {
-                    while (*q && *q != ' ' && *q != '&' && *q != '\n' && *q != '\t')
-                        q++;
-                }
-                buf_puts(&tmp, "password=***");
-                p = q;
-                continue;
-            }
-        }
-        buf_putc(&tmp, *p++);
-    }
-    const char *t = tmp.data ? tmp.data : "";
-    size_t sl = secret ? strlen(secret) : 0;
-    if (sl >= 3) { /* shorter "secrets" would shred ordinary words */
-        const char *hit;
-        while ((hit = strstr(t, secret)) != NULL) {
-            buf_append(out, t, (size_t)(hit - t));
-            buf_puts(out, "***");
-            t = hit + sl;
-        }
-    }
-    buf_puts(out, t);
-    buf_cleanup(&tmp);
-}
-
-static int part_valid(const char *s, size_t n)
-{
-    if (n == 0 || n > 63 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-            return 0;
-    return 1;
-}
-
-int pg_ident_valid(const char *name)
-{
-    if (!name)
-        return 0;
-    const char *dot = strchr(name, '.');
-    if (!dot)
-        return part_valid(name, strlen(name));
-    return !strchr(dot + 1, '.') && part_valid(name, (size_t)(dot - name)) &&
-           part_valid(dot + 1, strlen(dot + 1));
-}
 
 void pg_quote_ident(buf *b, const char *name)
 {
@@ -412,7 +312,7 @@ int pg_connect(const pg_target *t, int statement_timeout_ms, pg_conn **out, buf 
         buf_puts(&raw, pq.error_message(c));
         while (raw.len && (raw.data[raw.len - 1] == '\n' || raw.data[raw.len - 1] == ' '))
             raw.data[--raw.len] = 0;
-        pg_redact(err, raw.data, pq.pass(c));
+        dsn_redact(err, raw.data, pq.pass(c));
         buf_cleanup(&raw);
         pq.finish(c);
         rc = MNEMO_UNAVAILABLE;
@@ -433,7 +333,7 @@ int pg_connect(const pg_target *t, int statement_timeout_ms, pg_conn **out, buf 
     PGresult *r = pq.exec(c, setup);
     if (!r || pq.result_status(r) != PGRES_COMMAND_OK) {
         buf_puts(err, "PostgreSQL session setup failed: ");
-        pg_redact(err, r ? pq.result_error_message(r) : pq.error_message(c), pq.pass(c));
+        dsn_redact(err, r ? pq.result_error_message(r) : pq.error_message(c), pq.pass(c));
         if (r)
             pq.clear(r);
         pg_close(pc);
@@ -507,7 +407,7 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
     pc->sqlstate[0] = 0;
     if (!pq.send_query_params(c, sql, n, NULL, params, NULL, NULL, 0)) {
         buf_puts(err, "PostgreSQL: ");
-        pg_redact(err, pq.error_message(c), pq.pass(c));
+        dsn_redact(err, pq.error_message(c), pq.pass(c));
         return MNEMO_UNAVAILABLE;
     }
     double deadline = time_mono() + timeout_ms / 1000.0;
@@ -528,7 +428,7 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
          * connection is not usable any more. */
         buf_puts(err, timed_out ? "PostgreSQL query timed out" : "PostgreSQL connection lost: ");
         if (!timed_out)
-            pg_redact(err, pq.error_message(c), pq.pass(c));
+            dsn_redact(err, pq.error_message(c), pq.pass(c));
         if (last)
             pq.clear(last);
         return timed_out ? MNEMO_TIMEOUT : MNEMO_UNAVAILABLE;
@@ -542,7 +442,7 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
             rc = MNEMO_TIMEOUT;
         } else {
             buf_puts(err, "PostgreSQL: ");
-            pg_redact(err, last ? pq.result_error_message(last) : pq.error_message(c), pq.pass(c));
+            dsn_redact(err, last ? pq.result_error_message(last) : pq.error_message(c), pq.pass(c));
             while (err->len && (err->data[err->len - 1] == '\n'))
                 err->data[--err->len] = 0;
             rc = pq.status(c) == CONNECTION_OK ? MNEMO_DB : MNEMO_UNAVAILABLE;

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "dsn.h"
 #include "util/buf.h"
 
 typedef struct pg_conn pg_conn;
@@ -62,19 +63,9 @@ int pg_isnull(const pg_rows *r, size_t row, int col);
 void pg_rows_free(pg_rows *r);
 
 /* Appends NAME as an SQL identifier, each dot-separated part double-quoted
- * ("schema"."table"). NAME must have passed pg_ident_valid. */
+ * ("schema"."table"). NAME must have passed dsn_ident_valid. */
 void pg_quote_ident(buf *b, const char *name);
 
-/* 1 when NAME is one identifier or schema.identifier, each part
- * [A-Za-z_][A-Za-z0-9_]* of at most 63 bytes. The only names mnemo puts
- * into SQL. */
-int pg_ident_valid(const char *name);
-
-/* Copies S to OUT with credentials removed: the password of a URI
- * (scheme://user:SECRET@host), password=VALUE pairs (quoted or not, also
- * as URI query parameters), and every occurrence of SECRET when it is not
- * NULL or "". */
-void pg_redact(buf *out, const char *s, const char *secret);
 
 /* Parses an env file: KEY=VALUE lines, '#' comments, blank lines, an
  * optional "export " prefix, values optionally in single or double quotes.

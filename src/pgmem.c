@@ -54,7 +54,7 @@
 #include "rank.h"
 #include "tok.h"
 #include "util/buf.h"
-#include "vectors.h"
+#include "provider.h"
 
 #define RETRIES 5
 #define POOL 200          /* vector candidates, as on SQLite */
@@ -379,12 +379,12 @@ static int vec_setup(mnemo *m, vecsetup *v)
     memset(v, 0, sizeof *v);
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0)
         return 0;
     buf err;
     buf_init(&err, 4096);
-    int rc = vectors_embedder(m, name, &v->e, &err);
+    int rc = provider_embedder(m, name, &v->e, &err);
     buf_cleanup(&err);
     const char *why;
     if (rc || !v->e || !pgschema_vectors(m, &why) ||
@@ -393,7 +393,7 @@ static int vec_setup(mnemo *m, vecsetup *v)
         v->e = NULL;
         return 0;
     }
-    vectors_identity(m, v->e, v->ident, sizeof v->ident);
+    provider_identity(m, v->e, v->ident, sizeof v->ident);
     return 1;
 }
 
@@ -496,7 +496,7 @@ static int drop_vectors(mnemo *m, const char *cond, const char *param)
     buf_init(&sql, 0);
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
         const char *name = pg_value(r, i, 0);
-        if (!pg_ident_valid(name))
+        if (!dsn_ident_valid(name))
             continue;
         buf_reset(&sql);
         buf_printf(&sql,

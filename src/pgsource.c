@@ -32,7 +32,7 @@
 #include "results.h"
 #include "util/time.h"
 #include "util/utf8.h"
-#include "vectors.h"
+#include "provider.h"
 
 #define STATEMENT_TIMEOUT_MS 2000
 #define QUERY_DEADLINE_MS 2500
@@ -147,7 +147,7 @@ dims:
     if (s->dims && s->dims != qdims) {
         char name[32];
         int explicit_;
-        vectors_resolve(m, name, &explicit_);
+        provider_resolve(m, name, &explicit_);
         buf_printf(err,
                    "the embeddings in %s have %d dimensions, the query's %d (%s "
                    "%s): configure "
@@ -214,7 +214,7 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
     read_cfg(m, &c);
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0) {
         buf_puts(err, "no embedding provider is configured to embed the query (set provider "
                       "and model, e.g. openai and text-embedding-3-small)");
@@ -223,7 +223,7 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
     embedder *e = NULL;
     float *qv = NULL;
     size_t qlen = strlen(query);
-    int rc = vectors_embedder(m, name, &e, err);
+    int rc = provider_embedder(m, name, &e, err);
     if (!rc)
         rc = embed_texts(e, EMBED_QUERY, &query, &qlen, 1, &qv, err);
     if (rc)
@@ -400,7 +400,7 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
     /* The local index answers; the results say why. */
     buf reason;
     buf_init(&reason, 8192);
-    pg_redact(&reason, err.len ? err.data : errcode_text(rc), NULL);
+    dsn_redact(&reason, err.len ? err.data : errcode_text(rc), NULL);
     buf_cleanup(&err);
     rc = local(m, query, opts, out);
     if (rc == MNEMO_OK)

@@ -62,7 +62,7 @@
 #include "search.h"
 #include "sync.h"
 #include "util/time.h"
-#include "vectors.h"
+#include "provider.h"
 
 #define POOL_MIN 200
 #define BATCH_FILES 200     /* files per commit */
@@ -867,7 +867,7 @@ static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
 {
     char name[32], ident[1024] = "";
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     const char *note = "";
     int rc = MNEMO_OK;
     buf err;
@@ -884,10 +884,10 @@ static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
             m->warn.err = 0;
             buf_puts(&m->warn, note);
             stats->embed_warning = m->warn.data;
-        } else if ((rc = vectors_embedder(m, name, &e, &err))) {
+        } else if ((rc = provider_embedder(m, name, &e, &err))) {
             core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
         } else {
-            vectors_identity(m, e, ident, sizeof ident);
+            provider_identity(m, e, ident, sizeof ident);
             rc = embed_missing(m, tenant, e, ident, stats);
         }
         if (rc) {
@@ -931,7 +931,7 @@ static int check_settings(mnemo *m, const char *tenant, int force, const char **
     snprintf(ct, sizeof ct, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_TOKENS));
     snprintf(co, sizeof co, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_OVERLAP));
     const char *lang = cfg_str(m->cfg, CFG_LANGUAGE);
-    const char *p[5] = {tenant, lang, ct, co, STORE_INDEX_RULES};
+    const char *p[5] = {tenant, lang, ct, co, PREP_INDEX_RULES};
     pg_rows *r = NULL;
     int rc = q(m, "reading the corpus",
                "SELECT language, chunk_tokens, chunk_overlap, index_rules FROM mnemo_corpus "
@@ -949,7 +949,7 @@ static int check_settings(mnemo *m, const char *tenant, int force, const char **
             *why = "the chunk size changed";
         else if (strcmp(pg_value(r, 0, 2), co) != 0)
             *why = "the chunk overlap changed";
-        else if (strcmp(pg_value(r, 0, 3), STORE_INDEX_RULES) != 0)
+        else if (strcmp(pg_value(r, 0, 3), PREP_INDEX_RULES) != 0)
             *why = "it was built by a mnemo with other indexing rules";
     }
     int fresh = pg_nrows(r) == 0;
@@ -1918,7 +1918,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     mnemo *m = s->m;
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0)
         return MNEMO_OK;
     const char *why = NULL;
@@ -1928,7 +1928,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     buf_init(&err, 8192);
     embedder *e = NULL;
     float *qv = NULL;
-    int rc = vectors_embedder(m, name, &e, &err);
+    int rc = provider_embedder(m, name, &e, &err);
     size_t qlen = strlen(qtext);
     if (!rc)
         rc = embed_texts(e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err);
@@ -1943,7 +1943,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
         return rc;
     }
     buf_cleanup(&err);
-    vectors_identity(m, e, s->ident, sizeof s->ident);
+    provider_identity(m, e, s->ident, sizeof s->ident);
     s->dims = embed_dims(e);
     const char *p1[1] = {s->tenant};
     pg_rows *r = NULL;
@@ -2409,7 +2409,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     const char *why = NULL;
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     if (rc) {
         json_object_set_new(root, "indexed", json_false());
         json_object_set_new(root, "error", json_string(core_errmsg(m)));
@@ -2524,9 +2524,9 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
             buf err;
             buf_init(&err, 8192);
             embedder *em = NULL;
-            if (vectors_embedder(m, name, &em, &err) == MNEMO_OK) {
+            if (provider_embedder(m, name, &em, &err) == MNEMO_OK) {
                 char cur[1024];
-                vectors_identity(m, em, cur, sizeof cur);
+                provider_identity(m, em, cur, sizeof cur);
                 json_object_set_new(e, "model", json_string(embed_model(em)));
                 int stale = strcmp(cur, ident) != 0;
                 json_object_set_new(e, "stale", json_boolean(stale));

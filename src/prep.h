@@ -18,6 +18,11 @@
 #include "util/buf.h"
 #include "util/hash.h"
 
+/* The version of the rules that turn files into stored chunks and tokens
+ * (chunker, tokenizer, transcript flattening). An index built under other
+ * rules is rebuilt, as for a changed chunk size. */
+#define PREP_INDEX_RULES "1"
+
 typedef struct prep_input {
     char *abs;              /* absolute path, owned by the caller */
     int entries;            /* entry-mode chunking */

@@ -54,7 +54,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
 {
     char name[32];
     int explicit_;
-    vectors_resolve(m, name, &explicit_);
+    provider_resolve(m, name, &explicit_);
     json_t *e = json_object();
     json_object_set_new(e, "provider", json_string(name));
     json_object_set_new(e, "configured", json_string(cfg_str(m->cfg, CFG_PROVIDER)));
@@ -83,7 +83,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     buf err;
     buf_init(&err, 8192);
     embedder *em = NULL;
-    int rc = vectors_embedder(m, name, &em, &err);
+    int rc = provider_embedder(m, name, &em, &err);
     if (rc) {
         json_object_set_new(e, "error", json_string(err.len ? err.data : errcode_text(rc)));
         json_array_append_new(warnings, json_string(err.len ? err.data : errcode_text(rc)));
@@ -112,7 +112,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     json_object_set_new(e, "dims", json_integer(embed_dims(em)));
     if (h) {
         char ident[1024];
-        vectors_identity(m, em, ident, sizeof ident);
+        provider_identity(m, em, ident, sizeof ident);
         json_t *stored = json_object_get(e, "identity");
         int stale = embed_dims(em) && (!json_is_string(stored) ||
                                        strcmp(json_string_value(stored), ident) != 0);

@@ -682,7 +682,7 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     if ((rc = store_meta_set(s, "schema_version", num)) ||
         (rc = store_meta_set(s, "mnemo_version", MNEMO_VERSION)) ||
         (rc = store_meta_set(s, "language", set->language)) ||
-        (rc = store_meta_set(s, "index_rules", STORE_INDEX_RULES)))
+        (rc = store_meta_set(s, "index_rules", PREP_INDEX_RULES)))
         goto sqlfail;
     snprintf(num, sizeof num, "%d", set->chunk_tokens);
     if ((rc = store_meta_set(s, "chunk_tokens", num)))

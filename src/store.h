@@ -21,11 +21,6 @@
 #define STORE_APP_ID 0x6d6e6d6f
 #define STORE_MEM_APP_ID 0x6d6e6d6d
 
-/* The version of the rules that turn files into stored chunks and tokens
- * (chunker, tokenizer, transcript flattening). An index built under other
- * rules is rebuilt, as for a changed chunk size. */
-#define STORE_INDEX_RULES "1"
-
 typedef struct store store;
 
 typedef struct store_settings {

@@ -9,24 +9,12 @@
 #include <stdint.h>
 
 #include "embed.h"
+#include "provider.h"
 #include "mnemo.h"
 #include "store.h"
 #include "vec.h"
 
 typedef struct mnemo mnemo;
-
-/* The provider the configuration asks for: "none" (keyword on purpose),
- * a named provider (*explicit_ = 1), or for "auto" the first that is
- * configured: a static table named by `model`, then a remote provider whose
- * API key is in the environment; "none" when there is nothing. Writes the
- * name into NAME (32 bytes). */
-void vectors_resolve(mnemo *m, char *name, int *explicit_);
-
-/* Opens (once per handle) the embedder for provider NAME. */
-int vectors_embedder(mnemo *m, const char *name, embedder **out, buf *err);
-
-/* "provider|model|dims|chunking": vectors of another identity are stale. */
-void vectors_identity(mnemo *m, embedder *e, char *out, size_t n);
 
 /* Embeds every chunk of ST without a vector (after reusing the embedding
  * cache), committing batch by batch, and rewrites the matrix file. STATS

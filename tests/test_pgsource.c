@@ -26,7 +26,7 @@ static char *redact(const char *s, const char *secret)
 {
     buf b;
     buf_init(&b, 0);
-    pg_redact(&b, s, secret);
+    dsn_redact(&b, s, secret);
     return buf_detach(&b);
 }
 
@@ -186,9 +186,9 @@ TEST(pgsource_redact)
 
 TEST(pgsource_identifiers)
 {
-    ASSERT(pg_ident_valid("memory_embeddings"));
-    ASSERT(pg_ident_valid("public.memory_embeddings"));
-    ASSERT(pg_ident_valid("_t1"));
+    ASSERT(dsn_ident_valid("memory_embeddings"));
+    ASSERT(dsn_ident_valid("public.memory_embeddings"));
+    ASSERT(dsn_ident_valid("_t1"));
     static const char *const bad[] = {
         "",
         "1abc",
@@ -203,7 +203,7 @@ TEST(pgsource_identifiers)
         "tab\x01",
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        if (pg_ident_valid(bad[i]))
+        if (dsn_ident_valid(bad[i]))
             test_fail(__FILE__, __LINE__, "'%s' accepted", bad[i]);
     buf b;
     buf_init(&b, 0);
