@@ -47,11 +47,11 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/util/jsonvec.c \
           src/util/time.c src/util/lock.c src/util/io.c src/util/dl.c \
           src/errcode.c src/tok.c src/bm25.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/lite.c src/walk.c \
-          src/prep.c src/sync.c src/lite_sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/dsn.c src/pg.c src/pgsource.c src/pgconn.c src/pgschema.c src/pgstore.c src/pgmem.c src/pgtext.c src/embed_http.c src/mfilter.c src/secrets.c src/memory.c src/memlite.c src/recover.c src/memvec.c src/msearch.c src/lite_msearch.c src/mrecall.c src/vectors.c src/provider.c src/rank.c src/recall.c src/lite_recall.c src/sanitize.c src/transcript.c src/snippet.c src/results.c src/search.c src/lite_search.c src/get.c src/status.c src/watch.c src/nudge.c src/mnemo.c
+          src/prep.c src/sync.c src/lite_sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/dsn.c src/pg.c src/pgsource.c src/pgconn.c src/pgschema.c src/pgstore.c src/pgmem.c src/pgtext.c src/embed_http.c src/mfilter.c src/secrets.c src/memory.c src/memlite.c src/recover.c src/memvec.c src/msearch.c src/lite_msearch.c src/mrecall.c src/vectors.c src/provider.c src/rank.c src/recall.c src/lite_recall.c src/sanitize.c src/transcript.c src/snippet.c src/results.c src/search.c src/lite_search.c src/get.c src/status.c src/watch.c src/mnemo.c
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_model.c cli/cmd_recall.c \
           cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \
-          cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c
+          cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c cli/nudge.c
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
@@ -95,7 +95,7 @@ $(BUILD)/mnemo: $(CLI_OBJ) $(BUILD)/libmnemo.a
 
 # The test binary runs the CLI it was built with (golden tests).
 TEST_PKGS = libmicrohttpd
-$(BUILD)/tests/%.o: ALL_CFLAGS += -Ifuzz -DMNEMO_BIN='"$(abspath $(BUILD))/mnemo"' \
+$(BUILD)/tests/%.o: ALL_CFLAGS += -Ifuzz -Icli -DMNEMO_BIN='"$(abspath $(BUILD))/mnemo"' \
                                   -DMNEMO_SRC='"$(abspath .)"' $(shell pkg-config --cflags $(TEST_PKGS))
 $(BUILD)/fuzz/%.o: ALL_CFLAGS += -DLLVMFuzzerTestOneInput=$(notdir $*)_one -Icli
 $(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a

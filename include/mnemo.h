@@ -429,6 +429,11 @@ MNEMO_API int mnemo_model_import(mnemo *m, const char *src, const char *name, si
  * JSON array of {"token","start","end","flags"} objects. For debugging. */
 MNEMO_API int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out);
 
+/* 1 when code point CP belongs to a script written without spaces (Han,
+ * Kana, Hangul) and is tokenized by bigrams, 0 otherwise: the tokenizer's
+ * own rule, for integrations that look at text the same way. */
+MNEMO_API int mnemo_is_cjk(int32_t cp);
+
 #ifdef __cplusplus
 }
 #endif

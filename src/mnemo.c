@@ -29,6 +29,7 @@
 #include "vectors.h"
 #include "util/hash.h"
 #include "util/io.h"
+#include "util/utf8.h"
 
 const char *mnemo_strerror(int code) { return errcode_text(code); }
 
@@ -269,6 +270,8 @@ static int tok_json_fn(void *ud, int flags, const char *token, int len, int star
                                             "start", start, "end", end, "flags", flagsj));
     return 0;
 }
+
+int mnemo_is_cjk(int32_t cp) { return utf8_is_cjk(cp); }
 
 int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
 {

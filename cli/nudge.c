@@ -18,7 +18,6 @@
 #include <utf8proc.h>
 
 #include "mnemo.h"
-#include "util/utf8.h"
 
 enum { K_REPO, K_ISSUE, K_CAMEL, K_CAPS, K_CAPITAL, K_KATAKANA, K_REGEX };
 
@@ -317,6 +316,20 @@ static int is_letter(unsigned char c) { return is_upper(c) || is_lower(c); }
 
 /* The code point that ends just before byte I (-1 at the start or on an
  * invalid sequence). */
+/* The code point at S (N bytes on): its length, or 1 with *CP = -1 when
+ * the bytes there are not valid UTF-8. */
+static int decode(const char *s, size_t n, int32_t *cp)
+{
+    utf8proc_int32_t c;
+    utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &c);
+    if (l <= 0) {
+        *cp = -1;
+        return 1;
+    }
+    *cp = c;
+    return (int)l;
+}
+
 static int32_t cp_before(const char *s, size_t i)
 {
     if (i == 0)
@@ -325,7 +338,7 @@ static int32_t cp_before(const char *s, size_t i)
     while (j > 0 && i - j < 4 && ((unsigned char)s[j] & 0xC0) == 0x80)
         j--;
     int32_t cp;
-    int len = utf8_decode(s + j, i - j, &cp);
+    int len = decode(s + j, i - j, &cp);
     return (size_t)len == i - j ? cp : -1;
 }
 
@@ -334,7 +347,7 @@ static int32_t cp_at(const char *s, size_t len, size_t i)
     if (i >= len)
         return -1;
     int32_t cp;
-    utf8_decode(s + i, len - i, &cp);
+    decode(s + i, len - i, &cp);
     return cp;
 }
 
@@ -342,7 +355,7 @@ static int32_t cp_at(const char *s, size_t len, size_t i)
  * an ASCII run touching one is part of a longer word, not a word itself. */
 static int foreign_letter(int32_t cp)
 {
-    if (cp < 0x80 || utf8_is_cjk(cp))
+    if (cp < 0x80 || mnemo_is_cjk(cp))
         return 0;
     utf8proc_category_t c = utf8proc_category(cp);
     return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL ||
@@ -659,14 +672,14 @@ static void find_katakana(const char *s, size_t len, size_t rank, spans *out, in
     size_t i = 0;
     while (i < len) {
         int32_t cp;
-        int l = utf8_decode(s + i, len - i, &cp);
+        int l = decode(s + i, len - i, &cp);
         if (!katakana_letter(cp)) {
             i += (size_t)l;
             continue;
         }
         size_t a = i, end = i, letters = 0;
         while (i < len) {
-            l = utf8_decode(s + i, len - i, &cp);
+            l = decode(s + i, len - i, &cp);
             if (katakana_letter(cp)) {
                 letters++;
                 i += (size_t)l;
@@ -713,7 +726,7 @@ static void find_regex(const char *s, size_t len, const regex_t *re, size_t rank
             off = me;
         else if (off < len) { /* empty match: step over one code point */
             int32_t cp;
-            off += (size_t)utf8_decode(s + off, len - off, &cp);
+            off += (size_t)decode(s + off, len - off, &cp);
         } else
             return;
     }
@@ -856,7 +869,7 @@ char *nudge_shorten(const char *text, size_t maxcp)
             break;
         }
         int32_t cp;
-        int l = utf8_decode(text + i, len - i, &cp);
+        int l = decode(text + i, len - i, &cp);
         if (cp < 0) { /* invalid byte: dropped, the quote stays valid UTF-8 */
             i++;
             continue;
