@@ -5,8 +5,8 @@
  * of operations: sync, search, get, status, the recall triggers of the
  * entry files, and the structured-memory operations. Two implementations:
  *
- *   backend_sqlite    (mnemo.c) the embedded index file (store.c, sync.c, search.c,
- *                     memlite.c, msearch.c ...), the default;
+ *   backend_sqlite    the embedded index file (store/sqlite/, lite.h), the
+ *                     default;
  *   backend_postgres  mnemo's own schema on a PostgreSQL server through
  *                     libpq (pgstore.c for files and chunks, pgmem.c for
  *                     memories), selected by config store
@@ -51,29 +51,5 @@ typedef struct backend_ops {
     int (*memory_recover)(mnemo *m, const char *path, char **out); /* NULL: not here */
     void (*close)(mnemo *m); /* frees what the backend keeps on the handle */
 } backend_ops;
-
-/* Connects to the configured PostgreSQL server: store.dsn, then pgEnvFile
- * (~/ is the home folder, a relative path is in the workspace), then libpq's
- * own environment. WRITABLE 0 gives a read-only session. Errors as
- * pg_connect, with a redacted message in ERR. */
-/* The SQLite implementations (the files named in the comment above). */
-int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
-int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
-int lite_status_json(mnemo *m, int deep, char **out);
-int lite_recall_triggers(mnemo *m, const char *message, char **out);
-int lite_memory_add(mnemo *m, const char *record, char **out);
-int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out);
-int lite_memory_delete(mnemo *m, const char *id);
-int lite_memory_purge(mnemo *m, const char *id, size_t *purged);
-int lite_memory_get(mnemo *m, const char *id, char **out);
-int lite_memory_confirm(mnemo *m, const char *id, char **out);
-int lite_memory_history(mnemo *m, const char *id, char **out);
-int lite_memory_list(mnemo *m, const char *options, char **out);
-int lite_memory_search(mnemo *m, const char *query, const char *options, char **out);
-int lite_memory_recall(mnemo *m, const char *options, char **out);
-int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
-int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                       size_t *skipped);
-int lite_memory_recover(mnemo *m, const char *path, char **out);
 
 #endif
