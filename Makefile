@@ -14,7 +14,7 @@ CC       ?= cc
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 # libcurl is loaded at run time, when a remote embedding provider is first
-# used (src/curl_dl.c), and libpq when PostgreSQL is first used (src/pg.c):
+# used (src/embed/curl_dl.c), and libpq when PostgreSQL is first used (src/store/postgres/pg.c):
 # only their headers are needed to build.
 PKGS      = sqlite3 libutf8proc jansson libxxhash zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libcurl libpq)
@@ -43,11 +43,29 @@ OPT = -O1
 endif
 
 # ---- sources: the one list ------------------------------------------------
+# The library, one layer a line, bottom up (docs/design.md): each layer
+# includes and calls only itself and the layers listed before it.
 LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util/glob.c \
-          src/util/jsonvec.c \
-          src/util/time.c src/util/lock.c src/util/io.c src/util/dl.c \
-          src/errcode.c src/tok.c src/bm25.c src/fts.c src/chunk.c src/config.c src/store.c src/core.c src/lite.c src/walk.c \
-          src/prep.c src/sync.c src/lite_sync.c src/query.c src/vec.c src/model.c src/embed.c src/curl_dl.c src/dsn.c src/pg.c src/pgsource.c src/pgconn.c src/pgschema.c src/pgstore.c src/pgmem.c src/pgtext.c src/embed_http.c src/mfilter.c src/secrets.c src/memory.c src/memlite.c src/recover.c src/memvec.c src/msearch.c src/lite_msearch.c src/mrecall.c src/vectors.c src/provider.c src/rank.c src/recall.c src/lite_recall.c src/sanitize.c src/transcript.c src/snippet.c src/results.c src/search.c src/lite_search.c src/get.c src/status.c src/watch.c src/mnemo.c
+          src/util/jsonvec.c src/util/time.c src/util/lock.c src/util/io.c src/util/dl.c \
+          src/util/errcode.c \
+          src/text/tok.c src/text/bm25.c src/text/chunk.c src/text/query.c src/text/dsn.c \
+          src/text/mfilter.c src/text/secrets.c src/text/recover.c src/text/sanitize.c \
+          src/text/transcript.c src/text/snippet.c \
+          src/embed/vec.c src/embed/model.c src/embed/embed.c src/embed/curl_dl.c \
+          src/embed/embed_http.c \
+          src/engine/config.c src/engine/core.c src/engine/walk.c src/engine/prep.c \
+          src/engine/sync.c src/engine/memory.c src/engine/msearch.c src/engine/mrecall.c \
+          src/engine/provider.c src/engine/rank.c src/engine/recall.c src/engine/results.c \
+          src/engine/search.c src/engine/get.c src/engine/watch.c \
+          src/store/sqlite/fts.c src/store/sqlite/store.c src/store/sqlite/lite.c \
+          src/store/sqlite/lite_sync.c src/store/sqlite/memlite.c src/store/sqlite/memvec.c \
+          src/store/sqlite/lite_msearch.c src/store/sqlite/vectors.c \
+          src/store/sqlite/lite_recall.c src/store/sqlite/lite_search.c src/store/sqlite/status.c \
+          src/store/postgres/pg.c src/store/postgres/pgsource.c src/store/postgres/pgconn.c \
+          src/store/postgres/pgschema.c src/store/postgres/pgstore.c src/store/postgres/pgmem.c \
+          src/store/postgres/pgtext.c \
+          src/mnemo.c
+LIB_HDR = $(shell find src -name '*.h')
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_model.c cli/cmd_recall.c \
           cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \
@@ -164,17 +182,17 @@ uninstall:
 # ---- checks -----------------------------------------------------------------
 BANNED = '\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|atof|strtok)\s*\('
 lint:
-	@! grep -nE $(BANNED) $(LIB_SRC) $(CLI_SRC) src/*.h src/util/*.h || \
+	@! grep -nE $(BANNED) $(LIB_SRC) $(CLI_SRC) $(LIB_HDR) || \
 	  (echo "banned functions used (see above)"; exit 1)
 	@scripts/check-api-calls
-	@scripts/check-cycles
+	@scripts/check-layers
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	  --suppress=unknownMacro \
 	  -D_GNU_SOURCE -Iinclude -Isrc src cli
 
 format:
 	clang-format -i $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(FUZZ_HARNESS) $(BENCH_SRC) \
-	  include/*.h src/*.h src/util/*.h cli/*.h tests/*.h
+	  include/*.h $(LIB_HDR) cli/*.h tests/*.h
 
 clean:
 	rm -rf build

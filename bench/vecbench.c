@@ -18,7 +18,7 @@
 #endif
 #include <pthread.h>
 
-#include "vec.h"
+#include "embed/vec.h"
 
 static double now(void)
 {

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "memory.h"
+#include "engine/core.h"
+#include "engine/memory.h"
 #include "mnemo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

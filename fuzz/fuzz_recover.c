@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fts.h"
-#include "recover.h"
+#include "store/sqlite/fts.h"
+#include "text/recover.h"
 #include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

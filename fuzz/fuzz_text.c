@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sanitize.h"
-#include "secrets.h"
-#include "transcript.h"
+#include "text/sanitize.h"
+#include "text/secrets.h"
+#include "text/transcript.h"
 #include "util/buf.h"
 #include "util/utf8.h"
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "chunk.h"
+#include "text/chunk.h"
 #include "test.h"
 #include "util/utf8.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "embed.h"
+#include "embed/embed.h"
 #include "provider_server.h"
 #include "test.h"
 #include "util/time.h"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mfilter.h"
+#include "text/mfilter.h"
 #include "test.h"
 #include "util/time.h"
 #include "util/utf8.h"

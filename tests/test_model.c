@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-#include "model.h"
+#include "embed/model.h"
 #include "test.h"
 #include "util/buf.h"
 

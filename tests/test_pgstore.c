@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "pgtext.h"
+#include "store/postgres/pgtext.h"
 #include "util/buf.h"
 
 static long count_rows(const char *sql)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank.h"
+#include "engine/rank.h"
 #include "util/hash.h"
 #include "test.h"
 #include "util/utf8.h"

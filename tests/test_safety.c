@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fts.h"
+#include "store/sqlite/fts.h"
 #include "test.h"
 
 static long long q_int(const char *path, const char *sql)

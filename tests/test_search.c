@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "lite.h"
-#include "query.h"
+#include "engine/core.h"
+#include "store/sqlite/lite.h"
+#include "text/query.h"
 #include "test.h"
 
 static mnemo *setup_with(const char *kv)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "fts.h"
+#include "store/sqlite/fts.h"
 #include "test.h"
 
 static long long db_int(const char *sql)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "test.h"
-#include "tok.h"
+#include "text/tok.h"
 #include "util/buf.h"
 #include "util/utf8.h"
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sanitize.h"
+#include "text/sanitize.h"
 #include "test.h"
-#include "transcript.h"
+#include "text/transcript.h"
 
 static char *clean(const char *s)
 {

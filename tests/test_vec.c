@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "test.h"
-#include "vec.h"
+#include "embed/vec.h"
 
 static uint64_t rng = 42;
 static float frand(void)

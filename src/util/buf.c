@@ -1,7 +1,7 @@
 /*
  * buf.c - growable byte buffer with a hard cap (see buf.h).
  */
-#include "buf.h"
+#include "util/buf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

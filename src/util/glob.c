@@ -3,7 +3,7 @@
  * backtracking; patterns are short and user-written, and recursion depth
  * is bounded by the pattern length.
  */
-#include "glob.h"
+#include "util/glob.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /*
  * hash.c - XXH3 hashing (see hash.h). xxhash is used header-only.
  */
-#include "hash.h"
+#include "util/hash.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -1,7 +1,7 @@
 /*
  * io.c - small POSIX I/O helpers (see io.h).
  */
-#include "io.h"
+#include "util/io.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * the path to a vector are skipped but still checked for well-formedness,
  * so truncated or broken answers are errors, never half-read.
  */
-#include "jsonvec.h"
+#include "util/jsonvec.h"
 
 #include <math.h>
 #include <stdint.h>

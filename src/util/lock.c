@@ -1,7 +1,7 @@
 /*
  * lock.c - flock-based writer lock (see lock.h).
  */
-#include "lock.h"
+#include "util/lock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,12 +1,12 @@
 /*
  * map.c - string -> size_t hash map with linear probing (see map.h).
  */
-#include "map.h"
+#include "util/map.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "util/hash.h"
 #include "mnemo.h"
 
 void map_init(map *m) { memset(m, 0, sizeof *m); }

@@ -2,7 +2,7 @@
  * time.c - ISO 8601 and clocks (see time.h). Dates are converted with
  * days_from_civil so no time zone state (TZ, localtime) is involved.
  */
-#include "time.h"
+#include "util/time.h"
 
 #include <stdio.h>
 #include <time.h>

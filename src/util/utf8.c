@@ -1,7 +1,7 @@
 /*
  * utf8.c - UTF-8 decoding, repair and CJK classification (see utf8.h).
  */
-#include "utf8.h"
+#include "util/utf8.h"
 
 int utf8_decode(const char *s, size_t n, int32_t *cp)
 {

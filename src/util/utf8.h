@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "util/buf.h"
 
 /* Decodes the code point at S (N bytes available). Returns its length in
  * bytes (1..4) and stores it in *cp; an invalid or truncated sequence yields

@@ -1,0 +1,273 @@
+/*
+ * embed.c - the embedding interface, provider defaults, and the static
+ * (in-process table) provider. HTTP providers live in embed_http.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "embed/embed.h"
+#include "embed/embed_http.h"
+#include "util/errcode.h"
+#include "mnemo.h"
+#include "embed/vec.h"
+
+typedef struct provider_def {
+    const char *name;
+    int wire;
+    const char *base_url;
+    const char *key_env;
+    const char *model;
+    int dims;       /* of the default model; 0 = learn */
+    int max_inputs; /* per request */
+} provider_def;
+
+static const provider_def providers[] = {
+    {"static", WIRE_STATIC, "", NULL, "", 0, 0},
+    {"openai", WIRE_OPENAI, "https://api.openai.com/v1", "OPENAI_API_KEY",
+     "text-embedding-3-small", 1536, 2048},
+    {"openai-compatible", WIRE_OPENAI, "", NULL, "", 0, 2048},
+    {"ollama", WIRE_OLLAMA, "http://127.0.0.1:11434", NULL, "nomic-embed-text", 0, 512},
+    {"gemini", WIRE_GEMINI, "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY",
+     "gemini-embedding-001", 3072, 100},
+    {"voyage", WIRE_OPENAI, "https://api.voyageai.com/v1", "VOYAGE_API_KEY", "voyage-3.5", 1024,
+     1000},
+    {"mistral", WIRE_OPENAI, "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "mistral-embed", 1024,
+     512},
+};
+
+/* Dimensions of well-known models, for providers that serve several. */
+static const struct {
+    const char *model;
+    int dims;
+} known_models[] = {
+    {"text-embedding-3-small", 1536}, {"text-embedding-3-large", 3072},
+    {"text-embedding-ada-002", 1536}, {"text-embedding-004", 768},
+    {"gemini-embedding-001", 3072},   {"voyage-3", 1024},
+    {"voyage-3.5", 1024},             {"voyage-3-lite", 512},
+    {"voyage-3.5-lite", 1024},        {"mistral-embed", 1024},
+};
+
+static const provider_def *find_provider(const char *name)
+{
+    for (size_t i = 0; i < sizeof providers / sizeof *providers; i++)
+        if (strcmp(providers[i].name, name) == 0)
+            return &providers[i];
+    return NULL;
+}
+
+const char *embed_api_key(const char *provider, const char *key_env, const char **var)
+{
+    const provider_def *p = find_provider(provider);
+    int own = !key_env || !*key_env;
+    const char *name = own ? (p ? p->key_env : NULL) : key_env;
+    if (var)
+        *var = name;
+    const char *key = name ? getenv(name) : NULL;
+    if ((!key || !*key) && own && p && p->wire == WIRE_GEMINI)
+        key = getenv("GOOGLE_API_KEY");
+    return key && *key ? key : NULL;
+}
+
+char *embed_table_path(const char *models_dir, const char *name)
+{
+    struct stat st;
+    buf b;
+    buf_init(&b, 8192);
+    if (strchr(name, '/') || stat(name, &st) == 0) {
+        buf_puts(&b, name);
+    } else {
+        size_t n = strlen(name);
+        buf_printf(&b, "%s/%s%s", models_dir ? models_dir : ".", name,
+                   n > 4 && strcmp(name + n - 4, ".mnv") == 0 ? "" : ".mnv");
+    }
+    return buf_detach(&b);
+}
+
+static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
+
+void embed_close(embedder *e)
+{
+    if (!e)
+        return;
+    if (e->http)
+        embed_http_close(e);
+    model_close(e->table);
+    tok_free(e->tok);
+    free(e->provider);
+    free(e->model);
+    free(e->base_url);
+    if (e->key) {
+        memset(e->key, 0, strlen(e->key)); /* do not leave keys in freed memory */
+        free(e->key);
+    }
+    free(e->headers_json);
+    free(e->qtype);
+    free(e->dtype);
+    free(e->qprefix);
+    free(e->dprefix);
+    free(e);
+}
+
+int embed_open(const embed_cfg *c, embedder **out, buf *err)
+{
+    *out = NULL;
+    const provider_def *p = find_provider(c->provider ? c->provider : "");
+    if (!p) {
+        buf_printf(err, "unknown embedding provider '%s' (static, openai, openai-compatible, "
+                        "ollama, gemini, voyage, mistral, none, auto)",
+                   c->provider ? c->provider : "");
+        return MNEMO_INVALID;
+    }
+    embedder *e = calloc(1, sizeof *e);
+    if (!e)
+        return MNEMO_NOMEM;
+    int rc = MNEMO_OK;
+    e->wire = p->wire;
+    e->provider = strdup(p->name);
+    e->model = strdup(c->model && *c->model ? c->model : p->model);
+    e->base_url = strdup(c->base_url && *c->base_url ? c->base_url : p->base_url);
+    e->headers_json = dup_or_empty(c->headers_json);
+    e->qtype = dup_or_empty(c->query_input_type);
+    e->dtype = dup_or_empty(c->document_input_type);
+    e->qprefix = dup_or_empty(c->query_prefix);
+    e->dprefix = dup_or_empty(c->document_prefix);
+    if (!e->provider || !e->model || !e->base_url || !e->headers_json || !e->qtype ||
+        !e->dtype || !e->qprefix || !e->dprefix) {
+        rc = MNEMO_NOMEM;
+        goto fail;
+    }
+    e->batch_bytes = c->batch_bytes > 0 ? c->batch_bytes : 8000;
+    e->max_inputs = p->max_inputs;
+    e->concurrency = p->wire == WIRE_OLLAMA ? 1 : (c->concurrency > 0 ? c->concurrency : 4);
+    e->query_timeout_ms = c->query_timeout_ms > 0 ? c->query_timeout_ms : 10000;
+    e->batch_timeout_ms = c->batch_timeout_ms > 0 ? c->batch_timeout_ms : 120000;
+
+    if (p->wire == WIRE_STATIC) {
+        if (!*e->model) {
+            buf_printf(err, "static: no table configured; import one with `mnemo model import "
+                            "FILE` and set model to its name");
+            rc = MNEMO_INVALID;
+            goto fail;
+        }
+        char *path = embed_table_path(c->models_dir, e->model);
+        if (!path) {
+            rc = MNEMO_NOMEM;
+            goto fail;
+        }
+        buf merr;
+        buf_init(&merr, 4096);
+        rc = model_open(path, &e->table, &merr);
+        if (rc == MNEMO_NOTFOUND)
+            buf_printf(err, "static: no embedding table %s (import one with: mnemo model import "
+                            "FILE --name %s)",
+                       path, e->model);
+        else if (rc)
+            buf_printf(err, "static: %s", merr.data ? merr.data : errcode_text(rc));
+        buf_cleanup(&merr);
+        free(path);
+        if (rc) {
+            rc = rc == MNEMO_NOTFOUND ? MNEMO_UNAVAILABLE : rc;
+            goto fail;
+        }
+        e->dims = model_dims(e->table);
+        e->dims_fixed = 1;
+        if ((rc = tok_new("none", 0, &e->tok)))
+            goto fail;
+        *out = e;
+        return MNEMO_OK;
+    }
+
+    if (!*e->base_url) {
+        buf_printf(err, "%s: baseUrl is required (e.g. http://127.0.0.1:8080/v1)", p->name);
+        rc = MNEMO_INVALID;
+        goto fail;
+    }
+    const char *key_env;
+    const char *key = embed_api_key(p->name, c->api_key_env, &key_env);
+    if (key_env) {
+        if (!key) {
+            buf_printf(err, "%s: no API key (set %s)", p->name, key_env);
+            rc = MNEMO_UNAVAILABLE;
+            goto fail;
+        }
+        if (!(e->key = strdup(key))) {
+            rc = MNEMO_NOMEM;
+            goto fail;
+        }
+    }
+    if (c->dims > 0) {
+        e->dims = c->dims;
+        e->dims_fixed = 1;
+        e->send_dims = 1;
+    } else {
+        for (size_t i = 0; i < sizeof known_models / sizeof *known_models; i++)
+            if (strcmp(known_models[i].model, e->model) == 0) {
+                e->dims = known_models[i].dims;
+                e->dims_fixed = 1;
+            }
+    }
+    if ((rc = embed_http_open(e, err)))
+        goto fail;
+    *out = e;
+    return MNEMO_OK;
+fail:
+    embed_close(e);
+    return rc;
+}
+
+const char *embed_provider(const embedder *e) { return e->provider; }
+const char *embed_model(const embedder *e) { return e->model; }
+int embed_dims(const embedder *e) { return e->dims; }
+
+void embed_counters(const embedder *e, long *requests, long *inputs)
+{
+    if (requests)
+        *requests = e->requests;
+    if (inputs)
+        *inputs = e->inputs;
+}
+
+static int static_texts(embedder *e, int type, const char *const *texts, const size_t *lens,
+                        size_t n, float **out)
+{
+    size_t d = (size_t)e->dims;
+    float *v = malloc((n ? n : 1) * d * sizeof *v);
+    if (!v)
+        return MNEMO_NOMEM;
+    const char *prefix = type == EMBED_QUERY ? e->qprefix : e->dprefix;
+    buf tmp;
+    buf_init(&tmp, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *t = texts[i];
+        size_t len = lens[i];
+        if (*prefix) {
+            buf_reset(&tmp);
+            buf_puts(&tmp, prefix);
+            buf_append(&tmp, texts[i], lens[i]);
+            if (buf_err(&tmp)) {
+                buf_cleanup(&tmp);
+                free(v);
+                return MNEMO_NOMEM;
+            }
+            t = tmp.data;
+            len = tmp.len;
+        }
+        model_embed(e->table, e->tok, t, len, v + i * d);
+    }
+    buf_cleanup(&tmp);
+    e->requests++;
+    e->inputs += (long)n;
+    *out = v;
+    return MNEMO_OK;
+}
+
+int embed_texts(embedder *e, int type, const char *const *texts, const size_t *lens, size_t n,
+                float **out, buf *err)
+{
+    *out = NULL;
+    if (e->wire == WIRE_STATIC)
+        return static_texts(e, type, texts, lens, n, out);
+    return embed_http_texts(e, type, texts, lens, n, out, err);
+}

@@ -1,0 +1,71 @@
+/*
+ * embed.h - embedding providers behind one interface.
+ *
+ * Providers: "static" (an imported table, in process), and over HTTP
+ * "openai", "openai-compatible", "ollama", "gemini", "voyage", "mistral".
+ * Every vector returned is L2-normalised, so cosine similarity is a dot
+ * product. Remote providers batch inputs (by bytes and by the provider's
+ * input limit), keep up to `concurrency` requests in flight on kept-alive
+ * connections, split a batch the server rejects as too large, and retry:
+ * network errors and 5xx three tries with exponential backoff and jitter
+ * (0.5 s to 8 s), 429 up to five tries honouring Retry-After. A response with
+ * the wrong number of vectors or the wrong dimension is an error. API keys
+ * are read from the environment and never appear in messages.
+ */
+#ifndef MNEMO_EMBED_H
+#define MNEMO_EMBED_H
+
+#include <stddef.h>
+
+#include "embed/embed_types.h"
+#include "util/buf.h"
+
+typedef struct embed_cfg {
+    const char *provider;      /* a provider name, not "auto" or "none" */
+    const char *model;         /* "" = the provider's default */
+    const char *base_url;      /* "" = the provider's default */
+    const char *api_key_env;   /* "" = the provider's default variable */
+    const char *headers_json;  /* JSON object of extra headers, or "" */
+    int dims;                  /* 0 = the model's default */
+    const char *query_input_type, *document_input_type; /* "" = provider default */
+    const char *query_prefix, *document_prefix;
+    int batch_bytes;           /* UTF-8 bytes per request */
+    int concurrency;           /* requests in flight (ollama: 1) */
+    int query_timeout_ms, batch_timeout_ms;
+    const char *models_dir;    /* where `mnemo model import` puts static tables */
+} embed_cfg;
+
+
+/* Opens a provider. MNEMO_INVALID for an unknown provider or missing
+ * setting, MNEMO_UNAVAILABLE for a missing API key or table; ERR says which. */
+int embed_open(const embed_cfg *c, embedder **out, buf *err);
+void embed_close(embedder *e);
+
+const char *embed_provider(const embedder *e);
+const char *embed_model(const embedder *e);
+/* Dimensions: known at open for static tables and configured or known
+ * models, otherwise learned from the first response (0 until then). */
+int embed_dims(const embedder *e);
+
+/* Embeds TEXTS[0..N) (LENS[i] bytes each) as queries or documents. On
+ * success *OUT holds N x dims floats (caller frees with free()). Errors:
+ * MNEMO_HTTP, MNEMO_TIMEOUT, MNEMO_UNAVAILABLE, MNEMO_INVALID (bad
+ * response), with "provider: what happened" in ERR. */
+int embed_texts(embedder *e, int type, const char *const *texts, const size_t *lens, size_t n,
+                float **out, buf *err);
+
+/* Statistics since open: requests sent (including retries) and inputs. */
+void embed_counters(const embedder *e, long *requests, long *inputs);
+
+/* PROVIDER's API key from the environment: the variable KEY_ENV names
+ * when KEY_ENV is set (non-empty), else the provider's own (for gemini
+ * GEMINI_API_KEY, then GOOGLE_API_KEY). NULL when it is unset or empty, or
+ * when the provider takes no key. *VAR (may be NULL) receives the variable
+ * to name in an error, NULL for a provider without one. */
+const char *embed_api_key(const char *provider, const char *key_env, const char **var);
+
+/* Resolves a static table name to a path: an existing file as given, else
+ * MODELS_DIR/NAME.mnv. Caller frees. */
+char *embed_table_path(const char *models_dir, const char *name);
+
+#endif

@@ -1,0 +1,690 @@
+/*
+ * embed_http.c - embedding over HTTP with libcurl (see embed.h for the
+ * policy: batching, concurrency, splitting, retries, validation).
+ *
+ * One curl multi handle per embedder keeps connections alive across calls.
+ * A call plans batches, then runs a small scheduler: up to `concurrency`
+ * requests in flight, each finished request either fills its rows of the
+ * output, is queued again (retry after a delay, or split in two), or fails
+ * the whole call.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "embed/curl_dl.h"
+#include "embed/embed_http.h"
+#include "util/jsonvec.h"
+#include "mnemo.h"
+#include "util/time.h"
+#include "embed/vec.h"
+
+#define MAX_CONCURRENCY 16
+#define MAX_RESPONSE (256u << 20)
+#define NET_TRIES 3
+#define RATE_TRIES 5
+#define BACKOFF_MIN 0.5
+#define BACKOFF_MAX 8.0
+
+/* libcurl, loaded by the first embed_http_open(). */
+static const curl_api *C;
+
+struct http_state {
+    CURLM *multi;
+    struct curl_slist *headers;
+    uint64_t rng;
+};
+
+typedef struct job {
+    size_t first, count;
+    int tries;      /* failed attempts so far (network/5xx) */
+    int rate_tries; /* 429 answers so far */
+    double not_before;
+} job;
+
+typedef struct slot {
+    CURL *easy;
+    job j;
+    buf req, resp;
+    double retry_after; /* seconds, < 0 when absent */
+    int busy;
+} slot;
+
+typedef struct call {
+    embedder *e;
+    int type;
+    const char *const *texts;
+    const size_t *lens;
+    size_t n;
+    float *out;
+    job *queue;
+    size_t nq, capq;
+    slot slots[MAX_CONCURRENCY];
+    int nslots;
+    double deadline; /* queries: give up after this (monotonic), 0 = none */
+    long timeout_ms;
+    buf *err;
+    int rc;
+} call;
+
+/* ----------------------------------------------------------------------
+ * Set-up
+ * -------------------------------------------------------------------- */
+
+int embed_http_open(embedder *e, buf *err)
+{
+    char why[256];
+    if (!(C = curl_api_get(why, sizeof why))) {
+        buf_printf(err, "%s: %s", e->provider, why);
+        return MNEMO_UNAVAILABLE;
+    }
+    http_state *h = calloc(1, sizeof *h);
+    if (!h)
+        return MNEMO_NOMEM;
+    h->multi = C->multi_init();
+    h->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(time_wall() * 1e6);
+    if (!h->multi) {
+        free(h);
+        return MNEMO_NOMEM;
+    }
+    C->multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)MAX_CONCURRENCY);
+    struct curl_slist *hd = C->slist_append(NULL, "Content-Type: application/json");
+    buf line;
+    buf_init(&line, 16384);
+    if (e->key) {
+        if (e->wire == WIRE_GEMINI)
+            buf_printf(&line, "x-goog-api-key: %s", e->key);
+        else
+            buf_printf(&line, "Authorization: Bearer %s", e->key);
+        hd = C->slist_append(hd, line.data);
+        memset(line.data, 0, line.len);
+    }
+    if (*e->headers_json) {
+        json_error_t je;
+        json_t *o = json_loads(e->headers_json, 0, &je);
+        const char *k;
+        json_t *v;
+        if (!json_is_object(o)) {
+            buf_printf(err, "%s: headers must be a JSON object of strings", e->provider);
+            json_decref(o);
+            buf_cleanup(&line);
+            C->slist_free_all(hd);
+            C->multi_cleanup(h->multi);
+            free(h);
+            return MNEMO_INVALID;
+        }
+        json_object_foreach(o, k, v)
+        {
+            buf_reset(&line);
+            buf_printf(&line, "%s: %s", k, json_is_string(v) ? json_string_value(v) : "");
+            hd = C->slist_append(hd, line.data);
+        }
+        json_decref(o);
+    }
+    buf_cleanup(&line);
+    h->headers = hd;
+    e->http = h;
+    return MNEMO_OK;
+}
+
+void embed_http_close(embedder *e)
+{
+    http_state *h = e->http;
+    if (!h)
+        return;
+    /* The slist holds the key: wipe it before freeing. */
+    for (struct curl_slist *s = h->headers; s; s = s->next)
+        memset(s->data, 0, strlen(s->data));
+    C->slist_free_all(h->headers);
+    C->multi_cleanup(h->multi);
+    free(h);
+    e->http = NULL;
+}
+
+/* ----------------------------------------------------------------------
+ * Requests and responses
+ * -------------------------------------------------------------------- */
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    buf *b = ud;
+    return buf_append(b, p, size * n) ? 0 : size * n;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    slot *s = ud;
+    size_t len = size * n;
+    if (len > 12 && strncasecmp(p, "retry-after:", 12) == 0) {
+        char tmp[32];
+        size_t m = len - 12 < sizeof tmp - 1 ? len - 12 : sizeof tmp - 1;
+        memcpy(tmp, p + 12, m);
+        tmp[m] = 0;
+        char *end;
+        double v = strtod(tmp, &end);
+        if (end != tmp && v >= 0)
+            s->retry_after = v > 300 ? 300 : v;
+    }
+    return len;
+}
+
+static const char *input_type(const embedder *e, int type)
+{
+    const char *t = type == EMBED_QUERY ? e->qtype : e->dtype;
+    if (*t)
+        return t;
+    if (strcmp(e->provider, "voyage") == 0)
+        return type == EMBED_QUERY ? "query" : "document";
+    if (e->wire == WIRE_GEMINI)
+        return type == EMBED_QUERY ? "RETRIEVAL_QUERY" : "RETRIEVAL_DOCUMENT";
+    return NULL;
+}
+
+static json_t *input_text(const call *c, size_t i)
+{
+    const char *prefix = c->type == EMBED_QUERY ? c->e->qprefix : c->e->dprefix;
+    if (!*prefix)
+        return json_stringn_nocheck(c->texts[i], c->lens[i]);
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, prefix);
+    buf_append(&b, c->texts[i], c->lens[i]);
+    json_t *j = buf_err(&b) ? NULL : json_stringn_nocheck(b.data, b.len);
+    buf_cleanup(&b);
+    return j;
+}
+
+static int build_request(call *c, const job *j, buf *out, buf *url)
+{
+    embedder *e = c->e;
+    json_t *root = json_object(), *inputs = json_array();
+    const char *itype = input_type(e, c->type);
+    if (e->wire == WIRE_GEMINI) {
+        buf name;
+        buf_init(&name, 4096);
+        buf_printf(&name, "models/%s", e->model);
+        for (size_t i = j->first; i < j->first + j->count; i++) {
+            json_t *r = json_pack("{s:s,s:{s:[{s:o}]}}", "model", name.data ? name.data : "",
+                                  "content", "parts", "text", input_text(c, i));
+            if (itype)
+                json_object_set_new(r, "taskType", json_string(itype));
+            if (e->send_dims)
+                json_object_set_new(r, "outputDimensionality", json_integer(e->dims));
+            json_array_append_new(inputs, r);
+        }
+        buf_cleanup(&name);
+        json_object_set_new(root, "requests", inputs);
+        buf_printf(url, "%s/models/%s:batchEmbedContents", e->base_url, e->model);
+    } else {
+        for (size_t i = j->first; i < j->first + j->count; i++)
+            json_array_append_new(inputs, input_text(c, i));
+        json_object_set_new(root, "model", json_string(e->model));
+        json_object_set_new(root, "input", inputs);
+        if (e->wire == WIRE_OLLAMA) {
+            if (e->send_dims)
+                json_object_set_new(root, "dimensions", json_integer(e->dims));
+            buf_printf(url, "%s/api/embed", e->base_url);
+        } else {
+            int voyage = strcmp(e->provider, "voyage") == 0;
+            int mistral = strcmp(e->provider, "mistral") == 0;
+            if (!voyage && !mistral)
+                json_object_set_new(root, "encoding_format", json_string("float"));
+            if (e->send_dims)
+                json_object_set_new(root, voyage ? "output_dimension" : "dimensions",
+                                    json_integer(e->dims));
+            if (itype)
+                json_object_set_new(root, "input_type", json_string(itype));
+            buf_printf(url, "%s/embeddings", e->base_url);
+        }
+    }
+    char *s = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    if (!s)
+        return MNEMO_NOMEM;
+    buf_reset(out);
+    buf_puts(out, s);
+    free(s);
+    return buf_err(out) || buf_err(url) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+/* Masks every occurrence of SECRET (MIN bytes or more) in B. */
+static void mask(buf *b, const char *secret, size_t min)
+{
+    size_t sl = secret ? strlen(secret) : 0;
+    if (sl < min || sl == 0 || !b->data)
+        return;
+    for (char *p = b->data; (p = strstr(p, secret)) != NULL; p += sl)
+        memset(p, '*', sl);
+}
+
+/* Copies the provider's error message out of BODY without a secret: the
+ * API key and every configured header value are masked in the whole text
+ * first, and only then is it cut to size, so no part of one survives
+ * wherever the server echoed it. */
+static void error_message(const embedder *e, const buf *body, char *out, size_t n)
+{
+    out[0] = 0;
+    json_t *j = body->data ? json_loadb(body->data, body->len, 0, NULL) : NULL;
+    const char *msg = NULL;
+    if (j) {
+        json_t *er = json_object_get(j, "error");
+        msg = json_is_string(er) ? json_string_value(er)
+                                 : json_string_value(json_object_get(er, "message"));
+        if (!msg)
+            msg = json_string_value(json_object_get(j, "message"));
+        if (!msg)
+            msg = json_string_value(json_object_get(j, "detail"));
+    }
+    buf t;
+    buf_init(&t, 1u << 24);
+    if (msg)
+        buf_puts(&t, msg);
+    else if (body->data && body->len)
+        buf_append(&t, body->data, body->len);
+    json_decref(j);
+    if (!t.data) {
+        buf_cleanup(&t);
+        return;
+    }
+    mask(&t, e->key, 1);
+    json_t *h = *e->headers_json ? json_loads(e->headers_json, 0, NULL) : NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(h, k, v)
+    {
+        const char *hv = json_string_value(v);
+        mask(&t, hv, 8);
+        /* "Bearer TOKEN": the token alone too */
+        const char *sp = hv ? strrchr(hv, ' ') : NULL;
+        mask(&t, sp ? sp + 1 : NULL, 8);
+    }
+    json_decref(h);
+    size_t len = t.len > 200 && !msg ? 200 : t.len;
+    snprintf(out, n, "%.*s", (int)len, t.data);
+    buf_cleanup(&t);
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+typedef struct rows {
+    call *c;
+    const job *j;
+    char msg[256];
+    unsigned char *seen;
+} rows;
+
+static int take_vector(void *ud, size_t index, const float *v, size_t d)
+{
+    rows *r = ud;
+    call *c = r->c;
+    embedder *e = c->e;
+    if (index >= r->j->count || r->seen[index]) {
+        snprintf(r->msg, sizeof r->msg, "%s: the response has a bad or repeated index %zu",
+                 e->provider, index);
+        return -1;
+    }
+    if (d == 0) {
+        snprintf(r->msg, sizeof r->msg, "%s: the response has an empty vector", e->provider);
+        return -1;
+    }
+    if (!e->dims) {
+        e->dims = (int)d; /* learned from the first answer */
+        float *nv = realloc(c->out, c->n * d * sizeof *nv);
+        if (!nv) {
+            snprintf(r->msg, sizeof r->msg, "%s: out of memory", e->provider);
+            return -1;
+        }
+        c->out = nv;
+    }
+    if (d != (size_t)e->dims) {
+        snprintf(r->msg, sizeof r->msg, "%s: the response has %zu dimensions, expected %d",
+                 e->provider, d, e->dims);
+        return -1;
+    }
+    float *dst = c->out + (r->j->first + index) * d;
+    memcpy(dst, v, d * sizeof *dst);
+    vec_normalize(dst, d);
+    r->seen[index] = 1;
+    return 0;
+}
+
+/* Parses a success response into rows j->first.. of c->out. */
+static int parse_response(call *c, const job *j, const buf *body)
+{
+    embedder *e = c->e;
+    /* One more than the expected dimension, so a longer vector is reported
+     * as a wrong dimension rather than cut. */
+    size_t cap = e->dims ? (size_t)e->dims + 1 : 65536;
+    float *scratch = malloc(cap * sizeof *scratch);
+    rows r = {c, j, "", calloc(j->count ? j->count : 1, 1)};
+    int rc = MNEMO_OK;
+    if (!scratch || !r.seen) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    int format = e->wire == WIRE_OLLAMA   ? JSONVEC_OLLAMA
+                 : e->wire == WIRE_GEMINI ? JSONVEC_GEMINI
+                                          : JSONVEC_OPENAI;
+    char jerr[256] = "";
+    long got = jsonvec_scan(body->data ? body->data : "", body->len, format, scratch, cap,
+                            take_vector, &r, jerr, sizeof jerr);
+    if (got < 0) {
+        if (r.msg[0])
+            buf_printf(c->err, "%s", r.msg);
+        else
+            buf_printf(c->err, "%s: %s in the response", e->provider, jerr);
+        rc = MNEMO_INVALID;
+    } else if ((size_t)got != j->count) {
+        buf_printf(c->err, "%s: the response has %ld vectors for %zu inputs", e->provider, got,
+                   j->count);
+        rc = MNEMO_INVALID;
+    } else {
+        e->inputs += (long)j->count;
+    }
+done:
+    free(scratch);
+    free(r.seen);
+    return rc;
+}
+
+/* Is this 4xx answer the server saying the batch is too large? */
+static int too_large(long status, const char *msg)
+{
+    if (status == 413)
+        return 1;
+    if (status != 400)
+        return 0;
+    static const char *const hints[] = {"too large",       "too long",     "maximum context",
+                                        "max tokens",      "token limit",  "too many tokens",
+                                        "batch size",      "too many inputs", "maximum request size",
+                                        "exceeds the limit"};
+    char low[512];
+    size_t n = strlen(msg);
+    if (n >= sizeof low)
+        n = sizeof low - 1;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)(msg[i] >= 'A' && msg[i] <= 'Z' ? msg[i] + 32 : msg[i]);
+    low[n] = 0;
+    for (size_t i = 0; i < sizeof hints / sizeof *hints; i++)
+        if (strstr(low, hints[i]))
+            return 1;
+    return 0;
+}
+
+/* ----------------------------------------------------------------------
+ * The scheduler
+ * -------------------------------------------------------------------- */
+
+static int push(call *c, job j, int front)
+{
+    if (c->nq == c->capq) {
+        size_t cap = c->capq ? c->capq * 2 : 16;
+        job *q = realloc(c->queue, cap * sizeof *q);
+        if (!q)
+            return MNEMO_NOMEM;
+        c->queue = q;
+        c->capq = cap;
+    }
+    if (front) {
+        memmove(c->queue + 1, c->queue, c->nq * sizeof *c->queue);
+        c->queue[0] = j;
+    } else {
+        c->queue[c->nq] = j;
+    }
+    c->nq++;
+    return MNEMO_OK;
+}
+
+static double jitter(http_state *h)
+{
+    h->rng ^= h->rng << 13;
+    h->rng ^= h->rng >> 7;
+    h->rng ^= h->rng << 17;
+    return 0.75 + 0.5 * (double)(h->rng >> 11) / 9007199254740992.0; /* 0.75 .. 1.25 */
+}
+
+static double backoff(call *c, int tries)
+{
+    double d = BACKOFF_MIN * pow(2.0, tries - 1) * jitter(c->e->http);
+    return d > BACKOFF_MAX ? BACKOFF_MAX : d;
+}
+
+static int start(call *c, slot *s, const job *j)
+{
+    buf url;
+    buf_init(&url, 65536);
+    int rc = build_request(c, j, &s->req, &url);
+    if (rc) {
+        buf_cleanup(&url);
+        return rc;
+    }
+    if (!s->easy && !(s->easy = C->easy_init())) {
+        buf_cleanup(&url);
+        return MNEMO_NOMEM;
+    }
+    CURL *h = s->easy;
+    C->easy_reset(h);
+    buf_reset(&s->resp);
+    s->resp.err = 0;
+    s->retry_after = -1;
+    s->j = *j;
+    C->easy_setopt(h, CURLOPT_URL, url.data);
+    C->easy_setopt(h, CURLOPT_HTTPHEADER, c->e->http->headers);
+    C->easy_setopt(h, CURLOPT_POSTFIELDS, s->req.data);
+    C->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
+    C->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    C->easy_setopt(h, CURLOPT_WRITEDATA, &s->resp);
+    C->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    C->easy_setopt(h, CURLOPT_HEADERDATA, s);
+    C->easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    C->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms < 10000 ? c->timeout_ms : 10000L);
+    C->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    C->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    C->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    C->easy_setopt(h, CURLOPT_USERAGENT, "mnemo/" MNEMO_VERSION);
+    C->easy_setopt(h, CURLOPT_PRIVATE, s);
+    buf_cleanup(&url);
+    if (C->multi_add_handle(c->e->http->multi, h) != CURLM_OK)
+        return MNEMO_NOMEM;
+    s->busy = 1;
+    c->e->requests++;
+    return MNEMO_OK;
+}
+
+static int fail(call *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(call *c, int rc, const char *fmt, ...)
+{
+    if (!c->rc) {
+        va_list ap;
+        va_start(ap, fmt);
+        buf_reset(c->err);
+        c->err->err = 0;
+        buf_vprintf(c->err, fmt, ap);
+        va_end(ap);
+        c->rc = rc;
+    }
+    return rc;
+}
+
+/* Decides what a finished request means. */
+static int finish(call *c, slot *s, CURLcode cc)
+{
+    embedder *e = c->e;
+    job j = s->j;
+    long status = 0;
+    C->easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+    double now = time_mono();
+    if (cc != CURLE_OK) {
+        j.tries++;
+        int timeout = cc == CURLE_OPERATION_TIMEDOUT;
+        if (j.tries >= NET_TRIES || (c->deadline && now + backoff(c, j.tries) > c->deadline))
+            return fail(c, timeout ? MNEMO_TIMEOUT : MNEMO_HTTP, "%s: %s (%s)", e->provider,
+                        timeout ? "timed out" : "network error", C->easy_strerror(cc));
+        j.not_before = now + backoff(c, j.tries);
+        return push(c, j, 1);
+    }
+    if (status >= 200 && status < 300) {
+        int rc = parse_response(c, &j, &s->resp);
+        if (rc)
+            c->rc = rc; /* message already in c->err */
+        return rc;
+    }
+    char msg[512];
+    error_message(e, &s->resp, msg, sizeof msg);
+    if (status == 429) {
+        j.rate_tries++;
+        if (j.rate_tries >= RATE_TRIES)
+            return fail(c, MNEMO_HTTP, "%s: 429 rate limited (%d tries): %s", e->provider,
+                        j.rate_tries, msg);
+        double wait = s->retry_after >= 0 ? s->retry_after : backoff(c, j.rate_tries);
+        if (c->deadline && now + wait > c->deadline)
+            return fail(c, MNEMO_TIMEOUT, "%s: 429 rate limited, retry after %.0f s: %s",
+                        e->provider, wait, msg);
+        j.not_before = now + wait;
+        return push(c, j, 1);
+    }
+    if (status >= 500) {
+        j.tries++;
+        if (j.tries >= NET_TRIES || (c->deadline && now + backoff(c, j.tries) > c->deadline))
+            return fail(c, MNEMO_HTTP, "%s: %ld server error (%d tries): %s", e->provider, status,
+                        j.tries, msg);
+        j.not_before = now + backoff(c, j.tries);
+        return push(c, j, 1);
+    }
+    if (too_large(status, msg)) {
+        if (j.count < 2)
+            return fail(c, MNEMO_HTTP, "%s: %ld input too large for the provider: %s",
+                        e->provider, status, msg);
+        job a = j, b = j;
+        a.count = j.count / 2;
+        b.first = j.first + a.count;
+        b.count = j.count - a.count;
+        a.not_before = b.not_before = 0;
+        int rc = push(c, b, 1);
+        return rc ? rc : push(c, a, 1);
+    }
+    return fail(c, status == 401 || status == 403 ? MNEMO_UNAVAILABLE : MNEMO_HTTP,
+                "%s: %ld %s", e->provider, status, *msg ? msg : "request refused");
+}
+
+static void plan(call *c)
+{
+    size_t i = 0;
+    while (i < c->n && !c->rc) {
+        size_t bytes = 0, k = i;
+        while (k < c->n && (k == i || (bytes + c->lens[k] <= (size_t)c->e->batch_bytes &&
+                                       k - i < (size_t)c->e->max_inputs))) {
+            bytes += c->lens[k];
+            k++;
+        }
+        job j = {i, k - i, 0, 0, 0};
+        if (push(c, j, 0))
+            c->rc = MNEMO_NOMEM;
+        i = k;
+    }
+}
+
+int embed_http_texts(embedder *e, int type, const char *const *texts, const size_t *lens,
+                     size_t n, float **out, buf *err)
+{
+    *out = NULL;
+    call c;
+    memset(&c, 0, sizeof c);
+    c.e = e;
+    c.type = type;
+    c.texts = texts;
+    c.lens = lens;
+    c.n = n;
+    c.err = err;
+    int query = type == EMBED_QUERY && n <= 4;
+    c.timeout_ms = query ? e->query_timeout_ms : e->batch_timeout_ms;
+    c.deadline = query ? time_mono() + e->query_timeout_ms / 1000.0 : 0;
+    c.nslots = e->concurrency > MAX_CONCURRENCY ? MAX_CONCURRENCY : e->concurrency;
+    for (int i = 0; i < c.nslots; i++) {
+        buf_init(&c.slots[i].req, 0);
+        buf_init(&c.slots[i].resp, MAX_RESPONSE);
+    }
+    if (n == 0) {
+        *out = malloc(sizeof(float));
+        return *out ? MNEMO_OK : MNEMO_NOMEM;
+    }
+    if (e->dims && !(c.out = malloc(n * (size_t)e->dims * sizeof *c.out)))
+        c.rc = MNEMO_NOMEM;
+    if (!c.rc)
+        plan(&c);
+    CURLM *multi = e->http->multi;
+    int active = 0;
+    while (!c.rc && (c.nq || active)) {
+        /* Start what may start. */
+        double now = time_mono(), next = 0;
+        for (int i = 0; i < c.nslots && c.nq && !c.rc; i++) {
+            if (c.slots[i].busy)
+                continue;
+            size_t q = 0;
+            while (q < c.nq && c.queue[q].not_before > now) {
+                if (!next || c.queue[q].not_before < next)
+                    next = c.queue[q].not_before;
+                q++;
+            }
+            if (q == c.nq)
+                break;
+            job j = c.queue[q];
+            memmove(c.queue + q, c.queue + q + 1, (c.nq - q - 1) * sizeof *c.queue);
+            c.nq--;
+            if (start(&c, &c.slots[i], &j))
+                c.rc = c.rc ? c.rc : MNEMO_NOMEM;
+            else
+                active++;
+        }
+        if (c.rc)
+            break;
+        int running = 0;
+        C->multi_perform(multi, &running);
+        CURLMsg *msg;
+        int left, freed = 0;
+        while ((msg = C->multi_info_read(multi, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            slot *s = NULL;
+            C->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+            CURLcode cc = msg->data.result;
+            C->multi_remove_handle(multi, msg->easy_handle);
+            s->busy = 0;
+            active--;
+            freed = 1;
+            if (!c.rc)
+                finish(&c, s, cc);
+        }
+        if (c.rc || (!c.nq && !active))
+            break;
+        if (freed && c.nq)
+            continue; /* refill the free slot before waiting */
+        int wait_ms = 100;
+        if (!active && next) {
+            double d = (next - time_mono()) * 1000;
+            wait_ms = d < 1 ? 1 : d > 1000 ? 1000 : (int)d;
+        }
+        C->multi_poll(multi, NULL, 0, wait_ms, NULL);
+    }
+    for (int i = 0; i < c.nslots; i++) {
+        if (c.slots[i].busy)
+            C->multi_remove_handle(multi, c.slots[i].easy);
+        if (c.slots[i].easy)
+            C->easy_cleanup(c.slots[i].easy);
+        buf_cleanup(&c.slots[i].req);
+        buf_cleanup(&c.slots[i].resp);
+    }
+    free(c.queue);
+    if (c.rc) {
+        if (c.rc == MNEMO_NOMEM && !err->len)
+            buf_printf(err, "%s: out of memory", e->provider);
+        free(c.out);
+        return c.rc;
+    }
+    *out = c.out;
+    return MNEMO_OK;
+}

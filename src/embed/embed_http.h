@@ -1,0 +1,41 @@
+/*
+ * embed_http.h - the HTTP providers (embed_http.c) as embed.c (the
+ * interface and the static provider) drives them, and the embedder both
+ * fill in. Below embed.h: it never includes it.
+ */
+#ifndef MNEMO_EMBED_HTTP_H
+#define MNEMO_EMBED_HTTP_H
+
+#include <stddef.h>
+
+#include "embed/embed_types.h"
+#include "embed/model.h"
+#include "text/tok.h"
+#include "util/buf.h"
+
+typedef struct http_state http_state;
+
+/* Wire formats. */
+enum { WIRE_STATIC, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI };
+
+struct embedder {
+    char *provider, *model, *base_url, *key, *headers_json;
+    char *qtype, *dtype, *qprefix, *dprefix;
+    int wire;
+    int dims;          /* configured or learned */
+    int dims_fixed;    /* dims came from config or the table: responses must match */
+    int send_dims;     /* send the dims parameter (configured explicitly) */
+    int batch_bytes, max_inputs, concurrency;
+    int query_timeout_ms, batch_timeout_ms;
+    long requests, inputs;
+    model *table;      /* static */
+    tok *tok;          /* static: language none */
+    http_state *http;  /* remote */
+};
+
+int embed_http_open(embedder *e, buf *err);
+void embed_http_close(embedder *e);
+int embed_http_texts(embedder *e, int type, const char *const *texts, const size_t *lens,
+                     size_t n, float **out, buf *err);
+
+#endif

@@ -1,0 +1,250 @@
+/*
+ * memory.h - structured memories inside the library, whatever stores them:
+ * the record codec, validation, scopes and options (memory.c), the search's
+ * fusion and factors (msearch.c) and the recalled-memories block
+ * (mrecall.c), shared by the SQLite store (memlite.c) and PostgreSQL
+ * (pgmem.c).
+ */
+#ifndef MNEMO_MEMORY_H
+#define MNEMO_MEMORY_H
+
+#include <jansson.h>
+
+#include "engine/core.h"
+#include "text/bm25.h"
+#include "text/mfilter.h"
+#include "text/query.h"
+#include "util/hash.h"
+
+/* A memory's values as a backend reads them (strings borrowed; times in
+ * Unix seconds, NAN for NULL; metadata JSON text, triggers "a, b"). */
+typedef struct mem_row {
+    const char *id, *text, *category, *type, *subject, *user, *agent, *run, *metadata, *triggers;
+    double importance, created, updated, expires, confirmed, deleted;
+    long long confirmations;
+} mem_row;
+
+/* The record R as the JSON every backend returns. */
+/* A JSON string of text read back from storage: never NULL, invalid UTF-8
+ * repaired (U+FFFD). */
+json_t *mem_jstr(const char *s);
+
+json_t *mem_row_json(const mem_row *r);
+
+/* One history entry as JSON ({"event","old_text","new_text","at","detail"}). */
+json_t *mem_history_entry(const char *event, const char *old_text, const char *new_text,
+                          double at, const char *detail);
+
+/* *OUT = J as compact JSON (keys in order); J is released. */
+int mem_dump(json_t *j, char **out);
+
+/* A random (version 4) UUID. */
+void mem_uuid(char out[37]);
+
+/* Now, whole Unix seconds (MNEMO_NOW in tests). */
+double mem_now(void);
+
+/* A record's fields, validated. Strings are borrowed from the JSON. */
+typedef struct mem_fields {
+    const char *text, *category, *type, *subject, *user, *agent, *run, *id;
+    char *metadata;     /* JSON text (keys sorted), owned */
+    char *triggers;     /* "a, b", owned */
+    double importance;  /* < 0: not given */
+    double created, updated, expires, confirmed, deleted; /* NAN: not given / null */
+    long long confirmations;
+    char hash[HASH_HEX_LEN + 1]; /* the duplicate key of the text */
+    char catbuf[40];    /* the category, lowercased */
+} mem_fields;
+
+/* Reads and checks every field present in O into F (UPDATE: no defaults,
+ * no id or times from the caller unless IMPORTING). MNEMO_INVALID with the
+ * message on the handle. */
+int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f);
+
+/* The record of an add: a JSON object of fields with a text. On success *O
+ * (json_decref) and F (mem_fields_cleanup) are the caller's; on failure
+ * nothing is left. */
+int mem_add_parse(mnemo *m, const char *record, json_t **o, mem_fields *f);
+
+/* The arguments of an update: ID must be given, CHANGES a JSON object of
+ * fields with at least one. On success *O (to be freed with json_decref)
+ * and F (mem_fields_cleanup) are the caller's; on failure nothing is left. */
+int mem_update_parse(mnemo *m, const char *id, const char *changes, json_t **o, mem_fields *f);
+void mem_fields_cleanup(mem_fields *f);
+
+/* The row a new record F becomes (defaults filled in) with id ID at NOW. */
+void mem_fields_row(mnemo *m, const mem_fields *f, const char *id, double now, mem_row *r);
+
+/* Import: calls FN for each line of JSONL with the parsed object and its
+ * validated fields (a bad line fails the whole import, naming its line). */
+typedef int (*mem_import_fn)(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line);
+int mem_import_each(mnemo *m, const char *jsonl, size_t len, mem_import_fn fn, void *ud);
+
+/* Calls FN for each entry of an imported history array H (may be NULL). */
+typedef int (*mem_history_fn)(mnemo *m, void *ud, const char *event, const char *old_text,
+                              const char *new_text, double at, const char *detail);
+int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void *ud);
+
+enum { MEM_LONG_TERM, MEM_SESSION, MEM_ALL };
+
+/* Options of list, search and recall, parsed. */
+typedef struct mem_opts {
+    const char *user, *agent, *run; /* borrowed from the options JSON or config */
+    int scope;
+    const char *type;               /* NULL: any */
+    const char *subject;            /* NULL: any */
+    json_t *categories;             /* array of strings, or NULL */
+    mfilter filter;
+    int limit, offset, deleted;
+    int count;                      /* list: count the total (option "count", default true) */
+    double min_score;               /* < 0: config */
+    char *filters;                  /* the filter JSON text, or NULL (owned) */
+    json_t *root;                   /* the parsed options (owns the strings) */
+} mem_opts;
+
+/* Parses OPTIONS (JSON, may be NULL) for list (SEARCH 0) or search (1):
+ * search defaults type to "fact" and limit to 10 (at most 50). */
+int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o);
+void mem_opts_cleanup(mem_opts *o);
+
+/* The WHERE condition (over alias m) selecting O's memories that are live
+ * (not deleted unless asked, not expired), into W, with its parameters
+ * in ARGS (bind with mfilter_bind, then O->filter's). */
+int mem_where(const mem_opts *o, double now, buf *w, mfilter *args);
+
+/* The same for PostgreSQL: placeholders from $FIRST, the filter included,
+ * every argument (scope and filter) in ARGS in placeholder order. */
+int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *args);
+
+/* ----------------------------------------------------------------------
+ * Search, shared by the backends (msearch.c): each backend finds candidates
+ * (keyword BM25, vectors) in its own storage; relevance fusion, score
+ * factors, result JSON and the recalled-memories block are common.
+ * -------------------------------------------------------------------- */
+
+/* A search candidate. */
+typedef struct mcand {
+    int64_t mid;          /* SQLite rowid / PostgreSQL seq: insertion order, the tie-break */
+    double text, vec, rel, score; /* vec < 0: no vector */
+    /* The score factors' inputs (has_factors: set). */
+    double importance, created, confirmed, confirmations;
+    int about_user, has_factors;
+    json_t *rec;          /* the record, once loaded */
+} mcand;
+
+typedef struct mset {
+    mcand *v;
+    size_t n, cap;
+} mset;
+
+/* A new candidate MID (vec -1, nothing else set), NULL when out of memory. */
+mcand *mset_push(mset *s, int64_t mid);
+void mset_sort_mid(mset *s, size_t n);
+/* The candidate MID among the first N (sorted by mid), or NULL. */
+mcand *mset_find(mset *s, size_t n, int64_t mid);
+void mset_cleanup(mset *s);
+
+/* A backend's search: RUN fills S with scored candidates, best first, at
+ * least the NEED best (through mem_rank), *MODE "keyword" or "hybrid";
+ * LOAD sets c->rec (MNEMO_NOTFOUND: the memory is gone). */
+typedef struct mem_searcher {
+    int (*run)(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s, const char **mode);
+    int (*load)(mnemo *m, mcand *c);
+} mem_searcher;
+
+/* mnemo_memory_search and mnemo_memory_recall over BE. */
+int mem_search(mnemo *m, const char *text, const char *options, const mem_searcher *be,
+               char **out);
+int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out);
+
+/* The query text as searched: UTF-8 repaired, runtime envelopes removed. */
+int mem_query_text(mnemo *m, const char *text, buf *out);
+
+/* BM25 over the collected hits of R for query Q, normalised to 0..1 as for
+ * notes (1 - e^(-2x/sum of idf)). */
+typedef struct mem_bm25 {
+    double w[BM25_MAX_PHRASES], idf[BM25_MAX_PHRASES];
+    double k1, b, sum;
+} mem_bm25;
+void mem_bm25_init(mnemo *m, const query *q, const bm25_hits *h, mem_bm25 *k);
+int mem_bm25_hit_ok(const query *q, const bm25_hits *h, size_t i); /* required phrases there */
+double mem_bm25_norm(const mem_bm25 *k, const bm25_hits *h, size_t i);
+
+/* Episodes: the turns of a conversation stored as memories (texts that
+ * start with a speaker's label, "Name: ...") one after another in one
+ * scope (same user, agent and run, each within MEM_EPISODE_GAP seconds of
+ * the one before) are read together: a turn's text evidence blends its own
+ * with its episode's (the turns up to two places away, each query term
+ * counted at its strongest, a turn two away at half weight), so the reply
+ * that holds an answer is found through the question just before it.
+ * Facts stand alone: memories that are not turns are never blended, so
+ * unrelated facts stored in one go do not lift each other. memoryContext
+ * (0.7) is the episode's share; 0 turns it off. A backend reads the
+ * episodes of the best keyword candidates: */
+#define MEM_EPISODE_GAP (30 * 60.0)
+#define MEM_EPISODE_SPAN 2
+
+typedef struct mem_member {
+    int64_t of;  /* the candidate whose episode this is */
+    int64_t mid;
+    int pos;     /* place relative to OF: -2 .. 2, 0 for OF itself */
+    char *text;  /* owned */
+} mem_member;
+
+typedef struct mem_members {
+    mem_member *v;
+    size_t n, cap;
+} mem_members;
+
+/* Adds a member (TEXT copied); MNEMO_NOMEM. */
+int mem_members_add(mem_members *l, int64_t of, int64_t mid, int pos, const char *text);
+void mem_members_cleanup(mem_members *l);
+
+/* Does TEXT start with a speaker's label: up to four words, then ": "? */
+int mem_is_turn(const char *text);
+
+/* A backend's reader: the episode members of MIDS[0..N) (themselves
+ * included, at place 0) into L, whatever the search's filters: an episode
+ * is what was stored, a filter only decides what is returned. */
+typedef int (*mem_episode_fn)(mnemo *m, void *ud, const int64_t *mids, size_t n,
+                              mem_members *l);
+
+/* Blends episode evidence into the candidates S->v[0..NK) (text; after
+ * both legs, so that vector candidates are read in their episodes too)
+ * for query Q: R holds the keyword hits (their term frequencies and
+ * lengths), HIT_MIDS[i] the memory of hit i (NULL: R's ids), K the BM25
+ * weights. Only candidates count as evidence: a turn that matches no
+ * keyword adds nothing, and nothing is added to S. NEED: the results asked
+ * for. S is left sorted by mid. */
+int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const bm25_hits *h,
+                 const int64_t *hit_mids, size_t need, mset *s, size_t nk, mem_episode_fn fn,
+                 void *ud);
+
+/* The calibrated vector score of cosine COS among N vectors in scope whose
+ * cosines sum to SUM with standard deviation SD. */
+double mem_vec_calibrate(double cos, size_t n, double sum, double sd);
+
+/* Does query Q (with options O) ask about the user? */
+int mem_about_user(const char *q, const mem_opts *o);
+/* The score factors of candidate C (its factor inputs set): recency,
+ * confirmations, importance, the user boost when USER_QUERY; and the
+ * largest value they can take. A candidate's score is its relevance times
+ * its factors. */
+double mem_factors(mnemo *m, const mcand *c, int user_query, double now);
+double mem_max_factor(mnemo *m);
+
+/* Fills C's factor inputs (has_factors); MNEMO_NOTFOUND: gone. */
+typedef int (*mem_factor_fn)(mnemo *m, void *ud, mcand *c);
+
+/* Fuses relevance (RAN: the vector leg ran), applies the score factors
+ * (FN for candidates without them) and sorts S best first, dropping those
+ * that cannot reach the NEED best. Q: the query text (about the user?). */
+int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, double now,
+             mset *s, mem_factor_fn fn, void *ud);
+
+/* Importance of a category when none is given: identity and configuration
+ * 0.95, rule 0.9, preference 0.85, decision and technical 0.8, relationship
+ * and project 0.75, operational 0.6, anything else 0.5. */
+double mem_default_importance(const char *category);
+
+#endif

@@ -1,0 +1,314 @@
+/*
+ * prep.c - read, hash, chunk and tokenize files on a worker thread (see
+ * prep.h). The ring holds RING items; the worker fills slot i % RING once
+ * the consumer has moved past it, the consumer takes slots in order.
+ */
+#include "engine/prep.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mnemo.h"
+#include "text/tok.h"
+#include "text/transcript.h"
+#include "util/utf8.h"
+
+#define RING 16
+
+struct prep {
+    const prep_input *in;
+    size_t n;
+    prep_opts o;
+    tok *t;
+    buf raw, text; /* worker scratch */
+    transcript tr;
+    prep_item items[RING];
+    size_t produced, consumed; /* items done by the worker / handed out */
+    int stop;
+    int threaded, started;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+/* Reads a file into p->raw. MNEMO_OK, MNEMO_NOTFOUND (vanished), MNEMO_NOMEM,
+ * or MNEMO_INVALID with it->reason set. */
+static int read_file(prep *p, const char *abs, prep_item *it)
+{
+    buf *b = &p->raw;
+    buf_reset(b);
+    b->err = 0;
+    int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return MNEMO_NOTFOUND;
+        if (errno == ELOOP)
+            snprintf(it->reason, sizeof it->reason, "symlink (not followed)");
+        else
+            snprintf(it->reason, sizeof it->reason, "unreadable: %s", strerror(errno));
+        return MNEMO_INVALID;
+    }
+    int rc = MNEMO_OK;
+    if (fstat(fd, &it->st) != 0) {
+        snprintf(it->reason, sizeof it->reason, "unreadable: %s", strerror(errno));
+        rc = MNEMO_INVALID;
+        goto done;
+    }
+    if (!S_ISREG(it->st.st_mode)) {
+        snprintf(it->reason, sizeof it->reason, "not a regular file");
+        rc = MNEMO_INVALID;
+        goto done;
+    }
+    if (it->st.st_size > p->o.max_bytes) {
+        snprintf(it->reason, sizeof it->reason, "too large (%lld bytes, limit %lld)",
+                 (long long)it->st.st_size, (long long)p->o.max_bytes);
+        rc = MNEMO_INVALID;
+        goto done;
+    }
+    if (buf_reserve(b, (size_t)it->st.st_size + 1)) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (;;) {
+        if (b->len > (size_t)p->o.max_bytes) {
+            snprintf(it->reason, sizeof it->reason, "too large (grew past %lld bytes)",
+                     (long long)p->o.max_bytes);
+            rc = MNEMO_INVALID;
+            goto done;
+        }
+        if (b->cap - b->len < 4096 && buf_reserve(b, 65536)) {
+            rc = MNEMO_NOMEM;
+            goto done;
+        }
+        ssize_t n = read(fd, b->data + b->len, b->cap - b->len - 1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(it->reason, sizeof it->reason, "unreadable: %s", strerror(errno));
+            rc = MNEMO_INVALID;
+            goto done;
+        }
+        if (n == 0)
+            break;
+        b->len += (size_t)n;
+    }
+    b->data[b->len] = 0;
+    if (memchr(b->data, 0, b->len)) {
+        snprintf(it->reason, sizeof it->reason, "binary (contains NUL bytes)");
+        rc = MNEMO_INVALID;
+    }
+done:
+    close(fd);
+    return rc;
+}
+
+/* For a transcript: maps chunk lines back to JSONL lines. */
+static int map_lines(prep *p, prep_item *it)
+{
+    free(it->map_off);
+    it->map_off = malloc((it->chunks.n + 1) * sizeof *it->map_off);
+    if (!it->map_off)
+        return MNEMO_NOMEM;
+    buf_reset(&it->maps);
+    it->maps.err = 0;
+    for (size_t i = 0; i < it->chunks.n; i++) {
+        chunk *c = &it->chunks.items[i];
+        it->map_off[i] = it->maps.len / sizeof(uint32_t);
+        for (int l = c->start_line; l <= c->end_line; l++) {
+            uint32_t j = l >= 1 && (size_t)l <= p->tr.n ? p->tr.lines[l - 1] : 0;
+            buf_append(&it->maps, &j, sizeof j);
+        }
+        c->start_line = (int)p->tr.lines[c->start_line - 1];
+        c->end_line = (int)p->tr.lines[c->end_line - 1];
+    }
+    it->map_off[it->chunks.n] = it->maps.len / sizeof(uint32_t);
+    return buf_err(&it->maps);
+}
+
+/* Chunks p->raw into it->chunks and tokenizes every chunk. */
+static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
+{
+    const char *s = p->raw.data ? p->raw.data : "";
+    size_t n = p->raw.len;
+    if (in->sessions) {
+        int rc = transcript_flatten(s, n, &p->tr);
+        if (rc)
+            return rc;
+        s = p->tr.text.data ? p->tr.text.data : "";
+        n = p->tr.text.len;
+        it->time = p->tr.last_time;
+    }
+    if (n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
+        s += 3;
+        n -= 3;
+    }
+    if (!utf8_valid(s, n)) {
+        buf_reset(&p->text);
+        p->text.err = 0;
+        if (utf8_repair(&p->text, s, n))
+            return buf_err(&p->text);
+        s = p->text.data;
+        n = p->text.len;
+    }
+    chunk_opts o = p->o.chunking;
+    o.entries = in->entries;
+    int rc = chunk_markdown(s, n, &o, &it->chunks);
+    if (rc)
+        return rc;
+    if (in->sessions && (rc = map_lines(p, it)))
+        return rc;
+    if (it->tok_cap < it->chunks.n + 1) {
+        size_t cap = it->chunks.n + 1;
+        size_t *v = realloc(it->tok_off, cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        it->tok_off = v;
+        it->tok_cap = cap;
+    }
+    buf_reset(&it->toks);
+    it->toks.err = 0;
+    for (size_t i = 0; i < it->chunks.n; i++) {
+        const chunk *c = &it->chunks.items[i];
+        it->tok_off[i] = it->toks.len;
+        if ((rc = tok_pretokenize(p->t, chunk_text(&it->chunks, c), c->text_len, &it->toks)))
+            return rc;
+    }
+    it->tok_off[it->chunks.n] = it->toks.len;
+    it->chunked = 1;
+    return MNEMO_OK;
+}
+
+static void prepare(prep *p, size_t i, prep_item *it)
+{
+    const prep_input *in = &p->in[i];
+    it->status = MNEMO_OK;
+    it->reason[0] = 0;
+    it->chunked = 0;
+    it->bytes = 0;
+    it->chunks.n = 0;
+    it->maps.len = 0;
+    it->time = 0;
+    free(it->map_off);
+    it->map_off = NULL;
+    int rc = read_file(p, in->abs, it);
+    if (rc) {
+        it->status = rc;
+        return;
+    }
+    it->bytes = p->raw.len;
+    hash_hex(p->raw.data ? p->raw.data : "", p->raw.len, it->hash);
+    if (in->known_hash && strcmp(in->known_hash, it->hash) == 0)
+        return; /* same content: nothing to chunk */
+    it->status = chunk_and_tokenize(p, in, it);
+}
+
+static void *worker(void *arg)
+{
+    prep *p = arg;
+    for (size_t i = 0; i < p->n; i++) {
+        pthread_mutex_lock(&p->mu);
+        /* The consumer holds item consumed - 1; slots of earlier items are free. */
+        while (!p->stop && i + 1 - p->consumed >= RING)
+            pthread_cond_wait(&p->cv, &p->mu);
+        int stop = p->stop;
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            break;
+        prepare(p, i, &p->items[i % RING]);
+        pthread_mutex_lock(&p->mu);
+        p->produced = i + 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+int prep_start(prep **out, const prep_input *in, size_t n, const prep_opts *o)
+{
+    *out = NULL;
+    prep *p = calloc(1, sizeof *p);
+    if (!p)
+        return MNEMO_NOMEM;
+    p->in = in;
+    p->n = n;
+    p->o = *o;
+    buf_init(&p->raw, (size_t)o->max_bytes + 131072);
+    buf_init(&p->text, (size_t)o->max_bytes * 3 + 16);
+    for (int i = 0; i < RING; i++) {
+        chunk_list_init(&p->items[i].chunks);
+        buf_init(&p->items[i].toks, 0);
+        buf_init(&p->items[i].maps, 0);
+    }
+    transcript_init(&p->tr);
+    int rc = tok_new(o->language, 0, &p->t);
+    if (rc) {
+        prep_stop(p);
+        return rc;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->threaded = o->threaded && n > 1;
+    if (p->threaded) {
+        if (pthread_create(&p->thread, NULL, worker, p) != 0)
+            p->threaded = 0; /* fall back to preparing inline */
+        else
+            p->started = 1;
+    }
+    *out = p;
+    return MNEMO_OK;
+}
+
+prep_item *prep_next(prep *p)
+{
+    if (p->consumed >= p->n)
+        return NULL;
+    size_t i = p->consumed;
+    prep_item *it = &p->items[i % RING];
+    if (!p->threaded) {
+        prepare(p, i, it);
+        p->consumed++;
+        return it;
+    }
+    pthread_mutex_lock(&p->mu);
+    /* Slot i - 1 is released now that the caller asks for item i. */
+    while (p->produced <= i)
+        pthread_cond_wait(&p->cv, &p->mu);
+    p->consumed = i + 1;
+    pthread_cond_broadcast(&p->cv); /* a slot came free */
+    pthread_mutex_unlock(&p->mu);
+    return it;
+}
+
+void prep_stop(prep *p)
+{
+    if (!p)
+        return;
+    if (p->started) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->thread, NULL);
+    }
+    if (p->t) {
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+    }
+    for (int i = 0; i < RING; i++) {
+        chunk_list_cleanup(&p->items[i].chunks);
+        buf_cleanup(&p->items[i].toks);
+        free(p->items[i].tok_off);
+        buf_cleanup(&p->items[i].maps);
+        free(p->items[i].map_off);
+    }
+    transcript_cleanup(&p->tr);
+    tok_free(p->t);
+    buf_cleanup(&p->raw);
+    buf_cleanup(&p->text);
+    free(p);
+}

@@ -1,0 +1,73 @@
+/*
+ * prep.h - the file preparation pipeline of a sync.
+ *
+ * A worker thread reads each file that must be (re)indexed, hashes it,
+ * chunks it and tokenizes the chunks, while the sync's thread writes the
+ * previous files to SQLite. Items come back in input order through a small
+ * ring of slots, so memory stays bounded. The pre-tokenized chunks are fed
+ * to the FTS5 tokenizer at insert time (fts_feed), so tokenizing and
+ * stemming, the larger half of indexing work, run on the second core.
+ */
+#ifndef MNEMO_PREP_H
+#define MNEMO_PREP_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "text/chunk.h"
+#include "util/buf.h"
+#include "util/hash.h"
+
+/* The version of the rules that turn files into stored chunks and tokens
+ * (chunker, tokenizer, transcript flattening). An index built under other
+ * rules is rebuilt, as for a changed chunk size. */
+#define PREP_INDEX_RULES "1"
+
+typedef struct prep_input {
+    char *abs;              /* absolute path, owned by the caller */
+    int entries;            /* entry-mode chunking */
+    int sessions;           /* a JSONL transcript: flattened first, line maps kept */
+    const char *known_hash; /* content hash in the index, or NULL: equal content is not chunked */
+} prep_input;
+
+typedef struct prep_opts {
+    chunk_opts chunking;
+    int64_t max_bytes;
+    const char *language;
+    int threaded; /* 0: prepare each item on demand in the caller's thread */
+} prep_opts;
+
+typedef struct prep_item {
+    int status;        /* MNEMO_OK; MNEMO_NOTFOUND: vanished; MNEMO_INVALID: skip (reason) */
+    char reason[160];
+    struct stat st;
+    uint64_t bytes;
+    char hash[HASH_HEX_LEN + 1];
+    int chunked;       /* chunks and toks are filled */
+    chunk_list chunks;
+    buf toks;          /* pre-tokenized chunks, see tok_pretokenize() */
+    size_t *tok_off;   /* chunks.n + 1 offsets into toks */
+    size_t tok_cap;
+    /* Transcripts: per chunk, the JSONL line of each of its text lines
+     * (u32), chunk i at maps[map_off[i]] .. maps[map_off[i + 1]]. The
+     * chunks' start_line/end_line are JSONL lines. */
+    buf maps;
+    size_t *map_off;
+    double time;       /* transcripts: newest message, Unix seconds */
+} prep_item;
+
+typedef struct prep prep;
+
+/* Starts preparing IN[0..N) (borrowed until prep_stop). MNEMO_NOMEM or
+ * MNEMO_INVALID (unknown language). */
+int prep_start(prep **out, const prep_input *in, size_t n, const prep_opts *o);
+
+/* The next item in input order, or NULL after the last. An item with
+ * status MNEMO_NOMEM means the worker ran out of memory. The item is valid
+ * until the next call. */
+prep_item *prep_next(prep *p);
+
+/* Stops the worker (if still running) and frees everything. Accepts NULL. */
+void prep_stop(prep *p);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * provider.c - the provider policy: which embedding provider the
+ * configuration asks for, opening it once per handle, the identity its
+ * vectors carry, and importing a static model into the models folder.
+ */
+#include "engine/provider.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/core.h"
+#include "util/errcode.h"
+#include "embed/model.h"
+#include "util/io.h"
+
+/* ----------------------------------------------------------------------
+ * Provider policy
+ * -------------------------------------------------------------------- */
+
+static char *models_dir(mnemo *m)
+{
+    const char *d = cfg_str(m->cfg, CFG_MODELS_DIR);
+    return *d ? strdup(d) : io_data_dir("models");
+}
+
+void provider_resolve(mnemo *m, char *name, int *explicit_)
+{
+    const char *p = cfg_str(m->cfg, CFG_PROVIDER);
+    *explicit_ = 0;
+    if (strcmp(p, "auto") != 0) {
+        snprintf(name, 32, "%s", p);
+        *explicit_ = strcmp(p, "none") != 0;
+        return;
+    }
+    const char *mname = cfg_str(m->cfg, CFG_MODEL);
+    if (*mname) {
+        char *dir = models_dir(m);
+        char *path = dir ? embed_table_path(dir, mname) : NULL;
+        struct stat st;
+        int is_table = path && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        free(path);
+        free(dir);
+        if (is_table) {
+            snprintf(name, 32, "static");
+            return;
+        }
+    }
+    static const char *const remote[] = {"openai", "gemini", "voyage", "mistral"};
+    for (size_t i = 0; i < sizeof remote / sizeof *remote; i++) {
+        if (embed_api_key(remote[i], cfg_str(m->cfg, CFG_API_KEY_ENV), NULL)) {
+            snprintf(name, 32, "%s", remote[i]);
+            return;
+        }
+    }
+    snprintf(name, 32, "none");
+}
+
+int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!name || !*name || strchr(name, '/') || name[0] == '.')
+        return core_error(m, MNEMO_INVALID, "model name '%s' must be a plain file name",
+                          name ? name : "");
+    char *dir = models_dir(m);
+    if (!dir)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    /* mkdir -p */
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(dir, 0755);
+    char *path = embed_table_path(dir, name);
+    free(dir);
+    buf err;
+    buf_init(&err, 8192);
+    size_t words = 0;
+    int dims = 0;
+    int rc = path ? model_import(src, path, max_words, &err, &words, &dims) : MNEMO_NOMEM;
+    if (rc) {
+        core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+    } else {
+        buf j;
+        buf_init(&j, 0);
+        buf_puts(&j, "{\"name\":");
+        buf_json_str(&j, name, strlen(name));
+        buf_puts(&j, ",\"path\":");
+        buf_json_str(&j, path, strlen(path));
+        buf_printf(&j, ",\"words\":%zu,\"dims\":%d}", words, dims);
+        *out = buf_detach(&j);
+        if (!*out)
+            rc = MNEMO_NOMEM;
+    }
+    buf_cleanup(&err);
+    free(path);
+    return rc;
+}
+
+int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
+{
+    if (m->emb && strcmp(embed_provider(m->emb), name) == 0) {
+        *out = m->emb;
+        return MNEMO_OK;
+    }
+    embed_close(m->emb);
+    m->emb = NULL;
+    char *dir = models_dir(m);
+    embed_cfg c = {
+        name,
+        cfg_str(m->cfg, CFG_MODEL),
+        cfg_str(m->cfg, CFG_BASE_URL),
+        cfg_str(m->cfg, CFG_API_KEY_ENV),
+        cfg_str(m->cfg, CFG_HEADERS),
+        (int)cfg_int(m->cfg, CFG_DIMENSIONS),
+        cfg_str(m->cfg, CFG_QUERY_INPUT_TYPE),
+        cfg_str(m->cfg, CFG_DOCUMENT_INPUT_TYPE),
+        cfg_str(m->cfg, CFG_QUERY_PREFIX),
+        cfg_str(m->cfg, CFG_DOCUMENT_PREFIX),
+        (int)cfg_int(m->cfg, CFG_EMBED_BATCH_BYTES),
+        (int)cfg_int(m->cfg, CFG_EMBED_CONCURRENCY),
+        (int)cfg_int(m->cfg, CFG_EMBED_QUERY_TIMEOUT_MS),
+        (int)cfg_int(m->cfg, CFG_EMBED_BATCH_TIMEOUT_MS),
+        dir,
+    };
+    int rc = embed_open(&c, &m->emb, err);
+    free(dir);
+    *out = m->emb;
+    return rc;
+}
+
+void provider_identity(mnemo *m, embedder *e, char *out, size_t n)
+{
+    /* The configured dimensions, not the learned ones: they follow from the
+     * model and the setting, and are unknown before the first answer. */
+    snprintf(out, n, "%s|%s|%ld|c%ldo%ld|%s", embed_provider(e), embed_model(e),
+             cfg_int(m->cfg, CFG_DIMENSIONS), cfg_int(m->cfg, CFG_CHUNK_TOKENS),
+             cfg_int(m->cfg, CFG_CHUNK_OVERLAP), cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
+}
+

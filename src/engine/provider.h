@@ -1,0 +1,26 @@
+/*
+ * provider.h - the embedding provider policy, shared by both backends.
+ */
+#ifndef MNEMO_PROVIDER_H
+#define MNEMO_PROVIDER_H
+
+#include <stddef.h>
+
+#include "embed/embed.h"
+#include "mnemo.h"
+#include "util/buf.h"
+
+/* The provider the configuration asks for: "none" (keyword on purpose),
+ * a named provider (*explicit_ = 1), or for "auto" the first that is
+ * configured: a static table named by `model`, then a remote provider whose
+ * API key is in the environment; "none" when there is nothing. Writes the
+ * name into NAME (32 bytes). */
+void provider_resolve(mnemo *m, char *name, int *explicit_);
+
+/* Opens (once per handle) the embedder for provider NAME. */
+int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err);
+
+/* "provider|model|dims|chunking": vectors of another identity are stale. */
+void provider_identity(mnemo *m, embedder *e, char *out, size_t n);
+
+#endif

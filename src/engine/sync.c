@@ -1,0 +1,276 @@
+/*
+ * sync.c - the sync driver every backend shares: what changed under the
+ * memory roots, handed to the backend's sink (sync.h).
+ *
+ * The scan is compared with the stored files: files with the same size and
+ * mtime are not read; changed ones are hashed and only re-chunked when their
+ * content changed; a new file whose content equals a vanished one is a
+ * rename; vanished files leave the index.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core.h"
+#include "util/errcode.h"
+#include "engine/sync.h"
+#include "util/map.h"
+#include "engine/walk.h"
+
+typedef struct sync_ctx {
+    mnemo *m;
+    const mnemo_sync_opts *opts;
+    mnemo_sync_stats *stats;
+    prep_opts popts;
+    const sync_sink *sink;
+    void *ud; /* the sink's */
+} sync_ctx;
+
+static void progress(sync_ctx *c, const char *phase, size_t done, size_t total)
+{
+    if (!c->opts || !c->opts->progress)
+        return;
+    mnemo_progress p = {phase, done, total, c->stats->bytes_read};
+    c->opts->progress(c->opts->progress_ud, &p);
+}
+
+static int is_entries_path(const char *path)
+{
+    return !strcmp(path, "MEMORY.md") || !strcmp(path, "memory.md") ||
+           !strcmp(path, "USER.md") || !strcmp(path, "user.md");
+}
+
+int sync_is_entries_path(const char *path) { return is_entries_path(path); }
+
+/* The body of a sync: what changed under the roots, written to the sink. */
+static int sync_files(sync_ctx *c)
+{
+    const sync_sink *sk = c->sink;
+    void *ud = c->ud;
+    mnemo *m = c->m;
+    walk_roots roots = {0};
+    walk_list list = {0};
+    sync_file *files = NULL;
+    size_t nfiles = 0;
+    size_t *work = NULL;
+    prep_input *inputs = NULL;
+    prep *pp = NULL;
+    size_t nwork = 0;
+    map bypath, byhash;
+    map_init(&bypath);
+    map_init(&byhash);
+    int rc;
+
+    progress(c, "scan", 0, 0);
+    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), &roots,
+                                &m->err)))
+        goto done;
+    if ((rc = walk_scan(m->workspace, &roots, &list))) {
+        core_error(m, rc, "scanning %s failed: %s", m->workspace, errcode_text(rc));
+        goto done;
+    }
+    if ((rc = sk->load(ud, &files, &nfiles)))
+        goto done;
+    for (size_t i = 0; i < nfiles; i++)
+        if ((rc = map_put(&bypath, files[i].path, i)))
+            goto done;
+
+    /* Pass 1: what is unchanged, what must be read. */
+    work = malloc((list.n ? list.n : 1) * sizeof *work);
+    if (!work) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < list.n; i++) {
+        walk_entry *e = &list.v[i];
+        size_t fi;
+        int known = map_get(&bypath, e->path, &fi);
+        if (known)
+            files[fi].seen = 1;
+        if (e->skip) {
+            c->stats->files_skipped++;
+            if (known && !files[fi].ok && files[fi].size == e->size &&
+                files[fi].mtime_ns == e->mtime_ns)
+                continue;
+            if ((rc = sk->skip(ud, known ? &files[fi] : NULL, e->path, e->size, e->mtime_ns,
+                               e->skip, e->sessions)))
+                goto done;
+            continue;
+        }
+        c->stats->files_seen++;
+        if (known && files[fi].size == e->size && files[fi].mtime_ns == e->mtime_ns) {
+            if (files[fi].ok)
+                c->stats->files_unchanged++;
+            else
+                c->stats->files_skipped++;
+            continue;
+        }
+        work[nwork++] = i;
+    }
+    /* Vanished indexed files, by content hash, for rename detection. */
+    for (size_t i = 0; i < nfiles; i++)
+        if (!files[i].seen && files[i].ok && files[i].hash[0])
+            if ((rc = map_put(&byhash, files[i].hash, i)))
+                goto done;
+
+    /* Pass 2: read, hash, chunk and tokenize (worker thread), write (here). */
+    inputs = calloc(nwork ? nwork : 1, sizeof *inputs);
+    if (!inputs) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t w = 0; w < nwork; w++) {
+        walk_entry *e = &list.v[work[w]];
+        size_t fi;
+        inputs[w].abs = walk_abs(m->workspace, e->path);
+        inputs[w].entries = !e->sessions && (e->entries || is_entries_path(e->path));
+        inputs[w].sessions = e->sessions;
+        if (map_get(&bypath, e->path, &fi) && files[fi].ok)
+            inputs[w].known_hash = files[fi].hash;
+        if (!inputs[w].abs) {
+            rc = MNEMO_NOMEM;
+            goto done;
+        }
+    }
+    c->popts.threaded = nwork >= 8;
+    if ((rc = prep_start(&pp, inputs, nwork, &c->popts))) {
+        core_error(m, rc, "cannot start indexing: %s", errcode_text(rc));
+        goto done;
+    }
+    for (size_t w = 0; w < nwork; w++) {
+        walk_entry *e = &list.v[work[w]];
+        progress(c, "index", w, nwork);
+        prep_item *it = prep_next(pp);
+        size_t fi;
+        int known = map_get(&bypath, e->path, &fi);
+        if (it->status == MNEMO_NOTFOUND) {
+            if (known)
+                files[fi].seen = 0; /* vanished mid-sync: remove below */
+            c->stats->files_seen--;
+            continue;
+        }
+        if (it->status == MNEMO_NOMEM) {
+            rc = core_error(m, MNEMO_NOMEM, "out of memory indexing %s", e->path);
+            goto done;
+        }
+        int64_t mtime = (int64_t)it->st.st_mtim.tv_sec * 1000000000 + it->st.st_mtim.tv_nsec;
+        int64_t size = it->st.st_size;
+        if (it->status == MNEMO_INVALID) {
+            c->stats->files_skipped++;
+            c->stats->files_seen--;
+            if ((rc = sk->skip(ud, known ? &files[fi] : NULL, e->path, size, mtime, it->reason,
+                               e->sessions)))
+                goto done;
+            continue;
+        }
+        if (it->status) {
+            rc = core_error(m, it->status, "indexing %s failed: %s", e->path,
+                            errcode_text(it->status));
+            goto done;
+        }
+        c->stats->bytes_read += it->bytes;
+
+        if (!it->chunked) {
+            /* Same content as indexed: only size and mtime change. */
+            c->stats->files_touched++;
+            if ((rc = sk->touch(ud, &files[fi], size, mtime, it->hash)))
+                goto done;
+            continue;
+        }
+        size_t old;
+        if (!known && map_get(&byhash, it->hash, &old) && !files[old].seen &&
+            files[old].sessions == e->sessions &&
+            is_entries_path(files[old].path) == inputs[w].entries) {
+            /* Renamed: same content under a new path; keep its chunks. */
+            files[old].seen = 1;
+            c->stats->files_renamed++;
+            if ((rc = sk->rename(ud, &files[old], e->path, size, mtime, it->hash)))
+                goto done;
+            continue;
+        }
+        if (known)
+            c->stats->files_changed++;
+        else
+            c->stats->files_added++;
+        int64_t removed = 0;
+        size_t added = 0;
+        if ((rc = sk->write(ud, known ? &files[fi] : NULL, e->path, size, mtime, it, e->sessions,
+                            &removed, &added)))
+            goto done;
+        c->stats->chunks_removed += (size_t)removed;
+        c->stats->chunks_added += added;
+    }
+    progress(c, "index", nwork, nwork);
+
+    /* Pass 3: files that left the roots leave the index. */
+    for (size_t i = 0; i < nfiles; i++) {
+        if (files[i].seen)
+            continue;
+        if (files[i].ok)
+            c->stats->files_removed++;
+        if ((rc = sk->remove(ud, &files[i])))
+            goto done;
+    }
+done:
+    prep_stop(pp);
+    for (size_t w = 0; inputs && w < nwork; w++)
+        free(inputs[w].abs);
+    free(inputs);
+    free(work);
+    map_cleanup(&bypath);
+    map_cleanup(&byhash);
+    sync_files_free(files, nfiles);
+    walk_list_cleanup(&list);
+    walk_roots_cleanup(&roots);
+    return rc;
+}
+
+void sync_prep_opts(mnemo *m, prep_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->chunking.tokens = (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS);
+    o->chunking.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
+    o->max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
+    o->language = cfg_str(m->cfg, CFG_LANGUAGE);
+}
+
+int sync_walk(mnemo *m, const sync_sink *sink, void *ud, const mnemo_sync_opts *opts,
+              mnemo_sync_stats *stats)
+{
+    sync_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.opts = opts;
+    c.stats = stats;
+    sync_prep_opts(m, &c.popts);
+    c.sink = sink;
+    c.ud = ud;
+    return sync_files(&c);
+}
+
+char *sync_stats_json(const mnemo_sync_stats *s)
+{
+    json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "filesSeen",
+                          (json_int_t)s->files_seen, "filesAdded", (json_int_t)s->files_added,
+                          "filesChanged", (json_int_t)s->files_changed, "filesTouched",
+                          (json_int_t)s->files_touched, "filesUnchanged",
+                          (json_int_t)s->files_unchanged, "filesRemoved",
+                          (json_int_t)s->files_removed, "filesRenamed",
+                          (json_int_t)s->files_renamed, "filesSkipped",
+                          (json_int_t)s->files_skipped, "chunksAdded",
+                          (json_int_t)s->chunks_added, "chunksRemoved",
+                          (json_int_t)s->chunks_removed, "bytesRead", (json_int_t)s->bytes_read,
+                          "rebuilt", s->rebuilt);
+    char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return js;
+}
+
+void sync_files_free(sync_file *f, size_t n)
+{
+    if (!f)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(f[i].path);
+    free(f);
+}

@@ -1,0 +1,75 @@
+/*
+ * pgconn.c - what every PostgreSQL user of the handle needs (see pgconn.h):
+ * a connection to the configured server, and the tenant its rows carry.
+ */
+#include "store/postgres/pgconn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "engine/core.h"
+
+int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **out, buf *err)
+{
+    json_t *st = json_loads(cfg_str(m->cfg, CFG_STORE), 0, NULL);
+    const char *dsn = json_string_value(json_object_get(st, "dsn"));
+    /* The env file: ~/ is the home folder, a relative path is in the
+     * workspace. */
+    const char *ef = cfg_str(m->cfg, CFG_PG_ENV_FILE), *home = getenv("HOME");
+    buf path;
+    buf_init(&path, 8192);
+    if (ef[0] == '~' && ef[1] == '/' && home)
+        buf_printf(&path, "%s/%s", home, ef + 2);
+    else if (*ef && ef[0] != '/')
+        buf_printf(&path, "%s/%s", m->workspace, ef);
+    else
+        buf_puts(&path, ef);
+    pg_target t = {dsn ? dsn : "", path.data ? path.data : "", 3, writable};
+    int rc = buf_err(&path) ? MNEMO_NOMEM : pg_connect(&t, statement_timeout_ms, out, err);
+    buf_cleanup(&path);
+    json_decref(st);
+    return rc;
+}
+
+pgback *pgconn_state(mnemo *m)
+{
+    if (!m->pg)
+        m->pg = calloc(1, sizeof *m->pg);
+    return m->pg;
+}
+
+void pgconn_close(mnemo *m)
+{
+    if (!m->pg)
+        return;
+    free(m->pg->tenant);
+    free(m->pg);
+    m->pg = NULL;
+}
+
+const char *pgconn_tenant(mnemo *m)
+{
+    const char *t = cfg_str(m->cfg, CFG_TENANT);
+    if (*t)
+        return t;
+    pgback *b = pgconn_state(m);
+    if (b && !b->tenant) {
+        char host[256] = "localhost";
+        if (gethostname(host, sizeof host - 1) != 0)
+            snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = 0;
+        size_t n = strlen(host) + strlen(m->workspace) + 2;
+        if ((b->tenant = malloc(n)))
+            snprintf(b->tenant, n, "%s:%s", host, m->workspace);
+    }
+    return b && b->tenant ? b->tenant : "default";
+}
+
+int pgconn_qtok(mnemo *m, tok **out)
+{
+    return core_qtok(m, cfg_str(m->cfg, CFG_LANGUAGE), out);
+}

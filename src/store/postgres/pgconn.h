@@ -1,0 +1,41 @@
+/*
+ * pgconn.h - the PostgreSQL connection and tenant of a handle, shared by
+ * the backend (pgschema.c, pgstore.c, pgmem.c) and the search of an
+ * existing table (pgsource.c).
+ */
+#ifndef MNEMO_PGCONN_H
+#define MNEMO_PGCONN_H
+
+#include "mnemo.h"
+#include "store/postgres/pg.h"
+#include "text/tok.h"
+#include "util/buf.h"
+
+/* The PostgreSQL state of a handle (m->pg), made on first use and freed by
+ * pgconn_close: each part owned by the file named. */
+typedef struct pgback {
+    struct pgstate *conn;    /* the backend's connection and schema (pgschema.c) */
+    struct pgstore *files;   /* the backend's chunk side (pgstore.c) */
+    struct pgmem *mem;       /* the backend's memory side (pgmem.c) */
+    struct pgsource *source; /* sourceTable search beside SQLite (pgsource.c) */
+    char *tenant;            /* the default tenant (pgconn_tenant), built on first use */
+} pgback;
+
+/* m->pg, made if needed; NULL when out of memory. */
+pgback *pgconn_state(mnemo *m);
+
+/* Frees m->pg itself (its parts are freed by their owners first). */
+void pgconn_close(mnemo *m);
+
+/* Connects to the configured server (store.dsn, pgEnvFile): read-only
+ * unless WRITABLE, statements limited to STATEMENT_TIMEOUT_MS. */
+int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **out, buf *err);
+
+/* The tenant of M's rows: config tenant, else "<host>:<workspace>". */
+const char *pgconn_tenant(mnemo *m);
+
+/* The query tokenizer: PostgreSQL's rows are tokenized with the configured
+ * language (a sync re-tokenizes a tenant indexed with another one). */
+int pgconn_qtok(mnemo *m, tok **out);
+
+#endif

@@ -1,0 +1,288 @@
+/*
+ * pgschema.c - the handle's PostgreSQL connection, migrations and the
+ * pgvector check (see pgschema.h).
+ */
+#include "store/postgres/pgschema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backend.h"
+#include "engine/core.h"
+#include "store/postgres/pgconn.h"
+
+#define STATEMENT_TIMEOUT_MS 60000
+#define QUERY_TIMEOUT_MS 60000
+#define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
+#define MAX_VEC_TABLES 8
+
+struct pgstate {
+    pg_conn *c;
+    int vec_checked, vec_ok;
+    char vec_why[512];
+    char vec_tables[MAX_VEC_TABLES][64]; /* created or seen on this connection */
+    int nvec;
+};
+
+static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
+    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5};
+
+static int fail(mnemo *m, int rc, const char *what, buf *err)
+{
+    rc = core_error(m, rc, "PostgreSQL %s: %s", what, err->data ? err->data : "failed");
+    buf_reset(err);
+    return rc;
+}
+
+static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
+             const char *const *params, pg_rows **out)
+{
+    pg_rows *r = NULL;
+    buf err;
+    buf_init(&err, 0);
+    int rc = pg_query(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err);
+    if (rc) {
+        rc = fail(m, rc, what, &err);
+        buf_cleanup(&err);
+        return rc;
+    }
+    buf_cleanup(&err);
+    if (out)
+        *out = r;
+    else
+        pg_rows_free(r);
+    return MNEMO_OK;
+}
+
+/* The schema version recorded, 0 for a database mnemo never used. */
+static int version_of(mnemo *m, pg_conn *c, int *v)
+{
+    pg_rows *r = NULL;
+    buf err;
+    buf_init(&err, 0);
+    int rc = pg_query(c, "SELECT coalesce(max(version), 0) FROM mnemo_migrations", 0, NULL,
+                      QUERY_TIMEOUT_MS, &r, &err);
+    *v = 0;
+    if (rc == MNEMO_DB && !strcmp(pg_sqlstate(c), "42P01")) /* undefined_table */
+        rc = MNEMO_OK;
+    else if (!rc)
+        *v = (int)strtol(pg_value(r, 0, 0), NULL, 10);
+    if (rc)
+        fail(m, rc, "schema version", &err);
+    pg_rows_free(r);
+    buf_cleanup(&err);
+    return rc;
+}
+
+static int migrate(mnemo *m, pg_conn *c)
+{
+    int v, rc = version_of(m, c, &v);
+    if (rc || v == PGSCHEMA_VERSION)
+        return rc;
+    if (v > PGSCHEMA_VERSION)
+        return core_error(m, MNEMO_CORRUPT,
+                          "PostgreSQL schema is version %d, newer than this mnemo (%d): "
+                          "upgrade mnemo",
+                          v, PGSCHEMA_VERSION);
+    if ((rc = q(m, c, "migration", "BEGIN", 0, NULL, NULL)))
+        return rc;
+    rc = q(m, c, "migration", "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0, NULL, NULL);
+    if (!rc)
+        rc = q(m, c, "migration",
+               "CREATE TABLE IF NOT EXISTS mnemo_migrations(version int PRIMARY KEY, "
+               "applied_at timestamptz NOT NULL DEFAULT now())",
+               0, NULL, NULL);
+    if (!rc)
+        rc = version_of(m, c, &v); /* another process may have migrated meanwhile */
+    for (int next = v + 1; !rc && next <= PGSCHEMA_VERSION; next++) {
+        for (const char *const *s = migrations[next]; !rc && *s; s++)
+            rc = q(m, c, "migration", *s, 0, NULL, NULL);
+        char num[16];
+        snprintf(num, sizeof num, "%d", next);
+        const char *p[1] = {num};
+        if (!rc)
+            rc = q(m, c, "migration", "INSERT INTO mnemo_migrations(version) VALUES ($1::int)", 1,
+                   p, NULL);
+    }
+    if (rc) {
+        buf keep;
+        buf_init(&keep, 0);
+        buf_puts(&keep, m->err.data ? m->err.data : "");
+        q(m, c, "migration", "ROLLBACK", 0, NULL, NULL);
+        core_error(m, rc, "%s", keep.data ? keep.data : "migration failed");
+        buf_cleanup(&keep);
+        return rc;
+    }
+    return q(m, c, "migration", "COMMIT", 0, NULL, NULL);
+}
+
+int pgschema_conn(mnemo *m, pg_conn **out)
+{
+    *out = NULL;
+    pgback *b = pgconn_state(m);
+    if (!b || (!b->conn && !(b->conn = calloc(1, sizeof *b->conn))))
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    struct pgstate *s = b->conn;
+    if (s->c && pg_ok(s->c)) {
+        *out = s->c;
+        return MNEMO_OK;
+    }
+    pg_close(s->c);
+    memset(s, 0, sizeof *s);
+    buf err;
+    buf_init(&err, 0);
+    int rc = pgconn_connect(m, 1, STATEMENT_TIMEOUT_MS, &s->c, &err);
+    if (rc) {
+        rc = core_error(m, rc, "%s", err.data ? err.data : "cannot connect to PostgreSQL");
+        buf_cleanup(&err);
+        return rc;
+    }
+    buf_cleanup(&err);
+    if ((rc = migrate(m, s->c))) {
+        pg_close(s->c);
+        s->c = NULL;
+        return rc;
+    }
+    *out = s->c;
+    return MNEMO_OK;
+}
+
+int pgschema_vectors(mnemo *m, const char **why)
+{
+    pg_conn *c;
+    *why = NULL;
+    int rc = pgschema_conn(m, &c);
+    if (rc) {
+        *why = m->err.data ? m->err.data : "PostgreSQL is unavailable";
+        return 0;
+    }
+    struct pgstate *s = m->pg->conn;
+    if (!s->vec_checked) {
+        pg_rows *r = NULL;
+        s->vec_checked = 1;
+        rc = q(m, c, "pgvector", "SELECT 1 FROM pg_extension WHERE extname = 'vector'", 0, NULL,
+               &r);
+        s->vec_ok = !rc && pg_nrows(r) == 1;
+        pg_rows_free(r);
+        if (!rc && !s->vec_ok) {
+            /* Inside a caller's transaction a failed CREATE would abort it:
+             * try under a savepoint there. */
+            int txn = pg_in_transaction(c);
+            if (txn)
+                rc = q(m, c, "pgvector", "SAVEPOINT mnemo_vector", 0, NULL, NULL);
+            if (!rc)
+                rc = q(m, c, "pgvector", "CREATE EXTENSION IF NOT EXISTS vector", 0, NULL, NULL);
+            s->vec_ok = !rc;
+            if (txn) {
+                buf keep;
+                buf_init(&keep, 0);
+                buf_puts(&keep, m->err.data ? m->err.data : "");
+                q(m, c, "pgvector",
+                  s->vec_ok ? "RELEASE SAVEPOINT mnemo_vector" : "ROLLBACK TO SAVEPOINT mnemo_vector",
+                  0, NULL, NULL);
+                core_error(m, rc, "%s", keep.data ? keep.data : "");
+                buf_cleanup(&keep);
+            }
+        }
+        if (!s->vec_ok) {
+            /* The server's own words, first line only, when it is not one of
+             * the two usual reasons. */
+            const char *code = pg_sqlstate(c), *msg = m->err.data ? m->err.data : "";
+            const char *e = strstr(msg, "ERROR:");
+            e = e ? e + 6 : msg;
+            while (*e == ' ')
+                e++;
+            int len = (int)strcspn(e, "\n");
+            if (!strcmp(code, "0A000") || !strcmp(code, "58P01"))
+                snprintf(s->vec_why, sizeof s->vec_why,
+                         "vectors are off: the pgvector extension is not installed on the "
+                         "PostgreSQL server (install pgvector there to enable them); "
+                         "keyword search only");
+            else if (!strcmp(code, "42501"))
+                snprintf(s->vec_why, sizeof s->vec_why,
+                         "vectors are off: the vector extension is not enabled in this "
+                         "database and this role may not create it (as an administrator: "
+                         "CREATE EXTENSION vector); keyword search only");
+            else
+                snprintf(s->vec_why, sizeof s->vec_why,
+                         "vectors are off: the vector extension could not be enabled (%.*s); "
+                         "keyword search only",
+                         len, e);
+        }
+        core_clear(m);
+    }
+    if (!s->vec_ok)
+        *why = s->vec_why;
+    return s->vec_ok;
+}
+
+int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size)
+{
+    const char *why;
+    if (dims <= 0 || dims > 16000 || (strcmp(kind, "chunk") != 0 && strcmp(kind, "memory") != 0))
+        return core_error(m, MNEMO_INVALID, "vector table: bad kind or dimensions");
+    if (!pgschema_vectors(m, &why))
+        return core_error(m, MNEMO_UNAVAILABLE, "%s", why);
+    snprintf(name, size, "mnemo_%s_vec_%d", kind, dims);
+    struct pgstate *s = m->pg->conn;
+    for (int i = 0; i < s->nvec; i++)
+        if (!strcmp(s->vec_tables[i], name))
+            return MNEMO_OK;
+    /* The name is built from a fixed word and a number: nothing from
+     * outside reaches this SQL. HNSW indexes vectors up to 2000 dimensions;
+     * beyond that the table is searched exactly. */
+    char sql[1024];
+    const char *idcol = !strcmp(kind, "chunk") ? "chunk_id bigint" : "memory_id text";
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, %s NOT NULL, "
+             "model text NOT NULL, embedding vector(%d) NOT NULL, "
+             "PRIMARY KEY (tenant, %s))",
+             name, idcol, dims, !strcmp(kind, "chunk") ? "chunk_id" : "memory_id");
+    int rc = q(m, m->pg->conn->c, "vector table", "BEGIN", 0, NULL, NULL);
+    if (!rc)
+        rc = q(m, m->pg->conn->c, "vector table",
+               "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0, NULL, NULL);
+    if (!rc)
+        rc = q(m, m->pg->conn->c, "vector table", sql, 0, NULL, NULL);
+    if (!rc && dims <= 2000) {
+        snprintf(sql, sizeof sql,
+                 "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding "
+                 "vector_cosine_ops)",
+                 name, name);
+        rc = q(m, m->pg->conn->c, "vector table", sql, 0, NULL, NULL);
+    }
+    if (rc) {
+        buf keep;
+        buf_init(&keep, 0);
+        buf_puts(&keep, m->err.data ? m->err.data : "");
+        q(m, m->pg->conn->c, "vector table", "ROLLBACK", 0, NULL, NULL);
+        core_error(m, rc, "%s", keep.data ? keep.data : "failed");
+        buf_cleanup(&keep);
+        return rc;
+    }
+    if ((rc = q(m, m->pg->conn->c, "vector table", "COMMIT", 0, NULL, NULL)))
+        return rc;
+    if (s->nvec < MAX_VEC_TABLES)
+        snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
+    return MNEMO_OK;
+}
+
+int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+               pg_rows **out)
+{
+    pg_conn *c;
+    if (out)
+        *out = NULL;
+    int rc = pgschema_conn(m, &c);
+    return rc ? rc : q(m, c, what, sql, n, params, out);
+}
+
+void pgschema_close(mnemo *m)
+{
+    if (!m || !m->pg || !m->pg->conn)
+        return;
+    pg_close(m->pg->conn->c);
+    free(m->pg->conn);
+    m->pg->conn = NULL;
+}

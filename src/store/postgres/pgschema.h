@@ -1,0 +1,68 @@
+/*
+ * pgschema.h - mnemo's own schema on PostgreSQL: the handle's connection,
+ * migrations, and whether pgvector is there.
+ *
+ * Every table has a tenant column first in its primary key (usable as a
+ * Citus distribution column; see docs/scaling.md). Migrations are numbered
+ * and recorded in mnemo_migrations; a process that finds the database behind
+ * applies the missing ones in one transaction under an advisory lock, so
+ * several processes starting at once migrate exactly once. A database newer
+ * than this build is refused (MNEMO_CORRUPT), never downgraded.
+ *
+ *   1  files and chunks (pgstore.c: pgstore_ddl)
+ *   2  memories and their history (pgmem.c: pgmem_ddl)
+ *   3  document frequencies of the chunks' lexemes (pgstore.c: pgstore_ddl3)
+ *   4  memories' BM25 statistics: live memories and their tokens per tenant,
+ *      document frequency per lexeme, created and backfilled (pgmem.c:
+ *      pgmem_ddl4)
+ *   5  per lexeme of the chunks, the largest frequency and the shortest
+ *      chunk holding it: MaxScore's bounds (pgstore.c: pgstore_ddl5)
+ *
+ * Vectors live in tables per dimension count, created on first use when the
+ * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
+ * (tenant, id, model, embedding vector(d)), each with an HNSW index for
+ * cosine distance.
+ */
+#ifndef MNEMO_PGSCHEMA_H
+#define MNEMO_PGSCHEMA_H
+
+#include "mnemo.h"
+#include "store/postgres/pg.h"
+
+#define PGSCHEMA_VERSION 5
+
+/* The DDL of each migration, defined by the module that owns the tables. */
+extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
+extern const char *const pgmem_ddl[];
+extern const char *const pgmem_ddl4[];
+extern const char *const pgstore_ddl3[];
+extern const char *const pgstore_ddl5[];
+
+/* The handle's writable connection, connected and migrated on first use and
+ * again after the server went away. *OUT belongs to the handle. Errors
+ * (with the message on the handle, credentials redacted): MNEMO_UNAVAILABLE
+ * when the server cannot be reached, MNEMO_CORRUPT for a schema newer than
+ * this build, MNEMO_DB otherwise. */
+int pgschema_conn(mnemo *m, pg_conn **out);
+
+/* 1 when pgvector is usable on the connection (CREATE EXTENSION IF NOT
+ * EXISTS vector is tried once per connection); else 0 with the reason in
+ * *WHY (static or handle-owned text). */
+int pgschema_vectors(mnemo *m, const char **why);
+
+/* Creates (if needed) the vector table of KIND ("chunk" or "memory") for
+ * DIMS dimensions with its HNSW index, and writes its name into NAME
+ * (mnemo_<kind>_vec_<dims>). Requires pgschema_vectors. Runs its own
+ * transaction: call it outside one. */
+int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size);
+
+/* Runs SQL with text parameters on the handle's connection with the
+ * default deadline; on failure records "WHAT: <server message>" on the
+ * handle. *OUT may be NULL when the rows are not wanted. */
+int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+               pg_rows **out);
+
+/* Frees the connection state kept on the handle. Accepts a handle without. */
+void pgschema_close(mnemo *m);
+
+#endif

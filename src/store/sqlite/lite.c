@@ -1,0 +1,90 @@
+/*
+ * lite.c - the SQLite backend's state on the handle: the index file opened
+ * (and reopened after another process rebuilt it), the memory store
+ * attached to it, the query tokenizer of the index's language.
+ */
+#include "store/sqlite/lite.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "util/errcode.h"
+#include "store/sqlite/vectors.h"
+
+int lite_open(mnemo *m)
+{
+    if (!(m->lite = calloc(1, sizeof *m->lite)))
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    return MNEMO_OK;
+}
+
+void lite_close(mnemo *m)
+{
+    if (!m->lite)
+        return;
+    store_close(m->lite->st);
+    vecfile_close(m->lite->vf);
+    free(m->lite);
+    m->lite = NULL;
+}
+
+int lite_store(mnemo *m)
+{
+    lite *l = m->lite;
+    struct stat sb;
+    int have = stat(m->db_path, &sb) == 0;
+    if (l->st) {
+        if (have && sb.st_dev == l->st_dev && sb.st_ino == l->st_ino)
+            return MNEMO_OK;
+        store_close(l->st); /* replaced (or removed) under us */
+        l->st = NULL;
+    }
+    char err[1024] = "";
+    int rc = store_open(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &l->st, err,
+                        sizeof err);
+    if (rc == MNEMO_OK && have) {
+        l->st_dev = sb.st_dev;
+        l->st_ino = sb.st_ino;
+    }
+    if (rc == MNEMO_OK) {
+        /* Notes stay searchable when the memory store cannot be opened;
+         * memory operations report why (lite_mem). */
+        char *lang = NULL;
+        store_meta_get(l->st, "language", &lang);
+        l->mem_err[0] = 0;
+        l->mem_rc = store_attach_memories(l->st, m->mem_path, lang ? lang : "english",
+                                          l->mem_err, sizeof l->mem_err);
+        free(lang);
+    }
+    if (rc == MNEMO_NOTFOUND)
+        return core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
+    if (rc)
+        return core_error(m, rc, "%s", err[0] ? err : errcode_text(rc));
+    return MNEMO_OK;
+}
+
+int lite_mem(mnemo *m)
+{
+    int rc = lite_store(m);
+    if (rc || !m->lite->mem_rc)
+        return rc;
+    return core_error(m, m->lite->mem_rc, "%s",
+                      m->lite->mem_err[0] ? m->lite->mem_err : errcode_text(m->lite->mem_rc));
+}
+
+int lite_qtok(mnemo *m, tok **out)
+{
+    char *lang = NULL;
+    int rc;
+    if ((rc = lite_store(m)))
+        return rc;
+    if (store_meta_get(m->lite->st, "language", &lang) || !lang) {
+        free(lang);
+        return core_error(m, MNEMO_CORRUPT, "index %s has no language setting; rebuild it with: "
+                                            "mnemo index --force",
+                          m->db_path);
+    }
+    rc = core_qtok(m, lang, out);
+    free(lang);
+    return rc;
+}

@@ -1,0 +1,64 @@
+/*
+ * lite.h - the SQLite backend's state on the handle (m->lite): the index
+ * file, the memory store attached to it and the mapped vectors file, each
+ * opened on first use. Made by lite_open when the handle is opened on this
+ * backend, freed by lite_close.
+ */
+#ifndef MNEMO_LITE_H
+#define MNEMO_LITE_H
+
+#include <sys/types.h>
+
+#include "engine/backend.h"
+#include "engine/core.h"
+#include "store/sqlite/store.h"
+#include "text/tok.h"
+
+typedef struct lite {
+    store *st;           /* NULL until first needed */
+    dev_t st_dev;        /* the index file st was opened on: a rebuild by */
+    ino_t st_ino;        /* another process renames a new file into place */
+    int mem_rc;          /* the memory store could not be attached: why (mem_err) */
+    char mem_err[1024];
+    struct vec_file *vf; /* the mapped vectors file, kept across searches */
+} lite;
+
+/* Makes m->lite (backend_ops.open). */
+int lite_open(mnemo *m);
+
+/* Frees m->lite (backend_ops.close). */
+void lite_close(mnemo *m);
+
+/* Opens the index if not open yet, or again when the file at the index path
+ * is no longer the one open (another process rebuilt it). MNEMO_NOTFOUND
+ * (with a message) when the database does not exist. */
+int lite_store(mnemo *m);
+
+/* lite_store, and the memory store attached to it (its error otherwise). */
+int lite_mem(mnemo *m);
+
+/* The query tokenizer for the open index's language (backend_ops.qtok). */
+int lite_qtok(mnemo *m, tok **out);
+
+/* The SQLite backend's operations (backend.h): lite_sync.c, lite_search.c,
+ * lite_recall.c, status.c, memlite.c, lite_msearch.c. */
+int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
+int lite_status_json(mnemo *m, int deep, char **out);
+int lite_recall_triggers(mnemo *m, const char *message, char **out);
+int lite_memory_add(mnemo *m, const char *record, char **out);
+int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out);
+int lite_memory_delete(mnemo *m, const char *id);
+int lite_memory_purge(mnemo *m, const char *id, size_t *purged);
+int lite_memory_get(mnemo *m, const char *id, char **out);
+int lite_memory_confirm(mnemo *m, const char *id, char **out);
+int lite_memory_history(mnemo *m, const char *id, char **out);
+int lite_memory_list(mnemo *m, const char *options, char **out);
+int lite_memory_search(mnemo *m, const char *query, const char *options, char **out);
+int lite_memory_recall(mnemo *m, const char *options, char **out);
+int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
+int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                       size_t *skipped);
+int lite_memory_recover(mnemo *m, const char *path, char **out);
+
+#endif

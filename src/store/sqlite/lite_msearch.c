@@ -1,0 +1,335 @@
+/*
+ * lite_msearch.c - searching structured memories on SQLite: the keyword
+ * leg (BM25 over memories_fts) and the vector leg (a scan of the scope's
+ * memory vectors), each restricted by the scope and filters in SQL, the
+ * factor inputs and episodes read from the rows; the fusion, factors and
+ * episodes themselves are msearch.c's.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backend.h"
+#include "store/sqlite/lite.h"
+#include "store/sqlite/memlite.h"
+#include "engine/memory.h"
+#include "store/sqlite/memvec.h"
+#include "embed/vec.h"
+
+#define POOL 200
+
+static int sqlfail(mnemo *m, const char *what)
+{
+    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
+}
+
+/* Binds the scope arguments and the filter's after FIRST - 1 others. */
+static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, int first)
+{
+    if (mfilter_bind(args, st, first) != SQLITE_OK)
+        return MNEMO_DB;
+    return mfilter_bind(&o->filter, st, first + (int)args->nargs) == SQLITE_OK ? MNEMO_OK
+                                                                               : MNEMO_DB;
+}
+
+static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
+                       const mem_opts *o, mset *s)
+{
+    fts_rank *r = store_mrank(m->lite->st);
+    fts_rank_reset(r, q->nphrase);
+    buf sql;
+    buf_init(&sql, 1 << 20);
+    buf_printf(&sql,
+               /* CROSS JOIN: the full-text query drives, once; the other
+                * order runs it for every memory in scope. */
+               "SELECT mnemo_collect_mem(memories_fts) FROM memories_fts CROSS JOIN memories m "
+               "ON m.mid = memories_fts.rowid WHERE memories_fts MATCH ? AND %s",
+               where);
+    sqlite3_stmt *st = NULL;
+    int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
+    if (!rc && sqlite3_prepare_v2(store_db(m->lite->st), sql.data, -1, &st, NULL) != SQLITE_OK)
+        rc = sqlfail(m, "memory search");
+    buf_cleanup(&sql);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    if ((rc = bind_where(st, args, o, 2))) {
+        sqlite3_finalize(st);
+        return sqlfail(m, "memory search");
+    }
+    int s2;
+    while ((s2 = sqlite3_step(st)) == SQLITE_ROW)
+        ;
+    sqlite3_finalize(st);
+    if (s2 != SQLITE_DONE)
+        return r->hits.nomem ? MNEMO_NOMEM : sqlfail(m, "memory search");
+    mem_bm25 k;
+    mem_bm25_init(m, q, &r->hits, &k);
+    const bm25_hits *h = &r->hits;
+    for (size_t i = 0; i < h->n; i++) {
+        if (!mem_bm25_hit_ok(q, &r->hits, i))
+            continue;
+        mcand *c = mset_push(s, h->id[i]); /* each row once */
+        if (!c)
+            return MNEMO_NOMEM;
+        c->text = mem_bm25_norm(&k, &r->hits, i);
+    }
+    return MNEMO_OK;
+}
+
+typedef struct vhit {
+    int64_t mid;
+    float cos;
+} vhit;
+
+static int by_cos(const void *a, const void *b)
+{
+    const vhit *x = a, *y = b;
+    return x->cos < y->cos ? 1 : x->cos > y->cos ? -1 : (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+/* Scans the scope's memory vectors; the best POOL join the candidates, and
+ * every candidate gets its calibrated vector score. */
+static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfilter *args,
+                      const mem_opts *o, mset *s, int *ran)
+{
+    *ran = 0;
+    buf err;
+    buf_init(&err, 4096);
+    embedder *e = memvec_embedder(m, &err);
+    float *qv = NULL;
+    size_t qlen = strlen(qtext);
+    if (!e || embed_texts(e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err) != MNEMO_OK) {
+        buf_cleanup(&err);
+        free(qv);
+        return MNEMO_OK; /* keyword results stand on their own */
+    }
+    buf_cleanup(&err);
+    int dims = embed_dims(e);
+    buf sql;
+    buf_init(&sql, 1 << 20);
+    buf_printf(&sql,
+               "SELECT v.mid, v.vec FROM memory_vectors v JOIN memories m ON m.mid = v.mid "
+               "WHERE %s",
+               where);
+    sqlite3_stmt *st = NULL;
+    int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
+    if (!rc && sqlite3_prepare_v2(store_db(m->lite->st), sql.data, -1, &st, NULL) != SQLITE_OK)
+        rc = sqlfail(m, "memory vectors");
+    buf_cleanup(&sql);
+    if (!rc && bind_where(st, args, o, 1))
+        rc = sqlfail(m, "memory vectors");
+    vhit *hits = NULL;
+    size_t n = 0, cap = 0;
+    double sum = 0, sum2 = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_bytes(st, 1) != dims * (int)sizeof(float))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            vhit *v = realloc(hits, cap * sizeof *v);
+            if (!v) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            hits = v;
+        }
+        float c = vec_dot_f32(qv, sqlite3_column_blob(st, 1), (size_t)dims);
+        hits[n++] = (vhit){sqlite3_column_int64(st, 0), c};
+        sum += c;
+        sum2 += (double)c * c;
+    }
+    sqlite3_finalize(st);
+    if (!rc && n) {
+        double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
+        double sd = var > 0 ? sqrt(var) : 0;
+        qsort(hits, n, sizeof *hits, by_cos);
+        size_t nk = s->n; /* keyword candidates, sorted by mid */
+        mset_sort_mid(s, nk);
+        for (size_t i = 0; i < n && !rc; i++) {
+            double v = mem_vec_calibrate(hits[i].cos, n, sum, sd);
+            mcand *c = mset_find(s, nk, hits[i].mid);
+            if (!c && i < POOL && !(c = mset_push(s, hits[i].mid)))
+                rc = MNEMO_NOMEM;
+            if (c)
+                c->vec = v;
+        }
+        *ran = 1;
+    }
+    free(hits);
+    free(qv);
+    return rc;
+}
+
+/* SQLite: the factor inputs of C from its row. */
+#define FACTOR_SQL                                                                             \
+    "SELECT importance, subject, created_at, last_confirmed_at, confirmations FROM memories "  \
+    "WHERE mid = ?1"
+static int lite_factors(mnemo *m, void *ud, mcand *c)
+{
+    (void)m;
+    sqlite3_stmt *st = ud;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, c->mid);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return MNEMO_NOTFOUND;
+    c->importance = sqlite3_column_double(st, 0);
+    const char *subj = (const char *)sqlite3_column_text(st, 1);
+    c->about_user = subj && strcmp(subj, "user") == 0;
+    c->created = sqlite3_column_double(st, 2);
+    c->confirmed = sqlite3_column_double(st, 3);
+    c->confirmations = sqlite3_column_double(st, 4);
+    c->has_factors = 1;
+    return MNEMO_OK;
+}
+
+/* Loads C's record (MEM_COLS) if not loaded yet. */
+static int lite_load(mnemo *m, mcand *c)
+{
+    if (c->rec)
+        return MNEMO_OK;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store_db(m->lite->st), "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sqlfail(m, "memory search");
+    sqlite3_bind_int64(st, 1, c->mid);
+    int rc = MNEMO_NOTFOUND;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        rc = (c->rec = mem_json(st, 0)) ? MNEMO_OK : MNEMO_NOMEM;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Adds the up to MEM_EPISODE_SPAN memories of ST (columns mid, agent_id,
+ * run_id, created_at, text; nearest first, of the same scope) that continue
+ * the episode of OF (created WHEN) in direction DIR. */
+static int episode_side(sqlite3_stmt *st, int64_t of, double when, int dir, mem_members *l)
+{
+    int rc = MNEMO_OK, pos = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        double at = sqlite3_column_double(st, 3);
+        if (fabs(at - when) > MEM_EPISODE_GAP)
+            break;
+        pos += dir;
+        rc = mem_members_add(l, of, sqlite3_column_int64(st, 0), pos,
+                             (const char *)sqlite3_column_text(st, 4));
+        when = at;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* SQLite: the episode members of MIDS (mem_episode_fn). */
+static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
+{
+    (void)ud;
+    fts_rank *fr = store_mrank(m->lite->st);
+    /* In creation order within the scope's memories (index memories_scope). */
+    sqlite3_stmt *own = fts_stmt(fr, "SELECT user_id, agent_id, run_id, created_at, text "
+                                     "FROM memories WHERE mid = ?1");
+    sqlite3_stmt *side[2] = {
+        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
+                     "deleted_at IS NULL AND (created_at, mid) < (?2, ?3) "
+                     "ORDER BY created_at DESC, mid DESC LIMIT 2"),
+        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
+                     "deleted_at IS NULL AND (created_at, mid) > (?2, ?3) "
+                     "ORDER BY created_at, mid LIMIT 2")};
+    int rc = own && side[0] && side[1] ? MNEMO_OK : sqlfail(m, "memory episodes");
+    for (size_t i = 0; !rc && i < n; i++) {
+        sqlite3_bind_int64(own, 1, mids[i]);
+        if (sqlite3_step(own) == SQLITE_ROW) {
+            char *user = store_col_dup(own, 0);
+            char *agent = store_col_dup(own, 1);
+            char *run = store_col_dup(own, 2);
+            double when = sqlite3_column_double(own, 3);
+            const char *text = (const char *)sqlite3_column_text(own, 4);
+            int turn = text && mem_is_turn(text);
+            rc = user && agent && run ? mem_members_add(l, mids[i], mids[i], 0, text)
+                                      : MNEMO_NOMEM;
+            for (int d = 0; d < 2 && !rc && turn; d++) {
+                sqlite3_bind_text(side[d], 1, user, -1, SQLITE_STATIC);
+                sqlite3_bind_double(side[d], 2, when);
+                sqlite3_bind_int64(side[d], 3, mids[i]);
+                sqlite3_bind_text(side[d], 4, agent, -1, SQLITE_STATIC);
+                sqlite3_bind_text(side[d], 5, run, -1, SQLITE_STATIC);
+                rc = episode_side(side[d], mids[i], when, d ? 1 : -1, l);
+                sqlite3_clear_bindings(side[d]);
+            }
+            free(user);
+            free(agent);
+            free(run);
+        }
+        sqlite3_reset(own);
+    }
+    if (own)
+        sqlite3_reset(own);
+    return rc;
+}
+
+/* The SQLite search (mem_searcher.run). */
+static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
+                    const char **mode)
+{
+    *mode = "keyword";
+    buf qt;
+    buf_init(&qt, 1 << 16);
+    int rc = mem_query_text(m, text, &qt);
+    if (rc) {
+        buf_cleanup(&qt);
+        return rc;
+    }
+    const char *q = qt.data ? qt.data : "";
+    tok *t;
+    query pq;
+    memset(&pq, 0, sizeof pq);
+    buf where;
+    buf_init(&where, 1 << 20);
+    mfilter args;
+    mfilter_init(&args);
+    double now = core_now();
+    if (!(rc = mem_store(m)) && !(rc = lite_qtok(m, &t)) && !(rc = query_parse(t, q, &pq)))
+        rc = mem_where(o, floor(now), &where, &args);
+    sqlite3 *db = !rc ? store_db(m->lite->st) : NULL;
+    int txn = db && sqlite3_get_autocommit(db) &&
+              sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    if (!rc && pq.match)
+        rc = keyword_leg(m, &pq, where.data, &args, o, s);
+    int ran = 0;
+    if (!rc && *q)
+        rc = vector_leg(m, q, where.data, &args, o, s, &ran);
+    if (!rc && pq.match && s->n) {
+        mem_bm25 k;
+        fts_rank *r = store_mrank(m->lite->st);
+        mem_bm25_init(m, &pq, &r->hits, &k);
+        rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_episodes, NULL);
+    }
+    if (ran)
+        *mode = "hybrid";
+    sqlite3_stmt *row = NULL;
+    if (!rc && s->n && sqlite3_prepare_v2(db, FACTOR_SQL, -1, &row, NULL) != SQLITE_OK)
+        rc = sqlfail(m, "memory search");
+    if (!rc)
+        rc = mem_rank(m, q, o, ran, need, now, s, lite_factors, row);
+    sqlite3_finalize(row);
+    if (txn)
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    query_cleanup(&pq);
+    mfilter_cleanup(&args);
+    buf_cleanup(&where);
+    buf_cleanup(&qt);
+    return rc;
+}
+
+static const mem_searcher mem_lite_searcher = {lite_run, lite_load};
+
+int lite_memory_search(mnemo *m, const char *text, const char *options, char **out)
+{
+    return mem_search(m, text, options, &mem_lite_searcher, out);
+}
+
+int lite_memory_recall(mnemo *m, const char *options, char **out)
+{
+    return mem_recall(m, options, &mem_lite_searcher, out);
+}

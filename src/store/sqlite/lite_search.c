@@ -1,0 +1,541 @@
+/*
+ * lite_search.c - searching notes on SQLite: the BM25 leg over chunks_fts
+ * (a min-heap keeps the best rows), the file-name legs over files_fts, the
+ * vector leg over the mapped vectors file, and the rows they come from,
+ * handed to the shared ranking (search_rank, search.c) through search_io.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backend.h"
+#include "util/errcode.h"
+#include "store/sqlite/lite.h"
+#include "text/query.h"
+#include "engine/rank.h"
+#include "engine/search.h"
+#include "util/time.h"
+#include "store/sqlite/vectors.h"
+
+#define POOL_MIN 200
+#define PATH_ROWS_MAX 2000
+
+typedef search_cand cand;
+typedef search_file_hits file_hits;
+
+/* ----------------------------------------------------------------------
+ * Candidate pool: a min-heap on BM25 keeps the best POOL rows
+ * -------------------------------------------------------------------- */
+
+typedef struct pool {
+    cand *v;
+    size_t n, cap;
+} pool;
+
+static int worse(const cand *a, const cand *b)
+{
+    if (a->raw != b->raw)
+        return a->raw < b->raw;
+    return a->chunk_id > b->chunk_id;
+}
+
+static void heap_down(pool *p, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < p->n && worse(&p->v[l], &p->v[m]))
+            m = l;
+        if (r < p->n && worse(&p->v[r], &p->v[m]))
+            m = r;
+        if (m == i)
+            return;
+        cand t = p->v[i];
+        p->v[i] = p->v[m];
+        p->v[m] = t;
+        i = m;
+    }
+}
+
+static void heap_up(pool *p, size_t i)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!worse(&p->v[i], &p->v[parent]))
+            return;
+        cand t = p->v[i];
+        p->v[i] = p->v[parent];
+        p->v[parent] = t;
+        i = parent;
+    }
+}
+
+static void pool_offer(pool *p, const cand *c)
+{
+    if (p->n < p->cap) {
+        p->v[p->n] = *c;
+        heap_up(p, p->n++);
+    } else if (worse(&p->v[0], c)) {
+        p->v[0] = *c;
+        heap_down(p, 0);
+    }
+}
+
+/* ----------------------------------------------------------------------
+ * Legs
+ * -------------------------------------------------------------------- */
+
+static int sql_fail(mnemo *m, const char *what)
+{
+    sqlite3 *db = store_db(m->lite->st);
+    int code = store_code(sqlite3_errcode(db));
+    return core_error(m, code ? code : MNEMO_DB, "search failed (%s): %s", what,
+                      sqlite3_errmsg(db));
+}
+
+/* The chunk id range of a corpus (see STORE_SESSION_ID_BASE). */
+typedef struct corpus {
+    int64_t lo, hi; /* ids in [lo, hi) */
+    const char *source; /* files.source, or NULL for all */
+} corpus;
+
+static corpus corpus_of(const char *name)
+{
+    if (name && strcmp(name, "sessions") == 0)
+        return (corpus){STORE_SESSION_ID_BASE, INT64_MAX, "sessions"};
+    if (name && strcmp(name, "all") == 0)
+        return (corpus){0, INT64_MAX, NULL};
+    return (corpus){0, STORE_SESSION_ID_BASE, "memory"};
+}
+
+/* BM25 over chunks: mnemo_phrases() gathers the matching rows' term
+ * frequencies and lengths, the scores are computed here. */
+static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, search_bm25 *bm)
+{
+    fts_rank *r = store_rank(m->lite->st);
+    fts_rank_reset(r, q->nphrase);
+    /* One row starts mnemo_phrases(), which reads every phrase's rows. */
+    sqlite3_stmt *st = fts_stmt(r, "SELECT mnemo_phrases(chunks_fts, ?4, ?2, ?3) FROM chunks_fts "
+                                   "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3 "
+                                   "LIMIT 1");
+    if (!st)
+        return sql_fail(m, "prepare");
+    sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, cp->lo);
+    sqlite3_bind_int64(st, 3, cp->hi);
+    sqlite3_bind_int(st, 4, q->npositive);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        ;
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory") : sql_fail(m, "keyword query");
+    double w[BM25_MAX_PHRASES];
+    query_weights(q, w);
+    bm25_idfs(&r->hits, bm->idf);
+    bm->k1 = cfg_num(m->cfg, CFG_BM25_K1);
+    bm->b = cfg_num(m->cfg, CFG_BM25_B);
+    const bm25_hits *h = &r->hits;
+    bm->avgdl = h->avgdl;
+    for (size_t i = 0; i < h->n; i++) {
+        if ((h->mask[i] & q->required) != q->required)
+            continue;
+        cand c = {.chunk_id = h->id[i], .raw = bm25_score(&r->hits, i, w, bm->idf, bm->k1, bm->b),
+                  .vec = -1};
+        pool_offer(p, &c);
+    }
+    double s = 0;
+    for (int i = 0; i < q->npositive && i < h->np; i++)
+        s += bm->idf[i];
+    bm->sum_idf = s > 0 ? s : 1.0;
+    return MNEMO_OK;
+}
+
+
+
+/* Adds the file of row ST (columns: file id, then chunk id and seq, NULL
+ * without chunks) with FRAC and TIER. */
+static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, int tier)
+{
+    return search_file_hit_add(f, sqlite3_column_int64(st, 0),
+                               sqlite3_column_int64(st, chunk_col),
+                               sqlite3_column_int64(st, chunk_col + 1), frac, tier);
+}
+
+
+
+static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+{
+    fts_rank *r = store_rank(m->lite->st);
+    sqlite3_stmt *st = NULL;
+    /* Exact: the query names a file by path, base name or stem. */
+    if (q->filename[0]) {
+        st = fts_stmt(r, "SELECT x.id, x.tier, c.id, c.seq FROM (SELECT id, CASE WHEN "
+                         "path_lc = ?1 THEN 3 WHEN name_lc = ?1 THEN 2 ELSE 1 END AS tier "
+                         "FROM files WHERE status = 0 AND "
+                         "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) AND "
+                         "(?2 IS NULL OR source = ?2) LIMIT 20) x "
+                         "LEFT JOIN chunks c ON c.file_id = x.id");
+        if (!st)
+            return sql_fail(m, "prepare");
+        sqlite3_bind_text(st, 1, q->filename, -1, SQLITE_STATIC);
+        if (cp->source)
+            sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
+        while (sqlite3_step(st) == SQLITE_ROW)
+            if (add_hit(f, st, 2, 1.0, sqlite3_column_int(st, 1))) {
+                sqlite3_reset(st);
+                return MNEMO_NOMEM;
+            }
+        sqlite3_reset(st);
+    }
+    /* Partial: query terms among the path's words. */
+    int nterms = q->npositive;
+    if (!q->match || nterms == 0)
+        return MNEMO_OK;
+    st = fts_stmt(r, "SELECT f.rowid, mnemo_mask(files_fts), c.id, c.seq FROM files_fts f "
+                     "JOIN files ON files.id = f.rowid "
+                     "LEFT JOIN chunks c ON c.file_id = f.rowid "
+                     "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
+                     "(?2 IS NULL OR files.source = ?2)");
+    if (!st)
+        return sql_fail(m, "prepare");
+    sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    if (cp->source)
+        sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
+    int files = 0;
+    int64_t last = 0;
+    uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id != last && files++ == PATH_ROWS_MAX)
+            break;
+        last = id;
+        uint64_t mask = (uint64_t)sqlite3_column_int64(st, 1);
+        double frac = (double)__builtin_popcountll(mask & positive) / nterms;
+        if (add_hit(f, st, 2, frac, 0)) {
+            sqlite3_reset(st);
+            return MNEMO_NOMEM;
+        }
+    }
+    sqlite3_reset(st);
+    return MNEMO_OK;
+}
+
+
+/* The files the query names or whose paths hold query terms, with their
+ * chunks, both sorted for searching by chunk and by file. */
+static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+{
+    int rc = file_queries(m, q, cp, f);
+    if (!rc)
+        search_file_hits_finish(f);
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * The vector leg
+ * -------------------------------------------------------------------- */
+
+typedef struct vleg {
+    int ran;
+    embedder *e;
+    vec_file *vf;
+    float *qv;
+    vec_match *matches;
+    size_t nmatches;
+    double mean, sd;
+} vleg;
+
+static void vleg_cleanup(vleg *v)
+{
+    free(v->qv); /* v->vf is the handle's, kept across searches */
+    free(v->matches);
+}
+
+/* Runs the vector leg. Returns an error only for a named provider that
+ * fails; otherwise a failure becomes res->fallback and v->ran stays 0. */
+static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
+                      mnemo_results *res, vleg *v)
+{
+    char name[32];
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    if (strcmp(name, "none") == 0)
+        return MNEMO_OK;
+    buf err;
+    buf_init(&err, 8192);
+    int rc = provider_embedder(m, name, &v->e, &err);
+    size_t qlen = strlen(qtext);
+    if (!rc)
+        rc = embed_texts(v->e, EMBED_QUERY, &qtext, &qlen, 1, &v->qv, &err);
+    if (rc) {
+        const char *msg = err.len ? err.data : errcode_text(rc);
+        if (explicit_)
+            rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
+                            "memory search unavailable: %s", msg);
+        else
+            rc = results_set_fallback(res, name, msg);
+        buf_cleanup(&err);
+        return rc;
+    }
+    /* Vectors of another provider, model or chunking are stale. */
+    char ident[1024], *stored = NULL;
+    provider_identity(m, v->e, ident, sizeof ident);
+    store_meta_get(m->lite->st, "vec_identity", &stored);
+    if (!stored || strcmp(stored, ident) != 0) {
+        char reason[1200];
+        snprintf(reason, sizeof reason,
+                 stored && *stored ? "the vectors were built with another embedding setup "
+                                     "(%s); run: mnemo index"
+                                   : "no vectors yet%s; run: mnemo index",
+                 stored ? stored : "");
+        free(stored);
+        buf_cleanup(&err);
+        return results_set_fallback(res, name, reason);
+    }
+    free(stored);
+    int quant = strcmp(cfg_str(m->cfg, CFG_VECTOR_QUANTIZATION), "int8") == 0;
+    rc = vecfile_get(m->lite->st, m->db_path, quant, &m->lite->vf, &err);
+    v->vf = m->lite->vf;
+    if (rc || vecfile_dims(v->vf) != embed_dims(v->e)) {
+        const char *why = rc == MNEMO_NOTFOUND ? "no vectors yet; run: mnemo index"
+                          : rc ? (err.len ? err.data : errcode_text(rc))
+                               : "vector dimensions differ; run: mnemo index";
+        rc = results_set_fallback(res, name, why);
+        buf_cleanup(&err);
+        return rc;
+    }
+    buf_cleanup(&err);
+    v->matches = malloc(k * sizeof *v->matches);
+    if (!v->matches)
+        return MNEMO_NOMEM;
+    v->nmatches = vecfile_search(v->vf, v->qv, cp->lo, cp->hi, k, quant, v->matches, &v->mean,
+                                 &v->sd);
+    v->ran = 1;
+    free(res->mode);
+    res->mode = strdup("hybrid");
+    res->provider = strdup(embed_provider(v->e));
+    res->model = strdup(embed_model(v->e));
+    return res->mode && res->provider && res->model ? MNEMO_OK : MNEMO_NOMEM;
+}
+
+/* BM25 of CHUNK_ID from the rows the keyword leg collected (they arrive in
+ * rowid order), 0 when it did not match. */
+static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
+{
+    fts_rank *r = store_rank(m->lite->st);
+    const bm25_hits *h = &r->hits;
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (h->id[mid] < chunk_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= h->n || h->id[lo] != chunk_id || (h->mask[lo] & q->required) != q->required)
+        return 0;
+    double w[BM25_MAX_PHRASES], idf[BM25_MAX_PHRASES];
+    query_weights(q, w);
+    bm25_idfs(&r->hits, idf);
+    return bm25_score(&r->hits, lo, w, idf, cfg_num(m->cfg, CFG_BM25_K1), cfg_num(m->cfg, CFG_BM25_B));
+}
+
+
+/* ----------------------------------------------------------------------
+ * The SQLite index behind search_io
+ * -------------------------------------------------------------------- */
+
+typedef struct lite_io {
+    mnemo *m;
+    const query *q;
+    const vleg *vl;
+    sqlite3_stmt *factors, *row;
+} lite_io;
+
+static double lite_bm25(void *ud, int64_t chunk_id)
+{
+    lite_io *x = ud;
+    return bm25_of(x->m, x->q, chunk_id);
+}
+
+static int lite_cosine(void *ud, int64_t chunk_id, float *cs)
+{
+    lite_io *x = ud;
+    int found;
+    *cs = vecfile_cosine(x->vl->vf, chunk_id, x->vl->qv, &found);
+    return found;
+}
+
+/* The date and importance of CHUNK_ID, kept in the handle across searches
+ * until the index changes; returns 0 when the chunk is gone. */
+static int lite_factors(void *ud, int64_t chunk_id, double *when, int *importance)
+{
+    lite_io *x = ud;
+    fts_rank *r = store_rank(x->m->lite->st);
+    const fts_factor *f = fts_factor_get(r, chunk_id);
+    if (f) {
+        *when = f->when;
+        *importance = f->importance;
+        return 1;
+    }
+    sqlite3_stmt *st = x->factors;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, chunk_id);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return 0;
+    const char *path = (const char *)sqlite3_column_text(st, 1);
+    const char *source = (const char *)sqlite3_column_text(st, 2);
+    if (source && strcmp(source, "sessions") == 0) {
+        /* A transcript's time is its newest message, else its mtime. */
+        *when = sqlite3_column_double(st, 4);
+        if (*when <= 0)
+            *when = (double)sqlite3_column_int64(st, 3) / 1e9;
+    } else {
+        *when = rank_path_date(path ? path : "");
+    }
+    *importance = sqlite3_column_int(st, 0);
+    fts_factor_put(r, chunk_id, *when, *importance);
+    return 1;
+}
+
+static int lite_row(void *ud, int64_t chunk_id, search_row *out)
+{
+    lite_io *x = ud;
+    sqlite3_stmt *row = x->row;
+    sqlite3_reset(row);
+    sqlite3_bind_int64(row, 1, chunk_id);
+    if (sqlite3_step(row) != SQLITE_ROW)
+        return MNEMO_NOTFOUND;
+    out->text = (const char *)sqlite3_column_text(row, 0);
+    out->len = (size_t)sqlite3_column_bytes(row, 0);
+    out->first_line = sqlite3_column_int(row, 1);
+    out->path = (const char *)sqlite3_column_text(row, 2);
+    out->map = sqlite3_column_blob(row, 3);
+    out->nmap = (size_t)sqlite3_column_bytes(row, 3) / sizeof(uint32_t);
+    out->source = (const char *)sqlite3_column_text(row, 4);
+    out->next = (const char *)sqlite3_column_text(row, 5);
+    out->next_len = (size_t)sqlite3_column_bytes(row, 5);
+    out->next_first_line = sqlite3_column_int(row, 6);
+    return MNEMO_OK;
+}
+
+/* The search of the local index. */
+int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
+                        mnemo_results **out)
+{
+    double t0 = time_mono();
+    *out = NULL;
+    core_clear(m);
+    buf qt;
+    buf_init(&qt, 1 << 16);
+    int rc = search_clean_query(m, text, &qt);
+    if (rc) {
+        buf_cleanup(&qt);
+        return rc;
+    }
+
+    tok *t = NULL;
+    query q;
+    memset(&q, 0, sizeof q);
+    pool p = {0};
+    file_hits fh = {0};
+    cand *all = NULL;
+    vleg vl;
+    memset(&vl, 0, sizeof vl);
+    mnemo_results *res = calloc(1, sizeof *res);
+    int txn = 0;
+    rc = res ? MNEMO_OK : MNEMO_NOMEM;
+    double tm = t0;
+    if (rc || (rc = lite_qtok(m, &t)))
+        goto done;
+    /* One read transaction for the whole search: one snapshot for every
+     * leg, and one set of locks instead of one per statement. */
+    sqlite3_stmt *begin = fts_stmt(store_rank(m->lite->st), "BEGIN");
+    if (sqlite3_get_autocommit(store_db(m->lite->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
+        txn = 1;
+    /* What the handle keeps across searches goes if the index changed. */
+    fts_rank_check(store_rank(m->lite->st));
+    if ((rc = query_parse(t, qt.data, &q)))
+        goto done;
+    res->mode = strdup("keyword");
+    if (!res->mode) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+
+    int max = search_max_results(m, opts);
+    p.cap = (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
+    p.v = malloc(p.cap * sizeof *p.v);
+    if (!p.v) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
+    corpus cp = corpus_of(opts ? opts->corpus : NULL);
+    if (q.match && (rc = content_leg(m, &q, &cp, &p, &bm)))
+        goto done;
+    if ((rc = file_legs(m, &q, &cp, &fh)))
+        goto done;
+    res->timing.keyword_ms = search_lap(&tm);
+    if ((rc = vector_leg(m, qt.data, &cp, p.cap, res, &vl)))
+        goto done;
+    res->timing.vector_ms = search_lap(&tm);
+
+    fts_rank *fr = store_rank(m->lite->st);
+    lite_io x = {m, &q, &vl, NULL, NULL};
+    /* With the next chunk of the file when it shares lines with this one. */
+    x.row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source, n.text, "
+                         "n.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
+                         "LEFT JOIN chunks n ON n.file_id = c.file_id AND n.seq = c.seq + 1 "
+                         "AND n.start_line <= c.end_line WHERE c.id = ?1");
+    x.factors = fts_stmt(fr, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
+                             "FROM chunks c JOIN files f ON f.id = c.file_id "
+                             "WHERE c.id = ?1");
+    if (!x.row || !x.factors) {
+        rc = sql_fail(m, "prepare");
+        goto done;
+    }
+
+    /* The union of both legs' pools, one entry per chunk. */
+    size_t n = 0, cap = p.n + vl.nmatches + fh.n + 1;
+    all = malloc(cap * sizeof *all);
+    if (!all) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < p.n; i++)
+        all[n++] = p.v[i];
+    for (size_t i = 0; i < vl.nmatches; i++)
+        all[n++] = (cand){.chunk_id = vl.matches[i].chunk_id, .raw = -1};
+    n = search_cands_union(all, n);
+
+    search_io io = {&x, lite_bm25, lite_cosine, lite_factors, NULL, lite_row};
+    search_vstats vs = {vl.ran, vl.mean, vl.sd, vl.vf ? vecfile_count(vl.vf) : 0};
+    if ((rc = search_rank(m, t, &q, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
+        goto done;
+    res->timing.total_ms = (tm - t0) * 1000.0;
+done:
+    if (m->lite->st) {
+        fts_stmt_reset_all(store_rank(m->lite->st));
+        sqlite3_stmt *commit = txn ? fts_stmt(store_rank(m->lite->st), "COMMIT") : NULL;
+        if (commit)
+            sqlite3_step(commit);
+        if (commit)
+            sqlite3_reset(commit);
+    }
+    vleg_cleanup(&vl);
+    free(all);
+    search_file_hits_cleanup(&fh);
+    free(p.v);
+    query_cleanup(&q);
+    buf_cleanup(&qt);
+    if (rc) {
+        results_free(res);
+        if (!m->err.len)
+            core_error(m, rc, "search failed: %s", errcode_text(rc));
+        return rc;
+    }
+    *out = res;
+    return MNEMO_OK;
+}

@@ -1,0 +1,624 @@
+/*
+ * lite_sync.c - the SQLite backend's sync: the index file as the sink of
+ * the shared sync driver (sync.c), in one transaction, then the vectors.
+ *
+ * A full build (first index, --force, or changed tokenizer/chunking
+ * settings) writes a fresh database beside the old one and renames it over,
+ * so the last good index survives a crash or kill at any point.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "engine/backend.h"
+#include "util/errcode.h"
+#include "engine/sync.h"
+#include "store/sqlite/lite.h"
+#include "util/lock.h"
+#include "util/time.h"
+#include "store/sqlite/memvec.h"
+#include "text/recover.h"
+#include "store/sqlite/vectors.h"
+
+typedef struct sync_ctx {
+    mnemo *m;
+    store *st;
+    mnemo_sync_stats *stats;
+} sync_ctx;
+
+/* Names the file being written: the live index, or during a rebuild the
+ * new one beside it (a full disk is then the new file's, not the index's). */
+static int db_fail(sync_ctx *c, int rc, const char *what)
+{
+    return core_error(c->m, rc ? rc : MNEMO_DB, "index %s: %s: %s",
+                      c->st ? store_path(c->st) : c->m->db_path, what, store_errmsg(c->st));
+}
+
+/* The SQLite index as the sink of sync_walk(). */
+
+static int lite_load(void *ud, sync_file **files, size_t *n)
+{
+    sync_ctx *c = ud;
+    int rc = store_files_load(c->st, files, n);
+    return rc ? db_fail(c, rc, "reading files") : MNEMO_OK;
+}
+
+static int lite_skip(void *ud, const sync_file *known, const char *path, int64_t size,
+                     int64_t mtime_ns, const char *reason, int sessions)
+{
+    sync_ctx *c = ud;
+    int rc = MNEMO_OK;
+    if (known)
+        rc = store_chunks_delete(c->st, known->id, NULL);
+    if (!rc)
+        rc = known ? store_file_update(c->st, known->id, size, mtime_ns, "", SYNC_FILE_SKIPPED,
+                                       reason)
+                   : store_file_insert(c->st, path, size, mtime_ns, "", SYNC_FILE_SKIPPED,
+                                       reason, sessions, NULL);
+    return rc ? db_fail(c, rc, "recording a skipped file") : MNEMO_OK;
+}
+
+static int lite_touch(void *ud, const sync_file *f, int64_t size, int64_t mtime_ns,
+                      const char *hash)
+{
+    sync_ctx *c = ud;
+    int rc = store_file_update(c->st, f->id, size, mtime_ns, hash, SYNC_FILE_OK, NULL);
+    return rc ? db_fail(c, rc, "updating a file") : MNEMO_OK;
+}
+
+static int lite_rename(void *ud, const sync_file *f, const char *path, int64_t size,
+                       int64_t mtime_ns, const char *hash)
+{
+    sync_ctx *c = ud;
+    int rc = store_file_rename(c->st, f->id, path);
+    if (!rc)
+        rc = store_file_update(c->st, f->id, size, mtime_ns, hash, SYNC_FILE_OK, NULL);
+    return rc ? db_fail(c, rc, "renaming a file") : MNEMO_OK;
+}
+
+static int lite_write(void *ud, const sync_file *known, const char *path, int64_t size,
+                      int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
+                      size_t *added)
+{
+    sync_ctx *c = ud;
+    int64_t id;
+    int rc;
+    if (known) {
+        id = known->id;
+        if ((rc = store_file_update(c->st, id, size, mtime_ns, it->hash, SYNC_FILE_OK, NULL)))
+            return db_fail(c, rc, "updating a file");
+    } else if ((rc = store_file_insert(c->st, path, size, mtime_ns, it->hash, SYNC_FILE_OK,
+                                       NULL, sessions, &id))) {
+        return db_fail(c, rc, "adding a file");
+    }
+    store_chunks w = {&it->chunks,
+                      it->toks.data,
+                      it->tok_off,
+                      sessions ? (const uint32_t *)(const void *)it->maps.data : NULL,
+                      it->map_off,
+                      sessions,
+                      known != NULL};
+    rc = store_chunks_write(c->st, id, &w, removed, added);
+    if (!rc && sessions)
+        rc = store_file_set_time(c->st, id, it->time);
+    return rc ? db_fail(c, rc, "writing chunks") : MNEMO_OK;
+}
+
+static int lite_remove(void *ud, const sync_file *f)
+{
+    sync_ctx *c = ud;
+    int rc = store_file_delete(c->st, f->id);
+    return rc ? db_fail(c, rc, "removing a file") : MNEMO_OK;
+}
+
+static const sync_sink lite_sink = {lite_load,  lite_skip,  lite_touch,
+                                    lite_rename, lite_write, lite_remove};
+
+static int record_sync(sync_ctx *c, double started, double t0)
+{
+    char when[32], num[32];
+    time_format_iso(started, when);
+    snprintf(num, sizeof num, "%.1f", (time_mono() - t0) * 1000.0);
+    char *js = sync_stats_json(c->stats);
+    int rc = store_meta_set(c->st, "last_sync_at", when);
+    if (!rc)
+        rc = store_meta_set(c->st, "last_sync_ms", num);
+    if (!rc && js)
+        rc = store_meta_set(c->st, "last_sync", js);
+    free(js);
+    return rc;
+}
+
+/* Embeds the chunks that have no vector, by the provider policy: nothing
+ * for "none"; for "auto" a failure becomes stats->embed_warning; for a
+ * named provider it is the sync's error. The outcome is kept in meta for
+ * `status`. */
+static int embed_phase(mnemo *m, store *st, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+{
+    char name[32];
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    if (strcmp(name, "none") == 0)
+        return MNEMO_OK;
+    buf err;
+    buf_init(&err, 8192);
+    embedder *e = NULL;
+    int rc = provider_embedder(m, name, &e, &err);
+    if (!rc)
+        rc = vectors_sync(m, st, m->db_path, e, opts, stats, &err);
+    if (!rc)
+        rc = mem_embed_missing(m, st, e, &err);
+    char when[32];
+    time_format_iso(time_wall(), when);
+    if (rc) {
+        const char *msg = err.data && err.len ? err.data : errcode_text(rc);
+        store_meta_set(st, "embed_error", msg);
+        store_meta_set(st, "embed_error_at", when);
+        if (explicit_) {
+            core_error(m, rc, "embedding failed, keyword index updated: %s", msg);
+        } else {
+            buf_reset(&m->warn);
+            m->warn.err = 0;
+            buf_printf(&m->warn, "vectors incomplete (%s); keyword search works: %s", name, msg);
+            stats->embed_warning = m->warn.data;
+            rc = MNEMO_OK;
+        }
+    } else {
+        store_meta_set(st, "embed_error", "");
+        store_meta_set(st, "embed_ok_at", when);
+    }
+    buf_cleanup(&err);
+    return rc;
+}
+
+/* Whether NAME (in DIR, beside index BASE) is a temporary file of a build
+ * by a process that is gone: "<base>.tmp-<pid>" with a SQLite header
+ * carrying the index's application id (set first thing by store_create),
+ * or that file's -wal, -shm or -journal. A user's file that merely shares
+ * the prefix is never matched. */
+static int stale_temp(const char *dir, const char *base, const char *name)
+{
+    size_t blen = strlen(base);
+    if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp-", 5) != 0)
+        return 0;
+    const char *p = name + blen + 5, *q = p;
+    while (*q >= '0' && *q <= '9')
+        q++;
+    if (q == p || q - p > 10)
+        return 0;
+    if (*q && strcmp(q, "-wal") != 0 && strcmp(q, "-shm") != 0 && strcmp(q, "-journal") != 0)
+        return 0;
+    long pid = strtol(p, NULL, 10);
+    if (pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+        return 0; /* alive, or not ours to tell */
+    char main_file[PATH_MAX + 300];
+    snprintf(main_file, sizeof main_file, "%s/%.*s", dir, (int)(q - name), name);
+    unsigned char h[72];
+    int fd = open(main_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return *q != 0 && errno == ENOENT; /* a -wal or -shm left alone */
+    ssize_t n = read(fd, h, sizeof h);
+    close(fd);
+    if (n == 0)
+        return 1;
+    if (n < 72 || memcmp(h, "SQLite format 3", 16) != 0)
+        return 0;
+    uint32_t app = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71];
+    return app == STORE_APP_ID;
+}
+
+/* Removes leftovers of builds that died beside the index. We hold the
+ * writer lock, so no live build owns one; the pid check is for a build
+ * that did not take the lock. */
+static void remove_stale_temps(const char *db_path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", db_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    const char *base = slash + 1;
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d)
+        return;
+    /* Sidecars first would orphan nothing: decide on the names, then unlink. */
+    char **doomed = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!stale_temp(dir, base, de->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **g = realloc(doomed, cap * sizeof *g);
+            if (!g)
+                break;
+            doomed = g;
+        }
+        size_t len = strlen(dir) + strlen(de->d_name) + 2;
+        if (!(doomed[n] = malloc(len)))
+            break;
+        snprintf(doomed[n++], len, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        unlink(doomed[i]);
+        free(doomed[i]);
+    }
+    free(doomed);
+}
+
+/* Removes the temporary index TMP and whatever SQLite left beside it. */
+static void remove_temp(const char *tmp)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    char p[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+        snprintf(p, sizeof p, "%s%s", tmp, sfx[i]);
+        unlink(p);
+    }
+}
+
+static void fsync_dir(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = slash == dir ? '/' : 0;
+    if (slash == dir)
+        slash[1] = 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Renames TMP over the live index when no other connection has it open,
+ * which SQLite proves by letting this one leave WAL mode (it refuses while
+ * another is open). The copy of swap_in() needs room for the old file, the
+ * new one and a WAL as large as the new one; the rename only for the two.
+ * The exclusive lock taken on the old file is held until it has been
+ * replaced, so no connection starts on it meanwhile, and one that opened it
+ * just before reopens (store.c, open_checked). Returns 1 when it decided,
+ * with the outcome in *RC; 0 when the index is in use (copy it instead). */
+static int rename_alone(mnemo *m, const char *tmp, int *rc)
+{
+    sqlite3 *db = NULL;
+    int alone = 0;
+    if (sqlite3_open_v2(m->db_path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+        sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK) {
+        sqlite3_stmt *q = NULL;
+        sqlite3_busy_timeout(db, 0);
+        if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=DELETE", -1, &q, NULL) == SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW) {
+            const char *mode = (const char *)sqlite3_column_text(q, 0);
+            alone = mode && strcmp(mode, "delete") == 0;
+        }
+        sqlite3_finalize(q);
+    }
+    if (!alone) {
+        sqlite3_close_v2(db);
+        return 0;
+    }
+    *rc = MNEMO_OK;
+    if (rename(tmp, m->db_path) != 0) {
+        *rc = core_error(m, MNEMO_IO, "cannot move the new index into place at %s: %s",
+                         m->db_path, strerror(errno));
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL); /* as it was */
+    } else {
+        fsync_dir(m->db_path);
+    }
+    sqlite3_close_v2(db);
+    return 1;
+}
+
+/* Puts the fresh index TMP in place of the live one. With no live index,
+ * or when no other connection has it open, by renaming it. Otherwise its
+ * pages are copied into the live database
+ * with SQLite's backup API, in one write transaction: renaming a new file
+ * over a database in WAL mode would leave other processes' connections on
+ * the old file sharing the -wal and -shm files of the new one, and the
+ * first of them to close could checkpoint or delete what others had just
+ * committed. ASIDE: the live file could not be read; it is moved there
+ * (kept for recovery) and TMP renamed in. */
+static int swap_in(mnemo *m, const char *tmp, const char *aside)
+{
+    char side[PATH_MAX + 64];
+    struct stat st;
+    int exists = stat(m->db_path, &st) == 0;
+    if (exists && aside) {
+        if (rename(m->db_path, aside) != 0)
+            return core_error(m, MNEMO_IO, "cannot move the damaged index %s aside: %s",
+                              m->db_path, strerror(errno));
+        snprintf(side, sizeof side, "%s-wal", m->db_path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", m->db_path);
+        unlink(side);
+        exists = 0;
+    }
+    if (!exists) {
+        if (rename(tmp, m->db_path) != 0)
+            return core_error(m, MNEMO_IO, "cannot move the new index into place at %s: %s",
+                              m->db_path, strerror(errno));
+        fsync_dir(m->db_path);
+        return MNEMO_OK;
+    }
+    sqlite3 *dst = NULL, *src = NULL;
+    int rc = MNEMO_OK;
+    if (rename_alone(m, tmp, &rc))
+        return rc;
+    if (sqlite3_open_v2(m->db_path, &dst, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+        sqlite3_open_v2(tmp, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = core_error(m, MNEMO_DB, "cannot open %s to replace it: %s", m->db_path,
+                        dst ? sqlite3_errmsg(dst) : "out of memory");
+        goto done;
+    }
+    sqlite3_busy_timeout(dst, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b) {
+        rc = core_error(m, MNEMO_DB, "cannot replace %s: %s", m->db_path, sqlite3_errmsg(dst));
+        goto done;
+    }
+    int s2 = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (s2 != SQLITE_DONE) {
+        rc = core_error(m, (s2 & 0xff) == SQLITE_BUSY ? MNEMO_BUSY : MNEMO_DB,
+                        "cannot replace %s: %s", m->db_path, sqlite3_errstr(s2));
+        goto done;
+    }
+    /* Fold the copy into the file now rather than at some later commit. */
+    sqlite3_exec(dst, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+done:
+    sqlite3_close_v2(src);
+    sqlite3_close_v2(dst);
+    if (!rc)
+        remove_temp(tmp);
+    return rc;
+}
+
+/* May a fresh build replace the file at the index path? Only when it is
+ * absent or provably a mnemo index (possibly damaged); never a foreign or
+ * unprovable file. *KIND: what it is (STORE_KIND_*). DEEP: check the pages
+ * too (a rebuild asked for with --force may be one after damage). */
+static int replaceable(mnemo *m, int deep, int *kind)
+{
+    char err[1024] = "";
+    *kind = store_identify(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), deep, err,
+                           sizeof err);
+    switch (*kind) {
+    case STORE_KIND_ABSENT:
+    case STORE_KIND_OURS:
+    case STORE_KIND_DAMAGED:
+    case STORE_KIND_NEWER:
+        return MNEMO_OK;
+    case STORE_KIND_FOREIGN:
+        return core_error(m, MNEMO_CORRUPT, "%s", err);
+    default:
+        return core_error(m, MNEMO_IO, "%s", err[0] ? err : "cannot read the index");
+    }
+}
+
+/* Salvages the memories a damaged index of schema 5 kept in itself into
+ * the memory store attached to the new index ST. */
+static void salvage_old(mnemo *m, store *st, const char *aside, mnemo_sync_stats *stats)
+{
+    buf err;
+    buf_init(&err, 4096);
+    salvage_report r;
+    sqlite3 *db = store_db(st);
+    int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = salvage_memories(m->db_path, db, &r, &err);
+    if (rc == SQLITE_NOTFOUND)
+        rc = SQLITE_OK; /* no memories in it (they live in the memory store) */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    buf_reset(&m->warn);
+    m->warn.err = 0;
+    if (rc != SQLITE_OK)
+        buf_printf(&m->warn,
+                   "the old index is damaged and kept as %s; its memories could not "
+                   "be salvaged (%s): run mnemo memory recover on it",
+                   aside, err.data ? err.data : "");
+    else if (r.found)
+        buf_printf(&m->warn,
+                   "the old index is damaged and kept as %s; %ld memories salvaged "
+                   "from it (%ld already in the memory store, %ld damaged places skipped)",
+                   aside, r.recovered, r.present, r.unreadable_reads);
+    else
+        buf_printf(&m->warn, "the old index is damaged and kept as %s", aside);
+    stats->embed_warning = m->warn.data;
+    buf_cleanup(&err);
+}
+
+static int settings_changed(mnemo *m, const char **why)
+{
+    static const struct {
+        const char *meta;
+        int key;
+        const char *why;
+    } checks[] = {{"language", CFG_LANGUAGE, "the stemmer language changed"},
+                  {"chunk_tokens", CFG_CHUNK_TOKENS, "the chunk size changed"},
+                  {"chunk_overlap", CFG_CHUNK_OVERLAP, "the chunk overlap changed"},
+                  {"index_rules", -1, "it was built by a mnemo with other indexing rules"},
+                  {"workspace", -2, "it was built for another workspace"}};
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+        char *v = NULL;
+        if (store_meta_get(m->lite->st, checks[i].meta, &v))
+            return 0;
+        const char *want = checks[i].key == -1   ? PREP_INDEX_RULES
+                           : checks[i].key == -2 ? m->workspace
+                                                 : cfg_str(m->cfg, checks[i].key);
+        int differs = !v || strcmp(v, want) != 0;
+        free(v);
+        if (differs) {
+            *why = checks[i].why;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+{
+    mnemo_sync_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    core_clear(m);
+    double t0 = time_mono(), started = time_wall();
+
+    char lockpath[PATH_MAX + 8];
+    snprintf(lockpath, sizeof lockpath, "%s.lock", m->db_path);
+    int lock = lock_acquire(lockpath, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
+    if (lock == -2)
+        return core_error(m, MNEMO_BUSY,
+                          "another mnemo process is writing the index %s (lock %s held)",
+                          m->db_path, lockpath);
+    if (lock < 0)
+        return core_error(m, MNEMO_IO, "cannot lock %s: %s", lockpath, strerror(errno));
+
+    sync_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.stats = stats;
+
+    remove_stale_temps(m->db_path);
+    int fresh = opts && opts->force;
+    const char *why = fresh ? "--force" : NULL;
+    int rc = MNEMO_OK;
+    if (!fresh) {
+        store_close(m->lite->st); /* reopen: another process may have swapped the file */
+        m->lite->st = NULL;
+        rc = lite_store(m);
+        if (rc == MNEMO_NOTFOUND) {
+            fresh = 1;
+            why = "no index yet";
+            rc = MNEMO_OK;
+        } else if (rc) {
+            goto done;
+        } else if (settings_changed(m, &why)) {
+            fresh = 1;
+        }
+    }
+    if (!fresh) {
+        c.st = m->lite->st;
+        if ((rc = store_begin(c.st))) {
+            db_fail(&c, rc, "starting a transaction");
+            goto done;
+        }
+        rc = sync_walk(m, &lite_sink, &c, opts, stats);
+        if (!rc && (rc = record_sync(&c, started, t0)))
+            db_fail(&c, rc, "recording the sync");
+        if (!rc && (rc = store_commit(c.st)))
+            db_fail(&c, rc, "committing");
+        if (rc)
+            store_rollback(c.st);
+        else
+            rc = embed_phase(m, c.st, opts, stats);
+        goto done;
+    }
+
+    /* Full build beside the live index, then an atomic rename. */
+    int kind, erc = MNEMO_OK, damaged = 0;
+    if ((rc = replaceable(m, opts && opts->force, &kind)))
+        goto done;
+    if (kind == STORE_KIND_OURS) {
+        /* An index of schema 5 keeps its memories in itself: they move to
+         * the memory store (on open) before anything replaces it. A memory
+         * store that cannot be opened does not stop a rebuild otherwise. */
+        if ((rc = lite_store(m)))
+            goto done;
+        if (store_legacy_memories(m->lite->st)) {
+            rc = core_error(m, MNEMO_IO,
+                            "the memories in %s could not be moved to the memory store %s "
+                            "(%s); the index is left as it is",
+                            m->db_path, m->mem_path,
+                            m->lite->mem_err[0] ? m->lite->mem_err : "read-only, or the move failed");
+            goto done;
+        }
+    }
+    store_close(m->lite->st);
+    m->lite->st = NULL;
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", m->db_path, (long)getpid());
+    store_settings set = {cfg_str(m->cfg, CFG_LANGUAGE), (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS),
+                          (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP), m->workspace};
+    char err[1024] = "";
+    if ((rc = store_create(tmp, &set, &c.st, err, sizeof err))) {
+        core_error(m, rc, "%s", err);
+        goto done;
+    }
+    /* The memory store is shared, not rebuilt: the new index attaches it
+     * as the old one did (its vectors are refreshed with the notes'). */
+    if ((rc = store_attach_memories(c.st, m->mem_path, set.language, err, sizeof err)) &&
+        rc != MNEMO_CORRUPT) {
+        core_error(m, rc, "%s", err);
+        goto cleanup;
+    }
+    if (rc) { /* a damaged memory store stays as it is; notes are rebuilt */
+        buf_reset(&m->warn);
+        m->warn.err = 0;
+        buf_printf(&m->warn, "%s", err);
+        stats->embed_warning = m->warn.data;
+        rc = MNEMO_OK;
+    }
+    stats->rebuilt = 1;
+    stats->rebuild_reason = why;
+    if ((rc = store_begin(c.st))) {
+        db_fail(&c, rc, "starting a transaction");
+    } else {
+        rc = sync_walk(m, &lite_sink, &c, opts, stats);
+        if (!rc && (rc = record_sync(&c, started, t0)))
+            db_fail(&c, rc, "recording the sync");
+        if (!rc && (rc = store_commit(c.st)))
+            db_fail(&c, rc, "committing");
+    }
+    /* A damaged old index is kept aside, and the memories an index of
+     * schema 5 kept in itself are salvaged from it first. */
+    damaged = kind == STORE_KIND_DAMAGED;
+    char aside[PATH_MAX + 64];
+    if (damaged) {
+        char when[32];
+        time_format_iso(time_wall(), when);
+        snprintf(aside, sizeof aside, "%s.damaged-%s", m->db_path, when);
+    }
+    if (!rc && damaged)
+        salvage_old(m, c.st, aside, stats);
+    if (!rc) {
+        vectors_carry_cache(c.st, m->db_path);
+        erc = embed_phase(m, c.st, opts, stats);
+    }
+    if (!rc && (rc = store_finish(c.st)))
+        core_error(m, rc, "cannot finish the new index %s", tmp);
+    store_close(c.st);
+    c.st = NULL;
+    if (!rc)
+        rc = swap_in(m, tmp, damaged ? aside : NULL);
+cleanup:
+    store_close(c.st);
+    if (rc)
+        remove_temp(tmp);
+    else
+        rc = erc;
+done:
+    stats->seconds = time_mono() - t0;
+    lock_release(lock);
+    return rc;
+}
+

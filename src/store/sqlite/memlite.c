@@ -1,0 +1,948 @@
+/*
+ * memlite.c - structured memories in the SQLite memory store: adding,
+ * changing, deleting, confirming, listing, history, export and import
+ * (what a memory is and its options are in memory.c, search in
+ * msearch.c).
+ *
+ * Memories live in the memory store, a database of their own attached to
+ * the index connection as "mem" (store_attach_memories): a rebuild of the
+ * index never replaces it. Writers take the store's lock, then an
+ * immediate transaction; commits are synced (synchronous=FULL). Every
+ * memoryBackupEvery writes (and daily while memories change) a JSON-lines
+ * snapshot is written beside the store, memoryBackups kept.
+ */
+#include "engine/backend.h"
+#include "store/sqlite/lite.h"
+#include "store/sqlite/memlite.h"
+#include "engine/memory.h"
+#include "store/sqlite/memvec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "text/recover.h"
+#include "util/lock.h"
+#include "util/time.h"
+
+
+/* ----------------------------------------------------------------------
+ * The record codec
+ * -------------------------------------------------------------------- */
+
+static double col_time(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
+}
+
+json_t *mem_json(sqlite3_stmt *st, int c)
+{
+    mem_row r = {
+        (const char *)sqlite3_column_text(st, c + 1),  (const char *)sqlite3_column_text(st, c + 2),
+        (const char *)sqlite3_column_text(st, c + 3),  (const char *)sqlite3_column_text(st, c + 5),
+        (const char *)sqlite3_column_text(st, c + 6),  (const char *)sqlite3_column_text(st, c + 7),
+        (const char *)sqlite3_column_text(st, c + 8),  (const char *)sqlite3_column_text(st, c + 9),
+        (const char *)sqlite3_column_text(st, c + 10), (const char *)sqlite3_column_text(st, c + 11),
+        sqlite3_column_double(st, c + 4),              col_time(st, c + 12),
+        col_time(st, c + 13),                          col_time(st, c + 14),
+        col_time(st, c + 16),                          col_time(st, c + 17),
+        sqlite3_column_int64(st, c + 15)};
+    return mem_row_json(&r);
+}
+
+#define dump mem_dump
+
+/* ----------------------------------------------------------------------
+ * Validation
+ * -------------------------------------------------------------------- */
+
+/* ----------------------------------------------------------------------
+ * Opening and writing
+ * -------------------------------------------------------------------- */
+
+int mem_store(mnemo *m)
+{
+    int rc = lite_mem(m);
+    if (rc != MNEMO_NOTFOUND)
+        return rc;
+    /* No index yet: build it (memories are searched beside notes). */
+    core_clear(m);
+    mnemo_sync_stats st;
+    if ((rc = m->be->sync(m, NULL, &st)))
+        return rc;
+    return lite_mem(m);
+}
+
+typedef struct writer {
+    int lock;
+    int began;
+} writer;
+
+static int write_begin(mnemo *m, writer *w)
+{
+    w->lock = -1;
+    w->began = 0;
+    int rc = mem_store(m);
+    if (rc)
+        return rc;
+    /* The memory store's own lock: a rebuild of the index (which holds the
+     * index's lock for its length) does not hold up memory writes. */
+    char lockpath[PATH_MAX + 8];
+    snprintf(lockpath, sizeof lockpath, "%s.lock", m->mem_path);
+    w->lock = lock_acquire(lockpath, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
+    if (w->lock == -2)
+        return core_error(m, MNEMO_BUSY,
+                          "the memory store %s is busy (another mnemo is writing it; lock %s "
+                          "held)",
+                          m->mem_path, lockpath);
+    if (w->lock < 0)
+        return core_error(m, MNEMO_IO, "cannot lock %s: %s", lockpath, strerror(errno));
+    if ((rc = lite_mem(m)))
+        return rc;
+    if (sqlite3_exec(store_db(m->lite->st), "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return core_error(m, MNEMO_BUSY, "cannot write the memory store %s: %s", m->mem_path,
+                          sqlite3_errmsg(store_db(m->lite->st)));
+    w->began = 1;
+    return MNEMO_OK;
+}
+
+static int sqlfail(mnemo *m, const char *what);
+
+static int write_file_fn(void *ud, const char *data, size_t len)
+{
+    return fwrite(data, 1, len, ud) == len ? 0 : -1;
+}
+
+/* The write count a snapshot's name ends with: "...-<count>.jsonl". */
+static long long backup_seq(const char *name)
+{
+    const char *d = strrchr(name, '-');
+    return d ? strtoll(d + 1, NULL, 10) : 0;
+}
+
+/* Oldest first by write count (the clock may have been set back). */
+static int by_seq(const void *a, const void *b)
+{
+    long long x = backup_seq(*(char *const *)a), y = backup_seq(*(char *const *)b);
+    return x < y ? -1 : x > y;
+}
+
+/* Keeps the newest KEEP snapshots "<store>.backup-*.jsonl" beside the store. */
+static void prune_backups(const char *mem_path, long keep)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", mem_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s.backup-", slash + 1);
+    size_t plen = strlen(prefix), n = 0, cap = 0;
+    char **names = NULL;
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, prefix, plen) != 0 || len < plen + 6 ||
+            strcmp(de->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **g = realloc(names, cap * sizeof *g);
+            if (!g)
+                break;
+            names = g;
+        }
+        if (!(names[n] = strdup(de->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, by_seq);
+    for (size_t i = 0; i < n; i++) {
+        if ((long)(n - i) > keep) {
+            char p[PATH_MAX * 2 + 2];
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+            unlink(p);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Writes a JSON-lines snapshot of the memory store (the export format,
+ * which memory import reads back) when memoryBackupEvery writes have been
+ * made since the last one, or a day has passed and memories changed. Runs
+ * under the store's lock, after the commit; a failure is a warning, the
+ * write itself stands. */
+static void maybe_backup(mnemo *m)
+{
+    long keep = cfg_int(m->cfg, CFG_MEMORY_BACKUPS), every = cfg_int(m->cfg, CFG_MEMORY_BACKUP_EVERY);
+    if (keep <= 0)
+        return;
+    char *v = NULL;
+    long writes = 0, done = 0;
+    double at = 0, now = time_wall();
+    if (store_mem_meta_get(m->lite->st, "writes", &v) == MNEMO_OK && v)
+        writes = strtol(v, NULL, 10);
+    free(v);
+    if (store_mem_meta_get(m->lite->st, "backup_writes", &v) == MNEMO_OK && v)
+        done = strtol(v, NULL, 10);
+    free(v);
+    if (store_mem_meta_get(m->lite->st, "backup_at", &v) == MNEMO_OK && v)
+        at = strtod(v, NULL);
+    free(v);
+    /* Each snapshot writes the whole store: between two of them at least
+     * half its size in writes, so that bulk adds stay linear (two rows
+     * written out per write, at most). */
+    sqlite3_stmt *q = NULL;
+    long size = 0;
+    if (sqlite3_prepare_v2(store_db(m->lite->st), "SELECT coalesce(max(mid), 0) FROM memories", -1, &q,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        size = (long)sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    if (every < size / 2)
+        every = size / 2;
+    if (writes - done < every && !(writes > done && now - at >= 86400))
+        return;
+    char stamp[32], path[PATH_MAX + 64], tmp[PATH_MAX + 80];
+    time_t t = (time_t)now;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(path, sizeof path, "%s.backup-%s-%012ld.jsonl", m->mem_path, stamp, writes);
+    snprintf(tmp, sizeof tmp, "%s.part", path);
+    FILE *f = fopen(tmp, "wx");
+    int rc = f ? MNEMO_OK : MNEMO_IO;
+    if (f) {
+        fchmod(fileno(f), 0600);
+        rc = lite_memory_export(m, write_file_fn, f, NULL);
+        if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+            rc = rc ? rc : MNEMO_IO;
+        if (fclose(f) != 0)
+            rc = rc ? rc : MNEMO_IO;
+    }
+    if (!rc && rename(tmp, path) != 0)
+        rc = MNEMO_IO;
+    if (rc) {
+        unlink(tmp);
+        buf_reset(&m->warn);
+        m->warn.err = 0;
+        buf_printf(&m->warn, "the memory backup %s could not be written (%s)", path,
+                   strerror(errno));
+        core_clear(m);
+        return;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%ld", writes);
+    store_mem_meta_set(m->lite->st, "backup_writes", num);
+    snprintf(num, sizeof num, "%.0f", now);
+    store_mem_meta_set(m->lite->st, "backup_at", num);
+    prune_backups(m->mem_path, keep);
+}
+
+static int write_end(mnemo *m, writer *w, int rc)
+{
+    if (w->began) {
+        sqlite3 *db = store_db(m->lite->st);
+        /* Counted in the write's own transaction, for the backups. */
+        if (rc == MNEMO_OK &&
+            sqlite3_exec(db,
+                         "INSERT INTO mem.memory_meta(key, value) VALUES('writes', '1') ON "
+                         "CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+                         NULL, NULL, NULL) != SQLITE_OK)
+            rc = sqlfail(m, "counting the write");
+        if (rc == MNEMO_OK && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            rc = core_error(m, MNEMO_DB, "cannot commit to %s: %s", m->mem_path,
+                            sqlite3_errmsg(db));
+        if (rc)
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        else
+            maybe_backup(m);
+    }
+    if (w->lock >= 0)
+        lock_release(w->lock);
+    return rc;
+}
+
+static int sqlfail(mnemo *m, const char *what)
+{
+    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
+}
+
+static sqlite3_stmt *prep(mnemo *m, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store_db(m->lite->st), sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlfail(m, "prepare");
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+/* Runs SQL with ?1 bound to MID and ?2 (if it has one) to T. */
+static int run_mid(mnemo *m, const char *sql, int64_t mid, double t, const char *what)
+{
+    sqlite3_stmt *st = prep(m, sql);
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, mid);
+    if (sqlite3_bind_parameter_count(st) > 1)
+        sqlite3_bind_double(st, 2, t);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, what);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void bind_time(sqlite3_stmt *st, int i, double t)
+{
+    if (isnan(t))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, t);
+}
+
+static int history(mnemo *m, const char *id, const char *event, const char *old_text,
+                   const char *new_text, double at, const char *detail)
+{
+    sqlite3_stmt *st = prep(m, "INSERT INTO memory_history(memory_id, event, old_text, new_text, "
+                               "at, detail) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, event, -1, SQLITE_STATIC);
+    if (old_text)
+        sqlite3_bind_text(st, 3, old_text, -1, SQLITE_STATIC);
+    if (new_text)
+        sqlite3_bind_text(st, 4, new_text, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, at);
+    if (detail)
+        sqlite3_bind_text(st, 6, detail, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "recording history");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The FTS row of memory MID: delete the old text (if any), add the new. */
+static int fts_update(mnemo *m, int64_t mid, const char *old_text, const char *new_text)
+{
+    sqlite3_stmt *st;
+    if (old_text) {
+        if (!(st = prep(m, "INSERT INTO memories_fts(memories_fts, rowid, text) "
+                           "VALUES('delete', ?1, ?2)")))
+            return MNEMO_DB;
+        sqlite3_bind_int64(st, 1, mid);
+        sqlite3_bind_text(st, 2, old_text, -1, SQLITE_STATIC);
+        int ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_finalize(st);
+        if (!ok)
+            return sqlfail(m, "updating the memory index");
+    }
+    if (new_text) {
+        if (!(st = prep(m, "INSERT INTO memories_fts(rowid, text) VALUES(?1, ?2)")))
+            return MNEMO_DB;
+        sqlite3_bind_int64(st, 1, mid);
+        sqlite3_bind_text(st, 2, new_text, -1, SQLITE_STATIC);
+        int ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_finalize(st);
+        if (!ok)
+            return sqlfail(m, "updating the memory index");
+    }
+    return MNEMO_OK;
+}
+
+/* Loads the memory ID (any state) as JSON into *out, and its rowid. */
+static int load(mnemo *m, const char *id, json_t **out, int64_t *mid)
+{
+    *out = NULL;
+    sqlite3_stmt *st = prep(m, "SELECT " MEM_COLS " FROM memories m WHERE m.id = ?1");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = mem_json(st, 0);
+        if (mid)
+            *mid = sqlite3_column_int64(st, 0);
+        rc = *out ? MNEMO_OK : MNEMO_NOMEM;
+    } else if (rc == SQLITE_DONE) {
+        rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
+    } else {
+        rc = sqlfail(m, "reading a memory");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The live memory with this text in this scope, if any. */
+static int find_duplicate(mnemo *m, const char *hash, const char *user, const char *agent,
+                          const char *run, char id[64])
+{
+    id[0] = 0;
+    sqlite3_stmt *st = prep(m, "SELECT id FROM memories WHERE hash = ?1 AND user_id = ?2 AND "
+                               "agent_id = ?3 AND run_id = ?4 AND deleted_at IS NULL");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, agent, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, run, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        snprintf(id, 64, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return MNEMO_OK;
+}
+
+/* Inserts a validated record; *mid gets its rowid. */
+static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int64_t *mid)
+{
+    mem_row r;
+    mem_fields_row(m, f, id, now, &r);
+    sqlite3_stmt *st = prep(m, "INSERT INTO memories(id, text, hash, category, importance, type, "
+                               "subject, user_id, agent_id, run_id, metadata, triggers, "
+                               "created_at, updated_at, expires_at, confirmations, "
+                               "last_confirmed_at, deleted_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, "
+                               "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r.text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, f->hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, r.category, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, r.importance);
+    sqlite3_bind_text(st, 6, r.type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, r.subject, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, r.user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, r.agent, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 10, r.run, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, r.metadata, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 12, r.triggers, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 13, r.created);
+    sqlite3_bind_double(st, 14, r.updated);
+    bind_time(st, 15, r.expires);
+    sqlite3_bind_int64(st, 16, r.confirmations);
+    bind_time(st, 17, r.confirmed);
+    bind_time(st, 18, r.deleted);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "storing a memory");
+    sqlite3_finalize(st);
+    if (rc)
+        return rc;
+    *mid = sqlite3_last_insert_rowid(store_db(m->lite->st));
+    /* Deleted memories stay out of the keyword index. */
+    return isnan(f->deleted) ? fts_update(m, *mid, NULL, f->text) : MNEMO_OK;
+}
+
+/* Under the write lock (W, to end with write_end): the live memory ID,
+ * as JSON in *old and its rowid in *mid. */
+static int begin_live(mnemo *m, const char *id, writer *w, json_t **old, int64_t *mid)
+{
+    int rc = write_begin(m, w);
+    if (!rc)
+        rc = load(m, id, old, mid);
+    if (!rc && !json_is_null(json_object_get(*old, "deleted_at")))
+        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
+    return rc;
+}
+
+int lite_memory_add(mnemo *m, const char *record, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *o;
+    mem_fields f;
+    int rc = mem_add_parse(m, record, &o, &f);
+    if (rc)
+        return rc;
+    writer w;
+    int64_t mid = 0;
+    char id[64] = "";
+    int dup = 0;
+    rc = write_begin(m, &w);
+    if (!rc)
+        rc = find_duplicate(m, f.hash, f.user ? f.user : cfg_str(m->cfg, CFG_USER_ID),
+                            f.agent ? f.agent : cfg_str(m->cfg, CFG_AGENT_ID),
+                            f.run ? f.run : "", id);
+    double now = mem_now();
+    if (!rc && id[0]) {
+        dup = 1;
+    } else if (!rc) {
+        mem_uuid(id);
+        if (!(rc = insert(m, &f, id, now, &mid)))
+            rc = history(m, id, "ADD", NULL, f.text, now, NULL);
+    }
+    rc = write_end(m, &w, rc);
+    if (!rc && !dup)
+        mem_embed(m, mid, f.text);
+    json_t *j = NULL;
+    if (!rc && !(rc = load(m, id, &j, NULL))) {
+        if (dup)
+            json_object_set_new(j, "duplicate", json_true());
+        rc = dump(j, out);
+    }
+    mem_fields_cleanup(&f);
+    json_decref(o);
+    return rc;
+}
+
+int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *o;
+    mem_fields f;
+    int rc = mem_update_parse(m, id, changes, &o, &f);
+    if (rc)
+        return rc;
+    writer w = {-1, 0};
+    json_t *old = NULL;
+    int64_t mid = 0;
+    rc = begin_live(m, id, &w, &old, &mid);
+    const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
+    if (!rc && f.text && strcmp(f.text, old_text) != 0) {
+        /* The new text may duplicate another memory of the scope. */
+        char other[64];
+        const char *user = f.user ? f.user : json_string_value(json_object_get(old, "user_id"));
+        const char *agent = f.agent ? f.agent
+                                    : json_string_value(json_object_get(old, "agent_id"));
+        const char *run = f.run ? f.run : json_string_value(json_object_get(old, "run_id"));
+        if (!(rc = find_duplicate(m, f.hash, user, agent, run, other)) && other[0] &&
+            strcmp(other, id) != 0)
+            rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
+    }
+    double now = mem_now();
+    if (!rc) {
+        /* Category changes bring their default importance unless one is given. */
+        double imp = f.importance >= 0 ? f.importance
+                     : f.category      ? mem_default_importance(f.category)
+                                       : -1;
+        sqlite3_stmt *st = prep(
+            m, "UPDATE memories SET text = coalesce(?2, text), hash = coalesce(?3, hash), "
+               "category = coalesce(?4, category), importance = coalesce(?5, importance), "
+               "type = coalesce(?6, type), subject = coalesce(?7, subject), "
+               "user_id = coalesce(?8, user_id), agent_id = coalesce(?9, agent_id), "
+               "run_id = coalesce(?10, run_id), metadata = coalesce(?11, metadata), "
+               "triggers = coalesce(?12, triggers), "
+               "expires_at = CASE WHEN ?13 THEN ?14 ELSE expires_at END, updated_at = ?15 "
+               "WHERE mid = ?1");
+        if (!st) {
+            rc = MNEMO_DB;
+        } else {
+            sqlite3_bind_int64(st, 1, mid);
+            if (f.text) {
+                sqlite3_bind_text(st, 2, f.text, -1, SQLITE_STATIC);
+                sqlite3_bind_text(st, 3, f.hash, -1, SQLITE_STATIC);
+            }
+            if (f.category)
+                sqlite3_bind_text(st, 4, f.category, -1, SQLITE_STATIC);
+            if (imp >= 0)
+                sqlite3_bind_double(st, 5, imp);
+            const char *sv[] = {f.type, f.subject, f.user, f.agent, f.run, f.metadata,
+                                f.triggers};
+            for (int i = 0; i < 7; i++)
+                if (sv[i])
+                    sqlite3_bind_text(st, 6 + i, sv[i], -1, SQLITE_STATIC);
+            int set_exp = json_object_get(o, "expires_at") != NULL;
+            sqlite3_bind_int(st, 13, set_exp);
+            if (set_exp)
+                bind_time(st, 14, f.expires);
+            sqlite3_bind_double(st, 15, now);
+            rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "updating a memory");
+            sqlite3_finalize(st);
+        }
+    }
+    if (!rc && f.text && strcmp(f.text, old_text) != 0)
+        rc = fts_update(m, mid, old_text, f.text);
+    if (!rc) {
+        char *detail = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        rc = history(m, id, "UPDATE", old_text, f.text ? f.text : old_text, now, detail);
+        free(detail);
+    }
+    if (!rc && f.text && strcmp(f.text, old_text) != 0) /* its vector is of the old text */
+        rc = run_mid(m, "DELETE FROM memory_vectors WHERE mid = ?1", mid, 0, "updating a memory");
+    rc = write_end(m, &w, rc);
+    if (!rc && f.text && strcmp(f.text, old_text) != 0)
+        mem_embed(m, mid, f.text);
+    json_decref(old);
+    json_t *j = NULL;
+    if (!rc && !(rc = load(m, id, &j, NULL)))
+        rc = dump(j, out);
+    mem_fields_cleanup(&f);
+    json_decref(o);
+    return rc;
+}
+
+int lite_memory_delete(mnemo *m, const char *id)
+{
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "delete: no memory id");
+    writer w = {-1, 0};
+    json_t *old = NULL;
+    int64_t mid = 0;
+    int rc = begin_live(m, id, &w, &old, &mid);
+    double now = mem_now();
+    const char *text = old ? json_string_value(json_object_get(old, "text")) : NULL;
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
+                     "deleting a memory");
+    if (!rc)
+        rc = fts_update(m, mid, text, NULL);
+    if (!rc)
+        rc = history(m, id, "DELETE", text, NULL, now, NULL);
+    rc = write_end(m, &w, rc);
+    json_decref(old);
+    return rc;
+}
+
+int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
+{
+    core_clear(m);
+    if (purged)
+        *purged = 0;
+    writer w = {-1, 0};
+    int rc = write_begin(m, &w);
+    sqlite3 *db = m->lite->st ? store_db(m->lite->st) : NULL;
+    if (!rc) {
+        sqlite3_stmt *st = prep(m, "SELECT count(*) FROM memories WHERE deleted_at IS NOT NULL "
+                                   "AND (?1 IS NULL OR id = ?1)");
+        if (!st) {
+            rc = MNEMO_DB;
+        } else {
+            if (id)
+                sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+            if (sqlite3_step(st) == SQLITE_ROW && purged)
+                *purged = (size_t)sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        }
+    }
+    if (!rc && id && purged && *purged == 0)
+        rc = core_error(m, MNEMO_NOTFOUND, "no deleted memory with id %s (delete it first)", id);
+    static const char *const sql[] = {
+        "DELETE FROM memory_history WHERE memory_id IN (SELECT id FROM memories WHERE "
+        "deleted_at IS NOT NULL AND (?1 IS NULL OR id = ?1))",
+        "DELETE FROM memory_vectors WHERE mid IN (SELECT mid FROM memories WHERE "
+        "deleted_at IS NOT NULL AND (?1 IS NULL OR id = ?1))",
+        "DELETE FROM memories WHERE deleted_at IS NOT NULL AND (?1 IS NULL OR id = ?1)"};
+    for (size_t i = 0; !rc && i < sizeof sql / sizeof *sql; i++) {
+        sqlite3_stmt *st = prep(m, sql[i]);
+        if (!st) {
+            rc = MNEMO_DB;
+            break;
+        }
+        if (id)
+            sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = sqlfail(m, "purging memories");
+        sqlite3_finalize(st);
+    }
+    (void)db;
+    return write_end(m, &w, rc);
+}
+
+int lite_memory_get(mnemo *m, const char *id, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "get: no memory id");
+    int rc = mem_store(m);
+    json_t *j = NULL;
+    if (!rc && !(rc = load(m, id, &j, NULL)))
+        rc = dump(j, out);
+    return rc;
+}
+
+int lite_memory_confirm(mnemo *m, const char *id, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "confirm: no memory id");
+    writer w = {-1, 0};
+    json_t *old = NULL;
+    int64_t mid = 0;
+    int rc = begin_live(m, id, &w, &old, &mid);
+    double now = mem_now();
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
+                        "last_confirmed_at = ?2 WHERE mid = ?1",
+                     mid, now, "confirming a memory");
+    if (!rc)
+        rc = history(m, id, "CONFIRM", NULL, NULL, now, NULL);
+    rc = write_end(m, &w, rc);
+    json_decref(old);
+    json_t *j = NULL;
+    if (!rc && !(rc = load(m, id, &j, NULL)))
+        rc = dump(j, out);
+    return rc;
+}
+
+static json_t *history_json(mnemo *m, const char *id, int *rc)
+{
+    *rc = MNEMO_OK;
+    sqlite3_stmt *st = prep(m, "SELECT event, old_text, new_text, at, detail FROM memory_history "
+                               "WHERE memory_id = ?1 ORDER BY hid");
+    if (!st) {
+        *rc = MNEMO_DB;
+        return NULL;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    json_t *a = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(a, mem_history_entry((const char *)sqlite3_column_text(st, 0),
+                                                   (const char *)sqlite3_column_text(st, 1),
+                                                   (const char *)sqlite3_column_text(st, 2),
+                                                   sqlite3_column_double(st, 3),
+                                                   (const char *)sqlite3_column_text(st, 4)));
+    sqlite3_finalize(st);
+    return a;
+}
+
+int lite_memory_history(mnemo *m, const char *id, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "history: no memory id");
+    int rc = mem_store(m);
+    json_t *j = NULL;
+    if (!rc && !(rc = load(m, id, &j, NULL))) {
+        json_decref(j);
+        json_t *h = history_json(m, id, &rc);
+        if (!rc)
+            rc = dump(h, out);
+        else
+            json_decref(h);
+    }
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Options, scopes, listing
+ * -------------------------------------------------------------------- */
+
+int lite_memory_list(mnemo *m, const char *options, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    mem_opts o;
+    int rc = mem_opts_parse(m, options, 0, &o);
+    buf w, sql;
+    buf_init(&w, 1 << 20);
+    buf_init(&sql, 1 << 20);
+    mfilter args;
+    mfilter_init(&args);
+    sqlite3_stmt *st = NULL;
+    json_t *list = json_array();
+    long long total = 0;
+    if (!rc)
+        rc = mem_store(m);
+    if (!rc)
+        rc = mem_where(&o, mem_now(), &w, &args);
+    if (!rc) {
+        buf_printf(&sql,
+                   "SELECT " MEM_COLS " FROM memories m WHERE %s "
+                   "ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
+                   w.data, o.limit, o.offset);
+        if (buf_err(&sql))
+            rc = MNEMO_NOMEM;
+        else if (!(st = prep(m, sql.data)))
+            rc = MNEMO_DB;
+    }
+    if (!rc && (mfilter_bind(&args, st, 1) != SQLITE_OK ||
+                mfilter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
+        rc = sqlfail(m, "binding");
+    int s;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(list, mem_json(st, 0));
+    if (!rc && s != SQLITE_DONE)
+        rc = sqlfail(m, "listing memories");
+    sqlite3_finalize(st);
+    st = NULL;
+    total = (long long)json_array_size(list) + o.offset;
+    if (!rc && o.count && (json_array_size(list) == (size_t)o.limit || o.offset > 0)) {
+        /* More than one page, maybe: count them. */
+        buf_reset(&sql);
+        buf_printf(&sql, "SELECT count(*) FROM memories m WHERE %s", w.data);
+        if (buf_err(&sql))
+            rc = MNEMO_NOMEM;
+        else if (!(st = prep(m, sql.data)))
+            rc = MNEMO_DB;
+        if (!rc && (mfilter_bind(&args, st, 1) != SQLITE_OK ||
+                    mfilter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
+            rc = sqlfail(m, "binding");
+        if (!rc && sqlite3_step(st) == SQLITE_ROW)
+            total = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (!rc) {
+        json_t *j = json_object();
+        json_object_set_new(j, "memories", list);
+        json_object_set_new(j, "total", json_integer(total));
+        list = NULL;
+        rc = dump(j, out);
+    }
+    json_decref(list);
+    mfilter_cleanup(&args);
+    buf_cleanup(&w);
+    buf_cleanup(&sql);
+    mem_opts_cleanup(&o);
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Export and import
+ * -------------------------------------------------------------------- */
+
+int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
+{
+    core_clear(m);
+    if (count)
+        *count = 0;
+    int rc = mem_store(m);
+    if (rc)
+        return rc;
+    sqlite3 *db = store_db(m->lite->st);
+    /* One snapshot for the whole export. */
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    sqlite3_stmt *st = prep(m, "SELECT " MEM_COLS " FROM memories m ORDER BY m.mid");
+    if (!st)
+        rc = MNEMO_DB;
+    int s;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *j = mem_json(st, 0);
+        json_t *h = history_json(m, json_string_value(json_object_get(j, "id")), &rc);
+        json_object_set_new(j, "history", h ? h : json_array());
+        char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(j);
+        if (!line) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        size_t n = strlen(line);
+        line[n] = '\n';
+        if (write(ud, line, n + 1))
+            rc = core_error(m, MNEMO_IO, "export: writing failed");
+        free(line);
+        if (count)
+            (*count)++;
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = sqlfail(m, "exporting memories");
+    sqlite3_finalize(st);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    return rc;
+}
+
+typedef struct lite_import {
+    size_t nin, nskip;
+} lite_import;
+
+static int lite_history_fn(mnemo *m, void *ud, const char *event, const char *old_text,
+                           const char *new_text, double at, const char *detail)
+{
+    const char *id = ud;
+    return history(m, id, event, old_text, new_text, at, detail);
+}
+
+static int lite_import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line)
+{
+    lite_import *li = ud;
+    int rc = MNEMO_OK;
+    char exist[64] = "";
+    json_t *j = NULL;
+    if (load(m, f->id, &j, NULL) == MNEMO_OK) {
+        json_decref(j);
+        snprintf(exist, sizeof exist, "%s", f->id);
+    }
+    core_clear(m);
+    if (!exist[0] && isnan(f->deleted))
+        rc = find_duplicate(m, f->hash, f->user ? f->user : cfg_str(m->cfg, CFG_USER_ID),
+                            f->agent ? f->agent : cfg_str(m->cfg, CFG_AGENT_ID),
+                            f->run ? f->run : "", exist);
+    if (!rc && exist[0]) {
+        li->nskip++;
+    } else if (!rc) {
+        int64_t mid;
+        if (!(rc = insert(m, f, f->id, mem_now(), &mid)))
+            rc = mem_import_history(m, json_object_get(o, "history"), line, lite_history_fn,
+                                    (void *)f->id);
+        li->nin++;
+    }
+    return rc;
+}
+
+int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                        size_t *skipped)
+{
+    core_clear(m);
+    lite_import li = {0, 0};
+    writer w = {-1, 0};
+    int rc = write_begin(m, &w);
+    if (!rc)
+        rc = mem_import_each(m, jsonl, len, lite_import_line, &li);
+    rc = write_end(m, &w, rc);
+    size_t nin = li.nin, nskip = li.nskip;
+    if (!rc && nin)
+        mem_embed_pending(m); /* best effort; the next sync does the rest */
+    if (imported)
+        *imported = rc ? 0 : nin;
+    if (skipped)
+        *skipped = rc ? 0 : nskip;
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Recovery
+ * -------------------------------------------------------------------- */
+
+int lite_memory_recover(mnemo *m, const char *path, char **out)
+{
+    core_clear(m);
+    *out = NULL;
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return core_error(m, MNEMO_NOTFOUND, "memory recover: %s: %s", path, strerror(errno));
+    if (strcmp(real, m->mem_path) == 0)
+        return core_error(m, MNEMO_INVALID,
+                          "memory recover: %s is the memory store itself; move it away first "
+                          "(mnemo then starts a new store) and recover from the moved file",
+                          path);
+    writer w = {-1, 0};
+    int rc = write_begin(m, &w);
+    salvage_report r;
+    memset(&r, 0, sizeof r);
+    if (!rc) {
+        buf err;
+        buf_init(&err, 4096);
+        int s = salvage_memories(real, store_db(m->lite->st), &r, &err);
+        if (s == SQLITE_NOTFOUND)
+            rc = core_error(m, MNEMO_NOTFOUND, "memory recover: %s", err.data ? err.data : "");
+        else if (s != SQLITE_OK)
+            rc = core_error(m, store_code(s), "memory recover: %s", err.data ? err.data : "");
+        buf_cleanup(&err);
+    }
+    rc = write_end(m, &w, rc);
+    if (rc)
+        return rc;
+    if (r.recovered)
+        mem_embed_pending(m); /* best effort; the next sync does the rest */
+    json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "file", real, "recovered",
+                          (json_int_t)r.recovered, "present", (json_int_t)r.present, "repaired",
+                          (json_int_t)r.repaired, "damagedPlaces",
+                          (json_int_t)r.unreadable_reads, "history", (json_int_t)r.history,
+                          "historyIncomplete", (json_int_t)r.history_lost);
+    if (!j || mem_dump(j, out))
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    return MNEMO_OK;
+}

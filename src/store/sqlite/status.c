@@ -1,0 +1,250 @@
+/*
+ * status.c - what `mnemo status` reports: workspace, database, counts,
+ * last sync, tokenizer and chunking settings, skipped files and warnings.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/backend.h"
+#include "engine/core.h"
+#include "store/sqlite/lite.h"
+#include "util/errcode.h"
+#include "util/time.h"
+#include "store/sqlite/vectors.h"
+
+static json_t *time_json_iso(double t)
+{
+    char iso[32];
+    time_format_iso(t, iso);
+    return json_string(iso);
+}
+
+static json_int_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (json_int_t)st.st_size : 0;
+}
+
+static json_int_t count(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    json_int_t n = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static json_t *meta_json(store *s, const char *key)
+{
+    char *v = NULL;
+    if (store_meta_get(s, key, &v) || !v)
+        return json_null();
+    json_t *j = json_string(v);
+    free(v);
+    return j;
+}
+
+/* The embedding part of status: what the policy picks, whether the stored
+ * vectors belong to it, and with DEEP a probe of the provider. */
+static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char **mode)
+{
+    char name[32];
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    json_t *e = json_object();
+    json_object_set_new(e, "provider", json_string(name));
+    json_object_set_new(e, "configured", json_string(cfg_str(m->cfg, CFG_PROVIDER)));
+    *mode = "keyword";
+    sqlite3 *h = m->lite->st ? store_db(m->lite->st) : NULL;
+    if (h) {
+        json_object_set_new(e, "vectors", json_integer(count(h, "SELECT count(*) FROM chunk_vectors")));
+        json_object_set_new(e, "identity", meta_json(m->lite->st, "vec_identity"));
+        json_t *le = meta_json(m->lite->st, "embed_error");
+        if (json_is_string(le) && *json_string_value(le)) {
+            json_object_set_new(e, "lastError", le);
+            json_object_set_new(e, "lastErrorAt", meta_json(m->lite->st, "embed_error_at"));
+            char w[1200];
+            snprintf(w, sizeof w, "last embedding failed: %s", json_string_value(le));
+            json_array_append_new(warnings, json_string(w));
+        } else {
+            json_decref(le);
+        }
+    }
+    if (strcmp(name, "none") == 0) {
+        json_object_set_new(e, "reason", json_string(strcmp(cfg_str(m->cfg, CFG_PROVIDER), "none")
+                                                         ? "no provider configured (keyword only)"
+                                                         : "provider none (keyword only)"));
+        return e;
+    }
+    buf err;
+    buf_init(&err, 8192);
+    embedder *em = NULL;
+    int rc = provider_embedder(m, name, &em, &err);
+    if (rc) {
+        json_object_set_new(e, "error", json_string(err.len ? err.data : errcode_text(rc)));
+        json_array_append_new(warnings, json_string(err.len ? err.data : errcode_text(rc)));
+        buf_cleanup(&err);
+        return e;
+    }
+    json_object_set_new(e, "model", json_string(embed_model(em)));
+    if (deep) {
+        const char *probe = "mnemo status probe";
+        size_t len = strlen(probe);
+        float *v = NULL;
+        double t0 = time_mono();
+        rc = embed_texts(em, EMBED_QUERY, &probe, &len, 1, &v, &err);
+        json_t *pj = json_object();
+        if (rc) {
+            json_object_set_new(pj, "ok", json_false());
+            json_object_set_new(pj, "error", json_string(err.len ? err.data : errcode_text(rc)));
+        } else {
+            json_object_set_new(pj, "ok", json_true());
+            json_object_set_new(pj, "dims", json_integer(embed_dims(em)));
+            json_object_set_new(pj, "latencyMs", json_real((time_mono() - t0) * 1000));
+        }
+        free(v);
+        json_object_set_new(e, "probe", pj);
+    }
+    json_object_set_new(e, "dims", json_integer(embed_dims(em)));
+    if (h) {
+        char ident[1024];
+        provider_identity(m, em, ident, sizeof ident);
+        json_t *stored = json_object_get(e, "identity");
+        int stale = embed_dims(em) && (!json_is_string(stored) ||
+                                       strcmp(json_string_value(stored), ident) != 0);
+        json_object_set_new(e, "stale", json_boolean(stale));
+        if (stale)
+            json_array_append_new(warnings, json_string("vectors are missing or were built with "
+                                                        "another embedding setup; run: mnemo "
+                                                        "index"));
+        else if (json_integer_value(json_object_get(e, "vectors")) > 0)
+            *mode = "hybrid";
+    }
+    buf_cleanup(&err);
+    return e;
+}
+
+int lite_status_json(mnemo *m, int deep, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *root = json_object();
+    if (!root)
+        return MNEMO_NOMEM;
+    char side[4096];
+    snprintf(side, sizeof side, "%s-wal", m->db_path);
+    json_object_set_new(root, "version", json_string(MNEMO_VERSION));
+    json_object_set_new(root, "workspace", json_string(m->workspace));
+    json_t *db = json_object();
+    json_object_set_new(db, "path", json_string(m->db_path));
+    json_object_set_new(root, "db", db);
+    json_t *warnings = json_array();
+
+    int rc = lite_store(m);
+    json_object_set_new(root, "indexed", json_boolean(rc == MNEMO_OK));
+    if (rc == MNEMO_NOTFOUND) {
+        json_array_append_new(warnings, json_string("no index yet; run: mnemo index"));
+        rc = MNEMO_OK;
+    } else if (rc) {
+        json_object_set_new(root, "error", json_string(core_errmsg(m)));
+        json_object_set_new(root, "errorStatus", json_integer(rc)); /* a MNEMO_* code */
+        json_array_append_new(warnings, json_string(core_errmsg(m)));
+        rc = MNEMO_OK;
+    } else {
+        sqlite3 *h = store_db(m->lite->st);
+        json_object_set_new(db, "sizeBytes", json_integer(file_size(m->db_path) + file_size(side)));
+        char *ver = NULL;
+        store_meta_get(m->lite->st, "schema_version", &ver);
+        json_object_set_new(db, "schemaVersion", json_integer(ver ? (int)strtol(ver, NULL, 10) : 0));
+        free(ver);
+        json_object_set_new(root, "files",
+                            json_integer(count(h, "SELECT count(*) FROM files WHERE status = 0")));
+        json_object_set_new(root, "chunks", json_integer(count(h, "SELECT count(*) FROM chunks")));
+        json_object_set_new(root, "bytes", json_integer(count(h, "SELECT coalesce(sum(size),0) "
+                                                                 "FROM files WHERE status = 0")));
+        json_t *last = json_object();
+        json_object_set_new(last, "at", meta_json(m->lite->st, "last_sync_at"));
+        char *ms = NULL;
+        store_meta_get(m->lite->st, "last_sync_ms", &ms);
+        json_object_set_new(last, "durationMs", ms ? json_real(strtod(ms, NULL)) : json_null());
+        free(ms);
+        char *stats = NULL;
+        store_meta_get(m->lite->st, "last_sync", &stats);
+        json_t *sj = stats ? json_loads(stats, 0, NULL) : NULL;
+        free(stats);
+        if (sj)
+            json_object_update(last, sj);
+        json_decref(sj);
+        json_object_set_new(root, "lastSync", last);
+
+        /* The memory store: primary data, kept apart from the index. */
+        json_t *mj = json_object();
+        json_object_set_new(mj, "path", json_string(m->mem_path));
+        if (m->lite->mem_rc) {
+            json_object_set_new(mj, "error", json_string(m->lite->mem_err));
+            json_array_append_new(warnings, json_string(m->lite->mem_err));
+        } else {
+            json_object_set_new(mj, "count", json_integer(count(h, "SELECT count(*) FROM "
+                                                                   "memories WHERE deleted_at "
+                                                                   "IS NULL")));
+            char *bw = NULL;
+            store_mem_meta_get(m->lite->st, "backup_at", &bw);
+            json_object_set_new(mj, "lastBackup",
+                                bw ? time_json_iso(strtod(bw, NULL)) : json_null());
+            free(bw);
+        }
+        json_object_set_new(root, "memories", mj);
+
+        json_t *tokj = json_object();
+        json_t *lang = meta_json(m->lite->st, "language");
+        const char *cl = cfg_str(m->cfg, CFG_LANGUAGE);
+        if (json_is_string(lang) && strcmp(json_string_value(lang), cl) != 0) {
+            char w[256];
+            snprintf(w, sizeof w,
+                     "the index uses language %s but the configuration says %s; run: mnemo index",
+                     json_string_value(lang), cl);
+            json_array_append_new(warnings, json_string(w));
+        }
+        json_object_set_new(tokj, "language", lang);
+        json_object_set_new(tokj, "stopWords", json_boolean(cfg_bool(m->cfg, CFG_STOP_WORDS)));
+        json_object_set_new(tokj, "cjk", json_string("bigrams"));
+        json_object_set_new(tokj, "bm25", json_pack("{s:f,s:f}", "k1",
+                                                    cfg_num(m->cfg, CFG_BM25_K1), "b",
+                                                    cfg_num(m->cfg, CFG_BM25_B)));
+        json_object_set_new(root, "tokenizer", tokj);
+        char *ct = NULL, *co = NULL;
+        store_meta_get(m->lite->st, "chunk_tokens", &ct);
+        store_meta_get(m->lite->st, "chunk_overlap", &co);
+        json_object_set_new(root, "chunking", json_pack("{s:i,s:i}", "tokens", ct ? (int)strtol(ct, NULL, 10) : 0,
+                                                        "overlap", co ? (int)strtol(co, NULL, 10) : 0));
+        free(ct);
+        free(co);
+
+        json_t *skipped = json_array();
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(h, "SELECT path, reason FROM files WHERE status != 0 ORDER BY path",
+                               -1, &st, NULL) == SQLITE_OK) {
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                const char *r = (const char *)sqlite3_column_text(st, 1);
+                json_array_append_new(
+                    skipped, json_pack("{s:s,s:s}", "path", (const char *)sqlite3_column_text(st, 0),
+                                       "reason", r ? r : "skipped"));
+            }
+        }
+        sqlite3_finalize(st);
+        json_object_set_new(root, "skipped", skipped);
+    }
+    const char *mode = "keyword";
+    json_t *emb = embedding_json(m, deep, warnings, &mode);
+    json_object_set_new(root, "mode", json_string(mode));
+    json_object_set_new(root, "embedding", emb);
+    core_clear(m);
+    json_object_set_new(root, "warnings", warnings);
+    *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    return *out ? rc : MNEMO_NOMEM;
+}

@@ -1,0 +1,1319 @@
+/*
+ * store.c - the SQLite index (see store.h).
+ *
+ * Layout: meta (key/value), files (one row per file seen, indexed or
+ * skipped), chunks (text and line ranges), and two external-content FTS5
+ * tables: chunks_fts over chunk text and files_fts over paths. The FTS
+ * tables are kept in step by single-row INSERT ... VALUES statements, not
+ * by triggers or INSERT ... SELECT: those run inside a statement savepoint,
+ * at which FTS5 flushes its pending terms, so they would write one tiny
+ * segment per row and make bulk indexing three times slower. All SQL is
+ * parameterised.
+ */
+#include "store/sqlite/store.h"
+#include "engine/sync.h"
+
+#include "text/mfilter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mnemo.h"
+
+enum {
+    S_FILE_INSERT,
+    S_FILE_UPDATE,
+    S_FILE_RENAME,
+    S_FILE_DELETE,
+    S_CHUNKS_DELETE,
+    S_CHUNK_INSERT,
+    S_FILE_NCHUNKS,
+    S_META_GET,
+    S_META_SET,
+    S_FTS_CHUNK_INSERT,
+    S_FTS_CHUNK_DELETE,
+    S_CHUNKS_OF_FILE,
+    S_FTS_FILE_INSERT,
+    S_FTS_FILE_DELETE,
+    S_FILE_PATH,
+    S_FILE_TIME,
+    S__COUNT
+};
+
+static const char *const sql_text[S__COUNT] = {
+    [S_FILE_INSERT] = "INSERT INTO files(path, path_lc, name_lc, stem_lc, size, mtime_ns, hash, "
+                      "status, reason, indexed_at, source) VALUES(?1, lower(?1), lower(?2), "
+                      "lower(?3), ?4, ?5, ?6, ?7, ?8, unixepoch(), ?9)",
+    [S_FILE_UPDATE] = "UPDATE files SET size = ?2, mtime_ns = ?3, hash = ?4, status = ?5, "
+                      "reason = ?6, indexed_at = unixepoch() WHERE id = ?1",
+    [S_FILE_RENAME] = "UPDATE files SET path = ?2, path_lc = lower(?2), name_lc = lower(?3), "
+                      "stem_lc = lower(?4) WHERE id = ?1",
+    [S_FILE_DELETE] = "DELETE FROM files WHERE id = ?1",
+    [S_CHUNKS_DELETE] = "DELETE FROM chunks WHERE file_id = ?1 AND seq >= ?2",
+    [S_CHUNK_INSERT] = "INSERT INTO chunks(file_id, seq, start_line, end_line, hash, importance, "
+                       "triggers, text, id, line_map) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                       "?10)",
+    [S_FILE_NCHUNKS] = "UPDATE files SET nchunks = ?2 WHERE id = ?1",
+    [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [S_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
+                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    [S_FTS_CHUNK_INSERT] = "INSERT INTO chunks_fts(rowid, text) VALUES(?1, ?2)",
+    [S_FTS_CHUNK_DELETE] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
+                           "VALUES('delete', ?1, ?2)",
+    [S_CHUNKS_OF_FILE] = "SELECT id, text FROM chunks WHERE file_id = ?1 AND seq >= ?2",
+    [S_FTS_FILE_INSERT] = "INSERT INTO files_fts(rowid, path) VALUES(?1, ?2)",
+    [S_FTS_FILE_DELETE] = "INSERT INTO files_fts(files_fts, rowid, path) VALUES('delete', ?1, ?2)",
+    [S_FILE_PATH] = "SELECT path FROM files WHERE id = ?1",
+    [S_FILE_TIME] = "UPDATE files SET time = ?2 WHERE id = ?1",
+};
+
+/* Schema version 1. The tokenizer language is substituted for %s. */
+static const char schema_v1[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;\n"
+    "CREATE TABLE files(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  path TEXT NOT NULL UNIQUE,\n"
+    "  path_lc TEXT NOT NULL, name_lc TEXT NOT NULL, stem_lc TEXT NOT NULL,\n"
+    "  size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,\n"
+    "  hash TEXT NOT NULL DEFAULT '',\n"
+    "  status INTEGER NOT NULL DEFAULT 0,\n"
+    "  reason TEXT,\n"
+    "  nchunks INTEGER NOT NULL DEFAULT 0,\n"
+    "  indexed_at INTEGER NOT NULL);\n"
+    "CREATE INDEX files_path_lc ON files(path_lc);\n"
+    "CREATE INDEX files_name_lc ON files(name_lc);\n"
+    "CREATE INDEX files_stem_lc ON files(stem_lc);\n"
+    "CREATE TABLE chunks(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  file_id INTEGER NOT NULL REFERENCES files(id),\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,\n"
+    "  hash TEXT NOT NULL,\n"
+    "  importance INTEGER NOT NULL DEFAULT 0,\n"
+    "  triggers TEXT NOT NULL DEFAULT '',\n"
+    "  text TEXT NOT NULL);\n"
+    "CREATE INDEX chunks_file ON chunks(file_id, seq);\n"
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id',\n"
+    "  tokenize='mnemo %s');\n"
+    "CREATE VIRTUAL TABLE files_fts USING fts5(path, content='files', content_rowid='id',\n"
+    "  tokenize='mnemo %s');\n";
+
+/* Forward migrations: migrations[v] upgrades schema v to v + 1. A fresh
+ * index is created at version 1 and migrated in the same transaction. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+    NULL,
+    /* 1 -> 2: embeddings. One vector per chunk for the current embedding
+     * identity (meta vec_identity), and a cache of embeddings by provider,
+     * model, dimensions, input type and text hash. */
+    "CREATE TABLE chunk_vectors(chunk_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
+    "CREATE TABLE embed_cache(key TEXT PRIMARY KEY, vec BLOB NOT NULL,\n"
+    "  used_at INTEGER NOT NULL) WITHOUT ROWID;\n"
+    "CREATE INDEX embed_cache_used ON embed_cache(used_at);\n",
+    /* 2 -> 3: session transcripts. Files know their source (memory or
+     * sessions); a transcript chunk maps each of its text lines to the
+     * JSONL line it came from (u32 per line). */
+    "ALTER TABLE files ADD COLUMN source TEXT NOT NULL DEFAULT 'memory';\n"
+    "ALTER TABLE chunks ADD COLUMN line_map BLOB;\n",
+    /* 3 -> 4: a transcript's time (its newest message, Unix seconds). */
+    "ALTER TABLE files ADD COLUMN time REAL NOT NULL DEFAULT 0;\n",
+    /* 4 -> 5: structured memories, their history and vectors. Unlike the
+     * rest of the index these are not rebuilt from files: a fresh build
+     * copies them over (store_carry_memories). %s is the language. */
+    "CREATE TABLE memories(mid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,\n"
+    "  text TEXT NOT NULL, hash TEXT NOT NULL, category TEXT NOT NULL,\n"
+    "  importance REAL NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,\n"
+    "  user_id TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  metadata TEXT NOT NULL, triggers TEXT NOT NULL, created_at REAL NOT NULL,\n"
+    "  updated_at REAL NOT NULL, expires_at REAL, confirmations INTEGER NOT NULL DEFAULT 0,\n"
+    "  last_confirmed_at REAL, deleted_at REAL);\n"
+    "CREATE UNIQUE INDEX memories_dup ON memories(hash, user_id, agent_id, run_id)\n"
+    "  WHERE deleted_at IS NULL;\n"
+    "CREATE INDEX memories_scope ON memories(user_id, created_at);\n"
+    "CREATE TABLE memory_history(hid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL,\n"
+    "  event TEXT NOT NULL, old_text TEXT, new_text TEXT, at REAL NOT NULL,\n"
+    "  detail TEXT);\n"
+    "CREATE INDEX memory_history_id ON memory_history(memory_id, hid);\n"
+    "CREATE TABLE memory_vectors(mid INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
+    "CREATE VIRTUAL TABLE memories_fts USING fts5(text, content='memories',\n"
+    "  content_rowid='mid', tokenize='mnemo %s');\n",
+    /* 5 -> 6: memories move to their own file (store_attach_memories moves
+     * them and drops these tables; older mnemos refuse version 6). */
+    NULL,
+};
+
+/* The memory store: structured memories, their history and vectors, in a
+ * file of their own that no rebuild replaces (attached as "mem"). The
+ * columns are those of schema 5's tables, so rows move with SELECT *. %s
+ * is the language. */
+static const char mem_schema[] =
+    "CREATE TABLE IF NOT EXISTS mem.memory_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)\n"
+    "  WITHOUT ROWID;\n"
+    "CREATE TABLE IF NOT EXISTS mem.memories(mid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,\n"
+    "  text TEXT NOT NULL, hash TEXT NOT NULL, category TEXT NOT NULL,\n"
+    "  importance REAL NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,\n"
+    "  user_id TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT NOT NULL,\n"
+    "  metadata TEXT NOT NULL, triggers TEXT NOT NULL, created_at REAL NOT NULL,\n"
+    "  updated_at REAL NOT NULL, expires_at REAL, confirmations INTEGER NOT NULL DEFAULT 0,\n"
+    "  last_confirmed_at REAL, deleted_at REAL);\n"
+    "CREATE UNIQUE INDEX IF NOT EXISTS mem.memories_dup ON memories(hash, user_id, agent_id,\n"
+    "  run_id) WHERE deleted_at IS NULL;\n"
+    "CREATE INDEX IF NOT EXISTS mem.memories_scope ON memories(user_id, created_at);\n"
+    "CREATE TABLE IF NOT EXISTS mem.memory_history(hid INTEGER PRIMARY KEY,\n"
+    "  memory_id TEXT NOT NULL, event TEXT NOT NULL, old_text TEXT, new_text TEXT,\n"
+    "  at REAL NOT NULL, detail TEXT);\n"
+    "CREATE INDEX IF NOT EXISTS mem.memory_history_id ON memory_history(memory_id, hid);\n"
+    "CREATE TABLE IF NOT EXISTS mem.memory_vectors(mid INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
+    "CREATE VIRTUAL TABLE IF NOT EXISTS mem.memories_fts USING fts5(text, content='memories',\n"
+    "  content_rowid='mid', tokenize='mnemo %s');\n";
+
+/* The memory tables of schema 5, in the index itself. */
+static const char drop_main_memories[] =
+    "DROP TABLE IF EXISTS main.memories_fts; DROP TABLE IF EXISTS main.memory_vectors;"
+    "DROP TABLE IF EXISTS main.memory_history; DROP TABLE IF EXISTS main.memories;";
+
+struct store {
+    sqlite3 *db;
+    char *path;
+    sqlite3_stmt *st[S__COUNT];
+    fts_rank rank;
+    fts_rank mrank; /* for memories_fts */
+    fts_feed feed;
+    int fresh;
+    int64_t next_id[2]; /* next chunk id for memory / sessions, 0 until read */
+};
+
+int store_code(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+        return MNEMO_OK;
+    case SQLITE_NOMEM:
+        return MNEMO_NOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return MNEMO_BUSY;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return MNEMO_CORRUPT;
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+        return MNEMO_IO;
+    default:
+        return MNEMO_DB;
+    }
+}
+
+sqlite3 *store_db(store *s) { return s->db; }
+const char *store_path(const store *s) { return s->path; }
+
+char *store_col_dup(sqlite3_stmt *st, int c)
+{
+    const char *v = (const char *)sqlite3_column_text(st, c);
+    return strdup(v ? v : "");
+}
+fts_rank *store_rank(store *s) { return &s->rank; }
+
+fts_rank *store_mrank(store *s) { return &s->mrank; }
+const char *store_errmsg(store *s) { return s && s->db ? sqlite3_errmsg(s->db) : "no database"; }
+
+static void fmt(char *err, size_t errlen, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void fmt(char *err, size_t errlen, const char *f, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(err, errlen, f, ap);
+    va_end(ap);
+}
+
+static sqlite3_stmt *stmt(store *s, int id)
+{
+    if (!s->st[id] && sqlite3_prepare_v3(s->db, sql_text[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                         &s->st[id], NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_reset(s->st[id]);
+    sqlite3_clear_bindings(s->st[id]);
+    return s->st[id];
+}
+
+/* Steps a bound statement to completion. */
+static int run(store *s, sqlite3_stmt *st)
+{
+    if (!st)
+        return store_code(sqlite3_errcode(s->db));
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? MNEMO_OK : store_code(rc);
+}
+
+static int exec(store *s, const char *sql)
+{
+    return store_code(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
+}
+
+/* Runs migration V (which may name the language with %s). */
+static int run_migration(store *s, int v, const char *language)
+{
+    if (!migrations[v])
+        return MNEMO_OK;
+    char *sql = sqlite3_mprintf(migrations[v], language ? language : "english");
+    if (!sql)
+        return MNEMO_NOMEM;
+    int rc = exec(s, sql);
+    sqlite3_free(sql);
+    return rc;
+}
+
+static store *store_alloc(const char *path)
+{
+    store *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->path = strdup(path);
+    if (!s->path) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void store_close(store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < S__COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    fts_rank_cleanup(&s->rank);
+    fts_rank_cleanup(&s->mrank);
+    if (s->db)
+        sqlite3_close_v2(s->db);
+    free(s->path);
+    free(s);
+}
+
+/* Opens the SQLite connection and registers the FTS5 glue. */
+static int connect(store *s, int flags, int busy_ms)
+{
+    int rc = sqlite3_open_v2(s->path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, busy_ms);
+    s->mrank.docsize_table = "memories_fts_docsize";
+    if ((rc = fts_register(s->db, &s->rank, &s->feed)) != SQLITE_OK ||
+        (rc = fts_register_collect(s->db, "mnemo_collect_mem", &s->mrank)) != SQLITE_OK)
+        return rc;
+    return mfilter_register(s->db);
+}
+
+/* Whether PATH holds anything. Never opens the file: closing any descriptor
+ * of a database file drops every POSIX lock this process holds on it, which
+ * would let another process checkpoint and reset the WAL under this
+ * process's other connections (a daemon has one per worker). */
+static int file_kind(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return MNEMO_NOTFOUND;
+        fmt(err, errlen, "cannot open index %s: %s", path, strerror(errno));
+        return MNEMO_IO;
+    }
+    if (st.st_size == 0)
+        return MNEMO_NOTFOUND;
+    return MNEMO_OK;
+}
+
+static int not_a_database(const char *path, char *err, size_t errlen)
+{
+    fmt(err, errlen,
+        "%s is not a SQLite database, so not a mnemo index; move it away or choose "
+        "another index path with --db",
+        path);
+    return MNEMO_CORRUPT;
+}
+
+static int foreign(const char *path, const char *why, char *err, size_t errlen)
+{
+    fmt(err, errlen,
+        "%s is a SQLite database but not a mnemo index (%s); mnemo never writes, moves or "
+        "replaces it: move it away or choose another index path with --db",
+        path, why);
+    return MNEMO_CORRUPT;
+}
+
+static int pragma_int(sqlite3 *db, const char *sql, int *out)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        *out = sqlite3_column_int(q, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Whether the main database has every table an index has (an index written
+ * before application ids were set carries none). -1 when unreadable. */
+static int index_tables(sqlite3 *db)
+{
+    int n = 0;
+    if (pragma_int(db,
+                   "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name IN "
+                   "('meta', 'files', 'chunks', 'chunks_fts', 'files_fts')",
+                   &n) != SQLITE_OK)
+        return -1;
+    return n == 5;
+}
+
+static int set_app_id(store *s, const char *schema, int id)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA %s.application_id = %d", schema, id);
+    return exec(s, sql);
+}
+
+static int migrate(store *s, int from, char *err, size_t errlen)
+{
+    char *lang = NULL;
+    if (store_begin(s))
+        goto fail;
+    store_meta_get(s, "language", &lang);
+    for (int v = from; v < STORE_SCHEMA_VERSION; v++) {
+        if (run_migration(s, v, lang)) {
+            free(lang);
+            goto fail;
+        }
+    }
+    free(lang);
+    char num[16];
+    snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
+    if (store_meta_set(s, "schema_version", num) || store_commit(s))
+        goto fail;
+    return MNEMO_OK;
+fail:
+    fmt(err, errlen, "cannot upgrade index %s: %s", s->path, sqlite3_errmsg(s->db));
+    store_rollback(s);
+    return MNEMO_DB;
+}
+
+/* Opens PATH and says what it is (STORE_KIND_*). The store is returned
+ * only for STORE_KIND_OURS. */
+/* The application id in the header of DB's main file, read through the
+ * connection's own file handle: it is there when the schema SQL needs
+ * first is not. 1 when the header is a SQLite header, else 0. */
+static int header_app_id(sqlite3 *db, int *app)
+{
+    sqlite3_file *f = NULL;
+    unsigned char h[100];
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f ||
+        !f->pMethods || f->pMethods->xRead(f, h, sizeof h, 0) != SQLITE_OK ||
+        memcmp(h, "SQLite format 3", 16) != 0)
+        return 0;
+    *app = (int)((unsigned)h[68] << 24 | (unsigned)h[69] << 16 | (unsigned)h[70] << 8 | h[71]);
+    return 1;
+}
+
+/* Is DB's main database in a rollback-journal mode (asked of SQLite: this
+ * process never opens a database file itself, see file_kind)? */
+static int in_rollback_mode(sqlite3 *db)
+{
+    sqlite3_stmt *q = NULL;
+    int yes = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA main.journal_mode", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
+        const char *mode = (const char *)sqlite3_column_text(q, 0);
+        yes = mode && strcmp(mode, "delete") == 0;
+    }
+    sqlite3_finalize(q);
+    return yes;
+}
+
+static int open_once(const char *path, int busy_ms, int deep, store **out, int *kind,
+                     char *err, size_t errlen)
+{
+    *out = NULL;
+    *kind = STORE_KIND_UNKNOWN;
+    int rc = file_kind(path, err, errlen);
+    if (rc) {
+        if (rc == MNEMO_NOTFOUND)
+            *kind = STORE_KIND_ABSENT;
+        return rc;
+    }
+    store *s = store_alloc(path);
+    if (!s)
+        return MNEMO_NOMEM;
+    char *ver = NULL;
+    int app = 0;
+    int src = connect(s, SQLITE_OPEN_READWRITE, busy_ms);
+    if (src == SQLITE_READONLY || src == SQLITE_CANTOPEN || src == SQLITE_PERM) {
+        sqlite3_close_v2(s->db);
+        s->db = NULL;
+        src = connect(s, SQLITE_OPEN_READONLY, busy_ms);
+    }
+    if (src == SQLITE_OK)
+        src = pragma_int(s->db, "PRAGMA main.application_id", &app);
+    if ((src & 0xff) == SQLITE_NOTADB) {
+        *kind = STORE_KIND_FOREIGN;
+        rc = not_a_database(path, err, errlen);
+        goto fail;
+    }
+    if ((src & 0xff) == SQLITE_CORRUPT && header_app_id(s->db, &app) && app == STORE_APP_ID) {
+        /* Its schema is unreadable, but its header says it is ours. */
+        *kind = STORE_KIND_DAMAGED;
+        fmt(err, errlen, "index %s is damaged (%s); rebuild it with: mnemo index --force", path,
+            sqlite3_errmsg(s->db));
+        rc = MNEMO_CORRUPT;
+        goto fail;
+    }
+    if ((src & 0xff) == SQLITE_CORRUPT) {
+        *kind = STORE_KIND_FOREIGN; /* not even its header: nothing proves it ours */
+        fmt(err, errlen,
+            "%s is damaged beyond telling whether it is a mnemo index; mnemo leaves it alone: "
+            "move it away (mnemo memory recover FILE salvages memories from it)",
+            path);
+        rc = MNEMO_CORRUPT;
+        goto fail;
+    }
+    if (src != SQLITE_OK) {
+        fmt(err, errlen, "cannot open index %s: %s", path,
+            s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+        rc = store_code(src);
+        goto fail;
+    }
+    if (app != 0 && app != STORE_APP_ID) {
+        *kind = STORE_KIND_FOREIGN;
+        char why[64];
+        snprintf(why, sizeof why, "%s 0x%08x",
+                 app == STORE_MEM_APP_ID ? "it is a mnemo memory store, application id"
+                                         : "application id",
+                 (unsigned)app);
+        rc = foreign(path, why, err, errlen);
+        goto fail;
+    }
+    int tables = index_tables(s->db);
+    if (app == 0 && tables == 0) {
+        int any = 0;
+        pragma_int(s->db, "SELECT count(*) FROM main.sqlite_schema", &any);
+        if (any == 0) {
+            *kind = STORE_KIND_ABSENT;
+            rc = MNEMO_NOTFOUND;
+            goto fail;
+        }
+        *kind = STORE_KIND_FOREIGN;
+        rc = foreign(path, "it lacks an index's tables", err, errlen);
+        goto fail;
+    }
+    /* Ours by its id, or by its tables when it has no id. */
+    int ours = app == STORE_APP_ID || tables == 1;
+    rc = store_meta_get(s, "schema_version", &ver);
+    if (rc) {
+        int code = sqlite3_errcode(s->db);
+        const char *msg = sqlite3_errmsg(s->db);
+        if ((code & 0xff) == SQLITE_BUSY) {
+            fmt(err, errlen, "index %s is locked by another process: %s", path, msg);
+            rc = MNEMO_BUSY;
+            goto fail;
+        }
+        if (!ours) {
+            *kind = STORE_KIND_FOREIGN;
+            fmt(err, errlen,
+                "%s is damaged beyond telling whether it is a mnemo index (%s); mnemo leaves "
+                "it alone: move it away (mnemo memory recover FILE salvages memories from it)",
+                path, msg);
+            rc = MNEMO_CORRUPT;
+            goto fail;
+        }
+        *kind = STORE_KIND_DAMAGED;
+        fmt(err, errlen,
+            "index %s is damaged (%s); rebuild it with: mnemo index --force", path, msg);
+        rc = MNEMO_CORRUPT;
+        goto fail;
+    }
+    int version = ver ? (int)strtol(ver, NULL, 10) : 0;
+    free(ver);
+    ver = NULL;
+    if (version <= 0 && app != STORE_APP_ID) {
+        *kind = STORE_KIND_FOREIGN;
+        rc = foreign(path, "it has no mnemo schema version", err, errlen);
+        goto fail;
+    }
+    if (version <= 0) {
+        *kind = STORE_KIND_DAMAGED;
+        fmt(err, errlen, "index %s has no schema version; rebuild it with: mnemo index --force",
+            path);
+        rc = MNEMO_CORRUPT;
+        goto fail;
+    }
+    if (version > STORE_SCHEMA_VERSION) {
+        *kind = STORE_KIND_NEWER;
+        fmt(err, errlen,
+            "index %s was written by a newer mnemo (schema %d, this build knows %d); upgrade "
+            "mnemo or rebuild with: mnemo index --force",
+            path, version, STORE_SCHEMA_VERSION);
+        rc = MNEMO_CORRUPT;
+        goto fail;
+    }
+    if (deep) {
+        sqlite3_stmt *q = NULL;
+        const char *res = NULL;
+        int ok = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &q, NULL) == SQLITE_OK &&
+                 sqlite3_step(q) == SQLITE_ROW &&
+                 (res = (const char *)sqlite3_column_text(q, 0)) && strcmp(res, "ok") == 0;
+        if (!ok) {
+            *kind = STORE_KIND_DAMAGED;
+            fmt(err, errlen, "index %s is damaged (%s)", path,
+                res ? res : sqlite3_errmsg(s->db));
+            sqlite3_finalize(q);
+            rc = MNEMO_CORRUPT;
+            goto fail;
+        }
+        sqlite3_finalize(q);
+    }
+    *kind = STORE_KIND_OURS;
+    /* No mmap_size: memory-mapped reads measured slower here and inflate
+     * RSS (fault-around maps neighbouring pages of a scattered table). */
+    /* A page cache that holds a workspace's hot pages (it grows only as
+     * pages are read; 64 MiB at most): warm searches then read no pages
+     * from the OS. */
+    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536");
+    if (version < STORE_SCHEMA_VERSION && (rc = migrate(s, version, err, errlen)))
+        goto fail;
+    /* Written before ids were set: mark it, so that it is provably ours. */
+    if (app == 0 && !sqlite3_db_readonly(s->db, "main"))
+        set_app_id(s, "main", STORE_APP_ID);
+    /* A rebuild that died between leaving WAL mode and its rename
+     * (sync.c, rename_alone) left the file in rollback mode: back to WAL,
+     * where readers never wait for the writer. */
+    if (!sqlite3_db_readonly(s->db, "main") && in_rollback_mode(s->db))
+        exec(s, "PRAGMA journal_mode=WAL");
+    *out = s;
+    return MNEMO_OK;
+fail:
+    free(ver);
+    store_close(s);
+    return rc;
+}
+
+/* Opens PATH, again when the file at PATH was replaced while it was being
+ * opened: a rebuild renames the new index over the old one when nobody has
+ * it open (sync.c, rename_alone), and a connection that got the old file
+ * just before must not go on with it. */
+static int open_checked(const char *path, int busy_ms, int deep, store **out, int *kind,
+                        char *err, size_t errlen)
+{
+    for (int tries = 0;; tries++) {
+        struct stat a, b;
+        int had = stat(path, &a) == 0;
+        int rc = open_once(path, busy_ms, deep, out, kind, err, errlen);
+        if (rc || !had || tries == 3 || stat(path, &b) != 0 ||
+            (a.st_dev == b.st_dev && a.st_ino == b.st_ino))
+            return rc;
+        store_close(*out);
+        *out = NULL;
+    }
+}
+
+int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen)
+{
+    int kind;
+    return open_checked(path, busy_ms, 0, out, &kind, err, errlen);
+}
+
+int store_identify(const char *path, int busy_ms, int deep, char *err, size_t errlen)
+{
+    store *s = NULL;
+    int kind;
+    open_checked(path, busy_ms, deep, &s, &kind, err, errlen);
+    store_close(s);
+    return kind;
+}
+
+int store_create(const char *path, const store_settings *set, store **out, char *err,
+                 size_t errlen)
+{
+    *out = NULL;
+    store *s = store_alloc(path);
+    if (!s)
+        return MNEMO_NOMEM;
+    s->fresh = 1;
+    unlink(path);
+    char *schema = NULL;
+    int rc = connect(s, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 5000);
+    if (rc != SQLITE_OK) {
+        fmt(err, errlen, "cannot create index %s: %s", path,
+            s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        rc = store_code(rc);
+        goto fail;
+    }
+    /* The application id first: it marks the file as a temporary index of
+     * ours, which the stale-temp cleanup checks before removing one. */
+    if ((rc = set_app_id(s, "main", STORE_APP_ID)))
+        goto sqlfail;
+    exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+            "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY");
+    schema = sqlite3_mprintf(schema_v1, set->language, set->language);
+    if (!schema) {
+        rc = MNEMO_NOMEM;
+        goto fail;
+    }
+    char num[32];
+    if ((rc = exec(s, "BEGIN")) || (rc = exec(s, schema)))
+        goto sqlfail;
+    for (int v = 1; v < STORE_SCHEMA_VERSION; v++)
+        if ((rc = run_migration(s, v, set->language)))
+            goto sqlfail;
+    if ((rc = exec(s, drop_main_memories)))
+        goto sqlfail;
+    snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
+    if ((rc = store_meta_set(s, "schema_version", num)) ||
+        (rc = store_meta_set(s, "mnemo_version", MNEMO_VERSION)) ||
+        (rc = store_meta_set(s, "language", set->language)) ||
+        (rc = store_meta_set(s, "index_rules", PREP_INDEX_RULES)))
+        goto sqlfail;
+    snprintf(num, sizeof num, "%d", set->chunk_tokens);
+    if ((rc = store_meta_set(s, "chunk_tokens", num)))
+        goto sqlfail;
+    snprintf(num, sizeof num, "%d", set->chunk_overlap);
+    if ((rc = store_meta_set(s, "chunk_overlap", num)) ||
+        (rc = store_meta_set(s, "workspace", set->workspace ? set->workspace : "")) ||
+        (rc = exec(s, "COMMIT")))
+        goto sqlfail;
+    /* Bulk load: flush FTS5's pending terms every 32 MiB, not every 1 MiB,
+     * so that fewer, larger segments are written and merged. */
+    exec(s, "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432)");
+    sqlite3_free(schema);
+    *out = s;
+    return MNEMO_OK;
+sqlfail:
+    fmt(err, errlen, "cannot create index %s: %s", path, sqlite3_errmsg(s->db));
+fail:
+    sqlite3_free(schema);
+    store_close(s);
+    unlink(path);
+    return rc ? rc : MNEMO_DB;
+}
+
+/* ----------------------------------------------------------------------
+ * The memory store
+ * -------------------------------------------------------------------- */
+
+static int mem_meta(store *s, const char *key, char **val)
+{
+    *val = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM mem.memory_meta WHERE key = ?1", -1,
+                                &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+        if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            const char *v = (const char *)sqlite3_column_text(q, 0);
+            rc = (*val = strdup(v ? v : "")) ? SQLITE_DONE : SQLITE_NOMEM;
+        }
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
+}
+
+int store_mem_meta_get(store *s, const char *key, char **val) { return mem_meta(s, key, val); }
+
+int store_mem_meta_set(store *s, const char *key, const char *val)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "INSERT INTO mem.memory_meta(key, value) VALUES(?1, ?2) "
+                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, val, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
+}
+
+/* Creates the memory tables in a new store, or rebuilds the text index of
+ * an existing one written with another language. */
+static int mem_prepare(store *s, const char *language, char *err, size_t errlen)
+{
+    char *lang = NULL;
+    int same = mem_meta(s, "language", &lang) == MNEMO_OK && lang && strcmp(lang, language) == 0;
+    free(lang);
+    lang = NULL;
+    if (same)
+        return MNEMO_OK; /* the common case: nothing to write */
+    char *schema = sqlite3_mprintf(mem_schema, language);
+    if (!schema)
+        return MNEMO_NOMEM;
+    int rc = exec(s, "BEGIN IMMEDIATE");
+    if (!rc)
+        rc = exec(s, schema);
+    if (!rc)
+        rc = mem_meta(s, "language", &lang);
+    if (!rc && lang && strcmp(lang, language) != 0) {
+        /* The text index is derived from the rows: rebuilt in the new
+         * language, nothing else changes. */
+        char *fts = sqlite3_mprintf(
+            "DROP TABLE mem.memories_fts; CREATE VIRTUAL TABLE mem.memories_fts USING "
+            "fts5(text, content='memories', content_rowid='mid', tokenize='mnemo %s');"
+            "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild')",
+            language);
+        rc = fts ? exec(s, fts) : MNEMO_NOMEM;
+        sqlite3_free(fts);
+    }
+    if (!rc && (!lang || strcmp(lang, language) != 0))
+        rc = store_mem_meta_set(s, "language", language);
+    if (!rc)
+        rc = exec(s, "COMMIT");
+    if (rc) {
+        fmt(err, errlen, "cannot prepare the memory store: %s", sqlite3_errmsg(s->db));
+        store_rollback(s);
+    }
+    free(lang);
+    sqlite3_free(schema);
+    return rc;
+}
+
+/* Moves the memories of a schema-5 index (in its main file) to the memory
+ * store: copied and committed there first, checked, then dropped from the
+ * index. Copies skip rows already there, so a move that died half way is
+ * finished by the next open. */
+static int mem_move_legacy(store *s, char *err, size_t errlen)
+{
+    int has = 0;
+    if (pragma_int(s->db, "SELECT count(*) FROM main.sqlite_schema WHERE name = 'memories'",
+                   &has) != SQLITE_OK || !has)
+        return MNEMO_OK;
+    if (sqlite3_db_readonly(s->db, "main") || sqlite3_db_readonly(s->db, "mem"))
+        return MNEMO_OK; /* read in place (names resolve to main first) */
+    static const char copy[] =
+        "BEGIN IMMEDIATE;"
+        "INSERT OR IGNORE INTO mem.memories SELECT * FROM main.memories;"
+        "INSERT OR IGNORE INTO mem.memory_history SELECT * FROM main.memory_history;"
+        "INSERT OR IGNORE INTO mem.memory_vectors SELECT * FROM main.memory_vectors;"
+        "INSERT OR IGNORE INTO mem.memory_meta SELECT 'vec_identity', value FROM main.meta "
+        "  WHERE key = 'vec_identity' AND EXISTS (SELECT 1 FROM main.memory_vectors);"
+        "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');"
+        "COMMIT";
+    int missing = -1, rc = exec(s, copy);
+    if (rc) {
+        fmt(err, errlen, "cannot move the memories of %s to their own store: %s", s->path,
+            sqlite3_errmsg(s->db));
+        store_rollback(s);
+        return rc;
+    }
+    if (pragma_int(s->db,
+                   "SELECT (SELECT count(*) FROM main.memories o WHERE NOT EXISTS (SELECT 1 "
+                   "FROM mem.memories n WHERE n.id = o.id)) + (SELECT count(*) FROM "
+                   "main.memory_history o WHERE NOT EXISTS (SELECT 1 FROM mem.memory_history "
+                   "n WHERE n.hid = o.hid))",
+                   &missing) != SQLITE_OK ||
+        missing != 0) {
+        fmt(err, errlen,
+            "moving the memories of %s to their own store left %d behind; the index keeps "
+            "them",
+            s->path, missing);
+        return MNEMO_DB;
+    }
+    rc = exec(s, "BEGIN IMMEDIATE");
+    if (!rc)
+        rc = exec(s, drop_main_memories);
+    if (!rc)
+        rc = exec(s, "COMMIT");
+    if (rc)
+        store_rollback(s); /* copied; the next open drops them */
+    return MNEMO_OK;
+}
+
+int store_legacy_memories(store *s)
+{
+    int has = 1;
+    pragma_int(s->db, "SELECT count(*) FROM main.sqlite_schema WHERE name = 'memories'", &has);
+    return has != 0;
+}
+
+int store_attach_memories(store *s, const char *mem_path, const char *language, char *err,
+                          size_t errlen)
+{
+    int app = 0, tables = 0;
+    struct stat sb;
+    int existed = stat(mem_path, &sb) == 0 && sb.st_size > 0;
+    if (!existed && errno == ENOENT && !sqlite3_db_readonly(s->db, "main")) {
+        /* ATTACH opens with the index's flags, which do not create files. */
+        sqlite3 *c = NULL;
+        sqlite3_open_v2(mem_path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+        sqlite3_close_v2(c);
+    }
+    /* A fresh index is written in exclusive locking mode, which a database
+     * attached later inherits; the memory store is shared with every other
+     * process and must be attached as they open it. */
+    if (s->fresh)
+        exec(s, "PRAGMA locking_mode = NORMAL");
+    sqlite3_stmt *a = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "ATTACH ?1 AS mem", -1, &a, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(a, 1, mem_path, -1, SQLITE_STATIC);
+        rc = sqlite3_step(a) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(s->db);
+    }
+    sqlite3_finalize(a);
+    if (s->fresh)
+        exec(s, "PRAGMA main.locking_mode = EXCLUSIVE");
+    if (rc == SQLITE_OK)
+        rc = pragma_int(s->db, "PRAGMA mem.application_id", &app);
+    else if ((rc & 0xff) != SQLITE_NOTADB && (rc & 0xff) != SQLITE_CORRUPT) {
+        fmt(err, errlen, "cannot open the memory store %s: %s", mem_path, sqlite3_errmsg(s->db));
+        return store_code(rc);
+    }
+    if (rc == SQLITE_OK)
+        rc = pragma_int(s->db, "SELECT count(*) FROM mem.sqlite_schema", &tables);
+    if (rc != SQLITE_OK || (app != STORE_MEM_APP_ID && (existed || tables))) {
+        if (rc != SQLITE_OK)
+            fmt(err, errlen,
+                "the memory store %s cannot be read (%s); it is left as it is: move it away "
+                "(a new store is then created) and salvage it with mnemo memory recover "
+                "MOVED-FILE, or import a snapshot (%s.backup-*.jsonl)",
+                mem_path, sqlite3_errmsg(s->db), mem_path);
+        else
+            fmt(err, errlen,
+                "%s is not a mnemo memory store (application id 0x%08x); mnemo never writes "
+                "it: move it away or set memoryDb",
+                mem_path, (unsigned)app);
+        sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
+        return MNEMO_CORRUPT;
+    }
+    /* The index's page cache size, which a PRAGMA without a schema gave
+     * main only. */
+    exec(s, s->fresh ? "PRAGMA mem.cache_size = -16384" : "PRAGMA mem.cache_size = -65536");
+    if (!sqlite3_db_readonly(s->db, "mem")) {
+        if (app != STORE_MEM_APP_ID)
+            set_app_id(s, "mem", STORE_MEM_APP_ID);
+        /* Memories are primary data: WAL, and every commit synced. */
+        exec(s, "PRAGMA mem.journal_mode = WAL; PRAGMA mem.synchronous = FULL");
+        if ((rc = mem_prepare(s, language, err, errlen)) ||
+            (rc = mem_move_legacy(s, err, errlen))) {
+            sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
+            return rc;
+        }
+    } else if (!tables) {
+        sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
+        fmt(err, errlen, "the memory store %s is empty and read-only", mem_path);
+        return MNEMO_IO;
+    }
+    return MNEMO_OK;
+}
+
+int store_finish(store *s)
+{
+    /* Merge FTS segments when there are many. A bulk load flushes every 32
+     * MiB of pending terms, so 100k notes make about 5 segments: searching
+     * them measured within 5% of one merged segment, and merging costs 12%
+     * of the build; automerge keeps the count bounded afterwards. */
+    int rc = MNEMO_OK, segments = 2;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(DISTINCT segid) FROM chunks_fts_idx", -1, &q,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        segments = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    if (segments > 8)
+        rc = exec(s, "INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')");
+    if (!rc)
+        rc = exec(s, "DELETE FROM chunks_fts_config WHERE k = 'hashsize'");
+    if (!rc)
+        rc = exec(s, "PRAGMA locking_mode=NORMAL; PRAGMA journal_mode=WAL");
+    if (rc)
+        return rc;
+    for (int i = 0; i < S__COUNT; i++) {
+        sqlite3_finalize(s->st[i]);
+        s->st[i] = NULL;
+    }
+    fts_rank_cleanup(&s->rank);
+    fts_rank_cleanup(&s->mrank);
+    if (sqlite3_close(s->db) != SQLITE_OK)
+        return MNEMO_DB;
+    s->db = NULL;
+    int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return MNEMO_IO;
+    rc = fsync(fd) ? MNEMO_IO : MNEMO_OK;
+    close(fd);
+    return rc;
+}
+
+int store_begin(store *s) { return exec(s, "BEGIN IMMEDIATE"); }
+int store_commit(store *s) { return exec(s, "COMMIT"); }
+void store_rollback(store *s)
+{
+    if (s->db && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int store_meta_get(store *s, const char *key, char **val)
+{
+    *val = NULL;
+    sqlite3_stmt *st = stmt(s, S_META_GET);
+    if (!st)
+        return store_code(sqlite3_errcode(s->db));
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        *val = strdup(v ? v : "");
+        rc = *val ? SQLITE_DONE : SQLITE_NOMEM;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
+}
+
+int store_meta_set(store *s, const char *key, const char *val)
+{
+    sqlite3_stmt *st = stmt(s, S_META_SET);
+    if (st) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, val, -1, SQLITE_STATIC);
+    }
+    return run(s, st);
+}
+
+int store_files_load(store *s, sync_file **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT id, path, size, mtime_ns, hash, status, source FROM files",
+                                -1,
+                                &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_code(rc);
+    size_t cap = 0, count = 0;
+    sync_file *v = NULL;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (count == cap) {
+            cap = cap ? cap * 2 : 256;
+            sync_file *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            v = nv;
+        }
+        sync_file *f = &v[count];
+        memset(f, 0, sizeof *f);
+        f->id = sqlite3_column_int64(st, 0);
+        f->path = store_col_dup(st, 1);
+        f->size = sqlite3_column_int64(st, 2);
+        f->mtime_ns = sqlite3_column_int64(st, 3);
+        const char *h = (const char *)sqlite3_column_text(st, 4);
+        snprintf(f->hash, sizeof f->hash, "%s", h ? h : "");
+        f->ok = sqlite3_column_int(st, 5) == SYNC_FILE_OK;
+        const char *src = (const char *)sqlite3_column_text(st, 6);
+        f->sessions = src && strcmp(src, "sessions") == 0;
+        if (!f->path) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        count++;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        sync_files_free(v, count);
+        return store_code(rc);
+    }
+    *out = v;
+    *n = count;
+    return MNEMO_OK;
+}
+
+/* The words of a path as files_fts indexes them: without the memory/
+ * prefix every daily note shares. */
+static const char *path_words(const char *path)
+{
+    return strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
+}
+
+/* Removes file ID's path from files_fts (before its row changes or goes). */
+static int fts_file_delete(store *s, int64_t id)
+{
+    sqlite3_stmt *q = stmt(s, S_FILE_PATH);
+    if (!q)
+        return store_code(sqlite3_errcode(s->db));
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(q);
+        return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
+    }
+    char *path = store_col_dup(q, 0);
+    sqlite3_reset(q);
+    if (!path)
+        return MNEMO_NOMEM;
+    sqlite3_stmt *st = stmt(s, S_FTS_FILE_DELETE);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, path_words(path), -1, SQLITE_TRANSIENT);
+    }
+    free(path);
+    return run(s, st);
+}
+
+static int fts_file_insert(store *s, int64_t id, const char *path)
+{
+    sqlite3_stmt *st = stmt(s, S_FTS_FILE_INSERT);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, path_words(path), -1, SQLITE_STATIC);
+    }
+    return run(s, st);
+}
+
+/* Base name and stem (base name without its last extension) of PATH. */
+static void name_parts(const char *path, const char **base, int *stem_len)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    const char *dot = strrchr(b, '.');
+    *base = b;
+    *stem_len = dot && dot != b ? (int)(dot - b) : (int)strlen(b);
+}
+
+int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns,
+                      const char *hash, int status, const char *reason, int sessions, int64_t *id)
+{
+    sqlite3_stmt *st = stmt(s, S_FILE_INSERT);
+    if (st) {
+        const char *base;
+        int stem_len;
+        name_parts(path, &base, &stem_len);
+        sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, base, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, base, stem_len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, size);
+        sqlite3_bind_int64(st, 5, mtime_ns);
+        sqlite3_bind_text(st, 6, hash ? hash : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 7, status);
+        if (reason)
+            sqlite3_bind_text(st, 8, reason, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 9, sessions ? "sessions" : "memory", -1, SQLITE_STATIC);
+    }
+    int rc = run(s, st);
+    if (rc)
+        return rc;
+    int64_t rowid = sqlite3_last_insert_rowid(s->db);
+    if (id)
+        *id = rowid;
+    return fts_file_insert(s, rowid, path);
+}
+
+int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,
+                      int status, const char *reason)
+{
+    sqlite3_stmt *st = stmt(s, S_FILE_UPDATE);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, size);
+        sqlite3_bind_int64(st, 3, mtime_ns);
+        sqlite3_bind_text(st, 4, hash ? hash : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 5, status);
+        if (reason)
+            sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
+    }
+    return run(s, st);
+}
+
+int store_file_set_time(store *s, int64_t id, double when)
+{
+    sqlite3_stmt *st = stmt(s, S_FILE_TIME);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_double(st, 2, when);
+    }
+    return run(s, st);
+}
+
+int store_file_rename(store *s, int64_t id, const char *path)
+{
+    int rc = fts_file_delete(s, id);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = stmt(s, S_FILE_RENAME);
+    if (st) {
+        const char *base;
+        int stem_len;
+        name_parts(path, &base, &stem_len);
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, base, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, base, stem_len, SQLITE_STATIC);
+    }
+    if ((rc = run(s, st)))
+        return rc;
+    return fts_file_insert(s, id, path);
+}
+
+static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64_t *removed);
+
+int store_chunks_delete(store *s, int64_t file_id, int64_t *removed)
+{
+    return chunks_delete_from(s, file_id, 0, removed);
+}
+
+static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64_t *removed)
+{
+    /* The FTS entries first: 'delete' needs the text that was indexed. */
+    sqlite3_stmt *q = stmt(s, S_CHUNKS_OF_FILE);
+    if (!q)
+        return store_code(sqlite3_errcode(s->db));
+    sqlite3_bind_int64(q, 1, file_id);
+    sqlite3_bind_int64(q, 2, from_seq);
+    int rc, step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        sqlite3_stmt *st = stmt(s, S_FTS_CHUNK_DELETE);
+        if (st) {
+            sqlite3_bind_int64(st, 1, sqlite3_column_int64(q, 0));
+            sqlite3_bind_value(st, 2, sqlite3_column_value(q, 1));
+        }
+        if ((rc = run(s, st))) {
+            sqlite3_reset(q);
+            return rc;
+        }
+    }
+    sqlite3_reset(q);
+    if (step != SQLITE_DONE)
+        return store_code(step);
+    sqlite3_stmt *st = stmt(s, S_CHUNKS_DELETE);
+    if (st) {
+        sqlite3_bind_int64(st, 1, file_id);
+        sqlite3_bind_int64(st, 2, from_seq);
+    }
+    rc = run(s, st);
+    if (!rc && removed)
+        *removed = sqlite3_changes64(s->db);
+    return rc;
+}
+
+int store_file_delete(store *s, int64_t id)
+{
+    int rc = store_chunks_delete(s, id, NULL);
+    if (rc || (rc = fts_file_delete(s, id)))
+        return rc;
+    sqlite3_stmt *st = stmt(s, S_FILE_DELETE);
+    if (st)
+        sqlite3_bind_int64(st, 1, id);
+    return run(s, st);
+}
+
+/* Next free chunk id in the range of a source: memory chunks have ids
+ * below STORE_SESSION_ID_BASE, transcript chunks at or above it, so that a
+ * search can restrict itself to one corpus with a rowid range. */
+static int next_chunk_id(store *s, int sessions, int64_t *id)
+{
+    if (!s->next_id[sessions]) {
+        sqlite3_stmt *q = NULL;
+        const char *sql = sessions ? "SELECT max(id) FROM chunks WHERE id >= ?1"
+                                   : "SELECT max(id) FROM chunks WHERE id < ?1";
+        if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
+            return store_code(sqlite3_errcode(s->db));
+        sqlite3_bind_int64(q, 1, STORE_SESSION_ID_BASE);
+        int64_t max = 0;
+        if (sqlite3_step(q) == SQLITE_ROW)
+            max = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        s->next_id[sessions] = max ? max + 1 : sessions ? STORE_SESSION_ID_BASE : 1;
+    }
+    *id = s->next_id[sessions]++;
+    return MNEMO_OK;
+}
+
+int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t *removed,
+                       size_t *added)
+{
+    const chunk_list *l = w->chunks;
+    int rc;
+    /* Keep the chunks that did not change at the start of the file (a
+     * transcript that grew, a note edited at its end): their FTS entries
+     * and vectors stay. */
+    size_t keep = 0;
+    if (w->replace) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(s->db,
+                               "SELECT hash, start_line, end_line FROM chunks WHERE file_id = ?1 "
+                               "ORDER BY seq",
+                               -1, &q, NULL) != SQLITE_OK)
+            return store_code(sqlite3_errcode(s->db));
+        sqlite3_bind_int64(q, 1, file_id);
+        while (keep < l->n && sqlite3_step(q) == SQLITE_ROW) {
+            const chunk *c = &l->items[keep];
+            const char *h = (const char *)sqlite3_column_text(q, 0);
+            if (!h || strcmp(h, c->hash) != 0 || sqlite3_column_int(q, 1) != c->start_line ||
+                sqlite3_column_int(q, 2) != c->end_line)
+                break;
+            keep++;
+        }
+        sqlite3_finalize(q);
+        if ((rc = chunks_delete_from(s, file_id, (int64_t)keep, removed)))
+            return rc;
+    }
+    for (size_t i = keep; i < l->n; i++) {
+        const chunk *c = &l->items[i];
+        int64_t id = 0;
+        if ((rc = next_chunk_id(s, w->sessions, &id)))
+            return rc;
+        sqlite3_stmt *st = stmt(s, S_CHUNK_INSERT);
+        if (st) {
+            sqlite3_bind_int64(st, 1, file_id);
+            sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+            sqlite3_bind_int(st, 3, c->start_line);
+            sqlite3_bind_int(st, 4, c->end_line);
+            sqlite3_bind_text(st, 5, c->hash, HASH_HEX_LEN, SQLITE_STATIC);
+            sqlite3_bind_int(st, 6, c->importance);
+            sqlite3_bind_text(st, 7, l->text.data + c->trig_off, (int)c->trig_len,
+                              SQLITE_STATIC);
+            sqlite3_bind_text(st, 8, chunk_text(l, c), (int)c->text_len, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 9, id);
+            if (w->maps)
+                sqlite3_bind_blob(st, 10, w->maps + w->map_off[i],
+                                  (int)((w->map_off[i + 1] - w->map_off[i]) * sizeof(uint32_t)),
+                                  SQLITE_STATIC);
+        }
+        if ((rc = run(s, st)))
+            return rc;
+        st = stmt(s, S_FTS_CHUNK_INSERT);
+        if (st) {
+            sqlite3_bind_int64(st, 1, id);
+            sqlite3_bind_text(st, 2, chunk_text(l, c), (int)c->text_len, SQLITE_STATIC);
+        }
+        if (w->toks) {
+            s->feed.text = chunk_text(l, c);
+            s->feed.len = c->text_len;
+            s->feed.toks = w->toks + w->tok_off[i];
+            s->feed.toks_len = w->tok_off[i + 1] - w->tok_off[i];
+        }
+        rc = run(s, st);
+        s->feed.toks = NULL;
+        if (rc)
+            return rc;
+    }
+    if (added)
+        *added = l->n - keep;
+    sqlite3_stmt *st = stmt(s, S_FILE_NCHUNKS);
+    if (st) {
+        sqlite3_bind_int64(st, 1, file_id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)l->n);
+    }
+    return run(s, st);
+}

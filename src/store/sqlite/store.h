@@ -1,0 +1,134 @@
+/*
+ * store.h - the SQLite index: opening with checks (foreign, corrupt, newer
+ * schema), schema creation and forward migrations, metadata, and every SQL
+ * statement that reads or writes files and chunks.
+ */
+#ifndef MNEMO_STORE_H
+#define MNEMO_STORE_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "text/chunk.h"
+#include "store/sqlite/fts.h"
+#include "util/hash.h"
+
+#define STORE_SCHEMA_VERSION 6
+
+/* SQLite application ids ("mnmo", "mnmm"): only a file that carries one
+ * (or, written before they were set, has an index's tables and schema
+ * version) is ever rebuilt, moved aside or migrated. */
+#define STORE_APP_ID 0x6d6e6d6f
+#define STORE_MEM_APP_ID 0x6d6e6d6d
+
+typedef struct store store;
+
+typedef struct store_settings {
+    const char *language;
+    int chunk_tokens, chunk_overlap;
+    const char *workspace;
+} store_settings;
+
+/* Opens an existing index at PATH. MNEMO_NOTFOUND when there is none (no
+ * file, an empty file, or an empty database); MNEMO_CORRUPT when the file is
+ * not SQLite, not a mnemo index, damaged, or from a newer mnemo; messages
+ * via store_open_error(). */
+int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen);
+
+/* What the file at PATH is, for deciding whether a rebuild may replace it:
+ * absent (or empty), a sound index of ours, ours but damaged (with DEEP, a
+ * quick_check too), ours from a newer mnemo, foreign or unprovable (never
+ * touched), or unknown (busy, unreadable: ERR says why). */
+enum {
+    STORE_KIND_UNKNOWN,
+    STORE_KIND_ABSENT,
+    STORE_KIND_OURS,
+    STORE_KIND_DAMAGED,
+    STORE_KIND_NEWER,
+    STORE_KIND_FOREIGN
+};
+int store_identify(const char *path, int busy_ms, int deep, char *err, size_t errlen);
+
+/* Attaches the memory store at MEM_PATH as schema "mem" (created when
+ * absent, in WAL mode with synchronous commits) and moves into it the
+ * memories an index of schema 5 kept in its own file. Refuses a file there
+ * that is not a memory store. The memory tables are then named without a
+ * schema, as before. */
+int store_attach_memories(store *s, const char *mem_path, const char *language, char *err,
+                          size_t errlen);
+
+/* Creates a fresh index at PATH (replacing any file there) in bulk-load mode:
+ * no journal, no fsync. Call store_finish() before renaming it into place. */
+int store_create(const char *path, const store_settings *s, store **out, char *err,
+                 size_t errlen);
+
+/* Switches a fresh index to WAL mode, closes it and fsyncs it to disk. */
+int store_finish(store *s);
+
+void store_close(store *s);
+
+sqlite3 *store_db(store *s);
+const char *store_path(const store *s);
+/* A copy of text column C of ST read back from storage: "" for NULL, never
+ * NULL unless out of memory. Caller frees. */
+char *store_col_dup(sqlite3_stmt *st, int c);
+fts_rank *store_rank(store *s);
+fts_rank *store_mrank(store *s); /* for memories_fts (mnemo_collect_mem) */
+const char *store_errmsg(store *s);
+/* Maps an SQLite result code to a MNEMO_* status. */
+int store_code(int sqlite_rc);
+
+int store_begin(store *s);
+int store_commit(store *s);
+void store_rollback(store *s);
+
+/* Whether the index still holds memories of its own (schema 5, not moved:
+ * read-only, or the move failed). A rebuild must not replace it then. */
+int store_legacy_memories(store *s);
+
+/* The memory store's own metadata (vec_identity of memory vectors,
+ * backups, language). */
+int store_mem_meta_get(store *s, const char *key, char **val);
+int store_mem_meta_set(store *s, const char *key, const char *val);
+
+/* Metadata (key/value). *val is NULL when the key is absent; caller frees. */
+int store_meta_get(store *s, const char *key, char **val);
+int store_meta_set(store *s, const char *key, const char *val);
+
+/* Loads every file row. Caller frees with sync_files_free(). */
+struct sync_file;
+int store_files_load(store *s, struct sync_file **out, size_t *n);
+int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns,
+                      const char *hash, int status, const char *reason, int sessions, int64_t *id);
+int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,
+                      int status, const char *reason);
+
+/* Sets the time of a transcript (its newest message, Unix seconds). */
+int store_file_set_time(store *s, int64_t id, double when);
+int store_file_rename(store *s, int64_t id, const char *path);
+/* Deletes a file row and its chunks. */
+int store_file_delete(store *s, int64_t id);
+/* Deletes a file's chunks (the FTS index follows by trigger). */
+int store_chunks_delete(store *s, int64_t file_id, int64_t *removed);
+/* Transcript chunks get ids from here up (memory chunks below), so one
+ * corpus is a rowid range. */
+#define STORE_SESSION_ID_BASE ((int64_t)1 << 40)
+
+/* What to write for one file. */
+typedef struct store_chunks {
+    const chunk_list *chunks;
+    const char *toks;        /* pre-tokenized chunks (tok_pretokenize), or NULL */
+    const size_t *tok_off;   /* chunk i at toks[tok_off[i] .. tok_off[i + 1]] */
+    const uint32_t *maps;    /* transcripts: JSONL line per text line, or NULL */
+    const size_t *map_off;
+    int sessions;            /* a transcript */
+    int replace;             /* the file had chunks: keep its unchanged leading ones */
+} store_chunks;
+
+/* Writes the chunks of FILE_ID and records their count. With REPLACE, the
+ * leading chunks that are unchanged (same hash and lines) are kept, the
+ * rest replaced; *REMOVED and *ADDED count what changed. */
+int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t *removed,
+                       size_t *added);
+
+#endif

@@ -1,0 +1,685 @@
+/*
+ * vectors.c - the SQLite index's vectors: embedding the chunks that have
+ * none during sync, the matrix file and the vector leg of search (see
+ * vectors.h). Which provider embeds is provider.c's.
+ *
+ * Matrix file (<db>.vec), little-endian, sections 64-byte aligned:
+ *   header   magic "MNEMOVF1", dims, count, stamp, flags, offsets
+ *   ids      i64 chunk ids, ascending
+ *   vectors  f32 count x dims, unit length
+ *   int8     i8 count x dims and f32 scales (flag 1)
+ * `stamp` equals meta vec_stamp of the database it was built from; any
+ * change to the vectors writes a new stamp in the same transaction, so a
+ * stale file is detected and rebuilt (atomically, by whoever notices).
+ */
+#include "store/sqlite/vectors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/core.h"
+#include "util/io.h"
+#include "util/time.h"
+
+#define VF_MAGIC "MNEMOVF1"
+#define VF_INT8 1
+#define EMBED_BATCH 4096 /* chunks per embedding call and commit */
+
+/* ----------------------------------------------------------------------
+ * Embedding missing chunks
+ * -------------------------------------------------------------------- */
+
+static void cache_key(embedder *e, int dims, const char *prefix, const char *chunk_hash,
+                      char out[HASH_HEX_LEN + 1])
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "%s%c%s%c%d%cdocument%c%s%c%s", embed_provider(e), 0, embed_model(e), 0, dims,
+               0, 0, prefix, 0, chunk_hash);
+    hash_hex(b.data ? b.data : "", b.len, out);
+    buf_cleanup(&b);
+}
+
+static int exec_sql(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
+
+static void new_stamp(store *st)
+{
+    char stamp[32];
+    uint64_t r = (uint64_t)(time_wall() * 1e6) ^ ((uint64_t)getpid() << 40) ^
+                 (uint64_t)(uintptr_t)&stamp;
+    r *= 0x9e3779b97f4a7c15ull;
+    snprintf(stamp, sizeof stamp, "%016" PRIx64, r);
+    store_meta_set(st, "vec_stamp", stamp);
+}
+
+typedef struct pending {
+    int64_t id;
+    char *text;
+    size_t len;
+    char key[HASH_HEX_LEN + 1];
+} pending;
+
+static void free_pending(pending *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(p[i].text);
+}
+
+static int write_file(store *st, const char *db_path, int quantize, buf *err);
+
+int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
+                 const mnemo_sync_opts *opts, mnemo_sync_stats *stats, buf *err)
+{
+    sqlite3 *db = store_db(st);
+    char ident[1024], *old = NULL;
+    int rc = MNEMO_OK, changed = 0;
+    pending *batch = NULL;
+    float *vecs = NULL;
+    sqlite3_stmt *sel = NULL, *get = NULL, *put = NULL, *putc = NULL, *touch = NULL;
+    const char *prefix = cfg_str(m->cfg, CFG_DOCUMENT_PREFIX);
+    long cache_max = cfg_int(m->cfg, CFG_EMBED_CACHE_MAX);
+    /* A static table computes a vector in microseconds: caching it would
+     * only double what is written. */
+    int use_cache = strcmp(embed_provider(e), "static") != 0;
+
+    /* A new identity makes every stored vector stale. */
+    provider_identity(m, e, ident, sizeof ident);
+    store_meta_get(st, "vec_identity", &old);
+    if (!old || strcmp(old, ident) != 0) {
+        if (store_begin(st) || exec_sql(db, "DELETE FROM chunk_vectors") ||
+            store_meta_set(st, "vec_identity", ident) || (new_stamp(st), store_commit(st))) {
+            store_rollback(st);
+            buf_printf(err, "cannot reset vectors: %s", sqlite3_errmsg(db));
+            rc = MNEMO_DB;
+            goto done;
+        }
+        changed = 1;
+    }
+    /* The memory store keeps its own identity: a rebuilt index starts
+     * without one, and the memories' vectors stay good if it is the same. */
+    free(old);
+    old = NULL;
+    if (store_mem_meta_get(st, "vec_identity", &old) == MNEMO_OK &&
+        (!old || strcmp(old, ident) != 0)) {
+        if (store_begin(st) || exec_sql(db, "DELETE FROM memory_vectors") ||
+            store_mem_meta_set(st, "vec_identity", ident) || store_commit(st)) {
+            store_rollback(st);
+            buf_printf(err, "cannot reset memory vectors: %s", sqlite3_errmsg(db));
+            rc = MNEMO_DB;
+            goto done;
+        }
+    }
+    /* Vectors of chunks that are gone. */
+    if (exec_sql(db, "DELETE FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)") ==
+            SQLITE_OK &&
+        sqlite3_changes(db) > 0)
+        changed = 1;
+
+    if (sqlite3_prepare_v2(db,
+                           "SELECT c.id, c.text, c.hash FROM chunks c WHERE c.id > ?2 AND "
+                           "NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id) "
+                           "ORDER BY c.id LIMIT ?1",
+                           -1, &sel, NULL) ||
+        sqlite3_prepare_v2(db, "SELECT vec FROM embed_cache WHERE key = ?1", -1, &get, NULL) ||
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO chunk_vectors(chunk_id, vec) VALUES(?1, ?2)",
+                           -1, &put, NULL) ||
+        sqlite3_prepare_v2(db,
+                           "INSERT OR REPLACE INTO embed_cache(key, vec, used_at) "
+                           "VALUES(?1, ?2, unixepoch())",
+                           -1, &putc, NULL) ||
+        sqlite3_prepare_v2(db, "UPDATE embed_cache SET used_at = unixepoch() WHERE key = ?1", -1,
+                           &touch, NULL)) {
+        buf_printf(err, "cannot prepare embedding statements: %s", sqlite3_errmsg(db));
+        rc = MNEMO_DB;
+        goto done;
+    }
+    sqlite3_stmt *cnt = NULL;
+    size_t missing = 0, done_n = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+                           "chunk_vectors v WHERE v.chunk_id = c.id)",
+                           -1, &cnt, NULL) == SQLITE_OK &&
+        sqlite3_step(cnt) == SQLITE_ROW)
+        missing = (size_t)sqlite3_column_int64(cnt, 0);
+    sqlite3_finalize(cnt);
+
+    int64_t after = 0; /* walk the chunks once, in id order */
+    batch = calloc(EMBED_BATCH, sizeof *batch);
+    if (!batch) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (;;) {
+        if (opts && opts->progress) {
+            mnemo_progress p = {"embed", done_n, missing, stats->bytes_read};
+            opts->progress(opts->progress_ud, &p);
+        }
+        /* Next batch of chunks without vectors. */
+        size_t n = 0;
+        sqlite3_reset(sel);
+        sqlite3_bind_int(sel, 1, EMBED_BATCH);
+        sqlite3_bind_int64(sel, 2, after);
+        while (sqlite3_step(sel) == SQLITE_ROW && n < EMBED_BATCH) {
+            pending *p = &batch[n];
+            p->id = sqlite3_column_int64(sel, 0);
+            p->len = (size_t)sqlite3_column_bytes(sel, 1);
+            p->text = malloc(p->len + 1);
+            if (!p->text) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            memcpy(p->text, sqlite3_column_text(sel, 1), p->len);
+            p->text[p->len] = 0;
+            const char *h = (const char *)sqlite3_column_text(sel, 2);
+            cache_key(e, (int)cfg_int(m->cfg, CFG_DIMENSIONS), prefix, h ? h : "", p->key);
+            after = p->id;
+            n++;
+        }
+        sqlite3_reset(sel);
+        if (rc || n == 0) {
+            free_pending(batch, n);
+            break;
+        }
+        if (store_begin(st)) {
+            free_pending(batch, n);
+            buf_printf(err, "cannot write vectors: %s", sqlite3_errmsg(db));
+            rc = MNEMO_DB;
+            break;
+        }
+        /* The cache first; the rest goes to the provider. */
+        const char *texts[EMBED_BATCH];
+        size_t lens[EMBED_BATCH], miss[EMBED_BATCH], nmiss = 0;
+        for (size_t i = 0; i < n; i++) {
+            sqlite3_reset(get);
+            sqlite3_bind_text(get, 1, batch[i].key, -1, SQLITE_STATIC);
+            int dims = embed_dims(e), bytes = 0;
+            if (use_cache && sqlite3_step(get) == SQLITE_ROW)
+                bytes = sqlite3_column_bytes(get, 0);
+            if (bytes > 0 && bytes % (int)sizeof(float) == 0 &&
+                (!dims || bytes == dims * (int)sizeof(float))) {
+                sqlite3_reset(put);
+                sqlite3_bind_int64(put, 1, batch[i].id);
+                sqlite3_bind_blob(put, 2, sqlite3_column_blob(get, 0), bytes, SQLITE_TRANSIENT);
+                sqlite3_step(put);
+                sqlite3_reset(touch);
+                sqlite3_bind_text(touch, 1, batch[i].key, -1, SQLITE_STATIC);
+                sqlite3_step(touch);
+                stats->embed_cache_hits++;
+            } else {
+                texts[nmiss] = batch[i].text;
+                lens[nmiss] = batch[i].len;
+                miss[nmiss++] = i;
+            }
+            sqlite3_reset(get);
+        }
+        if (nmiss) {
+            free(vecs);
+            vecs = NULL;
+            rc = embed_texts(e, EMBED_DOCUMENT, texts, lens, nmiss, &vecs, err);
+            if (rc) {
+                /* Keep what the cache gave; the rest is retried next time. */
+                store_commit(st);
+                free_pending(batch, n);
+                changed = 1;
+                break;
+            }
+            int dims = embed_dims(e);
+            for (size_t k = 0; k < nmiss; k++) {
+                const pending *p = &batch[miss[k]];
+                const float *v = vecs + k * (size_t)dims;
+                sqlite3_reset(put);
+                sqlite3_bind_int64(put, 1, p->id);
+                sqlite3_bind_blob(put, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);
+                sqlite3_step(put);
+                if (use_cache && cache_max > 0) {
+                    sqlite3_reset(putc);
+                    sqlite3_bind_text(putc, 1, p->key, -1, SQLITE_STATIC);
+                    sqlite3_bind_blob(putc, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);
+                    sqlite3_step(putc);
+                }
+            }
+            stats->chunks_embedded += nmiss;
+        }
+        new_stamp(st);
+        if (store_commit(st)) {
+            store_rollback(st);
+            free_pending(batch, n);
+            buf_printf(err, "cannot write vectors: %s", sqlite3_errmsg(db));
+            rc = MNEMO_DB;
+            break;
+        }
+        changed = 1;
+        done_n += n;
+        free_pending(batch, n);
+    }
+    if (!rc && cache_max > 0) {
+        /* Oldest-first pruning down to the cap. */
+        sqlite3_stmt *prune = NULL;
+        if (sqlite3_prepare_v2(db,
+                               "DELETE FROM embed_cache WHERE key IN (SELECT key FROM embed_cache "
+                               "ORDER BY used_at, key LIMIT max(0, (SELECT count(*) FROM "
+                               "embed_cache) - ?1))",
+                               -1, &prune, NULL) == SQLITE_OK) {
+            sqlite3_bind_int64(prune, 1, cache_max);
+            sqlite3_step(prune);
+        }
+        sqlite3_finalize(prune);
+    }
+    sqlite3_stmt *tot = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM chunk_vectors", -1, &tot, NULL) == SQLITE_OK &&
+        sqlite3_step(tot) == SQLITE_ROW)
+        stats->vectors_total = (size_t)sqlite3_column_int64(tot, 0);
+    sqlite3_finalize(tot);
+    if (changed) {
+        buf werr;
+        buf_init(&werr, 4096);
+        int wrc = write_file(st, db_path, strcmp(cfg_str(m->cfg, CFG_VECTOR_QUANTIZATION), "int8") == 0,
+                             &werr);
+        if (wrc && !rc) {
+            buf_printf(err, "%s", werr.data ? werr.data : "cannot write the vector file");
+            rc = wrc;
+        }
+        buf_cleanup(&werr);
+    }
+done:
+    free(old);
+    free(batch);
+    free(vecs);
+    sqlite3_finalize(sel);
+    sqlite3_finalize(get);
+    sqlite3_finalize(put);
+    sqlite3_finalize(putc);
+    sqlite3_finalize(touch);
+    return rc;
+}
+
+void vectors_carry_cache(store *st, const char *old_path)
+{
+    struct stat s;
+    if (stat(old_path, &s) != 0)
+        return;
+    sqlite3 *db = store_db(st);
+    sqlite3_stmt *a = NULL;
+    exec_sql(db, "PRAGMA locking_mode = NORMAL"); /* see mem_carry() */
+    if (sqlite3_prepare_v2(db, "ATTACH ?1 AS old", -1, &a, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(a, 1, old_path, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(a);
+    sqlite3_finalize(a);
+    if (rc != SQLITE_DONE)
+        return;
+    exec_sql(db, "INSERT OR IGNORE INTO main.embed_cache SELECT key, vec, used_at "
+                 "FROM old.embed_cache");
+    exec_sql(db, "DETACH old");
+    exec_sql(db, "PRAGMA main.locking_mode = EXCLUSIVE");
+}
+
+/* ----------------------------------------------------------------------
+ * The matrix file
+ * -------------------------------------------------------------------- */
+
+typedef struct vf_header {
+    char magic[8];
+    uint32_t dims, flags;
+    uint64_t count, stamp;
+    uint64_t ids_off, vecs_off, q_off, scales_off;
+} vf_header;
+
+struct vec_file {
+    void *map;
+    size_t size;
+    const vf_header *h;
+    const int64_t *ids;
+    const float *vecs;
+    const int8_t *q;
+    const float *scales;
+};
+
+static uint64_t align64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
+
+static int by_score(const void *a, const void *b)
+{
+    const vec_hit *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static uint64_t stamp_of(store *st)
+{
+    char *s = NULL;
+    store_meta_get(st, "vec_stamp", &s);
+    uint64_t v = s ? strtoull(s, NULL, 16) : 0;
+    free(s);
+    return v;
+}
+
+static int write_file(store *st, const char *db_path, int quantize, buf *err)
+{
+    sqlite3 *db = store_db(st);
+    sqlite3_stmt *q = NULL;
+    int64_t *ids = NULL;
+    float *vecs = NULL;
+    int rc = MNEMO_OK, fd = -1;
+    size_t n = 0, cap = 0;
+    uint32_t dims = 0;
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s.vec", db_path);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    /* Read the stamp and the rows in one read transaction. */
+    exec_sql(db, "BEGIN");
+    uint64_t stamp = stamp_of(st);
+    if (sqlite3_prepare_v2(db, "SELECT chunk_id, vec FROM chunk_vectors ORDER BY chunk_id", -1, &q,
+                           NULL) != SQLITE_OK) {
+        rc = MNEMO_DB;
+        goto done;
+    }
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int bytes = sqlite3_column_bytes(q, 1);
+        if (!dims)
+            dims = (uint32_t)bytes / sizeof(float);
+        if (bytes <= 0 || (uint32_t)bytes != dims * sizeof(float))
+            continue; /* a vector of another size: stale, skip */
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            int64_t *ni = realloc(ids, cap * sizeof *ni);
+            float *nv = ni ? realloc(vecs, cap * dims * sizeof *nv) : NULL;
+            if (ni)
+                ids = ni;
+            if (!ni || !nv) {
+                rc = MNEMO_NOMEM;
+                goto done;
+            }
+            vecs = nv;
+        }
+        ids[n] = sqlite3_column_int64(q, 0);
+        memcpy(vecs + n * dims, sqlite3_column_blob(q, 1), dims * sizeof(float));
+        n++;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    exec_sql(db, "COMMIT");
+    vf_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, VF_MAGIC, 8);
+    h.dims = dims;
+    h.count = n;
+    h.stamp = stamp;
+    h.flags = quantize ? VF_INT8 : 0;
+    h.ids_off = align64(sizeof h);
+    h.vecs_off = align64(h.ids_off + n * 8);
+    h.q_off = align64(h.vecs_off + n * dims * 4);
+    h.scales_off = align64(h.q_off + (quantize ? n * dims : 0));
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        buf_printf(err, "cannot write %s: %s", tmp, strerror(errno));
+        rc = MNEMO_IO;
+        goto done;
+    }
+    static const char zeros[64];
+    uint64_t pos = 0;
+#define PAD(to)                                                                                \
+    do {                                                                                       \
+        while (pos < (to)) {                                                                   \
+            size_t k_ = (size_t)((to)-pos > 64 ? 64 : (to)-pos);                               \
+            if (io_write_all(fd, zeros, k_))                                                      \
+                goto ioerr;                                                                    \
+            pos += k_;                                                                         \
+        }                                                                                      \
+    } while (0)
+    if (io_write_all(fd, &h, sizeof h))
+        goto ioerr;
+    pos = sizeof h;
+    PAD(h.ids_off);
+    if (n && io_write_all(fd, ids, n * 8))
+        goto ioerr;
+    pos += n * 8;
+    PAD(h.vecs_off);
+    if (n && io_write_all(fd, vecs, n * dims * 4))
+        goto ioerr;
+    pos += n * dims * 4;
+    PAD(h.q_off);
+    if (quantize && n) {
+        int8_t *qv = malloc(dims);
+        float *scales = malloc(n * sizeof *scales);
+        int bad = !qv || !scales;
+        for (size_t i = 0; i < n && !bad; i++) {
+            vec_quantize(vecs + i * dims, dims, qv, &scales[i]);
+            bad = io_write_all(fd, qv, dims) != 0;
+        }
+        pos += n * dims;
+        if (!bad) {
+            uint64_t to = h.scales_off;
+            while (pos < to && !bad) {
+                size_t k = (size_t)(to - pos > 64 ? 64 : to - pos);
+                bad = io_write_all(fd, zeros, k) != 0;
+                pos += k;
+            }
+            bad = bad || io_write_all(fd, scales, n * sizeof *scales) != 0;
+        }
+        free(qv);
+        free(scales);
+        if (bad)
+            goto ioerr;
+    }
+#undef PAD
+    close(fd);
+    fd = -1;
+    if (rename(tmp, path) != 0)
+        goto ioerr;
+    goto done;
+ioerr:
+    buf_printf(err, "cannot write %s: %s", tmp, strerror(errno));
+    rc = MNEMO_IO;
+    unlink(tmp);
+done:
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+    }
+    if (q) {
+        sqlite3_finalize(q);
+        exec_sql(db, "COMMIT");
+    }
+    free(ids);
+    free(vecs);
+    return rc;
+}
+
+static int map_file(const char *path, vec_file **out)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return MNEMO_NOTFOUND;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(vf_header)) {
+        close(fd);
+        return MNEMO_CORRUPT;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return MNEMO_IO;
+    const vf_header *h = map;
+    uint64_t size = (uint64_t)st.st_size;
+    int ok = memcmp(h->magic, VF_MAGIC, 8) == 0 && h->dims <= 65536 &&
+             h->ids_off + h->count * 8 <= size && h->vecs_off + h->count * h->dims * 4 <= size &&
+             (!(h->flags & VF_INT8) || (h->q_off + h->count * h->dims <= size &&
+                                        h->scales_off + h->count * 4 <= size));
+    if (!ok) {
+        munmap(map, (size_t)st.st_size);
+        return MNEMO_CORRUPT;
+    }
+    vec_file *f = calloc(1, sizeof *f);
+    if (!f) {
+        munmap(map, (size_t)st.st_size);
+        return MNEMO_NOMEM;
+    }
+    f->map = map;
+    f->size = (size_t)st.st_size;
+    f->h = h;
+    f->ids = (const int64_t *)(const void *)((const char *)map + h->ids_off);
+    f->vecs = (const float *)(const void *)((const char *)map + h->vecs_off);
+    if (h->flags & VF_INT8) {
+        f->q = (const int8_t *)map + h->q_off;
+        f->scales = (const float *)(const void *)((const char *)map + h->scales_off);
+    }
+    *out = f;
+    return MNEMO_OK;
+}
+
+void vecfile_close(vec_file *f)
+{
+    if (!f)
+        return;
+    munmap(f->map, f->size);
+    free(f);
+}
+
+int vecfile_open(store *st, const char *db_path, int quantize, vec_file **out, buf *err)
+{
+    *out = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s.vec", db_path);
+    uint64_t stamp = stamp_of(st);
+    vec_file *f = NULL;
+    int rc = map_file(path, &f);
+    int want_q = quantize != 0;
+    if (rc == MNEMO_OK && f->h->stamp == stamp && ((f->h->flags & VF_INT8) != 0) == want_q) {
+        *out = f;
+        return f->h->count ? MNEMO_OK : MNEMO_NOTFOUND;
+    }
+    vecfile_close(f);
+    /* Missing or stale: rebuild from the database. */
+    if ((rc = write_file(st, db_path, quantize, err)))
+        return rc;
+    if ((rc = map_file(path, &f))) {
+        buf_printf(err, "cannot read %s", path);
+        return rc;
+    }
+    *out = f;
+    return f->h->count ? MNEMO_OK : MNEMO_NOTFOUND;
+}
+
+int vecfile_get(store *st, const char *db_path, int quantize, vec_file **cache, buf *err)
+{
+    vec_file *f = *cache;
+    if (f && f->h->stamp == stamp_of(st) && ((f->h->flags & VF_INT8) != 0) == (quantize != 0))
+        return f->h->count ? MNEMO_OK : MNEMO_NOTFOUND;
+    vecfile_close(f);
+    *cache = NULL;
+    int rc = vecfile_open(st, db_path, quantize, cache, err);
+    return rc;
+}
+
+size_t vecfile_count(const vec_file *f) { return f ? (size_t)f->h->count : 0; }
+int vecfile_dims(const vec_file *f) { return f ? (int)f->h->dims : 0; }
+
+static size_t lower_bound(const vec_file *f, int64_t id)
+{
+    size_t lo = 0, hi = (size_t)f->h->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi, size_t k,
+                      int quantize, vec_match *out, double *mean, double *sd)
+{
+    size_t first = lower_bound(f, lo), last = lower_bound(f, hi);
+    size_t n = last - first, d = f->h->dims;
+    const float *vecs = f->vecs + first * d;
+    const int8_t *q8s = f->q ? f->q + first * d : NULL;
+    const float *scales = f->scales ? f->scales + first : NULL;
+    vec_hit *hits = malloc((k ? k : 1) * 4 * sizeof *hits);
+    if (!hits)
+        return 0;
+    size_t got;
+    vec_stats st = {0, 0, 0};
+    if (quantize && q8s) {
+        /* int8 scan for 4k candidates, exact float rescoring of those. */
+        int8_t *q8 = malloc(d);
+        float qs = 1;
+        if (!q8) {
+            free(hits);
+            return 0;
+        }
+        vec_quantize(q, d, q8, &qs);
+        size_t cand = vec_topk_i8(q8s, scales, n, d, q8, qs, k * 4, hits, 0);
+        free(q8);
+        for (size_t i = 0; i < cand; i++)
+            hits[i].score = vec_dot_f32(vecs + (size_t)hits[i].row * d, q, d);
+        qsort(hits, cand, sizeof *hits, by_score);
+        got = cand < k ? cand : k;
+        /* mean from a sample: the int8 scan does not compute it */
+        double s = 0, s2 = 0;
+        size_t step = n > 4096 ? n / 4096 : 1, m = 0;
+        for (size_t r = 0; r < n; r += step, m++) {
+            double x = vec_dot_f32(vecs + r * d, q, d);
+            s += x;
+            s2 += x * x;
+        }
+        st.sum = s;
+        st.sumsq = s2;
+        st.n = m;
+    } else {
+        got = vec_topk_f32(vecs, n, d, q, k, hits, &st, 0);
+    }
+    for (size_t i = 0; i < got; i++) {
+        out[i].chunk_id = f->ids[first + hits[i].row];
+        out[i].cosine = hits[i].score;
+    }
+    double mu = st.n ? st.sum / (double)st.n : 0;
+    double var = st.n ? st.sumsq / (double)st.n - mu * mu : 0;
+    if (mean)
+        *mean = mu;
+    if (sd)
+        *sd = var > 0 ? sqrt(var) : 0;
+    free(hits);
+    return got;
+}
+
+const float *vecfile_vector(const vec_file *f, int64_t chunk_id)
+{
+    size_t lo = 0, hi = (size_t)f->h->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->ids[mid] < chunk_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->h->count && f->ids[lo] == chunk_id ? f->vecs + lo * f->h->dims : NULL;
+}
+
+float vecfile_cosine(const vec_file *f, int64_t chunk_id, const float *q, int *found)
+{
+    size_t lo = 0, hi = (size_t)f->h->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->ids[mid] < chunk_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < f->h->count && f->ids[lo] == chunk_id) {
+        *found = 1;
+        return vec_dot_f32(f->vecs + lo * f->h->dims, q, f->h->dims);
+    }
+    *found = 0;
+    return 0;
+}

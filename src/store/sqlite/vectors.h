@@ -1,0 +1,61 @@
+/*
+ * vectors.h - the vector side of the index: which provider to use (the
+ * provider policy), embedding the chunks that have no vector, the flat
+ * matrix file scanned by searches, and the vector leg of a search.
+ */
+#ifndef MNEMO_VECTORS_H
+#define MNEMO_VECTORS_H
+
+#include <stdint.h>
+
+#include "embed/embed.h"
+#include "engine/provider.h"
+#include "mnemo.h"
+#include "store/sqlite/store.h"
+#include "embed/vec.h"
+
+typedef struct mnemo mnemo;
+
+/* Embeds every chunk of ST without a vector (after reusing the embedding
+ * cache), committing batch by batch, and rewrites the matrix file. STATS
+ * gets the counts. Errors with a message in ERR. */
+int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
+                 const mnemo_sync_opts *opts, mnemo_sync_stats *stats, buf *err);
+
+/* Copies the embedding cache of the database at OLD_PATH into ST (a
+ * fresh build keeps what was paid for). Best effort. */
+void vectors_carry_cache(store *st, const char *old_path);
+
+/* The memory-mapped matrix of an index. */
+typedef struct vec_file vec_file;
+
+/* Opens DB_PATH.vec if it matches the index (same stamp); otherwise
+ * rebuilds it from the database first. MNEMO_NOTFOUND when the index has
+ * no vectors. */
+int vecfile_open(store *st, const char *db_path, int quantize, vec_file **out, buf *err);
+void vecfile_close(vec_file *f);
+
+/* vecfile_open() through a mapping kept in *CACHE: reused while it was
+ * built for the index's current vectors (their stamp) and quantization,
+ * replaced otherwise. The caller closes *CACHE when done with the index. */
+int vecfile_get(store *st, const char *db_path, int quantize, vec_file **cache, buf *err);
+size_t vecfile_count(const vec_file *f);
+int vecfile_dims(const vec_file *f);
+
+/* The vector leg: the best K chunks with ids in [LO, HI) for query vector Q
+ * (cosine), and the mean and spread of the cosines over those chunks (for
+ * calibration). */
+typedef struct vec_match {
+    int64_t chunk_id;
+    float cosine;
+} vec_match;
+size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi, size_t k,
+                      int quantize, vec_match *out, double *mean, double *sd);
+
+/* The stored vector of CHUNK_ID (dims floats, in the mapping), or NULL. */
+const float *vecfile_vector(const vec_file *f, int64_t chunk_id);
+
+/* Cosine of chunk CHUNK_ID with Q; 0 and *found = 0 when it has no vector. */
+float vecfile_cosine(const vec_file *f, int64_t chunk_id, const float *q, int *found);
+
+#endif

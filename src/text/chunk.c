@@ -1,0 +1,465 @@
+/*
+ * chunk.c - line-based Markdown chunking (see chunk.h).
+ *
+ * The text becomes a list of units: whole lines, or pieces of lines longer
+ * than a chunk. Units are grouped into entries (the whole file, or one entry
+ * per bullet/heading in entry mode) and each entry is packed greedily into
+ * chunks, each new chunk starting with the trailing units of the previous
+ * one that fit in the overlap budget.
+ */
+#include "text/chunk.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mnemo.h"
+#include "util/utf8.h"
+
+typedef struct unit {
+    int line;          /* 1-based */
+    size_t off, len;   /* in the cleaned text */
+    int q;             /* size in quarter tokens */
+    int piece;         /* > 0 for the second and later pieces of a line */
+    int blank;
+} unit;
+
+typedef struct line_info {
+    size_t off, len; /* cleaned line in `clean` */
+    int importance;
+    size_t trig_off, trig_len; /* in `trig` */
+} line_info;
+
+typedef struct state {
+    const chunk_opts *o;
+    chunk_list *l;
+    buf clean;       /* cleaned lines, back to back */
+    buf trig;        /* trigger text of all lines */
+    line_info *lines;
+    size_t nlines;
+    unit *units;
+    size_t nunits, capunits;
+} state;
+
+void chunk_list_init(chunk_list *l)
+{
+    memset(l, 0, sizeof *l);
+    buf_init(&l->text, 0);
+}
+
+void chunk_list_cleanup(chunk_list *l)
+{
+    free(l->items);
+    buf_cleanup(&l->text);
+    memset(l, 0, sizeof *l);
+}
+
+/* Size of S in quarter tokens: 4 per CJK character, 1 per other character. */
+static int quarters(const char *s, size_t n)
+{
+    int q = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            q++;
+            i++;
+            continue;
+        }
+        int32_t cp;
+        i += (size_t)utf8_decode(s + i, n - i, &cp);
+        q += utf8_is_cjk(cp) ? 4 : 1;
+    }
+    return q;
+}
+
+int chunk_estimate(const char *s, size_t n) { return (quarters(s, n) + 3) / 4; }
+
+/* ----------------------------------------------------------------------
+ * Annotations
+ * -------------------------------------------------------------------- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    return p;
+}
+
+static int starts_ci(const char *p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(end - p) < n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c + 32);
+        if (c != word[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Parses "<!-- importance: N -->" or "<!-- trigger(s): a, b -->" in
+ * [p, end) (the comment body, without delimiters). Returns 1 if it was one. */
+static int parse_annotation(const char *p, const char *end, line_info *li, buf *trig)
+{
+    p = skip_ws(p, end);
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    if (starts_ci(p, end, "importance")) {
+        p = skip_ws(p + 10, end);
+        if (p >= end || *p != ':')
+            return 0;
+        p = skip_ws(p + 1, end);
+        int v = 0, digits = 0;
+        while (p < end && *p >= '0' && *p <= '9' && digits < 3) {
+            v = v * 10 + (*p - '0');
+            p++;
+            digits++;
+        }
+        if (!digits || p != end)
+            return 0;
+        li->importance = v < 1 ? 1 : v > 10 ? 10 : v;
+        return 1;
+    }
+    if (starts_ci(p, end, "trigger")) {
+        p += 7;
+        if (p < end && (*p == 's' || *p == 'S'))
+            p++;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return 0;
+        p = skip_ws(p + 1, end);
+        if (p >= end)
+            return 1;
+        if (li->trig_len) {
+            buf_puts(trig, ", ");
+            li->trig_len += 2;
+        } else {
+            li->trig_off = trig->len;
+        }
+        buf_append(trig, p, (size_t)(end - p));
+        li->trig_len += (size_t)(end - p);
+        return 1;
+    }
+    return 0;
+}
+
+/* Copies line [s, s+n) into st->clean without its annotations. */
+static void clean_line(state *st, const char *s, size_t n, line_info *li)
+{
+    li->off = st->clean.len;
+    const char *p = s, *end = s + n, *copied = s;
+    while (p < end) {
+        const char *open = memchr(p, '<', (size_t)(end - p));
+        if (!open)
+            break;
+        if (end - open < 7 || memcmp(open, "<!--", 4) != 0) {
+            p = open + 1;
+            continue;
+        }
+        const char *close = NULL;
+        for (const char *q = open + 4; q + 3 <= end; q++)
+            if (q[0] == '-' && q[1] == '-' && q[2] == '>') {
+                close = q;
+                break;
+            }
+        if (!close)
+            break;
+        if (parse_annotation(open + 4, close, li, &st->trig)) {
+            const char *cut = open;
+            while (cut > copied && (cut[-1] == ' ' || cut[-1] == '\t'))
+                cut--; /* drop the space before the annotation */
+            buf_append(&st->clean, copied, (size_t)(cut - copied));
+            copied = close + 3;
+        }
+        p = close + 3;
+    }
+    buf_append(&st->clean, copied, (size_t)(end - copied));
+    /* Trailing whitespace left by a removed annotation goes too. */
+    while (st->clean.len > li->off &&
+           (st->clean.data[st->clean.len - 1] == ' ' || st->clean.data[st->clean.len - 1] == '\t'))
+        st->clean.len--;
+    li->len = st->clean.len - li->off;
+}
+
+/* ----------------------------------------------------------------------
+ * Units
+ * -------------------------------------------------------------------- */
+
+static int add_unit(state *st, int line, size_t off, size_t len, int q, int piece)
+{
+    if (st->nunits == st->capunits) {
+        size_t cap = st->capunits ? st->capunits * 2 : 256;
+        unit *u = realloc(st->units, cap * sizeof *u);
+        if (!u)
+            return MNEMO_NOMEM;
+        st->units = u;
+        st->capunits = cap;
+    }
+    int blank = 1;
+    for (size_t i = 0; i < len; i++) {
+        char c = st->clean.data[off + i];
+        if (c != ' ' && c != '\t') {
+            blank = 0;
+            break;
+        }
+    }
+    st->units[st->nunits++] = (unit){line, off, len, q, piece, blank};
+    return MNEMO_OK;
+}
+
+/* Splits line I into units of at most MAXQ quarter tokens. */
+static int line_units(state *st, size_t i, int maxq)
+{
+    const line_info *li = &st->lines[i];
+    const char *s = st->clean.data + li->off;
+    int q = quarters(s, li->len) + 1; /* the newline */
+    if (q <= maxq)
+        return add_unit(st, (int)i + 1, li->off, li->len, q, 0);
+    size_t pos = 0;
+    int piece = 0;
+    while (pos < li->len) {
+        size_t start = pos;
+        int pq = 0;
+        while (pos < li->len) {
+            int32_t cp;
+            int len = utf8_decode(s + pos, li->len - pos, &cp);
+            int w = (cp >= 0 && utf8_is_cjk(cp)) ? 4 : 1;
+            if (pq + w > maxq && pos > start)
+                break;
+            pq += w;
+            pos += (size_t)len;
+        }
+        if (add_unit(st, (int)i + 1, li->off + start, pos - start, pq, piece++))
+            return MNEMO_NOMEM;
+    }
+    return MNEMO_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * Packing
+ * -------------------------------------------------------------------- */
+
+static int emit_chunk(state *st, size_t from, size_t to, int ent_importance, size_t ent_toff,
+                      size_t ent_tlen)
+{
+    /* Trim blank units at both ends. */
+    while (from < to && st->units[from].blank)
+        from++;
+    while (to > from && st->units[to - 1].blank)
+        to--;
+    if (from == to)
+        return MNEMO_OK;
+    chunk_list *l = st->l;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        chunk *c = realloc(l->items, cap * sizeof *c);
+        if (!c)
+            return MNEMO_NOMEM;
+        l->items = c;
+        l->cap = cap;
+    }
+    chunk *c = &l->items[l->n];
+    memset(c, 0, sizeof *c);
+    c->start_line = st->units[from].line;
+    c->end_line = st->units[to - 1].line;
+    c->text_off = l->text.len;
+    for (size_t i = from; i < to; i++) {
+        const unit *u = &st->units[i];
+        if (i > from && !u->piece)
+            buf_putc(&l->text, '\n');
+        buf_append(&l->text, st->clean.data + u->off, u->len);
+    }
+    c->text_len = l->text.len - c->text_off;
+    buf_putc(&l->text, 0);
+    /* Annotations: the entry's in entry mode, else those of the lines. */
+    int imp = ent_importance;
+    c->trig_off = l->text.len;
+    if (ent_tlen) {
+        buf_append(&l->text, st->trig.data + ent_toff, ent_tlen);
+    } else if (!st->o->entries) {
+        int last = -1;
+        for (size_t i = from; i < to; i++) {
+            const line_info *li = &st->lines[st->units[i].line - 1];
+            if (st->units[i].line == last)
+                continue;
+            last = st->units[i].line;
+            if (li->importance > imp)
+                imp = li->importance;
+            if (li->trig_len) {
+                if (l->text.len > c->trig_off)
+                    buf_puts(&l->text, ", ");
+                buf_append(&l->text, st->trig.data + li->trig_off, li->trig_len);
+            }
+        }
+    }
+    c->trig_len = l->text.len - c->trig_off;
+    buf_putc(&l->text, 0);
+    c->importance = imp;
+    if (buf_err(&l->text))
+        return buf_err(&l->text);
+    hash_hex(l->text.data + c->text_off, c->text_len, c->hash);
+    l->n++;
+    return MNEMO_OK;
+}
+
+/* Packs units [from, to) of one entry into chunks. */
+static int pack(state *st, size_t from, size_t to, int maxq, int overq, int imp, size_t toff,
+                size_t tlen)
+{
+    size_t start = from;
+    while (start < to) {
+        size_t end = start;
+        int q = 0;
+        while (end < to && (end == start || q + st->units[end].q <= maxq)) {
+            q += st->units[end].q;
+            end++;
+        }
+        int rc = emit_chunk(st, start, end, imp, toff, tlen);
+        if (rc)
+            return rc;
+        if (end >= to)
+            break;
+        /* Next chunk starts with the trailing units that fit the overlap. */
+        size_t next = end;
+        int oq = 0;
+        while (next > start + 1 && oq + st->units[next - 1].q <= overq) {
+            oq += st->units[next - 1].q;
+            next--;
+        }
+        start = next;
+    }
+    return MNEMO_OK;
+}
+
+static int is_entry_start(const char *s, size_t n)
+{
+    if (n >= 2 && (s[0] == '-' || s[0] == '*') && (s[1] == ' ' || s[1] == '\t'))
+        return 1;
+    size_t h = 0;
+    while (h < n && h < 7 && s[h] == '#')
+        h++;
+    return h >= 1 && h <= 6 && (h == n || s[h] == ' ' || s[h] == '\t');
+}
+
+static int is_fence(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && i < 3 && s[i] == ' ')
+        i++;
+    return n - i >= 3 &&
+           ((s[i] == '`' && s[i + 1] == '`' && s[i + 2] == '`') ||
+            (s[i] == '~' && s[i + 1] == '~' && s[i + 2] == '~'));
+}
+
+int chunk_markdown(const char *text, size_t len, const chunk_opts *o, chunk_list *l)
+{
+    int rc = MNEMO_OK;
+    state st;
+    memset(&st, 0, sizeof st);
+    st.o = o;
+    st.l = l;
+    buf_init(&st.clean, 0);
+    buf_init(&st.trig, 0);
+    l->n = 0;
+    buf_reset(&l->text);
+    l->text.err = 0;
+
+    int tokens = o->tokens < 8 ? 8 : o->tokens;
+    int overlap = o->overlap < 0 ? 0 : o->overlap >= tokens ? tokens / 2 : o->overlap;
+    int maxq = tokens * 4, overq = overlap * 4;
+
+    /* Lines, cleaned of annotations. */
+    size_t cap = 64;
+    st.lines = malloc(cap * sizeof *st.lines);
+    if (!st.lines) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    for (size_t pos = 0; pos < len || (pos == len && len == 0 && 0);) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        size_t n = end - pos;
+        if (n && text[pos + n - 1] == '\r')
+            n--;
+        if (st.nlines == cap) {
+            cap *= 2;
+            line_info *li = realloc(st.lines, cap * sizeof *li);
+            if (!li) {
+                rc = MNEMO_NOMEM;
+                goto done;
+            }
+            st.lines = li;
+        }
+        line_info *li = &st.lines[st.nlines++];
+        memset(li, 0, sizeof *li);
+        clean_line(&st, text + pos, n, li);
+        pos = nl ? end + 1 : len;
+    }
+    if ((rc = buf_err(&st.clean)) || (rc = buf_err(&st.trig)))
+        goto done;
+    for (size_t i = 0; i < st.nlines; i++)
+        if ((rc = line_units(&st, i, maxq)))
+            goto done;
+
+    if (!o->entries) {
+        rc = pack(&st, 0, st.nunits, maxq, overq, 0, 0, 0);
+        goto done;
+    }
+    /* Entry mode: split units at entry starts outside code fences. */
+    size_t ent = 0;
+    int in_fence = 0, last_line = 0;
+    for (size_t i = 0; i <= st.nunits; i++) {
+        int starts = 0;
+        if (i < st.nunits && st.units[i].line != last_line) {
+            const line_info *li = &st.lines[st.units[i].line - 1];
+            const char *s = st.clean.data + li->off;
+            last_line = st.units[i].line;
+            if (is_fence(s, li->len))
+                in_fence = !in_fence;
+            else if (!in_fence && is_entry_start(s, li->len))
+                starts = 1;
+        }
+        if (i == st.nunits || (starts && i > ent)) {
+            int imp = 0;
+            size_t toff = st.trig.len, tlen = 0;
+            int prev = 0;
+            for (size_t k = ent; k < i; k++) {
+                const line_info *li = &st.lines[st.units[k].line - 1];
+                if (st.units[k].line == prev)
+                    continue;
+                prev = st.units[k].line;
+                if (li->importance > imp)
+                    imp = li->importance;
+                if (li->trig_len) {
+                    /* Gather the entry's triggers at the end of st.trig. */
+                    if (tlen) {
+                        buf_puts(&st.trig, ", ");
+                        tlen += 2;
+                    }
+                    buf_reserve(&st.trig, li->trig_len);
+                    if (buf_err(&st.trig)) {
+                        rc = buf_err(&st.trig);
+                        goto done;
+                    }
+                    memmove(st.trig.data + st.trig.len, st.trig.data + li->trig_off,
+                            li->trig_len);
+                    st.trig.len += li->trig_len;
+                    tlen += li->trig_len;
+                }
+            }
+            if ((rc = pack(&st, ent, i, maxq, overq, imp, toff, tlen)))
+                goto done;
+            ent = i;
+        }
+    }
+done:
+    if (!rc && buf_err(&l->text))
+        rc = buf_err(&l->text);
+    free(st.lines);
+    free(st.units);
+    buf_cleanup(&st.clean);
+    buf_cleanup(&st.trig);
+    return rc;
+}
