@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text/mfilter.h"
+#include "store/sqlite/lite_filter.h"
 #include "util/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -23,7 +23,7 @@ static void setup(void)
 {
     if (db)
         return;
-    if (sqlite3_open(":memory:", &db) != SQLITE_OK || mfilter_register(db) != SQLITE_OK ||
+    if (sqlite3_open(":memory:", &db) != SQLITE_OK || lite_filter_register(db) != SQLITE_OK ||
         sqlite3_exec(db,
                      "CREATE TABLE memories(mid INTEGER PRIMARY KEY, id TEXT, text TEXT, hash "
                      "TEXT, category TEXT, importance REAL, type TEXT, subject TEXT, user_id "
@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 !strstr(sqlite3_errmsg(db), "too many"))
                 abort(); /* the compiler wrote SQL that does not parse */
             if (st) {
-                if (mfilter_bind(&f, st, 1) != 0)
+                if (lite_filter_bind(&f, st, 1) != 0)
                     abort();
                 while (sqlite3_step(st) == SQLITE_ROW)
                     ;

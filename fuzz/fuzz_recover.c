@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "store/sqlite/fts.h"
-#include "text/recover.h"
+#include "store/sqlite/recover.h"
 #include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

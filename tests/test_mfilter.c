@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "text/mfilter.h"
+#include "store/sqlite/lite_filter.h"
 #include "test.h"
 #include "util/time.h"
 #include "util/utf8.h"
@@ -69,7 +69,7 @@ static sqlite3 *open_db(void)
 {
     sqlite3 *db = NULL;
     ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
-    ASSERT_EQ(mfilter_register(db), SQLITE_OK);
+    ASSERT_EQ(lite_filter_register(db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
                            "CREATE TABLE memories(mid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
                            " text TEXT NOT NULL, hash TEXT NOT NULL, category TEXT NOT NULL,"
@@ -133,7 +133,7 @@ static const char *ids(sqlite3 *db, const char *json)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, q.data, -1, &st, NULL) != SQLITE_OK)
         test_fail(__FILE__, __LINE__, "%s: %s\n%s", json, sqlite3_errmsg(db), q.data);
-    ASSERT_EQ(mfilter_bind(&f, st, 1), SQLITE_OK);
+    ASSERT_EQ(lite_filter_bind(&f, st, 1), SQLITE_OK);
     ASSERT_EQ(sqlite3_bind_parameter_count(st), (int)f.nargs);
     s[0] = 0;
     size_t len = 0;
@@ -674,13 +674,13 @@ TEST(mfilter_bind_after_other_parameters)
     sqlite3_stmt *st = NULL;
     ASSERT_EQ(sqlite3_prepare_v2(db, q.data, -1, &st, NULL), SQLITE_OK);
     ASSERT_EQ(sqlite3_bind_text(st, 1, "bob", -1, SQLITE_STATIC), SQLITE_OK);
-    ASSERT_EQ(mfilter_bind(&f, st, 2), SQLITE_OK);
+    ASSERT_EQ(lite_filter_bind(&f, st, 2), SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     ASSERT_STR_EQ((const char *)sqlite3_column_text(st, 0), "m04");
     sqlite3_finalize(st);
     /* binding past the statement's parameters is reported */
     ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT ?", -1, &st, NULL), SQLITE_OK);
-    ASSERT_EQ(mfilter_bind(&f, st, 1), SQLITE_RANGE);
+    ASSERT_EQ(lite_filter_bind(&f, st, 1), SQLITE_RANGE);
     sqlite3_finalize(st);
     buf_cleanup(&q);
     mfilter_cleanup(&f);
@@ -693,7 +693,7 @@ TEST(mfilter_bind_after_other_parameters)
     buf_init(&q, 0);
     buf_printf(&q, "SELECT group_concat(id) FROM memories WHERE %s", f.sql.data);
     ASSERT_EQ(sqlite3_prepare_v2(db, q.data, -1, &st, NULL), SQLITE_OK);
-    ASSERT_EQ(mfilter_bind(&f, st, 1), SQLITE_OK);
+    ASSERT_EQ(lite_filter_bind(&f, st, 1), SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     ASSERT_STR_EQ((const char *)sqlite3_column_text(st, 0), "m06");
     sqlite3_finalize(st);

@@ -109,7 +109,7 @@ void mem_opts_cleanup(mem_opts *o);
 
 /* The WHERE condition (over alias m) selecting O's memories that are live
  * (not deleted unless asked, not expired), into W, with its parameters
- * in ARGS (bind with mfilter_bind, then O->filter's). */
+ * in ARGS (bind them, then O->filter's). */
 int mem_where(const mem_opts *o, double now, buf *w, mfilter *args);
 
 /* The same for PostgreSQL: placeholders from $FIRST, the filter included,

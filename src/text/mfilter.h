@@ -15,7 +15,6 @@
 #define MNEMO_MFILTER_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stddef.h>
 
 #include "util/buf.h"
@@ -61,10 +60,5 @@ int mfilter_fold(const char *s, size_t n, char **out, size_t *outlen);
  * out of memory. */
 json_t *mfilter_fold_json(const json_t *j);
 
-/* Binds F's arguments to ST starting at parameter FIRST (1-based). */
-int mfilter_bind(const mfilter *f, sqlite3_stmt *st, int first);
-
-/* Registers mnemo_fold(text), Unicode case folding, used by icontains. */
-int mfilter_register(sqlite3 *db);
 
 #endif

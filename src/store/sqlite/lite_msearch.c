@@ -11,6 +11,7 @@
 
 #include "engine/backend.h"
 #include "store/sqlite/lite.h"
+#include "store/sqlite/lite_filter.h"
 #include "store/sqlite/memlite.h"
 #include "engine/memory.h"
 #include "store/sqlite/memvec.h"
@@ -26,9 +27,9 @@ static int sqlfail(mnemo *m, const char *what)
 /* Binds the scope arguments and the filter's after FIRST - 1 others. */
 static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, int first)
 {
-    if (mfilter_bind(args, st, first) != SQLITE_OK)
+    if (lite_filter_bind(args, st, first) != SQLITE_OK)
         return MNEMO_DB;
-    return mfilter_bind(&o->filter, st, first + (int)args->nargs) == SQLITE_OK ? MNEMO_OK
+    return lite_filter_bind(&o->filter, st, first + (int)args->nargs) == SQLITE_OK ? MNEMO_OK
                                                                                : MNEMO_DB;
 }
 

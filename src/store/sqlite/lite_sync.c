@@ -26,7 +26,7 @@
 #include "util/lock.h"
 #include "util/time.h"
 #include "store/sqlite/memvec.h"
-#include "text/recover.h"
+#include "store/sqlite/recover.h"
 #include "store/sqlite/vectors.h"
 
 typedef struct sync_ctx {

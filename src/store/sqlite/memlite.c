@@ -13,6 +13,7 @@
  */
 #include "engine/backend.h"
 #include "store/sqlite/lite.h"
+#include "store/sqlite/lite_filter.h"
 #include "store/sqlite/memlite.h"
 #include "engine/memory.h"
 #include "store/sqlite/memvec.h"
@@ -26,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "text/recover.h"
+#include "store/sqlite/recover.h"
 #include "util/lock.h"
 #include "util/time.h"
 
@@ -759,8 +760,8 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
         else if (!(st = prep(m, sql.data)))
             rc = MNEMO_DB;
     }
-    if (!rc && (mfilter_bind(&args, st, 1) != SQLITE_OK ||
-                mfilter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
+    if (!rc && (lite_filter_bind(&args, st, 1) != SQLITE_OK ||
+                lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
         rc = sqlfail(m, "binding");
     int s;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
@@ -778,8 +779,8 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
             rc = MNEMO_NOMEM;
         else if (!(st = prep(m, sql.data)))
             rc = MNEMO_DB;
-        if (!rc && (mfilter_bind(&args, st, 1) != SQLITE_OK ||
-                    mfilter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
+        if (!rc && (lite_filter_bind(&args, st, 1) != SQLITE_OK ||
+                    lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
             rc = sqlfail(m, "binding");
         if (!rc && sqlite3_step(st) == SQLITE_ROW)
             total = sqlite3_column_int64(st, 0);

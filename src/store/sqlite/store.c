@@ -13,7 +13,7 @@
 #include "store/sqlite/store.h"
 #include "engine/sync.h"
 
-#include "text/mfilter.h"
+#include "store/sqlite/lite_filter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -315,7 +315,7 @@ static int connect(store *s, int flags, int busy_ms)
     if ((rc = fts_register(s->db, &s->rank, &s->feed)) != SQLITE_OK ||
         (rc = fts_register_collect(s->db, "mnemo_collect_mem", &s->mrank)) != SQLITE_OK)
         return rc;
-    return mfilter_register(s->db);
+    return lite_filter_register(s->db);
 }
 
 /* Whether PATH holds anything. Never opens the file: closing any descriptor

@@ -12,7 +12,7 @@
  * a missing required value gets its column's default, a record that does
  * not fit the shape is not used.
  */
-#include "text/recover.h"
+#include "store/sqlite/recover.h"
 
 #include <fcntl.h>
 #include <stdint.h>
