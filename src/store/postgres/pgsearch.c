@@ -1,0 +1,700 @@
+/*
+ * pgsearch.c - the PostgreSQL backend's search of chunks: the query as PostgreSQL
+ * sees it, the vector and file-name legs, the rows, and search_rank fed
+ * through search_io (see pgstore.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "engine/provider.h"
+#include "engine/rank.h"
+#include "engine/search.h"
+#include "store/postgres/pgconn.h"
+#include "store/postgres/pgschema.h"
+#include "store/postgres/pgstore.h"
+#include "store/postgres/pgstore_int.h"
+#include "store/postgres/pgtext.h"
+#include "util/errcode.h"
+#include "util/time.h"
+
+/* ----------------------------------------------------------------------
+ * Search
+ * -------------------------------------------------------------------- */
+
+
+typedef struct lexctx {
+    buf *lex;
+    buf *tsq;
+    int n;
+} lexctx;
+
+static int lex_fn(void *ud, int flags, const char *token, int len, int start, int end)
+{
+    (void)start;
+    (void)end;
+    lexctx *x = ud;
+    if (flags & TOKF_PART)
+        return 0; /* queries name identifiers whole, as FTS5 is asked */
+    if (x->n)
+        buf_putc(x->lex, ' ');
+    buf_append(x->lex, token, (size_t)len);
+    if (x->n)
+        buf_puts(x->tsq, " <-> ");
+    pg_lexeme(x->tsq, token, (size_t)len);
+    x->n++;
+    return 0;
+}
+
+static void pgquery_cleanup(pgquery *pq)
+{
+    buf_cleanup(&pq->phrases);
+    buf_cleanup(&pq->prefix);
+    buf_cleanup(&pq->tsq);
+    buf_cleanup(&pq->ptsq);
+    buf_cleanup(&pq->one);
+    buf_cleanup(&pq->req);
+    buf_cleanup(&pq->neg);
+    buf_cleanup(&pq->words);
+    buf_cleanup(&pq->lexs);
+}
+
+/* Builds PQ from Q (Q->match not NULL). */
+static int pgquery_build(tok *t, const query *qy, pgquery *pq)
+{
+    memset(pq, 0, sizeof *pq);
+    buf_init(&pq->phrases, 0);
+    buf_init(&pq->prefix, 0);
+    buf_init(&pq->tsq, 0);
+    buf_init(&pq->ptsq, 0);
+    buf_init(&pq->one, 0);
+    buf_init(&pq->req, 0);
+    buf_init(&pq->neg, 0);
+    buf_init(&pq->words, 0);
+    buf_init(&pq->lexs, 0);
+    buf_putc(&pq->phrases, '{');
+    buf_putc(&pq->prefix, '{');
+    buf_putc(&pq->ptsq, '{');
+    buf_putc(&pq->req, '{');
+    buf_putc(&pq->lexs, '{');
+    pq->simple = 1;
+    buf surface, lex, tq;
+    buf *neg = &pq->neg;
+    buf_init(&surface, 0);
+    buf_init(&lex, 0);
+    buf_init(&tq, 0);
+    buf_puts(&pq->tsq, "(");
+    const char *p = qy->match;
+    int prefix, k = 0;
+    while ((p = query_phrase_next(p, &surface, &prefix)) != NULL && k < qy->nphrase) {
+        buf_reset(&lex);
+        buf_reset(&tq);
+        lexctx x = {&lex, &tq, 0};
+        tok_run(t, surface.data ? surface.data : "", surface.len, 0, lex_fn, &x);
+        if (x.n == 1 && prefix)
+            buf_puts(&tq, ":*");
+        if (x.n == 0) /* nothing searchable: matches nothing */
+            buf_puts(&tq, "'\x01'");
+        if (k < qy->npositive) {
+            if (k)
+                buf_puts(&pq->tsq, " | ");
+            buf_printf(&pq->tsq, "(%s)", tq.data);
+            ps_arr_add(&pq->phrases, lex.data ? lex.data : "", lex.len);
+            if (pq->prefix.len > 1)
+                buf_putc(&pq->prefix, ',');
+            buf_puts(&pq->prefix, prefix && x.n == 1 ? "t" : "f");
+            ps_arr_add(&pq->ptsq, tq.data, tq.len);
+            if (qy->required & ((uint64_t)1 << k))
+                ps_arr_int(&pq->req, k + 1);
+            if (x.n > 1 || (x.n == 1 && prefix))
+                pq->simple = 0;
+            pq->woff[k] = pq->words.len;
+            if (x.n == 1) {
+                buf_append(&pq->words, lex.data, lex.len);
+                ps_arr_add(&pq->lexs, lex.data, lex.len);
+            }
+            buf_putc(&pq->words, '\0');
+        } else {
+            if (neg->len)
+                buf_puts(neg, " | ");
+            buf_printf(neg, "(%s)", tq.data);
+        }
+        k++;
+    }
+    buf_puts(&pq->tsq, ")");
+    if (neg->len)
+        buf_printf(&pq->tsq, " & !(%s)", neg->data);
+    buf_putc(&pq->phrases, '}');
+    buf_putc(&pq->prefix, '}');
+    buf_putc(&pq->ptsq, '}');
+    buf_putc(&pq->req, '}');
+    buf_putc(&pq->lexs, '}');
+    if (!neg->data)
+        buf_puts(neg, "");
+    pq->np = k;
+    pq->npos = k < qy->npositive ? k : qy->npositive;
+    int rc = buf_err(&pq->phrases) | buf_err(&pq->prefix) | buf_err(&pq->tsq) |
+             buf_err(&pq->ptsq) | buf_err(&pq->req) | buf_err(neg) | buf_err(&lex) |
+             buf_err(&tq) | buf_err(&pq->words) | buf_err(&pq->lexs);
+    buf_cleanup(&surface);
+    buf_cleanup(&lex);
+    buf_cleanup(&tq);
+    return rc ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+/* What a PostgreSQL search keeps about its candidates. */
+
+
+
+static int by_prow(const void *a, const void *b)
+{
+    const prow *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The row of ID among the first N rows (sorted by id), or NULL. */
+static prow *find_row(pgsearch *s, int64_t id, size_t n)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->rows[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && s->rows[lo].id == id ? &s->rows[lo] : NULL;
+}
+
+static prow *row_of(pgsearch *s, int64_t id) { return find_row(s, id, s->nrows); }
+
+/* Adds empty rows for IDS not known yet (keeps the array sorted). */
+static int rows_add(pgsearch *s, const int64_t *ids, size_t n)
+{
+    if (s->nrows + n > s->cap) {
+        size_t cap = (s->nrows + n) * 2;
+        prow *nv = realloc(s->rows, cap * sizeof *nv);
+        if (!nv)
+            return MNEMO_NOMEM;
+        s->rows = nv;
+        s->cap = cap;
+    }
+    size_t before = s->nrows;
+    for (size_t i = 0; i < n; i++)
+        if (!find_row(s, ids[i], before))
+            s->rows[s->nrows++] = (prow){.id = ids[i]};
+    if (s->nrows == before)
+        return MNEMO_OK;
+    qsort(s->rows, s->nrows, sizeof *s->rows, by_prow);
+    size_t k = 0;
+    for (size_t i = 0; i < s->nrows; i++) /* new rows are empty: duplicates just go */
+        if (!k || s->rows[k - 1].id != s->rows[i].id)
+            s->rows[k++] = s->rows[i];
+    s->nrows = k;
+    return MNEMO_OK;
+}
+
+static void pgsearch_cleanup(pgsearch *s)
+{
+    for (size_t i = 0; i < s->nrows; i++) {
+        prow *r = &s->rows[i];
+        free(r->next);
+        free(r->text);
+        free(r->path);
+        free(r->source);
+        free(r->map);
+    }
+    free(s->rows);
+    free(s->hits);
+    buf_cleanup(&s->qvec);
+}
+
+static const hitrow *hit_of(const pgsearch *s, int64_t id)
+{
+    size_t lo = 0, hi = s->nhits;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->hits[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nhits && s->hits[lo].id == id ? &s->hits[lo] : NULL;
+}
+
+/* The vector leg: K nearest chunks by cosine (HNSW), and the mean and
+ * spread of the query's cosines over (a sample of) all chunks. Returns an
+ * error only for a named provider that fails; otherwise a failure becomes
+ * res->fallback and the leg does not run. */
+static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t k,
+                      mnemo_results *res, search_vstats *vs, int64_t **ids, size_t *nids)
+{
+    mnemo *m = s->m;
+    char name[32];
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    if (strcmp(name, "none") == 0)
+        return MNEMO_OK;
+    const char *why = NULL;
+    if (!pgschema_vectors(m, &why))
+        return results_set_fallback(res, name, why ? why : "vectors are off");
+    buf err;
+    buf_init(&err, 8192);
+    embedder *e = NULL;
+    float *qv = NULL;
+    int rc = provider_embedder(m, name, &e, &err);
+    size_t qlen = strlen(qtext);
+    if (!rc)
+        rc = embed_texts(e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err);
+    if (rc) {
+        const char *msg = err.len ? err.data : errcode_text(rc);
+        if (explicit_)
+            rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
+                            "memory search unavailable: %s", msg);
+        else
+            rc = results_set_fallback(res, name, msg);
+        buf_cleanup(&err);
+        return rc;
+    }
+    buf_cleanup(&err);
+    provider_identity(m, e, s->ident, sizeof s->ident);
+    s->dims = embed_dims(e);
+    const char *p1[1] = {s->tenant};
+    pg_rows *r = NULL;
+    rc = ps_q(m, "search", "SELECT vec_identity FROM mnemo_corpus WHERE tenant = $1", 1, p1, &r);
+    int same = !rc && pg_nrows(r) == 1 && !strcmp(pg_value(r, 0, 0), s->ident);
+    const char *stored = !rc && pg_nrows(r) == 1 ? pg_value(r, 0, 0) : "";
+    if (!rc && !same) {
+        char reason[1200];
+        snprintf(reason, sizeof reason,
+                 *stored ? "the vectors were built with another embedding setup (%s); run: "
+                           "mnemo index"
+                         : "no vectors yet%s; run: mnemo index",
+                 stored);
+        rc = results_set_fallback(res, name, reason);
+    }
+    pg_rows_free(r);
+    if (rc || !same) {
+        free(qv);
+        return rc;
+    }
+    snprintf(s->table, sizeof s->table, "mnemo_chunk_vec_%d", s->dims);
+    buf_init(&s->qvec, 0);
+    pg_vector_literal(&s->qvec, qv, s->dims);
+    free(qv);
+    char lim[32], sql[2048];
+    snprintf(lim, sizeof lim, "%zu", k);
+    /* The spread from up to 2,000 vectors: all of them in a small index,
+     * where it matters most (the z-score needs 32). */
+    snprintf(sql, sizeof sql,
+             "WITH st AS (SELECT avg(1 - (embedding <=> $2::vector)) AS mean, "
+             "stddev_pop(1 - (embedding <=> $2::vector)) AS sd, count(*) AS n FROM "
+             "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT 2000) x), "
+             "nn AS (SELECT v.chunk_id, 1 - (v.embedding <=> $2::vector) AS cos FROM %s v "
+             "WHERE v.tenant = $1 AND v.model = $3 ORDER BY v.embedding <=> $2::vector "
+             "LIMIT $4::int) "
+             "SELECT nn.chunk_id, nn.cos, st.mean, st.sd, st.n FROM st LEFT JOIN nn ON true "
+             "LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.id = nn.chunk_id "
+             "WHERE nn.chunk_id IS NULL OR $5 = '' OR c.source = $5",
+             s->table, s->table);
+    const char *p[5] = {s->tenant, s->qvec.data, s->ident, lim, source};
+    if (buf_err(&s->qvec))
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    rc = ps_q(m, "vector search", sql, 5, p, &r);
+    if (rc) {
+        /* No table yet (no vectors stored): keyword only. */
+        rc = results_set_fallback(res, name, m->err.data ? m->err.data : "vector search failed");
+        core_clear(m);
+        return rc;
+    }
+    size_t n = pg_nrows(r);
+    *ids = malloc((n ? n : 1) * sizeof **ids);
+    if (!*ids) {
+        pg_rows_free(r);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+    *nids = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0) {
+            vs->mean = strtod(pg_value(r, 0, 2), NULL);
+            vs->sd = strtod(pg_value(r, 0, 3), NULL);
+            vs->count = (size_t)ps_ll(r, 0, 4);
+        }
+        if (pg_isnull(r, i, 0))
+            continue;
+        (*ids)[(*nids)++] = ps_ll(r, i, 0);
+    }
+    pg_rows_free(r);
+    s->vec = 1;
+    vs->ran = 1;
+    free(res->mode);
+    res->mode = strdup("hybrid");
+    res->provider = strdup(embed_provider(e));
+    res->model = strdup(embed_model(e));
+    return res->mode && res->provider && res->model ? MNEMO_OK : MNEMO_NOMEM;
+}
+
+/* The file-name legs: files the query names, and files whose path words
+ * hold query terms, with their chunks. */
+static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char *source,
+                     search_file_hits *fh)
+{
+    pg_rows *r = NULL;
+    int rc;
+    if (qy->filename[0]) {
+        const char *p[3] = {s->tenant, qy->filename, source};
+        rc = ps_q(s->m, "search",
+               "SELECT x.id, x.tier, c.id, c.seq FROM (SELECT id, CASE WHEN path_lc = $2 "
+               "THEN 3 WHEN name_lc = $2 THEN 2 ELSE 1 END AS tier FROM mnemo_files "
+               "WHERE tenant = $1 AND status = 0 AND (path_lc = $2 OR name_lc = $2 OR "
+               "stem_lc = $2) AND ($3 = '' OR source = $3) LIMIT 20) x "
+               "LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.file_id = x.id ORDER BY x.id",
+               3, p, &r);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < pg_nrows(r); i++)
+            if (search_file_hit_add(fh, ps_ll(r, i, 0), ps_ll(r, i, 2), ps_ll(r, i, 3), 1.0,
+                                    (int)ps_ll(r, i, 1))) {
+                pg_rows_free(r);
+                return core_error(s->m, MNEMO_NOMEM, "out of memory");
+            }
+        pg_rows_free(r);
+    }
+    if (!qy->match || pq->npos == 0) {
+        search_file_hits_finish(fh);
+        return MNEMO_OK;
+    }
+    char lim[32];
+    snprintf(lim, sizeof lim, "%d", PATH_ROWS_MAX);
+    const char *p[5] = {s->tenant, pq->tsq.data, pq->ptsq.data, source, lim};
+    rc = ps_q(s->m, "search",
+           "SELECT f.id, f.hits, c.id, c.seq FROM (SELECT id, (SELECT count(*) FROM "
+           "unnest($3::tsquery[]) x WHERE path_tsv @@ x) AS hits FROM mnemo_files "
+           "WHERE tenant = $1 AND status = 0 AND path_tsv @@ $2::tsquery AND "
+           "($4 = '' OR source = $4) ORDER BY id LIMIT $5::int) f "
+           "LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.file_id = f.id ORDER BY f.id",
+           5, p, &r);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < pg_nrows(r); i++) {
+        double frac = (double)ps_ll(r, i, 1) / pq->npos;
+        if (search_file_hit_add(fh, ps_ll(r, i, 0), ps_ll(r, i, 2), ps_ll(r, i, 3), frac, 0)) {
+            pg_rows_free(r);
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+        }
+    }
+    pg_rows_free(r);
+    search_file_hits_finish(fh);
+    return MNEMO_OK;
+}
+
+/* Fetches what KIND needs for IDS: 'f' factors (and cosines), 's' vectors
+ * or texts, 'r' rows. */
+static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
+{
+    pgsearch *s = ud;
+    size_t want = 0;
+    int64_t *need = malloc((n ? n : 1) * sizeof *need);
+    if (!need || rows_add(s, ids, n)) {
+        free(need);
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        prow *r = row_of(s, ids[i]);
+        if ((kind == 'f' && !r->have_f) || (kind == 'r' && !r->have_r))
+            need[want++] = ids[i];
+    }
+    if (!want) {
+        free(need);
+        return MNEMO_OK;
+    }
+    buf idl;
+    buf_init(&idl, 0);
+    ps_ids_literal(&idl, need, want);
+    free(need);
+    const char *p[4] = {s->tenant, idl.data, s->ident, s->qvec.data ? s->qvec.data : ""};
+    pg_rows *r = NULL;
+    char sql[1024];
+    int rc;
+    /* Each row's file by its key (OFFSET 0 keeps the subquery apart): a
+     * join would hash every file of the tenant for a few hundred rows. */
+#define FILE_OF                                                                                   \
+    "CROSS JOIN LATERAL (SELECT f.path, f.source, f.mtime_ns, f.time FROM mnemo_files f WHERE "   \
+    "f.tenant = c.tenant AND f.id = c.file_id OFFSET 0) f "
+    if (kind == 'f') {
+        if (s->vec)
+            snprintf(sql, sizeof sql,
+                     "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, "
+                     "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c " FILE_OF
+                     "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
+                     "v.model = $3 WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[])",
+                     s->table);
+        else
+            snprintf(sql, sizeof sql,
+                     "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, NULL "
+                     "FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
+                     "($2::bigint[]) AND $3 = $3 AND $4 = $4");
+    } else {
+        /* With the next chunk of the file when it shares lines with this one. */
+        snprintf(sql, sizeof sql,
+                 "SELECT c.id, c.text, c.start_line, f.path, encode(c.line_map, 'hex'), "
+                 "f.source, n.text, n.start_line FROM mnemo_chunks c " FILE_OF
+                 "LEFT JOIN mnemo_chunks n ON n.tenant = c.tenant AND n.file_id = c.file_id "
+                 "AND n.seq = c.seq + 1 AND n.start_line <= c.end_line "
+                 "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) AND $3 = $3 AND $4 = $4");
+    }
+#undef FILE_OF
+    rc = buf_err(&idl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
+                       : ps_q(s->m, "search", sql, 4, p, &r);
+    buf_cleanup(&idl);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < pg_nrows(r); i++) {
+        prow *w = row_of(s, ps_ll(r, i, 0));
+        if (!w)
+            continue;
+        if (kind == 'f') {
+            w->have_f = 1;
+            w->importance = (int)ps_ll(r, i, 1);
+            const char *src = pg_value(r, i, 3);
+            if (!strcmp(src, "sessions")) {
+                w->when = strtod(pg_value(r, i, 5), NULL);
+                if (w->when <= 0)
+                    w->when = (double)ps_ll(r, i, 4) / 1e9;
+            } else {
+                w->when = rank_path_date(pg_value(r, i, 2));
+            }
+            if (!pg_isnull(r, i, 6)) {
+                w->have_cos = 1;
+                w->cosine = strtof(pg_value(r, i, 6), NULL);
+            }
+        } else {
+            w->have_r = 1;
+            w->text = strdup(pg_value(r, i, 1));
+            w->first_line = (int)ps_ll(r, i, 2);
+            w->path = strdup(pg_value(r, i, 3));
+            w->source = strdup(pg_value(r, i, 5));
+            if (!pg_isnull(r, i, 6)) {
+                w->next = strdup(pg_value(r, i, 6));
+                w->next_first_line = (int)ps_ll(r, i, 7);
+            }
+            const char *hx = pg_value(r, i, 4);
+            size_t nb = strlen(hx) / 2;
+            if (nb >= sizeof(uint32_t) && (w->map = malloc(nb))) {
+                unsigned char *o = (unsigned char *)w->map;
+                for (size_t j = 0; j < nb; j++) {
+                    unsigned v = 0;
+                    sscanf(hx + 2 * j, "%2x", &v);
+                    o[j] = (unsigned char)v;
+                }
+                w->nmap = nb / sizeof(uint32_t);
+            }
+        }
+    }
+    pg_rows_free(r);
+    return MNEMO_OK;
+}
+
+static double pg_bm25(void *ud, int64_t chunk_id)
+{
+    pgsearch *s = ud;
+    const hitrow *h = hit_of(s, chunk_id);
+    return h ? ps_hit_bm25(s, h) : 0;
+}
+
+static int pg_cosine(void *ud, int64_t chunk_id, float *cs)
+{
+    pgsearch *s = ud;
+    prow *r = row_of(s, chunk_id);
+    if (!r || !r->have_cos)
+        return 0;
+    *cs = r->cosine;
+    return 1;
+}
+
+static int pg_factors(void *ud, int64_t chunk_id, double *when, int *importance)
+{
+    pgsearch *s = ud;
+    prow *r = row_of(s, chunk_id);
+    if (!r || !r->have_f)
+        return 0;
+    *when = r->when;
+    *importance = r->importance;
+    return 1;
+}
+
+static int pg_fetch_one(pgsearch *s, int64_t chunk_id)
+{
+    return pg_prefetch(s, 'r', &chunk_id, 1);
+}
+
+static int pg_row(void *ud, int64_t chunk_id, search_row *out)
+{
+    pgsearch *s = ud;
+    prow *r = row_of(s, chunk_id);
+    if (!r || !r->have_r) {
+        int rc = pg_fetch_one(s, chunk_id);
+        if (rc)
+            return rc;
+        r = row_of(s, chunk_id);
+    }
+    if (!r || !r->text || !r->path)
+        return MNEMO_NOTFOUND;
+    out->text = r->text;
+    out->len = strlen(r->text);
+    out->first_line = r->first_line;
+    out->path = r->path;
+    out->map = r->map;
+    out->nmap = r->nmap;
+    out->source = r->source;
+    out->next = r->next;
+    out->next_len = r->next ? strlen(r->next) : 0;
+    out->next_first_line = r->next_first_line;
+    return MNEMO_OK;
+}
+
+int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
+{
+    double t0 = time_mono(), tm = t0;
+    *out = NULL;
+    core_clear(m);
+    buf qt;
+    buf_init(&qt, 1 << 16);
+    int rc = search_clean_query(m, text, &qt);
+    if (rc) {
+        buf_cleanup(&qt);
+        return rc;
+    }
+    tok *t = NULL;
+    query qy;
+    memset(&qy, 0, sizeof qy);
+    pgquery pq;
+    memset(&pq, 0, sizeof pq);
+    pgsearch s;
+    memset(&s, 0, sizeof s);
+    search_file_hits fh;
+    memset(&fh, 0, sizeof fh);
+    search_cand *all = NULL;
+    int64_t *vids = NULL;
+    size_t nvids = 0;
+    search_vstats vs = {0, 0, 0, 0};
+    mnemo_results *res = calloc(1, sizeof *res);
+    pg_conn *c;
+    rc = res ? MNEMO_OK : MNEMO_NOMEM;
+    if (rc || (rc = pgschema_conn(m, &c)) || (rc = ps_tokenizers(m, &t, NULL)))
+        goto done;
+    if ((rc = query_parse(t, qt.data, &qy)))
+        goto done;
+    if (qy.match && (rc = pgquery_build(t, &qy, &pq)))
+        goto done;
+    res->mode = strdup("keyword");
+    if (!res->mode) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    s.m = m;
+    s.tenant = pgconn_tenant(m);
+    s.qy = &qy;
+    s.k1 = cfg_num(m->cfg, CFG_BM25_K1);
+    s.b = cfg_num(m->cfg, CFG_BM25_B);
+    buf_init(&s.qvec, 0);
+    const char *corpus = opts ? opts->corpus : NULL;
+    const char *source = corpus && !strcmp(corpus, "sessions") ? "sessions"
+                         : corpus && !strcmp(corpus, "all") ? ""
+                                                            : "memory";
+    int max = search_max_results(m, opts);
+    size_t pool = (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
+    /* Vectors first: their candidates' keyword scores come with the
+     * keyword leg. */
+    if ((rc = vector_leg(&s, qt.data, source, pool, res, &vs, &vids, &nvids)))
+        goto done;
+    res->timing.vector_ms = search_lap(&tm);
+    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
+    if (qy.match && (rc = ps_keyword_leg(&s, &pq, source, pool, vids, nvids, &bm.sum_idf)))
+        goto done;
+    if ((rc = file_legs(&s, &qy, &pq, source, &fh)))
+        goto done;
+    res->timing.keyword_ms = search_lap(&tm);
+
+    /* The union of the legs' candidates, one per chunk. */
+    size_t n = 0;
+    all = malloc((s.nhits + nvids + fh.n + 1) * sizeof *all);
+    if (!all) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    /* Keyword candidates: the best POOL by BM25 (the vector candidates'
+     * rows came along and are scored on demand). */
+    for (size_t i = 0; i < s.nhits; i++)
+        all[n++] = (search_cand){.chunk_id = s.hits[i].id,
+                                 .raw = ps_hit_bm25(&s, &s.hits[i]),
+                                 .vec = -1};
+    /* Only the pool: rows beyond it were asked for as vector candidates. */
+    if (n > pool) {
+        /* Keep the POOL best as the SQLite heap does (score, then id). */
+        for (size_t i = 1; i < n; i++) {
+            search_cand x = all[i];
+            size_t j = i;
+            while (j > 0 && (all[j - 1].raw < x.raw ||
+                             (all[j - 1].raw == x.raw && all[j - 1].chunk_id > x.chunk_id))) {
+                all[j] = all[j - 1];
+                j--;
+            }
+            all[j] = x;
+        }
+        n = pool;
+    }
+    for (size_t i = 0; i < nvids; i++)
+        all[n++] = (search_cand){.chunk_id = vids[i], .raw = -1};
+    n = search_cands_union(all, n);
+    /* Factors and cosines of every candidate (and of the path hits' first
+     * chunks) in one query. */
+    {
+        int64_t *ids = malloc((n + fh.n + 1) * sizeof *ids);
+        if (!ids) {
+            rc = MNEMO_NOMEM;
+            goto done;
+        }
+        size_t ni = 0;
+        for (size_t i = 0; i < n; i++)
+            ids[ni++] = all[i].chunk_id;
+        for (size_t i = 0; i < fh.n; i++)
+            if (fh.v[i].first_chunk)
+                ids[ni++] = fh.v[i].first_chunk;
+        rc = pg_prefetch(&s, 'f', ids, ni);
+        free(ids);
+        if (rc)
+            goto done;
+    }
+    if (qy.match) {
+        memcpy(bm.idf, s.idf, sizeof bm.idf);
+        bm.avgdl = s.avgdl;
+        bm.k1 = s.k1;
+        bm.b = s.b;
+    }
+    search_io io = {&s, pg_bm25, pg_cosine, pg_factors, pg_prefetch, pg_row};
+    if ((rc = search_rank(m, t, &qy, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
+        goto done;
+    res->timing.total_ms = (tm - t0) * 1000.0;
+done:
+    free(all);
+    free(vids);
+    search_file_hits_cleanup(&fh);
+    pgsearch_cleanup(&s);
+    if (qy.match)
+        pgquery_cleanup(&pq);
+    query_cleanup(&qy);
+    buf_cleanup(&qt);
+    if (rc) {
+        results_free(res);
+        if (!m->err.len)
+            core_error(m, rc, "search failed: %s", errcode_text(rc));
+        return rc;
+    }
+    *out = res;
+    return MNEMO_OK;
+}
+

@@ -1,0 +1,126 @@
+/*
+ * pgstore_int.h - what the files of PostgreSQL's files-and-chunks side
+ * share: pgstore.c (schema, helpers, status), pgsync.c (sync),
+ * pgsearch.c (the search and its rows), pgkeyword.c (the keyword leg).
+ * Not for use outside them.
+ */
+#ifndef MNEMO_PGSTORE_INT_H
+#define MNEMO_PGSTORE_INT_H
+
+#include <stdint.h>
+
+#include "engine/core.h"
+#include "store/postgres/pg.h"
+#include "text/bm25.h"
+#include "text/query.h"
+#include "text/tok.h"
+#include "util/buf.h"
+
+#define POOL_MIN 200
+#define BATCH_FILES 200     /* files per commit */
+#define BATCH_CHUNKS 4000   /* chunks per commit */
+#define EMBED_ROWS 256      /* chunks per embedding round */
+#define MAX_POSITIONS 255   /* per lexeme; BM25's tf saturates there too */
+#define TSV_MAX_POS 16383   /* PostgreSQL's largest tsvector position */
+#define PATH_ROWS_MAX 2000
+#define SYNC_LOCK "7170532" /* first key of the tenant's sync lock */
+
+struct pgstore {
+    tok *qtok, *dtok; /* query and document tokenizers */
+    char lang[64];
+    int stop_words;
+};
+
+/* The handle's chunk-side state, made on first use; NULL out of memory. */
+struct pgstore *ps_state(mnemo *m);
+
+/* The query and document tokenizers for the configured language. */
+int ps_tokenizers(mnemo *m, tok **qt, tok **dt);
+
+/* Appends one element to an array literal being built in B ("{" first):
+ * S (N bytes) as text, or V. */
+void ps_arr_add(buf *b, const char *s, size_t n);
+void ps_arr_int(buf *b, long long v);
+
+/* B reset to the bigint[] literal of IDS[0..N). */
+void ps_ids_literal(buf *b, const int64_t *ids, size_t n);
+
+/* The tsvector text of pre-tokenized data TOKS[0..N): positions as FTS5
+ * counts them (colocated tokens share one); *NTOK: the length in
+ * positions. Or of TEXT, tokenized by T. */
+int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok);
+int ps_tsvector_text(tok *t, const char *text, buf *out);
+
+/* Lowercase (ASCII, as SQLite's lower()) of S[0..N) into OUT. */
+void ps_ascii_lower(buf *out, const char *s, size_t n);
+
+/* One statement on the backend's connection (pgschema_q). */
+int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+         pg_rows **out);
+
+/* Column COL of row ROW as an integer; an int array literal {1,2,3}
+ * parsed into V (at most CAP), the count. */
+long long ps_ll(const pg_rows *r, size_t row, int col);
+size_t ps_int_array(const char *s, long long *v, size_t cap);
+
+/* The query as PostgreSQL sees it: per phrase its lexemes (space
+ * separated) and prefix flag, the tsquery of the whole query and of each
+ * positive phrase, and of the excluded phrases. When every positive
+ * phrase is one lexeme matched whole (or none), `simple` is set and
+ * `words` holds each one's lexeme at woff[k] (NUL-terminated, "" for
+ * none), `lexs` the non-empty ones as an array literal. */
+typedef struct pgquery {
+    buf phrases, prefix, tsq, ptsq, one, req, neg, words, lexs;
+    size_t woff[BM25_MAX_PHRASES];
+    int np, npos, simple;
+} pgquery;
+
+typedef struct hitrow {
+    int64_t id;
+    int ntok;
+    uint8_t tf[BM25_MAX_PHRASES];
+} hitrow;
+
+typedef struct prow {
+    int64_t id;
+    int have_f, have_r, have_cos;
+    double when;
+    int importance;
+    float cosine;
+    char *text, *path, *source, *next;
+    int first_line, next_first_line;
+    uint32_t *map;
+    size_t nmap;
+} prow;
+
+typedef struct pgsearch {
+    mnemo *m;
+    const char *tenant;
+    const query *qy;
+    /* keyword leg */
+    hitrow *hits;
+    size_t nhits;
+    double idf[BM25_MAX_PHRASES], avgdl, k1, b;
+    int np;
+    /* vector leg */
+    int vec;
+    char table[64], ident[1024];
+    buf qvec;
+    int dims;
+    /* rows fetched, sorted by id */
+    prow *rows;
+    size_t nrows, cap;
+} pgsearch;
+
+/* BM25 of hit H, as bm25_score() computes it (every weight 1). */
+double ps_hit_bm25(const pgsearch *s, const hitrow *h);
+
+/* The keyword leg (pgkeyword.c): the POOL best rows of SOURCE ("" for all)
+ * by BM25 into s->hits, and the rows of EXTRA (vector candidates) that
+ * match, with their frequencies; *SUM_IDF scales BM25 to 0..1. MaxScore
+ * when every positive phrase is one word matched whole, else every
+ * matching row is read and scored. */
+int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+                   const int64_t *extra, size_t nextra, double *sum_idf);
+
+#endif

@@ -1,0 +1,784 @@
+/*
+ * pgsync.c - the PostgreSQL backend's sync of files and chunks (the sink of sync_walk,
+ * see pgstore.c for the batches, the lock and mnemo_terms), and embedding.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "engine/provider.h"
+#include "engine/sync.h"
+#include "store/postgres/pgconn.h"
+#include "store/postgres/pgschema.h"
+#include "store/postgres/pgstore.h"
+#include "store/postgres/pgstore_int.h"
+#include "store/postgres/pgtext.h"
+#include "util/errcode.h"
+#include "util/time.h"
+
+/* ----------------------------------------------------------------------
+ * Sync
+ * -------------------------------------------------------------------- */
+
+typedef struct psync {
+    mnemo *m;
+    const char *tenant;
+    tok *dt;
+    int in_txn;
+    int files, chunks;           /* in the open transaction */
+    long long d_chunks, d_tokens; /* corpus changes in the open transaction */
+    buf added;                   /* ids of the chunks inserted, {..} */
+    buf zeroed;                  /* lexemes whose df reached 0, {..} */
+    buf a[12];                   /* array parameters */
+    buf tsv, tmp, lc, name, stem;
+} psync;
+
+static int begin(psync *s)
+{
+    if (s->in_txn)
+        return MNEMO_OK;
+    int rc = ps_q(s->m, "sync", "BEGIN", 0, NULL, NULL);
+    if (rc)
+        return rc;
+    s->in_txn = 1;
+    s->files = s->chunks = 0;
+    s->d_chunks = s->d_tokens = 0;
+    buf_reset(&s->added);
+    buf_reset(&s->zeroed);
+    buf_putc(&s->added, '{');
+    buf_putc(&s->zeroed, '{');
+    return MNEMO_OK;
+}
+
+/* Appends the elements of array literal V ({a,b}) to the literal being
+ * built in B. */
+static void arr_join(buf *b, const char *v)
+{
+    size_t n = strlen(v);
+    if (n <= 2 || v[0] != '{' || v[n - 1] != '}')
+        return;
+    if (b->len > 1)
+        buf_putc(b, ',');
+    buf_append(b, v + 1, n - 2);
+}
+
+/* The document frequencies of the batch: the lexemes of the chunks it
+ * inserted counted in (their rows were subtracted as they were deleted),
+ * with their largest frequency and shortest chunk widening the bounds,
+ * and the lexemes no chunk holds any more gone. */
+static int terms_commit(psync *s)
+{
+    buf_putc(&s->added, '}');
+    buf_putc(&s->zeroed, '}');
+    if (buf_err(&s->added) || buf_err(&s->zeroed))
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    int rc = MNEMO_OK;
+    if (s->added.len > 2) {
+        const char *p[2] = {s->tenant, s->added.data};
+        rc = ps_q(s->m, "counting terms",
+               "INSERT INTO mnemo_terms(tenant, source, lexeme, df, tf_max, ntok_min) SELECT "
+               "$1, c.source, u.lexeme, count(*), max(cardinality(u.positions)), min(c.ntok) "
+               "FROM mnemo_chunks c, unnest(c.tsv) u WHERE c.tenant = $1 AND c.id = ANY "
+               "($2::bigint[]) GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO UPDATE SET "
+               "df = mnemo_terms.df + excluded.df, tf_max = greatest(mnemo_terms.tf_max, "
+               "excluded.tf_max), ntok_min = least(mnemo_terms.ntok_min, excluded.ntok_min)",
+               2, p, NULL);
+    }
+    if (!rc && s->zeroed.len > 2) {
+        const char *p[2] = {s->tenant, s->zeroed.data};
+        rc = ps_q(s->m, "counting terms",
+               "DELETE FROM mnemo_terms WHERE tenant = $1 AND lexeme = ANY ($2::text[]) AND "
+               "df <= 0",
+               2, p, NULL);
+    }
+    return rc;
+}
+
+static int commit(psync *s)
+{
+    if (!s->in_txn)
+        return MNEMO_OK;
+    char dc[32], dt[32];
+    snprintf(dc, sizeof dc, "%lld", s->d_chunks);
+    snprintf(dt, sizeof dt, "%lld", s->d_tokens);
+    const char *p[3] = {s->tenant, dc, dt};
+    int rc = terms_commit(s);
+    if (!rc)
+        rc = ps_q(s->m, "sync",
+               "UPDATE mnemo_corpus SET nchunks = nchunks + $2::bigint, "
+               "ntokens = ntokens + $3::bigint WHERE tenant = $1",
+               3, p, NULL);
+    if (!rc)
+        rc = ps_q(s->m, "sync", "COMMIT", 0, NULL, NULL);
+    s->in_txn = 0;
+    return rc;
+}
+
+static void rollback(psync *s)
+{
+    if (!s->in_txn)
+        return;
+    buf keep;
+    buf_init(&keep, 0);
+    buf_puts(&keep, s->m->err.data ? s->m->err.data : "");
+    ps_q(s->m, "sync", "ROLLBACK", 0, NULL, NULL);
+    core_error(s->m, MNEMO_DB, "%s", keep.data ? keep.data : "sync failed");
+    buf_cleanup(&keep);
+    s->in_txn = 0;
+}
+
+/* Counts a written file; commits when the batch is full. */
+static int written(psync *s, int chunks)
+{
+    s->files++;
+    s->chunks += chunks;
+    if (s->files >= BATCH_FILES || s->chunks >= BATCH_CHUNKS)
+        return commit(s);
+    return MNEMO_OK;
+}
+
+/* The name forms and path words of PATH into s->lc, s->name, s->stem,
+ * s->tsv. */
+static int path_forms(psync *s, const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    const char *dot = strrchr(b, '.');
+    size_t stem = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+    ps_ascii_lower(&s->lc, path, strlen(path));
+    ps_ascii_lower(&s->name, b, strlen(b));
+    ps_ascii_lower(&s->stem, b, stem);
+    const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
+    int rc = ps_tsvector_text(s->dt, words, &s->tsv);
+    return rc ? rc : buf_err(&s->lc) | buf_err(&s->name) | buf_err(&s->stem);
+}
+
+static int ps_load(void *ud, sync_file **out, size_t *n)
+{
+    psync *s = ud;
+    pg_rows *r = NULL;
+    const char *p[1] = {s->tenant};
+    *out = NULL;
+    *n = 0;
+    int rc = ps_q(s->m, "reading files",
+               "SELECT id, path, size, mtime_ns, hash, status, source FROM mnemo_files "
+               "WHERE tenant = $1",
+               1, p, &r);
+    if (rc)
+        return rc;
+    size_t cnt = pg_nrows(r);
+    sync_file *v = calloc(cnt ? cnt : 1, sizeof *v);
+    if (!v) {
+        pg_rows_free(r);
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        sync_file *f = &v[i];
+        f->id = ps_ll(r, i, 0);
+        f->path = strdup(pg_value(r, i, 1));
+        f->size = ps_ll(r, i, 2);
+        f->mtime_ns = ps_ll(r, i, 3);
+        snprintf(f->hash, sizeof f->hash, "%s", pg_value(r, i, 4));
+        f->ok = ps_ll(r, i, 5) == SYNC_FILE_OK;
+        f->sessions = !strcmp(pg_value(r, i, 6), "sessions");
+        if (!f->path) {
+            sync_files_free(v, i);
+            pg_rows_free(r);
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+        }
+    }
+    pg_rows_free(r);
+    *out = v;
+    *n = cnt;
+    return MNEMO_OK;
+}
+
+/* The deleted chunks' lexemes counted out of mnemo_terms: a CTE "t" for
+ * a statement whose CTE "d" deletes chunks returning their source and tsv.
+ * Lexemes reaching 0 are removed at the commit (a row cannot change twice
+ * in one statement, and the batch may add them again). */
+#define TERMS_OUT                                                                                 \
+    "t AS (INSERT INTO mnemo_terms(tenant, source, lexeme, df) SELECT $1, d.source, u.lexeme, "   \
+    "-count(*) FROM d, unnest(d.tsv) u GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO "    \
+    "UPDATE SET df = mnemo_terms.df + excluded.df RETURNING lexeme, df) "
+#define TERMS_ZEROED "(SELECT array_agg(lexeme) FROM t WHERE df <= 0)"
+
+/* Chunks removed by a statement returning (count, tokens, lexemes at 0)
+ * in row 0. */
+static void removed_from(psync *s, pg_rows *r, int64_t *removed)
+{
+    long long c = ps_ll(r, 0, 0), t = ps_ll(r, 0, 1);
+    s->d_chunks -= c;
+    s->d_tokens -= t;
+    if (removed)
+        *removed = c;
+    if (!pg_isnull(r, 0, 2))
+        arr_join(&s->zeroed, pg_value(r, 0, 2));
+}
+
+static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t size,
+                   int64_t mtime_ns, const char *reason, int sessions)
+{
+    psync *s = ud;
+    (void)known;
+    char sz[32], mt[32];
+    snprintf(sz, sizeof sz, "%lld", (long long)size);
+    snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
+    int rc = begin(s);
+    if (!rc)
+        rc = path_forms(s, path);
+    if (rc)
+        return rc == MNEMO_NOMEM ? core_error(s->m, rc, "out of memory") : rc;
+    const char *p[10] = {s->tenant, path,   s->lc.data, s->name.data,
+                         s->stem.data, s->tsv.data ? s->tsv.data : "", sessions ? "sessions" : "memory",
+                         sz,        mt,     reason ? reason : "skipped"};
+    pg_rows *r = NULL;
+    rc = ps_q(s->m, "recording a skipped file",
+           "WITH f AS (INSERT INTO mnemo_files(tenant, path, path_lc, name_lc, stem_lc, "
+           "path_tsv, source, size, mtime_ns, hash, status, reason) VALUES ($1, $2, $3, $4, $5, "
+           "$6::tsvector, $7, $8::bigint, $9::bigint, '', 1, $10) ON CONFLICT (tenant, path) DO "
+           "UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = '', status = 1, "
+           "reason = excluded.reason, nchunks = 0, indexed_at = now() RETURNING id), "
+           "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
+           "RETURNING c.ntok, c.source, c.tsv), " TERMS_OUT
+           "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
+           TERMS_ZEROED,
+           10, p, &r);
+    if (!rc)
+        removed_from(s, r, NULL);
+    pg_rows_free(r);
+    return rc ? rc : written(s, 0);
+}
+
+static int ps_touch(void *ud, const sync_file *f, int64_t size, int64_t mtime_ns,
+                    const char *hash)
+{
+    psync *s = ud;
+    char id[32], sz[32], mt[32];
+    snprintf(id, sizeof id, "%lld", (long long)f->id);
+    snprintf(sz, sizeof sz, "%lld", (long long)size);
+    snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
+    const char *p[5] = {s->tenant, id, sz, mt, hash};
+    int rc = begin(s);
+    if (!rc)
+        rc = ps_q(s->m, "updating a file",
+               "UPDATE mnemo_files SET size = $3::bigint, mtime_ns = $4::bigint, hash = $5, "
+               "status = 0, reason = NULL, indexed_at = now() WHERE tenant = $1 AND id = "
+               "$2::bigint",
+               5, p, NULL);
+    return rc ? rc : written(s, 0);
+}
+
+static int ps_rename(void *ud, const sync_file *f, const char *path, int64_t size,
+                     int64_t mtime_ns, const char *hash)
+{
+    psync *s = ud;
+    char id[32], sz[32], mt[32];
+    snprintf(id, sizeof id, "%lld", (long long)f->id);
+    snprintf(sz, sizeof sz, "%lld", (long long)size);
+    snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
+    int rc = begin(s);
+    if (!rc && (rc = path_forms(s, path)))
+        return core_error(s->m, rc, "out of memory");
+    const char *p[10] = {s->tenant,   id,           path, s->lc.data, s->name.data,
+                         s->stem.data, s->tsv.data ? s->tsv.data : "", sz, mt, hash};
+    if (!rc)
+        rc = ps_q(s->m, "renaming a file",
+               "UPDATE mnemo_files SET path = $3, path_lc = $4, name_lc = $5, stem_lc = $6, "
+               "path_tsv = $7::tsvector, size = $8::bigint, mtime_ns = $9::bigint, hash = $10, "
+               "status = 0, reason = NULL WHERE tenant = $1 AND id = $2::bigint",
+               10, p, NULL);
+    return rc ? rc : written(s, 0);
+}
+
+static void hex_of(buf *b, const uint32_t *v, size_t n)
+{
+    static const char hx[] = "0123456789abcdef";
+    buf_puts(b, "\\x");
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < n * sizeof *v; i++) {
+        buf_putc(b, hx[p[i] >> 4]);
+        buf_putc(b, hx[p[i] & 15]);
+    }
+}
+
+static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
+                    int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
+                    size_t *added)
+{
+    psync *s = ud;
+    (void)known;
+    int rc = begin(s);
+    if (rc)
+        return rc;
+    if ((rc = path_forms(s, path)))
+        return core_error(s->m, rc, "out of memory");
+    const chunk_list *l = &it->chunks;
+    enum { SEQ, SL, EL, HASH, IMP, TRIG, MAP, TEXT, NTOK, TSV, NARR };
+    for (int i = 0; i < NARR; i++) {
+        buf_reset(&s->a[i]);
+        buf_putc(&s->a[i], '{');
+    }
+    long long tokens = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const chunk *c = &l->items[i];
+        int ntok = 0;
+        if ((rc = ps_tsvector_of(it->toks.data + it->tok_off[i],
+                              it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
+            return core_error(s->m, rc, "out of memory");
+        tokens += ntok;
+        ps_arr_int(&s->a[SEQ], (long long)i);
+        ps_arr_int(&s->a[SL], c->start_line);
+        ps_arr_int(&s->a[EL], c->end_line);
+        ps_arr_add(&s->a[HASH], c->hash, strlen(c->hash));
+        ps_arr_int(&s->a[IMP], c->importance);
+        ps_arr_add(&s->a[TRIG], l->text.data + c->trig_off, c->trig_len);
+        buf_reset(&s->tmp);
+        if (sessions && it->map_off)
+            hex_of(&s->tmp, (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
+                   it->map_off[i + 1] - it->map_off[i]);
+        ps_arr_add(&s->a[MAP], s->tmp.data ? s->tmp.data : "", s->tmp.len);
+        ps_arr_add(&s->a[TEXT], chunk_text(l, c), c->text_len);
+        ps_arr_int(&s->a[NTOK], ntok);
+        ps_arr_add(&s->a[TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
+    }
+    for (int i = 0; i < NARR; i++) {
+        buf_putc(&s->a[i], '}');
+        if (buf_err(&s->a[i]))
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
+    char sz[32], mt[32], nc[32], tm[32];
+    snprintf(sz, sizeof sz, "%lld", (long long)size);
+    snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
+    snprintf(nc, sizeof nc, "%zu", l->n);
+    snprintf(tm, sizeof tm, "%.17g", sessions ? it->time : 0.0);
+    const char *p[22] = {s->tenant,      path,           s->lc.data,     s->name.data,
+                         s->stem.data,   NULL,           sessions ? "sessions" : "memory",
+                         sz,             mt,             it->hash,       nc,
+                         tm,             s->a[SEQ].data, s->a[SL].data,  s->a[EL].data,
+                         s->a[HASH].data, s->a[IMP].data, s->a[TRIG].data, s->a[MAP].data,
+                         s->a[TEXT].data, s->a[NTOK].data, s->a[TSV].data};
+    /* The path's words: computed again, s->tsv held the chunks'. */
+    const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
+    if ((rc = ps_tsvector_text(s->dt, words, &s->tmp)))
+        return core_error(s->m, rc, "out of memory");
+    p[5] = s->tmp.data ? s->tmp.data : "";
+    pg_rows *r = NULL;
+    rc = ps_q(s->m, "writing chunks",
+           "WITH f AS (INSERT INTO mnemo_files(tenant, path, path_lc, name_lc, stem_lc, "
+           "path_tsv, source, size, mtime_ns, hash, status, reason, nchunks, time) VALUES ($1, "
+           "$2, $3, $4, $5, $6::tsvector, $7, $8::bigint, $9::bigint, $10, 0, NULL, $11::int, "
+           "$12::float8) ON CONFLICT (tenant, path) DO UPDATE SET size = excluded.size, "
+           "mtime_ns = excluded.mtime_ns, hash = excluded.hash, status = 0, reason = NULL, "
+           "nchunks = excluded.nchunks, time = excluded.time, source = excluded.source, "
+           "indexed_at = now() RETURNING id), "
+           "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
+           "RETURNING c.ntok, c.source, c.tsv), " TERMS_OUT ", "
+           "i AS (INSERT INTO mnemo_chunks(tenant, file_id, seq, start_line, end_line, hash, "
+           "importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, f.id, x.seq, "
+           "x.sl, x.el, x.hash, x.imp, x.trig, NULLIF(x.map, ''::bytea), $7, x.txt, x.ntok, "
+           "x.tsv FROM f, unnest($13::int[], $14::int[], $15::int[], $16::text[], $17::int[], "
+           "$18::text[], $19::bytea[], $20::text[], $21::int[], $22::tsvector[]) "
+           "AS x(seq, sl, el, hash, imp, trig, map, txt, ntok, tsv) RETURNING id) "
+           "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
+           TERMS_ZEROED ", (SELECT count(*) FROM i), (SELECT array_agg(id) FROM i)",
+           22, p, &r);
+    if (!rc) {
+        removed_from(s, r, removed);
+        *added = (size_t)ps_ll(r, 0, 3);
+        if (!pg_isnull(r, 0, 4))
+            arr_join(&s->added, pg_value(r, 0, 4));
+        s->d_chunks += (long long)l->n;
+        s->d_tokens += tokens;
+    }
+    pg_rows_free(r);
+    return rc ? rc : written(s, (int)l->n);
+}
+
+static int ps_remove(void *ud, const sync_file *f)
+{
+    psync *s = ud;
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)f->id);
+    const char *p[2] = {s->tenant, id};
+    pg_rows *r = NULL;
+    int rc = begin(s);
+    if (!rc)
+        rc = ps_q(s->m, "removing a file",
+               "WITH d AS (DELETE FROM mnemo_chunks WHERE tenant = $1 AND file_id = $2::bigint "
+               "RETURNING ntok, source, tsv), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
+               "id = $2::bigint), " TERMS_OUT
+               "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
+               TERMS_ZEROED,
+               2, p, &r);
+    if (!rc)
+        removed_from(s, r, NULL);
+    pg_rows_free(r);
+    return rc ? rc : written(s, 0);
+}
+
+static const sync_sink pg_sink = {ps_load, ps_skip, ps_touch, ps_rename, ps_write, ps_remove};
+
+/* The vector table's name for the embedder, created if needed. */
+static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size)
+{
+    int dims = embed_dims(e);
+    if (dims <= 0) {
+        /* Learn the dimensions from one embedding. */
+        const char *probe = "dimensions";
+        size_t len = strlen(probe);
+        float *v = NULL;
+        buf err;
+        buf_init(&err, 4096);
+        int rc = embed_texts(e, EMBED_DOCUMENT, &probe, &len, 1, &v, &err);
+        free(v);
+        if (rc) {
+            core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+            buf_cleanup(&err);
+            return rc;
+        }
+        buf_cleanup(&err);
+        dims = embed_dims(e);
+    }
+    return pgschema_vec_table(m, "chunk", dims, name, size);
+}
+
+/* Embeds the chunks without a vector of the current identity. */
+static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *ident,
+                         mnemo_sync_stats *stats)
+{
+    char table[64], sql[1024];
+    int rc = vec_table_for(m, e, table, sizeof table);
+    if (rc)
+        return rc;
+    int dims = embed_dims(e);
+    buf ids, vecs, err;
+    buf_init(&ids, 0);
+    buf_init(&vecs, 0);
+    buf_init(&err, 8192);
+    long long after = 0;
+    for (;;) {
+        char from[32];
+        snprintf(from, sizeof from, "%lld", after);
+        snprintf(sql, sizeof sql,
+                 "SELECT c.id, c.text FROM mnemo_chunks c WHERE c.tenant = $1 AND c.id > "
+                 "$3::bigint AND NOT EXISTS (SELECT 1 FROM %s v WHERE v.tenant = c.tenant AND "
+                 "v.chunk_id = c.id AND v.model = $2) ORDER BY c.id LIMIT %d",
+                 table, EMBED_ROWS);
+        const char *p[3] = {tenant, ident, from};
+        pg_rows *r = NULL;
+        if ((rc = ps_q(m, "embedding", sql, 3, p, &r)))
+            break;
+        size_t n = pg_nrows(r);
+        if (n == 0) {
+            pg_rows_free(r);
+            break;
+        }
+        const char **texts = malloc(n * sizeof *texts);
+        size_t *lens = malloc(n * sizeof *lens);
+        float *out = NULL;
+        if (!texts || !lens) {
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                texts[i] = pg_value(r, i, 1);
+                lens[i] = strlen(texts[i]);
+            }
+            buf_reset(&err);
+            rc = embed_texts(e, EMBED_DOCUMENT, texts, lens, n, &out, &err);
+            if (rc)
+                core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+        }
+        if (!rc) {
+            buf_reset(&ids);
+            buf_reset(&vecs);
+            buf_putc(&ids, '{');
+            buf_putc(&vecs, '{');
+            buf tmp;
+            buf_init(&tmp, 0);
+            for (size_t i = 0; i < n; i++) {
+                ps_arr_int(&ids, ps_ll(r, i, 0));
+                buf_reset(&tmp);
+                pg_vector_literal(&tmp, out + i * (size_t)dims, dims);
+                ps_arr_add(&vecs, tmp.data, tmp.len);
+            }
+            buf_cleanup(&tmp);
+            buf_putc(&ids, '}');
+            buf_putc(&vecs, '}');
+            after = ps_ll(r, n - 1, 0);
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO %s(tenant, chunk_id, model, embedding) SELECT $1, x.id, $2, "
+                     "x.e FROM unnest($3::bigint[], $4::vector[]) AS x(id, e) "
+                     "ON CONFLICT (tenant, chunk_id) DO UPDATE SET model = excluded.model, "
+                     "embedding = excluded.embedding",
+                     table);
+            const char *p2[4] = {tenant, ident, ids.data, vecs.data};
+            if (buf_err(&ids) || buf_err(&vecs))
+                rc = core_error(m, MNEMO_NOMEM, "out of memory");
+            else
+                rc = ps_q(m, "storing vectors", sql, 4, p2, NULL);
+            if (!rc)
+                stats->chunks_embedded += n;
+        }
+        free(out);
+        free(texts);
+        free(lens);
+        pg_rows_free(r);
+        if (rc)
+            break;
+    }
+    if (!rc) {
+        /* Vectors of chunks that are gone. */
+        snprintf(sql, sizeof sql,
+                 "DELETE FROM %s v WHERE v.tenant = $1 AND NOT EXISTS (SELECT 1 FROM "
+                 "mnemo_chunks c WHERE c.tenant = v.tenant AND c.id = v.chunk_id)",
+                 table);
+        const char *p[1] = {tenant};
+        rc = ps_q(m, "removing old vectors", sql, 1, p, NULL);
+    }
+    if (!rc) {
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE tenant = $1 AND model = $2",
+                 table);
+        const char *p[2] = {tenant, ident};
+        pg_rows *r = NULL;
+        if (!ps_q(m, "counting vectors", sql, 2, p, &r))
+            stats->vectors_total = (size_t)ps_ll(r, 0, 0);
+        pg_rows_free(r);
+    }
+    buf_cleanup(&ids);
+    buf_cleanup(&vecs);
+    buf_cleanup(&err);
+    return rc;
+}
+
+/* The embedding phase: vectors for new chunks when a provider is set and
+ * pgvector is there; otherwise why not, kept in the corpus row. */
+static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
+{
+    char name[32], ident[1024] = "";
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    const char *note = "";
+    int rc = MNEMO_OK;
+    buf err;
+    buf_init(&err, 8192);
+    buf msg;
+    buf_init(&msg, 8192);
+    if (strcmp(name, "none") != 0) {
+        const char *why = NULL;
+        embedder *e = NULL;
+        if (!pgschema_vectors(m, &why)) {
+            buf_puts(&msg, why ? why : "vectors are off");
+            note = msg.data;
+            buf_reset(&m->warn);
+            m->warn.err = 0;
+            buf_puts(&m->warn, note);
+            stats->embed_warning = m->warn.data;
+        } else if ((rc = provider_embedder(m, name, &e, &err))) {
+            core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+        } else {
+            provider_identity(m, e, ident, sizeof ident);
+            rc = embed_missing(m, tenant, e, ident, stats);
+        }
+        if (rc) {
+            buf_printf(&msg, "last embedding failed: %s", m->err.data ? m->err.data : "");
+            note = msg.data;
+            if (!explicit_) {
+                buf_reset(&m->warn);
+                m->warn.err = 0;
+                buf_printf(&m->warn, "vectors incomplete (%s); keyword search works: %s", name,
+                           m->err.data ? m->err.data : "");
+                stats->embed_warning = m->warn.data;
+                rc = MNEMO_OK;
+            } else {
+                core_error(m, rc, "embedding failed, keyword index updated: %s",
+                           m->err.data ? m->err.data : "");
+            }
+            ident[0] = 0;
+        }
+    }
+    buf keep;
+    buf_init(&keep, 0);
+    buf_puts(&keep, m->err.data ? m->err.data : "");
+    const char *p[3] = {tenant, ident, note ? note : ""};
+    int rc2 = ps_q(m, "recording vectors",
+                "UPDATE mnemo_corpus SET vec_identity = CASE WHEN $2 = '' THEN vec_identity "
+                "ELSE $2 END, vec_note = $3 WHERE tenant = $1",
+                3, p, NULL);
+    if (rc)
+        core_error(m, rc, "%s", keep.data ? keep.data : "embedding failed");
+    buf_cleanup(&keep);
+    buf_cleanup(&err);
+    buf_cleanup(&msg);
+    return rc ? rc : rc2;
+}
+
+/* Why the tenant's rows must be rebuilt (settings changed), or NULL. The
+ * corpus row is created when missing. */
+static int check_settings(mnemo *m, const char *tenant, int force, const char **why)
+{
+    char ct[32], co[32];
+    snprintf(ct, sizeof ct, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_TOKENS));
+    snprintf(co, sizeof co, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_OVERLAP));
+    const char *lang = cfg_str(m->cfg, CFG_LANGUAGE);
+    const char *p[5] = {tenant, lang, ct, co, PREP_INDEX_RULES};
+    pg_rows *r = NULL;
+    int rc = ps_q(m, "reading the corpus",
+               "SELECT language, chunk_tokens, chunk_overlap, index_rules FROM mnemo_corpus "
+               "WHERE tenant = $1",
+               1, p, &r);
+    if (rc)
+        return rc;
+    *why = force ? "--force" : NULL;
+    if (pg_nrows(r) == 0) {
+        *why = NULL; /* nothing stored yet */
+    } else if (!*why) {
+        if (strcmp(pg_value(r, 0, 0), lang) != 0)
+            *why = "the stemmer language changed";
+        else if (strcmp(pg_value(r, 0, 1), ct) != 0)
+            *why = "the chunk size changed";
+        else if (strcmp(pg_value(r, 0, 2), co) != 0)
+            *why = "the chunk overlap changed";
+        else if (strcmp(pg_value(r, 0, 3), PREP_INDEX_RULES) != 0)
+            *why = "it was built by a mnemo with other indexing rules";
+    }
+    int fresh = pg_nrows(r) == 0;
+    pg_rows_free(r);
+    if (*why) {
+        /* Chunks go with their files; vectors with the chunks (at the end
+         * of the embedding phase, or right here for a new model). */
+        if ((rc = ps_q(m, "rebuilding", "BEGIN", 0, NULL, NULL)))
+            return rc;
+        rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_chunks WHERE tenant = $1", 1, p, NULL);
+        if (!rc)
+            rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_terms WHERE tenant = $1", 1, p, NULL);
+        if (!rc)
+            rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_files WHERE tenant = $1", 1, p, NULL);
+        if (!rc)
+            rc = ps_q(m, "rebuilding",
+                   "UPDATE mnemo_corpus SET nchunks = 0, ntokens = 0, language = $2, "
+                   "chunk_tokens = $3::int, chunk_overlap = $4::int, index_rules = $5 "
+                   "WHERE tenant = $1",
+                   5, p, NULL);
+        if (!rc)
+            return ps_q(m, "rebuilding", "COMMIT", 0, NULL, NULL);
+        ps_q(m, "rebuilding", "ROLLBACK", 0, NULL, NULL);
+        return rc;
+    }
+    if (fresh)
+        rc = ps_q(m, "creating the corpus",
+               "INSERT INTO mnemo_corpus(tenant, language, chunk_tokens, chunk_overlap, "
+               "index_rules) VALUES ($1, $2, $3::int, $4::int, $5) ON CONFLICT (tenant) DO "
+               "NOTHING",
+               5, p, NULL);
+    return rc;
+}
+
+int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+{
+    mnemo_sync_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    core_clear(m);
+    double t0 = time_mono(), started = time_wall();
+    const char *tenant = pgconn_tenant(m);
+    pg_conn *c;
+    tok *dt;
+    int rc = pgschema_conn(m, &c);
+    if (rc)
+        return rc;
+    if ((rc = ps_tokenizers(m, NULL, &dt)))
+        return rc;
+    /* One sync of a tenant at a time; the lock goes with the session if
+     * the process dies. */
+    const char *p[1] = {tenant};
+    if ((rc = ps_q(m, "waiting for another sync",
+                "SELECT pg_advisory_lock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL)))
+        return rc;
+    psync s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    s.tenant = tenant;
+    s.dt = dt;
+    for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
+        buf_init(&s.a[i], 0);
+    buf_init(&s.tsv, 0);
+    buf_init(&s.added, 0);
+    buf_init(&s.zeroed, 0);
+    buf_init(&s.tmp, 0);
+    buf_init(&s.lc, 0);
+    buf_init(&s.name, 0);
+    buf_init(&s.stem, 0);
+    const char *why = NULL;
+    if ((rc = check_settings(m, tenant, opts && opts->force, &why)))
+        goto done;
+    if (why) {
+        stats->rebuilt = 1;
+        stats->rebuild_reason = why;
+    }
+    rc = sync_walk(m, &pg_sink, &s, opts, stats);
+    if (!rc)
+        rc = commit(&s);
+    if (rc) {
+        rollback(&s);
+        goto done;
+    }
+    {
+        char when[32], ms[32];
+        time_format_iso(started, when);
+        snprintf(ms, sizeof ms, "%.1f", (time_mono() - t0) * 1000.0);
+        char *js = sync_stats_json(stats);
+        const char *p4[4] = {tenant, when, ms, js ? js : "{}"};
+        rc = ps_q(m, "recording the sync",
+               "UPDATE mnemo_corpus SET last_sync_at = $2, last_sync_ms = $3::float8, "
+               "last_sync = $4 WHERE tenant = $1",
+               4, p4, NULL);
+        free(js);
+    }
+    /* Counts from the rows themselves: batches a lost connection cut short
+     * cannot leave them off. */
+    if (!rc && (stats->files_added || stats->files_changed || stats->files_removed ||
+                stats->chunks_removed || stats->rebuilt))
+        rc = ps_q(m, "counting chunks",
+               "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t FROM (SELECT count(*) AS n, "
+               "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
+               "WHERE tenant = $1",
+               1, p, NULL);
+    /* Fresh statistics after a large change, so that the planner uses
+     * the GIN index rather than scanning a tenant's rows. */
+    if (!rc && stats->chunks_added + stats->chunks_removed >= 1000) {
+        rc = ps_q(m, "analyzing", "ANALYZE mnemo_chunks", 0, NULL, NULL);
+        if (!rc)
+            rc = ps_q(m, "analyzing", "ANALYZE mnemo_files", 0, NULL, NULL);
+    }
+    if (!rc)
+        rc = embed_phase(m, tenant, stats);
+done:
+    {
+        buf keep;
+        buf_init(&keep, 0);
+        buf_puts(&keep, m->err.data ? m->err.data : "");
+        ps_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
+        if (rc)
+            core_error(m, rc, "%s", keep.data ? keep.data : "sync failed");
+        else
+            core_clear(m);
+        buf_cleanup(&keep);
+    }
+    for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
+        buf_cleanup(&s.a[i]);
+    buf_cleanup(&s.tsv);
+    buf_cleanup(&s.added);
+    buf_cleanup(&s.zeroed);
+    buf_cleanup(&s.tmp);
+    buf_cleanup(&s.lc);
+    buf_cleanup(&s.name);
+    buf_cleanup(&s.stem);
+    stats->seconds = time_mono() - t0;
+    return rc;
+}
+
