@@ -1,6 +1,10 @@
 /*
  * pgmem.c - structured memories on PostgreSQL (see pgmem.h).
  *
+ * In three files sharing pgmem_int.h: this one (schema, queries and
+ * transactions, derived columns, vectors, statistics, reading), pgmwrite.c
+ * (the writes, export and import) and pgmsearch.c (search).
+ *
  * The same records, validation, duplicates, history and ranking as the
  * SQLite side: the codec, field checks, options, scope condition and import
  * loop come from memory.c, the filter language from mfilter.c (its
@@ -37,6 +41,7 @@
  * serialization failure or deadlock is run again.
  */
 #include "store/postgres/pgmem.h"
+#include "store/postgres/pgmem_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,22 +49,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/backend.h"
-#include "engine/core.h"
 #include "engine/memory.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgtext.h"
-#include "text/query.h"
-#include "engine/rank.h"
-#include "text/tok.h"
-#include "util/buf.h"
 #include "engine/provider.h"
 
 #define RETRIES 5
-#define POOL 200          /* vector candidates, as on SQLite */
-#define CALIBRATION 2000  /* vectors the calibration of vector scores reads at most */
-#define EXPORT_PAGE "500" /* rows per export query */
 #define EMBED_BATCH 64
 
 const char *const pgmem_ddl[] = {
@@ -104,18 +100,7 @@ const char *const pgmem_ddl4[] = {
     "GROUP BY tenant, l ON CONFLICT DO NOTHING",
     NULL};
 
-/* The columns of a memory row (alias m), in the order row_json reads. */
-#define COLS                                                                                   \
-    "m.id, m.text, m.category, m.importance, m.type, m.subject, m.user_id, m.agent_id, "       \
-    "m.run_id, m.metadata::text, m.triggers, m.created_at, m.updated_at, m.expires_at, "       \
-    "m.confirmations, m.last_confirmed_at, m.deleted_at, m.seq"
-#define NCOLS 18
 
-struct pgmem {
-    tok *dtok;        /* the document tokenizer */
-    char *lang;       /* its language */
-    int embedded;     /* memories without a vector were embedded once on this handle */
-};
 
 void pgmem_close(mnemo *m)
 {
@@ -127,7 +112,7 @@ void pgmem_close(mnemo *m)
     m->pg->mem = NULL;
 }
 
-static struct pgmem *state(mnemo *m)
+struct pgmem *pm_state(mnemo *m)
 {
     pgback *b = pgconn_state(m);
     if (b && !b->mem)
@@ -139,13 +124,13 @@ static struct pgmem *state(mnemo *m)
  * Queries and transactions
  * -------------------------------------------------------------------- */
 
-static int q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
              pg_rows **out)
 {
     return pgschema_q(m, what, sql, n, p, out);
 }
 
-static const char *sqlstate(mnemo *m)
+const char *pm_sqlstate(mnemo *m)
 {
     pg_conn *c = NULL;
     if (!m->pg || !m->pg->conn || pgschema_conn(m, &c) != MNEMO_OK)
@@ -153,12 +138,12 @@ static const char *sqlstate(mnemo *m)
     return pg_sqlstate(c);
 }
 
-static double num_at(const pg_rows *r, size_t i, int c)
+double pm_num_at(const pg_rows *r, size_t i, int c)
 {
     return pg_isnull(r, i, c) ? NAN : strtod(pg_value(r, i, c), NULL);
 }
 
-static const char *fmt_num(double x, char tmp[32])
+const char *pm_fmt_num(double x, char tmp[32])
 {
     if (isnan(x))
         return NULL;
@@ -166,30 +151,29 @@ static const char *fmt_num(double x, char tmp[32])
     return tmp;
 }
 
-typedef int (*tx_fn)(mnemo *m, void *ud);
 
 /* Runs FN in a transaction, again after a serialization failure or a
  * deadlock (FN starts from scratch each time). */
-static int in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud)
+int pm_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud)
 {
     /* The pgvector check may try CREATE EXTENSION: never inside ours. */
     const char *why;
     pgschema_vectors(m, &why);
     for (int attempt = 0;; attempt++) {
-        int rc = q(m, "memories", begin, 0, NULL, NULL);
+        int rc = pm_q(m, "memories", begin, 0, NULL, NULL);
         if (rc)
             return rc;
         rc = fn(m, ud);
         if (!rc)
-            rc = q(m, "memories", "COMMIT", 0, NULL, NULL);
+            rc = pm_q(m, "memories", "COMMIT", 0, NULL, NULL);
         if (!rc)
             return MNEMO_OK;
         char state_[8];
-        snprintf(state_, sizeof state_, "%s", sqlstate(m));
+        snprintf(state_, sizeof state_, "%s", pm_sqlstate(m));
         buf keep;
         buf_init(&keep, 0);
         buf_puts(&keep, m->err.data ? m->err.data : "");
-        q(m, "memories", "ROLLBACK", 0, NULL, NULL);
+        pm_q(m, "memories", "ROLLBACK", 0, NULL, NULL);
         core_error(m, rc, "%s", keep.data ? keep.data : "failed");
         buf_cleanup(&keep);
         int retry = rc == MNEMO_DB && (!strcmp(state_, "40001") || !strcmp(state_, "40P01"));
@@ -206,7 +190,7 @@ static int in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud)
  * -------------------------------------------------------------------- */
 
 /* The record at columns C.. (COLS) of row I as JSON. */
-static json_t *row_json(const pg_rows *r, size_t i, int c)
+json_t *pm_row_json(const pg_rows *r, size_t i, int c)
 {
     /* jsonb orders keys its own way: back to sorted, as stored on SQLite. */
     json_t *md = json_loads(pg_value(r, i, c + 9), 0, NULL);
@@ -215,21 +199,21 @@ static json_t *row_json(const pg_rows *r, size_t i, int c)
     mem_row row = {pg_value(r, i, c),     pg_value(r, i, c + 1),  pg_value(r, i, c + 2),
                    pg_value(r, i, c + 4), pg_value(r, i, c + 5),  pg_value(r, i, c + 6),
                    pg_value(r, i, c + 7), pg_value(r, i, c + 8),  mds,
-                   pg_value(r, i, c + 10), num_at(r, i, c + 3),   num_at(r, i, c + 11),
-                   num_at(r, i, c + 12),  num_at(r, i, c + 13),   num_at(r, i, c + 15),
-                   num_at(r, i, c + 16),  strtoll(pg_value(r, i, c + 14), NULL, 10)};
+                   pg_value(r, i, c + 10), pm_num_at(r, i, c + 3),   pm_num_at(r, i, c + 11),
+                   pm_num_at(r, i, c + 12),  pm_num_at(r, i, c + 13),   pm_num_at(r, i, c + 15),
+                   pm_num_at(r, i, c + 16),  strtoll(pg_value(r, i, c + 14), NULL, 10)};
     json_t *j = mem_row_json(&row);
     free(mds);
     return j;
 }
 
-/* The memory ID (any state) as JSON; FOR_UPDATE locks its row. */
-static int load(mnemo *m, const char *id, int for_update, json_t **out)
+/* The memory ID (any pm_state) as JSON; FOR_UPDATE locks its row. */
+int pm_load(mnemo *m, const char *id, int for_update, json_t **out)
 {
     *out = NULL;
     const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
-    int rc = q(m, "reading a memory",
+    int rc = pm_q(m, "reading a memory",
                for_update ? "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
                             "m.id = $2 FOR UPDATE"
                           : "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
@@ -237,16 +221,16 @@ static int load(mnemo *m, const char *id, int for_update, json_t **out)
                2, p, &r);
     if (!rc && pg_nrows(r) == 0)
         rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
-    else if (!rc && !(*out = row_json(r, 0, 0)))
+    else if (!rc && !(*out = pm_row_json(r, 0, 0)))
         rc = MNEMO_NOMEM;
     pg_rows_free(r);
     return rc;
 }
 
 /* The live memory ID, locked. */
-static int load_live(mnemo *m, const char *id, json_t **out)
+int pm_load_live(mnemo *m, const char *id, json_t **out)
 {
-    int rc = load(m, id, 1, out);
+    int rc = pm_load(m, id, 1, out);
     if (!rc && !json_is_null(json_object_get(*out, "deleted_at"))) {
         json_decref(*out);
         *out = NULL;
@@ -255,13 +239,13 @@ static int load_live(mnemo *m, const char *id, json_t **out)
     return rc;
 }
 
-static int history(mnemo *m, const char *id, const char *event, const char *old_text,
+int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
                    const char *new_text, double at, const char *detail)
 {
     char t[32];
-    const char *p[7] = {pgconn_tenant(m), id, event, old_text, new_text, fmt_num(at, t),
+    const char *p[7] = {pgconn_tenant(m), id, event, old_text, new_text, pm_fmt_num(at, t),
                         detail};
-    return q(m, "recording history",
+    return pm_q(m, "recording history",
              "INSERT INTO mnemo_memory_history(tenant, memory_id, event, old_text, new_text, "
              "at, detail) VALUES ($1, $2, $3, $4, $5, $6::float8, $7)",
              7, p, NULL);
@@ -272,9 +256,9 @@ static int history(mnemo *m, const char *id, const char *event, const char *old_
  * -------------------------------------------------------------------- */
 
 /* The document tokenizer for the configured language. */
-static int doc_tok(mnemo *m, tok **out)
+static int pm_doc_tok(mnemo *m, tok **out)
 {
-    struct pgmem *s = state(m);
+    struct pgmem *s = pm_state(m);
     if (!s)
         return core_error(m, MNEMO_NOMEM, "out of memory");
     const char *lang = cfg_str(m->cfg, CFG_LANGUAGE);
@@ -292,14 +276,10 @@ static int doc_tok(mnemo *m, tok **out)
     return MNEMO_OK;
 }
 
-typedef struct tsv_ctx {
-    buf *b;
-    int pos, ntok;
-} tsv_ctx;
 
 /* Positions as FTS5 counts them: a colocated token (an identifier's part)
  * shares its predecessor's; PostgreSQL's start at 1 and stop at 16383. */
-static int tsv_fn(void *ud, int flags, const char *token, int len, int start, int end)
+static int pm_tsv_fn(void *ud, int flags, const char *token, int len, int start, int end)
 {
     (void)start;
     (void)end;
@@ -317,14 +297,8 @@ static int tsv_fn(void *ud, int flags, const char *token, int len, int start, in
     return 0;
 }
 
-/* The derived columns of a text and metadata. */
-typedef struct derived {
-    buf tsv;
-    char *text_fold, *meta_fold;
-    char ntok[16];
-} derived;
 
-static void derived_cleanup(derived *d)
+void pm_derived_cleanup(derived *d)
 {
     buf_cleanup(&d->tsv);
     free(d->text_fold);
@@ -332,17 +306,17 @@ static void derived_cleanup(derived *d)
 }
 
 /* TEXT (may be NULL: not changed) and METADATA (JSON text, may be NULL). */
-static int derive(mnemo *m, const char *text, const char *metadata, derived *d)
+int pm_derive(mnemo *m, const char *text, const char *metadata, derived *d)
 {
     memset(d, 0, sizeof *d);
     buf_init(&d->tsv, 1 << 22);
     int rc = MNEMO_OK;
     if (text) {
         tok *t = NULL;
-        if ((rc = doc_tok(m, &t)))
+        if ((rc = pm_doc_tok(m, &t)))
             return rc;
         tsv_ctx c = {&d->tsv, 0, 0};
-        if (tok_run(t, text, strlen(text), 0, tsv_fn, &c) || buf_err(&d->tsv))
+        if (tok_run(t, text, strlen(text), 0, pm_tsv_fn, &c) || buf_err(&d->tsv))
             return core_error(m, MNEMO_NOMEM, "out of memory");
         if (!d->tsv.data)
             buf_puts(&d->tsv, "");
@@ -367,14 +341,8 @@ static int derive(mnemo *m, const char *text, const char *metadata, derived *d)
  * Vectors (best effort)
  * -------------------------------------------------------------------- */
 
-/* The configured embedder when vectors are possible: its table, identity. */
-typedef struct vecsetup {
-    embedder *e;
-    char table[64];
-    char ident[1024];
-} vecsetup;
 
-static int vec_setup(mnemo *m, vecsetup *v)
+int pm_vec_setup(mnemo *m, vecsetup *v)
 {
     memset(v, 0, sizeof *v);
     char name[32];
@@ -398,7 +366,7 @@ static int vec_setup(mnemo *m, vecsetup *v)
 }
 
 /* Embeds N memories (IDS, TEXTS) and stores their vectors. */
-static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
+static int pm_embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
                        const char *const *texts, size_t n)
 {
     size_t *lens = malloc((n ? n : 1) * sizeof *lens);
@@ -427,7 +395,7 @@ static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
             break;
         }
         const char *p[4] = {pgconn_tenant(m), ids[i], vs->ident, lit.data};
-        rc = q(m, "memory vectors", sql.data, 4, p, NULL);
+        rc = pm_q(m, "memory vectors", sql.data, 4, p, NULL);
     }
     free(v);
     free(lens);
@@ -439,17 +407,17 @@ static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
 
 /* Embeds memory ID's TEXT when a provider is configured; failures leave it
  * without a vector (embed_missing catches up). */
-static void embed_one(mnemo *m, const char *id, const char *text)
+void pm_embed_one(mnemo *m, const char *id, const char *text)
 {
     vecsetup vs;
-    if (vec_setup(m, &vs))
-        embed_store(m, &vs, &id, &text, 1);
+    if (pm_vec_setup(m, &vs))
+        pm_embed_store(m, &vs, &id, &text, 1);
     core_clear(m);
 }
 
 /* Embeds the tenant's live memories that have no vector of the current
  * setup, in batches. */
-static void embed_missing(mnemo *m, const vecsetup *vs)
+void pm_embed_missing(mnemo *m, const vecsetup *vs)
 {
     buf sql;
     buf_init(&sql, 0);
@@ -461,7 +429,7 @@ static void embed_missing(mnemo *m, const vecsetup *vs)
     for (int round = 0; round < 1000 && !buf_err(&sql); round++) {
         const char *p[2] = {pgconn_tenant(m), vs->ident};
         pg_rows *r = NULL;
-        if (q(m, "memory vectors", sql.data, 2, p, &r)) {
+        if (pm_q(m, "memory vectors", sql.data, 2, p, &r)) {
             pg_rows_free(r);
             break;
         }
@@ -471,7 +439,7 @@ static void embed_missing(mnemo *m, const vecsetup *vs)
             ids[i] = pg_value(r, i, 0);
             texts[i] = pg_value(r, i, 1);
         }
-        int rc = n ? embed_store(m, vs, ids, texts, n) : MNEMO_OK;
+        int rc = n ? pm_embed_store(m, vs, ids, texts, n) : MNEMO_OK;
         pg_rows_free(r);
         if (rc || n < EMBED_BATCH)
             break;
@@ -482,13 +450,13 @@ static void embed_missing(mnemo *m, const vecsetup *vs)
 
 /* Deletes vectors of the memories matching COND (over alias m, with $1 the
  * tenant and $2 PARAM) from every memory vector table. */
-static int drop_vectors(mnemo *m, const char *cond, const char *param)
+int pm_drop_vectors(mnemo *m, const char *cond, const char *param)
 {
     const char *why;
     if (!pgschema_vectors(m, &why))
         return MNEMO_OK;
     pg_rows *r = NULL;
-    int rc = q(m, "memory vectors",
+    int rc = pm_q(m, "memory vectors",
                "SELECT c.relname FROM pg_class c WHERE c.relkind = 'r' AND "
                "c.relname ~ '^mnemo_memory_vec_[0-9]+$' AND pg_table_is_visible(c.oid)",
                0, NULL, &r);
@@ -504,7 +472,7 @@ static int drop_vectors(mnemo *m, const char *cond, const char *param)
                    "m.tenant = v.tenant AND m.id = v.memory_id AND %s",
                    name, cond);
         const char *p[2] = {pgconn_tenant(m), param};
-        rc = buf_err(&sql) ? MNEMO_NOMEM : q(m, "memory vectors", sql.data, 2, p, NULL);
+        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "memory vectors", sql.data, 2, p, NULL);
     }
     buf_cleanup(&sql);
     pg_rows_free(r);
@@ -540,7 +508,7 @@ static int drop_vectors(mnemo *m, const char *cond, const char *param)
  * text changed, and before it stops being live or its text changes. Terms
  * are upserted in lexeme order, so that concurrent writers lock them in
  * one order; the tenant's statistics row comes last. */
-static int stats_apply(mnemo *m, const char *const *ids, size_t n, int sign)
+int pm_stats_apply(mnemo *m, const char *const *ids, size_t n, int sign)
 {
     static const char *const add_one[] = STATS_ADD(ONE), *const add_many[] = STATS_ADD(MANY);
     static const char *const sub_one[] = {
@@ -562,389 +530,18 @@ static int stats_apply(mnemo *m, const char *const *ids, size_t n, int sign)
     const char *const *sql = sign < 0 ? sub_one : n == 1 ? add_one : add_many;
     int rc = buf_err(&arr) ? core_error(m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
     for (; !rc && *sql; sql++)
-        rc = q(m, "memory statistics", *sql, 2, p, NULL);
+        rc = pm_q(m, "memory statistics", *sql, 2, p, NULL);
     buf_cleanup(&arr);
     return rc;
 }
 
-static int stats_one(mnemo *m, const char *id, int sign)
+int pm_stats_one(mnemo *m, const char *id, int sign)
 {
-    return stats_apply(m, &id, 1, sign);
+    return pm_stats_apply(m, &id, 1, sign);
 }
 
 /* ----------------------------------------------------------------------
- * Add
- * -------------------------------------------------------------------- */
-
-#define INSERT_SQL                                                                             \
-    "INSERT INTO mnemo_memories(tenant, id, text, text_fold, hash, category, importance, "     \
-    "type, subject, user_id, agent_id, run_id, metadata, metadata_fold, triggers, "          \
-    "created_at, updated_at, expires_at, confirmations, last_confirmed_at, deleted_at, lang, " \
-    "ntok, tsv) VALUES ($1, $2, $3, $4, $5, $6, $7::float8, $8, $9, $10, $11, $12, "          \
-    "$13::jsonb, $14::jsonb, $15, $16::float8, $17::float8, $18::float8, $19::bigint, "       \
-    "$20::float8, $21::float8, $22, $23::int, $24::tsvector) ON CONFLICT DO NOTHING "          \
-    "RETURNING id"
-
-/* Inserts row R (hash HASH, derived D); *INSERTED 0 when a memory with its
- * id, or a live one with its text in its scope, is there already. Deleted
- * memories are kept out of keyword search (empty tsvector). */
-static int insert(mnemo *m, const mem_row *r, const char *hash, derived *d, int *inserted)
-{
-    char t[9][32];
-    char conf[32];
-    snprintf(conf, sizeof conf, "%lld", r->confirmations);
-    int live = isnan(r->deleted);
-    const char *p[24] = {pgconn_tenant(m),
-                         r->id,
-                         r->text,
-                         d->text_fold,
-                         hash,
-                         r->category,
-                         fmt_num(r->importance, t[0]),
-                         r->type,
-                         r->subject,
-                         r->user,
-                         r->agent,
-                         r->run,
-                         r->metadata,
-                         d->meta_fold,
-                         r->triggers,
-                         fmt_num(r->created, t[1]),
-                         fmt_num(r->updated, t[2]),
-                         fmt_num(r->expires, t[3]),
-                         conf,
-                         fmt_num(r->confirmed, t[4]),
-                         fmt_num(r->deleted, t[5]),
-                         state(m) ? state(m)->lang : "",
-                         live ? d->ntok : "0",
-                         live ? d->tsv.data : ""};
-    pg_rows *res = NULL;
-    int rc = q(m, "storing a memory", INSERT_SQL, 24, p, &res);
-    *inserted = !rc && pg_nrows(res) == 1;
-    pg_rows_free(res);
-    return rc;
-}
-
-/* The live memory with this text in this scope: its id into ID ("" for
- * none). */
-static int find_duplicate(mnemo *m, const char *hash, const char *user, const char *agent,
-                          const char *run, char id[64])
-{
-    id[0] = 0;
-    const char *p[5] = {pgconn_tenant(m), hash, user, agent, run};
-    pg_rows *r = NULL;
-    int rc = q(m, "reading a memory",
-               "SELECT id FROM mnemo_memories WHERE tenant = $1 AND hash = $2 AND user_id = $3 "
-               "AND agent_id = $4 AND run_id = $5 AND deleted_at IS NULL",
-               5, p, &r);
-    if (!rc && pg_nrows(r))
-        snprintf(id, 64, "%s", pg_value(r, 0, 0));
-    pg_rows_free(r);
-    return rc;
-}
-
-typedef struct add_ctx {
-    mem_fields *f;
-    derived *d;
-    double now;
-    char id[64];
-    int dup;
-} add_ctx;
-
-static int add_tx(mnemo *m, void *ud)
-{
-    add_ctx *a = ud;
-    a->dup = 0;
-    for (int tries = 0; tries < 3; tries++) {
-        mem_row r;
-        mem_uuid(a->id);
-        mem_fields_row(m, a->f, a->id, a->now, &r);
-        int inserted = 0;
-        int rc = insert(m, &r, a->f->hash, a->d, &inserted);
-        if (rc)
-            return rc;
-        if (inserted && !(rc = stats_one(m, a->id, 1)))
-            rc = history(m, a->id, "ADD", NULL, a->f->text, a->now, NULL);
-        if (rc || inserted)
-            return rc;
-        /* Not inserted: the text is there (committed meanwhile, perhaps by
-         * another process); that memory is the answer. */
-        if ((rc = find_duplicate(m, a->f->hash, r.user, r.agent, r.run, a->id)))
-            return rc;
-        if (a->id[0]) {
-            a->dup = 1;
-            return MNEMO_OK;
-        }
-    }
-    return core_error(m, MNEMO_DB, "storing a memory: conflicting writers; try again");
-}
-
-int pgmem_add(mnemo *m, const char *record, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    json_t *o;
-    mem_fields f;
-    int rc = mem_add_parse(m, record, &o, &f);
-    if (rc)
-        return rc;
-    derived d;
-    memset(&d, 0, sizeof d);
-    rc = derive(m, f.text, f.metadata ? f.metadata : "{}", &d);
-    add_ctx a = {&f, &d, mem_now(), "", 0};
-    if (!rc)
-        rc = in_tx(m, "BEGIN", add_tx, &a);
-    if (!rc && !a.dup)
-        embed_one(m, a.id, f.text);
-    json_t *j = NULL;
-    if (!rc && !(rc = load(m, a.id, 0, &j))) {
-        if (a.dup)
-            json_object_set_new(j, "duplicate", json_true());
-        rc = mem_dump(j, out);
-    }
-    derived_cleanup(&d);
-    mem_fields_cleanup(&f);
-    json_decref(o);
-    return rc;
-}
-
-/* ----------------------------------------------------------------------
- * Update, delete, confirm, purge
- * -------------------------------------------------------------------- */
-
-typedef struct upd_ctx {
-    const char *id;
-    json_t *o;
-    mem_fields *f;
-    derived *d;
-    double now;
-    int text_changed;
-} upd_ctx;
-
-static int update_tx(mnemo *m, void *ud)
-{
-    upd_ctx *u = ud;
-    mem_fields *f = u->f;
-    json_t *old = NULL;
-    int rc = load_live(m, u->id, &old);
-    const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
-    u->text_changed = !rc && f->text && strcmp(f->text, old_text) != 0;
-    if (u->text_changed) {
-        /* The new text may duplicate another memory of the scope. */
-        char other[64];
-        const char *user = f->user ? f->user : json_string_value(json_object_get(old, "user_id"));
-        const char *agent =
-            f->agent ? f->agent : json_string_value(json_object_get(old, "agent_id"));
-        const char *run = f->run ? f->run : json_string_value(json_object_get(old, "run_id"));
-        if (!(rc = find_duplicate(m, f->hash, user, agent, run, other)) && other[0] &&
-            strcmp(other, u->id) != 0)
-            rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
-    }
-    if (!rc && u->text_changed)
-        rc = stats_one(m, u->id, -1);
-    if (!rc) {
-        /* Category changes bring their default importance unless one is given. */
-        double imp = f->importance >= 0 ? f->importance
-                     : f->category       ? mem_default_importance(f->category)
-                                         : -1;
-        char t[3][32];
-        int set_exp = json_object_get(u->o, "expires_at") != NULL;
-        const char *p[21] = {pgconn_tenant(m),
-                             u->id,
-                             u->text_changed ? f->text : NULL,
-                             u->text_changed ? u->d->text_fold : NULL,
-                             u->text_changed ? f->hash : NULL,
-                             f->category,
-                             imp >= 0 ? fmt_num(imp, t[0]) : NULL,
-                             f->type,
-                             f->subject,
-                             f->user,
-                             f->agent,
-                             f->run,
-                             f->metadata,
-                             f->metadata ? u->d->meta_fold : NULL,
-                             f->triggers,
-                             set_exp ? "true" : "false",
-                             set_exp ? fmt_num(f->expires, t[1]) : NULL,
-                             fmt_num(u->now, t[2]),
-                             u->text_changed ? u->d->ntok : NULL,
-                             u->text_changed ? u->d->tsv.data : NULL,
-                             u->text_changed && state(m) ? state(m)->lang : NULL};
-        rc = q(m, "updating a memory",
-               "UPDATE mnemo_memories SET text = coalesce($3, text), "
-               "text_fold = coalesce($4, text_fold), hash = coalesce($5, hash), "
-               "category = coalesce($6, category), "
-               "importance = coalesce($7::float8, importance), type = coalesce($8, type), "
-               "subject = coalesce($9, subject), user_id = coalesce($10, user_id), "
-               "agent_id = coalesce($11, agent_id), run_id = coalesce($12, run_id), "
-               "metadata = coalesce($13::jsonb, metadata), "
-               "metadata_fold = coalesce($14::jsonb, metadata_fold), "
-               "triggers = coalesce($15, triggers), "
-               "expires_at = CASE WHEN $16::boolean THEN $17::float8 ELSE expires_at END, "
-               "updated_at = $18::float8, ntok = coalesce($19::int, ntok), "
-               "tsv = coalesce($20::tsvector, tsv), lang = coalesce($21, lang) "
-               "WHERE tenant = $1 AND id = $2",
-               21, p, NULL);
-        if (rc == MNEMO_DB && !strcmp(sqlstate(m), "23505"))
-            rc = core_error(m, MNEMO_INVALID, "another memory already says that");
-    }
-    if (!rc && u->text_changed)
-        rc = stats_one(m, u->id, 1);
-    if (!rc) {
-        char *detail = json_dumps(u->o, JSON_COMPACT | JSON_SORT_KEYS);
-        rc = detail ? history(m, u->id, "UPDATE", old_text, f->text ? f->text : old_text,
-                              u->now, detail)
-                    : MNEMO_NOMEM;
-        free(detail);
-    }
-    if (!rc && u->text_changed) /* its vector is of the old text */
-        rc = drop_vectors(m, "m.id = $2", u->id);
-    json_decref(old);
-    return rc;
-}
-
-int pgmem_update(mnemo *m, const char *id, const char *changes, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    json_t *o;
-    mem_fields f;
-    int rc = mem_update_parse(m, id, changes, &o, &f);
-    if (rc)
-        return rc;
-    derived d;
-    memset(&d, 0, sizeof d);
-    rc = derive(m, f.text, f.metadata, &d);
-    upd_ctx u = {id, o, &f, &d, mem_now(), 0};
-    if (!rc)
-        rc = in_tx(m, "BEGIN", update_tx, &u);
-    if (!rc && u.text_changed)
-        embed_one(m, id, f.text);
-    json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, 0, &j)))
-        rc = mem_dump(j, out);
-    derived_cleanup(&d);
-    mem_fields_cleanup(&f);
-    json_decref(o);
-    return rc;
-}
-
-typedef struct simple_ctx {
-    const char *id;
-    double now;
-    size_t count;
-} simple_ctx;
-
-static int delete_tx(mnemo *m, void *ud)
-{
-    simple_ctx *s = ud;
-    json_t *old = NULL;
-    int rc = load_live(m, s->id, &old);
-    char t[32];
-    if (!rc)
-        rc = stats_one(m, s->id, -1);
-    if (!rc) {
-        const char *p[3] = {pgconn_tenant(m), s->id, fmt_num(s->now, t)};
-        rc = q(m, "deleting a memory",
-               "UPDATE mnemo_memories SET deleted_at = $3::float8, tsv = ''::tsvector, ntok = 0 "
-               "WHERE tenant = $1 AND id = $2",
-               3, p, NULL);
-    }
-    if (!rc)
-        rc = history(m, s->id, "DELETE", json_string_value(json_object_get(old, "text")), NULL,
-                     s->now, NULL);
-    json_decref(old);
-    return rc;
-}
-
-int pgmem_delete(mnemo *m, const char *id)
-{
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "delete: no memory id");
-    simple_ctx s = {id, mem_now(), 0};
-    return in_tx(m, "BEGIN", delete_tx, &s);
-}
-
-static int confirm_tx(mnemo *m, void *ud)
-{
-    simple_ctx *s = ud;
-    json_t *old = NULL;
-    int rc = load_live(m, s->id, &old);
-    json_decref(old);
-    char t[32];
-    if (!rc) {
-        const char *p[3] = {pgconn_tenant(m), s->id, fmt_num(s->now, t)};
-        rc = q(m, "confirming a memory",
-               "UPDATE mnemo_memories SET confirmations = confirmations + 1, "
-               "last_confirmed_at = $3::float8 WHERE tenant = $1 AND id = $2",
-               3, p, NULL);
-    }
-    if (!rc)
-        rc = history(m, s->id, "CONFIRM", NULL, NULL, s->now, NULL);
-    return rc;
-}
-
-int pgmem_confirm(mnemo *m, const char *id, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "confirm: no memory id");
-    simple_ctx s = {id, mem_now(), 0};
-    int rc = in_tx(m, "BEGIN", confirm_tx, &s);
-    json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, 0, &j)))
-        rc = mem_dump(j, out);
-    return rc;
-}
-
-/* The deleted memories purge removes: all of the tenant's, or ID. */
-#define PURGE_COND "m.deleted_at IS NOT NULL AND ($2::text IS NULL OR m.id = $2)"
-
-/* Deleted memories are out of the BM25 statistics already (delete_tx). */
-static int purge_tx(mnemo *m, void *ud)
-{
-    simple_ctx *s = ud;
-    const char *p[2] = {pgconn_tenant(m), s->id};
-    pg_rows *r = NULL;
-    s->count = 0;
-    int rc = q(m, "purging memories",
-               "SELECT count(*) FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p,
-               &r);
-    if (!rc)
-        s->count = (size_t)strtoull(pg_value(r, 0, 0), NULL, 10);
-    pg_rows_free(r);
-    if (!rc && s->id && s->count == 0)
-        return core_error(m, MNEMO_NOTFOUND, "no deleted memory with id %s (delete it first)",
-                          s->id);
-    if (!rc)
-        rc = q(m, "purging memories",
-               "DELETE FROM mnemo_memory_history h USING mnemo_memories m WHERE h.tenant = $1 "
-               "AND m.tenant = h.tenant AND m.id = h.memory_id AND " PURGE_COND,
-               2, p, NULL);
-    if (!rc)
-        rc = drop_vectors(m, PURGE_COND, s->id);
-    if (!rc)
-        rc = q(m, "purging memories",
-               "DELETE FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p, NULL);
-    return rc;
-}
-
-int pgmem_purge(mnemo *m, const char *id, size_t *purged)
-{
-    core_clear(m);
-    if (purged)
-        *purged = 0;
-    simple_ctx s = {id, 0, 0};
-    int rc = in_tx(m, "BEGIN", purge_tx, &s);
-    if (!rc && purged)
-        *purged = s.count;
-    return rc;
-}
-
-/* ----------------------------------------------------------------------
- * Get, history, list
+ * Get, pm_history, list
  * -------------------------------------------------------------------- */
 
 int pgmem_get(mnemo *m, const char *id, char **out)
@@ -954,12 +551,12 @@ int pgmem_get(mnemo *m, const char *id, char **out)
     if (!id || !*id)
         return core_error(m, MNEMO_INVALID, "get: no memory id");
     json_t *j = NULL;
-    int rc = load(m, id, 0, &j);
+    int rc = pm_load(m, id, 0, &j);
     return rc ? rc : mem_dump(j, out);
 }
 
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
-static json_t *history_from_agg(const char *agg)
+json_t *pm_history_from_agg(const char *agg)
 {
     json_t *a = json_array();
     json_t *rows = agg && *agg ? json_loads(agg, 0, NULL) : NULL;
@@ -976,10 +573,6 @@ static json_t *history_from_agg(const char *agg)
     return a;
 }
 
-#define HISTORY_AGG                                                                            \
-    "(SELECT json_agg(json_build_array(h.event, h.old_text, h.new_text, h.at, h.detail) "     \
-    "ORDER BY h.hid) FROM mnemo_memory_history h WHERE h.tenant = m.tenant AND "             \
-    "h.memory_id = m.id)"
 
 int pgmem_history(mnemo *m, const char *id, char **out)
 {
@@ -989,25 +582,20 @@ int pgmem_history(mnemo *m, const char *id, char **out)
         return core_error(m, MNEMO_INVALID, "history: no memory id");
     const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
-    int rc = q(m, "reading history",
+    int rc = pm_q(m, "reading history",
                "SELECT " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 AND m.id = $2",
                2, p, &r);
     if (!rc && pg_nrows(r) == 0)
         rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
     if (!rc)
-        rc = mem_dump(history_from_agg(pg_value(r, 0, 0)), out);
+        rc = mem_dump(pm_history_from_agg(pg_value(r, 0, 0)), out);
     pg_rows_free(r);
     return rc;
 }
 
 /* The parameters: $1 the tenant, then ARGS. */
-typedef struct params {
-    const char **v;
-    char (*tmp)[32];
-    int n;
-} params;
 
-static int params_make(mnemo *m, const mfilter *args, int extra, params *p)
+int pm_params_make(mnemo *m, const mfilter *args, int extra, params *p)
 {
     p->n = 1 + (int)args->nargs;
     p->v = calloc((size_t)(p->n + extra), sizeof *p->v);
@@ -1024,13 +612,13 @@ static int params_make(mnemo *m, const mfilter *args, int extra, params *p)
 }
 
 /* Appends a parameter; returns its number. */
-static int params_add(params *p, const char *v)
+int pm_params_add(params *p, const char *v)
 {
     p->v[p->n++] = v;
     return p->n;
 }
 
-static void params_free(params *p)
+void pm_params_free(params *p)
 {
     free(p->v);
     free(p->tmp);
@@ -1053,16 +641,16 @@ int pgmem_list(mnemo *m, const char *options, char **out)
     if (!rc)
         rc = mem_where_pg(&o, mem_now(), 2, &w, &args);
     if (!rc)
-        rc = params_make(m, &args, 0, &p);
+        rc = pm_params_make(m, &args, 0, &p);
     if (!rc) {
         buf_printf(&sql,
                    "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND %s "
                    "ORDER BY m.created_at DESC, m.seq DESC LIMIT %d OFFSET %d",
                    w.data, o.limit, o.offset);
-        rc = buf_err(&sql) ? MNEMO_NOMEM : q(m, "listing memories", sql.data, p.n, p.v, &r);
+        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "listing memories", sql.data, p.n, p.v, &r);
     }
     for (size_t i = 0; !rc && i < pg_nrows(r); i++)
-        json_array_append_new(list, row_json(r, i, 0));
+        json_array_append_new(list, pm_row_json(r, i, 0));
     pg_rows_free(r);
     r = NULL;
     long long total = (long long)json_array_size(list) + o.offset;
@@ -1071,7 +659,7 @@ int pgmem_list(mnemo *m, const char *options, char **out)
         buf_reset(&sql);
         buf_printf(&sql, "SELECT count(*) FROM mnemo_memories m WHERE m.tenant = $1 AND %s",
                    w.data);
-        rc = buf_err(&sql) ? MNEMO_NOMEM : q(m, "listing memories", sql.data, p.n, p.v, &r);
+        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "listing memories", sql.data, p.n, p.v, &r);
         if (!rc)
             total = strtoll(pg_value(r, 0, 0), NULL, 10);
         pg_rows_free(r);
@@ -1084,7 +672,7 @@ int pgmem_list(mnemo *m, const char *options, char **out)
         rc = mem_dump(j, out);
     }
     json_decref(list);
-    params_free(&p);
+    pm_params_free(&p);
     mfilter_cleanup(&args);
     buf_cleanup(&w);
     buf_cleanup(&sql);
@@ -1092,1089 +680,3 @@ int pgmem_list(mnemo *m, const char *options, char **out)
     return rc;
 }
 
-/* ----------------------------------------------------------------------
- * Search: the keyword leg
- * -------------------------------------------------------------------- */
-
-#define MAX_QTOKS 256
-
-/* The query's phrases as lexeme sequences: phrase k is tokens
- * tok[first[k] .. first[k] + len[k]), each an index into the distinct
- * lexemes lex[] (with prefix flags pre[]). */
-typedef struct qphr {
-    int np, nlex, ntok;
-    int first[BM25_MAX_PHRASES], len[BM25_MAX_PHRASES];
-    int tok[MAX_QTOKS];
-    char lex[MAX_QTOKS][TOK_MAX_BYTES + 1];
-    int pre[MAX_QTOKS];
-    int npositive;
-} qphr;
-
-typedef struct phr_ctx {
-    qphr *p;
-    int count;
-} phr_ctx;
-
-static int lex_index(qphr *p, const char *s, size_t n, int prefix)
-{
-    for (int i = 0; i < p->nlex; i++)
-        if (p->pre[i] == prefix && strlen(p->lex[i]) == n && memcmp(p->lex[i], s, n) == 0)
-            return i;
-    if (p->nlex == MAX_QTOKS)
-        return -1;
-    memcpy(p->lex[p->nlex], s, n);
-    p->lex[p->nlex][n] = 0;
-    p->pre[p->nlex] = prefix;
-    return p->nlex++;
-}
-
-/* Query mode as FTS5 tokenizes a query phrase: identifiers whole, no parts. */
-static int phr_fn(void *ud, int flags, const char *token, int len, int start, int end)
-{
-    (void)start;
-    (void)end;
-    phr_ctx *c = ud;
-    if ((flags & (TOKF_PART | TOKF_COLOCATED)) || len <= 0)
-        return 0;
-    qphr *p = c->p;
-    if (p->ntok == MAX_QTOKS)
-        return 0;
-    int k = lex_index(p, token, (size_t)len, 0);
-    if (k >= 0) {
-        p->tok[p->ntok++] = k;
-        c->count++;
-    }
-    return 0;
-}
-
-/* Reads the phrases of Q's MATCH expression ("a" OR "b" * ..., then
- * optionally NOT (...)): the same phrases, in the same order, as FTS5 sees. */
-static int phrases(tok *t, const query *qr, qphr *p)
-{
-    memset(p, 0, sizeof *p);
-    buf s;
-    buf_init(&s, 1 << 16);
-    const char *c = qr->match;
-    int rc = MNEMO_OK;
-    while (c && *c && p->np < BM25_MAX_PHRASES) {
-        if (*c != '"') {
-            c++;
-            continue;
-        }
-        buf_reset(&s);
-        for (c++; *c; c++) {
-            if (*c == '"') {
-                if (c[1] != '"')
-                    break;
-                c++;
-            }
-            buf_putc(&s, *c);
-        }
-        if (*c)
-            c++;
-        int prefix = strncmp(c, " *", 2) == 0;
-        phr_ctx pc = {p, 0};
-        p->first[p->np] = p->ntok;
-        if (s.len && (rc = tok_run(t, s.data, s.len, 0, phr_fn, &pc)))
-            break;
-        p->len[p->np] = pc.count;
-        if (prefix && pc.count) {
-            /* A prefix applies to the phrase's last token. */
-            int *last = &p->tok[p->ntok - 1];
-            int k = lex_index(p, p->lex[*last], strlen(p->lex[*last]), 1);
-            if (k >= 0)
-                *last = k;
-        }
-        p->np++;
-    }
-    buf_cleanup(&s);
-    p->npositive = qr->npositive < p->np ? qr->npositive : p->np;
-    return rc;
-}
-
-/* The tsquery of P: positive phrases ORed, excluded ones negated. */
-static void tsquery(const qphr *p, buf *b)
-{
-    int any = 0;
-    buf_puts(b, "(");
-    for (int k = 0; k < p->npositive; k++) {
-        if (!p->len[k])
-            continue;
-        buf_puts(b, any ? " | (" : "(");
-        for (int j = 0; j < p->len[k]; j++) {
-            int x = p->tok[p->first[k] + j];
-            if (j)
-                buf_puts(b, " <-> ");
-            pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
-            if (p->pre[x])
-                buf_puts(b, ":*");
-        }
-        buf_puts(b, ")");
-        any = 1;
-    }
-    buf_puts(b, ")");
-    int neg = 0;
-    for (int k = p->npositive; k < p->np; k++) {
-        if (!p->len[k])
-            continue;
-        buf_puts(b, neg ? " | (" : " & !((");
-        for (int j = 0; j < p->len[k]; j++) {
-            int x = p->tok[p->first[k] + j];
-            if (j)
-                buf_puts(b, " <-> ");
-            pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
-            if (p->pre[x])
-                buf_puts(b, ":*");
-        }
-        buf_puts(b, ")");
-        neg = 1;
-    }
-    if (neg)
-        buf_puts(b, ")");
-}
-
-/* Positions of each query lexeme in one row. */
-typedef struct lexpos {
-    int *v[MAX_QTOKS];
-    int n[MAX_QTOKS], cap[MAX_QTOKS];
-} lexpos;
-
-static int by_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* Parses "i:p,p,... i:p,..." (i 1-based lexeme numbers) into L. */
-static int lexpos_parse(lexpos *l, int nlex, const char *s)
-{
-    for (int i = 0; i < nlex; i++)
-        l->n[i] = 0;
-    while (s && *s) {
-        char *end;
-        long i = strtol(s, &end, 10) - 1;
-        if (*end != ':' || i < 0 || i >= nlex)
-            return MNEMO_OK; /* not ours: ignore */
-        s = end + 1;
-        for (;;) {
-            long pos = strtol(s, &end, 10);
-            if (end == s)
-                break;
-            if (l->n[i] == l->cap[i]) {
-                int cap = l->cap[i] ? l->cap[i] * 2 : 16;
-                int *v = realloc(l->v[i], (size_t)cap * sizeof *v);
-                if (!v)
-                    return MNEMO_NOMEM;
-                l->v[i] = v;
-                l->cap[i] = cap;
-            }
-            l->v[i][l->n[i]++] = (int)pos;
-            s = end;
-            if (*s != ',')
-                break;
-            s++;
-        }
-        while (*s == ' ')
-            s++;
-    }
-    for (int i = 0; i < nlex; i++)
-        if (l->n[i] > 1)
-            qsort(l->v[i], (size_t)l->n[i], sizeof(int), by_int);
-    return MNEMO_OK;
-}
-
-static int has_pos(const lexpos *l, int x, int pos)
-{
-    int lo = 0, hi = l->n[x];
-    while (lo < hi) {
-        int k = (lo + hi) / 2;
-        if (l->v[x][k] < pos)
-            lo = k + 1;
-        else
-            hi = k;
-    }
-    return lo < l->n[x] && l->v[x][lo] == pos;
-}
-
-/* The frequency of phrase K in the row of L. */
-static int phrase_tf(const qphr *p, const lexpos *l, int k)
-{
-    if (!p->len[k])
-        return 0;
-    int x0 = p->tok[p->first[k]], tf = 0, last = -1;
-    for (int i = 0; i < l->n[x0]; i++) {
-        int pos = l->v[x0][i];
-        if (pos == last)
-            continue; /* a position merged from two lexemes of a prefix */
-        last = pos;
-        int ok = 1;
-        for (int j = 1; j < p->len[k] && ok; j++)
-            ok = has_pos(l, p->tok[p->first[k] + j], pos + j);
-        tf += ok;
-    }
-    return tf;
-}
-
-/* ----------------------------------------------------------------------
- * Search: candidates
- * -------------------------------------------------------------------- */
-
-/* Cosines are 1 - pgvector's cosine distance; a zero vector (text the
- * provider knows nothing of) has NaN distance, cosine 0 as on SQLite. */
-typedef struct search_ctx {
-    const char *where;  /* over alias m, $2.. */
-    params *p;          /* $1 tenant, then the where's */
-    vecsetup vs;
-    int vectors;        /* the vector leg can run */
-    buf qvec;           /* the query vector literal */
-    size_t need;        /* results wanted */
-    int user_query;     /* the query asks about the user (mem_factors) */
-    double now;
-} search_ctx;
-
-/* A candidate from a row with COLS at 0. */
-static mcand *push_row(mset *s, const pg_rows *r, size_t i)
-{
-    mcand *c = mset_push(s, strtoll(pg_value(r, i, 17), NULL, 10));
-    if (!c)
-        return NULL;
-    c->importance = num_at(r, i, 3);
-    c->about_user = strcmp(pg_value(r, i, 5), "user") == 0;
-    c->created = num_at(r, i, 11);
-    c->confirmed = pg_isnull(r, i, 15) ? 0 : num_at(r, i, 15);
-    c->confirmations = num_at(r, i, 14);
-    c->has_factors = 1;
-    c->rec = row_json(r, i, 0);
-    return c;
-}
-
-/* What a keyword match is ranked by (alias m); its record is read only if
- * it makes the results (load_recs). */
-#define KCOLS                                                                                  \
-    "m.seq, m.ntok, m.importance, m.subject, m.created_at, m.last_confirmed_at, "              \
-    "m.confirmations"
-#define NKCOLS 7
-
-/* The keyword leg's rows: their hits (phrase frequencies, lengths) in
- * hits, in the same order their factor inputs (mid = seq) and raw
- * cosines; df counts the rows holding each phrase. */
-typedef struct kleg {
-    qphr *ph;
-    lexpos *lp;
-    bm25_hits *hits;
-    mcand *row;
-    double *cos;
-    int64_t df[BM25_MAX_PHRASES];
-} kleg;
-
-static int kleg_grow(kleg *k)
-{
-    bm25_hits *h = k->hits;
-    if (h->n < h->cap)
-        return MNEMO_OK;
-    if (bm25_hits_grow(h) != MNEMO_OK)
-        return MNEMO_NOMEM;
-    mcand *row = realloc(k->row, h->cap * sizeof *row);
-    if (row)
-        k->row = row;
-    double *cos = realloc(k->cos, h->cap * sizeof *cos);
-    if (cos)
-        k->cos = cos;
-    return row && cos ? MNEMO_OK : MNEMO_NOMEM;
-}
-
-/* Frees the hits' arrays and H itself. */
-static void hits_free(bm25_hits *h)
-{
-    if (h)
-        bm25_hits_cleanup(h);
-    free(h);
-}
-
-static void kleg_cleanup(kleg *k)
-{
-    hits_free(k->hits);
-    for (int i = 0; k->lp && i < MAX_QTOKS; i++)
-        free(k->lp->v[i]);
-    free(k->lp);
-    free(k->ph);
-    free(k->row);
-    free(k->cos);
-}
-
-/* Reads the rows in scope matching tsquery TQ (text), appending them. Only
- * the query's lexemes are unnested from each row (ts_filter after
- * setweight), unless a prefix needs them all. */
-static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const char *lexs,
-                     const char *pres, int any_prefix)
-{
-    int n0 = x->p->n;
-    int a = params_add(x->p, tq), b = params_add(x->p, lexs), c = params_add(x->p, pres);
-    buf src, sql;
-    buf_init(&src, 256);
-    buf_init(&sql, 1 << 20);
-    if (any_prefix)
-        buf_puts(&src, "m.tsv");
-    else
-        buf_printf(&src, "ts_filter(setweight(m.tsv, 'A', $%d::text[]), '{a}')", b);
-    buf_printf(&sql,
-               "SELECT " KCOLS ", (SELECT string_agg(t.i::text || ':' || "
-               "array_to_string(u.positions, ','), ' ') FROM unnest(%s) u JOIN "
-               "unnest($%d::text[], $%d::boolean[]) WITH ORDINALITY AS t(tok, pre, i) ON "
-               "u.lexeme = t.tok OR (t.pre AND starts_with(u.lexeme, t.tok)))",
-               src.data ? src.data : "m.tsv", b, c);
-    if (x->vectors) {
-        int v = params_add(x->p, x->qvec.data), id = params_add(x->p, x->vs.ident);
-        buf_printf(&sql,
-                   ", (SELECT 1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) "
-                   "FROM %s v WHERE v.tenant = m.tenant AND v.memory_id = m.id AND "
-                   "v.model = $%d)",
-                   v, x->vs.table, id);
-    }
-    buf_printf(&sql,
-               " FROM mnemo_memories m WHERE m.tenant = $1 AND m.tsv @@ $%d::tsquery AND %s", a,
-               x->where);
-    pg_rows *r = NULL;
-    int rc = buf_err(&src) || buf_err(&sql)
-                 ? core_error(m, MNEMO_NOMEM, "out of memory")
-                 : q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
-    x->p->n = n0;
-    bm25_hits *h = k->hits;
-    qphr *ph = k->ph;
-    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
-        if (kleg_grow(k) || lexpos_parse(k->lp, ph->nlex, pg_value(r, i, NKCOLS))) {
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            break;
-        }
-        size_t j = h->n;
-        h->id[j] = (int64_t)j;
-        h->dl[j] = (int)strtol(pg_value(r, i, 1), NULL, 10);
-        h->mask[j] = 0;
-        uint8_t *tf = h->tf + j * BM25_MAX_PHRASES;
-        for (int p = 0; p < ph->np; p++) {
-            int f = phrase_tf(ph, k->lp, p);
-            tf[p] = (uint8_t)(f > 255 ? 255 : f);
-            k->df[p] += f > 0;
-            if (f > 0)
-                h->mask[j] |= (uint64_t)1 << p;
-        }
-        mcand *row = &k->row[j];
-        memset(row, 0, sizeof *row);
-        row->mid = strtoll(pg_value(r, i, 0), NULL, 10);
-        row->importance = num_at(r, i, 2);
-        row->about_user = strcmp(pg_value(r, i, 3), "user") == 0;
-        row->created = num_at(r, i, 4);
-        row->confirmed = pg_isnull(r, i, 5) ? 0 : num_at(r, i, 5);
-        row->confirmations = num_at(r, i, 6);
-        row->has_factors = 1;
-        k->cos[j] = x->vectors && !pg_isnull(r, i, NKCOLS + 1)
-                        ? strtod(pg_value(r, i, NKCOLS + 1), NULL)
-                        : NAN;
-        h->n++;
-    }
-    pg_rows_free(r);
-    buf_cleanup(&src);
-    buf_cleanup(&sql);
-    return rc;
-}
-
-/* Phrase K of P as tsquery text. */
-static void phrase_tsq(const qphr *p, int k, buf *b)
-{
-    for (int j = 0; j < p->len[k]; j++) {
-        int x = p->tok[p->first[k] + j];
-        if (j)
-            buf_puts(b, " <-> ");
-        pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
-        if (p->pre[x])
-            buf_puts(b, ":*");
-    }
-}
-
-/* The stored statistics: N, the mean length and each phrase's document
- * frequency (every phrase a single lexeme). */
-static int stored_stats(mnemo *m, const char *lexs, kleg *k)
-{
-    const char *p[2] = {pgconn_tenant(m), lexs};
-    pg_rows *r = NULL;
-    int rc = q(m, "memory search",
-               "SELECT 0, docs, tokens FROM mnemo_memory_stats WHERE tenant = $1 UNION ALL "
-               "SELECT t.i, d.df, 0 FROM unnest($2::text[]) WITH ORDINALITY AS t(l, i) JOIN "
-               "mnemo_memory_terms d ON d.tenant = $1 AND d.lexeme = t.l",
-               2, p, &r);
-    bm25_hits *h = k->hits;
-    int64_t ldf[MAX_QTOKS] = {0};
-    double ntokens = 0;
-    h->ndocs = 0;
-    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
-        long x = strtol(pg_value(r, i, 0), NULL, 10);
-        if (x == 0) {
-            h->ndocs = strtoll(pg_value(r, i, 1), NULL, 10);
-            ntokens = strtod(pg_value(r, i, 2), NULL);
-        } else if (x >= 1 && x <= k->ph->nlex) {
-            ldf[x - 1] = strtoll(pg_value(r, i, 1), NULL, 10);
-        }
-    }
-    h->avgdl = h->ndocs > 0 && ntokens > 0 ? ntokens / (double)h->ndocs : 1.0;
-    h->stats = 1;
-    for (int i = 0; i < k->ph->np; i++)
-        h->df[i] = k->ph->len[i] ? ldf[k->ph->tok[k->ph->first[i]]] : 0;
-    pg_rows_free(r);
-    return rc;
-}
-
-typedef struct term {
-    int lex;   /* index into the lexemes */
-    int64_t df;
-    double ub; /* its most to a memory's BM25 */
-} term;
-
-static int by_ub(const void *a, const void *b)
-{
-    const term *x = a, *y = b;
-    return x->ub < y->ub ? 1 : x->ub > y->ub ? -1 : (x->lex > y->lex) - (x->lex < y->lex);
-}
-
-/* Reads the matches of plain terms rarest (by their most to BM25) first:
- * each term's rows without the terms read before, until the NEED-th best
- * score so far beats what a memory holding only the terms left could
- * score. Scores of the rows read are exact: positions of every query
- * lexeme come with each row. */
-static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, const char *lexs,
-                         const char *pres, mem_bm25 *kb)
-{
-    qphr *ph = k->ph;
-    int rc = stored_stats(m, lexs, k);
-    if (rc)
-        return rc;
-    mem_bm25_init(m, qr, k->hits, kb);
-    term t[MAX_QTOKS];
-    int nt = 0;
-    for (int p = 0; p < ph->npositive; p++) {
-        if (!ph->len[p] || kb->w[p] <= 0 || k->hits->df[p] <= 0)
-            continue;
-        int lex = ph->tok[ph->first[p]], i = 0;
-        while (i < nt && t[i].lex != lex)
-            i++;
-        if (i == nt)
-            t[nt++] = (term){lex, k->hits->df[p], 0};
-        t[i].ub += kb->w[p] * kb->idf[p] * (kb->k1 + 1.0);
-    }
-    if (nt > 1)
-        qsort(t, (size_t)nt, sizeof *t, by_ub);
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT);
-    double maxf = mem_max_factor(m), left = 0;
-    for (int i = 0; i < nt; i++)
-        left += t[i].ub;
-    size_t need = x->need ? x->need : 1, ntop = 0;
-    double *top = malloc(need * sizeof *top);
-    buf neg, tq;
-    buf_init(&neg, 1 << 20);
-    buf_init(&tq, 1 << 20);
-    if (!top)
-        rc = core_error(m, MNEMO_NOMEM, "out of memory");
-    for (int p = ph->npositive; p < ph->np; p++) {
-        if (!ph->len[p])
-            continue;
-        buf_puts(&neg, " & !(");
-        phrase_tsq(ph, p, &neg);
-        buf_puts(&neg, ")");
-    }
-    size_t scored = 0;
-    for (int i = 0; !rc && i < nt; i++) {
-        double tub = 1.0 - exp(-2.0 * left / kb->sum);
-        double rub = x->vectors ? 1.0 - (1.0 - tub) * (1.0 - wv) : tub; /* v <= 1 */
-        if (ntop == need && rub * maxf < top[0])
-            break; /* no memory of the terms left reaches the results */
-        buf_reset(&tq);
-        pg_lexeme(&tq, ph->lex[t[i].lex], strlen(ph->lex[t[i].lex]));
-        for (int j = 0; j < i; j++) {
-            buf_puts(&tq, j ? " | " : " & !(");
-            pg_lexeme(&tq, ph->lex[t[j].lex], strlen(ph->lex[t[j].lex]));
-            if (j == i - 1)
-                buf_puts(&tq, ")");
-        }
-        if (neg.len)
-            buf_puts(&tq, neg.data);
-        if (buf_err(&tq) || buf_err(&neg)) {
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            break;
-        }
-        if ((rc = kleg_read(m, x, k, tq.data, lexs, pres, 0)))
-            break;
-        for (; scored < k->hits->n; scored++) {
-            double text = mem_bm25_norm(kb, k->hits, scored);
-            rank_top_offer(top, &ntop, need,
-                           text * mem_factors(m, &k->row[scored], x->user_query, x->now));
-        }
-        left -= t[i].ub;
-    }
-    free(top);
-    buf_cleanup(&neg);
-    buf_cleanup(&tq);
-    return rc;
-}
-
-/* The episode members of MIDS (mem_episode_fn): the memories stored just
- * before and after each in its scope. */
-static int pg_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
-{
-    (void)ud;
-    buf ids;
-    buf_init(&ids, 1 << 20);
-    buf_putc(&ids, '{');
-    for (size_t i = 0; i < n; i++)
-        buf_printf(&ids, "%s%lld", i ? "," : "", (long long)mids[i]);
-    buf_putc(&ids, '}');
-    if (buf_err(&ids)) {
-        buf_cleanup(&ids);
-        return core_error(m, MNEMO_NOMEM, "out of memory");
-    }
-#define SIDE(OP, ORDER)                                                                       \
-    "(SELECT row_number() OVER (ORDER BY " ORDER ") AS k, p.seq, p.created_at, p.text "     \
-    "FROM mnemo_memories p WHERE p.tenant = o.tenant AND p.user_id = o.user_id AND "         \
-    "p.agent_id = o.agent_id AND p.run_id = o.run_id AND p.deleted_at IS NULL AND "          \
-    "(p.created_at, p.seq) " OP " (o.created_at, o.seq) ORDER BY " ORDER " LIMIT 2)"
-    const char *p[2] = {pgconn_tenant(m), ids.data};
-    pg_rows *r = NULL;
-    int rc = q(m, "memory episodes",
-               "SELECT o.seq, o.created_at, o.text, n.dir, n.seq, n.created_at, n.text "
-               "FROM mnemo_memories o LEFT JOIN LATERAL (SELECT -1 AS dir, b.* FROM " SIDE(
-                   "<", "p.created_at DESC, p.seq DESC") " b UNION ALL SELECT 1, a.* FROM " SIDE(">",
-                                                                                      "p.created_at, p.seq") " a) n ON true "
-               "WHERE o.tenant = $1 AND o.seq = ANY ($2::bigint[]) ORDER BY o.seq, n.dir, n.k",
-               2, p, &r);
-#undef SIDE
-    buf_cleanup(&ids);
-    int64_t of = -1;
-    int dir = 0, pos = 0, stop = 0;
-    double own_at = 0, when = 0;
-    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
-        int64_t o = strtoll(pg_value(r, i, 0), NULL, 10);
-        if (o != of) {
-            of = o;
-            own_at = strtod(pg_value(r, i, 1), NULL);
-            dir = 0;
-            if ((rc = mem_members_add(l, of, of, 0, pg_value(r, i, 2))))
-                break;
-        }
-        if (pg_isnull(r, i, 3))
-            continue;
-        int d = (int)strtol(pg_value(r, i, 3), NULL, 10);
-        if (d != dir) { /* a new side starts at the memory itself */
-            dir = d;
-            pos = 0;
-            stop = 0;
-            when = own_at;
-        }
-        double at = strtod(pg_value(r, i, 5), NULL);
-        if (stop || fabs(at - when) > MEM_EPISODE_GAP) {
-            stop = 1;
-            continue;
-        }
-        pos += dir;
-        when = at;
-        rc = mem_members_add(l, of, strtoll(pg_value(r, i, 4), NULL, 10), pos, pg_value(r, i, 6));
-    }
-    pg_rows_free(r);
-    return rc;
-}
-
-/* Keyword candidates of query QR (raw cosines of their vectors in COS,
- * NAN for none, when the vector leg runs). */
-/* What the keyword leg leaves for the episodes: the hits, their memories
- * and the BM25 weights (kept_cleanup frees). */
-typedef struct kept {
-    bm25_hits *hits;
-    int64_t *mids;
-    mem_bm25 kb;
-} kept;
-
-static void kept_cleanup(kept *k)
-{
-    hits_free(k->hits);
-    free(k->mids);
-}
-
-static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double **cos,
-                       kept *kout)
-{
-    tok *t = NULL;
-    kleg k;
-    memset(&k, 0, sizeof k);
-    int rc = pgconn_qtok(m, &t);
-    k.ph = calloc(1, sizeof *k.ph);
-    k.lp = calloc(1, sizeof *k.lp);
-    k.hits = calloc(1, sizeof *k.hits);
-    if (!rc && (!k.ph || !k.lp || !k.hits))
-        rc = core_error(m, MNEMO_NOMEM, "out of memory");
-    qphr *ph = k.ph;
-    if (!rc)
-        rc = phrases(t, qr, ph);
-    int any = 0, plain = !rc && qr->required == 0, any_prefix = 0;
-    for (int p = 0; !rc && p < ph->npositive; p++) {
-        any |= ph->len[p] > 0;
-        plain &= ph->len[p] <= 1;
-    }
-    for (int i = 0; !rc && i < ph->nlex; i++)
-        any_prefix |= ph->pre[i];
-    plain &= !any_prefix;
-    buf tq, lexs, pres;
-    buf_init(&tq, 1 << 20);
-    buf_init(&lexs, 1 << 20);
-    buf_init(&pres, 1 << 16);
-    mem_bm25 kb;
-    if (!rc && any) {
-        const char *lv[MAX_QTOKS];
-        buf_putc(&pres, '{');
-        for (int i = 0; i < ph->nlex; i++) {
-            lv[i] = ph->lex[i];
-            buf_puts(&pres, i ? (ph->pre[i] ? ",t" : ",f") : (ph->pre[i] ? "t" : "f"));
-        }
-        buf_putc(&pres, '}');
-        pg_text_array(&lexs, lv, (size_t)ph->nlex);
-        if (buf_err(&lexs) || buf_err(&pres))
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-    }
-    bm25_hits *h = k.hits;
-    if (!rc && any && plain) {
-        h->np = ph->np;
-        rc = kleg_maxscore(m, qr, x, &k, lexs.data, pres.data, &kb);
-    } else if (!rc && any) {
-        /* Every match, with frequencies in scope as SQLite counts them, and
-         * the stored N and mean length. */
-        h->np = ph->np;
-        tsquery(ph, &tq);
-        if (buf_err(&tq))
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-        if (!rc)
-            rc = stored_stats(m, lexs.data, &k);
-        if (!rc)
-            rc = kleg_read(m, x, &k, tq.data, lexs.data, pres.data, any_prefix);
-        for (int p = 0; p < ph->np; p++)
-            h->df[p] = k.df[p];
-        if (!rc)
-            mem_bm25_init(m, qr, k.hits, &kb);
-    }
-    size_t n = h ? h->n : 0;
-    if (!rc && n && !(*cos = calloc(n, sizeof **cos)))
-        rc = core_error(m, MNEMO_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (!mem_bm25_hit_ok(qr, k.hits, i))
-            continue;
-        (*cos)[s->n] = k.cos[i];
-        mcand *c = mset_push(s, k.row[i].mid);
-        if (!c) {
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            break;
-        }
-        double vec = c->vec;
-        *c = k.row[i];
-        c->vec = vec;
-        c->text = mem_bm25_norm(&kb, k.hits, i);
-    }
-    if (!rc && n) { /* the hits' memories, for the episodes (pg_run) */
-        if (!(kout->mids = malloc(n * sizeof *kout->mids)))
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-        for (size_t i = 0; !rc && i < n; i++)
-            kout->mids[i] = k.row[i].mid;
-    }
-    kout->kb = kb;
-    kout->hits = k.hits; /* the hits */
-    k.hits = NULL;
-    kleg_cleanup(&k);
-    buf_cleanup(&tq);
-    buf_cleanup(&lexs);
-    buf_cleanup(&pres);
-    return rc;
-}
-
-/* Reads the records of the first N candidates of S that have none. */
-static int load_recs(mnemo *m, mset *s, size_t n)
-{
-    if (n > s->n)
-        n = s->n;
-    buf ids;
-    buf_init(&ids, 1 << 20);
-    buf_putc(&ids, '{');
-    size_t want = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!s->v[i].rec)
-            buf_printf(&ids, "%s%lld", want++ ? "," : "", (long long)s->v[i].mid);
-    buf_putc(&ids, '}');
-    int rc = buf_err(&ids) ? core_error(m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
-    pg_rows *r = NULL;
-    const char *p[2] = {pgconn_tenant(m), ids.data};
-    if (!rc && want)
-        rc = q(m, "memory search",
-               "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
-               "m.seq = ANY($2::bigint[])",
-               2, p, &r);
-    for (size_t j = 0; !rc && j < pg_nrows(r); j++) {
-        int64_t seq = strtoll(pg_value(r, j, 17), NULL, 10);
-        for (size_t i = 0; i < n; i++) {
-            if (s->v[i].mid == seq && !s->v[i].rec) {
-                if (!(s->v[i].rec = row_json(r, j, 0)))
-                    rc = core_error(m, MNEMO_NOMEM, "out of memory");
-                break;
-            }
-        }
-    }
-    pg_rows_free(r);
-    buf_cleanup(&ids);
-    return rc;
-}
-
-typedef struct vrow {
-    size_t row;
-    int64_t seq;
-    double cos;
-} vrow;
-
-static int by_cos(const void *a, const void *b)
-{
-    const vrow *x = a, *y = b;
-    return x->cos < y->cos ? 1 : x->cos > y->cos ? -1 : (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-/* The vector leg: the calibration over the newest CALIBRATION vectors in
- * scope (all of them in a smaller scope), the best POOL through the HNSW
- * index; keyword candidates (the first NK of S, with raw cosines KCOS) get
- * their calibrated scores. *RAN: vectors in scope. */
-static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double *kcos, int *ran)
-{
-    *ran = 0;
-    int n0 = x->p->n;
-    int v = params_add(x->p, x->qvec.data), id = params_add(x->p, x->vs.ident);
-    buf sql;
-    buf_init(&sql, 1 << 20);
-    buf_printf(&sql,
-               "SELECT count(*), coalesce(sum(c), 0), coalesce(sum(c * c), 0) FROM (SELECT "
-               "1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) AS c FROM (SELECT "
-               "v.embedding FROM %s v JOIN mnemo_memories m ON m.tenant = v.tenant AND m.id = "
-               "v.memory_id WHERE v.tenant = $1 AND v.model = $%d AND %s ORDER BY m.seq DESC "
-               "LIMIT %d) v) z",
-               v, x->vs.table, id, x->where, CALIBRATION);
-    pg_rows *st = NULL, *r = NULL;
-    int rc = buf_err(&sql) ? MNEMO_NOMEM : q(m, "memory vectors", sql.data, x->p->n, x->p->v, &st);
-    size_t n = rc ? 0 : (size_t)strtoull(pg_value(st, 0, 0), NULL, 10);
-    double sum = n ? strtod(pg_value(st, 0, 1), NULL) : 0;
-    double sum2 = n ? strtod(pg_value(st, 0, 2), NULL) : 0;
-    if (!rc && n) {
-        buf_reset(&sql);
-        buf_printf(&sql,
-                   "SELECT " COLS ", 1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) FROM %s v JOIN "
-                   "mnemo_memories m ON m.tenant = v.tenant AND m.id = v.memory_id WHERE "
-                   "v.tenant = $1 AND v.model = $%d AND %s ORDER BY v.embedding <=> $%d::vector "
-                   "LIMIT %d",
-                   v, x->vs.table, id, x->where, v, POOL);
-        rc = buf_err(&sql) ? MNEMO_NOMEM
-                           : q(m, "memory vectors", sql.data, x->p->n, x->p->v, &r);
-    }
-    x->p->n = n0;
-    if (!rc && n) {
-        double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-        double sd = var > 0 ? sqrt(var) : 0;
-        for (size_t i = 0; i < nk; i++)
-            if (!isnan(kcos[i]))
-                s->v[i].vec = mem_vec_calibrate(kcos[i], n, sum, sd);
-        size_t nr = pg_nrows(r);
-        vrow *rows = calloc(nr ? nr : 1, sizeof *rows);
-        if (!rows)
-            rc = MNEMO_NOMEM;
-        for (size_t i = 0; !rc && i < nr; i++)
-            rows[i] = (vrow){i, strtoll(pg_value(r, i, 17), NULL, 10),
-                             strtod(pg_value(r, i, NCOLS), NULL)};
-        if (!rc && nr > 1)
-            qsort(rows, nr, sizeof *rows, by_cos);
-        mset_sort_mid(s, nk);
-        for (size_t i = 0; !rc && i < nr; i++) {
-            mcand *c = mset_find(s, nk, rows[i].seq);
-            if (!c) {
-                if (!(c = push_row(s, r, rows[i].row)) || !c->rec) {
-                    rc = MNEMO_NOMEM;
-                    break;
-                }
-            }
-            c->vec = mem_vec_calibrate(rows[i].cos, n, sum, sd);
-        }
-        free(rows);
-        *ran = 1;
-    }
-    pg_rows_free(st);
-    pg_rows_free(r);
-    buf_cleanup(&sql);
-    return rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory") : rc;
-}
-
-static int pg_factors(mnemo *m, void *ud, mcand *c)
-{
-    (void)m;
-    (void)ud;
-    return c->has_factors ? MNEMO_OK : MNEMO_NOTFOUND;
-}
-
-static int pg_load(mnemo *m, mcand *c)
-{
-    (void)m;
-    return c->rec ? MNEMO_OK : MNEMO_NOTFOUND;
-}
-
-/* Ends the search's read-only transaction. */
-static int search_end(mnemo *m, int rc)
-{
-    if (!rc)
-        return q(m, "memory search", "COMMIT", 0, NULL, NULL);
-    buf keep;
-    buf_init(&keep, 0);
-    buf_puts(&keep, m->err.data ? m->err.data : "");
-    q(m, "memory search", "ROLLBACK", 0, NULL, NULL);
-    core_error(m, rc, "%s", keep.data ? keep.data : "memory search failed");
-    buf_cleanup(&keep);
-    return rc;
-}
-
-static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
-                  const char **mode)
-{
-    *mode = "keyword";
-    buf qt;
-    buf_init(&qt, 1 << 16);
-    int rc = mem_query_text(m, text, &qt);
-    const char *qtext = qt.data ? qt.data : "";
-    double now = core_now();
-    search_ctx x;
-    memset(&x, 0, sizeof x);
-    buf_init(&x.qvec, 0);
-    buf where;
-    buf_init(&where, 1 << 20);
-    mfilter args;
-    mfilter_init(&args);
-    params p = {0};
-    query pq;
-    memset(&pq, 0, sizeof pq);
-    tok *t = NULL;
-    if (!rc && !(rc = pgconn_qtok(m, &t)))
-        rc = query_parse(t, qtext, &pq);
-    if (!rc)
-        rc = mem_where_pg(o, floor(now), 2, &where, &args);
-    if (!rc)
-        rc = params_make(m, &args, 8, &p);
-    x.where = where.data;
-    x.p = &p;
-    x.need = need;
-    x.user_query = mem_about_user(qtext, o);
-    x.now = now;
-    /* The query vector, when a provider is configured and pgvector is there
-     * (vec_setup runs its own transactions: before ours). */
-    if (!rc && *qtext && vec_setup(m, &x.vs)) {
-        struct pgmem *ps = state(m);
-        if (ps && !ps->embedded) {
-            ps->embedded = 1;
-            embed_missing(m, &x.vs); /* memories stored before vectors were possible */
-        }
-        float *qv = NULL;
-        size_t qlen = strlen(qtext);
-        buf err;
-        buf_init(&err, 4096);
-        if (embed_texts(x.vs.e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err) == MNEMO_OK) {
-            pg_vector_literal(&x.qvec, qv, embed_dims(x.vs.e));
-            x.vectors = !buf_err(&x.qvec);
-        }
-        free(qv);
-        buf_cleanup(&err);
-        core_clear(m);
-    }
-    int began = 0;
-    if (!rc && !(rc = q(m, "memory search", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                        0, NULL, NULL)))
-        began = 1;
-    if (!rc && x.vectors)
-        rc = q(m, "memory search", "SET LOCAL hnsw.ef_search = 200", 0, NULL, NULL);
-    double *kcos = NULL;
-    kept kk = {0};
-    if (!rc && pq.match)
-        rc = keyword_leg(m, &pq, &x, s, &kcos, &kk);
-    int ran = 0;
-    if (!rc && x.vectors)
-        rc = vector_leg(m, &x, s, s->n, kcos, &ran);
-    if (ran)
-        *mode = "hybrid";
-    if (!rc && kk.hits && kk.mids && s->n)
-        rc = mem_episodes(m, &pq, &kk.kb, kk.hits, kk.mids, need, s, s->n, pg_episodes, NULL);
-    kept_cleanup(&kk);
-    if (!rc)
-        rc = mem_rank(m, qtext, o, ran, need, now, s, pg_factors, NULL);
-    if (!rc) /* the records of the results, in the same snapshot */
-        rc = load_recs(m, s, need);
-    if (began)
-        rc = search_end(m, rc);
-    free(kcos);
-    query_cleanup(&pq);
-    params_free(&p);
-    mfilter_cleanup(&args);
-    buf_cleanup(&where);
-    buf_cleanup(&x.qvec);
-    buf_cleanup(&qt);
-    return rc;
-}
-
-static const mem_searcher pg_searcher = {pg_run, pg_load};
-
-int pgmem_search(mnemo *m, const char *text, const char *options, char **out)
-{
-    return mem_search(m, text, options, &pg_searcher, out);
-}
-
-int pgmem_recall(mnemo *m, const char *options, char **out)
-{
-    return mem_recall(m, options, &pg_searcher, out);
-}
-
-/* ----------------------------------------------------------------------
- * Export and import
- * -------------------------------------------------------------------- */
-
-typedef struct export_ctx {
-    mnemo_write_fn write;
-    void *ud;
-    size_t count;
-} export_ctx;
-
-static int export_tx(mnemo *m, void *ud)
-{
-    export_ctx *e = ud;
-    e->count = 0;
-    char after[32] = "0";
-    for (;;) {
-        const char *p[2] = {pgconn_tenant(m), after};
-        pg_rows *r = NULL;
-        int rc = q(m, "exporting memories",
-                   "SELECT " COLS ", " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 "
-                   "AND m.seq > $2::bigint ORDER BY m.seq LIMIT " EXPORT_PAGE,
-                   2, p, &r);
-        size_t n = pg_nrows(r);
-        for (size_t i = 0; !rc && i < n; i++) {
-            json_t *j = row_json(r, i, 0);
-            json_object_set_new(j, "history", history_from_agg(pg_value(r, i, NCOLS)));
-            char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            json_decref(j);
-            if (!line) {
-                rc = core_error(m, MNEMO_NOMEM, "out of memory");
-                break;
-            }
-            size_t len = strlen(line);
-            line[len] = '\n';
-            if (e->write(e->ud, line, len + 1))
-                rc = core_error(m, MNEMO_IO, "export: writing failed");
-            free(line);
-            e->count++;
-            snprintf(after, sizeof after, "%s", pg_value(r, i, 17));
-        }
-        pg_rows_free(r);
-        if (rc || n == 0)
-            return rc;
-    }
-}
-
-int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
-{
-    core_clear(m);
-    if (count)
-        *count = 0;
-    export_ctx e = {write, ud, 0};
-    /* One snapshot for the whole export. */
-    int rc = in_tx(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", export_tx, &e);
-    if (count)
-        *count = e.count;
-    return rc;
-}
-
-typedef struct import_ctx {
-    const char *jsonl;
-    size_t len;
-    size_t nin, nskip;
-    char **ids; /* those inserted, counted into the statistics at the end */
-    size_t nids, cap;
-} import_ctx;
-
-static void import_ids_free(import_ctx *ic)
-{
-    for (size_t i = 0; i < ic->nids; i++)
-        free(ic->ids[i]);
-    free(ic->ids);
-    ic->ids = NULL;
-    ic->nids = ic->cap = 0;
-}
-
-static int import_history_fn(mnemo *m, void *ud, const char *event, const char *old_text,
-                             const char *new_text, double at, const char *detail)
-{
-    return history(m, ud, event, old_text, new_text, at, detail);
-}
-
-static int import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line)
-{
-    import_ctx *ic = ud;
-    mem_row r;
-    mem_fields_row(m, f, f->id, mem_now(), &r);
-    derived d;
-    int rc = derive(m, r.text, r.metadata, &d);
-    int inserted = 0;
-    /* Skipped when its id is there, or (live) its text in its scope. */
-    if (!rc)
-        rc = insert(m, &r, f->hash, &d, &inserted);
-    derived_cleanup(&d);
-    if (!rc && inserted)
-        rc = mem_import_history(m, json_object_get(o, "history"), line, import_history_fn,
-                                (void *)f->id);
-    if (!rc && inserted) {
-        if (ic->nids == ic->cap) {
-            size_t cap = ic->cap ? ic->cap * 2 : 256;
-            char **v = realloc(ic->ids, cap * sizeof *v);
-            if (!v)
-                return core_error(m, MNEMO_NOMEM, "out of memory");
-            ic->ids = v;
-            ic->cap = cap;
-        }
-        if (!(ic->ids[ic->nids] = strdup(f->id)))
-            return core_error(m, MNEMO_NOMEM, "out of memory");
-        ic->nids++;
-    }
-    if (!rc) {
-        ic->nin += inserted;
-        ic->nskip += !inserted;
-    }
-    return rc;
-}
-
-static int import_tx(mnemo *m, void *ud)
-{
-    import_ctx *ic = ud;
-    ic->nin = ic->nskip = 0;
-    import_ids_free(ic);
-    int rc = mem_import_each(m, ic->jsonl, ic->len, import_line, ic);
-    /* One pass over the new memories rather than one per memory. */
-    if (!rc && ic->nids)
-        rc = stats_apply(m, (const char *const *)ic->ids, ic->nids, 1);
-    return rc;
-}
-
-int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size_t *skipped)
-{
-    core_clear(m);
-    import_ctx ic = {jsonl, len, 0, 0, NULL, 0, 0};
-    /* All or nothing: one transaction. */
-    int rc = in_tx(m, "BEGIN", import_tx, &ic);
-    import_ids_free(&ic);
-    if (!rc && ic.nin) {
-        vecsetup vs;
-        if (vec_setup(m, &vs))
-            embed_missing(m, &vs); /* best effort */
-    }
-    if (imported)
-        *imported = rc ? 0 : ic.nin;
-    if (skipped)
-        *skipped = rc ? 0 : ic.nskip;
-    return rc;
-}

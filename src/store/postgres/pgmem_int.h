@@ -1,0 +1,130 @@
+/*
+ * pgmem_int.h - what the files of PostgreSQL's memory side share:
+ * pgmem.c (schema, queries and transactions, derived columns, vectors,
+ * statistics, reading), pgmwrite.c (add, update, delete, confirm, purge,
+ * export, import) and pgmsearch.c (search). Not for use outside them.
+ */
+#ifndef MNEMO_PGMEM_INT_H
+#define MNEMO_PGMEM_INT_H
+
+#include <jansson.h>
+
+#include "engine/core.h"
+#include "embed/embed.h"
+#include "store/postgres/pg.h"
+#include "text/mfilter.h"
+#include "text/tok.h"
+#include "util/buf.h"
+
+/* The columns of a memory row (alias m), in the order row_json reads. */
+#define COLS                                                                                   \
+    "m.id, m.text, m.category, m.importance, m.type, m.subject, m.user_id, m.agent_id, "       \
+    "m.run_id, m.metadata::text, m.triggers, m.created_at, m.updated_at, m.expires_at, "       \
+    "m.confirmations, m.last_confirmed_at, m.deleted_at, m.seq"
+
+#define NCOLS 18
+
+#define HISTORY_AGG                                                                            \
+    "(SELECT json_agg(json_build_array(h.event, h.old_text, h.new_text, h.at, h.detail) "     \
+    "ORDER BY h.hid) FROM mnemo_memory_history h WHERE h.tenant = m.tenant AND "             \
+    "h.memory_id = m.id)"
+
+struct pgmem {
+    tok *dtok;        /* the document tokenizer */
+    char *lang;       /* its language */
+    int embedded;     /* memories without a vector were embedded once on this handle */
+};
+
+typedef int (*tx_fn)(mnemo *m, void *ud);
+
+typedef struct tsv_ctx {
+    buf *b;
+    int pos, ntok;
+} tsv_ctx;
+
+/* The derived columns of a text and metadata. */
+typedef struct derived {
+    buf tsv;
+    char *text_fold, *meta_fold;
+    char ntok[16];
+} derived;
+
+/* The configured embedder when vectors are possible: its table, identity. */
+typedef struct vecsetup {
+    embedder *e;
+    char table[64];
+    char ident[1024];
+} vecsetup;
+
+typedef struct params {
+    const char **v;
+    char (*tmp)[32];
+    int n;
+} params;
+
+struct pgmem *pm_state(mnemo *m);
+
+int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+             pg_rows **out);
+
+const char *pm_sqlstate(mnemo *m);
+
+double pm_num_at(const pg_rows *r, size_t i, int c);
+
+const char *pm_fmt_num(double x, char tmp[32]);
+
+/* Runs FN in a transaction, again after a serialization failure or a
+ * deadlock (FN starts from scratch each time). */
+int pm_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud);
+
+/* The record at columns C.. (COLS) of row I as JSON. */
+json_t *pm_row_json(const pg_rows *r, size_t i, int c);
+
+/* The memory ID (any pm_state) as JSON; FOR_UPDATE locks its row. */
+int pm_load(mnemo *m, const char *id, int for_update, json_t **out);
+
+/* The live memory ID, locked. */
+int pm_load_live(mnemo *m, const char *id, json_t **out);
+
+int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
+                   const char *new_text, double at, const char *detail);
+
+void pm_derived_cleanup(derived *d);
+
+/* TEXT (may be NULL: not changed) and METADATA (JSON text, may be NULL). */
+int pm_derive(mnemo *m, const char *text, const char *metadata, derived *d);
+
+int pm_vec_setup(mnemo *m, vecsetup *v);
+
+/* Embeds memory ID's TEXT when a provider is configured; failures leave it
+ * without a vector (embed_missing catches up). */
+void pm_embed_one(mnemo *m, const char *id, const char *text);
+
+/* Embeds the tenant's live memories that have no vector of the current
+ * setup, in batches. */
+void pm_embed_missing(mnemo *m, const vecsetup *vs);
+
+/* Deletes vectors of the memories matching COND (over alias m, with $1 the
+ * tenant and $2 PARAM) from every memory vector table. */
+int pm_drop_vectors(mnemo *m, const char *cond, const char *param);
+
+/* Counts the live memories among IDS into the statistics (SIGN 1), or out
+ * of them (SIGN -1, one id): call it after a memory becomes live or its
+ * text changed, and before it stops being live or its text changes. Terms
+ * are upserted in lexeme order, so that concurrent writers lock them in
+ * one order; the tenant's statistics row comes last. */
+int pm_stats_apply(mnemo *m, const char *const *ids, size_t n, int sign);
+
+int pm_stats_one(mnemo *m, const char *id, int sign);
+
+/* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
+json_t *pm_history_from_agg(const char *agg);
+
+int pm_params_make(mnemo *m, const mfilter *args, int extra, params *p);
+
+/* Appends a parameter; returns its number. */
+int pm_params_add(params *p, const char *v);
+
+void pm_params_free(params *p);
+
+#endif

@@ -1,0 +1,538 @@
+/*
+ * pgmwrite.c - writing structured memories on PostgreSQL: add (with
+ * duplicates found by hash), update with history, delete, confirm, purge,
+ * and the JSONL export and import (see pgmem.c).
+ */
+#include "store/postgres/pgmem.h"
+#include "store/postgres/pgmem_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/memory.h"
+#include "store/postgres/pgconn.h"
+
+#define EXPORT_PAGE "500" /* rows per export query */
+
+/* ----------------------------------------------------------------------
+ * Add
+ * -------------------------------------------------------------------- */
+
+#define INSERT_SQL                                                                             \
+    "INSERT INTO mnemo_memories(tenant, id, text, text_fold, hash, category, importance, "     \
+    "type, subject, user_id, agent_id, run_id, metadata, metadata_fold, triggers, "          \
+    "created_at, updated_at, expires_at, confirmations, last_confirmed_at, deleted_at, lang, " \
+    "ntok, tsv) VALUES ($1, $2, $3, $4, $5, $6, $7::float8, $8, $9, $10, $11, $12, "          \
+    "$13::jsonb, $14::jsonb, $15, $16::float8, $17::float8, $18::float8, $19::bigint, "       \
+    "$20::float8, $21::float8, $22, $23::int, $24::tsvector) ON CONFLICT DO NOTHING "          \
+    "RETURNING id"
+
+/* Inserts row R (hash HASH, derived D); *INSERTED 0 when a memory with its
+ * id, or a live one with its text in its scope, is there already. Deleted
+ * memories are kept out of keyword search (empty tsvector). */
+static int insert(mnemo *m, const mem_row *r, const char *hash, derived *d, int *inserted)
+{
+    char t[9][32];
+    char conf[32];
+    snprintf(conf, sizeof conf, "%lld", r->confirmations);
+    int live = isnan(r->deleted);
+    const char *p[24] = {pgconn_tenant(m),
+                         r->id,
+                         r->text,
+                         d->text_fold,
+                         hash,
+                         r->category,
+                         pm_fmt_num(r->importance, t[0]),
+                         r->type,
+                         r->subject,
+                         r->user,
+                         r->agent,
+                         r->run,
+                         r->metadata,
+                         d->meta_fold,
+                         r->triggers,
+                         pm_fmt_num(r->created, t[1]),
+                         pm_fmt_num(r->updated, t[2]),
+                         pm_fmt_num(r->expires, t[3]),
+                         conf,
+                         pm_fmt_num(r->confirmed, t[4]),
+                         pm_fmt_num(r->deleted, t[5]),
+                         pm_state(m) ? pm_state(m)->lang : "",
+                         live ? d->ntok : "0",
+                         live ? d->tsv.data : ""};
+    pg_rows *res = NULL;
+    int rc = pm_q(m, "storing a memory", INSERT_SQL, 24, p, &res);
+    *inserted = !rc && pg_nrows(res) == 1;
+    pg_rows_free(res);
+    return rc;
+}
+
+/* The live memory with this text in this scope: its id into ID ("" for
+ * none). */
+static int find_duplicate(mnemo *m, const char *hash, const char *user, const char *agent,
+                          const char *run, char id[64])
+{
+    id[0] = 0;
+    const char *p[5] = {pgconn_tenant(m), hash, user, agent, run};
+    pg_rows *r = NULL;
+    int rc = pm_q(m, "reading a memory",
+               "SELECT id FROM mnemo_memories WHERE tenant = $1 AND hash = $2 AND user_id = $3 "
+               "AND agent_id = $4 AND run_id = $5 AND deleted_at IS NULL",
+               5, p, &r);
+    if (!rc && pg_nrows(r))
+        snprintf(id, 64, "%s", pg_value(r, 0, 0));
+    pg_rows_free(r);
+    return rc;
+}
+
+typedef struct add_ctx {
+    mem_fields *f;
+    derived *d;
+    double now;
+    char id[64];
+    int dup;
+} add_ctx;
+
+static int add_tx(mnemo *m, void *ud)
+{
+    add_ctx *a = ud;
+    a->dup = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        mem_row r;
+        mem_uuid(a->id);
+        mem_fields_row(m, a->f, a->id, a->now, &r);
+        int inserted = 0;
+        int rc = insert(m, &r, a->f->hash, a->d, &inserted);
+        if (rc)
+            return rc;
+        if (inserted && !(rc = pm_stats_one(m, a->id, 1)))
+            rc = pm_history(m, a->id, "ADD", NULL, a->f->text, a->now, NULL);
+        if (rc || inserted)
+            return rc;
+        /* Not inserted: the text is there (committed meanwhile, perhaps by
+         * another process); that memory is the answer. */
+        if ((rc = find_duplicate(m, a->f->hash, r.user, r.agent, r.run, a->id)))
+            return rc;
+        if (a->id[0]) {
+            a->dup = 1;
+            return MNEMO_OK;
+        }
+    }
+    return core_error(m, MNEMO_DB, "storing a memory: conflicting writers; try again");
+}
+
+int pgmem_add(mnemo *m, const char *record, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *o;
+    mem_fields f;
+    int rc = mem_add_parse(m, record, &o, &f);
+    if (rc)
+        return rc;
+    derived d;
+    memset(&d, 0, sizeof d);
+    rc = pm_derive(m, f.text, f.metadata ? f.metadata : "{}", &d);
+    add_ctx a = {&f, &d, mem_now(), "", 0};
+    if (!rc)
+        rc = pm_in_tx(m, "BEGIN", add_tx, &a);
+    if (!rc && !a.dup)
+        pm_embed_one(m, a.id, f.text);
+    json_t *j = NULL;
+    if (!rc && !(rc = pm_load(m, a.id, 0, &j))) {
+        if (a.dup)
+            json_object_set_new(j, "duplicate", json_true());
+        rc = mem_dump(j, out);
+    }
+    pm_derived_cleanup(&d);
+    mem_fields_cleanup(&f);
+    json_decref(o);
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Update, delete, confirm, purge
+ * -------------------------------------------------------------------- */
+
+typedef struct upd_ctx {
+    const char *id;
+    json_t *o;
+    mem_fields *f;
+    derived *d;
+    double now;
+    int text_changed;
+} upd_ctx;
+
+static int update_tx(mnemo *m, void *ud)
+{
+    upd_ctx *u = ud;
+    mem_fields *f = u->f;
+    json_t *old = NULL;
+    int rc = pm_load_live(m, u->id, &old);
+    const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
+    u->text_changed = !rc && f->text && strcmp(f->text, old_text) != 0;
+    if (u->text_changed) {
+        /* The new text may duplicate another memory of the scope. */
+        char other[64];
+        const char *user = f->user ? f->user : json_string_value(json_object_get(old, "user_id"));
+        const char *agent =
+            f->agent ? f->agent : json_string_value(json_object_get(old, "agent_id"));
+        const char *run = f->run ? f->run : json_string_value(json_object_get(old, "run_id"));
+        if (!(rc = find_duplicate(m, f->hash, user, agent, run, other)) && other[0] &&
+            strcmp(other, u->id) != 0)
+            rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
+    }
+    if (!rc && u->text_changed)
+        rc = pm_stats_one(m, u->id, -1);
+    if (!rc) {
+        /* Category changes bring their default importance unless one is given. */
+        double imp = f->importance >= 0 ? f->importance
+                     : f->category       ? mem_default_importance(f->category)
+                                         : -1;
+        char t[3][32];
+        int set_exp = json_object_get(u->o, "expires_at") != NULL;
+        const char *p[21] = {pgconn_tenant(m),
+                             u->id,
+                             u->text_changed ? f->text : NULL,
+                             u->text_changed ? u->d->text_fold : NULL,
+                             u->text_changed ? f->hash : NULL,
+                             f->category,
+                             imp >= 0 ? pm_fmt_num(imp, t[0]) : NULL,
+                             f->type,
+                             f->subject,
+                             f->user,
+                             f->agent,
+                             f->run,
+                             f->metadata,
+                             f->metadata ? u->d->meta_fold : NULL,
+                             f->triggers,
+                             set_exp ? "true" : "false",
+                             set_exp ? pm_fmt_num(f->expires, t[1]) : NULL,
+                             pm_fmt_num(u->now, t[2]),
+                             u->text_changed ? u->d->ntok : NULL,
+                             u->text_changed ? u->d->tsv.data : NULL,
+                             u->text_changed && pm_state(m) ? pm_state(m)->lang : NULL};
+        rc = pm_q(m, "updating a memory",
+               "UPDATE mnemo_memories SET text = coalesce($3, text), "
+               "text_fold = coalesce($4, text_fold), hash = coalesce($5, hash), "
+               "category = coalesce($6, category), "
+               "importance = coalesce($7::float8, importance), type = coalesce($8, type), "
+               "subject = coalesce($9, subject), user_id = coalesce($10, user_id), "
+               "agent_id = coalesce($11, agent_id), run_id = coalesce($12, run_id), "
+               "metadata = coalesce($13::jsonb, metadata), "
+               "metadata_fold = coalesce($14::jsonb, metadata_fold), "
+               "triggers = coalesce($15, triggers), "
+               "expires_at = CASE WHEN $16::boolean THEN $17::float8 ELSE expires_at END, "
+               "updated_at = $18::float8, ntok = coalesce($19::int, ntok), "
+               "tsv = coalesce($20::tsvector, tsv), lang = coalesce($21, lang) "
+               "WHERE tenant = $1 AND id = $2",
+               21, p, NULL);
+        if (rc == MNEMO_DB && !strcmp(pm_sqlstate(m), "23505"))
+            rc = core_error(m, MNEMO_INVALID, "another memory already says that");
+    }
+    if (!rc && u->text_changed)
+        rc = pm_stats_one(m, u->id, 1);
+    if (!rc) {
+        char *detail = json_dumps(u->o, JSON_COMPACT | JSON_SORT_KEYS);
+        rc = detail ? pm_history(m, u->id, "UPDATE", old_text, f->text ? f->text : old_text,
+                              u->now, detail)
+                    : MNEMO_NOMEM;
+        free(detail);
+    }
+    if (!rc && u->text_changed) /* its vector is of the old text */
+        rc = pm_drop_vectors(m, "m.id = $2", u->id);
+    json_decref(old);
+    return rc;
+}
+
+int pgmem_update(mnemo *m, const char *id, const char *changes, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *o;
+    mem_fields f;
+    int rc = mem_update_parse(m, id, changes, &o, &f);
+    if (rc)
+        return rc;
+    derived d;
+    memset(&d, 0, sizeof d);
+    rc = pm_derive(m, f.text, f.metadata, &d);
+    upd_ctx u = {id, o, &f, &d, mem_now(), 0};
+    if (!rc)
+        rc = pm_in_tx(m, "BEGIN", update_tx, &u);
+    if (!rc && u.text_changed)
+        pm_embed_one(m, id, f.text);
+    json_t *j = NULL;
+    if (!rc && !(rc = pm_load(m, id, 0, &j)))
+        rc = mem_dump(j, out);
+    pm_derived_cleanup(&d);
+    mem_fields_cleanup(&f);
+    json_decref(o);
+    return rc;
+}
+
+typedef struct simple_ctx {
+    const char *id;
+    double now;
+    size_t count;
+} simple_ctx;
+
+static int delete_tx(mnemo *m, void *ud)
+{
+    simple_ctx *s = ud;
+    json_t *old = NULL;
+    int rc = pm_load_live(m, s->id, &old);
+    char t[32];
+    if (!rc)
+        rc = pm_stats_one(m, s->id, -1);
+    if (!rc) {
+        const char *p[3] = {pgconn_tenant(m), s->id, pm_fmt_num(s->now, t)};
+        rc = pm_q(m, "deleting a memory",
+               "UPDATE mnemo_memories SET deleted_at = $3::float8, tsv = ''::tsvector, ntok = 0 "
+               "WHERE tenant = $1 AND id = $2",
+               3, p, NULL);
+    }
+    if (!rc)
+        rc = pm_history(m, s->id, "DELETE", json_string_value(json_object_get(old, "text")), NULL,
+                     s->now, NULL);
+    json_decref(old);
+    return rc;
+}
+
+int pgmem_delete(mnemo *m, const char *id)
+{
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "delete: no memory id");
+    simple_ctx s = {id, mem_now(), 0};
+    return pm_in_tx(m, "BEGIN", delete_tx, &s);
+}
+
+static int confirm_tx(mnemo *m, void *ud)
+{
+    simple_ctx *s = ud;
+    json_t *old = NULL;
+    int rc = pm_load_live(m, s->id, &old);
+    json_decref(old);
+    char t[32];
+    if (!rc) {
+        const char *p[3] = {pgconn_tenant(m), s->id, pm_fmt_num(s->now, t)};
+        rc = pm_q(m, "confirming a memory",
+               "UPDATE mnemo_memories SET confirmations = confirmations + 1, "
+               "last_confirmed_at = $3::float8 WHERE tenant = $1 AND id = $2",
+               3, p, NULL);
+    }
+    if (!rc)
+        rc = pm_history(m, s->id, "CONFIRM", NULL, NULL, s->now, NULL);
+    return rc;
+}
+
+int pgmem_confirm(mnemo *m, const char *id, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "confirm: no memory id");
+    simple_ctx s = {id, mem_now(), 0};
+    int rc = pm_in_tx(m, "BEGIN", confirm_tx, &s);
+    json_t *j = NULL;
+    if (!rc && !(rc = pm_load(m, id, 0, &j)))
+        rc = mem_dump(j, out);
+    return rc;
+}
+
+/* The deleted memories purge removes: all of the tenant's, or ID. */
+#define PURGE_COND "m.deleted_at IS NOT NULL AND ($2::text IS NULL OR m.id = $2)"
+
+/* Deleted memories are out of the BM25 statistics already (delete_tx). */
+static int purge_tx(mnemo *m, void *ud)
+{
+    simple_ctx *s = ud;
+    const char *p[2] = {pgconn_tenant(m), s->id};
+    pg_rows *r = NULL;
+    s->count = 0;
+    int rc = pm_q(m, "purging memories",
+               "SELECT count(*) FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p,
+               &r);
+    if (!rc)
+        s->count = (size_t)strtoull(pg_value(r, 0, 0), NULL, 10);
+    pg_rows_free(r);
+    if (!rc && s->id && s->count == 0)
+        return core_error(m, MNEMO_NOTFOUND, "no deleted memory with id %s (delete it first)",
+                          s->id);
+    if (!rc)
+        rc = pm_q(m, "purging memories",
+               "DELETE FROM mnemo_memory_history h USING mnemo_memories m WHERE h.tenant = $1 "
+               "AND m.tenant = h.tenant AND m.id = h.memory_id AND " PURGE_COND,
+               2, p, NULL);
+    if (!rc)
+        rc = pm_drop_vectors(m, PURGE_COND, s->id);
+    if (!rc)
+        rc = pm_q(m, "purging memories",
+               "DELETE FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p, NULL);
+    return rc;
+}
+
+int pgmem_purge(mnemo *m, const char *id, size_t *purged)
+{
+    core_clear(m);
+    if (purged)
+        *purged = 0;
+    simple_ctx s = {id, 0, 0};
+    int rc = pm_in_tx(m, "BEGIN", purge_tx, &s);
+    if (!rc && purged)
+        *purged = s.count;
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Export and import
+ * -------------------------------------------------------------------- */
+
+typedef struct export_ctx {
+    mnemo_write_fn write;
+    void *ud;
+    size_t count;
+} export_ctx;
+
+static int export_tx(mnemo *m, void *ud)
+{
+    export_ctx *e = ud;
+    e->count = 0;
+    char after[32] = "0";
+    for (;;) {
+        const char *p[2] = {pgconn_tenant(m), after};
+        pg_rows *r = NULL;
+        int rc = pm_q(m, "exporting memories",
+                   "SELECT " COLS ", " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 "
+                   "AND m.seq > $2::bigint ORDER BY m.seq LIMIT " EXPORT_PAGE,
+                   2, p, &r);
+        size_t n = pg_nrows(r);
+        for (size_t i = 0; !rc && i < n; i++) {
+            json_t *j = pm_row_json(r, i, 0);
+            json_object_set_new(j, "history", pm_history_from_agg(pg_value(r, i, NCOLS)));
+            char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            json_decref(j);
+            if (!line) {
+                rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                break;
+            }
+            size_t len = strlen(line);
+            line[len] = '\n';
+            if (e->write(e->ud, line, len + 1))
+                rc = core_error(m, MNEMO_IO, "export: writing failed");
+            free(line);
+            e->count++;
+            snprintf(after, sizeof after, "%s", pg_value(r, i, 17));
+        }
+        pg_rows_free(r);
+        if (rc || n == 0)
+            return rc;
+    }
+}
+
+int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
+{
+    core_clear(m);
+    if (count)
+        *count = 0;
+    export_ctx e = {write, ud, 0};
+    /* One snapshot for the whole export. */
+    int rc = pm_in_tx(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", export_tx, &e);
+    if (count)
+        *count = e.count;
+    return rc;
+}
+
+typedef struct import_ctx {
+    const char *jsonl;
+    size_t len;
+    size_t nin, nskip;
+    char **ids; /* those inserted, counted into the statistics at the end */
+    size_t nids, cap;
+} import_ctx;
+
+static void import_ids_free(import_ctx *ic)
+{
+    for (size_t i = 0; i < ic->nids; i++)
+        free(ic->ids[i]);
+    free(ic->ids);
+    ic->ids = NULL;
+    ic->nids = ic->cap = 0;
+}
+
+static int import_history_fn(mnemo *m, void *ud, const char *event, const char *old_text,
+                             const char *new_text, double at, const char *detail)
+{
+    return pm_history(m, ud, event, old_text, new_text, at, detail);
+}
+
+static int import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line)
+{
+    import_ctx *ic = ud;
+    mem_row r;
+    mem_fields_row(m, f, f->id, mem_now(), &r);
+    derived d;
+    int rc = pm_derive(m, r.text, r.metadata, &d);
+    int inserted = 0;
+    /* Skipped when its id is there, or (live) its text in its scope. */
+    if (!rc)
+        rc = insert(m, &r, f->hash, &d, &inserted);
+    pm_derived_cleanup(&d);
+    if (!rc && inserted)
+        rc = mem_import_history(m, json_object_get(o, "history"), line, import_history_fn,
+                                (void *)f->id);
+    if (!rc && inserted) {
+        if (ic->nids == ic->cap) {
+            size_t cap = ic->cap ? ic->cap * 2 : 256;
+            char **v = realloc(ic->ids, cap * sizeof *v);
+            if (!v)
+                return core_error(m, MNEMO_NOMEM, "out of memory");
+            ic->ids = v;
+            ic->cap = cap;
+        }
+        if (!(ic->ids[ic->nids] = strdup(f->id)))
+            return core_error(m, MNEMO_NOMEM, "out of memory");
+        ic->nids++;
+    }
+    if (!rc) {
+        ic->nin += inserted;
+        ic->nskip += !inserted;
+    }
+    return rc;
+}
+
+static int import_tx(mnemo *m, void *ud)
+{
+    import_ctx *ic = ud;
+    ic->nin = ic->nskip = 0;
+    import_ids_free(ic);
+    int rc = mem_import_each(m, ic->jsonl, ic->len, import_line, ic);
+    /* One pass over the new memories rather than one per memory. */
+    if (!rc && ic->nids)
+        rc = pm_stats_apply(m, (const char *const *)ic->ids, ic->nids, 1);
+    return rc;
+}
+
+int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size_t *skipped)
+{
+    core_clear(m);
+    import_ctx ic = {jsonl, len, 0, 0, NULL, 0, 0};
+    /* All or nothing: one transaction. */
+    int rc = pm_in_tx(m, "BEGIN", import_tx, &ic);
+    import_ids_free(&ic);
+    if (!rc && ic.nin) {
+        vecsetup vs;
+        if (pm_vec_setup(m, &vs))
+            pm_embed_missing(m, &vs); /* best effort */
+    }
+    if (imported)
+        *imported = rc ? 0 : ic.nin;
+    if (skipped)
+        *skipped = rc ? 0 : ic.nskip;
+    return rc;
+}
+
