@@ -11,6 +11,7 @@
  * parameterised.
  */
 #include "store/sqlite/store.h"
+#include "store/sqlite/store_int.h"
 #include "engine/sync.h"
 
 #include "store/sqlite/lite_filter.h"
@@ -26,25 +27,6 @@
 
 #include "mnemo.h"
 
-enum {
-    S_FILE_INSERT,
-    S_FILE_UPDATE,
-    S_FILE_RENAME,
-    S_FILE_DELETE,
-    S_CHUNKS_DELETE,
-    S_CHUNK_INSERT,
-    S_FILE_NCHUNKS,
-    S_META_GET,
-    S_META_SET,
-    S_FTS_CHUNK_INSERT,
-    S_FTS_CHUNK_DELETE,
-    S_CHUNKS_OF_FILE,
-    S_FTS_FILE_INSERT,
-    S_FTS_FILE_DELETE,
-    S_FILE_PATH,
-    S_FILE_TIME,
-    S__COUNT
-};
 
 static const char *const sql_text[S__COUNT] = {
     [S_FILE_INSERT] = "INSERT INTO files(path, path_lc, name_lc, stem_lc, size, mtime_ns, hash, "
@@ -177,16 +159,6 @@ static const char drop_main_memories[] =
     "DROP TABLE IF EXISTS main.memories_fts; DROP TABLE IF EXISTS main.memory_vectors;"
     "DROP TABLE IF EXISTS main.memory_history; DROP TABLE IF EXISTS main.memories;";
 
-struct store {
-    sqlite3 *db;
-    char *path;
-    sqlite3_stmt *st[S__COUNT];
-    fts_rank rank;
-    fts_rank mrank; /* for memories_fts */
-    fts_feed feed;
-    int fresh;
-    int64_t next_id[2]; /* next chunk id for memory / sessions, 0 until read */
-};
 
 int store_code(int rc)
 {
@@ -238,7 +210,7 @@ static void fmt(char *err, size_t errlen, const char *f, ...)
     va_end(ap);
 }
 
-static sqlite3_stmt *stmt(store *s, int id)
+sqlite3_stmt *store_stmt(store *s, int id)
 {
     if (!s->st[id] && sqlite3_prepare_v3(s->db, sql_text[id], -1, SQLITE_PREPARE_PERSISTENT,
                                          &s->st[id], NULL) != SQLITE_OK)
@@ -249,7 +221,7 @@ static sqlite3_stmt *stmt(store *s, int id)
 }
 
 /* Steps a bound statement to completion. */
-static int run(store *s, sqlite3_stmt *st)
+int store_run(store *s, sqlite3_stmt *st)
 {
     if (!st)
         return store_code(sqlite3_errcode(s->db));
@@ -258,7 +230,7 @@ static int run(store *s, sqlite3_stmt *st)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? MNEMO_OK : store_code(rc);
 }
 
-static int exec(store *s, const char *sql)
+int store_exec(store *s, const char *sql)
 {
     return store_code(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
 }
@@ -271,7 +243,7 @@ static int run_migration(store *s, int v, const char *language)
     char *sql = sqlite3_mprintf(migrations[v], language ? language : "english");
     if (!sql)
         return MNEMO_NOMEM;
-    int rc = exec(s, sql);
+    int rc = store_exec(s, sql);
     sqlite3_free(sql);
     return rc;
 }
@@ -383,7 +355,7 @@ static int set_app_id(store *s, const char *schema, int id)
 {
     char sql[64];
     snprintf(sql, sizeof sql, "PRAGMA %s.application_id = %d", schema, id);
-    return exec(s, sql);
+    return store_exec(s, sql);
 }
 
 static int migrate(store *s, int from, char *err, size_t errlen)
@@ -589,7 +561,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
     /* A page cache that holds a workspace's hot pages (it grows only as
      * pages are read; 64 MiB at most): warm searches then read no pages
      * from the OS. */
-    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536");
+    store_exec(s, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536");
     if (version < STORE_SCHEMA_VERSION && (rc = migrate(s, version, err, errlen)))
         goto fail;
     /* Written before ids were set: mark it, so that it is provably ours. */
@@ -599,7 +571,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
      * (sync.c, rename_alone) left the file in rollback mode: back to WAL,
      * where readers never wait for the writer. */
     if (!sqlite3_db_readonly(s->db, "main") && in_rollback_mode(s->db))
-        exec(s, "PRAGMA journal_mode=WAL");
+        store_exec(s, "PRAGMA journal_mode=WAL");
     *out = s;
     return MNEMO_OK;
 fail:
@@ -663,7 +635,7 @@ int store_create(const char *path, const store_settings *set, store **out, char 
      * ours, which the stale-temp cleanup checks before removing one. */
     if ((rc = set_app_id(s, "main", STORE_APP_ID)))
         goto sqlfail;
-    exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+    store_exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
             "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY");
     schema = sqlite3_mprintf(schema_v1, set->language, set->language);
     if (!schema) {
@@ -671,12 +643,12 @@ int store_create(const char *path, const store_settings *set, store **out, char 
         goto fail;
     }
     char num[32];
-    if ((rc = exec(s, "BEGIN")) || (rc = exec(s, schema)))
+    if ((rc = store_exec(s, "BEGIN")) || (rc = store_exec(s, schema)))
         goto sqlfail;
     for (int v = 1; v < STORE_SCHEMA_VERSION; v++)
         if ((rc = run_migration(s, v, set->language)))
             goto sqlfail;
-    if ((rc = exec(s, drop_main_memories)))
+    if ((rc = store_exec(s, drop_main_memories)))
         goto sqlfail;
     snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
     if ((rc = store_meta_set(s, "schema_version", num)) ||
@@ -690,11 +662,11 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     snprintf(num, sizeof num, "%d", set->chunk_overlap);
     if ((rc = store_meta_set(s, "chunk_overlap", num)) ||
         (rc = store_meta_set(s, "workspace", set->workspace ? set->workspace : "")) ||
-        (rc = exec(s, "COMMIT")))
+        (rc = store_exec(s, "COMMIT")))
         goto sqlfail;
     /* Bulk load: flush FTS5's pending terms every 32 MiB, not every 1 MiB,
      * so that fewer, larger segments are written and merged. */
-    exec(s, "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432)");
+    store_exec(s, "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432)");
     sqlite3_free(schema);
     *out = s;
     return MNEMO_OK;
@@ -759,9 +731,9 @@ static int mem_prepare(store *s, const char *language, char *err, size_t errlen)
     char *schema = sqlite3_mprintf(mem_schema, language);
     if (!schema)
         return MNEMO_NOMEM;
-    int rc = exec(s, "BEGIN IMMEDIATE");
+    int rc = store_exec(s, "BEGIN IMMEDIATE");
     if (!rc)
-        rc = exec(s, schema);
+        rc = store_exec(s, schema);
     if (!rc)
         rc = mem_meta(s, "language", &lang);
     if (!rc && lang && strcmp(lang, language) != 0) {
@@ -772,13 +744,13 @@ static int mem_prepare(store *s, const char *language, char *err, size_t errlen)
             "fts5(text, content='memories', content_rowid='mid', tokenize='mnemo %s');"
             "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild')",
             language);
-        rc = fts ? exec(s, fts) : MNEMO_NOMEM;
+        rc = fts ? store_exec(s, fts) : MNEMO_NOMEM;
         sqlite3_free(fts);
     }
     if (!rc && (!lang || strcmp(lang, language) != 0))
         rc = store_mem_meta_set(s, "language", language);
     if (!rc)
-        rc = exec(s, "COMMIT");
+        rc = store_exec(s, "COMMIT");
     if (rc) {
         fmt(err, errlen, "cannot prepare the memory store: %s", sqlite3_errmsg(s->db));
         store_rollback(s);
@@ -809,7 +781,7 @@ static int mem_move_legacy(store *s, char *err, size_t errlen)
         "  WHERE key = 'vec_identity' AND EXISTS (SELECT 1 FROM main.memory_vectors);"
         "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');"
         "COMMIT";
-    int missing = -1, rc = exec(s, copy);
+    int missing = -1, rc = store_exec(s, copy);
     if (rc) {
         fmt(err, errlen, "cannot move the memories of %s to their own store: %s", s->path,
             sqlite3_errmsg(s->db));
@@ -829,11 +801,11 @@ static int mem_move_legacy(store *s, char *err, size_t errlen)
             s->path, missing);
         return MNEMO_DB;
     }
-    rc = exec(s, "BEGIN IMMEDIATE");
+    rc = store_exec(s, "BEGIN IMMEDIATE");
     if (!rc)
-        rc = exec(s, drop_main_memories);
+        rc = store_exec(s, drop_main_memories);
     if (!rc)
-        rc = exec(s, "COMMIT");
+        rc = store_exec(s, "COMMIT");
     if (rc)
         store_rollback(s); /* copied; the next open drops them */
     return MNEMO_OK;
@@ -862,7 +834,7 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
      * attached later inherits; the memory store is shared with every other
      * process and must be attached as they open it. */
     if (s->fresh)
-        exec(s, "PRAGMA locking_mode = NORMAL");
+        store_exec(s, "PRAGMA locking_mode = NORMAL");
     sqlite3_stmt *a = NULL;
     int rc = sqlite3_prepare_v2(s->db, "ATTACH ?1 AS mem", -1, &a, NULL);
     if (rc == SQLITE_OK) {
@@ -871,7 +843,7 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
     }
     sqlite3_finalize(a);
     if (s->fresh)
-        exec(s, "PRAGMA main.locking_mode = EXCLUSIVE");
+        store_exec(s, "PRAGMA main.locking_mode = EXCLUSIVE");
     if (rc == SQLITE_OK)
         rc = pragma_int(s->db, "PRAGMA mem.application_id", &app);
     else if ((rc & 0xff) != SQLITE_NOTADB && (rc & 0xff) != SQLITE_CORRUPT) {
@@ -897,12 +869,12 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
     }
     /* The index's page cache size, which a PRAGMA without a schema gave
      * main only. */
-    exec(s, s->fresh ? "PRAGMA mem.cache_size = -16384" : "PRAGMA mem.cache_size = -65536");
+    store_exec(s, s->fresh ? "PRAGMA mem.cache_size = -16384" : "PRAGMA mem.cache_size = -65536");
     if (!sqlite3_db_readonly(s->db, "mem")) {
         if (app != STORE_MEM_APP_ID)
             set_app_id(s, "mem", STORE_MEM_APP_ID);
         /* Memories are primary data: WAL, and every commit synced. */
-        exec(s, "PRAGMA mem.journal_mode = WAL; PRAGMA mem.synchronous = FULL");
+        store_exec(s, "PRAGMA mem.journal_mode = WAL; PRAGMA mem.synchronous = FULL");
         if ((rc = mem_prepare(s, language, err, errlen)) ||
             (rc = mem_move_legacy(s, err, errlen))) {
             sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
@@ -930,11 +902,11 @@ int store_finish(store *s)
         segments = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
     if (segments > 8)
-        rc = exec(s, "INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')");
+        rc = store_exec(s, "INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')");
     if (!rc)
-        rc = exec(s, "DELETE FROM chunks_fts_config WHERE k = 'hashsize'");
+        rc = store_exec(s, "DELETE FROM chunks_fts_config WHERE k = 'hashsize'");
     if (!rc)
-        rc = exec(s, "PRAGMA locking_mode=NORMAL; PRAGMA journal_mode=WAL");
+        rc = store_exec(s, "PRAGMA locking_mode=NORMAL; PRAGMA journal_mode=WAL");
     if (rc)
         return rc;
     for (int i = 0; i < S__COUNT; i++) {
@@ -954,8 +926,8 @@ int store_finish(store *s)
     return rc;
 }
 
-int store_begin(store *s) { return exec(s, "BEGIN IMMEDIATE"); }
-int store_commit(store *s) { return exec(s, "COMMIT"); }
+int store_begin(store *s) { return store_exec(s, "BEGIN IMMEDIATE"); }
+int store_commit(store *s) { return store_exec(s, "COMMIT"); }
 void store_rollback(store *s)
 {
     if (s->db && !sqlite3_get_autocommit(s->db))
@@ -965,7 +937,7 @@ void store_rollback(store *s)
 int store_meta_get(store *s, const char *key, char **val)
 {
     *val = NULL;
-    sqlite3_stmt *st = stmt(s, S_META_GET);
+    sqlite3_stmt *st = store_stmt(s, S_META_GET);
     if (!st)
         return store_code(sqlite3_errcode(s->db));
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
@@ -981,339 +953,10 @@ int store_meta_get(store *s, const char *key, char **val)
 
 int store_meta_set(store *s, const char *key, const char *val)
 {
-    sqlite3_stmt *st = stmt(s, S_META_SET);
+    sqlite3_stmt *st = store_stmt(s, S_META_SET);
     if (st) {
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, val, -1, SQLITE_STATIC);
     }
-    return run(s, st);
-}
-
-int store_files_load(store *s, sync_file **out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT id, path, size, mtime_ns, hash, status, source FROM files",
-                                -1,
-                                &st, NULL);
-    if (rc != SQLITE_OK)
-        return store_code(rc);
-    size_t cap = 0, count = 0;
-    sync_file *v = NULL;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (count == cap) {
-            cap = cap ? cap * 2 : 256;
-            sync_file *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                rc = SQLITE_NOMEM;
-                break;
-            }
-            v = nv;
-        }
-        sync_file *f = &v[count];
-        memset(f, 0, sizeof *f);
-        f->id = sqlite3_column_int64(st, 0);
-        f->path = store_col_dup(st, 1);
-        f->size = sqlite3_column_int64(st, 2);
-        f->mtime_ns = sqlite3_column_int64(st, 3);
-        const char *h = (const char *)sqlite3_column_text(st, 4);
-        snprintf(f->hash, sizeof f->hash, "%s", h ? h : "");
-        f->ok = sqlite3_column_int(st, 5) == SYNC_FILE_OK;
-        const char *src = (const char *)sqlite3_column_text(st, 6);
-        f->sessions = src && strcmp(src, "sessions") == 0;
-        if (!f->path) {
-            rc = SQLITE_NOMEM;
-            break;
-        }
-        count++;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        sync_files_free(v, count);
-        return store_code(rc);
-    }
-    *out = v;
-    *n = count;
-    return MNEMO_OK;
-}
-
-/* The words of a path as files_fts indexes them: without the memory/
- * prefix every daily note shares. */
-static const char *path_words(const char *path)
-{
-    return strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
-}
-
-/* Removes file ID's path from files_fts (before its row changes or goes). */
-static int fts_file_delete(store *s, int64_t id)
-{
-    sqlite3_stmt *q = stmt(s, S_FILE_PATH);
-    if (!q)
-        return store_code(sqlite3_errcode(s->db));
-    sqlite3_bind_int64(q, 1, id);
-    int rc = sqlite3_step(q);
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(q);
-        return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
-    }
-    char *path = store_col_dup(q, 0);
-    sqlite3_reset(q);
-    if (!path)
-        return MNEMO_NOMEM;
-    sqlite3_stmt *st = stmt(s, S_FTS_FILE_DELETE);
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, path_words(path), -1, SQLITE_TRANSIENT);
-    }
-    free(path);
-    return run(s, st);
-}
-
-static int fts_file_insert(store *s, int64_t id, const char *path)
-{
-    sqlite3_stmt *st = stmt(s, S_FTS_FILE_INSERT);
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, path_words(path), -1, SQLITE_STATIC);
-    }
-    return run(s, st);
-}
-
-/* Base name and stem (base name without its last extension) of PATH. */
-static void name_parts(const char *path, const char **base, int *stem_len)
-{
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    const char *dot = strrchr(b, '.');
-    *base = b;
-    *stem_len = dot && dot != b ? (int)(dot - b) : (int)strlen(b);
-}
-
-int store_file_insert(store *s, const char *path, int64_t size, int64_t mtime_ns,
-                      const char *hash, int status, const char *reason, int sessions, int64_t *id)
-{
-    sqlite3_stmt *st = stmt(s, S_FILE_INSERT);
-    if (st) {
-        const char *base;
-        int stem_len;
-        name_parts(path, &base, &stem_len);
-        sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, base, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, base, stem_len, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, size);
-        sqlite3_bind_int64(st, 5, mtime_ns);
-        sqlite3_bind_text(st, 6, hash ? hash : "", -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 7, status);
-        if (reason)
-            sqlite3_bind_text(st, 8, reason, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 9, sessions ? "sessions" : "memory", -1, SQLITE_STATIC);
-    }
-    int rc = run(s, st);
-    if (rc)
-        return rc;
-    int64_t rowid = sqlite3_last_insert_rowid(s->db);
-    if (id)
-        *id = rowid;
-    return fts_file_insert(s, rowid, path);
-}
-
-int store_file_update(store *s, int64_t id, int64_t size, int64_t mtime_ns, const char *hash,
-                      int status, const char *reason)
-{
-    sqlite3_stmt *st = stmt(s, S_FILE_UPDATE);
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, size);
-        sqlite3_bind_int64(st, 3, mtime_ns);
-        sqlite3_bind_text(st, 4, hash ? hash : "", -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 5, status);
-        if (reason)
-            sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
-    }
-    return run(s, st);
-}
-
-int store_file_set_time(store *s, int64_t id, double when)
-{
-    sqlite3_stmt *st = stmt(s, S_FILE_TIME);
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_double(st, 2, when);
-    }
-    return run(s, st);
-}
-
-int store_file_rename(store *s, int64_t id, const char *path)
-{
-    int rc = fts_file_delete(s, id);
-    if (rc)
-        return rc;
-    sqlite3_stmt *st = stmt(s, S_FILE_RENAME);
-    if (st) {
-        const char *base;
-        int stem_len;
-        name_parts(path, &base, &stem_len);
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, base, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, base, stem_len, SQLITE_STATIC);
-    }
-    if ((rc = run(s, st)))
-        return rc;
-    return fts_file_insert(s, id, path);
-}
-
-static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64_t *removed);
-
-int store_chunks_delete(store *s, int64_t file_id, int64_t *removed)
-{
-    return chunks_delete_from(s, file_id, 0, removed);
-}
-
-static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64_t *removed)
-{
-    /* The FTS entries first: 'delete' needs the text that was indexed. */
-    sqlite3_stmt *q = stmt(s, S_CHUNKS_OF_FILE);
-    if (!q)
-        return store_code(sqlite3_errcode(s->db));
-    sqlite3_bind_int64(q, 1, file_id);
-    sqlite3_bind_int64(q, 2, from_seq);
-    int rc, step;
-    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-        sqlite3_stmt *st = stmt(s, S_FTS_CHUNK_DELETE);
-        if (st) {
-            sqlite3_bind_int64(st, 1, sqlite3_column_int64(q, 0));
-            sqlite3_bind_value(st, 2, sqlite3_column_value(q, 1));
-        }
-        if ((rc = run(s, st))) {
-            sqlite3_reset(q);
-            return rc;
-        }
-    }
-    sqlite3_reset(q);
-    if (step != SQLITE_DONE)
-        return store_code(step);
-    sqlite3_stmt *st = stmt(s, S_CHUNKS_DELETE);
-    if (st) {
-        sqlite3_bind_int64(st, 1, file_id);
-        sqlite3_bind_int64(st, 2, from_seq);
-    }
-    rc = run(s, st);
-    if (!rc && removed)
-        *removed = sqlite3_changes64(s->db);
-    return rc;
-}
-
-int store_file_delete(store *s, int64_t id)
-{
-    int rc = store_chunks_delete(s, id, NULL);
-    if (rc || (rc = fts_file_delete(s, id)))
-        return rc;
-    sqlite3_stmt *st = stmt(s, S_FILE_DELETE);
-    if (st)
-        sqlite3_bind_int64(st, 1, id);
-    return run(s, st);
-}
-
-/* Next free chunk id in the range of a source: memory chunks have ids
- * below STORE_SESSION_ID_BASE, transcript chunks at or above it, so that a
- * search can restrict itself to one corpus with a rowid range. */
-static int next_chunk_id(store *s, int sessions, int64_t *id)
-{
-    if (!s->next_id[sessions]) {
-        sqlite3_stmt *q = NULL;
-        const char *sql = sessions ? "SELECT max(id) FROM chunks WHERE id >= ?1"
-                                   : "SELECT max(id) FROM chunks WHERE id < ?1";
-        if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
-            return store_code(sqlite3_errcode(s->db));
-        sqlite3_bind_int64(q, 1, STORE_SESSION_ID_BASE);
-        int64_t max = 0;
-        if (sqlite3_step(q) == SQLITE_ROW)
-            max = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-        s->next_id[sessions] = max ? max + 1 : sessions ? STORE_SESSION_ID_BASE : 1;
-    }
-    *id = s->next_id[sessions]++;
-    return MNEMO_OK;
-}
-
-int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t *removed,
-                       size_t *added)
-{
-    const chunk_list *l = w->chunks;
-    int rc;
-    /* Keep the chunks that did not change at the start of the file (a
-     * transcript that grew, a note edited at its end): their FTS entries
-     * and vectors stay. */
-    size_t keep = 0;
-    if (w->replace) {
-        sqlite3_stmt *q = NULL;
-        if (sqlite3_prepare_v2(s->db,
-                               "SELECT hash, start_line, end_line FROM chunks WHERE file_id = ?1 "
-                               "ORDER BY seq",
-                               -1, &q, NULL) != SQLITE_OK)
-            return store_code(sqlite3_errcode(s->db));
-        sqlite3_bind_int64(q, 1, file_id);
-        while (keep < l->n && sqlite3_step(q) == SQLITE_ROW) {
-            const chunk *c = &l->items[keep];
-            const char *h = (const char *)sqlite3_column_text(q, 0);
-            if (!h || strcmp(h, c->hash) != 0 || sqlite3_column_int(q, 1) != c->start_line ||
-                sqlite3_column_int(q, 2) != c->end_line)
-                break;
-            keep++;
-        }
-        sqlite3_finalize(q);
-        if ((rc = chunks_delete_from(s, file_id, (int64_t)keep, removed)))
-            return rc;
-    }
-    for (size_t i = keep; i < l->n; i++) {
-        const chunk *c = &l->items[i];
-        int64_t id = 0;
-        if ((rc = next_chunk_id(s, w->sessions, &id)))
-            return rc;
-        sqlite3_stmt *st = stmt(s, S_CHUNK_INSERT);
-        if (st) {
-            sqlite3_bind_int64(st, 1, file_id);
-            sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
-            sqlite3_bind_int(st, 3, c->start_line);
-            sqlite3_bind_int(st, 4, c->end_line);
-            sqlite3_bind_text(st, 5, c->hash, HASH_HEX_LEN, SQLITE_STATIC);
-            sqlite3_bind_int(st, 6, c->importance);
-            sqlite3_bind_text(st, 7, l->text.data + c->trig_off, (int)c->trig_len,
-                              SQLITE_STATIC);
-            sqlite3_bind_text(st, 8, chunk_text(l, c), (int)c->text_len, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 9, id);
-            if (w->maps)
-                sqlite3_bind_blob(st, 10, w->maps + w->map_off[i],
-                                  (int)((w->map_off[i + 1] - w->map_off[i]) * sizeof(uint32_t)),
-                                  SQLITE_STATIC);
-        }
-        if ((rc = run(s, st)))
-            return rc;
-        st = stmt(s, S_FTS_CHUNK_INSERT);
-        if (st) {
-            sqlite3_bind_int64(st, 1, id);
-            sqlite3_bind_text(st, 2, chunk_text(l, c), (int)c->text_len, SQLITE_STATIC);
-        }
-        if (w->toks) {
-            s->feed.text = chunk_text(l, c);
-            s->feed.len = c->text_len;
-            s->feed.toks = w->toks + w->tok_off[i];
-            s->feed.toks_len = w->tok_off[i + 1] - w->tok_off[i];
-        }
-        rc = run(s, st);
-        s->feed.toks = NULL;
-        if (rc)
-            return rc;
-    }
-    if (added)
-        *added = l->n - keep;
-    sqlite3_stmt *st = stmt(s, S_FILE_NCHUNKS);
-    if (st) {
-        sqlite3_bind_int64(st, 1, file_id);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)l->n);
-    }
-    return run(s, st);
+    return store_run(s, st);
 }
