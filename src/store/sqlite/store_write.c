@@ -3,13 +3,11 @@
  * path words in files_fts), chunks (with their pre-tokenized FTS5 rows,
  * line maps and triggers), renames and deletions.
  */
-#include "engine/sync.h"
-
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sync.h"
 #include "store/sqlite/store_int.h"
 
 int store_files_load(store *s, sync_file **out, size_t *n)
