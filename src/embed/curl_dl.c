@@ -51,12 +51,14 @@ static void load(void)
     loaded = 1;
 }
 
-const curl_api *curl_api_get(char *err, size_t errlen)
+const curl_api *curl_api_get(void)
 {
     pthread_once(&once, load);
-    if (loaded)
-        return &api;
-    if (err && errlen)
-        snprintf(err, errlen, "%s", load_error);
-    return NULL;
+    return loaded ? &api : NULL;
+}
+
+const char *curl_api_error(void)
+{
+    pthread_once(&once, load);
+    return loaded ? "" : load_error;
 }

@@ -33,7 +33,8 @@ typedef struct curl_api {
 } curl_api;
 
 /* The loaded API (libcurl.so.4, initialised once, thread-safe), or NULL
- * with the reason copied to ERR. */
-const curl_api *curl_api_get(char *err, size_t errlen);
+ * when it cannot be loaded: curl_api_error() says why. */
+const curl_api *curl_api_get(void);
+const char *curl_api_error(void);
 
 #endif

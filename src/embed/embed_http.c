@@ -76,9 +76,8 @@ typedef struct call {
 
 int embed_http_open(embedder *e, buf *err)
 {
-    char why[256];
-    if (!(C = curl_api_get(why, sizeof why))) {
-        buf_printf(err, "%s: %s", e->provider, why);
+    if (!(C = curl_api_get())) {
+        buf_printf(err, "%s: %s", e->provider, curl_api_error());
         return MNEMO_UNAVAILABLE;
     }
     http_state *h = calloc(1, sizeof *h);

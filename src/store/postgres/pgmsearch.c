@@ -179,7 +179,9 @@ static int lexpos_parse(lexpos *l, int nlex, const char *s)
 {
     for (int i = 0; i < nlex; i++)
         l->n[i] = 0;
-    while (s && *s) {
+    if (!s)
+        s = "";
+    while (*s) {
         char *end;
         long i = strtol(s, &end, 10) - 1;
         if (*end != ':' || i < 0 || i >= nlex)

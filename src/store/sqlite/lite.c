@@ -15,6 +15,7 @@ int lite_open(mnemo *m)
 {
     if (!(m->lite = calloc(1, sizeof *m->lite)))
         return core_error(m, MNEMO_NOMEM, "out of memory");
+    buf_init(&m->lite->mem_err, 16384);
     return MNEMO_OK;
 }
 
@@ -24,6 +25,7 @@ void lite_close(mnemo *m)
         return;
     store_close(m->lite->st);
     vecfile_close(m->lite->vf);
+    buf_cleanup(&m->lite->mem_err);
     free(m->lite);
     m->lite = NULL;
 }
@@ -39,9 +41,9 @@ int lite_store(mnemo *m)
         store_close(l->st); /* replaced (or removed) under us */
         l->st = NULL;
     }
-    char err[1024] = "";
-    int rc = store_open(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &l->st, err,
-                        sizeof err);
+    buf err;
+    buf_init(&err, 16384);
+    int rc = store_open(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), &l->st, &err);
     if (rc == MNEMO_OK && have) {
         l->st_dev = sb.st_dev;
         l->st_ino = sb.st_ino;
@@ -51,16 +53,17 @@ int lite_store(mnemo *m)
          * memory operations report why (lite_mem). */
         char *lang = NULL;
         store_meta_get(l->st, "language", &lang);
-        l->mem_err[0] = 0;
+        buf_reset(&l->mem_err);
         l->mem_rc = store_attach_memories(l->st, m->mem_path, lang ? lang : "english",
-                                          l->mem_err, sizeof l->mem_err);
+                                          &l->mem_err);
         free(lang);
     }
     if (rc == MNEMO_NOTFOUND)
-        return core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
-    if (rc)
-        return core_error(m, rc, "%s", err[0] ? err : errcode_text(rc));
-    return MNEMO_OK;
+        core_error(m, rc, "no index at %s yet; run: mnemo index", m->db_path);
+    else if (rc)
+        core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+    buf_cleanup(&err);
+    return rc;
 }
 
 int lite_mem(mnemo *m)
@@ -69,7 +72,8 @@ int lite_mem(mnemo *m)
     if (rc || !m->lite->mem_rc)
         return rc;
     return core_error(m, m->lite->mem_rc, "%s",
-                      m->lite->mem_err[0] ? m->lite->mem_err : errcode_text(m->lite->mem_rc));
+                      m->lite->mem_err.len ? m->lite->mem_err.data
+                                           : errcode_text(m->lite->mem_rc));
 }
 
 int lite_qtok(mnemo *m, tok **out)

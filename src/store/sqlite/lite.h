@@ -19,7 +19,7 @@ typedef struct lite {
     dev_t st_dev;        /* the index file st was opened on: a rebuild by */
     ino_t st_ino;        /* another process renames a new file into place */
     int mem_rc;          /* the memory store could not be attached: why (mem_err) */
-    char mem_err[1024];
+    buf mem_err;
     struct vec_file *vf; /* the mapped vectors file, kept across searches */
 } lite;
 

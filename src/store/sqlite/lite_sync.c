@@ -395,20 +395,24 @@ done:
  * too (a rebuild asked for with --force may be one after damage). */
 static int replaceable(mnemo *m, int deep, int *kind)
 {
-    char err[1024] = "";
-    *kind = store_identify(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), deep, err,
-                           sizeof err);
+    buf err;
+    buf_init(&err, 16384);
+    *kind = store_identify(m->db_path, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS), deep, &err);
+    int rc = MNEMO_OK;
     switch (*kind) {
     case STORE_KIND_ABSENT:
     case STORE_KIND_OURS:
     case STORE_KIND_DAMAGED:
     case STORE_KIND_NEWER:
-        return MNEMO_OK;
+        break;
     case STORE_KIND_FOREIGN:
-        return core_error(m, MNEMO_CORRUPT, "%s", err);
+        rc = core_error(m, MNEMO_CORRUPT, "%s", err.len ? err.data : "");
+        break;
     default:
-        return core_error(m, MNEMO_IO, "%s", err[0] ? err : "cannot read the index");
+        rc = core_error(m, MNEMO_IO, "%s", err.len ? err.data : "cannot read the index");
     }
+    buf_cleanup(&err);
+    return rc;
 }
 
 /* Salvages the memories a damaged index of schema 5 kept in itself into
@@ -416,7 +420,7 @@ static int replaceable(mnemo *m, int deep, int *kind)
 static void salvage_old(mnemo *m, store *st, const char *aside, mnemo_sync_stats *stats)
 {
     buf err;
-    buf_init(&err, 4096);
+    buf_init(&err, 16384);
     salvage_report r;
     sqlite3 *db = store_db(st);
     int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -476,6 +480,8 @@ static int settings_changed(mnemo *m, const char **why)
 
 int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
 {
+    buf err; /* a store's message */
+    buf_init(&err, 16384);
     mnemo_sync_stats local;
     if (!stats)
         stats = &local;
@@ -549,7 +555,7 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
                             "the memories in %s could not be moved to the memory store %s "
                             "(%s); the index is left as it is",
                             m->db_path, m->mem_path,
-                            m->lite->mem_err[0] ? m->lite->mem_err : "read-only, or the move failed");
+                            m->lite->mem_err.len ? m->lite->mem_err.data : "read-only, or the move failed");
             goto done;
         }
     }
@@ -559,22 +565,21 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", m->db_path, (long)getpid());
     store_settings set = {cfg_str(m->cfg, CFG_LANGUAGE), (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS),
                           (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP), m->workspace};
-    char err[1024] = "";
-    if ((rc = store_create(tmp, &set, &c.st, err, sizeof err))) {
-        core_error(m, rc, "%s", err);
+    if ((rc = store_create(tmp, &set, &c.st, &err))) {
+        core_error(m, rc, "%s", err.len ? err.data : "");
         goto done;
     }
     /* The memory store is shared, not rebuilt: the new index attaches it
      * as the old one did (its vectors are refreshed with the notes'). */
-    if ((rc = store_attach_memories(c.st, m->mem_path, set.language, err, sizeof err)) &&
+    if ((rc = store_attach_memories(c.st, m->mem_path, set.language, &err)) &&
         rc != MNEMO_CORRUPT) {
-        core_error(m, rc, "%s", err);
+        core_error(m, rc, "%s", err.len ? err.data : "");
         goto cleanup;
     }
     if (rc) { /* a damaged memory store stays as it is; notes are rebuilt */
         buf_reset(&m->warn);
         m->warn.err = 0;
-        buf_printf(&m->warn, "%s", err);
+        buf_printf(&m->warn, "%s", err.len ? err.data : "");
         stats->embed_warning = m->warn.data;
         rc = MNEMO_OK;
     }
@@ -619,6 +624,7 @@ cleanup:
 done:
     stats->seconds = time_mono() - t0;
     lock_release(lock);
+    buf_cleanup(&err);
     return rc;
 }
 

@@ -185,8 +185,9 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_t *mj = json_object();
         json_object_set_new(mj, "path", json_string(m->mem_path));
         if (m->lite->mem_rc) {
-            json_object_set_new(mj, "error", json_string(m->lite->mem_err));
-            json_array_append_new(warnings, json_string(m->lite->mem_err));
+            const char *why = m->lite->mem_err.len ? m->lite->mem_err.data : "";
+            json_object_set_new(mj, "error", json_string(why));
+            json_array_append_new(warnings, json_string(why));
         } else {
             json_object_set_new(mj, "count", json_integer(count(h, "SELECT count(*) FROM "
                                                                    "memories WHERE deleted_at "

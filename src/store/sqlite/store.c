@@ -199,14 +199,17 @@ fts_rank *store_rank(store *s) { return &s->rank; }
 fts_rank *store_mrank(store *s) { return &s->mrank; }
 const char *store_errmsg(store *s) { return s && s->db ? sqlite3_errmsg(s->db) : "no database"; }
 
-static void fmt(char *err, size_t errlen, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *err, size_t errlen, const char *f, ...)
+/* Replaces the message in ERR (may be NULL). */
+static void fmt(buf *err, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static void fmt(buf *err, const char *f, ...)
 {
-    if (!err || !errlen)
+    if (!err)
         return;
+    buf_reset(err);
+    err->err = 0;
     va_list ap;
     va_start(ap, f);
-    vsnprintf(err, errlen, f, ap);
+    buf_vprintf(err, f, ap);
     va_end(ap);
 }
 
@@ -294,13 +297,13 @@ static int connect(store *s, int flags, int busy_ms)
  * of a database file drops every POSIX lock this process holds on it, which
  * would let another process checkpoint and reset the WAL under this
  * process's other connections (a daemon has one per worker). */
-static int file_kind(const char *path, char *err, size_t errlen)
+static int file_kind(const char *path, buf *err)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
         if (errno == ENOENT)
             return MNEMO_NOTFOUND;
-        fmt(err, errlen, "cannot open index %s: %s", path, strerror(errno));
+        fmt(err, "cannot open index %s: %s", path, strerror(errno));
         return MNEMO_IO;
     }
     if (st.st_size == 0)
@@ -308,18 +311,18 @@ static int file_kind(const char *path, char *err, size_t errlen)
     return MNEMO_OK;
 }
 
-static int not_a_database(const char *path, char *err, size_t errlen)
+static int not_a_database(const char *path, buf *err)
 {
-    fmt(err, errlen,
+    fmt(err,
         "%s is not a SQLite database, so not a mnemo index; move it away or choose "
         "another index path with --db",
         path);
     return MNEMO_CORRUPT;
 }
 
-static int foreign(const char *path, const char *why, char *err, size_t errlen)
+static int foreign(const char *path, const char *why, buf *err)
 {
-    fmt(err, errlen,
+    fmt(err,
         "%s is a SQLite database but not a mnemo index (%s); mnemo never writes, moves or "
         "replaces it: move it away or choose another index path with --db",
         path, why);
@@ -358,7 +361,7 @@ static int set_app_id(store *s, const char *schema, int id)
     return store_exec(s, sql);
 }
 
-static int migrate(store *s, int from, char *err, size_t errlen)
+static int migrate(store *s, int from, buf *err)
 {
     char *lang = NULL;
     if (store_begin(s))
@@ -377,7 +380,7 @@ static int migrate(store *s, int from, char *err, size_t errlen)
         goto fail;
     return MNEMO_OK;
 fail:
-    fmt(err, errlen, "cannot upgrade index %s: %s", s->path, sqlite3_errmsg(s->db));
+    fmt(err, "cannot upgrade index %s: %s", s->path, sqlite3_errmsg(s->db));
     store_rollback(s);
     return MNEMO_DB;
 }
@@ -415,11 +418,11 @@ static int in_rollback_mode(sqlite3 *db)
 }
 
 static int open_once(const char *path, int busy_ms, int deep, store **out, int *kind,
-                     char *err, size_t errlen)
+                     buf *err)
 {
     *out = NULL;
     *kind = STORE_KIND_UNKNOWN;
-    int rc = file_kind(path, err, errlen);
+    int rc = file_kind(path, err);
     if (rc) {
         if (rc == MNEMO_NOTFOUND)
             *kind = STORE_KIND_ABSENT;
@@ -440,20 +443,20 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
         src = pragma_int(s->db, "PRAGMA main.application_id", &app);
     if ((src & 0xff) == SQLITE_NOTADB) {
         *kind = STORE_KIND_FOREIGN;
-        rc = not_a_database(path, err, errlen);
+        rc = not_a_database(path, err);
         goto fail;
     }
     if ((src & 0xff) == SQLITE_CORRUPT && header_app_id(s->db, &app) && app == STORE_APP_ID) {
         /* Its schema is unreadable, but its header says it is ours. */
         *kind = STORE_KIND_DAMAGED;
-        fmt(err, errlen, "index %s is damaged (%s); rebuild it with: mnemo index --force", path,
+        fmt(err, "index %s is damaged (%s); rebuild it with: mnemo index --force", path,
             sqlite3_errmsg(s->db));
         rc = MNEMO_CORRUPT;
         goto fail;
     }
     if ((src & 0xff) == SQLITE_CORRUPT) {
         *kind = STORE_KIND_FOREIGN; /* not even its header: nothing proves it ours */
-        fmt(err, errlen,
+        fmt(err,
             "%s is damaged beyond telling whether it is a mnemo index; mnemo leaves it alone: "
             "move it away (mnemo memory recover FILE salvages memories from it)",
             path);
@@ -461,7 +464,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
         goto fail;
     }
     if (src != SQLITE_OK) {
-        fmt(err, errlen, "cannot open index %s: %s", path,
+        fmt(err, "cannot open index %s: %s", path,
             s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
         rc = store_code(src);
         goto fail;
@@ -473,7 +476,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
                  app == STORE_MEM_APP_ID ? "it is a mnemo memory store, application id"
                                          : "application id",
                  (unsigned)app);
-        rc = foreign(path, why, err, errlen);
+        rc = foreign(path, why, err);
         goto fail;
     }
     int tables = index_tables(s->db);
@@ -486,7 +489,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
             goto fail;
         }
         *kind = STORE_KIND_FOREIGN;
-        rc = foreign(path, "it lacks an index's tables", err, errlen);
+        rc = foreign(path, "it lacks an index's tables", err);
         goto fail;
     }
     /* Ours by its id, or by its tables when it has no id. */
@@ -496,13 +499,13 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
         int code = sqlite3_errcode(s->db);
         const char *msg = sqlite3_errmsg(s->db);
         if ((code & 0xff) == SQLITE_BUSY) {
-            fmt(err, errlen, "index %s is locked by another process: %s", path, msg);
+            fmt(err, "index %s is locked by another process: %s", path, msg);
             rc = MNEMO_BUSY;
             goto fail;
         }
         if (!ours) {
             *kind = STORE_KIND_FOREIGN;
-            fmt(err, errlen,
+            fmt(err,
                 "%s is damaged beyond telling whether it is a mnemo index (%s); mnemo leaves "
                 "it alone: move it away (mnemo memory recover FILE salvages memories from it)",
                 path, msg);
@@ -510,7 +513,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
             goto fail;
         }
         *kind = STORE_KIND_DAMAGED;
-        fmt(err, errlen,
+        fmt(err,
             "index %s is damaged (%s); rebuild it with: mnemo index --force", path, msg);
         rc = MNEMO_CORRUPT;
         goto fail;
@@ -520,19 +523,19 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
     ver = NULL;
     if (version <= 0 && app != STORE_APP_ID) {
         *kind = STORE_KIND_FOREIGN;
-        rc = foreign(path, "it has no mnemo schema version", err, errlen);
+        rc = foreign(path, "it has no mnemo schema version", err);
         goto fail;
     }
     if (version <= 0) {
         *kind = STORE_KIND_DAMAGED;
-        fmt(err, errlen, "index %s has no schema version; rebuild it with: mnemo index --force",
+        fmt(err, "index %s has no schema version; rebuild it with: mnemo index --force",
             path);
         rc = MNEMO_CORRUPT;
         goto fail;
     }
     if (version > STORE_SCHEMA_VERSION) {
         *kind = STORE_KIND_NEWER;
-        fmt(err, errlen,
+        fmt(err,
             "index %s was written by a newer mnemo (schema %d, this build knows %d); upgrade "
             "mnemo or rebuild with: mnemo index --force",
             path, version, STORE_SCHEMA_VERSION);
@@ -547,7 +550,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
                  (res = (const char *)sqlite3_column_text(q, 0)) && strcmp(res, "ok") == 0;
         if (!ok) {
             *kind = STORE_KIND_DAMAGED;
-            fmt(err, errlen, "index %s is damaged (%s)", path,
+            fmt(err, "index %s is damaged (%s)", path,
                 res ? res : sqlite3_errmsg(s->db));
             sqlite3_finalize(q);
             rc = MNEMO_CORRUPT;
@@ -562,7 +565,7 @@ static int open_once(const char *path, int busy_ms, int deep, store **out, int *
      * pages are read; 64 MiB at most): warm searches then read no pages
      * from the OS. */
     store_exec(s, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536");
-    if (version < STORE_SCHEMA_VERSION && (rc = migrate(s, version, err, errlen)))
+    if (version < STORE_SCHEMA_VERSION && (rc = migrate(s, version, err)))
         goto fail;
     /* Written before ids were set: mark it, so that it is provably ours. */
     if (app == 0 && !sqlite3_db_readonly(s->db, "main"))
@@ -585,12 +588,12 @@ fail:
  * it open (sync.c, rename_alone), and a connection that got the old file
  * just before must not go on with it. */
 static int open_checked(const char *path, int busy_ms, int deep, store **out, int *kind,
-                        char *err, size_t errlen)
+                        buf *err)
 {
     for (int tries = 0;; tries++) {
         struct stat a, b;
         int had = stat(path, &a) == 0;
-        int rc = open_once(path, busy_ms, deep, out, kind, err, errlen);
+        int rc = open_once(path, busy_ms, deep, out, kind, err);
         if (rc || !had || tries == 3 || stat(path, &b) != 0 ||
             (a.st_dev == b.st_dev && a.st_ino == b.st_ino))
             return rc;
@@ -599,23 +602,22 @@ static int open_checked(const char *path, int busy_ms, int deep, store **out, in
     }
 }
 
-int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen)
+int store_open(const char *path, int busy_ms, store **out, buf *err)
 {
     int kind;
-    return open_checked(path, busy_ms, 0, out, &kind, err, errlen);
+    return open_checked(path, busy_ms, 0, out, &kind, err);
 }
 
-int store_identify(const char *path, int busy_ms, int deep, char *err, size_t errlen)
+int store_identify(const char *path, int busy_ms, int deep, buf *err)
 {
     store *s = NULL;
     int kind;
-    open_checked(path, busy_ms, deep, &s, &kind, err, errlen);
+    open_checked(path, busy_ms, deep, &s, &kind, err);
     store_close(s);
     return kind;
 }
 
-int store_create(const char *path, const store_settings *set, store **out, char *err,
-                 size_t errlen)
+int store_create(const char *path, const store_settings *set, store **out, buf *err)
 {
     *out = NULL;
     store *s = store_alloc(path);
@@ -626,7 +628,7 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     char *schema = NULL;
     int rc = connect(s, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 5000);
     if (rc != SQLITE_OK) {
-        fmt(err, errlen, "cannot create index %s: %s", path,
+        fmt(err, "cannot create index %s: %s", path,
             s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         rc = store_code(rc);
         goto fail;
@@ -671,7 +673,7 @@ int store_create(const char *path, const store_settings *set, store **out, char 
     *out = s;
     return MNEMO_OK;
 sqlfail:
-    fmt(err, errlen, "cannot create index %s: %s", path, sqlite3_errmsg(s->db));
+    fmt(err, "cannot create index %s: %s", path, sqlite3_errmsg(s->db));
 fail:
     sqlite3_free(schema);
     store_close(s);
@@ -720,7 +722,7 @@ int store_mem_meta_set(store *s, const char *key, const char *val)
 
 /* Creates the memory tables in a new store, or rebuilds the text index of
  * an existing one written with another language. */
-static int mem_prepare(store *s, const char *language, char *err, size_t errlen)
+static int mem_prepare(store *s, const char *language, buf *err)
 {
     char *lang = NULL;
     int same = mem_meta(s, "language", &lang) == MNEMO_OK && lang && strcmp(lang, language) == 0;
@@ -752,7 +754,7 @@ static int mem_prepare(store *s, const char *language, char *err, size_t errlen)
     if (!rc)
         rc = store_exec(s, "COMMIT");
     if (rc) {
-        fmt(err, errlen, "cannot prepare the memory store: %s", sqlite3_errmsg(s->db));
+        fmt(err, "cannot prepare the memory store: %s", sqlite3_errmsg(s->db));
         store_rollback(s);
     }
     free(lang);
@@ -764,7 +766,7 @@ static int mem_prepare(store *s, const char *language, char *err, size_t errlen)
  * store: copied and committed there first, checked, then dropped from the
  * index. Copies skip rows already there, so a move that died half way is
  * finished by the next open. */
-static int mem_move_legacy(store *s, char *err, size_t errlen)
+static int mem_move_legacy(store *s, buf *err)
 {
     int has = 0;
     if (pragma_int(s->db, "SELECT count(*) FROM main.sqlite_schema WHERE name = 'memories'",
@@ -783,7 +785,7 @@ static int mem_move_legacy(store *s, char *err, size_t errlen)
         "COMMIT";
     int missing = -1, rc = store_exec(s, copy);
     if (rc) {
-        fmt(err, errlen, "cannot move the memories of %s to their own store: %s", s->path,
+        fmt(err, "cannot move the memories of %s to their own store: %s", s->path,
             sqlite3_errmsg(s->db));
         store_rollback(s);
         return rc;
@@ -795,7 +797,7 @@ static int mem_move_legacy(store *s, char *err, size_t errlen)
                    "n WHERE n.hid = o.hid))",
                    &missing) != SQLITE_OK ||
         missing != 0) {
-        fmt(err, errlen,
+        fmt(err,
             "moving the memories of %s to their own store left %d behind; the index keeps "
             "them",
             s->path, missing);
@@ -818,8 +820,7 @@ int store_legacy_memories(store *s)
     return has != 0;
 }
 
-int store_attach_memories(store *s, const char *mem_path, const char *language, char *err,
-                          size_t errlen)
+int store_attach_memories(store *s, const char *mem_path, const char *language, buf *err)
 {
     int app = 0, tables = 0;
     struct stat sb;
@@ -847,20 +848,20 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
     if (rc == SQLITE_OK)
         rc = pragma_int(s->db, "PRAGMA mem.application_id", &app);
     else if ((rc & 0xff) != SQLITE_NOTADB && (rc & 0xff) != SQLITE_CORRUPT) {
-        fmt(err, errlen, "cannot open the memory store %s: %s", mem_path, sqlite3_errmsg(s->db));
+        fmt(err, "cannot open the memory store %s: %s", mem_path, sqlite3_errmsg(s->db));
         return store_code(rc);
     }
     if (rc == SQLITE_OK)
         rc = pragma_int(s->db, "SELECT count(*) FROM mem.sqlite_schema", &tables);
     if (rc != SQLITE_OK || (app != STORE_MEM_APP_ID && (existed || tables))) {
         if (rc != SQLITE_OK)
-            fmt(err, errlen,
+            fmt(err,
                 "the memory store %s cannot be read (%s); it is left as it is: move it away "
                 "(a new store is then created) and salvage it with mnemo memory recover "
                 "MOVED-FILE, or import a snapshot (%s.backup-*.jsonl)",
                 mem_path, sqlite3_errmsg(s->db), mem_path);
         else
-            fmt(err, errlen,
+            fmt(err,
                 "%s is not a mnemo memory store (application id 0x%08x); mnemo never writes "
                 "it: move it away or set memoryDb",
                 mem_path, (unsigned)app);
@@ -875,14 +876,14 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
             set_app_id(s, "mem", STORE_MEM_APP_ID);
         /* Memories are primary data: WAL, and every commit synced. */
         store_exec(s, "PRAGMA mem.journal_mode = WAL; PRAGMA mem.synchronous = FULL");
-        if ((rc = mem_prepare(s, language, err, errlen)) ||
-            (rc = mem_move_legacy(s, err, errlen))) {
+        if ((rc = mem_prepare(s, language, err)) ||
+            (rc = mem_move_legacy(s, err))) {
             sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
             return rc;
         }
     } else if (!tables) {
         sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
-        fmt(err, errlen, "the memory store %s is empty and read-only", mem_path);
+        fmt(err, "the memory store %s is empty and read-only", mem_path);
         return MNEMO_IO;
     }
     return MNEMO_OK;

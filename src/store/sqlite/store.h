@@ -33,7 +33,7 @@ typedef struct store_settings {
  * file, an empty file, or an empty database); MNEMO_CORRUPT when the file is
  * not SQLite, not a mnemo index, damaged, or from a newer mnemo; messages
  * via store_open_error(). */
-int store_open(const char *path, int busy_ms, store **out, char *err, size_t errlen);
+int store_open(const char *path, int busy_ms, store **out, buf *err);
 
 /* What the file at PATH is, for deciding whether a rebuild may replace it:
  * absent (or empty), a sound index of ours, ours but damaged (with DEEP, a
@@ -47,20 +47,18 @@ enum {
     STORE_KIND_NEWER,
     STORE_KIND_FOREIGN
 };
-int store_identify(const char *path, int busy_ms, int deep, char *err, size_t errlen);
+int store_identify(const char *path, int busy_ms, int deep, buf *err);
 
 /* Attaches the memory store at MEM_PATH as schema "mem" (created when
  * absent, in WAL mode with synchronous commits) and moves into it the
  * memories an index of schema 5 kept in its own file. Refuses a file there
  * that is not a memory store. The memory tables are then named without a
  * schema, as before. */
-int store_attach_memories(store *s, const char *mem_path, const char *language, char *err,
-                          size_t errlen);
+int store_attach_memories(store *s, const char *mem_path, const char *language, buf *err);
 
 /* Creates a fresh index at PATH (replacing any file there) in bulk-load mode:
  * no journal, no fsync. Call store_finish() before renaming it into place. */
-int store_create(const char *path, const store_settings *s, store **out, char *err,
-                 size_t errlen);
+int store_create(const char *path, const store_settings *s, store **out, buf *err);
 
 /* Switches a fresh index to WAL mode, closes it and fsyncs it to disk. */
 int store_finish(store *s);

@@ -8,7 +8,7 @@
 
 #include <sqlite3.h>
 
-#include "store/sqlite/store.h"
+#include "store/sqlite/fts.h"
 
 enum {
     S_FILE_INSERT,
@@ -42,12 +42,12 @@ struct store {
 };
 
 /* The prepared statement ID of S, reset and unbound; NULL on error. */
-sqlite3_stmt *store_stmt(store *s, int id);
+sqlite3_stmt *store_stmt(struct store *s, int id);
 
 /* Steps a bound statement to completion. */
-int store_run(store *s, sqlite3_stmt *st);
+int store_run(struct store *s, sqlite3_stmt *st);
 
 /* Runs SQL (no parameters) on S's connection. */
-int store_exec(store *s, const char *sql);
+int store_exec(struct store *s, const char *sql);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/sync.h"
+#include "store/sqlite/store.h"
 #include "store/sqlite/store_int.h"
 
 int store_files_load(store *s, sync_file **out, size_t *n)
