@@ -125,7 +125,7 @@ struct pgmem *pm_state(mnemo *m)
  * -------------------------------------------------------------------- */
 
 int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
-             pg_rows **out)
+         pg_rows **out)
 {
     return pgschema_q(m, what, sql, n, p, out);
 }
@@ -240,7 +240,7 @@ int pm_load_live(mnemo *m, const char *id, json_t **out)
 }
 
 int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
-                   const char *new_text, double at, const char *detail)
+               const char *new_text, double at, const char *detail)
 {
     char t[32];
     const char *p[7] = {pgconn_tenant(m), id, event, old_text, new_text, pm_fmt_num(at, t),
@@ -256,7 +256,7 @@ int pm_history(mnemo *m, const char *id, const char *event, const char *old_text
  * -------------------------------------------------------------------- */
 
 /* The document tokenizer for the configured language. */
-static int pm_doc_tok(mnemo *m, tok **out)
+static int doc_tok(mnemo *m, tok **out)
 {
     struct pgmem *s = pm_state(m);
     if (!s)
@@ -279,7 +279,7 @@ static int pm_doc_tok(mnemo *m, tok **out)
 
 /* Positions as FTS5 counts them: a colocated token (an identifier's part)
  * shares its predecessor's; PostgreSQL's start at 1 and stop at 16383. */
-static int pm_tsv_fn(void *ud, int flags, const char *token, int len, int start, int end)
+static int tsv_fn(void *ud, int flags, const char *token, int len, int start, int end)
 {
     (void)start;
     (void)end;
@@ -313,10 +313,10 @@ int pm_derive(mnemo *m, const char *text, const char *metadata, derived *d)
     int rc = MNEMO_OK;
     if (text) {
         tok *t = NULL;
-        if ((rc = pm_doc_tok(m, &t)))
+        if ((rc = doc_tok(m, &t)))
             return rc;
         tsv_ctx c = {&d->tsv, 0, 0};
-        if (tok_run(t, text, strlen(text), 0, pm_tsv_fn, &c) || buf_err(&d->tsv))
+        if (tok_run(t, text, strlen(text), 0, tsv_fn, &c) || buf_err(&d->tsv))
             return core_error(m, MNEMO_NOMEM, "out of memory");
         if (!d->tsv.data)
             buf_puts(&d->tsv, "");
@@ -366,7 +366,7 @@ int pm_vec_setup(mnemo *m, vecsetup *v)
 }
 
 /* Embeds N memories (IDS, TEXTS) and stores their vectors. */
-static int pm_embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
+static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
                        const char *const *texts, size_t n)
 {
     size_t *lens = malloc((n ? n : 1) * sizeof *lens);
@@ -411,7 +411,7 @@ void pm_embed_one(mnemo *m, const char *id, const char *text)
 {
     vecsetup vs;
     if (pm_vec_setup(m, &vs))
-        pm_embed_store(m, &vs, &id, &text, 1);
+        embed_store(m, &vs, &id, &text, 1);
     core_clear(m);
 }
 
@@ -439,7 +439,7 @@ void pm_embed_missing(mnemo *m, const vecsetup *vs)
             ids[i] = pg_value(r, i, 0);
             texts[i] = pg_value(r, i, 1);
         }
-        int rc = n ? pm_embed_store(m, vs, ids, texts, n) : MNEMO_OK;
+        int rc = n ? embed_store(m, vs, ids, texts, n) : MNEMO_OK;
         pg_rows_free(r);
         if (rc || n < EMBED_BATCH)
             break;

@@ -65,7 +65,7 @@ typedef struct params {
 struct pgmem *pm_state(mnemo *m);
 
 int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
-             pg_rows **out);
+         pg_rows **out);
 
 const char *pm_sqlstate(mnemo *m);
 
@@ -87,7 +87,7 @@ int pm_load(mnemo *m, const char *id, int for_update, json_t **out);
 int pm_load_live(mnemo *m, const char *id, json_t **out);
 
 int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
-                   const char *new_text, double at, const char *detail);
+               const char *new_text, double at, const char *detail);
 
 void pm_derived_cleanup(derived *d);
 

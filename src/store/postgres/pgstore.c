@@ -291,7 +291,7 @@ void ps_ascii_lower(buf *out, const char *s, size_t n)
 }
 
 int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-             pg_rows **out)
+         pg_rows **out)
 {
     return pgschema_q(m, what, sql, n, params, out);
 }

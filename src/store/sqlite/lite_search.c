@@ -422,7 +422,7 @@ static int lite_row(void *ud, int64_t chunk_id, search_row *out)
 
 /* The search of the local index. */
 int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
-                        mnemo_results **out)
+                mnemo_results **out)
 {
     double t0 = time_mono();
     *out = NULL;

@@ -884,7 +884,7 @@ static int lite_import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t
 }
 
 int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                        size_t *skipped)
+                       size_t *skipped)
 {
     core_clear(m);
     lite_import li = {0, 0};
