@@ -1,5 +1,5 @@
 /*
- * test_nudge.c - the recall nudge: the proper-noun detector (src/nudge.c)
+ * test_nudge.c - the recall nudge: the proper-noun detector (cli/nudge.c)
  * on English and Japanese prompts, its guards, ranking and pattern sets;
  * and `mnemo hook claude-code` end to end: hits with citations, the no-hits
  * line, the output cap, silence on every failure (no index, bad input,

@@ -2,8 +2,8 @@
  * memory.h - structured memories inside the library, whatever stores them:
  * the record codec, validation, scopes and options (memory.c), the search's
  * fusion and factors (msearch.c) and the recalled-memories block
- * (mrecall.c), shared by the SQLite store (memlite.c) and PostgreSQL
- * (pgmem.c).
+ * (mrecall.c), shared by the SQLite store (memlite.c, lite_msearch.c) and
+ * PostgreSQL (pgmem.c, pgmwrite.c, pgmsearch.c).
  */
 #ifndef MNEMO_MEMORY_H
 #define MNEMO_MEMORY_H

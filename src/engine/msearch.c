@@ -1,7 +1,7 @@
 /*
  * msearch.c - searching structured memories, what both backends share:
  * the fusion, the factors, episodes and the result list. Each backend's
- * legs are its own (lite_msearch.c, pgmem.c); formats and the
+ * legs are its own (lite_msearch.c, pgmsearch.c); formats and the
  * <recalled-memories> block are in mrecall.c.
  *
  * Candidates come from both legs, each restricted by the scope and filters

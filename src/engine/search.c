@@ -2,7 +2,7 @@
  * search.c - the search both backends share: the candidates of each
  * backend's legs (BM25 over chunks, vectors when a provider is configured,
  * file names: exact path, base name or stem first, partial path matches
- * boost; lite_search.c, pgstore.c) merged, thresholded, diversified and
+ * boost; lite_search.c, pgsearch.c) merged, thresholded, diversified and
  * shown as passages in the result set.
  *
  * Text score: x = BM25 / sum of the query terms' IDF, t = 1 - e^(-2x).

@@ -4,7 +4,7 @@
  * files the file-name legs found, the fusion, path boosts and tiers,
  * recency and importance, threshold, diversity (MMR), snippets and the
  * result set. Where rows live is behind search_io: the SQLite index
- * (search.c) reads them with prepared statements, PostgreSQL (pgstore.c)
+ * (lite_search.c) reads them with prepared statements, PostgreSQL (pgsearch.c)
  * from what it fetched in a few batched queries.
  */
 #ifndef MNEMO_SEARCH_H

@@ -3,8 +3,8 @@
  * the memory roots compared with the stored files, unchanged files left
  * unread, changed ones hashed and re-chunked only when their content
  * changed, renames by content hash, vanished files removed. What is
- * written goes to a sink: the SQLite index (sync.c) or PostgreSQL
- * (pgstore.c).
+ * written goes to a sink: the SQLite index (lite_sync.c) or PostgreSQL
+ * (pgsync.c).
  */
 #ifndef MNEMO_SYNC_H
 #define MNEMO_SYNC_H

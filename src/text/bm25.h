@@ -1,6 +1,6 @@
 /*
  * bm25.h - BM25 as every keyword leg computes it, whatever stores the rows
- * (SQLite FTS5 in fts.c, PostgreSQL in pgstore.c and pgmem.c): the rows a
+ * (SQLite FTS5 in fts.c, PostgreSQL in pgkeyword.c and pgmsearch.c): the rows a
  * query matched with their lengths and phrase frequencies, IDF, length
  * normalisation and each phrase's saturated share. Written once so that
  * the backends' scores agree to the last bit.
