@@ -43,26 +43,31 @@ OPT = -O1
 endif
 
 # ---- sources: the one list ------------------------------------------------
-# The library, one layer a line, bottom up (docs/design.md): each layer
+# The library, layer by layer, bottom up (docs/design.md): each layer
 # includes and calls only itself and the layers listed before it.
 LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util/glob.c \
           src/util/jsonvec.c src/util/time.c src/util/lock.c src/util/io.c src/util/dl.c \
           src/util/errcode.c \
           src/text/tok.c src/text/bm25.c src/text/chunk.c src/text/query.c src/text/dsn.c \
-          src/text/mfilter.c src/text/secrets.c src/store/sqlite/recover.c src/text/sanitize.c \
-          src/text/transcript.c src/text/snippet.c \
+          src/text/mfilter.c src/text/secrets.c src/text/sanitize.c src/text/transcript.c \
+          src/text/snippet.c \
           src/embed/vec.c src/embed/model.c src/embed/embed.c src/embed/curl_dl.c \
           src/embed/embed_http.c \
           src/engine/config.c src/engine/core.c src/engine/walk.c src/engine/prep.c \
           src/engine/sync.c src/engine/memory.c src/engine/msearch.c src/engine/mrecall.c \
           src/engine/provider.c src/engine/rank.c src/engine/recall.c src/engine/results.c \
           src/engine/search.c src/engine/get.c src/engine/watch.c \
-          src/store/sqlite/fts.c src/store/sqlite/lite_filter.c src/store/sqlite/store.c src/store/sqlite/store_write.c src/store/sqlite/lite.c \
+          src/store/sqlite/recover.c src/store/sqlite/fts.c src/store/sqlite/lite_filter.c \
+          src/store/sqlite/store.c src/store/sqlite/store_write.c src/store/sqlite/lite.c \
           src/store/sqlite/lite_sync.c src/store/sqlite/memlite.c src/store/sqlite/memvec.c \
           src/store/sqlite/lite_msearch.c src/store/sqlite/vectors.c \
-          src/store/sqlite/lite_recall.c src/store/sqlite/lite_search.c src/store/sqlite/status.c \
+          src/store/sqlite/lite_recall.c src/store/sqlite/lite_search.c \
+          src/store/sqlite/status.c \
           src/store/postgres/pg.c src/store/postgres/pgsource.c src/store/postgres/pgconn.c \
-          src/store/postgres/pgschema.c src/store/postgres/pgstore.c src/store/postgres/pgsync.c src/store/postgres/pgsearch.c src/store/postgres/pgkeyword.c src/store/postgres/pgmem.c src/store/postgres/pgmwrite.c src/store/postgres/pgmsearch.c \
+          src/store/postgres/pgschema.c src/store/postgres/pgstore.c \
+          src/store/postgres/pgsync.c src/store/postgres/pgsearch.c \
+          src/store/postgres/pgkeyword.c src/store/postgres/pgmem.c \
+          src/store/postgres/pgmwrite.c src/store/postgres/pgmsearch.c \
           src/store/postgres/pgtext.c \
           src/mnemo.c
 LIB_HDR = $(shell find src -name '*.h')
