@@ -90,6 +90,7 @@ int cmd_get(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_recall(int argc, char **argv);
 int cmd_memory(int argc, char **argv);

@@ -18,6 +18,7 @@ static const struct {
     {"config", cmd_config, "show the effective configuration or list its keys"},
     {"tokenize", cmd_tokenize, "show how text is tokenized (debugging)"},
     {"model", cmd_model, "import a static embedding table (GloVe, word2vec, model2vec)"},
+    {"embed", cmd_embed, "the vectors the configured provider gives, as JSON"},
     {"recall", cmd_recall, "the <recalled-memories> block, or trigger recall (--triggers)"},
     {"memory", cmd_memory, "store, search, list, change and export structured memories"},
     {"skill", cmd_skill, "the memory_search skill (arguments in SKILL_ARGS)"},

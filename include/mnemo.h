@@ -429,6 +429,15 @@ MNEMO_API int mnemo_model_import(mnemo *m, const char *src, const char *name, si
  * JSON array of {"token","start","end","flags"} objects. For debugging. */
 MNEMO_API int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out);
 
+/* Embeds TEXTS[0..N) with the configured provider (as queries when QUERY
+ * != 0, else as documents: the prefixes and input types of each apply) and
+ * returns {"provider","model","dims","vectors":[[...],...]} as JSON, one
+ * vector per text in order (caller frees with mnemo_free). For checking a
+ * model against another implementation. MNEMO_UNAVAILABLE when no provider
+ * is configured, else the provider's error. */
+MNEMO_API int mnemo_embed_json(mnemo *m, const char *const *texts, size_t n, int query,
+                               char **out);
+
 /* 1 when code point CP belongs to a script written without spaces (Han,
  * Kana, Hangul) and is tokenized by bigrams, 0 otherwise: the tokenizer's
  * own rule, for integrations that look at text the same way. */

@@ -21,6 +21,7 @@
 #include "store/sqlite/lite.h"
 #include "util/errcode.h"
 #include "engine/get.h"
+#include "engine/provider.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgschema.h"
@@ -269,6 +270,12 @@ static int tok_json_fn(void *ud, int flags, const char *token, int len, int star
     json_array_append_new(t->arr, json_pack("{s:s%,s:i,s:i,s:o}", "token", token, (size_t)len,
                                             "start", start, "end", end, "flags", flagsj));
     return 0;
+}
+
+int mnemo_embed_json(mnemo *m, const char *const *texts, size_t n, int query, char **out)
+{
+    core_clear(m);
+    return provider_embed_json(m, texts, n, query, out);
 }
 
 int mnemo_is_cjk(int32_t cp) { return utf8_is_cjk(cp); }

@@ -155,7 +155,7 @@ TEST(cli_exit_codes)
 
 TEST(cli_help_everywhere)
 {
-    const char *cmds[] = {"index", "search", "get", "status", "config", "tokenize"};
+    const char *cmds[] = {"index", "search", "get", "status", "config", "tokenize", "embed"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         char *out;
         ASSERT_EQ(test_cli(&out, NULL, NULL, cmds[i], "--help", NULL), 0);

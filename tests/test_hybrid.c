@@ -3,8 +3,11 @@
  * finds a paraphrase that keywords miss; the embedding cache; the provider
  * policy (none, auto, named) and fallbacks; stale vectors; status.
  */
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "provider_server.h"
@@ -319,4 +322,126 @@ TEST(hybrid_auto_follows_the_configured_key_variable)
     mnemo_free(j);
     mnemo_close(m);
     unsetenv("GOOGLE_API_KEY");
+}
+
+/* The vectors of mnemo_embed_json, parsed: N x DIMS floats into V. */
+static void embed_parse(const char *js, const char *provider, int n, int dims, float *v)
+{
+    json_error_t je;
+    json_t *j = json_loads(js, 0, &je);
+    ASSERT(j != NULL);
+    ASSERT_STR_EQ(json_string_value(json_object_get(j, "provider")), provider);
+    ASSERT_EQ(json_integer_value(json_object_get(j, "dims")), dims);
+    json_t *vs = json_object_get(j, "vectors");
+    ASSERT_EQ((int)json_array_size(vs), n);
+    for (int i = 0; i < n; i++) {
+        json_t *row = json_array_get(vs, (size_t)i);
+        ASSERT_EQ((int)json_array_size(row), dims);
+        for (int k = 0; k < dims; k++)
+            v[i * dims + k] = (float)json_number_value(json_array_get(row, (size_t)k));
+    }
+    json_decref(j);
+}
+
+TEST(embed_json_gives_the_providers_vectors_with_prefixes)
+{
+    ps_options o = {.dims = 8};
+    provider_server *s = ps_start(&o);
+    char url[160];
+    snprintf(url, sizeof url, "baseUrl=%s/v1", ps_url(s));
+    test_mkdir("ws");
+    mnemo *m = test_open("ws", "db.sqlite", "provider=openai-compatible", url, "model=m1",
+                         "queryPrefix=query: ", "documentPrefix=passage: ", NULL);
+    const char *texts[] = {"red car", "kitten"};
+    char *out = NULL;
+    float got[16], want[8];
+    /* Queries: the query prefix goes to the server, the vectors come back in order. */
+    ASSERT_OK(mnemo_embed_json(m, texts, 2, 1, &out));
+    ASSERT_CONTAINS(out, "\"model\":\"m1\"");
+    embed_parse(out, "openai-compatible", 2, 8, got);
+    mnemo_free(out);
+    char *body = ps_last_body(s);
+    ASSERT_CONTAINS(body, "query: red car");
+    free(body);
+    for (int i = 0; i < 2; i++) {
+        char t[64];
+        snprintf(t, sizeof t, "query: %s", texts[i]);
+        ps_vector(t, strlen(t), 8, want);
+        for (int k = 0; k < 8; k++)
+            ASSERT(fabsf(got[i * 8 + k] - want[k]) < 1e-6f);
+    }
+    /* Documents: the document prefix, so other vectors. */
+    ASSERT_OK(mnemo_embed_json(m, texts + 1, 1, 0, &out));
+    embed_parse(out, "openai-compatible", 1, 8, got);
+    mnemo_free(out);
+    ps_vector("passage: kitten", 15, 8, want);
+    for (int k = 0; k < 8; k++)
+        ASSERT(fabsf(got[k] - want[k]) < 1e-6f);
+    /* A dead provider: its error, no output. */
+    ps_stop(s);
+    out = NULL;
+    ASSERT(mnemo_embed_json(m, texts, 1, 1, &out) != MNEMO_OK);
+    ASSERT(out == NULL);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "openai-compatible");
+    mnemo_close(m);
+}
+
+TEST(embed_json_static_table_and_no_provider)
+{
+    test_tiny_table();
+    test_mkdir("ws");
+    mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=tiny", NULL);
+    const char *texts[] = {"car", "kitten"};
+    char *out = NULL;
+    float v[8];
+    ASSERT_OK(mnemo_embed_json(m, texts, 2, 0, &out));
+    embed_parse(out, "static", 2, 4, v);
+    mnemo_free(out);
+    /* One word: its row of the table, unit length ("car 1 0 0 0.05"). */
+    float n = sqrtf(1.0f + 0.05f * 0.05f);
+    ASSERT(fabsf(v[0] - 1.0f / n) < 1e-6f && fabsf(v[3] - 0.05f / n) < 1e-6f);
+    ASSERT(fabsf(v[1]) < 1e-6f && fabsf(v[2]) < 1e-6f);
+    ASSERT(fabsf(v[5] - 1.0f) < 1e-6f); /* kitten 0 1 0 0 */
+    mnemo_close(m);
+    /* Nothing configured: says so, for none and for auto. */
+    m = test_open("ws", "db.sqlite", "provider=none", NULL);
+    ASSERT_EQ(mnemo_embed_json(m, texts, 1, 0, &out), MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "provider is none");
+    mnemo_close(m);
+    unsetenv("OPENAI_API_KEY");
+    m = test_open("ws", "db.sqlite", NULL);
+    ASSERT_EQ(mnemo_embed_json(m, texts, 1, 0, &out), MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "provider auto found no static table");
+    mnemo_close(m);
+}
+
+TEST(embed_cli_prints_vectors_and_refuses_bad_use)
+{
+    test_tiny_table();
+    test_mkdir("ws");
+    char *out, *err;
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "provider=static", "--set", "model=tiny",
+                       "embed", "--query", "car", "kitten cat", NULL),
+              0);
+    float v[8];
+    embed_parse(out, "static", 2, 4, v);
+    free(out);
+    free(err);
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "embed", NULL), 2);
+    ASSERT_CONTAINS(err, "no text given");
+    free(out);
+    free(err);
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "embed", "--query",
+                       "--document", "x", NULL),
+              2);
+    ASSERT_CONTAINS(err, "exclude each other");
+    free(out);
+    free(err);
+    ASSERT(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--set", "provider=none",
+                    "embed", "x", NULL) != 0);
+    ASSERT_CONTAINS(err, "provider is none");
+    ASSERT_STR_EQ(out, "");
+    free(out);
+    free(err);
 }

@@ -5,6 +5,7 @@
  */
 #include "engine/provider.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,3 +144,52 @@ void provider_identity(mnemo *m, embedder *e, char *out, size_t n)
              cfg_int(m->cfg, CFG_CHUNK_OVERLAP), cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
 }
 
+int provider_embed_json(mnemo *m, const char *const *texts, size_t n, int query, char **out)
+{
+    *out = NULL;
+    char name[32];
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    if (strcmp(name, "none") == 0)
+        return core_error(m, MNEMO_UNAVAILABLE, "%s",
+                          strcmp(cfg_str(m->cfg, CFG_PROVIDER), "none") == 0
+                              ? "no embedding provider: provider is none (set provider, and "
+                                "model for a static table)"
+                              : "no embedding provider: provider auto found no static table "
+                                "named by model and no provider's API key in the environment");
+    buf err;
+    buf_init(&err, 16384);
+    embedder *e = NULL;
+    float *v = NULL;
+    json_t *root = NULL;
+    size_t *lens = malloc((n ? n : 1) * sizeof *lens);
+    int rc = lens ? provider_embedder(m, name, &e, &err) : MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < n; i++)
+        lens[i] = strlen(texts[i]);
+    if (!rc && n)
+        rc = embed_texts(e, query ? EMBED_QUERY : EMBED_DOCUMENT, texts, lens, n, &v, &err);
+    if (rc) {
+        core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+        goto done;
+    }
+    int dims = embed_dims(e);
+    json_t *vectors = json_array();
+    root = json_pack("{s:s,s:s,s:i,s:o}", "provider", embed_provider(e), "model", embed_model(e),
+                     "dims", dims, "vectors", vectors);
+    for (size_t i = 0; root && i < n; i++) {
+        json_t *row = json_array();
+        for (int j = 0; row && j < dims; j++)
+            json_array_append_new(row, json_real((double)v[i * (size_t)dims + (size_t)j]));
+        json_array_append_new(vectors, row);
+    }
+    if (root)
+        *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    if (!*out)
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+done:
+    json_decref(root);
+    free(v);
+    free(lens);
+    buf_cleanup(&err);
+    return rc;
+}

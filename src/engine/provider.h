@@ -23,4 +23,8 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err);
 /* "provider|model|dims|chunking": vectors of another identity are stale. */
 void provider_identity(mnemo *m, embedder *e, char *out, size_t n);
 
+/* mnemo_embed_json: TEXTS[0..N) embedded by the configured provider, as
+ * queries (QUERY != 0) or documents. */
+int provider_embed_json(mnemo *m, const char *const *texts, size_t n, int query, char **out);
+
 #endif
