@@ -901,6 +901,41 @@ BACKEND_TEST(backend_mem_maxscore_ranking)
     mnemo_close(m);
 }
 
+/* Episodes read the keyword scores of turns that MaxScore would not need
+ * for the limit: a reply holding only the common word gives the rare
+ * word's turn its context, on every backend as on SQLite. */
+BACKEND_TEST(backend_mem_episodes_read_past_maxscore)
+{
+    mnemo *m = open_mem("provider=none", NULL);
+    char rec[256], when[32];
+    for (int i = 0; i < 40; i++) {
+        snprintf(when, sizeof when, "2026-11-20T10:%02d:00Z", i);
+        at(when);
+        snprintf(rec, sizeof rec, "{\"text\":\"Bob: an apple from the market, day %d\"}", i);
+        free(add(m, rec));
+    }
+    at("2026-11-20T11:00:00Z");
+    free(add(m, "{\"text\":\"Ann: we saw a zebra at the zoo\"}"));
+    at("2026-11-20T11:01:00Z");
+    free(add(m, "{\"text\":\"Bob: and it ate my apple, apple and all\"}"));
+    at("2026-11-29T12:00:00Z");
+    char *t = ranked(m, "zebra apple", "{\"limit\":1,\"min_score\":0}");
+    char *t2 = ranked(m, "zebra apple", "{\"limit\":3,\"min_score\":0}");
+    mnemo_close(m);
+    /* The same store, episodes off: the zebra turn loses the reply's apple. */
+    m = be_open("ws", "provider=none", "memoryContext=0", NULL);
+    char *t0 = ranked(m, "zebra apple", "{\"limit\":1,\"min_score\":0}");
+    ASSERT_STR_EQ(t, "Ann: we saw a zebra at the zoo=0.8322");
+    ASSERT_STR_EQ(t2, "Ann: we saw a zebra at the zoo=0.8322|"
+                      "Bob: and it ate my apple, apple and all=0.7285|"
+                      "Bob: an apple from the market, day 39=0.7268");
+    ASSERT_STR_EQ(t0, "Ann: we saw a zebra at the zoo=0.8296");
+    free(t);
+    free(t2);
+    free(t0);
+    mnemo_close(m);
+}
+
 /* The turns of a conversation stored one after another are read together:
  * the reply that holds the answer is found through the question before it.
  * Turns of another episode (a day later) and facts do not take part. */

@@ -32,8 +32,11 @@
  * Queries of plain terms take their document frequencies from
  * mnemo_memory_terms (all live memories of the tenant, like N) and read the
  * terms' rows rarest first, stopping when no memory holding only the terms
- * left could reach the results (MaxScore); other queries (quoted phrases,
- * prefixes) read every match and count frequencies in scope, as SQLite does.
+ * left could reach the results (MaxScore), when episodes are off
+ * (memoryContext 0): episodes need the keyword scores of turns past the
+ * limit. Other queries (quoted phrases, prefixes, and every query with
+ * episodes on) read every match and count frequencies in scope, as SQLite
+ * does.
  *
  * Writes run in transactions; a duplicate added concurrently meets the
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is

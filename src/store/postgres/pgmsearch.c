@@ -668,6 +668,11 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
     }
     bm25_hits *h = k.hits;
+    /* Episodes (mem_episodes) read the keyword scores of the best candidates
+     * well past the limit and of their neighbours: MaxScore's early stop
+     * would leave some of those unread, so it serves only without them. */
+    if (cfg_num(m->cfg, CFG_MEMORY_CONTEXT) > 0)
+        plain = 0;
     if (!rc && any && plain) {
         h->np = ph->np;
         rc = kleg_maxscore(m, qr, x, &k, lexs.data, pres.data, &kb);
