@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "store/postgres/pgmaxscore.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore_int.h"
 #include "store/postgres/pgtext.h"
@@ -149,8 +150,6 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
 
 #define MAXSCORE_FIRST_FILL 4    /* the first round's terms match the pool this many times */
 #define MAXSCORE_SLACK 1e-9      /* relative margin for the bounds' rounding */
-#define MAXSCORE_SET_TERMS 12    /* unread terms combined into sets of them at most */
-#define MAXSCORE_SETS 64         /* sets of unread terms in one round's tsquery at most */
 
 typedef struct mcand {
     hitrow h;
@@ -244,19 +243,6 @@ static int cands_add(pgsearch *s, const pgquery *pq, pg_rows *r, uint64_t req, i
     return MNEMO_OK;
 }
 
-/* Appends "(t1 | t2 ...)" of terms ORDER[from..to) to B. */
-static void terms_tsq(buf *b, const pgquery *pq, const mterms *t, int from, int to)
-{
-    buf_putc(b, '(');
-    for (int i = from; i < to; i++) {
-        const char *w = pq->words.data + pq->woff[t->order[i]];
-        if (i > from)
-            buf_puts(b, " | ");
-        pg_lexeme(b, w, strlen(w));
-    }
-    buf_putc(b, ')');
-}
-
 /* BM25's statistics for the query's terms: N, avgdl and each term's df
  * in the corpus searched, less the rows an excluded phrase removes (as
  * SQLite counts them), and the bounds of each term's frequency (TF_MAX) and
@@ -326,61 +312,72 @@ static int term_stats(pgsearch *s, const pgquery *pq, const char *source, int no
     return MNEMO_OK;
 }
 
-/* Whether rows holding the unread terms of MASK (bit i: term
- * ORDER[READ + i]) and no term read may still reach the pool's threshold
- * THETA. */
-static int may_reach(const mterms *t, unsigned mask, double theta)
+/* One keyword_maxscore's rounds (pgms callbacks): the candidates read,
+ * the extra rows that match, the scores' scratch. */
+typedef struct mrounds {
+    pgsearch *s;
+    const pgquery *pq;
+    const char *source;
+    size_t pool, nextra;
+    uint64_t req;
+    buf ex;
+    mcand *v, *x;
+    size_t n, cap, nx, capx;
+    double *top;
+} mrounds;
+
+static int mround_read(void *ud, const char *tsq, int round)
 {
-    double sum = 0;
-    for (int i = 0; i < t->n - t->read; i++)
-        if (mask & (1u << i))
-            sum += t->ub[t->order[t->read + i]];
-    return !(theta > sum * (1.0 + MAXSCORE_SLACK));
+    mrounds *r = ud;
+    pgsearch *s = r->s;
+    const pgquery *pq = r->pq;
+    int with_extra = round == 0 && r->nextra > 0;
+    /* The extra rows must match the query as a whole ($6). */
+    const char *p[6] = {s->tenant, tsq, pq->lexs.data, r->source, r->ex.data, pq->tsq.data};
+    pg_rows *rows = NULL;
+    int rc = ps_q(s->m, "search",
+               with_extra
+                   ? "SELECT c.id, c.ntok, ts_filter(setweight(c.tsv, 'A', $3::text[]), "
+                     "'{a}')::text, 0 FROM mnemo_chunks c WHERE c.tenant = $1 AND c.tsv @@ "
+                     "$2::tsquery AND ($4 = '' OR c.source = $4) UNION ALL SELECT c.id, c.ntok, "
+                     "ts_filter(setweight(c.tsv, 'A', $3::text[]), '{a}')::text, 1 FROM "
+                     "mnemo_chunks c WHERE c.tenant = $1 AND c.id = ANY ($5::bigint[]) AND "
+                     "c.tsv @@ $6::tsquery AND ($4 = '' OR c.source = $4)"
+                   : "SELECT c.id, c.ntok, ts_filter(setweight(c.tsv, 'A', $3::text[]), "
+                     "'{a}')::text FROM mnemo_chunks c WHERE c.tenant = $1 AND c.tsv @@ "
+                     "$2::tsquery AND ($4 = '' OR c.source = $4)",
+               with_extra ? 6 : 4, p, &rows);
+    if (rc)
+        return rc;
+    rc = cands_add(s, pq, rows, r->req, with_extra ? 0 : -1, &r->v, &r->n, &r->cap);
+    if (!rc && with_extra)
+        rc = cands_add(s, pq, rows, r->req, 1, &r->x, &r->nx, &r->capx);
+    pg_rows_free(rows);
+    return rc;
 }
 
-/* The smallest sets of unread terms that may reach THETA (none of their
- * subsets may) into SETS: rows holding none of them cannot. 0 when there
- * are too many terms or sets for one tsquery. */
-static int reaching_sets(const mterms *t, double theta, unsigned *sets)
+/* Full once POOL candidates are read; the POOL-th best score is the
+ * threshold. */
+static int mround_full(void *ud, double *theta)
 {
-    int u = t->n - t->read, n = 0;
-    if (u > MAXSCORE_SET_TERMS)
+    mrounds *r = ud;
+    if (r->n < r->pool)
         return 0;
-    for (unsigned mask = 1; mask < (1u << u); mask++) {
-        if (!may_reach(t, mask, theta))
-            continue;
-        int minimal = 1;
-        for (int i = 0; minimal && i < u; i++)
-            if ((mask & (1u << i)) && may_reach(t, mask & ~(1u << i), theta))
-                minimal = 0;
-        if (!minimal)
-            continue;
-        if (n == MAXSCORE_SETS)
-            return 0;
-        sets[n++] = mask;
-    }
-    return n;
+    double *nt = realloc(r->top, r->n * sizeof *nt);
+    if (!nt)
+        return 0; /* read on: only slower */
+    r->top = nt;
+    for (size_t i = 0; i < r->n; i++)
+        nt[i] = r->v[i].score;
+    qsort(nt, r->n, sizeof *nt, by_desc);
+    *theta = nt[r->pool - 1];
+    return 1;
 }
 
-/* Appends "((a & b) | (c))" of the unread terms' SETS to B. */
-static void sets_tsq(buf *b, const pgquery *pq, const mterms *t, const unsigned *sets, int n)
+static int mround_reach(void *ud, double theta, double bound)
 {
-    buf_putc(b, '(');
-    for (int j = 0; j < n; j++) {
-        buf_puts(b, j ? " | (" : "(");
-        int first = 1;
-        for (int i = 0; i < t->n - t->read; i++) {
-            if (!(sets[j] & (1u << i)))
-                continue;
-            const char *w = pq->words.data + pq->woff[t->order[t->read + i]];
-            if (!first)
-                buf_puts(b, " & ");
-            pg_lexeme(b, w, strlen(w));
-            first = 0;
-        }
-        buf_putc(b, ')');
-    }
-    buf_putc(b, ')');
+    (void)ud;
+    return !(theta > bound * (1.0 + MAXSCORE_SLACK));
 }
 
 static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
@@ -449,89 +446,41 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
         for (first = 1; first < t.n && rows < (long long)pool * MAXSCORE_FIRST_FILL; first++)
             rows += t.df[t.order[first]];
     }
-    mcand *v = NULL, *x = NULL;
-    size_t n = 0, cap = 0, nx = 0, capx = 0;
-    double *top = NULL;
-    unsigned sets[MAXSCORE_SETS];
-    int nsets = 0;
-    buf tsq, ex;
-    buf_init(&tsq, 0);
-    buf_init(&ex, 0);
-    ps_ids_literal(&ex, extra, nextra);
-    while (t.n && t.read < t.n) {
-        int to = nsets ? t.n : first ? first : t.read + 1;
-        first = 0;
-        if (to > t.n)
-            to = t.n;
-        buf_reset(&tsq);
-        if (nsets)
-            sets_tsq(&tsq, pq, &t, sets, nsets);
-        else
-            terms_tsq(&tsq, pq, &t, t.read, to);
-        if (t.read) {
-            buf_puts(&tsq, " & !");
-            terms_tsq(&tsq, pq, &t, 0, t.read);
-        }
-        if (pq->neg.len)
-            buf_printf(&tsq, " & !(%s)", pq->neg.data);
-        int with_extra = t.read == 0 && nextra > 0;
-        t.read = to;
-        if (buf_err(&tsq) || buf_err(&ex)) {
-            rc = core_error(s->m, MNEMO_NOMEM, "out of memory");
-            break;
-        }
-        /* The extra rows must match the query as a whole ($6). */
-        const char *p[6] = {s->tenant, tsq.data, pq->lexs.data, source, ex.data, pq->tsq.data};
-        pg_rows *r = NULL;
-        rc = ps_q(s->m, "search",
-               with_extra
-                   ? "SELECT c.id, c.ntok, ts_filter(setweight(c.tsv, 'A', $3::text[]), "
-                     "'{a}')::text, 0 FROM mnemo_chunks c WHERE c.tenant = $1 AND c.tsv @@ "
-                     "$2::tsquery AND ($4 = '' OR c.source = $4) UNION ALL SELECT c.id, c.ntok, "
-                     "ts_filter(setweight(c.tsv, 'A', $3::text[]), '{a}')::text, 1 FROM "
-                     "mnemo_chunks c WHERE c.tenant = $1 AND c.id = ANY ($5::bigint[]) AND "
-                     "c.tsv @@ $6::tsquery AND ($4 = '' OR c.source = $4)"
-                   : "SELECT c.id, c.ntok, ts_filter(setweight(c.tsv, 'A', $3::text[]), "
-                     "'{a}')::text FROM mnemo_chunks c WHERE c.tenant = $1 AND c.tsv @@ "
-                     "$2::tsquery AND ($4 = '' OR c.source = $4)",
-               with_extra ? 6 : 4, p, &r);
-        if (rc)
-            break;
-        rc = cands_add(s, pq, r, req, with_extra ? 0 : -1, &v, &n, &cap);
-        if (!rc && with_extra)
-            rc = cands_add(s, pq, r, req, 1, &x, &nx, &capx);
-        pg_rows_free(r);
-        if (rc || t.read >= t.n)
-            break;
-        /* The pool's threshold against what the unread terms can add. */
-        double theta = 0, rest = 0;
-        if (n >= pool) {
-            double *nt = realloc(top, n * sizeof *nt);
-            if (!nt) {
-                rc = core_error(s->m, MNEMO_NOMEM, "out of memory");
-                break;
-            }
-            top = nt;
-            for (size_t i = 0; i < n; i++)
-                top[i] = v[i].score;
-            qsort(top, n, sizeof *top, by_desc);
-            theta = top[pool - 1];
-        }
-        for (int i = t.read; i < t.n; i++)
-            rest += t.ub[t.order[i]];
-        if (n >= pool && theta > rest * (1.0 + MAXSCORE_SLACK))
-            break;
-        /* Next, with a full pool: the rows holding a set of unread terms
-         * that may reach it, all in one round. Else the fewest rarest terms
-         * that would end it at this threshold (one while the pool is not
-         * full). */
-        if (n >= pool && (nsets = reaching_sets(&t, theta, sets)) > 0)
-            continue;
-        first = t.read + 1;
-        rest -= t.ub[t.order[t.read]];
-        while (n >= pool && first < t.n && !(theta > rest * (1.0 + MAXSCORE_SLACK)))
-            rest -= t.ub[t.order[first++]];
+    mrounds mr;
+    memset(&mr, 0, sizeof mr);
+    mr.s = s;
+    mr.pq = pq;
+    mr.source = source;
+    mr.pool = pool;
+    mr.req = req;
+    buf tail;
+    buf_init(&tail, 0);
+    buf_init(&mr.ex, 0);
+    ps_ids_literal(&mr.ex, extra, nextra);
+    mr.nextra = nextra;
+    if (pq->neg.len)
+        buf_printf(&tail, " & !(%s)", pq->neg.data);
+    pgms ms;
+    memset(&ms, 0, sizeof ms);
+    ms.n = t.n;
+    for (int i = 0; i < t.n; i++) {
+        ms.lex[i] = pq->words.data + pq->woff[t.order[i]];
+        ms.ub[i] = t.ub[t.order[i]];
     }
+    ms.first = first;
+    ms.sets = 1;
+    ms.advance = 1;
+    ms.tail = tail.data ? tail.data : "";
+    ms.read = mround_read;
+    ms.full = mround_full;
+    ms.reach = mround_reach;
+    ms.ud = &mr;
+    if (buf_err(&tail) || buf_err(&mr.ex))
+        rc = core_error(s->m, MNEMO_NOMEM, "out of memory");
+    else if (t.n)
+        rc = pgms_run(s->m, &ms);
+    mcand *v = mr.v, *x = mr.x;
+    size_t n = mr.n, nx = mr.nx;
     if (txn)
         ps_q(s->m, "search", rc ? "ROLLBACK" : "COMMIT", 0, NULL, NULL);
     /* The POOL best, and the extra rows that match. */
@@ -557,9 +506,9 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
                 s->hits[k++] = s->hits[i];
         s->nhits = k;
     }
-    buf_cleanup(&tsq);
-    buf_cleanup(&ex);
-    free(top);
+    buf_cleanup(&tail);
+    buf_cleanup(&mr.ex);
+    free(mr.top);
     free(x);
     free(v);
     return rc;

@@ -15,6 +15,7 @@
 
 #include "engine/memory.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgmaxscore.h"
 #include "store/postgres/pgtext.h"
 #include "engine/rank.h"
 
@@ -466,11 +467,54 @@ static int by_ub(const void *a, const void *b)
     return x->ub < y->ub ? 1 : x->ub > y->ub ? -1 : (x->lex > y->lex) - (x->lex < y->lex);
 }
 
-/* Reads the matches of plain terms rarest (by their most to BM25) first:
- * each term's rows without the terms read before, until the NEED-th best
- * score so far beats what a memory holding only the terms left could
- * score. Scores of the rows read are exact: positions of every query
- * lexeme come with each row. */
+/* One kleg_maxscore's rounds (pgms callbacks): the best NEED scores so
+ * far in TOP (a heap, rank_top_offer), the rows scored of the hits. */
+typedef struct krounds {
+    mnemo *m;
+    search_ctx *x;
+    kleg *k;
+    mem_bm25 *kb;
+    const char *lexs, *pres;
+    double *top, wv, maxf;
+    size_t need, ntop, scored;
+} krounds;
+
+static int kround_read(void *ud, const char *tsq, int round)
+{
+    krounds *r = ud;
+    (void)round;
+    int rc = kleg_read(r->m, r->x, r->k, tsq, r->lexs, r->pres, 0);
+    for (; !rc && r->scored < r->k->hits->n; r->scored++) {
+        double text = mem_bm25_norm(r->kb, r->k->hits, r->scored);
+        rank_top_offer(r->top, &r->ntop, r->need,
+                       text * mem_factors(r->m, &r->k->row[r->scored], r->x->user_query,
+                                          r->x->now));
+    }
+    return rc;
+}
+
+static int kround_full(void *ud, double *theta)
+{
+    krounds *r = ud;
+    *theta = r->ntop ? r->top[0] : 0;
+    return r->ntop == r->need;
+}
+
+/* Whether a memory whose terms' BM25 bounds sum to BOUND may reach THETA,
+ * with its vector's share and its factors at their most. */
+static int kround_reach(void *ud, double theta, double bound)
+{
+    krounds *r = ud;
+    double tub = 1.0 - exp(-2.0 * bound / r->kb->sum);
+    double rub = r->x->vectors ? 1.0 - (1.0 - tub) * (1.0 - r->wv) : tub; /* v <= 1 */
+    return !(rub * r->maxf < theta);
+}
+
+/* Reads the matches of plain terms rarest (by their most to BM25) first
+ * (pgms_run): each term's rows without the terms read before, until the
+ * NEED-th best score so far beats what a memory holding only the terms
+ * left could score. Scores of the rows read are exact: positions of every
+ * query lexeme come with each row. */
 static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, const char *lexs,
                          const char *pres, mem_bm25 *kb)
 {
@@ -479,7 +523,7 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     if (rc)
         return rc;
     mem_bm25_init(m, qr, k->hits, kb);
-    term t[MAX_QTOKS];
+    term t[MAX_QTOKS] = {{0, 0, 0}};
     int nt = 0;
     for (int p = 0; p < ph->npositive; p++) {
         if (!ph->len[p] || kb->w[p] <= 0 || k->hits->df[p] <= 0)
@@ -493,17 +537,24 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     }
     if (nt > 1)
         qsort(t, (size_t)nt, sizeof *t, by_ub);
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT);
-    double maxf = mem_max_factor(m), left = 0;
-    for (int i = 0; i < nt; i++)
-        left += t[i].ub;
-    size_t need = x->need ? x->need : 1, ntop = 0;
-    double *top = malloc(need * sizeof *top);
-    buf neg, tq;
+    if (nt > PGMS_MAX_TERMS)
+        nt = PGMS_MAX_TERMS; /* not reached: phrases are fewer */
+    krounds r = {m, x, k, kb, lexs, pres, NULL, cfg_num(m->cfg, CFG_VECTOR_WEIGHT),
+                 mem_max_factor(m), x->need ? x->need : 1, 0, 0};
+    pgms ms;
+    memset(&ms, 0, sizeof ms);
+    ms.n = nt;
+    for (int i = 0; i < nt; i++) {
+        ms.lex[i] = ph->lex[t[i].lex];
+        ms.ub[i] = t[i].ub;
+    }
+    ms.first = 1;
+    ms.read = kround_read;
+    ms.full = kround_full;
+    ms.reach = kround_reach;
+    ms.ud = &r;
+    buf neg;
     buf_init(&neg, 1 << 20);
-    buf_init(&tq, 1 << 20);
-    if (!top)
-        rc = core_error(m, MNEMO_NOMEM, "out of memory");
     for (int p = ph->npositive; p < ph->np; p++) {
         if (!ph->len[p])
             continue;
@@ -511,38 +562,14 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
         phrase_tsq(ph, p, &neg);
         buf_puts(&neg, ")");
     }
-    size_t scored = 0;
-    for (int i = 0; !rc && i < nt; i++) {
-        double tub = 1.0 - exp(-2.0 * left / kb->sum);
-        double rub = x->vectors ? 1.0 - (1.0 - tub) * (1.0 - wv) : tub; /* v <= 1 */
-        if (ntop == need && rub * maxf < top[0])
-            break; /* no memory of the terms left reaches the results */
-        buf_reset(&tq);
-        pg_lexeme(&tq, ph->lex[t[i].lex], strlen(ph->lex[t[i].lex]));
-        for (int j = 0; j < i; j++) {
-            buf_puts(&tq, j ? " | " : " & !(");
-            pg_lexeme(&tq, ph->lex[t[j].lex], strlen(ph->lex[t[j].lex]));
-            if (j == i - 1)
-                buf_puts(&tq, ")");
-        }
-        if (neg.len)
-            buf_puts(&tq, neg.data);
-        if (buf_err(&tq) || buf_err(&neg)) {
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            break;
-        }
-        if ((rc = kleg_read(m, x, k, tq.data, lexs, pres, 0)))
-            break;
-        for (; scored < k->hits->n; scored++) {
-            double text = mem_bm25_norm(kb, k->hits, scored);
-            rank_top_offer(top, &ntop, need,
-                           text * mem_factors(m, &k->row[scored], x->user_query, x->now));
-        }
-        left -= t[i].ub;
-    }
-    free(top);
+    ms.tail = neg.data ? neg.data : "";
+    r.top = malloc(r.need * sizeof *r.top);
+    if (!r.top || buf_err(&neg))
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    else
+        rc = pgms_run(m, &ms);
+    free(r.top);
     buf_cleanup(&neg);
-    buf_cleanup(&tq);
     return rc;
 }
 
