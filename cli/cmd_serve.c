@@ -14,6 +14,10 @@
  * cross-site form cannot send). Bodies and headers are capped, idle
  * connections time out, SIGTERM finishes the requests in flight before
  * exit, and a locked pid file keeps a second daemon off the same index.
+ *
+ * About 1,000 lines in one file on purpose: routing, the connection
+ * limits, listening and the daemon's life all share the server struct and
+ * its locks, which nothing else may see.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>

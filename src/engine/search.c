@@ -585,6 +585,14 @@ int search_max_results(mnemo *m, const mnemo_search_opts *opts)
                                          : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
 }
 
+#define POOL_MIN 200
+
+size_t search_pool_size(mnemo *m, const mnemo_search_opts *opts)
+{
+    int max = search_max_results(m, opts);
+    return (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
+}
+
 int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_cand *all,
                 size_t n, const search_file_hits *fh, const search_bm25 *bm,
                 const search_vstats *vs, const mnemo_search_opts *opts, mnemo_results *res,

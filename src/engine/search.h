@@ -129,6 +129,11 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
 /* The results asked for and the threshold, from OPTS or the config. */
 int search_max_results(mnemo *m, const mnemo_search_opts *opts);
 
+/* How many candidates each leg brings to the fusion: four times the
+ * results asked for, 200 at least. Both backends use it, so their pools
+ * (and results) agree. */
+size_t search_pool_size(mnemo *m, const mnemo_search_opts *opts);
+
 /* Milliseconds since *T, which moves to now. */
 double search_lap(double *t);
 

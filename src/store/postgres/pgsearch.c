@@ -605,8 +605,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
     const char *source = corpus && !strcmp(corpus, "sessions") ? "sessions"
                          : corpus && !strcmp(corpus, "all") ? ""
                                                             : "memory";
-    int max = search_max_results(m, opts);
-    size_t pool = (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
+    size_t pool = search_pool_size(m, opts);
     /* Vectors first: their candidates' keyword scores come with the
      * keyword leg. */
     if ((rc = vector_leg(&s, qt.data, source, pool, res, &vs, &vids, &nvids)))

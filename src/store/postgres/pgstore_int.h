@@ -16,7 +16,6 @@
 #include "text/tok.h"
 #include "util/buf.h"
 
-#define POOL_MIN 200
 #define BATCH_FILES 200     /* files per commit */
 #define BATCH_CHUNKS 4000   /* chunks per commit */
 #define EMBED_ROWS 256      /* chunks per embedding round */

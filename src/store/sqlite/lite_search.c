@@ -18,7 +18,6 @@
 #include "util/time.h"
 #include "store/sqlite/vectors.h"
 
-#define POOL_MIN 200
 #define PATH_ROWS_MAX 2000
 
 typedef search_cand cand;
@@ -464,8 +463,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     }
 
-    int max = search_max_results(m, opts);
-    p.cap = (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
+    p.cap = search_pool_size(m, opts);
     p.v = malloc(p.cap * sizeof *p.v);
     if (!p.v) {
         rc = MNEMO_NOMEM;
