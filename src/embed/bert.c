@@ -1,0 +1,574 @@
+/*
+ * bert.c - the BERT encoder (see bert.h).
+ *
+ * Per layer, over T tokens of hidden size H: Q, K, V = x Wq^T + bq, ...;
+ * per text and head, softmax(Q K^T / sqrt(H / heads)) V; x = LN(x + ctx
+ * Wo^T + bo); x = LN(x + GELU(x Wi^T + bi) Wo2^T + bo2). The embeddings
+ * before it are word + position + token type 0, layer-normalised.
+ */
+#include "embed/bert.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "embed/gemm.h"
+#include "embed/safetensors.h"
+#include "embed/wordpiece.h"
+#include "mnemo.h"
+
+#define MAX_BATCH_TOKENS 4096 /* tokens of one forward pass */
+#define MAX_PROMPT 512
+
+typedef struct layer {
+    const float *q, *qb, *k, *kb, *v, *vb, *o, *ob, *g1, *b1, *i, *ib, *o2, *o2b, *g2, *b2;
+} layer;
+
+/* A pool of workers running the tasks of one parallel step; the caller
+ * runs tasks too. */
+typedef void (*task_fn)(void *ctx, int task);
+
+typedef struct tpool {
+    pthread_t *th;
+    int n, started;
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    task_fn fn;
+    void *ctx;
+    int ntasks, active, quit;
+    unsigned gen;
+    atomic_int next;
+} tpool;
+
+struct bert {
+    safetensors *st;
+    wordpiece *wp;
+    int H, L, heads, I, maxpos, types, vocab, max_tokens, cls_pool;
+    float eps;
+    const float *wemb, *pemb, *temb, *eg, *eb;
+    layer *layers;
+    char qprompt[MAX_PROMPT], dprompt[MAX_PROMPT];
+    int threads;
+    tpool pool;
+};
+
+/* ----------------------------------------------------------------------
+ * Threads
+ * -------------------------------------------------------------------- */
+
+static void drain(tpool *p)
+{
+    for (;;) {
+        int t = atomic_fetch_add(&p->next, 1);
+        if (t >= p->ntasks)
+            return;
+        p->fn(p->ctx, t);
+    }
+}
+
+static void *worker(void *arg)
+{
+    tpool *p = arg;
+    unsigned seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && p->gen == seen)
+            pthread_cond_wait(&p->go, &p->mu);
+        if (p->quit)
+            break;
+        seen = p->gen;
+        pthread_mutex_unlock(&p->mu);
+        drain(p);
+        pthread_mutex_lock(&p->mu);
+        if (--p->active == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void pool_start(tpool *p, int workers)
+{
+    p->started = 1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    if (workers <= 0 || !(p->th = calloc((size_t)workers, sizeof *p->th)))
+        return;
+    for (int i = 0; i < workers; i++) {
+        if (pthread_create(&p->th[i], NULL, worker, p) != 0)
+            break;
+        p->n++;
+    }
+}
+
+static void pool_stop(tpool *p)
+{
+    if (!p->started)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n; i++)
+        pthread_join(p->th[i], NULL);
+    free(p->th);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+}
+
+static void run(tpool *p, task_fn fn, void *ctx, int ntasks)
+{
+    if (p->n == 0 || ntasks <= 1) {
+        for (int t = 0; t < ntasks; t++)
+            fn(ctx, t);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->ntasks = ntasks;
+    atomic_store(&p->next, 0);
+    p->active = p->n;
+    p->gen++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    drain(p);
+    pthread_mutex_lock(&p->mu);
+    while (p->active > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ----------------------------------------------------------------------
+ * Loading
+ * -------------------------------------------------------------------- */
+
+static json_t *load_json(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return json_load_file(path, 0, NULL);
+}
+
+static int cfg_int(json_t *c, const char *k, int dflt)
+{
+    json_t *v = json_object_get(c, k);
+    return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+}
+
+/* Tensor PREFIX + NAME with the shape wanted (D1 = 0: one dimension). */
+static const float *tensor(bert *b, const char *prefix, const char *name, int64_t d0, int64_t d1,
+                           buf *err)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    int64_t shape[4] = {0};
+    int nd = 0;
+    const float *t = st_f32(b->st, full, shape, &nd, err);
+    if (!t)
+        return NULL;
+    if ((d1 == 0 && (nd != 1 || shape[0] != d0)) || (d1 > 0 && (nd != 2 || shape[0] != d0 ||
+                                                                 shape[1] != d1))) {
+        buf_printf(err, "tensor %s: shape does not match config.json", full);
+        return NULL;
+    }
+    return t;
+}
+
+static void copy_prompt(char *dst, json_t *v)
+{
+    const char *s = json_string_value(v);
+    snprintf(dst, MAX_PROMPT, "%s", s ? s : "");
+}
+
+/* Pooling, maximum length and prompts from the sentence-transformers
+ * files, with the known defaults of model families that ship none. */
+static void sentence_config(bert *b, const char *dir)
+{
+    json_t *pool = load_json(dir, "1_Pooling/config.json");
+    b->cls_pool = json_is_true(json_object_get(pool, "pooling_mode_cls_token")) &&
+                  !json_is_true(json_object_get(pool, "pooling_mode_mean_tokens"));
+    json_decref(pool);
+    json_t *sb = load_json(dir, "sentence_bert_config.json");
+    int msl = cfg_int(sb, "max_seq_length", 0);
+    json_decref(sb);
+    b->max_tokens = msl > 0 && msl <= b->maxpos ? msl : b->maxpos;
+    json_t *st = load_json(dir, "config_sentence_transformers.json");
+    json_t *pr = json_object_get(st, "prompts");
+    copy_prompt(b->qprompt, json_object_get(pr, "query"));
+    json_t *d = json_object_get(pr, "document");
+    copy_prompt(b->dprompt, d ? d : json_object_get(pr, "passage"));
+    json_decref(st);
+}
+
+int bert_open(const char *dir, int threads, bert **out, buf *err)
+{
+    *out = NULL;
+    json_t *c = load_json(dir, "config.json");
+    if (!c) {
+        buf_printf(err, "%s: no config.json (not a model folder)", dir);
+        return MNEMO_NOTFOUND;
+    }
+    bert *b = calloc(1, sizeof *b);
+    if (!b) {
+        json_decref(c);
+        return MNEMO_NOMEM;
+    }
+    int rc = MNEMO_OK;
+    const char *type = json_string_value(json_object_get(c, "model_type"));
+    const char *act = json_string_value(json_object_get(c, "hidden_act"));
+    const char *pet = json_string_value(json_object_get(c, "position_embedding_type"));
+    b->H = cfg_int(c, "hidden_size", 0);
+    b->L = cfg_int(c, "num_hidden_layers", 0);
+    b->heads = cfg_int(c, "num_attention_heads", 0);
+    b->I = cfg_int(c, "intermediate_size", 0);
+    b->maxpos = cfg_int(c, "max_position_embeddings", 512);
+    b->types = cfg_int(c, "type_vocab_size", 2);
+    b->vocab = cfg_int(c, "vocab_size", 0);
+    json_t *eps = json_object_get(c, "layer_norm_eps");
+    b->eps = json_is_number(eps) ? (float)json_number_value(eps) : 1e-12f;
+    if (!type || strcmp(type, "bert")) {
+        buf_printf(err, "%s: model_type %s is not supported (bert is)", dir, type ? type : "none");
+        rc = MNEMO_INVALID;
+    } else if (b->H <= 0 || b->H > 8192 || b->L <= 0 || b->L > 128 || b->heads <= 0 ||
+               b->H % b->heads || b->I <= 0 || b->I > 65536 || b->maxpos < 3 ||
+               b->maxpos > 32768 || b->types < 1 || b->vocab <= 0) {
+        buf_printf(err, "%s: config.json: sizes missing or out of range", dir);
+        rc = MNEMO_INVALID;
+    } else if ((act && strcmp(act, "gelu")) || (pet && strcmp(pet, "absolute"))) {
+        buf_printf(err, "%s: hidden_act %s / position_embedding_type %s not supported", dir,
+                   act ? act : "-", pet ? pet : "-");
+        rc = MNEMO_INVALID;
+    }
+    json_decref(c);
+    if (rc)
+        goto fail;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if ((rc = st_open(path, &b->st, err)))
+        goto fail;
+    if ((rc = wp_load(dir, &b->wp, err)))
+        goto fail;
+    sentence_config(b, dir);
+    const char *pfx = st_has(b->st, "embeddings.word_embeddings.weight")        ? ""
+                      : st_has(b->st, "bert.embeddings.word_embeddings.weight") ? "bert."
+                                                                                : "model.";
+    int H = b->H, I = b->I;
+    rc = MNEMO_CORRUPT;
+    if (!(b->wemb = tensor(b, pfx, "embeddings.word_embeddings.weight", b->vocab, H, err)) ||
+        !(b->pemb = tensor(b, pfx, "embeddings.position_embeddings.weight", b->maxpos, H, err)) ||
+        !(b->temb = tensor(b, pfx, "embeddings.token_type_embeddings.weight", b->types, H, err)) ||
+        !(b->eg = tensor(b, pfx, "embeddings.LayerNorm.weight", H, 0, err)) ||
+        !(b->eb = tensor(b, pfx, "embeddings.LayerNorm.bias", H, 0, err)))
+        goto fail;
+    if (!(b->layers = calloc((size_t)b->L, sizeof *b->layers))) {
+        rc = MNEMO_NOMEM;
+        goto fail;
+    }
+    for (int l = 0; l < b->L; l++) {
+        layer *y = &b->layers[l];
+        char p[96];
+        snprintf(p, sizeof p, "%sencoder.layer.%d.", pfx, l);
+#define T(field, name, d0, d1)                                                                 \
+    if (!(y->field = tensor(b, p, name, d0, d1, err)))                                         \
+        goto fail;
+        T(q, "attention.self.query.weight", H, H)
+        T(qb, "attention.self.query.bias", H, 0)
+        T(k, "attention.self.key.weight", H, H)
+        T(kb, "attention.self.key.bias", H, 0)
+        T(v, "attention.self.value.weight", H, H)
+        T(vb, "attention.self.value.bias", H, 0)
+        T(o, "attention.output.dense.weight", H, H)
+        T(ob, "attention.output.dense.bias", H, 0)
+        T(g1, "attention.output.LayerNorm.weight", H, 0)
+        T(b1, "attention.output.LayerNorm.bias", H, 0)
+        T(i, "intermediate.dense.weight", I, H)
+        T(ib, "intermediate.dense.bias", I, 0)
+        T(o2, "output.dense.weight", H, I)
+        T(o2b, "output.dense.bias", H, 0)
+        T(g2, "output.LayerNorm.weight", H, 0)
+        T(b2, "output.LayerNorm.bias", H, 0)
+#undef T
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    b->threads = threads > 0 ? threads : ncpu > 0 ? (int)ncpu : 1;
+    if (b->threads > 64)
+        b->threads = 64;
+    *out = b;
+    return MNEMO_OK;
+fail:
+    bert_close(b);
+    return rc ? rc : MNEMO_CORRUPT;
+}
+
+void bert_close(bert *b)
+{
+    if (!b)
+        return;
+    pool_stop(&b->pool);
+    free(b->layers);
+    wp_free(b->wp);
+    st_close(b->st);
+    free(b);
+}
+
+int bert_dims(const bert *b) { return b->H; }
+int bert_max_tokens(const bert *b) { return b->max_tokens; }
+int bert_layers(const bert *b) { return b->L; }
+const char *bert_query_prompt(const bert *b) { return b->qprompt; }
+const char *bert_document_prompt(const bert *b) { return b->dprompt; }
+
+int bert_tokenize(const bert *b, const char *text, size_t len, int32_t *ids)
+{
+    int n = wp_encode(b->wp, text, len, ids, b->max_tokens);
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= b->vocab)
+            ids[i] = 0; /* not in the weights: as padding */
+    return n;
+}
+
+/* ----------------------------------------------------------------------
+ * Forward pass
+ * -------------------------------------------------------------------- */
+
+typedef struct fwd {
+    const bert *b;
+    int T, nseq;
+    const int *start, *len; /* each text's first token and count */
+    /* a linear step */
+    const float *x, *w, *bias;
+    float *y;
+    int N, K, chunk, gelu;
+    /* attention */
+    const float *q, *k, *v;
+    float *ctx, *scores; /* scores: maxlen floats per task */
+    int maxlen;
+    /* layer norm: y = LN(y + x) */
+    const float *g, *beta;
+} fwd;
+
+static void linear_task(void *ud, int t)
+{
+    fwd *f = ud;
+    int n0 = t * f->chunk, n1 = n0 + f->chunk > f->N ? f->N : n0 + f->chunk;
+    if (n0 >= n1)
+        return;
+    gemm_nt(f->x, f->w + (size_t)n0 * f->K, f->bias + n0, f->y + n0, f->T, n1 - n0, f->K, f->N);
+    if (f->gelu)
+        for (int m = 0; m < f->T; m++) {
+            float *r = f->y + (size_t)m * f->N;
+            for (int n = n0; n < n1; n++)
+                r[n] = 0.5f * r[n] * (1.0f + erff(r[n] * 0.70710678118654752f));
+        }
+}
+
+static void linear(tpool *p, fwd *f, const float *x, const float *w, const float *bias, float *y,
+                   int N, int K, int gelu)
+{
+    f->x = x;
+    f->w = w;
+    f->bias = bias;
+    f->y = y;
+    f->N = N;
+    f->K = K;
+    f->gelu = gelu;
+    int tasks = p->n + 1 > 1 ? 4 * (p->n + 1) : 1;
+    f->chunk = (N + tasks - 1) / tasks;
+    f->chunk = (f->chunk + 3) & ~3;
+    run(p, linear_task, f, (N + f->chunk - 1) / f->chunk);
+}
+
+static void attention_task(void *ud, int t)
+{
+    fwd *f = ud;
+    const bert *b = f->b;
+    int H = b->H, dh = H / b->heads, s = t / b->heads, h = t % b->heads;
+    int st = f->start[s], n = f->len[s];
+    float scale = 1.0f / sqrtf((float)dh);
+    float *sc = f->scores + (size_t)t * f->maxlen;
+    for (int i = 0; i < n; i++) {
+        const float *qi = f->q + (size_t)(st + i) * H + h * dh;
+        float mx = -INFINITY;
+        for (int j = 0; j < n; j++) {
+            sc[j] = gemm_dot(qi, f->k + (size_t)(st + j) * H + h * dh, dh) * scale;
+            if (sc[j] > mx)
+                mx = sc[j];
+        }
+        float sum = 0;
+        for (int j = 0; j < n; j++) {
+            sc[j] = expf(sc[j] - mx);
+            sum += sc[j];
+        }
+        float inv = 1.0f / sum, *ci = f->ctx + (size_t)(st + i) * H + h * dh;
+        for (int d = 0; d < dh; d++)
+            ci[d] = 0;
+        for (int j = 0; j < n; j++) {
+            const float *vj = f->v + (size_t)(st + j) * H + h * dh;
+            float pj = sc[j] * inv;
+            for (int d = 0; d < dh; d++)
+                ci[d] += pj * vj[d];
+        }
+    }
+}
+
+static void layernorm_row(float *y, const float *g, const float *beta, int H, float eps)
+{
+    double mean = 0, var = 0;
+    for (int i = 0; i < H; i++)
+        mean += y[i];
+    mean /= H;
+    for (int i = 0; i < H; i++)
+        var += (y[i] - mean) * (y[i] - mean);
+    var /= H;
+    float inv = (float)(1.0 / sqrt(var + eps)), mu = (float)mean;
+    for (int i = 0; i < H; i++)
+        y[i] = (y[i] - mu) * inv * g[i] + beta[i];
+}
+
+/* Rows of one task: y = LN(y + x). */
+#define LN_ROWS 32
+
+static void residual_ln_task(void *ud, int t)
+{
+    fwd *f = ud;
+    int H = f->b->H, m1 = (t + 1) * LN_ROWS > f->T ? f->T : (t + 1) * LN_ROWS;
+    for (int m = t * LN_ROWS; m < m1; m++) {
+        float *y = f->y + (size_t)m * H;
+        const float *x = f->x + (size_t)m * H;
+        for (int i = 0; i < H; i++)
+            y[i] += x[i];
+        layernorm_row(y, f->g, f->beta, H, f->b->eps);
+    }
+}
+
+static void residual_ln(tpool *p, fwd *f, float *y, const float *x, const float *g,
+                        const float *beta)
+{
+    f->y = y;
+    f->x = x;
+    f->g = g;
+    f->beta = beta;
+    run(p, residual_ln_task, f, (f->T + LN_ROWS - 1) / LN_ROWS);
+}
+
+/* One forward pass over the texts' tokens IDS (T in all; text s from
+ * START[s], LEN[s] tokens), pooled into OUT (nseq x H). */
+static int forward(bert *b, const int32_t *ids, int T, const int *start, const int *len,
+                   int nseq, float *out)
+{
+    int H = b->H, I = b->I;
+    size_t th = (size_t)T * H;
+    float *buf0 = malloc((6 * th + (size_t)T * I) * sizeof *buf0);
+    int maxlen = 0;
+    for (int s = 0; s < nseq; s++)
+        maxlen = len[s] > maxlen ? len[s] : maxlen;
+    float *scores = malloc((size_t)nseq * b->heads * maxlen * sizeof *scores);
+    if (!buf0 || !scores) {
+        free(buf0);
+        free(scores);
+        return MNEMO_NOMEM;
+    }
+    float *x = buf0, *q = x + th, *k = q + th, *v = k + th, *ctx = v + th, *tmp = ctx + th,
+          *inter = tmp + th;
+    for (int s = 0; s < nseq; s++)
+        for (int i = 0; i < len[s]; i++) {
+            int t = start[s] + i;
+            const float *we = b->wemb + (size_t)ids[t] * H, *pe = b->pemb + (size_t)i * H;
+            float *r = x + (size_t)t * H;
+            for (int d = 0; d < H; d++)
+                r[d] = we[d] + pe[d] + b->temb[d];
+            layernorm_row(r, b->eg, b->eb, H, b->eps);
+        }
+    tpool *p = &b->pool;
+    fwd f;
+    memset(&f, 0, sizeof f);
+    f.b = b;
+    f.T = T;
+    f.nseq = nseq;
+    f.start = start;
+    f.len = len;
+    f.scores = scores;
+    f.maxlen = maxlen;
+    for (int l = 0; l < b->L; l++) {
+        const layer *y = &b->layers[l];
+        linear(p, &f, x, y->q, y->qb, q, H, H, 0);
+        linear(p, &f, x, y->k, y->kb, k, H, H, 0);
+        linear(p, &f, x, y->v, y->vb, v, H, H, 0);
+        f.q = q;
+        f.k = k;
+        f.v = v;
+        f.ctx = ctx;
+        run(p, attention_task, &f, nseq * b->heads);
+        linear(p, &f, ctx, y->o, y->ob, tmp, H, H, 0);
+        residual_ln(p, &f, x, tmp, y->g1, y->b1);
+        linear(p, &f, x, y->i, y->ib, inter, I, H, 1);
+        linear(p, &f, inter, y->o2, y->o2b, tmp, H, I, 0);
+        residual_ln(p, &f, x, tmp, y->g2, y->b2);
+    }
+    for (int s = 0; s < nseq; s++) {
+        float *o = out + (size_t)s * H;
+        const float *r0 = x + (size_t)start[s] * H;
+        if (b->cls_pool) {
+            memcpy(o, r0, (size_t)H * sizeof *o);
+        } else {
+            for (int d = 0; d < H; d++)
+                o[d] = 0;
+            for (int i = 0; i < len[s]; i++)
+                for (int d = 0; d < H; d++)
+                    o[d] += r0[(size_t)i * H + d];
+            for (int d = 0; d < H; d++)
+                o[d] /= (float)len[s];
+        }
+        double nn = 0;
+        for (int d = 0; d < H; d++)
+            nn += (double)o[d] * o[d];
+        float inv = nn > 0 ? (float)(1.0 / sqrt(nn)) : 0.0f;
+        for (int d = 0; d < H; d++)
+            o[d] *= inv;
+    }
+    free(buf0);
+    free(scores);
+    return MNEMO_OK;
+}
+
+int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out)
+{
+    if (!b->pool.started)
+        pool_start(&b->pool, b->threads - 1);
+    int maxt = b->max_tokens;
+    int cap = MAX_BATCH_TOKENS > maxt ? MAX_BATCH_TOKENS : maxt;
+    int32_t *ids = malloc((size_t)(cap + maxt) * sizeof *ids);
+    int *start = malloc((n ? n : 1) * sizeof *start), *len = malloc((n ? n : 1) * sizeof *len);
+    int rc = ids && start && len ? MNEMO_OK : MNEMO_NOMEM;
+    size_t first = 0;
+    int T = 0;
+    for (size_t i = 0; !rc && i <= n; i++) {
+        int c = 0;
+        if (i < n) {
+            c = bert_tokenize(b, texts[i], lens[i], ids + T);
+            if (T > 0 && T + c > cap) {
+                /* Full: this text starts the next pass. */
+                rc = forward(b, ids, T, start, len, (int)(i - first), out + first * b->H);
+                memmove(ids, ids + T, (size_t)c * sizeof *ids);
+                T = 0;
+                first = i;
+            }
+            start[i - first] = T;
+            len[i - first] = c;
+            T += c;
+        } else if (T > 0) {
+            rc = forward(b, ids, T, start, len, (int)(n - first), out + first * b->H);
+        }
+    }
+    free(ids);
+    free(start);
+    free(len);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/*
+ * bert.h - sentence encoders of the BERT family (BERT, MiniLM, BGE, E5,
+ * GTE), in process, from a Hugging Face model folder: config.json, the
+ * tokenizer (wordpiece.h), model.safetensors (float32 mapped in place;
+ * float16 and bfloat16 widened once), and the sentence-transformers files
+ * that say how to pool (1_Pooling/config.json: mean or CLS), how long a
+ * text may be (sentence_bert_config.json) and which prompts go in front of
+ * queries and documents (config_sentence_transformers.json). Vectors are
+ * L2-normalised.
+ *
+ * The forward pass runs every text of a call as one sequence of tokens
+ * (no padding): the linear layers see all tokens at once (gemm.h), the
+ * attention each text alone. Work is split over a pool of threads, made
+ * at the first call.
+ */
+#ifndef MNEMO_BERT_H
+#define MNEMO_BERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+typedef struct bert bert;
+
+/* Opens the model folder DIR. THREADS <= 0: one per core. MNEMO_NOTFOUND
+ * when DIR holds no model, MNEMO_INVALID or MNEMO_CORRUPT for one that
+ * cannot be used (message in ERR). */
+int bert_open(const char *dir, int threads, bert **out, buf *err);
+void bert_close(bert *b);
+
+int bert_dims(const bert *b);
+int bert_max_tokens(const bert *b);
+int bert_layers(const bert *b);
+
+/* The prompts the model's configuration puts before queries and
+ * documents ("" for none). */
+const char *bert_query_prompt(const bert *b);
+const char *bert_document_prompt(const bert *b);
+
+/* The token ids of TEXT as the model sees it ([CLS] ... [SEP], truncated
+ * to its maximum length) into IDS (room for bert_max_tokens()); returns
+ * their count. */
+int bert_tokenize(const bert *b, const char *text, size_t len, int32_t *ids);
+
+/* Embeds TEXTS[0..N) (LENS[i] bytes) into OUT, N x dims floats. */
+int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out);
+
+#endif

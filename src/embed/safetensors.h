@@ -1,0 +1,32 @@
+/*
+ * safetensors.h - reading a safetensors file: an 8-byte little-endian
+ * header length, a JSON header naming each tensor's dtype, shape and byte
+ * range, then the data. The file is memory-mapped; float32 tensors are
+ * used in place, float16 and bfloat16 ones are widened to float32 once,
+ * on first use (kept until close).
+ */
+#ifndef MNEMO_SAFETENSORS_H
+#define MNEMO_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+typedef struct safetensors safetensors;
+
+/* Maps PATH and checks its header: every tensor's range inside the file
+ * and matching its dtype and shape. MNEMO_NOTFOUND, MNEMO_IO or
+ * MNEMO_CORRUPT (message in ERR). */
+int st_open(const char *path, safetensors **out, buf *err);
+void st_close(safetensors *s);
+
+/* Tensor NAME as float32, with its shape (up to 4 dims) in SHAPE and their
+ * number in *NDIM. NULL when there is no such tensor or its dtype is not
+ * F32, F16 or BF16 (message in ERR), or out of memory. */
+const float *st_f32(safetensors *s, const char *name, int64_t *shape, int *ndim, buf *err);
+
+/* Whether NAME is a tensor of the file. */
+int st_has(const safetensors *s, const char *name);
+
+#endif

@@ -1,0 +1,354 @@
+#!/usr/bin/env python3
+"""bert_ref.py - the test suite's reference for mnemo's in-process encoder.
+
+    bert_ref.py make DIR [--dtype F32|F16|BF16] [--pool mean|cls] [--seed N]
+        writes a tiny random BERT model folder (2 layers, hidden 32, 4 heads, a small
+        WordPiece vocabulary with accents, CJK and continuations) as Hugging Face lays it
+        out: config.json, tokenizer.json, model.safetensors, modules.json,
+        1_Pooling/config.json, sentence_bert_config.json.
+    bert_ref.py embed DIR < texts.jsonl > out.jsonl
+        for each JSON string on stdin, prints {"ids": [...], "vector": [...]}: the token
+        ids of a tokenizer written here from the tokenizers library's documented rules
+        (BertNormalizer, BertPreTokenizer, WordPiece, [CLS]/[SEP]) and the sentence vector
+        of a float64 NumPy forward pass (mean or CLS pooling, L2-normalised).
+    bert_ref.py hf-ids DIR < texts.jsonl
+        the ids of the tokenizers library itself, when it is installed (exit 3 if not).
+
+Only NumPy is needed (the tokenizers library is optional). The forward pass follows
+the BERT paper's encoder with exact (erf) GELU, as transformers' BertModel runs it.
+"""
+import json
+import math
+import os
+import struct
+import sys
+import unicodedata
+
+import numpy as np
+
+WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "run", "##s", "##ing", "##ed", "play",
+         "cafe", "resume", "naive", "hello", "world", "memory", "search", "note", "user",
+         "prefers", "dark", "mode", "tea", "coffee", "un", "##like", "##ly", "token", "##ize",
+         "東", "京", "日", "本", "会", "議", "で", "す", "ます", "##ます", "データ", "ベース",
+         "##ベース", ".", ",", "!", "?", "'", "-", "(", ")", ":", "1", "2", "##3", "0", "x",
+         "##y", "##z", "list", "##orders", "##by", "customer", "slow", "again", "é", "ü"]
+
+
+def build_vocab():
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {}
+    for t in specials + WORDS:
+        vocab.setdefault(t, len(vocab))
+    for c in "abcdefghijklmnopqrstuvwxyz":
+        vocab.setdefault(c, len(vocab))
+        vocab.setdefault("##" + c, len(vocab))
+    return vocab
+
+
+def write_safetensors(path, tensors, dtype):
+    header, blobs, off = {}, [], 0
+    for name, arr in tensors.items():
+        a = np.asarray(arr, dtype=np.float32)
+        if dtype == "F32":
+            raw = a.astype("<f4").tobytes()
+        elif dtype == "F16":
+            raw = a.astype("<f2").tobytes()
+        else:  # BF16: the upper half of float32, rounded to nearest even
+            u = a.astype("<f4").view("<u4").astype(np.uint64)
+            u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2")
+            raw = u.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def stored(arr, dtype):
+    """What a tensor is after the file's dtype round trip (what mnemo reads)."""
+    a = np.asarray(arr, dtype=np.float32)
+    if dtype == "F16":
+        return a.astype(np.float16).astype(np.float32)
+    if dtype == "BF16":
+        u = a.view(np.uint32).astype(np.uint64)
+        u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+        return u.astype(np.uint32).view(np.float32)
+    return a
+
+
+def make(d, dtype="F32", pool="mean", seed=7, layers=2, hidden=32, heads=4, inter=64,
+         maxpos=64):
+    os.makedirs(os.path.join(d, "1_Pooling"), exist_ok=True)
+    vocab = build_vocab()
+    rng = np.random.default_rng(seed)
+    H, I = hidden, inter
+    t = {}
+
+    def w(*shape, scale=0.2):
+        return rng.normal(0, scale, size=shape).astype(np.float32)
+
+    t["embeddings.word_embeddings.weight"] = w(len(vocab), H, scale=0.5)
+    t["embeddings.position_embeddings.weight"] = w(maxpos, H)
+    t["embeddings.token_type_embeddings.weight"] = w(2, H)
+    t["embeddings.LayerNorm.weight"] = 1 + w(H, scale=0.1)
+    t["embeddings.LayerNorm.bias"] = w(H, scale=0.1)
+    for l in range(layers):
+        p = "encoder.layer.%d." % l
+        for n in ("query", "key", "value"):
+            t[p + "attention.self.%s.weight" % n] = w(H, H)
+            t[p + "attention.self.%s.bias" % n] = w(H, scale=0.1)
+        t[p + "attention.output.dense.weight"] = w(H, H)
+        t[p + "attention.output.dense.bias"] = w(H, scale=0.1)
+        t[p + "attention.output.LayerNorm.weight"] = 1 + w(H, scale=0.1)
+        t[p + "attention.output.LayerNorm.bias"] = w(H, scale=0.1)
+        t[p + "intermediate.dense.weight"] = w(I, H)
+        t[p + "intermediate.dense.bias"] = w(I, scale=0.1)
+        t[p + "output.dense.weight"] = w(H, I)
+        t[p + "output.dense.bias"] = w(H, scale=0.1)
+        t[p + "output.LayerNorm.weight"] = 1 + w(H, scale=0.1)
+        t[p + "output.LayerNorm.bias"] = w(H, scale=0.1)
+    t["pooler.dense.weight"] = w(H, H)  # present in real files, unused
+    write_safetensors(os.path.join(d, "model.safetensors"), t, dtype)
+    cfg = {"architectures": ["BertModel"], "model_type": "bert", "hidden_size": H,
+           "num_hidden_layers": layers, "num_attention_heads": heads, "intermediate_size": I,
+           "hidden_act": "gelu", "max_position_embeddings": maxpos, "type_vocab_size": 2,
+           "vocab_size": len(vocab), "layer_norm_eps": 1e-12,
+           "position_embedding_type": "absolute", "pad_token_id": 0}
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=1)
+    tok = {"version": "1.0", "truncation": None, "padding": None,
+           "added_tokens": [{"id": vocab[s], "content": s, "single_word": False, "lstrip": False,
+                             "rstrip": False, "normalized": False, "special": True}
+                            for s in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")],
+           "normalizer": {"type": "BertNormalizer", "clean_text": True,
+                          "handle_chinese_chars": True, "strip_accents": None,
+                          "lowercase": True},
+           "pre_tokenizer": {"type": "BertPreTokenizer"},
+           "post_processor": {"type": "TemplateProcessing",
+                              "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                         {"Sequence": {"id": "A", "type_id": 0}},
+                                         {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                              "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                       {"Sequence": {"id": "A", "type_id": 0}},
+                                       {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                                       {"Sequence": {"id": "B", "type_id": 1}},
+                                       {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                              "special_tokens": {
+                                  "[CLS]": {"id": "[CLS]", "ids": [vocab["[CLS]"]], "tokens": ["[CLS]"]},
+                                  "[SEP]": {"id": "[SEP]", "ids": [vocab["[SEP]"]], "tokens": ["[SEP]"]}}},
+           "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+           "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                     "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+                     "vocab": vocab}}
+    json.dump(tok, open(os.path.join(d, "tokenizer.json"), "w"), ensure_ascii=False)
+    json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
+              open(os.path.join(d, "modules.json"), "w"))
+    json.dump({"word_embedding_dimension": H, "pooling_mode_cls_token": pool == "cls",
+               "pooling_mode_mean_tokens": pool == "mean"},
+              open(os.path.join(d, "1_Pooling", "config.json"), "w"))
+    json.dump({"max_seq_length": 48, "do_lower_case": False},
+              open(os.path.join(d, "sentence_bert_config.json"), "w"))
+
+
+# ---------------------------------------------------------------- tokenizer
+
+CJK = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+       (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
+
+
+def is_ws(c):
+    return c in " \t\n\r" or c.isspace() and unicodedata.category(c) in ("Zs", "Zl", "Zp", "Cc")
+
+
+def is_control(c):
+    if c in "\t\n\r":
+        return False
+    return unicodedata.category(c).startswith("C")
+
+
+def is_punct(c):
+    o = ord(c)
+    if 33 <= o <= 47 or 58 <= o <= 64 or 91 <= o <= 96 or 123 <= o <= 126:
+        return True
+    return unicodedata.category(c).startswith("P")
+
+
+def tokenize(vocab, text, max_len, lower=True):
+    out = []
+    for c in text:
+        o = ord(c)
+        if o == 0 or o == 0xFFFD or is_control(c):
+            continue
+        if is_ws(c):
+            c = " "
+        if any(a <= o <= b for a, b in CJK):
+            out.append(" " + c + " ")
+        else:
+            out.append(c)
+    s = "".join(out)
+    if lower:
+        s = "".join(ch for ch in unicodedata.normalize("NFD", s)
+                    if unicodedata.category(ch) != "Mn")
+        s = s.lower()
+    words, cur = [], ""
+    for c in s:
+        if is_ws(c):
+            if cur:
+                words.append(cur)
+            cur = ""
+        elif is_punct(c):
+            if cur:
+                words.append(cur)
+            words.append(c)
+            cur = ""
+        else:
+            cur += c
+    if cur:
+        words.append(cur)
+    ids = []
+    for wd in words:
+        if len(wd) > 100:
+            ids.append(vocab["[UNK]"])
+            continue
+        start, pieces = 0, []
+        while start < len(wd):
+            end, found = len(wd), None
+            while end > start:
+                sub = ("##" if start else "") + wd[start:end]
+                if sub in vocab:
+                    found = vocab[sub]
+                    break
+                end -= 1
+            if found is None:
+                pieces = [vocab["[UNK]"]]
+                break
+            pieces.append(found)
+            start = end
+        ids.extend(pieces)
+    return [vocab["[CLS]"]] + ids[:max_len - 2] + [vocab["[SEP]"]]
+
+
+# ------------------------------------------------------------------ forward
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        raw = data[a:b]
+        if v["dtype"] == "F32":
+            arr = np.frombuffer(raw, "<f4")
+        elif v["dtype"] == "F16":
+            arr = np.frombuffer(raw, "<f2").astype(np.float32)
+        elif v["dtype"] == "BF16":
+            arr = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            continue
+        out[k] = arr.reshape(v["shape"]).astype(np.float64)
+    return out
+
+
+def layernorm(x, g, b, eps):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def erf(x):
+    return np.vectorize(math.erf)(x)
+
+
+def forward(t, cfg, ids, cls_pool):
+    pfx = "" if "embeddings.word_embeddings.weight" in t else "bert."
+    H, heads, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg.get("layer_norm_eps", 1e-12)
+    dh = H // heads
+    n = len(ids)
+    x = (t[pfx + "embeddings.word_embeddings.weight"][ids]
+         + t[pfx + "embeddings.position_embeddings.weight"][:n]
+         + t[pfx + "embeddings.token_type_embeddings.weight"][0])
+    x = layernorm(x, t[pfx + "embeddings.LayerNorm.weight"], t[pfx + "embeddings.LayerNorm.bias"], eps)
+    for l in range(cfg["num_hidden_layers"]):
+        p = pfx + "encoder.layer.%d." % l
+        lin = lambda z, name: z @ t[p + name + ".weight"].T + t[p + name + ".bias"]
+        q = lin(x, "attention.self.query").reshape(n, heads, dh).transpose(1, 0, 2)
+        k = lin(x, "attention.self.key").reshape(n, heads, dh).transpose(1, 0, 2)
+        v = lin(x, "attention.self.value").reshape(n, heads, dh).transpose(1, 0, 2)
+        s = q @ k.transpose(0, 2, 1) / math.sqrt(dh)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        c = (s @ v).transpose(1, 0, 2).reshape(n, H)
+        x = layernorm(x + lin(c, "attention.output.dense"), t[p + "attention.output.LayerNorm.weight"],
+                      t[p + "attention.output.LayerNorm.bias"], eps)
+        i = lin(x, "intermediate.dense")
+        i = 0.5 * i * (1 + erf(i / math.sqrt(2)))
+        x = layernorm(x + lin(i, "output.dense"), t[p + "output.LayerNorm.weight"],
+                      t[p + "output.LayerNorm.bias"], eps)
+    e = x[0] if cls_pool else x.mean(0)
+    return e / np.linalg.norm(e)
+
+
+def load_model(d):
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    tok = json.load(open(os.path.join(d, "tokenizer.json")))
+    pool = {}
+    try:
+        pool = json.load(open(os.path.join(d, "1_Pooling", "config.json")))
+    except OSError:
+        pass
+    max_len = cfg["max_position_embeddings"]
+    try:
+        max_len = json.load(open(os.path.join(d, "sentence_bert_config.json")))["max_seq_length"]
+    except (OSError, KeyError):
+        pass
+    cls_pool = pool.get("pooling_mode_cls_token") and not pool.get("pooling_mode_mean_tokens")
+    return cfg, tok, bool(cls_pool), max_len
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    cmd, d = sys.argv[1], sys.argv[2]
+    if cmd == "make":
+        args = sys.argv[3:]
+        opt = {"--dtype": "F32", "--pool": "mean", "--seed": "7"}
+        for i in range(0, len(args) - 1, 2):
+            opt[args[i]] = args[i + 1]
+        make(d, dtype=opt["--dtype"], pool=opt["--pool"], seed=int(opt["--seed"]))
+        return
+    texts = [json.loads(l) for l in sys.stdin if l.strip()]
+    cfg, tok, cls_pool, max_len = load_model(d)
+    if cmd == "hf-ids":
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            sys.exit(3)
+        tk = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+        tk.no_truncation()
+        tk.no_padding()
+        for s in texts:
+            ids = tk.encode(s).ids
+            if len(ids) > max_len:
+                ids = ids[:max_len - 1] + ids[-1:]
+            print(json.dumps({"ids": ids}))
+        return
+    t = read_safetensors(os.path.join(d, "model.safetensors"))
+    vocab = tok["model"]["vocab"]
+    lower = bool(tok["normalizer"].get("lowercase"))
+    for s in texts:
+        ids = tokenize(vocab, s, max_len, lower)
+        print(json.dumps({"ids": ids, "vector": [float(x) for x in forward(t, cfg, ids, cls_pool)]}))
+
+
+if __name__ == "__main__":
+    main()
