@@ -1,5 +1,6 @@
 /*
- * cmd_model.c - `mnemo model import PATH`: static embedding tables.
+ * cmd_model.c - `mnemo model import PATH`: static embedding tables and
+ * transformer model folders.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +68,10 @@ int cmd_model(int argc, char **argv)
         puts(out);
     } else {
         printf("imported %s as '%s'\n%s\n", a.pos[1], name, out);
-        printf("use it with: mnemo --set provider=static --set model=%s index\n"
-               "or in mnemo.json: {\"provider\": \"static\", \"model\": \"%s\"}\n",
-               name, name);
+        const char *prov = strstr(out, "\"provider\":\"local\"") ? "local" : "static";
+        printf("use it with: mnemo --set provider=%s --set model=%s index\n"
+               "or in mnemo.json: {\"provider\": \"%s\", \"model\": \"%s\"}\n",
+               prov, name, prov, name);
     }
     mnemo_free(out);
     mnemo_close(m);

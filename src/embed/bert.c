@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "embed/gemm.h"
@@ -306,6 +309,109 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
 fail:
     bert_close(b);
     return rc ? rc : MNEMO_CORRUPT;
+}
+
+int bert_is_model(const char *dir)
+{
+    json_t *c = load_json(dir, "config.json");
+    const char *type = json_string_value(json_object_get(c, "model_type"));
+    int yes = type && !strcmp(type, "bert");
+    json_decref(c);
+    return yes;
+}
+
+/* The files of a model folder that the encoder reads. */
+static const char *const model_files[] = {
+    "config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+    "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+    "1_Pooling/config.json", NULL};
+
+static int copy_file(const char *from, const char *to)
+{
+    if (link(from, to) == 0)
+        return 0;
+    int in = open(from, O_RDONLY | O_CLOEXEC), rc = -1;
+    if (in < 0)
+        return -1;
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out >= 0) {
+        char blk[1 << 16];
+        ssize_t n;
+        rc = 0;
+        while ((n = read(in, blk, sizeof blk)) > 0)
+            for (ssize_t o = 0; o < n;) {
+                ssize_t w = write(out, blk + o, (size_t)(n - o));
+                if (w <= 0) {
+                    rc = -1;
+                    break;
+                }
+                o += w;
+            }
+        if (n < 0 || fsync(out) != 0)
+            rc = -1;
+        if (close(out) != 0)
+            rc = -1;
+    }
+    close(in);
+    return rc;
+}
+
+static void remove_tree(const char *dir)
+{
+    char p[8192];
+    for (int i = 0; model_files[i]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, model_files[i]);
+        unlink(p);
+    }
+    snprintf(p, sizeof p, "%s/1_Pooling", dir);
+    rmdir(p);
+    rmdir(dir);
+}
+
+int bert_install(const char *src, const char *dst, int *dims, buf *err)
+{
+    bert *b = NULL;
+    int rc = bert_open(src, 1, &b, err);
+    if (rc)
+        return rc;
+    *dims = b->H;
+    bert_close(b);
+    struct stat sb;
+    if (stat(dst, &sb) == 0) {
+        buf_printf(err, "%s exists already (remove it, or import under another --name)", dst);
+        return MNEMO_INVALID;
+    }
+    char tmp[4096], from[8192], to[8192];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", dst, (long)getpid());
+    remove_tree(tmp);
+    snprintf(to, sizeof to, "%s/1_Pooling", tmp);
+    if (mkdir(tmp, 0755) != 0 || mkdir(to, 0755) != 0) {
+        buf_printf(err, "%s: %s", tmp, strerror(errno));
+        rmdir(tmp);
+        return MNEMO_IO;
+    }
+    for (int i = 0; model_files[i]; i++) {
+        snprintf(from, sizeof from, "%s/%s", src, model_files[i]);
+        snprintf(to, sizeof to, "%s/%s", tmp, model_files[i]);
+        if (stat(from, &sb) != 0)
+            continue; /* optional file */
+        if (copy_file(from, to) != 0) {
+            buf_printf(err, "copying %s: %s", from, strerror(errno));
+            remove_tree(tmp);
+            return MNEMO_IO;
+        }
+    }
+    if ((rc = bert_open(tmp, 1, &b, err))) {
+        remove_tree(tmp);
+        return rc;
+    }
+    bert_close(b);
+    if (rename(tmp, dst) != 0) {
+        buf_printf(err, "%s: %s", dst, strerror(errno));
+        remove_tree(tmp);
+        return MNEMO_IO;
+    }
+    return MNEMO_OK;
 }
 
 void bert_close(bert *b)

@@ -23,6 +23,16 @@
 
 typedef struct bert bert;
 
+/* Whether DIR looks like a transformer model folder of this file's kind
+ * (config.json with model_type bert). */
+int bert_is_model(const char *dir);
+
+/* Copies the model folder SRC into DST (a new folder: written beside it
+ * and renamed into place, so a failed copy leaves nothing behind), after
+ * checking that it opens. Files are hard-linked when the two share a file
+ * system. *DIMS receives the model's dimensions. */
+int bert_install(const char *src, const char *dst, int *dims, buf *err);
+
 /* Opens the model folder DIR. THREADS <= 0: one per core. MNEMO_NOTFOUND
  * when DIR holds no model, MNEMO_INVALID or MNEMO_CORRUPT for one that
  * cannot be used (message in ERR). */

@@ -25,6 +25,7 @@ typedef struct provider_def {
 
 static const provider_def providers[] = {
     {"static", WIRE_STATIC, "", NULL, "", 0, 0},
+    {"local", WIRE_LOCAL, "", NULL, "", 0, 0},
     {"openai", WIRE_OPENAI, "https://api.openai.com/v1", "OPENAI_API_KEY",
      "text-embedding-3-small", 1536, 2048},
     {"openai-compatible", WIRE_OPENAI, "", NULL, "", 0, 2048},
@@ -87,6 +88,78 @@ char *embed_table_path(const char *models_dir, const char *name)
 
 static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
 
+char *embed_model_dir(const char *models_dir, const char *name)
+{
+    struct stat st;
+    buf b;
+    buf_init(&b, 8192);
+    if (strchr(name, '/') || (stat(name, &st) == 0 && S_ISDIR(st.st_mode)))
+        buf_puts(&b, name);
+    else
+        buf_printf(&b, "%s/%s", models_dir ? models_dir : ".", name);
+    return buf_detach(&b);
+}
+
+/* The prompts of model families whose folders carry none: E5 wants
+ * "query: " and "passage: ", BGE (English v1.5) an instruction before
+ * queries. */
+static void family_prompts(const char *name, const char **q, const char **d)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    if (strstr(base, "e5-") || strstr(base, "e5_")) {
+        *q = "query: ";
+        *d = "passage: ";
+    } else if (strstr(base, "bge-") && strstr(base, "-en")) {
+        *q = "Represent this sentence for searching relevant passages: ";
+        *d = "";
+    }
+}
+
+/* Provider "local": the model folder named by model, in process. */
+static int local_open(embedder *e, const embed_cfg *c, buf *err)
+{
+    if (!*e->model) {
+        buf_printf(err, "local: no model configured; import a model folder with `mnemo model "
+                        "import DIR --name NAME` and set model to NAME (or to the folder)");
+        return MNEMO_INVALID;
+    }
+    char *dir = embed_model_dir(c->models_dir, e->model);
+    if (!dir)
+        return MNEMO_NOMEM;
+    buf merr;
+    buf_init(&merr, 4096);
+    int rc = bert_open(dir, c->threads, &e->enc, &merr);
+    if (rc == MNEMO_NOTFOUND)
+        buf_printf(err, "local: no model folder %s (import one with: mnemo model import DIR "
+                        "--name %s)",
+                   dir, e->model);
+    else if (rc)
+        buf_printf(err, "local: %s", merr.data ? merr.data : errcode_text(rc));
+    buf_cleanup(&merr);
+    free(dir);
+    if (rc)
+        return rc == MNEMO_NOTFOUND ? MNEMO_UNAVAILABLE : rc;
+    e->dims = bert_dims(e->enc);
+    e->dims_fixed = 1;
+    /* Prompts: the configured ones, else the model's own, else its
+     * family's. */
+    const char *q = bert_query_prompt(e->enc), *d = bert_document_prompt(e->enc);
+    if (!*q && !*d)
+        family_prompts(e->model, &q, &d);
+    if (!*e->qprefix && *q) {
+        free(e->qprefix);
+        if (!(e->qprefix = strdup(q)))
+            return MNEMO_NOMEM;
+    }
+    if (!*e->dprefix && *d) {
+        free(e->dprefix);
+        if (!(e->dprefix = strdup(d)))
+            return MNEMO_NOMEM;
+    }
+    return MNEMO_OK;
+}
+
 void embed_close(embedder *e)
 {
     if (!e)
@@ -94,6 +167,7 @@ void embed_close(embedder *e)
     if (e->http)
         embed_http_close(e);
     model_close(e->table);
+    bert_close(e->enc);
     tok_free(e->tok);
     free(e->provider);
     free(e->model);
@@ -115,8 +189,8 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
     *out = NULL;
     const provider_def *p = find_provider(c->provider ? c->provider : "");
     if (!p) {
-        buf_printf(err, "unknown embedding provider '%s' (static, openai, openai-compatible, "
-                        "ollama, gemini, voyage, mistral, none, auto)",
+        buf_printf(err, "unknown embedding provider '%s' (local, static, openai, "
+                        "openai-compatible, ollama, gemini, voyage, mistral, none, auto)",
                    c->provider ? c->provider : "");
         return MNEMO_INVALID;
     }
@@ -174,6 +248,13 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
         e->dims = model_dims(e->table);
         e->dims_fixed = 1;
         if ((rc = tok_new("none", 0, &e->tok)))
+            goto fail;
+        *out = e;
+        return MNEMO_OK;
+    }
+
+    if (p->wire == WIRE_LOCAL) {
+        if ((rc = local_open(e, c, err)))
             goto fail;
         *out = e;
         return MNEMO_OK;
@@ -263,11 +344,51 @@ static int static_texts(embedder *e, int type, const char *const *texts, const s
     return MNEMO_OK;
 }
 
+/* Provider "local": the texts with their prompt, through the encoder. */
+static int local_texts(embedder *e, int type, const char *const *texts, const size_t *lens,
+                       size_t n, float **out, buf *err)
+{
+    const char *prefix = type == EMBED_QUERY ? e->qprefix : e->dprefix;
+    size_t plen = strlen(prefix);
+    float *v = malloc((n ? n : 1) * (size_t)e->dims * sizeof *v);
+    char **own = plen ? calloc(n ? n : 1, sizeof *own) : NULL;
+    size_t *ol = plen ? malloc((n ? n : 1) * sizeof *ol) : NULL;
+    int rc = v && (!plen || (own && ol)) ? MNEMO_OK : MNEMO_NOMEM;
+    for (size_t i = 0; !rc && plen && i < n; i++) {
+        if (!(own[i] = malloc(plen + lens[i] + 1))) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        memcpy(own[i], prefix, plen);
+        memcpy(own[i] + plen, texts[i], lens[i]);
+        own[i][plen + lens[i]] = 0;
+        ol[i] = plen + lens[i];
+    }
+    if (!rc)
+        rc = plen ? bert_embed(e->enc, (const char *const *)own, ol, n, v)
+                  : bert_embed(e->enc, texts, lens, n, v);
+    for (size_t i = 0; own && i < n; i++)
+        free(own[i]);
+    free(own);
+    free(ol);
+    if (rc) {
+        buf_printf(err, "local: %s", errcode_text(rc));
+        free(v);
+        return rc;
+    }
+    e->requests++;
+    e->inputs += (long)n;
+    *out = v;
+    return MNEMO_OK;
+}
+
 int embed_texts(embedder *e, int type, const char *const *texts, const size_t *lens, size_t n,
                 float **out, buf *err)
 {
     *out = NULL;
     if (e->wire == WIRE_STATIC)
         return static_texts(e, type, texts, lens, n, out);
+    if (e->wire == WIRE_LOCAL)
+        return local_texts(e, type, texts, lens, n, out, err);
     return embed_http_texts(e, type, texts, lens, n, out, err);
 }

@@ -1,7 +1,8 @@
 /*
  * embed.h - embedding providers behind one interface.
  *
- * Providers: "static" (an imported table, in process), and over HTTP
+ * Providers: "local" (a transformer model folder run in process, bert.h),
+ * "static" (an imported table, in process), and over HTTP
  * "openai", "openai-compatible", "ollama", "gemini", "voyage", "mistral".
  * Every vector returned is L2-normalised, so cosine similarity is a dot
  * product. Remote providers batch inputs (by bytes and by the provider's
@@ -32,7 +33,8 @@ typedef struct embed_cfg {
     int batch_bytes;           /* UTF-8 bytes per request */
     int concurrency;           /* requests in flight (ollama: 1) */
     int query_timeout_ms, batch_timeout_ms;
-    const char *models_dir;    /* where `mnemo model import` puts static tables */
+    const char *models_dir;    /* where `mnemo model import` puts tables and model folders */
+    int threads;               /* local: encoder threads, 0 = one per core */
 } embed_cfg;
 
 
@@ -63,6 +65,10 @@ void embed_counters(const embedder *e, long *requests, long *inputs);
  * when the provider takes no key. *VAR (may be NULL) receives the variable
  * to name in an error, NULL for a provider without one. */
 const char *embed_api_key(const char *provider, const char *key_env, const char **var);
+
+/* Resolves a local model name to a folder: an existing folder (or any
+ * name with a slash) as given, else MODELS_DIR/NAME. Caller frees. */
+char *embed_model_dir(const char *models_dir, const char *name);
 
 /* Resolves a static table name to a path: an existing file as given, else
  * MODELS_DIR/NAME.mnv. Caller frees. */

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "embed/bert.h"
 #include "embed/embed_types.h"
 #include "embed/model.h"
 #include "text/tok.h"
@@ -16,7 +17,7 @@
 typedef struct http_state http_state;
 
 /* Wire formats. */
-enum { WIRE_STATIC, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI };
+enum { WIRE_STATIC, WIRE_LOCAL, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI };
 
 struct embedder {
     char *provider, *model, *base_url, *key, *headers_json;
@@ -30,6 +31,7 @@ struct embedder {
     long requests, inputs;
     model *table;      /* static */
     tok *tok;          /* static: language none */
+    bert *enc;         /* local */
     http_state *http;  /* remote */
 };
 

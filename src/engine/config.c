@@ -79,9 +79,10 @@ static const keydef keys[CFG__COUNT] = {
     [CFG_BUSY_TIMEOUT_MS] = {"busyTimeoutMs", "MNEMO_BUSY_TIMEOUT_MS", T_INT, "5000", 0,
                              600000, "how long to wait for a locked database"},
     [CFG_PROVIDER] = {"provider", "MNEMO_PROVIDER", T_STR, "auto", 0, 0,
-                      "embedding provider: auto, none, static, openai, openai-compatible, "
-                      "ollama, gemini, voyage, mistral",
-                      "auto,none,static,openai,openai-compatible,ollama,gemini,voyage,mistral"},
+                      "embedding provider: auto, none, local, static, openai, "
+                      "openai-compatible, ollama, gemini, voyage, mistral",
+                      "auto,none,local,static,openai,openai-compatible,ollama,gemini,voyage,"
+                      "mistral"},
     [CFG_MODEL] = {"model", "MNEMO_MODEL", T_STR, "", 0, 0,
                    "embedding model (static: an imported table's name or path; default: the "
                    "provider's)"},
@@ -114,6 +115,8 @@ static const keydef keys[CFG__COUNT] = {
                                     "timeout for one embedding request while indexing"},
     [CFG_EMBED_CACHE_MAX] = {"embeddingCacheMax", "MNEMO_EMBEDDING_CACHE_MAX", T_INT, "200000", 0,
                              100000000, "cached embeddings kept (oldest pruned first)"},
+    [CFG_LOCAL_THREADS] = {"localThreads", "MNEMO_LOCAL_THREADS", T_INT, "0", 0, 64,
+                           "threads of the local encoder (0: one per core)"},
     [CFG_MODELS_DIR] = {"modelsDir", "MNEMO_MODELS_DIR", T_STR, "", 0, 0,
                         "folder of imported embedding tables (default: "
                         "$XDG_DATA_HOME/mnemo/models)"},

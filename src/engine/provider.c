@@ -13,6 +13,7 @@
 
 #include "engine/core.h"
 #include "util/errcode.h"
+#include "embed/bert.h"
 #include "embed/model.h"
 #include "util/io.h"
 
@@ -47,6 +48,19 @@ void provider_resolve(mnemo *m, char *name, int *explicit_)
             snprintf(name, 32, "static");
             return;
         }
+        dir = models_dir(m);
+        path = dir ? embed_model_dir(dir, mname) : NULL;
+        buf cfgp;
+        buf_init(&cfgp, 0);
+        buf_printf(&cfgp, "%s/config.json", path ? path : "");
+        int is_model = path && cfgp.data && stat(cfgp.data, &st) == 0 && S_ISREG(st.st_mode);
+        buf_cleanup(&cfgp);
+        free(path);
+        free(dir);
+        if (is_model) {
+            snprintf(name, 32, "local");
+            return;
+        }
     }
     static const char *const remote[] = {"openai", "gemini", "voyage", "mistral"};
     for (size_t i = 0; i < sizeof remote / sizeof *remote; i++) {
@@ -77,13 +91,18 @@ int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_w
         }
     }
     mkdir(dir, 0755);
-    char *path = embed_table_path(dir, name);
-    free(dir);
     buf err;
     buf_init(&err, 8192);
     size_t words = 0;
-    int dims = 0;
-    int rc = path ? model_import(src, path, max_words, &err, &words, &dims) : MNEMO_NOMEM;
+    int dims = 0, rc, local = bert_is_model(src);
+    char *path = local ? embed_model_dir(dir, name) : embed_table_path(dir, name);
+    free(dir);
+    if (!path)
+        rc = MNEMO_NOMEM;
+    else if (local)
+        rc = bert_install(src, path, &dims, &err);
+    else
+        rc = model_import(src, path, max_words, &err, &words, &dims);
     if (rc) {
         core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
     } else {
@@ -93,7 +112,11 @@ int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_w
         buf_json_str(&j, name, strlen(name));
         buf_puts(&j, ",\"path\":");
         buf_json_str(&j, path, strlen(path));
-        buf_printf(&j, ",\"words\":%zu,\"dims\":%d}", words, dims);
+        if (local)
+            buf_printf(&j, ",\"provider\":\"local\",\"dims\":%d}", dims);
+        else
+            buf_printf(&j, ",\"provider\":\"static\",\"words\":%zu,\"dims\":%d}", words,
+                       dims);
         *out = buf_detach(&j);
         if (!*out)
             rc = MNEMO_NOMEM;
@@ -128,6 +151,7 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
         (int)cfg_int(m->cfg, CFG_EMBED_QUERY_TIMEOUT_MS),
         (int)cfg_int(m->cfg, CFG_EMBED_BATCH_TIMEOUT_MS),
         dir,
+        (int)cfg_int(m->cfg, CFG_LOCAL_THREADS),
     };
     int rc = embed_open(&c, &m->emb, err);
     free(dir);
