@@ -38,6 +38,7 @@ typedef void (*task_fn)(void *ctx, int task);
 
 typedef struct tpool {
     pthread_t *th;
+    struct worker_arg *args;
     int n, started;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
@@ -64,6 +65,15 @@ struct bert {
  * Threads
  * -------------------------------------------------------------------- */
 
+/* Which of its pool's threads runs here: 0 the caller, 1.. the workers
+ * (for per-thread scratch). */
+static _Thread_local int worker_slot;
+
+typedef struct worker_arg {
+    tpool *p;
+    int slot;
+} worker_arg;
+
 static void drain(tpool *p)
 {
     for (;;) {
@@ -76,7 +86,9 @@ static void drain(tpool *p)
 
 static void *worker(void *arg)
 {
-    tpool *p = arg;
+    worker_arg *wa = arg;
+    tpool *p = wa->p;
+    worker_slot = wa->slot;
     unsigned seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -101,10 +113,13 @@ static void pool_start(tpool *p, int workers)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
-    if (workers <= 0 || !(p->th = calloc((size_t)workers, sizeof *p->th)))
+    if (workers <= 0 || !(p->th = calloc((size_t)workers, sizeof *p->th)) ||
+        !(p->args = calloc((size_t)workers, sizeof *p->args)))
         return;
     for (int i = 0; i < workers; i++) {
-        if (pthread_create(&p->th[i], NULL, worker, p) != 0)
+        p->args[i].p = p;
+        p->args[i].slot = i + 1;
+        if (pthread_create(&p->th[i], NULL, worker, &p->args[i]) != 0)
             break;
         p->n++;
     }
@@ -121,6 +136,7 @@ static void pool_stop(tpool *p)
     for (int i = 0; i < p->n; i++)
         pthread_join(p->th[i], NULL);
     free(p->th);
+    free(p->args);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->go);
     pthread_cond_destroy(&p->done);
@@ -454,7 +470,8 @@ typedef struct fwd {
     int N, K, chunk, gelu;
     /* attention */
     const float *q, *k, *v;
-    float *ctx, *scores; /* scores: maxlen floats per task */
+    float *ctx, *scratch; /* scratch: SLOT_FLOATS per thread of the pool */
+    size_t slot_floats;
     int maxlen;
     /* layer norm: y = LN(y + x) */
     const float *g, *beta;
@@ -491,36 +508,48 @@ static void linear(tpool *p, fwd *f, const float *x, const float *w, const float
     run(p, linear_task, f, (N + f->chunk - 1) / f->chunk);
 }
 
+/* Attention of one text and head: its queries in blocks of ATT_ROWS rows,
+ * scores and the weighted values through the matrix kernels, on the
+ * running thread's scratch (K and V of the head copied out contiguous,
+ * V transposed). */
+#define ATT_ROWS 48
+
 static void attention_task(void *ud, int t)
 {
     fwd *f = ud;
     const bert *b = f->b;
     int H = b->H, dh = H / b->heads, s = t / b->heads, h = t % b->heads;
-    int st = f->start[s], n = f->len[s];
+    int st = f->start[s], n = f->len[s], ml = f->maxlen;
+    float *kh = f->scratch + (size_t)worker_slot * f->slot_floats, *vt = kh + (size_t)ml * dh,
+          *qb = vt + (size_t)ml * dh, *sc = qb + (size_t)ATT_ROWS * dh;
     float scale = 1.0f / sqrtf((float)dh);
-    float *sc = f->scores + (size_t)t * f->maxlen;
-    for (int i = 0; i < n; i++) {
-        const float *qi = f->q + (size_t)(st + i) * H + h * dh;
-        float mx = -INFINITY;
-        for (int j = 0; j < n; j++) {
-            sc[j] = gemm_dot(qi, f->k + (size_t)(st + j) * H + h * dh, dh) * scale;
-            if (sc[j] > mx)
-                mx = sc[j];
-        }
-        float sum = 0;
-        for (int j = 0; j < n; j++) {
-            sc[j] = expf(sc[j] - mx);
-            sum += sc[j];
-        }
-        float inv = 1.0f / sum, *ci = f->ctx + (size_t)(st + i) * H + h * dh;
+    for (int j = 0; j < n; j++) {
+        const float *kr = f->k + (size_t)(st + j) * H + h * dh, *vr = f->v + (size_t)(st + j) * H + h * dh;
+        memcpy(kh + (size_t)j * dh, kr, (size_t)dh * sizeof *kh);
         for (int d = 0; d < dh; d++)
-            ci[d] = 0;
-        for (int j = 0; j < n; j++) {
-            const float *vj = f->v + (size_t)(st + j) * H + h * dh;
-            float pj = sc[j] * inv;
-            for (int d = 0; d < dh; d++)
-                ci[d] += pj * vj[d];
+            vt[(size_t)d * n + j] = vr[d];
+    }
+    for (int i0 = 0; i0 < n; i0 += ATT_ROWS) {
+        int rows = n - i0 < ATT_ROWS ? n - i0 : ATT_ROWS;
+        for (int i = 0; i < rows; i++)
+            memcpy(qb + (size_t)i * dh, f->q + (size_t)(st + i0 + i) * H + h * dh,
+                   (size_t)dh * sizeof *qb);
+        gemm_nt(qb, kh, NULL, sc, rows, n, dh, n);
+        for (int i = 0; i < rows; i++) {
+            float *r = sc + (size_t)i * n, mx = -INFINITY, sum = 0;
+            for (int j = 0; j < n; j++) {
+                r[j] *= scale;
+                mx = r[j] > mx ? r[j] : mx;
+            }
+            for (int j = 0; j < n; j++) {
+                r[j] = expf(r[j] - mx);
+                sum += r[j];
+            }
+            float inv = 1.0f / sum;
+            for (int j = 0; j < n; j++)
+                r[j] *= inv;
         }
+        gemm_nt(sc, vt, NULL, f->ctx + (size_t)(st + i0) * H + h * dh, rows, dh, n, H);
     }
 }
 
@@ -575,10 +604,12 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     int maxlen = 0;
     for (int s = 0; s < nseq; s++)
         maxlen = len[s] > maxlen ? len[s] : maxlen;
-    float *scores = malloc((size_t)nseq * b->heads * maxlen * sizeof *scores);
-    if (!buf0 || !scores) {
+    int dh = H / b->heads;
+    size_t slot = 2 * (size_t)maxlen * dh + (size_t)ATT_ROWS * dh + (size_t)ATT_ROWS * maxlen;
+    float *scratch = malloc((size_t)(b->pool.n + 1) * slot * sizeof *scratch);
+    if (!buf0 || !scratch) {
         free(buf0);
-        free(scores);
+        free(scratch);
         return MNEMO_NOMEM;
     }
     float *x = buf0, *q = x + th, *k = q + th, *v = k + th, *ctx = v + th, *tmp = ctx + th,
@@ -600,7 +631,8 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     f.nseq = nseq;
     f.start = start;
     f.len = len;
-    f.scores = scores;
+    f.scratch = scratch;
+    f.slot_floats = slot;
     f.maxlen = maxlen;
     for (int l = 0; l < b->L; l++) {
         const layer *y = &b->layers[l];
@@ -640,7 +672,7 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
             o[d] *= inv;
     }
     free(buf0);
-    free(scores);
+    free(scratch);
     return MNEMO_OK;
 }
 

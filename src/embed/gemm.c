@@ -148,14 +148,24 @@ __attribute__((target("avx512f"))) static void avx512_nt(const float *x, const f
     int n = 0;
     for (; n + 4 <= N; n += 4) {
         const float *w0 = w + (size_t)n * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
-        int m = 0;
-        for (; m + 3 <= M; m += 3) {
-            const float *x0 = x + (size_t)m * K, *x1 = x0 + K, *x2 = x1 + K;
+        /* The next tile's rows, fetched while this one computes: with few
+         * rows of X the kernel streams W from memory. */
+        const float *nx = n + 8 <= N ? w3 + K : NULL;
+        for (int m = 0; m < M; m += 3) {
+            int mr = M - m < 3 ? M - m : 3;
+            const float *x0 = x + (size_t)m * K, *x1 = mr > 1 ? x0 + K : x0,
+                        *x2 = mr > 2 ? x0 + 2 * (size_t)K : x0;
             __m512 c[3][4];
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 4; j++)
                     c[i][j] = _mm512_setzero_ps();
             for (int k = 0; k < K16; k += 16) {
+                if (nx && m == 0) {
+                    _mm_prefetch((const char *)(nx + k), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(nx + K + k), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(nx + 2 * (size_t)K + k), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(nx + 3 * (size_t)K + k), _MM_HINT_T0);
+                }
                 __m512 a0 = _mm512_loadu_ps(x0 + k), a1 = _mm512_loadu_ps(x1 + k),
                        a2 = _mm512_loadu_ps(x2 + k);
                 __m512 b = _mm512_loadu_ps(w0 + k);
@@ -176,7 +186,7 @@ __attribute__((target("avx512f"))) static void avx512_nt(const float *x, const f
                 c[2][3] = _mm512_fmadd_ps(a2, b, c[2][3]);
             }
             const float *xs[3] = {x0, x1, x2}, *ws[4] = {w0, w1, w2, w3};
-            for (int i = 0; i < 3; i++)
+            for (int i = 0; i < mr; i++)
                 for (int j = 0; j < 4; j++) {
                     float r = _mm512_reduce_add_ps(c[i][j]);
                     for (int k = K16; k < K; k++)
@@ -184,17 +194,145 @@ __attribute__((target("avx512f"))) static void avx512_nt(const float *x, const f
                     y[(size_t)(m + i) * ldy + n + j] = r + (bias ? bias[n + j] : 0.0f);
                 }
         }
-        for (; m < M; m++)
-            for (int j = 0; j < 4; j++)
-                y[(size_t)m * ldy + n + j] =
-                    avx512_dot(x + (size_t)m * K, w + (size_t)(n + j) * K, K) +
-                    (bias ? bias[n + j] : 0.0f);
     }
     for (; n < N; n++)
         for (int m = 0; m < M; m++)
             y[(size_t)m * ldy + n] =
                 avx512_dot(x + (size_t)m * K, w + (size_t)n * K, K) + (bias ? bias[n] : 0.0f);
 }
+
+/* ----------------------------------------------------------------------
+ * Packed kernels, for many rows of X (documents): W's rows are copied
+ * into panels of P columns stored k-major (Wp[k * P + j] = W[n0 + j][k]),
+ * so each step broadcasts one element of 6 rows of X against two vectors
+ * of the panel: 12 accumulators, no reduction across lanes. The copy
+ * costs K x N once per call, against M x N x K for the product.
+ * -------------------------------------------------------------------- */
+
+#define PACK_MIN_ROWS 24 /* fewer rows of X: the dot-product kernels */
+
+static float *pack_panels(const float *w, int N, int K, int P)
+{
+    int np = (N + P - 1) / P;
+    float *p = aligned_alloc(64, ((size_t)np * P * K * sizeof *p + 63) & ~(size_t)63);
+    if (!p)
+        return NULL;
+    for (int b = 0; b < np; b++) {
+        float *d = p + (size_t)b * P * K;
+        for (int j = 0; j < P; j++) {
+            int n = b * P + j;
+            const float *r = n < N ? w + (size_t)n * K : NULL;
+            for (int k = 0; k < K; k++)
+                d[(size_t)k * P + j] = r ? r[k] : 0.0f;
+        }
+    }
+    return p;
+}
+
+/* Rows of X per block: the block stays in L2 while the panels pass. */
+static int rows_per_block(int K)
+{
+    int r = 98304 / (K > 0 ? K : 1);
+    r -= r % 6;
+    return r < 6 ? 6 : r;
+}
+
+#define STEP(V, LOAD, SET, FMA)                                                                \
+    for (int k = 0; k < K; k++) {                                                              \
+        V w0 = LOAD(pw + (size_t)k * 2 * W), w1 = LOAD(pw + (size_t)k * 2 * W + W), a;         \
+        a = SET(xr[0][k]);                                                                     \
+        c[0][0] = FMA(a, w0, c[0][0]);                                                         \
+        c[0][1] = FMA(a, w1, c[0][1]);                                                         \
+        a = SET(xr[1][k]);                                                                     \
+        c[1][0] = FMA(a, w0, c[1][0]);                                                         \
+        c[1][1] = FMA(a, w1, c[1][1]);                                                         \
+        a = SET(xr[2][k]);                                                                     \
+        c[2][0] = FMA(a, w0, c[2][0]);                                                         \
+        c[2][1] = FMA(a, w1, c[2][1]);                                                         \
+        a = SET(xr[3][k]);                                                                     \
+        c[3][0] = FMA(a, w0, c[3][0]);                                                         \
+        c[3][1] = FMA(a, w1, c[3][1]);                                                         \
+        a = SET(xr[4][k]);                                                                     \
+        c[4][0] = FMA(a, w0, c[4][0]);                                                         \
+        c[4][1] = FMA(a, w1, c[4][1]);                                                         \
+        a = SET(xr[5][k]);                                                                     \
+        c[5][0] = FMA(a, w0, c[5][0]);                                                         \
+        c[5][1] = FMA(a, w1, c[5][1]);                                                         \
+    }
+
+__attribute__((target("avx512f"))) static void avx512_packed(const float *x, const float *wp,
+                                                             const float *bias, float *y, int M,
+                                                             int N, int K, int ldy)
+{
+    enum { W = 16 };
+    int np = (N + 2 * W - 1) / (2 * W), rb = rows_per_block(K);
+    for (int m0 = 0; m0 < M; m0 += rb) {
+        int m1 = m0 + rb < M ? m0 + rb : M;
+        for (int b = 0; b < np; b++) {
+            const float *pw = wp + (size_t)b * 2 * W * K;
+            int n0 = b * 2 * W, nv = N - n0 < 2 * W ? N - n0 : 2 * W;
+            __mmask16 k0 = (__mmask16)(nv >= 16 ? 0xffff : (1u << nv) - 1);
+            __mmask16 k1 = (__mmask16)(nv >= 32 ? 0xffff : nv > 16 ? (1u << (nv - 16)) - 1 : 0);
+            __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
+            __m512 b1 = bias && k1 ? _mm512_maskz_loadu_ps(k1, bias + n0 + 16)
+                                   : _mm512_setzero_ps();
+            for (int m = m0; m < m1; m += 6) {
+                int mr = m1 - m < 6 ? m1 - m : 6;
+                const float *xr[6];
+                __m512 c[6][2];
+                for (int i = 0; i < 6; i++) {
+                    xr[i] = x + (size_t)(m + (i < mr ? i : 0)) * K;
+                    c[i][0] = b0;
+                    c[i][1] = b1;
+                }
+                STEP(__m512, _mm512_load_ps, _mm512_set1_ps, _mm512_fmadd_ps)
+                for (int i = 0; i < mr; i++) {
+                    float *yr = y + (size_t)(m + i) * ldy + n0;
+                    _mm512_mask_storeu_ps(yr, k0, c[i][0]);
+                    if (k1)
+                        _mm512_mask_storeu_ps(yr + 16, k1, c[i][1]);
+                }
+            }
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, const float *wp,
+                                                           const float *bias, float *y, int M,
+                                                           int N, int K, int ldy)
+{
+    enum { W = 8 };
+    int np = (N + 2 * W - 1) / (2 * W), rb = rows_per_block(K);
+    for (int m0 = 0; m0 < M; m0 += rb) {
+        int m1 = m0 + rb < M ? m0 + rb : M;
+        for (int b = 0; b < np; b++) {
+            const float *pw = wp + (size_t)b * 2 * W * K;
+            int n0 = b * 2 * W, nv = N - n0 < 2 * W ? N - n0 : 2 * W;
+            float bb[16] = {0};
+            for (int j = 0; bias && j < nv; j++)
+                bb[j] = bias[n0 + j];
+            __m256 b0 = _mm256_loadu_ps(bb), b1 = _mm256_loadu_ps(bb + 8);
+            for (int m = m0; m < m1; m += 6) {
+                int mr = m1 - m < 6 ? m1 - m : 6;
+                const float *xr[6];
+                __m256 c[6][2];
+                for (int i = 0; i < 6; i++) {
+                    xr[i] = x + (size_t)(m + (i < mr ? i : 0)) * K;
+                    c[i][0] = b0;
+                    c[i][1] = b1;
+                }
+                STEP(__m256, _mm256_load_ps, _mm256_set1_ps, _mm256_fmadd_ps)
+                for (int i = 0; i < mr; i++) {
+                    float t[16];
+                    _mm256_storeu_ps(t, c[i][0]);
+                    _mm256_storeu_ps(t + 8, c[i][1]);
+                    memcpy(y + (size_t)(m + i) * ldy + n0, t, (size_t)nv * sizeof *t);
+                }
+            }
+        }
+    }
+}
+#undef STEP
 #endif
 
 static int best(void)
@@ -238,7 +376,22 @@ const char *gemm_kernel_name(int k)
 void gemm_nt(const float *x, const float *w, const float *bias, float *y, int M, int N, int K,
              int ldy)
 {
-    switch (gemm_kernel()) {
+    int kern = gemm_kernel();
+#if GEMM_X86
+    if (kern != GEMM_SCALAR && M >= PACK_MIN_ROWS) {
+        int P = kern == GEMM_AVX512 ? 32 : 16;
+        float *wp = pack_panels(w, N, K, P);
+        if (wp) {
+            if (kern == GEMM_AVX512)
+                avx512_packed(x, wp, bias, y, M, N, K, ldy);
+            else
+                avx2_packed(x, wp, bias, y, M, N, K, ldy);
+            free(wp);
+            return;
+        }
+    }
+#endif
+    switch (kern) {
 #if GEMM_X86
     case GEMM_AVX512:
         avx512_nt(x, w, bias, y, M, N, K, ldy);
