@@ -30,6 +30,7 @@
 
 typedef struct layer {
     const float *q, *qb, *k, *kb, *v, *vb, *o, *ob, *g1, *b1, *i, *ib, *o2, *o2b, *g2, *b2;
+    gemm_w wq, wk, wv, wo, wi, wo2; /* the six matrices, prepared for the kernel */
 } layer;
 
 /* A pool of workers running the tasks of one parallel step; the caller
@@ -315,6 +316,12 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
         T(g2, "output.LayerNorm.weight", H, 0)
         T(b2, "output.LayerNorm.bias", H, 0)
 #undef T
+        if (gemm_prepare(&y->wq, y->q, H, H) || gemm_prepare(&y->wk, y->k, H, H) ||
+            gemm_prepare(&y->wv, y->v, H, H) || gemm_prepare(&y->wo, y->o, H, H) ||
+            gemm_prepare(&y->wi, y->i, I, H) || gemm_prepare(&y->wo2, y->o2, H, I)) {
+            rc = MNEMO_NOMEM;
+            goto fail;
+        }
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     b->threads = threads > 0 ? threads : ncpu > 0 ? (int)ncpu : 1;
@@ -435,6 +442,15 @@ void bert_close(bert *b)
     if (!b)
         return;
     pool_stop(&b->pool);
+    for (int l = 0; b->layers && l < b->L; l++) {
+        layer *y = &b->layers[l];
+        gemm_release(&y->wq);
+        gemm_release(&y->wk);
+        gemm_release(&y->wv);
+        gemm_release(&y->wo);
+        gemm_release(&y->wi);
+        gemm_release(&y->wo2);
+    }
     free(b->layers);
     wp_free(b->wp);
     st_close(b->st);
@@ -465,9 +481,10 @@ typedef struct fwd {
     int T, nseq;
     const int *start, *len; /* each text's first token and count */
     /* a linear step */
-    const float *x, *w, *bias;
+    const float *x, *bias;
+    const gemm_w *w;
     float *y;
-    int N, K, chunk, gelu;
+    int N, K, chunk, gelu, rowsplit;
     /* attention */
     const float *q, *k, *v;
     float *ctx, *scratch; /* scratch: SLOT_FLOATS per thread of the pool */
@@ -477,23 +494,31 @@ typedef struct fwd {
     const float *g, *beta;
 } fwd;
 
+/* One task of a linear step: columns N0..N1 of every row, or with
+ * ROWSPLIT every column of rows M0..M1 (many rows: each task then reads
+ * the weights once instead of every task all rows). */
 static void linear_task(void *ud, int t)
 {
     fwd *f = ud;
-    int n0 = t * f->chunk, n1 = n0 + f->chunk > f->N ? f->N : n0 + f->chunk;
-    if (n0 >= n1)
+    int m0 = 0, m1 = f->T, n0 = 0, n1 = f->N;
+    if (f->rowsplit) {
+        m0 = t * f->chunk;
+        m1 = m0 + f->chunk > f->T ? f->T : m0 + f->chunk;
+    } else {
+        n0 = t * f->chunk;
+        n1 = n0 + f->chunk > f->N ? f->N : n0 + f->chunk;
+    }
+    if (n0 >= n1 || m0 >= m1)
         return;
-    gemm_nt(f->x, f->w + (size_t)n0 * f->K, f->bias + n0, f->y + n0, f->T, n1 - n0, f->K, f->N);
+    gemm_run(f->w, f->x + (size_t)m0 * f->K, f->bias, f->y + (size_t)m0 * f->N, m1 - m0, f->N,
+             n0, n1);
     if (f->gelu)
-        for (int m = 0; m < f->T; m++) {
-            float *r = f->y + (size_t)m * f->N;
-            for (int n = n0; n < n1; n++)
-                r[n] = 0.5f * r[n] * (1.0f + erff(r[n] * 0.70710678118654752f));
-        }
+        for (int m = m0; m < m1; m++)
+            gemm_gelu(f->y + (size_t)m * f->N + n0, n1 - n0);
 }
 
-static void linear(tpool *p, fwd *f, const float *x, const float *w, const float *bias, float *y,
-                   int N, int K, int gelu)
+static void linear(tpool *p, fwd *f, const float *x, const gemm_w *w, const float *bias,
+                   float *y, int N, int K, int gelu)
 {
     f->x = x;
     f->w = w;
@@ -503,8 +528,16 @@ static void linear(tpool *p, fwd *f, const float *x, const float *w, const float
     f->K = K;
     f->gelu = gelu;
     int tasks = p->n + 1 > 1 ? 4 * (p->n + 1) : 1;
+    f->rowsplit = f->T >= 48 * tasks;
+    if (f->rowsplit) {
+        f->chunk = (f->T + tasks - 1) / tasks;
+        f->chunk = (f->chunk + 11) / 12 * 12;
+        run(p, linear_task, f, (f->T + f->chunk - 1) / f->chunk);
+        return;
+    }
     f->chunk = (N + tasks - 1) / tasks;
-    f->chunk = (f->chunk + 3) & ~3;
+    int al = gemm_cols_align(w) > 4 ? gemm_cols_align(w) : 4;
+    f->chunk = (f->chunk + al - 1) / al * al;
     run(p, linear_task, f, (N + f->chunk - 1) / f->chunk);
 }
 
@@ -535,20 +568,8 @@ static void attention_task(void *ud, int t)
             memcpy(qb + (size_t)i * dh, f->q + (size_t)(st + i0 + i) * H + h * dh,
                    (size_t)dh * sizeof *qb);
         gemm_nt(qb, kh, NULL, sc, rows, n, dh, n);
-        for (int i = 0; i < rows; i++) {
-            float *r = sc + (size_t)i * n, mx = -INFINITY, sum = 0;
-            for (int j = 0; j < n; j++) {
-                r[j] *= scale;
-                mx = r[j] > mx ? r[j] : mx;
-            }
-            for (int j = 0; j < n; j++) {
-                r[j] = expf(r[j] - mx);
-                sum += r[j];
-            }
-            float inv = 1.0f / sum;
-            for (int j = 0; j < n; j++)
-                r[j] *= inv;
-        }
+        for (int i = 0; i < rows; i++)
+            gemm_softmax(sc + (size_t)i * n, n, scale);
         gemm_nt(sc, vt, NULL, f->ctx + (size_t)(st + i0) * H + h * dh, rows, dh, n, H);
     }
 }
@@ -636,18 +657,18 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     f.maxlen = maxlen;
     for (int l = 0; l < b->L; l++) {
         const layer *y = &b->layers[l];
-        linear(p, &f, x, y->q, y->qb, q, H, H, 0);
-        linear(p, &f, x, y->k, y->kb, k, H, H, 0);
-        linear(p, &f, x, y->v, y->vb, v, H, H, 0);
+        linear(p, &f, x, &y->wq, y->qb, q, H, H, 0);
+        linear(p, &f, x, &y->wk, y->kb, k, H, H, 0);
+        linear(p, &f, x, &y->wv, y->vb, v, H, H, 0);
         f.q = q;
         f.k = k;
         f.v = v;
         f.ctx = ctx;
         run(p, attention_task, &f, nseq * b->heads);
-        linear(p, &f, ctx, y->o, y->ob, tmp, H, H, 0);
+        linear(p, &f, ctx, &y->wo, y->ob, tmp, H, H, 0);
         residual_ln(p, &f, x, tmp, y->g1, y->b1);
-        linear(p, &f, x, y->i, y->ib, inter, I, H, 1);
-        linear(p, &f, inter, y->o2, y->o2b, tmp, H, I, 0);
+        linear(p, &f, x, &y->wi, y->ib, inter, I, H, 1);
+        linear(p, &f, inter, &y->wo2, y->o2b, tmp, H, I, 0);
         residual_ln(p, &f, x, tmp, y->g2, y->b2);
     }
     for (int s = 0; s < nseq; s++) {

@@ -9,8 +9,11 @@
  */
 #include "embed/gemm.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mnemo.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -297,6 +300,7 @@ __attribute__((target("avx512f"))) static void avx512_packed(const float *x, con
     }
 }
 
+
 __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, const float *wp,
                                                            const float *bias, float *y, int M,
                                                            int N, int K, int ldy)
@@ -405,6 +409,51 @@ void gemm_nt(const float *x, const float *w, const float *bias, float *y, int M,
     }
 }
 
+int gemm_prepare(gemm_w *g, const float *w, int N, int K)
+{
+    memset(g, 0, sizeof *g);
+    g->w = w;
+    g->N = N;
+    g->K = K;
+    g->P = 1;
+    g->kern = gemm_kernel();
+#if GEMM_X86
+    if (g->kern != GEMM_SCALAR) {
+        int P = g->kern == GEMM_AVX512 ? 32 : 16;
+        if (!(g->packed = pack_panels(w, N, K, P)))
+            return MNEMO_NOMEM;
+        g->P = P;
+    }
+#endif
+    return 0;
+}
+
+void gemm_release(gemm_w *g)
+{
+    free(g->packed);
+    g->packed = NULL;
+}
+
+int gemm_cols_align(const gemm_w *g) { return g->P; }
+
+void gemm_run(const gemm_w *g, const float *x, const float *bias, float *y, int M, int ldy,
+              int n0, int n1)
+{
+    if (n0 >= n1)
+        return;
+#if GEMM_X86
+    if (g->packed && g->kern == gemm_kernel()) {
+        const float *wp = g->packed + (size_t)(n0 / g->P) * g->P * g->K;
+        if (g->kern == GEMM_AVX512)
+            avx512_packed(x, wp, bias ? bias + n0 : NULL, y + n0, M, n1 - n0, g->K, ldy);
+        else
+            avx2_packed(x, wp, bias ? bias + n0 : NULL, y + n0, M, n1 - n0, g->K, ldy);
+        return;
+    }
+#endif
+    gemm_nt(x, g->w + (size_t)n0 * g->K, bias ? bias + n0 : NULL, y + n0, M, n1 - n0, g->K, ldy);
+}
+
 float gemm_dot(const float *a, const float *b, int n)
 {
     switch (gemm_kernel()) {
@@ -417,4 +466,220 @@ float gemm_dot(const float *a, const float *b, int n)
     default:
         return scalar_dot(a, b, n);
     }
+}
+
+/* ----------------------------------------------------------------------
+ * Element-wise kernels: GELU and softmax. exp is a degree-6 polynomial of
+ * the remainder after powers of two (relative error about 2e-7); erf is
+ * Abramowitz and Stegun's 7.1.26 (absolute error below 1.5e-7), written
+ * once per width with the same constants as the scalar form.
+ * -------------------------------------------------------------------- */
+
+#define EXP_HI 88.3762626647949f
+#define EXP_LO (-87.3365447504f)
+#define LOG2E 1.44269504088896341f
+#define LN2_HI 0.693359375f
+#define LN2_LO (-2.12194440e-4f)
+#define ERF_P 0.3275911f
+#define ERF_A1 0.254829592f
+#define ERF_A2 (-0.284496736f)
+#define ERF_A3 1.421413741f
+#define ERF_A4 (-1.453152027f)
+#define ERF_A5 1.061405429f
+
+static float exp_poly(float r)
+{
+    return 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
+                                                                               r * (1.0f / 720))))));
+}
+
+static float scalar_exp(float x)
+{
+    x = x > EXP_HI ? EXP_HI : x < EXP_LO ? EXP_LO : x;
+    float n = nearbyintf(x * LOG2E);
+    float r = x - n * LN2_HI;
+    r -= n * LN2_LO;
+    return ldexpf(exp_poly(r), (int)n);
+}
+
+static float scalar_gelu(float x)
+{
+    float z = fabsf(x) * 0.70710678118654752f;
+    float t = 1.0f / (1.0f + ERF_P * z);
+    float y = 1.0f - ((((ERF_A5 * t + ERF_A4) * t + ERF_A3) * t + ERF_A2) * t + ERF_A1) * t *
+                         scalar_exp(-z * z);
+    float erf = x < 0 ? -y : y;
+    return 0.5f * x * (1.0f + erf);
+}
+
+#if GEMM_X86
+__attribute__((target("avx512f"))) static inline __m512 exp512(__m512 x)
+{
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LO)), _mm512_set1_ps(EXP_HI));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+__attribute__((target("avx512f"))) static inline __m512 gelu512(__m512 x)
+{
+    __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
+    __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
+                             _mm512_fmadd_ps(z, _mm512_set1_ps(ERF_P), _mm512_set1_ps(1.0f)));
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(ERF_A5), t, _mm512_set1_ps(ERF_A4));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(ERF_A3));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(ERF_A2));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(ERF_A1));
+    q = _mm512_mul_ps(q, t);
+    __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(z, z)));
+    __m512 y = _mm512_fnmadd_ps(q, e, _mm512_set1_ps(1.0f));
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    y = _mm512_mask_sub_ps(y, neg, _mm512_setzero_ps(), y);
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
+                         _mm512_add_ps(_mm512_set1_ps(1.0f), y));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 exp256(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP_LO)), _mm256_set1_ps(EXP_HI));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    /* 2^n: n + 127 into the exponent (n is within -126..127 here). */
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+                                  23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256 gelu256(__m256 x)
+{
+    __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 z = _mm256_mul_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(0.70710678118654752f));
+    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f),
+                             _mm256_fmadd_ps(z, _mm256_set1_ps(ERF_P), _mm256_set1_ps(1.0f)));
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(ERF_A5), t, _mm256_set1_ps(ERF_A4));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(ERF_A3));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(ERF_A2));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(ERF_A1));
+    q = _mm256_mul_ps(q, t);
+    __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(z, z)));
+    __m256 y = _mm256_fnmadd_ps(q, e, _mm256_set1_ps(1.0f));
+    y = _mm256_or_ps(y, _mm256_and_ps(sign, x)); /* erf(-x) = -erf(x) */
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x),
+                         _mm256_add_ps(_mm256_set1_ps(1.0f), y));
+}
+
+__attribute__((target("avx512f"))) static void gelu_avx512(float *x, int n)
+{
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, gelu512(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(x + i, k, gelu512(_mm512_maskz_loadu_ps(k, x + i)));
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void gelu_avx2(float *x, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, gelu256(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++)
+        x[i] = scalar_gelu(x[i]);
+}
+
+/* exp(X[i] - MAX) in place, their sum returned. */
+__attribute__((target("avx512f"))) static float expsum_avx512(float *x, int n, float max)
+{
+    __m512 s = _mm512_setzero_ps(), m = _mm512_set1_ps(max);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+        _mm512_storeu_ps(x + i, e);
+        s = _mm512_add_ps(s, e);
+    }
+    float r = _mm512_reduce_add_ps(s);
+    for (; i < n; i++)
+        r += x[i] = scalar_exp(x[i] - max);
+    return r;
+}
+
+__attribute__((target("avx2,fma"))) static float expsum_avx2(float *x, int n, float max)
+{
+    __m256 s = _mm256_setzero_ps(), m = _mm256_set1_ps(max);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+        _mm256_storeu_ps(x + i, e);
+        s = _mm256_add_ps(s, e);
+    }
+    float r = hsum8(s);
+    for (; i < n; i++)
+        r += x[i] = scalar_exp(x[i] - max);
+    return r;
+}
+#endif
+
+void gemm_gelu(float *x, int n)
+{
+    switch (gemm_kernel()) {
+#if GEMM_X86
+    case GEMM_AVX512:
+        gelu_avx512(x, n);
+        return;
+    case GEMM_AVX2:
+        gelu_avx2(x, n);
+        return;
+#endif
+    default:
+        for (int i = 0; i < n; i++)
+            x[i] = scalar_gelu(x[i]);
+    }
+}
+
+void gemm_softmax(float *x, int n, float scale)
+{
+    if (n <= 0)
+        return;
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        x[i] *= scale;
+        mx = x[i] > mx ? x[i] : mx;
+    }
+    float sum;
+    switch (gemm_kernel()) {
+#if GEMM_X86
+    case GEMM_AVX512:
+        sum = expsum_avx512(x, n, mx);
+        break;
+    case GEMM_AVX2:
+        sum = expsum_avx2(x, n, mx);
+        break;
+#endif
+    default:
+        sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += x[i] = scalar_exp(x[i] - mx);
+    }
+    float inv = 1.0f / sum;
+    for (int i = 0; i < n; i++)
+        x[i] *= inv;
 }

@@ -8,6 +8,8 @@
 #ifndef MNEMO_GEMM_H
 #define MNEMO_GEMM_H
 
+#include <stddef.h>
+
 enum { GEMM_SCALAR, GEMM_AVX2, GEMM_AVX512 };
 
 /* Y[m][n] (row stride LDY) = sum_k X[m][k] W[n][k] + BIAS[n] (BIAS may be
@@ -15,12 +17,40 @@ enum { GEMM_SCALAR, GEMM_AVX2, GEMM_AVX512 };
 void gemm_nt(const float *x, const float *w, const float *bias, float *y, int M, int N, int K,
              int ldy);
 
+/* A weight matrix (N x K, as gemm_nt's W) prepared for the kernel chosen
+ * when it was made: with a SIMD kernel, copied into panels of P columns
+ * stored k-major, which the kernel streams in order. */
+typedef struct gemm_w {
+    const float *w; /* as given */
+    float *packed;  /* or NULL: gemm_run uses W */
+    int N, K, P, kern;
+} gemm_w;
+
+/* Prepares W (MNEMO_NOMEM when the copy cannot be made: G then runs on W
+ * unpacked, still correct). */
+int gemm_prepare(gemm_w *g, const float *w, int N, int K);
+void gemm_release(gemm_w *g);
+
+/* Columns a split of G should be a multiple of (1 unpacked). */
+int gemm_cols_align(const gemm_w *g);
+
+/* Y[m][n] = X[m] . W[n] + BIAS[n] for m < M and N0 <= n < N1 (Y and BIAS
+ * indexed by the full n; N0 a multiple of gemm_cols_align()). */
+void gemm_run(const gemm_w *g, const float *x, const float *bias, float *y, int M, int ldy,
+              int n0, int n1);
+
 /* The kernel gemm_nt uses, and setting it (a kernel the CPU lacks falls
  * back to the best it has); MNEMO_GEMM=scalar|avx2|avx512 in the
  * environment sets it at first use. */
 int gemm_kernel(void);
 void gemm_set_kernel(int k);
 const char *gemm_kernel_name(int k);
+
+/* GELU (erf form) of X[0..N) in place, absolute error below 1e-6. */
+void gemm_gelu(float *x, int n);
+
+/* Softmax of SCALE * X[0..N) in place. */
+void gemm_softmax(float *x, int n, float scale);
 
 /* Dot product of A and B (N floats), with the chosen kernel's width. */
 float gemm_dot(const float *a, const float *b, int n);
