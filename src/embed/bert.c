@@ -177,7 +177,7 @@ static json_t *load_json(const char *dir, const char *name)
     return json_load_file(path, 0, NULL);
 }
 
-static int cfg_int(json_t *c, const char *k, int dflt)
+static int jint(json_t *c, const char *k, int dflt)
 {
     json_t *v = json_object_get(c, k);
     return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
@@ -217,7 +217,7 @@ static void sentence_config(bert *b, const char *dir)
                   !json_is_true(json_object_get(pool, "pooling_mode_mean_tokens"));
     json_decref(pool);
     json_t *sb = load_json(dir, "sentence_bert_config.json");
-    int msl = cfg_int(sb, "max_seq_length", 0);
+    int msl = jint(sb, "max_seq_length", 0);
     json_decref(sb);
     b->max_tokens = msl > 0 && msl <= b->maxpos ? msl : b->maxpos;
     json_t *st = load_json(dir, "config_sentence_transformers.json");
@@ -245,13 +245,13 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
     const char *type = json_string_value(json_object_get(c, "model_type"));
     const char *act = json_string_value(json_object_get(c, "hidden_act"));
     const char *pet = json_string_value(json_object_get(c, "position_embedding_type"));
-    b->H = cfg_int(c, "hidden_size", 0);
-    b->L = cfg_int(c, "num_hidden_layers", 0);
-    b->heads = cfg_int(c, "num_attention_heads", 0);
-    b->I = cfg_int(c, "intermediate_size", 0);
-    b->maxpos = cfg_int(c, "max_position_embeddings", 512);
-    b->types = cfg_int(c, "type_vocab_size", 2);
-    b->vocab = cfg_int(c, "vocab_size", 0);
+    b->H = jint(c, "hidden_size", 0);
+    b->L = jint(c, "num_hidden_layers", 0);
+    b->heads = jint(c, "num_attention_heads", 0);
+    b->I = jint(c, "intermediate_size", 0);
+    b->maxpos = jint(c, "max_position_embeddings", 512);
+    b->types = jint(c, "type_vocab_size", 2);
+    b->vocab = jint(c, "vocab_size", 0);
     json_t *eps = json_object_get(c, "layer_norm_eps");
     b->eps = json_is_number(eps) ? (float)json_number_value(eps) : 1e-12f;
     if (!type || strcmp(type, "bert")) {

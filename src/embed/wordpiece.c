@@ -224,7 +224,11 @@ static int from_vocab_txt(wordpiece *w, const char *dir, const char *path, buf *
     }
     size_t n = 0, cap = 1024;
     const char **toks = malloc(cap * sizeof *toks);
-    for (char *p = text, *nl; toks && p < text + len; p = nl + 1) {
+    if (!toks) {
+        free(text);
+        return MNEMO_NOMEM;
+    }
+    for (char *p = text, *nl; p < text + len; p = nl + 1) {
         nl = memchr(p, '\n', (size_t)(text + len - p));
         if (!nl)
             nl = text + len;
@@ -233,14 +237,17 @@ static int from_vocab_txt(wordpiece *w, const char *dir, const char *path, buf *
             nl[-1] = 0;
         if (n == cap) {
             const char **t = realloc(toks, 2 * cap * sizeof *toks);
-            if (!t)
+            if (!t) {
+                rc = MNEMO_NOMEM;
                 break;
+            }
             toks = t;
             cap *= 2;
         }
         toks[n++] = p;
     }
-    rc = toks ? build(w, toks, n) : MNEMO_NOMEM;
+    if (!rc)
+        rc = build(w, toks, n);
     free(toks);
     free(text);
     if (rc)
@@ -255,7 +262,7 @@ static int from_vocab_txt(wordpiece *w, const char *dir, const char *path, buf *
     json_decref(c);
     w->strip = w->lower;
     w->max_chars = 100;
-    strcpy(w->prefix, "##");
+    snprintf(w->prefix, sizeof w->prefix, "##");
     w->unk = special(w, "[UNK]");
     w->cls = special(w, "[CLS]");
     w->sep = special(w, "[SEP]");
