@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "embed/bert.h"
 #include "embed/gemm.h"
@@ -248,6 +249,121 @@ TEST(local_kernels_agree_with_scalar)
     }
     free(x);
     free(w);
+}
+
+TEST(local_packed_kernels_agree_with_scalar)
+{
+    /* Enough rows for the packed kernels, columns past a panel pair. */
+    int M = 53, N = 45, K = 37;
+    float *x = malloc((size_t)M * K * sizeof *x), *w = malloc((size_t)N * K * sizeof *w);
+    float *y0 = malloc((size_t)M * N * sizeof *y0), *y1 = malloc((size_t)M * N * sizeof *y1);
+    float bias[45];
+    unsigned s = 777;
+    for (int i = 0; i < M * K; i++)
+        x[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f - 0.5f;
+    for (int i = 0; i < N * K; i++)
+        w[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f - 0.5f;
+    for (int i = 0; i < N; i++)
+        bias[i] = (float)i * 0.01f;
+    gemm_set_kernel(GEMM_SCALAR);
+    gemm_nt(x, w, bias, y0, M, N, K, N);
+    for (int k = GEMM_AVX2; k <= GEMM_AVX512; k++) {
+        gemm_set_kernel(k);
+        if (gemm_kernel() != k)
+            continue;
+        gemm_w g;
+        ASSERT_OK(gemm_prepare(&g, w, N, K));
+        ASSERT(g.packed != NULL);
+        /* In two column ranges, as threads split it. */
+        int al = gemm_cols_align(&g);
+        memset(y1, 0, (size_t)M * N * sizeof *y1);
+        gemm_run(&g, x, bias, y1, M, N, 0, al);
+        gemm_run(&g, x, bias, y1, M, N, al, N);
+        for (int i = 0; i < M * N; i++)
+            if (fabsf(y0[i] - y1[i]) > 1e-5f)
+                test_fail(__FILE__, __LINE__, "%s packed: y[%d] %g != %g", gemm_kernel_name(k),
+                          i, (double)y1[i], (double)y0[i]);
+        /* Panels made before (a prepared file's) give the same. */
+        float *panels = malloc(gemm_packed_floats(N, K) * sizeof *panels);
+        gemm_pack(w, N, K, panels);
+        gemm_w h;
+        gemm_prepare_packed(&h, w, panels, N, K);
+        gemm_run(&h, x, bias, y1, M, N, 0, N);
+        for (int i = 0; i < M * N; i++)
+            ASSERT(fabsf(y0[i] - y1[i]) <= 1e-5f);
+        gemm_release(&g);
+        gemm_release(&h);
+        free(panels);
+        /* GELU and softmax against their definitions. */
+        float v[37], e[37];
+        for (int i = 0; i < 37; i++)
+            v[i] = e[i] = (float)(i - 18) * 0.37f;
+        gemm_gelu(v, 37);
+        for (int i = 0; i < 37; i++) {
+            double want = 0.5 * e[i] * (1 + erf(e[i] / sqrt(2.0)));
+            if (fabs(v[i] - want) > 1e-6)
+                test_fail(__FILE__, __LINE__, "%s gelu(%g) %g != %g", gemm_kernel_name(k),
+                          (double)e[i], (double)v[i], want);
+        }
+        memcpy(v, e, sizeof v);
+        gemm_softmax(v, 37, 0.5f);
+        double z = 0;
+        for (int i = 0; i < 37; i++)
+            z += exp(0.5 * e[i]);
+        for (int i = 0; i < 37; i++)
+            ASSERT(fabs(v[i] - exp(0.5 * e[i]) / z) < 1e-6);
+    }
+    free(x);
+    free(w);
+    free(y0);
+    free(y1);
+}
+
+TEST(local_prepared_file_is_used_and_checked)
+{
+    make_model("m", "");
+    buf err;
+    buf_init(&err, 0);
+    int dims = 0;
+    ASSERT_OK(bert_install(test_path("m"), test_path("imp"), &dims, &err));
+    ASSERT_EQ(dims, 32);
+    bert *a = NULL, *b = NULL;
+    ASSERT_OK(bert_open(test_path("m"), 1, &a, &err));
+    ASSERT_OK(bert_open(test_path("imp"), 1, &b, &err));
+    ASSERT(!bert_prepared(a));
+    ASSERT(bert_prepared(b));
+    size_t lens[NTEXTS];
+    for (size_t i = 0; i < NTEXTS; i++)
+        lens[i] = strlen(texts[i]);
+    float va[NTEXTS * 32], vb[NTEXTS * 32];
+    ASSERT_OK(bert_embed(a, texts, lens, NTEXTS, va));
+    ASSERT_OK(bert_embed(b, texts, lens, NTEXTS, vb));
+    for (size_t i = 0; i < NTEXTS * 32; i++)
+        ASSERT(fabsf(va[i] - vb[i]) < 1e-6f);
+    bert_close(b);
+    /* Weights changed after import: the prepared file no longer counts. */
+    size_t n = 0;
+    char *st = test_read(test_path("imp/model.safetensors"), &n);
+    unlink(test_path("imp/model.safetensors"));
+    test_write_n("imp/model.safetensors", st, n);
+    free(st);
+    ASSERT_OK(bert_open(test_path("imp"), 1, &b, &err));
+    ASSERT(!bert_prepared(b));
+    bert_close(b);
+    /* A damaged prepared file is ignored. */
+    ASSERT_OK(bert_install(test_path("m"), test_path("imp2"), &dims, &err));
+    char *c = test_read(test_path("imp2/mnemo-encoder.bin"), &n);
+    ASSERT(c && n > 4096);
+    test_write_n("imp2/mnemo-encoder.bin", c, 4096);
+    free(c);
+    ASSERT_OK(bert_open(test_path("imp2"), 1, &b, &err));
+    ASSERT(!bert_prepared(b));
+    ASSERT_OK(bert_embed(b, texts, lens, NTEXTS, vb));
+    for (size_t i = 0; i < NTEXTS * 32; i++)
+        ASSERT(fabsf(va[i] - vb[i]) < 1e-6f);
+    bert_close(b);
+    bert_close(a);
+    buf_cleanup(&err);
 }
 
 TEST(local_provider_through_the_api_and_cli)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,7 +61,150 @@ struct bert {
     char qprompt[MAX_PROMPT], dprompt[MAX_PROMPT];
     int threads;
     tpool pool;
+    void *cmap; /* the prepared file, mapped (see below), or NULL */
+    size_t csize;
+    const float *mats; /* its panels */
 };
+
+/* ----------------------------------------------------------------------
+ * The prepared file (CACHE_NAME in an imported model folder), written by
+ * bert_install and mapped at open so that nothing is parsed or packed
+ * then: the tokenizer as a blob (wordpiece.h) and every layer's six
+ * matrices as panels (gemm_pack), each section 64-aligned. It names the
+ * size and modification time of the weights and tokenizer files it was
+ * made from; a file that does not match them, or does not hold together,
+ * is ignored (the folder is then read as it is).
+ * -------------------------------------------------------------------- */
+
+#define CACHE_NAME "mnemo-encoder.bin"
+#define CACHE_MAGIC "MNEMOENC"
+#define CACHE_VERSION 1
+
+typedef struct cache_hdr {
+    char magic[8];
+    uint32_t version, panel, L, H, I, reserved;
+    uint64_t w_size, w_mtime, t_size, t_mtime;
+    uint64_t wp_off, wp_bytes, mats_off, mats_floats;
+} cache_hdr;
+
+static uint64_t up64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
+
+/* The identity of DIR's weights and tokenizer files. */
+static void sources(const char *dir, uint64_t *ss, uint64_t *sm, uint64_t *ts, uint64_t *tm)
+{
+    char p[4096];
+    struct stat sb;
+    *ss = *sm = *ts = *tm = 0;
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    if (stat(p, &sb) == 0) {
+        *ss = (uint64_t)sb.st_size;
+        *sm = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
+    }
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    if (stat(p, &sb) != 0) {
+        snprintf(p, sizeof p, "%s/vocab.txt", dir);
+        if (stat(p, &sb) != 0)
+            return;
+    }
+    *ts = (uint64_t)sb.st_size;
+    *tm = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
+}
+
+static size_t mats_floats(const bert *b)
+{
+    return (size_t)b->L * (4 * gemm_packed_floats(b->H, b->H) + gemm_packed_floats(b->I, b->H) +
+                           gemm_packed_floats(b->H, b->I));
+}
+
+/* Maps DIR's prepared file when it matches the folder (B's sizes read). */
+static void cache_map(bert *b, const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/" CACHE_NAME, dir);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat sb;
+    void *m = NULL;
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= sizeof(cache_hdr))
+        m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (!m || m == MAP_FAILED)
+        return;
+    cache_hdr h;
+    memcpy(&h, m, sizeof h);
+    uint64_t ss, sm, ts, tm, size = (uint64_t)sb.st_size;
+    sources(dir, &ss, &sm, &ts, &tm);
+    int ok = !memcmp(h.magic, CACHE_MAGIC, 8) && h.version == CACHE_VERSION && h.panel == 16 &&
+             h.L == (uint32_t)b->L && h.H == (uint32_t)b->H && h.I == (uint32_t)b->I &&
+             h.w_size == ss && h.w_mtime == sm && h.t_size == ts && h.t_mtime == tm &&
+             h.mats_floats == mats_floats(b) && h.wp_off % 64 == 0 && h.mats_off % 64 == 0 &&
+             h.wp_off <= size && h.wp_bytes <= size - h.wp_off && h.mats_off <= size &&
+             h.mats_floats <= (size - h.mats_off) / 4;
+    if (ok && wp_from_blob((const char *)m + h.wp_off, (size_t)h.wp_bytes, &b->wp) == MNEMO_OK) {
+        b->cmap = m;
+        b->csize = (size_t)size;
+        b->mats = (const float *)(const void *)((const char *)m + h.mats_off);
+        return;
+    }
+    munmap(m, (size_t)size);
+}
+
+/* Writes B's prepared file into DIR (beside, then renamed). */
+static int cache_write(const bert *b, const char *dir, buf *err)
+{
+    buf wpb;
+    buf_init(&wpb, 0);
+    int rc = wp_to_blob(b->wp, &wpb);
+    if (rc)
+        return rc;
+    cache_hdr h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CACHE_MAGIC, 8);
+    h.version = CACHE_VERSION;
+    h.panel = 16;
+    h.L = (uint32_t)b->L;
+    h.H = (uint32_t)b->H;
+    h.I = (uint32_t)b->I;
+    sources(dir, &h.w_size, &h.w_mtime, &h.t_size, &h.t_mtime);
+    h.wp_off = up64(sizeof h);
+    h.wp_bytes = wpb.len;
+    h.mats_off = up64(h.wp_off + wpb.len);
+    h.mats_floats = mats_floats(b);
+    char p[8192], tmp[8300];
+    snprintf(p, sizeof p, "%s/" CACHE_NAME, dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", p);
+    FILE *f = fopen(tmp, "wb");
+    size_t most = gemm_packed_floats(b->I > b->H ? b->I : b->H, b->I > b->H ? b->I : b->H);
+    float *panel = malloc(most * sizeof *panel);
+    static const char zero[64] = {0};
+    int ok = f && panel && fwrite(&h, sizeof h, 1, f) == 1 &&
+             fwrite(zero, 1, h.wp_off - sizeof h, f) == h.wp_off - sizeof h &&
+             fwrite(wpb.data, 1, wpb.len, f) == wpb.len &&
+             fwrite(zero, 1, h.mats_off - h.wp_off - wpb.len, f) == h.mats_off - h.wp_off - wpb.len;
+    for (int l = 0; ok && l < b->L; l++) {
+        const layer *y = &b->layers[l];
+        const float *ws[6] = {y->q, y->k, y->v, y->o, y->i, y->o2};
+        int ns[6] = {b->H, b->H, b->H, b->H, b->I, b->H}, ks[6] = {b->H, b->H, b->H, b->H, b->H, b->I};
+        for (int j = 0; ok && j < 6; j++) {
+            size_t nf = gemm_packed_floats(ns[j], ks[j]);
+            gemm_pack(ws[j], ns[j], ks[j], panel);
+            ok = fwrite(panel, sizeof *panel, nf, f) == nf;
+        }
+    }
+    if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        ok = 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    free(panel);
+    buf_cleanup(&wpb);
+    if (!ok || rename(tmp, p) != 0) {
+        buf_printf(err, "%s: %s", p, strerror(errno ? errno : EIO));
+        unlink(tmp);
+        return MNEMO_IO;
+    }
+    return MNEMO_OK;
+}
 
 /* ----------------------------------------------------------------------
  * Threads
@@ -274,7 +418,8 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if ((rc = st_open(path, &b->st, err)))
         goto fail;
-    if ((rc = wp_load(dir, &b->wp, err)))
+    cache_map(b, dir);
+    if (!b->wp && (rc = wp_load(dir, &b->wp, err)))
         goto fail;
     sentence_config(b, dir);
     const char *pfx = st_has(b->st, "embeddings.word_embeddings.weight")        ? ""
@@ -316,9 +461,21 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
         T(g2, "output.LayerNorm.weight", H, 0)
         T(b2, "output.LayerNorm.bias", H, 0)
 #undef T
-        if (gemm_prepare(&y->wq, y->q, H, H) || gemm_prepare(&y->wk, y->k, H, H) ||
-            gemm_prepare(&y->wv, y->v, H, H) || gemm_prepare(&y->wo, y->o, H, H) ||
-            gemm_prepare(&y->wi, y->i, I, H) || gemm_prepare(&y->wo2, y->o2, H, I)) {
+        if (b->mats) {
+            /* The panels of the prepared file, in the same order. */
+            const float *m = b->mats + (size_t)l * (4 * gemm_packed_floats(H, H) +
+                                                    gemm_packed_floats(I, H) +
+                                                    gemm_packed_floats(H, I));
+            size_t hh = gemm_packed_floats(H, H);
+            gemm_prepare_packed(&y->wq, y->q, m, H, H);
+            gemm_prepare_packed(&y->wk, y->k, m + hh, H, H);
+            gemm_prepare_packed(&y->wv, y->v, m + 2 * hh, H, H);
+            gemm_prepare_packed(&y->wo, y->o, m + 3 * hh, H, H);
+            gemm_prepare_packed(&y->wi, y->i, m + 4 * hh, I, H);
+            gemm_prepare_packed(&y->wo2, y->o2, m + 4 * hh + gemm_packed_floats(I, H), H, I);
+        } else if (gemm_prepare(&y->wq, y->q, H, H) || gemm_prepare(&y->wk, y->k, H, H) ||
+                   gemm_prepare(&y->wv, y->v, H, H) || gemm_prepare(&y->wo, y->o, H, H) ||
+                   gemm_prepare(&y->wi, y->i, I, H) || gemm_prepare(&y->wo2, y->o2, H, I)) {
             rc = MNEMO_NOMEM;
             goto fail;
         }
@@ -386,6 +543,8 @@ static void remove_tree(const char *dir)
         snprintf(p, sizeof p, "%s/%s", dir, model_files[i]);
         unlink(p);
     }
+    snprintf(p, sizeof p, "%s/" CACHE_NAME, dir);
+    unlink(p);
     snprintf(p, sizeof p, "%s/1_Pooling", dir);
     rmdir(p);
     rmdir(dir);
@@ -424,9 +583,19 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
             return MNEMO_IO;
         }
     }
-    if ((rc = bert_open(tmp, 1, &b, err))) {
+    /* The prepared file, then a check that the copy opens with it. */
+    if ((rc = bert_open(tmp, 1, &b, err)) || (rc = cache_write(b, tmp, err))) {
+        bert_close(b);
         remove_tree(tmp);
         return rc;
+    }
+    bert_close(b);
+    if ((rc = bert_open(tmp, 1, &b, err)) || !b->cmap) {
+        if (!rc)
+            buf_printf(err, "%s: the prepared file does not open", tmp);
+        bert_close(b);
+        remove_tree(tmp);
+        return rc ? rc : MNEMO_IO;
     }
     bert_close(b);
     if (rename(tmp, dst) != 0) {
@@ -454,10 +623,13 @@ void bert_close(bert *b)
     free(b->layers);
     wp_free(b->wp);
     st_close(b->st);
+    if (b->cmap)
+        munmap(b->cmap, b->csize);
     free(b);
 }
 
 int bert_dims(const bert *b) { return b->H; }
+int bert_prepared(const bert *b) { return b->cmap != NULL; }
 int bert_max_tokens(const bert *b) { return b->max_tokens; }
 int bert_layers(const bert *b) { return b->L; }
 const char *bert_query_prompt(const bert *b) { return b->qprompt; }

@@ -40,6 +40,9 @@ int bert_open(const char *dir, int threads, bert **out, buf *err);
 void bert_close(bert *b);
 
 int bert_dims(const bert *b);
+/* Whether B runs from its folder's prepared file (bert_install made it:
+ * nothing parsed or packed at open). */
+int bert_prepared(const bert *b);
 int bert_max_tokens(const bert *b);
 int bert_layers(const bert *b);
 

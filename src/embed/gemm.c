@@ -213,22 +213,28 @@ __attribute__((target("avx512f"))) static void avx512_nt(const float *x, const f
  * -------------------------------------------------------------------- */
 
 #define PACK_MIN_ROWS 24 /* fewer rows of X: the dot-product kernels */
+#define PANEL 16         /* columns of a panel, for every kernel */
 
-static float *pack_panels(const float *w, int N, int K, int P)
+size_t gemm_packed_floats(int N, int K) { return (size_t)((N + PANEL - 1) / PANEL) * PANEL * K; }
+
+void gemm_pack(const float *w, int N, int K, float *d)
 {
-    int np = (N + P - 1) / P;
-    float *p = aligned_alloc(64, ((size_t)np * P * K * sizeof *p + 63) & ~(size_t)63);
-    if (!p)
-        return NULL;
-    for (int b = 0; b < np; b++) {
-        float *d = p + (size_t)b * P * K;
-        for (int j = 0; j < P; j++) {
-            int n = b * P + j;
+    int np = (N + PANEL - 1) / PANEL;
+    for (int b = 0; b < np; b++, d += (size_t)PANEL * K)
+        for (int j = 0; j < PANEL; j++) {
+            int n = b * PANEL + j;
             const float *r = n < N ? w + (size_t)n * K : NULL;
             for (int k = 0; k < K; k++)
-                d[(size_t)k * P + j] = r ? r[k] : 0.0f;
+                d[(size_t)k * PANEL + j] = r ? r[k] : 0.0f;
         }
-    }
+}
+
+static float *pack_panels(const float *w, int N, int K)
+{
+    size_t n = gemm_packed_floats(N, K);
+    float *p = aligned_alloc(64, (n * sizeof *p + 63) & ~(size_t)63);
+    if (p)
+        gemm_pack(w, N, K, p);
     return p;
 }
 
@@ -242,7 +248,7 @@ static int rows_per_block(int K)
 
 #define STEP(V, LOAD, SET, FMA)                                                                \
     for (int k = 0; k < K; k++) {                                                              \
-        V w0 = LOAD(pw + (size_t)k * 2 * W), w1 = LOAD(pw + (size_t)k * 2 * W + W), a;         \
+        V w0 = LOAD(p0 + (size_t)k * W2), w1 = LOAD(p1 + (size_t)k * W2 + O1), a;             \
         a = SET(xr[0][k]);                                                                     \
         c[0][0] = FMA(a, w0, c[0][0]);                                                         \
         c[0][1] = FMA(a, w1, c[0][1]);                                                         \
@@ -267,13 +273,15 @@ __attribute__((target("avx512f"))) static void avx512_packed(const float *x, con
                                                              const float *bias, float *y, int M,
                                                              int N, int K, int ldy)
 {
-    enum { W = 16 };
-    int np = (N + 2 * W - 1) / (2 * W), rb = rows_per_block(K);
+    /* Two panels of 16 columns a step (the second absent past N). */
+    enum { W2 = PANEL, O1 = 0 };
+    int np = (N + 31) / 32, rb = rows_per_block(K);
     for (int m0 = 0; m0 < M; m0 += rb) {
         int m1 = m0 + rb < M ? m0 + rb : M;
         for (int b = 0; b < np; b++) {
-            const float *pw = wp + (size_t)b * 2 * W * K;
-            int n0 = b * 2 * W, nv = N - n0 < 2 * W ? N - n0 : 2 * W;
+            const float *p0 = wp + (size_t)b * 2 * PANEL * K;
+            int n0 = b * 32, nv = N - n0 < 32 ? N - n0 : 32;
+            const float *p1 = nv > 16 ? p0 + (size_t)PANEL * K : p0;
             __mmask16 k0 = (__mmask16)(nv >= 16 ? 0xffff : (1u << nv) - 1);
             __mmask16 k1 = (__mmask16)(nv >= 32 ? 0xffff : nv > 16 ? (1u << (nv - 16)) - 1 : 0);
             __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
@@ -288,7 +296,7 @@ __attribute__((target("avx512f"))) static void avx512_packed(const float *x, con
                     c[i][0] = b0;
                     c[i][1] = b1;
                 }
-                STEP(__m512, _mm512_load_ps, _mm512_set1_ps, _mm512_fmadd_ps)
+                STEP(__m512, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps)
                 for (int i = 0; i < mr; i++) {
                     float *yr = y + (size_t)(m + i) * ldy + n0;
                     _mm512_mask_storeu_ps(yr, k0, c[i][0]);
@@ -305,13 +313,14 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
                                                            const float *bias, float *y, int M,
                                                            int N, int K, int ldy)
 {
-    enum { W = 8 };
-    int np = (N + 2 * W - 1) / (2 * W), rb = rows_per_block(K);
+    /* One panel of 16 columns a step, as two vectors of 8. */
+    enum { W2 = PANEL, O1 = 8 };
+    int np = (N + PANEL - 1) / PANEL, rb = rows_per_block(K);
     for (int m0 = 0; m0 < M; m0 += rb) {
         int m1 = m0 + rb < M ? m0 + rb : M;
         for (int b = 0; b < np; b++) {
-            const float *pw = wp + (size_t)b * 2 * W * K;
-            int n0 = b * 2 * W, nv = N - n0 < 2 * W ? N - n0 : 2 * W;
+            const float *p0 = wp + (size_t)b * PANEL * K, *p1 = p0;
+            int n0 = b * PANEL, nv = N - n0 < PANEL ? N - n0 : PANEL;
             float bb[16] = {0};
             for (int j = 0; bias && j < nv; j++)
                 bb[j] = bias[n0 + j];
@@ -325,7 +334,7 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
                     c[i][0] = b0;
                     c[i][1] = b1;
                 }
-                STEP(__m256, _mm256_load_ps, _mm256_set1_ps, _mm256_fmadd_ps)
+                STEP(__m256, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps)
                 for (int i = 0; i < mr; i++) {
                     float t[16];
                     _mm256_storeu_ps(t, c[i][0]);
@@ -383,8 +392,7 @@ void gemm_nt(const float *x, const float *w, const float *bias, float *y, int M,
     int kern = gemm_kernel();
 #if GEMM_X86
     if (kern != GEMM_SCALAR && M >= PACK_MIN_ROWS) {
-        int P = kern == GEMM_AVX512 ? 32 : 16;
-        float *wp = pack_panels(w, N, K, P);
+        float *wp = pack_panels(w, N, K);
         if (wp) {
             if (kern == GEMM_AVX512)
                 avx512_packed(x, wp, bias, y, M, N, K, ldy);
@@ -419,22 +427,37 @@ int gemm_prepare(gemm_w *g, const float *w, int N, int K)
     g->kern = gemm_kernel();
 #if GEMM_X86
     if (g->kern != GEMM_SCALAR) {
-        int P = g->kern == GEMM_AVX512 ? 32 : 16;
-        if (!(g->packed = pack_panels(w, N, K, P)))
+        if (!(g->own = pack_panels(w, N, K)))
             return MNEMO_NOMEM;
-        g->P = P;
+        g->packed = g->own;
+        g->P = PANEL;
     }
 #endif
     return 0;
 }
 
+void gemm_prepare_packed(gemm_w *g, const float *w, const float *packed, int N, int K)
+{
+    memset(g, 0, sizeof *g);
+    g->w = w;
+    g->N = N;
+    g->K = K;
+    g->P = 1;
+    g->kern = gemm_kernel();
+    if (g->kern != GEMM_SCALAR) {
+        g->packed = packed;
+        g->P = PANEL;
+    }
+}
+
 void gemm_release(gemm_w *g)
 {
-    free(g->packed);
+    free(g->own);
+    g->own = NULL;
     g->packed = NULL;
 }
 
-int gemm_cols_align(const gemm_w *g) { return g->P; }
+int gemm_cols_align(const gemm_w *g) { return g->P > 1 ? 32 : 1; }
 
 void gemm_run(const gemm_w *g, const float *x, const float *bias, float *y, int M, int ldy,
               int n0, int n1)

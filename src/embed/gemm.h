@@ -21,10 +21,19 @@ void gemm_nt(const float *x, const float *w, const float *bias, float *y, int M,
  * when it was made: with a SIMD kernel, copied into panels of P columns
  * stored k-major, which the kernel streams in order. */
 typedef struct gemm_w {
-    const float *w; /* as given */
-    float *packed;  /* or NULL: gemm_run uses W */
+    const float *w;      /* as given */
+    const float *packed; /* or NULL: gemm_run uses W */
+    float *own;          /* PACKED when this made it */
     int N, K, P, kern;
 } gemm_w;
+
+/* The panels of W (N x K) for every SIMD kernel: 16 columns each, k-major,
+ * zero past N; gemm_packed_floats() floats (a model file can hold them). */
+size_t gemm_packed_floats(int N, int K);
+void gemm_pack(const float *w, int N, int K, float *out);
+
+/* Prepares W with panels made before (gemm_pack; not copied, not freed). */
+void gemm_prepare_packed(gemm_w *g, const float *w, const float *packed, int N, int K);
 
 /* Prepares W (MNEMO_NOMEM when the copy cannot be made: G then runs on W
  * unpacked, still correct). */

@@ -19,7 +19,8 @@ struct wordpiece {
     uint32_t *off;    /* token id -> offset in POOL, UINT32_MAX for a hole */
     size_t n;         /* ids */
     uint32_t *slots;  /* open addressing: id + 1, 0 = empty */
-    size_t nslots;
+    size_t nslots, pool_bytes;
+    int mapped;       /* POOL, OFF and SLOTS point into a blob */
     int32_t unk, cls, sep;
     int max_chars;    /* a longer word is [UNK] */
     char prefix[16];  /* continuing_subword_prefix */
@@ -30,9 +31,11 @@ void wp_free(wordpiece *w)
 {
     if (!w)
         return;
-    free(w->pool);
-    free(w->off);
-    free(w->slots);
+    if (!w->mapped) {
+        free(w->pool);
+        free(w->off);
+        free(w->slots);
+    }
     free(w);
 }
 
@@ -81,6 +84,7 @@ static int build(wordpiece *w, const char **toks, size_t n)
             s = (s + 1) & mask;
         w->slots[s] = (uint32_t)i + 1;
     }
+    w->pool_bytes = p ? p : 1;
     return MNEMO_OK;
 }
 
@@ -300,6 +304,90 @@ int wp_load(const char *dir, wordpiece **out, buf *err)
         wp_free(w);
         return rc;
     }
+    *out = w;
+    return MNEMO_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * As a blob: a header of 32-bit fields, then POOL, OFF and SLOTS, each
+ * 8-aligned.
+ * -------------------------------------------------------------------- */
+
+typedef struct blob_hdr {
+    uint32_t n, nslots, pool_bytes;
+    int32_t unk, cls, sep, max_chars;
+    uint32_t flags; /* 1 clean, 2 chinese, 4 strip, 8 lower */
+    char prefix[16];
+} blob_hdr;
+
+static size_t up8(size_t x) { return (x + 7) & ~(size_t)7; }
+
+int wp_to_blob(const wordpiece *w, buf *out)
+{
+    blob_hdr h;
+    memset(&h, 0, sizeof h);
+    h.n = (uint32_t)w->n;
+    h.nslots = (uint32_t)w->nslots;
+    h.pool_bytes = (uint32_t)w->pool_bytes;
+    h.unk = w->unk;
+    h.cls = w->cls;
+    h.sep = w->sep;
+    h.max_chars = w->max_chars;
+    h.flags = (uint32_t)(w->clean | w->chinese << 1 | w->strip << 2 | w->lower << 3);
+    memcpy(h.prefix, w->prefix, sizeof h.prefix);
+    static const char zero[8] = {0};
+    buf_append(out, &h, sizeof h);
+    buf_append(out, w->pool, w->pool_bytes);
+    buf_append(out, zero, up8(w->pool_bytes) - w->pool_bytes);
+    buf_append(out, w->off, w->n * sizeof *w->off);
+    buf_append(out, zero, up8(w->n * 4) - w->n * 4);
+    buf_append(out, w->slots, w->nslots * sizeof *w->slots);
+    return buf_err(out) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+int wp_from_blob(const void *p, size_t n, wordpiece **out)
+{
+    *out = NULL;
+    blob_hdr h;
+    if (n < sizeof h)
+        return MNEMO_CORRUPT;
+    memcpy(&h, p, sizeof h);
+    size_t need = sizeof h + up8(h.pool_bytes) + up8((size_t)h.n * 4) + (size_t)h.nslots * 4;
+    if (h.n == 0 || h.nslots < h.n || (h.nslots & (h.nslots - 1)) || need > n ||
+        h.prefix[15] != 0 || h.unk < 0 || (uint32_t)h.unk >= h.n || h.cls < 0 ||
+        (uint32_t)h.cls >= h.n || h.sep < 0 || (uint32_t)h.sep >= h.n || h.pool_bytes == 0)
+        return MNEMO_CORRUPT;
+    wordpiece *w = calloc(1, sizeof *w);
+    if (!w)
+        return MNEMO_NOMEM;
+    const char *b = (const char *)p + sizeof h;
+    w->mapped = 1;
+    w->pool = (char *)b;
+    w->pool_bytes = h.pool_bytes;
+    w->off = (uint32_t *)(void *)(b + up8(h.pool_bytes));
+    w->slots = (uint32_t *)(void *)(b + up8(h.pool_bytes) + up8((size_t)h.n * 4));
+    w->n = h.n;
+    w->nslots = h.nslots;
+    /* Every offset inside the pool, every slot an id, the pool ending in
+     * NUL: lookups then stay in bounds. */
+    int ok = w->pool[h.pool_bytes - 1] == 0;
+    for (size_t i = 0; ok && i < w->n; i++)
+        ok = w->off[i] == UINT32_MAX || w->off[i] < h.pool_bytes;
+    for (size_t i = 0; ok && i < w->nslots; i++)
+        ok = w->slots[i] <= h.n && (w->slots[i] == 0 || w->off[w->slots[i] - 1] != UINT32_MAX);
+    if (!ok) {
+        free(w);
+        return MNEMO_CORRUPT;
+    }
+    w->unk = h.unk;
+    w->cls = h.cls;
+    w->sep = h.sep;
+    w->max_chars = h.max_chars > 0 ? h.max_chars : 100;
+    memcpy(w->prefix, h.prefix, sizeof w->prefix);
+    w->clean = h.flags & 1;
+    w->chinese = (h.flags >> 1) & 1;
+    w->strip = (h.flags >> 2) & 1;
+    w->lower = (h.flags >> 3) & 1;
     *out = w;
     return MNEMO_OK;
 }

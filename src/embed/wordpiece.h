@@ -31,6 +31,12 @@ void wp_free(wordpiece *w);
 
 size_t wp_vocab_size(const wordpiece *w);
 
+/* The tokenizer as one blob (appended to OUT), and back: wp_from_blob
+ * uses P (N bytes, 8-aligned, kept alive by the caller) in place.
+ * MNEMO_CORRUPT for a blob that does not hold together. */
+int wp_to_blob(const wordpiece *w, buf *out);
+int wp_from_blob(const void *p, size_t n, wordpiece **out);
+
 /* The ids of TEXT (LEN bytes of UTF-8) into IDS: [CLS], the text's tokens
  * (the first MAX - 2), [SEP]. Returns the count (at least 2, MAX >= 2). */
 int wp_encode(const wordpiece *w, const char *text, size_t len, int32_t *ids, int max);
