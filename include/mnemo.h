@@ -416,12 +416,15 @@ MNEMO_API int mnemo_memory_recall(mnemo *m, const char *options, char **out);
  * without an index ("indexed": false). Caller frees *out. */
 MNEMO_API int mnemo_status_json(mnemo *m, int deep, char **out);
 
-/* Imports a static embedding table for provider "static": a GloVe or
- * word2vec text file (optionally .gz), a word2vec .bin file, or a model2vec
- * folder (model.safetensors + tokenizer.json). It is converted once into
- * NAME.mnv in the models folder (config modelsDir), which is memory-mapped
- * when used. MAX_WORDS > 0 keeps only the most frequent words. On success
- * *out receives {"name","path","words","dims"} as JSON (caller frees). */
+/* Imports an embedding model into the models folder (config modelsDir).
+ * A transformer model folder (config.json with model_type "bert",
+ * model.safetensors, tokenizer.json or vocab.txt) is checked, copied into
+ * NAME/ with a prepared file that is mapped when used, for provider
+ * "local". A static table for provider "static" (a GloVe or word2vec text
+ * file, optionally .gz, a word2vec .bin file, or a model2vec folder) is
+ * converted once into NAME.mnv; MAX_WORDS > 0 keeps only its most frequent
+ * words. On success *out receives {"name","path","provider","dims"} (and
+ * "words" for a table) as JSON (caller frees). */
 MNEMO_API int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words,
                                  char **out);
 
