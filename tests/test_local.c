@@ -436,6 +436,47 @@ TEST(local_provider_through_the_api_and_cli)
     free(e);
 }
 
+TEST(local_prompts_of_the_model_and_its_family)
+{
+    /* An E5 folder without prompts gets "query: " and "passage: ". */
+    make_model("models/e5-tiny", "");
+    test_mkdir("ws");
+    char md[1024];
+    snprintf(md, sizeof md, "modelsDir=%s", test_path("models"));
+    mnemo *m = test_open("ws", "db.sqlite", md, "provider=local", "model=e5-tiny", NULL);
+    const char *t[] = {"tea over coffee"};
+    const char *qp[] = {"query: tea over coffee"}, *dp[] = {"passage: tea over coffee"};
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    ASSERT_OK(bert_open(test_path("models/e5-tiny"), 1, &b, &err));
+    float want_q[32], want_d[32];
+    size_t lq = strlen(qp[0]), ld = strlen(dp[0]);
+    ASSERT_OK(bert_embed(b, qp, &lq, 1, want_q));
+    ASSERT_OK(bert_embed(b, dp, &ld, 1, want_d));
+    for (int query = 0; query < 2; query++) {
+        char *out = NULL;
+        ASSERT_OK(mnemo_embed_json(m, t, 1, query, &out));
+        json_t *j = json_loads(out, 0, NULL);
+        json_t *row = json_array_get(json_object_get(j, "vectors"), 0);
+        for (int k = 0; k < 32; k++)
+            ASSERT(fabs(json_number_value(json_array_get(row, (size_t)k)) -
+                        (query ? want_q : want_d)[k]) < 1e-6);
+        json_decref(j);
+        mnemo_free(out);
+    }
+    mnemo_close(m);
+    bert_close(b);
+    /* The model's own prompts win over the family's. */
+    test_write("models/e5-tiny/config_sentence_transformers.json",
+               "{\"prompts\": {\"query\": \"Q: \", \"document\": \"\"}}");
+    ASSERT_OK(bert_open(test_path("models/e5-tiny"), 1, &b, &err));
+    ASSERT_STR_EQ(bert_query_prompt(b), "Q: ");
+    ASSERT_STR_EQ(bert_document_prompt(b), "");
+    bert_close(b);
+    buf_cleanup(&err);
+}
+
 TEST(local_damaged_models_are_refused_clearly)
 {
     make_model("m", "");
