@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -19,7 +20,35 @@ static void on_signal(int sig)
 typedef struct bar {
     int active;
     size_t last_done;
+    const char *phase; /* the phase timed since T0 */
+    double t0;
 } bar;
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ", 17.4/s, 3m05s left" once a phase has run a second; "" before. */
+static void rate_eta(const bar *b, const mnemo_progress *p, char *out, size_t n)
+{
+    double el = mono_s() - b->t0;
+    *out = 0;
+    if (el < 1.0 || p->done == 0)
+        return;
+    double rate = (double)p->done / el;
+    if (p->done >= p->total) {
+        snprintf(out, n, ", %.1f/s, %.0fs", rate, el);
+        return;
+    }
+    long left = (long)((double)(p->total - p->done) / rate + 0.5);
+    if (left >= 3600)
+        snprintf(out, n, ", %.1f/s, %ldh%02ldm left", rate, left / 3600, left / 60 % 60);
+    else
+        snprintf(out, n, ", %.1f/s, %ldm%02lds left", rate, left / 60, left % 60);
+}
 
 static void progress(void *ud, const mnemo_progress *p)
 {
@@ -30,16 +59,22 @@ static void progress(void *ud, const mnemo_progress *p)
     size_t step = p->total / 100 + 1;
     if (p->done != p->total && b->active && p->done - b->last_done < step)
         return;
+    if (!b->phase || strcmp(b->phase, p->phase) != 0) {
+        b->phase = strcmp(p->phase, "embed") == 0 ? "embed" : "index";
+        b->t0 = mono_s();
+    }
     b->active = 1;
     b->last_done = p->done;
     int width = 30, fill = (int)((double)p->done / (double)p->total * width);
+    char eta[64];
+    rate_eta(b, p, eta, sizeof eta);
     if (strcmp(p->phase, "embed") == 0)
-        fprintf(stderr, "\rembedding [%.*s%*s] %zu/%zu chunks", fill,
-                "##############################", width - fill, "", p->done, p->total);
+        fprintf(stderr, "\rembedding [%.*s%*s] %zu/%zu chunks%s\033[K", fill,
+                "##############################", width - fill, "", p->done, p->total, eta);
     else
-        fprintf(stderr, "\rindexing [%.*s%*s] %zu/%zu files, %.1f MB", fill,
+        fprintf(stderr, "\rindexing [%.*s%*s] %zu/%zu files, %.1f MB%s\033[K", fill,
                 "##############################", width - fill, "", p->done, p->total,
-                (double)p->bytes / 1e6);
+                (double)p->bytes / 1e6, eta);
     if (p->done == p->total)
         fputc('\n', stderr);
     fflush(stderr);
@@ -146,7 +181,7 @@ int cmd_index(int argc, char **argv)
         watch_ud w = {m, json, quiet};
         rc = mnemo_watch(m, &stop_flag, on_sync, &w);
     } else {
-        bar b = {0, 0};
+        bar b = {0, 0, NULL, 0};
         mnemo_sync_opts so = {force, NULL, &b};
         if (!quiet && !json && isatty(2))
             so.progress = progress;
