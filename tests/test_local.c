@@ -477,6 +477,91 @@ TEST(local_prompts_of_the_model_and_its_family)
     buf_cleanup(&err);
 }
 
+static void remove_model(const char *dir)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_path(dir));
+    ASSERT_EQ(system(cmd), 0);
+}
+
+TEST(local_other_weights_under_one_name_make_vectors_stale)
+{
+    make_model("src1", "--seed 1");
+    make_model("src2", "--seed 2");
+    buf err;
+    buf_init(&err, 0);
+    int dims;
+    test_mkdir("models");
+    ASSERT_OK(bert_install(test_path("src1"), test_path("models/tb"), &dims, &err));
+    test_mkdir("ws");
+    test_write("ws/MEMORY.md", "# Notes\n\nThe user prefers tea over coffee.\n");
+    char md[1024];
+    snprintf(md, sizeof md, "modelsDir=%s", test_path("models"));
+    mnemo *m = test_open("ws", "db.sqlite", md, "provider=local", "model=tb", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT(st.chunks_embedded > 0);
+    size_t first = st.chunks_embedded;
+    mnemo_close(m);
+    /* The same weights again: nothing to embed. */
+    m = test_open("ws", "db.sqlite", md, "provider=local", "model=tb", NULL);
+    st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, 0);
+    mnemo_close(m);
+    /* Other weights imported under the same name: every chunk again. */
+    remove_model("models/tb");
+    ASSERT_OK(bert_install(test_path("src2"), test_path("models/tb"), &dims, &err));
+    m = test_open("ws", "db.sqlite", md, "provider=local", "model=tb", NULL);
+    st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, first);
+    mnemo_close(m);
+    buf_cleanup(&err);
+}
+
+TEST(local_vocab_txt_folder_tokenizes_the_same)
+{
+    /* An older folder with vocab.txt and no tokenizer.json. */
+    make_model("m", "");
+    char *tj = test_read(test_path("m/tokenizer.json"), NULL);
+    json_t *j = json_loads(tj, 0, NULL);
+    free(tj);
+    json_t *vocab = json_object_get(json_object_get(j, "model"), "vocab");
+    size_t n = json_object_size(vocab);
+    const char **byid = calloc(n, sizeof *byid);
+    const char *k;
+    json_t *v;
+    json_object_foreach(vocab, k, v) byid[json_integer_value(v)] = k;
+    buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < n; i++) {
+        buf_puts(&b, byid[i]);
+        buf_putc(&b, '\n');
+    }
+    test_write("v/vocab.txt", b.data);
+    buf_cleanup(&b);
+    free(byid);
+    json_decref(j);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s'/m/*.json '%s'/m/model.safetensors '%s'/v/ && rm '%s'/v/tokenizer.json",
+             test_dir(), test_dir(), test_dir(), test_dir());
+    ASSERT_EQ(system(cmd), 0);
+    buf err;
+    buf_init(&err, 0);
+    bert *a = NULL, *c = NULL;
+    ASSERT_OK(bert_open(test_path("m"), 1, &a, &err));
+    ASSERT_OK(bert_open(test_path("v"), 1, &c, &err));
+    int32_t ia[64], ic[64];
+    for (size_t i = 0; i < NTEXTS; i++) {
+        int na = bert_tokenize(a, texts[i], strlen(texts[i]), ia);
+        int nc = bert_tokenize(c, texts[i], strlen(texts[i]), ic);
+        ASSERT_EQ(na, nc);
+        for (int t = 0; t < na; t++)
+            ASSERT_EQ(ia[t], ic[t]);
+    }
+    bert_close(a);
+    bert_close(c);
+    buf_cleanup(&err);
+}
+
 TEST(local_damaged_models_are_refused_clearly)
 {
     make_model("m", "");

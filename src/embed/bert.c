@@ -64,6 +64,7 @@ struct bert {
     void *cmap; /* the prepared file, mapped (see below), or NULL */
     size_t csize;
     const float *mats; /* its panels */
+    char fp[17];       /* the weights' fingerprint */
 };
 
 /* ----------------------------------------------------------------------
@@ -418,6 +419,7 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if ((rc = st_open(path, &b->st, err)))
         goto fail;
+    st_fingerprint(b->st, b->fp);
     cache_map(b, dir);
     if (!b->wp && (rc = wp_load(dir, &b->wp, err)))
         goto fail;
@@ -630,6 +632,7 @@ void bert_close(bert *b)
 
 int bert_dims(const bert *b) { return b->H; }
 int bert_prepared(const bert *b) { return b->cmap != NULL; }
+const char *bert_fingerprint(const bert *b) { return b->fp; }
 int bert_max_tokens(const bert *b) { return b->max_tokens; }
 int bert_layers(const bert *b) { return b->L; }
 const char *bert_query_prompt(const bert *b) { return b->qprompt; }

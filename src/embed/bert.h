@@ -40,6 +40,8 @@ int bert_open(const char *dir, int threads, bert **out, buf *err);
 void bert_close(bert *b);
 
 int bert_dims(const bert *b);
+/* A fingerprint of the weights (st_fingerprint), 16 hex digits. */
+const char *bert_fingerprint(const bert *b);
 /* Whether B runs from its folder's prepared file (bert_install made it:
  * nothing parsed or packed at open). */
 int bert_prepared(const bert *b);

@@ -300,6 +300,10 @@ fail:
 
 const char *embed_provider(const embedder *e) { return e->provider; }
 const char *embed_model(const embedder *e) { return e->model; }
+const char *embed_model_version(const embedder *e)
+{
+    return e->enc ? bert_fingerprint(e->enc) : "";
+}
 int embed_dims(const embedder *e) { return e->dims; }
 
 void embed_counters(const embedder *e, long *requests, long *inputs)

@@ -45,6 +45,9 @@ void embed_close(embedder *e);
 
 const char *embed_provider(const embedder *e);
 const char *embed_model(const embedder *e);
+/* What tells two models of one name apart: "" for providers that cannot
+ * know, the weights' fingerprint for local models. */
+const char *embed_model_version(const embedder *e);
 /* Dimensions: known at open for static tables and configured or known
  * models, otherwise learned from the first response (0 until then). */
 int embed_dims(const embedder *e);

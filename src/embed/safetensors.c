@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "mnemo.h"
+#include "util/hash.h"
 
 #define MAX_HEADER (100u << 20) /* as the format's own reader */
 
@@ -194,6 +196,20 @@ static tensor *find(const safetensors *s, const char *name)
 }
 
 int st_has(const safetensors *s, const char *name) { return find(s, name) != NULL; }
+
+void st_fingerprint(const safetensors *s, char out[17])
+{
+    enum { SAMPLE = 64 * 1024 };
+    const unsigned char *p = s->map;
+    uint64_t h = 0;
+    size_t offs[4] = {0, s->size / 2, s->size > SAMPLE ? s->size - SAMPLE : 0, 0};
+    for (int i = 0; i < 3; i++) {
+        size_t n = s->size - offs[i] < SAMPLE ? s->size - offs[i] : SAMPLE;
+        uint64_t x = hash64(p + offs[i], n);
+        h = h * 0x9e3779b97f4a7c15u ^ x;
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
 
 static float f16_to_f32(uint16_t h)
 {

@@ -26,6 +26,11 @@ void st_close(safetensors *s);
  * F32, F16 or BF16 (message in ERR), or out of memory. */
 const float *st_f32(safetensors *s, const char *name, int64_t *shape, int *ndim, buf *err);
 
+/* A fingerprint of the file's content: a 64-bit hash of its header and of
+ * three 64 KB samples of its data (start, middle, end), as 16 hex digits
+ * into OUT. Two models of one shape with other weights differ in it. */
+void st_fingerprint(const safetensors *s, char out[17]);
+
 /* Whether NAME is a tensor of the file. */
 int st_has(const safetensors *s, const char *name);
 

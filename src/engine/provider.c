@@ -163,9 +163,14 @@ void provider_identity(mnemo *m, embedder *e, char *out, size_t n)
 {
     /* The configured dimensions, not the learned ones: they follow from the
      * model and the setting, and are unknown before the first answer. */
-    snprintf(out, n, "%s|%s|%ld|c%ldo%ld|%s", embed_provider(e), embed_model(e),
-             cfg_int(m->cfg, CFG_DIMENSIONS), cfg_int(m->cfg, CFG_CHUNK_TOKENS),
-             cfg_int(m->cfg, CFG_CHUNK_OVERLAP), cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
+    /* A local model's weights fingerprint follows its name ("#..."), so
+     * that another model imported under the same name makes the vectors
+     * stale; other providers' identities are as before. */
+    const char *ver = embed_model_version(e);
+    snprintf(out, n, "%s|%s%s%s|%ld|c%ldo%ld|%s", embed_provider(e), embed_model(e),
+             *ver ? "#" : "", ver, cfg_int(m->cfg, CFG_DIMENSIONS),
+             cfg_int(m->cfg, CFG_CHUNK_TOKENS), cfg_int(m->cfg, CFG_CHUNK_OVERLAP),
+             cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
 }
 
 int provider_embed_json(mnemo *m, const char *const *texts, size_t n, int query, char **out)

@@ -42,8 +42,11 @@ static void cache_key(embedder *e, int dims, const char *prefix, const char *chu
 {
     buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "%s%c%s%c%d%cdocument%c%s%c%s", embed_provider(e), 0, embed_model(e), 0, dims,
-               0, 0, prefix, 0, chunk_hash);
+    /* A local model's weights fingerprint joins its name: another model
+     * under the same name never reads this one's vectors. */
+    const char *ver = embed_model_version(e);
+    buf_printf(&b, "%s%c%s%s%s%c%d%cdocument%c%s%c%s", embed_provider(e), 0, embed_model(e),
+               *ver ? "#" : "", ver, 0, dims, 0, 0, prefix, 0, chunk_hash);
     hash_hex(b.data ? b.data : "", b.len, out);
     buf_cleanup(&b);
 }
