@@ -122,6 +122,19 @@ static int phrases(tok *t, const query *qr, qphr *p)
     return rc;
 }
 
+/* Phrase K of P as tsquery text. */
+static void phrase_tsq(const qphr *p, int k, buf *b)
+{
+    for (int j = 0; j < p->len[k]; j++) {
+        int x = p->tok[p->first[k] + j];
+        if (j)
+            buf_puts(b, " <-> ");
+        pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
+        if (p->pre[x])
+            buf_puts(b, ":*");
+    }
+}
+
 /* The tsquery of P: positive phrases ORed, excluded ones negated. */
 static void tsquery(const qphr *p, buf *b)
 {
@@ -131,14 +144,7 @@ static void tsquery(const qphr *p, buf *b)
         if (!p->len[k])
             continue;
         buf_puts(b, any ? " | (" : "(");
-        for (int j = 0; j < p->len[k]; j++) {
-            int x = p->tok[p->first[k] + j];
-            if (j)
-                buf_puts(b, " <-> ");
-            pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
-            if (p->pre[x])
-                buf_puts(b, ":*");
-        }
+        phrase_tsq(p, k, b);
         buf_puts(b, ")");
         any = 1;
     }
@@ -148,14 +154,7 @@ static void tsquery(const qphr *p, buf *b)
         if (!p->len[k])
             continue;
         buf_puts(b, neg ? " | (" : " & !((");
-        for (int j = 0; j < p->len[k]; j++) {
-            int x = p->tok[p->first[k] + j];
-            if (j)
-                buf_puts(b, " <-> ");
-            pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
-            if (p->pre[x])
-                buf_puts(b, ":*");
-        }
+        phrase_tsq(p, k, b);
         buf_puts(b, ")");
         neg = 1;
     }
@@ -408,19 +407,6 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
     buf_cleanup(&src);
     buf_cleanup(&sql);
     return rc;
-}
-
-/* Phrase K of P as tsquery text. */
-static void phrase_tsq(const qphr *p, int k, buf *b)
-{
-    for (int j = 0; j < p->len[k]; j++) {
-        int x = p->tok[p->first[k] + j];
-        if (j)
-            buf_puts(b, " <-> ");
-        pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
-        if (p->pre[x])
-            buf_puts(b, ":*");
-    }
 }
 
 /* The stored statistics: N, the mean length and each phrase's document
