@@ -10,17 +10,12 @@
 #include <utf8proc.h>
 
 #include "mnemo.h"
-#include "util/hash.h"
+#include "embed/vocab.h"
 
 #define MAX_PIECE 512 /* bytes of a vocabulary entry looked up */
 
 struct wordpiece {
-    char *pool;       /* the tokens, NUL-terminated */
-    uint32_t *off;    /* token id -> offset in POOL, UINT32_MAX for a hole */
-    size_t n;         /* ids */
-    uint32_t *slots;  /* open addressing: id + 1, 0 = empty */
-    size_t nslots, pool_bytes;
-    int mapped;       /* POOL, OFF and SLOTS point into a blob */
+    vocab v;
     int32_t unk, cls, sep;
     int max_chars;    /* a longer word is [UNK] */
     char prefix[16];  /* continuing_subword_prefix */
@@ -31,61 +26,15 @@ void wp_free(wordpiece *w)
 {
     if (!w)
         return;
-    if (!w->mapped) {
-        free(w->pool);
-        free(w->off);
-        free(w->slots);
-    }
+    vocab_cleanup(&w->v);
     free(w);
 }
 
-size_t wp_vocab_size(const wordpiece *w) { return w->n; }
+size_t wp_vocab_size(const wordpiece *w) { return w->v.n; }
 
 static int32_t lookup(const wordpiece *w, const char *s, size_t n)
 {
-    size_t mask = w->nslots - 1, i = (size_t)hash64(s, n) & mask;
-    for (;; i = (i + 1) & mask) {
-        uint32_t v = w->slots[i];
-        if (!v)
-            return -1;
-        const char *t = w->pool + w->off[v - 1];
-        if (!strncmp(t, s, n) && t[n] == 0)
-            return (int32_t)(v - 1);
-    }
-}
-
-/* Builds the id table and the hash from TOKS[i] (id i, NULL for a hole). */
-static int build(wordpiece *w, const char **toks, size_t n)
-{
-    size_t bytes = 1;
-    for (size_t i = 0; i < n; i++)
-        bytes += toks[i] ? strlen(toks[i]) + 1 : 0;
-    w->n = n;
-    for (w->nslots = 16; w->nslots < 2 * n; w->nslots *= 2)
-        ;
-    w->pool = malloc(bytes);
-    w->off = malloc((n ? n : 1) * sizeof *w->off);
-    w->slots = calloc(w->nslots, sizeof *w->slots);
-    if (!w->pool || !w->off || !w->slots)
-        return MNEMO_NOMEM;
-    size_t p = 0, mask = w->nslots - 1;
-    for (size_t i = 0; i < n; i++) {
-        w->off[i] = UINT32_MAX;
-        if (!toks[i])
-            continue;
-        size_t l = strlen(toks[i]);
-        if (lookup(w, toks[i], l) >= 0)
-            continue; /* a duplicate keeps its first id */
-        memcpy(w->pool + p, toks[i], l + 1);
-        w->off[i] = (uint32_t)p;
-        p += l + 1;
-        size_t s = (size_t)hash64(toks[i], l) & mask;
-        while (w->slots[s])
-            s = (s + 1) & mask;
-        w->slots[s] = (uint32_t)i + 1;
-    }
-    w->pool_bytes = p ? p : 1;
-    return MNEMO_OK;
+    return vocab_find(&w->v, s, n);
 }
 
 static int32_t special(const wordpiece *w, const char *tok)
@@ -140,12 +89,12 @@ static int from_json(wordpiece *w, const char *path, buf *err)
     }
     int rc = MNEMO_OK;
     const char **toks = NULL;
-    json_t *model = json_object_get(j, "model"), *vocab = json_object_get(model, "vocab");
+    json_t *model = json_object_get(j, "model"), *jv = json_object_get(model, "vocab");
     const char *type = json_string_value(json_object_get(model, "type"));
     json_t *norm = json_object_get(j, "normalizer"), *pre = json_object_get(j, "pre_tokenizer");
     const char *ntype = json_string_value(json_object_get(norm, "type"));
     const char *ptype = json_string_value(json_object_get(pre, "type"));
-    if (!type || strcmp(type, "WordPiece") || !json_is_object(vocab)) {
+    if (!type || strcmp(type, "WordPiece") || !json_is_object(jv)) {
         buf_printf(err, "%s: a %s tokenizer (only WordPiece is supported so far)", path,
                    type ? type : "unknown");
         rc = MNEMO_INVALID;
@@ -171,7 +120,7 @@ static int from_json(wordpiece *w, const char *path, buf *err)
     size_t n = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(vocab, k, v)
+    json_object_foreach(jv, k, v)
     {
         json_int_t id = json_integer_value(v);
         if (id >= 0 && (size_t)id + 1 > n)
@@ -186,13 +135,13 @@ static int from_json(wordpiece *w, const char *path, buf *err)
         rc = MNEMO_NOMEM;
         goto done;
     }
-    json_object_foreach(vocab, k, v)
+    json_object_foreach(jv, k, v)
     {
         json_int_t id = json_integer_value(v);
         if (id >= 0 && (size_t)id < n && !toks[id])
             toks[id] = k;
     }
-    if ((rc = build(w, toks, n)))
+    if ((rc = vocab_build(&w->v, toks, n)))
         goto done;
     const char *unk = json_string_value(json_object_get(model, "unk_token"));
     w->unk = special(w, unk ? unk : "[UNK]");
@@ -251,7 +200,7 @@ static int from_vocab_txt(wordpiece *w, const char *dir, const char *path, buf *
         toks[n++] = p;
     }
     if (!rc)
-        rc = build(w, toks, n);
+        rc = vocab_build(&w->v, toks, n);
     free(toks);
     free(text);
     if (rc)
@@ -320,29 +269,21 @@ typedef struct blob_hdr {
     char prefix[16];
 } blob_hdr;
 
-static size_t up8(size_t x) { return (x + 7) & ~(size_t)7; }
-
 int wp_to_blob(const wordpiece *w, buf *out)
 {
     blob_hdr h;
     memset(&h, 0, sizeof h);
-    h.n = (uint32_t)w->n;
-    h.nslots = (uint32_t)w->nslots;
-    h.pool_bytes = (uint32_t)w->pool_bytes;
+    h.n = (uint32_t)w->v.n;
+    h.nslots = (uint32_t)w->v.nslots;
+    h.pool_bytes = (uint32_t)w->v.pool_bytes;
     h.unk = w->unk;
     h.cls = w->cls;
     h.sep = w->sep;
     h.max_chars = w->max_chars;
     h.flags = (uint32_t)(w->clean | w->chinese << 1 | w->strip << 2 | w->lower << 3);
     memcpy(h.prefix, w->prefix, sizeof h.prefix);
-    static const char zero[8] = {0};
     buf_append(out, &h, sizeof h);
-    buf_append(out, w->pool, w->pool_bytes);
-    buf_append(out, zero, up8(w->pool_bytes) - w->pool_bytes);
-    buf_append(out, w->off, w->n * sizeof *w->off);
-    buf_append(out, zero, up8(w->n * 4) - w->n * 4);
-    buf_append(out, w->slots, w->nslots * sizeof *w->slots);
-    return buf_err(out) ? MNEMO_NOMEM : MNEMO_OK;
+    return buf_err(out) ? MNEMO_NOMEM : vocab_to_blob(&w->v, out);
 }
 
 int wp_from_blob(const void *p, size_t n, wordpiece **out)
@@ -352,30 +293,14 @@ int wp_from_blob(const void *p, size_t n, wordpiece **out)
     if (n < sizeof h)
         return MNEMO_CORRUPT;
     memcpy(&h, p, sizeof h);
-    size_t need = sizeof h + up8(h.pool_bytes) + up8((size_t)h.n * 4) + (size_t)h.nslots * 4;
-    if (h.n == 0 || h.nslots < h.n || (h.nslots & (h.nslots - 1)) || need > n ||
-        h.prefix[15] != 0 || h.unk < 0 || (uint32_t)h.unk >= h.n || h.cls < 0 ||
-        (uint32_t)h.cls >= h.n || h.sep < 0 || (uint32_t)h.sep >= h.n || h.pool_bytes == 0)
+    if (h.prefix[15] != 0 || h.unk < 0 || (uint32_t)h.unk >= h.n || h.cls < 0 ||
+        (uint32_t)h.cls >= h.n || h.sep < 0 || (uint32_t)h.sep >= h.n)
         return MNEMO_CORRUPT;
     wordpiece *w = calloc(1, sizeof *w);
     if (!w)
         return MNEMO_NOMEM;
-    const char *b = (const char *)p + sizeof h;
-    w->mapped = 1;
-    w->pool = (char *)b;
-    w->pool_bytes = h.pool_bytes;
-    w->off = (uint32_t *)(void *)(b + up8(h.pool_bytes));
-    w->slots = (uint32_t *)(void *)(b + up8(h.pool_bytes) + up8((size_t)h.n * 4));
-    w->n = h.n;
-    w->nslots = h.nslots;
-    /* Every offset inside the pool, every slot an id, the pool ending in
-     * NUL: lookups then stay in bounds. */
-    int ok = w->pool[h.pool_bytes - 1] == 0;
-    for (size_t i = 0; ok && i < w->n; i++)
-        ok = w->off[i] == UINT32_MAX || w->off[i] < h.pool_bytes;
-    for (size_t i = 0; ok && i < w->nslots; i++)
-        ok = w->slots[i] <= h.n && (w->slots[i] == 0 || w->off[w->slots[i] - 1] != UINT32_MAX);
-    if (!ok) {
+    if (vocab_from_blob(&w->v, (const char *)p + sizeof h, n - sizeof h, h.n, h.nslots,
+                        h.pool_bytes)) {
         free(w);
         return MNEMO_CORRUPT;
     }
