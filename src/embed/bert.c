@@ -23,6 +23,7 @@
 
 #include "embed/gemm.h"
 #include "embed/safetensors.h"
+#include "embed/unigram.h"
 #include "embed/wordpiece.h"
 #include "mnemo.h"
 
@@ -53,8 +54,10 @@ typedef struct tpool {
 
 struct bert {
     safetensors *st;
-    wordpiece *wp;
+    wordpiece *wp; /* the tokenizer: WordPiece (BERT) */
+    unigram *ug;   /* or Unigram (XLM-RoBERTa) */
     int H, L, heads, I, maxpos, types, vocab, max_tokens, cls_pool;
+    int pos0, pad; /* the first position id; the padding id */
     float eps;
     const float *wemb, *pemb, *temb, *eg, *eb;
     layer *layers;
@@ -83,7 +86,7 @@ struct bert {
 
 typedef struct cache_hdr {
     char magic[8];
-    uint32_t version, panel, L, H, I, reserved;
+    uint32_t version, panel, L, H, I, tokenizer; /* 0 WordPiece, 1 Unigram */
     uint64_t w_size, w_mtime, t_size, t_mtime;
     uint64_t wp_off, wp_bytes, mats_off, mats_floats;
 } cache_hdr;
@@ -142,7 +145,10 @@ static void cache_map(bert *b, const char *dir)
              h.mats_floats == mats_floats(b) && h.wp_off % 64 == 0 && h.mats_off % 64 == 0 &&
              h.wp_off <= size && h.wp_bytes <= size - h.wp_off && h.mats_off <= size &&
              h.mats_floats <= (size - h.mats_off) / 4;
-    if (ok && wp_from_blob((const char *)m + h.wp_off, (size_t)h.wp_bytes, &b->wp) == MNEMO_OK) {
+    const char *tb = (const char *)m + h.wp_off;
+    if (ok && (h.tokenizer == 1 ? ug_from_blob(tb, (size_t)h.wp_bytes, &b->ug)
+               : h.tokenizer == 0 ? wp_from_blob(tb, (size_t)h.wp_bytes, &b->wp)
+                                  : MNEMO_CORRUPT) == MNEMO_OK) {
         b->cmap = m;
         b->csize = (size_t)size;
         b->mats = (const float *)(const void *)((const char *)m + h.mats_off);
@@ -156,7 +162,7 @@ static int cache_write(const bert *b, const char *dir, buf *err)
 {
     buf wpb;
     buf_init(&wpb, 0);
-    int rc = wp_to_blob(b->wp, &wpb);
+    int rc = b->ug ? ug_to_blob(b->ug, &wpb) : wp_to_blob(b->wp, &wpb);
     if (rc)
         return rc;
     cache_hdr h;
@@ -167,6 +173,7 @@ static int cache_write(const bert *b, const char *dir, buf *err)
     h.L = (uint32_t)b->L;
     h.H = (uint32_t)b->H;
     h.I = (uint32_t)b->I;
+    h.tokenizer = b->ug ? 1 : 0;
     sources(dir, &h.w_size, &h.w_mtime, &h.t_size, &h.t_mtime);
     h.wp_off = up64(sizeof h);
     h.wp_bytes = wpb.len;
@@ -364,7 +371,8 @@ static void sentence_config(bert *b, const char *dir)
     json_t *sb = load_json(dir, "sentence_bert_config.json");
     int msl = jint(sb, "max_seq_length", 0);
     json_decref(sb);
-    b->max_tokens = msl > 0 && msl <= b->maxpos ? msl : b->maxpos;
+    int most = b->maxpos - b->pos0;
+    b->max_tokens = msl > 0 && msl <= most ? msl : most;
     json_t *st = load_json(dir, "config_sentence_transformers.json");
     json_t *pr = json_object_get(st, "prompts");
     copy_prompt(b->qprompt, json_object_get(pr, "query"));
@@ -397,14 +405,20 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
     b->maxpos = jint(c, "max_position_embeddings", 512);
     b->types = jint(c, "type_vocab_size", 2);
     b->vocab = jint(c, "vocab_size", 0);
+    int xlmr = type && !strcmp(type, "xlm-roberta");
+    b->pad = jint(c, "pad_token_id", xlmr ? 1 : 0);
+    /* RoBERTa counts positions from the padding id + 1. */
+    b->pos0 = xlmr ? b->pad + 1 : 0;
     json_t *eps = json_object_get(c, "layer_norm_eps");
     b->eps = json_is_number(eps) ? (float)json_number_value(eps) : 1e-12f;
-    if (!type || strcmp(type, "bert")) {
-        buf_printf(err, "%s: model_type %s is not supported (bert is)", dir, type ? type : "none");
+    if (!type || (strcmp(type, "bert") && !xlmr)) {
+        buf_printf(err, "%s: model_type %s is not supported (bert and xlm-roberta are)", dir,
+                   type ? type : "none");
         rc = MNEMO_INVALID;
     } else if (b->H <= 0 || b->H > 8192 || b->L <= 0 || b->L > 128 || b->heads <= 0 ||
                b->H % b->heads || b->I <= 0 || b->I > 65536 || b->maxpos < 3 ||
-               b->maxpos > 32768 || b->types < 1 || b->vocab <= 0) {
+               b->maxpos > 32768 || b->types < 1 || b->vocab <= 0 || b->pad < 0 ||
+               b->pad >= b->vocab || b->pos0 > b->maxpos - 3) {
         buf_printf(err, "%s: config.json: sizes missing or out of range", dir);
         rc = MNEMO_INVALID;
     } else if ((act && strcmp(act, "gelu")) || (pet && strcmp(pet, "absolute"))) {
@@ -421,12 +435,18 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
         goto fail;
     st_fingerprint(b->st, b->fp);
     cache_map(b, dir);
-    if (!b->wp && (rc = wp_load(dir, &b->wp, err)))
-        goto fail;
+    if (!b->wp && !b->ug) {
+        snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+        if ((rc = ug_load(path, &b->ug, err)) == MNEMO_NOTFOUND)
+            rc = wp_load(dir, &b->wp, err);
+        if (rc)
+            goto fail;
+    }
     sentence_config(b, dir);
-    const char *pfx = st_has(b->st, "embeddings.word_embeddings.weight")        ? ""
-                      : st_has(b->st, "bert.embeddings.word_embeddings.weight") ? "bert."
-                                                                                : "model.";
+    const char *pfx = st_has(b->st, "embeddings.word_embeddings.weight")           ? ""
+                      : st_has(b->st, "bert.embeddings.word_embeddings.weight")    ? "bert."
+                      : st_has(b->st, "roberta.embeddings.word_embeddings.weight") ? "roberta."
+                                                                                   : "model.";
     int H = b->H, I = b->I;
     rc = MNEMO_CORRUPT;
     if (!(b->wemb = tensor(b, pfx, "embeddings.word_embeddings.weight", b->vocab, H, err)) ||
@@ -497,7 +517,7 @@ int bert_is_model(const char *dir)
 {
     json_t *c = load_json(dir, "config.json");
     const char *type = json_string_value(json_object_get(c, "model_type"));
-    int yes = type && !strcmp(type, "bert");
+    int yes = type && (!strcmp(type, "bert") || !strcmp(type, "xlm-roberta"));
     json_decref(c);
     return yes;
 }
@@ -624,6 +644,7 @@ void bert_close(bert *b)
     }
     free(b->layers);
     wp_free(b->wp);
+    ug_free(b->ug);
     st_close(b->st);
     if (b->cmap)
         munmap(b->cmap, b->csize);
@@ -640,10 +661,11 @@ const char *bert_document_prompt(const bert *b) { return b->dprompt; }
 
 int bert_tokenize(const bert *b, const char *text, size_t len, int32_t *ids)
 {
-    int n = wp_encode(b->wp, text, len, ids, b->max_tokens);
+    int n = b->ug ? ug_encode(b->ug, text, len, ids, b->max_tokens)
+                  : wp_encode(b->wp, text, len, ids, b->max_tokens);
     for (int i = 0; i < n; i++)
         if (ids[i] >= b->vocab)
-            ids[i] = 0; /* not in the weights: as padding */
+            ids[i] = b->pad; /* not in the weights: as padding */
     return n;
 }
 
@@ -813,7 +835,7 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     for (int s = 0; s < nseq; s++)
         for (int i = 0; i < len[s]; i++) {
             int t = start[s] + i;
-            const float *we = b->wemb + (size_t)ids[t] * H, *pe = b->pemb + (size_t)i * H;
+            const float *we = b->wemb + (size_t)ids[t] * H, *pe = b->pemb + (size_t)(b->pos0 + i) * H;
             float *r = x + (size_t)t * H;
             for (int d = 0; d < H; d++)
                 r[d] = we[d] + pe[d] + b->temb[d];

@@ -1,7 +1,8 @@
 /*
  * bert.h - sentence encoders of the BERT family (BERT, MiniLM, BGE, E5,
- * GTE), in process, from a Hugging Face model folder: config.json, the
- * tokenizer (wordpiece.h), model.safetensors (float32 mapped in place;
+ * GTE, and XLM-RoBERTa: multilingual-e5), in process, from a Hugging Face
+ * model folder: config.json, the tokenizer (wordpiece.h, or unigram.h
+ * for XLM-RoBERTa), model.safetensors (float32 mapped in place;
  * float16 and bfloat16 widened once), and the sentence-transformers files
  * that say how to pool (1_Pooling/config.json: mean or CLS), how long a
  * text may be (sentence_bert_config.json) and which prompts go in front of
@@ -24,7 +25,7 @@
 typedef struct bert bert;
 
 /* Whether DIR looks like a transformer model folder of this file's kind
- * (config.json with model_type bert). */
+ * (config.json with model_type bert or xlm-roberta). */
 int bert_is_model(const char *dir);
 
 /* Copies the model folder SRC into DST (a new folder: written beside it

@@ -11,6 +11,7 @@
 
 #include "mnemo.h"
 #include "embed/vocab.h"
+#include "util/utf8.h"
 
 #define MAX_PIECE 512 /* bytes of a vocabulary entry looked up */
 
@@ -321,13 +322,6 @@ int wp_from_blob(const void *p, size_t n, wordpiece **out)
  * Encoding
  * -------------------------------------------------------------------- */
 
-static int is_ws(int32_t c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || (c >= 0x0b && c <= 0x0c) ||
-           c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
-           c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
 static int is_control(int32_t c)
 {
     if (c == '\t' || c == '\n' || c == '\r')
@@ -424,7 +418,7 @@ static void add_char(enc *e, int32_t c)
 /* One normalised character into the pre-tokenizer. */
 static void pre(enc *e, int32_t c)
 {
-    if (is_ws(c)) {
+    if (utf8_is_space(c)) {
         flush(e);
     } else if (is_punct(c)) {
         flush(e);
@@ -458,7 +452,7 @@ int wp_encode(const wordpiece *w, const char *text, size_t len, int32_t *ids, in
         if (w->clean) {
             if (c == 0 || c == 0xfffd || is_control(c))
                 continue;
-            if (is_ws(c))
+            if (utf8_is_space(c))
                 c = ' ';
         }
         if (w->chinese && is_chinese(c)) {

@@ -146,3 +146,10 @@ int utf8_is_cjk(int32_t cp)
         || (cp >= 0xff66 && cp <= 0xffdc)      /* halfwidth Katakana and Hangul */
         || (cp >= 0x20000 && cp <= 0x3134f);   /* CJK extensions B..G */
 }
+
+int utf8_is_space(int32_t c)
+{
+    return (c >= 0x09 && c <= 0x0d) || c == ' ' || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+           c == 0x205f || c == 0x3000;
+}

@@ -36,4 +36,8 @@ size_t utf8_prefix(const char *s, size_t n, size_t maxcp);
  * which the tokenizer splits into character bigrams. */
 int utf8_is_cjk(int32_t cp);
 
+/* Unicode's White_Space property (what Rust's char::is_whitespace and so
+ * the tokenizers of embedding models test). */
+int utf8_is_space(int32_t cp);
+
 #endif

@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """bert_ref.py - the test suite's reference for mnemo's in-process encoder.
 
-    bert_ref.py make DIR [--dtype F32|F16|BF16] [--pool mean|cls] [--seed N]
+    bert_ref.py make DIR [--dtype F32|F16|BF16] [--pool mean|cls] [--seed N] [--arch bert|xlmr]
         writes a tiny random BERT model folder (2 layers, hidden 32, 4 heads, a small
         WordPiece vocabulary with accents, CJK and continuations) as Hugging Face lays it
         out: config.json, tokenizer.json, model.safetensors, modules.json,
-        1_Pooling/config.json, sentence_bert_config.json.
+        1_Pooling/config.json, sentence_bert_config.json. With --arch xlmr, an
+        XLM-RoBERTa-shaped one instead (positions from the padding id + 1, one token
+        type) with a SentencePiece Unigram tokenizer: a scored vocabulary, a precompiled
+        character map (a darts-clone double array built here), " {2,}" collapsed,
+        Metaspace, <s> ... </s>.
     bert_ref.py embed DIR < texts.jsonl > out.jsonl
         for each JSON string on stdin, prints {"ids": [...], "vector": [...]}: the token
         ids of a tokenizer written here from the tokenizers library's documented rules
-        (BertNormalizer, BertPreTokenizer, WordPiece, [CLS]/[SEP]) and the sentence vector
+        (BertNormalizer, BertPreTokenizer, WordPiece, [CLS]/[SEP]; or the Precompiled
+        map per grapheme, Metaspace and Unigram's Viterbi) and the sentence vector
         of a float64 NumPy forward pass (mean or CLS pooling, L2-normalised).
     bert_ref.py sentences
         prints about 250 test sentences as JSON strings: English notes, Chinese and
@@ -23,6 +28,7 @@ the BERT paper's encoder with exact (erf) GELU, as transformers' BertModel runs 
 import json
 import math
 import os
+import re
 import struct
 import sys
 import unicodedata
@@ -85,10 +91,17 @@ def stored(arr, dtype):
 
 
 def make(d, dtype="F32", pool="mean", seed=7, layers=2, hidden=32, heads=4, inter=64,
-         maxpos=64):
+         maxpos=64, arch="bert"):
     os.makedirs(os.path.join(d, "1_Pooling"), exist_ok=True)
-    vocab = build_vocab()
+    xlmr = arch == "xlmr"
     rng = np.random.default_rng(seed)
+    if xlmr:
+        pieces = build_pieces(rng)
+        vocab = {p: i for i, (p, _) in enumerate(pieces)}
+        maxpos += 2  # positions start at the padding id + 1
+    else:
+        vocab = build_vocab()
+    types = 1 if xlmr else 2
     H, I = hidden, inter
     t = {}
 
@@ -97,7 +110,7 @@ def make(d, dtype="F32", pool="mean", seed=7, layers=2, hidden=32, heads=4, inte
 
     t["embeddings.word_embeddings.weight"] = w(len(vocab), H, scale=0.5)
     t["embeddings.position_embeddings.weight"] = w(maxpos, H)
-    t["embeddings.token_type_embeddings.weight"] = w(2, H)
+    t["embeddings.token_type_embeddings.weight"] = w(types, H)
     t["embeddings.LayerNorm.weight"] = 1 + w(H, scale=0.1)
     t["embeddings.LayerNorm.bias"] = w(H, scale=0.1)
     for l in range(layers):
@@ -116,14 +129,18 @@ def make(d, dtype="F32", pool="mean", seed=7, layers=2, hidden=32, heads=4, inte
         t[p + "output.LayerNorm.weight"] = 1 + w(H, scale=0.1)
         t[p + "output.LayerNorm.bias"] = w(H, scale=0.1)
     t["pooler.dense.weight"] = w(H, H)  # present in real files, unused
+    if xlmr:
+        t = {"roberta." + k: v for k, v in t.items()}
     write_safetensors(os.path.join(d, "model.safetensors"), t, dtype)
-    cfg = {"architectures": ["BertModel"], "model_type": "bert", "hidden_size": H,
+    cfg = {"architectures": ["XLMRobertaModel" if xlmr else "BertModel"],
+           "model_type": "xlm-roberta" if xlmr else "bert", "hidden_size": H,
            "num_hidden_layers": layers, "num_attention_heads": heads, "intermediate_size": I,
-           "hidden_act": "gelu", "max_position_embeddings": maxpos, "type_vocab_size": 2,
-           "vocab_size": len(vocab), "layer_norm_eps": 1e-12,
-           "position_embedding_type": "absolute", "pad_token_id": 0}
+           "hidden_act": "gelu", "max_position_embeddings": maxpos, "type_vocab_size": types,
+           "vocab_size": len(vocab), "layer_norm_eps": 1e-5 if xlmr else 1e-12,
+           "position_embedding_type": "absolute", "pad_token_id": 1 if xlmr else 0,
+           "bos_token_id": 0, "eos_token_id": 2}
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=1)
-    tok = {"version": "1.0", "truncation": None, "padding": None,
+    tok = xlmr_tokenizer(pieces) if xlmr else {"version": "1.0", "truncation": None, "padding": None,
            "added_tokens": [{"id": vocab[s], "content": s, "single_word": False, "lstrip": False,
                              "rstrip": False, "normalized": False, "special": True}
                             for s in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")],
@@ -237,6 +254,228 @@ def tokenize(vocab, text, max_len, lower=True):
     return [vocab["[CLS]"]] + ids[:max_len - 2] + [vocab["[SEP]"]]
 
 
+# ---------------------------------------------------------- Unigram tokenizer
+
+SPIECE = "\u2581"
+UG_WORDS = ["the", "user", "prefers", "dark", "mode", "tea", "over", "coffee", "team", "deploy",
+            "script", "database", "migrated", "broke", "asked", "about", "scheduled", "fixed",
+            "finally", "search", "memory", "note", "in", "every", "editor", "on", "a", "to",
+            "of", "and", "we", "saw", "logs", "again", "list", "orders", "by", "customer", "new",
+            "intern", "trip", "kyoto", "april", "café", "résumé", "naïve", "straße", "test",
+            "tests", "flaky", "vector", "latency", "Alice", "Bob", "The", "Our", "My", "A", "We"]
+UG_PARTS = ["ing", "ed", "s", "er", "un", "like", "ly", "tion", "re", "de", "es", "st", "th",
+            "an", "in", "on", "at", "or", "ar", "ce", "ck", "ow", "ie", "ea", "ou", "Case", "case",
+            "Id", "id", "ent", "fi", "ff", "TM", "..."]
+UG_CJK = "今天我们讨论了数据库迁移的计划用户喜欢深色模式明东京日本会議でデータベースカ顧客打ち合わせ。，"
+
+
+def build_pieces(rng):
+    """A scored Unigram vocabulary: the XLM-R specials first, then whole words with a
+    word-start mark, word parts, single characters and CJK, with random log-probabilities
+    (words likelier than parts, parts than characters) so that Viterbi has choices."""
+    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    seen = {p for p, _ in pieces}
+
+    def add(p, lo, hi):
+        if p not in seen:
+            seen.add(p)
+            pieces.append((p, float(round(rng.uniform(lo, hi), 4))))
+
+    add(SPIECE, -3.0, -2.0)
+    for w in UG_WORDS:
+        add(SPIECE + w, -9.0, -4.0)
+    for w in UG_PARTS:
+        add(w, -10.0, -6.0)
+        add(SPIECE + w, -10.0, -6.0)
+    for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,:;!?'\"()[]-_/=*$+~<>@#%&éüöäàçïßÅøØΣΊΥΦΟ":
+        add(c, -13.0, -10.0)
+        add(SPIECE + c, -14.0, -11.0)
+    for c in UG_CJK:
+        add(c, -11.0, -8.0)
+    for a, b in zip(UG_CJK[::2], UG_CJK[1::2]):
+        add(a + b, -12.0, -8.0)
+    add("<mask>", 0.0, 0.0)
+    return pieces
+
+
+# The precompiled character map: keys (byte strings) and their replacements, in the
+# spirit of SentencePiece's nmt_nfkc: full-width forms, ligatures, spaces, a combining
+# sequence as one key, a deletion, and keys that are prefixes of others.
+CHARSMAP = {"\t": " ", "\n": " ", "\r": " ", "\u00a0": " ", "\u3000": " ", "\u200b": "",
+            "\ufb01": "fi", "\ufb00": "ff", "\u2122": "TM", "\u2026": "...", "\u2460": "1",
+            "e\u0301": "\u00e9", "\uff76": "\u30ab", "\u00c5": "A\u030a", "\u00c5\u0301": "X",
+            "\u03a3": "\u03c3"}
+CHARSMAP.update({chr(0xFF21 + i): chr(0x41 + i) for i in range(26)})
+CHARSMAP.update({chr(0xFF10 + i): chr(0x30 + i) for i in range(10)})
+
+
+def build_darts(keys):
+    """A darts-clone double array for KEYS (bytes -> value), as SentencePiece stores
+    it: a unit per position holding a label byte, a has-leaf bit and the XOR offset to
+    its children; a leaf unit (bit 31) holds the value."""
+    root = {}
+    for k, v in keys.items():
+        node = root
+        for c in k:
+            node = node.setdefault(c, {})
+        node[0] = v
+    units, used, bases = {0: 0}, {0}, set()
+    queue = [(root, 0)]
+    while queue:
+        node, pos = queue.pop(0)
+        labels = sorted(node)
+        base = 1
+        while base in bases or any((base ^ c) in used for c in labels):
+            base += 1
+        bases.add(base)
+        offset = pos ^ base
+        assert offset < (1 << 21)
+        units[pos] = units.get(pos, 0) | (offset << 10) | ((1 << 8) if 0 in node else 0)
+        for c in labels:
+            q = base ^ c
+            used.add(q)
+            if c == 0:
+                units[q] = node[0] | (1 << 31)
+            else:
+                units[q] = c
+                queue.append((node[c], q))
+    # Every base XOR any byte inside the array, as darts-clone sizes it (readers do not
+    # check bounds).
+    n = max(max(units), max(b | 0xFF for b in bases)) + 1
+    return b"".join(struct.pack("<I", units.get(i, 0)) for i in range(n))
+
+
+def charsmap_blob():
+    pool, keys = b"", {}
+    for k, v in CHARSMAP.items():
+        keys[k.encode()] = len(pool)
+        pool += v.encode() + b"\0"
+    trie = build_darts(keys)
+    return struct.pack("<I", len(trie)) + trie + pool
+
+
+def xlmr_tokenizer(pieces):
+    import base64
+    special = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": len(pieces) - 1}
+    return {"version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": c == "<mask>",
+                              "rstrip": False, "normalized": False, "special": True}
+                             for c, i in special.items()],
+            "normalizer": {"type": "Sequence", "normalizers": [
+                {"type": "Precompiled",
+                 "precompiled_charsmap": base64.b64encode(charsmap_blob()).decode()},
+                {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
+            "pre_tokenizer": {"type": "Metaspace", "replacement": SPIECE,
+                              "prepend_scheme": "always", "split": True},
+            "post_processor": {"type": "TemplateProcessing",
+                               "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                          {"Sequence": {"id": "A", "type_id": 0}},
+                                          {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                               "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                        {"Sequence": {"id": "A", "type_id": 0}},
+                                        {"SpecialToken": {"id": "</s>", "type_id": 0}},
+                                        {"SpecialToken": {"id": "</s>", "type_id": 0}},
+                                        {"Sequence": {"id": "B", "type_id": 0}},
+                                        {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                               "special_tokens": {
+                                   "<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                                   "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}},
+            "decoder": {"type": "Metaspace", "replacement": SPIECE, "prepend_scheme": "always",
+                        "split": True},
+            "model": {"type": "Unigram", "unk_id": 3, "vocab": [[p, sc] for p, sc in pieces],
+                      "byte_fallback": False}}
+
+
+def graphemes(s):
+    """Extended grapheme clusters, as far as the test texts need: a character with the
+    combining marks, variation selectors and ZWJ sequences after it; CR LF as one."""
+    out = []
+    for c in s:
+        if out and (unicodedata.category(c).startswith("M") or c in "\u200d\ufe0f"
+                    or out[-1].endswith("\u200d") or (out[-1] == "\r" and c == "\n")):
+            out[-1] += c
+        else:
+            out.append(c)
+    return out
+
+
+def charsmap_transform(trie, chunk):
+    node = trie
+    for c in chunk.encode():
+        if c == 0 or c not in node:
+            return None
+        node = node[c]
+        if 0 in node:
+            return node[0]
+    return None
+
+
+def ug_tokenize(tok, text, max_len):
+    trie = {}
+    for k, v in CHARSMAP.items():
+        node = trie
+        for c in k.encode():
+            node = node.setdefault(c, {})
+        node[0] = v
+    norm = []
+    for g in graphemes(text):
+        r = charsmap_transform(trie, g) if len(g.encode()) < 6 else None
+        if r is not None:
+            norm.append(r)
+            continue
+        for c in g:
+            r = charsmap_transform(trie, c)
+            norm.append(c if r is None else r)
+    s = re.sub(" {2,}", " ", "".join(norm))
+    model = tok["model"]
+    score = {p: (i, sc) for i, (p, sc) in enumerate(model["vocab"])}
+    unk = model["unk_id"]
+    unk_score = min(sc for _, sc in model["vocab"]) - 10.0
+    ids = []
+    if s:
+        s = s.replace(" ", SPIECE)
+        if not s.startswith(SPIECE):
+            s = SPIECE + s
+        words = [w for w in re.split("(?=" + SPIECE + ")", s) if w]
+        for w in words:
+            b = w.encode()
+            n = len(b)
+            best = [None] * (n + 1)  # (score, start, id)
+            best[0] = (0.0, 0, -1)
+            at = 0
+            while at < n:
+                cl = len(b[at:].decode("utf-8", "ignore")[:1].encode())
+                single = False
+                for e in range(at + cl, n + 1):
+                    p = b[at:e]
+                    try:
+                        ps = p.decode()
+                    except UnicodeDecodeError:
+                        continue
+                    if ps in score:
+                        i, sc = score[ps]
+                        cand = best[at][0] + sc
+                        if best[e] is None or cand > best[e][0]:
+                            best[e] = (cand, at, i)
+                        if e - at == cl:
+                            single = True
+                if not single:
+                    cand = best[at][0] + unk_score
+                    if best[at + cl] is None or cand > best[at + cl][0]:
+                        best[at + cl] = (cand, at, unk)
+                at += cl
+            toks, end = [], n
+            while end > 0:
+                _, st, i = best[end]
+                if i == unk:
+                    while st > 0 and best[st][2] == unk:
+                        st = best[st][1]
+                toks.append(i)
+                end = st
+            ids.extend(reversed(toks))
+    return [0] + ids[:max_len - 2] + [2]
+
+
 # ------------------------------------------------------------------ forward
 
 def read_safetensors(path):
@@ -273,12 +512,13 @@ def erf(x):
 
 
 def forward(t, cfg, ids, cls_pool):
-    pfx = "" if "embeddings.word_embeddings.weight" in t else "bert."
+    pfx = next(p for p in ("", "bert.", "roberta.") if p + "embeddings.word_embeddings.weight" in t)
+    pos0 = cfg["pad_token_id"] + 1 if cfg["model_type"] == "xlm-roberta" else 0
     H, heads, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg.get("layer_norm_eps", 1e-12)
     dh = H // heads
     n = len(ids)
     x = (t[pfx + "embeddings.word_embeddings.weight"][ids]
-         + t[pfx + "embeddings.position_embeddings.weight"][:n]
+         + t[pfx + "embeddings.position_embeddings.weight"][pos0:pos0 + n]
          + t[pfx + "embeddings.token_type_embeddings.weight"][0])
     x = layernorm(x, t[pfx + "embeddings.LayerNorm.weight"], t[pfx + "embeddings.LayerNorm.bias"], eps)
     for l in range(cfg["num_hidden_layers"]):
@@ -337,7 +577,9 @@ CODE = ["ListOrdersByCustomer", "get_user_preferences()", "src/engine/search.c:5
         "camelCaseIdentifier snake_case_identifier kebab-case-identifier", "0xDEADBEEF", "v1.2.3-rc.4+build.5"]
 ODD = ["Ünïcödé àccents everywhere: naïve façade, Ångström, Øresund", "emoji 🎉 and symbols © ® ™ ±",
        "tabs\tand\nnewlines  and   spaces", "ALL CAPS SHOUTING ABOUT THE OUTAGE!!!", "'quoted' \"double\" «guillemets»",
-       "ﬁ ligature and full-width ＡＢＣ１２３", "Straße, İstanbul, ΣΊΣΥΦΟΣ", "a" * 120 + " long word"]
+       "ﬁ ligature and full-width ＡＢＣ１２３",
+       "combining cafe\u0301 e\u0301 A\u030a \u00c5\u0301x zero\u200bwidth \u2026 \u2460 \uff76 \u2122 \ufb00 \u03a3\u0301",
+       "Straße, İstanbul, ΣΊΣΥΦΟΣ", "a" * 120 + " long word"]
 
 
 def sentences():
@@ -369,7 +611,8 @@ def main():
         opt = {"--dtype": "F32", "--pool": "mean", "--seed": "7"}
         for i in range(0, len(args) - 1, 2):
             opt[args[i]] = args[i + 1]
-        make(d, dtype=opt["--dtype"], pool=opt["--pool"], seed=int(opt["--seed"]))
+        make(d, dtype=opt["--dtype"], pool=opt["--pool"], seed=int(opt["--seed"]),
+             arch=opt.get("--arch", "bert"))
         return
     texts = [json.loads(l) for l in sys.stdin if l.strip()]
     cfg, tok, cls_pool, max_len = load_model(d)
@@ -388,10 +631,11 @@ def main():
             print(json.dumps({"ids": ids}))
         return
     t = read_safetensors(os.path.join(d, "model.safetensors"))
+    unigram = tok["model"]["type"] == "Unigram"
     vocab = tok["model"]["vocab"]
-    lower = bool(tok["normalizer"].get("lowercase"))
+    lower = not unigram and bool(tok["normalizer"].get("lowercase"))
     for s in texts:
-        ids = tokenize(vocab, s, max_len, lower)
+        ids = ug_tokenize(tok, s, max_len) if unigram else tokenize(vocab, s, max_len, lower)
         print(json.dumps({"ids": ids, "vector": [float(x) for x in forward(t, cfg, ids, cls_pool)]}))
 
 
