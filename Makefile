@@ -45,7 +45,7 @@ endif
 # ---- sources: the one list ------------------------------------------------
 # The library, layer by layer, bottom up (docs/design.md): each layer
 # includes and calls only itself and the layers listed before it.
-LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util/glob.c \
+LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util/glob.c src/util/sha.c \
           src/util/jsonvec.c src/util/time.c src/util/lock.c src/util/io.c src/util/dl.c \
           src/util/errcode.c \
           src/text/tok.c src/text/bm25.c src/text/chunk.c src/text/query.c src/text/dsn.c \

@@ -9,6 +9,7 @@
 #include "util/glob.h"
 #include "util/io.h"
 #include "util/map.h"
+#include "util/sha.h"
 #include "util/time.h"
 #include "util/utf8.h"
 
@@ -215,4 +216,42 @@ TEST(util_data_dir)
         setenv("HOME", home, 1);
     free(xdg);
     free(home);
+}
+
+static void hex_of(int sha1, const char *s, size_t n, size_t reps, char out[65])
+{
+    sha_ctx c;
+    if (sha1)
+        sha1_init(&c);
+    else
+        sha256_init(&c);
+    for (size_t i = 0; i < reps; i++)
+        sha_update(&c, s, n);
+    sha_final_hex(&c, out);
+}
+
+TEST(util_sha256_and_sha1_known_answers)
+{
+    char h[65];
+    hex_of(0, "", 0, 1, h);
+    ASSERT_STR_EQ(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    hex_of(0, "abc", 3, 1, h);
+    ASSERT_STR_EQ(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    /* 56 bytes: the padding spills into a second block. */
+    hex_of(0, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, 1, h);
+    ASSERT_STR_EQ(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    /* A million 'a', fed in pieces that straddle blocks. */
+    hex_of(0, "aaaaaaaaaaaaaaaaaaaaaaaaa", 25, 40000, h);
+    ASSERT_STR_EQ(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    hex_of(1, "", 0, 1, h);
+    ASSERT_STR_EQ(h, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    hex_of(1, "abc", 3, 1, h);
+    ASSERT_STR_EQ(h, "a9993e364706816aba3e25717850c26c9cd0d89d");
+    /* git's blob id of "hello\n". */
+    sha_ctx c;
+    sha1_init(&c);
+    sha_update(&c, "blob 6", 7); /* with the NUL */
+    sha_update(&c, "hello\n", 6);
+    sha_final_hex(&c, h);
+    ASSERT_STR_EQ(h, "ce013625030ba8dba906f756967f9e9ca394464a");
 }

@@ -22,6 +22,7 @@ static void load(void)
         SYM(global_init, "curl_global_init"),
         SYM(easy_init, "curl_easy_init"),
         SYM(easy_reset, "curl_easy_reset"),
+        SYM(easy_perform, "curl_easy_perform"),
         SYM(easy_cleanup, "curl_easy_cleanup"),
         SYM(easy_setopt, "curl_easy_setopt"),
         SYM(easy_getinfo, "curl_easy_getinfo"),

@@ -15,6 +15,7 @@ typedef struct curl_api {
     CURLcode (*global_init)(long flags);
     CURL *(*easy_init)(void);
     void (*easy_reset)(CURL *h);
+    CURLcode (*easy_perform)(CURL *h);
     void (*easy_cleanup)(CURL *h);
     CURLcode (*easy_setopt)(CURL *h, CURLoption opt, ...);
     CURLcode (*easy_getinfo)(CURL *h, CURLINFO info, ...);
