@@ -428,6 +428,20 @@ MNEMO_API int mnemo_status_json(mnemo *m, int deep, char **out);
 MNEMO_API int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words,
                                  char **out);
 
+/* Downloads the model folder REPO ("owner/name") at REVISION (a branch,
+ * tag or commit; "main" when NULL) from the model hub (config
+ * hubEndpoint, env HF_ENDPOINT; a token from env HF_TOKEN is sent when
+ * set, and never stored) and imports it as NAME, as mnemo_model_import
+ * does a folder. Only the files the encoder reads are fetched, each
+ * checked against the hub's size and SHA-256 (git SHA-1 for small files);
+ * a download cut short resumes on the next call. PROGRESS, when not NULL,
+ * is called as bytes arrive. On success *out receives
+ * {"name","path","provider","dims","repo","commit"} (caller frees). */
+typedef void (*mnemo_pull_progress)(void *ud, const char *file, uint64_t done, uint64_t total);
+MNEMO_API int mnemo_model_pull(mnemo *m, const char *repo, const char *revision,
+                               const char *name, mnemo_pull_progress progress, void *ud,
+                               char **out);
+
 /* Tokenizes TEXT as the index would (QUERY != 0: as a query) and returns a
  * JSON array of {"token","start","end","flags"} objects. For debugging. */
 MNEMO_API int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out);

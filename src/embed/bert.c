@@ -528,6 +528,8 @@ static const char *const model_files[] = {
     "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
     "1_Pooling/config.json", NULL};
 
+const char *const *bert_model_files(void) { return model_files; }
+
 static int copy_file(const char *from, const char *to)
 {
     if (link(from, to) == 0)

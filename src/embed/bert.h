@@ -34,6 +34,10 @@ int bert_is_model(const char *dir);
  * system. *DIMS receives the model's dimensions. */
 int bert_install(const char *src, const char *dst, int *dims, buf *err);
 
+/* The files of a model folder the encoder reads (NULL-terminated; some
+ * optional): what bert_install copies and a download fetches. */
+const char *const *bert_model_files(void);
+
 /* Opens the model folder DIR. THREADS <= 0: one per core. MNEMO_NOTFOUND
  * when DIR holds no model, MNEMO_INVALID or MNEMO_CORRUPT for one that
  * cannot be used (message in ERR). */

@@ -120,6 +120,8 @@ static const keydef keys[CFG__COUNT] = {
     [CFG_MODELS_DIR] = {"modelsDir", "MNEMO_MODELS_DIR", T_STR, "", 0, 0,
                         "folder of imported embedding tables (default: "
                         "$XDG_DATA_HOME/mnemo/models)"},
+    [CFG_HUB_ENDPOINT] = {"hubEndpoint", "HF_ENDPOINT", T_STR, "https://huggingface.co", 0, 0,
+                          "the model hub `mnemo model pull` downloads from"},
     [CFG_FUSION] = {"fusion", "MNEMO_FUSION", T_STR, "weighted", 0, 0,
                     "how keyword and vector scores combine: weighted or rrf", "weighted,rrf"},
     [CFG_VECTOR_WEIGHT] = {"vectorWeight", "MNEMO_VECTOR_WEIGHT", T_NUM, "0.7", 0, 1,

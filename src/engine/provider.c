@@ -15,6 +15,7 @@
 #include "util/errcode.h"
 #include "embed/bert.h"
 #include "embed/model.h"
+#include "embed/pull.h"
 #include "util/io.h"
 
 /* ----------------------------------------------------------------------
@@ -72,6 +73,19 @@ void provider_resolve(mnemo *m, char *name, int *explicit_)
     snprintf(name, 32, "none");
 }
 
+/* mkdir -p DIR */
+static void mkdirs(char *dir)
+{
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(dir, 0755);
+}
+
 int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words, char **out)
 {
     *out = NULL;
@@ -82,15 +96,7 @@ int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_w
     char *dir = models_dir(m);
     if (!dir)
         return core_error(m, MNEMO_NOMEM, "out of memory");
-    /* mkdir -p */
-    for (char *p = dir + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            mkdir(dir, 0755);
-            *p = '/';
-        }
-    }
-    mkdir(dir, 0755);
+    mkdirs(dir);
     buf err;
     buf_init(&err, 8192);
     size_t words = 0;
@@ -121,6 +127,55 @@ int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_w
         if (!*out)
             rc = MNEMO_NOMEM;
     }
+    buf_cleanup(&err);
+    free(path);
+    return rc;
+}
+
+int mnemo_model_pull(mnemo *m, const char *repo, const char *revision, const char *name,
+                     mnemo_pull_progress progress, void *ud, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!repo || !*repo)
+        return core_error(m, MNEMO_INVALID, "no repository named (owner/name)");
+    if (!name || !*name || strchr(name, '/') || name[0] == '.')
+        return core_error(m, MNEMO_INVALID, "model name '%s' must be a plain file name",
+                          name ? name : "");
+    char *dir = models_dir(m);
+    if (!dir)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    mkdirs(dir);
+    char *path = embed_model_dir(dir, name);
+    buf staging, err;
+    buf_init(&staging, 0);
+    buf_init(&err, 8192);
+    buf_printf(&staging, "%s/.pull-%s", dir, name);
+    free(dir);
+    const char *token = getenv("HF_TOKEN");
+    if (!token || !*token)
+        token = getenv("HUGGING_FACE_HUB_TOKEN");
+    pull_opts o = {cfg_str(m->cfg, CFG_HUB_ENDPOINT), repo, revision, token, progress, ud};
+    char commit[48];
+    int dims = 0;
+    int rc = !path || buf_err(&staging) ? MNEMO_NOMEM
+                                         : hub_pull(&o, staging.data, path, &dims, commit, &err);
+    if (rc) {
+        core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+    } else {
+        buf j;
+        buf_init(&j, 0);
+        buf_puts(&j, "{\"name\":");
+        buf_json_str(&j, name, strlen(name));
+        buf_puts(&j, ",\"path\":");
+        buf_json_str(&j, path, strlen(path));
+        buf_printf(&j, ",\"provider\":\"local\",\"dims\":%d,\"repo\":", dims);
+        buf_json_str(&j, repo, strlen(repo));
+        buf_printf(&j, ",\"commit\":\"%s\"}", commit);
+        if (!(*out = buf_detach(&j)))
+            rc = MNEMO_NOMEM;
+    }
+    buf_cleanup(&staging);
     buf_cleanup(&err);
     free(path);
     return rc;
