@@ -24,7 +24,7 @@ static void default_name(const char *src, char *out, size_t n)
             base = src + i + 1;
     size_t bl = (size_t)(src + len - base);
     snprintf(out, n, "%.*s", (int)bl, base);
-    static const char *const exts[] = {".gz", ".txt", ".bin", ".vec"};
+    static const char *const exts[] = {".gz", ".txt", ".bin", ".vec", ".gguf"};
     for (size_t k = 0; k < sizeof exts / sizeof *exts; k++) {
         size_t el = strlen(exts[k]), ol = strlen(out);
         if (ol > el && strcmp(out + ol - el, exts[k]) == 0)

@@ -312,6 +312,88 @@ TEST(local_unigram_tokenizer_matches_tokenizers_library)
     buf_cleanup(&err);
 }
 
+TEST(local_gguf_bert_files_match_their_folder_and_reference)
+{
+    /* The folder converted to GGUF as llama.cpp lays it out (by the gguf
+     * package), in float32, float16 and Q8_0: the same ids, and vectors
+     * as the reference computes them from the weights read back. */
+    make_model("m", "");
+    write_texts("texts.jsonl", texts, NTEXTS);
+    static const char *const types[] = {"F32", "F16", "Q8_0"};
+    buf err;
+    buf_init(&err, 0);
+    bert *folder = NULL;
+    ASSERT_OK(bert_open(test_path("m"), 1, &folder, &err));
+    size_t lens[NTEXTS];
+    for (size_t i = 0; i < NTEXTS; i++)
+        lens[i] = strlen(texts[i]);
+    float vf[NTEXTS * 32], vg[NTEXTS * 32];
+    ASSERT_OK(bert_embed(folder, texts, lens, NTEXTS, vf));
+    for (int k = 0; k < 3; k++) {
+        char cmd[4096], file[64];
+        snprintf(file, sizeof file, "m-%s.gguf", types[k]);
+        snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/bert_ref.py' gguf '%s' '%s' --type %s",
+                 test_src_dir(), test_path("m"), test_path(file), types[k]);
+        int rc = sh(cmd, "gguf.out");
+        if (rc == 3) {
+            printf("    (gguf package not installed: GGUF files not checked)\n");
+            break;
+        }
+        ASSERT_EQ(rc, 0);
+        bert *g = NULL;
+        if (bert_open(test_path(file), 2, &g, &err) != MNEMO_OK)
+            test_fail(__FILE__, __LINE__, "%s: %s", file, err.data ? err.data : "?");
+        char dir[2048];
+        snprintf(dir, sizeof dir, "%s' --gguf '%s", test_path("m"), test_path(file));
+        json_t **ref = reference("embed", dir, "texts.jsonl", NTEXTS);
+        double mc, worst = compare(g, ref, texts, NTEXTS, 1, &mc);
+        if (worst > 1e-4)
+            test_fail(__FILE__, __LINE__, "%s: largest difference %g (> 1e-4)", file, worst);
+        free_ref(ref, NTEXTS);
+        ASSERT_OK(bert_embed(g, texts, lens, NTEXTS, vg));
+        double far = 0;
+        for (size_t i = 0; i < NTEXTS * 32; i++)
+            far = fabs(vf[i] - vg[i]) > far ? fabs(vf[i] - vg[i]) : far;
+        if (k == 0)
+            ASSERT(far < 1e-6); /* float32: the folder's own vectors */
+        else
+            ASSERT(far > 0 && far < 0.05); /* rounded weights: near them */
+        bert_close(g);
+    }
+    /* Imported: the file in a folder with its prepared file. */
+    int dims = 0;
+    if (bert_is_model(test_path("m-Q8_0.gguf"))) {
+        ASSERT_OK(bert_install(test_path("m-Q8_0.gguf"), test_path("q8"), &dims, &err));
+        ASSERT_EQ(dims, 32);
+        bert *g = NULL;
+        ASSERT_OK(bert_open(test_path("q8"), 1, &g, &err));
+        ASSERT(bert_prepared(g));
+        float vq[NTEXTS * 32];
+        ASSERT_OK(bert_embed(g, texts, lens, NTEXTS, vq));
+        bert *h = NULL;
+        ASSERT_OK(bert_open(test_path("m-Q8_0.gguf"), 1, &h, &err));
+        ASSERT_OK(bert_embed(h, texts, lens, NTEXTS, vg));
+        for (size_t i = 0; i < NTEXTS * 32; i++)
+            ASSERT(fabsf(vq[i] - vg[i]) < 1e-6f);
+        bert_close(g);
+        bert_close(h);
+        /* A damaged file is refused, by what is wrong. */
+        size_t n = 0;
+        char *raw = test_read(test_path("m-Q8_0.gguf"), &n);
+        test_write_n("cut.gguf", raw, n / 2);
+        test_write_n("head.gguf", raw, 64);
+        free(raw);
+        err.len = 0;
+        ASSERT_EQ(bert_open(test_path("cut.gguf"), 1, &g, &err), MNEMO_CORRUPT);
+        ASSERT_CONTAINS(err.data, "outside the file");
+        err.len = 0;
+        ASSERT_EQ(bert_open(test_path("head.gguf"), 1, &g, &err), MNEMO_CORRUPT);
+        ASSERT_CONTAINS(err.data, "damaged GGUF header");
+    }
+    bert_close(folder);
+    buf_cleanup(&err);
+}
+
 TEST(local_kernels_agree_with_scalar)
 {
     /* Odd sizes reach every tail of the tiles. */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "embed/gemm.h"
+#include "embed/gguf.h"
 #include "embed/safetensors.h"
 #include "embed/unigram.h"
 #include "embed/wordpiece.h"
@@ -53,7 +54,8 @@ typedef struct tpool {
 } tpool;
 
 struct bert {
-    safetensors *st;
+    safetensors *st; /* the weights: a safetensors file */
+    gguf *gg;        /* or a GGUF file */
     wordpiece *wp; /* the tokenizer: WordPiece (BERT) */
     unigram *ug;   /* or Unigram (XLM-RoBERTa) */
     int H, L, heads, I, maxpos, types, vocab, max_tokens, cls_pool;
@@ -100,6 +102,8 @@ static void sources(const char *dir, uint64_t *ss, uint64_t *sm, uint64_t *ts, u
     struct stat sb;
     *ss = *sm = *ts = *tm = 0;
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    if (stat(p, &sb) != 0)
+        snprintf(p, sizeof p, "%s/model.gguf", dir);
     if (stat(p, &sb) == 0) {
         *ss = (uint64_t)sb.st_size;
         *sm = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
@@ -335,6 +339,41 @@ static int jint(json_t *c, const char *k, int dflt)
     return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
 }
 
+/* The GGUF name (llama.cpp's "bert" layout) of the Hugging Face tensor
+ * HF: "encoder.layer.3.attention.self.query.weight" is
+ * "blk.3.attn_q.weight". */
+static void gguf_name(const char *hf, char *out, size_t n)
+{
+    static const char *const map[][2] = {
+        {"embeddings.word_embeddings.", "token_embd."},
+        {"embeddings.position_embeddings.", "position_embd."},
+        {"embeddings.token_type_embeddings.", "token_types."},
+        {"embeddings.LayerNorm.", "token_embd_norm."},
+        {"attention.self.query.", "attn_q."},
+        {"attention.self.key.", "attn_k."},
+        {"attention.self.value.", "attn_v."},
+        {"attention.output.dense.", "attn_output."},
+        {"attention.output.LayerNorm.", "attn_output_norm."},
+        {"intermediate.dense.", "ffn_up."},
+        {"output.dense.", "ffn_down."},
+        {"output.LayerNorm.", "layer_output_norm."},
+    };
+    char blk[32] = "";
+    int li, used = 0;
+    if (sscanf(hf, "encoder.layer.%d.%n", &li, &used) == 1 && used > 0) {
+        snprintf(blk, sizeof blk, "blk.%d.", li);
+        hf += used;
+    }
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+        size_t l = strlen(map[i][0]);
+        if (!strncmp(hf, map[i][0], l)) {
+            snprintf(out, n, "%s%s%s", blk, map[i][1], hf + l);
+            return;
+        }
+    }
+    snprintf(out, n, "%s%s", blk, hf);
+}
+
 /* Tensor PREFIX + NAME with the shape wanted (D1 = 0: one dimension). */
 static const float *tensor(bert *b, const char *prefix, const char *name, int64_t d0, int64_t d1,
                            buf *err)
@@ -343,7 +382,14 @@ static const float *tensor(bert *b, const char *prefix, const char *name, int64_
     snprintf(full, sizeof full, "%s%s", prefix, name);
     int64_t shape[4] = {0};
     int nd = 0;
-    const float *t = st_f32(b->st, full, shape, &nd, err);
+    const float *t;
+    if (b->gg) {
+        char gn[256];
+        gguf_name(full, gn, sizeof gn);
+        t = gguf_f32(b->gg, gn, shape, &nd, err);
+    } else {
+        t = st_f32(b->st, full, shape, &nd, err);
+    }
     if (!t)
         return NULL;
     if ((d1 == 0 && (nd != 1 || shape[0] != d0)) || (d1 > 0 && (nd != 2 || shape[0] != d0 ||
@@ -381,18 +427,13 @@ static void sentence_config(bert *b, const char *dir)
     json_decref(st);
 }
 
-int bert_open(const char *dir, int threads, bert **out, buf *err)
+/* The sizes of B from DIR/config.json. */
+static int json_config(bert *b, const char *dir, buf *err)
 {
-    *out = NULL;
     json_t *c = load_json(dir, "config.json");
     if (!c) {
-        buf_printf(err, "%s: no config.json (not a model folder)", dir);
+        buf_printf(err, "%s: no config.json or model.gguf (not a model folder)", dir);
         return MNEMO_NOTFOUND;
-    }
-    bert *b = calloc(1, sizeof *b);
-    if (!b) {
-        json_decref(c);
-        return MNEMO_NOMEM;
     }
     int rc = MNEMO_OK;
     const char *type = json_string_value(json_object_get(c, "model_type"));
@@ -415,26 +456,141 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
         buf_printf(err, "%s: model_type %s is not supported (bert and xlm-roberta are)", dir,
                    type ? type : "none");
         rc = MNEMO_INVALID;
-    } else if (b->H <= 0 || b->H > 8192 || b->L <= 0 || b->L > 128 || b->heads <= 0 ||
-               b->H % b->heads || b->I <= 0 || b->I > 65536 || b->maxpos < 3 ||
-               b->maxpos > 32768 || b->types < 1 || b->vocab <= 0 || b->pad < 0 ||
-               b->pad >= b->vocab || b->pos0 > b->maxpos - 3) {
-        buf_printf(err, "%s: config.json: sizes missing or out of range", dir);
-        rc = MNEMO_INVALID;
     } else if ((act && strcmp(act, "gelu")) || (pet && strcmp(pet, "absolute"))) {
         buf_printf(err, "%s: hidden_act %s / position_embedding_type %s not supported", dir,
                    act ? act : "-", pet ? pet : "-");
         rc = MNEMO_INVALID;
     }
     json_decref(c);
+    return rc;
+}
+
+/* The GGUF file of DIR: DIR itself when it is a file, else DIR/model.gguf
+ * when the folder has no config.json. */
+static int gguf_file(const char *dir, char *out, size_t n)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        snprintf(out, n, "%s", dir);
+        return 1;
+    }
+    snprintf(out, n, "%s/config.json", dir);
+    if (stat(out, &sb) == 0)
+        return 0;
+    snprintf(out, n, "%s/model.gguf", dir);
+    return stat(out, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The sizes of B from its GGUF file's metadata (llama.cpp's "bert"
+ * layout). */
+static int gguf_config(bert *b, const char *path, buf *err)
+{
+    int rc = gguf_open(path, &b->gg, err);
+    if (rc)
+        return rc;
+    char arch[64] = "";
+    gguf_str(b->gg, "general.architecture", arch, sizeof arch);
+    if (strcmp(arch, "bert")) {
+        buf_printf(err, "%s: GGUF architecture %s is not supported (bert is)", path,
+                   *arch ? arch : "none");
+        return MNEMO_INVALID;
+    }
+    b->H = (int)gguf_int(b->gg, "bert.embedding_length", 0);
+    b->L = (int)gguf_int(b->gg, "bert.block_count", 0);
+    b->heads = (int)gguf_int(b->gg, "bert.attention.head_count", 0);
+    b->I = (int)gguf_int(b->gg, "bert.feed_forward_length", 0);
+    b->maxpos = (int)gguf_int(b->gg, "bert.context_length", 512);
+    b->eps = (float)gguf_num(b->gg, "bert.attention.layer_norm_epsilon", 1e-12);
+    b->pad = (int)gguf_int(b->gg, "tokenizer.ggml.padding_token_id", 0);
+    int64_t shape[4] = {0};
+    int nd = 0;
+    const float *tt = gguf_f32(b->gg, "token_types.weight", shape, &nd, err);
+    b->types = tt && nd == 2 ? (int)shape[0] : 0;
+    if (gguf_f32(b->gg, "token_embd.weight", shape, &nd, err) && nd == 2)
+        b->vocab = (int)shape[0];
+    return MNEMO_OK;
+}
+
+/* A WordPiece vocabulary as llama.cpp stores it: a word start marked by a
+ * leading U+2581, a continuation bare, specials ("[CLS]") as they are;
+ * [CLS] is its BOS token. */
+static int gguf_tokenizer(bert *b, const char *path, buf *err)
+{
+    char model[32] = "";
+    gguf_str(b->gg, "tokenizer.ggml.model", model, sizeof model);
+    const char **p = NULL;
+    size_t *l = NULL;
+    long n = strcmp(model, "bert") ? -1 : gguf_strings(b->gg, "tokenizer.ggml.tokens", &p, &l);
+    if (n <= 0) {
+        free(p);
+        free(l);
+        buf_printf(err, "%s: tokenizer %s is not supported (bert's WordPiece is)", path,
+                   *model ? model : "none");
+        return MNEMO_INVALID;
+    }
+    char **toks = calloc((size_t)n, sizeof *toks);
+    int rc = toks ? MNEMO_OK : MNEMO_NOMEM;
+    for (long i = 0; !rc && i < n; i++) {
+        const char *t = p[i];
+        size_t len = l[i];
+        int mark = len >= 3 && !memcmp(t, "\xe2\x96\x81", 3);
+        int special = len >= 2 && t[0] == '[' && t[len - 1] == ']';
+        if (!(toks[i] = malloc(len + 3)))
+            rc = MNEMO_NOMEM;
+        else if (mark)
+            snprintf(toks[i], len + 3, "%.*s", (int)(len - 3), t + 3);
+        else if (special)
+            snprintf(toks[i], len + 3, "%.*s", (int)len, t);
+        else
+            snprintf(toks[i], len + 3, "##%.*s", (int)len, t);
+    }
+    if (!rc)
+        rc = wp_from_list((const char *const *)toks, (size_t)n, 1,
+                          (int32_t)gguf_int(b->gg, "tokenizer.ggml.unknown_token_id", -1),
+                          (int32_t)gguf_int(b->gg, "tokenizer.ggml.bos_token_id",
+                                            gguf_int(b->gg, "tokenizer.ggml.cls_token_id", -1)),
+                          (int32_t)gguf_int(b->gg, "tokenizer.ggml.seperator_token_id", -1),
+                          &b->wp);
+    for (long i = 0; toks && i < n; i++)
+        free(toks[i]);
+    free(toks);
+    free(p);
+    free(l);
+    if (rc == MNEMO_INVALID)
+        buf_printf(err, "%s: the vocabulary lacks [CLS], [SEP] or [UNK]", path);
+    return rc;
+}
+
+int bert_open(const char *dir, int threads, bert **out, buf *err)
+{
+    *out = NULL;
+    bert *b = calloc(1, sizeof *b);
+    if (!b)
+        return MNEMO_NOMEM;
+    char path[4096];
+    int is_gguf = gguf_file(dir, path, sizeof path);
+    int rc = is_gguf ? gguf_config(b, path, err) : json_config(b, dir, err);
+    if (!rc && (b->H <= 0 || b->H > 8192 || b->L <= 0 || b->L > 128 || b->heads <= 0 ||
+                b->H % b->heads || b->I <= 0 || b->I > 65536 || b->maxpos < 3 ||
+                b->maxpos > 32768 || b->types < 1 || b->vocab <= 0 || b->pad < 0 ||
+                b->pad >= b->vocab || b->pos0 > b->maxpos - 3)) {
+        buf_printf(err, "%s: %s: sizes missing or out of range", dir,
+                   is_gguf ? "GGUF metadata" : "config.json");
+        rc = MNEMO_INVALID;
+    }
     if (rc)
         goto fail;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if ((rc = st_open(path, &b->st, err)))
-        goto fail;
-    st_fingerprint(b->st, b->fp);
+    if (is_gguf) {
+        gguf_fingerprint(b->gg, b->fp);
+    } else {
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if ((rc = st_open(path, &b->st, err)))
+            goto fail;
+        st_fingerprint(b->st, b->fp);
+    }
     cache_map(b, dir);
+    if (is_gguf && !b->wp && (rc = gguf_tokenizer(b, dir, err)))
+        goto fail;
     if (!b->wp && !b->ug) {
         snprintf(path, sizeof path, "%s/tokenizer.json", dir);
         if ((rc = ug_load(path, &b->ug, err)) == MNEMO_NOTFOUND)
@@ -443,7 +599,18 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
             goto fail;
     }
     sentence_config(b, dir);
-    const char *pfx = st_has(b->st, "embeddings.word_embeddings.weight")           ? ""
+    if (b->gg) {
+        /* llama.cpp's pooling types: 1 mean, 2 CLS. */
+        int64_t pt = gguf_int(b->gg, "bert.pooling_type", 1);
+        if (pt != 1 && pt != 2) {
+            buf_printf(err, "%s: GGUF pooling type %lld is not supported (mean or CLS)", dir,
+                       (long long)pt);
+            rc = MNEMO_INVALID;
+            goto fail;
+        }
+        b->cls_pool = pt == 2;
+    }
+    const char *pfx = b->gg || st_has(b->st, "embeddings.word_embeddings.weight") ? ""
                       : st_has(b->st, "bert.embeddings.word_embeddings.weight")    ? "bert."
                       : st_has(b->st, "roberta.embeddings.word_embeddings.weight") ? "roberta."
                                                                                    : "model.";
@@ -515,6 +682,18 @@ fail:
 
 int bert_is_model(const char *dir)
 {
+    char path[4096];
+    if (gguf_file(dir, path, sizeof path)) {
+        gguf *g = NULL;
+        buf err;
+        buf_init(&err, 1024);
+        char arch[64] = "";
+        if (gguf_open(path, &g, &err) == MNEMO_OK)
+            gguf_str(g, "general.architecture", arch, sizeof arch);
+        gguf_close(g);
+        buf_cleanup(&err);
+        return *arch != 0; /* any GGUF model: bert_open says what it lacks */
+    }
     json_t *c = load_json(dir, "config.json");
     const char *type = json_string_value(json_object_get(c, "model_type"));
     int yes = type && (!strcmp(type, "bert") || !strcmp(type, "xlm-roberta"));
@@ -526,7 +705,7 @@ int bert_is_model(const char *dir)
 static const char *const model_files[] = {
     "config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
     "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-    "1_Pooling/config.json", NULL};
+    "1_Pooling/config.json", "model.gguf", NULL};
 
 const char *const *bert_model_files(void) { return model_files; }
 
@@ -596,8 +775,14 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
         rmdir(tmp);
         return MNEMO_IO;
     }
+    int single = stat(src, &sb) == 0 && S_ISREG(sb.st_mode); /* a GGUF file */
     for (int i = 0; model_files[i]; i++) {
-        snprintf(from, sizeof from, "%s/%s", src, model_files[i]);
+        if (single && strcmp(model_files[i], "model.gguf"))
+            continue;
+        if (single)
+            snprintf(from, sizeof from, "%s", src);
+        else
+            snprintf(from, sizeof from, "%s/%s", src, model_files[i]);
         snprintf(to, sizeof to, "%s/%s", tmp, model_files[i]);
         if (stat(from, &sb) != 0)
             continue; /* optional file */
@@ -647,6 +832,7 @@ void bert_close(bert *b)
     free(b->layers);
     wp_free(b->wp);
     ug_free(b->ug);
+    gguf_close(b->gg);
     st_close(b->st);
     if (b->cmap)
         munmap(b->cmap, b->csize);

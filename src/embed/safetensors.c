@@ -197,21 +197,23 @@ static tensor *find(const safetensors *s, const char *name)
 
 int st_has(const safetensors *s, const char *name) { return find(s, name) != NULL; }
 
-void st_fingerprint(const safetensors *s, char out[17])
+void st_fingerprint_bytes(const void *map, size_t size, char out[17])
 {
     enum { SAMPLE = 64 * 1024 };
-    const unsigned char *p = s->map;
+    const unsigned char *p = map;
     uint64_t h = 0;
-    size_t offs[4] = {0, s->size / 2, s->size > SAMPLE ? s->size - SAMPLE : 0, 0};
+    size_t offs[4] = {0, size / 2, size > SAMPLE ? size - SAMPLE : 0, 0};
     for (int i = 0; i < 3; i++) {
-        size_t n = s->size - offs[i] < SAMPLE ? s->size - offs[i] : SAMPLE;
+        size_t n = size - offs[i] < SAMPLE ? size - offs[i] : SAMPLE;
         uint64_t x = hash64(p + offs[i], n);
         h = h * 0x9e3779b97f4a7c15u ^ x;
     }
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
-static float f16_to_f32(uint16_t h)
+void st_fingerprint(const safetensors *s, char out[17]) { st_fingerprint_bytes(s->map, s->size, out); }
+
+float st_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
@@ -266,7 +268,7 @@ const float *st_f32(safetensors *s, const char *name, int64_t *shape, int *ndim,
         for (size_t i = 0; i < n; i++) {
             uint16_t h = (uint16_t)(t->data[2 * i] | t->data[2 * i + 1] << 8);
             if (t->dtype == DT_F16) {
-                w[i] = f16_to_f32(h);
+                w[i] = st_f16_to_f32(h);
             } else {
                 uint32_t bits = (uint32_t)h << 16;
                 memcpy(&w[i], &bits, 4);

@@ -30,6 +30,11 @@ const float *st_f32(safetensors *s, const char *name, int64_t *shape, int *ndim,
  * three 64 KB samples of its data (start, middle, end), as 16 hex digits
  * into OUT. Two models of one shape with other weights differ in it. */
 void st_fingerprint(const safetensors *s, char out[17]);
+/* The same over any mapped file (MAP, SIZE bytes). */
+void st_fingerprint_bytes(const void *map, size_t size, char out[17]);
+
+/* An IEEE half as float (subnormals, infinities and NaN kept). */
+float st_f16_to_f32(uint16_t h);
 
 /* Whether NAME is a tensor of the file. */
 int st_has(const safetensors *s, const char *name);

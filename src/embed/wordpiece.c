@@ -258,6 +258,32 @@ int wp_load(const char *dir, wordpiece **out, buf *err)
     return MNEMO_OK;
 }
 
+int wp_from_list(const char *const *toks, size_t n, int lower, int32_t unk, int32_t cls,
+                 int32_t sep, wordpiece **out)
+{
+    *out = NULL;
+    wordpiece *w = calloc(1, sizeof *w);
+    if (!w)
+        return MNEMO_NOMEM;
+    int rc = n ? vocab_build(&w->v, toks, n) : MNEMO_INVALID;
+    w->clean = w->chinese = 1;
+    w->lower = w->strip = lower;
+    w->max_chars = 100;
+    snprintf(w->prefix, sizeof w->prefix, "##");
+    w->unk = unk >= 0 ? unk : special(w, "[UNK]");
+    w->cls = cls >= 0 ? cls : special(w, "[CLS]");
+    w->sep = sep >= 0 ? sep : special(w, "[SEP]");
+    if (!rc && (w->unk < 0 || w->cls < 0 || w->sep < 0 || (size_t)w->unk >= n ||
+                (size_t)w->cls >= n || (size_t)w->sep >= n))
+        rc = MNEMO_INVALID;
+    if (rc) {
+        wp_free(w);
+        return rc;
+    }
+    *out = w;
+    return MNEMO_OK;
+}
+
 /* ----------------------------------------------------------------------
  * As a blob: a header of 32-bit fields, then POOL, OFF and SLOTS, each
  * 8-aligned.

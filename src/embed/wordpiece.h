@@ -29,6 +29,13 @@ typedef struct wordpiece wordpiece;
 int wp_load(const char *dir, wordpiece **out, buf *err);
 void wp_free(wordpiece *w);
 
+/* A WordPiece tokenizer from the token list TOKS[0..N) (id i; "##"
+ * continuations), with the BERT normalizer (LOWER: lowercase and strip
+ * accents) and the ids of [UNK], [CLS] and [SEP] (-1: looked up by
+ * name). MNEMO_INVALID when they are missing. */
+int wp_from_list(const char *const *toks, size_t n, int lower, int32_t unk, int32_t cls,
+                 int32_t sep, wordpiece **out);
+
 size_t wp_vocab_size(const wordpiece *w);
 
 /* The tokenizer as one blob (appended to OUT), and back: wp_from_blob

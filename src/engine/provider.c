@@ -55,6 +55,15 @@ void provider_resolve(mnemo *m, char *name, int *explicit_)
         buf_init(&cfgp, 0);
         buf_printf(&cfgp, "%s/config.json", path ? path : "");
         int is_model = path && cfgp.data && stat(cfgp.data, &st) == 0 && S_ISREG(st.st_mode);
+        if (path && !is_model) {
+            /* a GGUF file, or a folder holding one */
+            size_t pl = strlen(path);
+            buf_reset(&cfgp);
+            buf_printf(&cfgp, "%s/model.gguf", path);
+            is_model = (pl > 5 && !strcmp(path + pl - 5, ".gguf") && stat(path, &st) == 0 &&
+                        S_ISREG(st.st_mode)) ||
+                       (cfgp.data && stat(cfgp.data, &st) == 0 && S_ISREG(st.st_mode));
+        }
         buf_cleanup(&cfgp);
         free(path);
         free(dir);

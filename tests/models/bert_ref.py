@@ -19,6 +19,13 @@
     bert_ref.py sentences
         prints about 250 test sentences as JSON strings: English notes, Chinese and
         Japanese, code identifiers, accents and symbols, and texts past 256 tokens.
+    bert_ref.py gguf DIR OUT.gguf [--type F32|F16|Q8_0]
+        converts the BERT folder DIR into a GGUF file as llama.cpp's converter lays it out
+        (architecture "bert", tensor names of gguf's tensor map, a vocabulary with the
+        word-start mark U+2581 instead of "##" continuations, pooling type), written with
+        the gguf package (PyPI; exit 3 when it is not installed).
+    bert_ref.py embed DIR --gguf FILE < texts.jsonl
+        as embed, with the weights read back from the GGUF FILE (Q8_0 dequantized).
     bert_ref.py hf-ids DIR < texts.jsonl
         the ids of the tokenizers library itself, when it is installed (exit 3 if not).
 
@@ -476,6 +483,83 @@ def ug_tokenize(tok, text, max_len):
     return [0] + ids[:max_len - 2] + [2]
 
 
+# ----------------------------------------------------------------------- GGUF
+
+def to_gguf(d, out, qtype="F32"):
+    try:
+        import gguf
+    except ImportError:
+        sys.exit(3)
+    cfg, tok, cls_pool, max_len = load_model(d)
+    t = read_safetensors(os.path.join(d, "model.safetensors"))
+    vocab = tok["model"]["vocab"]
+    toks = [None] * len(vocab)
+    for k, i in vocab.items():
+        toks[i] = k
+
+    def phantom(x):
+        if x.startswith("[") and x.endswith("]"):
+            return x
+        return x[2:] if x.startswith("##") else "\u2581" + x
+
+    w = gguf.GGUFWriter(out, "bert")
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_layer_norm_eps(cfg["layer_norm_eps"])
+    w.add_causal_attention(False)
+    w.add_pooling_type(gguf.PoolingType.CLS if cls_pool else gguf.PoolingType.MEAN)
+    w.add_tokenizer_model("bert")
+    w.add_token_list([phantom(x) for x in toks])
+    w.add_token_types([gguf.TokenType.CONTROL if x.startswith("[") else gguf.TokenType.NORMAL
+                       for x in toks])
+    w.add_unk_token_id(vocab["[UNK]"])
+    w.add_bos_token_id(vocab["[CLS]"])  # llama.cpp keeps [CLS] as BOS
+    w.add_sep_token_id(vocab["[SEP]"])
+    w.add_pad_token_id(vocab["[PAD]"])
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, cfg["num_hidden_layers"])
+    qt = {"F32": gguf.GGMLQuantizationType.F32, "F16": gguf.GGMLQuantizationType.F16,
+          "Q8_0": gguf.GGMLQuantizationType.Q8_0}[qtype]
+    for k, v in t.items():
+        if k.startswith("pooler."):
+            continue
+        name = names.get_name(k, try_suffixes=(".weight", ".bias"))
+        a = v.astype(np.float32)
+        # Matrices quantized, vectors (norms, biases) kept as float32, as llama.cpp does.
+        if a.ndim == 2 and qt != gguf.GGMLQuantizationType.F32:
+            q = gguf.quants.quantize(a, qt)
+            w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qt)
+        else:
+            w.add_tensor(name, a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def read_gguf(path, layers):
+    import gguf
+    r = gguf.GGUFReader(path)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, layers)
+    back = {}
+    for hf in ["embeddings.word_embeddings", "embeddings.position_embeddings",
+               "embeddings.token_type_embeddings", "embeddings.LayerNorm"] + [
+            "encoder.layer.%d.%s" % (l, p) for l in range(layers) for p in (
+                "attention.self.query", "attention.self.key", "attention.self.value",
+                "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
+                "output.dense", "output.LayerNorm")]:
+        back[names.get_name(hf)] = hf
+    out = {}
+    for te in r.tensors:
+        base, _, suffix = te.name.rpartition(".")
+        a = gguf.quants.dequantize(te.data, te.tensor_type)
+        shape = [int(x) for x in reversed(te.shape)]
+        out[back[base] + "." + suffix] = np.asarray(a, dtype=np.float64).reshape(shape)
+    return out
+
+
 # ------------------------------------------------------------------ forward
 
 def read_safetensors(path):
@@ -614,6 +698,10 @@ def main():
         make(d, dtype=opt["--dtype"], pool=opt["--pool"], seed=int(opt["--seed"]),
              arch=opt.get("--arch", "bert"))
         return
+    if cmd == "gguf":
+        qtype = sys.argv[5] if len(sys.argv) > 5 and sys.argv[4] == "--type" else "F32"
+        to_gguf(d, sys.argv[3], qtype)
+        return
     texts = [json.loads(l) for l in sys.stdin if l.strip()]
     cfg, tok, cls_pool, max_len = load_model(d)
     if cmd == "hf-ids":
@@ -630,7 +718,10 @@ def main():
                 ids = ids[:max_len - 1] + ids[-1:]
             print(json.dumps({"ids": ids}))
         return
-    t = read_safetensors(os.path.join(d, "model.safetensors"))
+    if len(sys.argv) > 4 and sys.argv[3] == "--gguf":
+        t = read_gguf(sys.argv[4], cfg["num_hidden_layers"])
+    else:
+        t = read_safetensors(os.path.join(d, "model.safetensors"))
     unigram = tok["model"]["type"] == "Unigram"
     vocab = tok["model"]["vocab"]
     lower = not unigram and bool(tok["normalizer"].get("lowercase"))
