@@ -2,7 +2,8 @@
  * test_cliux.c - what a command-line user expects around the commands:
  * `config set`/`unset` (validated, atomic, other keys kept), usage errors
  * as JSON under --json, the suggestion for a mistyped command, `doctor` on
- * a healthy and a broken set-up.
+ * a healthy and a broken set-up, and the man page, the completion scripts
+ * and `make install` kept in step with cli/main.c's command table.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -44,6 +45,31 @@ static int exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+/* The command names of cli/main.c's table ({"name", cmd_...}), so that
+ * what is checked here follows the table. NULL-terminated; static. */
+static const char **commands(void)
+{
+    static const char *names[64];
+    static char store[64][32];
+    char path[1200];
+    snprintf(path, sizeof path, "%s/cli/main.c", test_src_dir());
+    char *src = test_read(path, NULL);
+    ASSERT(src != NULL);
+    size_t n = 0;
+    for (const char *p = src; (p = strstr(p, "{\"")) != NULL && n < 63; p++) {
+        const char *q = strchr(p + 2, '"');
+        if (!q || strncmp(q, "\", cmd_", 7) != 0)
+            continue;
+        snprintf(store[n], sizeof store[n], "%.*s", (int)(q - p - 2), p + 2);
+        names[n] = store[n];
+        n++;
+    }
+    names[n] = NULL;
+    free(src);
+    ASSERT(n >= 15); /* index ... doctor */
+    return names;
 }
 
 static void workspace(void)
@@ -375,4 +401,170 @@ TEST(cli_doctor_broken)
     ASSERT_CONTAINS(err, "mnemo.json: maxResults: 'six' is not an integer");
     free(out);
     free(err);
+}
+
+/* ------------------------------------------------------------------------
+ * Man page, completion, install
+ * ---------------------------------------------------------------------- */
+
+/* The long options a command's --help lists ("--max-results", ...). */
+static size_t help_options(const char *cmd, char opts[][40], size_t max)
+{
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, cmd, "--help", NULL), 0);
+    size_t n = 0;
+    const char *p = strstr(out, "options:");
+    while (p && (p = strstr(p, "--")) != NULL && n < max) {
+        size_t l = 2;
+        while (p[l] && (p[l] == '-' || (p[l] >= 'a' && p[l] <= 'z')))
+            l++;
+        if (l > 3 && l < 40 && (p == out || p[-1] == ' '))
+            snprintf(opts[n++], 40, "%.*s", (int)l, p);
+        p += l;
+    }
+    free(out);
+    return n;
+}
+
+TEST(cli_man_page_covers_every_command_and_option)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/man/mnemo.1", test_src_dir());
+    char *man = test_read(path, NULL);
+    ASSERT(man != NULL);
+    ASSERT_CONTAINS(man, ".TH MNEMO 1");
+    const char **cmds = commands();
+    for (size_t i = 0; cmds[i]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, ".SS \"mnemo %s", cmds[i]);
+        if (!strstr(man, want))
+            test_fail(__FILE__, __LINE__, "man/mnemo.1 has no section %s\"", want);
+        /* Each option of its --help, written as roff writes hyphens. */
+        char opts[64][40];
+        size_t n = help_options(cmds[i], opts, 64);
+        for (size_t k = 0; k < n; k++) {
+            char roff[96];
+            size_t r = 0;
+            for (const char *o = opts[k]; *o && r + 3 < sizeof roff; o++) {
+                if (*o == '-')
+                    roff[r++] = '\\';
+                roff[r++] = *o;
+            }
+            roff[r] = 0;
+            if (!strstr(man, roff))
+                test_fail(__FILE__, __LINE__, "man/mnemo.1 does not mention %s of mnemo %s",
+                          opts[k], cmds[i]);
+        }
+    }
+    free(man);
+    /* It renders without warnings, where a formatter is at hand. */
+    char *out;
+    if (sh("command -v groff >/dev/null", NULL) == 0) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "groff -man -ww -z '%s' 2>&1", path);
+        ASSERT_EQ(sh(cmd, &out), 0);
+        ASSERT_STR_EQ(out, "");
+        free(out);
+    }
+}
+
+TEST(cli_completion_lists_every_command)
+{
+    char bash[1200], zsh[1200];
+    snprintf(bash, sizeof bash, "%s/completions/mnemo.bash", test_src_dir());
+    snprintf(zsh, sizeof zsh, "%s/completions/_mnemo", test_src_dir());
+    char *zs = test_read(zsh, NULL);
+    ASSERT(zs != NULL);
+    ASSERT(strncmp(zs, "#compdef mnemo\n", 15) == 0);
+    /* bash: what the function offers after "mnemo ". */
+    char cmd[1600], *out;
+    snprintf(cmd, sizeof cmd,
+             "bash -c 'source \"%s\"; COMP_WORDS=(mnemo \"\"); COMP_CWORD=1; _mnemo; "
+             "printf \"%%s\\n\" \"${COMPREPLY[@]}\"'",
+             bash);
+    ASSERT_EQ(sh(cmd, &out), 0);
+    size_t ol = strlen(out);
+    char *lines = malloc(ol + 2); /* "\n" + out: every name as "\nNAME\n" */
+    ASSERT(lines != NULL);
+    lines[0] = '\n';
+    memcpy(lines + 1, out, ol + 1);
+    const char **cmds = commands();
+    for (size_t i = 0; cmds[i]; i++) {
+        char line[64], entry[64];
+        snprintf(line, sizeof line, "\n%s\n", cmds[i]);
+        if (!strstr(lines, line))
+            test_fail(__FILE__, __LINE__, "bash completion does not offer %s:\n%s", cmds[i],
+                      out);
+        snprintf(entry, sizeof entry, "'%s:", cmds[i]);
+        if (!strstr(zs, entry))
+            test_fail(__FILE__, __LINE__, "zsh completion does not list %s", cmds[i]);
+    }
+    free(lines);
+    free(out);
+    /* And completes a command's options and config keys. */
+    snprintf(cmd, sizeof cmd,
+             "PATH=\"$(dirname '%s'):$PATH\" bash -c 'source \"%s\"; "
+             "COMP_WORDS=(mnemo config set maxR); COMP_CWORD=3; _mnemo; echo \"${COMPREPLY[@]}\"; "
+             "COMP_WORDS=(mnemo search --exp); COMP_CWORD=2; _mnemo; echo \"${COMPREPLY[@]}\"'",
+             test_bin(), bash);
+    ASSERT_EQ(sh(cmd, &out), 0);
+    ASSERT_STR_EQ(out, "maxResults\n--explain\n");
+    free(out);
+    if (sh("command -v zsh >/dev/null", NULL) == 0) {
+        snprintf(cmd, sizeof cmd, "zsh -n '%s'", zsh);
+        ASSERT_EQ(sh(cmd, NULL), 0);
+    }
+    free(zs);
+}
+
+TEST(cli_make_install_puts_the_files_in_place)
+{
+    if (sh("command -v make >/dev/null", NULL) != 0)
+        return;
+    char bindir[1024], cmd[4096], *out;
+    snprintf(bindir, sizeof bindir, "%s", test_bin());
+    *strrchr(bindir, '/') = 0;
+    /* The build this test runs from, already up to date: nothing compiles. */
+    snprintf(cmd, sizeof cmd,
+             "make -s -C '%s' BUILD='%s' PREFIX=/usr DESTDIR='%s' install 2>&1 >/dev/null",
+             test_src_dir(), bindir, test_path("dest"));
+    ASSERT_EQ(sh(cmd, &out), 0);
+    free(out);
+    static const char *const files[] = {
+        "bin/mnemo",
+        "include/mnemo.h",
+        "lib/pkgconfig/mnemo.pc",
+        "share/man/man1/mnemo.1",
+        "share/bash-completion/completions/mnemo",
+        "share/zsh/site-functions/_mnemo",
+        "share/mnemo/openclaw/index.ts",
+        "share/mnemo/openclaw/openclaw.plugin.json",
+        "share/mnemo/openclaw/package.json",
+        "share/mnemo/openclaw/install.sh",
+        "share/mnemo/openclaw/hooks/memory-recall/HOOK.md",
+        "share/mnemo/openclaw/hooks/memory-recall/handler.ts",
+        "share/mnemo/skills/memory-search/SKILL.md",
+    };
+    char p[2048];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(p, sizeof p, "%s/usr/%s", test_path("dest"), files[i]);
+        if (!exists(p))
+            test_fail(__FILE__, __LINE__, "make install did not install %s", files[i]);
+    }
+    snprintf(p, sizeof p, "%s/usr/share/mnemo/openclaw/install.sh", test_path("dest"));
+    ASSERT_EQ(access(p, X_OK), 0);
+    /* The installed plugin installs into OpenClaw from there. */
+    snprintf(cmd, sizeof cmd, "sh '%s' --state-dir '%s' >/dev/null", p, test_path("oc"));
+    ASSERT_EQ(sh(cmd, NULL), 0);
+    snprintf(p, sizeof p, "%s/extensions/mnemo/openclaw.plugin.json", test_path("oc"));
+    ASSERT(exists(p));
+    /* uninstall takes it all away again. */
+    snprintf(cmd, sizeof cmd,
+             "make -s -C '%s' BUILD='%s' PREFIX=/usr DESTDIR='%s' uninstall 2>&1 >/dev/null",
+             test_src_dir(), bindir, test_path("dest"));
+    ASSERT_EQ(sh(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd, "find '%s' -type f | wc -l", test_path("dest"));
+    ASSERT_EQ(sh(cmd, &out), 0);
+    ASSERT_STR_EQ(out, "0\n");
+    free(out);
 }
