@@ -76,7 +76,7 @@ LIB_HDR = $(shell find src -name '*.h')
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_embed.c cli/cmd_model.c cli/cmd_recall.c \
           cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \
-          cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c cli/nudge.c
+          cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c cli/nudge.c cli/cmd_doctor.c
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
@@ -85,7 +85,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_mfilter.c tests/test_memory.c \
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c \
-           tests/test_pgstore.c tests/test_safety.c
+           tests/test_pgstore.c tests/test_safety.c tests/test_cliux.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
                fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.
@@ -169,6 +169,13 @@ demo: $(BUILD)/mnemo
 	$(BUILD)/mnemo --workspace examples/memory --db $(BUILD)/demo.sqlite search -n 1 数据库迁移
 
 # ---- install ----------------------------------------------------------------
+# Besides the program and library: the man page, bash and zsh completion,
+# and under share/mnemo/ the OpenClaw plugin with its hook pack (installed
+# into OpenClaw by share/mnemo/openclaw/install.sh) and the memory_search skill.
+SHARE         = $(DESTDIR)$(PREFIX)/share
+OPENCLAW_FILES = $(shell cd integrations/openclaw && find . -type f ! -path '*/node_modules/*' \
+                   ! -name '.*' | sed 's|^\./||' | sort)
+SKILL_FILES    = $(shell cd integrations/skills && find . -type f ! -name '.*' | sed 's|^\./||' | sort)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
@@ -180,11 +187,26 @@ install: all
 	install -m 644 include/mnemo.h $(DESTDIR)$(PREFIX)/include/mnemo.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' mnemo.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mnemo.pc
+	install -d $(SHARE)/man/man1 $(SHARE)/bash-completion/completions $(SHARE)/zsh/site-functions
+	install -m 644 man/mnemo.1 $(SHARE)/man/man1/mnemo.1
+	install -m 644 completions/mnemo.bash $(SHARE)/bash-completion/completions/mnemo
+	install -m 644 completions/_mnemo $(SHARE)/zsh/site-functions/_mnemo
+	@for f in $(OPENCLAW_FILES); do \
+	  mode=644; case $$f in *.sh) mode=755 ;; esac; \
+	  echo "install -D -m $$mode integrations/openclaw/$$f $(SHARE)/mnemo/openclaw/$$f"; \
+	  install -D -m $$mode integrations/openclaw/$$f $(SHARE)/mnemo/openclaw/$$f || exit 1; \
+	done
+	@for f in $(SKILL_FILES); do \
+	  echo "install -D -m 644 integrations/skills/$$f $(SHARE)/mnemo/skills/$$f"; \
+	  install -D -m 644 integrations/skills/$$f $(SHARE)/mnemo/skills/$$f || exit 1; \
+	done
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/mnemo $(DESTDIR)$(PREFIX)/lib/libmnemo.a \
 	  $(DESTDIR)$(PREFIX)/lib/libmnemo.so* $(DESTDIR)$(PREFIX)/include/mnemo.h \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/mnemo.pc
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/mnemo.pc $(SHARE)/man/man1/mnemo.1 \
+	  $(SHARE)/bash-completion/completions/mnemo $(SHARE)/zsh/site-functions/_mnemo
+	rm -rf $(SHARE)/mnemo
 
 # ---- checks -----------------------------------------------------------------
 BANNED = '\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|atof|strtok)\s*\('

@@ -22,14 +22,80 @@ static const cli_opt global_opts[] = {
     {NULL, 0, NULL, NULL},
 };
 
+/* The last message cli_error printed, and whether a JSON error went to
+ * standard output since, for main's JSON usage errors (cli_json_usage).
+ * Per thread: the daemon's workers print errors too. */
+static _Thread_local char last_error[2048];
+static _Thread_local int json_error_printed;
+
 void cli_error(const char *fmt, ...)
 {
-    va_list ap;
+    va_list ap, ap2;
     va_start(ap, fmt);
+    va_copy(ap2, ap);
     fputs("mnemo: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    vsnprintf(last_error, sizeof last_error, fmt, ap2);
+    va_end(ap2);
     va_end(ap);
+}
+
+void cli_json_usage(void)
+{
+    if (json_error_printed || !last_error[0])
+        return;
+    fputs("{\"error\":{\"code\":\"usage\",\"message\":", stdout);
+    cli_json_string(stdout, last_error);
+    fputs("}}\n", stdout);
+    json_error_printed = 1;
+}
+
+/* The optimal-string-alignment distance of A and B (edits, with swapping
+ * two neighbours as one), for words of at most 63 bytes. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63)
+        return (size_t)-1;
+    size_t d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[n][m];
+}
+
+const char *cli_suggest(const char *word, const char *const *names)
+{
+    size_t len = strlen(word), best_d = len <= 3 ? 1 : 2;
+    const char *best = NULL;
+    int prefixes = 0;
+    const char *prefix = NULL;
+    for (size_t i = 0; names[i]; i++) {
+        size_t d = edit_distance(word, names[i]);
+        if (d <= best_d && (!best || d < edit_distance(word, best)))
+            best = names[i];
+        if (len >= 2 && !strncmp(names[i], word, len)) {
+            prefixes++;
+            prefix = names[i];
+        }
+    }
+    return best ? best : prefixes == 1 ? prefix : NULL;
 }
 
 
@@ -53,6 +119,7 @@ void cli_json_string(FILE *f, const char *s)
 
 void cli_json_error(int rc, const char *message)
 {
+    json_error_printed = 1;
     printf("{\"error\":{\"code\":\"%s\",\"message\":", api_code_name(rc));
     cli_json_string(stdout, message);
     fputs("}}\n", stdout);

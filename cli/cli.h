@@ -58,6 +58,16 @@ int cli_exit_code(int rc);
 /* Prints "mnemo: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Prints the last cli_error message as {"error":{"code":"usage",
+ * "message":...}} on stdout, unless a JSON error was printed since: main
+ * calls it when a command run with --json ends with EXIT_USAGE. */
+void cli_json_usage(void);
+
+/* The name in NAMES (NULL-terminated) WORD is most likely a typo of: at
+ * most 1 edit away for words of up to 3 characters, else 2 (a swap of two
+ * neighbours counts one), or the only name WORD begins; NULL if none. */
+const char *cli_suggest(const char *word, const char *const *names);
+
 /* Prints a JSON error object {"error":{"code","message"}} to stdout. */
 void cli_json_error(int rc, const char *message);
 
@@ -98,5 +108,6 @@ int cmd_skill(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -30,7 +30,7 @@
 #include "nudge.h"
 
 #define STDIN_CAP (1u << 20) /* the hook's JSON: larger input is ignored */
-#define SNIPPET_CPS 160      /* code points quoted from each hit */
+#define SNIPPET_CPS 160      /* code points quoted from each hit, from the matched line */
 
 typedef hook_settings settings;
 
@@ -204,11 +204,91 @@ static const char *unbullet(const char *s)
     return s;
 }
 
-/* Appends "- CITATION (TERMS): SNIPPET" lines for up to MAX results, taking
+/* TERM as a quoted phrase: the term as written, not any of its words.
+ * Caller frees; NULL on OOM. */
+static char *phrase(const char *term)
+{
+    size_t tl = strlen(term), k = 0;
+    char *q = malloc(tl + 3);
+    if (!q)
+        return NULL;
+    q[k++] = '"';
+    for (size_t j = 0; j < tl; j++)
+        if (term[j] != '"')
+            q[k++] = term[j];
+    q[k++] = '"';
+    q[k] = 0;
+    return q;
+}
+
+/* TEXT's tokens as the index (QUERY 0) or a query (1) sees them: a JSON
+ * array of {"token","start","end"}, or NULL. */
+static json_t *tokens_of(mnemo *m, const char *text, int query)
+{
+    char *s = NULL;
+    json_t *j = NULL;
+    if (mnemo_tokenize_json(m, text, query, &s) == MNEMO_OK && s)
+        j = json_loads(s, 0, NULL);
+    mnemo_free(s);
+    if (!json_is_array(j)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* The byte offset in the snippet (tokens DOC) of the first match of a term
+ * (tokens TERM): of its first token, else of any of them; -1 when none. */
+static long first_match(const json_t *doc, const json_t *term)
+{
+    for (size_t pass = 0; pass < 2; pass++) {
+        long best = -1;
+        size_t nt = pass ? json_array_size(term) : json_array_size(term) > 0;
+        for (size_t i = 0; i < nt; i++) {
+            const char *t = json_string_value(json_object_get(json_array_get(term, i), "token"));
+            size_t k;
+            json_t *d;
+            json_array_foreach(doc, k, d) {
+                const char *dt = json_string_value(json_object_get(d, "token"));
+                json_int_t at = json_integer_value(json_object_get(d, "start"));
+                if (t && dt && !strcmp(t, dt) && at >= 0 && (best < 0 || at < best))
+                    best = (long)at;
+            }
+        }
+        if (best >= 0)
+            return best;
+    }
+    return -1;
+}
+
+/* The quote of hit R: the line where one of its terms T[0..NT) matches
+ * (see nudge_quote), else the passage's start. Caller frees; NULL on OOM. */
+static char *quote(mnemo *m, const mnemo_result *r, const nudge_candidate *c, const size_t *t,
+                   size_t nt)
+{
+    json_t *doc = tokens_of(m, r->snippet, 0);
+    long at = -1;
+    for (size_t j = 0; doc && j < nt; j++) {
+        char *q = phrase(c[t[j]].term);
+        json_t *term = q ? tokens_of(m, q, 1) : NULL;
+        free(q);
+        long x = term ? first_match(doc, term) : -1;
+        json_decref(term);
+        if (x >= 0 && (at < 0 || x < at))
+            at = x;
+    }
+    json_decref(doc);
+    return at >= 0 ? nudge_quote(r->snippet, (size_t)at, SNIPPET_CPS)
+                   : nudge_shorten(r->snippet, SNIPPET_CPS);
+}
+
+/* Appends "- CITATION (TERMS): QUOTE" lines for up to MAX results, taking
  * the terms' results in turn (the best of each term first); a result found
- * by several terms is one line naming them all. Returns the number of lines
+ * by several terms is one line naming them all. The quote is the line
+ * that matched, not the passage's first. Returns the number of lines
  * written, or -1 on out-of-memory. */
-static int write_hits(FILE *f, const nudge_candidate *c, size_t nc, mnemo_results **res, int max)
+static int write_hits(FILE *f, mnemo *m, const nudge_candidate *c, size_t nc,
+                      mnemo_results **res, int max)
 {
     answer_line *v = calloc((size_t)max, sizeof *v);
     if (!v)
@@ -245,7 +325,7 @@ static int write_hits(FILE *f, const nudge_candidate *c, size_t nc, mnemo_result
         }
     }
     for (int k = 0; k < n; k++) {
-        char *snip = nudge_shorten(v[k].r->snippet, SNIPPET_CPS);
+        char *snip = quote(m, v[k].r, c, v[k].terms, v[k].nterms);
         if (!snip) {
             free(v);
             return -1;
@@ -324,18 +404,9 @@ char *hook_reply(mnemo *m, const char *prompt, const nudge_candidate *cand, size
         goto done;
     int found = 0;
     for (size_t i = 0; i < ncand; i++) {
-        /* A quoted phrase: the term as written, not any of its words. */
-        size_t tl = strlen(cand[i].term);
-        char *q = malloc(tl + 3);
+        char *q = phrase(cand[i].term);
         if (!q)
             goto done;
-        size_t k = 0;
-        q[k++] = '"';
-        for (size_t j = 0; j < tl; j++)
-            if (cand[i].term[j] != '"')
-                q[k++] = cand[i].term[j];
-        q[k++] = '"';
-        q[k] = 0;
         rc = mnemo_search(m, q, &so, &res[i]);
         free(q);
         if (rc == MNEMO_INVALID)
@@ -368,7 +439,7 @@ char *hook_reply(mnemo *m, const char *prompt, const nudge_candidate *cand, size
         fputs("Local memory (mnemo) has notes on terms in this prompt; read more with "
               "`mnemo get PATH --from LINE`:\n",
               f);
-        if (write_hits(f, cand, ncand, res, s->max_hits) < 0)
+        if (write_hits(f, m, cand, ncand, res, s->max_hits) < 0)
             goto done;
     }
     if (ncand && found < (int)ncand) {

@@ -97,6 +97,8 @@ int cmd_search(int argc, char **argv)
     if (!json && fb && strcmp(fb, "postgres") == 0)
         fprintf(stderr, "mnemo: PostgreSQL could not answer (%s); searched the local index\n",
                 fb_reason);
+    else if (!json && fb)
+        fprintf(stderr, "mnemo: keyword search only (%s): %s\n", fb, fb_reason);
     if (json) {
         char *s = mnemo_results_json(res);
         if (s)

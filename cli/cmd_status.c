@@ -79,7 +79,12 @@ int cmd_status(int argc, char **argv)
             json_t *em = json_object_get(j, "embedding");
             const char *prov = str(em, "provider");
             if (strcmp(prov, "none") == 0) {
-                printf("embedding:  none (%s)\n", str(em, "reason"));
+                if (json_object_get(em, "unused"))
+                    printf("embedding:  none (%s); %lld chunks have vectors, unused (see the "
+                           "warning)\n",
+                           str(em, "reason"), json_integer_value(json_object_get(em, "vectors")));
+                else
+                    printf("embedding:  none (%s)\n", str(em, "reason"));
             } else {
                 printf("embedding:  %s %s, %lld dims, %lld of %lld chunks have vectors%s\n", prov,
                        str(em, "model"), json_integer_value(json_object_get(em, "dims")),

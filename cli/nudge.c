@@ -886,3 +886,39 @@ char *nudge_shorten(const char *text, size_t maxcp)
     o[n] = 0;
     return o;
 }
+
+char *nudge_quote(const char *text, size_t at, size_t maxcp)
+{
+    size_t len = text ? strlen(text) : 0;
+    if (at > len)
+        at = len;
+    size_t line = at;
+    while (line > 0 && text[line - 1] != '\n')
+        line--;
+    /* A match deep into its line keeps a little of what leads to it. */
+    size_t lead = maxcp / 4, cps = 0;
+    for (size_t i = line; i < at; i++)
+        cps += ((unsigned char)text[i] & 0xC0) != 0x80;
+    size_t from = line;
+    if (cps > lead) {
+        size_t p = at;
+        for (size_t k = 0; p > line && k < lead;) {
+            p--;
+            k += ((unsigned char)text[p] & 0xC0) != 0x80;
+        }
+        size_t w = p; /* start at a word when one begins before the match */
+        while (w < at && w > line && !is_blank(text[w - 1]))
+            w++;
+        from = w < at ? w : p;
+    }
+    if (from == line)
+        return nudge_shorten(text + from, maxcp);
+    char *s = nudge_shorten(text + from, maxcp > 1 ? maxcp - 1 : 1);
+    char *o = s ? malloc(strlen(s) + 4) : NULL;
+    if (o) {
+        memcpy(o, "\xe2\x80\xa6", 3); /* … */
+        memcpy(o + 3, s, strlen(s) + 1);
+    }
+    free(s);
+    return o;
+}

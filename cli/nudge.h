@@ -61,4 +61,10 @@ void nudge_candidates_free(nudge_candidate *c, size_t n);
  * or NULL on out-of-memory. */
 char *nudge_shorten(const char *text, size_t maxcp);
 
+/* A quote of TEXT that shows byte offset AT (a match): from the start of
+ * AT's line, or, when AT lies more than MAXCP/4 code points into it, from
+ * a word about that far before AT, marked with a leading "…"; then as
+ * nudge_shorten, MAXCP code points in all. Caller frees; NULL on OOM. */
+char *nudge_quote(const char *text, size_t at, size_t maxcp);
+
 #endif

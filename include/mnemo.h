@@ -260,7 +260,10 @@ MNEMO_API const char *mnemo_results_mode(const mnemo_results *r);
 MNEMO_API const char *mnemo_results_provider(const mnemo_results *r);
 
 /* When provider "auto" could not embed the query, the provider it tried
- * (and in *REASON why); the search then ran keyword-only. "postgres" when
+ * (and in *REASON why); the search then ran keyword-only. When "auto"
+ * found no provider but the index holds vectors (built with a provider
+ * named at index time), the provider of those vectors, and *REASON says
+ * they are unused and which settings use them. "postgres" when
  * the configured sourceTable could not answer and the local index did
  * (*REASON: why, credentials removed). NULL otherwise. */
 MNEMO_API const char *mnemo_results_fallback(const mnemo_results *r, const char **reason);

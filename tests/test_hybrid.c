@@ -149,6 +149,64 @@ TEST(hybrid_policy_none_auto_named)
     ps_stop(s);
 }
 
+/* An index built with --set provider=static --set model=tiny, searched
+ * later without them: keyword only, and the results, status and the
+ * command say that the vectors are unused and how to use them. */
+TEST(hybrid_unused_vectors_are_reported)
+{
+    static const char *const keys[] = {"OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY",
+                                       "MISTRAL_API_KEY"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        unsetenv(keys[i]);
+    test_tiny_table();
+    notes();
+    char *out, *err;
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "provider=static", "--set", "model=tiny",
+                       "index", "--quiet", NULL),
+              0);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    char *j = search(m, "kitten");
+    ASSERT_CONTAINS(j, "\"mode\":\"keyword\"");
+    ASSERT_CONTAINS(j, "\"fallback\":{\"from\":\"static\",\"reason\":\"vectors present but unused");
+    ASSERT_CONTAINS(j, "run with --set provider=static --set model=tiny");
+    ASSERT_CONTAINS(j, "mnemo config set provider static && mnemo config set model tiny");
+    mnemo_free(j);
+    char *status;
+    ASSERT_OK(mnemo_status_json(m, 0, &status));
+    ASSERT_CONTAINS(status, "\"unused\": \"vectors present but unused");
+    ASSERT_CONTAINS(status, "\"mode\": \"keyword\"");
+    mnemo_free(status);
+    mnemo_close(m);
+    /* provider none is keyword on purpose: nothing to report. */
+    m = test_open("ws", "db.sqlite", "provider=none", NULL);
+    j = search(m, "kitten");
+    ASSERT_NOT_CONTAINS(j, "fallback");
+    mnemo_free(j);
+    mnemo_close(m);
+    /* The command: a note on stderr, the warning in status. */
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "search", "kitten", NULL),
+              0);
+    ASSERT_CONTAINS(out, "memory/b.md");
+    ASSERT_CONTAINS(err, "keyword search only (static): vectors present but unused");
+    free(out);
+    free(err);
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "status", NULL),
+              0);
+    ASSERT_CONTAINS(out, "chunks have vectors, unused");
+    ASSERT_CONTAINS(out, "warning:    vectors present but unused");
+    free(out);
+    /* With the settings the hint names, the vectors are used. */
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "provider=static", "--set", "model=tiny",
+                       "search", "--json", "kitten", NULL),
+              0);
+    ASSERT_CONTAINS(out, "\"mode\":\"hybrid\"");
+    free(out);
+}
+
 TEST(hybrid_stale_identity_keeps_keyword_search)
 {
     notes();

@@ -225,6 +225,22 @@ TEST(nudge_shorten_quotes)
     free(s);
 }
 
+TEST(nudge_quote_starts_at_the_match)
+{
+    const char *t = "# Heading\nfirst line\n- the Match line\nafter";
+    char *s = nudge_quote(t, (size_t)(strstr(t, "Match") - t), 100);
+    ASSERT_STR_EQ(s, "- the Match line after"); /* from its line's start */
+    free(s);
+    /* Deep into a long line: a word about MAXCP/4 before, marked. */
+    t = "aaaa bbbb cccc dddd eeee ffff gggg hhhh Match and the rest of it";
+    s = nudge_quote(t, (size_t)(strstr(t, "Match") - t), 20);
+    ASSERT_STR_EQ(s, "\xe2\x80\xa6hhhh Match and the\xe2\x80\xa6");
+    free(s);
+    s = nudge_quote("abc", 99, 100); /* past the end: the last line */
+    ASSERT_STR_EQ(s, "abc");
+    free(s);
+}
+
 /* ------------------------------------------------------------------------
  * mnemo hook claude-code
  * ---------------------------------------------------------------------- */
@@ -319,6 +335,44 @@ TEST(nudge_cli_hits)
     ASSERT_EQ(hook(&out, in, NULL), 0);
     ctx = context(out);
     ASSERT_CONTAINS(ctx, "MEMORY.md#L5-L5 (デプロイ): デプロイ手順はステージングから始める。");
+    free(ctx);
+    free(out);
+    free(in);
+}
+
+/* The hit line quotes the line that matched, not the passage's first
+ * (a heading and long lines before it), and inside a long line the part
+ * around the match. */
+TEST(nudge_cli_quotes_the_matched_line)
+{
+    workspace();
+    const char *filler = "We went through the planning items one by one and talked about "
+                         "hiring, the offsite, the travel budget and the laptop policy. ";
+    char note[4096];
+    snprintf(note, sizeof note,
+             "# Retro\n\n%s\n%s\nThe ListInvoicesByCustomer call regressed.\n\n# Plan\n\n"
+             "%s%s%sThen Bob said ListOrdersByCustomer got slow after the migration. %s%s%s%s\n",
+             filler, filler, filler, filler, filler, filler, filler, filler, filler);
+    test_write("ws/memory/2026-11-04.md", note);
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "index", "--quiet", NULL),
+              0);
+    char *in = input("ListOrdersByCustomer got slow again; and ListInvoicesByCustomer?");
+    char *out;
+    ASSERT_EQ(hook(&out, in, NULL), 0);
+    char *ctx = context(out);
+    ASSERT_CONTAINS(ctx, "(ListInvoicesByCustomer): The ListInvoicesByCustomer call regressed.");
+    ASSERT_CONTAINS(ctx, "(ListOrdersByCustomer): \xe2\x80\xa6");
+    ASSERT_CONTAINS(ctx, "Then Bob said ListOrdersByCustomer got slow");
+    ASSERT_NOT_CONTAINS(ctx, "): # Retro");
+    /* Each quote stays within its cap: 160 code points and the "…". */
+    for (const char *p = ctx; (p = strstr(p, "\n- ")) != NULL; p++) {
+        const char *q = strstr(p, "): ") + 3, *e = strchr(p + 1, '\n');
+        size_t cps = 0;
+        for (const char *x = q; x < (e ? e : q + strlen(q)); x++)
+            cps += ((unsigned char)*x & 0xC0) != 0x80;
+        ASSERT(cps <= 161);
+    }
     free(ctx);
     free(out);
     free(in);

@@ -237,6 +237,33 @@ void provider_identity(mnemo *m, embedder *e, char *out, size_t n)
              cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
 }
 
+void provider_unused_hint(const char *identity, char *from, buf *why)
+{
+    /* provider|model[#weights]|dims|cXoY|documentPrefix */
+    const char *p = identity, *bar = strchr(p, '|');
+    size_t pl = bar ? (size_t)(bar - p) : strlen(p);
+    snprintf(from, 32, "%.*s", (int)(pl < 31 ? pl : 31), p);
+    const char *mod = bar ? bar + 1 : "";
+    const char *me = mod + strcspn(mod, "|#");
+    const char *dims = strchr(mod, '|');
+    long d = dims ? strtol(dims + 1, NULL, 10) : 0;
+    int ml = (int)(me - mod);
+    buf_printf(why, "vectors present but unused: the index holds %s vectors", from);
+    if (ml)
+        buf_printf(why, " (model %.*s)", ml, mod);
+    buf_printf(why, " and no embedding provider is configured, so searches run keyword only; "
+                    "run with --set provider=%s", from);
+    if (ml)
+        buf_printf(why, " --set model=%.*s", ml, mod);
+    if (d > 0)
+        buf_printf(why, " --set dimensions=%ld", d);
+    buf_printf(why, ", or keep it: mnemo config set provider %s", from);
+    if (ml)
+        buf_printf(why, " && mnemo config set model %.*s", ml, mod);
+    if (d > 0)
+        buf_printf(why, " && mnemo config set dimensions %ld", d);
+}
+
 int provider_embed_json(mnemo *m, const char *const *texts, size_t n, int query, char **out)
 {
     *out = NULL;

@@ -23,6 +23,13 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err);
 /* "provider|model|dims|chunking": vectors of another identity are stale. */
 void provider_identity(mnemo *m, embedder *e, char *out, size_t n);
 
+/* For vectors of IDENTITY (as provider_identity writes it) that a search
+ * leaves unused because provider "auto" found nothing to use: the provider
+ * they were built with into FROM (32 bytes), and into WHY the reason with
+ * the settings that would use them ("vectors present but unused: ...; run
+ * with --set provider=static --set model=glove, or ..."). */
+void provider_unused_hint(const char *identity, char *from, buf *why);
+
 /* mnemo_embed_json: TEXTS[0..N) embedded by the configured provider, as
  * queries (QUERY != 0) or documents. */
 int provider_embed_json(mnemo *m, const char *const *texts, size_t n, int query, char **out);

@@ -251,6 +251,37 @@ static void vleg_cleanup(vleg *v)
     free(v->matches);
 }
 
+/* Provider "auto" found nothing, yet the index holds vectors (of a setup
+ * given with --set at index time, say): a keyword search says so in
+ * res->fallback, with the settings that would use them. Provider "none"
+ * is keyword on purpose and says nothing. */
+static int unused_vectors(mnemo *m, mnemo_results *res)
+{
+    if (strcmp(cfg_str(m->cfg, CFG_PROVIDER), "auto") != 0)
+        return MNEMO_OK;
+    char *stored = NULL;
+    if (store_meta_get(m->lite->st, "vec_identity", &stored) || !stored || !*stored) {
+        free(stored);
+        return MNEMO_OK;
+    }
+    sqlite3_stmt *st = NULL;
+    int any = sqlite3_prepare_v2(store_db(m->lite->st), "SELECT 1 FROM chunk_vectors LIMIT 1",
+                                 -1, &st, NULL) == SQLITE_OK &&
+              sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    int rc = MNEMO_OK;
+    if (any) {
+        char from[32];
+        buf why;
+        buf_init(&why, 4096);
+        provider_unused_hint(stored, from, &why);
+        rc = buf_err(&why) ? MNEMO_NOMEM : results_set_fallback(res, from, why.data);
+        buf_cleanup(&why);
+    }
+    free(stored);
+    return rc;
+}
+
 /* Runs the vector leg. Returns an error only for a named provider that
  * fails; otherwise a failure becomes res->fallback and v->ran stays 0. */
 static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
@@ -260,7 +291,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     int explicit_;
     provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0)
-        return MNEMO_OK;
+        return unused_vectors(m, res);
     buf err;
     buf_init(&err, 8192);
     int rc = provider_embedder(m, name, &v->e, &err);

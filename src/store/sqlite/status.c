@@ -75,9 +75,24 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
         }
     }
     if (strcmp(name, "none") == 0) {
-        json_object_set_new(e, "reason", json_string(strcmp(cfg_str(m->cfg, CFG_PROVIDER), "none")
+        int is_auto = strcmp(cfg_str(m->cfg, CFG_PROVIDER), "none") != 0;
+        json_object_set_new(e, "reason", json_string(is_auto
                                                          ? "no provider configured (keyword only)"
                                                          : "provider none (keyword only)"));
+        /* Vectors from an index run with --set provider=...: say that
+         * searches leave them unused, and how to use them. */
+        const char *ident = json_string_value(json_object_get(e, "identity"));
+        if (is_auto && ident && *ident && json_integer_value(json_object_get(e, "vectors")) > 0) {
+            char from[32];
+            buf why;
+            buf_init(&why, 4096);
+            provider_unused_hint(ident, from, &why);
+            if (!buf_err(&why)) {
+                json_object_set_new(e, "unused", json_string(why.data));
+                json_array_append_new(warnings, json_string(why.data));
+            }
+            buf_cleanup(&why);
+        }
         return e;
     }
     buf err;

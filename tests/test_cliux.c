@@ -1,0 +1,570 @@
+/*
+ * test_cliux.c - what a command-line user expects around the commands:
+ * `config set`/`unset` (validated, atomic, other keys kept), usage errors
+ * as JSON under --json, the suggestion for a mistyped command, `doctor` on
+ * a healthy and a broken set-up, and the man page, the completion scripts
+ * and `make install` kept in step with cli/main.c's command table.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+/* Runs the shell command CMD; its standard output in *OUT (caller frees).
+ * Returns its exit status. */
+static int sh(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    ASSERT(p != NULL);
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    ASSERT(b != NULL);
+    size_t k;
+    while ((k = fread(b + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            cap *= 2;
+            b = realloc(b, cap);
+            ASSERT(b != NULL);
+        }
+    }
+    b[n] = 0;
+    int st = pclose(p);
+    if (out)
+        *out = b;
+    else
+        free(b);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The command names of cli/main.c's table ({"name", cmd_...}), so that
+ * what is checked here follows the table. NULL-terminated; static. */
+static const char **commands(void)
+{
+    static const char *names[64];
+    static char store[64][32];
+    char path[1200];
+    snprintf(path, sizeof path, "%s/cli/main.c", test_src_dir());
+    char *src = test_read(path, NULL);
+    ASSERT(src != NULL);
+    size_t n = 0;
+    for (const char *p = src; (p = strstr(p, "{\"")) != NULL && n < 63; p++) {
+        const char *q = strchr(p + 2, '"');
+        if (!q || strncmp(q, "\", cmd_", 7) != 0)
+            continue;
+        snprintf(store[n], sizeof store[n], "%.*s", (int)(q - p - 2), p + 2);
+        names[n] = store[n];
+        n++;
+    }
+    names[n] = NULL;
+    free(src);
+    ASSERT(n >= 15); /* index ... doctor */
+    return names;
+}
+
+static void workspace(void)
+{
+    test_write("ws/MEMORY.md", "# Memory\n\n- The gateway listens on port 7373.\n"
+                               "- The gateway runs on host alpha.\n");
+    test_write("ws/memory/2026-11-02.md", "# Standup\n\nThe gateway was restarted.\n\n"
+                                          "## Later\n\nThe gateway config moved.\n");
+}
+
+#define WS(out, err, ...)                                                                      \
+    test_cli(out, err, NULL, "--workspace", test_path("ws"), "--db", test_path("db.sqlite"),     \
+             __VA_ARGS__, NULL)
+
+/* ------------------------------------------------------------------------
+ * config set / unset
+ * ---------------------------------------------------------------------- */
+
+TEST(cli_config_set_round_trip)
+{
+    workspace();
+    test_write("ws/mnemo.json", "{\n  \"_comment\": \"keep me\",\n  \"maxResults\": 4\n}\n");
+    char *out, *err;
+    ASSERT_EQ(WS(&out, NULL, "config", "set", "maxResults", "1"), 0);
+    ASSERT_CONTAINS(out, "mnemo.json: maxResults = 1");
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "config", "set", "minScore", "0.2"), 0);
+    free(out);
+    char *file = test_read(test_path("ws/mnemo.json"), NULL);
+    ASSERT_CONTAINS(file, "\"_comment\": \"keep me\""); /* other keys, in their order */
+    ASSERT(strstr(file, "_comment") < strstr(file, "maxResults"));
+    ASSERT_CONTAINS(file, "\"maxResults\": 1");
+    ASSERT_CONTAINS(file, "\"minScore\": 0.2"); /* typed, and not 0.20000000000000001 */
+    /* show reads it back, from that file. */
+    ASSERT_EQ(WS(&out, NULL, "config", "show", "--sources"), 0);
+    ASSERT_CONTAINS(out, "\"maxResults\": {\n    \"value\": 1,\n    \"source\": \"");
+    ASSERT_CONTAINS(out, "ws/mnemo.json\"");
+    free(out);
+    /* search uses it: one result although several notes match. */
+    ASSERT_EQ(WS(&out, NULL, "index", "--quiet"), 0);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "search", "--json", "gateway"), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT_EQ(json_array_size(json_object_get(j, "results")), 1);
+    json_decref(j);
+    free(out);
+
+    /* A bad value, an unknown key: refused, the file untouched. */
+    ASSERT_EQ(WS(&out, &err, "config", "set", "maxResults", "lots"), 2);
+    ASSERT_CONTAINS(err, "maxResults: 'lots' is not an integer");
+    ASSERT_CONTAINS(err, "left as it was");
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, &err, "config", "set", "maxResult", "3"), 2);
+    ASSERT_CONTAINS(err, "unknown configuration key 'maxResult'");
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, &err, "config", "set", "provider", "opnai"), 2);
+    ASSERT_CONTAINS(err, "is not one of");
+    free(out);
+    free(err);
+    char *again = test_read(test_path("ws/mnemo.json"), NULL);
+    ASSERT_STR_EQ(again, file);
+    free(again);
+    /* A file the loader refuses is refused too, and left as it was. */
+    test_write("ws/mnemo.json", "{\"maxResults\": 2, \"bogus\": 1}\n");
+    ASSERT_EQ(WS(&out, &err, "config", "set", "minScore", "0.5"), 2);
+    ASSERT_CONTAINS(err, "mnemo.json: unknown configuration key 'bogus'");
+    ASSERT_NOT_CONTAINS(err, ".tmp-");
+    free(out);
+    free(err);
+    again = test_read(test_path("ws/mnemo.json"), NULL);
+    ASSERT_STR_EQ(again, "{\"maxResults\": 2, \"bogus\": 1}\n");
+    free(again);
+    /* unset removes a key, also the one the loader refuses. */
+    ASSERT_EQ(WS(&out, NULL, "config", "unset", "bogus"), 0);
+    ASSERT_CONTAINS(out, "bogus removed");
+    free(out);
+    again = test_read(test_path("ws/mnemo.json"), NULL);
+    ASSERT_CONTAINS(again, "\"maxResults\": 2");
+    ASSERT_NOT_CONTAINS(again, "bogus");
+    free(again);
+    ASSERT_EQ(WS(&out, &err, "config", "unset", "bogus"), 0);
+    ASSERT_CONTAINS(err, "bogus is not set in");
+    free(out);
+    free(err);
+    /* No temporary file left behind. */
+    ASSERT(!exists(test_path("ws/mnemo.json.tmp")));
+    ASSERT_EQ(sh("ls -a ws | grep -c tmp", &out), 1);
+    ASSERT_STR_EQ(out, "0\n");
+    free(out);
+    free(file);
+
+    /* --global: the user file (and its folder) is made; JSON output. */
+    ASSERT_EQ(WS(&out, NULL, "config", "set", "--global", "--json", "userId", "alice"), 0);
+    ASSERT_CONTAINS(out, "\"key\":\"userId\",\"value\":\"alice\"");
+    ASSERT_CONTAINS(out, "home/.config/mnemo/config.json");
+    free(out);
+    again = test_read(test_path("home/.config/mnemo/config.json"), NULL);
+    ASSERT_CONTAINS(again, "\"userId\": \"alice\"");
+    free(again);
+    /* Something that takes precedence is named. */
+    setenv("MNEMO_USER_ID", "bob", 1);
+    ASSERT_EQ(WS(&out, &err, "config", "set", "--global", "userId", "carol"), 0);
+    ASSERT_CONTAINS(err, "userId still comes from MNEMO_USER_ID");
+    free(out);
+    free(err);
+    unsetenv("MNEMO_USER_ID");
+    ASSERT_EQ(WS(&out, NULL, "config", "path"), 0);
+    ASSERT_CONTAINS(out, "ws/mnemo.json");
+    free(out);
+}
+
+/* The issue's case: provider and model set once, then every command uses
+ * the vectors without --set. */
+TEST(cli_config_set_provider_sticks)
+{
+    static const char *const keys[] = {"OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY",
+                                       "MISTRAL_API_KEY"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        unsetenv(keys[i]);
+    test_tiny_table();
+    test_write("ws/memory/a.md", "My automobile is red.\n");
+    test_write("ws/memory/b.md", "The kitten sleeps.\n");
+    char *out;
+    ASSERT_EQ(WS(&out, NULL, "config", "set", "provider", "static"), 0);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "config", "set", "model", "tiny"), 0);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "index", "--quiet"), 0);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "search", "--json", "car"), 0);
+    ASSERT_CONTAINS(out, "\"mode\":\"hybrid\"");
+    ASSERT_CONTAINS(out, "memory/a.md");
+    free(out);
+    /* Without the model, the vectors are there but unused: said so. */
+    ASSERT_EQ(WS(&out, NULL, "config", "unset", "model"), 0);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "config", "unset", "provider"), 0);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "search", "--json", "kitten"), 0);
+    ASSERT_CONTAINS(out, "\"mode\":\"keyword\"");
+    ASSERT_CONTAINS(out, "vectors present but unused");
+    free(out);
+}
+
+/* ------------------------------------------------------------------------
+ * Usage errors and typos
+ * ---------------------------------------------------------------------- */
+
+/* OUT is exactly one JSON line {"error":{"code":CODE,"message":...}}
+ * whose message contains WANT. */
+static void assert_json_error(const char *out, const char *code, const char *want)
+{
+    ASSERT(strchr(out, '\n') == out + strlen(out) - 1);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    if (!j)
+        test_fail(__FILE__, __LINE__, "not JSON (%s): %s", je.text, out);
+    json_t *e = json_object_get(j, "error");
+    ASSERT_STR_EQ(json_string_value(json_object_get(e, "code")), code);
+    ASSERT_CONTAINS(json_string_value(json_object_get(e, "message")), want);
+    json_decref(j);
+}
+
+TEST(cli_usage_errors_are_json_under_json)
+{
+    workspace();
+    char *out, *err;
+    ASSERT_EQ(WS(&out, &err, "search", "--json"), 2);
+    assert_json_error(out, "usage", "no query given");
+    ASSERT_CONTAINS(err, "no query given"); /* still on stderr too */
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, NULL, "search", "-j", "--bogus", "x"), 2);
+    assert_json_error(out, "usage", "unknown option --bogus");
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "get", "--json"), 2);
+    assert_json_error(out, "usage", "expected one PATH");
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "--set", "maxResults=0", "status", "--json"), 2);
+    assert_json_error(out, "usage", "maxResults");
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "config", "set", "--json", "maxResults", "x"), 2);
+    assert_json_error(out, "usage", "not an integer");
+    free(out);
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--json", "serach", "x", NULL), 2);
+    assert_json_error(out, "usage", "did you mean 'search'?");
+    free(out);
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--json", NULL), 2);
+    assert_json_error(out, "usage", "no command given");
+    free(out);
+    /* Other errors keep their own code, printed once. */
+    ASSERT_EQ(WS(&out, NULL, "get", "--json", "../../Makefile"), 4);
+    assert_json_error(out, "denied", "outside the memory roots");
+    free(out);
+    /* Without --json, nothing on standard output. */
+    ASSERT_EQ(WS(&out, NULL, "search"), 2);
+    ASSERT_STR_EQ(out, "");
+    free(out);
+}
+
+TEST(cli_typo_suggests_the_command)
+{
+    static const struct {
+        const char *typed, *meant;
+    } cases[] = {{"serach", "search"}, {"stauts", "status"}, {"docter", "doctor"},
+                 {"idnex", "index"},   {"memroy", "memory"}, {"stat", "status"},
+                 {"gt", "get"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *err;
+        ASSERT_EQ(test_cli(NULL, &err, NULL, cases[i].typed, NULL), 2);
+        char want[128];
+        snprintf(want, sizeof want, "unknown command '%s'; did you mean '%s'?", cases[i].typed,
+                 cases[i].meant);
+        ASSERT_CONTAINS(err, want);
+        free(err);
+    }
+    char *err;
+    ASSERT_EQ(test_cli(NULL, &err, NULL, "frobnicate", NULL), 2);
+    ASSERT_CONTAINS(err, "unknown command 'frobnicate' (mnemo --help lists the commands)");
+    ASSERT_NOT_CONTAINS(err, "did you mean");
+    free(err);
+    ASSERT_EQ(test_cli(NULL, &err, NULL, "config", "shwo", NULL), 2);
+    ASSERT_CONTAINS(err, "unknown subcommand 'shwo'; did you mean 'show'?");
+    free(err);
+}
+
+/* ------------------------------------------------------------------------
+ * doctor
+ * ---------------------------------------------------------------------- */
+
+/* The check NAME of a doctor --json report (borrowed from J). */
+static json_t *check(json_t *j, const char *name)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(j, "checks"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "name")), name))
+            return c;
+    test_fail(__FILE__, __LINE__, "no check %s", name);
+    return NULL;
+}
+
+static const char *status_of(json_t *j, const char *name)
+{
+    return json_string_value(json_object_get(check(j, name), "status"));
+}
+
+static void claude_settings(const char *command)
+{
+    json_t *o = json_pack("{s:{s:[{s:[{s:s,s:s}]}]}}", "hooks", "UserPromptSubmit", "hooks",
+                          "type", "command", "command", command);
+    char *s = json_dumps(o, 0);
+    test_write("home/.claude/settings.json", s);
+    free(s);
+    json_decref(o);
+}
+
+TEST(cli_doctor_healthy)
+{
+    workspace();
+    unsetenv("MNEMO_URL");
+    char *out;
+    ASSERT_EQ(WS(&out, NULL, "index", "--quiet"), 0);
+    free(out);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s hook claude-code", test_bin());
+    claude_settings(cmd);
+    test_write("home/.claude.json",
+               "{\"mcpServers\":{\"memory\":{\"command\":\"mnemo\",\"args\":[\"mcp\"]}}}");
+    ASSERT_EQ(WS(&out, NULL, "--set", "provider=none", "doctor", "--json"), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(j != NULL);
+    ASSERT(json_is_true(json_object_get(j, "ok")));
+    ASSERT_STR_EQ(status_of(j, "config"), "ok");
+    ASSERT_STR_EQ(status_of(j, "workspace"), "ok");
+    ASSERT_STR_EQ(status_of(j, "index"), "ok");
+    ASSERT_STR_EQ(status_of(j, "embedding"), "ok");
+    ASSERT_STR_EQ(status_of(j, "claude-code"), "ok");
+    ASSERT_STR_EQ(status_of(j, "claude-code-mcp"), "ok");
+    ASSERT_STR_EQ(status_of(j, "openclaw"), "skip"); /* not set up in this HOME */
+    ASSERT_CONTAINS(json_string_value(json_object_get(check(j, "index"), "detail")),
+                    "2 files");
+    json_decref(j);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "--set", "provider=none", "doctor"), 0);
+    ASSERT_CONTAINS(out, "ok    index");
+    ASSERT_CONTAINS(out, "No problems found.");
+    free(out);
+}
+
+TEST(cli_doctor_broken)
+{
+    workspace();
+    /* No index yet, a hook that runs a missing program, OpenClaw with the
+     * memory slot on mnemo but no plugin, a daemon that does not answer. */
+    claude_settings("/nonexistent/bin/mnemo hook claude-code");
+    test_write("home/.openclaw/openclaw.json",
+               "{\"plugins\":{\"slots\":{\"memory\":\"mnemo\"},\"entries\":{\"mnemo\":"
+               "{\"enabled\":true}}}}");
+    setenv("MNEMO_URL", "http://127.0.0.1:1", 1);
+    char *out, *err;
+    ASSERT_EQ(WS(&out, NULL, "--set", "provider=none", "doctor", "--json"), 1);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(j != NULL);
+    ASSERT(json_is_false(json_object_get(j, "ok")));
+    ASSERT_STR_EQ(status_of(j, "index"), "fail");
+    ASSERT_STR_EQ(json_string_value(json_object_get(check(j, "index"), "fix")), "mnemo index");
+    ASSERT_STR_EQ(status_of(j, "claude-code"), "fail");
+    ASSERT_STR_EQ(status_of(j, "claude-code-mcp"), "warn");
+    ASSERT_STR_EQ(status_of(j, "openclaw"), "fail");
+    ASSERT_CONTAINS(json_string_value(json_object_get(check(j, "openclaw"), "fix")),
+                    "install.sh");
+    ASSERT_STR_EQ(status_of(j, "daemon"), "warn");
+    ASSERT_CONTAINS(json_string_value(json_object_get(check(j, "daemon"), "detail")),
+                    "MNEMO_URL");
+    json_decref(j);
+    free(out);
+    /* The doctor never builds the index. */
+    ASSERT(!exists(test_path("db.sqlite")));
+    /* A configuration that does not load: named, with the fix. */
+    test_write("ws/mnemo.json", "{\"maxResults\": \"six\"}");
+    ASSERT_EQ(WS(&out, &err, "doctor"), 1);
+    ASSERT_CONTAINS(out, "fail  config");
+    ASSERT_CONTAINS(out, "fix: fix the file or key the message names");
+    ASSERT_CONTAINS(out, "skip  index");
+    ASSERT_CONTAINS(out, "Something is wrong");
+    ASSERT_CONTAINS(err, "mnemo.json: maxResults: 'six' is not an integer");
+    free(out);
+    free(err);
+}
+
+/* ------------------------------------------------------------------------
+ * Man page, completion, install
+ * ---------------------------------------------------------------------- */
+
+/* The long options a command's --help lists ("--max-results", ...). */
+static size_t help_options(const char *cmd, char opts[][40], size_t max)
+{
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, cmd, "--help", NULL), 0);
+    size_t n = 0;
+    const char *p = strstr(out, "options:");
+    while (p && (p = strstr(p, "--")) != NULL && n < max) {
+        size_t l = 2;
+        while (p[l] && (p[l] == '-' || (p[l] >= 'a' && p[l] <= 'z')))
+            l++;
+        if (l > 3 && l < 40 && (p == out || p[-1] == ' '))
+            snprintf(opts[n++], 40, "%.*s", (int)l, p);
+        p += l;
+    }
+    free(out);
+    return n;
+}
+
+TEST(cli_man_page_covers_every_command_and_option)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/man/mnemo.1", test_src_dir());
+    char *man = test_read(path, NULL);
+    ASSERT(man != NULL);
+    ASSERT_CONTAINS(man, ".TH MNEMO 1");
+    const char **cmds = commands();
+    for (size_t i = 0; cmds[i]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, ".SS \"mnemo %s", cmds[i]);
+        if (!strstr(man, want))
+            test_fail(__FILE__, __LINE__, "man/mnemo.1 has no section %s\"", want);
+        /* Each option of its --help, written as roff writes hyphens. */
+        char opts[64][40];
+        size_t n = help_options(cmds[i], opts, 64);
+        for (size_t k = 0; k < n; k++) {
+            char roff[96];
+            size_t r = 0;
+            for (const char *o = opts[k]; *o && r + 3 < sizeof roff; o++) {
+                if (*o == '-')
+                    roff[r++] = '\\';
+                roff[r++] = *o;
+            }
+            roff[r] = 0;
+            if (!strstr(man, roff))
+                test_fail(__FILE__, __LINE__, "man/mnemo.1 does not mention %s of mnemo %s",
+                          opts[k], cmds[i]);
+        }
+    }
+    free(man);
+    /* It renders without warnings, where a formatter is at hand. */
+    char *out;
+    if (sh("command -v groff >/dev/null", NULL) == 0) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "groff -man -ww -z '%s' 2>&1", path);
+        ASSERT_EQ(sh(cmd, &out), 0);
+        ASSERT_STR_EQ(out, "");
+        free(out);
+    }
+}
+
+TEST(cli_completion_lists_every_command)
+{
+    char bash[1200], zsh[1200];
+    snprintf(bash, sizeof bash, "%s/completions/mnemo.bash", test_src_dir());
+    snprintf(zsh, sizeof zsh, "%s/completions/_mnemo", test_src_dir());
+    char *zs = test_read(zsh, NULL);
+    ASSERT(zs != NULL);
+    ASSERT(strncmp(zs, "#compdef mnemo\n", 15) == 0);
+    /* bash: what the function offers after "mnemo ". */
+    char cmd[1600], *out;
+    snprintf(cmd, sizeof cmd,
+             "bash -c 'source \"%s\"; COMP_WORDS=(mnemo \"\"); COMP_CWORD=1; _mnemo; "
+             "printf \"%%s\\n\" \"${COMPREPLY[@]}\"'",
+             bash);
+    ASSERT_EQ(sh(cmd, &out), 0);
+    size_t ol = strlen(out);
+    char *lines = malloc(ol + 2); /* "\n" + out: every name as "\nNAME\n" */
+    ASSERT(lines != NULL);
+    lines[0] = '\n';
+    memcpy(lines + 1, out, ol + 1);
+    const char **cmds = commands();
+    for (size_t i = 0; cmds[i]; i++) {
+        char line[64], entry[64];
+        snprintf(line, sizeof line, "\n%s\n", cmds[i]);
+        if (!strstr(lines, line))
+            test_fail(__FILE__, __LINE__, "bash completion does not offer %s:\n%s", cmds[i],
+                      out);
+        snprintf(entry, sizeof entry, "'%s:", cmds[i]);
+        if (!strstr(zs, entry))
+            test_fail(__FILE__, __LINE__, "zsh completion does not list %s", cmds[i]);
+    }
+    free(lines);
+    free(out);
+    /* And completes a command's options and config keys. */
+    snprintf(cmd, sizeof cmd,
+             "PATH=\"$(dirname '%s'):$PATH\" bash -c 'source \"%s\"; "
+             "COMP_WORDS=(mnemo config set maxR); COMP_CWORD=3; _mnemo; echo \"${COMPREPLY[@]}\"; "
+             "COMP_WORDS=(mnemo search --exp); COMP_CWORD=2; _mnemo; echo \"${COMPREPLY[@]}\"'",
+             test_bin(), bash);
+    ASSERT_EQ(sh(cmd, &out), 0);
+    ASSERT_STR_EQ(out, "maxResults\n--explain\n");
+    free(out);
+    if (sh("command -v zsh >/dev/null", NULL) == 0) {
+        snprintf(cmd, sizeof cmd, "zsh -n '%s'", zsh);
+        ASSERT_EQ(sh(cmd, NULL), 0);
+    }
+    free(zs);
+}
+
+TEST(cli_make_install_puts_the_files_in_place)
+{
+    if (sh("command -v make >/dev/null", NULL) != 0)
+        return;
+    char bindir[1024], cmd[4096], *out;
+    snprintf(bindir, sizeof bindir, "%s", test_bin());
+    *strrchr(bindir, '/') = 0;
+    /* The build this test runs from, already up to date: nothing compiles. */
+    snprintf(cmd, sizeof cmd,
+             "make -s -C '%s' BUILD='%s' PREFIX=/usr DESTDIR='%s' install 2>&1 >/dev/null",
+             test_src_dir(), bindir, test_path("dest"));
+    ASSERT_EQ(sh(cmd, &out), 0);
+    free(out);
+    static const char *const files[] = {
+        "bin/mnemo",
+        "include/mnemo.h",
+        "lib/pkgconfig/mnemo.pc",
+        "share/man/man1/mnemo.1",
+        "share/bash-completion/completions/mnemo",
+        "share/zsh/site-functions/_mnemo",
+        "share/mnemo/openclaw/index.ts",
+        "share/mnemo/openclaw/openclaw.plugin.json",
+        "share/mnemo/openclaw/package.json",
+        "share/mnemo/openclaw/install.sh",
+        "share/mnemo/openclaw/hooks/memory-recall/HOOK.md",
+        "share/mnemo/openclaw/hooks/memory-recall/handler.ts",
+        "share/mnemo/skills/memory-search/SKILL.md",
+    };
+    char p[2048];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(p, sizeof p, "%s/usr/%s", test_path("dest"), files[i]);
+        if (!exists(p))
+            test_fail(__FILE__, __LINE__, "make install did not install %s", files[i]);
+    }
+    snprintf(p, sizeof p, "%s/usr/share/mnemo/openclaw/install.sh", test_path("dest"));
+    ASSERT_EQ(access(p, X_OK), 0);
+    /* The installed plugin installs into OpenClaw from there. */
+    snprintf(cmd, sizeof cmd, "sh '%s' --state-dir '%s' >/dev/null", p, test_path("oc"));
+    ASSERT_EQ(sh(cmd, NULL), 0);
+    snprintf(p, sizeof p, "%s/extensions/mnemo/openclaw.plugin.json", test_path("oc"));
+    ASSERT(exists(p));
+    /* uninstall takes it all away again. */
+    snprintf(cmd, sizeof cmd,
+             "make -s -C '%s' BUILD='%s' PREFIX=/usr DESTDIR='%s' uninstall 2>&1 >/dev/null",
+             test_src_dir(), bindir, test_path("dest"));
+    ASSERT_EQ(sh(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd, "find '%s' -type f | wc -l", test_path("dest"));
+    ASSERT_EQ(sh(cmd, &out), 0);
+    ASSERT_STR_EQ(out, "0\n");
+    free(out);
+}
