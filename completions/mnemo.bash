@@ -85,8 +85,8 @@ _mnemo()
         ;;
     tokenize) opts="--query -q" ;;
     model)
-        opts="--name --max-words --json -j"
-        subs="import"
+        opts="--name --max-words --revision --json -j"
+        subs="import pull"
         ;;
     embed) opts="--query -q --document -d" ;;
     recall) opts="--triggers -t --user --agent --run --message -m --strategy --json -j" ;;
