@@ -112,11 +112,12 @@ static int check_value(const char *key, const json_t *p, const json_t *v, char *
     if (json_is_number(v)) {
         const json_t *lo = json_object_get(p, "minimum"), *hi = json_object_get(p, "maximum");
         double x = json_number_value(v);
-        if ((lo && x < json_number_value(lo)) || (hi && x > json_number_value(hi))) {
-            char range[64];
-            snprintf(range, sizeof range, "%g..%g", lo ? json_number_value(lo) : -1e308,
-                     hi ? json_number_value(hi) : 1e308);
-            *err = fmt_err("argument '%s' must be in %s", key, range);
+        if (lo && x < json_number_value(lo)) {
+            *err = fmt_err("%s must be at least %.15g", key, json_number_value(lo));
+            return MNEMO_INVALID;
+        }
+        if (hi && x > json_number_value(hi)) {
+            *err = fmt_err("%s must be at most %.15g", key, json_number_value(hi));
             return MNEMO_INVALID;
         }
     }
@@ -180,7 +181,9 @@ static int check_args(const json_t *schema, const json_t *args, char **err)
 
 char *api_dump(const json_t *j)
 {
-    return json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    /* Ten significant digits: 0.85 prints as 0.85, not 0.84999999999999998. */
+    return json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY |
+                             JSON_REAL_PRECISION(10));
 }
 
 static int fail(mnemo *m, int rc, char **err)
@@ -234,30 +237,16 @@ static char *args_without(const json_t *args, const char *key)
 
 static int op_search(mnemo *m, json_t *args, char **out, char **err)
 {
-    mnemo_search_opts so;
-    mnemo_search_opts_init(&so);
-    json_t *v;
-    if ((v = json_object_get(args, "maxResults")))
-        so.max_results = (int)json_integer_value(v);
-    if ((v = json_object_get(args, "minScore")))
-        so.min_score = json_number_value(v);
-    if ((v = json_object_get(args, "strict")))
-        so.strict = json_is_true(v);
-    so.explain = json_is_true(json_object_get(args, "explain"));
-    so.corpus = str_arg(args, "corpus");
+    char *o = args_without(args, "query"), *s = NULL;
     const char *q = str_arg(args, "query");
-    mnemo_results *res = NULL;
-    int rc = mnemo_search(m, q, &so, &res);
+    int rc = o ? mnemo_search_all(m, q, o, &s) : MNEMO_NOMEM;
     if (rc == MNEMO_NOTFOUND) { /* first use: build the index */
         rc = mnemo_sync(m, NULL, NULL);
         if (!rc)
-            rc = mnemo_search(m, q, &so, &res);
+            rc = mnemo_search_all(m, q, o, &s);
     }
-    if (rc)
-        return fail(m, rc, err);
-    char *s = mnemo_results_json(res);
-    mnemo_results_free(res);
-    return reply_text(m, s ? 0 : MNEMO_NOMEM, s, out, err);
+    free(o);
+    return reply_text(m, rc, s, out, err);
 }
 
 /* A JSON string of S, which need not be valid UTF-8 (file text, paths). */
@@ -292,11 +281,39 @@ json_t *api_excerpt_json(const mnemo_excerpt *e)
     return o;
 }
 
+/* A stored fact read as memory_get reads a file: memory://ID. */
+static int get_fact(mnemo *m, const char *path, char **out, char **err)
+{
+    char *s = NULL;
+    int rc = mnemo_memory_get(m, path + strlen("memory://"), &s);
+    if (rc) {
+        mnemo_free(s);
+        return fail(m, rc, err);
+    }
+    json_t *f = json_loads(s, 0, NULL);
+    mnemo_free(s);
+    const char *text = json_string_value(json_object_get(f, "text"));
+    json_t *o = json_object();
+    json_object_set_new(o, "path", jstr(path));
+    json_object_set_new(o, "from", json_integer(1));
+    json_object_set_new(o, "to", json_integer(1));
+    json_object_set_new(o, "totalLines", json_integer(1));
+    json_object_set_new(o, "truncated", json_false());
+    json_object_set_new(o, "text", jstr(text ? text : ""));
+    if (f)
+        json_object_set(o, "memory", f);
+    json_decref(f);
+    return reply_json(o, out);
+}
+
 static int op_get(mnemo *m, json_t *args, char **out, char **err)
 {
     json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines");
+    const char *path = str_arg(args, "path");
+    if (path && !strncmp(path, "memory://", 9))
+        return get_fact(m, path, out, err);
     mnemo_excerpt e;
-    int rc = mnemo_get(m, str_arg(args, "path"), f ? (int)json_integer_value(f) : 1,
+    int rc = mnemo_get(m, path, f ? (int)json_integer_value(f) : 1,
                        l ? (int)json_integer_value(l) : 120, &e);
     if (rc)
         return fail(m, rc, err);
@@ -387,84 +404,152 @@ static int op_status(mnemo *m, json_t *args, char **out, char **err)
  * -------------------------------------------------------------------- */
 
 #define STR(d) "{\"type\":\"string\",\"description\":\"" d "\"}"
+#define BOOL(d) "{\"type\":\"boolean\",\"description\":\"" d "\"}"
 #define SCOPE_PROPS                                                                           \
     "\"user_id\":" STR("whose memories (default: the configured userId)") ","                 \
-    "\"agent_id\":" STR("the agent's id") ","                                                  \
-    "\"run_id\":" STR("a run (session) id: session memory") ","
-#define LIST_PROPS                                                                            \
+    "\"userId\":" STR("the same as user_id") ","                                               \
+    "\"agent_id\":" STR("only memories of this agent") ","                                     \
+    "\"agentId\":" STR("the same as agent_id") ","                                             \
+    "\"run_id\":" STR("a run (session) id: memories of that session") ","                      \
+    "\"runId\":" STR("the same as run_id") ","
+#define FILTER_PROPS                                                                          \
     SCOPE_PROPS                                                                               \
-    "\"scope\":{\"type\":\"string\",\"enum\":[\"all\",\"session\",\"long-term\"]},"           \
+    "\"scope\":{\"type\":\"string\",\"enum\":[\"all\",\"session\",\"long-term\"],"            \
+    "\"description\":\"session: memories of a run; long-term: those of none; all (default)\"}," \
     "\"categories\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"                     \
-    "\"description\":\"only these categories\"},"                                              \
+    "\"description\":\"only memories of these categories (preference, decision, ...)\"},"       \
     "\"type\":{\"type\":\"string\",\"enum\":[\"fact\",\"preference\",\"summary\","            \
-    "\"context\",\"raw\",\"all\"]},"                                                          \
-    "\"subject\":" STR("who the memory is about: user or a name") ","                          \
+    "\"context\",\"raw\",\"all\"],\"description\":\"only memories of this type\"},"            \
+    "\"subject\":" STR("only memories about this subject: user or a name") ","                 \
     "\"filters\":{\"type\":[\"object\",\"string\"],\"description\":"                          \
-    "\"filter expression, see docs/memories.md\"},"                                            \
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000},"                       \
-    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2147483647},"                                          \
-    "\"deleted\":{\"type\":\"boolean\"}"
+    "\"a filter over memory fields, e.g. {\\\"importance\\\":{\\\"gte\\\":0.7}} or "           \
+    "\\\"category = 'decision' AND created_at >= '2026-01-01'\\\" (docs/memories.md)\"}"
+#define LIST_PROPS                                                                            \
+    FILTER_PROPS ","                                                                          \
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,"                        \
+    "\"description\":\"at most this many memories\"},"                                         \
+    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2147483647,"                   \
+    "\"description\":\"skip this many (paging)\"},"                                            \
+    "\"deleted\":" BOOL("list deleted memories instead (they can be restored until purged)")
 #define RECORD_PROPS                                                                          \
     SCOPE_PROPS                                                                               \
-    "\"category\":" STR("identity, configuration, rule, preference, decision, technical, "        \
-                          "relationship, project, operational or another name") ","          \
-    "\"importance\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"                        \
+    "\"category\":" STR("identity, configuration, rule, preference, decision, technical, "    \
+                        "relationship, project, operational or another name") ","              \
+    "\"importance\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"description\":"         \
+    "\"how much it matters, 0..1 (default 0.5); ranks and recalls important memories first\"}," \
     "\"type\":{\"type\":\"string\",\"enum\":[\"fact\",\"preference\",\"summary\","            \
-    "\"context\",\"raw\"]},"                                                                   \
+    "\"context\",\"raw\"],\"description\":\"what kind of memory (default fact)\"},"            \
     "\"subject\":" STR("who it is about: user (default) or a name") ","                        \
-    "\"metadata\":{\"type\":\"object\"},"                                                      \
+    "\"metadata\":{\"type\":\"object\",\"description\":\"any JSON object kept with it\"},"     \
     "\"triggers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"                       \
-    "\"description\":\"phrases that recall this memory\"},"                                    \
+    "\"description\":\"phrases that recall this memory when a message contains them\"},"       \
     "\"expires_at\":{\"type\":[\"string\",\"null\"],"                                          \
-    "\"description\":\"ISO 8601 time or YYYY-MM-DD\"}"
+    "\"description\":\"when it stops being true: ISO 8601 time or YYYY-MM-DD\"}"
+#define ID_PROP "\"id\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the memory's id\"}"
 #define OBJ(props, req) "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "],\"additionalProperties\":false}"
+#define OUT(props) "{\"type\":\"object\",\"properties\":{" props "}}"
+#define MEMORY_OUT                                                                            \
+    OUT("\"id\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"},"                         \
+        "\"category\":{\"type\":\"string\"},\"importance\":{\"type\":\"number\"},"             \
+        "\"created_at\":{\"type\":\"string\"},\"updated_at\":{\"type\":\"string\"}")
 
 static const api_op ops[] = {
     {"search", op_search,
-     OBJ("\"query\":{\"type\":\"string\",\"minLength\":1,\"description\":\"what to look for\"},"
-         "\"maxResults\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},"
-         "\"minScore\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},"
-         "\"corpus\":{\"type\":\"string\",\"enum\":[\"memory\",\"sessions\",\"all\"]},"
-         "\"strict\":{\"type\":\"boolean\"},\"explain\":{\"type\":\"boolean\"}",
+     OBJ("\"query\":{\"type\":\"string\",\"minLength\":1,\"description\":\"3-6 signal words "
+         "from the request (names, topics, identifiers, dates), not the whole message\"},"
+         "\"kinds\":{\"type\":[\"string\",\"array\"],\"items\":{\"type\":\"string\"},"
+         "\"description\":\"what to search: note (the Markdown notes), fact (stored "
+         "memories), or all (default)\"},"
+         "\"maxResults\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
+         "\"description\":\"at most this many results (default 6)\"},"
+         "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
+         "\"description\":\"the same as maxResults\"},"
+         "\"minScore\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,"
+         "\"description\":\"drop results scoring below this, 0..1 (default: the configured "
+         "minScore)\"},"
+         "\"min_score\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,"
+         "\"description\":\"the same as minScore\"},"
+         "\"corpus\":{\"type\":\"string\",\"enum\":[\"memory\",\"sessions\",\"all\"],"
+         "\"description\":\"which notes: memory files (default), session transcripts, or "
+         "both\"},"
+         "\"strict\":" BOOL("return nothing rather than weak matches") ","
+         "\"explain\":" BOOL("add each note's scores and ranking factors") ","
+         FILTER_PROPS,
          "\"query\""),
-     "Search the memory notes (MEMORY.md, USER.md, memory/*.md, transcripts): hybrid keyword "
-     "and semantic search, ranked; results cite path#Lstart-Lend.", 0},
+     OUT("\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+         "\"kind\":{\"type\":\"string\",\"enum\":[\"note\",\"fact\"]},"
+         "\"path\":{\"type\":\"string\"},\"startLine\":{\"type\":\"integer\"},"
+         "\"endLine\":{\"type\":\"integer\"},\"score\":{\"type\":\"number\"},"
+         "\"snippet\":{\"type\":\"string\"},\"citation\":{\"type\":\"string\"},"
+         "\"id\":{\"type\":\"string\"},\"category\":{\"type\":\"string\"},"
+         "\"importance\":{\"type\":\"number\"},\"updated_at\":{\"type\":\"string\"}},"
+         "\"required\":[\"kind\",\"path\",\"score\",\"snippet\",\"citation\"]}},"
+         "\"mode\":{\"type\":\"string\",\"enum\":[\"keyword\",\"hybrid\",\"vector\"]}"),
+     "Search the agent's long-term memory: the Markdown notes (MEMORY.md, USER.md, "
+     "memory/*.md, transcripts) and the stored facts together, ranked on one scale (a newer "
+     "fact above an older note of about the same relevance). Call it before answering "
+     "anything about past work, people, preferences, decisions or dates, with 3-6 signal "
+     "words rather than the raw message; cite results by their citation (path#Lstart-Lend or "
+     "memory://id) and read more with memory_get.",
+     0},
     {"get", op_get,
-     OBJ("\"path\":" STR("a memory file, relative to the workspace") ","
-         "\"from\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1073741824},"
-         "\"lines\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576}",
+     OBJ("\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"a result's path: a "
+         "memory file relative to the workspace, or memory://id for a stored fact\"},"
+         "\"from\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1073741824,"
+         "\"description\":\"first line to read (default 1)\"},"
+         "\"lines\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,"
+         "\"description\":\"how many lines (default 120)\"}",
          "\"path\""),
-     "Read lines of a memory file (after memory_search, to see more context).", 0},
+     OUT("\"path\":{\"type\":\"string\"},\"from\":{\"type\":\"integer\"},"
+         "\"to\":{\"type\":\"integer\"},\"totalLines\":{\"type\":\"integer\"},"
+         "\"truncated\":{\"type\":\"boolean\"},\"text\":{\"type\":\"string\"}"),
+     "Read lines of a memory file, or a stored fact (memory://id), after memory_search, to see "
+     "more than the snippet.",
+     0},
     {"recall", op_recall,
-     OBJ(SCOPE_PROPS "\"message\":" STR("the inbound message") ","
-         "\"strategy\":{\"type\":\"string\",\"enum\":[\"smart\",\"always\",\"manual\"]},"
-         "\"triggers\":{\"type\":\"boolean\",\"description\":"
-         "\"also the curated entries whose trigger phrases occur in the message\"}",
+     OBJ(SCOPE_PROPS "\"message\":" STR("the inbound message to recall memories for") ","
+         "\"strategy\":{\"type\":\"string\",\"enum\":[\"smart\",\"always\",\"manual\"],"
+         "\"description\":\"smart (default): only when the message needs memory; always; "
+         "manual: only what a trigger phrase calls\"},"
+         "\"triggers\":" BOOL("also the curated entries whose trigger phrases occur in the "
+                              "message"),
          ""),
+     OUT("\"recalled\":{\"type\":\"string\"},\"triggers\":{\"type\":\"string\"}"),
      "The <recalled-memories> block to put before a prompt, within its token budget.", 0},
     {"memory_add", op_memory_add,
-     OBJ("\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the fact\"}," RECORD_PROPS,
+     OBJ("\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the memory as one "
+         "self-contained statement, e.g. 'User prefers tea over coffee'\"}," RECORD_PROPS,
          "\"text\""),
-     "Store a memory (a fact, preference, decision...). Duplicates are not stored twice.", 1},
+     MEMORY_OUT,
+     "Store a memory (a fact, preference, decision...) when the user states something worth "
+     "keeping. Duplicates are not stored twice; a newer statement on the same subject is "
+     "found above older ones.",
+     1},
     {"memory_update", op_memory_update,
-     OBJ("\"id\":" STR("the memory's id") ",\"text\":{\"type\":\"string\",\"minLength\":1},"
-         RECORD_PROPS,
+     OBJ(ID_PROP ",\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the new "
+         "text\"}," RECORD_PROPS,
          "\"id\""),
-     "Change fields of a stored memory; the change is kept in its history.", 1},
-    {"memory_delete", op_memory_delete, OBJ("\"id\":" STR("the memory's id"), "\"id\""),
+     MEMORY_OUT, "Change fields of a stored memory; the change is kept in its history.", 1},
+    {"memory_delete", op_memory_delete, OBJ(ID_PROP, "\"id\""), OUT("\"deleted\":{\"type\":\"string\"}"),
      "Delete a stored memory (it can be restored until purged).", 1},
-    {"memory_get", op_memory_get, OBJ("\"id\":" STR("the memory's id"), "\"id\""),
+    {"memory_get", op_memory_get, OBJ(ID_PROP, "\"id\""), MEMORY_OUT,
      "One stored memory by id.", 0},
     {"memory_search", op_memory_search,
-     OBJ("\"query\":{\"type\":\"string\",\"minLength\":1}," LIST_PROPS ","
-         "\"min_score\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}",
+     OBJ("\"query\":{\"type\":\"string\",\"minLength\":1,\"description\":\"3-6 signal "
+         "words\"}," LIST_PROPS ","
+         "\"min_score\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,"
+         "\"description\":\"drop memories scoring below this\"}",
          "\"query\""),
-     "Search stored memories (facts with category and importance).", 0},
+     OUT("\"results\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"},"
+         "\"mode\":{\"type\":\"string\"}"),
+     "Search the stored memories only (facts with category and importance).", 0},
     {"memory_list", op_memory_list, OBJ(LIST_PROPS, ""),
+     OUT("\"memories\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"}"),
      "List stored memories, newest first, with filters.", 0},
-    {"status", op_status, OBJ("\"deep\":{\"type\":\"boolean\"}", ""),
+    {"status", op_status, OBJ("\"deep\":" BOOL("also probe the embedding provider"), ""),
+     OUT("\"indexed\":{\"type\":\"boolean\"}"),
      "The index: files, chunks, last sync, embedding provider, stored memories.", 0},
-    {NULL, NULL, NULL, NULL, 0},
+    {NULL, NULL, NULL, NULL, NULL, 0},
 };
 
 static json_t *schemas[sizeof ops / sizeof *ops];

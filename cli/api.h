@@ -4,9 +4,11 @@
  * the CLI's --json output, so all of them speak the same shapes.
  *
  *   op              arguments (JSON object)                       reply
- *   search          query, maxResults, minScore, corpus, strict,   mnemo search --json
- *                   explain
- *   get             path, from, lines                              mnemo get --json
+ *   search          query, kinds, maxResults/limit, minScore,      mnemo_search_all: notes
+ *                   corpus, strict, explain, user_id/userId,       and facts together
+ *                   agent_id, run_id, scope, categories, type,
+ *                   subject, filters
+ *   get             path (or memory://id), from, lines             mnemo get --json
  *   recall          message, user_id, agent_id, run_id, strategy,  {"recalled","triggers"}
  *                   triggers (bool)
  *   memory_add      a memory record (text, category, ...)          the stored memory
@@ -31,7 +33,8 @@ typedef struct api_op {
     const char *name;
     int (*fn)(mnemo *m, json_t *args, char **out, char **err);
     const char *schema; /* JSON Schema of the arguments (additionalProperties: false) */
-    const char *title;  /* one line for tools/list */
+    const char *output; /* JSON Schema of the reply (MCP outputSchema, OpenAPI) */
+    const char *title;  /* the description for tools/list and OpenAPI */
     int writes;         /* changes stored memories */
 } api_op;
 

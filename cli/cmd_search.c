@@ -1,6 +1,8 @@
 /*
- * cmd_search.c - `mnemo search QUERY`: keyword search over the index.
+ * cmd_search.c - `mnemo search QUERY`: the notes and the stored facts
+ * together (mnemo_search_all), or one kind with --kinds.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +19,24 @@ int cmd_search(int argc, char **argv)
         {"explain", 0, NULL, "show each result's scores, factors and ranks"},
         {"corpus", 0, "WHAT", "memory (default), sessions or all"},
         {"source-table", 0, "TABLE", "search this existing PostgreSQL table (config sourceTable)"},
+        {"kinds", 0, "WHAT", "note, fact or all (default): the notes, the stored facts, or both"},
+        {"user", 0, "U", "facts of this user (default: config userId)"},
+        {"agent", 0, "A", "facts of this agent"},
+        {"run", 0, "R", "facts of this run (session)"},
+        {"scope", 0, "S", "facts: all (default), session or long-term"},
+        {"categories", 0, "C,...", "facts of these categories only"},
+        {"type", 0, "T", "facts of this type: fact, preference, summary, context, raw or all"},
+        {"subject", 0, "S", "facts about this subject: user or a name"},
+        {"filter", 0, "EXPR", "facts matching this filter (docs/memories.md)"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
     int code = cli_parse(argc, argv, "search",
                          "mnemo search QUERY... [--max-results N] [--min-score X] [--strict] "
                          "[--explain] [--corpus memory|sessions|all] "
-                         "[--source-table TABLE] [--json]",
+                         "[--source-table TABLE] [--kinds note|fact|all] [--user U] [--agent A] "
+                         "[--run R] [--scope S] [--categories C,...] [--type T] [--subject S] "
+                         "[--filter EXPR] [--json]",
                          opts,
                          &a);
     if (code)
@@ -78,33 +91,71 @@ int cmd_search(int argc, char **argv)
         free(query);
         return cli_exit_code(orc);
     }
-    mnemo_results *res = NULL;
-    int rc = mnemo_search(m, query, &so, &res);
+    /* The options of mnemo_search_all. */
+    json_t *o = json_object();
+    if (so.max_results > 0)
+        json_object_set_new(o, "maxResults", json_integer(so.max_results));
+    if (so.min_score >= 0)
+        json_object_set_new(o, "minScore", json_real(so.min_score));
+    if (so.strict > 0)
+        json_object_set_new(o, "strict", json_true());
+    if (so.explain)
+        json_object_set_new(o, "explain", json_true());
+    if (so.corpus)
+        json_object_set_new(o, "corpus", json_string(so.corpus));
+    static const char *const keys[] = {"kinds", "user_id", "agent_id", "run_id", "scope",
+                                       NULL, "type", "subject", "filters"};
+    for (int k = 0; k < 9; k++) {
+        const char *v = a.val[7 + k];
+        if (!v)
+            continue;
+        if (k == 5) { /* categories: a comma list */
+            json_t *arr = json_array();
+            for (const char *p = v; *p;) {
+                size_t l = strcspn(p, ",");
+                if (l)
+                    json_array_append_new(arr, json_stringn(p, l));
+                p += l + (p[l] == ',');
+            }
+            json_object_set_new(o, "categories", arr);
+        } else {
+            json_object_set_new(o, keys[k], json_string(v));
+        }
+    }
+    char *opt = json_dumps(o, JSON_COMPACT), *out = NULL;
+    json_decref(o);
+    int rc = opt ? mnemo_search_all(m, query, opt, &out) : MNEMO_NOMEM;
     if (rc == MNEMO_NOTFOUND) {
         /* First use: build the index, then search. */
         fprintf(stderr, "mnemo: no index yet, indexing %s ...\n", mnemo_workspace(m));
         rc = mnemo_sync(m, NULL, NULL);
         if (!rc)
-            rc = mnemo_search(m, query, &so, &res);
+            rc = mnemo_search_all(m, query, opt, &out);
     }
+    free(opt);
     if (rc) {
         code = cli_fail(m, rc, json);
         free(query);
         mnemo_close(m);
         return code;
     }
-    const char *fb_reason = NULL, *fb = mnemo_results_fallback(res, &fb_reason);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *fbo = json_object_get(j, "fallback");
+    const char *fb = json_string_value(json_object_get(fbo, "from"));
+    const char *fb_reason = json_string_value(json_object_get(fbo, "reason"));
     if (!json && fb && strcmp(fb, "postgres") == 0)
         fprintf(stderr, "mnemo: PostgreSQL could not answer (%s); searched the local index\n",
                 fb_reason);
     else if (!json && fb)
         fprintf(stderr, "mnemo: keyword search only (%s): %s\n", fb, fb_reason);
+    const char *warn = json_string_value(json_object_get(j, "warning"));
+    if (!json && warn)
+        fprintf(stderr, "mnemo: %s\n", warn);
+    json_t *res = json_object_get(j, "results"), *r;
+    size_t i;
     if (json) {
-        char *s = mnemo_results_json(res);
-        if (s)
-            puts(s);
-        mnemo_free(s);
-    } else if (mnemo_results_count(res) == 0) {
+        puts(out);
+    } else if (json_array_size(res) == 0) {
         printf("No results for: %s\n", query);
         char *st = NULL;
         if (mnemo_status_json(m, 0, &st) == MNEMO_OK && strstr(st, "\"files\": 0,"))
@@ -114,23 +165,39 @@ int cmd_search(int argc, char **argv)
                     mnemo_workspace(m));
         mnemo_free(st);
     } else {
-        for (size_t i = 0; i < mnemo_results_count(res); i++) {
-            const mnemo_result *r = mnemo_results_get(res, i);
+        json_array_foreach(res, i, r) {
+            const char *cit = json_string_value(json_object_get(r, "citation"));
+            const char *kind = json_string_value(json_object_get(r, "kind"));
             printf("%s", i ? "\n" : "");
-            cli_print_safe(stdout, r->citation, strlen(r->citation));
-            printf("  (score %.2f)\n", r->score);
-            if (so.explain) {
+            cli_print_safe(stdout, cit ? cit : "", cit ? strlen(cit) : 0);
+            if (kind && !strcmp(kind, "fact")) {
+                const char *cat = json_string_value(json_object_get(r, "category"));
+                const char *upd = json_string_value(json_object_get(r, "updated_at"));
+                printf("  (score %.2f; fact, %s, importance %.2f, %.10s)\n",
+                       json_number_value(json_object_get(r, "score")),
+                       cat && *cat ? cat : "uncategorised",
+                       json_number_value(json_object_get(r, "importance")), upd ? upd : "");
+            } else {
+                printf("  (score %.2f)\n", json_number_value(json_object_get(r, "score")));
+            }
+            json_t *ex = json_object_get(r, "explain");
+            if (so.explain && ex) {
                 char vs[32] = "-";
-                if (r->vector_score >= 0)
-                    snprintf(vs, sizeof vs, "%.3f", r->vector_score);
+                json_t *vv = json_object_get(ex, "vectorScore");
+                if (json_is_number(vv))
+                    snprintf(vs, sizeof vs, "%.3f", json_number_value(vv));
+                const char *tier = json_string_value(json_object_get(ex, "tier"));
                 printf("  [text %.3f, vector %s, file match %s, recency x%.3f, importance x%.3f, "
                        "rank %d -> %d]\n",
-                       r->text_score, vs,
-                       r->tier == 3 ? "path" : r->tier == 2 ? "name" : r->tier == 1 ? "stem" : "no",
-                       r->recency, r->importance, r->rank_before, r->rank_after);
+                       json_number_value(json_object_get(ex, "textScore")), vs,
+                       tier && strcmp(tier, "content") ? tier : "no",
+                       json_number_value(json_object_get(ex, "recency")),
+                       json_number_value(json_object_get(ex, "importance")),
+                       (int)json_integer_value(json_object_get(ex, "rankBefore")),
+                       (int)json_integer_value(json_object_get(ex, "rankAfter")));
             }
-            const char *s = r->snippet;
-            while (*s) {
+            const char *s = json_string_value(json_object_get(r, "snippet"));
+            while (s && *s) {
                 const char *nl = strchr(s, '\n');
                 int n = nl ? (int)(nl - s) : (int)strlen(s);
                 fputs("  ", stdout);
@@ -140,7 +207,8 @@ int cmd_search(int argc, char **argv)
             }
         }
     }
-    mnemo_results_free(res);
+    json_decref(j);
+    mnemo_free(out);
     free(query);
     mnemo_close(m);
     return EXIT_OK;

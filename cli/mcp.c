@@ -73,15 +73,26 @@ static json_t *initialize(const json_t *params)
                      "cite results as path#Lstart-Lend and read more with memory_get.");
 }
 
-static json_t *tools_list(void)
+static json_t *tools_list(mnemo *m)
 {
     json_t *list = json_array();
+    const char *mode = mnemo_search_mode(m);
     for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
         const api_op *op = api_find(tools[i].op);
         json_t *schema = op ? json_loads(op->schema, 0, NULL) : NULL;
-        json_t *t = json_pack("{s:s,s:s,s:s,s:o*,s:{s:b,s:b}}", "name", tools[i].tool, "title",
-                              tools[i].title, "description", op ? op->title : "",
-                              "inputSchema", schema, "annotations", "readOnlyHint",
+        json_t *output = op && op->output ? json_loads(op->output, 0, NULL) : NULL;
+        char desc[2048];
+        snprintf(desc, sizeof desc, "%s%s%s%s", op ? op->title : "",
+                 op && !strcmp(op->name, "search") ? " Mode here: " : "",
+                 op && !strcmp(op->name, "search") ? mode : "",
+                 op && !strcmp(op->name, "search")
+                     ? (strcmp(mode, "hybrid") ? " (keywords only: name the exact words a "
+                                                 "memory would contain)."
+                                               : " (keywords and meaning).")
+                     : "");
+        json_t *t = json_pack("{s:s,s:s,s:s,s:o*,s:o*,s:{s:b,s:b}}", "name", tools[i].tool,
+                              "title", tools[i].title, "description", desc, "inputSchema",
+                              schema, "outputSchema", output, "annotations", "readOnlyHint",
                               op && !op->writes, "destructiveHint",
                               op && strcmp(op->name, "memory_delete") == 0);
         json_array_append_new(list, t);
@@ -107,7 +118,15 @@ static char *tool_text(const char *op, const json_t *out)
         json_array_foreach(res, i, r) {
             const char *cit = json_string_value(json_object_get(r, "citation"));
             const char *snip = json_string_value(json_object_get(r, "snippet"));
-            size_t need = strlen(cit ? cit : "") + strlen(snip ? snip : "") + 64;
+            const char *cat = json_string_value(json_object_get(r, "category"));
+            const char *upd = json_string_value(json_object_get(r, "updated_at"));
+            char what[160] = "";
+            const char *kind = json_string_value(json_object_get(r, "kind"));
+            if (kind && !strcmp(kind, "fact"))
+                snprintf(what, sizeof what, " [fact: %s, importance %.2f, %.10s]",
+                         cat && *cat ? cat : "uncategorised",
+                         json_number_value(json_object_get(r, "importance")), upd ? upd : "");
+            size_t need = strlen(cit ? cit : "") + strlen(snip ? snip : "") + 64 + strlen(what);
             if (n + need >= cap) {
                 while (n + need >= cap)
                     cap *= 2;
@@ -118,8 +137,9 @@ static char *tool_text(const char *op, const json_t *out)
                 }
                 s = t;
             }
-            n += (size_t)snprintf(s + n, cap - n, "%s%s (score %.2f)\n%s\n", i ? "\n" : "",
-                                  cit ? cit : "", json_number_value(json_object_get(r, "score")),
+            n += (size_t)snprintf(s + n, cap - n, "%s%s%s (score %.2f)\n%s\n", i ? "\n" : "",
+                                  cit ? cit : "", what,
+                                  json_number_value(json_object_get(r, "score")),
                                   snip ? snip : "");
         }
         return s;
@@ -235,7 +255,7 @@ static json_t *dispatch(mnemo *m, json_t *msg)
     if (strcmp(method, "ping") == 0)
         return rpc_result(id, json_object());
     if (strcmp(method, "tools/list") == 0)
-        return rpc_result(id, tools_list());
+        return rpc_result(id, tools_list(m));
     if (strcmp(method, "tools/call") == 0)
         return tools_call(m, params, id);
     char text[160];

@@ -195,14 +195,14 @@ static void skill_call(const char *s)
         abort();
     must_be_json(opts);
     char *out = NULL, *text = NULL;
-    rc = mnemo_memory_search(m, query, opts, &out);
+    rc = mnemo_search_all(m, query, opts, &out);
     if (!rc)
-        rc = mnemo_memory_format(out, "skill", &text);
+        rc = skill_format(out, &text);
     if (rc && rc != MNEMO_NOMEM)
         must_be_message(mnemo_errmsg(m));
     if (!rc && !text)
         abort();
-    mnemo_free(text);
+    free(text);
     mnemo_free(out);
     free(query);
     free(opts);

@@ -248,6 +248,27 @@ typedef struct mnemo_results mnemo_results;
 MNEMO_API int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
                            mnemo_results **out);
 
+/* One search over all of the agent's memory: the notes (as mnemo_search)
+ * and the stored facts (as mnemo_memory_search), ranked on one scale, as
+ * JSON: {"results":[...],"mode","kinds",...}, each result with "kind":
+ * "note" (path, startLine, endLine, score, snippet, source, citation) or
+ * "fact" (id, the same fields with path and citation "memory://ID", and
+ * category, importance, type, subject, scope, user_id, created_at,
+ * updated_at). OPTIONS (JSON object text, may be NULL): "kinds" ("note",
+ * "fact", "all", or an array; default both), "limit"/"maxResults",
+ * "minScore"/"min_score", "corpus", "strict", "explain" for notes;
+ * "user_id"/"userId", "agent_id"/"agentId", "run_id"/"runId", "scope",
+ * "categories", "type", "subject", "filters" for facts. A fact scores
+ * its relevance times its importance factor; among hits within 0.1 of
+ * each other the newer ranks first (docs/search.md). MNEMO_NOTFOUND when
+ * notes are searched and no index exists yet; MNEMO_INVALID for an
+ * unknown option. Caller frees *out. */
+/* "hybrid" when searches of M would run the vector leg (an embedding
+ * provider is configured or found), else "keyword". Static text. */
+MNEMO_API const char *mnemo_search_mode(mnemo *m);
+
+MNEMO_API int mnemo_search_all(mnemo *m, const char *query, const char *options, char **out);
+
 MNEMO_API size_t mnemo_results_count(const mnemo_results *r);
 MNEMO_API const mnemo_result *mnemo_results_get(const mnemo_results *r, size_t i);
 

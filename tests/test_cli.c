@@ -247,7 +247,7 @@ TEST(cli_recall_strict_explain_corpus)
     ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--strict", "--min-score", "0.9", "postgres",
                   "tomato"),
               0);
-    ASSERT_STR_EQ(out, "{\"results\":[],\"mode\":\"keyword\"}\n");
+    ASSERT_STR_EQ(out, "{\"results\":[],\"mode\":\"keyword\",\"kinds\":[\"note\",\"fact\"]}\n");
     free(out);
     ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--min-score", "0.9", "postgres", "tomato"), 0);
     ASSERT_CONTAINS(out, "\"path\":");
@@ -268,7 +268,7 @@ TEST(cli_recall_strict_explain_corpus)
     free(out);
     free(err);
     ASSERT_EQ(CLI(&out, NULL, "search", "--json", "--corpus", "sessions", "postgres"), 0);
-    ASSERT_STR_EQ(out, "{\"results\":[],\"mode\":\"keyword\"}\n");
+    ASSERT_STR_EQ(out, "{\"results\":[],\"mode\":\"keyword\",\"kinds\":[\"note\",\"fact\"]}\n");
     free(out);
 }
 

@@ -444,7 +444,7 @@ TEST(pgsource_pglite_search)
                         "--set", "provider=openai", "--set", "model=text-embedding-3-small",
                         "--set", url, "--min-score", "0", "-n", "2", QUERY, NULL);
     ASSERT_EQ(code, 0);
-    ASSERT_CONTAINS(out, "{\"results\":[{\"path\":\"postgres:memory_embeddings#2\"");
+    ASSERT_CONTAINS(out, "{\"results\":[{\"kind\":\"note\",\"path\":\"postgres:memory_embeddings#2\"");
     ASSERT_CONTAINS(out, "\"path\":\"postgres:memory_embeddings#3\"");
     ASSERT_NOT_CONTAINS(out, "#1\"");
     free(out);

@@ -95,6 +95,14 @@ static void mkdirs(char *dir)
     mkdir(dir, 0755);
 }
 
+const char *mnemo_search_mode(mnemo *m)
+{
+    char name[32];
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    return strcmp(name, "none") ? "hybrid" : "keyword";
+}
+
 int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_words, char **out)
 {
     *out = NULL;

@@ -9,6 +9,7 @@
 #define MNEMO_RESULTS_H
 
 #include "mnemo.h"
+#include "util/buf.h"
 
 struct mnemo_results {
     mnemo_result *v;
@@ -21,6 +22,12 @@ struct mnemo_results {
 /* Records that the leg or source FROM could not answer, and why (both
  * copied). MNEMO_NOMEM. */
 int results_set_fallback(mnemo_results *res, const char *from, const char *reason);
+
+/* Result I of R as its JSON object (KIND: with "kind":"note" first),
+ * and the members after the results ("mode", provider, fallback,
+ * timing), as mnemo_results_json writes them. */
+void results_write_item(buf *b, const mnemo_results *r, size_t i, int kind);
+void results_write_tail(buf *b, const mnemo_results *r);
 
 /* Frees R (accepts NULL): what mnemo_results_free does. */
 void results_free(mnemo_results *r);
