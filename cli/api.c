@@ -422,8 +422,9 @@ static int op_status(mnemo *m, json_t *args, char **out, char **err)
     "\"context\",\"raw\",\"all\"],\"description\":\"only memories of this type\"},"            \
     "\"subject\":" STR("only memories about this subject: user or a name") ","                 \
     "\"filters\":{\"type\":[\"object\",\"string\"],\"description\":"                          \
-    "\"a filter over memory fields, e.g. {\\\"importance\\\":{\\\"gte\\\":0.7}} or "           \
-    "\\\"category = 'decision' AND created_at >= '2026-01-01'\\\" (docs/memories.md)\"}"
+    "\"a filter over memory fields as JSON (or JSON text), e.g. "                            \
+    "{\\\"importance\\\":{\\\"gte\\\":0.7}} or {\\\"AND\\\":[{\\\"category\\\":\\\"decision\\\"},"   \
+    "{\\\"created_at\\\":{\\\"gte\\\":\\\"2026-01-01\\\"}}]} (docs/memories.md)\"}"
 #define LIST_PROPS                                                                            \
     FILTER_PROPS ","                                                                          \
     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,"                        \

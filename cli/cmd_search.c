@@ -27,7 +27,7 @@ int cmd_search(int argc, char **argv)
         {"categories", 0, "C,...", "facts of these categories only"},
         {"type", 0, "T", "facts of this type: fact, preference, summary, context, raw or all"},
         {"subject", 0, "S", "facts about this subject: user or a name"},
-        {"filter", 0, "EXPR", "facts matching this filter (docs/memories.md)"},
+        {"filters", 0, "JSON", "facts matching this filter (docs/memories.md)"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
@@ -36,7 +36,7 @@ int cmd_search(int argc, char **argv)
                          "[--explain] [--corpus memory|sessions|all] "
                          "[--source-table TABLE] [--kinds note|fact|all] [--user U] [--agent A] "
                          "[--run R] [--scope S] [--categories C,...] [--type T] [--subject S] "
-                         "[--filter EXPR] [--json]",
+                         "[--filters JSON] [--json]",
                          opts,
                          &a);
     if (code)

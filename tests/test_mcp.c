@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "test.h"
 
@@ -20,6 +21,10 @@ static void workspace(void)
 {
     test_write("ws/MEMORY.md", "# Memory\n\n- The billing service runs on host zephyr-7.\n"
                                "- Deploys go through the acme/billing pipeline.\n");
+    /* An older note that a stored fact will replace (sdk_client.mjs). */
+    test_write("ws/USER.md", "# User\n\n- Favourite editor: Neovim, with a Gruvbox theme.\n");
+    struct utimbuf old = {1735689600, 1735689600}; /* 2025-01-01 */
+    utime(test_path("ws/USER.md"), &old);
 }
 
 /* Runs mnemo mcp on the lines of INPUT; returns the response lines parsed. */

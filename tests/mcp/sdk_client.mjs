@@ -35,6 +35,17 @@ check(JSON.stringify(names) === JSON.stringify(["memory_add", "memory_delete", "
 check(tools.every((t) => t.inputSchema?.type === "object" && t.inputSchema.additionalProperties === false),
   "schemas close their properties");
 
+// Every tool and argument is described; structured replies have a schema.
+for (const t of tools) {
+  check(typeof t.description === "string" && t.description.length > 20, `${t.name} described`, t.description);
+  const bare = Object.entries(t.inputSchema.properties ?? {}).filter(([, p]) => !(p.description?.length > 5));
+  check(bare.length === 0, `${t.name} arguments described`, bare.map(([k]) => k));
+  check(t.outputSchema?.type === "object", `${t.name} outputSchema`, t.outputSchema);
+}
+const ms = tools.find((t) => t.name === "memory_search");
+check(ms.description.includes("Mode here: keyword") && ms.description.includes("3-6 signal words"),
+  "memory_search says its real mode and the recall protocol", ms.description);
+
 let r = await client.callTool({ name: "memory_search", arguments: { query: "zephyr", maxResults: 3 } });
 check(!r.isError, "memory_search ok", r);
 check(r.structuredContent?.results?.[0]?.citation?.startsWith("MEMORY.md#L"), "search cites MEMORY.md", r.structuredContent);
@@ -56,6 +67,36 @@ r = await client.callTool({ name: "memory_delete", arguments: { id } });
 check(!r.isError && r.structuredContent.deleted === id, "memory_delete", r);
 r = await client.callTool({ name: "memory_status", arguments: {} });
 check(!r.isError && typeof r.structuredContent === "object", "memory_status", r);
+
+// One memory: a stored fact is found by memory_search, beside the notes.
+r = await client.callTool({ name: "memory_add", arguments: { text: "User prefers tea over coffee", category: "preference", importance: 0.85 } });
+check(!r.isError && r.content[0].text.includes("0.85") && !r.content[0].text.includes("0.8499"), "numbers as written", r.content);
+const tea = r.structuredContent.id;
+r = await client.callTool({ name: "memory_search", arguments: { query: "tea coffee" } });
+let top = r.structuredContent?.results?.[0];
+check(!r.isError && top?.kind === "fact" && top.id === tea && top.citation === `memory://${tea}` &&
+  top.category === "preference" && top.scope === "long-term" && typeof top.updated_at === "string",
+  "memory_search finds the stored fact", r.structuredContent);
+check(r.content[0].text.includes(`memory://${tea}`) && r.content[0].text.includes("tea over coffee"), "the fact in the text", r.content);
+r = await client.callTool({ name: "memory_search", arguments: { query: "tea coffee", categories: ["decision"] } });
+check(!r.isError && !r.structuredContent.results.some((x) => x.kind === "fact"), "categories restrict the facts", r.structuredContent);
+r = await client.callTool({ name: "memory_search", arguments: { query: "tea coffee", filters: { category: "preference" }, userId: "default", kinds: "fact" } });
+check(!r.isError && r.structuredContent.results.length === 1 && r.structuredContent.results[0].id === tea &&
+  JSON.stringify(r.structuredContent.kinds) === '["fact"]', "filters, userId and kinds", r.structuredContent);
+r = await client.callTool({ name: "memory_search", arguments: { query: "zephyr", kinds: "note" } });
+check(!r.isError && r.structuredContent.results.every((x) => x.kind === "note"), "kinds: note", r.structuredContent);
+r = await client.callTool({ name: "memory_get", arguments: { path: `memory://${tea}` } });
+check(!r.isError && r.content[0].text === "User prefers tea over coffee", "memory_get reads memory://id", r);
+// A newer fact ranks above the older note it replaces.
+r = await client.callTool({ name: "memory_add", arguments: { text: "User's favourite editor is Helix", category: "preference" } });
+check(!r.isError, "memory_add Helix", r);
+r = await client.callTool({ name: "memory_search", arguments: { query: "favourite editor" } });
+const res = r.structuredContent?.results ?? [];
+const helix = res.findIndex((x) => x.kind === "fact" && x.snippet.includes("Helix"));
+const neovim = res.findIndex((x) => x.kind === "note" && x.snippet.includes("Neovim"));
+check(!r.isError && helix === 0 && neovim > helix, "the newer fact above the note it replaces", res);
+r = await client.callTool({ name: "memory_get", arguments: { path: "MEMORY.md", from: 0 } });
+check(r.isError === true && r.content[0].text.includes("from must be at least 1"), "errors in words", r.content);
 
 // Tool errors are results the model can read; the session goes on.
 r = await client.callTool({ name: "memory_search", arguments: { query: "x", maxResult: 3 } });
