@@ -399,6 +399,92 @@ static int op_status(mnemo *m, json_t *args, char **out, char **err)
     return reply_text(m, rc, s, out, err);
 }
 
+static int op_memory_history(mnemo *m, json_t *args, char **out, char **err)
+{
+    char *s = NULL;
+    int rc = mnemo_memory_history(m, str_arg(args, "id"), &s);
+    if (rc) {
+        mnemo_free(s);
+        return fail(m, rc, err);
+    }
+    json_t *h = json_loads(s, 0, NULL);
+    mnemo_free(s);
+    return reply_json(json_pack("{s:o,s:o}", "id", jstr(str_arg(args, "id")), "history",
+                                h ? h : json_array()),
+                      out);
+}
+
+static int op_memory_confirm(mnemo *m, json_t *args, char **out, char **err)
+{
+    char *s = NULL;
+    int rc = mnemo_memory_confirm(m, str_arg(args, "id"), &s);
+    return reply_text(m, rc, s, out, err);
+}
+
+static int op_memory_purge(mnemo *m, json_t *args, char **out, char **err)
+{
+    size_t n = 0;
+    int rc = mnemo_memory_purge(m, str_arg(args, "id"), &n);
+    if (rc)
+        return fail(m, rc, err);
+    return reply_json(json_pack("{s:I}", "purged", (json_int_t)n), out);
+}
+
+static int collect(void *ud, const char *data, size_t len)
+{
+    json_t *arr = ud, *j = json_loadb(data, len, JSON_DISABLE_EOF_CHECK, NULL);
+    return j ? json_array_append_new(arr, j) : -1;
+}
+
+static int op_memory_export(mnemo *m, json_t *args, char **out, char **err)
+{
+    (void)args;
+    json_t *arr = json_array();
+    size_t n = 0;
+    int rc = arr ? mnemo_memory_export(m, collect, arr, &n) : MNEMO_NOMEM;
+    if (rc) {
+        json_decref(arr);
+        return fail(m, rc, err);
+    }
+    return reply_json(json_pack("{s:I,s:o}", "count", (json_int_t)n, "memories", arr), out);
+}
+
+static int op_memory_import(mnemo *m, json_t *args, char **out, char **err)
+{
+    json_t *mem = json_object_get(args, "memories"), *e;
+    const char *jsonl = str_arg(args, "jsonl");
+    if (!mem == !jsonl) {
+        *err = strdup("give either memories (an array of exported records) or jsonl (their "
+                      "lines)");
+        return MNEMO_INVALID;
+    }
+    char *text = NULL;
+    size_t len = 0, i;
+    if (mem) {
+        FILE *f = open_memstream(&text, &len);
+        json_array_foreach(mem, i, e)
+        {
+            char *line = json_dumps(e, JSON_COMPACT);
+            if (f && line)
+                fprintf(f, "%s\n", line);
+            free(line);
+        }
+        if (!f || fclose(f) != 0) {
+            free(text);
+            return MNEMO_NOMEM;
+        }
+    }
+    size_t imported = 0, skipped = 0;
+    int rc = mnemo_memory_import(m, text ? text : jsonl, text ? len : strlen(jsonl), &imported,
+                                 &skipped);
+    free(text);
+    if (rc)
+        return fail(m, rc, err);
+    return reply_json(json_pack("{s:I,s:I}", "imported", (json_int_t)imported, "skipped",
+                                (json_int_t)skipped),
+                      out);
+}
+
 /* ----------------------------------------------------------------------
  * The table
  * -------------------------------------------------------------------- */
@@ -492,7 +578,8 @@ static const api_op ops[] = {
      "anything about past work, people, preferences, decisions or dates, with 3-6 signal "
      "words rather than the raw message; cite results by their citation (path#Lstart-Lend or "
      "memory://id) and read more with memory_get.",
-     0},
+     0, "POST /v1/search", 200},
+
     {"get", op_get,
      OBJ("\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"a result's path: a "
          "memory file relative to the workspace, or memory://id for a stored fact\"},"
@@ -506,7 +593,8 @@ static const api_op ops[] = {
          "\"truncated\":{\"type\":\"boolean\"},\"text\":{\"type\":\"string\"}"),
      "Read lines of a memory file, or a stored fact (memory://id), after memory_search, to see "
      "more than the snippet.",
-     0},
+     0, "POST /v1/get", 200},
+
     {"recall", op_recall,
      OBJ(SCOPE_PROPS "\"message\":" STR("the inbound message to recall memories for") ","
          "\"strategy\":{\"type\":\"string\",\"enum\":[\"smart\",\"always\",\"manual\"],"
@@ -516,7 +604,8 @@ static const api_op ops[] = {
                               "message"),
          ""),
      OUT("\"recalled\":{\"type\":\"string\"},\"triggers\":{\"type\":\"string\"}"),
-     "The <recalled-memories> block to put before a prompt, within its token budget.", 0},
+     "The <recalled-memories> block to put before a prompt, within its token budget.", 0, "POST /v1/recall", 200},
+
     {"memory_add", op_memory_add,
      OBJ("\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the memory as one "
          "self-contained statement, e.g. 'User prefers tea over coffee'\"}," RECORD_PROPS,
@@ -525,16 +614,20 @@ static const api_op ops[] = {
      "Store a memory (a fact, preference, decision...) when the user states something worth "
      "keeping. Duplicates are not stored twice; a newer statement on the same subject is "
      "found above older ones.",
-     1},
+     1, "POST /v1/memories", 201},
+
     {"memory_update", op_memory_update,
      OBJ(ID_PROP ",\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the new "
          "text\"}," RECORD_PROPS,
          "\"id\""),
-     MEMORY_OUT, "Change fields of a stored memory; the change is kept in its history.", 1},
+     MEMORY_OUT, "Change fields of a stored memory; the change is kept in its history.", 1, "PATCH /v1/memories/{id}", 200},
+
     {"memory_delete", op_memory_delete, OBJ(ID_PROP, "\"id\""), OUT("\"deleted\":{\"type\":\"string\"}"),
-     "Delete a stored memory (it can be restored until purged).", 1},
+     "Delete a stored memory (it can be restored until purged).", 1, "DELETE /v1/memories/{id}", 200},
+
     {"memory_get", op_memory_get, OBJ(ID_PROP, "\"id\""), MEMORY_OUT,
-     "One stored memory by id.", 0},
+     "One stored memory by id.", 0, "GET /v1/memories/{id}", 200},
+
     {"memory_search", op_memory_search,
      OBJ("\"query\":{\"type\":\"string\",\"minLength\":1,\"description\":\"3-6 signal "
          "words\"}," LIST_PROPS ","
@@ -543,14 +636,48 @@ static const api_op ops[] = {
          "\"query\""),
      OUT("\"results\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"},"
          "\"mode\":{\"type\":\"string\"}"),
-     "Search the stored memories only (facts with category and importance).", 0},
+     "Search the stored memories only (facts with category and importance).", 0, "POST /v1/memories/search", 200},
+
     {"memory_list", op_memory_list, OBJ(LIST_PROPS, ""),
      OUT("\"memories\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"}"),
-     "List stored memories, newest first, with filters.", 0},
+     "List stored memories, newest first, with filters.", 0, "POST /v1/memories/list", 200},
+
     {"status", op_status, OBJ("\"deep\":" BOOL("also probe the embedding provider"), ""),
      OUT("\"indexed\":{\"type\":\"boolean\"}"),
-     "The index: files, chunks, last sync, embedding provider, stored memories.", 0},
-    {NULL, NULL, NULL, NULL, NULL, 0},
+     "The index: files, chunks, last sync, embedding provider, stored memories.", 0, "GET /v1/status", 200},
+    {"memory_history", op_memory_history, OBJ(ID_PROP, "\"id\""),
+     OUT("\"id\":{\"type\":\"string\"},\"history\":{\"type\":\"array\",\"items\":{"
+         "\"type\":\"object\",\"properties\":{\"event\":{\"type\":\"string\"},"
+         "\"old_text\":{\"type\":[\"string\",\"null\"]},\"new_text\":{\"type\":[\"string\","
+         "\"null\"]},\"at\":{\"type\":\"string\"}}}}"),
+     "The history of a stored memory: added, updated, confirmed, deleted, oldest first.", 0,
+     "GET /v1/memories/{id}/history", 200},
+    {"memory_confirm", op_memory_confirm, OBJ(ID_PROP, "\"id\""), MEMORY_OUT,
+     "The user confirmed a memory: it is counted, and fades more slowly.", 1,
+     "POST /v1/memories/{id}/confirm", 200},
+    {"memory_purge", op_memory_purge,
+     OBJ("\"id\":{\"type\":\"string\",\"minLength\":1,\"description\":\"one deleted "
+         "memory; without it, every deleted memory\"}",
+         ""),
+     OUT("\"purged\":{\"type\":\"integer\"}"),
+     "Remove deleted memories for good, with their history.", 1, "POST /v1/memories/purge",
+     200},
+    {"memory_export", op_memory_export, OBJ("", ""),
+     OUT("\"count\":{\"type\":\"integer\"},\"memories\":{\"type\":\"array\",\"items\":{"
+         "\"type\":\"object\"}}"),
+     "Every stored memory (deleted ones too) with its history, as records memory_import "
+     "takes.",
+     0, "GET /v1/memories/export", 200},
+    {"memory_import", op_memory_import,
+     OBJ("\"memories\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},"
+         "\"description\":\"records as memory_export gives them\"},"
+         "\"jsonl\":{\"type\":\"string\",\"description\":\"or the same as JSON lines "
+         "(mnemo memory export)\"}",
+         ""),
+     OUT("\"imported\":{\"type\":\"integer\"},\"skipped\":{\"type\":\"integer\"}"),
+     "Import exported memories, all or nothing; those already stored are skipped.", 1,
+     "POST /v1/memories/import", 200},
+    {NULL, NULL, NULL, NULL, NULL, 0, NULL, 0},
 };
 
 static json_t *schemas[sizeof ops / sizeof *ops];
@@ -639,4 +766,130 @@ json_t *api_error_json(int rc, const char *message)
                           clean ? clean : mnemo_strerror(rc));
     free(clean);
     return j;
+}
+
+/* ----------------------------------------------------------------------
+ * HTTP routes and their description
+ * -------------------------------------------------------------------- */
+
+/* Whether PATH matches the route pattern PAT ("/v1/memories/{id}/history"),
+ * the {id} segment into ID. */
+static int path_match(const char *pat, const char *path, char *id, size_t n)
+{
+    const char *brace = strstr(pat, "{id}");
+    if (!brace)
+        return strcmp(pat, path) == 0;
+    size_t pre = (size_t)(brace - pat);
+    const char *post = brace + 4;
+    if (strncmp(pat, path, pre) != 0)
+        return 0;
+    const char *seg = path + pre, *end = strchr(seg, '/');
+    size_t sl = end ? (size_t)(end - seg) : strlen(seg);
+    if (sl == 0 || sl >= n || strcmp(end ? end : "", post) != 0)
+        return 0;
+    /* A fixed path of another route is not an id ("/v1/memories/search"). */
+    for (size_t i = 0; ops[i].name; i++) {
+        const char *sp = strchr(ops[i].http, ' ') + 1;
+        if (!strstr(sp, "{id}") && strcmp(sp, path) == 0)
+            return 0;
+    }
+    memcpy(id, seg, sl);
+    id[sl] = 0;
+    return 1;
+}
+
+const api_op *api_route(const char *method, const char *path, char *id, size_t n,
+                        int *path_known, char *allow, size_t an)
+{
+    *path_known = 0;
+    id[0] = 0;
+    if (an)
+        allow[0] = 0;
+    for (size_t i = 0; ops[i].name; i++) {
+        const char *sp = strchr(ops[i].http, ' ');
+        size_t ml = (size_t)(sp - ops[i].http);
+        char tmp[128];
+        if (!path_match(sp + 1, path, tmp, sizeof tmp < n ? sizeof tmp : n))
+            continue;
+        *path_known = 1;
+        if (strlen(method) == ml && !strncmp(method, ops[i].http, ml)) {
+            snprintf(id, n, "%s", tmp);
+            return &ops[i];
+        }
+        size_t al = strlen(allow);
+        if (an > al + ml + 3)
+            snprintf(allow + al, an - al, "%s%.*s", al ? ", " : "", (int)ml, ops[i].http);
+    }
+    return NULL;
+}
+
+json_t *api_openapi(void)
+{
+    pthread_once(&schemas_once, load_schemas);
+    json_t *paths = json_object();
+    json_t *err = json_loads(
+        "{\"description\":\"an error\",\"content\":{\"application/json\":{\"schema\":{"
+        "\"type\":\"object\",\"properties\":{\"error\":{\"type\":\"object\",\"properties\":{"
+        "\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}},"
+        "\"required\":[\"code\",\"message\"]}}}}}}",
+        0, NULL);
+    for (size_t i = 0; ops[i].name; i++) {
+        const char *sp = strchr(ops[i].http, ' ');
+        char method[16];
+        snprintf(method, sizeof method, "%.*s", (int)(sp - ops[i].http), ops[i].http);
+        for (char *c = method; *c; c++)
+            *c = (char)(*c - 'A' + 'a');
+        json_t *item = json_object_get(paths, sp + 1);
+        if (!item) {
+            item = json_object();
+            json_object_set_new(paths, sp + 1, item);
+        }
+        char status[8];
+        snprintf(status, sizeof status, "%u", ops[i].status);
+        json_t *out = ops[i].output ? json_loads(ops[i].output, 0, NULL) : json_object();
+        json_t *op = json_pack("{s:s,s:s,s:{s:{s:s,s:{s:{s:o}}},s:O}}", "operationId",
+                               ops[i].name, "summary", ops[i].title, "responses", status,
+                               "description", "success", "content", "application/json",
+                               "schema", out, "default", err);
+        json_t *args = json_deep_copy(schemas[i]);
+        if (strstr(sp + 1, "{id}")) {
+            json_object_set_new(op, "parameters",
+                                json_pack("[{s:s,s:s,s:b,s:{s:s},s:s}]", "name", "id", "in",
+                                          "path", "required", 1, "schema", "type", "string",
+                                          "description", "the memory's id"));
+            json_object_del(json_object_get(args, "properties"), "id");
+            json_t *req = json_object_get(args, "required");
+            for (size_t k = json_array_size(req); k-- > 0;)
+                if (!strcmp(json_string_value(json_array_get(req, k)), "id"))
+                    json_array_remove(req, k);
+        }
+        if (!strcmp(method, "post") || !strcmp(method, "patch"))
+            json_object_set_new(op, "requestBody",
+                                json_pack("{s:b,s:{s:{s:o}}}", "required",
+                                          json_array_size(json_object_get(args, "required")) > 0,
+                                          "content", "application/json", "schema", args));
+        else
+            json_decref(args);
+        json_object_set_new(item, method, op);
+    }
+    json_decref(err);
+    json_object_set_new(
+        paths, "/health",
+        json_pack("{s:{s:s,s:s,s:{s:{s:s}}}}", "get", "operationId", "health", "summary",
+                  "Whether the daemon answers, its version and workspace", "responses", "200",
+                  "description", "alive"));
+    json_object_set_new(
+        paths, "/mcp",
+        json_pack("{s:{s:s,s:s,s:{s:{s:s}}}}", "post", "operationId", "mcp", "summary",
+                  "MCP over Streamable HTTP (JSON-RPC requests, JSON answers): the tools "
+                  "memory_search, memory_get, memory_add, memory_update, memory_delete, "
+                  "memory_list, memory_recall, memory_status",
+                  "responses", "200", "description", "a JSON-RPC response"));
+    return json_pack("{s:s,s:{s:s,s:s,s:s},s:[{s:s}],s:{s:{s:{s:s,s:s}}},s:[{s:[]}],s:o}",
+                     "openapi", "3.1.0", "info", "title", "mnemo", "version", mnemo_version(),
+                     "description",
+                     "mnemo's memory search daemon (mnemo serve). A token, when one is set, "
+                     "goes in Authorization: Bearer.",
+                     "servers", "url", "/", "components", "securitySchemes", "bearer", "type",
+                     "http", "scheme", "bearer", "security", "bearer", "paths", paths);
 }

@@ -18,6 +18,11 @@
  *   memory_search   query + list options, min_score                {"results","total","mode"}
  *   memory_list     list options                                   {"memories","total"}
  *   status          deep (bool)                                    mnemo status --json
+ *   memory_history  id                                             {"id","history":[...]}
+ *   memory_confirm  id                                             the memory
+ *   memory_purge    id (optional)                                  {"purged":N}
+ *   memory_export   -                                              {"count","memories"}
+ *   memory_import   memories (array) or jsonl                      {"imported","skipped"}
  *
  * Unknown argument keys are errors (MNEMO_INVALID), so a typo never turns
  * into a silently ignored option.
@@ -36,7 +41,20 @@ typedef struct api_op {
     const char *output; /* JSON Schema of the reply (MCP outputSchema, OpenAPI) */
     const char *title;  /* the description for tools/list and OpenAPI */
     int writes;         /* changes stored memories */
+    const char *http;   /* its HTTP route, "METHOD /path" ({id}: a memory id) */
+    unsigned status;    /* the HTTP status of success */
 } api_op;
+
+/* The operation serving METHOD PATH, with the {id} of its path copied
+ * into ID (N bytes; "" when none). NULL when no operation has that path
+ * (*PATH_KNOWN 0) or none that method (*PATH_KNOWN 1; ALLOW, N bytes,
+ * gets the methods it has). */
+const api_op *api_route(const char *method, const char *path, char *id, size_t n,
+                        int *path_known, char *allow, size_t an);
+
+/* The OpenAPI 3.1 description of the HTTP API, made from the operation
+ * table (plus /health and /mcp). */
+json_t *api_openapi(void);
 
 /* The operation NAME, or NULL. */
 const api_op *api_find(const char *name);

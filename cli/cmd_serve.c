@@ -341,51 +341,45 @@ static enum MHD_Result serve_mcp(server *s, struct MHD_Connection *c, const requ
     return respond(c, MHD_HTTP_OK, out, "application/json");
 }
 
-/* The id in /v1/memories/{id}, or NULL. */
-static const char *memory_id(const char *url)
-{
-    static const char prefix[] = "/v1/memories/";
-    if (strncmp(url, prefix, sizeof prefix - 1) != 0)
-        return NULL;
-    const char *id = url + sizeof prefix - 1;
-    return *id && !strchr(id, '/') && strcmp(id, "search") && strcmp(id, "list") ? id : NULL;
-}
-
+/* Routes: /health, /mcp, /openapi.json, and every operation of api.c's
+ * table at its "METHOD /path" (the table is also what /openapi.json
+ * describes, so the two cannot drift). */
 static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *url,
                              const char *method, const request *r)
 {
     int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-    if (get && strcmp(url, "/health") == 0)
+    if (strcmp(url, "/health") == 0 || strcmp(url, "/openapi.json") == 0) {
+        if (!get) {
+            allow = "GET";
+            return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
+                                 "this endpoint takes GET");
+        }
+        if (url[1] == 'o')
+            return respond_json(c, 200, api_openapi());
         return respond_json(c, 200, json_pack("{s:b,s:s,s:s,s:s}", "ok", 1, "version",
                                               mnemo_version(), "service", "mnemo", "workspace",
                                               s->workspace));
-    if (strcmp(url, "/v1/status") == 0 || strcmp(url, "/health") == 0) {
-        if (get && url[1] == 'v')
-            return run_op(s, c, "status", NULL, 200);
-        allow = "GET";
-        return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
-                             "this endpoint takes GET");
     }
     if (strcmp(url, "/mcp") == 0 && !post)
         return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
                              "MCP here is request/response: POST JSON-RPC messages to /mcp");
-
-    static const struct {
-        const char *url, *op;
-        unsigned status;
-    } posts[] = {
-        {"/v1/search", "search", 200},         {"/v1/get", "get", 200},
-        {"/v1/recall", "recall", 200},         {"/v1/memories", "memory_add", 201},
-        {"/v1/memories/search", "memory_search", 200},
-        {"/v1/memories/list", "memory_list", 200},
-    };
-    const char *id = memory_id(url);
-    int known = id != NULL || strcmp(url, "/mcp") == 0;
-    for (size_t i = 0; i < sizeof posts / sizeof *posts; i++)
-        known |= strcmp(url, posts[i].url) == 0;
-    if (!known) {
+    char id[256];
+    static _Thread_local char allowed[64];
+    int known = 0;
+    const api_op *op = strcmp(url, "/mcp") == 0
+                           ? NULL
+                           : api_route(method, url, id, sizeof id, &known, allowed,
+                                       sizeof allowed);
+    if (!op && strcmp(url, "/mcp") != 0) {
+        if (known) {
+            allow = allowed;
+            char msg[300];
+            snprintf(msg, sizeof msg, "use %s on %.200s", allowed, url);
+            return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID, msg);
+        }
         char msg[300];
-        snprintf(msg, sizeof msg, "no such endpoint: %s %.200s", method, url);
+        snprintf(msg, sizeof msg, "no such endpoint: %s %.200s (see GET /openapi.json)", method,
+                 url);
         return respond_error(c, 404, MNEMO_NOTFOUND, msg);
     }
     int with_body = post || strcmp(method, "PATCH") == 0;
@@ -397,9 +391,8 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
             return respond_error(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, MNEMO_INVALID,
                                  "the body must be sent as Content-Type: application/json");
     }
-    if (strcmp(url, "/mcp") == 0)
+    if (!op)
         return serve_mcp(s, c, r);
-
     char *err = NULL;
     json_t *args = with_body ? parse_body(r, &err) : json_object();
     if (!args) {
@@ -407,35 +400,15 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
         free(err);
         return res;
     }
-    if (id) {
-        const char *op = get                              ? "memory_get"
-                         : strcmp(method, "PATCH") == 0   ? "memory_update"
-                         : strcmp(method, "DELETE") == 0  ? "memory_delete"
-                                                          : NULL;
-        if (!op) {
-            json_decref(args);
-            allow = "GET, PATCH, DELETE";
-            return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
-                                 "use GET, PATCH or DELETE on /v1/memories/{id}");
-        }
+    if (*id) {
         const char *given = json_string_value(json_object_get(args, "id"));
         if (given && strcmp(given, id) != 0) {
             json_decref(args);
             return respond_error(c, 400, MNEMO_INVALID, "the body's id differs from the URL's");
         }
         json_object_set_new(args, "id", json_string(id));
-        return run_op(s, c, op, args, 200);
     }
-    if (!post) {
-        json_decref(args);
-        return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
-                             "this endpoint takes POST");
-    }
-    for (size_t i = 0; i < sizeof posts / sizeof *posts; i++)
-        if (strcmp(url, posts[i].url) == 0)
-            return run_op(s, c, posts[i].op, args, posts[i].status);
-    json_decref(args);
-    return respond_error(c, 404, MNEMO_NOTFOUND, "no such endpoint");
+    return run_op(s, c, op->name, args, op->status);
 }
 
 static enum MHD_Result handle_request(server *s, request **state, struct MHD_Connection *c,

@@ -349,6 +349,115 @@ TEST(serve_memories)
     ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
 }
 
+TEST(serve_openapi_and_memory_operations)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    int st;
+    /* The description lists every operation of the table, at its route. */
+    json_t *api = http_json(d.port, "GET", "/openapi.json", NULL, &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_STR_EQ(json_string_value(json_object_get(api, "openapi")), "3.1.0");
+    json_t *paths = json_object_get(api, "paths");
+    static const char *const routes[][3] = {
+        {"/v1/search", "post", "search"},
+        {"/v1/get", "post", "get"},
+        {"/v1/recall", "post", "recall"},
+        {"/v1/memories", "post", "memory_add"},
+        {"/v1/memories/{id}", "get", "memory_get"},
+        {"/v1/memories/{id}", "patch", "memory_update"},
+        {"/v1/memories/{id}", "delete", "memory_delete"},
+        {"/v1/memories/{id}/history", "get", "memory_history"},
+        {"/v1/memories/{id}/confirm", "post", "memory_confirm"},
+        {"/v1/memories/search", "post", "memory_search"},
+        {"/v1/memories/list", "post", "memory_list"},
+        {"/v1/memories/purge", "post", "memory_purge"},
+        {"/v1/memories/export", "get", "memory_export"},
+        {"/v1/memories/import", "post", "memory_import"},
+        {"/v1/status", "get", "status"},
+    };
+    size_t nops = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(paths, k, v) nops += json_object_size(v);
+    ASSERT_EQ(nops, sizeof routes / sizeof *routes + 2); /* + /health and /mcp */
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        json_t *op = json_object_get(json_object_get(paths, routes[i][0]), routes[i][1]);
+        if (!op)
+            test_fail(__FILE__, __LINE__, "openapi.json lacks %s %s", routes[i][1], routes[i][0]);
+        ASSERT_STR_EQ(json_string_value(json_object_get(op, "operationId")), routes[i][2]);
+        ASSERT(json_object_get(json_object_get(op, "responses"), "default") != NULL);
+    }
+    json_t *sb = json_object_get(json_object_get(json_object_get(json_object_get(
+                     json_object_get(json_object_get(paths, "/v1/search"), "post"), "requestBody"),
+                     "content"), "application/json"), "schema");
+    ASSERT(json_object_get(json_object_get(sb, "properties"), "kinds") != NULL);
+    json_decref(api);
+    /* History, confirm, export, purge and import over HTTP. */
+    json_t *m = http_json(d.port, "POST", "/v1/memories",
+                          "{\"text\":\"Deploys happen on Tuesdays\",\"category\":\"rule\"}", &st);
+    ASSERT_EQ(st, 201);
+    char id[64], path[160], *resp = NULL;
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(m, "id")));
+    json_decref(m);
+    snprintf(path, sizeof path, "/v1/memories/%s/confirm", id);
+    m = http_json(d.port, "POST", path, NULL, &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(m, "confirmations")), 1);
+    json_decref(m);
+    snprintf(path, sizeof path, "/v1/memories/%s/history", id);
+    m = http_json(d.port, "GET", path, NULL, &st);
+    ASSERT_EQ(st, 200);
+    json_t *h = json_object_get(m, "history");
+    ASSERT_EQ(json_array_size(h), 2);
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(h, 0), "event")), "ADD");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(h, 1), "event")), "CONFIRM");
+    json_decref(m);
+    ASSERT_EQ(http(d.port, "POST", path, NULL, NULL, &resp), 405); /* history takes GET */
+    free(resp);
+    json_t *ex = http_json(d.port, "GET", "/v1/memories/export", NULL, &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(ex, "count")), 1);
+    snprintf(path, sizeof path, "/v1/memories/%s", id);
+    ASSERT_EQ(http(d.port, "DELETE", path, NULL, NULL, &resp), 200);
+    free(resp);
+    m = http_json(d.port, "POST", "/v1/memories/purge", "{}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(m, "purged")), 1);
+    json_decref(m);
+    ASSERT_EQ(http(d.port, "GET", path, NULL, NULL, &resp), 404);
+    free(resp);
+    /* The export brings it back. */
+    json_t *body = json_pack("{s:O}", "memories", json_object_get(ex, "memories"));
+    char *bs = json_dumps(body, JSON_COMPACT);
+    m = http_json(d.port, "POST", "/v1/memories/import", bs, &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(m, "imported")), 1);
+    json_decref(m);
+    m = http_json(d.port, "POST", "/v1/memories/import", bs, &st);
+    ASSERT_EQ(json_integer_value(json_object_get(m, "skipped")), 1);
+    json_decref(m);
+    free(bs);
+    json_decref(body);
+    json_decref(ex);
+    m = http_json(d.port, "GET", path, NULL, &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_STR_EQ(json_string_value(json_object_get(m, "text")), "Deploys happen on Tuesdays");
+    json_decref(m);
+    /* The unified search over HTTP finds the fact. */
+    m = http_json(d.port, "POST", "/v1/search", "{\"query\":\"deploys tuesdays\"}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_STR_EQ(json_string_value(json_object_get(
+                      json_array_get(json_object_get(m, "results"), 0), "kind")),
+                  "fact");
+    json_decref(m);
+    ASSERT_EQ(http(d.port, "GET", "/v1/nothing", NULL, NULL, &resp), 404);
+    ASSERT_CONTAINS(resp, "openapi.json");
+    free(resp);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
 TEST(serve_bad_input)
 {
     workspace();
