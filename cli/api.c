@@ -808,7 +808,7 @@ const api_op *api_route(const char *method, const char *path, char *id, size_t n
     for (size_t i = 0; ops[i].name; i++) {
         const char *sp = strchr(ops[i].http, ' ');
         size_t ml = (size_t)(sp - ops[i].http);
-        char tmp[128];
+        char tmp[128] = "";
         if (!path_match(sp + 1, path, tmp, sizeof tmp < n ? sizeof tmp : n))
             continue;
         *path_known = 1;

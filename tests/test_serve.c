@@ -610,9 +610,10 @@ TEST(serve_token)
                    NULL, &resp),
               200); /* the scheme is case-insensitive */
     free(resp);
-    ASSERT_EQ(http(d.port, "POST", "/v1/search", "Authorization: Bearer 0123456789abcdef0123\r\n",
-                   "{\"query\":\"zephyr\"}", &resp),
-              200);
+    int code = http(d.port, "POST", "/v1/search", "Authorization: Bearer 0123456789abcdef0123\r\n",
+                    "{\"query\":\"zephyr\"}", &resp);
+    if (code != 200)
+        test_fail(__FILE__, __LINE__, "search with the token: %d %s", code, resp);
     ASSERT_CONTAINS(resp, "zephyr");
     free(resp);
     ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
