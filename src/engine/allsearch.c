@@ -8,10 +8,11 @@
  * score (relevance with its recency and importance factors); a fact's is
  * its relevance (the same keyword and vector fusion as notes) times its
  * importance factor, importanceMax^((importance - 0.5) / 0.5), at most 1.
- * The hits are ordered by score; then, among hits whose scores are within
- * SUPERSEDE_BAND of each other, the newer comes first (a fact's
+ * The hits are ordered by score; then a fact moves above a hit whose score
+ * is within SUPERSEDE_BAND of its own and which is older (a fact's
  * updated_at; a note's date, or its file's modification time), so that a
  * fact which replaces what an older note or fact says ranks above it.
+ * Notes keep the order their own ranking gave them.
  */
 #include <jansson.h>
 #include <math.h>
@@ -257,9 +258,10 @@ int mnemo_search_all(mnemo *m, const char *query, const char *options, char **ou
         n++;
     }
     qsort(h, n, sizeof *h, by_score);
-    /* Newer first among hits of about one score. */
+    /* A fact newer than the hit before it, of about one score, goes first
+     * (the notes keep the order their own ranking gave them). */
     for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && h[j - 1].score - h[j].score <= SUPERSEDE_BAND &&
+        for (size_t j = i; j > 0 && h[j].fact && h[j - 1].score - h[j].score <= SUPERSEDE_BAND &&
                            h[j].when > h[j - 1].when;
              j--) {
             hit t = h[j - 1];
