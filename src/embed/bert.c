@@ -10,8 +10,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +22,7 @@
 #include "embed/gemm.h"
 #include "embed/gguf.h"
 #include "embed/safetensors.h"
+#include "embed/tpool.h"
 #include "embed/unigram.h"
 #include "embed/wordpiece.h"
 #include "mnemo.h"
@@ -35,23 +34,6 @@ typedef struct layer {
     const float *q, *qb, *k, *kb, *v, *vb, *o, *ob, *g1, *b1, *i, *ib, *o2, *o2b, *g2, *b2;
     gemm_w wq, wk, wv, wo, wi, wo2; /* the six matrices, prepared for the kernel */
 } layer;
-
-/* A pool of workers running the tasks of one parallel step; the caller
- * runs tasks too. */
-typedef void (*task_fn)(void *ctx, int task);
-
-typedef struct tpool {
-    pthread_t *th;
-    struct worker_arg *args;
-    int n, started;
-    pthread_mutex_t mu;
-    pthread_cond_t go, done;
-    task_fn fn;
-    void *ctx;
-    int ntasks, active, quit;
-    unsigned gen;
-    atomic_int next;
-} tpool;
 
 struct bert {
     safetensors *st; /* the weights: a safetensors file */
@@ -216,110 +198,6 @@ static int cache_write(const bert *b, const char *dir, buf *err)
         return MNEMO_IO;
     }
     return MNEMO_OK;
-}
-
-/* ----------------------------------------------------------------------
- * Threads
- * -------------------------------------------------------------------- */
-
-/* Which of its pool's threads runs here: 0 the caller, 1.. the workers
- * (for per-thread scratch). */
-static _Thread_local int worker_slot;
-
-typedef struct worker_arg {
-    tpool *p;
-    int slot;
-} worker_arg;
-
-static void drain(tpool *p)
-{
-    for (;;) {
-        int t = atomic_fetch_add(&p->next, 1);
-        if (t >= p->ntasks)
-            return;
-        p->fn(p->ctx, t);
-    }
-}
-
-static void *worker(void *arg)
-{
-    worker_arg *wa = arg;
-    tpool *p = wa->p;
-    worker_slot = wa->slot;
-    unsigned seen = 0;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->quit && p->gen == seen)
-            pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit)
-            break;
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
-        drain(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->active == 0)
-            pthread_cond_signal(&p->done);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-static void pool_start(tpool *p, int workers)
-{
-    p->started = 1;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->go, NULL);
-    pthread_cond_init(&p->done, NULL);
-    if (workers <= 0 || !(p->th = calloc((size_t)workers, sizeof *p->th)) ||
-        !(p->args = calloc((size_t)workers, sizeof *p->args)))
-        return;
-    for (int i = 0; i < workers; i++) {
-        p->args[i].p = p;
-        p->args[i].slot = i + 1;
-        if (pthread_create(&p->th[i], NULL, worker, &p->args[i]) != 0)
-            break;
-        p->n++;
-    }
-}
-
-static void pool_stop(tpool *p)
-{
-    if (!p->started)
-        return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = 1;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->n; i++)
-        pthread_join(p->th[i], NULL);
-    free(p->th);
-    free(p->args);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->done);
-}
-
-static void run(tpool *p, task_fn fn, void *ctx, int ntasks)
-{
-    if (p->n == 0 || ntasks <= 1) {
-        for (int t = 0; t < ntasks; t++)
-            fn(ctx, t);
-        return;
-    }
-    pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->ctx = ctx;
-    p->ntasks = ntasks;
-    atomic_store(&p->next, 0);
-    p->active = p->n;
-    p->gen++;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    drain(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->active > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
 }
 
 /* ----------------------------------------------------------------------
@@ -819,7 +697,7 @@ void bert_close(bert *b)
 {
     if (!b)
         return;
-    pool_stop(&b->pool);
+    tpool_stop(&b->pool);
     for (int l = 0; b->layers && l < b->L; l++) {
         layer *y = &b->layers[l];
         gemm_release(&y->wq);
@@ -865,11 +743,9 @@ typedef struct fwd {
     const bert *b;
     int T, nseq;
     const int *start, *len; /* each text's first token and count */
-    /* a linear step */
-    const float *x, *bias;
-    const gemm_w *w;
+    /* the residual step */
+    const float *x;
     float *y;
-    int N, K, chunk, gelu, rowsplit;
     /* attention */
     const float *q, *k, *v;
     float *ctx, *scratch; /* scratch: SLOT_FLOATS per thread of the pool */
@@ -878,53 +754,6 @@ typedef struct fwd {
     /* layer norm: y = LN(y + x) */
     const float *g, *beta;
 } fwd;
-
-/* One task of a linear step: columns N0..N1 of every row, or with
- * ROWSPLIT every column of rows M0..M1 (many rows: each task then reads
- * the weights once instead of every task all rows). */
-static void linear_task(void *ud, int t)
-{
-    fwd *f = ud;
-    int m0 = 0, m1 = f->T, n0 = 0, n1 = f->N;
-    if (f->rowsplit) {
-        m0 = t * f->chunk;
-        m1 = m0 + f->chunk > f->T ? f->T : m0 + f->chunk;
-    } else {
-        n0 = t * f->chunk;
-        n1 = n0 + f->chunk > f->N ? f->N : n0 + f->chunk;
-    }
-    if (n0 >= n1 || m0 >= m1)
-        return;
-    gemm_run(f->w, f->x + (size_t)m0 * f->K, f->bias, f->y + (size_t)m0 * f->N, m1 - m0, f->N,
-             n0, n1);
-    if (f->gelu)
-        for (int m = m0; m < m1; m++)
-            gemm_gelu(f->y + (size_t)m * f->N + n0, n1 - n0);
-}
-
-static void linear(tpool *p, fwd *f, const float *x, const gemm_w *w, const float *bias,
-                   float *y, int N, int K, int gelu)
-{
-    f->x = x;
-    f->w = w;
-    f->bias = bias;
-    f->y = y;
-    f->N = N;
-    f->K = K;
-    f->gelu = gelu;
-    int tasks = p->n + 1 > 1 ? 4 * (p->n + 1) : 1;
-    f->rowsplit = f->T >= 48 * tasks;
-    if (f->rowsplit) {
-        f->chunk = (f->T + tasks - 1) / tasks;
-        f->chunk = (f->chunk + 11) / 12 * 12;
-        run(p, linear_task, f, (f->T + f->chunk - 1) / f->chunk);
-        return;
-    }
-    f->chunk = (N + tasks - 1) / tasks;
-    int al = gemm_cols_align(w) > 4 ? gemm_cols_align(w) : 4;
-    f->chunk = (f->chunk + al - 1) / al * al;
-    run(p, linear_task, f, (N + f->chunk - 1) / f->chunk);
-}
 
 /* Attention of one text and head: its queries in blocks of ATT_ROWS rows,
  * scores and the weighted values through the matrix kernels, on the
@@ -938,7 +767,7 @@ static void attention_task(void *ud, int t)
     const bert *b = f->b;
     int H = b->H, dh = H / b->heads, s = t / b->heads, h = t % b->heads;
     int st = f->start[s], n = f->len[s], ml = f->maxlen;
-    float *kh = f->scratch + (size_t)worker_slot * f->slot_floats, *vt = kh + (size_t)ml * dh,
+    float *kh = f->scratch + (size_t)tpool_slot() * f->slot_floats, *vt = kh + (size_t)ml * dh,
           *qb = vt + (size_t)ml * dh, *sc = qb + (size_t)ATT_ROWS * dh;
     float scale = 1.0f / sqrtf((float)dh);
     for (int j = 0; j < n; j++) {
@@ -996,7 +825,7 @@ static void residual_ln(tpool *p, fwd *f, float *y, const float *x, const float 
     f->x = x;
     f->g = g;
     f->beta = beta;
-    run(p, residual_ln_task, f, (f->T + LN_ROWS - 1) / LN_ROWS);
+    tpool_run(p, residual_ln_task, f, (f->T + LN_ROWS - 1) / LN_ROWS);
 }
 
 /* One forward pass over the texts' tokens IDS (T in all; text s from
@@ -1042,18 +871,18 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     f.maxlen = maxlen;
     for (int l = 0; l < b->L; l++) {
         const layer *y = &b->layers[l];
-        linear(p, &f, x, &y->wq, y->qb, q, H, H, 0);
-        linear(p, &f, x, &y->wk, y->kb, k, H, H, 0);
-        linear(p, &f, x, &y->wv, y->vb, v, H, H, 0);
+        tpool_linear(p, x, &y->wq, y->qb, q, T, H, H, TPOOL_PLAIN);
+        tpool_linear(p, x, &y->wk, y->kb, k, T, H, H, TPOOL_PLAIN);
+        tpool_linear(p, x, &y->wv, y->vb, v, T, H, H, TPOOL_PLAIN);
         f.q = q;
         f.k = k;
         f.v = v;
         f.ctx = ctx;
-        run(p, attention_task, &f, nseq * b->heads);
-        linear(p, &f, ctx, &y->wo, y->ob, tmp, H, H, 0);
+        tpool_run(p, attention_task, &f, nseq * b->heads);
+        tpool_linear(p, ctx, &y->wo, y->ob, tmp, T, H, H, TPOOL_PLAIN);
         residual_ln(p, &f, x, tmp, y->g1, y->b1);
-        linear(p, &f, x, &y->wi, y->ib, inter, I, H, 1);
-        linear(p, &f, inter, &y->wo2, y->o2b, tmp, H, I, 0);
+        tpool_linear(p, x, &y->wi, y->ib, inter, T, I, H, TPOOL_GELU);
+        tpool_linear(p, inter, &y->wo2, y->o2b, tmp, T, H, I, TPOOL_PLAIN);
         residual_ln(p, &f, x, tmp, y->g2, y->b2);
     }
     for (int s = 0; s < nseq; s++) {
@@ -1085,7 +914,7 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
 int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
     if (!b->pool.started)
-        pool_start(&b->pool, b->threads - 1);
+        tpool_start(&b->pool, b->threads - 1);
     int maxt = b->max_tokens;
     int cap = MAX_BATCH_TOKENS > maxt ? MAX_BATCH_TOKENS : maxt;
     int32_t *ids = malloc((size_t)(cap + maxt) * sizeof *ids);
