@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "embed/gemm.h"
+#include "embed/gemma.h"
 #include "embed/gguf.h"
 #include "embed/safetensors.h"
 #include "embed/tpool.h"
@@ -36,6 +37,7 @@ typedef struct layer {
 } layer;
 
 struct bert {
+    gemma *gm;       /* an EmbeddingGemma GGUF: everything is gemma.h's */
     safetensors *st; /* the weights: a safetensors file */
     gguf *gg;        /* or a GGUF file */
     wordpiece *wp; /* the tokenizer: WordPiece (BERT) */
@@ -361,15 +363,25 @@ static int gguf_file(const char *dir, char *out, size_t n)
 
 /* The sizes of B from its GGUF file's metadata (llama.cpp's "bert"
  * layout). */
-static int gguf_config(bert *b, const char *path, buf *err)
+static int gguf_config(bert *b, const char *path, int threads, buf *err)
 {
     int rc = gguf_open(path, &b->gg, err);
     if (rc)
         return rc;
+    if (gemma_is(b->gg)) {
+        gguf *g = b->gg;
+        b->gg = NULL;
+        buf e;
+        buf_init(&e, 4096);
+        if ((rc = gemma_open(g, threads, &b->gm, &e)))
+            buf_printf(err, "%s: %s", path, e.data ? e.data : "cannot be opened");
+        buf_cleanup(&e);
+        return rc;
+    }
     char arch[64] = "";
     gguf_str(b->gg, "general.architecture", arch, sizeof arch);
     if (strcmp(arch, "bert")) {
-        buf_printf(err, "%s: GGUF architecture %s is not supported (bert is)", path,
+        buf_printf(err, "%s: GGUF architecture %s is not supported (bert and gemma-embedding are)", path,
                    *arch ? arch : "none");
         return MNEMO_INVALID;
     }
@@ -447,7 +459,11 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
         return MNEMO_NOMEM;
     char path[4096];
     int is_gguf = gguf_file(dir, path, sizeof path);
-    int rc = is_gguf ? gguf_config(b, path, err) : json_config(b, dir, err);
+    int rc = is_gguf ? gguf_config(b, path, threads, err) : json_config(b, dir, err);
+    if (!rc && b->gm) {
+        *out = b;
+        return MNEMO_OK;
+    }
     if (!rc && (b->H <= 0 || b->H > 8192 || b->L <= 0 || b->L > 128 || b->heads <= 0 ||
                 b->H % b->heads || b->I <= 0 || b->I > 65536 || b->maxpos < 3 ||
                 b->maxpos > 32768 || b->types < 1 || b->vocab <= 0 || b->pad < 0 ||
@@ -637,7 +653,8 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
     int rc = bert_open(src, 1, &b, err);
     if (rc)
         return rc;
-    *dims = b->H;
+    *dims = bert_dims(b);
+    int prepare = !b->gm; /* no prepared file for EmbeddingGemma yet */
     bert_close(b);
     struct stat sb;
     if (stat(dst, &sb) == 0) {
@@ -671,13 +688,13 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
         }
     }
     /* The prepared file, then a check that the copy opens with it. */
-    if ((rc = bert_open(tmp, 1, &b, err)) || (rc = cache_write(b, tmp, err))) {
+    if ((rc = bert_open(tmp, 1, &b, err)) || (prepare && (rc = cache_write(b, tmp, err)))) {
         bert_close(b);
         remove_tree(tmp);
         return rc;
     }
     bert_close(b);
-    if ((rc = bert_open(tmp, 1, &b, err)) || !b->cmap) {
+    if ((rc = bert_open(tmp, 1, &b, err)) || (prepare && !b->cmap)) {
         if (!rc)
             buf_printf(err, "%s: the prepared file does not open", tmp);
         bert_close(b);
@@ -697,6 +714,7 @@ void bert_close(bert *b)
 {
     if (!b)
         return;
+    gemma_close(b->gm);
     tpool_stop(&b->pool);
     for (int l = 0; b->layers && l < b->L; l++) {
         layer *y = &b->layers[l];
@@ -717,16 +735,27 @@ void bert_close(bert *b)
     free(b);
 }
 
-int bert_dims(const bert *b) { return b->H; }
+int bert_dims(const bert *b) { return b->gm ? gemma_dims(b->gm) : b->H; }
 int bert_prepared(const bert *b) { return b->cmap != NULL; }
-const char *bert_fingerprint(const bert *b) { return b->fp; }
-int bert_max_tokens(const bert *b) { return b->max_tokens; }
-int bert_layers(const bert *b) { return b->L; }
-const char *bert_query_prompt(const bert *b) { return b->qprompt; }
-const char *bert_document_prompt(const bert *b) { return b->dprompt; }
+const char *bert_fingerprint(const bert *b)
+{
+    return b->gm ? gemma_fingerprint(b->gm) : b->fp;
+}
+int bert_max_tokens(const bert *b) { return b->gm ? gemma_max_tokens(b->gm) : b->max_tokens; }
+int bert_layers(const bert *b) { return b->gm ? gemma_layers(b->gm) : b->L; }
+const char *bert_query_prompt(const bert *b)
+{
+    return b->gm ? gemma_query_prompt(b->gm) : b->qprompt;
+}
+const char *bert_document_prompt(const bert *b)
+{
+    return b->gm ? gemma_document_prompt(b->gm) : b->dprompt;
+}
 
 int bert_tokenize(const bert *b, const char *text, size_t len, int32_t *ids)
 {
+    if (b->gm)
+        return gemma_tokenize(b->gm, text, len, ids);
     int n = b->ug ? ug_encode(b->ug, text, len, ids, b->max_tokens)
                   : wp_encode(b->wp, text, len, ids, b->max_tokens);
     for (int i = 0; i < n; i++)
@@ -913,6 +942,8 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
 
 int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
+    if (b->gm)
+        return gemma_embed(b->gm, texts, lens, n, out);
     if (!b->pool.started)
         tpool_start(&b->pool, b->threads - 1);
     int maxt = b->max_tokens;
