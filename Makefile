@@ -52,7 +52,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/text/mfilter.c src/text/secrets.c src/text/sanitize.c src/text/transcript.c \
           src/text/snippet.c \
           src/embed/vec.c src/embed/model.c src/embed/gemm.c src/embed/safetensors.c \
-          src/embed/wordpiece.c src/embed/vocab.c src/embed/unigram.c src/embed/pull.c src/embed/gguf.c src/embed/bert.c src/embed/embed.c src/embed/curl_dl.c \
+          src/embed/wordpiece.c src/embed/vocab.c src/embed/unigram.c src/embed/pull.c src/embed/gguf.c src/embed/spm.c src/embed/tpool.c src/embed/gemma.c src/embed/bert.c src/embed/embed.c src/embed/curl_dl.c \
           src/embed/embed_http.c \
           src/engine/config.c src/engine/core.c src/engine/walk.c src/engine/prep.c \
           src/engine/sync.c src/engine/memory.c src/engine/msearch.c src/engine/mrecall.c \

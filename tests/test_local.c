@@ -79,15 +79,16 @@ static void write_texts(const char *name, const char *const *t, size_t n)
 }
 
 /* The reference's lines for the texts: {"ids": [...], "vector": [...]}. */
-static json_t **reference(const char *verb, const char *dir, const char *in, size_t n)
+static json_t **reference_of(const char *script, const char *verb, const char *dir,
+                             const char *in, size_t n)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/bert_ref.py' %s '%s' < '%s'",
-             test_src_dir(), verb, dir, test_path(in));
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/%s' %s '%s' < '%s'", test_src_dir(),
+             script, verb, dir, test_path(in));
     int rc = sh(cmd, "ref.out");
     if (rc != 0) {
         char *e = test_read(test_path("ref.out.err"), NULL);
-        test_fail(__FILE__, __LINE__, "bert_ref.py %s failed (%d): %s", verb, rc, e ? e : "");
+        test_fail(__FILE__, __LINE__, "%s %s failed (%d): %s", script, verb, rc, e ? e : "");
     }
     char *out = test_read(test_path("ref.out"), NULL);
     ASSERT(out != NULL);
@@ -98,6 +99,11 @@ static json_t **reference(const char *verb, const char *dir, const char *in, siz
     ASSERT_EQ(k, n);
     free(out);
     return v;
+}
+
+static json_t **reference(const char *verb, const char *dir, const char *in, size_t n)
+{
+    return reference_of("bert_ref.py", verb, dir, in, n);
 }
 
 /* The largest difference between mnemo's vectors and the reference's, and
@@ -391,6 +397,158 @@ TEST(local_gguf_bert_files_match_their_folder_and_reference)
         ASSERT_CONTAINS(err.data, "damaged GGUF header");
     }
     bert_close(folder);
+    buf_cleanup(&err);
+}
+
+/* Texts for EmbeddingGemma's tokenizer and window: user-defined tokens
+ * written in the text (split out), a control token (stays text), bytes no
+ * piece covers (byte fallback), texts longer than the sliding window (8)
+ * and than the context (64 tokens: truncated, EOS kept). */
+static const char *const gtexts[] = {
+    "The user prefers dark mode.",
+    "café résumé naïve ü 🎉",
+    "東京で会議です。データベース 数据库",
+    "a<start_of_turn>b\n\nc <mask>  x\n\n\n",
+    "",
+    "  leading and trailing spaces  ",
+    "The team saw the deploy script logs again; the database got slow by April.",
+    "memory, search; note! memory, search; note! memory, search; note! memory, search; note! "
+    "memory, search; note! memory, search; note! memory, search; note! memory, search; note! "
+    "memory, search; note! memory, search; note! memory, search; note! memory, search; note!",
+    "ListOrdersByCustomer got slow again: orders(customer_id=42) /tmp/x.log",
+};
+#define NGTEXTS (sizeof gtexts / sizeof *gtexts)
+
+/* Makes test_path(FILE) with gemma_ref.py make ARGS: 0, or 3 when the gguf
+ * package is missing. */
+static int make_gemma(const char *file, const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/gemma_ref.py' make '%s' %s",
+             test_src_dir(), test_path(file), args);
+    int rc = sh(cmd, "gmake.out");
+    if (rc != 0 && rc != 3) {
+        char *e = test_read(test_path("gmake.out.err"), NULL);
+        test_fail(__FILE__, __LINE__, "gemma_ref.py make failed: %s", e ? e : "");
+    }
+    return rc;
+}
+
+TEST(local_gguf_gemma_matches_reference)
+{
+    /* Tiny EmbeddingGemma-shaped files (6 layers, 5 sliding and 1 global;
+     * grouped-query heads; Dense layers or not) in each weight type: the
+     * ids of the reference's SPM tokenizer and its vectors over the
+     * weights read back from the file. */
+    static const char *const args[] = {"--type F32", "--type F16 --seed 5", "--type BF16 --dense 0",
+                                       "--type Q8_0"};
+    write_texts("gtexts.jsonl", gtexts, NGTEXTS);
+    buf err;
+    buf_init(&err, 0);
+    for (size_t k = 0; k < sizeof args / sizeof *args; k++) {
+        char file[64];
+        snprintf(file, sizeof file, "g%zu.gguf", k);
+        if (make_gemma(file, args[k]) == 3) {
+            printf("    (gguf package not installed: EmbeddingGemma not checked)\n");
+            break;
+        }
+        bert *g = NULL;
+        err.len = 0;
+        if (bert_open(test_path(file), (int)k % 2 + 1, &g, &err) != MNEMO_OK)
+            test_fail(__FILE__, __LINE__, "%s: %s", file, err.data ? err.data : "?");
+        ASSERT_EQ(bert_dims(g), 32);
+        ASSERT_EQ(bert_layers(g), 6);
+        ASSERT_EQ(bert_max_tokens(g), 64);
+        ASSERT_STR_EQ(bert_query_prompt(g), "task: search result | query: ");
+        ASSERT_STR_EQ(bert_document_prompt(g), "title: none | text: ");
+        json_t **ref = reference_of("gemma_ref.py", "embed", test_path(file), "gtexts.jsonl",
+                                    NGTEXTS);
+        double mc, worst = compare(g, ref, gtexts, NGTEXTS, 1, &mc);
+        if (worst > 1e-4)
+            test_fail(__FILE__, __LINE__, "%s (%s): largest difference %g (> 1e-4)", file,
+                      args[k], worst);
+        /* The long text was cut at the context, EOS kept. */
+        ASSERT_EQ(json_array_size(json_object_get(ref[7], "ids")), 64);
+        free_ref(ref, NGTEXTS);
+        bert_close(g);
+    }
+    buf_cleanup(&err);
+}
+
+TEST(local_gguf_gemma_import_and_refusals)
+{
+    if (make_gemma("g.gguf", "--type Q8_0") == 3)
+        return;
+    buf err;
+    buf_init(&err, 0);
+    int dims = 0;
+    /* Imported: the file in a folder (no prepared file yet), the same
+     * vectors. */
+    ASSERT_OK(bert_install(test_path("g.gguf"), test_path("gm"), &dims, &err));
+    ASSERT_EQ(dims, 32);
+    bert *a = NULL, *b = NULL;
+    ASSERT_OK(bert_open(test_path("gm"), 1, &a, &err));
+    ASSERT_OK(bert_open(test_path("g.gguf"), 2, &b, &err));
+    ASSERT(!bert_prepared(a));
+    ASSERT_STR_EQ(bert_fingerprint(a), bert_fingerprint(b));
+    size_t lens[NGTEXTS];
+    for (size_t i = 0; i < NGTEXTS; i++)
+        lens[i] = strlen(gtexts[i]);
+    float va[NGTEXTS * 32], vb[NGTEXTS * 32];
+    ASSERT_OK(bert_embed(a, gtexts, lens, NGTEXTS, va));
+    ASSERT_OK(bert_embed(b, gtexts, lens, NGTEXTS, vb));
+    for (size_t i = 0; i < NGTEXTS * 32; i++)
+        ASSERT(fabsf(va[i] - vb[i]) < 1e-6f);
+    /* One text alone gives what it gave in the batch. */
+    float one[32];
+    ASSERT_OK(bert_embed(a, &gtexts[6], &lens[6], 1, one));
+    for (int i = 0; i < 32; i++)
+        ASSERT(fabsf(one[i] - va[6 * 32 + i]) < 1e-5f);
+    bert_close(a);
+    bert_close(b);
+    /* Through the CLI: import, then embed a query with the model's prompt. */
+    char *o = NULL, *e = NULL;
+    char src[1024], mdir[1024];
+    snprintf(src, sizeof src, "%s", test_path("g.gguf"));
+    snprintf(mdir, sizeof mdir, "modelsDir=%s", test_path("imported"));
+    ASSERT_EQ(test_cli(&o, &e, NULL, "--set", mdir, "model", "import", src, "--name", "gemma",
+                       NULL),
+              0);
+    ASSERT_CONTAINS(o, "provider=local");
+    free(o);
+    free(e);
+    ASSERT_EQ(test_cli(&o, &e, NULL, "--set", mdir, "--set", "provider=local", "--set",
+                       "model=gemma", "embed", "--query", "dark mode", NULL),
+              0);
+    ASSERT_CONTAINS(o, "\"dims\":32");
+    json_t *j = json_loads(o, 0, NULL);
+    json_t *row = json_array_get(json_object_get(j, "vectors"), 0);
+    const char *q[] = {"task: search result | query: dark mode"};
+    size_t ql = strlen(q[0]);
+    ASSERT_OK(bert_open(test_path("g.gguf"), 1, &a, &err));
+    ASSERT_OK(bert_embed(a, q, &ql, 1, one));
+    for (int k = 0; k < 32; k++)
+        ASSERT(fabs(json_number_value(json_array_get(row, (size_t)k)) - one[k]) < 1e-6);
+    bert_close(a);
+    json_decref(j);
+    free(o);
+    free(e);
+    /* Damaged and unsupported files are refused by what is wrong. */
+    size_t n = 0;
+    char *raw = test_read(test_path("g.gguf"), &n);
+    test_write_n("cut.gguf", raw, n - 100);
+    free(raw);
+    err.len = 0;
+    ASSERT_EQ(bert_open(test_path("cut.gguf"), 1, &a, &err), MNEMO_CORRUPT);
+    ASSERT_CONTAINS(err.data, "outside the file");
+    make_gemma("rs.gguf", "--rope-scaling linear");
+    err.len = 0;
+    ASSERT_EQ(bert_open(test_path("rs.gguf"), 1, &a, &err), MNEMO_INVALID);
+    ASSERT_CONTAINS(err.data, "rope scaling linear is not supported");
+    make_gemma("gemma3.gguf", "--arch gemma3");
+    err.len = 0;
+    ASSERT_EQ(bert_open(test_path("gemma3.gguf"), 1, &a, &err), MNEMO_INVALID);
+    ASSERT_CONTAINS(err.data, "architecture gemma3 is not supported");
     buf_cleanup(&err);
 }
 

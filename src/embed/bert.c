@@ -10,8 +10,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +20,10 @@
 #include <unistd.h>
 
 #include "embed/gemm.h"
+#include "embed/gemma.h"
 #include "embed/gguf.h"
 #include "embed/safetensors.h"
+#include "embed/tpool.h"
 #include "embed/unigram.h"
 #include "embed/wordpiece.h"
 #include "mnemo.h"
@@ -36,24 +36,8 @@ typedef struct layer {
     gemm_w wq, wk, wv, wo, wi, wo2; /* the six matrices, prepared for the kernel */
 } layer;
 
-/* A pool of workers running the tasks of one parallel step; the caller
- * runs tasks too. */
-typedef void (*task_fn)(void *ctx, int task);
-
-typedef struct tpool {
-    pthread_t *th;
-    struct worker_arg *args;
-    int n, started;
-    pthread_mutex_t mu;
-    pthread_cond_t go, done;
-    task_fn fn;
-    void *ctx;
-    int ntasks, active, quit;
-    unsigned gen;
-    atomic_int next;
-} tpool;
-
 struct bert {
+    gemma *gm;       /* an EmbeddingGemma GGUF: everything is gemma.h's */
     safetensors *st; /* the weights: a safetensors file */
     gguf *gg;        /* or a GGUF file */
     wordpiece *wp; /* the tokenizer: WordPiece (BERT) */
@@ -219,110 +203,6 @@ static int cache_write(const bert *b, const char *dir, buf *err)
 }
 
 /* ----------------------------------------------------------------------
- * Threads
- * -------------------------------------------------------------------- */
-
-/* Which of its pool's threads runs here: 0 the caller, 1.. the workers
- * (for per-thread scratch). */
-static _Thread_local int worker_slot;
-
-typedef struct worker_arg {
-    tpool *p;
-    int slot;
-} worker_arg;
-
-static void drain(tpool *p)
-{
-    for (;;) {
-        int t = atomic_fetch_add(&p->next, 1);
-        if (t >= p->ntasks)
-            return;
-        p->fn(p->ctx, t);
-    }
-}
-
-static void *worker(void *arg)
-{
-    worker_arg *wa = arg;
-    tpool *p = wa->p;
-    worker_slot = wa->slot;
-    unsigned seen = 0;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->quit && p->gen == seen)
-            pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit)
-            break;
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
-        drain(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->active == 0)
-            pthread_cond_signal(&p->done);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-static void pool_start(tpool *p, int workers)
-{
-    p->started = 1;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->go, NULL);
-    pthread_cond_init(&p->done, NULL);
-    if (workers <= 0 || !(p->th = calloc((size_t)workers, sizeof *p->th)) ||
-        !(p->args = calloc((size_t)workers, sizeof *p->args)))
-        return;
-    for (int i = 0; i < workers; i++) {
-        p->args[i].p = p;
-        p->args[i].slot = i + 1;
-        if (pthread_create(&p->th[i], NULL, worker, &p->args[i]) != 0)
-            break;
-        p->n++;
-    }
-}
-
-static void pool_stop(tpool *p)
-{
-    if (!p->started)
-        return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = 1;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->n; i++)
-        pthread_join(p->th[i], NULL);
-    free(p->th);
-    free(p->args);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->done);
-}
-
-static void run(tpool *p, task_fn fn, void *ctx, int ntasks)
-{
-    if (p->n == 0 || ntasks <= 1) {
-        for (int t = 0; t < ntasks; t++)
-            fn(ctx, t);
-        return;
-    }
-    pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->ctx = ctx;
-    p->ntasks = ntasks;
-    atomic_store(&p->next, 0);
-    p->active = p->n;
-    p->gen++;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    drain(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->active > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* ----------------------------------------------------------------------
  * Loading
  * -------------------------------------------------------------------- */
 
@@ -483,15 +363,25 @@ static int gguf_file(const char *dir, char *out, size_t n)
 
 /* The sizes of B from its GGUF file's metadata (llama.cpp's "bert"
  * layout). */
-static int gguf_config(bert *b, const char *path, buf *err)
+static int gguf_config(bert *b, const char *path, int threads, buf *err)
 {
     int rc = gguf_open(path, &b->gg, err);
     if (rc)
         return rc;
+    if (gemma_is(b->gg)) {
+        gguf *g = b->gg;
+        b->gg = NULL;
+        buf e;
+        buf_init(&e, 4096);
+        if ((rc = gemma_open(g, threads, &b->gm, &e)))
+            buf_printf(err, "%s: %s", path, e.data ? e.data : "cannot be opened");
+        buf_cleanup(&e);
+        return rc;
+    }
     char arch[64] = "";
     gguf_str(b->gg, "general.architecture", arch, sizeof arch);
     if (strcmp(arch, "bert")) {
-        buf_printf(err, "%s: GGUF architecture %s is not supported (bert is)", path,
+        buf_printf(err, "%s: GGUF architecture %s is not supported (bert and gemma-embedding are)", path,
                    *arch ? arch : "none");
         return MNEMO_INVALID;
     }
@@ -569,7 +459,11 @@ int bert_open(const char *dir, int threads, bert **out, buf *err)
         return MNEMO_NOMEM;
     char path[4096];
     int is_gguf = gguf_file(dir, path, sizeof path);
-    int rc = is_gguf ? gguf_config(b, path, err) : json_config(b, dir, err);
+    int rc = is_gguf ? gguf_config(b, path, threads, err) : json_config(b, dir, err);
+    if (!rc && b->gm) {
+        *out = b;
+        return MNEMO_OK;
+    }
     if (!rc && (b->H <= 0 || b->H > 8192 || b->L <= 0 || b->L > 128 || b->heads <= 0 ||
                 b->H % b->heads || b->I <= 0 || b->I > 65536 || b->maxpos < 3 ||
                 b->maxpos > 32768 || b->types < 1 || b->vocab <= 0 || b->pad < 0 ||
@@ -759,7 +653,8 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
     int rc = bert_open(src, 1, &b, err);
     if (rc)
         return rc;
-    *dims = b->H;
+    *dims = bert_dims(b);
+    int prepare = !b->gm; /* no prepared file for EmbeddingGemma yet */
     bert_close(b);
     struct stat sb;
     if (stat(dst, &sb) == 0) {
@@ -793,13 +688,13 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
         }
     }
     /* The prepared file, then a check that the copy opens with it. */
-    if ((rc = bert_open(tmp, 1, &b, err)) || (rc = cache_write(b, tmp, err))) {
+    if ((rc = bert_open(tmp, 1, &b, err)) || (prepare && (rc = cache_write(b, tmp, err)))) {
         bert_close(b);
         remove_tree(tmp);
         return rc;
     }
     bert_close(b);
-    if ((rc = bert_open(tmp, 1, &b, err)) || !b->cmap) {
+    if ((rc = bert_open(tmp, 1, &b, err)) || (prepare && !b->cmap)) {
         if (!rc)
             buf_printf(err, "%s: the prepared file does not open", tmp);
         bert_close(b);
@@ -819,7 +714,8 @@ void bert_close(bert *b)
 {
     if (!b)
         return;
-    pool_stop(&b->pool);
+    gemma_close(b->gm);
+    tpool_stop(&b->pool);
     for (int l = 0; b->layers && l < b->L; l++) {
         layer *y = &b->layers[l];
         gemm_release(&y->wq);
@@ -839,16 +735,27 @@ void bert_close(bert *b)
     free(b);
 }
 
-int bert_dims(const bert *b) { return b->H; }
+int bert_dims(const bert *b) { return b->gm ? gemma_dims(b->gm) : b->H; }
 int bert_prepared(const bert *b) { return b->cmap != NULL; }
-const char *bert_fingerprint(const bert *b) { return b->fp; }
-int bert_max_tokens(const bert *b) { return b->max_tokens; }
-int bert_layers(const bert *b) { return b->L; }
-const char *bert_query_prompt(const bert *b) { return b->qprompt; }
-const char *bert_document_prompt(const bert *b) { return b->dprompt; }
+const char *bert_fingerprint(const bert *b)
+{
+    return b->gm ? gemma_fingerprint(b->gm) : b->fp;
+}
+int bert_max_tokens(const bert *b) { return b->gm ? gemma_max_tokens(b->gm) : b->max_tokens; }
+int bert_layers(const bert *b) { return b->gm ? gemma_layers(b->gm) : b->L; }
+const char *bert_query_prompt(const bert *b)
+{
+    return b->gm ? gemma_query_prompt(b->gm) : b->qprompt;
+}
+const char *bert_document_prompt(const bert *b)
+{
+    return b->gm ? gemma_document_prompt(b->gm) : b->dprompt;
+}
 
 int bert_tokenize(const bert *b, const char *text, size_t len, int32_t *ids)
 {
+    if (b->gm)
+        return gemma_tokenize(b->gm, text, len, ids);
     int n = b->ug ? ug_encode(b->ug, text, len, ids, b->max_tokens)
                   : wp_encode(b->wp, text, len, ids, b->max_tokens);
     for (int i = 0; i < n; i++)
@@ -865,11 +772,9 @@ typedef struct fwd {
     const bert *b;
     int T, nseq;
     const int *start, *len; /* each text's first token and count */
-    /* a linear step */
-    const float *x, *bias;
-    const gemm_w *w;
+    /* the residual step */
+    const float *x;
     float *y;
-    int N, K, chunk, gelu, rowsplit;
     /* attention */
     const float *q, *k, *v;
     float *ctx, *scratch; /* scratch: SLOT_FLOATS per thread of the pool */
@@ -878,53 +783,6 @@ typedef struct fwd {
     /* layer norm: y = LN(y + x) */
     const float *g, *beta;
 } fwd;
-
-/* One task of a linear step: columns N0..N1 of every row, or with
- * ROWSPLIT every column of rows M0..M1 (many rows: each task then reads
- * the weights once instead of every task all rows). */
-static void linear_task(void *ud, int t)
-{
-    fwd *f = ud;
-    int m0 = 0, m1 = f->T, n0 = 0, n1 = f->N;
-    if (f->rowsplit) {
-        m0 = t * f->chunk;
-        m1 = m0 + f->chunk > f->T ? f->T : m0 + f->chunk;
-    } else {
-        n0 = t * f->chunk;
-        n1 = n0 + f->chunk > f->N ? f->N : n0 + f->chunk;
-    }
-    if (n0 >= n1 || m0 >= m1)
-        return;
-    gemm_run(f->w, f->x + (size_t)m0 * f->K, f->bias, f->y + (size_t)m0 * f->N, m1 - m0, f->N,
-             n0, n1);
-    if (f->gelu)
-        for (int m = m0; m < m1; m++)
-            gemm_gelu(f->y + (size_t)m * f->N + n0, n1 - n0);
-}
-
-static void linear(tpool *p, fwd *f, const float *x, const gemm_w *w, const float *bias,
-                   float *y, int N, int K, int gelu)
-{
-    f->x = x;
-    f->w = w;
-    f->bias = bias;
-    f->y = y;
-    f->N = N;
-    f->K = K;
-    f->gelu = gelu;
-    int tasks = p->n + 1 > 1 ? 4 * (p->n + 1) : 1;
-    f->rowsplit = f->T >= 48 * tasks;
-    if (f->rowsplit) {
-        f->chunk = (f->T + tasks - 1) / tasks;
-        f->chunk = (f->chunk + 11) / 12 * 12;
-        run(p, linear_task, f, (f->T + f->chunk - 1) / f->chunk);
-        return;
-    }
-    f->chunk = (N + tasks - 1) / tasks;
-    int al = gemm_cols_align(w) > 4 ? gemm_cols_align(w) : 4;
-    f->chunk = (f->chunk + al - 1) / al * al;
-    run(p, linear_task, f, (N + f->chunk - 1) / f->chunk);
-}
 
 /* Attention of one text and head: its queries in blocks of ATT_ROWS rows,
  * scores and the weighted values through the matrix kernels, on the
@@ -938,7 +796,7 @@ static void attention_task(void *ud, int t)
     const bert *b = f->b;
     int H = b->H, dh = H / b->heads, s = t / b->heads, h = t % b->heads;
     int st = f->start[s], n = f->len[s], ml = f->maxlen;
-    float *kh = f->scratch + (size_t)worker_slot * f->slot_floats, *vt = kh + (size_t)ml * dh,
+    float *kh = f->scratch + (size_t)tpool_slot() * f->slot_floats, *vt = kh + (size_t)ml * dh,
           *qb = vt + (size_t)ml * dh, *sc = qb + (size_t)ATT_ROWS * dh;
     float scale = 1.0f / sqrtf((float)dh);
     for (int j = 0; j < n; j++) {
@@ -996,7 +854,7 @@ static void residual_ln(tpool *p, fwd *f, float *y, const float *x, const float 
     f->x = x;
     f->g = g;
     f->beta = beta;
-    run(p, residual_ln_task, f, (f->T + LN_ROWS - 1) / LN_ROWS);
+    tpool_run(p, residual_ln_task, f, (f->T + LN_ROWS - 1) / LN_ROWS);
 }
 
 /* One forward pass over the texts' tokens IDS (T in all; text s from
@@ -1042,18 +900,18 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     f.maxlen = maxlen;
     for (int l = 0; l < b->L; l++) {
         const layer *y = &b->layers[l];
-        linear(p, &f, x, &y->wq, y->qb, q, H, H, 0);
-        linear(p, &f, x, &y->wk, y->kb, k, H, H, 0);
-        linear(p, &f, x, &y->wv, y->vb, v, H, H, 0);
+        tpool_linear(p, x, &y->wq, y->qb, q, T, H, H, TPOOL_PLAIN);
+        tpool_linear(p, x, &y->wk, y->kb, k, T, H, H, TPOOL_PLAIN);
+        tpool_linear(p, x, &y->wv, y->vb, v, T, H, H, TPOOL_PLAIN);
         f.q = q;
         f.k = k;
         f.v = v;
         f.ctx = ctx;
-        run(p, attention_task, &f, nseq * b->heads);
-        linear(p, &f, ctx, &y->wo, y->ob, tmp, H, H, 0);
+        tpool_run(p, attention_task, &f, nseq * b->heads);
+        tpool_linear(p, ctx, &y->wo, y->ob, tmp, T, H, H, TPOOL_PLAIN);
         residual_ln(p, &f, x, tmp, y->g1, y->b1);
-        linear(p, &f, x, &y->wi, y->ib, inter, I, H, 1);
-        linear(p, &f, inter, &y->wo2, y->o2b, tmp, H, I, 0);
+        tpool_linear(p, x, &y->wi, y->ib, inter, T, I, H, TPOOL_GELU);
+        tpool_linear(p, inter, &y->wo2, y->o2b, tmp, T, H, I, TPOOL_PLAIN);
         residual_ln(p, &f, x, tmp, y->g2, y->b2);
     }
     for (int s = 0; s < nseq; s++) {
@@ -1084,8 +942,10 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
 
 int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
+    if (b->gm)
+        return gemma_embed(b->gm, texts, lens, n, out);
     if (!b->pool.started)
-        pool_start(&b->pool, b->threads - 1);
+        tpool_start(&b->pool, b->threads - 1);
     int maxt = b->max_tokens;
     int cap = MAX_BATCH_TOKENS > maxt ? MAX_BATCH_TOKENS : maxt;
     int32_t *ids = malloc((size_t)(cap + maxt) * sizeof *ids);

@@ -7,7 +7,9 @@
  * that say how to pool (1_Pooling/config.json: mean or CLS), how long a
  * text may be (sentence_bert_config.json) and which prompts go in front of
  * queries and documents (config_sentence_transformers.json). Vectors are
- * L2-normalised.
+ * L2-normalised. A GGUF file of llama.cpp's "bert" layout is read as such; one
+ * of its "gemma-embedding" layout (EmbeddingGemma) is handed to gemma.h,
+ * behind the same functions.
  *
  * The forward pass runs every text of a call as one sequence of tokens
  * (no padding): the linear layers see all tokens at once (gemm.h), the
@@ -60,7 +62,7 @@ const char *bert_document_prompt(const bert *b);
 
 /* The token ids of TEXT as the model sees it ([CLS] ... [SEP], truncated
  * to its maximum length) into IDS (room for bert_max_tokens()); returns
- * their count. */
+ * their count (-1: out of memory, EmbeddingGemma's tokenizer only). */
 int bert_tokenize(const bert *b, const char *text, size_t len, int32_t *ids);
 
 /* Embeds TEXTS[0..N) (LENS[i] bytes) into OUT, N x dims floats. */

@@ -706,3 +706,13 @@ void gemm_softmax(float *x, int n, float scale)
     for (int i = 0; i < n; i++)
         x[i] *= inv;
 }
+
+void gemm_gelu_tanh(float *x, int n)
+{
+    /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as PyTorch's
+     * gelu(approximate="tanh") and ggml's gelu. */
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    }
+}

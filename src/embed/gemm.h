@@ -58,6 +58,10 @@ const char *gemm_kernel_name(int k);
 /* GELU (erf form) of X[0..N) in place, absolute error below 1e-6. */
 void gemm_gelu(float *x, int n);
 
+/* GELU, tanh form (PyTorch's approximate="tanh", Gemma's activation), of
+ * X[0..N) in place. */
+void gemm_gelu_tanh(float *x, int n);
+
 /* Softmax of SCALE * X[0..N) in place. */
 void gemm_softmax(float *x, int n, float scale);
 

@@ -370,6 +370,112 @@ long gguf_strings(const gguf *g, const char *key, const char ***ptrs, size_t **l
 
 int gguf_has(const gguf *g, const char *name) { return find_t(g, name) != NULL; }
 
+/* Element I of the numeric array K (checked at open) as a double. */
+static double array_num(const kv *k, uint64_t i)
+{
+    kv one = {0};
+    one.type = k->etype;
+    one.val = k->val + i * scalar_size(k->etype);
+    if (one.type == V_F32) {
+        float f;
+        memcpy(&f, one.val, 4);
+        return f;
+    }
+    if (one.type == V_F64) {
+        double d;
+        memcpy(&d, one.val, 8);
+        return d;
+    }
+    int ok;
+    return (double)scalar_int(&one, &ok);
+}
+
+static long numbers(const gguf *g, const char *key, float **fout, int32_t **iout)
+{
+    const kv *k = find_kv(g, key);
+    if (!k || k->type != V_ARR || !scalar_size(k->etype) || k->etype == V_STR ||
+        k->count > (1u << 24))
+        return -1;
+    size_t n = k->count ? (size_t)k->count : 1;
+    void *o = malloc(n * (fout ? sizeof **fout : sizeof **iout));
+    if (!o)
+        return -1;
+    for (uint64_t i = 0; i < k->count; i++) {
+        double v = array_num(k, i);
+        if (fout)
+            ((float *)o)[i] = (float)v;
+        else
+            ((int32_t *)o)[i] = v < INT32_MIN || v > INT32_MAX ? 0 : (int32_t)v;
+    }
+    if (fout)
+        *fout = o;
+    else
+        *iout = o;
+    return (long)k->count;
+}
+
+long gguf_floats(const gguf *g, const char *key, float **out)
+{
+    *out = NULL;
+    return numbers(g, key, out, NULL);
+}
+
+long gguf_ints(const gguf *g, const char *key, int32_t **out)
+{
+    *out = NULL;
+    return numbers(g, key, NULL, out);
+}
+
+int gguf_shape(const gguf *g, const char *name, int64_t *shape, int *ndim)
+{
+    const gtensor *t = find_t(g, name);
+    if (!t || !(t->type == G_F32 || t->type == G_F16 || t->type == G_BF16 ||
+                (t->type == G_Q8_0 && t->bytes)))
+        return 0;
+    for (int d = 0; d < t->ndim; d++)
+        shape[d] = t->ne[t->ndim - 1 - d];
+    *ndim = t->ndim;
+    return 1;
+}
+
+/* Widens N elements of type T from P (starting at element I0, a multiple
+ * of 32 for Q8_0) into W. */
+static void widen(uint32_t type, const unsigned char *p, size_t i0, size_t n, float *w)
+{
+    if (type == G_F32) {
+        memcpy(w, p + i0 * 4, n * 4);
+    } else if (type == G_Q8_0) {
+        p += i0 / 32 * 34;
+        for (size_t b = 0; b < n / 32; b++, p += 34) {
+            float d = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+            for (int i = 0; i < 32; i++)
+                w[b * 32 + (size_t)i] = d * (float)(int8_t)p[2 + i];
+        }
+    } else {
+        p += i0 * 2;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+            if (type == G_F16) {
+                w[i] = st_f16_to_f32(h);
+            } else {
+                uint32_t bits = (uint32_t)h << 16;
+                memcpy(&w[i], &bits, 4);
+            }
+        }
+    }
+}
+
+int gguf_row(const gguf *g, const char *name, int64_t row, float *out)
+{
+    const gtensor *t = find_t(g, name);
+    int64_t shape[4];
+    int nd;
+    if (!t || !gguf_shape(g, name, shape, &nd) || nd != 2 || row < 0 || row >= shape[0])
+        return MNEMO_INVALID;
+    widen(t->type, t->data, (size_t)row * (size_t)shape[1], (size_t)shape[1], out);
+    return MNEMO_OK;
+}
+
 const float *gguf_f32(gguf *g, const char *name, int64_t *shape, int *ndim, buf *err)
 {
     gtensor *t = find_t(g, name);
@@ -396,26 +502,7 @@ const float *gguf_f32(gguf *g, const char *name, int64_t *shape, int *ndim, buf 
     float *w = malloc((n ? n : 1) * sizeof *w);
     if (!w)
         return NULL;
-    const unsigned char *p = t->data;
-    if (t->type == G_F32) {
-        memcpy(w, p, t->bytes);
-    } else if (t->type == G_Q8_0) {
-        for (size_t b = 0; b < n / 32; b++, p += 34) {
-            float d = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
-            for (int i = 0; i < 32; i++)
-                w[b * 32 + (size_t)i] = d * (float)(int8_t)p[2 + i];
-        }
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
-            if (t->type == G_F16) {
-                w[i] = st_f16_to_f32(h);
-            } else {
-                uint32_t bits = (uint32_t)h << 16;
-                memcpy(&w[i], &bits, 4);
-            }
-        }
-    }
+    widen(t->type, t->data, 0, n, w);
     t->wide = w;
     return w;
 }

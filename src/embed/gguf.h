@@ -41,6 +41,20 @@ long gguf_strings(const gguf *g, const char *key, const char ***ptrs, size_t **l
 const float *gguf_f32(gguf *g, const char *name, int64_t *shape, int *ndim, buf *err);
 int gguf_has(const gguf *g, const char *name);
 
+/* The numbers of the array KEY (any integer or float element type) as
+ * float or int32: their count, or -1 when KEY is not a numeric array;
+ * *OUT receives a new array (caller frees). */
+long gguf_floats(const gguf *g, const char *key, float **out);
+long gguf_ints(const gguf *g, const char *key, int32_t **out);
+
+/* The shape of tensor NAME as gguf_f32 gives it, without widening it: 0
+ * when there is no such tensor or gguf_f32 would not read it. */
+int gguf_shape(const gguf *g, const char *name, int64_t *shape, int *ndim);
+
+/* Row ROW of the matrix NAME widened into OUT (shape[1] floats), without
+ * widening the rest (a token embedding table is read row by row). */
+int gguf_row(const gguf *g, const char *name, int64_t row, float *out);
+
 /* As st_fingerprint: a hash of samples of the file, 16 hex digits. */
 void gguf_fingerprint(const gguf *g, char out[17]);
 

@@ -1,0 +1,626 @@
+/*
+ * gemma.c - EmbeddingGemma from a GGUF file (see gemma.h), as llama.cpp's
+ * gemma-embedding graph runs it.
+ *
+ * Over T tokens of hidden size H: x = token_embd[id] * sqrt(H); per layer
+ * h = RMS(x) attn_norm; q, k, v = h Wq^T, h Wk^T, h Wv^T (grouped-query:
+ * heads query heads share kv_heads key/value heads); each head of q and k
+ * RMS-normalised (attn_q_norm, attn_k_norm) and rotated (RoPE, NeoX
+ * halves; base rope.freq_base on global layers, 10000 on sliding ones);
+ * per text softmax(q k^T / sqrt(head_dim)) v, bidirectional, on sliding
+ * layers only keys within sliding_window / 2 positions either side (every
+ * sixth layer is global: layers 5, 11, ...); x += RMS(ctx Wo^T)
+ * post_attention_norm; x += RMS((GELU_tanh(h Wg^T) * (h Wu^T)) Wd^T)
+ * post_ffw_norm with h = RMS(x) ffn_norm; at the end RMS(x) output_norm,
+ * the mean over each text's tokens, dense_2 and dense_3 when present,
+ * and L2 normalisation. The GGUF converter stores Gemma's norm weights
+ * with the 1 already added (Gemma3RMSNorm scales by 1 + w), so they are
+ * used as they are.
+ */
+#include "embed/gemma.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "embed/gemm.h"
+#include "embed/spm.h"
+#include "embed/tpool.h"
+#include "mnemo.h"
+
+#define ARCH "gemma-embedding"
+#define MAX_BATCH_TOKENS 4096
+#define SWA_PATTERN 6      /* llama.cpp: set_swa_pattern(6) */
+#define SWA_BASE 10000.0   /* llama.cpp: rope_freq_base_train_swa */
+
+typedef struct glayer {
+    const float *an, *qn, *kn, *pan, *fn, *pfn; /* norms */
+    gemm_w wq, wk, wv, wo, wg, wu, wd;
+    int swa;
+} glayer;
+
+struct gemma {
+    gguf *gg;
+    spm *tok;
+    int H, L, heads, kvh, dh, I, ctx, vocab, max_tokens, window, dims, d2;
+    float eps;
+    double base;
+    glayer *layers;
+    const float *onorm;
+    gemm_w dense2, dense3;
+    int has_dense;
+    int threads;
+    tpool pool;
+    char fp[17];
+};
+
+int gemma_is(const gguf *g)
+{
+    char arch[64] = "";
+    gguf_str(g, "general.architecture", arch, sizeof arch);
+    return !strcmp(arch, ARCH);
+}
+
+static int64_t key(const gemma *m, const char *k, int64_t dflt)
+{
+    char full[128];
+    snprintf(full, sizeof full, ARCH ".%s", k);
+    return gguf_int(m->gg, full, dflt);
+}
+
+static double keynum(const gemma *m, const char *k, double dflt)
+{
+    char full[128];
+    snprintf(full, sizeof full, ARCH ".%s", k);
+    return gguf_num(m->gg, full, dflt);
+}
+
+/* Tensor NAME of shape D0 (x D1; D1 = 0: one dimension). */
+static const float *tensor(gemma *m, const char *name, int64_t d0, int64_t d1, buf *err)
+{
+    int64_t shape[4] = {0};
+    int nd = 0;
+    const float *t = gguf_f32(m->gg, name, shape, &nd, err);
+    if (!t)
+        return NULL;
+    if ((d1 == 0 && (nd != 1 || shape[0] != d0)) ||
+        (d1 > 0 && (nd != 2 || shape[0] != d0 || shape[1] != d1))) {
+        buf_printf(err, "tensor %s: shape does not match the metadata", name);
+        return NULL;
+    }
+    return t;
+}
+
+static int matrix(gemma *m, gemm_w *w, const char *name, int N, int K, buf *err)
+{
+    const float *t = tensor(m, name, N, K, err);
+    if (!t)
+        return MNEMO_CORRUPT;
+    return gemm_prepare(w, t, N, K) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+static int tokenizer(gemma *m, buf *err)
+{
+    char model[32] = "";
+    gguf_str(m->gg, "tokenizer.ggml.model", model, sizeof model);
+    if (strcmp(model, "llama")) {
+        buf_printf(err, "GGUF tokenizer %s is not supported for " ARCH " (llama's SentencePiece is)",
+                   *model ? model : "none");
+        return MNEMO_INVALID;
+    }
+    const char **p = NULL;
+    size_t *l = NULL;
+    float *scores = NULL;
+    int32_t *types = NULL;
+    long n = gguf_strings(m->gg, "tokenizer.ggml.tokens", &p, &l);
+    long ns = gguf_floats(m->gg, "tokenizer.ggml.scores", &scores);
+    long nt = gguf_ints(m->gg, "tokenizer.ggml.token_type", &types);
+    int rc = MNEMO_OK;
+    if (n <= 0 || (ns >= 0 && ns != n) || (nt >= 0 && nt != n)) {
+        buf_printf(err, "GGUF vocabulary missing or its scores and types do not match it");
+        rc = MNEMO_CORRUPT;
+    } else {
+        spm_cfg c;
+        c.bos = (int32_t)gguf_int(m->gg, "tokenizer.ggml.bos_token_id", 1);
+        c.eos = (int32_t)gguf_int(m->gg, "tokenizer.ggml.eos_token_id", 2);
+        c.unk = (int32_t)gguf_int(m->gg, "tokenizer.ggml.unknown_token_id", 0);
+        c.add_bos = (int)gguf_int(m->gg, "tokenizer.ggml.add_bos_token", 1);
+        c.add_eos = (int)gguf_int(m->gg, "tokenizer.ggml.add_eos_token", 0);
+        c.add_space_prefix = (int)gguf_int(m->gg, "tokenizer.ggml.add_space_prefix", 1);
+        if (c.unk < 0 || c.unk >= n)
+            c.unk = -1;
+        rc = spm_new(p, l, scores, types, (size_t)n, &c, &m->tok, err);
+    }
+    free(p);
+    free(l);
+    free(scores);
+    free(types);
+    return rc;
+}
+
+int gemma_open(gguf *g, int threads, gemma **out, buf *err)
+{
+    *out = NULL;
+    gemma *m = calloc(1, sizeof *m);
+    if (!m) {
+        gguf_close(g);
+        return MNEMO_NOMEM;
+    }
+    m->gg = g;
+    int rc = MNEMO_INVALID;
+    m->H = (int)key(m, "embedding_length", 0);
+    m->L = (int)key(m, "block_count", 0);
+    m->heads = (int)key(m, "attention.head_count", 0);
+    m->kvh = (int)key(m, "attention.head_count_kv", m->heads);
+    m->dh = (int)key(m, "attention.key_length", m->heads > 0 ? m->H / m->heads : 0);
+    int dv = (int)key(m, "attention.value_length", m->dh);
+    m->I = (int)key(m, "feed_forward_length", 0);
+    m->ctx = (int)key(m, "context_length", 2048);
+    m->window = (int)key(m, "attention.sliding_window", 0);
+    m->eps = (float)keynum(m, "attention.layer_norm_rms_epsilon", 1e-6);
+    m->base = keynum(m, "rope.freq_base", 1000000.0);
+    int64_t pool = key(m, "pooling_type", 1);
+    char scaling[32] = "";
+    gguf_str(g, ARCH ".rope.scaling.type", scaling, sizeof scaling);
+    if (m->H <= 0 || m->H > 8192 || m->L <= 0 || m->L > 128 || m->heads <= 0 ||
+        m->heads > 256 || m->kvh <= 0 || m->heads % m->kvh || m->dh <= 0 || m->dh > 1024 ||
+        m->dh % 2 || m->I <= 0 || m->I > 65536 || m->ctx < 3 || m->ctx > 32768 ||
+        m->window < 0 || !(m->eps > 0) || !(m->base > 0)) {
+        buf_printf(err, ARCH " GGUF metadata: sizes missing or out of range");
+        goto fail;
+    }
+    if (dv != m->dh) {
+        buf_printf(err, ARCH ": value_length %d unlike key_length %d is not supported", dv, m->dh);
+        goto fail;
+    }
+    if (pool != 1) {
+        buf_printf(err, ARCH ": pooling type %lld is not supported (mean is)", (long long)pool);
+        goto fail;
+    }
+    if (*scaling && strcmp(scaling, "none")) {
+        buf_printf(err, ARCH ": rope scaling %s is not supported", scaling);
+        goto fail;
+    }
+    int64_t shape[4];
+    int nd = 0;
+    if (!gguf_shape(g, "token_embd.weight", shape, &nd) || nd != 2 || shape[1] != m->H) {
+        buf_printf(err, "tensor token_embd.weight: missing, of a type not read, or misshapen");
+        rc = MNEMO_CORRUPT;
+        goto fail;
+    }
+    m->vocab = (int)shape[0];
+    if ((rc = tokenizer(m, err)))
+        goto fail;
+    rc = MNEMO_CORRUPT;
+    int H = m->H, Q = m->heads * m->dh, KV = m->kvh * m->dh, I = m->I;
+    if (!(m->layers = calloc((size_t)m->L, sizeof *m->layers))) {
+        rc = MNEMO_NOMEM;
+        goto fail;
+    }
+    for (int l = 0; l < m->L; l++) {
+        glayer *y = &m->layers[l];
+        char n[96];
+        y->swa = m->window > 0 && l % SWA_PATTERN < SWA_PATTERN - 1;
+#define NORM(field, name, d)                                                                   \
+    snprintf(n, sizeof n, "blk.%d." name ".weight", l);                                        \
+    if (!(y->field = tensor(m, n, d, 0, err)))                                                 \
+        goto fail;
+#define MAT(field, name, N, K)                                                                 \
+    snprintf(n, sizeof n, "blk.%d." name ".weight", l);                                        \
+    if ((rc = matrix(m, &y->field, n, N, K, err)))                                             \
+        goto fail;
+        NORM(an, "attn_norm", H)
+        NORM(qn, "attn_q_norm", m->dh)
+        NORM(kn, "attn_k_norm", m->dh)
+        NORM(pan, "post_attention_norm", H)
+        NORM(fn, "ffn_norm", H)
+        NORM(pfn, "post_ffw_norm", H)
+        MAT(wq, "attn_q", Q, H)
+        MAT(wk, "attn_k", KV, H)
+        MAT(wv, "attn_v", KV, H)
+        MAT(wo, "attn_output", H, Q)
+        MAT(wg, "ffn_gate", I, H)
+        MAT(wu, "ffn_up", I, H)
+        MAT(wd, "ffn_down", H, I)
+#undef NORM
+#undef MAT
+        rc = MNEMO_CORRUPT;
+    }
+    if (!(m->onorm = tensor(m, "output_norm.weight", H, 0, err)))
+        goto fail;
+    m->dims = H;
+    int h2 = gguf_has(g, "dense_2.weight"), h3 = gguf_has(g, "dense_3.weight");
+    if (h2 != h3) {
+        buf_printf(err, ARCH ": dense_2 without dense_3 (or the reverse) is not supported");
+        rc = MNEMO_INVALID;
+        goto fail;
+    }
+    if (h2) {
+        if (!gguf_shape(g, "dense_2.weight", shape, &nd) || nd != 2 || shape[1] != H ||
+            shape[0] <= 0 || shape[0] > 65536) {
+            buf_printf(err, "tensor dense_2.weight: of a type not read or misshapen");
+            goto fail;
+        }
+        m->d2 = (int)shape[0];
+        if ((rc = matrix(m, &m->dense2, "dense_2.weight", m->d2, H, err)))
+            goto fail;
+        if (!gguf_shape(g, "dense_3.weight", shape, &nd) || nd != 2 || shape[1] != m->d2 ||
+            shape[0] <= 0 || shape[0] > 65536) {
+            buf_printf(err, "tensor dense_3.weight: of a type not read or misshapen");
+            rc = MNEMO_CORRUPT;
+            goto fail;
+        }
+        m->dims = (int)shape[0];
+        if (m->dims != H) {
+            buf_printf(err, ARCH ": dense_3 gives %d dimensions, not the hidden size %d (as "
+                            "llama.cpp requires)", m->dims, H);
+            rc = MNEMO_INVALID;
+            goto fail;
+        }
+        if ((rc = matrix(m, &m->dense3, "dense_3.weight", m->dims, m->d2, err)))
+            goto fail;
+        m->has_dense = 1;
+    }
+    m->max_tokens = m->ctx;
+    gguf_fingerprint(g, m->fp);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    m->threads = threads > 0 ? threads : ncpu > 0 ? (int)ncpu : 1;
+    if (m->threads > 64)
+        m->threads = 64;
+    *out = m;
+    return MNEMO_OK;
+fail:
+    gemma_close(m);
+    return rc ? rc : MNEMO_CORRUPT;
+}
+
+void gemma_close(gemma *m)
+{
+    if (!m)
+        return;
+    tpool_stop(&m->pool);
+    for (int l = 0; m->layers && l < m->L; l++) {
+        glayer *y = &m->layers[l];
+        gemm_w *ws[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
+        for (size_t i = 0; i < sizeof ws / sizeof *ws; i++)
+            gemm_release(ws[i]);
+    }
+    gemm_release(&m->dense2);
+    gemm_release(&m->dense3);
+    free(m->layers);
+    spm_free(m->tok);
+    gguf_close(m->gg);
+    free(m);
+}
+
+int gemma_dims(const gemma *m) { return m->dims; }
+int gemma_layers(const gemma *m) { return m->L; }
+int gemma_max_tokens(const gemma *m) { return m->max_tokens; }
+const char *gemma_fingerprint(const gemma *m) { return m->fp; }
+const char *gemma_query_prompt(const gemma *m)
+{
+    (void)m;
+    return "task: search result | query: ";
+}
+const char *gemma_document_prompt(const gemma *m)
+{
+    (void)m;
+    return "title: none | text: ";
+}
+
+int gemma_tokenize(const gemma *m, const char *text, size_t len, int32_t *ids)
+{
+    int n = spm_encode(m->tok, text, len, ids, m->max_tokens);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->vocab)
+            ids[i] = 0; /* not in the weights: as padding */
+    return n;
+}
+
+/* ----------------------------------------------------------------------
+ * Forward pass
+ * -------------------------------------------------------------------- */
+
+typedef struct gfwd {
+    const gemma *m;
+    const glayer *y;
+    int T, nseq, maxlen;
+    const int *start, *len;
+    const int32_t *ids;
+    float *x, *q, *k, *v, *ctx, *tmp;
+    const float *cs_g, *cs_s; /* cos, sin per position and pair: global, sliding */
+    float *scratch;
+    size_t slot_floats;
+    const float *norm; /* the residual step's norm */
+} gfwd;
+
+#define ROWS 32
+
+static void rms_row(float *y, const float *w, int n, float eps)
+{
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += (double)y[i] * y[i];
+    float inv = (float)(1.0 / sqrt(ss / n + eps));
+    for (int i = 0; i < n; i++)
+        y[i] = y[i] * inv * w[i];
+}
+
+/* The rows of a text's token: its position within its text. */
+static int position(const gfwd *f, int t)
+{
+    int lo = 0, hi = f->nseq - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (f->start[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return t - f->start[lo];
+}
+
+static void rope(float *r, const float *cs, int dh)
+{
+    int half = dh / 2;
+    for (int i = 0; i < half; i++) {
+        float c = cs[2 * i], s = cs[2 * i + 1], a = r[i], b = r[i + half];
+        r[i] = a * c - b * s;
+        r[i + half] = a * s + b * c;
+    }
+}
+
+/* Per token: each head of q and k normalised and rotated. */
+static void qk_task(void *ud, int task)
+{
+    gfwd *f = ud;
+    const gemma *m = f->m;
+    int dh = m->dh, Q = m->heads * dh, KV = m->kvh * dh;
+    int t1 = (task + 1) * ROWS > f->T ? f->T : (task + 1) * ROWS;
+    const float *tab = f->y->swa ? f->cs_s : f->cs_g;
+    for (int t = task * ROWS; t < t1; t++) {
+        const float *cs = tab + (size_t)position(f, t) * dh;
+        for (int h = 0; h < m->heads; h++) {
+            float *r = f->q + (size_t)t * Q + (size_t)h * dh;
+            rms_row(r, f->y->qn, dh, m->eps);
+            rope(r, cs, dh);
+        }
+        for (int h = 0; h < m->kvh; h++) {
+            float *r = f->k + (size_t)t * KV + (size_t)h * dh;
+            rms_row(r, f->y->kn, dh, m->eps);
+            rope(r, cs, dh);
+        }
+    }
+}
+
+#define ATT_ROWS 48
+
+/* Attention of one text and query head (its key/value head shared by
+ * heads / kv_heads query heads), the window on sliding layers. */
+static void attention_task(void *ud, int task)
+{
+    gfwd *f = ud;
+    const gemma *m = f->m;
+    int dh = m->dh, Q = m->heads * dh, KV = m->kvh * dh;
+    int s = task / m->heads, h = task % m->heads, kv = h / (m->heads / m->kvh);
+    int st = f->start[s], n = f->len[s], ml = f->maxlen;
+    float *kh = f->scratch + (size_t)tpool_slot() * f->slot_floats, *vt = kh + (size_t)ml * dh,
+          *qb = vt + (size_t)ml * dh, *sc = qb + (size_t)ATT_ROWS * dh;
+    int half = f->y->swa ? m->window / 2 : n;
+    float scale = 1.0f / sqrtf((float)dh);
+    for (int j = 0; j < n; j++) {
+        const float *kr = f->k + (size_t)(st + j) * KV + (size_t)kv * dh,
+                    *vr = f->v + (size_t)(st + j) * KV + (size_t)kv * dh;
+        memcpy(kh + (size_t)j * dh, kr, (size_t)dh * sizeof *kh);
+        for (int d = 0; d < dh; d++)
+            vt[(size_t)d * n + j] = vr[d];
+    }
+    for (int i0 = 0; i0 < n; i0 += ATT_ROWS) {
+        int rows = n - i0 < ATT_ROWS ? n - i0 : ATT_ROWS;
+        for (int i = 0; i < rows; i++)
+            memcpy(qb + (size_t)i * dh, f->q + (size_t)(st + i0 + i) * Q + (size_t)h * dh,
+                   (size_t)dh * sizeof *qb);
+        gemm_nt(qb, kh, NULL, sc, rows, n, dh, n);
+        for (int i = 0; i < rows; i++) {
+            /* Keys within HALF positions either side (llama.cpp's
+             * symmetric window); the rest weigh 0. */
+            float *r = sc + (size_t)i * n;
+            int p = i0 + i, lo = p - half < 0 ? 0 : p - half, hi = p + half >= n ? n - 1 : p + half;
+            for (int j = 0; j < lo; j++)
+                r[j] = 0;
+            for (int j = hi + 1; j < n; j++)
+                r[j] = 0;
+            gemm_softmax(r + lo, hi - lo + 1, scale);
+        }
+        gemm_nt(sc, vt, NULL, f->ctx + (size_t)(st + i0) * Q + (size_t)h * dh, rows, dh, n, Q);
+    }
+}
+
+/* x += RMS(tmp) norm, per row. */
+static void residual_task(void *ud, int task)
+{
+    gfwd *f = ud;
+    int H = f->m->H, t1 = (task + 1) * ROWS > f->T ? f->T : (task + 1) * ROWS;
+    for (int t = task * ROWS; t < t1; t++) {
+        float *r = f->tmp + (size_t)t * H, *x = f->x + (size_t)t * H;
+        rms_row(r, f->norm, H, f->m->eps);
+        for (int i = 0; i < H; i++)
+            x[i] += r[i];
+    }
+}
+
+/* tmp = RMS(x) norm, per row. */
+static void norm_task(void *ud, int task)
+{
+    gfwd *f = ud;
+    int H = f->m->H, t1 = (task + 1) * ROWS > f->T ? f->T : (task + 1) * ROWS;
+    for (int t = task * ROWS; t < t1; t++) {
+        float *r = f->tmp + (size_t)t * H;
+        memcpy(r, f->x + (size_t)t * H, (size_t)H * sizeof *r);
+        rms_row(r, f->norm, H, f->m->eps);
+    }
+}
+
+/* cos and sin of position p times each pair's frequency, BASE. */
+static void rope_table(float *tab, int maxlen, int dh, double base)
+{
+    for (int p = 0; p < maxlen; p++)
+        for (int i = 0; i < dh / 2; i++) {
+            double th = p * pow(base, -2.0 * i / dh);
+            tab[(size_t)p * dh + 2 * (size_t)i] = (float)cos(th);
+            tab[(size_t)p * dh + 2 * (size_t)i + 1] = (float)sin(th);
+        }
+}
+
+static int forward(gemma *m, const int32_t *ids, int T, const int *start, const int *len,
+                   int nseq, float *out)
+{
+    int H = m->H, dh = m->dh, Q = m->heads * dh, KV = m->kvh * dh, I = m->I;
+    int maxlen = 0;
+    for (int s = 0; s < nseq; s++)
+        maxlen = len[s] > maxlen ? len[s] : maxlen;
+    size_t th = (size_t)T * H;
+    size_t slot = 2 * (size_t)maxlen * dh + (size_t)ATT_ROWS * dh + (size_t)ATT_ROWS * maxlen;
+    size_t big = (size_t)T * (size_t)(Q > I ? Q : I);
+    float *x = malloc((2 * th + (size_t)T * Q + 2 * (size_t)T * KV + 3 * big) * sizeof *x);
+    float *scratch = malloc((size_t)(m->pool.n + 1) * slot * sizeof *scratch);
+    float *tabs = malloc(2 * (size_t)maxlen * dh * sizeof *tabs);
+    size_t pd = (size_t)nseq * (size_t)(m->d2 > H ? m->d2 : H);
+    float *pooled = malloc(2 * (pd ? pd : 1) * sizeof *pooled);
+    int rc = x && scratch && tabs && pooled ? MNEMO_OK : MNEMO_NOMEM;
+    if (rc)
+        goto done;
+    float *h = x + th, *q = h + th, *k = q + (size_t)T * Q, *v = k + (size_t)T * KV,
+          *ctx = v + (size_t)T * KV, *g = ctx + big, *u = g + big;
+    rope_table(tabs, maxlen, dh, m->base);
+    rope_table(tabs + (size_t)maxlen * dh, maxlen, dh, SWA_BASE);
+    float scale = sqrtf((float)H);
+    for (int t = 0; t < T && !rc; t++) {
+        float *r = x + (size_t)t * H;
+        rc = gguf_row(m->gg, "token_embd.weight", ids[t], r);
+        for (int d = 0; d < H; d++)
+            r[d] *= scale;
+    }
+    if (rc)
+        goto done;
+    tpool *p = &m->pool;
+    gfwd f;
+    memset(&f, 0, sizeof f);
+    f.m = m;
+    f.T = T;
+    f.nseq = nseq;
+    f.maxlen = maxlen;
+    f.start = start;
+    f.len = len;
+    f.ids = ids;
+    f.x = x;
+    f.q = q;
+    f.k = k;
+    f.v = v;
+    f.ctx = ctx;
+    f.cs_g = tabs;
+    f.cs_s = tabs + (size_t)maxlen * dh;
+    f.scratch = scratch;
+    f.slot_floats = slot;
+    int rowtasks = (T + ROWS - 1) / ROWS;
+    for (int l = 0; l < m->L; l++) {
+        const glayer *y = &m->layers[l];
+        f.y = y;
+        f.tmp = h;
+        f.norm = y->an;
+        tpool_run(p, norm_task, &f, rowtasks);
+        tpool_linear(p, h, &y->wq, NULL, q, T, Q, H, TPOOL_PLAIN);
+        tpool_linear(p, h, &y->wk, NULL, k, T, KV, H, TPOOL_PLAIN);
+        tpool_linear(p, h, &y->wv, NULL, v, T, KV, H, TPOOL_PLAIN);
+        tpool_run(p, qk_task, &f, rowtasks);
+        tpool_run(p, attention_task, &f, nseq * m->heads);
+        tpool_linear(p, ctx, &y->wo, NULL, h, T, H, Q, TPOOL_PLAIN);
+        f.norm = y->pan;
+        tpool_run(p, residual_task, &f, rowtasks);
+        f.norm = y->fn;
+        tpool_run(p, norm_task, &f, rowtasks);
+        tpool_linear(p, h, &y->wg, NULL, g, T, I, H, TPOOL_GELU_TANH);
+        tpool_linear(p, h, &y->wu, NULL, u, T, I, H, TPOOL_PLAIN);
+        for (size_t i = 0; i < (size_t)T * I; i++)
+            g[i] *= u[i];
+        tpool_linear(p, g, &y->wd, NULL, h, T, H, I, TPOOL_PLAIN);
+        f.norm = y->pfn;
+        tpool_run(p, residual_task, &f, rowtasks);
+    }
+    f.tmp = h;
+    f.norm = m->onorm;
+    tpool_run(p, norm_task, &f, rowtasks);
+    for (int s = 0; s < nseq; s++) {
+        float *o = pooled + (size_t)s * H;
+        for (int d = 0; d < H; d++)
+            o[d] = 0;
+        for (int i = 0; i < len[s]; i++)
+            for (int d = 0; d < H; d++)
+                o[d] += h[(size_t)(start[s] + i) * H + d];
+        for (int d = 0; d < H; d++)
+            o[d] /= (float)len[s];
+    }
+    const float *e = pooled;
+    if (m->has_dense) {
+        float *mid = pooled + pd;
+        tpool_linear(p, pooled, &m->dense2, NULL, mid, nseq, m->d2, H, TPOOL_PLAIN);
+        tpool_linear(p, mid, &m->dense3, NULL, pooled, nseq, m->dims, m->d2, TPOOL_PLAIN);
+    }
+    for (int s = 0; s < nseq; s++) {
+        const float *r = e + (size_t)s * m->dims;
+        float *o = out + (size_t)s * m->dims;
+        double nn = 0;
+        for (int d = 0; d < m->dims; d++)
+            nn += (double)r[d] * r[d];
+        float inv = nn > 0 ? (float)(1.0 / sqrt(nn)) : 0.0f;
+        for (int d = 0; d < m->dims; d++)
+            o[d] = r[d] * inv;
+    }
+done:
+    free(x);
+    free(scratch);
+    free(tabs);
+    free(pooled);
+    return rc;
+}
+
+int gemma_embed(gemma *m, const char *const *texts, const size_t *lens, size_t n, float *out)
+{
+    if (!m->pool.started)
+        tpool_start(&m->pool, m->threads - 1);
+    int maxt = m->max_tokens;
+    int cap = MAX_BATCH_TOKENS > maxt ? MAX_BATCH_TOKENS : maxt;
+    int32_t *ids = malloc((size_t)(cap + maxt) * sizeof *ids);
+    int *start = malloc((n ? n : 1) * sizeof *start), *len = malloc((n ? n : 1) * sizeof *len);
+    int rc = ids && start && len ? MNEMO_OK : MNEMO_NOMEM;
+    size_t first = 0;
+    int T = 0;
+    for (size_t i = 0; !rc && i <= n; i++) {
+        if (i < n) {
+            int c = gemma_tokenize(m, texts[i], lens[i], ids + T);
+            if (c < 0) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            if (c == 0)
+                ids[T + c++] = 0; /* no BOS nor EOS: one padding token to pool */
+            if (T > 0 && T + c > cap) {
+                rc = forward(m, ids, T, start, len, (int)(i - first), out + first * (size_t)m->dims);
+                memmove(ids, ids + T, (size_t)c * sizeof *ids);
+                T = 0;
+                first = i;
+            }
+            start[i - first] = T;
+            len[i - first] = c;
+            T += c;
+        } else if (T > 0) {
+            rc = forward(m, ids, T, start, len, (int)(n - first), out + first * (size_t)m->dims);
+        }
+    }
+    free(ids);
+    free(start);
+    free(len);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/*
+ * tpool.h - the pieces the in-process encoders (bert.h, gemma.h) share: a
+ * pool of threads that runs the tasks of one parallel step (the caller
+ * runs tasks too), and the parallel linear step Y = X W^T + b over the
+ * rows of every text of a call (gemm.h), split by rows for long batches
+ * and by columns for short ones.
+ */
+#ifndef MNEMO_TPOOL_H
+#define MNEMO_TPOOL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "embed/gemm.h"
+
+typedef void (*tpool_fn)(void *ctx, int task);
+
+typedef struct tpool {
+    pthread_t *th;
+    struct tpool_arg *args;
+    int n, started; /* N workers (besides the caller) */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    tpool_fn fn;
+    void *ctx;
+    int ntasks, active, quit;
+    unsigned gen;
+    atomic_int next;
+} tpool;
+
+/* Starts WORKERS threads (0: the caller runs everything); a thread that
+ * cannot be made leaves fewer. tpool_stop joins them (a pool never
+ * started is a no-op). */
+void tpool_start(tpool *p, int workers);
+void tpool_stop(tpool *p);
+
+/* Runs FN(CTX, t) for t < NTASKS over the pool and returns when all are
+ * done. */
+void tpool_run(tpool *p, tpool_fn fn, void *ctx, int ntasks);
+
+/* Which of its pool's threads runs the calling task: 0 the caller, 1..n
+ * the workers (an index for per-thread scratch). */
+int tpool_slot(void);
+
+/* What a linear step applies to its output. */
+enum { TPOOL_PLAIN, TPOOL_GELU, TPOOL_GELU_TANH };
+
+/* Y[m][n] = X[m] . W[n] + BIAS[n] (BIAS may be NULL) for m < M, n < N,
+ * X's row stride K, Y's N, then POST on each element. */
+void tpool_linear(tpool *p, const float *x, const gemm_w *w, const float *bias, float *y, int M,
+                  int N, int K, int post);
+
+#endif
