@@ -33,6 +33,30 @@ int cmd_get(int argc, char **argv)
     mnemo *m;
     if ((code = cli_open(&a, &m)))
         return code;
+    if (!strncmp(a.pos[0], "memory://", 9)) {
+        /* A stored fact, as a search result cites it. */
+        json_t *args = json_pack("{s:s}", "path", a.pos[0]);
+        char *out = NULL, *err = NULL;
+        int rc = api_run(m, api_find("get"), args, &out, &err);
+        json_decref(args);
+        if (rc) {
+            code = cli_fail(m, rc, json);
+            free(out);
+            free(err);
+            mnemo_close(m);
+            return code;
+        }
+        json_t *j = json_loads(out, 0, NULL);
+        if (json)
+            puts(out);
+        else
+            printf("%s\n", json_string_value(json_object_get(j, "text")));
+        json_decref(j);
+        free(out);
+        free(err);
+        mnemo_close(m);
+        return EXIT_OK;
+    }
     mnemo_excerpt e;
     int rc = mnemo_get(m, a.pos[0], from, lines, &e);
     if (rc) {

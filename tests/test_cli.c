@@ -507,3 +507,52 @@ TEST(abi_exports_only_the_public_api)
     ASSERT_EQ(pclose(f), 0);
     ASSERT_EQ(exported, declared); /* and every declared function is there */
 }
+
+/* mnemo search finds notes and stored facts together; --kinds and the fact
+ * switches restrict it; mnemo get reads a fact's memory://id. */
+TEST(cli_search_notes_and_facts_together)
+{
+    test_mkdir("mws");
+    test_write("mws/MEMORY.md", "# Memory\n\n- The staging cluster is called ember.\n");
+    char *out = NULL, *err = NULL;
+    ASSERT_EQ(MCLI(&out, NULL, "memory", "add", "The staging cluster moved to the Frankfurt region",
+                   "--category", "operational", "--json"),
+              0);
+    json_t *j = json_loads(out, 0, NULL);
+    char id[64];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "search", "staging cluster"), 0);
+    ASSERT_CONTAINS(out, "MEMORY.md#L3-L3");
+    char cite[96];
+    snprintf(cite, sizeof cite, "memory://%s  (score ", id);
+    ASSERT_CONTAINS(out, cite);
+    ASSERT_CONTAINS(out, "fact, operational, importance");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "search", "staging cluster", "--kinds", "note", "--json"), 0);
+    ASSERT_NOT_CONTAINS(out, "memory://");
+    ASSERT_CONTAINS(out, "\"kinds\":[\"note\"]");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "search", "staging cluster", "--kinds", "fact", "--categories",
+                   "rule,decision", "--json"),
+              0);
+    ASSERT_CONTAINS(out, "\"results\":[]");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "search", "staging cluster", "--kinds", "fact", "--categories",
+                   "operational", "--scope", "long-term", "--json"),
+              0);
+    ASSERT_CONTAINS(out, "\"kind\":\"fact\"");
+    ASSERT_CONTAINS(out, "\"scope\":\"long-term\"");
+    free(out);
+    ASSERT_EQ(MCLI(&out, &err, "search", "staging", "--kinds", "facts,opinions"), 2);
+    ASSERT_CONTAINS(err, "opinions");
+    free(out);
+    free(err);
+    snprintf(cite, sizeof cite, "memory://%s", id);
+    ASSERT_EQ(MCLI(&out, NULL, "get", cite), 0);
+    ASSERT_STR_EQ(out, "The staging cluster moved to the Frankfurt region\n");
+    free(out);
+    ASSERT_EQ(MCLI(&out, NULL, "get", "memory://00000000-0000-4000-8000-000000000000"), 3);
+    free(out);
+}
