@@ -194,6 +194,9 @@ export function createMemoryRuntime(cfg: PluginConfig, host: RuntimeHost) {
 
 type Command = any; /* commander's Command, as OpenClaw passes it */
 
+/* Standard output itself: OpenClaw sends console.log to stderr while a CLI command runs. */
+const print = (text: string) => void process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+
 function agentIds(cfg: AnyConfig | undefined, agent: string | undefined): string[] {
   if (agent) return [agent];
   const list = Array.isArray(cfg?.agents?.list) ? cfg.agents.list : [];
@@ -269,7 +272,7 @@ export function registerMemoryCli(program: Command, cfg: PluginConfig, host: Run
           all.push(entry);
         }
         if (opts.json) {
-          console.log(JSON.stringify(all, null, 2));
+          print(JSON.stringify(all, null, 2));
           return;
         }
         const out: string[] = [];
@@ -279,7 +282,7 @@ export function registerMemoryCli(program: Command, cfg: PluginConfig, host: Run
           if (probe) out.push(`  embeddings: ${probe.ok ? "ready" : `unavailable (${probe.error})`}`);
           out.push("");
         }
-        console.log(out.join("\n").trimEnd());
+        print(out.join("\n").trimEnd());
       } catch (e) {
         fail(e);
       }
@@ -300,11 +303,11 @@ export function registerMemoryCli(program: Command, cfg: PluginConfig, host: Run
           all.push({ agentId, workspaceDir: o.workspace, ...stats });
         }
         if (opts.json) {
-          console.log(JSON.stringify(all, null, 2));
+          print(JSON.stringify(all, null, 2));
           return;
         }
         for (const s of all as Array<Record<string, any>>)
-          console.log(
+          print(
             `Memory index updated (${s.agentId}): ${s.filesSeen} files, ${s.filesAdded} added, ${s.filesChanged} changed, ` +
               `${s.filesRemoved} removed; ${s.chunksAdded} chunks written in ${s.seconds} s${s.rebuilt ? " (rebuilt)" : ""}`,
           );
@@ -329,16 +332,16 @@ export function registerMemoryCli(program: Command, cfg: PluginConfig, host: Run
         const m = await manager(agentIds(ocCfg, opts.agent)[0]);
         const results = await m.search(query, { maxResults: opts.maxResults, minScore: opts.minScore });
         if (opts.json) {
-          console.log(JSON.stringify({ results, mode: (m.status().custom?.mnemo as any)?.mode }, null, 2));
+          print(JSON.stringify({ results, mode: (m.status().custom?.mnemo as any)?.mode }, null, 2));
           return;
         }
         if (!results.length) {
-          console.log("No matches.");
+          print("No matches.");
           return;
         }
         const lines: string[] = [];
         for (const r of results) lines.push(`${r.score.toFixed(3)} ${r.path}:${r.startLine}-${r.endLine}`, r.snippet, "");
-        console.log(lines.join("\n").trim());
+        print(lines.join("\n").trim());
       } catch (e) {
         fail(e);
       }
