@@ -354,13 +354,12 @@ function startDaemon(o: Resolved, s: DaemonState): void {
  */
 export async function mnemoStopDaemons(ms = 3000): Promise<number[]> {
   const pids = [...spawned.keys()];
-  for (const [pid, child] of spawned) {
+  for (const child of spawned.values()) {
     try {
       child.kill("SIGTERM");
     } catch {
       /* gone */
     }
-    void pid;
   }
   const until = Date.now() + ms;
   const alive = (pid: number) => {
