@@ -14,6 +14,8 @@
  * cross-site form cannot send). Bodies and headers are capped, idle
  * connections time out, SIGTERM finishes the requests in flight before
  * exit, and a locked pid file keeps a second daemon off the same index.
+ * With --parent PID it also stops, the same way, once that process is gone
+ * (an integration that starts the daemon does not leave it behind).
  *
  * About 1,000 lines in one file on purpose: routing, the connection
  * limits, listening and the daemon's life all share the server struct and
@@ -739,6 +741,21 @@ static int load_token(const char *file, char **out)
     return *out ? EXIT_OK : EXIT_ERROR;
 }
 
+/* Waits for one of SIGS; returns it, or 0 once process PARENT is gone
+ * (checked every second: when PARENT started us, by getppid() changing,
+ * which does not suffer from pid reuse; otherwise by kill(PARENT, 0)). */
+static int wait_signal_or_orphan(const sigset_t *sigs, pid_t parent) {
+    int ours = getppid() == parent;
+    for (;;) {
+        struct timespec tick = {1, 0};
+        int sig = sigtimedwait(sigs, NULL, &tick);
+        if (sig > 0)
+            return sig;
+        if (ours ? getppid() != parent : (kill(parent, 0) != 0 && errno == ESRCH))
+            return 0;
+    }
+}
+
 /* Locks DB.serve.pid for this daemon's life; fails when another holds it. */
 static int lock_pidfile(const char *db, char **path_out, int *fd_out)
 {
@@ -818,6 +835,7 @@ int cmd_serve(int argc, char **argv)
         O_REQUEST_TIMEOUT,
         O_PER_CLIENT,
         O_NO_WATCH,
+        O_PARENT,
         O_VERBOSE
     };
     static const cli_opt opts[] = {
@@ -834,18 +852,20 @@ int cmd_serve(int argc, char **argv)
         [O_PER_CLIENT] = {"max-per-client", 0, "N",
                           "connections one client address may hold (default 64)"},
         [O_NO_WATCH] = {"no-watch", 0, NULL, "do not sync the workspace as it changes"},
+        [O_PARENT] = {"parent", 0, "PID", "stop (as on SIGTERM) when process PID is gone"},
         [O_VERBOSE] = {"verbose", 'v', NULL, "log every request to standard error"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
     int code = cli_parse(argc, argv, "serve",
                          "mnemo [--workspace DIR] serve [--listen HOST:PORT] [--workers N] "
-                         "[--token-file FILE] [--no-watch] [--verbose]",
+                         "[--token-file FILE] [--no-watch] [--parent PID] [--verbose]",
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
-    int workers = 4, max_body = 1 << 20, timeout = 30, arrival = 10, per_client = 64;
-    if ((a.val[O_WORKERS] && (code = cli_int(a.val[O_WORKERS], "workers", 1, MAX_HANDLES - 2, &workers))) ||
+    int workers = 4, max_body = 1 << 20, timeout = 30, arrival = 10, per_client = 64, parent = 0;
+    if ((a.val[O_PARENT] && (code = cli_int(a.val[O_PARENT], "parent", 1, INT32_MAX, &parent))) ||
+        (a.val[O_WORKERS] && (code = cli_int(a.val[O_WORKERS], "workers", 1, MAX_HANDLES - 2, &workers))) ||
         (a.val[O_REQUEST_TIMEOUT] &&
          (code = cli_int(a.val[O_REQUEST_TIMEOUT], "request-timeout", 1, 3600, &arrival))) ||
         (a.val[O_PER_CLIENT] &&
@@ -960,9 +980,15 @@ int cmd_serve(int argc, char **argv)
             s.token ? ", bearer token required" : "");
 
     int sig = 0;
-    sigwait(&sigs, &sig);
+    if (parent > 0)
+        sig = wait_signal_or_orphan(&sigs, (pid_t)parent);
+    else
+        sigwait(&sigs, &sig);
     fprintf(stderr, "mnemo serve: %s: finishing requests in flight\n",
-            sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP");
+            sig == SIGTERM  ? "SIGTERM"
+            : sig == SIGINT ? "SIGINT"
+            : sig == SIGHUP ? "SIGHUP"
+                            : "the parent process is gone");
     /* Stop accepting, then let the requests begun finish and their
      * replies go out (up to 10 s); idle keep-alive connections are closed. */
     MHD_socket ls = mhd.quiesce_daemon(d);

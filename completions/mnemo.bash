@@ -94,7 +94,7 @@ _mnemo()
         opts="--category --importance --type --subject --user --agent --run --metadata --triggers --expires --json -j --scope --categories --filters --limit -n --offset --deleted --text --query -q --min-score"
         subs="add update delete purge get list history confirm search export import recover"
         ;;
-    serve) opts="--listen -l --workers --token-file --max-body --timeout --request-timeout --max-per-client --no-watch --verbose -v" ;;
+    serve) opts="--listen -l --workers --token-file --max-body --timeout --request-timeout --max-per-client --no-watch --parent --verbose -v" ;;
     hook)
         opts="--triggers --recall"
         subs="claude-code"

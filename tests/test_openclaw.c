@@ -38,6 +38,9 @@ static int run_sh(const char *cmd, const char *out) {
 }
 
 TEST(openclaw_e2e) {
+  /* two Gateways and a few openclaw CLI processes (about 10 s each): more than the
+   * runner's 120 s default on a loaded 2-CPU machine */
+  alarm(420);
   setenv("MNEMO_JS_CACHE", js_cache(), 1);
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "sh '%s/tests/openclaw/setup.sh'", test_src_dir());
@@ -55,6 +58,8 @@ TEST(openclaw_e2e) {
   ASSERT_CONTAINS(
       out, "memory_search via /tools/invoke: 200 with OpenClaw's result shape");
   ASSERT_CONTAINS(out, "memory_search through the daemon");
+  ASSERT_CONTAINS(out, "openclaw memory status --json: mnemo's files");
+  ASSERT_CONTAINS(out, "openclaw status --json --all: \"memory\" is mnemo's state");
   ASSERT_NOT_CONTAINS(out, "FAIL");
   free(out);
 }

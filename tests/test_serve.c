@@ -642,6 +642,46 @@ TEST(serve_pid_lock)
     ASSERT_EQ(stop_daemon(&b, SIGTERM), 0);
 }
 
+/* --parent PID: the daemon stops by itself, cleanly (pid file removed), once
+ * PID is gone; not before. */
+TEST(serve_parent_gone_stops)
+{
+    workspace();
+    pid_t parent = fork();
+    if (parent == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        pause();
+        _exit(0);
+    }
+    char pid[24];
+    snprintf(pid, sizeof pid, "%d", (int)parent);
+    daemon_proc a;
+    ASSERT_EQ(start_daemon(&a, "--parent", pid, NULL), 0);
+    usleep(1500 * 1000); /* more than one check: still serving while PID lives */
+    ASSERT_EQ(waitpid(a.pid, NULL, WNOHANG), 0);
+    kill(parent, SIGKILL);
+    waitpid(parent, NULL, 0);
+    double t0 = now_s();
+    int st = 0, gone = 0;
+    while (!gone && now_s() - t0 < 5) {
+        gone = waitpid(a.pid, &st, WNOHANG) == a.pid;
+        if (!gone)
+            usleep(20000);
+    }
+    ASSERT(gone);
+    a.pid = 0;
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ASSERT(access(test_path("db.sqlite.serve.pid"), F_OK) != 0);
+    char *log = test_read(test_path("serve.log"), NULL);
+    ASSERT_CONTAINS(log, "the parent process is gone");
+    free(log);
+    char *err = NULL;
+    ASSERT_EQ(test_cli(NULL, &err, NULL, "--workspace", test_path("ws"), "serve", "--parent",
+                       "0", NULL),
+              2);
+    free(err);
+}
+
 /* ---- writes under fire ---- */
 
 typedef struct writer {

@@ -6,10 +6,16 @@
  * memory-core tools. With `recall.triggers` / `recall.memories` it also prepends mnemo's
  * trigger recall and the <recalled-memories> block before the prompt is built.
  *
+ * It is also OpenClaw's memory capability (registerMemoryCapability: the runtime that
+ * `openclaw status --json --all` and other memory consumers ask), owns the `openclaw memory
+ * status|index|search` commands (registerCli; memory-core's go away with memory-core), and
+ * runs a Gateway service whose stop ends the `mnemo serve` daemons this plugin started.
+ *
  * No SDK import: the entry is the plain object definePluginEntry() returns, so the plugin
  * has no dependencies beyond Node's built-ins.
  */
-import { mnemoRecall } from "./hooks/memory-recall/mnemo-client.ts";
+import { mnemoRecall, mnemoStopDaemons, mnemoUrl, setMnemoLogger } from "./hooks/memory-recall/mnemo-client.ts";
+import { createMemoryRuntime, registerMemoryCli, type RuntimeHost } from "./memory-runtime.ts";
 import {
   createMemoryGetTool,
   createMemorySearchTool,
@@ -27,8 +33,50 @@ const plugin = {
   kind: "memory",
   register(api: any) {
     const cfg: PluginConfig = (api.pluginConfig ?? {}) as PluginConfig;
+    const mode: string = api.registrationMode ?? "full";
+    if (api.logger) setMnemoLogger(api.logger);
+    let gatewayRunning = false;
+    const host: RuntimeHost = {
+      workspaceFor(ocCfg, agentId) {
+        try {
+          const dir = api.runtime?.agent?.resolveAgentWorkspaceDir?.(ocCfg ?? api.config ?? {}, agentId || "main");
+          if (typeof dir === "string" && dir) return dir;
+        } catch {
+          /* no runtime in this registration mode */
+        }
+        const d = (ocCfg ?? api.config)?.agents?.defaults?.workspace;
+        return typeof d === "string" && d ? d : undefined;
+      },
+      mayStartDaemon: () => gatewayRunning,
+    };
+
+    /* openclaw memory status|index|search (the manifest's cliCommands names the root) */
+    api.registerCli(
+      ({ program, config }: { program: any; config?: Record<string, any> }) =>
+        registerMemoryCli(program, cfg, host, config ?? api.config),
+      { descriptors: [{ name: "memory", description: "Search, inspect, and reindex memory files (mnemo)", hasSubcommands: true }] },
+    );
+    if (mode === "cli-metadata") return;
+
+    api.registerMemoryCapability({ runtime: createMemoryRuntime(cfg, host) });
     api.registerTool((ctx: ToolContext) => createMemorySearchTool(cfg, ctx), { names: ["memory_search"] });
     api.registerTool((ctx: ToolContext) => createMemoryGetTool(cfg, ctx), { names: ["memory_get"] });
+
+    /* The Gateway's lifetime: a daemon this plugin starts is stopped with it (and, passed
+       --parent, exits by itself if the Gateway dies without stopping it). */
+    api.registerService({
+      id: "mnemo-daemon",
+      start() {
+        gatewayRunning = true;
+        const { url, source } = mnemoUrl(cfg);
+        api.logger?.info?.(`mnemo: daemon url ${url} (from ${source})`);
+      },
+      async stop() {
+        gatewayRunning = false;
+        const pids = await mnemoStopDaemons();
+        if (pids.length) api.logger?.info?.(`mnemo: stopped the daemon${pids.length > 1 ? "s" : ""} it started (pid ${pids.join(", ")})`);
+      },
+    });
 
     const recall = cfg.recall ?? {};
     if (recall.triggers || recall.memories) {

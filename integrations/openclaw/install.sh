@@ -34,7 +34,7 @@ if [ -z "$state" ]; then
 fi
 case $state in "~"/*) state=${HOME:?}/${state#"~/"} ;; esac
 
-plugin_files="index.ts openclaw.plugin.json package.json"
+plugin_files="index.ts memory-runtime.ts openclaw.plugin.json package.json"
 hook_files="HOOK.md handler.ts package.json mnemo-client.ts memory-tools.ts"
 
 # sync SRC_DIR DEST_DIR FILES...: DEST_DIR becomes exactly FILES from SRC_DIR, replaced at once

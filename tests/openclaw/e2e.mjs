@@ -124,6 +124,31 @@ function cleanup() {
 }
 for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(sig, () => die(`${sig}`));
 
+/* Pids of `mnemo serve` processes whose command line names DB (an orphan check that does not
+   depend on the pid file, which a daemon killed hard leaves behind). */
+function serveProcesses(db) {
+  const pids = [];
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const argv = fs.readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0");
+      if (argv.includes("serve") && argv.includes(db)) pids.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return pids;
+}
+async function noServeLeft(db, ms = 4000) {
+  const until = Date.now() + ms;
+  let left = serveProcesses(db);
+  while (left.length && Date.now() < until) {
+    await sleep(100);
+    left = serveProcesses(db);
+  }
+  return left;
+}
+
 function copyDir(from, to) {
   fs.cpSync(from, to, { recursive: true, filter: (p) => !p.includes("node_modules") });
 }
@@ -201,6 +226,42 @@ async function moduleChecks() {
 
   const e = await client.mnemoGet({ bin: "/nonexistent/mnemo", workspace: ws, daemon: false }, { path: "MEMORY.md" }).catch((x) => x);
   check(e instanceof client.MnemoError && e.code === "spawn", "a missing mnemo executable is an error, not a hang", String(e));
+
+  /* one daemon address: the url option wins over a different MNEMO_URL, and that is logged once */
+  const warnings = [];
+  client.setMnemoLogger({ warn: (m) => warnings.push(m) });
+  process.env.MNEMO_URL = "http://127.0.0.1:1";
+  const u1 = client.mnemoUrl({ url: "http://127.0.0.1:2" });
+  const u2 = client.mnemoUrl({ url: "http://127.0.0.1:2/" });
+  delete process.env.MNEMO_URL;
+  check(u1.url === "http://127.0.0.1:2" && u1.source === "config" && u2.url === u1.url &&
+    warnings.filter((w) => /differs from MNEMO_URL=http:\/\/127\.0\.0\.1:1/.test(w)).length === 1,
+    "url option and a different MNEMO_URL: the option is used, the mismatch logged once", warnings);
+
+  /* a daemon already serves the index at another address: the client finds it (logged once)
+     instead of answering every call from the CLI */
+  const rdb = path.join(tmp, "redirect.sqlite");
+  daemonPidFiles.push(`${rdb}.serve.pid`);
+  const running = spawn(mnemoBin, ["--workspace", ws, "--db", rdb, "serve", "--listen", "127.0.0.1:0"], { stdio: "ignore" });
+  let runningUrl = null;
+  for (let i = 0; i < 100 && !runningUrl; i++) {
+    try {
+      runningUrl = JSON.parse(fs.readFileSync(`${rdb}.serve.pid`, "utf8")).url;
+    } catch {
+      await sleep(100);
+    }
+  }
+  warnings.length = 0;
+  const ro = { bin: mnemoBin, workspace: ws, db: rdb, url: `http://127.0.0.1:${await freePort()}`, timeoutMs: 3000 };
+  const routes = [];
+  routes.push((await tools.memorySearchPayload(ro, {}, { query: "zephyr quokka" })).payload.debug?.route);
+  for (let i = 0; i < 50 && !client.mnemoRoute(ro).redirectedTo; i++) await sleep(100);
+  for (let i = 0; i < 3; i++) routes.push((await tools.memorySearchPayload(ro, {}, { query: "zephyr quokka" })).payload.debug?.route);
+  check(runningUrl && client.mnemoRoute(ro).redirectedTo === runningUrl && routes.join() === "cli,daemon,daemon,daemon" &&
+    warnings.filter((w) => w.includes(`already runs at ${runningUrl}`)).length === 1 && warnings.length === 1,
+    "another daemon serves the index: later calls go to it, logged once (not the CLI every time)", { routes, runningUrl, warnings });
+  running.kill("SIGTERM");
+  client.setMnemoLogger(undefined);
 }
 
 /* ------------------------------------------------------------ a scripted model */
@@ -330,6 +391,44 @@ async function startGateway(name, config) {
   return {
     url,
     dir,
+    state,
+    config,
+    pid: child.pid,
+    exited: () => exited,
+    /* `openclaw ARGS...` as a separate CLI process with this Gateway's state and config */
+    cli(cliArgs, extraEnv = {}) {
+      return new Promise((resolve) => {
+        const p = spawn(process.execPath, [openclawMjs, ...cliArgs], { env: { ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        let err = "";
+        p.stdout.on("data", (c) => (out += c));
+        p.stderr.on("data", (c) => (err += c));
+        const timer = setTimeout(() => p.kill("SIGKILL"), 60000);
+        p.on("close", (code) => {
+          clearTimeout(timer);
+          /* the JSON document that ends stdout (log lines such as "[plugins] ..." may precede it) */
+          let json = null;
+          for (let i = 0; i >= 0 && json === null; i = out.indexOf("\n", i + 1)) {
+            const at = i === 0 ? 0 : i + 1;
+            if (out[at] !== "{" && out[at] !== "[") continue;
+            try {
+              json = JSON.parse(out.slice(at));
+            } catch {
+              /* not here */
+            }
+          }
+          resolve({ code, out, err, json });
+        });
+      });
+    },
+    async kill() {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        return;
+      }
+      for (let i = 0; i < 50 && !exited; i++) await sleep(100);
+    },
     async invoke(tool, toolArgs) {
       const r = await fetch(`${url}/tools/invoke`, {
         method: "POST",
@@ -447,6 +546,59 @@ async function gatewayA() {
     check(r.details?.debug?.route === "daemon" && r.details?.results?.[0]?.path === "memory/2026-11-29.md",
       "memory_search through the daemon", r.details?.debug);
 
+    /* the plugin started its daemon with --parent <a process of the Gateway> */
+    const daemonPid = JSON.parse(fs.readFileSync(`${db}.serve.pid`, "utf8")).pid;
+    const dargv = fs.readFileSync(`/proc/${daemonPid}/cmdline`, "utf8").split("\0");
+    const parentPid = Number(dargv[dargv.indexOf("--parent") + 1]);
+    let parentPgrp = -1;
+    try {
+      parentPgrp = Number(fs.readFileSync(`/proc/${parentPid}/stat`, "utf8").split(") ")[1].split(" ")[2]);
+    } catch {
+      /* no such process */
+    }
+    check(dargv.includes("--parent") && parentPgrp === gw.pid, "the daemon the plugin started is tied to the Gateway (--parent)", { dargv, parentPid, parentPgrp, gw: gw.pid });
+
+    /* openclaw memory status|search and status --json --all, as separate CLI processes that load
+       the plugin: its memory runtime answers them (through the daemon the Gateway's plugin
+       started). The status --all one reads a copy of the config whose Gateway port is closed:
+       OpenClaw reports memory from the plugin only when it scans locally. */
+    const direct = JSON.parse(spawnSync(mnemoBin, ["--workspace", ws, "--db", db, "status", "--json"], { encoding: "utf8" }).stdout);
+    const offline = path.join(gw.state, "openclaw-offline.json");
+    fs.writeFileSync(offline, JSON.stringify({ ...gw.config, gateway: { ...gw.config.gateway, port: await freePort() } }, null, 2));
+    const otherUrl = `http://127.0.0.1:${await freePort()}`;
+    const [st, stText, se, all] = await Promise.all([
+      gw.cli(["memory", "status", "--json"], { MNEMO_URL: otherUrl }),
+      gw.cli(["memory", "status"]),
+      gw.cli(["memory", "search", "--json", "--max-results", "3", "zephyr quokka lantern"]),
+      gw.cli(["status", "--json", "--all", "--timeout", "3000"], { OPENCLAW_CONFIG_PATH: offline }),
+    ]);
+    const ms0 = st.json?.[0]?.status;
+    const mn = ms0?.custom?.mnemo;
+    check(st.code === 0 && st.json?.[0]?.agentId === "main" && ms0?.files === direct.files && ms0?.chunks === direct.chunks && direct.files > 0 &&
+      ms0?.workspaceDir === ws && ms0?.dbPath === db && mn?.mode === "keyword" && mn?.lastSync === direct.lastSync?.at,
+      `openclaw memory status --json: mnemo's files (${direct.files}), chunks, mode, last sync`, st.json ?? st.out + st.err);
+    check(mn?.route?.answeredBy === "daemon" && mn?.route?.url === daemonUrl && mn?.route?.source === "config",
+      "  ... and the daemon route (the plugin's url, answered by the daemon)", mn?.route);
+    const mismatch = (st.out + st.err).split(`differs from MNEMO_URL=${otherUrl}`).length - 1;
+    check(mismatch === 1, "  ... a MNEMO_URL that differs from the plugin's url is logged once", st.err.slice(-1500));
+    check(stText.code === 0 && new RegExp(`files: +${direct.files}\\b`).test(stText.out) && /mode: +keyword/.test(stText.out) &&
+      stText.out.includes(`route:     daemon at ${daemonUrl}`) && /last sync: +\d{4}-/.test(stText.out),
+      "openclaw memory status: files, chunks, mode, last sync, route", stText.out + stText.err);
+    check(se.code === 0 && se.json?.results?.[0]?.path === "memory/2026-11-29.md" && se.json.results.length <= 3 && se.json?.mode === "keyword",
+      "openclaw memory search --json answers from the workspace through mnemo", se.json ?? se.out + se.err);
+    const am = all.json?.memory;
+    check(all.json && am?.agentId === "main" && am?.files === direct.files && am?.chunks === direct.chunks && am?.custom?.mnemo?.mode === "keyword" &&
+      am?.custom?.mnemo?.lastSync === direct.lastSync?.at && all.json?.memoryPlugin?.slot === "mnemo",
+      "openclaw status --json --all: \"memory\" is mnemo's state (files, chunks, mode, last sync)", am ?? all.out.slice(0, 800) + all.err.slice(-800));
+
+    /* openclaw memory index: a new note, then a forced rebuild; the daemon keeps answering */
+    fs.writeFileSync(path.join(ws, "memory/2026-11-30.md"), "# 2026-11-30\n\n- The second canary is marmot heliotrope 0815.\n");
+    const ix = await gw.cli(["memory", "index", "--force", "--json"]);
+    check(ix.code === 0 && ix.json?.[0]?.rebuilt === true && ix.json?.[0]?.filesSeen === direct.files + 1,
+      "openclaw memory index --force: rebuilt, with the new note", ix.json ?? ix.out + ix.err);
+    r = await gw.invoke("memory_search", { query: "marmot heliotrope" });
+    check(r.details?.results?.[0]?.path === "memory/2026-11-30.md", "  ... and memory_search finds the new note", r.details);
+
     r = await gw.invoke("memory_get", { path: "memory/2026-11-29.md", from: 3, lines: 1 });
     check(r.details?.status === "ok" && r.details?.text?.includes("zephyr quokka lantern 4711") && r.details?.from === 3 && r.details?.lines === 1 &&
       r.details?.truncated === true && r.details?.nextFrom === 4, "memory_get: status ok, text, from, lines, truncated, nextFrom", r.details);
@@ -490,6 +642,8 @@ async function gatewayA() {
       typeof d?.error === "string" && typeof d?.warning === "string" && typeof d?.action === "string" && d?.debug?.error === d?.error,
       `mnemo failing: OpenClaw's "memory unavailable" result (${ms} ms)`, d);
     await gw.stop();
+    const leftA = await noServeLeft(db);
+    check(leftA.length === 0, "no mnemo serve left after gateway A stopped", leftA);
     check(!/plugin.*mnemo.*(failed|error)/i.test(gw.log().split("\n").filter((l) => !/name conflict/.test(l)).join("\n")),
       "gateway A log has no mnemo plugin errors");
   };
@@ -549,7 +703,11 @@ async function gatewayB() {
     r = await gw.invoke("memory_search", { query: "[broken] zephyr quokka lantern" });
     check(r.status === 200 && r.details?.status !== "blocked" && r.details?.debug?.backend !== "mnemo" && Array.isArray(r.details?.results),
       "mnemo failing: the call falls through to memory-core's memory_search", r.body);
-    await gw.stop();
+    /* killed hard, the Gateway can stop nothing: the daemon the hook started exits by itself */
+    const before = serveProcesses(db);
+    await gw.kill();
+    const leftB = await noServeLeft(db);
+    check(before.length === 1 && gw.exited() && leftB.length === 0, "gateway B killed (SIGKILL): the daemon its hook started exits too", { before, leftB });
   };
 }
 

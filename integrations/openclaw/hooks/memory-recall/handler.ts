@@ -1,8 +1,11 @@
 /*
  * memory-recall hook for OpenClaw (see HOOK.md).
  *
- * default export: the internal-hook handler (event "gateway:startup"): starts `mnemo serve`
- *   for the workspace unless a daemon answers, so later searches are warm.
+ * default export: the internal-hook handler. "gateway:startup" starts `mnemo serve` for the
+ *   workspace unless a daemon answers, so later searches are warm; "gateway:shutdown" stops
+ *   the daemon it started (which also exits by itself if the Gateway dies: --parent). The
+ *   daemon address is the mnemo plugin's `url` when the plugin is configured, so the hook and
+ *   the plugin use one daemon; else MNEMO_URL (hook env, then process), else the default.
  * createBeforeToolCall / beforeToolCall: a typed before_tool_call handler for plugins
  *   (api.on("before_tool_call", ...)). OpenClaw lets such a handler rewrite, block or
  *   gate a call, not return a result, so it answers memory_search by blocking the call with
@@ -10,7 +13,7 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { mnemoEnsureDaemon, type MnemoOptions } from "./mnemo-client.ts";
+import { mnemoEnsureDaemon, mnemoStopDaemons, type MnemoOptions } from "./mnemo-client.ts";
 import { memorySearchPayload, type PluginConfig, type ToolContext } from "./memory-tools.ts";
 
 function expandHome(p: string | undefined): string | undefined {
@@ -34,12 +37,49 @@ type InternalHookEvent = {
   context?: { workspaceDir?: string; cfg?: any };
 };
 
+const mismatchLogged = new Set<string>();
+
+/**
+ * The hook's mnemo options: the mnemo plugin's config (plugins.entries.mnemo.config) where it
+ * sets a key, else the hook's env (hooks.internal.entries.memory-recall.env), else the
+ * process environment. A plugin url and a MNEMO_URL that differ are logged once.
+ */
+export function hookOptions(cfg: any, workspaceDir?: string): MnemoOptions {
+  const hookEnv = cfg?.hooks?.internal?.entries?.["memory-recall"]?.env ?? {};
+  const fromEnvs = fromEnv({ ...process.env, ...hookEnv });
+  const entry = cfg?.plugins?.entries?.mnemo;
+  const plugin = entry && entry.enabled !== false ? (entry.config ?? {}) : {};
+  const pick = (k: "bin" | "workspace" | "db" | "url" | "token") =>
+    typeof plugin[k] === "string" && plugin[k].trim() ? (plugin[k] as string) : fromEnvs[k];
+  const opts: MnemoOptions = {
+    bin: pick("bin"),
+    workspace: expandHome(pick("workspace")) || workspaceDir,
+    db: pick("db"),
+    url: pick("url"),
+    token: pick("token"),
+  };
+  if (typeof plugin.url === "string" && fromEnvs.url && plugin.url.replace(/\/+$/, "") !== fromEnvs.url.replace(/\/+$/, "")) {
+    const key = `${plugin.url} ${fromEnvs.url}`;
+    if (!mismatchLogged.has(key)) {
+      mismatchLogged.add(key);
+      console.warn(
+        `memory-recall: MNEMO_URL=${fromEnvs.url} differs from the mnemo plugin's url ${plugin.url}; using ${plugin.url} ` +
+          "(set both to the same address, or unset MNEMO_URL)",
+      );
+    }
+  }
+  return opts;
+}
+
 export default async function handler(event: InternalHookEvent): Promise<void> {
-  if (event?.type !== "gateway" || event.action !== "startup") return;
+  if (event?.type !== "gateway") return;
   try {
-    const hookEnv = event.context?.cfg?.hooks?.internal?.entries?.["memory-recall"]?.env ?? {};
-    const opts = fromEnv({ ...process.env, ...hookEnv });
-    if (!opts.workspace) opts.workspace = event.context?.workspaceDir;
+    if (event.action === "shutdown") {
+      await mnemoStopDaemons();
+      return;
+    }
+    if (event.action !== "startup") return;
+    const opts = hookOptions(event.context?.cfg, event.context?.workspaceDir);
     if (!opts.workspace) return;
     await mnemoEnsureDaemon(opts);
   } catch {

@@ -7,8 +7,16 @@
  * Errors reported by mnemo itself ({"error":{"code","message"}}) are final; a daemon that
  * cannot be reached, times out or answers something else falls back to the CLI while time
  * remains. Node built-ins only.
+ *
+ * The daemon address has one source of truth: the `url` option (the plugin's config, or the
+ * hook pack's), else MNEMO_URL, else http://127.0.0.1:7373; when the option and MNEMO_URL
+ * disagree that is logged once. A daemon this module starts is passed `--parent <this pid>`
+ * (it exits when this process is gone) and is stopped by mnemoStopDaemons() (Gateway stop).
+ * When the start fails because another daemon already serves the index, the client reads
+ * that daemon's address from the index's pid file, logs once and uses it.
  */
-import { execFile, spawn } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 
@@ -91,6 +99,26 @@ export class MnemoError extends Error {
   }
 }
 
+/* ---------------------------------------------------------------- logging */
+
+type Logger = { warn?: (msg: string) => void; info?: (msg: string) => void };
+let logger: Logger = { warn: (m) => console.warn(m) };
+const loggedOnce = new Set<string>();
+/** Where warnings go (the plugin passes OpenClaw's api.logger); default console.warn. */
+export function setMnemoLogger(l: Logger | undefined): void {
+  logger = l ?? { warn: (m) => console.warn(m) };
+}
+/* Logs MSG once per process for KEY (a daemon that cannot be used is not news on every call). */
+function warnOnce(key: string, msg: string): void {
+  if (loggedOnce.has(key)) return;
+  loggedOnce.add(key);
+  try {
+    logger.warn?.(msg);
+  } catch {
+    /* a logger that throws must not break a search */
+  }
+}
+
 let lastRouteValue: "daemon" | "cli" | "" = "";
 /** Which route answered the last call ("daemon" or "cli"); for tests and latency reports. */
 export function lastRoute(): "daemon" | "cli" | "" {
@@ -106,7 +134,14 @@ const DAEMON_HUNG_RETRY_MS = 5000;
 /* Do not spawn the daemon more often than this. */
 const SPAWN_INTERVAL_MS = 30000;
 
-type DaemonState = { downUntil: number; spawnedAt: number; checkedWorkspace: string; mismatch: boolean };
+type DaemonState = {
+  downUntil: number;
+  spawnedAt: number;
+  checkedWorkspace: string;
+  mismatch: boolean;
+  /* the address of the daemon that already serves this index, when it is not url */
+  redirect?: string;
+};
 const daemons = new Map<string, DaemonState>();
 
 function env(name: string): string | undefined {
@@ -114,12 +149,34 @@ function env(name: string): string | undefined {
   return v && v.trim() ? v.trim() : undefined;
 }
 
+const trimUrl = (u: string) => u.trim().replace(/\/+$/, "");
+
+/**
+ * The daemon address and where it came from: the url option ("config"), else MNEMO_URL
+ * ("env"), else the default. A url option that differs from MNEMO_URL is logged once.
+ */
+export function mnemoUrl(opts: MnemoOptions): { url: string; source: "config" | "env" | "default" } {
+  const fromEnv = env("MNEMO_URL");
+  if (opts.url && opts.url.trim()) {
+    const url = trimUrl(opts.url);
+    if (fromEnv && trimUrl(fromEnv) !== url)
+      warnOnce(
+        `url-mismatch ${url} ${fromEnv}`,
+        `mnemo: the configured url ${url} differs from MNEMO_URL=${fromEnv}; using ${url} ` +
+          "(set both to the same address, or unset MNEMO_URL)",
+      );
+    return { url, source: "config" };
+  }
+  if (fromEnv) return { url: trimUrl(fromEnv), source: "env" };
+  return { url: DEFAULT_URL, source: "default" };
+}
+
 function resolved(opts: MnemoOptions) {
   return {
     bin: opts.bin || env("MNEMO_BIN") || "mnemo",
     workspace: opts.workspace ? path.resolve(opts.workspace) : undefined,
     db: opts.db,
-    url: (opts.url || env("MNEMO_URL") || DEFAULT_URL).replace(/\/+$/, ""),
+    url: mnemoUrl(opts).url,
     token: opts.token || env("MNEMO_TOKEN"),
     daemon: opts.daemon !== false,
     autoStart: opts.autoStart !== false,
@@ -222,6 +279,17 @@ function stateOf(o: Resolved): DaemonState {
   return s;
 }
 
+/* Daemons this process started (pid -> child), stopped by mnemoStopDaemons(). */
+const spawned = new Map<number, ChildProcess>();
+/* The pid file line `mnemo serve` prints when another daemon serves the index (exit code 6). */
+const BUSY_RE = /already serves this index: (\{.*\})/;
+
+/*
+ * Spawns `mnemo serve --listen HOST:PORT --parent <pid>` detached. Its standard error is read
+ * (and discarded after the first 4 KB) so that a daemon that exits at once can be explained:
+ * another daemon already serving the index (exit 6) redirects this url to that daemon's
+ * address; any other early exit is logged once.
+ */
 function startDaemon(o: Resolved, s: DaemonState): void {
   if (!o.autoStart || !isLoopback(o.url) || Date.now() - s.spawnedAt < SPAWN_INTERVAL_MS) return;
   s.spawnedAt = Date.now();
@@ -233,34 +301,109 @@ function startDaemon(o: Resolved, s: DaemonState): void {
     /* default */
   }
   try {
-    const child = spawn(o.bin, [...globalArgs(o), "serve", "--listen", listen], {
+    const child = spawn(o.bin, [...globalArgs(o), "serve", "--listen", listen, "--parent", String(process.pid)], {
       detached: true,
-      stdio: "ignore",
+      stdio: ["ignore", "ignore", "pipe"],
     });
-    child.on("error", () => {});
+    let err = "";
+    child.stderr?.on("data", (c: Buffer) => {
+      if (err.length < 4096) err += c.toString("utf8");
+    });
+    child.stderr?.on("error", () => {});
+    (child.stderr as unknown as { unref?: () => void })?.unref?.();
+    child.on("error", (e: NodeJS.ErrnoException) =>
+      warnOnce(`spawn ${o.bin}`, `mnemo: cannot start the daemon (${o.bin}): ${e.code || e.message}`),
+    );
+    child.on("exit", (code, signal) => {
+      if (child.pid) spawned.delete(child.pid);
+      const m = BUSY_RE.exec(err);
+      if (code === 6 && m) {
+        try {
+          const info = JSON.parse(m[1]) as { url?: string; pid?: number };
+          if (info.url && trimUrl(info.url) !== o.url) {
+            s.redirect = trimUrl(info.url);
+            s.downUntil = 0;
+            warnOnce(
+              `redirect ${o.url} ${s.redirect}`,
+              `mnemo: a daemon for this index already runs at ${s.redirect} (pid ${info.pid}), not at the ` +
+                `configured ${o.url}; using it. Set the plugin's url (and MNEMO_URL) to one address.`,
+            );
+            return;
+          }
+        } catch {
+          /* fall through to the generic message */
+        }
+      }
+      if (signal === null && code !== 0)
+        warnOnce(
+          `exit ${o.url}`,
+          `mnemo: the daemon for ${o.url} exited with code ${code}: ${err.trim().split("\n").slice(-2).join(" ")}; ` +
+            "answering from the CLI",
+        );
+    });
+    if (child.pid) spawned.set(child.pid, child);
     child.unref();
-  } catch {
-    /* the CLI answers this call anyway */
+  } catch (e) {
+    warnOnce(`spawn ${o.bin}`, `mnemo: cannot start the daemon (${o.bin}): ${e instanceof Error ? e.message : String(e)}`);
   }
 }
 
+/**
+ * Stops the daemons this process started (SIGTERM; they finish the requests in flight) and
+ * resolves when they are gone or after ms. The plugin calls it when the Gateway stops.
+ */
+export async function mnemoStopDaemons(ms = 3000): Promise<number[]> {
+  const pids = [...spawned.keys()];
+  for (const child of spawned.values()) {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      /* gone */
+    }
+  }
+  const until = Date.now() + ms;
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  while (pids.some(alive) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  spawned.clear();
+  return pids;
+}
+
+/** Pids of the daemons this process started that are still running. */
+export function mnemoSpawnedDaemons(): number[] {
+  return [...spawned.keys()];
+}
+
 /* Returns the daemon's JSON, or throws DaemonUnavailable (caller falls back) or MnemoError (final). */
-async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: number): Promise<unknown> {
+async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: number, method = "POST"): Promise<unknown> {
   const s = stateOf(o);
   if (!o.daemon || s.mismatch || Date.now() < s.downUntil) throw new DaemonUnavailable("daemon skipped");
+  const d = s.redirect ? { ...o, url: s.redirect } : o;
   try {
     if (o.workspace && s.checkedWorkspace !== o.workspace) {
       /* once per daemon and workspace: is this daemon serving our workspace? */
-      const h = await httpJson(o, "GET", "/v1/status", undefined, Math.min(1000, (deadline - Date.now()) / 2));
+      const h = await httpJson(d, "GET", "/v1/status", undefined, Math.min(1000, (deadline - Date.now()) / 2));
       const ws = (h.body as { workspace?: string })?.workspace;
       if (h.status !== 200) throw new DaemonUnavailable(`daemon status HTTP ${h.status}`);
       if (ws && path.resolve(ws) !== o.workspace) {
         s.mismatch = true; /* it serves another workspace: use the CLI from now on */
+        warnOnce(
+          `workspace ${d.url} ${o.workspace}`,
+          `mnemo: the daemon at ${d.url} serves ${ws}, not ${o.workspace}; answering from the CLI ` +
+            "(slower). Give this workspace its own url.",
+        );
         throw new DaemonUnavailable(`daemon serves ${ws}, not ${o.workspace}`);
       }
       s.checkedWorkspace = o.workspace;
+      if (route === "/v1/status" && method === "GET") return h.body;
     }
-    const r = await httpJson(o, "POST", route, body, deadline - Date.now());
+    const r = await httpJson(d, method, route, method === "GET" ? undefined : body, deadline - Date.now());
     const err = (r.body as { error?: { code?: string; message?: string } })?.error;
     if (r.status >= 200 && r.status < 300 && !err) return r.body;
     if (err && r.status !== 401 && r.status !== 403 && r.status !== 404 && r.status !== 405)
@@ -270,6 +413,7 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
     if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { refused?: boolean }).refused) {
       s.downUntil = Date.now() + DAEMON_RETRY_MS;
       s.checkedWorkspace = "";
+      if (s.redirect) s.redirect = undefined; /* that daemon is gone: back to the configured url */
       startDaemon(o, s);
     } else if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { timedOut?: boolean }).timedOut) {
       s.downUntil = Date.now() + DAEMON_HUNG_RETRY_MS; /* something listens but does not answer */
@@ -320,10 +464,16 @@ function parseCliJson(out: string): unknown {
   return j;
 }
 
-async function call<T>(o: Resolved, route: string, body: unknown, cli: (deadline: number) => Promise<T>): Promise<T> {
+async function call<T>(
+  o: Resolved,
+  route: string,
+  body: unknown,
+  cli: (deadline: number) => Promise<T>,
+  method = "POST",
+): Promise<T> {
   const deadline = Date.now() + o.timeoutMs;
   try {
-    const r = (await viaDaemon(o, route, body, deadline)) as T;
+    const r = (await viaDaemon(o, route, body, deadline, method)) as T;
     lastRouteValue = "daemon";
     return r;
   } catch (e) {
@@ -404,6 +554,56 @@ export async function mnemoRecall(opts: MnemoOptions, p: RecallParams): Promise<
     /* "No stored memories found ..." and other notes are not a block to inject */
     recalled: wantMemories && recalled.startsWith("<recalled-memories>") ? recalled : "",
     triggers: wantTriggers ? triggers : "",
+  };
+}
+
+/** `mnemo status --json` (GET /v1/status on the daemon): files, chunks, mode, last sync, ... */
+export async function mnemoStatus(opts: MnemoOptions): Promise<Record<string, unknown>> {
+  const o = resolved(opts);
+  const answer = await call<Record<string, unknown>>(
+    o,
+    "/v1/status",
+    undefined,
+    async (deadline) => parseCliJson(await runCli(o, ["status", "--json"], deadline)) as Record<string, unknown>,
+    "GET",
+  );
+  if (!answer || typeof answer !== "object") throw new MnemoError("bad_output", "mnemo answered without a status");
+  return answer;
+}
+
+/**
+ * `mnemo index --json [--force]`: syncs the index (always the CLI: the daemon has no index
+ * route; a running daemon follows the files itself and reads the new index).
+ */
+export async function mnemoIndex(opts: MnemoOptions, p: { force?: boolean } = {}): Promise<Record<string, unknown>> {
+  const o = resolved(opts);
+  const args = ["index", "--json", ...(p.force ? ["--force"] : [])];
+  const r = parseCliJson(await runCli(o, args, Date.now() + o.timeoutMs)) as Record<string, unknown>;
+  lastRouteValue = "cli";
+  return r;
+}
+
+/**
+ * The daemon route as the client sees it: the address in use (the configured one or the
+ * one it was redirected to), where the address came from, and whether the daemon answered.
+ */
+export function mnemoRoute(opts: MnemoOptions): {
+  url: string;
+  source: string;
+  redirectedTo?: string;
+  workspaceMismatch?: boolean;
+  lastRoute: string;
+  startedPids: number[];
+} {
+  const { url, source } = mnemoUrl(opts);
+  const s = daemons.get(url);
+  return {
+    url,
+    source,
+    ...(s?.redirect ? { redirectedTo: s.redirect } : {}),
+    ...(s?.mismatch ? { workspaceMismatch: true } : {}),
+    lastRoute: lastRouteValue,
+    startedPids: mnemoSpawnedDaemons(),
   };
 }
 
