@@ -28,7 +28,6 @@
 #include "embed/wordpiece.h"
 #include "mnemo.h"
 
-#define MAX_BATCH_TOKENS 4096 /* tokens of one forward pass */
 #define MAX_PROMPT 512
 
 typedef struct layer {
@@ -940,39 +939,22 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     return MNEMO_OK;
 }
 
+static int tokenize_cb(void *model, const char *text, size_t len, int32_t *ids)
+{
+    return bert_tokenize(model, text, len, ids);
+}
+
+static int forward_cb(void *model, const int32_t *ids, int T, const int *start, const int *len,
+                      int nseq, float *out)
+{
+    return forward(model, ids, T, start, len, nseq, out);
+}
+
 int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
     if (b->gm)
         return gemma_embed(b->gm, texts, lens, n, out);
     if (!b->pool.started)
         tpool_start(&b->pool, b->threads - 1);
-    int maxt = b->max_tokens;
-    int cap = MAX_BATCH_TOKENS > maxt ? MAX_BATCH_TOKENS : maxt;
-    int32_t *ids = malloc((size_t)(cap + maxt) * sizeof *ids);
-    int *start = malloc((n ? n : 1) * sizeof *start), *len = malloc((n ? n : 1) * sizeof *len);
-    int rc = ids && start && len ? MNEMO_OK : MNEMO_NOMEM;
-    size_t first = 0;
-    int T = 0;
-    for (size_t i = 0; !rc && i <= n; i++) {
-        int c = 0;
-        if (i < n) {
-            c = bert_tokenize(b, texts[i], lens[i], ids + T);
-            if (T > 0 && T + c > cap) {
-                /* Full: this text starts the next pass. */
-                rc = forward(b, ids, T, start, len, (int)(i - first), out + first * b->H);
-                memmove(ids, ids + T, (size_t)c * sizeof *ids);
-                T = 0;
-                first = i;
-            }
-            start[i - first] = T;
-            len[i - first] = c;
-            T += c;
-        } else if (T > 0) {
-            rc = forward(b, ids, T, start, len, (int)(n - first), out + first * b->H);
-        }
-    }
-    free(ids);
-    free(start);
-    free(len);
-    return rc;
+    return tpool_batches(b, b->max_tokens, b->H, tokenize_cb, forward_cb, texts, lens, n, out);
 }

@@ -31,7 +31,6 @@
 #include "mnemo.h"
 
 #define ARCH "gemma-embedding"
-#define MAX_BATCH_TOKENS 4096
 #define SWA_PATTERN 6      /* llama.cpp: set_swa_pattern(6) */
 #define SWA_BASE 10000.0   /* llama.cpp: rope_freq_base_train_swa */
 
@@ -586,41 +585,20 @@ done:
     return rc;
 }
 
+static int tokenize_cb(void *model, const char *text, size_t len, int32_t *ids)
+{
+    return gemma_tokenize(model, text, len, ids);
+}
+
+static int forward_cb(void *model, const int32_t *ids, int T, const int *start, const int *len,
+                      int nseq, float *out)
+{
+    return forward(model, ids, T, start, len, nseq, out);
+}
+
 int gemma_embed(gemma *m, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
     if (!m->pool.started)
         tpool_start(&m->pool, m->threads - 1);
-    int maxt = m->max_tokens;
-    int cap = MAX_BATCH_TOKENS > maxt ? MAX_BATCH_TOKENS : maxt;
-    int32_t *ids = malloc((size_t)(cap + maxt) * sizeof *ids);
-    int *start = malloc((n ? n : 1) * sizeof *start), *len = malloc((n ? n : 1) * sizeof *len);
-    int rc = ids && start && len ? MNEMO_OK : MNEMO_NOMEM;
-    size_t first = 0;
-    int T = 0;
-    for (size_t i = 0; !rc && i <= n; i++) {
-        if (i < n) {
-            int c = gemma_tokenize(m, texts[i], lens[i], ids + T);
-            if (c < 0) {
-                rc = MNEMO_NOMEM;
-                break;
-            }
-            if (c == 0)
-                ids[T + c++] = 0; /* no BOS nor EOS: one padding token to pool */
-            if (T > 0 && T + c > cap) {
-                rc = forward(m, ids, T, start, len, (int)(i - first), out + first * (size_t)m->dims);
-                memmove(ids, ids + T, (size_t)c * sizeof *ids);
-                T = 0;
-                first = i;
-            }
-            start[i - first] = T;
-            len[i - first] = c;
-            T += c;
-        } else if (T > 0) {
-            rc = forward(m, ids, T, start, len, (int)(n - first), out + first * (size_t)m->dims);
-        }
-    }
-    free(ids);
-    free(start);
-    free(len);
-    return rc;
+    return tpool_batches(m, m->max_tokens, m->dims, tokenize_cb, forward_cb, texts, lens, n, out);
 }

@@ -5,6 +5,9 @@
 #include "embed/tpool.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "mnemo.h"
 
 typedef struct tpool_arg {
     tpool *p;
@@ -161,4 +164,44 @@ void tpool_linear(tpool *p, const float *x, const gemm_w *w, const float *bias, 
     int al = gemm_cols_align(w) > 4 ? gemm_cols_align(w) : 4;
     f.chunk = (f.chunk + al - 1) / al * al;
     tpool_run(p, linear_task, &f, (N + f.chunk - 1) / f.chunk);
+}
+
+int tpool_batches(void *model, int max_tokens, int dims, tpool_tokenize_fn tokenize,
+                  tpool_forward_fn forward, const char *const *texts, const size_t *lens,
+                  size_t n, float *out)
+{
+    int cap = TPOOL_BATCH_TOKENS > max_tokens ? TPOOL_BATCH_TOKENS : max_tokens;
+    int32_t *ids = malloc((size_t)(cap + max_tokens + 1) * sizeof *ids);
+    int *start = malloc((n ? n : 1) * sizeof *start), *len = malloc((n ? n : 1) * sizeof *len);
+    int rc = ids && start && len ? MNEMO_OK : MNEMO_NOMEM;
+    size_t first = 0;
+    int T = 0;
+    for (size_t i = 0; !rc && i <= n; i++) {
+        if (i < n) {
+            int c = tokenize(model, texts[i], lens[i], ids + T);
+            if (c < 0) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            if (c == 0)
+                ids[T + c++] = 0; /* no special tokens: one padding token to pool */
+            if (T > 0 && T + c > cap) {
+                /* Full: this text starts the next pass. */
+                rc = forward(model, ids, T, start, len, (int)(i - first),
+                             out + first * (size_t)dims);
+                memmove(ids, ids + T, (size_t)c * sizeof *ids);
+                T = 0;
+                first = i;
+            }
+            start[i - first] = T;
+            len[i - first] = c;
+            T += c;
+        } else if (T > 0) {
+            rc = forward(model, ids, T, start, len, (int)(n - first), out + first * (size_t)dims);
+        }
+    }
+    free(ids);
+    free(start);
+    free(len);
+    return rc;
 }

@@ -3,13 +3,16 @@
  * pool of threads that runs the tasks of one parallel step (the caller
  * runs tasks too), and the parallel linear step Y = X W^T + b over the
  * rows of every text of a call (gemm.h), split by rows for long batches
- * and by columns for short ones.
+ * and by columns for short ones; and the batching of a call's texts into
+ * forward passes of at most TPOOL_BATCH_TOKENS tokens.
  */
 #ifndef MNEMO_TPOOL_H
 #define MNEMO_TPOOL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "embed/gemm.h"
 
@@ -49,5 +52,22 @@ enum { TPOOL_PLAIN, TPOOL_GELU, TPOOL_GELU_TANH };
  * X's row stride K, Y's N, then POST on each element. */
 void tpool_linear(tpool *p, const float *x, const gemm_w *w, const float *bias, float *y, int M,
                   int N, int K, int post);
+
+#define TPOOL_BATCH_TOKENS 4096 /* tokens of one forward pass */
+
+/* Tokenizes TEXT (LEN bytes) into IDS (room for MAX_TOKENS); the count,
+ * or -1 when out of memory. */
+typedef int (*tpool_tokenize_fn)(void *model, const char *text, size_t len, int32_t *ids);
+/* Embeds NSEQ texts whose T tokens are IDS (text s: START[s], LEN[s]) into
+ * OUT, NSEQ x dims floats. */
+typedef int (*tpool_forward_fn)(void *model, const int32_t *ids, int T, const int *start,
+                                const int *len, int nseq, float *out);
+
+/* Embeds TEXTS[0..N) in forward passes of whole texts, each of at most
+ * TPOOL_BATCH_TOKENS tokens (a longer text alone), into OUT (N x DIMS).
+ * A text of no tokens gets one padding token (id 0) to pool. */
+int tpool_batches(void *model, int max_tokens, int dims, tpool_tokenize_fn tokenize,
+                  tpool_forward_fn forward, const char *const *texts, const size_t *lens,
+                  size_t n, float *out);
 
 #endif
