@@ -464,8 +464,8 @@ static void check_claude(report *r, const char *ws)
         return;
     }
     join(files[0], sizeof files[0], dir, "settings.json");
-    snprintf(files[1], sizeof files[1], "%s/.claude/settings.json", ws);
-    snprintf(files[2], sizeof files[2], "%s/.claude/settings.local.json", ws);
+    join(files[1], sizeof files[1], ws, ".claude/settings.json");
+    join(files[2], sizeof files[2], ws, ".claude/settings.local.json");
     const char *where = NULL;
     for (int i = 0; i < 3 && !where; i++) {
         int f = is_file(files[i]) ? find_hook(files[i], cmd, sizeof cmd) : 0;
@@ -495,7 +495,7 @@ static void check_claude(report *r, const char *ws)
     json_object_foreach(json_object_get(j, "projects"), pk, pv) mcp |=
         has_mcp(json_object_get(pv, "mcpServers"));
     json_decref(j);
-    snprintf(mcpj, sizeof mcpj, "%s/.mcp.json", ws);
+    join(mcpj, sizeof mcpj, ws, ".mcp.json");
     j = is_file(mcpj) ? json_load_file(mcpj, 0, NULL) : NULL;
     mcp |= has_mcp(json_object_get(j, "mcpServers"));
     json_decref(j);
