@@ -263,7 +263,7 @@ static const float *tensor(bert *b, const char *prefix, const char *name, int64_
     int nd = 0;
     const float *t;
     if (b->gg) {
-        char gn[256];
+        char gn[512]; /* room for any name FULL maps to */
         gguf_name(full, gn, sizeof gn);
         t = gguf_f32(b->gg, gn, shape, &nd, err);
     } else {
