@@ -179,6 +179,44 @@ BACKEND_TEST(pgstore_results_json_same_everywhere)
     mnemo_close(m);
 }
 
+/* Vectors built with --set provider=..., then a search without it: on every
+ * backend the keyword search says the vectors are unused, and how to use
+ * them, in fallback and in status. */
+BACKEND_TEST(pgstore_unused_vectors_are_reported)
+{
+    if (!be_has_vectors())
+        return; /* no vectors stored on PostgreSQL without pgvector */
+    static const char *const keys[] = {"OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY",
+                                       "MISTRAL_API_KEY"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        unsetenv(keys[i]);
+    test_tiny_table();
+    test_write("ws/memory/pets.md", "# Pets\n\nThe kitten sleeps all day.\n");
+    mnemo *m = be_open("ws", "provider=static", "model=tiny", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    m = be_open("ws", NULL);
+    mnemo_results *r = NULL;
+    ASSERT_OK(mnemo_search(m, "kitten", NULL, &r));
+    ASSERT_STR_EQ(mnemo_results_mode(r), "keyword");
+    const char *reason = NULL;
+    ASSERT_STR_EQ(mnemo_results_fallback(r, &reason), "static");
+    ASSERT_CONTAINS(reason, "vectors present but unused");
+    ASSERT_CONTAINS(reason, "--set provider=static --set model=tiny");
+    mnemo_results_free(r);
+    char *status = NULL;
+    ASSERT_OK(mnemo_status_json(m, 0, &status));
+    ASSERT_CONTAINS(status, "vectors present but unused");
+    mnemo_free(status);
+    mnemo_close(m);
+    /* provider none: keyword on purpose, nothing said. */
+    m = be_open("ws", "provider=none", NULL);
+    ASSERT_OK(mnemo_search(m, "kitten", NULL, &r));
+    ASSERT(mnemo_results_fallback(r, &reason) == NULL);
+    mnemo_results_free(r);
+    mnemo_close(m);
+}
+
 BACKEND_TEST(pgstore_hybrid_tiny_table)
 {
     test_tiny_table();

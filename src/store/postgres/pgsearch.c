@@ -225,6 +225,38 @@ static const hitrow *hit_of(const pgsearch *s, int64_t id)
     return lo < s->nhits && s->hits[lo].id == id ? &s->hits[lo] : NULL;
 }
 
+/* Provider "auto" found nothing, yet the tenant's chunks were embedded (an
+ * index run with --set provider=...): the keyword search says so in
+ * res->fallback, with the settings that would use them (as SQLite's). */
+static int unused_vectors(pgsearch *s, mnemo_results *res)
+{
+    mnemo *m = s->m;
+    const char *off = NULL;
+    if (strcmp(cfg_str(m->cfg, CFG_PROVIDER), "auto") != 0 || !pgschema_vectors(m, &off)) {
+        core_clear(m);
+        return MNEMO_OK;
+    }
+    const char *p1[1] = {s->tenant};
+    pg_rows *r = NULL;
+    int rc = ps_q(m, "search", "SELECT vec_identity FROM mnemo_corpus WHERE tenant = $1", 1, p1,
+                  &r);
+    const char *ident = !rc && pg_nrows(r) == 1 ? pg_value(r, 0, 0) : "";
+    if (!rc && *ident) {
+        char from[32];
+        buf why;
+        buf_init(&why, 4096);
+        provider_unused_hint(ident, from, &why);
+        rc = buf_err(&why) ? MNEMO_NOMEM : results_set_fallback(res, from, why.data);
+        buf_cleanup(&why);
+    }
+    pg_rows_free(r);
+    if (rc && rc != MNEMO_NOMEM) {
+        core_clear(m); /* a keyword search does not fail for want of the hint */
+        rc = MNEMO_OK;
+    }
+    return rc;
+}
+
 /* The vector leg: K nearest chunks by cosine (HNSW), and the mean and
  * spread of the query's cosines over (a sample of) all chunks. Returns an
  * error only for a named provider that fails; otherwise a failure becomes
@@ -237,7 +269,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     int explicit_;
     provider_resolve(m, name, &explicit_);
     if (strcmp(name, "none") == 0)
-        return MNEMO_OK;
+        return unused_vectors(s, res);
     const char *why = NULL;
     if (!pgschema_vectors(m, &why))
         return results_set_fallback(res, name, why ? why : "vectors are off");

@@ -478,6 +478,18 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
             buf_cleanup(&err);
         } else if (strcmp(name, "none") != 0) {
             json_array_append_new(warnings, json_string(why ? why : "vectors are off"));
+        } else if (!strcmp(cfg_str(m->cfg, CFG_PROVIDER), "auto") && *ident && nvec > 0) {
+            /* Vectors from an index run with --set provider=...: say that
+             * searches leave them unused, and how to use them. */
+            char from[32];
+            buf uw;
+            buf_init(&uw, 4096);
+            provider_unused_hint(ident, from, &uw);
+            if (!buf_err(&uw)) {
+                json_object_set_new(e, "unused", json_string(uw.data));
+                json_array_append_new(warnings, json_string(uw.data));
+            }
+            buf_cleanup(&uw);
         }
         (void)deep;
         json_object_set_new(root, "mode", json_string(mode));
