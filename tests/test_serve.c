@@ -393,6 +393,23 @@ TEST(serve_openapi_and_memory_operations)
                      json_object_get(json_object_get(paths, "/v1/search"), "post"), "requestBody"),
                      "content"), "application/json"), "schema");
     ASSERT(json_object_get(json_object_get(sb, "properties"), "kinds") != NULL);
+    /* And by a validator of the OpenAPI specification, where installed. */
+    char *doc = json_dumps(api, 0);
+    test_write("openapi.json", doc);
+    free(doc);
+    if (system("python3 -c 'import openapi_spec_validator' 2>/dev/null") == 0) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "python3 -c 'import json,sys; from openapi_spec_validator import validate; "
+                 "validate(json.load(open(sys.argv[1])))' '%s' 2>'%s'",
+                 test_path("openapi.json"), test_path("validate.err"));
+        if (system(cmd) != 0) {
+            char *e = test_read(test_path("validate.err"), NULL);
+            test_fail(__FILE__, __LINE__, "openapi.json is not valid OpenAPI: %s", e ? e : "");
+        }
+    } else {
+        printf("    (openapi-spec-validator not installed: structure checked only)\n");
+    }
     json_decref(api);
     /* History, confirm, export, purge and import over HTTP. */
     json_t *m = http_json(d.port, "POST", "/v1/memories",
