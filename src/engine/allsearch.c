@@ -12,7 +12,9 @@
  * is within SUPERSEDE_BAND of its own and which is older (a fact's
  * updated_at; a note's date, or its file's modification time), so that a
  * fact which replaces what an older note or fact says ranks above it.
- * Notes keep the order their own ranking gave them.
+ * No rule moves a note; the list is in score order, so notes the diversity
+ * pass chose come out by score (measured slightly better than its order,
+ * docs/search.md).
  */
 #include <jansson.h>
 #include <math.h>
@@ -259,7 +261,7 @@ int mnemo_search_all(mnemo *m, const char *query, const char *options, char **ou
     }
     qsort(h, n, sizeof *h, by_score);
     /* A fact newer than the hit before it, of about one score, goes first
-     * (the notes keep the order their own ranking gave them). */
+     * (no note is moved by this). */
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0 && h[j].fact && h[j - 1].score - h[j].score <= SUPERSEDE_BAND &&
                            h[j].when > h[j - 1].when;
