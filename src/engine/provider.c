@@ -82,6 +82,16 @@ void provider_resolve(mnemo *m, char *name, int *explicit_)
     snprintf(name, 32, "none");
 }
 
+/* The start of an imported model's JSON: {"name":...,"path":... */
+static void model_json_head(buf *j, const char *name, const char *path)
+{
+    buf_init(j, 0);
+    buf_puts(j, "{\"name\":");
+    buf_json_str(j, name, strlen(name));
+    buf_puts(j, ",\"path\":");
+    buf_json_str(j, path, strlen(path));
+}
+
 /* mkdir -p DIR */
 static void mkdirs(char *dir)
 {
@@ -130,11 +140,7 @@ int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_w
         core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
     } else {
         buf j;
-        buf_init(&j, 0);
-        buf_puts(&j, "{\"name\":");
-        buf_json_str(&j, name, strlen(name));
-        buf_puts(&j, ",\"path\":");
-        buf_json_str(&j, path, strlen(path));
+        model_json_head(&j, name, path);
         if (local)
             buf_printf(&j, ",\"provider\":\"local\",\"dims\":%d}", dims);
         else
@@ -181,11 +187,7 @@ int mnemo_model_pull(mnemo *m, const char *repo, const char *revision, const cha
         core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
     } else {
         buf j;
-        buf_init(&j, 0);
-        buf_puts(&j, "{\"name\":");
-        buf_json_str(&j, name, strlen(name));
-        buf_puts(&j, ",\"path\":");
-        buf_json_str(&j, path, strlen(path));
+        model_json_head(&j, name, path);
         buf_printf(&j, ",\"provider\":\"local\",\"dims\":%d,\"repo\":", dims);
         buf_json_str(&j, repo, strlen(repo));
         buf_printf(&j, ",\"commit\":\"%s\"}", commit);
