@@ -467,6 +467,149 @@ BACKEND_TEST(pgstore_maxscore_second_term)
     mnemo_close(m);
 }
 
+/* A note of the postings test: N words of a small vocabulary (so that
+ * lexemes are shared and frequencies vary), from seed X. */
+static void postings_note(const char *path, unsigned x, int n)
+{
+    static const char *const vocab[] = {
+        "harbour", "crane", "invoice", "kettle", "bread", "plumber", "sink", "lighthouse",
+        "weather", "gateway", "release", "deploy", "database", "migration", "checklist",
+        "standup", "canary", "rollout", "project", "ledger", "quartz", "zephyr", "alpha",
+        "entries", "tea", "coffee", "garden", "tomato", "bicycle", "mechanic", "garage",
+        "invoices", "deploying", "gardens", "cranes", "kettles", "budget", "review"};
+    size_t nv = sizeof vocab / sizeof *vocab;
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "# Note %u\n\n", x % 1000);
+    for (int i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        /* Skewed: low indexes far more often. */
+        size_t k = ((x >> 8) % nv) * ((x >> 20) % nv) / nv;
+        buf_printf(&b, "%s%s", vocab[k], i % 12 == 11 ? ".\n" : " ");
+    }
+    buf_puts(&b, "\n");
+    test_write(path, b.data);
+    buf_cleanup(&b);
+}
+
+/* The PostgreSQL keyword index (posting segments per lexeme, a merged mark,
+ * dead chunks) gives SQLite's results byte for byte through rounds of
+ * changes, removals and additions (segments folded past eight), a sync
+ * killed before merging (chunks above the mark, read from their
+ * tsvectors, merged by the next sync), a database from before the index
+ * (the other leg, until a sync builds it) and a mass removal (every lexeme
+ * folded, the dead list emptied). */
+BACKEND_TEST_CONCURRENT(pgstore_postings_exact)
+{
+    char path[64];
+    for (int i = 0; i < 120; i++) {
+        snprintf(path, sizeof path, "ws/memory/n%03d.md", i);
+        postings_note(path, (unsigned)i * 7919u + 1u, 20 + (i * 37) % 400);
+    }
+    mnemo *m = be_open("ws", "provider=none", NULL);
+    mnemo *lite = be_kind() == BE_SQLITE
+                      ? NULL
+                      : test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    const char *queries[] = {"harbour crane",        "zephyr ledger quartz", "deploy migration",
+                             "tea coffee garden",    "+canary rollout",      "review budget alpha",
+                             "mechanic garage",      "invoice kettle bread"};
+    size_t nq = sizeof queries / sizeof *queries;
+#define SAME_AS_SQLITE()                                                                         \
+    do {                                                                                         \
+        test_sync(m);                                                                            \
+        if (lite) {                                                                              \
+            test_sync(lite);                                                                     \
+            for (size_t q = 0; q < nq; q++) {                                                    \
+                char *got = test_search_json(m, queries[q], 8);                                  \
+                char *want = test_search_json(lite, queries[q], 8);                              \
+                ASSERT_CONTAINS(want, "\"path\":\"memory/");                                     \
+                ASSERT_STR_EQ(got, want);                                                        \
+                mnemo_free(got);                                                                 \
+                mnemo_free(want);                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+    SAME_AS_SQLITE();
+    if (lite) {
+        ASSERT(count_rows("SELECT count(*) FROM mnemo_postings") > 30);
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_post_state WHERE merged = (SELECT "
+                             "max(id) FROM mnemo_chunks)"),
+                  1);
+    }
+    /* Rounds of changes: each sync writes a segment per lexeme it saw. */
+    for (int round = 0; round < 11; round++) {
+        for (int j = 0; j < 8; j++) {
+            int i = (round * 31 + j * 13) % 120;
+            snprintf(path, sizeof path, "ws/memory/n%03d.md", i);
+            postings_note(path, (unsigned)(round * 1000 + j), 30 + (round * 53 + j * 17) % 300);
+        }
+        snprintf(path, sizeof path, "ws/memory/n%03d.md", (round * 17 + 5) % 120);
+        remove(test_path(path));
+        snprintf(path, sizeof path, "ws/memory/new%02d.md", round);
+        postings_note(path, (unsigned)round * 104729u, 60);
+        SAME_AS_SQLITE();
+    }
+    if (lite) {
+        /* Folded: no lexeme keeps more than eight segments plus the last. */
+        ASSERT(count_rows("SELECT max(c) FROM (SELECT count(*) AS c FROM mnemo_postings GROUP BY "
+                          "tenant, source, lexeme) x") <= 9);
+        ASSERT(count_rows("SELECT count(*) FROM mnemo_post_dead") > 0);
+        /* A sync killed before its merge: the index is behind the chunks. */
+        char *out = NULL;
+        ASSERT_EQ(pg_psql(be_server(), "UPDATE mnemo_post_state SET merged = 0; DELETE FROM "
+                          "mnemo_postings; DELETE FROM mnemo_post_dead", &out), 0);
+        free(out);
+        for (size_t q = 0; q < nq; q++) {
+            char *got = test_search_json(m, queries[q], 8);
+            char *want = test_search_json(lite, queries[q], 8);
+            ASSERT_STR_EQ(got, want);
+            mnemo_free(got);
+            mnemo_free(want);
+        }
+        SAME_AS_SQLITE(); /* nothing changed, but the index is merged */
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_post_state WHERE merged = (SELECT "
+                             "max(id) FROM mnemo_chunks)"),
+                  1);
+        ASSERT(count_rows("SELECT count(*) FROM mnemo_postings") > 30);
+        /* A database from before the index: searches use the other leg. */
+        ASSERT_EQ(pg_psql(be_server(), "DELETE FROM mnemo_post_state; DELETE FROM "
+                          "mnemo_postings", &out), 0);
+        free(out);
+        mnemo_close(m);
+        m = be_open("ws", "provider=none", NULL);
+        for (size_t q = 0; q < nq; q++) {
+            char *got = test_search_json(m, queries[q], 8);
+            char *want = test_search_json(lite, queries[q], 8);
+            ASSERT_STR_EQ(got, want);
+            mnemo_free(got);
+            mnemo_free(want);
+        }
+        SAME_AS_SQLITE();
+        ASSERT(count_rows("SELECT count(*) FROM mnemo_postings") > 30);
+    }
+    /* A mass removal: more dead chunks than the index keeps. */
+    for (int i = 0; i < 1100; i++) {
+        snprintf(path, sizeof path, "ws/memory/bulk/b%04d.md", i);
+        postings_note(path, (unsigned)i * 31u + 7u, 8);
+    }
+    SAME_AS_SQLITE();
+    for (int i = 0; i < 1100; i++) {
+        snprintf(path, sizeof path, "ws/memory/bulk/b%04d.md", i);
+        ASSERT_EQ(remove(test_path(path)), 0);
+    }
+    SAME_AS_SQLITE();
+    if (lite) {
+        ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_post_dead"), 0);
+        ASSERT_EQ(count_rows("SELECT max(c) FROM (SELECT count(*) AS c FROM mnemo_postings "
+                             "GROUP BY tenant, source, lexeme) x"),
+                  1);
+    }
+#undef SAME_AS_SQLITE
+    if (lite)
+        mnemo_close(lite);
+    mnemo_close(m);
+}
+
 /* Vector literals bring every float back exactly (seven digits, as the
  * note index once wrote them, do not), and lexemes double quotes and
  * backslashes. */

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "store/postgres/pgmaxscore.h"
+#include "store/postgres/pgpost.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore_int.h"
 #include "store/postgres/pgtext.h"
@@ -519,6 +520,12 @@ static int keyword_maxscore(pgsearch *s, const pgquery *pq, const char *source, 
 int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                    const int64_t *extra, size_t nextra, double *sum_idf)
 {
+    if (pq->simple && pq->npos > 0 && pool > 0 && !pq->neg.len) {
+        int rc = pgpost_leg(s, pq, source, pool, extra, nextra, sum_idf);
+        if (rc != MNEMO_NOTFOUND)
+            return rc;
+        core_clear(s->m);
+    }
     if (pq->simple && pq->npos > 0 && pool > 0 && s->k1 >= 0 && s->b >= 0 && s->b <= 1)
         return keyword_maxscore(s, pq, source, pool, extra, nextra, sum_idf);
     return keyword_all(s, pq, source, pool, extra, nextra, sum_idf);

@@ -3,6 +3,7 @@
  * pgvector check (see pgschema.h).
  */
 #include "store/postgres/pgschema.h"
+#include "store/postgres/pgpost.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ struct pgstate {
 };
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
-    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5};
+    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgpost_ddl};
 
 static int fail(mnemo *m, int rc, const char *what, buf *err)
 {

@@ -17,6 +17,9 @@
  *      pgmem_ddl4)
  *   5  per lexeme of the chunks, the largest frequency and the shortest
  *      chunk holding it: MaxScore's bounds (pgstore.c: pgstore_ddl5)
+ *   6  the chunks' inverted index: posting segments per lexeme, the merged
+ *      mark and the dead chunks (pgpost.c: pgpost_ddl); filled by the next
+ *      sync
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -29,7 +32,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 5
+#define PGSCHEMA_VERSION 6
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */

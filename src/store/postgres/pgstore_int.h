@@ -28,6 +28,8 @@ struct pgstore {
     tok *qtok, *dtok; /* query and document tokenizers */
     char lang[64];
     int stop_words;
+    int64_t post_mark; /* the postings' merged mark last seen (pgpost.c) */
+    int post_seen;
 };
 
 /* The handle's chunk-side state, made on first use; NULL out of memory. */

@@ -12,6 +12,7 @@
 #include "engine/provider.h"
 #include "engine/sync.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgpost.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
@@ -34,6 +35,9 @@ typedef struct psync {
     buf zeroed;                  /* lexemes whose df reached 0, {..} */
     buf a[12];                   /* array parameters */
     buf tsv, tmp, lc, name, stem;
+    buf tsvs;                    /* the written file's chunks' tsvectors, NUL after each */
+    pgpost *post;                /* the postings of the chunks written */
+    int final;                   /* the next commit is the sync's last */
 } psync;
 
 static int begin(psync *s)
@@ -106,6 +110,8 @@ static int commit(psync *s)
     snprintf(dt, sizeof dt, "%lld", s->d_tokens);
     const char *p[3] = {s->tenant, dc, dt};
     int rc = terms_commit(s);
+    if (!rc)
+        rc = pgpost_flush(s->post, s->final);
     if (!rc)
         rc = ps_q(s->m, "sync",
                "UPDATE mnemo_corpus SET nchunks = nchunks + $2::bigint, "
@@ -243,7 +249,7 @@ static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t s
            "UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = '', status = 1, "
            "reason = excluded.reason, nchunks = 0, indexed_at = now() RETURNING id), "
            "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
-           "RETURNING c.ntok, c.source, c.tsv), " TERMS_OUT
+           "RETURNING c.id, c.ntok, c.source, c.tsv), " PGPOST_DEAD ", " TERMS_OUT
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
            TERMS_ZEROED,
            10, p, &r);
@@ -323,13 +329,22 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
         buf_putc(&s->a[i], '{');
     }
     long long tokens = 0;
+    int *ntoks = malloc((l->n + 1) * sizeof *ntoks);
+    if (!ntoks)
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    buf_reset(&s->tsvs);
     for (size_t i = 0; i < l->n; i++) {
         const chunk *c = &l->items[i];
         int ntok = 0;
         if ((rc = ps_tsvector_of(it->toks.data + it->tok_off[i],
-                              it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
+                              it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok))) {
+            free(ntoks);
             return core_error(s->m, rc, "out of memory");
+        }
         tokens += ntok;
+        ntoks[i] = ntok;
+        buf_append(&s->tsvs, s->tsv.data ? s->tsv.data : "", s->tsv.len);
+        buf_putc(&s->tsvs, 0);
         ps_arr_int(&s->a[SEQ], (long long)i);
         ps_arr_int(&s->a[SL], c->start_line);
         ps_arr_int(&s->a[EL], c->end_line);
@@ -345,10 +360,13 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
         ps_arr_int(&s->a[NTOK], ntok);
         ps_arr_add(&s->a[TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
     }
-    for (int i = 0; i < NARR; i++) {
+    for (int i = 0; i < NARR; i++)
         buf_putc(&s->a[i], '}');
-        if (buf_err(&s->a[i]))
+    for (int i = 0; i < NARR; i++) {
+        if (buf_err(&s->a[i]) || buf_err(&s->tsvs)) {
+            free(ntoks);
             return core_error(s->m, MNEMO_NOMEM, "out of memory");
+        }
     }
     char sz[32], mt[32], nc[32], tm[32];
     snprintf(sz, sizeof sz, "%lld", (long long)size);
@@ -363,8 +381,10 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
                          s->a[TEXT].data, s->a[NTOK].data, s->a[TSV].data};
     /* The path's words: computed again, s->tsv held the chunks'. */
     const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
-    if ((rc = ps_tsvector_text(s->dt, words, &s->tmp)))
+    if ((rc = ps_tsvector_text(s->dt, words, &s->tmp))) {
+        free(ntoks);
         return core_error(s->m, rc, "out of memory");
+    }
     p[5] = s->tmp.data ? s->tmp.data : "";
     pg_rows *r = NULL;
     rc = ps_q(s->m, "writing chunks",
@@ -376,15 +396,15 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
            "nchunks = excluded.nchunks, time = excluded.time, source = excluded.source, "
            "indexed_at = now() RETURNING id), "
            "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
-           "RETURNING c.ntok, c.source, c.tsv), " TERMS_OUT ", "
+           "RETURNING c.id, c.ntok, c.source, c.tsv), " PGPOST_DEAD ", " TERMS_OUT ", "
            "i AS (INSERT INTO mnemo_chunks(tenant, file_id, seq, start_line, end_line, hash, "
            "importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, f.id, x.seq, "
            "x.sl, x.el, x.hash, x.imp, x.trig, NULLIF(x.map, ''::bytea), $7, x.txt, x.ntok, "
            "x.tsv FROM f, unnest($13::int[], $14::int[], $15::int[], $16::text[], $17::int[], "
            "$18::text[], $19::bytea[], $20::text[], $21::int[], $22::tsvector[]) "
-           "AS x(seq, sl, el, hash, imp, trig, map, txt, ntok, tsv) RETURNING id) "
+           "AS x(seq, sl, el, hash, imp, trig, map, txt, ntok, tsv) RETURNING id, seq) "
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
-           TERMS_ZEROED ", (SELECT count(*) FROM i), (SELECT array_agg(id) FROM i)",
+           TERMS_ZEROED ", (SELECT count(*) FROM i), (SELECT array_agg(id ORDER BY seq) FROM i)",
            22, p, &r);
     if (!rc) {
         removed_from(s, r, removed);
@@ -393,7 +413,17 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
             arr_join(&s->added, pg_value(r, 0, 4));
         s->d_chunks += (long long)l->n;
         s->d_tokens += tokens;
+        /* The new chunks' postings, in seq order as their ids came. */
+        long long one;
+        const char *ids = pg_isnull(r, 0, 4) ? "{}" : pg_value(r, 0, 4), *t = s->tsvs.data;
+        for (size_t i = 0; !rc && i < l->n && *++ids && sscanf(ids, "%lld", &one) == 1; i++) {
+            rc = pgpost_add(s->post, one, sessions ? "sessions" : "memory", ntoks[i], t);
+            t += strlen(t) + 1;
+            while (*ids && *ids != ',' && *ids != '}')
+                ids++;
+        }
     }
+    free(ntoks);
     pg_rows_free(r);
     return rc ? rc : written(s, (int)l->n);
 }
@@ -409,8 +439,8 @@ static int ps_remove(void *ud, const sync_file *f)
     if (!rc)
         rc = ps_q(s->m, "removing a file",
                "WITH d AS (DELETE FROM mnemo_chunks WHERE tenant = $1 AND file_id = $2::bigint "
-               "RETURNING ntok, source, tsv), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
-               "id = $2::bigint), " TERMS_OUT
+               "RETURNING id, ntok, source, tsv), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
+               "id = $2::bigint), " PGPOST_DEAD ", " TERMS_OUT
                "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
                TERMS_ZEROED,
                2, p, &r);
@@ -656,6 +686,8 @@ static int check_settings(mnemo *m, const char *tenant, int force, const char **
         if (!rc)
             rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_terms WHERE tenant = $1", 1, p, NULL);
         if (!rc)
+            rc = pgpost_reset(m, tenant);
+        if (!rc)
             rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_files WHERE tenant = $1", 1, p, NULL);
         if (!rc)
             rc = ps_q(m, "rebuilding",
@@ -713,14 +745,21 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     buf_init(&s.lc, 0);
     buf_init(&s.name, 0);
     buf_init(&s.stem, 0);
+    buf_init(&s.tsvs, 0);
     const char *why = NULL;
     if ((rc = check_settings(m, tenant, opts && opts->force, &why)))
+        goto done;
+    if ((rc = pgpost_open(m, tenant, &s.post)))
         goto done;
     if (why) {
         stats->rebuilt = 1;
         stats->rebuild_reason = why;
     }
     rc = sync_walk(m, &pg_sink, &s, opts, stats);
+    /* The last commit writes every posting still waiting. */
+    s.final = 1;
+    if (!rc && (pgpost_pending(s.post) || stats->chunks_removed))
+        rc = begin(&s);
     if (!rc)
         rc = commit(&s);
     if (rc) {
@@ -778,6 +817,8 @@ done:
     buf_cleanup(&s.lc);
     buf_cleanup(&s.name);
     buf_cleanup(&s.stem);
+    buf_cleanup(&s.tsvs);
+    pgpost_free(s.post);
     stats->seconds = time_mono() - t0;
     return rc;
 }

@@ -1,0 +1,58 @@
+/*
+ * pgpost.h - the chunks' inverted index on PostgreSQL: per tenant, source
+ * and lexeme, posting lists in compressed segments, read only for a
+ * query's terms and ranked here with exact BM25 (see pgpost.c).
+ *
+ * Tables (migration 6): mnemo_postings (tenant, source, lexeme, gen, n,
+ * data) holds the segments; mnemo_post_state (tenant, merged) says that
+ * every chunk of the tenant with an id up to `merged` is in them, except the
+ * ids in mnemo_post_dead (chunks deleted since their segments were written).
+ * Chunks above `merged` (a batch not merged yet, or a sync that was killed)
+ * are read from their tsvectors at search time and merged by the next sync.
+ */
+#ifndef MNEMO_PGPOST_H
+#define MNEMO_PGPOST_H
+
+#include <stdint.h>
+
+#include "store/postgres/pgstore_int.h"
+
+extern const char *const pgpost_ddl[]; /* migration 6 */
+
+/* The statement part recording chunks deleted by a CTE "d" (returning
+ * their id) as dead when their segments hold them; $1 is the tenant. */
+#define PGPOST_DEAD                                                                               \
+    "x AS (INSERT INTO mnemo_post_dead(tenant, id) SELECT $1, d.id FROM d WHERE d.id <= "        \
+    "coalesce((SELECT merged FROM mnemo_post_state WHERE tenant = $1), -1) "                    \
+    "ON CONFLICT DO NOTHING) "
+
+typedef struct pgpost pgpost;
+
+/* Starts a sync's postings for TENANT (under its sync lock, outside a
+ * transaction): chunks above the merged mark left by an earlier sync are
+ * merged first. */
+int pgpost_open(mnemo *m, const char *tenant, pgpost **out);
+void pgpost_free(pgpost *p);
+
+/* Chunk ID of SOURCE, NTOK long, whose tsvector text is TSV, to be merged. */
+int pgpost_add(pgpost *p, int64_t id, const char *source, int ntok, const char *tsv);
+
+/* Writes what was added as new segments, and moves the merged mark, inside
+ * the caller's transaction: always with FINAL, else once enough postings
+ * wait. Folds the lexemes with too many segments, and every lexeme when
+ * many chunks are dead. */
+int pgpost_flush(pgpost *p, int final);
+
+/* Whether postings wait to be written. */
+int pgpost_pending(const pgpost *p);
+
+/* Drops TENANT's postings (a rebuild), inside the caller's transaction. */
+int pgpost_reset(mnemo *m, const char *tenant);
+
+/* The keyword leg from the postings (pgkeyword.c's contract), for queries
+ * of whole words without excluded phrases. MNEMO_NOTFOUND when the tenant
+ * has no postings yet (never synced since migration 6): use another leg. */
+int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+               const int64_t *extra, size_t nextra, double *sum_idf);
+
+#endif
