@@ -378,3 +378,127 @@ TEST(pgbackend_cli)
     ASSERT(access(test_path("db.sqlite"), F_OK) != 0);
     pg_stop(&s);
 }
+
+/* A reader until STOP exists: every search must find the full index (the
+ * 8 best of 300 notes for the common words, and one note's own word). Exit
+ * 0 when all did, having searched at least once. */
+static void rebuild_reader(const pg_server *s, const char *stop)
+{
+    mnemo *m = open_pg(s, "ws", "team");
+    int bad = 0, runs = 0;
+    while (!bad && (access(stop, F_OK) != 0 || runs == 0)) {
+        mnemo_search_opts o;
+        mnemo_search_opts_init(&o);
+        o.max_results = 8;
+        mnemo_results *r = NULL;
+        if (mnemo_search(m, "deploy checklist", &o, &r) || mnemo_results_count(r) != 8) {
+            fprintf(stderr, "reader: %zu results: %s\n", r ? mnemo_results_count(r) : 0,
+                    mnemo_errmsg(m));
+            bad = 1;
+        }
+        mnemo_results_free(r);
+        char q[32];
+        snprintf(q, sizeof q, "token%d", (runs * 37) % 300);
+        if (search_count(m, q) < 1) {
+            fprintf(stderr, "reader: %s not found: %s\n", q, mnemo_errmsg(m));
+            bad = 1;
+        }
+        runs++;
+    }
+    mnemo_close(m);
+    _exit(bad);
+}
+
+/* `index --force` on PostgreSQL writes a new generation of the tenant's
+ * files and chunks beside the live one and switches in one statement:
+ * searches during the rebuild see the whole old index, then the whole new
+ * one. The generation it replaced goes at the next sync; a rebuild killed
+ * half way leaves the live index as it was, and the next sync removes what
+ * it wrote. */
+TEST(pgbackend_rebuild_beside_live)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    write_notes("ws", 0, 300, "billing");
+    mnemo *m = open_pg(&s, "ws", "team");
+    test_sync(m);
+    const char *stop = test_path("stop");
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0)
+        rebuild_reader(&s, stop);
+    sleep_ms(200);
+    mnemo_sync_opts o = {0};
+    o.force = 1;
+    mnemo_sync_stats st;
+    ASSERT_OK(mnemo_sync(m, &o, &st));
+    ASSERT_EQ(st.rebuilt, 1);
+    ASSERT_EQ(st.files_added, 300);
+    test_write("stop", "");
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        test_fail(__FILE__, __LINE__, "a search during the rebuild failed (status %d)", status);
+    /* The new generation is live; the old one is still there until the next
+     * sync, which removes it. */
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_live WHERE tenant = 'team' AND live "
+                             "LIKE 'team#gen%' AND previous = 'team' AND building IS NULL"),
+              1);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files WHERE tenant = 'team'"), 300);
+    ASSERT_EQ(search_count(m, "token17"), 1);
+    st = test_sync(m);
+    ASSERT_EQ(st.files_unchanged, 300);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files WHERE tenant = 'team'"), 0);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_chunks WHERE tenant = 'team'"), 0);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_corpus WHERE tenant = 'team'"), 0);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files"), 300);
+    /* Memories are not part of a generation: one added before a rebuild is
+     * there after it. */
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_add(m, "{\"text\":\"The pelican survey is due in June\"}", &out));
+    mnemo_free(out);
+    /* A rebuild killed half way. */
+    write_notes("ws", 300, 1700, "billing");
+    test_sync(m);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        mnemo *k = open_pg(&s, "ws", "team");
+        mnemo_sync_opts f = {0};
+        f.force = 1;
+        mnemo_sync(k, &f, NULL);
+        _exit(0);
+    }
+    for (int i = 0; i < 400; i++) {
+        if (psql_count(&s, "SELECT count(*) FROM mnemo_files f JOIN mnemo_live l ON f.tenant = "
+                           "l.building") >= 200)
+            break;
+        sleep_ms(25);
+    }
+    kill(pid, SIGKILL);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(psql_count(&s, "SELECT count(*) FROM mnemo_files f JOIN mnemo_live l ON f.tenant = "
+                          "l.building") >= 200);
+    mnemo *r = open_pg(&s, "ws", "team");
+    mnemo_search_opts so;
+    mnemo_search_opts_init(&so);
+    so.max_results = 8;
+    mnemo_results *res = NULL;
+    ASSERT_OK(mnemo_search(r, "deploy checklist", &so, &res));
+    ASSERT_EQ(mnemo_results_count(res), 8);
+    mnemo_results_free(res);
+    ASSERT_EQ(search_count(r, "token1999"), 1);
+    mnemo_close(r);
+    st = test_sync(m);
+    ASSERT_EQ(st.rebuilt, 0);
+    ASSERT_EQ(st.files_unchanged, 2000);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_live WHERE building IS NOT NULL OR "
+                             "previous IS NOT NULL"),
+              0);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files"), 2000);
+    ASSERT_OK(mnemo_memory_search(m, "pelican survey", NULL, &out));
+    ASSERT_CONTAINS(out, "pelican survey is due in June");
+    mnemo_free(out);
+    mnemo_close(m);
+    pg_stop(&s);
+}

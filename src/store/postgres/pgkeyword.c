@@ -22,19 +22,6 @@ static int by_hit(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* BM25 of hit H, as bm25_score() computes it (every weight 1). */
-double ps_hit_bm25(const pgsearch *s, const hitrow *h)
-{
-    double norm = bm25_norm(s->k1, s->b, (double)h->ntok, s->avgdl);
-    double score = 0;
-    for (int k = 0; k < s->np; k++) {
-        if (!h->tf[k])
-            continue;
-        score += bm25_part(1.0, s->idf[k], (double)h->tf[k], s->k1, norm);
-    }
-    return score;
-}
-
 /* The keyword leg for any query: every matching row is read and scored
  * (df counted over them): the POOL best rows by BM25, and the rows of
  * EXTRA (vector candidates) that match, with their frequencies. */

@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/postgres/pgschema.h"
 
 #define POST_FLUSH (4u << 20) /* postings waiting before a batch writes them */
 #define POST_GENS 8           /* segments of a lexeme before they are folded */
@@ -42,17 +41,6 @@
 #define POST_DEAD_MIN 1024    /* dead chunks before every lexeme is folded ... */
 #define POST_DEAD_SHARE 16    /* ... or more than 1/16 of the corpus */
 
-const char *const pgpost_ddl[] = {
-    "CREATE TABLE IF NOT EXISTS mnemo_postings(tenant text NOT NULL, source text NOT NULL, "
-    "lexeme text NOT NULL, gen bigint NOT NULL, n int NOT NULL, data bytea NOT NULL, "
-    "PRIMARY KEY (tenant, source, lexeme, gen))",
-    /* Segments are compressed already: stored out of line as they are. */
-    "ALTER TABLE mnemo_postings ALTER COLUMN data SET STORAGE EXTERNAL",
-    "CREATE TABLE IF NOT EXISTS mnemo_post_state(tenant text PRIMARY KEY, "
-    "merged bigint NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS mnemo_post_dead(tenant text NOT NULL, id bigint NOT NULL, "
-    "PRIMARY KEY (tenant, id))",
-    NULL};
 
 /* ----------------------------------------------------------------------
  * Encoding

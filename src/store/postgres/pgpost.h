@@ -17,8 +17,6 @@
 
 #include "store/postgres/pgstore_int.h"
 
-extern const char *const pgpost_ddl[]; /* migration 6 */
-
 /* The statement part recording chunks deleted by a CTE "d" (returning
  * their id) as dead when their segments hold them; $1 is the tenant. */
 #define PGPOST_DEAD                                                                               \

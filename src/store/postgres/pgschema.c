@@ -3,7 +3,6 @@
  * pgvector check (see pgschema.h).
  */
 #include "store/postgres/pgschema.h"
-#include "store/postgres/pgpost.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +26,7 @@ struct pgstate {
 };
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
-    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgpost_ddl};
+    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6};
 
 static int fail(mnemo *m, int rc, const char *what, buf *err)
 {

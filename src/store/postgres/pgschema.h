@@ -18,8 +18,9 @@
  *   5  per lexeme of the chunks, the largest frequency and the shortest
  *      chunk holding it: MaxScore's bounds (pgstore.c: pgstore_ddl5)
  *   6  the chunks' inverted index: posting segments per lexeme, the merged
- *      mark and the dead chunks (pgpost.c: pgpost_ddl); filled by the next
- *      sync
+ *      mark and the dead chunks and the live generation of
+ *      each tenant's files and chunks (pgstore.c: pgstore_ddl6); the index
+ *      is filled by the next sync
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -40,6 +41,7 @@ extern const char *const pgmem_ddl[];
 extern const char *const pgmem_ddl4[];
 extern const char *const pgstore_ddl3[];
 extern const char *const pgstore_ddl5[];
+extern const char *const pgstore_ddl6[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors

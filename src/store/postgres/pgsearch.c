@@ -628,7 +628,10 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         goto done;
     }
     s.m = m;
-    s.tenant = pgconn_tenant(m);
+    if (!(s.tenant = ps_live(m, pgconn_tenant(m)))) {
+        rc = MNEMO_DB;
+        goto done;
+    }
     s.qy = &qy;
     s.k1 = cfg_num(m->cfg, CFG_BM25_K1);
     s.b = cfg_num(m->cfg, CFG_BM25_B);

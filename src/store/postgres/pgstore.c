@@ -124,6 +124,25 @@ const char *const pgstore_ddl5[] = {
     "t.source = r.source AND t.lexeme = r.lexeme",
     NULL};
 
+/* Migration 6: the chunks' inverted index (pgpost.c), and the live
+ * generation of each tenant's files and chunks: a rebuild writes a new
+ * generation under its own key beside the live one and switches in one
+ * statement; the one it replaced (or a rebuild that did not finish) is
+ * removed by the next sync. Without a row the tenant's own name is its
+ * key. */
+const char *const pgstore_ddl6[] = {
+    "CREATE TABLE IF NOT EXISTS mnemo_postings(tenant text NOT NULL, source text NOT NULL, "
+    "lexeme text NOT NULL, gen bigint NOT NULL, n int NOT NULL, data bytea NOT NULL, "
+    "PRIMARY KEY (tenant, source, lexeme, gen))",
+    /* Segments are compressed already: stored out of line as they are. */
+    "ALTER TABLE mnemo_postings ALTER COLUMN data SET STORAGE EXTERNAL",
+    "CREATE TABLE IF NOT EXISTS mnemo_post_state(tenant text PRIMARY KEY, "
+    "merged bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS mnemo_post_dead(tenant text NOT NULL, id bigint NOT NULL, "
+    "PRIMARY KEY (tenant, id))",
+    "CREATE TABLE IF NOT EXISTS mnemo_live(tenant text PRIMARY KEY, live text NOT NULL, "
+    "building text, previous text)",
+    NULL};
 
 /* ----------------------------------------------------------------------
  * Helpers
@@ -135,6 +154,26 @@ struct pgstore *ps_state(mnemo *m)
     if (b && !b->files)
         b->files = calloc(1, sizeof *b->files);
     return b ? b->files : NULL;
+}
+
+const char *ps_live(mnemo *m, const char *tenant)
+{
+    struct pgstore *s = ps_state(m);
+    if (!s) {
+        core_error(m, MNEMO_NOMEM, "out of memory");
+        return NULL;
+    }
+    const char *p[1] = {tenant};
+    pg_rows *r = NULL;
+    if (ps_q(m, "reading the index",
+             "SELECT coalesce((SELECT live FROM mnemo_live WHERE tenant = $1), $1)", 1, p, &r))
+        return NULL;
+    free(s->live);
+    s->live = strdup(pg_value(r, 0, 0));
+    pg_rows_free(r);
+    if (!s->live)
+        core_error(m, MNEMO_NOMEM, "out of memory");
+    return s->live;
 }
 
 /* The tokenizers for the configured language. */
@@ -290,6 +329,19 @@ void ps_ascii_lower(buf *out, const char *s, size_t n)
         buf_puts(out, "");
 }
 
+/* BM25 of hit H, as bm25_score() computes it (every weight 1). */
+double ps_hit_bm25(const pgsearch *s, const hitrow *h)
+{
+    double norm = bm25_norm(s->k1, s->b, (double)h->ntok, s->avgdl);
+    double score = 0;
+    for (int k = 0; k < s->np; k++) {
+        if (!h->tf[k])
+            continue;
+        score += bm25_part(1.0, s->idf[k], (double)h->tf[k], s->k1, norm);
+    }
+    return score;
+}
+
 int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
          pg_rows **out)
 {
@@ -331,7 +383,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
 {
     *out = NULL;
     core_clear(m);
-    const char *tenant = pgconn_tenant(m);
+    const char *tenant = pgconn_tenant(m), *live = NULL;
     json_t *root = json_object(), *warnings = json_array();
     json_object_set_new(root, "version", json_string(MNEMO_VERSION));
     json_object_set_new(root, "backend", json_string("postgres"));
@@ -362,6 +414,15 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     pg_rows_free(r);
     r = NULL;
     json_object_set_new(root, "server", server);
+    if (!(live = ps_live(m, tenant))) {
+        rc = MNEMO_DB;
+        json_object_set_new(root, "error", json_string(core_errmsg(m)));
+        json_array_append_new(warnings, json_string(core_errmsg(m)));
+        goto emit;
+    }
+    if (strcmp(live, tenant) != 0)
+        json_object_set_new(root, "generation", json_string(live));
+    p[0] = live;
     if ((rc = ps_q(m, "status",
                 "SELECT nchunks, language, chunk_tokens, chunk_overlap, last_sync_at, "
                 "last_sync_ms, last_sync, vec_identity, vec_note, "
@@ -545,7 +606,9 @@ int pgstore_recall_triggers(mnemo *m, const char *message, char **out)
     int rc = ps_tokenizers(m, &t, NULL);
     if (rc)
         return rc;
-    const char *p[1] = {pgconn_tenant(m)};
+    const char *p[1] = {ps_live(m, pgconn_tenant(m))};
+    if (!p[0])
+        return MNEMO_DB;
     recall_rows x = {NULL, 0};
     rc = ps_q(m, "recall",
            "SELECT c.id, c.text, c.triggers, c.start_line, c.importance, f.path "
@@ -565,6 +628,7 @@ void pgstore_close(mnemo *m)
         return;
     tok_free(m->pg->files->qtok);
     tok_free(m->pg->files->dtok);
+    free(m->pg->files->live);
     free(m->pg->files);
     m->pg->files = NULL;
 }

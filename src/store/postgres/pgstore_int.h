@@ -30,10 +30,16 @@ struct pgstore {
     int stop_words;
     int64_t post_mark; /* the postings' merged mark last seen (pgpost.c) */
     int post_seen;
+    char *live;        /* the live generation's key (ps_live) */
 };
 
 /* The handle's chunk-side state, made on first use; NULL out of memory. */
 struct pgstore *ps_state(mnemo *m);
+
+/* The key of TENANT's live generation of files and chunks (mnemo_live,
+ * pgstore.c: the tenant itself unless a rebuild switched it), owned by the
+ * handle until the next call; NULL on an error (set on M). */
+const char *ps_live(mnemo *m, const char *tenant);
 
 /* The query and document tokenizers for the configured language. */
 int ps_tokenizers(mnemo *m, tok **qt, tok **dt);

@@ -646,23 +646,32 @@ static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
     return rc ? rc : rc2;
 }
 
-/* Why the tenant's rows must be rebuilt (settings changed), or NULL. The
- * corpus row is created when missing. */
-static int check_settings(mnemo *m, const char *tenant, int force, const char **why)
+/* The settings of the chunks: the corpus row's columns. */
+static void settings_params(mnemo *m, char *ct, char *co, size_t n, const char **lang)
+{
+    snprintf(ct, n, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_TOKENS));
+    snprintf(co, n, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_OVERLAP));
+    *lang = cfg_str(m->cfg, CFG_LANGUAGE);
+}
+
+/* Why the rows of generation KEY must be rebuilt (settings changed,
+ * --force), or NULL; *FRESH when it holds nothing yet (its corpus row is
+ * created then). */
+static int check_settings(mnemo *m, const char *key, int force, const char **why, int *fresh)
 {
     char ct[32], co[32];
-    snprintf(ct, sizeof ct, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_TOKENS));
-    snprintf(co, sizeof co, "%lld", (long long)cfg_int(m->cfg, CFG_CHUNK_OVERLAP));
-    const char *lang = cfg_str(m->cfg, CFG_LANGUAGE);
-    const char *p[5] = {tenant, lang, ct, co, PREP_INDEX_RULES};
+    const char *lang;
+    settings_params(m, ct, co, sizeof ct, &lang);
+    const char *p[5] = {key, lang, ct, co, PREP_INDEX_RULES};
     pg_rows *r = NULL;
     int rc = ps_q(m, "reading the corpus",
-               "SELECT language, chunk_tokens, chunk_overlap, index_rules FROM mnemo_corpus "
-               "WHERE tenant = $1",
+               "SELECT language, chunk_tokens, chunk_overlap, index_rules, (SELECT count(*) FROM "
+               "mnemo_files WHERE tenant = $1) FROM mnemo_corpus WHERE tenant = $1",
                1, p, &r);
     if (rc)
         return rc;
     *why = force ? "--force" : NULL;
+    *fresh = pg_nrows(r) == 0 || ps_ll(r, 0, 4) == 0;
     if (pg_nrows(r) == 0) {
         *why = NULL; /* nothing stored yet */
     } else if (!*why) {
@@ -675,38 +684,121 @@ static int check_settings(mnemo *m, const char *tenant, int force, const char **
         else if (strcmp(pg_value(r, 0, 3), PREP_INDEX_RULES) != 0)
             *why = "it was built by a mnemo with other indexing rules";
     }
-    int fresh = pg_nrows(r) == 0;
+    int exists = pg_nrows(r) == 1;
     pg_rows_free(r);
-    if (*why) {
-        /* Chunks go with their files; vectors with the chunks (at the end
-         * of the embedding phase, or right here for a new model). */
-        if ((rc = ps_q(m, "rebuilding", "BEGIN", 0, NULL, NULL)))
-            return rc;
-        rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_chunks WHERE tenant = $1", 1, p, NULL);
+    if (*fresh && *why) {
+        /* Nothing to keep: the empty generation takes the new settings. */
+        rc = ps_q(m, "rebuilding",
+               "UPDATE mnemo_corpus SET nchunks = 0, ntokens = 0, language = $2, "
+               "chunk_tokens = $3::int, chunk_overlap = $4::int, index_rules = $5 "
+               "WHERE tenant = $1",
+               5, p, NULL);
         if (!rc)
-            rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_terms WHERE tenant = $1", 1, p, NULL);
-        if (!rc)
-            rc = pgpost_reset(m, tenant);
-        if (!rc)
-            rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_files WHERE tenant = $1", 1, p, NULL);
-        if (!rc)
-            rc = ps_q(m, "rebuilding",
-                   "UPDATE mnemo_corpus SET nchunks = 0, ntokens = 0, language = $2, "
-                   "chunk_tokens = $3::int, chunk_overlap = $4::int, index_rules = $5 "
-                   "WHERE tenant = $1",
-                   5, p, NULL);
-        if (!rc)
-            return ps_q(m, "rebuilding", "COMMIT", 0, NULL, NULL);
-        ps_q(m, "rebuilding", "ROLLBACK", 0, NULL, NULL);
+            rc = pgpost_reset(m, key);
         return rc;
     }
-    if (fresh)
+    if (!exists)
         rc = ps_q(m, "creating the corpus",
                "INSERT INTO mnemo_corpus(tenant, language, chunk_tokens, chunk_overlap, "
                "index_rules) VALUES ($1, $2, $3::int, $4::int, $5) ON CONFLICT (tenant) DO "
                "NOTHING",
                5, p, NULL);
     return rc;
+}
+
+/* Removes the rows of generation KEY: files, chunks, statistics, index and
+ * vectors. */
+static int drop_generation(mnemo *m, const char *key)
+{
+    static const char *const sql[] = {
+        "DELETE FROM mnemo_chunks WHERE tenant = $1", "DELETE FROM mnemo_files WHERE tenant = $1",
+        "DELETE FROM mnemo_terms WHERE tenant = $1", "DELETE FROM mnemo_postings WHERE tenant = $1",
+        "DELETE FROM mnemo_post_dead WHERE tenant = $1",
+        "DELETE FROM mnemo_post_state WHERE tenant = $1",
+        "DELETE FROM mnemo_corpus WHERE tenant = $1", NULL};
+    const char *p[1] = {key};
+    int rc = ps_q(m, "removing an old index", "BEGIN", 0, NULL, NULL);
+    for (int i = 0; !rc && sql[i]; i++)
+        rc = ps_q(m, "removing an old index", sql[i], 1, p, NULL);
+    /* The vector tables of every dimension count. */
+    pg_rows *r = NULL;
+    if (!rc)
+        rc = ps_q(m, "removing an old index",
+               "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND "
+               "tablename ~ '^mnemo_chunk_vec_[0-9]+$'",
+               0, NULL, &r);
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        char q[128];
+        snprintf(q, sizeof q, "DELETE FROM %s WHERE tenant = $1", pg_value(r, i, 0));
+        rc = ps_q(m, "removing an old index", q, 1, p, NULL);
+    }
+    pg_rows_free(r);
+    if (!rc)
+        return ps_q(m, "removing an old index", "COMMIT", 0, NULL, NULL);
+    ps_q(m, "removing an old index", "ROLLBACK", 0, NULL, NULL);
+    return rc;
+}
+
+/* The generation this sync writes (*KEY, owned by the caller) and whether
+ * it is a new one that replaces the live one at the end (*BUILD). Removes
+ * the generation the last rebuild replaced, and a rebuild that did not
+ * finish, first. */
+static int choose_generation(mnemo *m, const char *tenant, int force, char **key, int *build,
+                             const char **why)
+{
+    *key = NULL;
+    *build = 0;
+    const char *p[3] = {tenant, NULL, NULL};
+    pg_rows *r = NULL;
+    int rc = ps_q(m, "reading the index",
+               "SELECT live, building, previous FROM mnemo_live WHERE tenant = $1", 1, p, &r);
+    if (rc)
+        return rc;
+    char *live = strdup(pg_nrows(r) ? pg_value(r, 0, 0) : tenant);
+    for (int col = 1; !rc && live && pg_nrows(r) && col <= 2; col++)
+        if (!pg_isnull(r, 0, col) && strcmp(pg_value(r, 0, col), live) != 0)
+            rc = drop_generation(m, pg_value(r, 0, col));
+    int had = pg_nrows(r) > 0;
+    pg_rows_free(r);
+    if (!live)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    if (!rc && had)
+        rc = ps_q(m, "reading the index",
+               "UPDATE mnemo_live SET building = NULL, previous = NULL WHERE tenant = $1", 1, p,
+               NULL);
+    int fresh = 0;
+    if (!rc)
+        rc = check_settings(m, live, force, why, &fresh);
+    if (rc || !*why || fresh) {
+        *key = live;
+        return rc;
+    }
+    /* A new generation beside the live one, under its own key. */
+    size_t n = strlen(tenant) + 40;
+    char *next = malloc(n);
+    if (!next) {
+        free(live);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+    snprintf(next, n, "%s#gen%.0f", tenant, time_wall() * 1000.0);
+    p[1] = live;
+    p[2] = next;
+    rc = ps_q(m, "rebuilding",
+           "INSERT INTO mnemo_live(tenant, live, building) VALUES ($1, $2, $3) ON CONFLICT "
+           "(tenant) DO UPDATE SET building = excluded.building",
+           3, p, NULL);
+    free(live);
+    int f2;
+    const char *w2;
+    if (!rc)
+        rc = check_settings(m, next, 0, &w2, &f2);
+    if (rc) {
+        free(next);
+        return rc;
+    }
+    *key = next;
+    *build = 1;
+    return MNEMO_OK;
 }
 
 int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
@@ -717,7 +809,9 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     memset(stats, 0, sizeof *stats);
     core_clear(m);
     double t0 = time_mono(), started = time_wall();
-    const char *tenant = pgconn_tenant(m);
+    const char *logical = pgconn_tenant(m);
+    char *tenant = NULL; /* the generation written */
+    int build = 0;
     pg_conn *c;
     tok *dt;
     int rc = pgschema_conn(m, &c);
@@ -727,14 +821,13 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         return rc;
     /* One sync of a tenant at a time; the lock goes with the session if
      * the process dies. */
-    const char *p[1] = {tenant};
+    const char *p[1] = {logical};
     if ((rc = ps_q(m, "waiting for another sync",
                 "SELECT pg_advisory_lock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL)))
         return rc;
     psync s;
     memset(&s, 0, sizeof s);
     s.m = m;
-    s.tenant = tenant;
     s.dt = dt;
     for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
         buf_init(&s.a[i], 0);
@@ -747,8 +840,9 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     buf_init(&s.stem, 0);
     buf_init(&s.tsvs, 0);
     const char *why = NULL;
-    if ((rc = check_settings(m, tenant, opts && opts->force, &why)))
+    if ((rc = choose_generation(m, logical, opts && opts->force, &tenant, &build, &why)))
         goto done;
+    s.tenant = tenant;
     if ((rc = pgpost_open(m, tenant, &s.post)))
         goto done;
     if (why) {
@@ -786,7 +880,7 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
                "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t FROM (SELECT count(*) AS n, "
                "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
                "WHERE tenant = $1",
-               1, p, NULL);
+               1, (const char *const[]){tenant}, NULL);
     /* Fresh statistics after a large change, so that the planner uses
      * the GIN index rather than scanning a tenant's rows. */
     if (!rc && stats->chunks_added + stats->chunks_removed >= 1000) {
@@ -796,6 +890,13 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     }
     if (!rc)
         rc = embed_phase(m, tenant, stats);
+    /* A new generation replaces the live one in one statement; the one it
+     * replaced goes at the next sync, once searches begun on it are done. */
+    if (!rc && build)
+        rc = ps_q(m, "switching to the new index",
+               "UPDATE mnemo_live SET previous = live, live = building, building = NULL "
+               "WHERE tenant = $1 AND building IS NOT NULL",
+               1, p, NULL);
 done:
     {
         buf keep;
@@ -819,6 +920,7 @@ done:
     buf_cleanup(&s.stem);
     buf_cleanup(&s.tsvs);
     pgpost_free(s.post);
+    free(tenant);
     stats->seconds = time_mono() - t0;
     return rc;
 }
