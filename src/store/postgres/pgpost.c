@@ -778,23 +778,43 @@ static int read_snapshot(pgsearch *s, const pgquery *pq, const char *source, int
 {
     char w[32];
     snprintf(w, sizeof w, "%lld", (long long)mark);
-    const char *prm[5] = {s->tenant, pq->lexs.data, source, pq->tsq.data, w};
-    return ps_q(s->m, "search",
-                "SELECT 0 AS k, p.source, p.lexeme, p.gen, p.data::text FROM mnemo_postings p "
-                "WHERE p.tenant = $1 AND p.lexeme = ANY ($2::text[]) AND ($3 = '' OR p.source = "
-                "$3) AND p.gen <= $5::bigint "
-                "UNION ALL SELECT 1, NULL, NULL, d.id, NULL FROM mnemo_post_dead d WHERE "
-                "d.tenant = $1 "
-                "UNION ALL SELECT 2, NULL, NULL, c.id, c.ntok || ' ' || ts_filter(setweight(c.tsv, "
-                "'A', $2::text[]), '{a}')::text FROM (SELECT id, ntok, source, tsv FROM "
-                "mnemo_chunks WHERE tenant = $1 AND id > $5::bigint OFFSET 0) c WHERE c.tsv @@ "
-                "$4::tsquery AND ($3 = '' OR c.source = $3) "
-                "UNION ALL SELECT 3, NULL, c.nchunks::text, coalesce(s.merged, -1), CASE WHEN "
-                "c.nchunks > 0 AND c.ntokens > 0 THEN (c.ntokens::float8 / c.nchunks)::text ELSE "
-                "'1' END FROM mnemo_corpus c LEFT JOIN mnemo_post_state s ON s.tenant = c.tenant "
-                "WHERE c.tenant = $1 "
-                "ORDER BY 1, 2, 3, 4",
-                5, prm, out);
+    const char *prm[6] = {s->tenant, pq->lexs.data, source, pq->tsq.data, w, pq->neg.data};
+    int neg = pq->neg.len > 0;
+    char sql[2048];
+    snprintf(sql, sizeof sql, "%s%s%s",
+             "SELECT 0 AS k, p.source, p.lexeme, p.gen, p.data::text FROM mnemo_postings p "
+             "WHERE p.tenant = $1 AND p.lexeme = ANY ($2::text[]) AND ($3 = '' OR p.source = "
+             "$3) AND p.gen <= $5::bigint "
+             "UNION ALL SELECT 1, NULL, NULL, d.id, NULL FROM mnemo_post_dead d WHERE "
+             "d.tenant = $1 "
+             "UNION ALL SELECT 2, NULL, NULL, c.id, c.ntok || ' ' || ts_filter(setweight(c.tsv, "
+             "'A', $2::text[]), '{a}')::text FROM (SELECT id, ntok, source, tsv FROM "
+             "mnemo_chunks WHERE tenant = $1 AND id > $5::bigint OFFSET 0) c WHERE c.tsv @@ "
+             "$4::tsquery AND ($3 = '' OR c.source = $3) "
+             "UNION ALL SELECT 3, NULL, c.nchunks::text, coalesce(s.merged, -1), CASE WHEN "
+             "c.nchunks > 0 AND c.ntokens > 0 THEN (c.ntokens::float8 / c.nchunks)::text ELSE "
+             "'1' END FROM mnemo_corpus c LEFT JOIN mnemo_post_state s ON s.tenant = c.tenant "
+             "WHERE c.tenant = $1 ",
+             /* The rows an excluded phrase removes (as SQLite counts them). */
+             neg ? "UNION ALL SELECT 4, NULL, NULL, c.id, NULL FROM mnemo_chunks c WHERE "
+                   "c.tenant = $1 AND c.tsv @@ $6::tsquery AND ($3 = '' OR c.source = $3) "
+                 : "",
+             "ORDER BY 1, 2, 3, 4");
+    return ps_q(s->m, "search", sql, neg ? 6 : 5, prm, out);
+}
+
+/* Drops the postings of V[0..*N) whose ids are in the sorted OUT[0..NOUT). */
+static void drop_ids(posting *v, size_t *n, const int64_t *out, size_t nout)
+{
+    size_t k = 0, j = 0;
+    for (size_t i = 0; i < *n; i++) {
+        while (j < nout && out[j] < v[i].id)
+            j++;
+        if (j < nout && out[j] == v[i].id)
+            continue;
+        v[k++] = v[i];
+    }
+    *n = k;
 }
 
 /* The frequencies of the query's terms in T, a chunk's tsvector text
@@ -906,8 +926,16 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
             qsort(t[k].v, t[k].n, sizeof *t[k].v, by_posting);
     /* Chunks above the mark (ids above every segment's), then the
      * statistics. */
+    int64_t *negs = malloc((rows + 1) * sizeof *negs);
+    size_t nneg = 0;
+    if (!negs)
+        rc = MNEMO_NOMEM;
     for (i = d1; !rc && i < rows; i++) {
         long long kind = ps_ll(r, i, 0);
+        if (kind == 4) {
+            negs[nneg++] = ps_ll(r, i, 3);
+            continue;
+        }
         if (kind == 3) {
             N = strtod(pg_value(r, i, 2), NULL);
             s->avgdl = strtod(pg_value(r, i, 4), NULL);
@@ -936,6 +964,9 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
     }
     pg_rows_free(r);
     r = NULL;
+    for (int k = 0; !rc && nneg && k < pq->npos; k++)
+        drop_ids(t[k].v, &t[k].n, negs, nneg);
+    free(negs);
     /* BM25's statistics, as keyword_all() counts them. */
     s->np = pq->npos;
     double sum = 0;

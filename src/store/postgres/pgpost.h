@@ -20,7 +20,7 @@
 /* The statement part recording chunks deleted by a CTE "d" (returning
  * their id) as dead when their segments hold them; $1 is the tenant. */
 #define PGPOST_DEAD                                                                               \
-    "x AS (INSERT INTO mnemo_post_dead(tenant, id) SELECT $1, d.id FROM d WHERE d.id <= "        \
+    "pd AS (INSERT INTO mnemo_post_dead(tenant, id) SELECT $1, d.id FROM d WHERE d.id <= "        \
     "coalesce((SELECT merged FROM mnemo_post_state WHERE tenant = $1), -1) "                    \
     "ON CONFLICT DO NOTHING) "
 

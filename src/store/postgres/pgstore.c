@@ -1,9 +1,9 @@
 /*
  * pgstore.c - the PostgreSQL backend for files and chunks (see pgstore.h).
  *
- * In four files sharing pgstore_int.h: this one (schema, helpers, status,
- * recall), pgsync.c (sync), pgsearch.c (search) and pgkeyword.c (the
- * keyword leg, MaxScore).
+ * In five files sharing pgstore_int.h: this one (schema, helpers, status,
+ * recall), pgsync.c (sync), pgsearch.c (search), pgkeyword.c (the keyword
+ * leg) and pgpost.c (the inverted index).
  *
  * Tables (migration 1, tenant first in every key so that Citus can
  * distribute them by tenant):
@@ -17,31 +17,39 @@
  *                 bigrams, identifier parts at the positions FTS5 gets),
  *                 GIN-indexed;
  *   mnemo_chunk_vec_<d>  embeddings (pgschema.c), HNSW for cosine;
- *   mnemo_terms   (migration 3) per tenant, source and lexeme the number
- *                 of chunks holding it: BM25's document frequencies;
- *                 (migration 5) the largest frequency and the shortest
- *                 chunk among them, bounds that sync only widens.
+ *   mnemo_postings, mnemo_post_state, mnemo_post_dead  (migration 6) the
+ *                 inverted index of the chunks' lexemes (pgpost.c);
+ *   mnemo_live    (migration 6) the live generation of each tenant's files
+ *                 and chunks (below).
+ * (mnemo_terms, migrations 3 and 5, held document frequencies; migration 6
+ * drops it: the postings count them exactly.)
  *
- * Sync: the walk of sync.c (sync_walk) with this file as its sink. Each
- * file's change is one statement (file row, old chunks out, new chunks in
- * through unnest of array parameters); files are committed in batches, so
- * a killed process or a lost connection leaves whole files and the next
- * sync completes the rest. A session advisory lock on the tenant makes
- * concurrent syncs of one tenant take turns. mnemo_terms changes in the
- * same transactions: deleted chunks' lexemes are counted out by the
- * statement that deletes them, the batch's new chunks counted in at its
- * commit (one statement), lexemes at 0 removed then.
+ * Sync: the walk of sync.c (sync_walk) with pgsync.c as its sink. A batch
+ * of files (at most BATCH_FILES files or BATCH_CHUNKS chunks) is one
+ * transaction, and the files it writes are one statement (file rows, old
+ * chunks out, new chunks in, through unnest of array parameters); a killed
+ * process or a lost connection leaves whole batches, and the next sync
+ * completes the rest. A session advisory lock on the tenant makes
+ * concurrent syncs of one tenant take turns. The postings of the chunks
+ * written are merged at commits (pgpost.c).
+ *
+ * Generations: a tenant's files and chunks live under a key, the tenant's
+ * own name until a rebuild (--force, or changed chunking or language)
+ * writes a complete new generation under a new key beside the live one and
+ * switches mnemo_live to it in one statement, so searches see the old index
+ * or the new one, never a part. The next sync removes the generation that
+ * was replaced, or a rebuild that did not finish. Structured memories are
+ * not part of a generation.
  *
  * Search: the keyword leg computes BM25 with the same formula and
  * statistics as the SQLite leg (df over the matching rows of the corpus
- * searched, N and average length over all chunks). For plain words it
- * takes df from mnemo_terms and reads only the rarest terms' matches that
- * can still reach the candidate pool (MaxScore, below); for phrases and
- * prefixes it scores every matching row in one statement from the
- * tsvectors' positions. Either way the scores are computed here from the
- * rows' term frequencies exactly as fts.c does; the vector leg is an ORDER BY <=> LIMIT served by HNSW; the
- * file-name legs match names and path words. The ranking stage is
- * search.c's (search_rank), fed from a few batched queries.
+ * searched, N and average length over all chunks): from the postings for
+ * whole words, from every matching row's tsvector positions for phrases
+ * and prefixes; the scores are computed here from the rows' term
+ * frequencies exactly as fts.c does. The vector leg is an ORDER BY <=> LIMIT
+ * served by HNSW; the file-name legs match names and path words. The
+ * ranking stage is search.c's (search_rank), fed from a few batched
+ * queries.
  */
 #include <math.h>
 #include <stdio.h>
@@ -142,6 +150,9 @@ const char *const pgstore_ddl6[] = {
     "PRIMARY KEY (tenant, id))",
     "CREATE TABLE IF NOT EXISTS mnemo_live(tenant text PRIMARY KEY, live text NOT NULL, "
     "building text, previous text)",
+    /* The postings count documents exactly: the frequencies of migrations 3
+     * and 5 are not kept any more. */
+    "DROP TABLE IF EXISTS mnemo_terms",
     NULL};
 
 /* ----------------------------------------------------------------------

@@ -124,7 +124,7 @@ double ps_hit_bm25(const pgsearch *s, const hitrow *h);
 
 /* The keyword leg (pgkeyword.c): the POOL best rows of SOURCE ("" for all)
  * by BM25 into s->hits, and the rows of EXTRA (vector candidates) that
- * match, with their frequencies; *SUM_IDF scales BM25 to 0..1. MaxScore
+ * match, with their frequencies; *SUM_IDF scales BM25 to 0..1. The postings
  * when every positive phrase is one word matched whole, else every
  * matching row is read and scored. */
 int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,

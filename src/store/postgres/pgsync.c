@@ -1,6 +1,6 @@
 /*
  * pgsync.c - the PostgreSQL backend's sync of files and chunks (the sink of sync_walk,
- * see pgstore.c for the batches, the lock and mnemo_terms), and embedding.
+ * see pgstore.c for the batches and the lock; pgpost.c for the index), and embedding.
  */
 #include <math.h>
 #include <stdio.h>
@@ -31,11 +31,10 @@ typedef struct psync {
     int in_txn;
     int files, chunks;           /* in the open transaction */
     long long d_chunks, d_tokens; /* corpus changes in the open transaction */
-    buf added;                   /* ids of the chunks inserted, {..} */
-    buf zeroed;                  /* lexemes whose df reached 0, {..} */
     buf a[12];                   /* array parameters */
     buf tsv, tmp, lc, name, stem;
-    buf tsvs;                    /* the written file's chunks' tsvectors, NUL after each */
+    struct pwrites *pw;          /* the batch's file writes (ps_write) */
+    mnemo_sync_stats *stats;
     pgpost *post;                /* the postings of the chunks written */
     int final;                   /* the next commit is the sync's last */
 } psync;
@@ -50,56 +49,10 @@ static int begin(psync *s)
     s->in_txn = 1;
     s->files = s->chunks = 0;
     s->d_chunks = s->d_tokens = 0;
-    buf_reset(&s->added);
-    buf_reset(&s->zeroed);
-    buf_putc(&s->added, '{');
-    buf_putc(&s->zeroed, '{');
     return MNEMO_OK;
 }
 
-/* Appends the elements of array literal V ({a,b}) to the literal being
- * built in B. */
-static void arr_join(buf *b, const char *v)
-{
-    size_t n = strlen(v);
-    if (n <= 2 || v[0] != '{' || v[n - 1] != '}')
-        return;
-    if (b->len > 1)
-        buf_putc(b, ',');
-    buf_append(b, v + 1, n - 2);
-}
-
-/* The document frequencies of the batch: the lexemes of the chunks it
- * inserted counted in (their rows were subtracted as they were deleted),
- * with their largest frequency and shortest chunk widening the bounds,
- * and the lexemes no chunk holds any more gone. */
-static int terms_commit(psync *s)
-{
-    buf_putc(&s->added, '}');
-    buf_putc(&s->zeroed, '}');
-    if (buf_err(&s->added) || buf_err(&s->zeroed))
-        return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    int rc = MNEMO_OK;
-    if (s->added.len > 2) {
-        const char *p[2] = {s->tenant, s->added.data};
-        rc = ps_q(s->m, "counting terms",
-               "INSERT INTO mnemo_terms(tenant, source, lexeme, df, tf_max, ntok_min) SELECT "
-               "$1, c.source, u.lexeme, count(*), max(cardinality(u.positions)), min(c.ntok) "
-               "FROM mnemo_chunks c, unnest(c.tsv) u WHERE c.tenant = $1 AND c.id = ANY "
-               "($2::bigint[]) GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO UPDATE SET "
-               "df = mnemo_terms.df + excluded.df, tf_max = greatest(mnemo_terms.tf_max, "
-               "excluded.tf_max), ntok_min = least(mnemo_terms.ntok_min, excluded.ntok_min)",
-               2, p, NULL);
-    }
-    if (!rc && s->zeroed.len > 2) {
-        const char *p[2] = {s->tenant, s->zeroed.data};
-        rc = ps_q(s->m, "counting terms",
-               "DELETE FROM mnemo_terms WHERE tenant = $1 AND lexeme = ANY ($2::text[]) AND "
-               "df <= 0",
-               2, p, NULL);
-    }
-    return rc;
-}
+static int writes_flush(psync *s);
 
 static int commit(psync *s)
 {
@@ -109,7 +62,7 @@ static int commit(psync *s)
     snprintf(dc, sizeof dc, "%lld", s->d_chunks);
     snprintf(dt, sizeof dt, "%lld", s->d_tokens);
     const char *p[3] = {s->tenant, dc, dt};
-    int rc = terms_commit(s);
+    int rc = writes_flush(s);
     if (!rc)
         rc = pgpost_flush(s->post, s->final);
     if (!rc)
@@ -202,16 +155,6 @@ static int ps_load(void *ud, sync_file **out, size_t *n)
     return MNEMO_OK;
 }
 
-/* The deleted chunks' lexemes counted out of mnemo_terms: a CTE "t" for
- * a statement whose CTE "d" deletes chunks returning their source and tsv.
- * Lexemes reaching 0 are removed at the commit (a row cannot change twice
- * in one statement, and the batch may add them again). */
-#define TERMS_OUT                                                                                 \
-    "t AS (INSERT INTO mnemo_terms(tenant, source, lexeme, df) SELECT $1, d.source, u.lexeme, "   \
-    "-count(*) FROM d, unnest(d.tsv) u GROUP BY 2, 3 ON CONFLICT (tenant, source, lexeme) DO "    \
-    "UPDATE SET df = mnemo_terms.df + excluded.df RETURNING lexeme, df) "
-#define TERMS_ZEROED "(SELECT array_agg(lexeme) FROM t WHERE df <= 0)"
-
 /* Chunks removed by a statement returning (count, tokens, lexemes at 0)
  * in row 0. */
 static void removed_from(psync *s, pg_rows *r, int64_t *removed)
@@ -221,8 +164,6 @@ static void removed_from(psync *s, pg_rows *r, int64_t *removed)
     s->d_tokens -= t;
     if (removed)
         *removed = c;
-    if (!pg_isnull(r, 0, 2))
-        arr_join(&s->zeroed, pg_value(r, 0, 2));
 }
 
 static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t size,
@@ -249,9 +190,9 @@ static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t s
            "UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = '', status = 1, "
            "reason = excluded.reason, nchunks = 0, indexed_at = now() RETURNING id), "
            "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
-           "RETURNING c.id, c.ntok, c.source, c.tsv), " PGPOST_DEAD ", " TERMS_OUT
+           "RETURNING c.id, c.ntok), " PGPOST_DEAD
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
-           TERMS_ZEROED,
+           "NULL",
            10, p, &r);
     if (!rc)
         removed_from(s, r, NULL);
@@ -311,121 +252,216 @@ static void hex_of(buf *b, const uint32_t *v, size_t n)
     }
 }
 
+/* The batch's file writes, sent as one statement at its commit: arrays of
+ * the files (F_*) and of their chunks (C_*, each with its file's place K),
+ * and each chunk's tsvector text, length and source for the postings. */
+enum { F_PATH, F_LC, F_NAME, F_STEM, F_PTSV, F_SRC, F_SIZE, F_MT, F_HASH, F_NC, F_TM, F_N };
+enum { C_K, C_SEQ, C_SL, C_EL, C_HASH, C_IMP, C_TRIG, C_MAP, C_TEXT, C_NTOK, C_TSV, C_N };
+
+typedef struct pwrites {
+    buf f[F_N], c[C_N];
+    size_t files, chunks;
+    buf tsvs;          /* each chunk's tsvector text, NUL after each */
+    int *ntok;         /* each chunk's length */
+    unsigned char *sessions; /* each chunk's source */
+    size_t cap;
+} pwrites;
+
+static void pw_start(pwrites *w)
+{
+    for (int i = 0; i < F_N; i++) {
+        buf_reset(&w->f[i]);
+        buf_putc(&w->f[i], '{');
+    }
+    for (int i = 0; i < C_N; i++) {
+        buf_reset(&w->c[i]);
+        buf_putc(&w->c[i], '{');
+    }
+    buf_reset(&w->tsvs);
+    w->files = w->chunks = 0;
+}
+
+static void pw_init(pwrites *w)
+{
+    memset(w, 0, sizeof *w);
+    for (int i = 0; i < F_N; i++)
+        buf_init(&w->f[i], 0);
+    for (int i = 0; i < C_N; i++)
+        buf_init(&w->c[i], 0);
+    buf_init(&w->tsvs, 0);
+    pw_start(w);
+}
+
+static void pw_cleanup(pwrites *w)
+{
+    for (int i = 0; i < F_N; i++)
+        buf_cleanup(&w->f[i]);
+    for (int i = 0; i < C_N; i++)
+        buf_cleanup(&w->c[i]);
+    buf_cleanup(&w->tsvs);
+    free(w->ntok);
+    free(w->sessions);
+}
+
 static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
                     int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
                     size_t *added)
 {
     psync *s = ud;
+    pwrites *w = s->pw;
     (void)known;
+    *removed = 0; /* counted when the batch is written */
     int rc = begin(s);
     if (rc)
         return rc;
     if ((rc = path_forms(s, path)))
         return core_error(s->m, rc, "out of memory");
     const chunk_list *l = &it->chunks;
-    enum { SEQ, SL, EL, HASH, IMP, TRIG, MAP, TEXT, NTOK, TSV, NARR };
-    for (int i = 0; i < NARR; i++) {
-        buf_reset(&s->a[i]);
-        buf_putc(&s->a[i], '{');
+    if (w->chunks + l->n > w->cap) {
+        size_t nc = (w->chunks + l->n) * 2 + 64;
+        int *nt = realloc(w->ntok, nc * sizeof *nt);
+        if (nt)
+            w->ntok = nt;
+        unsigned char *ns = realloc(w->sessions, nc);
+        if (ns)
+            w->sessions = ns;
+        if (!nt || !ns)
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+        w->cap = nc;
     }
-    long long tokens = 0;
-    int *ntoks = malloc((l->n + 1) * sizeof *ntoks);
-    if (!ntoks)
-        return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    buf_reset(&s->tsvs);
+    long long k = (long long)++w->files, tokens = 0;
     for (size_t i = 0; i < l->n; i++) {
         const chunk *c = &l->items[i];
         int ntok = 0;
         if ((rc = ps_tsvector_of(it->toks.data + it->tok_off[i],
-                              it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok))) {
-            free(ntoks);
+                              it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
             return core_error(s->m, rc, "out of memory");
-        }
         tokens += ntok;
-        ntoks[i] = ntok;
-        buf_append(&s->tsvs, s->tsv.data ? s->tsv.data : "", s->tsv.len);
-        buf_putc(&s->tsvs, 0);
-        ps_arr_int(&s->a[SEQ], (long long)i);
-        ps_arr_int(&s->a[SL], c->start_line);
-        ps_arr_int(&s->a[EL], c->end_line);
-        ps_arr_add(&s->a[HASH], c->hash, strlen(c->hash));
-        ps_arr_int(&s->a[IMP], c->importance);
-        ps_arr_add(&s->a[TRIG], l->text.data + c->trig_off, c->trig_len);
+        w->ntok[w->chunks] = ntok;
+        w->sessions[w->chunks] = (unsigned char)(sessions != 0);
+        w->chunks++;
+        buf_append(&w->tsvs, s->tsv.data ? s->tsv.data : "", s->tsv.len);
+        buf_putc(&w->tsvs, 0);
+        ps_arr_int(&w->c[C_K], k);
+        ps_arr_int(&w->c[C_SEQ], (long long)i);
+        ps_arr_int(&w->c[C_SL], c->start_line);
+        ps_arr_int(&w->c[C_EL], c->end_line);
+        ps_arr_add(&w->c[C_HASH], c->hash, strlen(c->hash));
+        ps_arr_int(&w->c[C_IMP], c->importance);
+        ps_arr_add(&w->c[C_TRIG], l->text.data + c->trig_off, c->trig_len);
         buf_reset(&s->tmp);
         if (sessions && it->map_off)
             hex_of(&s->tmp, (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
                    it->map_off[i + 1] - it->map_off[i]);
-        ps_arr_add(&s->a[MAP], s->tmp.data ? s->tmp.data : "", s->tmp.len);
-        ps_arr_add(&s->a[TEXT], chunk_text(l, c), c->text_len);
-        ps_arr_int(&s->a[NTOK], ntok);
-        ps_arr_add(&s->a[TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
+        ps_arr_add(&w->c[C_MAP], s->tmp.data ? s->tmp.data : "", s->tmp.len);
+        ps_arr_add(&w->c[C_TEXT], chunk_text(l, c), c->text_len);
+        ps_arr_int(&w->c[C_NTOK], ntok);
+        ps_arr_add(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
     }
-    for (int i = 0; i < NARR; i++)
-        buf_putc(&s->a[i], '}');
-    for (int i = 0; i < NARR; i++) {
-        if (buf_err(&s->a[i]) || buf_err(&s->tsvs)) {
-            free(ntoks);
-            return core_error(s->m, MNEMO_NOMEM, "out of memory");
-        }
-    }
-    char sz[32], mt[32], nc[32], tm[32];
-    snprintf(sz, sizeof sz, "%lld", (long long)size);
-    snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
-    snprintf(nc, sizeof nc, "%zu", l->n);
-    snprintf(tm, sizeof tm, "%.17g", sessions ? it->time : 0.0);
-    const char *p[22] = {s->tenant,      path,           s->lc.data,     s->name.data,
-                         s->stem.data,   NULL,           sessions ? "sessions" : "memory",
-                         sz,             mt,             it->hash,       nc,
-                         tm,             s->a[SEQ].data, s->a[SL].data,  s->a[EL].data,
-                         s->a[HASH].data, s->a[IMP].data, s->a[TRIG].data, s->a[MAP].data,
-                         s->a[TEXT].data, s->a[NTOK].data, s->a[TSV].data};
-    /* The path's words: computed again, s->tsv held the chunks'. */
+    /* The path's words (s->tsv held the chunks'). */
     const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
-    if ((rc = ps_tsvector_text(s->dt, words, &s->tmp))) {
-        free(ntoks);
+    if ((rc = ps_tsvector_text(s->dt, words, &s->tmp)))
         return core_error(s->m, rc, "out of memory");
-    }
-    p[5] = s->tmp.data ? s->tmp.data : "";
+    char num[32];
+    ps_arr_add(&w->f[F_PATH], path, strlen(path));
+    ps_arr_add(&w->f[F_LC], s->lc.data, s->lc.len);
+    ps_arr_add(&w->f[F_NAME], s->name.data, s->name.len);
+    ps_arr_add(&w->f[F_STEM], s->stem.data, s->stem.len);
+    ps_arr_add(&w->f[F_PTSV], s->tmp.data ? s->tmp.data : "", s->tmp.len);
+    ps_arr_add(&w->f[F_SRC], sessions ? "sessions" : "memory", sessions ? 8 : 6);
+    ps_arr_int(&w->f[F_SIZE], (long long)size);
+    ps_arr_int(&w->f[F_MT], (long long)mtime_ns);
+    ps_arr_add(&w->f[F_HASH], it->hash, strlen(it->hash));
+    ps_arr_int(&w->f[F_NC], (long long)l->n);
+    snprintf(num, sizeof num, "%.17g", sessions ? it->time : 0.0);
+    ps_arr_add(&w->f[F_TM], num, strlen(num));
+    for (int i = 0; i < F_N; i++)
+        if (buf_err(&w->f[i]))
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    for (int i = 0; i < C_N; i++)
+        if (buf_err(&w->c[i]))
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    if (buf_err(&w->tsvs))
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    *added = l->n;
+    s->d_chunks += (long long)l->n;
+    s->d_tokens += tokens;
+    return written(s, (int)l->n);
+}
+
+/* The batch's file writes as one statement: the files' rows, their old
+ * chunks out (counted out of the statistics, recorded dead for the
+ * index), their new chunks in; then the new chunks' postings. */
+static int writes_flush(psync *s)
+{
+    pwrites *w = s->pw;
+    if (!w->files)
+        return MNEMO_OK;
+    for (int i = 0; i < F_N; i++)
+        buf_putc(&w->f[i], '}');
+    for (int i = 0; i < C_N; i++)
+        buf_putc(&w->c[i], '}');
+    const char *p[1 + F_N + C_N];
+    p[0] = s->tenant;
+    for (int i = 0; i < F_N; i++)
+        p[1 + i] = w->f[i].data;
+    for (int i = 0; i < C_N; i++)
+        p[1 + F_N + i] = w->c[i].data;
+    for (int i = 0; i < F_N; i++)
+        if (buf_err(&w->f[i]))
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    for (int i = 0; i < C_N; i++)
+        if (buf_err(&w->c[i]))
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
     pg_rows *r = NULL;
-    rc = ps_q(s->m, "writing chunks",
-           "WITH f AS (INSERT INTO mnemo_files(tenant, path, path_lc, name_lc, stem_lc, "
-           "path_tsv, source, size, mtime_ns, hash, status, reason, nchunks, time) VALUES ($1, "
-           "$2, $3, $4, $5, $6::tsvector, $7, $8::bigint, $9::bigint, $10, 0, NULL, $11::int, "
-           "$12::float8) ON CONFLICT (tenant, path) DO UPDATE SET size = excluded.size, "
+    int rc = ps_q(s->m, "writing chunks",
+           "WITH x AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], "
+           "$6::tsvector[], $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::int[], "
+           "$12::float8[]) WITH ORDINALITY AS x(path, lc, name, stem, ptsv, src, size, mt, hash, "
+           "nc, tm, k)), "
+           "f AS (INSERT INTO mnemo_files(tenant, path, path_lc, name_lc, stem_lc, path_tsv, "
+           "source, size, mtime_ns, hash, status, reason, nchunks, time) SELECT $1, x.path, x.lc, "
+           "x.name, x.stem, x.ptsv, x.src, x.size, x.mt, x.hash, 0, NULL, x.nc, x.tm FROM x "
+           "ORDER BY x.k ON CONFLICT (tenant, path) DO UPDATE SET size = excluded.size, "
            "mtime_ns = excluded.mtime_ns, hash = excluded.hash, status = 0, reason = NULL, "
            "nchunks = excluded.nchunks, time = excluded.time, source = excluded.source, "
-           "indexed_at = now() RETURNING id), "
+           "indexed_at = now() RETURNING id, path), "
            "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
-           "RETURNING c.id, c.ntok, c.source, c.tsv), " PGPOST_DEAD ", " TERMS_OUT ", "
+           "RETURNING c.id, c.ntok), " PGPOST_DEAD ", "
+           "y AS (SELECT * FROM unnest($13::int[], $14::int[], $15::int[], $16::int[], "
+           "$17::text[], $18::int[], $19::text[], $20::bytea[], $21::text[], $22::int[], "
+           "$23::tsvector[]) WITH ORDINALITY AS y(k, seq, sl, el, hash, imp, trig, map, txt, "
+           "ntok, tsv, o)), "
            "i AS (INSERT INTO mnemo_chunks(tenant, file_id, seq, start_line, end_line, hash, "
-           "importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, f.id, x.seq, "
-           "x.sl, x.el, x.hash, x.imp, x.trig, NULLIF(x.map, ''::bytea), $7, x.txt, x.ntok, "
-           "x.tsv FROM f, unnest($13::int[], $14::int[], $15::int[], $16::text[], $17::int[], "
-           "$18::text[], $19::bytea[], $20::text[], $21::int[], $22::tsvector[]) "
-           "AS x(seq, sl, el, hash, imp, trig, map, txt, ntok, tsv) RETURNING id, seq) "
+           "importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, f.id, y.seq, "
+           "y.sl, y.el, y.hash, y.imp, y.trig, NULLIF(y.map, ''::bytea), x.src, y.txt, y.ntok, "
+           "y.tsv FROM y JOIN x ON x.k = y.k JOIN f ON f.path = x.path ORDER BY y.o "
+           "RETURNING id, file_id, seq) "
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
-           TERMS_ZEROED ", (SELECT count(*) FROM i), (SELECT array_agg(id ORDER BY seq) FROM i)",
-           22, p, &r);
+           "NULL, (SELECT count(*) FROM i), (SELECT array_agg(i.id ORDER BY x.k, "
+           "i.seq) FROM i JOIN f ON f.id = i.file_id JOIN x ON x.path = f.path)",
+           1 + F_N + C_N, p, &r);
     if (!rc) {
-        removed_from(s, r, removed);
-        *added = (size_t)ps_ll(r, 0, 3);
-        if (!pg_isnull(r, 0, 4))
-            arr_join(&s->added, pg_value(r, 0, 4));
-        s->d_chunks += (long long)l->n;
-        s->d_tokens += tokens;
-        /* The new chunks' postings, in seq order as their ids came. */
+        int64_t removed = 0;
+        removed_from(s, r, &removed);
+        s->stats->chunks_removed += (size_t)removed;
+        if ((size_t)ps_ll(r, 0, 3) != w->chunks)
+            rc = core_error(s->m, MNEMO_DB, "writing chunks: %lld of %zu stored",
+                            ps_ll(r, 0, 3), w->chunks);
+        /* The new chunks' postings, in the order their ids came. */
         long long one;
-        const char *ids = pg_isnull(r, 0, 4) ? "{}" : pg_value(r, 0, 4), *t = s->tsvs.data;
-        for (size_t i = 0; !rc && i < l->n && *++ids && sscanf(ids, "%lld", &one) == 1; i++) {
-            rc = pgpost_add(s->post, one, sessions ? "sessions" : "memory", ntoks[i], t);
+        const char *ids = pg_isnull(r, 0, 4) ? "{}" : pg_value(r, 0, 4), *t = w->tsvs.data;
+        for (size_t i = 0; !rc && i < w->chunks && *++ids && sscanf(ids, "%lld", &one) == 1;
+             i++) {
+            rc = pgpost_add(s->post, one, w->sessions[i] ? "sessions" : "memory", w->ntok[i], t);
             t += strlen(t) + 1;
             while (*ids && *ids != ',' && *ids != '}')
                 ids++;
         }
     }
-    free(ntoks);
     pg_rows_free(r);
-    return rc ? rc : written(s, (int)l->n);
+    pw_start(w);
+    return rc;
 }
 
 static int ps_remove(void *ud, const sync_file *f)
@@ -439,10 +475,10 @@ static int ps_remove(void *ud, const sync_file *f)
     if (!rc)
         rc = ps_q(s->m, "removing a file",
                "WITH d AS (DELETE FROM mnemo_chunks WHERE tenant = $1 AND file_id = $2::bigint "
-               "RETURNING id, ntok, source, tsv), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
-               "id = $2::bigint), " PGPOST_DEAD ", " TERMS_OUT
+               "RETURNING id, ntok), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
+               "id = $2::bigint), " PGPOST_DEAD
                "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
-               TERMS_ZEROED,
+               "NULL",
                2, p, &r);
     if (!rc)
         removed_from(s, r, NULL);
@@ -712,7 +748,7 @@ static int drop_generation(mnemo *m, const char *key)
 {
     static const char *const sql[] = {
         "DELETE FROM mnemo_chunks WHERE tenant = $1", "DELETE FROM mnemo_files WHERE tenant = $1",
-        "DELETE FROM mnemo_terms WHERE tenant = $1", "DELETE FROM mnemo_postings WHERE tenant = $1",
+        "DELETE FROM mnemo_postings WHERE tenant = $1",
         "DELETE FROM mnemo_post_dead WHERE tenant = $1",
         "DELETE FROM mnemo_post_state WHERE tenant = $1",
         "DELETE FROM mnemo_corpus WHERE tenant = $1", NULL};
@@ -832,13 +868,14 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
         buf_init(&s.a[i], 0);
     buf_init(&s.tsv, 0);
-    buf_init(&s.added, 0);
-    buf_init(&s.zeroed, 0);
     buf_init(&s.tmp, 0);
     buf_init(&s.lc, 0);
     buf_init(&s.name, 0);
     buf_init(&s.stem, 0);
-    buf_init(&s.tsvs, 0);
+    pwrites pw;
+    pw_init(&pw);
+    s.pw = &pw;
+    s.stats = stats;
     const char *why = NULL;
     if ((rc = choose_generation(m, logical, opts && opts->force, &tenant, &build, &why)))
         goto done;
@@ -912,13 +949,11 @@ done:
     for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
         buf_cleanup(&s.a[i]);
     buf_cleanup(&s.tsv);
-    buf_cleanup(&s.added);
-    buf_cleanup(&s.zeroed);
     buf_cleanup(&s.tmp);
     buf_cleanup(&s.lc);
     buf_cleanup(&s.name);
     buf_cleanup(&s.stem);
-    buf_cleanup(&s.tsvs);
+    pw_cleanup(&pw);
     pgpost_free(s.post);
     free(tenant);
     stats->seconds = time_mono() - t0;
