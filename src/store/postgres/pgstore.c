@@ -150,6 +150,14 @@ const char *const pgstore_ddl6[] = {
     "PRIMARY KEY (tenant, id))",
     "CREATE TABLE IF NOT EXISTS mnemo_live(tenant text PRIMARY KEY, live text NOT NULL, "
     "building text, previous text)",
+    /* What a search reads of many chunks, in the index it finds them by:
+     * the factors of the candidates by id, the chunks of the files whose
+     * paths match by file (index-only scans once vacuumed). */
+    "CREATE INDEX IF NOT EXISTS mnemo_chunks_factors ON mnemo_chunks(tenant, id) "
+    "INCLUDE (importance, file_id)",
+    "CREATE INDEX IF NOT EXISTS mnemo_chunks_file_ids ON mnemo_chunks(tenant, file_id, seq) "
+    "INCLUDE (id)",
+    "DROP INDEX IF EXISTS mnemo_chunks_file",
     /* The postings count documents exactly: the frequencies of migrations 3
      * and 5 are not kept any more. */
     "DROP TABLE IF EXISTS mnemo_terms",
