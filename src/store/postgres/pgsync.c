@@ -660,8 +660,13 @@ static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
                 stats->embed_warning = m->warn.data;
                 rc = MNEMO_OK;
             } else {
+                /* The reason, copied: core_error writes into m->err. */
+                buf reason;
+                buf_init(&reason, 0);
+                buf_puts(&reason, m->err.data ? m->err.data : "");
                 core_error(m, rc, "embedding failed, keyword index updated: %s",
-                           m->err.data ? m->err.data : "");
+                           reason.data ? reason.data : "");
+                buf_cleanup(&reason);
             }
             ident[0] = 0;
         }
@@ -925,15 +930,27 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         if (!rc)
             rc = ps_q(m, "analyzing", "ANALYZE mnemo_files", 0, NULL, NULL);
     }
+    int keyword_done = !rc;
     if (!rc)
         rc = embed_phase(m, tenant, stats);
-    /* A new generation replaces the live one in one statement; the one it
-     * replaced goes at the next sync, once searches begun on it are done. */
-    if (!rc && build)
-        rc = ps_q(m, "switching to the new index",
-               "UPDATE mnemo_live SET previous = live, live = building, building = NULL "
-               "WHERE tenant = $1 AND building IS NOT NULL",
-               1, p, NULL);
+    /* A new generation replaces the live one in one statement, once its
+     * keyword index is complete (failed embeddings are reported, as for an
+     * update, and done by the next sync); the one it replaced goes at the
+     * next sync, once searches begun on it are done. */
+    if (keyword_done && build) {
+        buf keep;
+        buf_init(&keep, 0);
+        buf_puts(&keep, rc && m->err.data ? m->err.data : "");
+        int rc2 = ps_q(m, "switching to the new index",
+                    "UPDATE mnemo_live SET previous = live, live = building, building = NULL "
+                    "WHERE tenant = $1 AND building IS NOT NULL",
+                    1, p, NULL);
+        if (rc && !rc2)
+            core_error(m, rc, "%s", keep.data ? keep.data : "embedding failed");
+        else
+            rc = rc2;
+        buf_cleanup(&keep);
+    }
 done:
     {
         buf keep;
