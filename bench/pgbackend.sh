@@ -72,7 +72,7 @@ index() { # STORE [--set ...]: prints the wall time of a full index
 bench() { # LABEL STORE [--set ...]
     label=$1; store=$2; shift 2
     printf '%-34s ' "$label"
-    "$B/bench/searchbench" "$ws" "$DIR/ws$n.sqlite" "$q" 300 --set "store=$store" "$@" | grep -E 'p50|p99' | tr '\n' ' '
+    "$B/bench/searchbench" "$ws" "$DIR/ws$n.sqlite" "$q" 300 --set "store=$store" "$@" | grep -E 'p50|p99|stages' | tr '\n' ' '
     echo
 }
 
@@ -129,6 +129,8 @@ if [ "$what" = all ] || [ "$what" = native ]; then
     index "$nurl" $hyb
     psql -X -q "$nurl" -c "VACUUM ANALYZE"
     psql -X -At "$nurl" -c "SELECT 'server: ' || version()" -c "SELECT 'pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'"
+    # shellcheck disable=SC2086
+    [ -f "$DIR/ws$n-h.sqlite" ] || "$B/mnemo" --workspace "$ws" --db "$DIR/ws$n-h.sqlite" $hyb index -q
     # shellcheck disable=SC2086
     bench "SQLite hybrid" sqlite $hyb --set db="$DIR/ws$n-h.sqlite"
     bench "native pgvector keyword" "$nurl" --set provider=none

@@ -667,6 +667,19 @@ int pgpost_open(mnemo *m, const char *tenant, pgpost **out)
         any |= n > 0;
         if (n < POST_ROWS)
             break;
+        /* A large backlog (a database indexed before the postings) is
+         * written as it is read, not held. */
+        if (!rc && p->npost >= POST_FLUSH) {
+            if (p->merged < 0)
+                p->merged = 0;
+            rc = ps_q(m, "merging the index", "BEGIN", 0, NULL, NULL);
+            if (!rc)
+                rc = pgpost_flush(p, 1);
+            if (!rc)
+                rc = ps_q(m, "merging the index", "COMMIT", 0, NULL, NULL);
+            else
+                ps_q(m, "merging the index", "ROLLBACK", 0, NULL, NULL);
+        }
     }
     if (!rc && (any || p->merged < 0)) {
         if (p->merged < 0)

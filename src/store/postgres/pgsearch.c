@@ -359,6 +359,19 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
             continue;
         (*ids)[(*nids)++] = ps_ll(r, i, 0);
     }
+    /* Their cosines came along: the factors' fetch need not read their
+     * vectors again. */
+    if (rows_add(s, *ids, *nids)) {
+        pg_rows_free(r);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        prow *w = pg_isnull(r, i, 0) ? NULL : row_of(s, ps_ll(r, i, 0));
+        if (w) {
+            w->have_cos = 1;
+            w->cosine = strtof(pg_value(r, i, 1), NULL);
+        }
+    }
     pg_rows_free(r);
     s->vec = 1;
     vs->ran = 1;
@@ -443,11 +456,21 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         free(need);
         return MNEMO_OK;
     }
-    buf idl;
+    buf idl, cosl;
     buf_init(&idl, 0);
+    buf_init(&cosl, 0);
     ps_ids_literal(&idl, need, want);
+    /* The rows whose cosine is not known yet (the vector leg's are). */
+    size_t ncos = 0;
+    for (size_t i = 0; i < want; i++) {
+        prow *w = row_of(s, need[i]);
+        if (!w->have_cos)
+            need[ncos++] = need[i];
+    }
+    ps_ids_literal(&cosl, need, ncos);
     free(need);
-    const char *p[4] = {s->tenant, idl.data, s->ident, s->qvec.data ? s->qvec.data : ""};
+    const char *p[5] = {s->tenant, idl.data, s->ident, s->qvec.data ? s->qvec.data : "",
+                        cosl.data};
     pg_rows *r = NULL;
     char sql[1024];
     int rc;
@@ -462,13 +485,14 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                      "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, "
                      "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c " FILE_OF
                      "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
-                     "v.model = $3 WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[])",
+                     "v.model = $3 AND c.id = ANY ($5::bigint[]) WHERE c.tenant = $1 AND "
+                     "c.id = ANY ($2::bigint[])",
                      s->table);
         else
             snprintf(sql, sizeof sql,
                      "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, NULL "
                      "FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
-                     "($2::bigint[]) AND $3 = $3 AND $4 = $4");
+                     "($2::bigint[]) AND $3 = $3 AND $4 = $4 AND $5 = $5");
     } else {
         /* With the next chunk of the file when it shares lines with this one. */
         snprintf(sql, sizeof sql,
@@ -476,12 +500,14 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                  "f.source, n.text, n.start_line FROM mnemo_chunks c " FILE_OF
                  "LEFT JOIN mnemo_chunks n ON n.tenant = c.tenant AND n.file_id = c.file_id "
                  "AND n.seq = c.seq + 1 AND n.start_line <= c.end_line "
-                 "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) AND $3 = $3 AND $4 = $4");
+                 "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) AND $3 = $3 AND $4 = $4 AND "
+                 "$5 = $5");
     }
 #undef FILE_OF
-    rc = buf_err(&idl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
-                       : ps_q(s->m, "search", sql, 4, p, &r);
+    rc = buf_err(&idl) || buf_err(&cosl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
+                                         : ps_q(s->m, "search", sql, 5, p, &r);
     buf_cleanup(&idl);
+    buf_cleanup(&cosl);
     if (rc)
         return rc;
     for (size_t i = 0; i < pg_nrows(r); i++) {
@@ -499,7 +525,7 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
             } else {
                 w->when = rank_path_date(pg_value(r, i, 2));
             }
-            if (!pg_isnull(r, i, 6)) {
+            if (!pg_isnull(r, i, 6) && !w->have_cos) {
                 w->have_cos = 1;
                 w->cosine = strtof(pg_value(r, i, 6), NULL);
             }
