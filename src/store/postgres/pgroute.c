@@ -200,12 +200,22 @@ static void say(const char *fmt, ...)
 
 static void mark_down(struct pgroute *r, replica *x, const char *why)
 {
+    /* libpq's messages run over lines: one line, blanks collapsed. */
+    size_t n = 0;
+    for (const char *p = why; *p && n + 1 < sizeof x->reason; p++) {
+        int blank = *p == '\n' || *p == '\t' || *p == ' ';
+        if (blank && (n == 0 || x->reason[n - 1] == ' '))
+            continue;
+        x->reason[n++] = blank ? ' ' : *p;
+    }
+    while (n && (x->reason[n - 1] == ' ' || x->reason[n - 1] == ';'))
+        n--;
+    x->reason[n] = 0;
     if (x->state != ST_DOWN)
-        say("warning: PostgreSQL replica %s is skipped: %s; reads go to another server until "
-            "it is back (tried again every %d ms)",
-            x->label, why, r->retry_ms);
+        say("warning: PostgreSQL replica %s is skipped: %s; reads go to another server "
+            "meanwhile (tried again every %d ms)",
+            x->label, x->reason, r->retry_ms);
     x->state = ST_DOWN;
-    snprintf(x->reason, sizeof x->reason, "%s", why);
     x->retry_at = time_mono() + r->retry_ms / 1000.0;
     pgschema_state_free(x->st);
     x->st = NULL;
@@ -454,6 +464,10 @@ int pgroute_write_end(mnemo *m, int rc)
         pg_rows_free(rows);
         buf_cleanup(&err);
     }
+    /* A server killed under a statement may answer with its shutdown's
+     * error (SQLSTATE 57P01) before the connection drops. */
+    if (rc == MNEMO_DB && (!pg_ok(c) || server_failed(pg_sqlstate(c))))
+        rc = MNEMO_UNAVAILABLE;
     if (rc == MNEMO_UNAVAILABLE) {
         r->primary_down = 1;
         r->primary_retry_at = time_mono() + r->retry_ms / 1000.0;
