@@ -13,7 +13,6 @@
  */
 #include "store/postgres/pgroute.h"
 
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -45,7 +44,11 @@ typedef struct replica {
     double retry_at;       /* a skipped replica is tried again from then */
     double probed_at;
     uint64_t lsn;          /* replayed, at probed_at */
+    char lsn_text[40];
+    int standby;           /* in recovery: a replica following a primary */
     double lag_ms;
+    int schema_ok;         /* else schema_why says why it cannot serve reads */
+    char schema_why[REASON_MAX];
 } replica;
 
 struct pgroute {
@@ -255,19 +258,43 @@ static int probe(mnemo *m, struct pgroute *r, replica *x)
                       "(CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() IS NULL "
                       "OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0 ELSE "
                       "coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * "
-                      "1000, 0) END)::float8",
+                      "1000, 0) END)::float8, pg_is_in_recovery()",
                       0, NULL, PROBE_TIMEOUT_MS, &rows, &err);
     if (rc) {
         mark_down(r, x, err.data ? err.data : "cannot connect");
         buf_cleanup(&err);
         return -1;
     }
-    buf_cleanup(&err);
-    x->lsn = lsn_parse(pg_value(rows, 0, 0));
+    /* A server out of recovery (promoted, or no replica at all) follows no
+     * primary: nothing to wait for there. */
+    snprintf(x->lsn_text, sizeof x->lsn_text, "%s", pg_value(rows, 0, 0));
+    x->standby = !strcmp(pg_value(rows, 0, 2), "t");
+    x->lsn = x->standby ? lsn_parse(x->lsn_text) : UINT64_MAX;
     x->lag_ms = strtod(pg_value(rows, 0, 1), NULL);
     x->probed_at = time_mono();
     pg_rows_free(rows);
+    /* After the position: a replica behind on the schema may only be
+     * behind on the WAL that migrates it. */
+    buf_reset(&err);
+    int src = pgschema_replica_schema(m, x->st, &err);
+    x->schema_ok = src == MNEMO_OK;
+    snprintf(x->schema_why, sizeof x->schema_why, "%s", src && err.data ? err.data : "");
+    buf_cleanup(&err);
+    if (src == MNEMO_CORRUPT || (src && src != MNEMO_UNAVAILABLE)) {
+        mark_down(r, x, x->schema_why[0] ? x->schema_why : "schema check failed");
+        return -1;
+    }
     return 0;
+}
+
+/* A replica whose schema is behind although it has replayed NEED: not
+ * mnemo's database (or the primary not migrated yet): skipped. */
+static int schema_unusable(struct pgroute *r, replica *x, uint64_t need)
+{
+    if (x->schema_ok || x->lsn < need)
+        return 0;
+    mark_down(r, x, x->schema_why);
+    return 1;
 }
 
 static void sleep_ms(int ms)
@@ -307,8 +334,11 @@ static void pick(mnemo *m, struct pgroute *r, uint64_t need)
             mark_lagging(r, x);
             continue;
         }
-        mark_ok(x);
-        if (x->lsn >= need) {
+        if (schema_unusable(r, x, need))
+            continue;
+        if (x->schema_ok)
+            mark_ok(x);
+        if (x->lsn >= need && x->schema_ok) {
             use(m, r, (int)i);
             return;
         }
@@ -318,18 +348,22 @@ static void pick(mnemo *m, struct pgroute *r, uint64_t need)
     if (behind >= 0) {
         replica *x = &r->r[behind];
         double t0 = time_mono(), left = r->wait_ms - r->waited_ms;
-        while (left > 0 && x->lsn < need) {
+        int alive = 1;
+        while (left > 0 && (x->lsn < need || !x->schema_ok)) {
             sleep_ms(POLL_MS);
-            if (probe(m, r, x))
+            if (probe(m, r, x) || schema_unusable(r, x, need)) {
+                alive = 0;
                 break;
+            }
             left = r->wait_ms - r->waited_ms - (time_mono() - t0) * 1000.0;
         }
         r->waited_ms += (time_mono() - t0) * 1000.0;
-        if (x->state == ST_OK && x->lsn >= need) {
+        if (alive && x->lsn >= need && x->schema_ok) {
+            mark_ok(x);
             use(m, r, behind);
             return;
         }
-        if (x->state == ST_OK && r->primary_down && time_mono() < r->primary_retry_at) {
+        if (alive && x->schema_ok && r->primary_down && time_mono() < r->primary_retry_at) {
             use(m, r, behind);
             r->fell_back = 1;
             snprintf(r->why, sizeof r->why,
@@ -338,7 +372,7 @@ static void pick(mnemo *m, struct pgroute *r, uint64_t need)
                      x->label);
             return;
         }
-        if (x->state == ST_OK)
+        if (alive)
             snprintf(r->why, sizeof r->why,
                      "replica %s had not replayed this process's last write after %.0f ms: "
                      "read from the primary",
@@ -548,21 +582,22 @@ void pgroute_status(mnemo *m, json_t *root)
     for (size_t i = 0; i < r->n; i++) {
         replica *x = &r->r[i];
         /* Probed now, also in its back-off: status is asked for. */
-        if (!probe(m, r, x) && !(r->max_lag_ms > 0 && x->lag_ms > r->max_lag_ms))
-            mark_ok(x);
-        else if (x->state != ST_DOWN)
+        if (probe(m, r, x) || schema_unusable(r, x, seen_get(r->key)))
+            ;
+        else if (r->max_lag_ms > 0 && x->lag_ms > r->max_lag_ms)
             mark_lagging(r, x);
+        else if (x->schema_ok)
+            mark_ok(x);
         if ((int)i == r->server)
             m->pg->read = x->st; /* the probe may have reconnected it */
         json_t *xj = json_object();
         json_object_set_new(xj, "dsn", json_string(x->label));
         json_object_set_new(xj, "state", json_string(state_names[x->state]));
         if (x->state != ST_DOWN) {
-            char lsn[40];
-            snprintf(lsn, sizeof lsn, "%" PRIX64 "/%" PRIX64, x->lsn >> 32, x->lsn & 0xffffffffu);
-            json_object_set_new(xj, "lsn", json_string(lsn));
+            json_object_set_new(xj, "standby", json_boolean(x->standby));
+            json_object_set_new(xj, "lsn", json_string(x->lsn_text));
             json_object_set_new(xj, "lagMs", json_real(x->lag_ms));
-            if (plsn)
+            if (plsn && x->standby)
                 json_object_set_new(xj, "lagBytes",
                                     json_integer(plsn > x->lsn ? (json_int_t)(plsn - x->lsn) : 0));
         }

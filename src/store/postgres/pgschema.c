@@ -21,7 +21,8 @@
  * (m->pg->conn) or a replica's (pgroute.c). */
 struct pgstate {
     pg_conn *c;
-    int replica; /* read-only: never migrated, nothing created */
+    int replica;   /* read-only: never migrated, nothing created */
+    int schema_ok; /* a replica's schema version is this build's */
     int vec_checked, vec_ok;
     char vec_why[512];
     char vec_tables[MAX_VEC_TABLES][64]; /* created or seen on this connection */
@@ -339,12 +340,16 @@ int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *e
     pg_close(s->c);
     memset(s, 0, sizeof *s);
     s->replica = 1;
-    int rc = pgconn_connect_to(m, dsn, 0, STATEMENT_TIMEOUT_MS, &s->c, err);
-    if (rc)
-        return rc;
+    return pgconn_connect_to(m, dsn, 0, STATEMENT_TIMEOUT_MS, &s->c, err);
+}
+
+int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err)
+{
+    if (s->schema_ok)
+        return MNEMO_OK;
     /* Checked, never migrated: the primary migrates and the replica
      * follows it. */
-    int v = 0;
+    int v = 0, rc;
     if ((rc = version_of(m, s->c, &v)))
         buf_puts(err, core_errmsg(m));
     else if (v != PGSCHEMA_VERSION) {
@@ -357,10 +362,7 @@ int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *e
         rc = v > PGSCHEMA_VERSION ? MNEMO_CORRUPT : MNEMO_UNAVAILABLE;
     }
     core_clear(m);
-    if (rc) {
-        pg_close(s->c);
-        s->c = NULL;
-    }
+    s->schema_ok = rc == MNEMO_OK;
     return rc;
 }
 

@@ -67,11 +67,17 @@ int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *c
 int pgschema_primary(mnemo *m, pg_conn **out);
 
 /* A read replica's state (*IO, made if NULL): connected read-only to DSN
- * unless it still is, its schema version checked (never migrated).
- * MNEMO_UNAVAILABLE when it cannot be reached or its schema is behind,
- * MNEMO_CORRUPT when newer; the reason (redacted) in ERR. */
+ * unless it still is. MNEMO_UNAVAILABLE when it cannot be reached, the
+ * reason (redacted) in ERR. */
 struct pgstate;
 int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *err);
+
+/* Checks a replica's schema version (never migrates it): MNEMO_OK when it
+ * is this build's (then not asked again on this connection),
+ * MNEMO_UNAVAILABLE when behind (the primary's migration not replayed
+ * yet, or no mnemo schema at all), MNEMO_CORRUPT when newer; the reason
+ * in ERR. */
+int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err);
 pg_conn *pgschema_state_conn(const struct pgstate *s);
 void pgschema_state_free(struct pgstate *s);
 
