@@ -344,7 +344,9 @@ TEST(pgreplica_replica_restarted_under_search_loop)
         count_in(test_path("stderr.log"), "is back") != 1)
         test_fail(__FILE__, __LINE__, "expected one warning and one note:\n%s",
                   test_read(test_path("stderr.log"), NULL));
-    ASSERT_NOT_CONTAINS(test_read(test_path("stderr.log"), NULL), PG_TEST_SUPERPASS);
+    char *text = test_read(test_path("stderr.log"), NULL);
+    ASSERT_NOT_CONTAINS(text, PG_TEST_SUPERPASS);
+    free(text);
     st = status_of(m);
     ASSERT_STR_EQ(jstr(st, "reads.replicas.0.state"), "ok");
     json_decref(st);
