@@ -514,8 +514,6 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
         json_object_foreach(o, key, v)
         {
             const char *s = json_string_value(v);
-            if (bad)
-                break;
             if (k == CFG_STORE && !strcmp(key, "readDsns")) {
                 json_t *arr;
                 int rc = store_read_dsns(v, &arr, err);
@@ -524,7 +522,7 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
                     json_decref(o);
                     return rc;
                 }
-                bad = rc != MNEMO_OK;
+                bad |= rc != MNEMO_OK;
                 if (!bad)
                     json_object_set_new(fixed, key, arr);
                 continue;
@@ -540,7 +538,7 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
                     json_decref(o);
                     return rc;
                 }
-                bad = rc != MNEMO_OK;
+                bad |= rc != MNEMO_OK;
                 if (!bad)
                     json_object_set_new(fixed, key, num);
                 continue;
