@@ -470,3 +470,58 @@ TEST(pgreplica_foreign_read_dsn_skipped_never_migrated)
     pg_stop(&other);
     pg_stop(&p);
 }
+
+TEST(pgreplica_config_keys)
+{
+    mnemo_config *c;
+    ASSERT_OK(mnemo_config_new(&c));
+    ASSERT_OK(mnemo_config_set(c, "store", "postgres://bob:hunter22@p/db", "flag", NULL));
+    /* One field at a time, the others kept: a comma-separated list ... */
+    ASSERT_OK(mnemo_config_set(c, "store.readDsns",
+                               "postgres://bob:hunter22@r1/db, postgres://r2/db", "flag", NULL));
+    ASSERT_OK(mnemo_config_set(c, "store.replicaWaitMs", "50", "flag", NULL));
+    ASSERT_STR_EQ(mnemo_config_get(c, "store"),
+                  "{\"backend\":\"postgres\",\"dsn\":\"postgres://bob:hunter22@p/db\","
+                  "\"readDsns\":[\"postgres://bob:hunter22@r1/db\",\"postgres://r2/db\"],"
+                  "\"replicaWaitMs\":50}");
+    /* ... or a JSON array, for a DSN that holds a comma. */
+    ASSERT_OK(mnemo_config_set(c, "store.readDsns", "[\"postgres://r1,r2/db\"]", "flag", NULL));
+    ASSERT_CONTAINS(mnemo_config_get(c, "store"), "\"readDsns\":[\"postgres://r1,r2/db\"]");
+    /* The object form, numbers as numbers. */
+    ASSERT_OK(mnemo_config_set(c, "store",
+                               "{\"dsn\":\"postgres://p/db\",\"readDsns\":[\"host=r "
+                               "password=hunter22\"],\"replicaMaxLagMs\":2500,"
+                               "\"replicaRetryMs\":\"100\"}",
+                               "t", NULL));
+    ASSERT_CONTAINS(mnemo_config_get(c, "store"), "\"replicaMaxLagMs\":2500");
+    ASSERT_CONTAINS(mnemo_config_get(c, "store"), "\"replicaRetryMs\":100");
+    char *j = mnemo_config_json(c, 0);
+    ASSERT_CONTAINS(j, "password=***");
+    ASSERT_NOT_CONTAINS(j, "hunter22");
+    mnemo_free(j);
+    static const char *const bad[][2] = {
+        {"store.replicaWaitMs", "-1"},
+        {"store.replicaWaitMs", "soon"},
+        {"store.replicaMaxLagMs", "1.5"},
+        {"store.readDsns", "[1]"},
+        {"store.readDsns", "[\"a\""},
+        {"store", "{\"readDsns\":{\"a\":\"b\"}}"},
+        {"store", "{\"replicas\":[]}"},
+        {"store.nothing", "x"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *err = NULL;
+        if (mnemo_config_set(c, bad[i][0], bad[i][1], "t", &err) != MNEMO_INVALID)
+            test_fail(__FILE__, __LINE__, "%s=%s accepted", bad[i][0], bad[i][1]);
+        ASSERT(err != NULL);
+        mnemo_free(err);
+    }
+    ASSERT_CONTAINS(mnemo_config_get(c, "store"), "\"replicaMaxLagMs\":2500");
+    /* The file form. */
+    test_write("mnemo.json", "{\"store\":{\"backend\":\"postgres\",\"dsn\":\"postgres://p/db\","
+                             "\"readDsns\":[\"postgres://r/db\"],\"replicaWaitMs\":0}}");
+    ASSERT_OK(mnemo_config_load_file(c, test_path("mnemo.json"), NULL));
+    ASSERT_CONTAINS(mnemo_config_get(c, "store"), "\"readDsns\":[\"postgres://r/db\"]");
+    ASSERT_CONTAINS(mnemo_config_get(c, "store"), "\"replicaWaitMs\":0");
+    mnemo_config_free(c);
+}
