@@ -523,7 +523,7 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
                     return rc;
                 }
                 bad |= rc != MNEMO_OK;
-                if (!bad)
+                if (rc == MNEMO_OK)
                     json_object_set_new(fixed, key, arr);
                 continue;
             }
@@ -539,7 +539,7 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
                     return rc;
                 }
                 bad |= rc != MNEMO_OK;
-                if (!bad)
+                if (rc == MNEMO_OK)
                     json_object_set_new(fixed, key, num);
                 continue;
             }
