@@ -123,7 +123,10 @@ int cmd_status(int argc, char **argv)
         json_t *reads = json_object_get(j, "reads");
         if (reads) {
             json_t *pj = json_object_get(reads, "primary"), *last = json_object_get(reads, "last");
-            printf("reads:      %s %s\n", str(reads, "server"), str(reads, "dsn"));
+            printf("reads:      %s %s", str(reads, "server"), str(reads, "dsn"));
+            if (json_is_true(json_object_get(reads, "fellBack")))
+                printf(" (%s)", str(reads, "reason"));
+            printf("\n");
             printf("primary:    %s %s%s%s\n", str(pj, "dsn"), str(pj, "state"),
                    json_object_get(pj, "reason") ? ": " : "",
                    json_object_get(pj, "reason") ? str(pj, "reason") : "");
