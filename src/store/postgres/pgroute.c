@@ -349,6 +349,8 @@ static void pick(mnemo *m, struct pgroute *r, uint64_t need)
         replica *x = &r->r[behind];
         double t0 = time_mono(), left = r->wait_ms - r->waited_ms;
         int alive = 1;
+        if (r->primary_down && t0 < r->primary_retry_at)
+            left = 0; /* nothing better to wait for */
         while (left > 0 && (x->lsn < need || !x->schema_ok)) {
             sleep_ms(POLL_MS);
             if (probe(m, r, x) || schema_unusable(r, x, need)) {
