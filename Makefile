@@ -65,7 +65,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/store/sqlite/lite_recall.c src/store/sqlite/lite_search.c \
           src/store/sqlite/status.c \
           src/store/postgres/pg.c src/store/postgres/pgsource.c src/store/postgres/pgconn.c \
-          src/store/postgres/pgschema.c src/store/postgres/pgstore.c \
+          src/store/postgres/pgschema.c src/store/postgres/pgroute.c src/store/postgres/pgstore.c \
           src/store/postgres/pgsync.c src/store/postgres/pgsearch.c \
           src/store/postgres/pgkeyword.c src/store/postgres/pgmaxscore.c src/store/postgres/pgpost.c \
           src/store/postgres/pgmem.c \
@@ -84,14 +84,14 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_hybrid.c tests/test_local.c tests/test_pull.c tests/test_rank.c tests/test_transcript.c \
            tests/test_mfilter.c tests/test_memory.c \
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c \
-           tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c \
+           tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \
            tests/test_pgstore.c tests/test_safety.c tests/test_cliux.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
                fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.
 FUZZ_CLI = fuzz/fuzz_cli.c
 CLI_PARTS = $(filter-out cli/main.c,$(CLI_SRC))
-BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c bench/localbench.c
+BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c bench/localbench.c bench/readbench.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)

@@ -103,6 +103,12 @@ static json_t *typed_value(const char *key, const char *value)
         goto done;
     }
     const char *norm = mnemo_config_get(c, key);
+    if (!norm) { /* store.FIELD: a field of the store object, for --set */
+        cli_error("config set: %s is one field of store; the file takes the whole object: "
+                  "mnemo config set store '{\"backend\":\"postgres\",...}'",
+                  key);
+        goto done;
+    }
     char *s = mnemo_config_json(c, 0);
     all = s ? json_loads(s, 0, NULL) : NULL;
     mnemo_free(s);

@@ -120,6 +120,38 @@ int cmd_status(int argc, char **argv)
             if (json_object_get(j, "error"))
                 printf("error:      %s\n", str(j, "error"));
         }
+        json_t *reads = json_object_get(j, "reads");
+        if (reads) {
+            json_t *pj = json_object_get(reads, "primary"), *last = json_object_get(reads, "last");
+            printf("reads:      %s %s", str(reads, "server"), str(reads, "dsn"));
+            if (json_is_true(json_object_get(reads, "fellBack")))
+                printf(" (%s)", str(reads, "reason"));
+            printf("\n");
+            printf("primary:    %s %s%s%s\n", str(pj, "dsn"), str(pj, "state"),
+                   json_object_get(pj, "reason") ? ": " : "",
+                   json_object_get(pj, "reason") ? str(pj, "reason") : "");
+            size_t k;
+            json_t *x;
+            json_array_foreach(json_object_get(reads, "replicas"), k, x)
+            {
+                const char *state = str(x, "state");
+                printf("replica:    %s %s", str(x, "dsn"), state);
+                if (!strcmp(state, "down"))
+                    printf(": %s\n", str(x, "reason"));
+                else if (json_object_get(x, "lagBytes"))
+                    printf(" (%lld bytes, %.0f ms behind)\n",
+                           (long long)json_integer_value(json_object_get(x, "lagBytes")),
+                           json_number_value(json_object_get(x, "lagMs")));
+                else
+                    printf(" (%.0f ms behind)\n", json_number_value(json_object_get(x, "lagMs")));
+            }
+            if (last && json_is_true(json_object_get(last, "fellBack")))
+                printf("last read:  %s, fell back: %s\n", str(last, "server"),
+                       str(last, "reason"));
+            else if (last)
+                printf("last read:  %s, waited %.0f ms\n", str(last, "server"),
+                       json_number_value(json_object_get(last, "waitedMs")));
+        }
         size_t i;
         json_t *v;
         json_array_foreach(json_object_get(j, "warnings"), i, v)

@@ -24,6 +24,7 @@
 #include "engine/provider.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgmem.h"
+#include "store/postgres/pgroute.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgsource.h"
 #include "store/postgres/pgstore.h"
@@ -78,32 +79,157 @@ static int pg_open(mnemo *m)
 
 static void pg_close_all(mnemo *m)
 {
+    pgroute_close(m);
     pgstore_close(m);
     pgmem_close(m);
     pgschema_close(m);
+}
+
+/* With read replicas (pgroute.h), reads run on the server the routing
+ * chooses, again on another one when theirs fails under them; writes run
+ * on the primary. Export stays on the primary: its output is written as
+ * it is read, so it cannot run again. */
+#define PG_READ(call)                                                                          \
+    do {                                                                                       \
+        pgroute_read_begin(m);                                                                 \
+        do                                                                                     \
+            rc = (call);                                                                       \
+        while (pgroute_read_again(m, rc));                                                     \
+    } while (0)
+#define PG_WRITE(call)                                                                         \
+    do {                                                                                       \
+        pgroute_write_begin(m);                                                                \
+        rc = pgroute_write_end(m, (call));                                                     \
+    } while (0)
+
+static int pg_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+{
+    int rc;
+    PG_WRITE(pgstore_sync(m, opts, stats));
+    return rc;
+}
+
+static int pg_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
+                     mnemo_results **out)
+{
+    int rc;
+    PG_READ(pgstore_search(m, query, opts, out));
+    return rc;
+}
+
+static int pg_status_json(mnemo *m, int deep, char **out)
+{
+    int rc;
+    PG_READ(pgstore_status_json(m, deep, out));
+    return rc;
+}
+
+static int pg_recall_triggers(mnemo *m, const char *message, char **out)
+{
+    int rc;
+    PG_READ(pgstore_recall_triggers(m, message, out));
+    return rc;
+}
+
+static int pg_memory_add(mnemo *m, const char *record, char **out)
+{
+    int rc;
+    PG_WRITE(pgmem_add(m, record, out));
+    return rc;
+}
+
+static int pg_memory_update(mnemo *m, const char *id, const char *changes, char **out)
+{
+    int rc;
+    PG_WRITE(pgmem_update(m, id, changes, out));
+    return rc;
+}
+
+static int pg_memory_delete(mnemo *m, const char *id)
+{
+    int rc;
+    PG_WRITE(pgmem_delete(m, id));
+    return rc;
+}
+
+static int pg_memory_purge(mnemo *m, const char *id, size_t *purged)
+{
+    int rc;
+    PG_WRITE(pgmem_purge(m, id, purged));
+    return rc;
+}
+
+static int pg_memory_get(mnemo *m, const char *id, char **out)
+{
+    int rc;
+    PG_READ(pgmem_get(m, id, out));
+    return rc;
+}
+
+static int pg_memory_confirm(mnemo *m, const char *id, char **out)
+{
+    int rc;
+    PG_WRITE(pgmem_confirm(m, id, out));
+    return rc;
+}
+
+static int pg_memory_history(mnemo *m, const char *id, char **out)
+{
+    int rc;
+    PG_READ(pgmem_history(m, id, out));
+    return rc;
+}
+
+static int pg_memory_list(mnemo *m, const char *options, char **out)
+{
+    int rc;
+    PG_READ(pgmem_list(m, options, out));
+    return rc;
+}
+
+static int pg_memory_search(mnemo *m, const char *query, const char *options, char **out)
+{
+    int rc;
+    PG_READ(pgmem_search(m, query, options, out));
+    return rc;
+}
+
+static int pg_memory_recall(mnemo *m, const char *options, char **out)
+{
+    int rc;
+    PG_READ(pgmem_recall(m, options, out));
+    return rc;
+}
+
+static int pg_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
+                            size_t *skipped)
+{
+    int rc;
+    PG_WRITE(pgmem_import(m, jsonl, len, imported, skipped));
+    return rc;
 }
 
 static const backend_ops backend_postgres = {
     "postgres",
     pg_open,
     pgconn_qtok,
-    pgstore_sync,
-    pgstore_search,
+    pg_sync,
+    pg_search,
     pgstore_get,
-    pgstore_status_json,
-    pgstore_recall_triggers,
-    pgmem_add,
-    pgmem_update,
-    pgmem_delete,
-    pgmem_purge,
-    pgmem_get,
-    pgmem_confirm,
-    pgmem_history,
-    pgmem_list,
-    pgmem_search,
-    pgmem_recall,
+    pg_status_json,
+    pg_recall_triggers,
+    pg_memory_add,
+    pg_memory_update,
+    pg_memory_delete,
+    pg_memory_purge,
+    pg_memory_get,
+    pg_memory_confirm,
+    pg_memory_history,
+    pg_memory_list,
+    pg_memory_search,
+    pg_memory_recall,
     pgmem_export,
-    pgmem_import,
+    pg_memory_import,
     NULL,
     pg_close_all,
 };

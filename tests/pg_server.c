@@ -107,15 +107,27 @@ void pg_stop(pg_server *s)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-void pg_debian_restart(pg_server *s, int down_ms)
+void pg_debian_kill(pg_server *s)
 {
     if (!s->pid || s->pglite)
-        test_fail(__FILE__, __LINE__, "pg_debian_restart: no Debian server running");
+        test_fail(__FILE__, __LINE__, "pg_debian_kill: no Debian server running");
     reap(s->pid, SIGQUIT); /* immediate shutdown: crash recovery on the way back */
     for (int i = 0; i < MAX_SERVERS; i++)
         if (live[i].pid == s->pid)
             live[i].pid = 0;
     s->pid = 0;
+}
+
+void pg_debian_resume(pg_server *s)
+{
+    if (s->pid || s->pglite)
+        test_fail(__FILE__, __LINE__, "pg_debian_resume: the server is running");
+    launch(s);
+}
+
+void pg_debian_restart(pg_server *s, int down_ms)
+{
+    pg_debian_kill(s);
     if (down_ms > 0) {
         struct timespec ts = {down_ms / 1000, (long)(down_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -317,6 +329,9 @@ static void launch(pg_server *s)
     snprintf(data, sizeof data, "%s/data", s->dir);
     snprintf(port, sizeof port, "%d", s->port);
     snprintf(log, sizeof log, "%s/server.log", s->dir);
+    /* Replication: commits flushed before they are acknowledged (fsync
+     * stays off: a killed server keeps what it wrote to the OS), a standby
+     * that reconnects to a restarted primary at once. */
     char *argv[] = {PG_BIN "/postgres",
                     "-D",
                     data,
@@ -329,9 +344,15 @@ static void launch(pg_server *s)
                     "-c",
                     "fsync=off",
                     "-c",
-                    "synchronous_commit=off",
+                    s->replication ? "synchronous_commit=on" : "synchronous_commit=off",
                     "-c",
                     "full_page_writes=off",
+                    "-c",
+                    "wal_level=replica",
+                    "-c",
+                    "hot_standby=on",
+                    "-c",
+                    "wal_retrieve_retry_interval=100ms",
                     NULL};
     s->pid = spawn(argv, log, 1, "/");
     track(s);
@@ -350,6 +371,48 @@ void pg_debian_start(pg_server *s)
         test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
     if (getuid() == 0)
         sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
+    s->port = pg_free_port();
+    launch(s);
+}
+
+void pg_debian_start_primary(pg_server *s)
+{
+    memset(s, 0, sizeof *s);
+    char tmpl[600];
+    make_template(tmpl, sizeof tmpl);
+    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
+    if (!mkdtemp(s->dir))
+        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    if (sh("cp -a '%s' '%s/data' && printf 'host replication all 127.0.0.1/32 "
+           "scram-sha-256\n' >> '%s/data/pg_hba.conf'",
+           tmpl, s->dir, s->dir) != 0)
+        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
+    if (getuid() == 0)
+        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
+    s->replication = 1;
+    s->port = pg_free_port();
+    launch(s);
+}
+
+void pg_debian_start_standby(pg_server *s, const pg_server *primary)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
+    if (!mkdtemp(s->dir))
+        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    if (getuid() == 0)
+        sh("chown %d:%d '%s'", NOBODY, NOBODY, s->dir);
+    char data[512], conn[512], log[512];
+    snprintf(data, sizeof data, "%s/data", s->dir);
+    snprintf(log, sizeof log, "%s/basebackup.log", s->dir);
+    snprintf(conn, sizeof conn,
+             "host=127.0.0.1 port=%d user=%s password=%s sslmode=disable", primary->port,
+             PG_TEST_SUPERUSER, PG_TEST_SUPERPASS);
+    char *argv[] = {PG_BIN "/pg_basebackup", "-D", data, "-R", "-X", "stream", "-c", "fast",
+                    "--no-sync", "-d", conn, NULL};
+    if (run(argv, log, 1) != 0)
+        fail_with_log("pg_basebackup failed", log);
+    s->replication = 1;
     s->port = pg_free_port();
     launch(s);
 }

@@ -19,6 +19,7 @@ typedef struct pg_server {
     pid_t pid;
     int port;
     int pglite;    /* 1: PGlite + pgvector; 0: Debian PostgreSQL 15 */
+    int replication; /* a primary or standby of streaming replication */
     char dir[256]; /* Debian: the cluster's folder (removed at stop) */
 } pg_server;
 
@@ -36,6 +37,20 @@ void pglite_start(pg_server *s);
  * recovery at the next start), waits DOWN_MS, starts it again on the same
  * port and data and waits until it accepts connections. */
 void pg_debian_restart(pg_server *s, int down_ms);
+
+/* Streaming replication: a primary (wal_level replica, a replication
+ * entry in pg_hba, synchronous_commit on so that what a commit
+ * acknowledged survives the server being killed) and a hot standby of it
+ * (pg_basebackup -R -X stream from the primary, its own port), each
+ * waited for until it accepts connections. */
+void pg_debian_start_primary(pg_server *s);
+void pg_debian_start_standby(pg_server *s, const pg_server *primary);
+
+/* Kills a Debian server hard (SIGQUIT) and leaves it down; starts it
+ * again on the same port and data and waits until it accepts
+ * connections. */
+void pg_debian_kill(pg_server *s);
+void pg_debian_resume(pg_server *s);
 
 /* Stops S (and waits for it). Safe to call twice. */
 void pg_stop(pg_server *s);

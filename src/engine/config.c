@@ -184,7 +184,9 @@ static const keydef keys[CFG__COUNT] = {
                                0, 0, "order of categories in the recalled-memories block"},
     [CFG_STORE] = {"store", "MNEMO_STORE", T_OBJECT, "{\"backend\":\"sqlite\"}", 0, 0,
                    "storage backend: {\"backend\":\"sqlite\"} or {\"backend\":\"postgres\","
-                   "\"dsn\":\"postgres://...\"}; env/flag form: a postgres:// URI or the object "
+                   "\"dsn\":\"postgres://...\"}, with read replicas \"readDsns\":[...], "
+                   "\"replicaWaitMs\", \"replicaMaxLagMs\", \"replicaRetryMs\"; env/flag form: a "
+                   "postgres:// URI or the object; one field: --set store.readDsns=A,B "
                    "(docs/postgres.md)"},
     [CFG_PG_ENV_FILE] = {"pgEnvFile", "MNEMO_PG_ENV_FILE", T_STR, "", 0, 0,
                          "file of KEY=VALUE lines with PostgreSQL settings (PGHOST, PGPORT, "
@@ -399,6 +401,82 @@ static char *parse_list(const char *value, const char *name, char **err)
 static const char *const source_cols[] = {"id",         "content",    "source_type",
                                           "embedding",  "created_at", "updated_at"};
 
+/* The store object's fields besides backend and dsn: the read replicas
+ * (an array of DSNs) and the routing's bounds in milliseconds. */
+static const struct {
+    const char *name;
+    long lo, hi;
+} store_nums[] = {
+    {"replicaWaitMs", 0, 60000},
+    {"replicaMaxLagMs", 0, 86400000},
+    {"replicaRetryMs", 0, 3600000},
+};
+#define NSTORE_NUMS (sizeof store_nums / sizeof *store_nums)
+
+/* readDsns as given: a JSON array of strings, or one string, a comma-
+ * separated list (a DSN that holds a comma itself needs the array). The
+ * array of the non-empty entries into *OUT (new reference). */
+static int store_read_dsns(json_t *v, json_t **out, char **err)
+{
+    *out = NULL;
+    json_t *arr = json_array();
+    if (!arr)
+        return MNEMO_NOMEM;
+    size_t i;
+    json_t *x;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+        {
+            const char *s = json_string_value(x);
+            if (!s) {
+                seterr(err, "store: readDsns entry %zu must be a string", i);
+                json_decref(arr);
+                return MNEMO_INVALID;
+            }
+            if (*s)
+                json_array_append_new(arr, json_string(s));
+        }
+    } else if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        while (*s) {
+            const char *e = strchr(s, ',');
+            size_t n = e ? (size_t)(e - s) : strlen(s);
+            while (n && (*s == ' ' || *s == '\t')) {
+                s++;
+                n--;
+            }
+            while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+                n--;
+            if (n)
+                json_array_append_new(arr, json_stringn(s, n));
+            s = e ? e + 1 : s + strlen(s);
+        }
+    } else {
+        seterr(err, "store: readDsns must be an array of DSNs or a comma-separated list");
+        json_decref(arr);
+        return MNEMO_INVALID;
+    }
+    *out = arr;
+    return MNEMO_OK;
+}
+
+/* A millisecond field given as a JSON integer or a string of digits. */
+static int store_num(const char *key, json_t *v, long lo, long hi, json_t **out, char **err)
+{
+    char *end = NULL;
+    double d = json_is_integer(v)  ? (double)json_integer_value(v)
+               : json_is_string(v) ? strtod(json_string_value(v), &end)
+                                   : NAN;
+    if (end && (end == json_string_value(v) || *end))
+        d = NAN;
+    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi) {
+        seterr(err, "store: %s must be an integer in [%ld, %ld] (milliseconds)", key, lo, hi);
+        return MNEMO_INVALID;
+    }
+    *out = json_integer((json_int_t)d);
+    return *out ? MNEMO_OK : MNEMO_NOMEM;
+}
+
 static int check_pg_key(int k, const char *value, char **norm, char **err)
 {
     const char *name = keys[k].name;
@@ -432,9 +510,39 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
     json_t *v;
     int bad = !json_is_object(o);
     if (!bad) {
+        json_t *fixed = k == CFG_STORE ? json_object() : NULL;
         json_object_foreach(o, key, v)
         {
             const char *s = json_string_value(v);
+            if (k == CFG_STORE && !strcmp(key, "readDsns")) {
+                json_t *arr;
+                int rc = store_read_dsns(v, &arr, err);
+                if (rc == MNEMO_NOMEM) {
+                    json_decref(fixed);
+                    json_decref(o);
+                    return rc;
+                }
+                bad |= rc != MNEMO_OK;
+                if (rc == MNEMO_OK)
+                    json_object_set_new(fixed, key, arr);
+                continue;
+            }
+            size_t ni = 0;
+            while (k == CFG_STORE && ni < NSTORE_NUMS && strcmp(key, store_nums[ni].name) != 0)
+                ni++;
+            if (k == CFG_STORE && ni < NSTORE_NUMS) {
+                json_t *num;
+                int rc = store_num(key, v, store_nums[ni].lo, store_nums[ni].hi, &num, err);
+                if (rc == MNEMO_NOMEM) {
+                    json_decref(fixed);
+                    json_decref(o);
+                    return rc;
+                }
+                bad |= rc != MNEMO_OK;
+                if (rc == MNEMO_OK)
+                    json_object_set_new(fixed, key, num);
+                continue;
+            }
             if (!s) {
                 seterr(err, "%s: '%s' must be a string", name, key);
                 bad = 1;
@@ -445,7 +553,10 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
                         bad = 1;
                     }
                 } else if (strcmp(key, "dsn") != 0) {
-                    seterr(err, "%s: unknown field '%s' (backend, dsn)", name, key);
+                    seterr(err,
+                           "%s: unknown field '%s' (backend, dsn, readDsns, replicaWaitMs, "
+                           "replicaMaxLagMs, replicaRetryMs)",
+                           name, key);
                     bad = 1;
                 }
             } else {
@@ -463,6 +574,10 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
                 }
             }
         }
+        if (fixed) {
+            json_object_update(o, fixed);
+            json_decref(fixed);
+        }
     } else {
         seterr(err, "%s: expected a JSON object of strings", name);
     }
@@ -478,10 +593,56 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
     return *norm ? MNEMO_OK : MNEMO_NOMEM;
 }
 
+/* store.FIELD=VALUE: one field of the store object, the others kept
+ * (readDsns as a comma-separated list or a JSON array). */
+static int config_set(mnemo_config *c, const char *name, const char *value, const char *source,
+                      char **err);
+static int set_store_field(mnemo_config *c, const char *field, const char *value,
+                           const char *source, char **err)
+{
+    json_t *o = json_loads(c->val[CFG_STORE], 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    json_t *v = NULL;
+    const char *p = value;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!strcmp(field, "readDsns") && *p == '[') {
+        json_error_t je;
+        if (!(v = json_loads(value, 0, &je))) {
+            seterr(err, "store.readDsns: invalid JSON array: %s", je.text);
+            json_decref(o);
+            return MNEMO_INVALID;
+        }
+    } else {
+        v = json_string(value);
+    }
+    json_object_set_new(o, field, v);
+    if (!strcmp(field, "dsn") && !json_object_get(o, "backend"))
+        json_object_set_new(o, "backend", json_string("postgres"));
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!s)
+        return MNEMO_NOMEM;
+    int rc = config_set(c, "store", s, source, err);
+    free(s);
+    return rc;
+}
+
 static int config_set(mnemo_config *c, const char *name, const char *value, const char *source,
                       char **err)
 {
     int k = find_key(name);
+    if (k < 0 && !strncmp(name, "store.", 6) && name[6]) {
+        static const char *const fields[] = {"backend",       "dsn",
+                                             "readDsns",      "replicaWaitMs",
+                                             "replicaMaxLagMs", "replicaRetryMs"};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+            if (!strcmp(name + 6, fields[i]))
+                return set_store_field(c, fields[i], value, source, err);
+    }
     if (k < 0) {
         seterr(err, "unknown configuration key '%s' (mnemo config keys lists them)", name);
         return MNEMO_INVALID;
@@ -792,6 +953,17 @@ char *mnemo_config_json(const mnemo_config *c, int with_sources)
                     buf_init(&red, 0);
                     dsn_redact(&red, json_string_value(dsn), NULL);
                     json_object_set_new(jv, "dsn", json_string(red.data ? red.data : ""));
+                    buf_cleanup(&red);
+                }
+                size_t ri;
+                json_t *rv;
+                json_array_foreach(json_object_get(jv, "readDsns"), ri, rv)
+                {
+                    buf red;
+                    buf_init(&red, 0);
+                    dsn_redact(&red, json_string_value(rv), NULL);
+                    json_array_set_new(json_object_get(jv, "readDsns"), ri,
+                                       json_string(red.data ? red.data : ""));
                     buf_cleanup(&red);
                 }
                 break;

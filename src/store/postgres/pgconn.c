@@ -17,6 +17,14 @@ int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **o
 {
     json_t *st = json_loads(cfg_str(m->cfg, CFG_STORE), 0, NULL);
     const char *dsn = json_string_value(json_object_get(st, "dsn"));
+    int rc = pgconn_connect_to(m, dsn ? dsn : "", writable, statement_timeout_ms, out, err);
+    json_decref(st);
+    return rc;
+}
+
+int pgconn_connect_to(mnemo *m, const char *dsn, int writable, int statement_timeout_ms,
+                      pg_conn **out, buf *err)
+{
     /* The env file: ~/ is the home folder, a relative path is in the
      * workspace. */
     const char *ef = cfg_str(m->cfg, CFG_PG_ENV_FILE), *home = getenv("HOME");
@@ -28,10 +36,9 @@ int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **o
         buf_printf(&path, "%s/%s", m->workspace, ef);
     else
         buf_puts(&path, ef);
-    pg_target t = {dsn ? dsn : "", path.data ? path.data : "", 3, writable};
+    pg_target t = {dsn, path.data ? path.data : "", 3, writable};
     int rc = buf_err(&path) ? MNEMO_NOMEM : pg_connect(&t, statement_timeout_ms, out, err);
     buf_cleanup(&path);
-    json_decref(st);
     return rc;
 }
 

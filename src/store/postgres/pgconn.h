@@ -14,7 +14,9 @@
 /* The PostgreSQL state of a handle (m->pg), made on first use and freed by
  * pgconn_close: each part owned by the file named. */
 typedef struct pgback {
-    struct pgstate *conn;    /* the backend's connection and schema (pgschema.c) */
+    struct pgstate *conn;    /* the backend's connection to the primary (pgschema.c) */
+    struct pgstate *read;    /* a replica's, while a read runs there (pgroute.c); else NULL */
+    struct pgroute *route;   /* the read replicas and the routing's state (pgroute.c) */
     struct pgstore *files;   /* the backend's chunk side (pgstore.c) */
     struct pgmem *mem;       /* the backend's memory side (pgmem.c) */
     struct pgsource *source; /* sourceTable search beside SQLite (pgsource.c) */
@@ -30,6 +32,10 @@ void pgconn_close(mnemo *m);
 /* Connects to the configured server (store.dsn, pgEnvFile): read-only
  * unless WRITABLE, statements limited to STATEMENT_TIMEOUT_MS. */
 int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **out, buf *err);
+
+/* The same to DSN (a read replica's) with the configured pgEnvFile. */
+int pgconn_connect_to(mnemo *m, const char *dsn, int writable, int statement_timeout_ms,
+                      pg_conn **out, buf *err);
 
 /* The tenant of M's rows: config tenant, else "<host>:<workspace>". */
 const char *pgconn_tenant(mnemo *m);

@@ -17,8 +17,12 @@
 #define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
 #define MAX_VEC_TABLES 8
 
+/* One server's connection and what is known on it: the primary's
+ * (m->pg->conn) or a replica's (pgroute.c). */
 struct pgstate {
     pg_conn *c;
+    int replica;   /* read-only: never migrated, nothing created */
+    int schema_ok; /* a replica's schema version is this build's */
     int vec_checked, vec_ok;
     char vec_why[512];
     char vec_tables[MAX_VEC_TABLES][64]; /* created or seen on this connection */
@@ -117,7 +121,26 @@ static int migrate(mnemo *m, pg_conn *c)
     return q(m, c, "migration", "COMMIT", 0, NULL, NULL);
 }
 
+/* The state the current operation uses: a replica's during a read routed
+ * there, else the primary's. */
+static struct pgstate *cur(mnemo *m) { return m->pg->read ? m->pg->read : m->pg->conn; }
+
 int pgschema_conn(mnemo *m, pg_conn **out)
+{
+    *out = NULL;
+    pgback *b = pgconn_state(m);
+    if (b && b->read) {
+        /* A replica is never reconnected under a running read: the router
+         * runs the read again elsewhere. */
+        if (!pg_ok(b->read->c))
+            return core_error(m, MNEMO_UNAVAILABLE, "PostgreSQL replica: connection lost");
+        *out = b->read->c;
+        return MNEMO_OK;
+    }
+    return pgschema_primary(m, out);
+}
+
+int pgschema_primary(mnemo *m, pg_conn **out)
 {
     *out = NULL;
     pgback *b = pgconn_state(m);
@@ -157,7 +180,7 @@ int pgschema_vectors(mnemo *m, const char **why)
         *why = m->err.data ? m->err.data : "PostgreSQL is unavailable";
         return 0;
     }
-    struct pgstate *s = m->pg->conn;
+    struct pgstate *s = cur(m);
     if (!s->vec_checked) {
         pg_rows *r = NULL;
         s->vec_checked = 1;
@@ -165,7 +188,21 @@ int pgschema_vectors(mnemo *m, const char **why)
                &r);
         s->vec_ok = !rc && pg_nrows(r) == 1;
         pg_rows_free(r);
-        if (!rc && !s->vec_ok) {
+        if (!rc && !s->vec_ok && s->replica) {
+            /* A replica creates nothing: say what the primary would. */
+            r = NULL;
+            rc = q(m, c, "pgvector",
+                   "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'", 0, NULL, &r);
+            int avail = !rc && pg_nrows(r) == 1;
+            pg_rows_free(r);
+            snprintf(s->vec_why, sizeof s->vec_why, "%s",
+                     avail ? "vectors are off: the vector extension is not enabled in this "
+                             "database yet (the first writer on the primary enables it); "
+                             "keyword search only"
+                           : "vectors are off: the pgvector extension is not installed on the "
+                             "PostgreSQL server (install pgvector there to enable them); "
+                             "keyword search only");
+        } else if (!rc && !s->vec_ok) {
             /* Inside a caller's transaction a failed CREATE would abort it:
              * try under a savepoint there. */
             int txn = pg_in_transaction(c);
@@ -185,7 +222,7 @@ int pgschema_vectors(mnemo *m, const char **why)
                 buf_cleanup(&keep);
             }
         }
-        if (!s->vec_ok) {
+        if (!s->vec_ok && !s->replica) {
             /* The server's own words, first line only, when it is not one of
              * the two usual reasons. */
             const char *code = pg_sqlstate(c), *msg = m->err.data ? m->err.data : "";
@@ -225,10 +262,25 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     if (!pgschema_vectors(m, &why))
         return core_error(m, MNEMO_UNAVAILABLE, "%s", why);
     snprintf(name, size, "mnemo_%s_vec_%d", kind, dims);
-    struct pgstate *s = m->pg->conn;
+    struct pgstate *s = cur(m);
     for (int i = 0; i < s->nvec; i++)
         if (!strcmp(s->vec_tables[i], name))
             return MNEMO_OK;
+    if (s->replica) {
+        /* The primary creates vector tables; a replica only finds them. */
+        pg_rows *r = NULL;
+        const char *p[1] = {name};
+        int rc = q(m, s->c, "vector table", "SELECT to_regclass($1) IS NOT NULL", 1, p, &r);
+        int found = !rc && !strcmp(pg_value(r, 0, 0), "t");
+        pg_rows_free(r);
+        if (rc)
+            return rc;
+        if (!found)
+            return core_error(m, MNEMO_UNAVAILABLE, "vector table %s: not created yet", name);
+        if (s->nvec < MAX_VEC_TABLES)
+            snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
+        return MNEMO_OK;
+    }
     /* The name is built from a fixed word and a number: nothing from
      * outside reaches this SQL. HNSW indexes vectors up to 2000 dimensions;
      * beyond that the table is searched exactly. */
@@ -239,29 +291,29 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
              "model text NOT NULL, embedding vector(%d) NOT NULL, "
              "PRIMARY KEY (tenant, %s))",
              name, idcol, dims, !strcmp(kind, "chunk") ? "chunk_id" : "memory_id");
-    int rc = q(m, m->pg->conn->c, "vector table", "BEGIN", 0, NULL, NULL);
+    int rc = q(m, s->c, "vector table", "BEGIN", 0, NULL, NULL);
     if (!rc)
-        rc = q(m, m->pg->conn->c, "vector table",
+        rc = q(m, s->c, "vector table",
                "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0, NULL, NULL);
     if (!rc)
-        rc = q(m, m->pg->conn->c, "vector table", sql, 0, NULL, NULL);
+        rc = q(m, s->c, "vector table", sql, 0, NULL, NULL);
     if (!rc && dims <= 2000) {
         snprintf(sql, sizeof sql,
                  "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding "
                  "vector_cosine_ops)",
                  name, name);
-        rc = q(m, m->pg->conn->c, "vector table", sql, 0, NULL, NULL);
+        rc = q(m, s->c, "vector table", sql, 0, NULL, NULL);
     }
     if (rc) {
         buf keep;
         buf_init(&keep, 0);
         buf_puts(&keep, m->err.data ? m->err.data : "");
-        q(m, m->pg->conn->c, "vector table", "ROLLBACK", 0, NULL, NULL);
+        q(m, s->c, "vector table", "ROLLBACK", 0, NULL, NULL);
         core_error(m, rc, "%s", keep.data ? keep.data : "failed");
         buf_cleanup(&keep);
         return rc;
     }
-    if ((rc = q(m, m->pg->conn->c, "vector table", "COMMIT", 0, NULL, NULL)))
+    if ((rc = q(m, s->c, "vector table", "COMMIT", 0, NULL, NULL)))
         return rc;
     if (s->nvec < MAX_VEC_TABLES)
         snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
@@ -276,6 +328,52 @@ int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *c
         *out = NULL;
     int rc = pgschema_conn(m, &c);
     return rc ? rc : q(m, c, what, sql, n, params, out);
+}
+
+int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *err)
+{
+    struct pgstate *s = *io;
+    if (s && s->c && pg_ok(s->c))
+        return MNEMO_OK;
+    if (!s && !(s = *io = calloc(1, sizeof *s)))
+        return MNEMO_NOMEM;
+    pg_close(s->c);
+    memset(s, 0, sizeof *s);
+    s->replica = 1;
+    return pgconn_connect_to(m, dsn, 0, STATEMENT_TIMEOUT_MS, &s->c, err);
+}
+
+int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err)
+{
+    if (s->schema_ok)
+        return MNEMO_OK;
+    /* Checked, never migrated: the primary migrates and the replica
+     * follows it. */
+    int v = 0, rc;
+    if ((rc = version_of(m, s->c, &v)))
+        buf_puts(err, core_errmsg(m));
+    else if (v != PGSCHEMA_VERSION) {
+        buf_printf(err,
+                   v > PGSCHEMA_VERSION
+                       ? "schema version %d is newer than this mnemo (%d): upgrade mnemo"
+                       : "schema version %d, this mnemo needs %d (the primary migrates; the "
+                         "replica follows it)",
+                   v, PGSCHEMA_VERSION);
+        rc = v > PGSCHEMA_VERSION ? MNEMO_CORRUPT : MNEMO_UNAVAILABLE;
+    }
+    core_clear(m);
+    s->schema_ok = rc == MNEMO_OK;
+    return rc;
+}
+
+pg_conn *pgschema_state_conn(const struct pgstate *s) { return s ? s->c : NULL; }
+
+void pgschema_state_free(struct pgstate *s)
+{
+    if (!s)
+        return;
+    pg_close(s->c);
+    free(s);
 }
 
 void pgschema_close(mnemo *m)

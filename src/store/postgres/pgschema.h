@@ -67,6 +67,25 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
 int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
                pg_rows **out);
 
+/* The primary's connection whatever the current route (pgschema_conn
+ * gives a replica's during a read routed there). */
+int pgschema_primary(mnemo *m, pg_conn **out);
+
+/* A read replica's state (*IO, made if NULL): connected read-only to DSN
+ * unless it still is. MNEMO_UNAVAILABLE when it cannot be reached, the
+ * reason (redacted) in ERR. */
+struct pgstate;
+int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *err);
+
+/* Checks a replica's schema version (never migrates it): MNEMO_OK when it
+ * is this build's (then not asked again on this connection),
+ * MNEMO_UNAVAILABLE when behind (the primary's migration not replayed
+ * yet, or no mnemo schema at all), MNEMO_CORRUPT when newer; the reason
+ * in ERR. */
+int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err);
+pg_conn *pgschema_state_conn(const struct pgstate *s);
+void pgschema_state_free(struct pgstate *s);
+
 /* Frees the connection state kept on the handle. Accepts a handle without. */
 void pgschema_close(mnemo *m);
 

@@ -62,6 +62,7 @@
 #include "engine/provider.h"
 #include "engine/recall.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgroute.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
@@ -591,6 +592,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
 emit:
     pg_rows_free(r);
     core_clear(m);
+    pgroute_status(m, root);
     json_object_set_new(root, "warnings", warnings);
     *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);
