@@ -24,6 +24,8 @@ pg_server *be_server(void)
     if (!started) {
         if (kind == BE_PG)
             pg_debian_start(&srv);
+        else if (kind == BE_PGNATIVE)
+            pg_native_start(&srv);
         else
             pglite_start(&srv);
         started = 1;

