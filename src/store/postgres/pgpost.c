@@ -623,6 +623,20 @@ void pgpost_free(pgpost *p)
     free(p);
 }
 
+/* What waits, written in a transaction of its own. */
+static int flush_alone(pgpost *p)
+{
+    if (p->merged < 0)
+        p->merged = 0;
+    int rc = ps_q(p->m, "merging the index", "BEGIN", 0, NULL, NULL);
+    if (!rc)
+        rc = pgpost_flush(p, 1);
+    if (!rc)
+        return ps_q(p->m, "merging the index", "COMMIT", 0, NULL, NULL);
+    ps_q(p->m, "merging the index", "ROLLBACK", 0, NULL, NULL);
+    return rc;
+}
+
 int pgpost_open(mnemo *m, const char *tenant, pgpost **out)
 {
     *out = NULL;
@@ -670,27 +684,11 @@ int pgpost_open(mnemo *m, const char *tenant, pgpost **out)
         /* A large backlog (a database indexed before the postings) is
          * written as it is read, not held. */
         if (!rc && p->npost >= POST_FLUSH) {
-            if (p->merged < 0)
-                p->merged = 0;
-            rc = ps_q(m, "merging the index", "BEGIN", 0, NULL, NULL);
-            if (!rc)
-                rc = pgpost_flush(p, 1);
-            if (!rc)
-                rc = ps_q(m, "merging the index", "COMMIT", 0, NULL, NULL);
-            else
-                ps_q(m, "merging the index", "ROLLBACK", 0, NULL, NULL);
+            rc = flush_alone(p);
         }
     }
     if (!rc && (any || p->merged < 0)) {
-        if (p->merged < 0)
-            p->merged = 0;
-        rc = ps_q(m, "merging the index", "BEGIN", 0, NULL, NULL);
-        if (!rc)
-            rc = pgpost_flush(p, 1);
-        if (!rc)
-            rc = ps_q(m, "merging the index", "COMMIT", 0, NULL, NULL);
-        else
-            ps_q(m, "merging the index", "ROLLBACK", 0, NULL, NULL);
+        rc = flush_alone(p);
         if (!rc) {
             /* The state row exists now even when there was nothing. */
             const char *p2[2] = {tenant, "0"};
@@ -830,10 +828,6 @@ static void drop_ids(posting *v, size_t *n, const int64_t *out, size_t nout)
     *n = k;
 }
 
-/* The frequencies of the query's terms in T, a chunk's tsvector text
- * filtered to query lexemes. */
-static void tf_into(const pgquery *pq, const char *t, uint8_t *tf, buf *w);
-
 typedef struct tfctx {
     const pgquery *pq;
     uint8_t *tf;
@@ -850,6 +844,8 @@ static int tf_one(void *ud, const char *lex, size_t n, int npos)
     return MNEMO_OK;
 }
 
+/* The frequencies of the query's terms in T, a chunk's tsvector text
+ * filtered to query lexemes. */
 static void tf_into(const pgquery *pq, const char *t, uint8_t *tf, buf *w)
 {
     memset(tf, 0, (size_t)pq->npos);
