@@ -996,7 +996,8 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
         rc = MNEMO_NOMEM;
     size_t nex = 0, xat = 0;
     if (!rc) {
-        memcpy(ex, extra, nextra * sizeof *ex);
+        if (nextra)
+            memcpy(ex, extra, nextra * sizeof *ex);
         nex = nextra;
         for (size_t a = 1; a < nex; a++) { /* few: insertion sort */
             int64_t x = ex[a];
