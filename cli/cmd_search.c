@@ -13,7 +13,7 @@ int cmd_search(int argc, char **argv)
 {
     static const cli_opt opts[] = {
         {"max-results", 'n', "N", "number of results (default: config maxResults, 6)"},
-        {"min-score", 0, "X", "drop results scoring below X, 0..1 (default: config minScore)"},
+        {"min-score", 0, "X", "drop results less relevant than X, 0..1 (default: config minScore)"},
         {"json", 'j', NULL, "print memory_search JSON"},
         {"strict", 0, NULL, "return nothing when no result clears the threshold"},
         {"explain", 0, NULL, "show each result's scores, factors and ranks"},

@@ -204,7 +204,8 @@ MNEMO_API int mnemo_watch(mnemo *m, const volatile int *stop,
 
 typedef struct mnemo_search_opts {
     int max_results;    /* <= 0: config maxResults (default 6) */
-    double min_score;   /* < 0: config minScore */
+    double min_score;   /* < 0: config minScore; a bar on relevance (the score before the
+                           recency and importance factors) */
     int strict;         /* < 0: config strictMinScore; 1: nothing when nothing clears minScore */
     int explain;        /* fill the explain fields of each result */
     const char *corpus; /* "memory" (NULL), "sessions" or "all" */

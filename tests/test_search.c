@@ -694,3 +694,115 @@ TEST(search_dated_note_shows_its_date)
     json_decref(j);
     mnemo_close(m);
 }
+
+/* The lines just above the best passage, which it starts after, are not
+ * lost: a window running into a chosen passage ends before it. Here the
+ * answer ("piano lessons") shares only the speaker's name with the
+ * question; the next line holds the question's words. */
+TEST(search_line_above_the_best_passage_is_shown)
+{
+    test_write("ws/memory/2024-03-05.md",
+               "- John: Hey Tim, long time no see! How have you been lately?\n"
+               "- Tim: Things have been great. School is busy, and I started piano lessons "
+               "this winter.\n"
+               "- John: Wow! Learning to play an instrument is awesome, what a beautiful "
+               "instrument to play.\n"
+               "- Tim: Thanks! My favourite song is a theme from a movie I really enjoy.\n"
+               "- John: That is cool, music brings back memories.\n"
+               "- Tim: Yeah, the first movie of the series is special to me.\n"
+               "- John: We should watch it together some time.\n"
+               "- Tim: Sure, let me know when you are free next week.\n");
+    mnemo *m = test_open("ws", "db.sqlite", "snippetChars=300", NULL);
+    test_sync(m);
+    json_t *j = search(m, "What instrument does Tim play?", 6);
+    ASSERT(count(j) >= 2);
+    json_t *r0 = json_array_get(json_object_get(j, "results"), 0);
+    ASSERT_EQ(json_integer_value(json_object_get(r0, "startLine")), 3);
+    int shown = 0;
+    for (size_t i = 0; i < count(j); i++) {
+        json_t *r = json_array_get(json_object_get(j, "results"), i);
+        const char *snip = json_string_value(json_object_get(r, "snippet"));
+        ASSERT(strlen(snip) <= 300);
+        if (strstr(snip, "piano lessons")) {
+            shown = 1;
+            ASSERT(json_integer_value(json_object_get(r, "endLine")) == 2);
+        }
+    }
+    ASSERT(shown);
+    json_decref(j);
+    mnemo_close(m);
+}
+
+/* Passages of overlapping chunks overlap: a passage loses the lines a
+ * better result of its file shows and keeps the rest, instead of being
+ * dropped whole (which left most of this note out). */
+TEST(search_overlapping_passages_keep_their_own_lines)
+{
+    test_write("ws/memory/2024-03-05.md",
+               "- Ann: The quarterly report is due on Friday, the numbers look fine.\n"
+               "- Bo: Did the marketing team send their part of the quarterly report?\n"
+               "- Ann: Not yet, they promised it for Thursday morning.\n"
+               "- Bo: Who is writing the summary of the quarterly report this time?\n"
+               "- Ann: Priya is writing the summary, she did it last quarter too.\n"
+               "- Bo: Great, then the report should be ready in time.\n"
+               "- Ann: I hope so, the board meeting is on Monday.\n");
+    mnemo *m = test_open("ws", "db.sqlite", "snippetChars=140", "chunkTokens=40",
+                         "chunkOverlap=20", NULL);
+    test_sync(m);
+    json_t *j = search(m, "Who writes the summary of the quarterly report?", 6);
+    ASSERT(count(j) >= 3);
+    json_t *res = json_object_get(j, "results");
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(res, 0), "snippet")),
+                    "Priya is writing the summary");
+    for (size_t i = 0; i < count(j); i++) {
+        json_t *r = json_array_get(res, i);
+        int sl = (int)json_integer_value(json_object_get(r, "startLine"));
+        int el = (int)json_integer_value(json_object_get(r, "endLine"));
+        const char *snip = json_string_value(json_object_get(r, "snippet"));
+        int lines = 1;
+        for (const char *p = snip; *p; p++)
+            lines += *p == '\n';
+        ASSERT_EQ(lines, el - sl + 1); /* the range is exactly the snippet's lines */
+        for (size_t k = 0; k < i; k++) { /* no two results share a line */
+            json_t *o = json_array_get(res, k);
+            int os = (int)json_integer_value(json_object_get(o, "startLine"));
+            int oe = (int)json_integer_value(json_object_get(o, "endLine"));
+            ASSERT(el < os || oe < sl);
+        }
+    }
+    json_decref(j);
+    mnemo_close(m);
+}
+
+/* minScore is a bar on relevance: a year-old note (recency at its floor,
+ * 0.8) that is as relevant as an evergreen one is ranked below it but not
+ * dropped, also in strict mode. */
+TEST(search_threshold_is_on_relevance_not_age)
+{
+    const char *text = "- The vault backup key is rotated every ninety days by Priya.\n";
+    test_write("ws/MEMORY.md", text);
+    test_write("ws/memory/2020-01-01.md", text);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.min_score = 0;
+    mnemo_results *r;
+    ASSERT_OK(mnemo_search(m, "vault backup key rotation", &o, &r));
+    ASSERT_EQ(mnemo_results_count(r), 2);
+    ASSERT_STR_EQ(mnemo_results_get(r, 0)->path, "MEMORY.md");
+    double fresh = mnemo_results_get(r, 0)->score, old = mnemo_results_get(r, 1)->score;
+    ASSERT(old < 0.85 * fresh);
+    mnemo_results_free(r);
+    o.min_score = 0.9 * fresh; /* above the old note's score, below its relevance */
+    o.strict = 1;
+    ASSERT_OK(mnemo_search(m, "vault backup key rotation", &o, &r));
+    ASSERT_EQ(mnemo_results_count(r), 2);
+    ASSERT_STR_EQ(mnemo_results_get(r, 1)->path, "memory/2020-01-01.md");
+    mnemo_results_free(r);
+    o.min_score = 1.01 * fresh > 1 ? 1 : 1.01 * fresh; /* above both: strict abstains */
+    ASSERT_OK(mnemo_search(m, "vault backup key rotation", &o, &r));
+    ASSERT_EQ(mnemo_results_count(r), 0);
+    mnemo_results_free(r);
+    mnemo_close(m);
+}

@@ -440,6 +440,65 @@ static int overlaps(const mnemo_results *res, const mnemo_result *r)
     return 0;
 }
 
+/* Byte offset of line I (0-based) of TEXT[0..LEN), LEN past its end. */
+static size_t line_at(const char *text, size_t len, int i)
+{
+    size_t off = 0;
+    while (i-- > 0) {
+        const char *nl = memchr(text + off, '\n', len - off);
+        if (!nl)
+            return len;
+        off = (size_t)(nl - text) + 1;
+    }
+    return off;
+}
+
+static int line_blank(const char *text, size_t len, int i)
+{
+    for (size_t a = line_at(text, len, i); a < len && text[a] != '\n'; a++)
+        if (text[a] != ' ' && text[a] != '\t' && text[a] != '\r')
+            return 0;
+    return 1;
+}
+
+/* Passage P of X without the lines that a result of its file in RES
+ * already shows (passages of overlapping chunks overlap): 0 when nothing
+ * but blank lines is left, or when a result sits inside it (the rest
+ * would be two pieces). */
+static int trim_passage(const mnemo_results *res, const ptext *x, pass *p)
+{
+    int a = p->p.first, b = p->p.last;
+    for (size_t i = 0; i < res->n; i++) {
+        const mnemo_result *r = &res->v[i];
+        int ra = r->start_line - x->first_line, rb = r->end_line - x->first_line;
+        if (rb < a || ra > b || strcmp(r->path, x->path) != 0)
+            continue;
+        if (ra > a && rb < b)
+            return 0;
+        if (ra <= a)
+            a = rb + 1;
+        else
+            b = ra - 1;
+    }
+    const char *t = x->text.data ? x->text.data : "";
+    size_t n = x->text.len;
+    while (a <= b && line_blank(t, n, a))
+        a++;
+    while (b >= a && line_blank(t, n, b))
+        b--;
+    if (a > b)
+        return 0;
+    if (a != p->p.first || b != p->p.last) {
+        size_t off = line_at(t, n, a), end = line_at(t, n, b);
+        const char *nl = memchr(t + end, '\n', n - end);
+        p->p.first = a;
+        p->p.last = b;
+        p->p.off = off;
+        p->p.len = (nl ? (size_t)(nl - t) : n) - off;
+    }
+    return 1;
+}
+
 static void result_cleanup(mnemo_result *r)
 {
     free((char *)r->path);
@@ -792,9 +851,14 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
          * vector-only guesses). */
         int strict = opts && opts->strict >= 0 ? opts->strict
                                                : cfg_bool(m->cfg, CFG_STRICT_MIN_SCORE);
-        for (size_t i = 0; i < nps; i++)
-            if (ps[i].tier || ps[i].score >= min_score || all[ps[i].cand].score >= min_score)
+        for (size_t i = 0; i < nps; i++) {
+            /* On relevance: the factors order results, they do not make a
+             * year-old answer irrelevant. */
+            const cand *c = &all[ps[i].cand];
+            double f = c->recency * c->importance, bar = min_score * f;
+            if (ps[i].tier || (f > 0 && (ps[i].score >= bar || c->score >= bar)))
                 order[kept++] = i;
+        }
         if (kept == 0 && !strict) {
             for (size_t i = 0; i < nps; i++)
                 if (all[ps[i].cand].raw > 0 || all[ps[i].cand].path_hit)
@@ -812,7 +876,12 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
     if (!rc && !(res->v = calloc((size_t)max, sizeof *res->v)))
         rc = MNEMO_NOMEM;
     for (size_t i = 0; !rc && i < kept && res->n < (size_t)max; i++) {
-        const pass *p = &ps[order[i]];
+        /* A passage loses the lines a better result of its file shows
+         * (transcripts, whose lines map to JSONL lines, are skipped). */
+        pass pt = ps[order[i]];
+        const pass *p = &pt;
+        if (!texts[p->text].map && !trim_passage(res, &texts[p->text], &pt))
+            continue;
         mnemo_result r;
         rc = make_result(&sc, &all[p->cand], &texts[p->text], p, &r);
         if (rc || overlaps(res, &r)) {

@@ -170,6 +170,71 @@ static double bm25_lines(const snippet_ctx *c, const lines *ls, size_t a, size_t
     return s / (c->sum_idf > 0 ? c->sum_idf : 1.0);
 }
 
+/* The window starting at line I: whole lines while they fit, at most up to
+ * line LAST (trailing blank lines dropped), its evidence, and a heading
+ * just above leading it in. */
+static snippet_passage make_window(const snippet_ctx *c, const char *text, const lines *ls,
+                                   size_t i, size_t last, double avgw)
+{
+    size_t e = window_end(ls, i, c->max_chars);
+    if (e > last) {
+        e = last;
+        while (e > i && ls->v[e].blank)
+            e--;
+    }
+    double x = 0;
+    if (c->tokw && c->q && c->q->ntokens) {
+        size_t lo = i > CONTEXT_LINES ? i - CONTEXT_LINES : 0;
+        size_t hi = e + CONTEXT_LINES < ls->n ? e + CONTEXT_LINES : ls->n - 1;
+        double span = (double)(hi - lo + 1) / (double)(e - i + 1);
+        x = WINDOW_SHARE * bm25_lines(c, ls, i, e, 1, avgw) +
+            (1.0 - WINDOW_SHARE) * bm25_lines(c, ls, lo, hi, 0, avgw * span);
+    }
+    int hit = 0;
+    for (size_t k = i; k <= e && !hit; k++)
+        hit = ls->v[k].mask != 0;
+    /* A heading just above (a blank line between at most) leads the
+     * passage in, if the passage still fits. */
+    size_t s0 = i, h = i;
+    if (h > 0 && ls->v[h - 1].blank)
+        h--;
+    if (h > 0 && !ls->v[h - 1].blank && text[ls->v[h - 1].off] == '#' &&
+        window_end(ls, h - 1, c->max_chars) >= e)
+        s0 = h - 1;
+    size_t off = ls->v[s0].off;
+    return (snippet_passage){(int)s0, (int)e, off, ls->v[e].off + ls->v[e].len - off, hit ? x : 0};
+}
+
+static int clashes(const snippet_passage *p, const snippet_passage *out, int n)
+{
+    for (int j = 0; j < n; j++)
+        if (p->first <= out[j].last && out[j].first <= p->last)
+            return 1;
+    return 0;
+}
+
+/* Window W, starting at line I, no longer overlaps the chosen passages
+ * OUT[0..N): it ends before the first of them it ran into, without a
+ * heading lead-in from inside one. 0 when it starts inside one. */
+static int fit_window(const snippet_ctx *c, const char *text, const lines *ls, size_t i,
+                      double avgw, const snippet_passage *out, int n, snippet_passage *w)
+{
+    size_t last = ls->n - 1;
+    for (int j = 0; j < n; j++) {
+        if ((int)i >= out[j].first && (int)i <= out[j].last)
+            return 0;
+        if ((int)i < out[j].first && (size_t)out[j].first - 1 < last)
+            last = (size_t)out[j].first - 1;
+    }
+    *w = make_window(c, text, ls, i, last, avgw);
+    if (w->first < (int)i && clashes(w, out, n)) {
+        w->first = (int)i;
+        w->len -= ls->v[i].off - w->off;
+        w->off = ls->v[i].off;
+    }
+    return 1;
+}
+
 int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
                  snippet_passage *out, int max, int *n)
 {
@@ -182,7 +247,10 @@ int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
     }
     size_t nown = own > 0 && (size_t)own < ls.n ? (size_t)own : ls.n;
     snippet_passage *w = malloc(nown * sizeof *w);
-    if (!w) {
+    size_t *start = malloc(nown * sizeof *start);
+    if (!w || !start) {
+        free(w);
+        free(start);
         free(ls.v);
         return MNEMO_NOMEM;
     }
@@ -193,45 +261,25 @@ int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
     for (size_t i = 0; i < nown; i++) {
         if (ls.v[i].blank)
             continue;
-        size_t e = window_end(&ls, i, c->max_chars);
-        double x = 0;
-        if (c->tokw && c->q && c->q->ntokens) {
-            size_t lo = i > CONTEXT_LINES ? i - CONTEXT_LINES : 0;
-            size_t hi = e + CONTEXT_LINES < ls.n ? e + CONTEXT_LINES : ls.n - 1;
-            double span = (double)(hi - lo + 1) / (double)(e - i + 1);
-            x = WINDOW_SHARE * bm25_lines(c, &ls, i, e, 1, avgw) +
-                (1.0 - WINDOW_SHARE) * bm25_lines(c, &ls, lo, hi, 0, avgw * span);
-        }
-        int hit = 0;
-        for (size_t k2 = i; k2 <= e && !hit; k2++)
-            hit = ls.v[k2].mask != 0;
-        /* A heading just above (a blank line between at most) leads the
-         * passage in, if the passage still fits. */
-        size_t s0 = i, h = i;
-        if (h > 0 && ls.v[h - 1].blank)
-            h--;
-        if (h > 0 && !ls.v[h - 1].blank && text[ls.v[h - 1].off] == '#' &&
-            window_end(&ls, h - 1, c->max_chars) >= e)
-            s0 = h - 1;
-        size_t off = ls.v[s0].off;
-        w[nw++] = (snippet_passage){(int)s0, (int)e, off, ls.v[e].off + ls.v[e].len - off,
-                                    hit ? x : 0};
+        start[nw] = i;
+        w[nw++] = make_window(c, text, &ls, i, ls.n - 1, avgw);
     }
     /* The best windows that do not overlap, earliest first among equals;
-     * after the first, only windows with matches. */
+     * after the first, only windows with matches. A window that runs into
+     * a chosen passage is cut short before it and scored again (the lines
+     * just above an answer are often the evidence, and would otherwise be
+     * lost between two passages); one that starts inside it is gone. */
     while (*n < max) {
         snippet_passage *best = NULL;
         for (size_t k = 0; k < nw; k++) {
             snippet_passage *p = &w[k];
             if (p->x < 0 || (*n && p->x <= 0))
                 continue;
-            int clash = 0;
-            for (int j = 0; j < *n && !clash; j++)
-                clash = p->first <= out[j].last && out[j].first <= p->last;
-            if (clash)
+            if (clashes(p, out, *n) && !fit_window(c, text, &ls, start[k], avgw, out, *n, p))
                 p->x = -1;
-            else if (!best || p->x > best->x)
-                best = p;
+            else if (p->x > 0 || !*n)
+                if (!best || p->x > best->x)
+                    best = p;
         }
         if (!best)
             break;
@@ -241,6 +289,7 @@ int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
     if (*n == 0 && ls.n) /* nothing but blank lines */
         out[(*n)++] = (snippet_passage){0, 0, 0, ls.v[0].len, 0};
     free(w);
+    free(start);
     free(ls.v);
     return MNEMO_OK;
 }

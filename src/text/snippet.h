@@ -14,8 +14,9 @@
  *   x        0.7 * window + 0.3 * context, both divided by the query's IDF
  *            mass as the chunk's text score is
  *
- * A chunk gives up to three passages that do not overlap, best first; the
- * ranking blends each passage's x with its chunk's (search.c), so a strong
+ * A chunk gives up to three passages that do not overlap, best first (a
+ * window that runs into a chosen one ends before it and is scored again,
+ * so the lines just above the best passage are not lost); the ranking blends each passage's x with its chunk's (search.c), so a strong
  * passage in a weaker chunk can outrank a weak one in a strong chunk, and
  * one chunk can answer twice. A passage may run on into the next chunk of
  * its file (chunks overlap) but starts inside its own.
