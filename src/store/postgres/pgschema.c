@@ -16,6 +16,8 @@
 #define QUERY_TIMEOUT_MS 60000
 #define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
 #define MAX_VEC_TABLES 8
+#define SLOT_LOCK "7170532" /* pg_try_advisory_lock(class, slot) of the writers' slots */
+#define WRITER_SLOTS "64"
 
 struct pgstate {
     pg_conn *c;
@@ -23,10 +25,11 @@ struct pgstate {
     char vec_why[512];
     char vec_tables[MAX_VEC_TABLES][64]; /* created or seen on this connection */
     int nvec;
+    int slot; /* pgschema_slot's, 0 until claimed */
 };
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
-    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5};
+    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgmem_ddl6};
 
 static int fail(mnemo *m, int rc, const char *what, buf *err)
 {
@@ -265,6 +268,35 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
         return rc;
     if (s->nvec < MAX_VEC_TABLES)
         snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
+    return MNEMO_OK;
+}
+
+int pgschema_slot(mnemo *m, int *slot)
+{
+    pg_conn *c;
+    *slot = 0;
+    int rc = pgschema_conn(m, &c);
+    if (rc)
+        return rc;
+    struct pgstate *s = m->pg->conn;
+    if (!s->slot) {
+        /* The first free slot (a session lock, released when the connection
+         * ends), else one shared by the process id. */
+        pg_rows *r = NULL;
+        rc = q(m, c, "writer slot",
+               "SELECT coalesce((SELECT s FROM generate_series(1, " WRITER_SLOTS ") s WHERE "
+               "pg_try_advisory_lock(" SLOT_LOCK ", s) LIMIT 1), 1 + pg_backend_pid() % "
+               WRITER_SLOTS ")",
+               0, NULL, &r);
+        if (!rc)
+            s->slot = (int)strtol(pg_value(r, 0, 0), NULL, 10);
+        pg_rows_free(r);
+        if (!rc && s->slot <= 0)
+            rc = core_error(m, MNEMO_DB, "PostgreSQL writer slot: no answer");
+        if (rc)
+            return rc;
+    }
+    *slot = s->slot;
     return MNEMO_OK;
 }
 

@@ -17,6 +17,8 @@
  *      pgmem_ddl4)
  *   5  per lexeme of the chunks, the largest frequency and the shortest
  *      chunk holding it: MaxScore's bounds (pgstore.c: pgstore_ddl5)
+ *   6  the memories' statistics in slots, one per concurrent writer, summed
+ *      when read (pgmem.c: pgmem_ddl6)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -29,7 +31,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 5
+#define PGSCHEMA_VERSION 6
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -37,6 +39,7 @@ extern const char *const pgmem_ddl[];
 extern const char *const pgmem_ddl4[];
 extern const char *const pgstore_ddl3[];
 extern const char *const pgstore_ddl5[];
+extern const char *const pgmem_ddl6[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors
@@ -55,6 +58,15 @@ int pgschema_vectors(mnemo *m, const char **why);
  * (mnemo_<kind>_vec_<dims>). Requires pgschema_vectors. Runs its own
  * transaction: call it outside one. */
 int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size);
+
+/* The writer slot of the connection, 1..64: the first one no other
+ * connection holds, claimed with a session advisory lock on first use and
+ * kept while the connection lives (a new connection claims again); when
+ * all are taken, one chosen by the server process id. Rows that writers
+ * update in every transaction (counters) are kept per slot, so that
+ * concurrent writers do not wait for each other's row locks; sharing a
+ * slot costs only that wait. */
+int pgschema_slot(mnemo *m, int *slot);
 
 /* Runs SQL with text parameters on the handle's connection with the
  * default deadline; on failure records "WHAT: <server message>" on the
