@@ -144,6 +144,12 @@ int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *
     return pgschema_q(m, what, sql, n, p, out);
 }
 
+int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+          pg_rows **out)
+{
+    return pgschema_qp(m, what, sql, n, p, out);
+}
+
 const char *pm_sqlstate(mnemo *m)
 {
     pg_conn *c = NULL;
@@ -513,11 +519,11 @@ int pm_stats_one(mnemo *m, const char *id, int sign)
     snprintf(sl, sizeof sl, "%d", slot);
     const char *p[4] = {pgconn_tenant(m), id, sl, sign < 0 ? "-1" : "1"};
     if (!rc)
-        rc = pm_q(m, "memory statistics", stats_one_sql, 4, p, NULL);
+        rc = pm_qp(m, "memory statistics", stats_one_sql, 4, p, NULL);
     /* A slot's count back to 0 is no row (a sum over the slots reads the
      * same either way). */
     if (!rc && sign < 0)
-        rc = pm_q(m, "memory statistics",
+        rc = pm_qp(m, "memory statistics",
                   "DELETE FROM mnemo_memory_terms t WHERE t.tenant = $1 AND t.slot = $3::int "
                   "AND t.df = 0 AND t.lexeme IN (SELECT l FROM mnemo_memories m, "
                   "unnest(tsvector_to_array(m.tsv)) l WHERE m.tenant = $1 AND m.id = $2)",

@@ -111,7 +111,7 @@ static int add_tx(mnemo *m, void *ud)
                              a->slot,
                              pm_fmt_num(a->now, t[5])};
         pg_rows *res = NULL;
-        int rc = pm_q(m, "storing a memory", ADD_SQL, 26, p, &res);
+        int rc = pm_qp(m, "storing a memory", ADD_SQL, 26, p, &res);
         if (rc)
             return rc;
         if (pg_nrows(res) == 1) {
@@ -530,7 +530,7 @@ static int import_flush(mnemo *m, import_ctx *ic, const char *want, int *inserte
     char *hist = json_dumps(ic->hist, JSON_COMPACT);
     const char *p[4] = {pgconn_tenant(m), rows, hist, ic->slot};
     pg_rows *r = NULL;
-    int rc = rows && hist ? pm_q(m, "importing memories", IMPORT_SQL, 4, p, &r)
+    int rc = rows && hist ? pm_qp(m, "importing memories", IMPORT_SQL, 4, p, &r)
                           : core_error(m, MNEMO_NOMEM, "out of memory");
     size_t in = pg_nrows(r);
     if (!rc) {

@@ -38,13 +38,14 @@ static int fail(mnemo *m, int rc, const char *what, buf *err)
     return rc;
 }
 
-static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
-             const char *const *params, pg_rows **out)
+static int q_as(mnemo *m, pg_conn *c, int prepared, const char *what, const char *sql, int n,
+                const char *const *params, pg_rows **out)
 {
     pg_rows *r = NULL;
     buf err;
     buf_init(&err, 0);
-    int rc = pg_query(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err);
+    int rc = prepared ? pg_query_prepared(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err)
+                      : pg_query(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err);
     if (rc) {
         rc = fail(m, rc, what, &err);
         buf_cleanup(&err);
@@ -56,6 +57,12 @@ static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
     else
         pg_rows_free(r);
     return MNEMO_OK;
+}
+
+static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
+             const char *const *params, pg_rows **out)
+{
+    return q_as(m, c, 0, what, sql, n, params, out);
 }
 
 /* The schema version recorded, 0 for a database mnemo never used. */
@@ -308,6 +315,16 @@ int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *c
         *out = NULL;
     int rc = pgschema_conn(m, &c);
     return rc ? rc : q(m, c, what, sql, n, params, out);
+}
+
+int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                pg_rows **out)
+{
+    pg_conn *c;
+    if (out)
+        *out = NULL;
+    int rc = pgschema_conn(m, &c);
+    return rc ? rc : q_as(m, c, 1, what, sql, n, params, out);
 }
 
 void pgschema_close(mnemo *m)

@@ -74,6 +74,11 @@ int pgschema_slot(mnemo *m, int *slot);
 int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
                pg_rows **out);
 
+/* pgschema_q for a statement run often (pg_query_prepared: SQL stays at
+ * its address while the handle lives). */
+int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                pg_rows **out);
+
 /* Frees the connection state kept on the handle. Accepts a handle without. */
 void pgschema_close(mnemo *m);
 
