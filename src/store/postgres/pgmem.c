@@ -22,6 +22,11 @@
  *                         N and mean length), kept in the writes' transactions.
  *   mnemo_memory_terms    per tenant and lexeme: the live memories holding it
  *                         (document frequency), kept likewise.
+ *                         Both in slots: each writer counts into the slot of
+ *                         its connection (pgschema_slot), so writers at once
+ *                         never wait for one another's counter rows; readers
+ *                         sum the slots in their one snapshot, which is as
+ *                         exact as one row; purge folds them into slot 0.
  *   mnemo_memory_vec_<d>  vectors (pgvector), when a provider is configured.
  *
  * Keyword search: the query is parsed as on SQLite (query.c), each phrase is
@@ -41,7 +46,10 @@
  * Writes run in transactions; a duplicate added concurrently meets the
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is
  * returned as the duplicate), and a transaction failing with a
- * serialization failure or deadlock is run again.
+ * serialization failure or deadlock is run again. An add is one prepared
+ * statement (the row, the statistics, the history, the row back): one
+ * round trip, one commit. An import sends its rows in batches, one
+ * statement each, in one transaction.
  */
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgmem_int.h"
