@@ -523,11 +523,11 @@ int pg_query_prepared(pg_conn *pc, const char *sql, int n, const char *const *pa
          * connection): prepared again, once. */
         if (rc != MNEMO_DB || strcmp(pc->sqlstate, "26000") != 0 || attempt)
             return rc;
-        buf_reset(err);
         pc->nprepared = 0;
         i = 0;
         if (pg_in_transaction(pc))
-            return rc;
+            return rc; /* aborted: prepared again by the next statement outside one */
+        buf_reset(err);
     }
 }
 
