@@ -214,6 +214,8 @@ struct pg_conn {
     char sqlstate[6]; /* of the last failed query, "" when none */
     const char *prepared[MAX_PREPARED]; /* pg_query_prepared's statements, by address */
     int nprepared;
+    const char *seen[MAX_PREPARED]; /* run once, unprepared */
+    int nseen;
 };
 
 struct pg_rows {
@@ -485,8 +487,15 @@ int pg_query_prepared(pg_conn *pc, const char *sql, int n, const char *const *pa
     int i = 0;
     while (i < pc->nprepared && pc->prepared[i] != sql)
         i++;
-    /* Prepared outside transactions only: a failed Parse would abort one. */
-    if (i == MAX_PREPARED || (i == pc->nprepared && pg_in_transaction(pc)))
+    /* Prepared the second time, so that a process running it once pays no
+     * extra round trip; and outside transactions only: a failed Parse would
+     * abort one. */
+    int again = 0;
+    for (int k = 0; k < pc->nseen && !again; k++)
+        again = pc->seen[k] == sql;
+    if (i == pc->nprepared && !again && pc->nseen < MAX_PREPARED)
+        pc->seen[pc->nseen++] = sql;
+    if (i == MAX_PREPARED || (i == pc->nprepared && (!again || pg_in_transaction(pc))))
         return pg_query(pc, sql, n, params, timeout_ms, out, err);
     PGconn *c = pc->c;
     /* Named by its text: a server session that several connections share
