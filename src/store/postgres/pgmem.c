@@ -46,9 +46,9 @@
  * Writes run in transactions; a duplicate added concurrently meets the
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is
  * returned as the duplicate), and a transaction failing with a
- * serialization failure or deadlock is run again. An add is one prepared
- * statement (the row, the statistics, the history, the row back): one
- * round trip, one commit. An import sends its rows in batches, one
+ * serialization failure or deadlock is run again. An add is one statement
+ * (the row, the statistics, the history, the row back; prepared from its
+ * second use on a connection): one round trip, one commit. An import sends its rows in batches, one
  * statement each, in one transaction.
  */
 #include "store/postgres/pgmem.h"

@@ -67,8 +67,8 @@ struct pgmem *pm_state(mnemo *m);
 int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
          pg_rows **out);
 
-/* pm_q for a statement run often, prepared once per connection: SQL is a
- * string literal or static array (pg_query_prepared). */
+/* pm_q for a statement run often, prepared on the connection from its
+ * second use: SQL is a string literal or static array (pg_query_prepared). */
 int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
           pg_rows **out);
 
