@@ -3,18 +3,24 @@
  * a time (what an agent does), importing them as JSON lines, and warm
  * search and recall latency over them.
  *
- *   membench DIR [N] [--set KEY=VALUE ...]      (N defaults to 100000)
+ *   membench DIR [N] [--writers W] [--no-search] [--set KEY=VALUE ...]
  *
- * DIR is created (an empty workspace and its index); the memories are
- * synthetic sentences over a Zipf-distributed vocabulary, spread over
- * categories, 20 users (half of them for the first user) and some sessions.
+ * N defaults to 100000. DIR is created (an empty workspace and its index);
+ * the memories are synthetic sentences over a Zipf-distributed vocabulary,
+ * spread over categories, 20 users (half of them for the first user) and
+ * some sessions. With --writers W, W processes add N/W memories each to
+ * the same store (and tenant) at once, each on its own handle, and the
+ * adds per second of all of them together are reported. --no-search stops
+ * after the import.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mnemo.h"
 
@@ -79,6 +85,8 @@ static int sink(void *ud, const char *data, size_t len)
     return fwrite(data, 1, len, f) == len ? 0 : 1;
 }
 
+static long run_started; /* names the run's tenants, the same in every writer */
+
 /* On PostgreSQL each run and each of its two stores (added, imported) is a
  * tenant of its own, so nothing is skipped as a duplicate of an earlier one. */
 static mnemo *open_db(const char *ws, const char *db, const char *tenant, int argc, char **argv)
@@ -89,7 +97,9 @@ static mnemo *open_db(const char *ws, const char *db, const char *tenant, int ar
     mnemo_config_set(cfg, "db", db, "bench", NULL);
     mnemo_config_load_standard(cfg, NULL, NULL);
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--writers") == 0)
+            i++;
+        else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
             char key[128];
             const char *eq = strchr(argv[++i], '=');
             if (!eq)
@@ -99,7 +109,7 @@ static mnemo *open_db(const char *ws, const char *db, const char *tenant, int ar
         }
     }
     char tn[64];
-    snprintf(tn, sizeof tn, "membench-%ld-%s", (long)time(NULL), tenant);
+    snprintf(tn, sizeof tn, "membench-%ld-%s", run_started, tenant);
     mnemo_config_set(cfg, "tenant", tn, "bench", NULL);
     mnemo *m;
     if (mnemo_open(cfg, &m)) {
@@ -110,13 +120,77 @@ static mnemo *open_db(const char *ws, const char *db, const char *tenant, int ar
     return m;
 }
 
+/* Adds memories FIRST..FIRST+N-1 (their numbers keep them distinct across
+ * writers); the duplicates found into *DUPS. 0 on success. */
+static int add_range(mnemo *m, int first, int n, size_t *dups)
+{
+    char rec[1024], *out;
+    for (int i = first; i < first + n; i++) {
+        int len = snprintf(rec, sizeof rec, "{\"text\":\"");
+        int words = 6 + (int)pick(14);
+        for (int w = 0; w < words; w++)
+            len += snprintf(rec + len, sizeof rec - (size_t)len, "%s%s", w ? " " : "", word());
+        uint32_t u = pick(20);
+        len += snprintf(rec + len, sizeof rec - (size_t)len,
+                        " #%d\",\"category\":\"%s\",\"user_id\":\"user%u\"%s}", i,
+                        cats[pick(9)], u < 10 ? 0 : u,
+                        pick(10) == 0 ? ",\"run_id\":\"session1\"" : "");
+        if (mnemo_memory_add(m, rec, &out)) {
+            fprintf(stderr, "add: %s\n", mnemo_errmsg(m));
+            return 1;
+        }
+        *dups += strstr(out, "\"duplicate\"") != NULL;
+        mnemo_free(out);
+    }
+    return 0;
+}
+
+/* W processes adding N memories between them to the store of M's
+ * settings; each opens its own handle. */
+static int add_parallel(const char *ws, const char *db, int n, int writers, int argc,
+                        char **argv)
+{
+    pid_t pid[64];
+    for (int w = 0; w < writers; w++) {
+        if ((pid[w] = fork()) == 0) {
+            rng += 0x9e3779b97f4a7c15ull * (uint64_t)(w + 1);
+            mnemo *m = open_db(ws, db, "add", argc, argv);
+            size_t dups = 0;
+            int per = n / writers, first = w * per;
+            int bad = add_range(m, first, w == writers - 1 ? n - first : per, &dups);
+            mnemo_close(m);
+            _exit(bad || dups);
+        }
+    }
+    int bad = 0;
+    for (int w = 0; w < writers; w++) {
+        int st;
+        waitpid(pid[w], &st, 0);
+        bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: membench DIR [N] [--set KEY=VALUE ...]\n");
+        fprintf(stderr,
+                "usage: membench DIR [N] [--writers W] [--no-search] [--set KEY=VALUE ...]\n");
         return 2;
     }
     int n = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 100000;
+    int writers = 1, search = 1;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--writers") == 0 && i + 1 < argc)
+            writers = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--no-search") == 0)
+            search = 0;
+    }
+    if (writers < 1 || writers > 64) {
+        fprintf(stderr, "membench: --writers takes 1 to 64\n");
+        return 2;
+    }
+    run_started = (long)time(NULL);
     for (int i = 0; i < 5000; i++) {
         static const char *const syl[] = {"ka", "ro", "mi", "ten", "sul", "ba", "dor", "vi"};
         snprintf(tail[i], sizeof tail[i], "%s%s%s", syl[pick(8)], syl[pick(8)], syl[pick(8)]);
@@ -134,29 +208,19 @@ int main(int argc, char **argv)
     mnemo_sync(m, NULL, NULL);
 
     /* Adding, one call each. */
-    char rec[1024], *out;
+    char *out;
     double t0 = now();
     size_t dups = 0;
-    for (int i = 0; i < n; i++) {
-        int len = snprintf(rec, sizeof rec, "{\"text\":\"");
-        int words = 6 + (int)pick(14);
-        for (int w = 0; w < words; w++)
-            len += snprintf(rec + len, sizeof rec - (size_t)len, "%s%s", w ? " " : "", word());
-        uint32_t u = pick(20);
-        len += snprintf(rec + len, sizeof rec - (size_t)len,
-                        " #%d\",\"category\":\"%s\",\"user_id\":\"user%u\"%s}", i,
-                        cats[pick(9)], u < 10 ? 0 : u,
-                        pick(10) == 0 ? ",\"run_id\":\"session1\"" : "");
-        if (mnemo_memory_add(m, rec, &out)) {
-            fprintf(stderr, "add: %s\n", mnemo_errmsg(m));
-            return 1;
-        }
-        dups += strstr(out, "\"duplicate\"") != NULL;
-        mnemo_free(out);
-    }
+    if (writers == 1 ? add_range(m, 0, n, &dups) : add_parallel(ws, db, n, writers, argc, argv))
+        return 1;
     double add_s = now() - t0;
-    printf("add %d memories one call at a time: %.2f s, %.0f memories/s (%zu duplicates)\n", n,
-           add_s, n / add_s, dups);
+    if (writers == 1)
+        printf("add %d memories one call at a time: %.2f s, %.0f memories/s (%zu duplicates)\n",
+               n, add_s, n / add_s, dups);
+    else
+        printf("add %d memories one call at a time, %d writers at once: %.2f s, %.0f "
+               "memories/s in all\n",
+               n, writers, add_s, n / add_s);
 
     /* Export and import. */
     FILE *f = fopen(dump, "w");
@@ -184,6 +248,10 @@ int main(int argc, char **argv)
     printf("import: %zu memories in %.2f s, %.0f memories/s\n", in, imp_s, (double)in / imp_s);
     free(data);
     mnemo_close(m2);
+    if (!search) {
+        mnemo_close(m);
+        return 0;
+    }
 
     /* Warm search and recall for the biggest user (half the memories). */
     int runs = 300;

@@ -5,7 +5,8 @@
 #      Debian's PostgreSQL 15 (keyword only: no pgvector package) and into
 #      PGlite with pgvector (hybrid, GloVe static table, HNSW); warm search
 #      p50/p99 with build/bench/searchbench on each;
-#   2. memories: build/bench/membench with N memories on each backend.
+#   2. memories: build/bench/membench with N memories on each backend, and
+#      on PostgreSQL again with 4 writers adding at once.
 #
 #   make bench && bench/pgbackend.sh [N [WHAT]]
 #
@@ -142,4 +143,5 @@ if [ "$what" = all ] || [ "$what" = memories ]; then
     echo "== $n memories"
     "$B/bench/membench" "$DIR/mem-sqlite" "$n"
     "$B/bench/membench" "$DIR/mem-pg" "$n" --set "store=$pgurl"
+    "$B/bench/membench" "$DIR/mem-pg4" "$n" --writers 4 --no-search --set "store=$pgurl"
 fi

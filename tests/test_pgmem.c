@@ -4,20 +4,29 @@
  * records, defaults, duplicates, validation, update/delete/confirm/purge
  * and history, listing with scopes and pages, the filter language, search
  * ranking (text match, importance, recency, CJK, identifiers), vectors,
- * the recall block, export and import, SQL injection through text, filter
- * values and metadata keys, tenants, and concurrent writers.
+ * the recall block, export and import (in batches), SQL injection through
+ * text, filter values and metadata keys, tenants, concurrent writers (the
+ * statistics exact, the results those of one writer and of SQLite),
+ * writers killed mid-way, and the upgrade of the statistics tables.
  */
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "util/buf.h"
 
 static void at(const char *iso) { setenv("MNEMO_NOW", iso, 1); }
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 /* be_open("ws", KEY=VALUE..., NULL) with the folder made. */
 #define open_mem(...) (test_mkdir("ws"), be_open("ws", __VA_ARGS__))
@@ -784,22 +793,27 @@ BACKEND_TEST_CONCURRENT(backend_mem_concurrent_writers)
  * BM25 statistics kept exact, MaxScore reading
  * -------------------------------------------------------------------- */
 
-/* The stored statistics equal a recount over the live memories. */
+/* The stored statistics (summed over the writers' slots) equal a recount
+ * over the live memories. */
 static void stats_exact(void)
 {
     if (!be_server())
         return;
-    PSQL_EQ("SELECT count(*) FROM mnemo_memory_stats s FULL JOIN (SELECT tenant, count(*) AS n, "
+    PSQL_EQ("SELECT count(*) FROM (SELECT tenant, sum(docs) AS docs, sum(tokens) AS tokens FROM "
+            "mnemo_memory_stats GROUP BY tenant) s FULL JOIN (SELECT tenant, count(*) AS n, "
             "sum(ntok) AS t FROM mnemo_memories WHERE deleted_at IS NULL GROUP BY tenant) r "
             "USING (tenant) WHERE coalesce(s.docs, 0) <> coalesce(r.n, 0) OR "
             "coalesce(s.tokens, 0) <> coalesce(r.t, 0)",
             "0\n");
-    PSQL_EQ("SELECT count(*) FROM ((SELECT tenant, lexeme, df FROM mnemo_memory_terms EXCEPT "
-            "SELECT tenant, l, count(*) FROM mnemo_memories, unnest(tsvector_to_array(tsv)) l "
-            "WHERE deleted_at IS NULL GROUP BY 1, 2) UNION ALL (SELECT tenant, l, count(*) FROM "
-            "mnemo_memories, unnest(tsvector_to_array(tsv)) l WHERE deleted_at IS NULL GROUP BY "
-            "1, 2 EXCEPT SELECT tenant, lexeme, df FROM mnemo_memory_terms)) z",
+    PSQL_EQ("SELECT count(*) FROM ((SELECT tenant, lexeme, sum(df) FROM mnemo_memory_terms GROUP "
+            "BY 1, 2 HAVING sum(df) <> 0 EXCEPT SELECT tenant, l, count(*) FROM mnemo_memories, "
+            "unnest(tsvector_to_array(tsv)) l WHERE deleted_at IS NULL GROUP BY 1, 2) UNION ALL "
+            "(SELECT tenant, l, count(*) FROM mnemo_memories, unnest(tsvector_to_array(tsv)) l "
+            "WHERE deleted_at IS NULL GROUP BY 1, 2 EXCEPT SELECT tenant, lexeme, sum(df) FROM "
+            "mnemo_memory_terms GROUP BY 1, 2 HAVING sum(df) <> 0)) z",
             "0\n");
+    /* One writer here: no count left at 0. */
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_terms WHERE df = 0", "0\n");
 }
 
 BACKEND_TEST(backend_mem_bm25_stats_exact)
@@ -813,7 +827,7 @@ BACKEND_TEST(backend_mem_bm25_stats_exact)
     free(add(m, "{\"text\":\"Berlin office moves\",\"user_id\":\"u2\"}"));
     stats_exact();
     if (be_server())
-        PSQL_EQ("SELECT docs FROM mnemo_memory_stats WHERE tenant = 't1'", "4\n");
+        PSQL_EQ("SELECT sum(docs) FROM mnemo_memory_stats WHERE tenant = 't1'", "4\n");
     char *out = NULL;
     ASSERT_OK(mnemo_memory_update(m, a, "{\"text\":\"Deploy the kafka cluster\"}", &out));
     mnemo_free(out);
@@ -823,8 +837,8 @@ BACKEND_TEST(backend_mem_bm25_stats_exact)
     ASSERT_OK(mnemo_memory_delete(m, c));
     stats_exact();
     if (be_server())
-        PSQL_EQ("SELECT count(*) FROM mnemo_memory_terms WHERE tenant = 't1' AND lexeme = "
-                "'priya'",
+        PSQL_EQ("SELECT coalesce(sum(df), 0) FROM mnemo_memory_terms WHERE tenant = 't1' AND "
+                "lexeme = 'priya'",
                 "0\n");
     size_t n = 0;
     ASSERT_OK(mnemo_memory_purge(m, NULL, &n));
@@ -843,7 +857,7 @@ BACKEND_TEST(backend_mem_bm25_stats_exact)
     ASSERT_EQ(in, 3);
     stats_exact();
     if (be_server())
-        PSQL_EQ("SELECT docs FROM mnemo_memory_stats WHERE tenant = 't2'", "2\n");
+        PSQL_EQ("SELECT sum(docs) FROM mnemo_memory_stats WHERE tenant = 't2'", "2\n");
     SEARCH_EQ(m2, "kafka", NULL, "Deploy the kafka cluster");
     free(dump);
     free(a);
@@ -979,4 +993,396 @@ BACKEND_TEST(backend_mem_episodes)
     ASSERT_STR_EQ(t, "John: Barcelona, no doubt. The food and the beaches are great.");
     free(t);
     mnemo_close(m);
+}
+
+/* ----------------------------------------------------------------------
+ * Many writers: exact statistics, the results of one writer
+ * -------------------------------------------------------------------- */
+
+/* Memory K of the writers' set: three words of 24 and a number, so that a
+ * word matches a couple of dozen memories at different scores. */
+static void writer_record(int k, char *out, size_t size)
+{
+    static const char *const w[] = {"amber",  "basil",   "cedar",  "delta",   "ember",
+                                    "fjord",  "garnet",  "harbor", "indigo",  "juniper",
+                                    "kelp",   "lagoon",  "maple",  "nectar",  "onyx",
+                                    "pepper", "quartz",  "raven",  "saffron", "tundra",
+                                    "umber",  "violet",  "willow", "yarrow"};
+    snprintf(out, size, "{\"text\":\"%s %s %s item %d%s\"}", w[k % 24], w[(k * 7 + 3) % 24],
+             w[(k * 11 + 5) % 24], k, k % 4 == 0 ? " with a longer tail of words" : "");
+}
+
+/* Every match of Q (fewer than the limit, so the set is complete) as
+ * text=score, sorted: memories of equal score may come in another order
+ * when their insertion order differs. */
+static char *match_set(mnemo *m, const char *q)
+{
+    json_t *j = search_json(m, q, "{\"limit\":50,\"min_score\":0}");
+    json_t *rs = json_object_get(j, "results");
+    size_t n = json_array_size(rs);
+    ASSERT(n > 0 && n < 50);
+    char **v = calloc(n, sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        buf e;
+        buf_init(&e, 0);
+        json_t *r = json_array_get(rs, i);
+        buf_printf(&e, "%s=%.6f", json_string_value(json_object_get(r, "text")),
+                   json_real_value(json_object_get(r, "score")));
+        v[i] = buf_detach(&e);
+    }
+    qsort(v, n, sizeof *v, cmp_str);
+    buf s;
+    buf_init(&s, 0);
+    for (size_t i = 0; i < n; i++) {
+        buf_printf(&s, "%s%s", i ? "|" : "", v[i]);
+        free(v[i]);
+    }
+    free(v);
+    json_decref(j);
+    return buf_detach(&s);
+}
+
+#define NWRITERS 4
+#define PER_WRITER 50
+
+/* Four processes add 50 memories each to one tenant at once (interleaved:
+ * writer p adds p, p+4, ...). The statistics are exact, and every search,
+ * with episodes and without (MaxScore over the stored frequencies), scores
+ * as one writer adding the same memories in order does, and as SQLite. */
+BACKEND_TEST_CONCURRENT(backend_mem_concurrent_writers_exact)
+{
+    at("2026-11-29T12:00:00Z");
+    char rec[256], db1[1100];
+    snprintf(db1, sizeof db1, "db=%s", test_path("one.sqlite"));
+    mnemo *m = open_mem("tenant=many", "provider=none", NULL);
+    free(add(m, "{\"text\":\"warm up\"}"));
+    mnemo_close(m);
+    pid_t pids[NWRITERS];
+    for (int p = 0; p < NWRITERS; p++) {
+        pids[p] = fork();
+        ASSERT(pids[p] >= 0);
+        if (pids[p] == 0) {
+            mnemo *c = be_open("ws", "tenant=many", "provider=none", "busyTimeoutMs=20000", NULL);
+            int bad = 0;
+            for (int i = 0; i < PER_WRITER && !bad; i++) {
+                char *out = NULL;
+                writer_record(p + NWRITERS * i, rec, sizeof rec);
+                if (mnemo_memory_add(c, rec, &out) != MNEMO_OK) {
+                    fprintf(stderr, "writer %d: %s\n", p, mnemo_errmsg(c));
+                    bad = 1;
+                } else if (strstr(out, "duplicate")) {
+                    bad = 2;
+                }
+                mnemo_free(out);
+            }
+            mnemo_close(c);
+            _exit(bad);
+        }
+    }
+    for (int p = 0; p < NWRITERS; p++) {
+        int st;
+        ASSERT_EQ(waitpid(pids[p], &st, 0), pids[p]);
+        ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    stats_exact();
+    m = be_open("ws", "tenant=many", "provider=none", NULL);
+    long long total = 0;
+    free(list_texts(m, "{\"limit\":1}", &total));
+    ASSERT_EQ(total, 1 + NWRITERS * PER_WRITER);
+    /* The same memories from one writer, and on SQLite. */
+    mnemo *one = be_open("ws", "tenant=one", "provider=none", db1, NULL);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    free(add(one, "{\"text\":\"warm up\"}"));
+    free(add(lite, "{\"text\":\"warm up\"}"));
+    for (int k = 0; k < NWRITERS * PER_WRITER; k++) {
+        writer_record(k, rec, sizeof rec);
+        free(add(one, rec));
+        free(add(lite, rec));
+    }
+    stats_exact();
+    static const char *const qs[] = {"amber", "juniper", "violet", "umber", "onyx", "cedar"};
+    for (int ctx = 0; ctx < 2; ctx++) {
+        if (ctx) { /* episodes off: MaxScore and the stored frequencies */
+            mnemo_close(m);
+            mnemo_close(one);
+            mnemo_close(lite);
+            m = be_open("ws", "tenant=many", "provider=none", "memoryContext=0", NULL);
+            one = be_open("ws", "tenant=one", "provider=none", "memoryContext=0", db1, NULL);
+            lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none",
+                             "memoryContext=0", NULL);
+        }
+        for (size_t q = 0; q < sizeof qs / sizeof *qs; q++) {
+            char *a = match_set(m, qs[q]), *b = match_set(one, qs[q]), *c = match_set(lite, qs[q]);
+            ASSERT_STR_EQ(a, b);
+            ASSERT_STR_EQ(a, c);
+            free(a);
+            free(b);
+            free(c);
+        }
+    }
+    mnemo_close(one);
+    mnemo_close(lite);
+    /* Deleting from another slot than the one that counted, then purging:
+     * the counts are folded together, and still exact. */
+    json_t *j = search_json(m, "amber", "{\"limit\":5}");
+    for (size_t i = 0; i < json_array_size(json_object_get(j, "results")); i++)
+        ASSERT_OK(mnemo_memory_delete(
+            m, json_string_value(json_object_get(
+                   json_array_get(json_object_get(j, "results"), i), "id"))));
+    json_decref(j);
+    stats_exact();
+    size_t purged = 0;
+    ASSERT_OK(mnemo_memory_purge(m, NULL, &purged));
+    ASSERT_EQ(purged, 5);
+    stats_exact();
+    if (be_server()) {
+        PSQL_EQ("SELECT count(*) FROM mnemo_memory_terms WHERE tenant = 'many' AND slot <> 0",
+                "0\n");
+        PSQL_EQ("SELECT count(*) || ' ' || sum(docs) FROM mnemo_memory_stats WHERE tenant = "
+                "'many'",
+                "1 196\n");
+    }
+    mnemo_close(m);
+}
+
+/* Reads a line (an id) from FD into LINE; 0 at the end. */
+static int read_line(int fd, char *line, size_t size)
+{
+    size_t n = 0;
+    char ch;
+    while (n + 1 < size && read(fd, &ch, 1) == 1) {
+        if (ch == '\n') {
+            line[n] = 0;
+            return 1;
+        }
+        line[n++] = ch;
+    }
+    return 0;
+}
+
+/* A writer killed in the middle of its adds loses none it was told were
+ * stored, and leaves the statistics exact; an import killed in the middle
+ * leaves nothing of itself, and the import run again takes all of it. */
+BACKEND_TEST_CONCURRENT(backend_mem_killed_writer)
+{
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL);
+    free(add(m, "{\"text\":\"warm up\"}"));
+    int fd[2];
+    ASSERT_EQ(pipe(fd), 0);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        mnemo *c = be_open("ws", "provider=none", "busyTimeoutMs=20000", NULL);
+        char rec[256];
+        for (int k = 0;; k++) {
+            char *out = NULL;
+            writer_record(k, rec, sizeof rec);
+            if (mnemo_memory_add(c, rec, &out) != MNEMO_OK)
+                _exit(1);
+            json_t *o = json_loads(out, 0, NULL);
+            char line[128];
+            int len = snprintf(line, sizeof line, "%s\n",
+                               json_string_value(json_object_get(o, "id")));
+            json_decref(o);
+            mnemo_free(out);
+            if (write(fd[1], line, (size_t)len) != len)
+                _exit(1);
+        }
+    }
+    close(fd[1]);
+    char **acked = calloc(100000, sizeof *acked);
+    size_t nacked = 0;
+    char line[128];
+    while (nacked < 40 && read_line(fd[0], line, sizeof line))
+        acked[nacked++] = strdup(line);
+    kill(pid, SIGKILL);
+    int st;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    while (nacked < 100000 && read_line(fd[0], line, sizeof line))
+        acked[nacked++] = strdup(line);
+    close(fd[0]);
+    ASSERT(nacked >= 40);
+    for (size_t i = 0; i < nacked; i++) {
+        char *out = NULL;
+        ASSERT_OK(mnemo_memory_get(m, acked[i], &out));
+        mnemo_free(out);
+        free(acked[i]);
+    }
+    free(acked);
+    long long before = 0;
+    free(list_texts(m, "{\"limit\":1}", &before));
+    /* Stored but killed before it could say so: at most the one. */
+    ASSERT((size_t)before == 1 + nacked || (size_t)before == 2 + nacked);
+    stats_exact();
+
+    /* An import killed mid-way. */
+    buf jl;
+    buf_init(&jl, 0);
+    for (int k = 0; k < 4000; k++)
+        buf_printf(&jl,
+                   "{\"id\":\"imp-%05d\",\"text\":\"imported %d garnet lagoon %s\","
+                   "\"created_at\":\"2026-11-28T10:00:00Z\",\"history\":[{\"event\":\"ADD\","
+                   "\"at\":\"2026-11-28T10:00:00Z\",\"new_text\":\"imported %d\"}]}\n",
+                   k, k, k % 2 ? "odd" : "even", k);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        mnemo *c = be_open("ws", "provider=none", "busyTimeoutMs=20000", NULL);
+        size_t in = 0, skip = 0;
+        mnemo_memory_import(c, jl.data, jl.len, &in, &skip);
+        _exit(0);
+    }
+    /* Until its batches are being written (or it is done), at most 20 s. */
+    for (int i = 0; i < 2000; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            pid = 0;
+            break;
+        }
+        if (be_server()) {
+            char *rows = NULL;
+            pg_psql(be_server(),
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
+                    "'%json_to_recordset%' AND query NOT LIKE '%pg_stat_activity%'",
+                    &rows);
+            int busy = rows && atoi(rows) > 0;
+            free(rows);
+            if (busy)
+                break;
+        } else if (i == 5) {
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (pid) {
+        kill(pid, SIGKILL);
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    }
+    long long after = 0;
+    free(list_texts(m, "{\"limit\":1}", &after));
+    ASSERT(after == before || after == before + 4000);
+    stats_exact();
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m, jl.data, jl.len, &in, &skip));
+    ASSERT_EQ(in + skip, 4000);
+    free(list_texts(m, "{\"limit\":1}", &after));
+    ASSERT_EQ(after, before + 4000);
+    stats_exact();
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_history(m, "imp-03999", &out));
+    ASSERT_CONTAINS(out, "imported 3999");
+    mnemo_free(out);
+    buf_cleanup(&jl);
+    mnemo_close(m);
+}
+
+/* Imports go in batches: more lines than a batch holds, an id repeated
+ * right after itself (the second is skipped and its history goes nowhere),
+ * a text already stored, a bad history on a skipped line (not read, as on
+ * SQLite) and on a stored one (the import fails, naming the line, and
+ * leaves nothing). */
+BACKEND_TEST(backend_mem_import_batches)
+{
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL);
+    free(add(m, "{\"text\":\"already here\"}"));
+    buf jl;
+    buf_init(&jl, 0);
+    for (int k = 0; k < 2500; k++) {
+        buf_printf(&jl,
+                   "{\"id\":\"b-%05d\",\"text\":\"batch %d quartz\",\"created_at\":"
+                   "\"2026-11-28T10:00:00Z\",\"history\":[{\"event\":\"ADD\",\"at\":"
+                   "\"2026-11-28T10:00:00Z\",\"new_text\":\"batch %d\"},{\"event\":\"CONFIRM\","
+                   "\"at\":\"2026-11-28T11:00:00Z\"}]}\n",
+                   k, k, k);
+        if (k == 1200) /* the same id again, another text */
+            buf_puts(&jl, "{\"id\":\"b-01200\",\"text\":\"other text\",\"created_at\":"
+                          "\"2026-11-28T10:00:00Z\",\"history\":[{\"event\":\"UPDATE\",\"at\":"
+                          "\"2026-11-28T12:00:00Z\"}]}\n");
+        if (k == 1500) /* a text stored already; a bad history not read */
+            buf_puts(&jl, "{\"id\":\"dup-text\",\"text\":\"already here\",\"created_at\":"
+                          "\"2026-11-28T10:00:00Z\",\"history\":[{\"event\":\"ADD\"}]}\n");
+    }
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m, jl.data, jl.len, &in, &skip));
+    ASSERT_EQ(in, 2500);
+    ASSERT_EQ(skip, 2);
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_history(m, "b-01200", &out));
+    ASSERT_CONTAINS(out, "CONFIRM");
+    ASSERT_NOT_CONTAINS(out, "UPDATE");
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_history(m, "b-02499", &out));
+    json_t *h = json_loads(out, 0, NULL);
+    ASSERT_EQ(json_array_size(h), 2);
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(h, 0), "event")), "ADD");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(h, 1), "event")),
+                  "CONFIRM");
+    json_decref(h);
+    mnemo_free(out);
+    stats_exact();
+    long long total = 0;
+    free(list_texts(m, "{\"limit\":1}", &total));
+    ASSERT_EQ(total, 2501);
+    /* A stored line with a bad history: all or nothing. */
+    buf_reset(&jl);
+    for (int k = 0; k < 30; k++)
+        buf_printf(&jl,
+                   "{\"id\":\"c-%d\",\"text\":\"second %d\",\"created_at\":"
+                   "\"2026-11-28T10:00:00Z\"%s}\n",
+                   k, k, k == 20 ? ",\"history\":[{\"at\":\"2026-11-28T10:00:00Z\"}]" : "");
+    ASSERT_EQ(mnemo_memory_import(m, jl.data, jl.len, &in, &skip), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "line 21");
+    free(list_texts(m, "{\"limit\":1}", &total));
+    ASSERT_EQ(total, 2501);
+    stats_exact();
+    buf_cleanup(&jl);
+    mnemo_close(m);
+}
+
+/* The version of the migration that put the statistics in slots. */
+#define SLOTS_MIGRATION "7"
+
+/* A database from before the slots (statistics one row per tenant and per
+ * lexeme) is upgraded in place: the counts it had stay, new writes add to
+ * them, and searches read the sums. */
+BACKEND_TEST(backend_mem_stats_upgrade)
+{
+    if (!be_server())
+        return;
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL);
+    free(add(m, "{\"text\":\"Deploy the gateway on Friday\"}"));
+    free(add(m, "{\"text\":\"The gateway deploy needs a review\"}"));
+    mnemo_close(m);
+    /* Back to the tables of before. */
+    ASSERT_EQ(pg_psql(be_server(),
+                      "BEGIN; UPDATE mnemo_memory_stats SET slot = 0; UPDATE mnemo_memory_terms "
+                      "SET slot = 0; ALTER TABLE mnemo_memory_stats DROP CONSTRAINT "
+                      "mnemo_memory_stats_pkey, DROP COLUMN slot, ADD PRIMARY KEY (tenant); "
+                      "ALTER TABLE mnemo_memory_terms DROP CONSTRAINT mnemo_memory_terms_pkey, "
+                      "DROP COLUMN slot, ADD PRIMARY KEY (tenant, lexeme); DELETE FROM "
+                      "mnemo_migrations WHERE version = " SLOTS_MIGRATION "; COMMIT",
+                      NULL),
+              0);
+    m = be_open("ws", "provider=none", "memoryContext=0", NULL);
+    free(add(m, "{\"text\":\"Coffee with Priya in Berlin\"}"));
+    PSQL_EQ("SELECT count(*) FROM mnemo_migrations WHERE version = " SLOTS_MIGRATION, "1\n");
+    PSQL_EQ("SELECT string_agg(slot || ':' || docs, ',' ORDER BY slot) FROM mnemo_memory_stats",
+            "0:2,1:1\n");
+    stats_exact();
+    char *t = ranked(m, "gateway coffee", "{\"limit\":3,\"min_score\":0}");
+    mnemo_close(m);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none",
+                            "memoryContext=0", NULL);
+    free(add(lite, "{\"text\":\"Deploy the gateway on Friday\"}"));
+    free(add(lite, "{\"text\":\"The gateway deploy needs a review\"}"));
+    free(add(lite, "{\"text\":\"Coffee with Priya in Berlin\"}"));
+    char *t2 = ranked(lite, "gateway coffee", "{\"limit\":3,\"min_score\":0}");
+    ASSERT_STR_EQ(t, t2);
+    free(t);
+    free(t2);
+    mnemo_close(lite);
 }

@@ -20,6 +20,7 @@
 
 #include "mnemo.h"
 #include "util/dl.h"
+#include "util/hash.h"
 #include "util/time.h"
 
 /* ----------------------------------------------------------------------
@@ -37,6 +38,9 @@ typedef struct pq_api {
     int (*send_query_params)(PGconn *c, const char *sql, int n, const Oid *types,
                              const char *const *values, const int *lens, const int *formats,
                              int result_format);
+    int (*send_prepare)(PGconn *c, const char *name, const char *sql, int n, const Oid *types);
+    int (*send_query_prepared)(PGconn *c, const char *name, int n, const char *const *values,
+                               const int *lens, const int *formats, int result_format);
     int (*consume_input)(PGconn *c);
     int (*is_busy)(PGconn *c);
     PGresult *(*get_result)(PGconn *c);
@@ -73,6 +77,8 @@ static void load(void)
         SYM(set_notice_processor, "PQsetNoticeProcessor"),
         SYM(exec, "PQexec"),
         SYM(send_query_params, "PQsendQueryParams"),
+        SYM(send_prepare, "PQsendPrepare"),
+        SYM(send_query_prepared, "PQsendQueryPrepared"),
         SYM(consume_input, "PQconsumeInput"),
         SYM(is_busy, "PQisBusy"),
         SYM(get_result, "PQgetResult"),
@@ -201,9 +207,15 @@ int pg_envfile_parse(const char *path, void (*fn)(void *ud, const char *key, con
  * Connections
  * -------------------------------------------------------------------- */
 
+#define MAX_PREPARED 16
+
 struct pg_conn {
     PGconn *c;
     char sqlstate[6]; /* of the last failed query, "" when none */
+    const char *prepared[MAX_PREPARED]; /* pg_query_prepared's statements, by address */
+    int nprepared;
+    const char *seen[MAX_PREPARED]; /* run once, unprepared */
+    int nseen;
 };
 
 struct pg_rows {
@@ -399,17 +411,10 @@ static int wait_result(PGconn *c, double *deadline, int *timed_out)
     return 1;
 }
 
-int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int timeout_ms,
-             pg_rows **out, buf *err)
+/* The answer to the query just sent: its rows into *OUT (see pg_query). */
+static int answer(pg_conn *pc, int timeout_ms, pg_rows **out, buf *err)
 {
-    *out = NULL;
     PGconn *c = pc->c;
-    pc->sqlstate[0] = 0;
-    if (!pq.send_query_params(c, sql, n, NULL, params, NULL, NULL, 0)) {
-        buf_puts(err, "PostgreSQL: ");
-        dsn_redact(err, pq.error_message(c), pq.pass(c));
-        return MNEMO_UNAVAILABLE;
-    }
     double deadline = time_mono() + timeout_ms / 1000.0;
     int timed_out = 0, answered = 1, rc = MNEMO_OK;
     PGresult *r, *last = NULL;
@@ -459,6 +464,80 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
     rows->r = last;
     *out = rows;
     return MNEMO_OK;
+}
+
+int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int timeout_ms,
+             pg_rows **out, buf *err)
+{
+    *out = NULL;
+    PGconn *c = pc->c;
+    pc->sqlstate[0] = 0;
+    if (!pq.send_query_params(c, sql, n, NULL, params, NULL, NULL, 0)) {
+        buf_puts(err, "PostgreSQL: ");
+        dsn_redact(err, pq.error_message(c), pq.pass(c));
+        return MNEMO_UNAVAILABLE;
+    }
+    return answer(pc, timeout_ms, out, err);
+}
+
+int pg_query_prepared(pg_conn *pc, const char *sql, int n, const char *const *params,
+                      int timeout_ms, pg_rows **out, buf *err)
+{
+    *out = NULL;
+    int i = 0;
+    while (i < pc->nprepared && pc->prepared[i] != sql)
+        i++;
+    /* Prepared the second time, so that a process running it once pays no
+     * extra round trip; and outside transactions only: a failed Parse would
+     * abort one. */
+    int again = 0;
+    for (int k = 0; k < pc->nseen && !again; k++)
+        again = pc->seen[k] == sql;
+    if (i == pc->nprepared && !again && pc->nseen < MAX_PREPARED)
+        pc->seen[pc->nseen++] = sql;
+    if (i == MAX_PREPARED || (i == pc->nprepared && (!again || pg_in_transaction(pc))))
+        return pg_query(pc, sql, n, params, timeout_ms, out, err);
+    PGconn *c = pc->c;
+    /* Named by its text: a server session that several connections share
+     * (PGlite) may have it already, from another connection, as the same
+     * statement. */
+    char name[32];
+    snprintf(name, sizeof name, "mnemo_%016llx", (unsigned long long)hash64(sql, strlen(sql)));
+    for (int attempt = 0;; attempt++) {
+        pc->sqlstate[0] = 0;
+        if (i == pc->nprepared) {
+            if (!pq.send_prepare(c, name, sql, n, NULL)) {
+                buf_puts(err, "PostgreSQL: ");
+                dsn_redact(err, pq.error_message(c), pq.pass(c));
+                return MNEMO_UNAVAILABLE;
+            }
+            pg_rows *r = NULL;
+            int rc = answer(pc, timeout_ms, &r, err);
+            pg_rows_free(r);
+            if (rc == MNEMO_DB && !strcmp(pc->sqlstate, "42P05")) {
+                buf_reset(err); /* duplicate_prepared_statement: there already */
+                rc = MNEMO_OK;
+            }
+            if (rc)
+                return rc;
+            pc->prepared[pc->nprepared++] = sql;
+        }
+        if (!pq.send_query_prepared(c, name, n, params, NULL, NULL, 0)) {
+            buf_puts(err, "PostgreSQL: ");
+            dsn_redact(err, pq.error_message(c), pq.pass(c));
+            return MNEMO_UNAVAILABLE;
+        }
+        int rc = answer(pc, timeout_ms, out, err);
+        /* Gone from the session (DISCARD ALL, a pooler's new server
+         * connection): prepared again, once. */
+        if (rc != MNEMO_DB || strcmp(pc->sqlstate, "26000") != 0 || attempt)
+            return rc;
+        pc->nprepared = 0;
+        i = 0;
+        if (pg_in_transaction(pc))
+            return rc; /* aborted: prepared again by the next statement outside one */
+        buf_reset(err);
+    }
 }
 
 const char *pg_sqlstate(const pg_conn *c) { return c ? c->sqlstate : ""; }

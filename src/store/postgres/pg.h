@@ -46,6 +46,14 @@ int pg_ok(const pg_conn *c);
  * message (redacted) in ERR. On success *out holds the rows. */
 int pg_query(pg_conn *c, const char *sql, int n, const char *const *params, int timeout_ms,
              pg_rows **out, buf *err);
+
+/* pg_query for a statement run often: SQL, which must stay at its address
+ * as long as C lives (a string literal or static array), runs as is the
+ * first time, is prepared on the connection the next time it runs outside
+ * a transaction (parsed and analyzed once; the server may keep a generic
+ * plan) and is executed by name from then on, inside transactions too. */
+int pg_query_prepared(pg_conn *c, const char *sql, int n, const char *const *params,
+                      int timeout_ms, pg_rows **out, buf *err);
 size_t pg_nrows(const pg_rows *r);
 
 /* The SQLSTATE of C's last failed query ("40001", "23505" ...), "" when the

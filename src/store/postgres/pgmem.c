@@ -22,6 +22,11 @@
  *                         N and mean length), kept in the writes' transactions.
  *   mnemo_memory_terms    per tenant and lexeme: the live memories holding it
  *                         (document frequency), kept likewise.
+ *                         Both in slots: each writer counts into the slot of
+ *                         its connection (pgschema_slot), so writers at once
+ *                         never wait for one another's counter rows; readers
+ *                         sum the slots in their one snapshot, which is as
+ *                         exact as one row; purge folds them into slot 0.
  *   mnemo_memory_vec_<d>  vectors (pgvector), when a provider is configured.
  *
  * Keyword search: the query is parsed as on SQLite (query.c), each phrase is
@@ -41,7 +46,10 @@
  * Writes run in transactions; a duplicate added concurrently meets the
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is
  * returned as the duplicate), and a transaction failing with a
- * serialization failure or deadlock is run again.
+ * serialization failure or deadlock is run again. An add is one statement
+ * (the row, the statistics, the history, the row back; prepared from its
+ * second use on a connection): one round trip, one commit. An import sends its rows in batches, one
+ * statement each, in one transaction.
  */
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgmem_int.h"
@@ -103,6 +111,17 @@ const char *const pgmem_ddl4[] = {
     "GROUP BY tenant, l ON CONFLICT DO NOTHING",
     NULL};
 
+/* Migration 6: the statistics in slots (pgschema_slot); what was counted
+ * before is slot 0. */
+const char *const pgmem_ddl7[] = {
+    "ALTER TABLE mnemo_memory_stats ADD COLUMN slot int NOT NULL DEFAULT 0, "
+    "DROP CONSTRAINT mnemo_memory_stats_pkey, "
+    "ADD CONSTRAINT mnemo_memory_stats_pkey PRIMARY KEY (tenant, slot)",
+    "ALTER TABLE mnemo_memory_terms ADD COLUMN slot int NOT NULL DEFAULT 0, "
+    "DROP CONSTRAINT mnemo_memory_terms_pkey, "
+    "ADD CONSTRAINT mnemo_memory_terms_pkey PRIMARY KEY (tenant, lexeme, slot)",
+    NULL};
+
 
 
 void pgmem_close(mnemo *m)
@@ -133,6 +152,12 @@ int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *
     return pgschema_q(m, what, sql, n, p, out);
 }
 
+int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+          pg_rows **out)
+{
+    return pgschema_qp(m, what, sql, n, p, out);
+}
+
 const char *pm_sqlstate(mnemo *m)
 {
     pg_conn *c = NULL;
@@ -155,30 +180,32 @@ const char *pm_fmt_num(double x, char tmp[32])
 }
 
 
-/* Runs FN in a transaction, again after a serialization failure or a
- * deadlock (FN starts from scratch each time). */
+/* Runs FN in a transaction (or as one statement), again after a
+ * serialization failure or a deadlock (FN starts from scratch each time). */
 int pm_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud)
 {
     /* The pgvector check may try CREATE EXTENSION: never inside ours. */
     const char *why;
     pgschema_vectors(m, &why);
     for (int attempt = 0;; attempt++) {
-        int rc = pm_q(m, "memories", begin, 0, NULL, NULL);
+        int rc = begin ? pm_q(m, "memories", begin, 0, NULL, NULL) : MNEMO_OK;
         if (rc)
             return rc;
         rc = fn(m, ud);
-        if (!rc)
+        if (!rc && begin)
             rc = pm_q(m, "memories", "COMMIT", 0, NULL, NULL);
         if (!rc)
             return MNEMO_OK;
         char state_[8];
         snprintf(state_, sizeof state_, "%s", pm_sqlstate(m));
-        buf keep;
-        buf_init(&keep, 0);
-        buf_puts(&keep, m->err.data ? m->err.data : "");
-        pm_q(m, "memories", "ROLLBACK", 0, NULL, NULL);
-        core_error(m, rc, "%s", keep.data ? keep.data : "failed");
-        buf_cleanup(&keep);
+        if (begin) {
+            buf keep;
+            buf_init(&keep, 0);
+            buf_puts(&keep, m->err.data ? m->err.data : "");
+            pm_q(m, "memories", "ROLLBACK", 0, NULL, NULL);
+            core_error(m, rc, "%s", keep.data ? keep.data : "failed");
+            buf_cleanup(&keep);
+        }
         int retry = rc == MNEMO_DB && (!strcmp(state_, "40001") || !strcmp(state_, "40P01"));
         if (!retry || attempt == RETRIES)
             return rc;
@@ -486,61 +513,56 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param)
  * BM25 statistics
  * -------------------------------------------------------------------- */
 
-/* The live memories among IDS, their lexemes. One id is compared as such,
- * so that the primary key finds it whatever the planner knows of the
- * tenant; several (an import) as a text[] literal. */
-#define LIVE_OF(cond)                                                                          \
-    "FROM mnemo_memories m WHERE m.tenant = $1 AND " cond " AND m.deleted_at IS NULL"
-#define LEXEMES_OF(cond)                                                                       \
-    "FROM mnemo_memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.tenant = $1 AND " cond \
-    " AND m.deleted_at IS NULL"
-#define ONE "m.id = $2"
-#define MANY "m.id = ANY($2::text[])"
-#define STATS_ADD(cond)                                                                        \
-    {"INSERT INTO mnemo_memory_terms AS t(tenant, lexeme, df) SELECT $1, l, count(*) "         \
-     LEXEMES_OF(cond) " GROUP BY l ORDER BY l ON CONFLICT (tenant, lexeme) DO UPDATE SET "    \
-                      "df = t.df + excluded.df",                                               \
-     "INSERT INTO mnemo_memory_stats AS s(tenant, docs, tokens) SELECT $1, count(*), "         \
-     "coalesce(sum(m.ntok), 0) " LIVE_OF(cond) " HAVING count(*) > 0 ON CONFLICT (tenant) DO " \
-                                               "UPDATE SET docs = s.docs + excluded.docs, "    \
-                                               "tokens = s.tokens + excluded.tokens",          \
-     NULL}
-
-/* Counts the live memories among IDS into the statistics (SIGN 1), or out
- * of them (SIGN -1, one id): call it after a memory becomes live or its
- * text changed, and before it stops being live or its text changes. Terms
- * are upserted in lexeme order, so that concurrent writers lock them in
- * one order; the tenant's statistics row comes last. */
-int pm_stats_apply(mnemo *m, const char *const *ids, size_t n, int sign)
-{
-    static const char *const add_one[] = STATS_ADD(ONE), *const add_many[] = STATS_ADD(MANY);
-    static const char *const sub_one[] = {
-        "UPDATE mnemo_memory_terms t SET df = t.df - d.n FROM (SELECT l, count(*) AS n "
-        LEXEMES_OF(ONE) " GROUP BY l) d WHERE t.tenant = $1 AND t.lexeme = d.l",
-        "DELETE FROM mnemo_memory_terms t WHERE t.tenant = $1 AND t.df <= 0 AND t.lexeme IN "
-        "(SELECT l " LEXEMES_OF(ONE) ")",
-        "UPDATE mnemo_memory_stats s SET docs = s.docs - d.n, tokens = s.tokens - d.t FROM "
-        "(SELECT count(*) AS n, coalesce(sum(m.ntok), 0) AS t " LIVE_OF(ONE) ") d "
-        "WHERE s.tenant = $1 AND d.n > 0",
-        NULL};
-    buf arr;
-    buf_init(&arr, 1 << 26);
-    if (n == 1)
-        buf_puts(&arr, ids[0]);
-    else
-        pg_text_array(&arr, ids, n);
-    const char *p[2] = {pgconn_tenant(m), arr.data};
-    const char *const *sql = sign < 0 ? sub_one : n == 1 ? add_one : add_many;
-    int rc = buf_err(&arr) ? core_error(m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
-    for (; !rc && *sql; sql++)
-        rc = pm_q(m, "memory statistics", *sql, 2, p, NULL);
-    buf_cleanup(&arr);
-    return rc;
-}
+/* Counts memory $2 of tenant $1, when live, into the statistics of slot $3
+ * ($4 1) or out of them ($4 -1). */
+static const char stats_one_sql[] =
+    "WITH d AS (SELECT m.tsv, m.ntok, m.deleted_at FROM mnemo_memories m WHERE m.tenant = $1 "
+    "AND m.id = $2), " PM_STATS_CTES("d", "$3::int", "$4::int * ") " SELECT 1";
 
 int pm_stats_one(mnemo *m, const char *id, int sign)
 {
-    return pm_stats_apply(m, &id, 1, sign);
+    int slot;
+    int rc = pgschema_slot(m, &slot);
+    char sl[16];
+    snprintf(sl, sizeof sl, "%d", slot);
+    const char *p[4] = {pgconn_tenant(m), id, sl, sign < 0 ? "-1" : "1"};
+    if (!rc)
+        rc = pm_qp(m, "memory statistics", stats_one_sql, 4, p, NULL);
+    /* A slot's count back to 0 is no row (a sum over the slots reads the
+     * same either way). */
+    if (!rc && sign < 0)
+        rc = pm_qp(m, "memory statistics",
+                  "DELETE FROM mnemo_memory_terms t WHERE t.tenant = $1 AND t.slot = $3::int "
+                  "AND t.df = 0 AND t.lexeme IN (SELECT l FROM mnemo_memories m, "
+                  "unnest(tsvector_to_array(m.tsv)) l WHERE m.tenant = $1 AND m.id = $2)",
+                  3, p, NULL);
+    return rc;
+}
+
+/* Moves the tenant's counts of every slot into slot 0, skipping rows a
+ * writer holds right now (they stay where they are; the sums read the same
+ * either way), and drops the counts that reached 0. */
+int pm_stats_fold(mnemo *m)
+{
+    const char *p[1] = {pgconn_tenant(m)};
+    static const char *const sql[] = {
+        "WITH moved AS (DELETE FROM mnemo_memory_terms WHERE ctid = ANY(ARRAY(SELECT ctid FROM "
+        "mnemo_memory_terms WHERE tenant = $1 AND slot <> 0 FOR UPDATE SKIP LOCKED)) "
+        "RETURNING lexeme, df) INSERT INTO mnemo_memory_terms AS t(tenant, lexeme, slot, df) "
+        "SELECT $1, lexeme, 0, sum(df) FROM moved GROUP BY lexeme ORDER BY lexeme "
+        "ON CONFLICT (tenant, lexeme, slot) DO UPDATE SET df = t.df + excluded.df",
+        "DELETE FROM mnemo_memory_terms WHERE tenant = $1 AND slot = 0 AND df = 0",
+        "WITH moved AS (DELETE FROM mnemo_memory_stats WHERE ctid = ANY(ARRAY(SELECT ctid FROM "
+        "mnemo_memory_stats WHERE tenant = $1 AND slot <> 0 FOR UPDATE SKIP LOCKED)) "
+        "RETURNING docs, tokens) INSERT INTO mnemo_memory_stats AS s(tenant, slot, docs, "
+        "tokens) SELECT $1, 0, sum(docs), sum(tokens) FROM moved HAVING count(*) > 0 "
+        "ON CONFLICT (tenant, slot) DO UPDATE SET docs = s.docs + excluded.docs, "
+        "tokens = s.tokens + excluded.tokens",
+        NULL};
+    int rc = MNEMO_OK;
+    for (const char *const *q = sql; !rc && *q; q++)
+        rc = pm_q(m, "memory statistics", *q, 1, p, NULL);
+    return rc;
 }
 
 /* ----------------------------------------------------------------------

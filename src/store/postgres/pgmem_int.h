@@ -67,14 +67,20 @@ struct pgmem *pm_state(mnemo *m);
 int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
          pg_rows **out);
 
+/* pm_q for a statement run often, prepared on the connection from its
+ * second use: SQL is a string literal or static array (pg_query_prepared). */
+int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+          pg_rows **out);
+
 const char *pm_sqlstate(mnemo *m);
 
 double pm_num_at(const pg_rows *r, size_t i, int c);
 
 const char *pm_fmt_num(double x, char tmp[32]);
 
-/* Runs FN in a transaction, again after a serialization failure or a
- * deadlock (FN starts from scratch each time). */
+/* Runs FN in a transaction opened by BEGIN, again after a serialization
+ * failure or a deadlock (FN starts from scratch each time). BEGIN NULL:
+ * FN is one statement, its own transaction, retried the same way. */
 int pm_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud);
 
 /* The record at columns C.. (COLS) of row I as JSON. */
@@ -108,14 +114,32 @@ void pm_embed_missing(mnemo *m, const vecsetup *vs);
  * tenant and $2 PARAM) from every memory vector table. */
 int pm_drop_vectors(mnemo *m, const char *cond, const char *param);
 
-/* Counts the live memories among IDS into the statistics (SIGN 1), or out
- * of them (SIGN -1, one id): call it after a memory becomes live or its
- * text changed, and before it stops being live or its text changes. Terms
- * are upserted in lexeme order, so that concurrent writers lock them in
- * one order; the tenant's statistics row comes last. */
-int pm_stats_apply(mnemo *m, const char *const *ids, size_t n, int sign);
+/* The statistics kept with the writes, as CTEs named tm (document
+ * frequencies) and st (documents and tokens) of one statement: the rows of
+ * SRC (a CTE or table alias with columns tsv, ntok, deleted_at) that are
+ * live, counted into the tenant's ($1) counters of slot SLOT (SQL text, a
+ * parameter), each count multiplied by MULT ("" or "$n::int * "). The
+ * counters are per writer slot (pgschema_slot), so concurrent writers do
+ * not wait for each other; readers sum the slots. Terms are upserted in
+ * lexeme order, so that writers sharing a slot lock them in one order. */
+#define PM_STATS_CTES(src, slot, mult)                                                         \
+    "tm AS (INSERT INTO mnemo_memory_terms AS t(tenant, lexeme, slot, df) SELECT $1, l, " slot \
+    ", " mult "count(*) FROM " src ", unnest(tsvector_to_array(" src ".tsv)) l WHERE " src      \
+    ".deleted_at IS NULL GROUP BY l ORDER BY l ON CONFLICT (tenant, lexeme, slot) DO UPDATE "  \
+    "SET df = t.df + excluded.df), st AS (INSERT INTO mnemo_memory_stats AS s(tenant, slot, "  \
+    "docs, tokens) SELECT $1, " slot ", " mult "count(*), " mult "coalesce(sum(" src          \
+    ".ntok), 0) FROM " src " WHERE " src ".deleted_at IS NULL HAVING count(*) > 0 ON "         \
+    "CONFLICT (tenant, slot) DO UPDATE SET docs = s.docs + excluded.docs, tokens = s.tokens + " \
+    "excluded.tokens)"
 
+/* Counts memory ID, when live, into the statistics (SIGN 1) or out of
+ * them (SIGN -1): call it after a memory becomes live or its text changed,
+ * and before it stops being live or its text changes. */
 int pm_stats_one(mnemo *m, const char *id, int sign);
+
+/* Folds the tenant's per-slot counters into slot 0 (rows a writer holds
+ * are skipped) and drops those at 0. */
+int pm_stats_fold(mnemo *m);
 
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
 json_t *pm_history_from_agg(const char *agg);

@@ -410,15 +410,17 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
 }
 
 /* The stored statistics: N, the mean length and each phrase's document
- * frequency (every phrase a single lexeme). */
+ * frequency (every phrase a single lexeme), each the sum of the writers'
+ * slots (pgschema_slot). */
 static int stored_stats(mnemo *m, const char *lexs, kleg *k)
 {
     const char *p[2] = {pgconn_tenant(m), lexs};
     pg_rows *r = NULL;
     int rc = pm_q(m, "memory search",
-               "SELECT 0, docs, tokens FROM mnemo_memory_stats WHERE tenant = $1 UNION ALL "
-               "SELECT t.i, d.df, 0 FROM unnest($2::text[]) WITH ORDINALITY AS t(l, i) JOIN "
-               "mnemo_memory_terms d ON d.tenant = $1 AND d.lexeme = t.l",
+               "SELECT 0, sum(docs), sum(tokens) FROM mnemo_memory_stats WHERE tenant = $1 "
+               "UNION ALL SELECT t.i, sum(d.df), 0 FROM unnest($2::text[]) WITH ORDINALITY AS "
+               "t(l, i) JOIN mnemo_memory_terms d ON d.tenant = $1 AND d.lexeme = t.l GROUP BY "
+               "t.i",
                2, p, &r);
     bm25_hits *h = k->hits;
     int64_t ldf[MAX_QTOKS] = {0};

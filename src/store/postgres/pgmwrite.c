@@ -14,6 +14,7 @@
 
 #include "engine/memory.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgschema.h"
 
 #define EXPORT_PAGE "500" /* rows per export query */
 
@@ -21,54 +22,27 @@
  * Add
  * -------------------------------------------------------------------- */
 
-#define INSERT_SQL                                                                             \
-    "INSERT INTO mnemo_memories(tenant, id, text, text_fold, hash, category, importance, "     \
-    "type, subject, user_id, agent_id, run_id, metadata, metadata_fold, triggers, "          \
-    "created_at, updated_at, expires_at, confirmations, last_confirmed_at, deleted_at, lang, " \
-    "ntok, tsv) VALUES ($1, $2, $3, $4, $5, $6, $7::float8, $8, $9, $10, $11, $12, "          \
-    "$13::jsonb, $14::jsonb, $15, $16::float8, $17::float8, $18::float8, $19::bigint, "       \
-    "$20::float8, $21::float8, $22, $23::int, $24::tsvector) ON CONFLICT DO NOTHING "          \
-    "RETURNING id"
+#define MEM_COLUMNS                                                                            \
+    "tenant, id, text, text_fold, hash, category, importance, type, subject, user_id, "       \
+    "agent_id, run_id, metadata, metadata_fold, triggers, created_at, updated_at, expires_at, " \
+    "confirmations, last_confirmed_at, deleted_at, lang, ntok, tsv"
 
-/* Inserts row R (hash HASH, derived D); *INSERTED 0 when a memory with its
- * id, or a live one with its text in its scope, is there already. Deleted
- * memories are kept out of keyword search (empty tsvector). */
-static int insert(mnemo *m, const mem_row *r, const char *hash, derived *d, int *inserted)
-{
-    char t[9][32];
-    char conf[32];
-    snprintf(conf, sizeof conf, "%lld", r->confirmations);
-    int live = isnan(r->deleted);
-    const char *p[24] = {pgconn_tenant(m),
-                         r->id,
-                         r->text,
-                         d->text_fold,
-                         hash,
-                         r->category,
-                         pm_fmt_num(r->importance, t[0]),
-                         r->type,
-                         r->subject,
-                         r->user,
-                         r->agent,
-                         r->run,
-                         r->metadata,
-                         d->meta_fold,
-                         r->triggers,
-                         pm_fmt_num(r->created, t[1]),
-                         pm_fmt_num(r->updated, t[2]),
-                         pm_fmt_num(r->expires, t[3]),
-                         conf,
-                         pm_fmt_num(r->confirmed, t[4]),
-                         pm_fmt_num(r->deleted, t[5]),
-                         pm_state(m) ? pm_state(m)->lang : "",
-                         live ? d->ntok : "0",
-                         live ? d->tsv.data : ""};
-    pg_rows *res = NULL;
-    int rc = pm_q(m, "storing a memory", INSERT_SQL, 24, p, &res);
-    *inserted = !rc && pg_nrows(res) == 1;
-    pg_rows_free(res);
-    return rc;
-}
+/* An add in one statement (its own transaction): the row ($1..$24, in
+ * MEM_COLUMNS' order), the statistics (slot $25) and the ADD entry of its
+ * history (at $26). It returns the new memory (first column 1); or, when
+ * the text is in the scope already and was committed before the statement
+ * began, that memory (0); or nothing, when it was committed meanwhile (or
+ * the id was taken). */
+#define ADD_SQL                                                                                \
+    "WITH ins AS (INSERT INTO mnemo_memories(" MEM_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, " \
+    "$7::float8, $8, $9, $10, $11, $12, $13::jsonb, $14::jsonb, $15, $16::float8, "          \
+    "$17::float8, $18::float8, $19::bigint, $20::float8, $21::float8, $22, $23::int, "        \
+    "$24::tsvector) ON CONFLICT DO NOTHING RETURNING *), " PM_STATS_CTES("ins", "$25::int", "") \
+    ", hi AS (INSERT INTO mnemo_memory_history(tenant, memory_id, event, new_text, at) "     \
+    "SELECT $1, ins.id, 'ADD', ins.text, $26::float8 FROM ins) "                              \
+    "SELECT 1, " COLS " FROM ins m UNION ALL SELECT 0, " COLS " FROM mnemo_memories m "       \
+    "WHERE m.tenant = $1 AND m.hash = $5 AND m.user_id = $10 AND m.agent_id = $11 AND "       \
+    "m.run_id = $12 AND m.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ins)"
 
 /* The live memory with this text in this scope: its id into ID ("" for
  * none). */
@@ -92,28 +66,63 @@ typedef struct add_ctx {
     mem_fields *f;
     derived *d;
     double now;
+    char slot[16];
     char id[64];
     int dup;
+    pg_rows *row; /* the memory (COLS from column 1), when the statement returned it */
 } add_ctx;
 
 static int add_tx(mnemo *m, void *ud)
 {
     add_ctx *a = ud;
     a->dup = 0;
+    pg_rows_free(a->row);
+    a->row = NULL;
     for (int tries = 0; tries < 3; tries++) {
         mem_row r;
         mem_uuid(a->id);
         mem_fields_row(m, a->f, a->id, a->now, &r);
-        int inserted = 0;
-        int rc = insert(m, &r, a->f->hash, a->d, &inserted);
+        char t[10][32], conf[32];
+        snprintf(conf, sizeof conf, "%lld", r.confirmations);
+        const char *p[26] = {pgconn_tenant(m),
+                             r.id,
+                             r.text,
+                             a->d->text_fold,
+                             a->f->hash,
+                             r.category,
+                             pm_fmt_num(r.importance, t[0]),
+                             r.type,
+                             r.subject,
+                             r.user,
+                             r.agent,
+                             r.run,
+                             r.metadata,
+                             a->d->meta_fold,
+                             r.triggers,
+                             pm_fmt_num(r.created, t[1]),
+                             pm_fmt_num(r.updated, t[2]),
+                             pm_fmt_num(r.expires, t[3]),
+                             conf,
+                             pm_fmt_num(r.confirmed, t[4]),
+                             NULL,
+                             pm_state(m) ? pm_state(m)->lang : "",
+                             a->d->ntok,
+                             a->d->tsv.data,
+                             a->slot,
+                             pm_fmt_num(a->now, t[5])};
+        pg_rows *res = NULL;
+        int rc = pm_qp(m, "storing a memory", ADD_SQL, 26, p, &res);
         if (rc)
             return rc;
-        if (inserted && !(rc = pm_stats_one(m, a->id, 1)))
-            rc = pm_history(m, a->id, "ADD", NULL, a->f->text, a->now, NULL);
-        if (rc || inserted)
-            return rc;
-        /* Not inserted: the text is there (committed meanwhile, perhaps by
-         * another process); that memory is the answer. */
+        if (pg_nrows(res) == 1) {
+            a->dup = strcmp(pg_value(res, 0, 0), "1") != 0;
+            snprintf(a->id, sizeof a->id, "%s", pg_value(res, 0, 1));
+            a->row = res;
+            return MNEMO_OK;
+        }
+        pg_rows_free(res);
+        /* Not inserted, no duplicate seen: the text was committed meanwhile
+         * (by another process), or the id is taken. */
         if ((rc = find_duplicate(m, a->f->hash, r.user, r.agent, r.run, a->id)))
             return rc;
         if (a->id[0]) {
@@ -136,17 +145,26 @@ int pgmem_add(mnemo *m, const char *record, char **out)
     derived d;
     memset(&d, 0, sizeof d);
     rc = pm_derive(m, f.text, f.metadata ? f.metadata : "{}", &d);
-    add_ctx a = {&f, &d, mem_now(), "", 0};
+    add_ctx a = {&f, &d, mem_now(), "", "", 0, NULL};
+    int slot = 0;
     if (!rc)
-        rc = pm_in_tx(m, "BEGIN", add_tx, &a);
+        rc = pgschema_slot(m, &slot);
+    snprintf(a.slot, sizeof a.slot, "%d", slot);
+    if (!rc)
+        rc = pm_in_tx(m, NULL, add_tx, &a);
     if (!rc && !a.dup)
         pm_embed_one(m, a.id, f.text);
     json_t *j = NULL;
-    if (!rc && !(rc = pm_load(m, a.id, 0, &j))) {
+    if (!rc && a.row && !(j = pm_row_json(a.row, 0, 1)))
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    else if (!rc && !a.row)
+        rc = pm_load(m, a.id, 0, &j);
+    if (!rc) {
         if (a.dup)
             json_object_set_new(j, "duplicate", json_true());
         rc = mem_dump(j, out);
     }
+    pg_rows_free(a.row);
     pm_derived_cleanup(&d);
     mem_fields_cleanup(&f);
     json_decref(o);
@@ -373,6 +391,9 @@ static int purge_tx(mnemo *m, void *ud)
     if (!rc)
         rc = pm_q(m, "purging memories",
                "DELETE FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p, NULL);
+    /* Maintenance: the writers' counters folded together. */
+    if (!rc)
+        rc = pm_stats_fold(m);
     return rc;
 }
 
@@ -447,61 +468,159 @@ int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     return rc;
 }
 
+/* Imported memories go in batches of at most IMPORT_ROWS rows or about
+ * IMPORT_BYTES of text, each batch one statement (IMPORT_SQL): the rows
+ * ($2, JSON), their history entries ($3), the statistics (slot $4). A row
+ * is skipped when its id is there, or (live) its text in its scope; the
+ * history of the rows inserted follows them. A batch never holds one id
+ * twice, so the history joins its row by id. */
+#define IMPORT_ROWS 1000
+#define IMPORT_BYTES (8u << 20)
+
+#define IMPORT_SQL                                                                             \
+    "WITH ins AS (INSERT INTO mnemo_memories(" MEM_COLUMNS ") SELECT $1, x.id, x.text, "      \
+    "x.text_fold, x.hash, x.category, x.importance::float8, x.type, x.subject, x.user_id, "   \
+    "x.agent_id, x.run_id, x.metadata::jsonb, x.metadata_fold::jsonb, x.triggers, "           \
+    "x.created_at::float8, x.updated_at::float8, x.expires_at::float8, "                      \
+    "x.confirmations::bigint, x.last_confirmed_at::float8, x.deleted_at::float8, x.lang, "    \
+    "x.ntok::int, x.tsv::tsvector FROM json_to_recordset($2::json) AS x(o int, id text, "     \
+    "text text, text_fold text, hash text, category text, importance text, type text, "       \
+    "subject text, user_id text, agent_id text, run_id text, metadata text, "                 \
+    "metadata_fold text, triggers text, created_at text, updated_at text, expires_at text, "  \
+    "confirmations text, last_confirmed_at text, deleted_at text, lang text, ntok text, "     \
+    "tsv text) ORDER BY x.o ON CONFLICT DO NOTHING RETURNING id, tsv, ntok, deleted_at), "   \
+    PM_STATS_CTES("ins", "$4::int", "")                                                        \
+    ", hi AS (INSERT INTO mnemo_memory_history(tenant, memory_id, event, old_text, new_text, " \
+    "at, detail) SELECT $1, h.memory_id, h.event, h.old_text, h.new_text, h.at::float8, "     \
+    "h.detail FROM json_to_recordset($3::json) AS h(o int, memory_id text, event text, "      \
+    "old_text text, new_text text, at text, detail text) WHERE h.memory_id IN (SELECT id "    \
+    "FROM ins) ORDER BY h.o) SELECT id FROM ins"
+
 typedef struct import_ctx {
     const char *jsonl;
     size_t len;
     size_t nin, nskip;
-    char **ids; /* those inserted, counted into the statistics at the end */
-    size_t nids, cap;
+    char slot[16];
+    json_t *rows, *hist, *ids; /* the batch: its rows, their history, its ids */
+    size_t bytes;
+    const char *id; /* the row whose history is being read */
+    int nomem;
 } import_ctx;
 
-static void import_ids_free(import_ctx *ic)
+static json_t *jstr(const char *s) { return s ? json_string(s) : json_null(); }
+
+static void import_reset(import_ctx *ic)
 {
-    for (size_t i = 0; i < ic->nids; i++)
-        free(ic->ids[i]);
-    free(ic->ids);
-    ic->ids = NULL;
-    ic->nids = ic->cap = 0;
+    json_decref(ic->rows);
+    json_decref(ic->hist);
+    json_decref(ic->ids);
+    ic->rows = json_array();
+    ic->hist = json_array();
+    ic->ids = json_object();
+    ic->bytes = 0;
+}
+
+/* Sends the batch; *INSERTED (when given) tells whether the row WANT went in. */
+static int import_flush(mnemo *m, import_ctx *ic, const char *want, int *inserted)
+{
+    size_t n = json_array_size(ic->rows);
+    if (!n)
+        return MNEMO_OK;
+    char *rows = json_dumps(ic->rows, JSON_COMPACT);
+    char *hist = json_dumps(ic->hist, JSON_COMPACT);
+    const char *p[4] = {pgconn_tenant(m), rows, hist, ic->slot};
+    pg_rows *r = NULL;
+    int rc = rows && hist ? pm_qp(m, "importing memories", IMPORT_SQL, 4, p, &r)
+                          : core_error(m, MNEMO_NOMEM, "out of memory");
+    size_t in = pg_nrows(r);
+    if (!rc) {
+        ic->nin += in;
+        ic->nskip += n - in;
+    }
+    for (size_t i = 0; !rc && want && i < in; i++)
+        if (!strcmp(pg_value(r, i, 0), want))
+            *inserted = 1;
+    pg_rows_free(r);
+    free(rows);
+    free(hist);
+    import_reset(ic);
+    return rc;
 }
 
 static int import_history_fn(mnemo *m, void *ud, const char *event, const char *old_text,
                              const char *new_text, double at, const char *detail)
 {
-    return pm_history(m, ud, event, old_text, new_text, at, detail);
+    (void)m;
+    import_ctx *ic = ud;
+    char t[32];
+    json_t *h = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "o",
+                          (json_int_t)json_array_size(ic->hist), "memory_id", jstr(ic->id),
+                          "event", jstr(event), "old_text", jstr(old_text), "new_text",
+                          jstr(new_text), "at", jstr(pm_fmt_num(at, t)), "detail", jstr(detail));
+    if (!h || json_array_append_new(ic->hist, h))
+        ic->nomem = 1;
+    return ic->nomem ? MNEMO_NOMEM : MNEMO_OK;
 }
 
 static int import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line)
 {
     import_ctx *ic = ud;
+    int rc = MNEMO_OK;
+    /* One id once per batch: a second one waits for the next. */
+    if (json_object_get(ic->ids, f->id) && (rc = import_flush(m, ic, NULL, NULL)))
+        return rc;
     mem_row r;
     mem_fields_row(m, f, f->id, mem_now(), &r);
     derived d;
-    int rc = pm_derive(m, r.text, r.metadata, &d);
-    int inserted = 0;
-    /* Skipped when its id is there, or (live) its text in its scope. */
-    if (!rc)
-        rc = insert(m, &r, f->hash, &d, &inserted);
+    if ((rc = pm_derive(m, r.text, r.metadata, &d))) {
+        pm_derived_cleanup(&d);
+        return rc;
+    }
+    int live = isnan(r.deleted);
+    char t[6][32], conf[32];
+    snprintf(conf, sizeof conf, "%lld", r.confirmations);
+    json_t *row = json_pack(
+        "{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
+        "s:o,s:o,s:o}",
+        "o", (json_int_t)json_array_size(ic->rows), "id", jstr(r.id), "text", jstr(r.text),
+        "text_fold", jstr(d.text_fold), "hash", jstr(f->hash), "category", jstr(r.category),
+        "importance", jstr(pm_fmt_num(r.importance, t[0])), "type", jstr(r.type), "subject",
+        jstr(r.subject), "user_id", jstr(r.user), "agent_id", jstr(r.agent), "run_id",
+        jstr(r.run), "metadata", jstr(r.metadata), "metadata_fold", jstr(d.meta_fold),
+        "triggers", jstr(r.triggers), "created_at", jstr(pm_fmt_num(r.created, t[1])),
+        "updated_at", jstr(pm_fmt_num(r.updated, t[2])), "expires_at",
+        jstr(pm_fmt_num(r.expires, t[3])), "confirmations", jstr(conf), "last_confirmed_at",
+        jstr(pm_fmt_num(r.confirmed, t[4])), "deleted_at", jstr(pm_fmt_num(r.deleted, t[5])),
+        "lang", jstr(pm_state(m) ? pm_state(m)->lang : ""), "ntok", jstr(live ? d.ntok : "0"),
+        "tsv", jstr(live ? d.tsv.data : ""));
+    ic->bytes += strlen(r.text) * 2 + d.tsv.len + strlen(r.metadata) * 2 + 512;
     pm_derived_cleanup(&d);
-    if (!rc && inserted)
-        rc = mem_import_history(m, json_object_get(o, "history"), line, import_history_fn,
-                                (void *)f->id);
-    if (!rc && inserted) {
-        if (ic->nids == ic->cap) {
-            size_t cap = ic->cap ? ic->cap * 2 : 256;
-            char **v = realloc(ic->ids, cap * sizeof *v);
-            if (!v)
-                return core_error(m, MNEMO_NOMEM, "out of memory");
-            ic->ids = v;
-            ic->cap = cap;
-        }
-        if (!(ic->ids[ic->nids] = strdup(f->id)))
-            return core_error(m, MNEMO_NOMEM, "out of memory");
-        ic->nids++;
+    if (!row || json_array_append_new(ic->rows, row) ||
+        json_object_set_new(ic->ids, f->id, json_true()))
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    /* Its history, read now; a bad entry matters only if the row goes in
+     * (as when rows went in one at a time), which the batch, sent at once,
+     * tells. */
+    size_t nh = json_array_size(ic->hist);
+    ic->id = f->id;
+    rc = mem_import_history(m, json_object_get(o, "history"), line, import_history_fn, ic);
+    if (ic->nomem)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    if (rc) {
+        while (json_array_size(ic->hist) > nh)
+            json_array_remove(ic->hist, json_array_size(ic->hist) - 1);
+        buf keep;
+        buf_init(&keep, 0);
+        buf_puts(&keep, m->err.data ? m->err.data : "");
+        int bad = rc, inserted = 0;
+        core_clear(m);
+        if (!(rc = import_flush(m, ic, f->id, &inserted)) && inserted)
+            rc = core_error(m, bad, "%s", keep.data ? keep.data : "import failed");
+        buf_cleanup(&keep);
+        return rc;
     }
-    if (!rc) {
-        ic->nin += inserted;
-        ic->nskip += !inserted;
-    }
+    if (json_array_size(ic->rows) >= IMPORT_ROWS || ic->bytes >= IMPORT_BYTES)
+        rc = import_flush(m, ic, NULL, NULL);
     return rc;
 }
 
@@ -509,21 +628,26 @@ static int import_tx(mnemo *m, void *ud)
 {
     import_ctx *ic = ud;
     ic->nin = ic->nskip = 0;
-    import_ids_free(ic);
+    import_reset(ic);
     int rc = mem_import_each(m, ic->jsonl, ic->len, import_line, ic);
-    /* One pass over the new memories rather than one per memory. */
-    if (!rc && ic->nids)
-        rc = pm_stats_apply(m, (const char *const *)ic->ids, ic->nids, 1);
+    if (!rc)
+        rc = import_flush(m, ic, NULL, NULL);
     return rc;
 }
 
 int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size_t *skipped)
 {
     core_clear(m);
-    import_ctx ic = {jsonl, len, 0, 0, NULL, 0, 0};
+    import_ctx ic = {jsonl, len, 0, 0, "", NULL, NULL, NULL, 0, NULL, 0};
+    int slot = 0;
+    int rc = pgschema_slot(m, &slot);
+    snprintf(ic.slot, sizeof ic.slot, "%d", slot);
     /* All or nothing: one transaction. */
-    int rc = pm_in_tx(m, "BEGIN", import_tx, &ic);
-    import_ids_free(&ic);
+    if (!rc)
+        rc = pm_in_tx(m, "BEGIN", import_tx, &ic);
+    json_decref(ic.rows);
+    json_decref(ic.hist);
+    json_decref(ic.ids);
     if (!rc && ic.nin) {
         vecsetup vs;
         if (pm_vec_setup(m, &vs))
@@ -535,4 +659,3 @@ int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size
         *skipped = rc ? 0 : ic.nskip;
     return rc;
 }
-

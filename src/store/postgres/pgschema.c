@@ -16,6 +16,8 @@
 #define QUERY_TIMEOUT_MS 60000
 #define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
 #define MAX_VEC_TABLES 8
+#define SLOT_LOCK "7170532" /* pg_try_advisory_lock(class, slot) of the writers' slots */
+#define WRITER_SLOTS "64"
 
 /* One server's connection and what is known on it: the primary's
  * (m->pg->conn) or a replica's (pgroute.c). */
@@ -27,10 +29,12 @@ struct pgstate {
     char vec_why[512];
     char vec_tables[MAX_VEC_TABLES][64]; /* created or seen on this connection */
     int nvec;
+    int slot; /* pgschema_slot's, 0 until claimed */
 };
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
-    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6};
+    NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6,
+    pgmem_ddl7};
 
 static int fail(mnemo *m, int rc, const char *what, buf *err)
 {
@@ -39,13 +43,14 @@ static int fail(mnemo *m, int rc, const char *what, buf *err)
     return rc;
 }
 
-static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
-             const char *const *params, pg_rows **out)
+static int q_as(mnemo *m, pg_conn *c, int prepared, const char *what, const char *sql, int n,
+                const char *const *params, pg_rows **out)
 {
     pg_rows *r = NULL;
     buf err;
     buf_init(&err, 0);
-    int rc = pg_query(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err);
+    int rc = prepared ? pg_query_prepared(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err)
+                      : pg_query(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err);
     if (rc) {
         rc = fail(m, rc, what, &err);
         buf_cleanup(&err);
@@ -57,6 +62,12 @@ static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
     else
         pg_rows_free(r);
     return MNEMO_OK;
+}
+
+static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
+             const char *const *params, pg_rows **out)
+{
+    return q_as(m, c, 0, what, sql, n, params, out);
 }
 
 /* The schema version recorded, 0 for a database mnemo never used. */
@@ -320,6 +331,35 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     return MNEMO_OK;
 }
 
+int pgschema_slot(mnemo *m, int *slot)
+{
+    pg_conn *c;
+    *slot = 0;
+    int rc = pgschema_primary(m, &c); /* writes go to the primary */
+    if (rc)
+        return rc;
+    struct pgstate *s = m->pg->conn;
+    if (!s->slot) {
+        /* The first free slot (a session lock, released when the connection
+         * ends), else one shared by the process id. */
+        pg_rows *r = NULL;
+        rc = q(m, c, "writer slot",
+               "SELECT coalesce((SELECT s FROM generate_series(1, " WRITER_SLOTS ") s WHERE "
+               "pg_try_advisory_lock(" SLOT_LOCK ", s) LIMIT 1), 1 + pg_backend_pid() % "
+               WRITER_SLOTS ")",
+               0, NULL, &r);
+        if (!rc)
+            s->slot = (int)strtol(pg_value(r, 0, 0), NULL, 10);
+        pg_rows_free(r);
+        if (!rc && s->slot <= 0)
+            rc = core_error(m, MNEMO_DB, "PostgreSQL writer slot: no answer");
+        if (rc)
+            return rc;
+    }
+    *slot = s->slot;
+    return MNEMO_OK;
+}
+
 int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
                pg_rows **out)
 {
@@ -374,6 +414,16 @@ void pgschema_state_free(struct pgstate *s)
         return;
     pg_close(s->c);
     free(s);
+}
+
+int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                pg_rows **out)
+{
+    pg_conn *c;
+    if (out)
+        *out = NULL;
+    int rc = pgschema_conn(m, &c);
+    return rc ? rc : q_as(m, c, 1, what, sql, n, params, out);
 }
 
 void pgschema_close(mnemo *m)

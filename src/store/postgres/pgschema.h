@@ -21,6 +21,8 @@
  *      mark and the dead chunks and the live generation of
  *      each tenant's files and chunks (pgstore.c: pgstore_ddl6); the index
  *      is filled by the next sync
+ *   7  the memories' statistics in slots, one per concurrent writer, summed
+ *      when read (pgmem.c: pgmem_ddl7)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -33,7 +35,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 6
+#define PGSCHEMA_VERSION 7
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -42,6 +44,7 @@ extern const char *const pgmem_ddl4[];
 extern const char *const pgstore_ddl3[];
 extern const char *const pgstore_ddl5[];
 extern const char *const pgstore_ddl6[];
+extern const char *const pgmem_ddl7[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors
@@ -60,6 +63,15 @@ int pgschema_vectors(mnemo *m, const char **why);
  * (mnemo_<kind>_vec_<dims>). Requires pgschema_vectors. Runs its own
  * transaction: call it outside one. */
 int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size);
+
+/* The writer slot of the connection, 1..64: the first one no other
+ * connection holds, claimed with a session advisory lock on first use and
+ * kept while the connection lives (a new connection claims again); when
+ * all are taken, one chosen by the server process id. Rows that writers
+ * update in every transaction (counters) are kept per slot, so that
+ * concurrent writers do not wait for each other's row locks; sharing a
+ * slot costs only that wait. */
+int pgschema_slot(mnemo *m, int *slot);
 
 /* Runs SQL with text parameters on the handle's connection with the
  * default deadline; on failure records "WHAT: <server message>" on the
@@ -85,6 +97,10 @@ int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *e
 int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err);
 pg_conn *pgschema_state_conn(const struct pgstate *s);
 void pgschema_state_free(struct pgstate *s);
+/* pgschema_q for a statement run often (pg_query_prepared: SQL stays at
+ * its address while the handle lives). */
+int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                pg_rows **out);
 
 /* Frees the connection state kept on the handle. Accepts a handle without. */
 void pgschema_close(mnemo *m);
