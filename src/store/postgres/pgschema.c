@@ -16,7 +16,9 @@
 #define QUERY_TIMEOUT_MS 60000
 #define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
 #define MAX_VEC_TABLES 8
-#define SLOT_LOCK "7170532" /* pg_try_advisory_lock(class, slot) of the writers' slots */
+/* pg_try_advisory_lock(class, slot) of the writers' slots; not the class of
+ * the syncs' locks (SYNC_LOCK, 7170532), whose second key is a hash. */
+#define SLOT_LOCK "7170533"
 #define WRITER_SLOTS "64"
 
 /* One server's connection and what is known on it: the primary's
