@@ -787,31 +787,32 @@ static int64_t *s_mark(pgsearch *s)
 static int read_snapshot(pgsearch *s, const pgquery *pq, const char *source, int64_t mark,
                          pg_rows **out)
 {
+#define SNAPSHOT                                                                                  \
+    "SELECT 0 AS k, p.source, p.lexeme, p.gen, p.data::text FROM mnemo_postings p "              \
+    "WHERE p.tenant = $1 AND p.lexeme = ANY ($2::text[]) AND ($3 = '' OR p.source = "            \
+    "$3) AND p.gen <= $5::bigint "                                                                \
+    "UNION ALL SELECT 1, NULL, NULL, d.id, NULL FROM mnemo_post_dead d WHERE "                   \
+    "d.tenant = $1 "                                                                              \
+    "UNION ALL SELECT 2, NULL, NULL, c.id, c.ntok || ' ' || ts_filter(setweight(c.tsv, "         \
+    "'A', $2::text[]), '{a}')::text FROM (SELECT id, ntok, source, tsv FROM "                    \
+    "mnemo_chunks WHERE tenant = $1 AND id > $5::bigint OFFSET 0) c WHERE c.tsv @@ "            \
+    "$4::tsquery AND ($3 = '' OR c.source = $3) "                                                 \
+    "UNION ALL SELECT 3, NULL, c.nchunks::text, coalesce(s.merged, -1), CASE WHEN "              \
+    "c.nchunks > 0 AND c.ntokens > 0 THEN (c.ntokens::float8 / c.nchunks)::text ELSE "           \
+    "'1' END FROM mnemo_corpus c LEFT JOIN mnemo_post_state s ON s.tenant = c.tenant "           \
+    "WHERE c.tenant = $1 "
+    /* With excluded phrases: the rows they remove (as SQLite counts them). */
+    static const char plain[] = SNAPSHOT "ORDER BY 1, 2, 3, 4";
+    static const char neg[] = SNAPSHOT
+        "UNION ALL SELECT 4, NULL, NULL, c.id, NULL FROM mnemo_chunks c WHERE "
+        "c.tenant = $1 AND c.tsv @@ $6::tsquery AND ($3 = '' OR c.source = $3) "
+        "ORDER BY 1, 2, 3, 4";
+#undef SNAPSHOT
     char w[32];
     snprintf(w, sizeof w, "%lld", (long long)mark);
     const char *prm[6] = {s->tenant, pq->lexs.data, source, pq->tsq.data, w, pq->neg.data};
-    int neg = pq->neg.len > 0;
-    char sql[2048];
-    snprintf(sql, sizeof sql, "%s%s%s",
-             "SELECT 0 AS k, p.source, p.lexeme, p.gen, p.data::text FROM mnemo_postings p "
-             "WHERE p.tenant = $1 AND p.lexeme = ANY ($2::text[]) AND ($3 = '' OR p.source = "
-             "$3) AND p.gen <= $5::bigint "
-             "UNION ALL SELECT 1, NULL, NULL, d.id, NULL FROM mnemo_post_dead d WHERE "
-             "d.tenant = $1 "
-             "UNION ALL SELECT 2, NULL, NULL, c.id, c.ntok || ' ' || ts_filter(setweight(c.tsv, "
-             "'A', $2::text[]), '{a}')::text FROM (SELECT id, ntok, source, tsv FROM "
-             "mnemo_chunks WHERE tenant = $1 AND id > $5::bigint OFFSET 0) c WHERE c.tsv @@ "
-             "$4::tsquery AND ($3 = '' OR c.source = $3) "
-             "UNION ALL SELECT 3, NULL, c.nchunks::text, coalesce(s.merged, -1), CASE WHEN "
-             "c.nchunks > 0 AND c.ntokens > 0 THEN (c.ntokens::float8 / c.nchunks)::text ELSE "
-             "'1' END FROM mnemo_corpus c LEFT JOIN mnemo_post_state s ON s.tenant = c.tenant "
-             "WHERE c.tenant = $1 ",
-             /* The rows an excluded phrase removes (as SQLite counts them). */
-             neg ? "UNION ALL SELECT 4, NULL, NULL, c.id, NULL FROM mnemo_chunks c WHERE "
-                   "c.tenant = $1 AND c.tsv @@ $6::tsquery AND ($3 = '' OR c.source = $3) "
-                 : "",
-             "ORDER BY 1, 2, 3, 4");
-    return ps_q(s->m, "search", sql, neg ? 6 : 5, prm, out);
+    int with_neg = pq->neg.len > 0;
+    return ps_qp(s->m, "search", with_neg ? neg : plain, with_neg ? 6 : 5, prm, out);
 }
 
 /* Drops the postings of V[0..*N) whose ids are in the sorted OUT[0..NOUT). */

@@ -391,7 +391,7 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
     int rc;
     if (qy->filename[0]) {
         const char *p[3] = {s->tenant, qy->filename, source};
-        rc = ps_q(s->m, "search",
+        rc = ps_qp(s->m, "search",
                "SELECT x.id, x.tier, c.id, c.seq FROM (SELECT id, CASE WHEN path_lc = $2 "
                "THEN 3 WHEN name_lc = $2 THEN 2 ELSE 1 END AS tier FROM mnemo_files "
                "WHERE tenant = $1 AND status = 0 AND (path_lc = $2 OR name_lc = $2 OR "
@@ -415,7 +415,7 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
     char lim[32];
     snprintf(lim, sizeof lim, "%d", PATH_ROWS_MAX);
     const char *p[5] = {s->tenant, pq->tsq.data, pq->ptsq.data, source, lim};
-    rc = ps_q(s->m, "search",
+    rc = ps_qp(s->m, "search",
            "SELECT f.id, f.hits, c.id, c.seq FROM (SELECT id, (SELECT count(*) FROM "
            "unnest($3::tsquery[]) x WHERE path_tsv @@ x) AS hits FROM mnemo_files "
            "WHERE tenant = $1 AND status = 0 AND path_tsv @@ $2::tsquery AND "
@@ -479,33 +479,34 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
 #define FILE_OF                                                                                   \
     "CROSS JOIN LATERAL (SELECT f.path, f.source, f.mtime_ns, f.time FROM mnemo_files f WHERE "   \
     "f.tenant = c.tenant AND f.id = c.file_id OFFSET 0) f "
-    if (kind == 'f') {
-        if (s->vec)
-            snprintf(sql, sizeof sql,
-                     "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, "
-                     "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c " FILE_OF
-                     "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
-                     "v.model = $3 AND c.id = ANY ($5::bigint[]) WHERE c.tenant = $1 AND "
-                     "c.id = ANY ($2::bigint[])",
-                     s->table);
-        else
-            snprintf(sql, sizeof sql,
-                     "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, NULL "
-                     "FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
-                     "($2::bigint[]) AND $3 = $3 AND $4 = $4 AND $5 = $5");
-    } else {
-        /* With the next chunk of the file when it shares lines with this one. */
+    /* Prepared, but for the vector join (its table's name is in the SQL). */
+    static const char factors[] =
+        "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, NULL "
+        "FROM mnemo_chunks c " FILE_OF "WHERE c.tenant = $1 AND c.id = ANY "
+        "($2::bigint[]) AND $3 = $3 AND $4 = $4 AND $5 = $5";
+    /* With the next chunk of the file when it shares lines with this one. */
+    static const char rows[] =
+        "SELECT c.id, c.text, c.start_line, f.path, encode(c.line_map, 'hex'), "
+        "f.source, n.text, n.start_line FROM mnemo_chunks c " FILE_OF
+        "LEFT JOIN mnemo_chunks n ON n.tenant = c.tenant AND n.file_id = c.file_id "
+        "AND n.seq = c.seq + 1 AND n.start_line <= c.end_line "
+        "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) AND $3 = $3 AND $4 = $4 AND "
+        "$5 = $5";
+    const char *q = kind == 'f' ? factors : rows;
+    if (kind == 'f' && s->vec) {
         snprintf(sql, sizeof sql,
-                 "SELECT c.id, c.text, c.start_line, f.path, encode(c.line_map, 'hex'), "
-                 "f.source, n.text, n.start_line FROM mnemo_chunks c " FILE_OF
-                 "LEFT JOIN mnemo_chunks n ON n.tenant = c.tenant AND n.file_id = c.file_id "
-                 "AND n.seq = c.seq + 1 AND n.start_line <= c.end_line "
-                 "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) AND $3 = $3 AND $4 = $4 AND "
-                 "$5 = $5");
+                 "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, "
+                 "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c " FILE_OF
+                 "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
+                 "v.model = $3 AND c.id = ANY ($5::bigint[]) WHERE c.tenant = $1 AND "
+                 "c.id = ANY ($2::bigint[])",
+                 s->table);
+        q = sql;
     }
 #undef FILE_OF
     rc = buf_err(&idl) || buf_err(&cosl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
-                                         : ps_q(s->m, "search", sql, 5, p, &r);
+         : q == sql                      ? ps_q(s->m, "search", sql, 5, p, &r)
+                                         : ps_qp(s->m, "search", q, 5, p, &r);
     buf_cleanup(&idl);
     buf_cleanup(&cosl);
     if (rc)

@@ -185,8 +185,8 @@ const char *ps_live(mnemo *m, const char *tenant)
     }
     const char *p[1] = {tenant};
     pg_rows *r = NULL;
-    if (ps_q(m, "reading the index",
-             "SELECT coalesce((SELECT live FROM mnemo_live WHERE tenant = $1), $1)", 1, p, &r))
+    if (ps_qp(m, "reading the index",
+              "SELECT coalesce((SELECT live FROM mnemo_live WHERE tenant = $1), $1)", 1, p, &r))
         return NULL;
     free(s->live);
     s->live = strdup(pg_value(r, 0, 0));
@@ -366,6 +366,12 @@ int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *
          pg_rows **out)
 {
     return pgschema_q(m, what, sql, n, params, out);
+}
+
+int ps_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+          pg_rows **out)
+{
+    return pgschema_qp(m, what, sql, n, params, out);
 }
 
 long long ps_ll(const pg_rows *r, size_t row, int col)
