@@ -398,20 +398,32 @@ static void launch(pg_server *s)
     wait_ready(s, log);
 }
 
+/* A cluster copied from TMPL into a fresh folder (with the replication
+ * entry in pg_hba when REPLICATION), started on a free port. */
+static void start_copy(pg_server *s, const char *tmpl, int native, int replication)
+{
+    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
+    if (!mkdtemp(s->dir))
+        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    if (sh("cp -a '%s' '%s/data'", tmpl, s->dir) != 0 ||
+        (replication && sh("printf 'host replication all 127.0.0.1/32 scram-sha-256\\n' >> "
+                           "'%s/data/pg_hba.conf'",
+                           s->dir) != 0))
+        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
+    if (getuid() == 0)
+        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
+    s->native = native;
+    s->replication = replication;
+    s->port = pg_free_port();
+    launch(s);
+}
+
 void pg_debian_start(pg_server *s)
 {
     memset(s, 0, sizeof *s);
     char tmpl[600];
     make_template(tmpl, sizeof tmpl);
-    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
-    if (!mkdtemp(s->dir))
-        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
-    if (sh("cp -a '%s' '%s/data'", tmpl, s->dir) != 0)
-        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
-    if (getuid() == 0)
-        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
-    s->port = pg_free_port();
-    launch(s);
+    start_copy(s, tmpl, 0, 0);
 }
 
 void pg_native_start(pg_server *s)
@@ -419,16 +431,7 @@ void pg_native_start(pg_server *s)
     memset(s, 0, sizeof *s);
     char tmpl[600];
     make_template_in(native_bin(), "pg-template-native", tmpl, sizeof tmpl);
-    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
-    if (!mkdtemp(s->dir))
-        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
-    if (sh("cp -a '%s' '%s/data'", tmpl, s->dir) != 0)
-        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
-    if (getuid() == 0)
-        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
-    s->native = 1;
-    s->port = pg_free_port();
-    launch(s);
+    start_copy(s, tmpl, 1, 0);
 }
 
 void pg_debian_start_primary(pg_server *s)
@@ -436,18 +439,7 @@ void pg_debian_start_primary(pg_server *s)
     memset(s, 0, sizeof *s);
     char tmpl[600];
     make_template(tmpl, sizeof tmpl);
-    snprintf(s->dir, sizeof s->dir, "/tmp/mnemo-pg-XXXXXX");
-    if (!mkdtemp(s->dir))
-        test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
-    if (sh("cp -a '%s' '%s/data' && printf 'host replication all 127.0.0.1/32 "
-           "scram-sha-256\n' >> '%s/data/pg_hba.conf'",
-           tmpl, s->dir, s->dir) != 0)
-        test_fail(__FILE__, __LINE__, "cannot copy the template cluster %s", tmpl);
-    if (getuid() == 0)
-        sh("chown -R %d:%d '%s'", NOBODY, NOBODY, s->dir);
-    s->replication = 1;
-    s->port = pg_free_port();
-    launch(s);
+    start_copy(s, tmpl, 0, 1);
 }
 
 void pg_debian_start_standby(pg_server *s, const pg_server *primary)
