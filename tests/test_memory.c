@@ -6,6 +6,7 @@
  * export and import, the skill, and survival across index rebuilds.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,6 +490,60 @@ TEST(memory_hybrid_keeps_keyword_only_hits)
     t = search_texts(m, "car", NULL);
     ASSERT_STR_EQ(t, "My automobile is blue");
     free(t);
+    mnemo_close(m);
+}
+
+/* Ranking counts meaning that is related but does not stand out; thresholds
+ * count only meaning that stands out. A table in two dimensions: the query
+ * word "mechanic" along x, 38 notes spread evenly from cosine -0.95 to
+ * 0.95, then two memories that match "trip" alike, one unrelated (cosine
+ * 0) and one close (0.98, about 1.7 deviations above the rest: weak). */
+TEST(memory_weak_meaning_ranks_not_thresholds)
+{
+    at("2026-11-29T12:00:00Z");
+    buf t;
+    buf_init(&t, 1 << 20);
+    buf_puts(&t, "mechanic 1 0\nunrelated 0 1\ngarage 0.98 0.199\n");
+    for (int i = 0; i < 38; i++) {
+        double c = -0.95 + 1.9 * i / 37.0;
+        buf_printf(&t, "filler%c%c %.4f %.4f\n", 'a' + i / 26, 'a' + i % 26, c, sqrt(1 - c * c));
+    }
+    ASSERT(!buf_err(&t));
+    test_write("plane.txt", t.data);
+    buf_cleanup(&t);
+    mnemo_config *c;
+    ASSERT_OK(mnemo_config_new(&c));
+    mnemo *m;
+    ASSERT_OK(mnemo_open(c, &m));
+    char *out = NULL;
+    ASSERT_OK(mnemo_model_import(m, test_path("plane.txt"), "plane", 0, &out));
+    mnemo_free(out);
+    mnemo_close(m);
+    mnemo_config_free(c);
+
+    test_mkdir("ws");
+    m = test_open("ws", "db.sqlite", "provider=static", "model=plane", NULL);
+    test_sync(m);
+    char rec[128];
+    for (int i = 0; i < 38; i++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"filler%c%c\"}", 'a' + i / 26, 'a' + i % 26);
+        free(add(m, rec));
+    }
+    free(add(m, "{\"text\":\"trip unrelated\"}"));
+    free(add(m, "{\"text\":\"trip garage\"}"));
+    /* Equal keyword scores: the older memory would win the tie; the
+     * related one ranks first. */
+    char *s = search_texts(m, "trip mechanic", "{\"min_score\":0,\"limit\":2}");
+    ASSERT_STR_EQ(s, "trip garage|trip unrelated");
+    free(s);
+    /* Meaning alone that does not stand out clears no threshold, however
+     * low: nothing is found. */
+    s = search_texts(m, "mechanic", "{\"min_score\":0.05}");
+    ASSERT_STR_EQ(s, "");
+    free(s);
+    s = search_texts(m, "mechanic", "{\"min_score\":0,\"limit\":1}");
+    ASSERT_STR_EQ(s, "trip garage"); /* but it is the nearest */
+    free(s);
     mnemo_close(m);
 }
 

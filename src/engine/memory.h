@@ -126,6 +126,8 @@ int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *args
 typedef struct mcand {
     int64_t mid;          /* SQLite rowid / PostgreSQL seq: insertion order, the tie-break */
     double text, vec, rel, score; /* vec < 0: no vector */
+    double vrank;         /* the vector score ranking counts (mem_vec_set) */
+    double clear;         /* relevance from clear evidence only: what thresholds see */
     /* The score factors' inputs (has_factors: set). */
     double importance, created, confirmed, confirmations;
     int about_user, has_factors;
@@ -220,9 +222,11 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const bm25_hits *h
                  const int64_t *hit_mids, size_t need, mset *s, size_t nk, mem_episode_fn fn,
                  void *ud);
 
-/* The calibrated vector score of cosine COS among N vectors in scope whose
- * cosines sum to SUM with standard deviation SD. */
-double mem_vec_calibrate(double cos, size_t n, double sum, double sd);
+/* Sets C's vector scores for cosine COS among N vectors in scope whose
+ * cosines sum to SUM with standard deviation SD: c->vec, how clearly it
+ * stands out (thresholds), and c->vrank, the weaker evidence ranking
+ * counts among keyword matches (msearch.c). */
+void mem_vec_set(mcand *c, double cos, size_t n, double sum, double sd);
 
 /* Does query Q (with options O) ask about the user? */
 int mem_about_user(const char *q, const mem_opts *o);

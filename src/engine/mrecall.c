@@ -217,7 +217,7 @@ static int add_searched(mnemo *m, const mem_searcher *be, const char *message, j
     if (!rc)
         rc = be->run(m, message, &mo, RECALL_POOL, &s, &mode);
     for (size_t i = 0; !rc && i < s.n && i < RECALL_POOL; i++) {
-        if (s.v[i].rel < threshold)
+        if (s.v[i].clear < threshold) /* clear <= rel */
             continue;
         int lr = be->load(m, &s.v[i]);
         if (lr == MNEMO_OK)

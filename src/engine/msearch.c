@@ -31,7 +31,8 @@
 #include "text/sanitize.h"
 #include "util/utf8.h"
 
-#define Z_FLOOR 2.5
+#define Z_FLOOR 2.5 /* a clear vector match: thresholds */
+#define Z_RANK 1.0  /* related meaning: ranking */
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
 #define USER_BOOST 1.5
@@ -114,11 +115,16 @@ double mem_bm25_norm(const mem_bm25 *k, const bm25_hits *h, size_t i)
     return 1.0 - exp(-2.0 * bm25_score(h, i, k->w, k->idf, k->k1, k->b) / k->sum);
 }
 
-double mem_vec_calibrate(double cos, size_t n, double sum, double sd)
+static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
+
+void mem_vec_set(mcand *c, double cos, size_t n, double sum, double sd)
 {
     double v;
     if (n >= Z_MIN_ROWS && sd > 1e-6) {
-        v = ((cos - sum / (double)n) / sd - Z_FLOOR) / Z_SPAN;
+        double z = (cos - sum / (double)n) / sd;
+        c->vec = clamp01((z - Z_FLOOR) / Z_SPAN);
+        c->vrank = clamp01((z - Z_RANK) / Z_SPAN);
+        return;
     } else {
         /* Few memories: their mean is no baseline (one memory is its own
          * mean), so it is shrunk towards a prior of unrelated text,
@@ -126,7 +132,7 @@ double mem_vec_calibrate(double cos, size_t n, double sum, double sd)
         double base = (sum + PRIOR_ROWS * PRIOR_COS) / ((double)n + PRIOR_ROWS);
         v = base < 1.0 ? (cos - base) / (1.0 - base) : 0;
     }
-    return v < 0 ? 0 : v > 1 ? 1 : v;
+    c->vec = c->vrank = clamp01(v);
 }
 
 /* ----------------------------------------------------------------------
@@ -410,9 +416,12 @@ int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, d
     int user_query = mem_about_user(q, o);
     for (size_t i = 0; i < s->n; i++) {
         mcand *c = &s->v[i];
-        double v = c->vec < 0 ? 0 : c->vec;
-        /* As for notes: either leg is evidence on its own (search.c). */
-        c->rel = ran ? 1.0 - (1.0 - c->text) * (1.0 - wv * v) : c->text;
+        double v = c->vec < 0 ? 0 : c->vec, vr = c->vec < 0 ? 0 : c->vrank;
+        /* As for notes: either leg is evidence on its own (search.c). The
+         * ranking counts related meaning (VRANK); thresholds only meaning
+         * that stands out (CLEAR). */
+        c->rel = ran ? 1.0 - (1.0 - c->text) * (1.0 - wv * vr) : c->text;
+        c->clear = ran ? 1.0 - (1.0 - c->text) * (1.0 - wv * v) : c->text;
     }
     /* Factors, best relevance first, until no candidate left can reach
      * the NEED best scores. */
@@ -461,6 +470,8 @@ int mem_search(mnemo *m, const char *text, const char *options, const mem_search
         mcand *c = &s.v[i];
         if (c->score < min)
             break;
+        if (c->score * c->clear < min * c->rel) /* clear * factors < min */
+            continue;
         if ((rc = be->load(m, c)) == MNEMO_NOTFOUND) {
             rc = MNEMO_OK;
             continue;

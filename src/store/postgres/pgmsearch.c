@@ -719,9 +719,10 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
             break;
         }
-        double vec = c->vec;
+        double vec = c->vec, vrank = c->vrank;
         *c = k.row[i];
         c->vec = vec;
+        c->vrank = vrank;
         c->text = mem_bm25_norm(&kb, k.hits, i);
     }
     if (!rc && n) { /* the hits' memories, for the episodes (pg_run) */
@@ -828,7 +829,7 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
         double sd = var > 0 ? sqrt(var) : 0;
         for (size_t i = 0; i < nk; i++)
             if (!isnan(kcos[i]))
-                s->v[i].vec = mem_vec_calibrate(kcos[i], n, sum, sd);
+                mem_vec_set(&s->v[i], kcos[i], n, sum, sd);
         size_t nr = pg_nrows(r);
         vrow *rows = calloc(nr ? nr : 1, sizeof *rows);
         if (!rows)
@@ -847,7 +848,7 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
                     break;
                 }
             }
-            c->vec = mem_vec_calibrate(rows[i].cos, n, sum, sd);
+            mem_vec_set(c, rows[i].cos, n, sum, sd);
         }
         free(rows);
         *ran = 1;

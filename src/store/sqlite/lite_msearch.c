@@ -148,12 +148,11 @@ static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfil
         size_t nk = s->n; /* keyword candidates, sorted by mid */
         mset_sort_mid(s, nk);
         for (size_t i = 0; i < n && !rc; i++) {
-            double v = mem_vec_calibrate(hits[i].cos, n, sum, sd);
             mcand *c = mset_find(s, nk, hits[i].mid);
             if (!c && i < POOL && !(c = mset_push(s, hits[i].mid)))
                 rc = MNEMO_NOMEM;
             if (c)
-                c->vec = v;
+                mem_vec_set(c, hits[i].cos, n, sum, sd);
         }
         *ran = 1;
     }
