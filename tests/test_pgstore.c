@@ -146,6 +146,29 @@ BACKEND_TEST(pgstore_ranking)
     mnemo_close(m);
 }
 
+/* A handle keeps what it learnt about chunks between searches only while
+ * the index stays as it was: a sync by another handle (here a rename that
+ * dates a note years back, its chunks unchanged) is seen by the next
+ * search. */
+BACKEND_TEST_CONCURRENT(pgstore_factors_follow_other_handles)
+{
+    test_write("ws/memory/2020-01-01.md", "The invoice for the harbour crane arrived.\n");
+    test_write("ws/memory/2026-03-01.md", "The invoice for the harbour crane arrived.\n");
+    test_write("ws/memory/notes.md", "The crane operator called about the harbour.\n");
+    mnemo *reader = be_open("ws", NULL);
+    test_sync(reader);
+    ASSERT_STR_EQ(top_path(reader, "harbour crane invoice"), "memory/2026-03-01.md");
+    ASSERT_STR_EQ(top_path(reader, "harbour crane invoice"), "memory/2026-03-01.md");
+    mnemo *writer = be_open("ws", NULL);
+    ASSERT_EQ(rename(test_path("ws/memory/2026-03-01.md"), test_path("ws/memory/2010-03-01.md")),
+              0);
+    mnemo_sync_stats st = test_sync(writer);
+    ASSERT_EQ(st.files_renamed, 1);
+    ASSERT_STR_EQ(top_path(reader, "harbour crane invoice"), "memory/2020-01-01.md");
+    mnemo_close(writer);
+    mnemo_close(reader);
+}
+
 /* The results of a corpus as JSON: equal on every backend. */
 BACKEND_TEST(pgstore_results_json_same_everywhere)
 {

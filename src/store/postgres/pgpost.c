@@ -797,7 +797,7 @@ static int read_snapshot(pgsearch *s, const pgquery *pq, const char *source, int
     "'A', $2::text[]), '{a}')::text FROM (SELECT id, ntok, source, tsv FROM "                    \
     "mnemo_chunks WHERE tenant = $1 AND id > $5::bigint OFFSET 0) c WHERE c.tsv @@ "            \
     "$4::tsquery AND ($3 = '' OR c.source = $3) "                                                 \
-    "UNION ALL SELECT 3, NULL, c.nchunks::text, coalesce(s.merged, -1), CASE WHEN "              \
+    "UNION ALL SELECT 3, c.xmin::text, c.nchunks::text, coalesce(s.merged, -1), CASE WHEN "      \
     "c.nchunks > 0 AND c.ntokens > 0 THEN (c.ntokens::float8 / c.nchunks)::text ELSE "           \
     "'1' END FROM mnemo_corpus c LEFT JOIN mnemo_post_state s ON s.tenant = c.tenant "           \
     "WHERE c.tenant = $1 "
@@ -949,6 +949,9 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
         if (kind == 3) {
             N = strtod(pg_value(r, i, 2), NULL);
             s->avgdl = strtod(pg_value(r, i, 4), NULL);
+            /* The corpus row is updated by every sync commit: its
+             * version stamps what the search sees. */
+            snprintf(s->stamp, sizeof s->stamp, "%s", pg_value(r, i, 1));
             continue;
         }
         char *end;

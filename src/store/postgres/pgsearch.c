@@ -436,6 +436,84 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
     return MNEMO_OK;
 }
 
+/* ----------------------------------------------------------------------
+ * The factors cache: a chunk's importance and date, kept by the handle
+ * between searches. Rows are written only by syncs, and every sync commit
+ * updates the tenant's corpus row, whose version the postings' snapshot
+ * reads (s->stamp): while it stays, so do the factors. A search without a
+ * stamp (phrases, prefixes, no keyword) neither reads nor fills it.
+ * -------------------------------------------------------------------- */
+
+#define FC_MAX (1u << 21) /* slots: 2M, 48 MiB; beyond, factors are fetched */
+
+static size_t fc_hash(int64_t id) { return (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ull >> 20); }
+
+/* The handle's cache for this search, emptied when its key moved; NULL:
+ * not to be used. */
+static struct pgstore *fc_open(pgsearch *s)
+{
+    struct pgstore *st = s->stamp[0] ? ps_state(s->m) : NULL;
+    if (!st)
+        return NULL;
+    size_t nt = strlen(s->tenant), ns = strlen(s->stamp);
+    if (st->fc_key && strncmp(st->fc_key, s->tenant, nt) == 0 && st->fc_key[nt] == '\n' &&
+        strcmp(st->fc_key + nt + 1, s->stamp) == 0)
+        return st;
+    char *key = malloc(nt + ns + 2);
+    if (!key)
+        return NULL;
+    memcpy(key, s->tenant, nt);
+    key[nt] = '\n';
+    memcpy(key + nt + 1, s->stamp, ns + 1);
+    free(st->fc_key);
+    st->fc_key = key;
+    if (st->fc)
+        memset(st->fc, 0, st->fc_cap * sizeof *st->fc);
+    st->fc_n = 0;
+    return st;
+}
+
+static pgfactor *fc_slot(struct pgstore *st, int64_t id)
+{
+    size_t mask = st->fc_cap - 1;
+    for (size_t i = fc_hash(id) & mask;; i = (i + 1) & mask)
+        if (st->fc[i].id == id || st->fc[i].id == 0)
+            return &st->fc[i];
+}
+
+static const pgfactor *fc_get(struct pgstore *st, int64_t id)
+{
+    if (!st || !st->fc_n || id == 0)
+        return NULL;
+    const pgfactor *f = fc_slot(st, id);
+    return f->id ? f : NULL;
+}
+
+static void fc_put(struct pgstore *st, int64_t id, double when, int importance)
+{
+    if (!st || id == 0)
+        return;
+    if (2 * (st->fc_n + 1) > st->fc_cap) { /* at most half full */
+        size_t cap = st->fc_cap ? 2 * st->fc_cap : 1024;
+        if (cap > FC_MAX)
+            return;
+        pgfactor *nv = calloc(cap, sizeof *nv), *old = st->fc;
+        if (!nv)
+            return;
+        size_t oldcap = st->fc_cap;
+        st->fc = nv;
+        st->fc_cap = cap;
+        for (size_t i = 0; i < oldcap; i++)
+            if (old[i].id)
+                *fc_slot(st, old[i].id) = old[i];
+        free(old);
+    }
+    pgfactor *f = fc_slot(st, id);
+    if (!f->id)
+        st->fc_n++;
+    *f = (pgfactor){id, when, importance};
+}
+
 /* Fetches what KIND needs for IDS: 'f' factors (and cosines), 's' vectors
  * or texts, 'r' rows. */
 static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
@@ -447,9 +525,17 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         free(need);
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
     }
+    struct pgstore *fc = kind == 'f' ? fc_open(s) : NULL;
     for (size_t i = 0; i < n; i++) {
         prow *r = row_of(s, ids[i]);
-        if ((kind == 'f' && !r->have_f) || (kind == 'r' && !r->have_r))
+        const pgfactor *f = kind == 'f' && !r->have_f ? fc_get(fc, ids[i]) : NULL;
+        if (f) {
+            r->have_f = 1;
+            r->when = f->when;
+            r->importance = f->importance;
+        }
+        if ((kind == 'f' && (!r->have_f || (s->vec && !r->have_cos))) ||
+            (kind == 'r' && !r->have_r))
             need[want++] = ids[i];
     }
     if (!want) {
@@ -526,6 +612,7 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
             } else {
                 w->when = rank_path_date(pg_value(r, i, 2));
             }
+            fc_put(fc, w->id, w->when, w->importance);
             if (!pg_isnull(r, i, 6) && !w->have_cos) {
                 w->have_cos = 1;
                 w->cosine = strtof(pg_value(r, i, 6), NULL);

@@ -656,6 +656,8 @@ void pgstore_close(mnemo *m)
     tok_free(m->pg->files->qtok);
     tok_free(m->pg->files->dtok);
     free(m->pg->files->live);
+    free(m->pg->files->fc_key);
+    free(m->pg->files->fc);
     free(m->pg->files);
     m->pg->files = NULL;
 }

@@ -24,6 +24,14 @@
 #define PATH_ROWS_MAX 2000
 #define SYNC_LOCK "7170532" /* first key of the tenant's sync lock */
 
+/* A chunk's ranking factors, kept by the handle across searches
+ * (pgsearch.c): valid while the index's stamp has not moved. */
+typedef struct pgfactor {
+    int64_t id; /* 0: empty slot */
+    double when;
+    int importance;
+} pgfactor;
+
 struct pgstore {
     tok *qtok, *dtok; /* query and document tokenizers */
     char lang[64];
@@ -31,6 +39,11 @@ struct pgstore {
     int64_t post_mark; /* the postings' merged mark last seen (pgpost.c) */
     int post_seen;
     char *live;        /* the live generation's key (ps_live) */
+    /* Factors cache: the generation key and stamp it belongs to, and an
+     * open-addressing table of fc_cap (a power of two) slots. */
+    char *fc_key;
+    pgfactor *fc;
+    size_t fc_n, fc_cap;
 };
 
 /* The handle's chunk-side state, made on first use; NULL out of memory. */
@@ -113,6 +126,10 @@ typedef struct pgsearch {
     size_t nhits;
     double idf[BM25_MAX_PHRASES], avgdl, k1, b;
     int np;
+    /* The index's stamp when the postings were read (pgpost.c): it moves
+     * with every sync commit. Empty: not known, the factors cache is not
+     * used. */
+    char stamp[32];
     /* vector leg */
     int vec;
     char table[64], ident[1024];
