@@ -514,6 +514,25 @@ static void fc_put(struct pgstore *st, int64_t id, double when, int importance)
     *f = (pgfactor){id, when, importance};
 }
 
+/* SQL at an address that lasts as long as the handle (to be prepared), or
+ * SQL itself when that cannot be had. */
+static const char *stable_sql(pgsearch *s, const char *sql)
+{
+    struct pgstore *st = ps_state(s->m);
+    if (!st)
+        return sql;
+    for (int i = 0; i < st->nfsql; i++)
+        if (!strcmp(st->fsql[i], sql))
+            return st->fsql[i];
+    if (st->nfsql == (int)(sizeof st->fsql / sizeof *st->fsql))
+        return sql;
+    char *d = strdup(sql);
+    if (!d)
+        return sql;
+    st->fsql[st->nfsql++] = d;
+    return d;
+}
+
 /* Fetches what KIND needs for IDS: 'f' factors (and cosines), 's' vectors
  * or texts, 'r' rows. */
 static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
@@ -545,20 +564,29 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     buf idl, cosl;
     buf_init(&idl, 0);
     buf_init(&cosl, 0);
-    ps_ids_literal(&idl, need, want);
-    /* The rows whose cosine is not known yet (the vector leg's are). */
-    size_t ncos = 0;
+    /* The rows whose cosine is not known yet (the vector leg's are), then
+     * those whose factors are not (the cache's are). */
+    size_t ncos = 0, nf = 0;
+    int64_t *cos = malloc(want * sizeof *cos);
+    if (!cos) {
+        free(need);
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
     for (size_t i = 0; i < want; i++) {
         prow *w = row_of(s, need[i]);
-        if (!w->have_cos)
-            need[ncos++] = need[i];
+        if (kind == 'f' && !w->have_cos)
+            cos[ncos++] = need[i];
+        if (kind != 'f' || !w->have_f)
+            need[nf++] = need[i];
     }
-    ps_ids_literal(&cosl, need, ncos);
+    ps_ids_literal(&idl, need, nf);
+    ps_ids_literal(&cosl, cos, ncos);
     free(need);
+    free(cos);
     const char *p[5] = {s->tenant, idl.data, s->ident, s->qvec.data ? s->qvec.data : "",
                         cosl.data};
     pg_rows *r = NULL;
-    char sql[1024];
+    char sql[2048];
     int rc;
     /* Each row's file by its key (OFFSET 0 keeps the subquery apart): a
      * join would hash every file of the tenant for a few hundred rows. */
@@ -580,14 +608,19 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         "$5 = $5";
     const char *q = kind == 'f' ? factors : rows;
     if (kind == 'f' && s->vec) {
+        /* The factors of $2 (with the cosines of those in $5), and the
+         * cosines of the rest of $5. */
         snprintf(sql, sizeof sql,
                  "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, "
                  "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c " FILE_OF
                  "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
                  "v.model = $3 AND c.id = ANY ($5::bigint[]) WHERE c.tenant = $1 AND "
-                 "c.id = ANY ($2::bigint[])",
-                 s->table);
-        q = sql;
+                 "c.id = ANY ($2::bigint[]) UNION ALL SELECT v.chunk_id, NULL, NULL, NULL, NULL, "
+                 "NULL, 1 - (v.embedding <=> $4::vector) FROM %s v WHERE v.tenant = $1 AND "
+                 "v.model = $3 AND v.chunk_id = ANY ($5::bigint[]) AND NOT v.chunk_id = ANY "
+                 "($2::bigint[])",
+                 s->table, s->table);
+        q = stable_sql(s, sql);
     }
 #undef FILE_OF
     rc = buf_err(&idl) || buf_err(&cosl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
@@ -601,7 +634,12 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         prow *w = row_of(s, ps_ll(r, i, 0));
         if (!w)
             continue;
-        if (kind == 'f') {
+        if (kind == 'f' && pg_isnull(r, i, 1)) { /* a cosine alone */
+            if (!pg_isnull(r, i, 6) && !w->have_cos) {
+                w->have_cos = 1;
+                w->cosine = strtof(pg_value(r, i, 6), NULL);
+            }
+        } else if (kind == 'f') {
             w->have_f = 1;
             w->importance = (int)ps_ll(r, i, 1);
             const char *src = pg_value(r, i, 3);

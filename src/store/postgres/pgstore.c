@@ -658,6 +658,8 @@ void pgstore_close(mnemo *m)
     free(m->pg->files->live);
     free(m->pg->files->fc_key);
     free(m->pg->files->fc);
+    for (int i = 0; i < m->pg->files->nfsql; i++)
+        free(m->pg->files->fsql[i]);
     free(m->pg->files);
     m->pg->files = NULL;
 }

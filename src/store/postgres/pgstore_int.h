@@ -44,6 +44,10 @@ struct pgstore {
     char *fc_key;
     pgfactor *fc;
     size_t fc_n, fc_cap;
+    /* The factors statement of each vector table, kept at one address for
+     * the connection's prepared statements (pgsearch.c). */
+    char *fsql[4];
+    int nfsql;
 };
 
 /* The handle's chunk-side state, made on first use; NULL out of memory. */
