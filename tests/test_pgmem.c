@@ -1016,6 +1016,53 @@ BACKEND_TEST(backend_mem_episodes)
     mnemo_close(m);
 }
 
+/* The turns of episode_turns, all stored in one second: their order is
+ * their seq's, which the neighbours' index (migration 8) carries. */
+static void episode_turns(mnemo *m)
+{
+    at("2026-11-20T12:00:00Z");
+    free(add(m, "{\"text\":\"Tim: Which city would you recommend for a first visit?\"}"));
+    free(add(m, "{\"text\":\"John: Barcelona, no doubt. The food is great.\"}"));
+    free(add(m, "{\"text\":\"Tim: Thanks, I will book the flights tonight.\"}"));
+    free(add(m, "{\"text\":\"John: Take the night train back, it is cheaper.\"}"));
+    free(add(m, "{\"text\":\"Tim: Good idea, the train then.\"}"));
+    at("2026-11-29T12:00:00Z");
+}
+
+/* A database from before the neighbours' index (version 7) gets it at its
+ * first use, and episodes rank as on SQLite before and after. */
+BACKEND_TEST(backend_mem_episode_index_upgrade)
+{
+    if (!be_server())
+        return;
+    mnemo *m = open_mem("provider=none", NULL);
+    episode_turns(m);
+    const char *q = "Which city did John recommend, and how back?";
+    char *before = ranked(m, q, "{\"limit\":5,\"min_score\":0}");
+    mnemo_close(m);
+    ASSERT_EQ(pg_psql(be_server(),
+                      "BEGIN; DROP INDEX mnemo_memories_episode; DELETE FROM mnemo_migrations "
+                      "WHERE version >= 8; COMMIT",
+                      NULL),
+              0);
+    PSQL_EQ("SELECT count(*) FROM pg_indexes WHERE indexname = 'mnemo_memories_episode'", "0\n");
+    m = be_open("ws", "provider=none", NULL);
+    char *after = ranked(m, q, "{\"limit\":5,\"min_score\":0}");
+    PSQL_EQ("SELECT count(*) FROM mnemo_migrations WHERE version = 8", "1\n");
+    PSQL_EQ("SELECT count(*) FROM pg_indexes WHERE indexname = 'mnemo_memories_episode'", "1\n");
+    mnemo_close(m);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    episode_turns(lite);
+    char *want = ranked(lite, q, "{\"limit\":5,\"min_score\":0}");
+    mnemo_close(lite);
+    ASSERT_STR_EQ(before, want);
+    ASSERT_STR_EQ(after, want);
+    ASSERT_CONTAINS(want, "Barcelona");
+    free(before);
+    free(after);
+    free(want);
+}
+
 /* ----------------------------------------------------------------------
  * Many writers: exact statistics, the results of one writer
  * -------------------------------------------------------------------- */
@@ -1387,7 +1434,7 @@ BACKEND_TEST(backend_mem_stats_upgrade)
                       "mnemo_memory_stats_pkey, DROP COLUMN slot, ADD PRIMARY KEY (tenant); "
                       "ALTER TABLE mnemo_memory_terms DROP CONSTRAINT mnemo_memory_terms_pkey, "
                       "DROP COLUMN slot, ADD PRIMARY KEY (tenant, lexeme); DELETE FROM "
-                      "mnemo_migrations WHERE version = " SLOTS_MIGRATION "; COMMIT",
+                      "mnemo_migrations WHERE version >= " SLOTS_MIGRATION "; COMMIT",
                       NULL),
               0);
     m = be_open("ws", "provider=none", "memoryContext=0", NULL);

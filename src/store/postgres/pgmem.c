@@ -111,7 +111,7 @@ const char *const pgmem_ddl4[] = {
     "GROUP BY tenant, l ON CONFLICT DO NOTHING",
     NULL};
 
-/* Migration 6: the statistics in slots (pgschema_slot); what was counted
+/* Migration 7: the statistics in slots (pgschema_slot); what was counted
  * before is slot 0. */
 const char *const pgmem_ddl7[] = {
     "ALTER TABLE mnemo_memory_stats ADD COLUMN slot int NOT NULL DEFAULT 0, "
@@ -120,6 +120,16 @@ const char *const pgmem_ddl7[] = {
     "ALTER TABLE mnemo_memory_terms ADD COLUMN slot int NOT NULL DEFAULT 0, "
     "DROP CONSTRAINT mnemo_memory_terms_pkey, "
     "ADD CONSTRAINT mnemo_memory_terms_pkey PRIMARY KEY (tenant, lexeme, slot)",
+    NULL};
+
+/* Migration 8: the live memories of each scope in creation order, ties by
+ * seq, as episodes read a memory's neighbours (pg_episodes: the nearest
+ * two before and after it). mnemo_memories_scope has neither agent_id nor
+ * seq, so each neighbour read scanned and sorted every memory of the scope
+ * created in the same second. */
+const char *const pgmem_ddl8[] = {
+    "CREATE INDEX IF NOT EXISTS mnemo_memories_episode ON mnemo_memories"
+    "(tenant, user_id, agent_id, run_id, created_at, seq) WHERE deleted_at IS NULL",
     NULL};
 
 

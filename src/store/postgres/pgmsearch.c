@@ -214,6 +214,79 @@ static int lexpos_parse(lexpos *l, int nlex, const char *s)
     return MNEMO_OK;
 }
 
+/* Appends position POS to lexeme I's list in L. */
+static int lexpos_add(lexpos *l, int i, int pos)
+{
+    if (l->n[i] == l->cap[i]) {
+        int cap = l->cap[i] ? l->cap[i] * 2 : 16;
+        int *v = realloc(l->v[i], (size_t)cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        l->v[i] = v;
+        l->cap[i] = cap;
+    }
+    l->v[i][l->n[i]++] = pos;
+    return MNEMO_OK;
+}
+
+/* Parses tsvector text ("'lex':3A,7A 'it''s':2A", a row's vector filtered
+ * to the query's lexemes) into L, by the lexemes of P (none a prefix):
+ * what lexpos_parse reads, without the server joining each row's lexemes
+ * to the query's in a subquery, which cost more than the rest of the
+ * statement. W is scratch. */
+static int lexpos_parse_tsv(lexpos *l, const qphr *p, const char *s, buf *w)
+{
+    for (int i = 0; i < p->nlex; i++)
+        l->n[i] = 0;
+    if (!s)
+        return MNEMO_OK;
+    while (*s == ' ')
+        s++;
+    while (*s == '\'') {
+        buf_reset(w);
+        for (s++; *s; s++) {
+            if (*s == '\'' && s[1] != '\'')
+                break;
+            if ((*s == '\'' || *s == '\\') && s[1] == *s)
+                s++;
+            buf_putc(w, *s);
+        }
+        if (*s == '\'')
+            s++;
+        if (buf_err(w))
+            return MNEMO_NOMEM;
+        int x = -1;
+        for (int i = 0; i < p->nlex && x < 0; i++)
+            if (!p->pre[i] && strlen(p->lex[i]) == w->len && !memcmp(p->lex[i], w->data, w->len))
+                x = i;
+        if (*s == ':') {
+            s++;
+            for (;;) {
+                char *end;
+                long pos = strtol(s, &end, 10);
+                if (end == s)
+                    break;
+                if (x >= 0 && lexpos_add(l, x, (int)pos))
+                    return MNEMO_NOMEM;
+                s = end;
+                while (*s >= 'A' && *s <= 'D') /* the weight */
+                    s++;
+                if (*s != ',')
+                    break;
+                s++;
+            }
+        }
+        while (*s && *s != ' ')
+            s++;
+        while (*s == ' ')
+            s++;
+    }
+    for (int i = 0; i < p->nlex; i++)
+        if (l->n[i] > 1)
+            qsort(l->v[i], (size_t)l->n[i], sizeof(int), by_int);
+    return MNEMO_OK;
+}
+
 static int has_pos(const lexpos *l, int x, int pos)
 {
     int lo = 0, hi = l->n[x];
@@ -340,20 +413,24 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
                      const char *pres, int any_prefix)
 {
     int n0 = x->p->n;
-    int a = pm_params_add(x->p, tq), b = pm_params_add(x->p, lexs), c = pm_params_add(x->p, pres);
-    buf src, sql;
-    buf_init(&src, 256);
+    int a = pm_params_add(x->p, tq), b = pm_params_add(x->p, lexs);
+    int c = any_prefix ? pm_params_add(x->p, pres) : 0;
+    buf sql, w;
     buf_init(&sql, 1 << 20);
+    buf_init(&w, 0);
+    /* Without prefixes each row's vector filtered to the query's lexemes
+     * is all that is needed (lexpos_parse_tsv); a prefix matches lexemes
+     * the query does not name, joined here to the lexeme they extend. */
     if (any_prefix)
-        buf_puts(&src, "m.tsv");
+        buf_printf(&sql,
+                   "SELECT " KCOLS ", (SELECT string_agg(t.i::text || ':' || "
+                   "array_to_string(u.positions, ','), ' ') FROM unnest(m.tsv) u JOIN "
+                   "unnest($%d::text[], $%d::boolean[]) WITH ORDINALITY AS t(tok, pre, i) ON "
+                   "u.lexeme = t.tok OR (t.pre AND starts_with(u.lexeme, t.tok)))",
+                   b, c);
     else
-        buf_printf(&src, "ts_filter(setweight(m.tsv, 'A', $%d::text[]), '{a}')", b);
-    buf_printf(&sql,
-               "SELECT " KCOLS ", (SELECT string_agg(t.i::text || ':' || "
-               "array_to_string(u.positions, ','), ' ') FROM unnest(%s) u JOIN "
-               "unnest($%d::text[], $%d::boolean[]) WITH ORDINALITY AS t(tok, pre, i) ON "
-               "u.lexeme = t.tok OR (t.pre AND starts_with(u.lexeme, t.tok)))",
-               src.data ? src.data : "m.tsv", b, c);
+        buf_printf(&sql, "SELECT " KCOLS ", ts_filter(setweight(m.tsv, 'A', $%d::text[]), "
+                   "'{a}')::text", b);
     if (x->vectors) {
         int v = pm_params_add(x->p, x->qvec.data), id = pm_params_add(x->p, x->vs.ident);
         buf_printf(&sql,
@@ -366,14 +443,16 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
                " FROM mnemo_memories m WHERE m.tenant = $1 AND m.tsv @@ $%d::tsquery AND %s", a,
                x->where);
     pg_rows *r = NULL;
-    int rc = buf_err(&src) || buf_err(&sql)
+    int rc = buf_err(&sql)
                  ? core_error(m, MNEMO_NOMEM, "out of memory")
                  : pm_q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
     x->p->n = n0;
     bm25_hits *h = k->hits;
     qphr *ph = k->ph;
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
-        if (kleg_grow(k) || lexpos_parse(k->lp, ph->nlex, pg_value(r, i, NKCOLS))) {
+        const char *pos = pg_value(r, i, NKCOLS);
+        if (kleg_grow(k) || (any_prefix ? lexpos_parse(k->lp, ph->nlex, pos)
+                                        : lexpos_parse_tsv(k->lp, ph, pos, &w))) {
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
             break;
         }
@@ -404,8 +483,8 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
         h->n++;
     }
     pg_rows_free(r);
-    buf_cleanup(&src);
     buf_cleanup(&sql);
+    buf_cleanup(&w);
     return rc;
 }
 
