@@ -126,10 +126,26 @@ const char *const pgmem_ddl7[] = {
  * seq, as episodes read a memory's neighbours (pg_episodes: the nearest
  * two before and after it). mnemo_memories_scope has neither agent_id nor
  * seq, so each neighbour read scanned and sorted every memory of the scope
- * created in the same second. */
+ * created in the same second. And the memories' inverted index
+ * (pgmpost.c), filled by the first write that finds enough memories
+ * unmerged; the memories expiring, which a search through it leaves out. */
 const char *const pgmem_ddl8[] = {
     "CREATE INDEX IF NOT EXISTS mnemo_memories_episode ON mnemo_memories"
     "(tenant, user_id, agent_id, run_id, created_at, seq) WHERE deleted_at IS NULL",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_postings(tenant text NOT NULL, "
+    "user_id text NOT NULL, agent_id text NOT NULL, run_id text NOT NULL, type text NOT NULL, "
+    "lexeme text NOT NULL, gen bigint NOT NULL, n int NOT NULL, data bytea NOT NULL, "
+    "PRIMARY KEY (tenant, lexeme, user_id, agent_id, run_id, type, gen))",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_factors(tenant text NOT NULL, "
+    "user_id text NOT NULL, agent_id text NOT NULL, run_id text NOT NULL, type text NOT NULL, "
+    "gen bigint NOT NULL, n int NOT NULL, data bytea NOT NULL, "
+    "PRIMARY KEY (tenant, user_id, agent_id, run_id, type, gen))",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_post_state(tenant text PRIMARY KEY, "
+    "merged bigint NOT NULL, gen bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_post_dead(tenant text NOT NULL, seq bigint NOT NULL, "
+    "PRIMARY KEY (tenant, seq))",
+    "CREATE INDEX IF NOT EXISTS mnemo_memories_expiry ON mnemo_memories(tenant, expires_at) "
+    "WHERE expires_at IS NOT NULL AND deleted_at IS NULL",
     NULL};
 
 

@@ -24,7 +24,10 @@
  *   7  the memories' statistics in slots, one per concurrent writer, summed
  *      when read (pgmem.c: pgmem_ddl7)
  *   8  an index of each scope's live memories in creation order, which
- *      episodes read their neighbours by (pgmem.c: pgmem_ddl8)
+ *      episodes read their neighbours by, and the memories' inverted index:
+ *      posting segments per scope and lexeme, the merged mark, the dead
+ *      (pgmem.c: pgmem_ddl8, pgmpost.c); the index is filled by a later
+ *      write
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
