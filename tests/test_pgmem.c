@@ -7,8 +7,11 @@
  * the recall block, export and import (in batches), SQL injection through
  * text, filter values and metadata keys, tenants, concurrent writers (the
  * statistics exact, the results those of one writer and of SQLite),
- * writers killed mid-way, and the upgrade of the statistics tables.
+ * writers killed mid-way, the upgrade of the statistics tables, and the
+ * memories' inverted index on PostgreSQL (exact through changes and merges,
+ * a database from before it, a merge killed).
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1224,6 +1227,11 @@ BACKEND_TEST_CONCURRENT(backend_mem_postings_killed_merge)
     pid_t holder = fork();
     ASSERT(holder >= 0);
     if (holder == 0) { /* psql itself: pg_psql's file names are the parent's */
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) { /* its end is a terminated session */
+            dup2(null, 1);
+            dup2(null, 2);
+        }
         execl("/usr/bin/psql", "psql", "-X", "-q", "-At", "-d", pg_url(be_server()), "-c",
               "SELECT pg_advisory_lock_shared(7170534, hashtext((SELECT min(tenant) FROM "
               "mnemo_memories))), pg_sleep(60)",

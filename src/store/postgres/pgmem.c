@@ -28,6 +28,9 @@
  *                         sum the slots in their one snapshot, which is as
  *                         exact as one row; purge folds them into slot 0.
  *   mnemo_memory_vec_<d>  vectors (pgvector), when a provider is configured.
+ *   mnemo_memory_postings, mnemo_memory_factors, mnemo_memory_post_state,
+ *   mnemo_memory_post_dead
+ *                         the memories' inverted index (pgmpost.c).
  *
  * Keyword search: the query is parsed as on SQLite (query.c), each phrase is
  * tokenized again into lexemes, the tsquery finds the rows through the GIN
@@ -41,7 +44,8 @@
  * (memoryContext 0): episodes need the keyword scores of turns past the
  * limit. Other queries (quoted phrases, prefixes, and every query with
  * episodes on) read every match and count frequencies in scope, as SQLite
- * does.
+ * does: words in a plain scope from the inverted index (pgmpost.c), the
+ * rest from the rows.
  *
  * Writes run in transactions; a duplicate added concurrently meets the
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is

@@ -392,7 +392,10 @@ static int fsegs_add(mnemo *m, msegs *g, const char *key, long long gen, long lo
  * Merging
  * -------------------------------------------------------------------- */
 
-static int64_t ll(const pg_rows *r, size_t i, int c) { return strtoll(pg_value(r, i, c), NULL, 10); }
+static int64_t ll(const pg_rows *r, size_t i, int c)
+{
+    return strtoll(pg_value(r, i, c), NULL, 10);
+}
 
 static int by_i64(const void *a, const void *b)
 {
@@ -725,8 +728,8 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
 int pgmpost_lock_shared(mnemo *m)
 {
     const char *p[1] = {pgconn_tenant(m)};
-    return pm_q(m, "memories", "SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1))",
-                1, p, NULL);
+    return pm_q(m, "memories",
+                "SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1))", 1, p, NULL);
 }
 
 int pgmpost_dead(mnemo *m, const char *id)

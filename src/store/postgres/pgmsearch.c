@@ -1,8 +1,10 @@
 /*
  * pgmsearch.c - searching structured memories on PostgreSQL: the query's
- * phrases as tsqueries, the keyword leg (MaxScore over mnemo_memory_terms
- * for plain words), the vector leg, episodes, feeding the shared fusion
- * (msearch.c) through mem_searcher (see pgmem.c).
+ * phrases as tsqueries, the keyword leg (the memories' inverted index for
+ * words in a plain scope, MaxScore over mnemo_memory_terms without
+ * episodes, else the matching rows), the vector leg, episodes, the factors
+ * the ranking reaches, feeding the shared fusion (msearch.c) through
+ * mem_searcher (see pgmem.c).
  */
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgmem_int.h"

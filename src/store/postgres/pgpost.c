@@ -425,8 +425,8 @@ static int fold_keys(pgpost *p, const char *srcs, const char *lexs, const int64_
              j++) {
             gen = ps_ll(r, ord[j], 2);
             int ok = pgpost_unhex(pg_value(r, ord[j], 3), &raw)
-                         ? pgpost_decode((const unsigned char *)raw.data, raw.len, dead, ndead, &v, &nv,
-                                  &cap)
+                         ? pgpost_decode((const unsigned char *)raw.data, raw.len, dead, ndead,
+                                         &v, &nv, &cap)
                          : 0;
             if (ok < 0)
                 rc = core_error(p->m, MNEMO_NOMEM, "out of memory");
