@@ -3,7 +3,7 @@
  * a time (what an agent does), importing them as JSON lines, and warm
  * search and recall latency over them.
  *
- *   membench DIR [N] [--writers W] [--no-search] [--set KEY=VALUE ...]
+ *   membench DIR [N] [--writers W] [--no-search] [--again STAMP] [--set KEY=VALUE ...]
  *
  * N defaults to 100000. DIR is created (an empty workspace and its index);
  * the memories are synthetic sentences over a Zipf-distributed vocabulary,
@@ -11,7 +11,9 @@
  * some sessions. With --writers W, W processes add N/W memories each to
  * the same store (and tenant) at once, each on its own handle, and the
  * adds per second of all of them together are reported. --no-search stops
- * after the import.
+ * after the import. --again STAMP searches the memories an earlier run on
+ * PostgreSQL stored (its tenants carry STAMP, printed by that run) with
+ * the same queries, adding nothing: for comparing searches alone.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +126,7 @@ static mnemo *open_db(const char *ws, const char *db, const char *tenant, int ar
  * writers); the duplicates found into *DUPS. 0 on success. */
 static int add_range(mnemo *m, int first, int n, size_t *dups)
 {
+    int dry = m == NULL; /* the same random draws, nothing added */
     char rec[1024], *out;
     for (int i = first; i < first + n; i++) {
         int len = snprintf(rec, sizeof rec, "{\"text\":\"");
@@ -135,6 +138,8 @@ static int add_range(mnemo *m, int first, int n, size_t *dups)
                         " #%d\",\"category\":\"%s\",\"user_id\":\"user%u\"%s}", i,
                         cats[pick(9)], u < 10 ? 0 : u,
                         pick(10) == 0 ? ",\"run_id\":\"session1\"" : "");
+        if (dry)
+            continue;
         if (mnemo_memory_add(m, rec, &out)) {
             fprintf(stderr, "add: %s\n", mnemo_errmsg(m));
             return 1;
@@ -180,9 +185,12 @@ int main(int argc, char **argv)
     }
     int n = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 100000;
     int writers = 1, search = 1;
+    long again = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--writers") == 0 && i + 1 < argc)
             writers = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--again") == 0 && i + 1 < argc)
+            again = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--no-search") == 0)
             search = 0;
     }
@@ -190,7 +198,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "membench: --writers takes 1 to 64\n");
         return 2;
     }
-    run_started = (long)time(NULL);
+    run_started = again ? again : (long)time(NULL);
     for (int i = 0; i < 5000; i++) {
         static const char *const syl[] = {"ka", "ro", "mi", "ten", "sul", "ba", "dor", "vi"};
         snprintf(tail[i], sizeof tail[i], "%s%s%s", syl[pick(8)], syl[pick(8)], syl[pick(8)]);
@@ -206,6 +214,12 @@ int main(int argc, char **argv)
     remove(db2);
     mnemo *m = open_db(ws, db, "add", argc, argv);
     mnemo_sync(m, NULL, NULL);
+    printf("stamp %ld\n", run_started);
+    if (again) {
+        size_t none = 0;
+        add_range(NULL, 0, n, &none);
+        goto searches;
+    }
 
     /* Adding, one call each. */
     char *out;
@@ -253,6 +267,7 @@ int main(int argc, char **argv)
         return 0;
     }
 
+searches:;
     /* Warm search and recall for the biggest user (half the memories). */
     int runs = 300;
     double *t = malloc((size_t)runs * sizeof *t);

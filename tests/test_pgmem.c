@@ -7,8 +7,11 @@
  * the recall block, export and import (in batches), SQL injection through
  * text, filter values and metadata keys, tenants, concurrent writers (the
  * statistics exact, the results those of one writer and of SQLite),
- * writers killed mid-way, and the upgrade of the statistics tables.
+ * writers killed mid-way, the upgrade of the statistics tables, and the
+ * memories' inverted index on PostgreSQL (exact through changes and merges,
+ * a database from before it, a merge killed).
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1016,6 +1019,280 @@ BACKEND_TEST(backend_mem_episodes)
     mnemo_close(m);
 }
 
+/* The turns of episode_turns, all stored in one second: their order is
+ * their seq's, which the neighbours' index (migration 8) carries. */
+static void episode_turns(mnemo *m)
+{
+    at("2026-11-20T12:00:00Z");
+    free(add(m, "{\"text\":\"Tim: Which city would you recommend for a first visit?\"}"));
+    free(add(m, "{\"text\":\"John: Barcelona, no doubt. The food is great.\"}"));
+    free(add(m, "{\"text\":\"Tim: Thanks, I will book the flights tonight.\"}"));
+    free(add(m, "{\"text\":\"John: Take the night train back, it is cheaper.\"}"));
+    free(add(m, "{\"text\":\"Tim: Good idea, the train then.\"}"));
+    at("2026-11-29T12:00:00Z");
+}
+
+/* A database from before the neighbours' index (version 7) gets it at its
+ * first use, and episodes rank as on SQLite before and after. */
+BACKEND_TEST(backend_mem_episode_index_upgrade)
+{
+    if (!be_server())
+        return;
+    mnemo *m = open_mem("provider=none", NULL);
+    episode_turns(m);
+    const char *q = "Which city did John recommend, and how back?";
+    char *before = ranked(m, q, "{\"limit\":5,\"min_score\":0}");
+    mnemo_close(m);
+    ASSERT_EQ(pg_psql(be_server(),
+                      "BEGIN; DROP INDEX mnemo_memories_episode; DELETE FROM mnemo_migrations "
+                      "WHERE version >= 8; COMMIT",
+                      NULL),
+              0);
+    PSQL_EQ("SELECT count(*) FROM pg_indexes WHERE indexname = 'mnemo_memories_episode'", "0\n");
+    m = be_open("ws", "provider=none", NULL);
+    char *after = ranked(m, q, "{\"limit\":5,\"min_score\":0}");
+    PSQL_EQ("SELECT count(*) FROM mnemo_migrations WHERE version = 8", "1\n");
+    PSQL_EQ("SELECT count(*) FROM pg_indexes WHERE indexname = 'mnemo_memories_episode'", "1\n");
+    mnemo_close(m);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    episode_turns(lite);
+    char *want = ranked(lite, q, "{\"limit\":5,\"min_score\":0}");
+    mnemo_close(lite);
+    ASSERT_STR_EQ(before, want);
+    ASSERT_STR_EQ(after, want);
+    ASSERT_CONTAINS(want, "Barcelona");
+    free(before);
+    free(after);
+    free(want);
+}
+
+/* ----------------------------------------------------------------------
+ * The memories' inverted index
+ * -------------------------------------------------------------------- */
+
+/* Memories FIRST..FIRST+N-1 of the index's set as JSON lines: three words
+ * of twelve, two users, a session, some expired, some expiring later. */
+static void post_lines(buf *b, int first, int n)
+{
+    static const char *const w[] = {"amber", "basil",  "cedar",  "delta", "ember", "fjord",
+                                    "garnet", "harbor", "indigo", "juniper", "kelp", "lagoon"};
+    for (int j = first; j < first + n; j++)
+        buf_printf(b,
+                   "{\"id\":\"p-%d\",\"text\":\"%s %s %s note %d%s\",\"created_at\":"
+                   "\"2026-11-%02dT10:00:00Z\",\"user_id\":\"%s\"%s%s}\n",
+                   j, w[j % 12], w[(j * 5 + 1) % 12], w[(j * 7 + 3) % 12], j,
+                   j % 5 == 0 ? " with a few more words" : "", 1 + j % 27,
+                   j % 3 ? "alice" : "bob", j % 10 == 0 ? ",\"run_id\":\"s1\"" : "",
+                   j % 97 == 0   ? ",\"expires_at\":\"2026-11-15T00:00:00Z\""
+                   : j % 89 == 0 ? ",\"expires_at\":\"2027-01-01T00:00:00Z\""
+                                 : "");
+}
+
+static void post_import(mnemo *a, mnemo *b, int first, int n)
+{
+    buf jl;
+    buf_init(&jl, 0);
+    post_lines(&jl, first, n);
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(a, jl.data, jl.len, &in, &skip));
+    ASSERT_EQ(in, (size_t)n);
+    ASSERT_OK(mnemo_memory_import(b, jl.data, jl.len, &in, &skip));
+    ASSERT_EQ(in, (size_t)n);
+    buf_cleanup(&jl);
+}
+
+/* Every search of the set on A returns what it returns on B, byte for
+ * byte: plain words through the index, the rest through rows. */
+static void post_same(mnemo *a, mnemo *b)
+{
+    static const char *const qs[] = {"amber",        "ember lagoon",      "cedar delta fjord",
+                                     "kelp note",    "rewritten harbor", "garnet -kelp",
+                                     "\"amber basil\"", "indig*",          "juniper juniper"};
+    static const char *const os[] = {
+        "{\"user_id\":\"alice\",\"min_score\":0}",
+        "{\"user_id\":\"bob\",\"type\":\"all\",\"limit\":25,\"min_score\":0}",
+        "{\"user_id\":\"*\",\"limit\":50,\"min_score\":0}",
+        "{\"user_id\":\"alice\",\"run_id\":\"s1\",\"min_score\":0}",
+        "{\"user_id\":\"alice\",\"min_score\":0,\"filters\":{\"text\":{\"icontains\":"
+        "\"note 1\"}}}"};
+    for (size_t i = 0; i < sizeof qs / sizeof *qs; i++) {
+        for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
+            char *x = NULL, *y = NULL;
+            ASSERT_OK(mnemo_memory_search(a, qs[i], os[k], &x));
+            ASSERT_OK(mnemo_memory_search(b, qs[i], os[k], &y));
+            if (strcmp(x, y))
+                test_fail(__FILE__, __LINE__, "%s %s:\n%s\n%s", qs[i], os[k], x, y);
+            mnemo_free(x);
+            mnemo_free(y);
+        }
+    }
+}
+
+/* The index is built once enough memories are there, kept exact through
+ * updates (text and scope), deletes, expiry and memories not merged yet,
+ * merged again with dead memories in it, and a search through it returns
+ * SQLite's results, as a search of the rows does. */
+BACKEND_TEST(backend_mem_postings_exact)
+{
+    if (!be_server())
+        return;
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    post_import(m, lite, 0, 2300);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+    PSQL_EQ("SELECT count(*) > 100 FROM mnemo_memory_postings", "t\n");
+    post_same(m, lite);
+    /* Changes on both: texts, a scope, deletions, memories above the mark. */
+    char id[32], *x = NULL;
+    for (int k = 0; k < 20; k++) {
+        snprintf(id, sizeof id, "p-%d", k * 37);
+        char rec[128];
+        snprintf(rec, sizeof rec, "{\"text\":\"ember lagoon rewritten %d\"}", k);
+        ASSERT_OK(mnemo_memory_update(m, id, rec, &x));
+        mnemo_free(x);
+        ASSERT_OK(mnemo_memory_update(lite, id, rec, &x));
+        mnemo_free(x);
+    }
+    ASSERT_OK(mnemo_memory_update(m, "p-7", "{\"user_id\":\"bob\"}", &x));
+    mnemo_free(x);
+    ASSERT_OK(mnemo_memory_update(lite, "p-7", "{\"user_id\":\"bob\"}", &x));
+    mnemo_free(x);
+    for (int k = 0; k < 15; k++) {
+        snprintf(id, sizeof id, "p-%d", k * 41 + 3);
+        ASSERT_OK(mnemo_memory_delete(m, id));
+        ASSERT_OK(mnemo_memory_delete(lite, id));
+    }
+    post_import(m, lite, 2300, 30);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_dead", "36\n");
+    post_same(m, lite);
+    /* Merged again, the dead in the segments. */
+    post_import(m, lite, 2330, 2100);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged >= 4430", "1\n");
+    post_same(m, lite);
+    /* The rows give the same. */
+    ASSERT_EQ(pg_psql(be_server(), "DELETE FROM mnemo_memory_post_state", NULL), 0);
+    mnemo_close(m);
+    m = be_open("ws", "provider=none", NULL);
+    post_same(m, lite);
+    mnemo_close(m);
+    mnemo_close(lite);
+}
+
+/* A database from before the index (version 7) is searched from its rows,
+ * and the write that finds enough memories builds the index over all of
+ * them: SQLite's results before and after. */
+BACKEND_TEST(backend_mem_postings_upgrade)
+{
+    if (!be_server())
+        return;
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    post_import(m, lite, 0, 1500);
+    mnemo_close(m);
+    ASSERT_EQ(pg_psql(be_server(),
+                      "BEGIN; DROP TABLE mnemo_memory_postings, mnemo_memory_factors, "
+                      "mnemo_memory_post_state, mnemo_memory_post_dead; DROP INDEX "
+                      "mnemo_memories_episode, mnemo_memories_expiry; DELETE FROM "
+                      "mnemo_migrations WHERE version >= 8; COMMIT",
+                      NULL),
+              0);
+    m = be_open("ws", "provider=none", NULL);
+    post_same(m, lite);
+    PSQL_EQ("SELECT count(*) FROM mnemo_migrations WHERE version = 8", "1\n");
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state", "0\n");
+    post_import(m, lite, 1500, 600);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+    post_same(m, lite);
+    mnemo_close(m);
+    mnemo_close(lite);
+}
+
+/* A writer killed while it merges leaves the memories to the rows: every
+ * search as on SQLite, and the next write merges them. */
+BACKEND_TEST_CONCURRENT(backend_mem_postings_killed_merge)
+{
+    if (!be_server())
+        return;
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    post_import(m, lite, 9000, 1); /* the tenant's first row */
+    buf jl;
+    buf_init(&jl, 0);
+    post_lines(&jl, 0, 6000);
+    /* A session holding the tenant's write lock shared makes the merge wait
+     * for it, after the import committed: the writer is killed there. */
+    pid_t holder = fork();
+    ASSERT(holder >= 0);
+    if (holder == 0) { /* psql itself: pg_psql's file names are the parent's */
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) { /* its end is a terminated session */
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execl("/usr/bin/psql", "psql", "-X", "-q", "-At", "-d", pg_url(be_server()), "-c",
+              "SELECT pg_advisory_lock_shared(7170534, hashtext((SELECT min(tenant) FROM "
+              "mnemo_memories))), pg_sleep(60)",
+              (char *)NULL);
+        _exit(127);
+    }
+    int st, seen = 0;
+    for (int i = 0; i < 2000 && !seen; i++) {
+        char *rows = NULL;
+        pg_psql(be_server(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+                "classid = 7170534 AND granted", &rows);
+        seen = rows && atoi(rows) > 0;
+        free(rows);
+    }
+    ASSERT(seen);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        mnemo *c = be_open("ws", "provider=none", "busyTimeoutMs=20000", NULL);
+        size_t in = 0, skip = 0;
+        mnemo_memory_import(c, jl.data, jl.len, &in, &skip);
+        _exit(0);
+    }
+    seen = 0;
+    for (int i = 0; i < 3000 && !seen; i++) {
+        char *rows = NULL;
+        pg_psql(be_server(),
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
+                "'%pg_advisory_xact_lock(7170534%' AND wait_event_type = 'Lock'",
+                &rows);
+        seen = rows && atoi(rows) > 0;
+        free(rows);
+
+    }
+    ASSERT(seen);
+    kill(pid, SIGKILL);
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_EQ(pg_psql(be_server(),
+                      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE "
+                      "'%pg_sleep(60)%' AND pid <> pg_backend_pid()",
+                      NULL),
+              0);
+    ASSERT_EQ(waitpid(holder, &st, 0), holder);
+    killed_client_gone(1);
+    char *rows = NULL;
+    ASSERT_EQ(pg_psql(be_server(), "SELECT count(*) FROM mnemo_memories", &rows), 0);
+    long long n = atoll(rows);
+    free(rows);
+    ASSERT_EQ(n, 6001); /* the import committed; its merge did not */
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state", "0\n");
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(lite, jl.data, jl.len, &in, &skip));
+    post_same(m, lite);
+    post_import(m, lite, 6000, 10);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+    post_same(m, lite);
+    buf_cleanup(&jl);
+    mnemo_close(m);
+    mnemo_close(lite);
+}
+
 /* ----------------------------------------------------------------------
  * Many writers: exact statistics, the results of one writer
  * -------------------------------------------------------------------- */
@@ -1387,7 +1664,7 @@ BACKEND_TEST(backend_mem_stats_upgrade)
                       "mnemo_memory_stats_pkey, DROP COLUMN slot, ADD PRIMARY KEY (tenant); "
                       "ALTER TABLE mnemo_memory_terms DROP CONSTRAINT mnemo_memory_terms_pkey, "
                       "DROP COLUMN slot, ADD PRIMARY KEY (tenant, lexeme); DELETE FROM "
-                      "mnemo_migrations WHERE version = " SLOTS_MIGRATION "; COMMIT",
+                      "mnemo_migrations WHERE version >= " SLOTS_MIGRATION "; COMMIT",
                       NULL),
               0);
     m = be_open("ws", "provider=none", "memoryContext=0", NULL);

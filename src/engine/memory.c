@@ -704,8 +704,9 @@ static const char *ph(int *next, const char *cast, char tmp[32])
     return tmp;
 }
 
-/* mem_where for SQLite (NEXT 0) or PostgreSQL (NEXT: the first $n). */
-static int where_build(const mem_opts *o, double now, int next, buf *w, mfilter *a)
+/* mem_where for SQLite (NEXT 0) or PostgreSQL (NEXT: the first $n); with
+ * SCOPE only the conditions on user, agent, run and type. */
+static int where_build(const mem_opts *o, double now, int next, buf *w, mfilter *a, int scope)
 {
     int rc = MNEMO_OK, pg = next > 0;
     char t[32];
@@ -733,6 +734,8 @@ static int where_build(const mem_opts *o, double now, int next, buf *w, mfilter 
         buf_printf(w, " AND m.type = %s", ph(&next, "::text", t));
         rc |= arg_text(a, o->type);
     }
+    if (scope)
+        return rc ? MNEMO_NOMEM : buf_err(w) ? MNEMO_NOMEM : MNEMO_OK;
     if (o->subject) {
         buf_printf(w, " AND m.subject = %s", ph(&next, "::text", t));
         rc |= arg_text(a, o->subject);
@@ -778,12 +781,23 @@ static int where_build(const mem_opts *o, double now, int next, buf *w, mfilter 
 
 int mem_where(const mem_opts *o, double now, buf *w, mfilter *a)
 {
-    return where_build(o, now, 0, w, a);
+    return where_build(o, now, 0, w, a, 0);
 }
 
 int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *a)
 {
-    return where_build(o, now, first, w, a);
+    return where_build(o, now, first, w, a, 0);
+}
+
+int mem_where_scope_pg(const mem_opts *o, int first, buf *w, int *only)
+{
+    mfilter a;
+    mfilter_init(&a);
+    int rc = where_build(o, 0, first, w, &a, 1);
+    mfilter_cleanup(&a);
+    *only = !o->subject && !o->categories && !o->deleted &&
+            (!o->filters || !strcmp(o->filters, "{}"));
+    return rc;
 }
 
 int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void *ud)

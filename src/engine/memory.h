@@ -116,6 +116,12 @@ int mem_where(const mem_opts *o, double now, buf *w, mfilter *args);
  * every argument (scope and filter) in ARGS in placeholder order. */
 int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *args);
 
+/* The part of mem_where_pg's condition on user, agent, run and type, into
+ * W: the same text and placeholders (the same FIRST) as its start, so it
+ * binds the same arguments. *ONLY: whether the rest of the condition is
+ * liveness alone (no subject, categories, filter or deleted memories). */
+int mem_where_scope_pg(const mem_opts *o, int first, buf *w, int *only);
+
 /* ----------------------------------------------------------------------
  * Search, shared by the backends (msearch.c): each backend finds candidates
  * (keyword BM25, vectors) in its own storage; relevance fusion, score

@@ -28,6 +28,9 @@
  *                         sum the slots in their one snapshot, which is as
  *                         exact as one row; purge folds them into slot 0.
  *   mnemo_memory_vec_<d>  vectors (pgvector), when a provider is configured.
+ *   mnemo_memory_postings, mnemo_memory_factors, mnemo_memory_post_state,
+ *   mnemo_memory_post_dead
+ *                         the memories' inverted index (pgmpost.c).
  *
  * Keyword search: the query is parsed as on SQLite (query.c), each phrase is
  * tokenized again into lexemes, the tsquery finds the rows through the GIN
@@ -41,7 +44,8 @@
  * (memoryContext 0): episodes need the keyword scores of turns past the
  * limit. Other queries (quoted phrases, prefixes, and every query with
  * episodes on) read every match and count frequencies in scope, as SQLite
- * does.
+ * does: words in a plain scope from the inverted index (pgmpost.c), the
+ * rest from the rows.
  *
  * Writes run in transactions; a duplicate added concurrently meets the
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is
@@ -111,7 +115,7 @@ const char *const pgmem_ddl4[] = {
     "GROUP BY tenant, l ON CONFLICT DO NOTHING",
     NULL};
 
-/* Migration 6: the statistics in slots (pgschema_slot); what was counted
+/* Migration 7: the statistics in slots (pgschema_slot); what was counted
  * before is slot 0. */
 const char *const pgmem_ddl7[] = {
     "ALTER TABLE mnemo_memory_stats ADD COLUMN slot int NOT NULL DEFAULT 0, "
@@ -120,6 +124,32 @@ const char *const pgmem_ddl7[] = {
     "ALTER TABLE mnemo_memory_terms ADD COLUMN slot int NOT NULL DEFAULT 0, "
     "DROP CONSTRAINT mnemo_memory_terms_pkey, "
     "ADD CONSTRAINT mnemo_memory_terms_pkey PRIMARY KEY (tenant, lexeme, slot)",
+    NULL};
+
+/* Migration 8: the live memories of each scope in creation order, ties by
+ * seq, as episodes read a memory's neighbours (pg_episodes: the nearest
+ * two before and after it). mnemo_memories_scope has neither agent_id nor
+ * seq, so each neighbour read scanned and sorted every memory of the scope
+ * created in the same second. And the memories' inverted index
+ * (pgmpost.c), filled by the first write that finds enough memories
+ * unmerged; the memories expiring, which a search through it leaves out. */
+const char *const pgmem_ddl8[] = {
+    "CREATE INDEX IF NOT EXISTS mnemo_memories_episode ON mnemo_memories"
+    "(tenant, user_id, agent_id, run_id, created_at, seq) WHERE deleted_at IS NULL",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_postings(tenant text NOT NULL, "
+    "user_id text NOT NULL, agent_id text NOT NULL, run_id text NOT NULL, type text NOT NULL, "
+    "lexeme text NOT NULL, gen bigint NOT NULL, n int NOT NULL, data bytea NOT NULL, "
+    "PRIMARY KEY (tenant, lexeme, user_id, agent_id, run_id, type, gen))",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_factors(tenant text NOT NULL, "
+    "user_id text NOT NULL, agent_id text NOT NULL, run_id text NOT NULL, type text NOT NULL, "
+    "gen bigint NOT NULL, n int NOT NULL, data bytea NOT NULL, "
+    "PRIMARY KEY (tenant, user_id, agent_id, run_id, type, gen))",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_post_state(tenant text PRIMARY KEY, "
+    "merged bigint NOT NULL, gen bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS mnemo_memory_post_dead(tenant text NOT NULL, seq bigint NOT NULL, "
+    "PRIMARY KEY (tenant, seq))",
+    "CREATE INDEX IF NOT EXISTS mnemo_memories_expiry ON mnemo_memories(tenant, expires_at) "
+    "WHERE expires_at IS NOT NULL AND deleted_at IS NULL",
     NULL};
 
 

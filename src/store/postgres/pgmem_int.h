@@ -33,6 +33,8 @@ struct pgmem {
     tok *dtok;        /* the document tokenizer */
     char *lang;       /* its language */
     int embedded;     /* memories without a vector were embedded once on this handle */
+    int64_t post_mark; /* the memory index's mark as this handle saw it last */
+    int post_known;    /* post_mark was read */
 };
 
 typedef int (*tx_fn)(mnemo *m, void *ud);
@@ -150,5 +152,67 @@ int pm_params_make(mnemo *m, const mfilter *args, int extra, params *p);
 int pm_params_add(params *p, const char *v);
 
 void pm_params_free(params *p);
+
+/* ----------------------------------------------------------------------
+ * Interface to pgmpost.c: the memories' inverted index
+ * -------------------------------------------------------------------- */
+
+/* pg_advisory_xact_lock class of a tenant's memory writes (second key
+ * hashtext(tenant)): shared by every write, exclusive for a merge. */
+#define PM_POST_LOCK "7170534"
+
+/* The CTE (named lk) taking it shared in an add's or import's statement,
+ * $1 the tenant; the INSERT reads FROM lk, so that the lock is held before
+ * its rows take their seq. */
+#define PM_POST_LOCK_CTE                                                                       \
+    "lk AS (SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1)))"
+
+/* Takes the lock shared in the caller's transaction (updates, deletes). */
+int pgmpost_lock_shared(mnemo *m);
+
+/* Records memory ID dead in the index when it was merged (its postings no
+ * longer count; searches read its row): after it changed or was deleted,
+ * under the shared lock. */
+int pgmpost_dead(mnemo *m, const char *id);
+
+/* After a write committed memories up to SEQ (-1: ask the server): merges
+ * the memories above the mark once enough wait. Never fails: a merge that
+ * does not happen leaves them to be read from their rows. */
+int pgmpost_catch_up(mnemo *m, int64_t seq);
+
+/* A memory's score factor inputs (mcand's). */
+typedef struct pgmpost_factors {
+    double importance, created, confirmed, confirmations;
+    int about_user, known;
+} pgmpost_factors;
+
+/* A search of plain lexemes through the index. */
+typedef struct pgmpost_query {
+    const char *const *lex; /* the lexemes (no prefixes) */
+    int nlex;               /* at most BM25_MAX_PHRASES */
+    const char *lexs;       /* the same as a text array literal */
+    const char *tsq;        /* their tsquery (ORed) */
+    const char *scope;      /* mem_where_scope_pg's condition (alias m) */
+    const char *where;      /* the search's whole condition (alias m) */
+    const char *now;        /* the time expiry is checked at */
+    params *p;              /* $1 the tenant, then the conditions' arguments */
+} pgmpost_query;
+
+/* The memories in scope holding any of the lexemes, by seq: their length,
+ * each lexeme's frequency (tf[i * BM25_MAX_PHRASES + k]) and factors. */
+typedef struct pgmpost_docs {
+    int64_t *seq;
+    int *ntok;
+    uint8_t *tf;
+    pgmpost_factors *f; /* their factor inputs (known: read) */
+    size_t n;
+} pgmpost_docs;
+
+/* Reads Q's matches in one statement (in the caller's snapshot), with the
+ * same frequencies, lengths and set as reading every matching row gives.
+ * MNEMO_NOTFOUND, nothing recorded, when the tenant's index was never
+ * built: read the rows. */
+int pgmpost_read(mnemo *m, const pgmpost_query *q, pgmpost_docs *out);
+void pgmpost_docs_cleanup(pgmpost_docs *d);
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * pgmsearch.c - searching structured memories on PostgreSQL: the query's
- * phrases as tsqueries, the keyword leg (MaxScore over mnemo_memory_terms
- * for plain words), the vector leg, episodes, feeding the shared fusion
- * (msearch.c) through mem_searcher (see pgmem.c).
+ * phrases as tsqueries, the keyword leg (the memories' inverted index for
+ * words in a plain scope, MaxScore over mnemo_memory_terms without
+ * episodes, else the matching rows), the vector leg, episodes, the factors
+ * the ranking reaches, feeding the shared fusion (msearch.c) through
+ * mem_searcher (see pgmem.c).
  */
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgmem_int.h"
@@ -214,6 +216,79 @@ static int lexpos_parse(lexpos *l, int nlex, const char *s)
     return MNEMO_OK;
 }
 
+/* Appends position POS to lexeme I's list in L. */
+static int lexpos_add(lexpos *l, int i, int pos)
+{
+    if (l->n[i] == l->cap[i]) {
+        int cap = l->cap[i] ? l->cap[i] * 2 : 16;
+        int *v = realloc(l->v[i], (size_t)cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        l->v[i] = v;
+        l->cap[i] = cap;
+    }
+    l->v[i][l->n[i]++] = pos;
+    return MNEMO_OK;
+}
+
+/* Parses tsvector text ("'lex':3A,7A 'it''s':2A", a row's vector filtered
+ * to the query's lexemes) into L, by the lexemes of P (none a prefix):
+ * what lexpos_parse reads, without the server joining each row's lexemes
+ * to the query's in a subquery, which cost more than the rest of the
+ * statement. W is scratch. */
+static int lexpos_parse_tsv(lexpos *l, const qphr *p, const char *s, buf *w)
+{
+    for (int i = 0; i < p->nlex; i++)
+        l->n[i] = 0;
+    if (!s)
+        return MNEMO_OK;
+    while (*s == ' ')
+        s++;
+    while (*s == '\'') {
+        buf_reset(w);
+        for (s++; *s; s++) {
+            if (*s == '\'' && s[1] != '\'')
+                break;
+            if ((*s == '\'' || *s == '\\') && s[1] == *s)
+                s++;
+            buf_putc(w, *s);
+        }
+        if (*s == '\'')
+            s++;
+        if (buf_err(w))
+            return MNEMO_NOMEM;
+        int x = -1;
+        for (int i = 0; i < p->nlex && x < 0; i++)
+            if (!p->pre[i] && strlen(p->lex[i]) == w->len && !memcmp(p->lex[i], w->data, w->len))
+                x = i;
+        if (*s == ':') {
+            s++;
+            for (;;) {
+                char *end;
+                long pos = strtol(s, &end, 10);
+                if (end == s)
+                    break;
+                if (x >= 0 && lexpos_add(l, x, (int)pos))
+                    return MNEMO_NOMEM;
+                s = end;
+                while (*s >= 'A' && *s <= 'D') /* the weight */
+                    s++;
+                if (*s != ',')
+                    break;
+                s++;
+            }
+        }
+        while (*s && *s != ' ')
+            s++;
+        while (*s == ' ')
+            s++;
+    }
+    for (int i = 0; i < p->nlex; i++)
+        if (l->n[i] > 1)
+            qsort(l->v[i], (size_t)l->n[i], sizeof(int), by_int);
+    return MNEMO_OK;
+}
+
 static int has_pos(const lexpos *l, int x, int pos)
 {
     int lo = 0, hi = l->n[x];
@@ -261,6 +336,9 @@ typedef struct search_ctx {
     size_t need;        /* results wanted */
     int user_query;     /* the query asks about the user (mem_factors) */
     double now;
+    const char *scope;  /* mem_where_scope_pg's part of where */
+    int post_ok;        /* the rest of where is liveness: the index may serve */
+    char now_s[32];     /* the time where checks expiry at */
 } search_ctx;
 
 /* A candidate from a row with COLS at 0. */
@@ -340,20 +418,24 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
                      const char *pres, int any_prefix)
 {
     int n0 = x->p->n;
-    int a = pm_params_add(x->p, tq), b = pm_params_add(x->p, lexs), c = pm_params_add(x->p, pres);
-    buf src, sql;
-    buf_init(&src, 256);
+    int a = pm_params_add(x->p, tq), b = pm_params_add(x->p, lexs);
+    int c = any_prefix ? pm_params_add(x->p, pres) : 0;
+    buf sql, w;
     buf_init(&sql, 1 << 20);
+    buf_init(&w, 0);
+    /* Without prefixes each row's vector filtered to the query's lexemes
+     * is all that is needed (lexpos_parse_tsv); a prefix matches lexemes
+     * the query does not name, joined here to the lexeme they extend. */
     if (any_prefix)
-        buf_puts(&src, "m.tsv");
+        buf_printf(&sql,
+                   "SELECT " KCOLS ", (SELECT string_agg(t.i::text || ':' || "
+                   "array_to_string(u.positions, ','), ' ') FROM unnest(m.tsv) u JOIN "
+                   "unnest($%d::text[], $%d::boolean[]) WITH ORDINALITY AS t(tok, pre, i) ON "
+                   "u.lexeme = t.tok OR (t.pre AND starts_with(u.lexeme, t.tok)))",
+                   b, c);
     else
-        buf_printf(&src, "ts_filter(setweight(m.tsv, 'A', $%d::text[]), '{a}')", b);
-    buf_printf(&sql,
-               "SELECT " KCOLS ", (SELECT string_agg(t.i::text || ':' || "
-               "array_to_string(u.positions, ','), ' ') FROM unnest(%s) u JOIN "
-               "unnest($%d::text[], $%d::boolean[]) WITH ORDINALITY AS t(tok, pre, i) ON "
-               "u.lexeme = t.tok OR (t.pre AND starts_with(u.lexeme, t.tok)))",
-               src.data ? src.data : "m.tsv", b, c);
+        buf_printf(&sql, "SELECT " KCOLS ", ts_filter(setweight(m.tsv, 'A', $%d::text[]), "
+                   "'{a}')::text", b);
     if (x->vectors) {
         int v = pm_params_add(x->p, x->qvec.data), id = pm_params_add(x->p, x->vs.ident);
         buf_printf(&sql,
@@ -366,14 +448,16 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
                " FROM mnemo_memories m WHERE m.tenant = $1 AND m.tsv @@ $%d::tsquery AND %s", a,
                x->where);
     pg_rows *r = NULL;
-    int rc = buf_err(&src) || buf_err(&sql)
+    int rc = buf_err(&sql)
                  ? core_error(m, MNEMO_NOMEM, "out of memory")
                  : pm_q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
     x->p->n = n0;
     bm25_hits *h = k->hits;
     qphr *ph = k->ph;
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
-        if (kleg_grow(k) || lexpos_parse(k->lp, ph->nlex, pg_value(r, i, NKCOLS))) {
+        const char *pos = pg_value(r, i, NKCOLS);
+        if (kleg_grow(k) || (any_prefix ? lexpos_parse(k->lp, ph->nlex, pos)
+                                        : lexpos_parse_tsv(k->lp, ph, pos, &w))) {
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
             break;
         }
@@ -404,8 +488,59 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
         h->n++;
     }
     pg_rows_free(r);
-    buf_cleanup(&src);
     buf_cleanup(&sql);
+    buf_cleanup(&w);
+    return rc;
+}
+
+/* The keyword leg's rows from the memories' inverted index (pgmpost.c):
+ * the same hits as kleg_read finds for a query of single lexemes, their
+ * factors read later, only for the candidates ranking reaches
+ * (load_factors). MNEMO_NOTFOUND: the index cannot serve. */
+static int kleg_postings(mnemo *m, search_ctx *x, kleg *k, const char *lexs, const char *tq)
+{
+    qphr *ph = k->ph;
+    const char *lv[MAX_QTOKS];
+    for (int i = 0; i < ph->nlex; i++)
+        lv[i] = ph->lex[i];
+    pgmpost_query q = {lv, ph->nlex, lexs, tq, x->scope, x->where, x->now_s, x->p};
+    pgmpost_docs d;
+    int rc = pgmpost_read(m, &q, &d);
+    bm25_hits *h = k->hits;
+    for (size_t i = 0; !rc && i < d.n; i++) {
+        if (kleg_grow(k)) {
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+            break;
+        }
+        size_t j = h->n;
+        h->id[j] = (int64_t)j;
+        h->dl[j] = d.ntok[i];
+        h->mask[j] = 0;
+        uint8_t *tf = h->tf + j * BM25_MAX_PHRASES;
+        const uint8_t *lt = d.tf + i * BM25_MAX_PHRASES;
+        for (int p = 0; p < ph->np; p++) {
+            int f = ph->len[p] ? lt[ph->tok[ph->first[p]]] : 0;
+            tf[p] = (uint8_t)f;
+            k->df[p] += f > 0;
+            if (f > 0)
+                h->mask[j] |= (uint64_t)1 << p;
+        }
+        mcand *row = &k->row[j];
+        memset(row, 0, sizeof *row);
+        row->mid = d.seq[i];
+        const pgmpost_factors *f = &d.f[i];
+        if (f->known) {
+            row->importance = f->importance;
+            row->about_user = f->about_user;
+            row->created = f->created;
+            row->confirmed = f->confirmed;
+            row->confirmations = f->confirmations;
+            row->has_factors = 1;
+        }
+        k->cos[j] = NAN;
+        h->n++;
+    }
+    pgmpost_docs_cleanup(&d);
     return rc;
 }
 
@@ -700,7 +835,15 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
         if (!rc)
             rc = stored_stats(m, lexs.data, &k);
-        if (!rc)
+        /* Single lexemes in a plain scope: the inverted index, when built. */
+        int post = !rc && x->post_ok && !x->vectors && !any_prefix && ph->np == ph->npositive &&
+                   ph->nlex <= BM25_MAX_PHRASES;
+        for (int p = 0; post && p < ph->np; p++)
+            post = ph->len[p] <= 1;
+        int pr = post ? kleg_postings(m, x, &k, lexs.data, tq.data) : MNEMO_NOTFOUND;
+        if (pr != MNEMO_NOTFOUND)
+            rc = pr;
+        else if (!rc)
             rc = kleg_read(m, x, &k, tq.data, lexs.data, pres.data, any_prefix);
         for (int p = 0; p < ph->np; p++)
             h->df[p] = k.df[p];
@@ -859,10 +1002,120 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     return rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory") : rc;
 }
 
+static int by_mid_ptr(const void *a, const void *b)
+{
+    const mcand *x = *(const mcand *const *)a, *y = *(const mcand *const *)b;
+    return (x->mid > y->mid) - (x->mid < y->mid);
+}
+
+/* Reads the factor inputs of the N candidates C (in the search's
+ * snapshot); those not found keep none. */
+static int load_factors(mnemo *m, mcand **c, size_t n)
+{
+    if (!n)
+        return MNEMO_OK;
+    qsort(c, n, sizeof *c, by_mid_ptr);
+    buf ids;
+    buf_init(&ids, 1 << 20);
+    buf_putc(&ids, '{');
+    for (size_t i = 0; i < n; i++)
+        buf_printf(&ids, "%s%lld", i ? "," : "", (long long)c[i]->mid);
+    buf_putc(&ids, '}');
+    const char *p[2] = {pgconn_tenant(m), ids.data};
+    pg_rows *r = NULL;
+    int rc = buf_err(&ids) ? core_error(m, MNEMO_NOMEM, "out of memory")
+                           : pm_q(m, "memory search",
+                                  "SELECT " KCOLS " FROM mnemo_memories m WHERE m.tenant = $1 "
+                                  "AND m.seq = ANY ($2::bigint[])",
+                                  2, p, &r);
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        mcand key = {0}, *kp = &key;
+        key.mid = strtoll(pg_value(r, i, 0), NULL, 10);
+        mcand **f = bsearch(&kp, c, n, sizeof *c, by_mid_ptr);
+        if (!f)
+            continue;
+        mcand *row = *f;
+        row->importance = pm_num_at(r, i, 2);
+        row->about_user = strcmp(pg_value(r, i, 3), "user") == 0;
+        row->created = pm_num_at(r, i, 4);
+        row->confirmed = pg_isnull(r, i, 5) ? 0 : pm_num_at(r, i, 5);
+        row->confirmations = pm_num_at(r, i, 6);
+        row->has_factors = 1;
+    }
+    pg_rows_free(r);
+    buf_cleanup(&ids);
+    return rc;
+}
+
+typedef struct relord {
+    double rel;
+    mcand *c;
+} relord;
+
+static int by_relord(const void *a, const void *b)
+{
+    const relord *x = a, *y = b;
+    if (x->rel != y->rel)
+        return x->rel < y->rel ? 1 : -1;
+    return (x->c->mid > y->c->mid) - (x->c->mid < y->c->mid);
+}
+
+#define FACTOR_BATCH 64 /* candidates whose factors one statement reads, at first */
+
+/* Reads, a batch per statement, the factors of the candidates mem_rank
+ * will look at (keyword matches from the index come without): it visits
+ * them by relevance until the best NEED scores are out of reach of the
+ * rest, which is followed here with the same arithmetic. */
+static int prefetch_factors(mnemo *m, search_ctx *x, mset *s, size_t need, int ran)
+{
+    size_t miss = 0;
+    for (size_t i = 0; i < s->n; i++)
+        miss += !s->v[i].has_factors;
+    if (!miss)
+        return MNEMO_OK;
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), bound = mem_max_factor(m);
+    relord *o = malloc(s->n * sizeof *o);
+    mcand **batch = malloc((s->n + 1) * sizeof *batch);
+    double *top = malloc((need ? need : 1) * sizeof *top);
+    int rc = o && batch && top ? MNEMO_OK : core_error(m, MNEMO_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        mcand *c = &s->v[i];
+        double v = c->vec < 0 ? 0 : c->vec;
+        o[i] = (relord){ran ? 1.0 - (1.0 - c->text) * (1.0 - wv * v) : c->text, c};
+    }
+    if (!rc && s->n > 1)
+        qsort(o, s->n, sizeof *o, by_relord);
+    size_t ntop = 0, want = FACTOR_BATCH;
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        mcand *c = o[i].c;
+        if (ntop == need && o[i].rel * bound < top[0])
+            break;
+        if (!c->has_factors) {
+            size_t nb = 0;
+            for (size_t j = i; j < s->n && nb < want; j++)
+                if (!o[j].c->has_factors)
+                    batch[nb++] = o[j].c;
+            want *= 2;
+            if ((rc = load_factors(m, batch, nb)))
+                break;
+        }
+        double score = c->has_factors ? o[i].rel * mem_factors(m, c, x->user_query, x->now) : 0;
+        rank_top_offer(top, &ntop, need, score);
+    }
+    free(o);
+    free(batch);
+    free(top);
+    return rc;
+}
+
 static int pg_factors(mnemo *m, void *ud, mcand *c)
 {
-    (void)m;
     (void)ud;
+    if (!c->has_factors) { /* not foreseen by prefetch_factors */
+        int rc = load_factors(m, &c, 1);
+        if (rc)
+            return rc;
+    }
     return c->has_factors ? MNEMO_OK : MNEMO_NOTFOUND;
 }
 
@@ -908,8 +1161,14 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     tok *t = NULL;
     if (!rc && !(rc = pgconn_qtok(m, &t)))
         rc = query_parse(t, qtext, &pq);
+    buf scope;
+    buf_init(&scope, 1 << 16);
     if (!rc)
         rc = mem_where_pg(o, floor(now), 2, &where, &args);
+    if (!rc)
+        rc = mem_where_scope_pg(o, 2, &scope, &x.post_ok);
+    pm_fmt_num(floor(now), x.now_s);
+    x.scope = scope.data;
     if (!rc)
         rc = pm_params_make(m, &args, 8, &p);
     x.where = where.data;
@@ -956,6 +1215,8 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         rc = mem_episodes(m, &pq, &kk.kb, kk.hits, kk.mids, need, s, s->n, pg_episodes, NULL);
     kept_cleanup(&kk);
     if (!rc)
+        rc = prefetch_factors(m, &x, s, need, ran);
+    if (!rc)
         rc = mem_rank(m, qtext, o, ran, need, now, s, pg_factors, NULL);
     if (!rc) /* the records of the results, in the same snapshot */
         rc = load_recs(m, s, need);
@@ -966,6 +1227,7 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     pm_params_free(&p);
     mfilter_cleanup(&args);
     buf_cleanup(&where);
+    buf_cleanup(&scope);
     buf_cleanup(&x.qvec);
     buf_cleanup(&qt);
     return rc;

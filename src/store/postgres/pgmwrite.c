@@ -34,10 +34,11 @@
  * began, that memory (0); or nothing, when it was committed meanwhile (or
  * the id was taken). */
 #define ADD_SQL                                                                                \
-    "WITH ins AS (INSERT INTO mnemo_memories(" MEM_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, " \
-    "$7::float8, $8, $9, $10, $11, $12, $13::jsonb, $14::jsonb, $15, $16::float8, "          \
-    "$17::float8, $18::float8, $19::bigint, $20::float8, $21::float8, $22, $23::int, "        \
-    "$24::tsvector) ON CONFLICT DO NOTHING RETURNING *), " PM_STATS_CTES("ins", "$25::int", "") \
+    "WITH " PM_POST_LOCK_CTE ", ins AS (INSERT INTO mnemo_memories(" MEM_COLUMNS ") SELECT $1, " \
+    "$2, $3, $4, $5, $6, $7::float8, $8, $9, $10, $11, $12, $13::jsonb, $14::jsonb, $15, "    \
+    "$16::float8, $17::float8, $18::float8, $19::bigint, $20::float8, $21::float8, $22, "     \
+    "$23::int, $24::tsvector FROM lk ON CONFLICT DO NOTHING RETURNING *), "                   \
+    PM_STATS_CTES("ins", "$25::int", "")                                                       \
     ", hi AS (INSERT INTO mnemo_memory_history(tenant, memory_id, event, new_text, at) "     \
     "SELECT $1, ins.id, 'ADD', ins.text, $26::float8 FROM ins) "                              \
     "SELECT 1, " COLS " FROM ins m UNION ALL SELECT 0, " COLS " FROM mnemo_memories m "       \
@@ -154,6 +155,8 @@ int pgmem_add(mnemo *m, const char *record, char **out)
         rc = pm_in_tx(m, NULL, add_tx, &a);
     if (!rc && !a.dup)
         pm_embed_one(m, a.id, f.text);
+    if (!rc && !a.dup && a.row)
+        pgmpost_catch_up(m, strtoll(pg_value(a.row, 0, 18), NULL, 10));
     json_t *j = NULL;
     if (!rc && a.row && !(j = pm_row_json(a.row, 0, 1)))
         rc = core_error(m, MNEMO_NOMEM, "out of memory");
@@ -189,7 +192,9 @@ static int update_tx(mnemo *m, void *ud)
     upd_ctx *u = ud;
     mem_fields *f = u->f;
     json_t *old = NULL;
-    int rc = pm_load_live(m, u->id, &old);
+    int rc = pgmpost_lock_shared(m);
+    if (!rc)
+        rc = pm_load_live(m, u->id, &old);
     const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
     u->text_changed = !rc && f->text && strcmp(f->text, old_text) != 0;
     if (u->text_changed) {
@@ -262,6 +267,8 @@ static int update_tx(mnemo *m, void *ud)
     }
     if (!rc && u->text_changed) /* its vector is of the old text */
         rc = pm_drop_vectors(m, "m.id = $2", u->id);
+    if (!rc) /* its text or scope may have changed: read from its row */
+        rc = pgmpost_dead(m, u->id);
     json_decref(old);
     return rc;
 }
@@ -302,10 +309,14 @@ static int delete_tx(mnemo *m, void *ud)
 {
     simple_ctx *s = ud;
     json_t *old = NULL;
-    int rc = pm_load_live(m, s->id, &old);
+    int rc = pgmpost_lock_shared(m);
+    if (!rc)
+        rc = pm_load_live(m, s->id, &old);
     char t[32];
     if (!rc)
         rc = pm_stats_one(m, s->id, -1);
+    if (!rc)
+        rc = pgmpost_dead(m, s->id);
     if (!rc) {
         const char *p[3] = {pgconn_tenant(m), s->id, pm_fmt_num(s->now, t)};
         rc = pm_q(m, "deleting a memory",
@@ -333,8 +344,12 @@ static int confirm_tx(mnemo *m, void *ud)
 {
     simple_ctx *s = ud;
     json_t *old = NULL;
-    int rc = pm_load_live(m, s->id, &old);
+    int rc = pgmpost_lock_shared(m);
+    if (!rc)
+        rc = pm_load_live(m, s->id, &old);
     json_decref(old);
+    if (!rc) /* its factors changed: read from its row */
+        rc = pgmpost_dead(m, s->id);
     char t[32];
     if (!rc) {
         const char *p[3] = {pgconn_tenant(m), s->id, pm_fmt_num(s->now, t)};
@@ -478,12 +493,13 @@ int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 #define IMPORT_BYTES (8u << 20)
 
 #define IMPORT_SQL                                                                             \
-    "WITH ins AS (INSERT INTO mnemo_memories(" MEM_COLUMNS ") SELECT $1, x.id, x.text, "      \
+    "WITH " PM_POST_LOCK_CTE ", ins AS (INSERT INTO mnemo_memories(" MEM_COLUMNS ") SELECT "  \
+    "$1, x.id, x.text, "                                                                       \
     "x.text_fold, x.hash, x.category, x.importance::float8, x.type, x.subject, x.user_id, "   \
     "x.agent_id, x.run_id, x.metadata::jsonb, x.metadata_fold::jsonb, x.triggers, "           \
     "x.created_at::float8, x.updated_at::float8, x.expires_at::float8, "                      \
     "x.confirmations::bigint, x.last_confirmed_at::float8, x.deleted_at::float8, x.lang, "    \
-    "x.ntok::int, x.tsv::tsvector FROM json_to_recordset($2::json) AS x(o int, id text, "     \
+    "x.ntok::int, x.tsv::tsvector FROM lk, json_to_recordset($2::json) AS x(o int, id text, " \
     "text text, text_fold text, hash text, category text, importance text, type text, "       \
     "subject text, user_id text, agent_id text, run_id text, metadata text, "                 \
     "metadata_fold text, triggers text, created_at text, updated_at text, expires_at text, "  \
@@ -648,6 +664,8 @@ int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size
     json_decref(ic.rows);
     json_decref(ic.hist);
     json_decref(ic.ids);
+    if (!rc && ic.nin)
+        pgmpost_catch_up(m, -1);
     if (!rc && ic.nin) {
         vecsetup vs;
         if (pm_vec_setup(m, &vs))

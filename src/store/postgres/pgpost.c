@@ -72,14 +72,9 @@ static int get_varint(const unsigned char **p, const unsigned char *end, uint64_
     return 0;
 }
 
-typedef struct posting {
-    int64_t id;
-    int ntok;
-    int tf;
-} posting;
+typedef pgposting posting;
 
-/* One posting into B after the one of id *LAST. */
-static void put_posting(buf *b, int64_t *last, int64_t id, int tf, int ntok)
+void pgpost_put(buf *b, int64_t *last, int64_t id, int tf, int ntok)
 {
     put_varint(b, (uint64_t)(id - *last));
     buf_putc(b, (char)(tf > 255 ? 255 : tf < 1 ? 1 : tf));
@@ -88,7 +83,7 @@ static void put_posting(buf *b, int64_t *last, int64_t id, int tf, int ntok)
 }
 
 /* The hex text of a bytea ("\x0a1b...") decoded into OUT. */
-static int unhex(const char *s, buf *out)
+int pgpost_unhex(const char *s, buf *out)
 {
     buf_reset(out);
     if (s[0] != '\\' || s[1] != 'x')
@@ -103,7 +98,7 @@ static int unhex(const char *s, buf *out)
     return !buf_err(out);
 }
 
-static void hex_of(buf *b, const char *s, size_t n)
+void pgpost_hex(buf *b, const char *s, size_t n)
 {
     static const char hx[] = "0123456789abcdef";
     buf_puts(b, "\\x");
@@ -116,7 +111,7 @@ static void hex_of(buf *b, const char *s, size_t n)
 
 /* Appends the postings of segment DATA[0..N) to V (growing *CAP), those of
  * the sorted DEAD[0..NDEAD) left out; 0 when the segment is damaged. */
-static int decode(const unsigned char *p, size_t n, const int64_t *dead, size_t ndead,
+int pgpost_decode(const unsigned char *p, size_t n, const int64_t *dead, size_t ndead,
                   posting **v, size_t *nv, size_t *cap)
 {
     const unsigned char *end = p + n;
@@ -149,8 +144,8 @@ static int decode(const unsigned char *p, size_t n, const int64_t *dead, size_t 
 
 /* Calls FN for each lexeme of tsvector text T ('lex':1,5 'b''c':2) with its
  * unescaped bytes and its number of positions. */
-static int tsv_each(const char *t, buf *w, int (*fn)(void *ud, const char *lex, size_t n, int npos),
-                    void *ud)
+int pgpost_tsv_each(const char *t, buf *w,
+                    int (*fn)(void *ud, const char *lex, size_t n, int npos), void *ud)
 {
     while (*t == ' ')
         t++;
@@ -269,7 +264,7 @@ static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
         buf_init(&e->data, 0);
         p->used++;
     }
-    put_posting(&e->data, &e->last, p->id, npos, p->ntok);
+    pgpost_put(&e->data, &e->last, p->id, npos, p->ntok);
     e->n++;
     p->npost++;
     return buf_err(&e->data) ? MNEMO_NOMEM : MNEMO_OK;
@@ -282,7 +277,7 @@ int pgpost_add(pgpost *p, int64_t id, const char *source, int ntok, const char *
     p->source = source;
     if (id > p->maxid)
         p->maxid = id;
-    int rc = tsv_each(tsv, &p->w, add_lexeme, p);
+    int rc = pgpost_tsv_each(tsv, &p->w, add_lexeme, p);
     return rc ? core_error(p->m, rc, "out of memory") : MNEMO_OK;
 }
 
@@ -363,7 +358,7 @@ static void segs_add(segs *g, const char *source, const char *lexeme, size_t lle
     if (g->data.len > 1)
         buf_putc(&g->data, ',');
     buf_puts(&g->data, "\"\\");
-    hex_of(&g->data, data, len);
+    pgpost_hex(&g->data, data, len);
     buf_putc(&g->data, '"');
 }
 
@@ -429,9 +424,9 @@ static int fold_keys(pgpost *p, const char *srcs, const char *lexs, const int64_
                !strcmp(pg_value(r, ord[j], 1), pg_value(r, ord[i], 1));
              j++) {
             gen = ps_ll(r, ord[j], 2);
-            int ok = unhex(pg_value(r, ord[j], 3), &raw)
-                         ? decode((const unsigned char *)raw.data, raw.len, dead, ndead, &v, &nv,
-                                  &cap)
+            int ok = pgpost_unhex(pg_value(r, ord[j], 3), &raw)
+                         ? pgpost_decode((const unsigned char *)raw.data, raw.len, dead, ndead,
+                                         &v, &nv, &cap)
                          : 0;
             if (ok < 0)
                 rc = core_error(p->m, MNEMO_NOMEM, "out of memory");
@@ -443,7 +438,7 @@ static int fold_keys(pgpost *p, const char *srcs, const char *lexs, const int64_
             buf_reset(&seg);
             int64_t last = 0;
             for (size_t k = 0; k < nv; k++)
-                put_posting(&seg, &last, v[k].id, v[k].tf, v[k].ntok);
+                pgpost_put(&seg, &last, v[k].id, v[k].tf, v[k].ntok);
             const char *lx = pg_value(r, ord[i], 1);
             segs_add(&g, pg_value(r, ord[i], 0), lx, strlen(lx), gen, (long long)nv,
                      seg.data ? seg.data : "", seg.len);
@@ -851,7 +846,7 @@ static void tf_into(const pgquery *pq, const char *t, uint8_t *tf, buf *w)
 {
     memset(tf, 0, (size_t)pq->npos);
     tfctx c = {pq, tf};
-    tsv_each(t, w, tf_one, &c);
+    pgpost_tsv_each(t, w, tf_one, &c);
 }
 
 int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
@@ -916,7 +911,7 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
     /* Segments: each into the lists of the terms with its lexeme. */
     for (i = 0; !rc && i < d0; i++) {
         const char *lex = pg_value(r, i, 2), *src = pg_value(r, i, 1);
-        if (!unhex(pg_value(r, i, 4), &raw)) {
+        if (!pgpost_unhex(pg_value(r, i, 4), &raw)) {
             rc = MNEMO_CORRUPT;
             break;
         }
@@ -926,7 +921,7 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
             if (t[k].last_src && strcmp(t[k].last_src, src))
                 t[k].sources = 1;
             t[k].last_src = src;
-            int ok = decode((const unsigned char *)raw.data, raw.len, dead, ndead, &t[k].v,
+            int ok = pgpost_decode((const unsigned char *)raw.data, raw.len, dead, ndead, &t[k].v,
                             &t[k].n, &t[k].cap);
             rc = ok < 0 ? MNEMO_NOMEM : ok == 0 ? MNEMO_CORRUPT : MNEMO_OK;
         }

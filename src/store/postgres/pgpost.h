@@ -26,6 +26,32 @@
 
 typedef struct pgpost pgpost;
 
+/* The encoding, shared with the memories' postings (pgmpost.c). */
+typedef struct pgposting {
+    int64_t id;
+    int ntok;
+    int tf;
+} pgposting;
+
+/* One posting into B after the one of id *LAST (0 before the first). */
+void pgpost_put(buf *b, int64_t *last, int64_t id, int tf, int ntok);
+
+/* Appends the postings of segment P[0..N) to *V (growing *CAP), those of
+ * the sorted DEAD[0..NDEAD) left out: 1, 0 when the segment is damaged,
+ * -1 out of memory. */
+int pgpost_decode(const unsigned char *p, size_t n, const int64_t *dead, size_t ndead,
+                  pgposting **v, size_t *nv, size_t *cap);
+
+/* A bytea's hex text ("\x0a1b...") decoded into OUT (0: not hex); the
+ * reverse appended to B. */
+int pgpost_unhex(const char *s, buf *out);
+void pgpost_hex(buf *b, const char *s, size_t n);
+
+/* Calls FN for each lexeme of tsvector text T ('lex':1,5 'b''c':2) with its
+ * unescaped bytes and its number of positions (W is scratch). */
+int pgpost_tsv_each(const char *t, buf *w,
+                    int (*fn)(void *ud, const char *lex, size_t n, int npos), void *ud);
+
 /* Starts a sync's postings for TENANT (under its sync lock, outside a
  * transaction): chunks above the merged mark left by an earlier sync are
  * merged first. */

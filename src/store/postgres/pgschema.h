@@ -23,6 +23,11 @@
  *      is filled by the next sync
  *   7  the memories' statistics in slots, one per concurrent writer, summed
  *      when read (pgmem.c: pgmem_ddl7)
+ *   8  an index of each scope's live memories in creation order, which
+ *      episodes read their neighbours by, and the memories' inverted index:
+ *      posting segments per scope and lexeme, the merged mark, the dead
+ *      (pgmem.c: pgmem_ddl8, pgmpost.c); the index is filled by a later
+ *      write
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -35,7 +40,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 7
+#define PGSCHEMA_VERSION 8
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -45,6 +50,7 @@ extern const char *const pgstore_ddl3[];
 extern const char *const pgstore_ddl5[];
 extern const char *const pgstore_ddl6[];
 extern const char *const pgmem_ddl7[];
+extern const char *const pgmem_ddl8[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors
