@@ -50,85 +50,10 @@
  * Postings being written, by key
  * -------------------------------------------------------------------- */
 
-/* A key is user, agent, run, type and lexeme, each NUL-terminated. */
-typedef struct mterm {
-    char *key;
-    size_t klen;
-    uint32_t hash;
-    long long n;
-    int64_t last;
-    buf data;
-} mterm;
-
-typedef struct mmap {
-    mterm *t;
-    size_t cap, used;
-} mmap;
-
-static uint32_t fnv(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
-
-static int map_grow(mmap *p)
-{
-    size_t nc = p->cap ? p->cap * 2 : 4096;
-    mterm *nt = calloc(nc, sizeof *nt);
-    if (!nt)
-        return MNEMO_NOMEM;
-    for (size_t i = 0; i < p->cap; i++) {
-        if (!p->t[i].key)
-            continue;
-        size_t j = p->t[i].hash & (nc - 1);
-        while (nt[j].key)
-            j = (j + 1) & (nc - 1);
-        nt[j] = p->t[i];
-    }
-    free(p->t);
-    p->t = nt;
-    p->cap = nc;
-    return MNEMO_OK;
-}
-
-static void map_cleanup(mmap *p)
-{
-    for (size_t i = 0; i < p->cap; i++) {
-        free(p->t[i].key);
-        buf_cleanup(&p->t[i].data);
-    }
-    free(p->t);
-    memset(p, 0, sizeof *p);
-}
-
-/* The entry of KEY[0..N), made if new; NULL out of memory. */
-static mterm *map_get(mmap *p, const char *key, size_t n)
-{
-    if ((p->used + 1) * 2 > p->cap && map_grow(p))
-        return NULL;
-    uint32_t h = fnv(key, n);
-    size_t j = h & (p->cap - 1);
-    while (p->t[j].key &&
-           (p->t[j].hash != h || p->t[j].klen != n || memcmp(p->t[j].key, key, n)))
-        j = (j + 1) & (p->cap - 1);
-    mterm *e = &p->t[j];
-    if (!e->key) {
-        if (!(e->key = malloc(n)))
-            return NULL;
-        memcpy(e->key, key, n);
-        e->klen = n;
-        e->hash = h;
-        buf_init(&e->data, 0);
-        p->used++;
-    }
-    return e;
-}
-
-/* The memory being added to a map. */
+/* The memory being added to a map (pgterms, pgpost.h). A key is user,
+ * agent, run, type and lexeme, each NUL-terminated. */
 typedef struct madd {
-    mmap *map;
+    pgterms *map;
     buf key;
     size_t scope; /* bytes of the key before the lexeme */
     int64_t seq;
@@ -141,7 +66,7 @@ static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
     a->key.len = a->scope;
     buf_append(&a->key, lex, n);
     buf_putc(&a->key, 0);
-    mterm *e = buf_err(&a->key) ? NULL : map_get(a->map, a->key.data, a->key.len);
+    pgterm *e = buf_err(&a->key) ? NULL : pgterms_get(a->map, a->key.data, a->key.len);
     if (!e)
         return MNEMO_NOMEM;
     pgpost_put(&e->data, &e->last, a->seq, npos, a->ntok);
@@ -584,7 +509,7 @@ static int merge_tx(mnemo *m, int64_t *mark)
                       "DELETE FROM mnemo_memory_post_dead WHERE tenant = $1", 1, p, NULL);
         merged = -1;
     }
-    mmap map = {0}, fmap = {0};
+    pgterms map = {0}, fmap = {0};
     madd a = {&map, {0}, 0, 0, 0};
     buf_init(&a.key, 0);
     buf w;
@@ -617,7 +542,7 @@ static int merge_tx(mnemo *m, int64_t *mark)
             if (!rc && !strcmp(pg_value(r, i, 12), "t")) { /* live: its factors */
                 a.key.len = a.scope;
                 buf_putc(&a.key, 0); /* no lexeme */
-                mterm *e = buf_err(&a.key) ? NULL : map_get(&fmap, a.key.data, a.key.len);
+                pgterm *e = buf_err(&a.key) ? NULL : pgterms_get(&fmap, a.key.data, a.key.len);
                 pgmpost_factors f = factors_at(r, i, 7);
                 if (e) {
                     put_factors(&e->data, &e->last, a.seq, &f);
@@ -637,7 +562,7 @@ static int merge_tx(mnemo *m, int64_t *mark)
     msegs g;
     segs_init(&g);
     for (size_t i = 0; !rc && i < map.cap; i++) {
-        mterm *e = &map.t[i];
+        pgterm *e = &map.t[i];
         if (e->key)
             rc = segs_add(m, &g, e->key, (long long)(gen + 1), e->n,
                           e->data.data ? e->data.data : "", e->data.len);
@@ -645,7 +570,7 @@ static int merge_tx(mnemo *m, int64_t *mark)
     if (!rc)
         rc = segs_write(m, &g);
     for (size_t i = 0; !rc && i < fmap.cap; i++) {
-        mterm *e = &fmap.t[i];
+        pgterm *e = &fmap.t[i];
         if (e->key)
             rc = fsegs_add(m, &g, e->key, (long long)(gen + 1), e->n,
                            e->data.data ? e->data.data : "", e->data.len);
@@ -653,8 +578,8 @@ static int merge_tx(mnemo *m, int64_t *mark)
     if (!rc)
         rc = fsegs_write(m, &g);
     segs_cleanup(&g);
-    map_cleanup(&map);
-    map_cleanup(&fmap);
+    pgterms_cleanup(&map);
+    pgterms_cleanup(&fmap);
     buf_cleanup(&a.key);
     buf_cleanup(&w);
     char g1[32];

@@ -179,21 +179,13 @@ int pgpost_tsv_each(const char *t, buf *w,
  * Writing
  * -------------------------------------------------------------------- */
 
-typedef struct pterm {
-    char *key; /* source, NUL, lexeme */
-    size_t klen;
-    uint32_t hash;
-    int n;
-    int64_t last;
-    buf data;
-} pterm;
 
 struct pgpost {
     mnemo *m;
     const char *tenant;
     int64_t merged, maxid; /* the mark; the largest id added */
-    pterm *t;
-    size_t cap, used, npost;
+    pgterms terms;
+    size_t npost;
     /* scratch of the chunk being added */
     int64_t id;
     int ntok;
@@ -209,10 +201,10 @@ static uint32_t fnv(const char *s, size_t n)
     return h;
 }
 
-static int grow(pgpost *p)
+static int terms_grow(pgterms *p)
 {
     size_t nc = p->cap ? p->cap * 2 : 4096;
-    pterm *nt = calloc(nc, sizeof *nt);
+    pgterm *nt = calloc(nc, sizeof *nt);
     if (!nt)
         return MNEMO_NOMEM;
     for (size_t i = 0; i < p->cap; i++) {
@@ -229,15 +221,42 @@ static int grow(pgpost *p)
     return MNEMO_OK;
 }
 
-static void terms_clear(pgpost *p)
+pgterm *pgterms_get(pgterms *p, const char *key, size_t n)
+{
+    if ((p->used + 1) * 2 > p->cap && terms_grow(p))
+        return NULL;
+    uint32_t h = fnv(key, n);
+    size_t j = h & (p->cap - 1);
+    while (p->t[j].key &&
+           (p->t[j].hash != h || p->t[j].klen != n || memcmp(p->t[j].key, key, n)))
+        j = (j + 1) & (p->cap - 1);
+    pgterm *e = &p->t[j];
+    if (!e->key) {
+        if (!(e->key = malloc(n ? n : 1)))
+            return NULL;
+        memcpy(e->key, key, n);
+        e->klen = n;
+        e->hash = h;
+        buf_init(&e->data, 0);
+        p->used++;
+    }
+    return e;
+}
+
+void pgterms_cleanup(pgterms *p)
 {
     for (size_t i = 0; i < p->cap; i++) {
         free(p->t[i].key);
         buf_cleanup(&p->t[i].data);
     }
     free(p->t);
-    p->t = NULL;
-    p->cap = p->used = p->npost = 0;
+    memset(p, 0, sizeof *p);
+}
+
+static void terms_clear(pgpost *p)
+{
+    pgterms_cleanup(&p->terms);
+    p->npost = 0;
 }
 
 static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
@@ -247,23 +266,9 @@ static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
     buf_puts(&p->key, p->source);
     buf_putc(&p->key, 0);
     buf_append(&p->key, lex, n);
-    if (buf_err(&p->key) || ((p->used + 1) * 2 > p->cap && grow(p)))
+    pgterm *e = buf_err(&p->key) ? NULL : pgterms_get(&p->terms, p->key.data, p->key.len);
+    if (!e)
         return MNEMO_NOMEM;
-    uint32_t h = fnv(p->key.data, p->key.len);
-    size_t j = h & (p->cap - 1);
-    while (p->t[j].key && (p->t[j].hash != h || p->t[j].klen != p->key.len ||
-                           memcmp(p->t[j].key, p->key.data, p->key.len)))
-        j = (j + 1) & (p->cap - 1);
-    pterm *e = &p->t[j];
-    if (!e->key) {
-        if (!(e->key = malloc(p->key.len)))
-            return MNEMO_NOMEM;
-        memcpy(e->key, p->key.data, p->key.len);
-        e->klen = p->key.len;
-        e->hash = h;
-        buf_init(&e->data, 0);
-        p->used++;
-    }
     pgpost_put(&e->data, &e->last, p->id, npos, p->ntok);
     e->n++;
     p->npost++;
@@ -515,7 +520,7 @@ static int fold(pgpost *p, int all, const char *ksrc, const char *klex)
 
 int pgpost_pending(const pgpost *p)
 {
-    return p && (p->used || p->maxid > p->merged);
+    return p && (p->terms.used || p->maxid > p->merged);
 }
 
 int pgpost_flush(pgpost *p, int final)
@@ -536,12 +541,12 @@ int pgpost_flush(pgpost *p, int final)
     buf ksrc, klex;
     buf_init(&ksrc, 0);
     buf_init(&klex, 0);
-    int keys = p->used <= POST_KEYS;
+    int keys = p->terms.used <= POST_KEYS;
     buf_putc(&ksrc, '{');
     buf_putc(&klex, '{');
     int rc = MNEMO_OK;
-    for (size_t i = 0; !rc && wrote && i < p->cap; i++) {
-        pterm *e = &p->t[i];
+    for (size_t i = 0; !rc && wrote && i < p->terms.cap; i++) {
+        pgterm *e = &p->terms.t[i];
         if (!e->key)
             continue;
         size_t sl = strlen(e->key);

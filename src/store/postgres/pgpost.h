@@ -36,6 +36,26 @@ typedef struct pgposting {
 /* One posting into B after the one of id *LAST (0 before the first). */
 void pgpost_put(buf *b, int64_t *last, int64_t id, int tf, int ntok);
 
+/* Postings being written, by key (bytes, NULs allowed): a table both
+ * inverted indexes fill before writing their segments. */
+typedef struct pgterm {
+    char *key; /* NULL: an empty slot */
+    size_t klen;
+    uint32_t hash;
+    long long n;  /* postings in data */
+    int64_t last; /* the last id put (pgpost_put) */
+    buf data;
+} pgterm;
+
+typedef struct pgterms {
+    pgterm *t;
+    size_t cap, used;
+} pgterms;
+
+/* The entry of KEY[0..N), made if new; NULL out of memory. */
+pgterm *pgterms_get(pgterms *p, const char *key, size_t n);
+void pgterms_cleanup(pgterms *p);
+
 /* Appends the postings of segment P[0..N) to *V (growing *CAP), those of
  * the sorted DEAD[0..NDEAD) left out: 1, 0 when the segment is damaged,
  * -1 out of memory. */
