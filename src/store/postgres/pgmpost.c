@@ -86,33 +86,7 @@ static void key_parts(const char *key, const char *part[5])
 /* A memory's factor inputs in a factor segment: its seq's distance from
  * the previous one (varint), importance, creation and confirmation times
  * (the doubles' bits, little-endian), confirmations (varint) and whether it
- * is about the user (a byte). */
-static void put_u64(buf *b, uint64_t v)
-{
-    unsigned char t[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        t[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    t[n++] = (unsigned char)v;
-    buf_append(b, (const char *)t, n);
-}
-
-static int get_u64(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int shift = 0; *p < end && shift < 64; shift += 7) {
-        unsigned c = *(*p)++;
-        x |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *v = x;
-            return 1;
-        }
-    }
-    return 0;
-}
-
+ * is about the user (a byte). Varints as pgpost.h writes them. */
 static void put_f64(buf *b, double x)
 {
     uint64_t u;
@@ -137,11 +111,11 @@ static int get_f64(const unsigned char **p, const unsigned char *end, double *x)
 
 static void put_factors(buf *b, int64_t *last, int64_t seq, const pgmpost_factors *f)
 {
-    put_u64(b, (uint64_t)(seq - *last));
+    pgpost_put_varint(b, (uint64_t)(seq - *last));
     put_f64(b, f->importance);
     put_f64(b, f->created);
     put_f64(b, f->confirmed);
-    put_u64(b, (uint64_t)(f->confirmations > 0 ? f->confirmations : 0));
+    pgpost_put_varint(b, (uint64_t)(f->confirmations > 0 ? f->confirmations : 0));
     buf_putc(b, (char)(f->about_user ? 1 : 0));
     *last = seq;
 }
@@ -162,9 +136,9 @@ static int decode_factors(const unsigned char *p, size_t n, const int64_t *dead,
     while (p < end) {
         uint64_t delta, conf;
         fentry e;
-        if (!get_u64(&p, end, &delta) || !get_f64(&p, end, &e.f.importance) ||
+        if (!pgpost_get_varint(&p, end, &delta) || !get_f64(&p, end, &e.f.importance) ||
             !get_f64(&p, end, &e.f.created) || !get_f64(&p, end, &e.f.confirmed) ||
-            !get_u64(&p, end, &conf) || p >= end)
+            !pgpost_get_varint(&p, end, &conf) || p >= end)
             return 0;
         e.f.about_user = *p++ != 0;
         e.f.confirmations = (double)conf;

@@ -46,7 +46,7 @@
  * Encoding
  * -------------------------------------------------------------------- */
 
-static void put_varint(buf *b, uint64_t v)
+void pgpost_put_varint(buf *b, uint64_t v)
 {
     unsigned char t[10];
     size_t n = 0;
@@ -58,7 +58,7 @@ static void put_varint(buf *b, uint64_t v)
     buf_append(b, (const char *)t, n);
 }
 
-static int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+int pgpost_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
 {
     uint64_t x = 0;
     for (int shift = 0; *p < end && shift < 64; shift += 7) {
@@ -76,9 +76,9 @@ typedef pgposting posting;
 
 void pgpost_put(buf *b, int64_t *last, int64_t id, int tf, int ntok)
 {
-    put_varint(b, (uint64_t)(id - *last));
+    pgpost_put_varint(b, (uint64_t)(id - *last));
     buf_putc(b, (char)(tf > 255 ? 255 : tf < 1 ? 1 : tf));
-    put_varint(b, (uint64_t)(ntok > 0 ? ntok : 0));
+    pgpost_put_varint(b, (uint64_t)(ntok > 0 ? ntok : 0));
     *last = id;
 }
 
@@ -119,10 +119,10 @@ int pgpost_decode(const unsigned char *p, size_t n, const int64_t *dead, size_t 
     size_t d = 0;
     while (p < end) {
         uint64_t delta, len;
-        if (!get_varint(&p, end, &delta) || p >= end)
+        if (!pgpost_get_varint(&p, end, &delta) || p >= end)
             return 0;
         int tf = *p++;
-        if (!get_varint(&p, end, &len))
+        if (!pgpost_get_varint(&p, end, &len))
             return 0;
         id += (int64_t)delta;
         while (d < ndead && dead[d] < id)

@@ -34,6 +34,11 @@ typedef struct pgposting {
 } pgposting;
 
 /* One posting into B after the one of id *LAST (0 before the first). */
+/* V as a little-endian base-128 varint appended to B; the next varint of
+ * *P (before END) into *V, moving *P: 0 when it is cut short. */
+void pgpost_put_varint(buf *b, uint64_t v);
+int pgpost_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v);
+
 void pgpost_put(buf *b, int64_t *last, int64_t id, int tf, int ntok);
 
 /* Postings being written, by key (bytes, NULs allowed): a table both
