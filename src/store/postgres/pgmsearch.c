@@ -176,6 +176,21 @@ static int by_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Appends position POS to lexeme I's list in L. */
+static int lexpos_add(lexpos *l, int i, int pos)
+{
+    if (l->n[i] == l->cap[i]) {
+        int cap = l->cap[i] ? l->cap[i] * 2 : 16;
+        int *v = realloc(l->v[i], (size_t)cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        l->v[i] = v;
+        l->cap[i] = cap;
+    }
+    l->v[i][l->n[i]++] = pos;
+    return MNEMO_OK;
+}
+
 /* Parses "i:p,p,... i:p,..." (i 1-based lexeme numbers) into L. */
 static int lexpos_parse(lexpos *l, int nlex, const char *s)
 {
@@ -193,15 +208,8 @@ static int lexpos_parse(lexpos *l, int nlex, const char *s)
             long pos = strtol(s, &end, 10);
             if (end == s)
                 break;
-            if (l->n[i] == l->cap[i]) {
-                int cap = l->cap[i] ? l->cap[i] * 2 : 16;
-                int *v = realloc(l->v[i], (size_t)cap * sizeof *v);
-                if (!v)
-                    return MNEMO_NOMEM;
-                l->v[i] = v;
-                l->cap[i] = cap;
-            }
-            l->v[i][l->n[i]++] = (int)pos;
+            if (lexpos_add(l, (int)i, (int)pos) != MNEMO_OK)
+                return MNEMO_NOMEM;
             s = end;
             if (*s != ',')
                 break;
@@ -213,21 +221,6 @@ static int lexpos_parse(lexpos *l, int nlex, const char *s)
     for (int i = 0; i < nlex; i++)
         if (l->n[i] > 1)
             qsort(l->v[i], (size_t)l->n[i], sizeof(int), by_int);
-    return MNEMO_OK;
-}
-
-/* Appends position POS to lexeme I's list in L. */
-static int lexpos_add(lexpos *l, int i, int pos)
-{
-    if (l->n[i] == l->cap[i]) {
-        int cap = l->cap[i] ? l->cap[i] * 2 : 16;
-        int *v = realloc(l->v[i], (size_t)cap * sizeof *v);
-        if (!v)
-            return MNEMO_NOMEM;
-        l->v[i] = v;
-        l->cap[i] = cap;
-    }
-    l->v[i][l->n[i]++] = pos;
     return MNEMO_OK;
 }
 
