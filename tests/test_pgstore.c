@@ -278,6 +278,122 @@ BACKEND_TEST(pgstore_hybrid_tiny_table)
     mnemo_close(m);
 }
 
+/* Results as "path:line:score;..." into OUT. */
+static void results_line(mnemo_results *r, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < mnemo_results_count(r) && len + 1 < cap; i++) {
+        const mnemo_result *x = mnemo_results_get(r, i);
+        int w = snprintf(out + len, cap - len, "%s:%d:%.6f:%.6f;", x->path, x->start_line,
+                         x->score, x->vector_score);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+/* The vector scores' calibration (the mean and spread of the query's
+ * cosines): the PostgreSQL handle computes it itself from the second search
+ * of a corpus on, and fetches it again when a sync changed the corpus: every
+ * search of one handle scores as a fresh handle's does. */
+BACKEND_TEST(pgstore_hybrid_calibration_kept)
+{
+    /* A table of 24 words of 128 dimensions (a fixed pseudo-random walk) and
+     * 3 query words near three of them, in no note: vector-only scores. */
+    buf tab;
+    buf_init(&tab, 0);
+    unsigned x = 12345;
+    float wv[24][128];
+    for (int w = 0; w < 24; w++) {
+        buf_printf(&tab, "w%02d", w);
+        for (int d = 0; d < 128; d++) {
+            x = x * 1103515245u + 12345u;
+            wv[w][d] = (float)((x >> 16) & 0x7fff) / 32768.0f - 0.5f;
+            buf_printf(&tab, " %.4f", (double)wv[w][d]);
+        }
+        buf_putc(&tab, '\n');
+    }
+    static const char *qw[] = {"qa", "qb", "qc"};
+    for (int q = 0; q < 3; q++) {
+        buf_puts(&tab, qw[q]);
+        for (int d = 0; d < 128; d++)
+            buf_printf(&tab, " %.4f", (double)(wv[q * 7][d] + 0.3f * wv[q * 7 + 1][d]));
+        buf_putc(&tab, '\n');
+    }
+    test_write("cal.txt", tab.data);
+    buf_cleanup(&tab);
+    {
+        mnemo_config *c;
+        ASSERT_OK(mnemo_config_new(&c));
+        mnemo *m0;
+        ASSERT_OK(mnemo_open(c, &m0));
+        char *out = NULL;
+        ASSERT_OK(mnemo_model_import(m0, test_path("cal.txt"), "cal", 0, &out));
+        mnemo_free(out);
+        mnemo_close(m0);
+        mnemo_config_free(c);
+    }
+    char path[64], text[160];
+    for (int i = 0; i < 48; i++) {
+        snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
+        snprintf(text, sizeof text, "# w%02d\n\nw%02d w%02d w%02d\n", i % 24, (i * 5 + 1) % 24,
+                 (i * 7 + 3) % 24, (i * 11 + 2) % 24);
+        test_write(path, text);
+    }
+    char store[600];
+    snprintf(store, sizeof store, "store=%s", be_store());
+    /* A note of no word the table knows: a vector without length, whose
+     * cosine counts 0 (pgvector's distance is NaN). */
+    test_write("ws/memory/none.md", "# Zzz\n\nnothing known here\n");
+    mnemo *m = be_open("ws", "provider=static", "model=cal", store, NULL);
+    test_sync(m);
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.min_score = 0;
+    static const char *queries[] = {"qa", "qb", "qc w05", "qa w00"};
+    char first[4][4096], again[4096];
+    int vector_hits = 0;
+    for (int round = 0; round < 3; round++)
+        for (int q = 0; q < 4; q++) {
+            mnemo_results *r = NULL;
+            ASSERT_OK(mnemo_search(m, queries[q], &o, &r));
+            if (be_has_vectors())
+                ASSERT_STR_EQ(mnemo_results_mode(r), "hybrid");
+            for (size_t i = 0; i < mnemo_results_count(r); i++)
+                vector_hits += mnemo_results_get(r, i)->vector_score > 0;
+            results_line(r, round ? again : first[q], sizeof again);
+            mnemo_results_free(r);
+            if (round)
+                ASSERT_STR_EQ(again, first[q]);
+        }
+    ASSERT(vector_hits > 0 || !be_has_vectors());
+    /* The corpus changes: eight more notes. */
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof path, "ws/memory/c%02d.md", i);
+        snprintf(text, sizeof text, "# More %d\n\nw00 w07 w14 w%02d\n", i, i + 16);
+        test_write(path, text);
+    }
+    test_sync(m);
+    mnemo *fresh = be_open("ws", "provider=static", "model=cal", store, NULL);
+    for (int q = 0; q < 4; q++) {
+        char want[4096];
+        mnemo_results *r = NULL;
+        ASSERT_OK(mnemo_search(fresh, queries[q], &o, &r));
+        results_line(r, want, sizeof want);
+        mnemo_results_free(r);
+        ASSERT(strcmp(want, first[q]) != 0 || !be_has_vectors());
+        for (int round = 0; round < 2; round++) {
+            ASSERT_OK(mnemo_search(m, queries[q], &o, &r));
+            results_line(r, again, sizeof again);
+            mnemo_results_free(r);
+            ASSERT_STR_EQ(again, want);
+        }
+    }
+    mnemo_close(fresh);
+    mnemo_close(m);
+}
+
 BACKEND_TEST(pgstore_status)
 {
     test_write("ws/memory/a.md", "Plain note.\n");

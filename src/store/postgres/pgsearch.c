@@ -209,6 +209,7 @@ static void pgsearch_cleanup(pgsearch *s)
     }
     free(s->rows);
     free(s->hits);
+    free(s->qunit);
     buf_cleanup(&s->qvec);
 }
 
@@ -257,6 +258,145 @@ static int unused_vectors(pgsearch *s, mnemo_results *res)
     return rc;
 }
 
+/* ----------------------------------------------------------------------
+ * The vector calibration: the mean and spread of the query's cosines over
+ * a sample of the stored vectors (search.c scores a cosine by how many
+ * deviations it stands above them). The server computes them beside the
+ * nearest neighbours; a handle that searches the same corpus a second time
+ * fetches the sample once (the same number of rows, at most CAL_FLOATS
+ * floats) and computes them itself, until the tenant's corpus row moves
+ * (every sync commit and every embedding phase update it).
+ * -------------------------------------------------------------------- */
+
+#define CAL_ROWS 2000          /* vectors in the sample at most */
+/* The cosine of vector column V with query parameter Q; 0 for a vector
+ * without length (text with no known word), as SQLite counts it, where
+ * pgvector's distance is NaN. */
+#define COSINE(v, q) "coalesce(nullif(1 - (" v " <=> " q "::vector), 'NaN'::float8), 0)"
+#define CAL_FLOATS (1u << 20)  /* floats in the sample at most: 4 MiB */
+
+static const char *stable_sql(pgsearch *s, const char *sql);
+
+/* Scales V[0..D) to unit length; 0 when it has none. */
+static int unit_scale(float *v, size_t d)
+{
+    double nn = 0;
+    for (size_t j = 0; j < d; j++)
+        nn += (double)v[j] * v[j];
+    if (!(nn > 0))
+        return 0;
+    float k = (float)(1.0 / sqrt(nn));
+    for (size_t j = 0; j < d; j++)
+        v[j] *= k;
+    return 1;
+}
+
+static int cal_rows(int dims)
+{
+    size_t r = CAL_FLOATS / (size_t)(dims > 0 ? dims : 1);
+    return r >= CAL_ROWS ? CAL_ROWS : r < 32 ? 32 : (int)r;
+}
+
+/* Parses the pgvector text S ([x,y,...]) into V[0..DIMS), scaled to unit
+ * length; 0 when it is not DIMS numbers. */
+static int cal_parse(const char *s, float *v, int dims)
+{
+    if (*s++ != '[')
+        return 0;
+    for (int i = 0; i < dims; i++) {
+        char *end;
+        v[i] = strtof(s, &end);
+        if (end == s || *end != (i + 1 < dims ? ',' : ']'))
+            return 0;
+        s = end + 1;
+    }
+    unit_scale(v, (size_t)dims); /* a vector without length stays 0: cosine 0 */
+    return 1;
+}
+
+/* Fetches the sample of the vectors S's search reads into ST, for KEY. */
+static int cal_fetch(pgsearch *s, struct pgstore *st, const char *key)
+{
+    char sql[256], lim[16];
+    snprintf(sql, sizeof sql,
+             "SELECT embedding::text FROM %s WHERE tenant = $1 AND model = $2 LIMIT $3::int",
+             s->table);
+    snprintf(lim, sizeof lim, "%d", cal_rows(s->dims));
+    const char *p[3] = {s->tenant, s->ident, lim};
+    pg_rows *r = NULL;
+    int rc = ps_q(s->m, "vector search", sql, 3, p, &r);
+    if (rc)
+        return rc;
+    size_t n = pg_nrows(r), d = (size_t)s->dims, got = 0;
+    float *v = malloc((n ? n : 1) * d * sizeof *v);
+    char *k = strdup(key);
+    if (!v || !k) {
+        free(v);
+        free(k);
+        pg_rows_free(r);
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        got += (size_t)cal_parse(pg_value(r, i, 0), v + got * d, s->dims);
+    pg_rows_free(r);
+    free(st->cal);
+    free(st->cal_key);
+    st->cal = v;
+    st->cal_n = got;
+    st->cal_dims = s->dims;
+    st->cal_key = k;
+    return MNEMO_OK;
+}
+
+/* The mean and spread of the cosines of Q (unit length) with ST's sample,
+ * as the server's avg() and stddev_pop() compute them. */
+static void cal_stats(const struct pgstore *st, const float *q, search_vstats *vs)
+{
+    size_t d = (size_t)st->cal_dims;
+    double sum = 0, sumsq = 0;
+    for (size_t i = 0; i < st->cal_n; i++) {
+        const float *v = st->cal + i * d;
+        double x = 0;
+        for (size_t j = 0; j < d; j++)
+            x += (double)v[j] * q[j];
+        sum += x;
+        sumsq += x * x;
+    }
+    double n = (double)st->cal_n;
+    double mu = n > 0 ? sum / n : 0, var = n > 0 ? sumsq / n - mu * mu : 0;
+    vs->mean = mu;
+    vs->sd = var > 0 ? sqrt(var) : 0;
+    vs->count = st->cal_n;
+}
+
+/* Whether S's handle computes the calibration itself for the corpus
+ * version XMIN (fetching the sample on the second search of a version). */
+static int cal_ready(pgsearch *s, const char *xmin)
+{
+    struct pgstore *st = ps_state(s->m);
+    if (!st)
+        return 0;
+    buf key;
+    buf_init(&key, 0);
+    buf_printf(&key, "%s\n%s\n%s", s->tenant, xmin, s->ident);
+    if (buf_err(&key)) {
+        buf_cleanup(&key);
+        return 0;
+    }
+    int ready = st->cal_key && st->cal_dims == s->dims && !strcmp(st->cal_key, key.data);
+    if (!ready && st->cal_seen && !strcmp(st->cal_seen, key.data)) {
+        ready = cal_fetch(s, st, key.data) == MNEMO_OK;
+        if (!ready)
+            core_clear(s->m); /* the server computes it, as before */
+    }
+    if (!ready) {
+        free(st->cal_seen);
+        st->cal_seen = strdup(key.data);
+    }
+    buf_cleanup(&key);
+    return ready;
+}
+
 /* The vector leg: K nearest chunks by cosine (HNSW), and the mean and
  * spread of the query's cosines over (a sample of) all chunks. Returns an
  * error only for a named provider that fails; otherwise a failure becomes
@@ -296,7 +436,8 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     s->dims = embed_dims(e);
     const char *p1[1] = {s->tenant};
     pg_rows *r = NULL;
-    rc = ps_q(m, "search", "SELECT vec_identity FROM mnemo_corpus WHERE tenant = $1", 1, p1, &r);
+    rc = ps_q(m, "search", "SELECT vec_identity, xmin::text FROM mnemo_corpus WHERE tenant = $1",
+              1, p1, &r);
     int same = !rc && pg_nrows(r) == 1 && !strcmp(pg_value(r, 0, 0), s->ident);
     const char *stored = !rc && pg_nrows(r) == 1 ? pg_value(r, 0, 0) : "";
     if (!rc && !same) {
@@ -308,34 +449,55 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
                  stored);
         rc = results_set_fallback(res, name, reason);
     }
-    pg_rows_free(r);
     if (rc || !same) {
+        pg_rows_free(r);
         free(qv);
         return rc;
     }
     snprintf(s->table, sizeof s->table, "mnemo_chunk_vec_%d", s->dims);
+    int own = cal_ready(s, pg_value(r, 0, 1));
+    pg_rows_free(r);
+    if ((s->qunit = malloc((size_t)s->dims * sizeof *s->qunit))) {
+        memcpy(s->qunit, qv, (size_t)s->dims * sizeof *s->qunit);
+        if (!unit_scale(s->qunit, (size_t)s->dims))
+            memset(s->qunit, 0, (size_t)s->dims * sizeof *s->qunit);
+    }
+    if (own && !s->qunit)
+        own = 0;
+    if (own)
+        cal_stats(ps_state(m), s->qunit, vs);
     buf_init(&s->qvec, 0);
     pg_vector_literal(&s->qvec, qv, s->dims);
     free(qv);
-    char lim[32], sql[2048];
+    char lim[32], cal[32], sql[2048];
     snprintf(lim, sizeof lim, "%zu", k);
-    /* The spread from up to 2,000 vectors: all of them in a small index,
-     * where it matters most (the z-score needs 32). */
-    snprintf(sql, sizeof sql,
-             "WITH st AS (SELECT avg(1 - (embedding <=> $2::vector)) AS mean, "
-             "stddev_pop(1 - (embedding <=> $2::vector)) AS sd, count(*) AS n FROM "
-             "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT 2000) x), "
-             "nn AS (SELECT v.chunk_id, 1 - (v.embedding <=> $2::vector) AS cos FROM %s v "
-             "WHERE v.tenant = $1 AND v.model = $3 ORDER BY v.embedding <=> $2::vector "
-             "LIMIT $4::int) "
-             "SELECT nn.chunk_id, nn.cos, st.mean, st.sd, st.n FROM st LEFT JOIN nn ON true "
-             "LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.id = nn.chunk_id "
-             "WHERE nn.chunk_id IS NULL OR $5 = '' OR c.source = $5",
-             s->table, s->table);
-    const char *p[5] = {s->tenant, s->qvec.data, s->ident, lim, source};
+    snprintf(cal, sizeof cal, "%d", cal_rows(s->dims));
+#define NEAREST                                                                                   \
+    "SELECT v.chunk_id, " COSINE("v.embedding", "$2") " AS cos FROM %s v WHERE v.tenant = $1 "  \
+    "AND v.model = $3 ORDER BY v.embedding <=> $2::vector LIMIT $4::int"
+    if (own)
+        snprintf(sql, sizeof sql,
+                 "SELECT nn.chunk_id, nn.cos FROM (" NEAREST ") nn LEFT JOIN mnemo_chunks c ON "
+                 "c.tenant = $1 AND c.id = nn.chunk_id WHERE $5 = '' OR c.source = $5",
+                 s->table);
+    else /* the calibration's sample: all of a small index, where it matters most */
+        snprintf(sql, sizeof sql,
+                 "WITH st AS (SELECT avg(" COSINE("embedding", "$2") ") AS mean, "
+                 "stddev_pop(" COSINE("embedding", "$2") ") AS sd, count(*) AS n FROM "
+                 "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT $6::int) x), "
+                 "nn AS (" NEAREST ") "
+                 "SELECT nn.chunk_id, nn.cos, st.mean, st.sd, st.n FROM st LEFT JOIN nn ON true "
+                 "LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.id = nn.chunk_id "
+                 "WHERE nn.chunk_id IS NULL OR $5 = '' OR c.source = $5",
+                 s->table, s->table);
+#undef NEAREST
+    const char *p[6] = {s->tenant, s->qvec.data, s->ident, lim, source, cal};
     if (buf_err(&s->qvec))
         return core_error(m, MNEMO_NOMEM, "out of memory");
-    rc = ps_q(m, "vector search", sql, 5, p, &r);
+    const char *q = stable_sql(s, sql);
+    int np = own ? 5 : 6;
+    rc = q == sql ? ps_q(m, "vector search", sql, np, p, &r)
+                  : ps_qp(m, "vector search", q, np, p, &r);
     if (rc) {
         /* No table yet (no vectors stored): keyword only. */
         rc = results_set_fallback(res, name, m->err.data ? m->err.data : "vector search failed");
@@ -350,7 +512,7 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     }
     *nids = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i == 0) {
+        if (i == 0 && !own) {
             vs->mean = strtod(pg_value(r, 0, 2), NULL);
             vs->sd = strtod(pg_value(r, 0, 3), NULL);
             vs->count = (size_t)ps_ll(r, 0, 4);
@@ -457,8 +619,10 @@ static struct pgstore *fc_open(pgsearch *s)
         return NULL;
     size_t nt = strlen(s->tenant), ns = strlen(s->stamp);
     if (st->fc_key && strncmp(st->fc_key, s->tenant, nt) == 0 && st->fc_key[nt] == '\n' &&
-        strcmp(st->fc_key + nt + 1, s->stamp) == 0)
+        strcmp(st->fc_key + nt + 1, s->stamp) == 0) {
+        st->fc_warm = 1;
         return st;
+    }
     char *key = malloc(nt + ns + 2);
     if (!key)
         return NULL;
@@ -470,6 +634,8 @@ static struct pgstore *fc_open(pgsearch *s)
     if (st->fc)
         memset(st->fc, 0, st->fc_cap * sizeof *st->fc);
     st->fc_n = 0;
+    st->fc_warm = 0;
+    st->vc_n = 0;
     return st;
 }
 
@@ -511,7 +677,84 @@ static void fc_put(struct pgstore *st, int64_t id, double when, int importance)
     pgfactor *f = fc_slot(st, id);
     if (!f->id)
         st->fc_n++;
-    *f = (pgfactor){id, when, importance};
+    *f = (pgfactor){id, when, importance, f->id ? f->vec : 0};
+}
+
+/* Vectors: a candidate's cosine with the query, from its unit vector kept
+ * beside its factors. A search asks the server for the vectors instead of
+ * the cosines from the second search of a stamp on (a process that searches
+ * once gains nothing from them), up to VC_FLOATS floats; then it computes
+ * the cosines itself. */
+
+#define VC_FLOATS (1u << 24) /* 64 MiB */
+
+static float unit_dot(const float *a, const float *b, int d)
+{
+    double x = 0;
+    for (int j = 0; j < d; j++)
+        x += (double)a[j] * b[j];
+    return (float)x;
+}
+
+/* Whether S's search of ST fetches vectors to keep. */
+static int vc_filling(const pgsearch *s, const struct pgstore *st)
+{
+    return st && st->fc_warm && s->qunit && s->dims > 0 &&
+           (st->vc_dims == s->dims || st->vc_n == 0) &&
+           (st->vc_n + 1) * (size_t)s->dims <= VC_FLOATS;
+}
+
+/* The unit vector of HEX (pgvector's binary form, hex-encoded: the
+ * dimension count, a reserved word, then big-endian floats) into V[0..D);
+ * 0 when it is not D numbers. */
+static int unit_of_hex(const char *hx, float *v, size_t d)
+{
+    if (hx[0] == '\\' && hx[1] == 'x')
+        hx += 2;
+    if (strlen(hx) != 8 + 8 * d)
+        return 0;
+    for (size_t j = 0; j < d; j++) {
+        uint32_t u = 0;
+        for (size_t k = 0; k < 8; k++) {
+            int c = hx[8 + 8 * j + k];
+            int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (x < 0)
+                return 0;
+            u = u << 4 | (uint32_t)x;
+        }
+        memcpy(&v[j], &u, sizeof u);
+    }
+    unit_scale(v, d); /* a vector without length stays 0: cosine 0 */
+    return 1;
+}
+
+/* Row W's cosine from the vector HEX, which ST keeps for it when it can. */
+static void vc_put(const pgsearch *s, struct pgstore *st, prow *w, const char *hx)
+{
+    size_t d = (size_t)s->dims;
+    if (st->vc_n == st->vc_cap && (st->vc_n + 1) * d <= VC_FLOATS) {
+        size_t cap = st->vc_cap ? 2 * st->vc_cap : 1024;
+        if (cap * d > VC_FLOATS)
+            cap = VC_FLOATS / d;
+        float *nv = realloc(st->vc, cap * d * sizeof *nv);
+        if (nv) {
+            st->vc = nv;
+            st->vc_cap = cap;
+        }
+    }
+    pgfactor *f = fc_slot(st, w->id);
+    int keep = f->id && st->vc_n < st->vc_cap;
+    float *tmp = keep ? NULL : malloc(d * sizeof *tmp);
+    float *v = keep ? st->vc + st->vc_n * d : tmp;
+    if (v && unit_of_hex(hx, v, d)) {
+        if (keep) {
+            st->vc_dims = s->dims;
+            f->vec = (uint32_t)++st->vc_n;
+        }
+        w->have_cos = 1;
+        w->cosine = unit_dot(v, s->qunit, s->dims);
+    } /* else not known: search.c treats the row as one without a vector */
+    free(tmp);
 }
 
 /* SQL at an address that lasts as long as the handle (to be prepared), or
@@ -545,13 +788,19 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
     }
     struct pgstore *fc = kind == 'f' ? fc_open(s) : NULL;
+    int fill = s->vec && vc_filling(s, fc);
     for (size_t i = 0; i < n; i++) {
         prow *r = row_of(s, ids[i]);
-        const pgfactor *f = kind == 'f' && !r->have_f ? fc_get(fc, ids[i]) : NULL;
-        if (f) {
+        const pgfactor *f = kind == 'f' ? fc_get(fc, ids[i]) : NULL;
+        if (f && !r->have_f) {
             r->have_f = 1;
             r->when = f->when;
             r->importance = f->importance;
+        }
+        if (f && f->vec && s->vec && !r->have_cos && fc->vc_dims == s->dims) {
+            r->have_cos = 1;
+            r->cosine = unit_dot(fc->vc + (size_t)(f->vec - 1) * (size_t)s->dims, s->qunit,
+                                 s->dims);
         }
         if ((kind == 'f' && (!r->have_f || (s->vec && !r->have_cos))) ||
             (kind == 'r' && !r->have_r))
@@ -610,16 +859,18 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     if (kind == 'f' && s->vec) {
         /* The factors of $2 (with the cosines of those in $5), and the
          * cosines of the rest of $5. */
+        /* The vectors instead of the cosines when they are to be kept. */
+        const char *cosv = fill ? "encode(vector_send(v.embedding), 'hex')"
+                                : COSINE("v.embedding", "$4");
         snprintf(sql, sizeof sql,
-                 "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, "
-                 "1 - (v.embedding <=> $4::vector) FROM mnemo_chunks c " FILE_OF
+                 "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, %s "
+                 "FROM mnemo_chunks c " FILE_OF
                  "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
                  "v.model = $3 AND c.id = ANY ($5::bigint[]) WHERE c.tenant = $1 AND "
                  "c.id = ANY ($2::bigint[]) UNION ALL SELECT v.chunk_id, NULL, NULL, NULL, NULL, "
-                 "NULL, 1 - (v.embedding <=> $4::vector) FROM %s v WHERE v.tenant = $1 AND "
-                 "v.model = $3 AND v.chunk_id = ANY ($5::bigint[]) AND NOT v.chunk_id = ANY "
-                 "($2::bigint[])",
-                 s->table, s->table);
+                 "NULL, %s FROM %s v WHERE v.tenant = $1 AND v.model = $3 AND "
+                 "v.chunk_id = ANY ($5::bigint[]) AND NOT v.chunk_id = ANY ($2::bigint[])%s",
+                 cosv, s->table, cosv, s->table, fill ? " AND $4::vector IS NOT NULL" : "");
         q = stable_sql(s, sql);
     }
 #undef FILE_OF
@@ -635,7 +886,9 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         if (!w)
             continue;
         if (kind == 'f' && pg_isnull(r, i, 1)) { /* a cosine alone */
-            if (!pg_isnull(r, i, 6) && !w->have_cos) {
+            if (!pg_isnull(r, i, 6) && !w->have_cos && fill) {
+                vc_put(s, fc, w, pg_value(r, i, 6));
+            } else if (!pg_isnull(r, i, 6) && !w->have_cos) {
                 w->have_cos = 1;
                 w->cosine = strtof(pg_value(r, i, 6), NULL);
             }
@@ -651,7 +904,9 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                 w->when = rank_path_date(pg_value(r, i, 2));
             }
             fc_put(fc, w->id, w->when, w->importance);
-            if (!pg_isnull(r, i, 6) && !w->have_cos) {
+            if (!pg_isnull(r, i, 6) && !w->have_cos && fill) {
+                vc_put(s, fc, w, pg_value(r, i, 6));
+            } else if (!pg_isnull(r, i, 6) && !w->have_cos) {
                 w->have_cos = 1;
                 w->cosine = strtof(pg_value(r, i, 6), NULL);
             }

@@ -658,6 +658,10 @@ void pgstore_close(mnemo *m)
     free(m->pg->files->live);
     free(m->pg->files->fc_key);
     free(m->pg->files->fc);
+    free(m->pg->files->vc);
+    free(m->pg->files->cal_key);
+    free(m->pg->files->cal_seen);
+    free(m->pg->files->cal);
     for (int i = 0; i < m->pg->files->nfsql; i++)
         free(m->pg->files->fsql[i]);
     free(m->pg->files);

@@ -30,6 +30,7 @@ typedef struct pgfactor {
     int64_t id; /* 0: empty slot */
     double when;
     int importance;
+    uint32_t vec; /* 1 + the index of its unit vector in vc, 0: not kept */
 } pgfactor;
 
 struct pgstore {
@@ -44,10 +45,24 @@ struct pgstore {
     char *fc_key;
     pgfactor *fc;
     size_t fc_n, fc_cap;
+    int fc_warm;       /* the key was searched before */
+    /* The candidates' unit vectors kept with their factors: vc_n of
+     * vc_dims, room for vc_cap. */
+    float *vc;
+    size_t vc_n, vc_cap;
+    int vc_dims;
     /* The factors statement of each vector table, kept at one address for
      * the connection's prepared statements (pgsearch.c). */
-    char *fsql[4];
+    char *fsql[8];
     int nfsql;
+    /* The vector calibration's sample (pgsearch.c): cal_n unit vectors of
+     * cal_dims for the key cal_key (generation, corpus version, vector
+     * setup); cal_seen: the key the last search saw, fetched on its
+     * second search. */
+    char *cal_key, *cal_seen;
+    float *cal;
+    size_t cal_n;
+    int cal_dims;
 };
 
 /* The handle's chunk-side state, made on first use; NULL out of memory. */
@@ -138,6 +153,7 @@ typedef struct pgsearch {
     int vec;
     char table[64], ident[1024];
     buf qvec;
+    float *qunit; /* the query vector, unit length */
     int dims;
     /* rows fetched, sorted by id */
     prow *rows;
