@@ -96,6 +96,9 @@ mnemo_sync_stats test_sync(mnemo *m);
 /* Imports the static table "tiny" (4 dimensions: car ~ automobile ~
  * vehicle, kitten ~ cat) into the test's models folder. */
 void test_tiny_table(void);
+/* Imports the word table FILE (under the test directory) as NAME; its
+ * report must hold EXPECT unless NULL. */
+void test_import_table(const char *file, const char *name, const char *expect);
 /* Searches and returns the JSON of the results (caller frees). */
 char *test_search_json(mnemo *m, const char *query, int max);
 /* Runs the mnemo binary with ARGV (NULL-terminated, without "mnemo"),

@@ -325,18 +325,10 @@ TEST(hybrid_vector_only_hit_in_small_workspace)
                             "bread 0 0 0.8 0.3\n"
                             "tuesday 0 0 0.1 1\n"
                             "list 0 0.1 0.1 0.9\n");
-    mnemo_config *c;
-    ASSERT_OK(mnemo_config_new(&c));
-    mnemo *m;
-    ASSERT_OK(mnemo_open(c, &m));
-    char *out = NULL;
-    ASSERT_OK(mnemo_model_import(m, test_path("table.txt"), "cars", 0, &out));
-    mnemo_free(out);
-    mnemo_close(m);
-    mnemo_config_free(c);
+    test_import_table("table.txt", "cars", NULL);
     test_write("ws/memory/a.md", "Automobile repair booked at the garage for Tuesday.\n");
     test_write("ws/memory/b.md", "Grocery list: milk, eggs and bread.\n");
-    m = test_open("ws", "db.sqlite", "provider=static", "model=cars", NULL);
+    mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=cars", NULL);
     test_sync(m);
     char *j = search(m, "car mechanic"); /* no keyword matches either note */
     ASSERT_CONTAINS(j, "\"mode\":\"hybrid\"");

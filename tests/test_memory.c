@@ -511,18 +511,10 @@ TEST(memory_weak_meaning_ranks_not_thresholds)
     ASSERT(!buf_err(&t));
     test_write("plane.txt", t.data);
     buf_cleanup(&t);
-    mnemo_config *c;
-    ASSERT_OK(mnemo_config_new(&c));
-    mnemo *m;
-    ASSERT_OK(mnemo_open(c, &m));
-    char *out = NULL;
-    ASSERT_OK(mnemo_model_import(m, test_path("plane.txt"), "plane", 0, &out));
-    mnemo_free(out);
-    mnemo_close(m);
-    mnemo_config_free(c);
+    test_import_table("plane.txt", "plane", NULL);
 
     test_mkdir("ws");
-    m = test_open("ws", "db.sqlite", "provider=static", "model=plane", NULL);
+    mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=plane", NULL);
     test_sync(m);
     char rec[128];
     for (int i = 0; i < 38; i++) {

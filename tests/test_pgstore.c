@@ -323,17 +323,7 @@ BACKEND_TEST(pgstore_hybrid_calibration_kept)
     }
     test_write("cal.txt", tab.data);
     buf_cleanup(&tab);
-    {
-        mnemo_config *c;
-        ASSERT_OK(mnemo_config_new(&c));
-        mnemo *m0;
-        ASSERT_OK(mnemo_open(c, &m0));
-        char *out = NULL;
-        ASSERT_OK(mnemo_model_import(m0, test_path("cal.txt"), "cal", 0, &out));
-        mnemo_free(out);
-        mnemo_close(m0);
-        mnemo_config_free(c);
-    }
+    test_import_table("cal.txt", "cal", "\"words\":27");
     char path[64], text[160];
     for (int i = 0; i < 48; i++) {
         snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
