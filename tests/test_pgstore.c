@@ -460,11 +460,18 @@ BACKEND_TEST(pgstore_recall_and_get)
     mnemo_close(m);
 }
 
+/* Chunks whose file row is gone. */
+#define ORPHANS                                                                               \
+    "SELECT count(*) FROM mnemo_chunks c WHERE NOT EXISTS (SELECT 1 FROM mnemo_files f "     \
+    "WHERE f.tenant = c.tenant AND f.id = c.file_id)"
+
 /* The searches of the index's words agree with SQLite's, byte for byte. */
 static void same_as(mnemo *m, mnemo *lite)
 {
-    static const char *const q[] = {"tea", "xylograph", "project ships", "alpha -beta",
-                                    "\"beta project\"", "proj*", "tea +project"};
+    static const char *const q[] = {"tea",   "xylograph", "project ships", "alpha -beta",
+                                    "\"beta project\"", "proj*", "tea +project", "\xe6\x9d\xb1",
+                                    "\xe4\xba\xac -tea", "\"cr\xc3\xa8me br\xc3\xbbl\xc3\xa9" "e\"",
+                                    "m\xc3\xbcller -tea"};
     if (!lite)
         return;
     test_sync(lite);
@@ -487,15 +494,28 @@ BACKEND_TEST(pgstore_terms_exact)
     test_write("ws/memory/b.md", "# Beta\n\nThe beta project ships in May.\n");
     test_write("ws/memory/c.md", "# Gamma\n\nThe gamma rollout needs a xylograph canary.\n");
     test_write("ws/memory/d.md", "# Delta\n\nDelta notes about the project and tea.\n");
+    test_write("ws/memory/f.md", "# Caf\xc3\xa9\n\nM\xc3\xbcller's caf\xc3\xa9 serves "
+                                 "cr\xc3\xa8me br\xc3\xbbl\xc3\xa9" "e and chai; cafeteria "
+                                 "\xe6\x9d\xb1\xe4\xba\xac\xe3\x82\xbf\xe3\x83\xaf\xe3\x83\xbc.\n");
     mnemo *m = be_open("ws", NULL);
     mnemo *lite = be_kind() == BE_SQLITE
                       ? NULL
                       : test_open("ws", "lite.sqlite", "store=sqlite", NULL);
     test_sync(m);
     same_as(m, lite);
-    if (lite)
+    /* A lone CJK character is a prefix of the bigrams (a range of lexemes). */
+    ASSERT_EQ(hits(m, "\xe6\x9d\xb1"), 1);
+    ASSERT_EQ(hits(m, "\xe4\xba\xac -tea"), 1);
+    ASSERT_EQ(hits(m, "\"cr\xc3\xa8me br\xc3\xbbl\xc3\xa9" "e\""), 1);
+    ASSERT_EQ(hits(m, "\"beta project\""), 1);
+    if (lite) {
         ASSERT_EQ(count_rows("SELECT count(*) FROM pg_tables WHERE tablename = 'mnemo_terms'"),
                   0);
+        /* Rows are found through the postings: no GIN index on the chunks. */
+        ASSERT_EQ(count_rows("SELECT count(*) FROM pg_indexes WHERE tablename = 'mnemo_chunks' "
+                             "AND indexdef LIKE '%gin%'"),
+                  0);
+    }
     /* Change one, rename one, remove one (its unique word goes), one
      * becomes unreadable (skipped). */
     test_write("ws/memory/a.md", "# Alpha\n\nThe alpha project slipped to April.\n");
@@ -509,6 +529,9 @@ BACKEND_TEST(pgstore_terms_exact)
     ASSERT_EQ(hits(m, "xylograph"), 0);
     ASSERT_EQ(hits(m, "tea"), 1);
     same_as(m, lite);
+    /* No foreign key keeps the chunks to their files: the statements do. */
+    if (lite)
+        ASSERT_EQ(count_rows(ORPHANS), 0);
     /* Words come back with a new file. */
     test_write("ws/memory/e.md", "# Epsilon\n\nA xylograph of tea leaves.\n");
     test_sync(m);
@@ -523,8 +546,10 @@ BACKEND_TEST(pgstore_terms_exact)
     if (lite) /* ties rank by chunk id: rebuilt alike */
         ASSERT_OK(mnemo_sync(lite, &o, &st));
     same_as(m, lite);
-    if (lite)
+    if (lite) {
+        ASSERT_EQ(count_rows(ORPHANS), 0);
         mnemo_close(lite);
+    }
     mnemo_close(m);
 }
 
@@ -630,7 +655,9 @@ BACKEND_TEST_CONCURRENT(pgstore_postings_exact)
                       : test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
     const char *queries[] = {"harbour crane",        "zephyr ledger quartz", "deploy migration",
                              "tea coffee garden",    "+canary rollout",      "review budget alpha",
-                             "mechanic garage",      "invoice kettle bread"};
+                             "mechanic garage",      "invoice kettle bread", "\"harbour crane\"",
+                             "garden -tomato",       "\"deploy migration\" -quartz zephyr",
+                             "kettle -\"harbour crane\" -tea"};
     size_t nq = sizeof queries / sizeof *queries;
 #define SAME_AS_SQLITE()                                                                         \
     do {                                                                                         \

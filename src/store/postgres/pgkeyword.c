@@ -23,27 +23,44 @@ static int by_hit(const void *a, const void *b)
 
 /* The keyword leg for any query: every matching row is read and scored
  * (df counted over them): the POOL best rows by BM25, and the rows of
- * EXTRA (vector candidates) that match, with their frequencies. */
+ * EXTRA (vector candidates) that match, with their frequencies. The rows
+ * are found by id, among the candidates of the postings (pgpost.c) and the
+ * chunks above their mark; without postings, among all the tenant's. */
 static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                        const int64_t *extra, size_t nextra, double *sum_idf)
 {
-    char k1[32], b[32], lim[32];
+    int64_t *cand = NULL, mark = -1;
+    size_t ncand = 0;
+    int rc = pgpost_candidates(s, pq, source, &cand, &ncand, &mark);
+    if (rc == MNEMO_NOTFOUND) {
+        rc = MNEMO_OK;
+        mark = -1;
+    }
+    if (rc)
+        return rc;
+    char k1[32], b[32], lim[32], mk[32];
     snprintf(k1, sizeof k1, "%.17g", s->k1);
     snprintf(b, sizeof b, "%.17g", s->b);
     snprintf(lim, sizeof lim, "%zu", pool);
-    buf ex;
+    snprintf(mk, sizeof mk, "%lld", (long long)mark);
+    buf ex, ids;
     buf_init(&ex, 0);
+    buf_init(&ids, 0);
     ps_ids_literal(&ex, extra, nextra);
-    const char *p[10] = {s->tenant,        pq->tsq.data, pq->phrases.data, pq->prefix.data, k1, b,
-                         lim,              source,       ex.data,          pq->req.data};
+    ps_ids_literal(&ids, cand, ncand);
+    free(cand);
+    const char *p[12] = {s->tenant, pq->tsq.data, pq->phrases.data, pq->prefix.data,
+                         k1,        b,            lim,              source,
+                         ex.data,   pq->req.data, ids.data,         mk};
     pg_rows *r = NULL;
-    int rc = buf_err(&ex) ? MNEMO_NOMEM : MNEMO_OK;
+    rc = buf_err(&ex) || buf_err(&ids) ? MNEMO_NOMEM : MNEMO_OK;
     if (!rc)
         rc = ps_q(s->m, "search",
                "WITH q AS (SELECT x.k::int AS k, string_to_array(x.p, ' ') AS toks, x.pf "
                "FROM unnest($3::text[], $4::bool[]) WITH ORDINALITY AS x(p, pf, k)), "
                "m AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv FROM mnemo_chunks c "
-               "WHERE c.tenant = $1 AND c.tsv @@ $2::tsquery AND ($8 = '' OR c.source = $8)), "
+               "WHERE c.tenant = $1 AND ($12::bigint < 0 OR c.id = ANY ($11::bigint[]) OR c.id > "
+               "$12::bigint) AND c.tsv @@ $2::tsquery AND ($8 = '' OR c.source = $8)), "
                "t AS (SELECT m.id, m.ntok, q.k, least(255, sum(cardinality(u.positions)))::int "
                "AS tf FROM m CROSS JOIN LATERAL unnest(m.tsv) u JOIN q ON cardinality(q.toks) = 1 "
                "AND (u.lexeme = q.toks[1] OR (q.pf AND starts_with(u.lexeme, q.toks[1]))) "
@@ -69,8 +86,9 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
                "UNION ALL SELECT NULL, NULL, NULL, NULL, (SELECT array_agg(coalesce(d.df, 0) "
                "ORDER BY q.k) FROM q LEFT JOIN d USING (k)), (SELECT n FROM st), "
                "(SELECT avgdl FROM st)",
-               10, p, &r);
+               12, p, &r);
     buf_cleanup(&ex);
+    buf_cleanup(&ids);
     if (rc)
         return rc;
     /* The row without an id carries the statistics, every other a hit. */
@@ -115,11 +133,12 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
 }
 
 /* The keyword leg: the postings (pgpost.c) for whole words, else (phrases,
- * prefixes, or a tenant not synced since they exist) every match. */
+ * prefixes, excluded phrases, or a tenant not synced since they exist)
+ * every match. */
 int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                    const int64_t *extra, size_t nextra, double *sum_idf)
 {
-    if (pq->simple && pq->npos > 0 && pool > 0) {
+    if (pq->simple && !pq->neg.len && pq->npos > 0 && pool > 0) {
         int rc = pgpost_leg(s, pq, source, pool, extra, nextra, sum_idf);
         if (rc != MNEMO_NOTFOUND)
             return rc;

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 
 #define POST_FLUSH (4u << 20) /* postings waiting before a batch writes them */
 #define POST_GENS 8           /* segments of a lexeme before they are folded */
@@ -801,32 +803,12 @@ static int read_snapshot(pgsearch *s, const pgquery *pq, const char *source, int
     "c.nchunks > 0 AND c.ntokens > 0 THEN (c.ntokens::float8 / c.nchunks)::text ELSE "           \
     "'1' END FROM mnemo_corpus c LEFT JOIN mnemo_post_state s ON s.tenant = c.tenant "           \
     "WHERE c.tenant = $1 "
-    /* With excluded phrases: the rows they remove (as SQLite counts them). */
-    static const char plain[] = SNAPSHOT "ORDER BY 1, 2, 3, 4";
-    static const char neg[] = SNAPSHOT
-        "UNION ALL SELECT 4, NULL, NULL, c.id, NULL FROM mnemo_chunks c WHERE "
-        "c.tenant = $1 AND c.tsv @@ $6::tsquery AND ($3 = '' OR c.source = $3) "
-        "ORDER BY 1, 2, 3, 4";
+    static const char sql[] = SNAPSHOT "ORDER BY 1, 2, 3, 4";
 #undef SNAPSHOT
     char w[32];
     snprintf(w, sizeof w, "%lld", (long long)mark);
-    const char *prm[6] = {s->tenant, pq->lexs.data, source, pq->tsq.data, w, pq->neg.data};
-    int with_neg = pq->neg.len > 0;
-    return ps_qp(s->m, "search", with_neg ? neg : plain, with_neg ? 6 : 5, prm, out);
-}
-
-/* Drops the postings of V[0..*N) whose ids are in the sorted OUT[0..NOUT). */
-static void drop_ids(posting *v, size_t *n, const int64_t *out, size_t nout)
-{
-    size_t k = 0, j = 0;
-    for (size_t i = 0; i < *n; i++) {
-        while (j < nout && out[j] < v[i].id)
-            j++;
-        if (j < nout && out[j] == v[i].id)
-            continue;
-        v[k++] = v[i];
-    }
-    *n = k;
+    const char *prm[5] = {s->tenant, pq->lexs.data, source, pq->tsq.data, w};
+    return ps_qp(s->m, "search", sql, 5, prm, out);
 }
 
 typedef struct tfctx {
@@ -936,17 +918,8 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
             qsort(t[k].v, t[k].n, sizeof *t[k].v, by_posting);
     /* Chunks above the mark (ids above every segment's), then the
      * statistics. */
-    int64_t *negs = malloc((rows + 1) * sizeof *negs);
-    size_t nneg = 0;
-    if (!negs)
-        rc = MNEMO_NOMEM;
     for (i = d1; !rc && i < rows; i++) {
-        long long kind = ps_ll(r, i, 0);
-        if (kind == 4) {
-            negs[nneg++] = ps_ll(r, i, 3);
-            continue;
-        }
-        if (kind == 3) {
+        if (ps_ll(r, i, 0) == 3) {
             N = strtod(pg_value(r, i, 2), NULL);
             s->avgdl = strtod(pg_value(r, i, 4), NULL);
             /* The corpus row is updated by every sync commit: its
@@ -977,9 +950,6 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
     }
     pg_rows_free(r);
     r = NULL;
-    for (int k = 0; !rc && nneg && k < pq->npos; k++)
-        drop_ids(t[k].v, &t[k].n, negs, nneg);
-    free(negs);
     /* BM25's statistics, as keyword_all() counts them. */
     s->np = pq->npos;
     double sum = 0;
@@ -1072,4 +1042,219 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
         return core_error(s->m, rc, "a segment of the keyword index is damaged (run `mnemo index "
                           "--force`)");
     return rc ? core_error(s->m, rc, "out of memory") : MNEMO_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * Candidates of any query
+ * -------------------------------------------------------------------- */
+
+/* The end of the range of lexemes that start with P[0..N), into HI: P with
+ * its last character one code point up (the lexeme column's C collation
+ * sorts bytes, which is code point order). 0 when there is none. */
+static int prefix_hi(const char *p, size_t n, buf *hi)
+{
+    while (n > 0) {
+        size_t at = n - 1;
+        while (at > 0 && ((unsigned char)p[at] & 0xC0) == 0x80)
+            at--;
+        int32_t cp;
+        if (utf8_decode(p + at, n - at, &cp) != (int)(n - at) || cp < 0)
+            return 0;
+        cp = cp + 1 == 0xD800 ? 0xE000 : cp + 1;
+        if (cp <= 0x10FFFF) {
+            char e[4];
+            buf_reset(hi);
+            buf_append(hi, p, at);
+            buf_append(hi, e, (size_t)utf8_encode(cp, e));
+            return !buf_err(hi);
+        }
+        n = at;
+    }
+    return 0;
+}
+
+typedef struct cslot {
+    int part;
+    size_t off; /* of its lexeme (NUL-terminated) in the copy */
+    posting *v;
+    size_t n, cap;
+} cslot;
+
+static void ids_unique(posting *v, size_t *n)
+{
+    if (*n > 1)
+        qsort(v, *n, sizeof *v, by_posting);
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (!k || v[k - 1].id != v[i].id)
+            v[k++] = v[i];
+    *n = k;
+}
+
+/* Keeps the ids of A[0..*NA) that are also in B[0..NB) (both sorted). */
+static void ids_and(posting *a, size_t *na, const posting *b, size_t nb)
+{
+    size_t k = 0, j = 0;
+    for (size_t i = 0; i < *na; i++) {
+        while (j < nb && b[j].id < a[i].id)
+            j++;
+        if (j < nb && b[j].id == a[i].id)
+            a[k++] = a[i];
+    }
+    *na = k;
+}
+
+int pgpost_candidates(pgsearch *s, const pgquery *pq, const char *source, int64_t **ids,
+                      size_t *nids, int64_t *mark)
+{
+    *ids = NULL;
+    *nids = 0;
+    *mark = -1;
+    /* A slot per lexeme of a phrase or word, one per prefix. */
+    cslot sl[BM25_MAX_PHRASES * 8];
+    size_t ns = 0;
+    int full = 0;
+    buf words, los, his, ks, srcs, hi, raw, lexes;
+    buf_init(&words, 0);
+    buf_init(&los, 0);
+    buf_init(&his, 0);
+    buf_init(&ks, 0);
+    buf_init(&srcs, 0);
+    buf_init(&hi, 0);
+    buf_init(&raw, 0);
+    buf_init(&lexes, 0);
+    buf_putc(&words, '{');
+    buf_putc(&los, '{');
+    buf_putc(&his, '{');
+    buf_putc(&ks, '{');
+    buf_putc(&srcs, '{');
+    if (*source)
+        ps_arr_add(&srcs, source, strlen(source));
+    else {
+        ps_arr_add(&srcs, "memory", 6);
+        ps_arr_add(&srcs, "sessions", 8);
+    }
+    buf_putc(&srcs, '}');
+    /* The slots' lexemes, NUL-terminated one after another. */
+    for (int k = 0; k < pq->npos && !full; k++) {
+        const char *t = pq->toks.data ? pq->toks.data + pq->toff[k] : "";
+        while (*t) {
+            size_t len = strcspn(t, " ");
+            if (ns == sizeof sl / sizeof *sl) {
+                full = 1; /* a phrase longer than any a person types */
+                break;
+            }
+            sl[ns++] = (cslot){k, lexes.len, NULL, 0, 0};
+            buf_append(&lexes, t, len);
+            buf_putc(&lexes, '\0');
+            if (pq->pfx[k]) {
+                int bounded = prefix_hi(t, len, &hi);
+                ps_arr_add(&los, t, len);
+                ps_arr_add(&his, bounded ? hi.data : "", bounded ? hi.len : 0);
+                ps_arr_int(&ks, (long long)ns);
+            } else
+                ps_arr_add(&words, t, len);
+            t += len;
+            while (*t == ' ')
+                t++;
+        }
+    }
+    buf_putc(&words, '}');
+    buf_putc(&los, '}');
+    buf_putc(&his, '}');
+    buf_putc(&ks, '}');
+    int rc = buf_err(&words) || buf_err(&los) || buf_err(&his) || buf_err(&ks) ||
+                     buf_err(&srcs) || buf_err(&lexes)
+                 ? MNEMO_NOMEM
+                 : full ? MNEMO_NOTFOUND : MNEMO_OK;
+    /* Whole lexemes (slot 0: matched by name), prefixes (the slot's
+     * number), then the mark, in one snapshot. */
+    pg_rows *r = NULL;
+    const char *prm[6] = {s->tenant, srcs.data, words.data, los.data, his.data, ks.data};
+    int qrc = MNEMO_OK;
+    if (!rc)
+        rc = qrc = ps_qp(s->m, "search",
+                   "SELECT 0, p.lexeme, p.data::text FROM mnemo_postings p WHERE p.tenant = $1 "
+                   "AND p.source = ANY ($2::text[]) AND p.lexeme = ANY ($3::text[]) "
+                   "UNION ALL SELECT r.k, p.lexeme, p.data::text FROM unnest($4::text[], "
+                   "$5::text[], $6::int[]) r(lo, hi, k) JOIN mnemo_postings p ON p.tenant = $1 "
+                   "AND p.source = ANY ($2::text[]) AND p.lexeme >= r.lo AND (r.hi = '' OR "
+                   "p.lexeme < r.hi) AND starts_with(p.lexeme, r.lo) "
+                   "UNION ALL SELECT -1, NULL, coalesce((SELECT merged FROM mnemo_post_state "
+                   "WHERE tenant = $1), -1)::text",
+                   6, prm, &r);
+    size_t rows = rc ? 0 : pg_nrows(r);
+    for (size_t i = 0; !rc && i < rows; i++) {
+        long long k = ps_ll(r, i, 0);
+        if (k < 0) {
+            *mark = ps_ll(r, i, 2);
+            continue;
+        }
+        const char *lex = pg_value(r, i, 1);
+        int decoded = 0;
+        for (size_t j = 0; !rc && j < ns; j++) {
+            if (k ? (size_t)k != j + 1
+                  : pq->pfx[sl[j].part] || strcmp(lexes.data + sl[j].off, lex))
+                continue;
+            if (!decoded && !pgpost_unhex(pg_value(r, i, 2), &raw)) {
+                rc = MNEMO_CORRUPT;
+                break;
+            }
+            decoded = 1;
+            int ok = pgpost_decode((const unsigned char *)raw.data, raw.len, NULL, 0, &sl[j].v,
+                                   &sl[j].n, &sl[j].cap);
+            rc = ok < 0 ? MNEMO_NOMEM : ok == 0 ? MNEMO_CORRUPT : MNEMO_OK;
+        }
+    }
+    pg_rows_free(r);
+    /* Per part its lexemes' lists intersected (a phrase holds them all),
+     * a prefix's lists joined; then every part's together. */
+    posting *all = NULL;
+    size_t nall = 0, cap = 0;
+    for (size_t j = 0; !rc && j < ns; j++)
+        ids_unique(sl[j].v, &sl[j].n);
+    for (size_t j = 0; !rc && j < ns; j++) {
+        if (j && sl[j - 1].part == sl[j].part)
+            continue; /* the part's first slot holds its result */
+        for (size_t o = j + 1; o < ns && sl[o].part == sl[j].part; o++)
+            ids_and(sl[j].v, &sl[j].n, sl[o].v, sl[o].n);
+        if (nall + sl[j].n > cap) {
+            size_t nc = (nall + sl[j].n) * 2 + 16;
+            posting *nv = realloc(all, nc * sizeof *nv);
+            if (!nv) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            all = nv;
+            cap = nc;
+        }
+        if (sl[j].n)
+            memcpy(all + nall, sl[j].v, sl[j].n * sizeof *all);
+        nall += sl[j].n;
+    }
+    if (!rc)
+        ids_unique(all, &nall);
+    if (!rc && !(*ids = malloc((nall + 1) * sizeof **ids)))
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < nall; i++)
+        (*ids)[i] = all[i].id;
+    if (!rc)
+        *nids = nall;
+    free(all);
+    for (size_t j = 0; j < ns; j++)
+        free(sl[j].v);
+    buf_cleanup(&words);
+    buf_cleanup(&los);
+    buf_cleanup(&his);
+    buf_cleanup(&ks);
+    buf_cleanup(&srcs);
+    buf_cleanup(&hi);
+    buf_cleanup(&raw);
+    buf_cleanup(&lexes);
+    if (qrc || rc == MNEMO_NOTFOUND || !rc)
+        return rc;
+    if (rc == MNEMO_CORRUPT)
+        return core_error(s->m, rc, "a segment of the keyword index is damaged (run `mnemo index "
+                          "--force`)");
+    return core_error(s->m, rc, "out of memory");
 }

@@ -28,6 +28,9 @@
  *      posting segments per scope and lexeme, the merged mark, the dead
  *      (pgmem.c: pgmem_ddl8, pgmpost.c); the index is filled by a later
  *      write
+ *   9  the chunks' GIN index and foreign key dropped (the postings find
+ *      every query's rows; a file's statements remove its chunks), the
+ *      postings' lexemes in the C collation (pgstore.c: pgstore_ddl9)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
@@ -40,7 +43,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 8
+#define PGSCHEMA_VERSION 9
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -51,6 +54,7 @@ extern const char *const pgstore_ddl5[];
 extern const char *const pgstore_ddl6[];
 extern const char *const pgmem_ddl7[];
 extern const char *const pgmem_ddl8[];
+extern const char *const pgstore_ddl9[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors

@@ -60,6 +60,7 @@ static void pgquery_cleanup(pgquery *pq)
     buf_cleanup(&pq->neg);
     buf_cleanup(&pq->words);
     buf_cleanup(&pq->lexs);
+    buf_cleanup(&pq->toks);
 }
 
 /* Builds PQ from Q (Q->match not NULL). */
@@ -75,6 +76,7 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
     buf_init(&pq->neg, 0);
     buf_init(&pq->words, 0);
     buf_init(&pq->lexs, 0);
+    buf_init(&pq->toks, 0);
     buf_putc(&pq->phrases, '{');
     buf_putc(&pq->prefix, '{');
     buf_putc(&pq->ptsq, '{');
@@ -111,6 +113,10 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
                 ps_arr_int(&pq->req, k + 1);
             if (x.n > 1 || (x.n == 1 && prefix))
                 pq->simple = 0;
+            pq->toff[k] = pq->toks.len;
+            buf_append(&pq->toks, lex.data ? lex.data : "", lex.len);
+            buf_putc(&pq->toks, '\0');
+            pq->pfx[k] = prefix && x.n == 1;
             pq->woff[k] = pq->words.len;
             if (x.n == 1) {
                 buf_append(&pq->words, lex.data, lex.len);
@@ -138,7 +144,7 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
     pq->npos = k < qy->npositive ? k : qy->npositive;
     int rc = buf_err(&pq->phrases) | buf_err(&pq->prefix) | buf_err(&pq->tsq) |
              buf_err(&pq->ptsq) | buf_err(&pq->req) | buf_err(neg) | buf_err(&lex) |
-             buf_err(&tq) | buf_err(&pq->words) | buf_err(&pq->lexs);
+             buf_err(&tq) | buf_err(&pq->words) | buf_err(&pq->lexs) | buf_err(&pq->toks);
     buf_cleanup(&surface);
     buf_cleanup(&lex);
     buf_cleanup(&tq);

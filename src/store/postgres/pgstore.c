@@ -14,8 +14,9 @@
  *                 path's words as a tsvector for the file-name leg;
  *   mnemo_chunks  text, line range, importance, triggers and a tsvector
  *                 written from mnemo's own tokenizer (stemming, CJK
- *                 bigrams, identifier parts at the positions FTS5 gets),
- *                 GIN-indexed;
+ *                 bigrams, identifier parts at the positions FTS5 gets);
+ *                 no GIN index (migration 9 drops it): the postings find
+ *                 the rows;
  *   mnemo_chunk_vec_<d>  embeddings (pgschema.c), HNSW for cosine;
  *   mnemo_postings, mnemo_post_state, mnemo_post_dead  (migration 6) the
  *                 inverted index of the chunks' lexemes (pgpost.c);
@@ -44,8 +45,9 @@
  * Search: the keyword leg computes BM25 with the same formula and
  * statistics as the SQLite leg (df over the matching rows of the corpus
  * searched, N and average length over all chunks): from the postings for
- * whole words, from every matching row's tsvector positions for phrases
- * and prefixes; the scores are computed here from the rows' term
+ * whole words, from every matching row's tsvector positions for phrases,
+ * prefixes and exclusions (the rows found by id among the candidates the
+ * postings give); the scores are computed here from the rows' term
  * frequencies exactly as fts.c does. The vector leg is an ORDER BY <=> LIMIT
  * served by HNSW; the file-name legs match names and path words. The
  * ranking stage is search.c's (search_rank), fed from a few batched
@@ -92,10 +94,8 @@ const char *const pgstore_ddl[] = {
     "start_line int NOT NULL, end_line int NOT NULL, hash text NOT NULL, "
     "importance int NOT NULL DEFAULT 0, triggers text NOT NULL DEFAULT '', line_map bytea, "
     "source text NOT NULL DEFAULT 'memory', text text NOT NULL, ntok int NOT NULL, "
-    "tsv tsvector NOT NULL, PRIMARY KEY (tenant, id), "
-    "FOREIGN KEY (tenant, file_id) REFERENCES mnemo_files(tenant, id) ON DELETE CASCADE)",
+    "tsv tsvector NOT NULL, PRIMARY KEY (tenant, id))",
     "CREATE INDEX IF NOT EXISTS mnemo_chunks_file ON mnemo_chunks(tenant, file_id, seq)",
-    "CREATE INDEX IF NOT EXISTS mnemo_chunks_tsv ON mnemo_chunks USING gin(tsv)",
     /* Occurrences of the phrase TOKS (two or more lexemes) in V: positions
      * of the first with each next one right after it. */
     "CREATE OR REPLACE FUNCTION mnemo_phrase_tf(v tsvector, toks text[]) RETURNS int "
@@ -162,6 +162,19 @@ const char *const pgstore_ddl6[] = {
     /* The postings count documents exactly: the frequencies of migrations 3
      * and 5 are not kept any more. */
     "DROP TABLE IF EXISTS mnemo_terms",
+    NULL};
+
+/* Migration 9: the chunks' rows are found through the postings for every
+ * query (pgkeyword.c), so their GIN index goes; so does the chunks' foreign
+ * key to their file, whose check per row inserted was most of a sync's
+ * time on a new database (its plan, cached while mnemo_files was empty,
+ * scans the table): every statement that removes a file removes its chunks
+ * in the same statement (pgsync.c). The postings' lexemes sort by bytes,
+ * so that a prefix is a range of them. */
+const char *const pgstore_ddl9[] = {
+    "DROP INDEX IF EXISTS mnemo_chunks_tsv",
+    "ALTER TABLE mnemo_chunks DROP CONSTRAINT IF EXISTS mnemo_chunks_tenant_file_id_fkey",
+    "ALTER TABLE mnemo_postings ALTER COLUMN lexeme TYPE text COLLATE \"C\"",
     NULL};
 
 /* ----------------------------------------------------------------------

@@ -111,10 +111,13 @@ size_t ps_int_array(const char *s, long long *v, size_t cap);
  * positive phrase, and of the excluded phrases. When every positive
  * phrase is one lexeme matched whole (or none), `simple` is set and
  * `words` holds each one's lexeme at woff[k] (NUL-terminated, "" for
- * none), `lexs` the non-empty ones as an array literal. */
+ * none), `lexs` the non-empty ones as an array literal. For every query,
+ * `toks` holds each positive phrase's lexemes at toff[k] (space separated,
+ * NUL-terminated) and pfx[k] says whether it is one lexeme as a prefix. */
 typedef struct pgquery {
-    buf phrases, prefix, tsq, ptsq, one, req, neg, words, lexs;
-    size_t woff[BM25_MAX_PHRASES];
+    buf phrases, prefix, tsq, ptsq, one, req, neg, words, lexs, toks;
+    size_t woff[BM25_MAX_PHRASES], toff[BM25_MAX_PHRASES];
+    unsigned char pfx[BM25_MAX_PHRASES];
     int np, npos, simple;
 } pgquery;
 

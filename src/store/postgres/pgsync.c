@@ -189,7 +189,8 @@ static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t s
            "$6::tsvector, $7, $8::bigint, $9::bigint, '', 1, $10) ON CONFLICT (tenant, path) DO "
            "UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = '', status = 1, "
            "reason = excluded.reason, nchunks = 0, indexed_at = now() RETURNING id), "
-           "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
+           "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
+           "c.file_id = ANY(ARRAY(SELECT id FROM f)) "
            "RETURNING c.id, c.ntok), " PGPOST_DEAD
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
            "NULL",
@@ -426,7 +427,8 @@ static int writes_flush(psync *s)
            "mtime_ns = excluded.mtime_ns, hash = excluded.hash, status = 0, reason = NULL, "
            "nchunks = excluded.nchunks, time = excluded.time, source = excluded.source, "
            "indexed_at = now() RETURNING id, path), "
-           "d AS (DELETE FROM mnemo_chunks c USING f WHERE c.tenant = $1 AND c.file_id = f.id "
+           "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
+           "c.file_id = ANY(ARRAY(SELECT id FROM f)) "
            "RETURNING c.id, c.ntok), " PGPOST_DEAD ", "
            "y AS (SELECT * FROM unnest($13::int[], $14::int[], $15::int[], $16::int[], "
            "$17::text[], $18::int[], $19::text[], $20::bytea[], $21::text[], $22::int[], "
