@@ -63,7 +63,19 @@ int buf_append(buf *b, const void *p, size_t n)
 
 int buf_puts(buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
 
-int buf_putc(buf *b, char c) { return buf_append(b, &c, 1); }
+int buf_putc_grow(buf *b, char c) { return buf_append(b, &c, 1); }
+
+int buf_int(buf *b, long long v)
+{
+    char d[24], *p = d + sizeof d;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    return buf_append(b, p, (size_t)(d + sizeof d - p));
+}
 
 int buf_vprintf(buf *b, const char *fmt, va_list ap)
 {

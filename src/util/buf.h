@@ -25,7 +25,9 @@ void buf_cleanup(buf *b);
 int buf_reserve(buf *b, size_t extra);
 int buf_append(buf *b, const void *p, size_t n);
 int buf_puts(buf *b, const char *s);
-int buf_putc(buf *b, char c);
+int buf_putc_grow(buf *b, char c);
+/* Appends the decimal digits of V. */
+int buf_int(buf *b, long long v);
 int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(buf *b, const char *fmt, va_list ap);
 /* Appends S as a JSON string literal, quotes included. */
@@ -34,5 +36,14 @@ int buf_json_str(buf *b, const char *s, size_t n);
 char *buf_detach(buf *b);
 static inline int buf_err(const buf *b) { return b->err; }
 static inline void buf_reset(buf *b) { b->len = 0; if (b->data) b->data[0] = 0; }
+/* One byte: in place while it fits (the hot path of every escaper). */
+static inline int buf_putc(buf *b, char c)
+{
+    if (b->err || b->len + 2 > b->cap || b->len >= b->max)
+        return buf_putc_grow(b, c);
+    b->data[b->len++] = c;
+    b->data[b->len] = 0;
+    return 0;
+}
 
 #endif

@@ -31,7 +31,7 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
 {
     int64_t *cand = NULL, mark = -1;
     size_t ncand = 0;
-    int rc = pgpost_candidates(s, pq, source, &cand, &ncand, &mark);
+    int rc = pgpost_candidates(s, pq, 0, pq->npos, source, &cand, &ncand, &mark);
     if (rc == MNEMO_NOTFOUND) {
         rc = MNEMO_OK;
         mark = -1;
@@ -59,8 +59,13 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
                "WITH q AS (SELECT x.k::int AS k, string_to_array(x.p, ' ') AS toks, x.pf "
                "FROM unnest($3::text[], $4::bool[]) WITH ORDINALITY AS x(p, pf, k)), "
                "m AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv FROM mnemo_chunks c "
-               "WHERE c.tenant = $1 AND ($12::bigint < 0 OR c.id = ANY ($11::bigint[]) OR c.id > "
-               "$12::bigint) AND c.tsv @@ $2::tsquery AND ($8 = '' OR c.source = $8)), "
+               "WHERE c.tenant = $1 AND c.id = ANY ($11::bigint[]) AND c.id <= $12::bigint "
+               "AND c.tsv @@ $2::tsquery AND ($8 = '' OR c.source = $8) "
+               "UNION ALL SELECT c.id, c.ntok, c.tsv FROM mnemo_chunks c WHERE $12::bigint >= 0 "
+               "AND c.tenant = $1 AND c.id > $12::bigint AND c.tsv @@ $2::tsquery AND "
+               "($8 = '' OR c.source = $8) "
+               "UNION ALL SELECT c.id, c.ntok, c.tsv FROM mnemo_chunks c WHERE $12::bigint < 0 "
+               "AND c.tenant = $1 AND c.tsv @@ $2::tsquery AND ($8 = '' OR c.source = $8)), "
                "t AS (SELECT m.id, m.ntok, q.k, least(255, sum(cardinality(u.positions)))::int "
                "AS tf FROM m CROSS JOIN LATERAL unnest(m.tsv) u JOIN q ON cardinality(q.toks) = 1 "
                "AND (u.lexeme = q.toks[1] OR (q.pf AND starts_with(u.lexeme, q.toks[1]))) "
@@ -132,13 +137,13 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
     return MNEMO_OK;
 }
 
-/* The keyword leg: the postings (pgpost.c) for whole words, else (phrases,
- * prefixes, excluded phrases, or a tenant not synced since they exist)
- * every match. */
+/* The keyword leg: the postings (pgpost.c) for whole words (excluded
+ * phrases too), else (phrases, prefixes, or a tenant not synced since the
+ * postings exist) every match. */
 int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                    const int64_t *extra, size_t nextra, double *sum_idf)
 {
-    if (pq->simple && !pq->neg.len && pq->npos > 0 && pool > 0) {
+    if (pq->simple && pq->npos > 0 && pool > 0) {
         int rc = pgpost_leg(s, pq, source, pool, extra, nextra, sum_idf);
         if (rc != MNEMO_NOTFOUND)
             return rc;

@@ -836,6 +836,62 @@ static void tf_into(const pgquery *pq, const char *t, uint8_t *tf, buf *w)
     pgpost_tsv_each(t, w, tf_one, &c);
 }
 
+/* Drops the postings of V[0..*N) whose ids are in the sorted OUT[0..NOUT). */
+static void drop_ids(posting *v, size_t *n, const int64_t *out, size_t nout)
+{
+    size_t k = 0, j = 0;
+    for (size_t i = 0; nout && i < *n; i++) {
+        while (j < nout && out[j] < v[i].id)
+            j++;
+        if (j < nout && out[j] == v[i].id)
+            continue;
+        v[k++] = v[i];
+    }
+    if (nout)
+        *n = k;
+}
+
+/* The ids, sorted, of the merged chunks that hold an excluded phrase of
+ * PQ, as SQLite counts them: the postings of each one's lexemes, and where
+ * a phrase has more than one, the rows holding them all checked. */
+static int excluded_ids(pgsearch *s, const pgquery *pq, const char *source, int64_t **out,
+                        size_t *nout)
+{
+    int64_t mark;
+    int rc = pgpost_candidates(s, pq, pq->npos, pq->np, source, out, nout, &mark);
+    if (rc || !pq->negmulti || !*nout)
+        return rc;
+    buf ids;
+    buf_init(&ids, 0);
+    ps_ids_literal(&ids, *out, *nout);
+    free(*out);
+    *out = NULL;
+    *nout = 0;
+    if (buf_err(&ids)) {
+        buf_cleanup(&ids);
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
+    const char *prm[3] = {s->tenant, ids.data, pq->neg.data};
+    pg_rows *r = NULL;
+    rc = ps_qp(s->m, "search",
+               "SELECT id FROM mnemo_chunks WHERE tenant = $1 AND id = ANY ($2::bigint[]) AND "
+               "tsv @@ $3::tsquery ORDER BY id",
+               3, prm, &r);
+    buf_cleanup(&ids);
+    if (rc)
+        return rc;
+    size_t n = pg_nrows(r);
+    if (!(*out = malloc((n + 1) * sizeof **out))) {
+        pg_rows_free(r);
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        (*out)[i] = ps_ll(r, i, 0);
+    *nout = n;
+    pg_rows_free(r);
+    return MNEMO_OK;
+}
+
 int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                const int64_t *extra, size_t nextra, double *sum_idf)
 {
@@ -870,6 +926,14 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
         *mark = now;
         if (now < 0 || tries == 3)
             return MNEMO_NOTFOUND; /* none yet, or a sync merging now */
+    }
+    /* The merged chunks the excluded phrases remove (the ones above the
+     * mark came filtered by the whole query). */
+    int64_t *negs = NULL;
+    size_t nneg = 0;
+    if (pq->neg.len && (rc = excluded_ids(s, pq, source, &negs, &nneg))) {
+        pg_rows_free(r);
+        return rc;
     }
     size_t rows = pg_nrows(r);
     tlist t[BM25_MAX_PHRASES];
@@ -913,9 +977,12 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
             rc = ok < 0 ? MNEMO_NOMEM : ok == 0 ? MNEMO_CORRUPT : MNEMO_OK;
         }
     }
-    for (int k = 0; !rc && k < pq->npos; k++)
+    for (int k = 0; !rc && k < pq->npos; k++) {
         if (t[k].sources && t[k].n > 1)
             qsort(t[k].v, t[k].n, sizeof *t[k].v, by_posting);
+        drop_ids(t[k].v, &t[k].n, negs, nneg);
+    }
+    free(negs);
     /* Chunks above the mark (ids above every segment's), then the
      * statistics. */
     for (i = d1; !rc && i < rows; i++) {
@@ -1104,8 +1171,8 @@ static void ids_and(posting *a, size_t *na, const posting *b, size_t nb)
     *na = k;
 }
 
-int pgpost_candidates(pgsearch *s, const pgquery *pq, const char *source, int64_t **ids,
-                      size_t *nids, int64_t *mark)
+int pgpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const char *source,
+                      int64_t **ids, size_t *nids, int64_t *mark)
 {
     *ids = NULL;
     *nids = 0;
@@ -1136,7 +1203,7 @@ int pgpost_candidates(pgsearch *s, const pgquery *pq, const char *source, int64_
     }
     buf_putc(&srcs, '}');
     /* The slots' lexemes, NUL-terminated one after another. */
-    for (int k = 0; k < pq->npos && !full; k++) {
+    for (int k = k0; k < k1 && !full; k++) {
         const char *t = pq->toks.data ? pq->toks.data + pq->toff[k] : "";
         while (*t) {
             size_t len = strcspn(t, " ");
@@ -1148,9 +1215,14 @@ int pgpost_candidates(pgsearch *s, const pgquery *pq, const char *source, int64_
             buf_append(&lexes, t, len);
             buf_putc(&lexes, '\0');
             if (pq->pfx[k]) {
-                int bounded = prefix_hi(t, len, &hi);
+                /* A range of the lexeme index: [t, t with its last
+                 * character one up). None above U+10FFFF: read the rows. */
+                if (!prefix_hi(t, len, &hi)) {
+                    full = 1;
+                    break;
+                }
                 ps_arr_add(&los, t, len);
-                ps_arr_add(&his, bounded ? hi.data : "", bounded ? hi.len : 0);
+                ps_arr_add(&his, hi.data, hi.len);
                 ps_arr_int(&ks, (long long)ns);
             } else
                 ps_arr_add(&words, t, len);
@@ -1177,9 +1249,9 @@ int pgpost_candidates(pgsearch *s, const pgquery *pq, const char *source, int64_
                    "SELECT 0, p.lexeme, p.data::text FROM mnemo_postings p WHERE p.tenant = $1 "
                    "AND p.source = ANY ($2::text[]) AND p.lexeme = ANY ($3::text[]) "
                    "UNION ALL SELECT r.k, p.lexeme, p.data::text FROM unnest($4::text[], "
-                   "$5::text[], $6::int[]) r(lo, hi, k) JOIN mnemo_postings p ON p.tenant = $1 "
-                   "AND p.source = ANY ($2::text[]) AND p.lexeme >= r.lo AND (r.hi = '' OR "
-                   "p.lexeme < r.hi) AND starts_with(p.lexeme, r.lo) "
+                   "$5::text[], $6::int[]) r(lo, hi, k) CROSS JOIN LATERAL (SELECT lexeme, data "
+                   "FROM mnemo_postings WHERE tenant = $1 AND source = ANY ($2::text[]) AND "
+                   "lexeme >= r.lo AND lexeme < r.hi) p "
                    "UNION ALL SELECT -1, NULL, coalesce((SELECT merged FROM mnemo_post_state "
                    "WHERE tenant = $1), -1)::text",
                    6, prm, &r);

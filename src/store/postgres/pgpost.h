@@ -105,12 +105,13 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                const int64_t *extra, size_t nextra, double *sum_idf);
 
 /* For any query (phrases, prefixes, excluded phrases): the ids, sorted, of
- * the chunks that may match PQ's positive phrases (those holding all the
- * lexemes of one, or a lexeme starting with a prefix; deleted ones too),
- * and the mark they were read at: every chunk above it may match as well.
- * *MARK is -1 when the tenant has no postings yet; MNEMO_NOTFOUND when the
+ * the chunks that may match one of PQ's phrases K0..K1-1 (the positive ones
+ * are 0..npos-1, the excluded ones npos..np-1): those holding all the
+ * lexemes of one, or a lexeme starting with a prefix; deleted ones too.
+ * *MARK: the mark they were read at (every chunk above it may match as
+ * well), -1 when the tenant has no postings yet; MNEMO_NOTFOUND when the
  * query is too long to be looked up this way. The caller frees *IDS. */
-int pgpost_candidates(pgsearch *s, const pgquery *pq, const char *source, int64_t **ids,
-                      size_t *nids, int64_t *mark);
+int pgpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const char *source,
+                      int64_t **ids, size_t *nids, int64_t *mark);
 
 #endif

@@ -98,6 +98,10 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
         tok_run(t, surface.data ? surface.data : "", surface.len, 0, lex_fn, &x);
         if (x.n == 1 && prefix)
             buf_puts(&tq, ":*");
+        pq->toff[k] = pq->toks.len;
+        buf_append(&pq->toks, lex.data ? lex.data : "", lex.len);
+        buf_putc(&pq->toks, '\0');
+        pq->pfx[k] = prefix && x.n == 1;
         if (x.n == 0) /* nothing searchable: matches nothing */
             buf_puts(&tq, "'\x01'");
         if (k < qy->npositive) {
@@ -113,10 +117,6 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
                 ps_arr_int(&pq->req, k + 1);
             if (x.n > 1 || (x.n == 1 && prefix))
                 pq->simple = 0;
-            pq->toff[k] = pq->toks.len;
-            buf_append(&pq->toks, lex.data ? lex.data : "", lex.len);
-            buf_putc(&pq->toks, '\0');
-            pq->pfx[k] = prefix && x.n == 1;
             pq->woff[k] = pq->words.len;
             if (x.n == 1) {
                 buf_append(&pq->words, lex.data, lex.len);
@@ -127,6 +127,8 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
             if (neg->len)
                 buf_puts(neg, " | ");
             buf_printf(neg, "(%s)", tq.data);
+            if (x.n != 1)
+                pq->negmulti = 1;
         }
         k++;
     }

@@ -239,22 +239,27 @@ int ps_tokenizers(mnemo *m, tok **qt, tok **dt)
 /* Appends one element to an array literal being built in B ("{" first). */
 void ps_arr_add(buf *b, const char *s, size_t n)
 {
+    if (buf_reserve(b, 2 * n + 3))
+        return;
+    char *o = b->data + b->len;
     if (b->len > 1)
-        buf_putc(b, ',');
-    buf_putc(b, '"');
+        *o++ = ',';
+    *o++ = '"';
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '"' || s[i] == '\\')
-            buf_putc(b, '\\');
-        buf_putc(b, s[i]);
+            *o++ = '\\';
+        *o++ = s[i];
     }
-    buf_putc(b, '"');
+    *o++ = '"';
+    *o = 0;
+    b->len = (size_t)(o - b->data);
 }
 
 void ps_arr_int(buf *b, long long v)
 {
     if (b->len > 1)
         buf_putc(b, ',');
-    buf_printf(b, "%lld", v);
+    buf_int(b, v);
 }
 
 typedef struct posn {
@@ -320,7 +325,8 @@ int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
              j++) {
             if (v[j].pos == last || npos == MAX_POSITIONS)
                 continue;
-            buf_printf(out, "%c%d", npos ? ',' : ':', v[j].pos);
+            buf_putc(out, npos ? ',' : ':');
+            buf_int(out, v[j].pos);
             last = v[j].pos;
             npos++;
         }

@@ -112,13 +112,15 @@ size_t ps_int_array(const char *s, long long *v, size_t cap);
  * phrase is one lexeme matched whole (or none), `simple` is set and
  * `words` holds each one's lexeme at woff[k] (NUL-terminated, "" for
  * none), `lexs` the non-empty ones as an array literal. For every query,
- * `toks` holds each positive phrase's lexemes at toff[k] (space separated,
- * NUL-terminated) and pfx[k] says whether it is one lexeme as a prefix. */
+ * `toks` holds each phrase's lexemes (the excluded ones from npos on) at
+ * toff[k] (space separated, NUL-terminated) and pfx[k] says whether it is
+ * one lexeme as a prefix. */
 typedef struct pgquery {
     buf phrases, prefix, tsq, ptsq, one, req, neg, words, lexs, toks;
     size_t woff[BM25_MAX_PHRASES], toff[BM25_MAX_PHRASES];
     unsigned char pfx[BM25_MAX_PHRASES];
     int np, npos, simple;
+    int negmulti; /* an excluded phrase is not one whole lexeme */
 } pgquery;
 
 typedef struct hitrow {

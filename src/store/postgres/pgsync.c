@@ -925,8 +925,8 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
                "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
                "WHERE tenant = $1",
                1, (const char *const[]){tenant}, NULL);
-    /* Fresh statistics after a large change, so that the planner uses
-     * the GIN index rather than scanning a tenant's rows. */
+    /* Fresh statistics after a large change, so that the planner reads
+     * candidates' rows by id rather than scanning a tenant's. */
     if (!rc && stats->chunks_added + stats->chunks_removed >= 1000) {
         rc = ps_q(m, "analyzing", "ANALYZE mnemo_chunks", 0, NULL, NULL);
         if (!rc)
