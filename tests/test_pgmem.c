@@ -1179,6 +1179,36 @@ BACKEND_TEST(backend_mem_postings_exact)
     mnemo_close(lite);
 }
 
+/* Past 1,024 dead memories and a sixteenth of the live ones, the next merge
+ * builds the index again from the rows: the dead list empties, and every
+ * search returns SQLite's results before and after. */
+BACKEND_TEST(backend_mem_postings_rebuilt)
+{
+    if (!be_server())
+        return;
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", NULL);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    post_import(m, lite, 0, 2300);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+    char id[32];
+    for (int k = 0; k < 1100; k++) {
+        snprintf(id, sizeof id, "p-%d", k * 2);
+        ASSERT_OK(mnemo_memory_delete(m, id));
+        ASSERT_OK(mnemo_memory_delete(lite, id));
+    }
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_dead", "1100\n");
+    post_same(m, lite);
+    /* The next merge (2,000 waiting) rebuilds: only a rebuild empties the
+     * dead list. */
+    post_import(m, lite, 2300, 2100);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged >= 4400", "1\n");
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_dead", "0\n");
+    post_same(m, lite);
+    mnemo_close(m);
+    mnemo_close(lite);
+}
+
 /* A database from before the index (version 7) is searched from its rows,
  * and the write that finds enough memories builds the index over all of
  * them: SQLite's results before and after. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "store/postgres/pgstore_int.h"
 #include "store/postgres/pgtext.h"
 #include "util/buf.h"
 
@@ -27,23 +28,23 @@ static long count_rows(const char *sql)
 }
 
 /* The path of the first result, or "" (static buffer). */
-static const char *top_path(mnemo *m, const char *query)
+static const char *top_path(mnemo *m, const char *q)
 {
     static char path[512];
     mnemo_results *r = NULL;
-    if (mnemo_search(m, query, NULL, &r) != MNEMO_OK)
-        test_fail(__FILE__, __LINE__, "search %s: %s", query, mnemo_errmsg(m));
+    if (mnemo_search(m, q, NULL, &r) != MNEMO_OK)
+        test_fail(__FILE__, __LINE__, "search %s: %s", q, mnemo_errmsg(m));
     const mnemo_result *x = mnemo_results_get(r, 0);
     snprintf(path, sizeof path, "%s", x ? x->path : "");
     mnemo_results_free(r);
     return path;
 }
 
-static size_t hits(mnemo *m, const char *query)
+static size_t hits(mnemo *m, const char *q)
 {
     mnemo_results *r = NULL;
-    if (mnemo_search(m, query, NULL, &r) != MNEMO_OK)
-        test_fail(__FILE__, __LINE__, "search %s: %s", query, mnemo_errmsg(m));
+    if (mnemo_search(m, q, NULL, &r) != MNEMO_OK)
+        test_fail(__FILE__, __LINE__, "search %s: %s", q, mnemo_errmsg(m));
     size_t n = mnemo_results_count(r);
     mnemo_results_free(r);
     return n;
@@ -758,6 +759,67 @@ BACKEND_TEST_CONCURRENT(pgstore_postings_exact)
 /* Vector literals bring every float back exactly (seven digits, as the
  * note index once wrote them, do not), and lexemes double quotes and
  * backslashes. */
+/* A chunk's tsvector text: each lexeme once, in byte order, its positions
+ * rising, every token counted, for words that share long prefixes (the
+ * sort compares their first 8 bytes as one number) and repeat often. */
+TEST(pgtext_tsvector_sorted)
+{
+    static const char *const stem[] = {"a", "ab", "abcdefg", "abcdefgh", "abcdefghij",
+                                       "abcdefghik", "abcdefgi", "b", "zz"};
+    tok *t = NULL;
+    ASSERT_OK(tok_new("none", 0, &t));
+    buf text, out;
+    buf_init(&text, 0);
+    buf_init(&out, 0);
+    uint32_t x = 7;
+    int words = 3000;
+    for (int i = 0; i < words; i++) {
+        x = x * 1103515245u + 12345u;
+        buf_printf(&text, "%s%c ", stem[(x >> 16) % 9], "qrs"[(x >> 8) % 3]);
+    }
+    ASSERT_OK(ps_tsvector_text(t, text.data, &out));
+    /* 'lexeme':p,p,... separated by spaces */
+    const char *p = out.data, *prev = NULL;
+    size_t prevlen = 0;
+    int lexemes = 0, positions = 0;
+    while (*p) {
+        ASSERT(*p == '\'');
+        const char *lx = ++p;
+        while (*p && *p != '\'')
+            p++;
+        size_t len = (size_t)(p - lx);
+        ASSERT(*p == '\'' && p[1] == ':');
+        if (prev) {
+            size_t n = len < prevlen ? len : prevlen;
+            int c = memcmp(prev, lx, n);
+            ASSERT(c < 0 || (c == 0 && prevlen < len));
+        }
+        prev = lx;
+        prevlen = len;
+        lexemes++;
+        p += 2;
+        long last = 0;
+        for (;;) {
+            char *end;
+            long pos = strtol(p, &end, 10);
+            ASSERT(end > p && pos > last);
+            last = pos;
+            positions++;
+            p = end;
+            if (*p != ',')
+                break;
+            p++;
+        }
+        if (*p == ' ')
+            p++;
+    }
+    ASSERT_EQ(lexemes, 27);
+    ASSERT_EQ(positions, words);
+    buf_cleanup(&text);
+    buf_cleanup(&out);
+    tok_free(t);
+}
+
 TEST(pgtext_forms)
 {
     float v[512];

@@ -54,6 +54,7 @@
  * queries.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,21 +264,84 @@ void ps_arr_int(buf *b, long long v)
 }
 
 typedef struct posn {
+    uint64_t key; /* the first 8 bytes, big-endian, zero-padded: byte order */
     const char *tok;
     int len;
     int pos;
 } posn;
 
+static uint64_t lexeme_key(const char *t, int len)
+{
+    uint64_t k = 0;
+    for (int i = 0; i < 8; i++)
+        k = k << 8 | (i < len ? (unsigned char)t[i] : 0u);
+    return k;
+}
+
+/* Byte order, then position. Tokens hold no NUL, so equal keys mean equal
+ * tokens when either is shorter than 8 bytes. */
 static int by_lexeme(const void *a, const void *b)
 {
     const posn *x = a, *y = b;
-    int n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->tok, y->tok, (size_t)n);
-    if (c)
-        return c;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->len > 8 && y->len > 8) {
+        int n = x->len < y->len ? x->len : y->len;
+        int c = memcmp(x->tok + 8, y->tok + 8, (size_t)n - 8);
+        if (c)
+            return c;
+    }
     if (x->len != y->len)
         return x->len - y->len;
     return x->pos - y->pos;
+}
+
+/* Sorts V[0..N) by by_lexeme in place: quicksort on the middle of three,
+ * insertion sort for short runs, the smaller side recursed (the library's
+ * qsort copies each element through a buffer; this is a hot loop of
+ * every sync). */
+static void sort_posn(posn *v, size_t n)
+{
+    while (n > 12) {
+        posn *a = &v[0], *b = &v[n / 2], *c = &v[n - 1], t;
+        if (by_lexeme(b, a) < 0)
+            t = *a, *a = *b, *b = t;
+        if (by_lexeme(c, b) < 0) {
+            t = *b, *b = *c, *c = t;
+            if (by_lexeme(b, a) < 0)
+                t = *a, *a = *b, *b = t;
+        }
+        posn pivot = *b;
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (by_lexeme(&v[i], &pivot) < 0)
+                i++;
+            while (by_lexeme(&pivot, &v[j]) < 0)
+                j--;
+            if (i >= j)
+                break;
+            t = v[i], v[i] = v[j], v[j] = t;
+            i++;
+            j--;
+        }
+        /* [0, j] and [j + 1, n): recurse into the smaller. */
+        size_t left = j + 1;
+        if (left < n - left) {
+            sort_posn(v, left);
+            v += left;
+            n -= left;
+        } else {
+            sort_posn(v + left, n - left);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        posn x = v[i];
+        size_t j = i;
+        for (; j > 0 && by_lexeme(&x, &v[j - 1]) < 0; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
 }
 
 /* The tsvector text of pre-tokenized data TOKS[0..N): positions as FTS5
@@ -309,11 +373,10 @@ int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
             }
             v = nv;
         }
-        v[cnt++] = (posn){t, len, pos < TSV_MAX_POS ? pos : TSV_MAX_POS};
+        v[cnt++] = (posn){lexeme_key(t, len), t, len, pos < TSV_MAX_POS ? pos : TSV_MAX_POS};
     }
     *ntok = pos;
-    if (cnt > 1)
-        qsort(v, cnt, sizeof *v, by_lexeme);
+    sort_posn(v, cnt);
     buf_reset(out);
     for (size_t i = 0; i < cnt;) {
         size_t j = i;
