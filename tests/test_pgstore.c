@@ -516,6 +516,10 @@ BACKEND_TEST(pgstore_terms_exact)
         ASSERT_EQ(count_rows("SELECT count(*) FROM pg_indexes WHERE tablename = 'mnemo_chunks' "
                              "AND indexdef LIKE '%gin%'"),
                   0);
+        /* A chunk's row stays whole up to a page (no compression tried). */
+        ASSERT_EQ(count_rows("SELECT count(*) FROM pg_class WHERE relname = 'mnemo_chunks' AND "
+                             "reloptions::text LIKE '%toast_tuple_target=8160%'"),
+                  1);
     }
     /* Change one, rename one, remove one (its unique word goes), one
      * becomes unreadable (skipped). */

@@ -29,8 +29,9 @@
  *      (pgmem.c: pgmem_ddl8, pgmpost.c); the index is filled by a later
  *      write
  *   9  the chunks' GIN index and foreign key dropped (the postings find
- *      every query's rows; a file's statements remove its chunks), the
- *      postings' lexemes in the C collation (pgstore.c: pgstore_ddl9)
+ *      every query's rows; a file's statements remove its chunks), chunk
+ *      rows kept whole up to 8 KB, the postings' lexemes in the C
+ *      collation (pgstore.c: pgstore_ddl9)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>

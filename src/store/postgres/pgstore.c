@@ -170,11 +170,15 @@ const char *const pgstore_ddl6[] = {
  * key to their file, whose check per row inserted was most of a sync's
  * time on a new database (its plan, cached while mnemo_files was empty,
  * scans the table): every statement that removes a file removes its chunks
- * in the same statement (pgsync.c). The postings' lexemes sort by bytes,
- * so that a prefix is a range of them. */
+ * in the same statement (pgsync.c). A chunk's row (text and tsvector,
+ * about 3 KB) stays in its page up to 8 KB: past the default 2 KB the
+ * server tried to compress the tsvector, failed and moved it out of line,
+ * a tenth of its time in a sync. The postings' lexemes sort by bytes, so
+ * that a prefix is a range of them. */
 const char *const pgstore_ddl9[] = {
     "DROP INDEX IF EXISTS mnemo_chunks_tsv",
     "ALTER TABLE mnemo_chunks DROP CONSTRAINT IF EXISTS mnemo_chunks_tenant_file_id_fkey",
+    "ALTER TABLE mnemo_chunks SET (toast_tuple_target = 8160)",
     "ALTER TABLE mnemo_postings ALTER COLUMN lexeme TYPE text COLLATE \"C\"",
     NULL};
 
