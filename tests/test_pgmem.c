@@ -1128,6 +1128,17 @@ static void post_same(mnemo *a, mnemo *b)
     }
 }
 
+/* A store *M and SQLite beside it (*LITE) with the same 2,300 memories, the
+ * store's index merged. */
+static void post_start(mnemo **m, mnemo **lite)
+{
+    at("2026-11-29T12:00:00Z");
+    *m = open_mem("provider=none", NULL);
+    *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
+    post_import(*m, *lite, 0, 2300);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+}
+
 /* The index is built once enough memories are there, kept exact through
  * updates (text and scope), deletes, expiry and memories not merged yet,
  * merged again with dead memories in it, and a search through it returns
@@ -1136,11 +1147,8 @@ BACKEND_TEST(backend_mem_postings_exact)
 {
     if (!be_server())
         return;
-    at("2026-11-29T12:00:00Z");
-    mnemo *m = open_mem("provider=none", NULL);
-    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
-    post_import(m, lite, 0, 2300);
-    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+    mnemo *m, *lite;
+    post_start(&m, &lite);
     PSQL_EQ("SELECT count(*) > 100 FROM mnemo_memory_postings", "t\n");
     post_same(m, lite);
     /* Changes on both: texts, a scope, deletions, memories above the mark. */
@@ -1186,11 +1194,8 @@ BACKEND_TEST(backend_mem_postings_rebuilt)
 {
     if (!be_server())
         return;
-    at("2026-11-29T12:00:00Z");
-    mnemo *m = open_mem("provider=none", NULL);
-    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none", NULL);
-    post_import(m, lite, 0, 2300);
-    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+    mnemo *m, *lite;
+    post_start(&m, &lite);
     char id[32];
     for (int k = 0; k < 1100; k++) {
         snprintf(id, sizeof id, "p-%d", k * 2);
