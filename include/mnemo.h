@@ -170,7 +170,8 @@ typedef struct mnemo_sync_stats {
     double seconds;
     int rebuilt;            /* 1 when a fresh database was built and swapped in */
     const char *rebuild_reason; /* why (static text), or NULL */
-    size_t chunks_embedded;   /* vectors computed by the provider */
+    size_t chunks_embedded;   /* vectors computed by the provider (a chunk has one for
+                               * each of its parts, vectorChars) */
     size_t embed_cache_hits;  /* vectors taken from the embedding cache */
     size_t vectors_total;     /* chunks with a vector after the sync */
     const char *embed_warning; /* auto provider: why vectors are missing; borrowed, or NULL */

@@ -183,3 +183,90 @@ TEST(chunk_hash_and_empty_input)
     ASSERT(strcmp(h1, l.items[0].hash) != 0);
     chunk_list_cleanup(&l);
 }
+
+/* The lines of part P of TEXT, as a string (static buffer). */
+static const char *part_text(const char *text, const chunk_part *p)
+{
+    static char out[4096];
+    snprintf(out, sizeof out, "%.*s", (int)p->len, text + p->off);
+    return out;
+}
+
+TEST(chunk_parts_balanced_runs_of_whole_lines)
+{
+    /* 12 lines of 99 characters: 1,188 characters, at 400 a part 3 parts of
+     * 4 lines each, cut at line ends, covering every line once. */
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < 12; i++)
+        buf_printf(&b, "%s%02d %094d", i ? "\n" : "", i, 0);
+    chunk_part p[CHUNK_MAX_PARTS];
+    int n = chunk_parts(b.data, b.len, 400, p);
+    ASSERT_EQ(n, 3);
+    int next = 0;
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(p[i].first, next);
+        ASSERT_EQ(p[i].last - p[i].first + 1, 4);
+        next = p[i].last + 1;
+        const char *t = part_text(b.data, &p[i]);
+        char want[8];
+        snprintf(want, sizeof want, "%02d ", p[i].first);
+        ASSERT(strncmp(t, want, 3) == 0);
+        ASSERT(t[p[i].len - 1] == '0'); /* ends at a line end, no newline */
+    }
+    ASSERT_EQ(next, 12);
+    /* Rounded: 1,188 / 700 is 1.7, two parts; / 2,000 one; 0 one. */
+    ASSERT_EQ(chunk_parts(b.data, b.len, 700, p), 2);
+    ASSERT_EQ(chunk_parts(b.data, b.len, 2000, p), 1);
+    ASSERT_EQ(p[0].first, 0);
+    ASSERT_EQ(p[0].last, 11);
+    ASSERT_EQ(p[0].len, b.len);
+    ASSERT_EQ(chunk_parts(b.data, b.len, 0, p), 1);
+    ASSERT_EQ(p[0].len, b.len);
+    /* Never more parts than lines, nor than CHUNK_MAX_PARTS. */
+    ASSERT_EQ(chunk_parts(b.data, b.len, 10, p), 12);
+    buf_reset(&b);
+    for (int i = 0; i < 40; i++)
+        buf_printf(&b, "line %d\n", i);
+    ASSERT_EQ(chunk_parts(b.data, b.len, 1, p), CHUNK_MAX_PARTS);
+    ASSERT_EQ(p[0].first, 0);
+    ASSERT_EQ(p[CHUNK_MAX_PARTS - 1].last, 39);
+    buf_cleanup(&b);
+}
+
+TEST(chunk_parts_blank_lines_and_long_lines)
+{
+    chunk_part p[CHUNK_MAX_PARTS];
+    /* Blank lines never start or end a part, and a text of blank lines has
+     * none. */
+    const char *t = "\n\n# Heading\n\naaaa aaaa aaaa\n\n\nbbbb bbbb bbbb\n\n";
+    int n = chunk_parts(t, strlen(t), 20, p);
+    ASSERT_EQ(n, 2);
+    ASSERT_STR_EQ(part_text(t, &p[0]), "# Heading\n\naaaa aaaa aaaa");
+    ASSERT_EQ(p[0].first, 2);
+    ASSERT_STR_EQ(part_text(t, &p[1]), "bbbb bbbb bbbb");
+    ASSERT_EQ(p[1].first, 7);
+    ASSERT_EQ(p[1].last, 7);
+    ASSERT_EQ(chunk_parts("\n \n\t\n", 5, 100, p), 0);
+    ASSERT_EQ(chunk_parts("", 0, 100, p), 0);
+    /* A line longer than a part is a part of its own, never cut. */
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "short\n");
+    for (int i = 0; i < 500; i++)
+        buf_putc(&b, 'x');
+    buf_puts(&b, "\nshort again");
+    n = chunk_parts(b.data, b.len, 100, p);
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(p[1].first, 1);
+    ASSERT_EQ(p[1].last, 1);
+    ASSERT_EQ(p[1].len, 500);
+    /* Characters, not bytes: 300 CJK characters (900 bytes) are one part
+     * of 350 characters. */
+    buf_reset(&b);
+    for (int i = 0; i < 300; i++)
+        buf_puts(&b, i % 30 == 29 ? "\xe6\x97\xa5\n" : "\xe6\x97\xa5");
+    ASSERT_EQ(chunk_parts(b.data, b.len, 350, p), 1);
+    ASSERT_EQ(chunk_parts(b.data, b.len, 100, p), 3);
+    buf_cleanup(&b);
+}

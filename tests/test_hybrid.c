@@ -256,7 +256,7 @@ TEST(hybrid_cli_named_provider_failure)
                        test_path("db.sqlite"), "--set", "provider=openai-compatible", "--set", url,
                        "index", NULL),
               0);
-    ASSERT_CONTAINS(out, "embedded 3 chunks");
+    ASSERT_CONTAINS(out, "embedded 3 passages");
     free(out);
     free(err);
     ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",

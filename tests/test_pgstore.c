@@ -294,14 +294,11 @@ static void results_line(mnemo_results *r, char *out, size_t cap)
     }
 }
 
-/* The vector scores' calibration (the mean and spread of the query's
- * cosines): the PostgreSQL handle computes it itself from the second search
- * of a corpus on, and fetches it again when a sync changed the corpus: every
- * search of one handle scores as a fresh handle's does. */
-BACKEND_TEST(pgstore_hybrid_calibration_kept)
+/* A static table "cal" of 24 words w00..w23 of 128 dimensions (a fixed
+ * pseudo-random walk) and 3 query words in no note, each near one word and
+ * a little of the next: qa ~ w00 (+ w01), qb ~ w07, qc ~ w14. */
+static void random_table(void)
 {
-    /* A table of 24 words of 128 dimensions (a fixed pseudo-random walk) and
-     * 3 query words near three of them, in no note: vector-only scores. */
     buf tab;
     buf_init(&tab, 0);
     unsigned x = 12345;
@@ -325,6 +322,15 @@ BACKEND_TEST(pgstore_hybrid_calibration_kept)
     test_write("cal.txt", tab.data);
     buf_cleanup(&tab);
     test_import_table("cal.txt", "cal", "\"words\":27");
+}
+
+/* The vector scores' calibration (the mean and spread of the query's
+ * cosines): the PostgreSQL handle computes it itself from the second search
+ * of a corpus on, and fetches it again when a sync changed the corpus: every
+ * search of one handle scores as a fresh handle's does. */
+BACKEND_TEST(pgstore_hybrid_calibration_kept)
+{
+    random_table();
     char path[64], text[160];
     for (int i = 0; i < 48; i++) {
         snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
@@ -382,6 +388,116 @@ BACKEND_TEST(pgstore_hybrid_calibration_kept)
         }
     }
     mnemo_close(fresh);
+    mnemo_close(m);
+}
+
+/* Results as "path:first-last;..." (static buffer). */
+static const char *result_lines(mnemo_results *r)
+{
+    static char out[2048];
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < mnemo_results_count(r) && len + 64 < sizeof out; i++) {
+        const mnemo_result *x = mnemo_results_get(r, i);
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s:%d-%d;", x->path, x->start_line,
+                                x->end_line);
+    }
+    return out;
+}
+
+/* A chunk is embedded as its parts (vectorChars): a question that shares no
+ * word with a note but means one of its lines gets the passage around that
+ * line, where one vector for the whole chunk can only show its first lines.
+ * The same results on every backend. */
+BACKEND_TEST(pgstore_hybrid_parts_find_the_line)
+{
+    random_table();
+    char path[64], text[160];
+    for (int i = 0; i < 40; i++) { /* notes of other words: the spread */
+        snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
+        snprintf(text, sizeof text, "# Note %d\n\nw%02d w%02d w%02d\n", i, 2 + i % 22,
+                 2 + (i * 5 + 1) % 22, 2 + (i * 7 + 3) % 22);
+        test_write(path, text);
+    }
+    /* Twelve lines of other words, the eleventh one what qa means. */
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "# Log\n\n");
+    for (int i = 0; i < 12; i++)
+        buf_printf(&b, "%s\n", i == 10 ? "w00 w01 w00" : (i % 2 ? "w05 w09 w13" : "w17 w20 w22"));
+    test_write("ws/memory/log.md", b.data); /* the eleventh: line 13 */
+    buf_cleanup(&b);
+    char store[600];
+    snprintf(store, sizeof store, "store=%s", be_store());
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.min_score = 0;
+    char want[2048] = "";
+    for (int parts = 1; parts >= 0; parts--) {
+        const char *vc = parts ? "vectorChars=1" : "vectorChars=0";
+        mnemo *m = be_open("ws", "provider=static", "model=cal", "snippetChars=80", vc, store,
+                           NULL);
+        mnemo_sync_stats st = test_sync(m);
+        if (!be_has_vectors()) {
+            mnemo_close(m);
+            return;
+        }
+        ASSERT(st.vectors_total == 41);
+        mnemo_results *r = NULL;
+        ASSERT_OK(mnemo_search(m, "qa", &o, &r));
+        ASSERT_STR_EQ(mnemo_results_mode(r), "hybrid");
+        ASSERT(mnemo_results_count(r) >= 1);
+        const mnemo_result *log = NULL;
+        for (size_t i = 0; i < mnemo_results_count(r) && !log; i++)
+            if (!strcmp(mnemo_results_get(r, i)->path, "memory/log.md"))
+                log = mnemo_results_get(r, i);
+        ASSERT(log != NULL);
+        ASSERT(log->end_line - log->start_line <= 7); /* 80 characters */
+        if (parts) { /* first, around the line that means it */
+            ASSERT(log == mnemo_results_get(r, 0));
+            ASSERT(log->start_line <= 13 && 13 <= log->end_line);
+            ASSERT(log->vector_score > 0);
+            snprintf(want, sizeof want, "%s", result_lines(r));
+        } else { /* the chunk's first window */
+            ASSERT_EQ(log->start_line, 1);
+            ASSERT(log->end_line < 13);
+        }
+        if (parts && be_kind() != BE_SQLITE) { /* SQLite's passages */
+            mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=static",
+                                    "model=cal", "snippetChars=80", vc, NULL);
+            test_sync(lite);
+            mnemo_results *lr = NULL;
+            ASSERT_OK(mnemo_search(lite, "qa", &o, &lr));
+            ASSERT_STR_EQ(result_lines(lr), want);
+            mnemo_results_free(lr);
+            mnemo_close(lite);
+        }
+        mnemo_results_free(r);
+        mnemo_close(m);
+    }
+    if (be_kind() == BE_SQLITE)
+        return;
+    /* A database from before parts (one row a chunk, keyed by chunk):
+     * migration 10 keys the rows by part, and a sync with parts fills them. */
+    ASSERT_EQ(pg_psql(be_server(),
+                      "BEGIN; DELETE FROM mnemo_chunk_vec_128 WHERE part > 0; "
+                      "ALTER TABLE mnemo_chunk_vec_128 DROP CONSTRAINT mnemo_chunk_vec_128_pkey; "
+                      "ALTER TABLE mnemo_chunk_vec_128 DROP COLUMN part; "
+                      "ALTER TABLE mnemo_chunk_vec_128 ADD PRIMARY KEY (tenant, chunk_id); "
+                      "DELETE FROM mnemo_migrations WHERE version = 10; COMMIT",
+                      NULL),
+              0);
+    mnemo *m = be_open("ws", "provider=static", "model=cal", "snippetChars=80", "vectorChars=1",
+                       store, NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_migrations WHERE version = 10"), 1);
+    /* 41 chunks, 92 parts: every note's heading and line, the log's 12. */
+    ASSERT_EQ(st.vectors_total, 41);
+    ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_chunk_vec_128 WHERE part > 0"), 92 - 41);
+    mnemo_results *r = NULL;
+    ASSERT_OK(mnemo_search(m, "qa", &o, &r));
+    ASSERT_STR_EQ(result_lines(r), want);
+    mnemo_results_free(r);
     mnemo_close(m);
 }
 

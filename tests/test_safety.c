@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "store/sqlite/fts.h"
+#include "store/sqlite/store.h"
 #include "test.h"
 
 static long long q_int(const char *path, const char *sql)
@@ -179,6 +180,7 @@ static void to_schema5(void)
         "INSERT INTO main.memory_history SELECT * FROM old.memory_history;"
         "INSERT INTO main.memories_fts(memories_fts) VALUES('rebuild');"
         "DETACH old;"
+        "ALTER TABLE main.chunk_vectors DROP COLUMN parts;"
         "UPDATE main.meta SET value = '5' WHERE key = 'schema_version';"
         "PRAGMA main.application_id = 0;",
         test_path("db.memories.sqlite"));
@@ -275,7 +277,7 @@ TEST(safety_schema5_memories_move_to_their_store)
               0);
     ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT value FROM meta WHERE key = "
                                             "'schema_version'"),
-              6);
+              STORE_SCHEMA_VERSION);
     ASSERT_EQ(q_int(test_path("db.sqlite"), "PRAGMA application_id"), 0x6d6e6d6f);
     char *out = NULL;
     ASSERT_EQ(cli(&out, NULL, "memory", "search", "garden number 7", NULL), 0);

@@ -264,11 +264,13 @@ TEST(sync_migrates_older_schema_in_place)
     test_sync(m);
     mnemo_close(m);
     long long chunks = db_int("SELECT count(*) FROM chunks");
-    /* Turn the index back into schema 3 (no transcript time, no memories). */
+    /* Turn the index back into schema 3 (no transcript time, no memories,
+     * one vector a chunk). */
     sqlite3 *db;
     ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
     ASSERT_EQ(fts_register(db, NULL, NULL), SQLITE_OK); /* to drop memories_fts */
     ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE files DROP COLUMN time; "
+                               "ALTER TABLE chunk_vectors DROP COLUMN parts; "
                                "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
                            NULL, NULL, NULL),
               SQLITE_OK);
@@ -281,7 +283,10 @@ TEST(sync_migrates_older_schema_in_place)
     ASSERT(!s.rebuilt);
     ASSERT_EQ(s.files_unchanged, s.files_seen);
     mnemo_close(m);
-    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 6);
+    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 7);
+    ASSERT_EQ(db_int("SELECT count(*) FROM pragma_table_info('chunk_vectors') WHERE name = "
+                     "'parts'"),
+              1);
     /* Later migrations ran: memories were created, then moved to the store. */
     ASSERT_EQ(db_int("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"), 0);
     ASSERT_EQ(db_int("SELECT count(*) FROM chunks"), chunks);

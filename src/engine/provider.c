@@ -241,9 +241,15 @@ void provider_identity(mnemo *m, embedder *e, char *out, size_t n)
      * that another model imported under the same name makes the vectors
      * stale; other providers' identities are as before. */
     const char *ver = embed_model_version(e);
-    snprintf(out, n, "%s|%s%s%s|%ld|c%ldo%ld|%s", embed_provider(e), embed_model(e),
+    /* Runs of vectorChars (p) follow the chunking; without them (0) the
+     * identity is what it was before they existed. */
+    char parts[32] = "";
+    long vc = cfg_int(m->cfg, CFG_VECTOR_CHARS);
+    if (vc > 0)
+        snprintf(parts, sizeof parts, "p%ld", vc);
+    snprintf(out, n, "%s|%s%s%s|%ld|c%ldo%ld%s|%s", embed_provider(e), embed_model(e),
              *ver ? "#" : "", ver, cfg_int(m->cfg, CFG_DIMENSIONS),
-             cfg_int(m->cfg, CFG_CHUNK_TOKENS), cfg_int(m->cfg, CFG_CHUNK_OVERLAP),
+             cfg_int(m->cfg, CFG_CHUNK_TOKENS), cfg_int(m->cfg, CFG_CHUNK_OVERLAP), parts,
              cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
 }
 

@@ -9,16 +9,19 @@
  * x = 1 is what a chunk of average length gets when every query term occurs
  * in it once (t = 0.86); the mapping is monotonic, so ranking by t is
  * ranking by BM25.
- * Vector score: how far a chunk's cosine stands out from the query's
- * cosines with all chunks, in standard deviations: v = (z - 2.5) / 4,
- * clamped to 0..1. Embeddings differ wildly in their cosine scales (averaged
+ * Vector score: a chunk is embedded as its parts (runs of whole lines of
+ * about vectorChars characters, chunk_parts): how far a part's cosine
+ * stands out from the query's cosines with all parts, in standard
+ * deviations: v = (z - 2.5) / 4, clamped to 0..1; a chunk's is its best
+ * part's, a passage's its lines' parts' (weighted by length). Embeddings differ wildly in their cosine scales (averaged
  * word vectors put everything near 0.8, neural models near 0.2); the spread
  * puts them on one scale and keeps a weak model's near-ties from mattering.
  * Weighted fusion: s = 1 - (1 - t)(1 - wv*v), each leg evidence on its
  * own: meaning raises a keyword hit (a weak one more than a strong one),
  * never lowers it, and a vector-only hit scores wv*v. Results are passages
  * of the best chunks (snippet.h), scored by blending the passage's text
- * evidence with the chunk's. See docs/semantic.md and docs/search.md.
+ * evidence with the chunk's, fused with the passage's vector score. See
+ * docs/semantic.md and docs/search.md.
  */
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 #include <string.h>
 
 #include "engine/core.h"
+#include "text/chunk.h"
 #include "text/sanitize.h"
 #include "engine/search.h"
 #include "text/snippet.h"
@@ -43,6 +47,22 @@
 #define Z_MIN_ROWS 32
 
 typedef search_cand cand;
+
+/* The vector score of cosine CS (see above). */
+static double vec_score(const search_vstats *vs, double cs)
+{
+    double v;
+    if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6) {
+        v = ((cs - vs->mean) / vs->sd - Z_FLOOR) / Z_SPAN;
+    } else if (vs->count > 1) {
+        /* How far it stands above the others. */
+        double rest = (vs->mean * (double)vs->count - cs) / (double)(vs->count - 1);
+        v = rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0;
+    } else {
+        v = 0; /* one vector stands above nothing */
+    }
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
 
 /* ----------------------------------------------------------------------
  * Results
@@ -353,21 +373,71 @@ static double fuse(const scorer *k, const cand *c, double text)
     return 1.0 - (1.0 - text) * (1.0 - k->wv * v);
 }
 
-/* The score of a passage of C with evidence X (BEST: the chunk's best
- * passage's): its text score blends the passage's evidence with the
- * chunk's, then fusion, path boost, factors. With rank fusion the chunk's
- * fused rank score is shared by its passages by their evidence. */
-static double passage_score(const scorer *k, const cand *c, double x, double best)
+/* What a passage of a chunk is worth before the chunk's path boost and
+ * factors: its text score blends the passage's evidence X with the
+ * chunk's (XC), fused with the vector score V of the passage's lines. */
+typedef struct pworth {
+    const scorer *k;
+    double xc;
+} pworth;
+
+static double passage_worth(void *ud, double x, double v)
 {
-    double s;
-    if (k->vectors && k->rrf) {
-        s = best > 0 ? c->fused * x / best : c->fused;
-    } else {
-        double xc = c->raw > 0 ? c->raw / k->sum_idf : 0;
-        s = fuse(k, c, 1.0 - exp(-2.0 * ((1.0 - PASSAGE_SHARE) * xc + PASSAGE_SHARE * x)));
-    }
+    const pworth *w = ud;
+    if (v < 0)
+        v = 0;
+    double t = 1.0 - exp(-2.0 * ((1.0 - PASSAGE_SHARE) * w->xc + PASSAGE_SHARE * x));
+    return w->k->vectors ? 1.0 - (1.0 - t) * (1.0 - w->k->wv * v) : t;
+}
+
+/* The score of a passage of C worth W (BEST: the chunk's best passage's):
+ * then path boost and factors. With rank fusion the chunk's fused rank
+ * score is shared by its passages by their worth. */
+static double passage_score(const scorer *k, const cand *c, double w, double best)
+{
+    double s = w;
+    if (k->vectors && k->rrf)
+        s = best > 0 ? c->fused * w / best : c->fused;
     s += (1.0 - s) * c->boost;
     return s * c->recency * c->importance;
+}
+
+static size_t line_at(const char *text, size_t len, int i);
+
+/* The vector score of each line of X from chunk C's parts
+ * (chunk_parts of its own lines, VC characters a part): a line takes its
+ * part's; blank lines between parts, and the lines past the chunk's own,
+ * the part before them. *LV is NULL when C has no vector. */
+static int line_scores(const search_io *io, const search_vstats *vs, int vc, const cand *c,
+                       const ptext *x, double **lv)
+{
+    *lv = NULL;
+    float cs[CHUNK_MAX_PARTS];
+    int k = c->vec >= 0 ? io->cosines(io->ud, c->chunk_id, cs, CHUNK_MAX_PARTS) : 0;
+    if (k == 0)
+        return MNEMO_OK;
+    const char *t = x->text.data ? x->text.data : "";
+    size_t len = x->text.len, own = line_at(t, len, x->own);
+    if (own < len)
+        own--; /* the newline before the next chunk's lines */
+    int n = count_lines(t, len);
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return MNEMO_NOMEM;
+    chunk_part parts[CHUNK_MAX_PARTS];
+    int np = chunk_parts(t, own, vc, parts);
+    for (int i = 0; i < n; i++)
+        v[i] = np == k ? -1 : c->vec; /* another split (or none): the chunk's */
+    for (int j = 0; np == k && j < np; j++) {
+        double pv = vec_score(vs, cs[j]);
+        for (int i = parts[j].first; i <= parts[j].last && i < n; i++)
+            v[i] = pv;
+    }
+    for (int i = 0; i < n; i++)
+        if (v[i] < 0)
+            v[i] = i ? v[i - 1] : vec_score(vs, cs[0]);
+    *lv = v;
+    return MNEMO_OK;
 }
 
 static int by_pass(const void *a, const void *b)
@@ -405,7 +475,7 @@ static int make_result(const snippet_ctx *sc, const cand *c, const ptext *x, con
     r->end_line = el;
     r->score = p->score > 1.0 ? 1.0 : p->score;
     r->text_score = c->text;
-    r->vector_score = c->vec;
+    r->vector_score = c->vec < 0 ? c->vec : p->p.v;
     r->tier = p->tier;
     r->recency = c->recency;
     r->importance = c->importance;
@@ -672,21 +742,14 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
         c->vec = -1;
         c->recency = c->importance = 1.0;
         if (vs->ran) {
-            float cs;
-            if (io->cosine(io->ud, c->chunk_id, &cs)) {
-                double v;
-                if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6) {
-                    v = ((cs - vs->mean) / vs->sd - Z_FLOOR) / Z_SPAN;
-                } else if (vs->count > 1) {
-                    /* How far it stands above the others. */
-                    double rest = (vs->mean * (double)vs->count - cs) / (double)(vs->count - 1);
-                    v = rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0;
-                } else {
-                    v = 0; /* one chunk stands above nothing */
-                }
-                c->cosine = cs;
-                c->vec = v < 0 ? 0 : v > 1 ? 1 : v;
-            }
+            /* A chunk means what its best part means. */
+            float cs[CHUNK_MAX_PARTS];
+            int np = io->cosines(io->ud, c->chunk_id, cs, CHUNK_MAX_PARTS);
+            for (int j = 0; j < np; j++)
+                if (j == 0 || cs[j] > c->cosine)
+                    c->cosine = cs[j];
+            if (np)
+                c->vec = vec_score(vs, c->cosine);
         }
         c->score = c->fused = k.rrf ? 0 : fuse(&k, c, c->text);
         if (fh->n)
@@ -809,7 +872,9 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
     double tokw[64];
     snippet_token_weights(q, bm->idf, tokw);
     snippet_ctx sc = {t,      q,      tokw, k.sum_idf, bm->avgdl,
-                      bm->k1, bm->b, (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS)};
+                      bm->k1, bm->b, (int)cfg_int(m->cfg, CFG_SNIPPET_CHARS),
+                      NULL,   passage_worth, NULL};
+    int vc = (int)cfg_int(m->cfg, CFG_VECTOR_CHARS);
     rc = texts && ps && order ? MNEMO_OK : MNEMO_NOMEM;
     if (!rc && io->prefetch && nc) {
         int64_t *ids = malloc(nc * sizeof *ids);
@@ -829,15 +894,28 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
         nt++;
         snippet_passage sp[SNIPPET_MAX_PASSAGES];
         int np = 0;
+        double *lv = NULL;
+        pworth pw = {&k, all[i].raw > 0 ? all[i].raw / k.sum_idf : 0};
+        if (vs->ran && (rc = line_scores(io, vs, vc, &all[i], x, &lv)))
+            break;
+        sc.lv = lv;
+        sc.ud = &pw;
         rc = snippet_find(&sc, x->text.data ? x->text.data : "", x->text.len, x->own, sp,
                           SNIPPET_MAX_PASSAGES, &np);
+        sc.lv = NULL;
+        for (int j = 0; !lv && j < np; j++) /* no vector, or no vector leg */
+            sp[j].v = all[i].vec;
+        free(lv);
+        double best = np ? passage_worth(&pw, sp[0].x, sp[0].v) : 0;
         for (int j = 0; !rc && j < np; j++) {
             pass *p = &ps[nps++];
             p->cand = i;
             p->text = nt - 1;
             p->p = sp[j];
             p->tier = j == 0 ? all[i].tier : 0;
-            p->score = p->tier ? 1.0 : passage_score(&k, &all[i], sp[j].x, sp[0].x);
+            p->score = p->tier ? 1.0
+                               : passage_score(&k, &all[i], passage_worth(&pw, sp[j].x, p->p.v),
+                                               best);
         }
     }
     if (!rc) {

@@ -24,8 +24,8 @@ typedef struct search_cand {
     int64_t file_id;  /* 0 until looked up */
     double raw;       /* BM25, 0 without a keyword match; -1: ask search_io.bm25 */
     double text;      /* 0..1 */
-    double cosine;
-    double vec;       /* 0..1, -1 without a vector */
+    double cosine;    /* of its best part */
+    double vec;       /* 0..1 (its best part's), -1 without a vector */
     double score;     /* 0..1, fused */
     double fused;     /* the fusion of text and vec, before path boost and factors */
     double boost;     /* share of the remaining score its path adds */
@@ -92,9 +92,10 @@ typedef struct search_io {
     void *ud;
     /* BM25 of a candidate the keyword leg did not score (raw < 0). */
     double (*bm25)(void *ud, int64_t chunk_id);
-    /* The cosine of the chunk's vector with the query's: 1 with one, 0
-     * without. Called only when the vector leg ran. */
-    int (*cosine)(void *ud, int64_t chunk_id, float *cs);
+    /* The cosines of the chunk's vectors (one for each of its parts,
+     * chunk_parts, in order) with the query's, at most MAX into CS: how
+     * many, 0 without a vector. Called only when the vector leg ran. */
+    int (*cosines)(void *ud, int64_t chunk_id, float *cs, int max);
     /* The date and importance of a chunk: 1, or 0 when it is gone. */
     int (*factors)(void *ud, int64_t chunk_id, double *when, int *importance);
     /* Optional: the ids the next calls of KIND ('f' factors, 'r' rows)

@@ -463,3 +463,85 @@ done:
     buf_cleanup(&st.trig);
     return rc;
 }
+
+/* ----------------------------------------------------------------------
+ * Parts: what one vector covers
+ * -------------------------------------------------------------------- */
+
+typedef struct pline {
+    size_t off, len;
+    size_t cum; /* characters of the non-blank lines up to and with this one */
+    int blank;
+} pline;
+
+/* Part [A, B] of LS without blank lines at either end into OUT; 0 if
+ * nothing is left. */
+static int part_make(const pline *ls, size_t a, size_t b, chunk_part *out)
+{
+    while (a <= b && ls[a].blank)
+        a++;
+    while (b > a && ls[b].blank)
+        b--;
+    if (a > b || ls[a].blank)
+        return 0;
+    *out = (chunk_part){(int)a, (int)b, ls[a].off, ls[b].off + ls[b].len - ls[a].off};
+    return 1;
+}
+
+int chunk_parts(const char *text, size_t len, int max_chars, chunk_part *out)
+{
+    size_t n = 1;
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
+    pline *ls = malloc(n * sizeof *ls);
+    if (!ls) /* one part then: the whole text */
+        return len ? (*out = (chunk_part){0, (int)n - 1, 0, len}, 1) : 0;
+    size_t pos = 0, cum = 0, nonblank = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = memchr(text + pos, '\n', len - pos);
+        size_t end = e ? (size_t)(e - text) : len;
+        ls[i].off = pos;
+        ls[i].len = end - pos;
+        ls[i].blank = 1;
+        for (size_t k = pos; k < end; k++)
+            if (text[k] != ' ' && text[k] != '\t' && text[k] != '\r') {
+                ls[i].blank = 0;
+                break;
+            }
+        if (!ls[i].blank) {
+            cum += utf8_count(text + pos, ls[i].len);
+            nonblank++;
+        }
+        ls[i].cum = cum;
+        pos = end + 1;
+    }
+    size_t k = max_chars > 0 ? (cum + (size_t)max_chars / 2) / (size_t)max_chars : 1;
+    if (k > CHUNK_MAX_PARTS)
+        k = CHUNK_MAX_PARTS;
+    if (k > nonblank)
+        k = nonblank;
+    if (k < 1)
+        k = 1;
+    /* Cut i of k-1 after the line whose running count is nearest to i/k of
+     * the whole, past the previous cut. */
+    int np = 0;
+    size_t from = 0;
+    for (size_t i = 1; i < k && from < n; i++) {
+        double goal = (double)cum * (double)i / (double)k;
+        size_t j = from;
+        while (j + 1 < n && (double)ls[j + 1].cum <= goal)
+            j++;
+        if (j + 1 < n && (double)ls[j + 1].cum - goal < goal - (double)ls[j].cum)
+            j++;
+        if (ls[j].cum == (from ? ls[from - 1].cum : 0)) /* nothing in this part yet */
+            continue;
+        if (j + 1 >= n || ls[j].cum == cum)
+            break;
+        np += part_make(ls, from, j, &out[np]);
+        from = j + 1;
+    }
+    if (from < n)
+        np += part_make(ls, from, n - 1, &out[np]);
+    free(ls);
+    return np;
+}

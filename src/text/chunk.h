@@ -45,6 +45,23 @@ void chunk_list_cleanup(chunk_list *l);
  * Returns MNEMO_OK or MNEMO_NOMEM. */
 int chunk_markdown(const char *text, size_t len, const chunk_opts *o, chunk_list *l);
 
+/* A run of whole lines of a chunk that one vector covers. */
+typedef struct chunk_part {
+    int first, last; /* 0-based line indices in the chunk's text, inclusive */
+    size_t off, len; /* the bytes of those lines */
+} chunk_part;
+
+#define CHUNK_MAX_PARTS 16
+
+/* Splits a chunk's TEXT[0..LEN) into runs of whole lines of about MAX_CHARS
+ * characters each: round(chars / MAX_CHARS) runs (at least one, at most
+ * CHUNK_MAX_PARTS and the non-blank lines), cut at the line ends nearest to
+ * equal shares, without blank lines at either end. MAX_CHARS <= 0 gives one
+ * run. The split depends only on the text, so the runs embedded at index
+ * time are found again at search time. Fills OUT, returns the count (0 for
+ * a text of blank lines only). */
+int chunk_parts(const char *text, size_t len, int max_chars, chunk_part *out);
+
 /* Estimated tokens of S. */
 int chunk_estimate(const char *s, size_t n);
 

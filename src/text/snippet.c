@@ -191,8 +191,15 @@ static snippet_passage make_window(const snippet_ctx *c, const char *text, const
             (1.0 - WINDOW_SHARE) * bm25_lines(c, ls, lo, hi, 0, avgw * span);
     }
     int hit = 0;
-    for (size_t k = i; k <= e && !hit; k++)
-        hit = ls->v[k].mask != 0;
+    double v = 0, vw = 0;
+    for (size_t k = i; k <= e; k++) {
+        hit |= ls->v[k].mask != 0;
+        if (c->lv && !ls->v[k].blank) {
+            v += c->lv[k] * (ls->v[k].chars + 1);
+            vw += ls->v[k].chars + 1;
+        }
+    }
+    v = vw > 0 ? v / vw : 0;
     /* A heading just above (a blank line between at most) leads the
      * passage in, if the passage still fits. */
     size_t s0 = i, h = i;
@@ -202,7 +209,8 @@ static snippet_passage make_window(const snippet_ctx *c, const char *text, const
         window_end(ls, h - 1, c->max_chars) >= e)
         s0 = h - 1;
     size_t off = ls->v[s0].off;
-    return (snippet_passage){(int)s0, (int)e, off, ls->v[e].off + ls->v[e].len - off, hit ? x : 0};
+    return (snippet_passage){(int)s0, (int)e, off, ls->v[e].off + ls->v[e].len - off, hit ? x : 0,
+                             v};
 }
 
 static int clashes(const snippet_passage *p, const snippet_passage *out, int n)
@@ -265,21 +273,29 @@ int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
         w[nw++] = make_window(c, text, &ls, i, ls.n - 1, avgw);
     }
     /* The best windows that do not overlap, earliest first among equals;
-     * after the first, only windows with matches. A window that runs into
-     * a chosen passage is cut short before it and scored again (the lines
-     * just above an answer are often the evidence, and would otherwise be
-     * lost between two passages); one that starts inside it is gone. */
+     * after the first, only windows with matches or meaning. A window that
+     * runs into a chosen passage is cut short before it and scored again
+     * (the lines just above an answer are often the evidence, and would
+     * otherwise be lost between two passages); one that starts inside it
+     * is gone (x < 0). */
     while (*n < max) {
         snippet_passage *best = NULL;
+        double bs = 0;
         for (size_t k = 0; k < nw; k++) {
             snippet_passage *p = &w[k];
-            if (p->x < 0 || (*n && p->x <= 0))
+            if (p->x < 0 || (*n && p->x <= 0 && p->v <= 0))
                 continue;
-            if (clashes(p, out, *n) && !fit_window(c, text, &ls, start[k], avgw, out, *n, p))
+            if (clashes(p, out, *n) && !fit_window(c, text, &ls, start[k], avgw, out, *n, p)) {
                 p->x = -1;
-            else if (p->x > 0 || !*n)
-                if (!best || p->x > best->x)
-                    best = p;
+                continue;
+            }
+            if (*n && p->x <= 0 && p->v <= 0)
+                continue;
+            double s = c->rank ? c->rank(c->ud, p->x, p->v) : p->x;
+            if (!best || s > bs) {
+                best = p;
+                bs = s;
+            }
         }
         if (!best)
             break;
@@ -287,7 +303,7 @@ int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
         best->x = -1;
     }
     if (*n == 0 && ls.n) /* nothing but blank lines */
-        out[(*n)++] = (snippet_passage){0, 0, 0, ls.v[0].len, 0};
+        out[(*n)++] = (snippet_passage){0, 0, 0, ls.v[0].len, 0, 0};
     free(w);
     free(start);
     free(ls.v);

@@ -20,6 +20,12 @@
  * passage in a weaker chunk can outrank a weak one in a strong chunk, and
  * one chunk can answer twice. A passage may run on into the next chunk of
  * its file (chunks overlap) but starts inside its own.
+ *
+ * With vectors, each line carries the vector score of the part of the chunk
+ * it is in (chunk_parts): a window's is its lines', weighted by their
+ * length, and windows are chosen by what the caller makes of both (RANK),
+ * so a window that shares no word with the question but whose lines mean
+ * what it asks can be chosen.
  */
 #ifndef MNEMO_SNIPPET_H
 #define MNEMO_SNIPPET_H
@@ -40,18 +46,25 @@ typedef struct snippet_ctx {
     const double *tokw;
     double sum_idf, avgdl, k1, b;
     int max_chars;
+    /* Optional, meaning: LV[i] is the vector score (0..1) of the part of
+     * the text holding line i (NULL: none); RANK orders windows by their
+     * evidence X and vector score V (NULL: by X alone). */
+    const double *lv;
+    double (*rank)(void *ud, double x, double v);
+    void *ud;
 } snippet_ctx;
 
 typedef struct snippet_passage {
     int first, last; /* 0-based line indices in the text, inclusive */
     size_t off, len; /* the bytes of those lines in the text */
     double x;        /* its evidence, see above; 0 without matches */
+    double v;        /* its lines' vector score, weighted by their length; 0 without LV */
 } snippet_passage;
 
 /* TEXT[0..LEN) holds lines; the first OWN of them are the chunk's (passages
  * start there), the rest the next chunk's. Fills OUT with up to MAX passages
- * (at least one when the chunk has a non-blank line, even without matches:
- * then its first window) into *N. MNEMO_OK or MNEMO_NOMEM. */
+ * (at least one when the chunk has a non-blank line, even without matches
+ * or meaning: then its first window) into *N. MNEMO_OK or MNEMO_NOMEM. */
 int snippet_find(const snippet_ctx *c, const char *text, size_t len, int own,
                  snippet_passage *out, int max, int *n);
 

@@ -36,7 +36,7 @@ struct pgstate {
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
     NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6,
-    pgmem_ddl7, pgmem_ddl8, pgstore_ddl9};
+    pgmem_ddl7, pgmem_ddl8, pgstore_ddl9, pgstore_ddl10};
 
 static int fail(mnemo *m, int rc, const char *what, buf *err)
 {
@@ -298,12 +298,15 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
      * outside reaches this SQL. HNSW indexes vectors up to 2000 dimensions;
      * beyond that the table is searched exactly. */
     char sql[1024];
-    const char *idcol = !strcmp(kind, "chunk") ? "chunk_id bigint" : "memory_id text";
+    /* A chunk has a vector for each of its parts (chunk_parts). */
+    int chunk = !strcmp(kind, "chunk");
     snprintf(sql, sizeof sql,
-             "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, %s NOT NULL, "
+             "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, %s NOT NULL, %s"
              "model text NOT NULL, embedding vector(%d) NOT NULL, "
              "PRIMARY KEY (tenant, %s))",
-             name, idcol, dims, !strcmp(kind, "chunk") ? "chunk_id" : "memory_id");
+             name, chunk ? "chunk_id bigint" : "memory_id text",
+             chunk ? "part smallint NOT NULL DEFAULT 0, " : "", dims,
+             chunk ? "chunk_id, part" : "memory_id");
     int rc = q(m, s->c, "vector table", "BEGIN", 0, NULL, NULL);
     if (!rc)
         rc = q(m, s->c, "vector table",

@@ -32,11 +32,14 @@
  *      every query's rows; a file's statements remove its chunks), chunk
  *      rows kept whole up to 8 KB, the postings' lexemes in the C
  *      collation (pgstore.c: pgstore_ddl9)
+ *  10  a chunk's vectors are its parts' (chunk_parts): the chunk vector
+ *      tables key their rows by chunk and part (pgstore.c: pgstore_ddl10)
  *
  * Vectors live in tables per dimension count, created on first use when the
- * vector extension is available: mnemo_chunk_vec_<d> and mnemo_memory_vec_<d>
- * (tenant, id, model, embedding vector(d)), each with an HNSW index for
- * cosine distance.
+ * vector extension is available: mnemo_chunk_vec_<d> (tenant, chunk_id,
+ * part, model, embedding vector(d)) and mnemo_memory_vec_<d> (tenant,
+ * memory_id, model, embedding), each with an HNSW index for cosine
+ * distance.
  */
 #ifndef MNEMO_PGSCHEMA_H
 #define MNEMO_PGSCHEMA_H
@@ -44,7 +47,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 9
+#define PGSCHEMA_VERSION 10
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -56,6 +59,7 @@ extern const char *const pgstore_ddl6[];
 extern const char *const pgmem_ddl7[];
 extern const char *const pgmem_ddl8[];
 extern const char *const pgstore_ddl9[];
+extern const char *const pgstore_ddl10[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors

@@ -205,6 +205,23 @@ static int rows_add(pgsearch *s, const int64_t *ids, size_t n)
     return MNEMO_OK;
 }
 
+static int by_id64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Part PART's cosine CS for row W. */
+static void row_cos(prow *w, int part, float cs)
+{
+    if (part < 0 || part >= CHUNK_MAX_PARTS)
+        return;
+    w->cos[part] = cs;
+    if (part >= w->ncos)
+        w->ncos = part + 1;
+    w->have_cos = 1;
+}
+
 static void pgsearch_cleanup(pgsearch *s)
 {
     for (size_t i = 0; i < s->nrows; i++) {
@@ -480,24 +497,29 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     char lim[32], cal[32], sql[2048];
     snprintf(lim, sizeof lim, "%zu", k);
     snprintf(cal, sizeof cal, "%d", cal_rows(s->dims));
+    /* The nearest parts (a chunk's best part stands for it: more rows than
+     * chunks are read), their best K chunks, and every part's cosine of
+     * those. */
 #define NEAREST                                                                                   \
-    "SELECT v.chunk_id, " COSINE("v.embedding", "$2") " AS cos FROM %s v WHERE v.tenant = $1 "  \
-    "AND v.model = $3 ORDER BY v.embedding <=> $2::vector LIMIT $4::int"
+    "nr AS (SELECT v.chunk_id, " COSINE("v.embedding", "$2") " AS cos FROM %s v WHERE "         \
+    "v.tenant = $1 AND v.model = $3 ORDER BY v.embedding <=> $2::vector LIMIT 4 * $4::int), "   \
+    "nn AS (SELECT nr.chunk_id FROM nr LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.id = "   \
+    "nr.chunk_id WHERE $5 = '' OR c.source = $5 GROUP BY nr.chunk_id ORDER BY max(nr.cos) "     \
+    "DESC, nr.chunk_id LIMIT $4::int), "                                                         \
+    "np AS (SELECT v.chunk_id, v.part, " COSINE("v.embedding", "$2") " AS cos FROM nn JOIN %s " \
+    "v ON v.tenant = $1 AND v.model = $3 AND v.chunk_id = nn.chunk_id) "
     if (own)
         snprintf(sql, sizeof sql,
-                 "SELECT nn.chunk_id, nn.cos FROM (" NEAREST ") nn LEFT JOIN mnemo_chunks c ON "
-                 "c.tenant = $1 AND c.id = nn.chunk_id WHERE $5 = '' OR c.source = $5",
+                 "WITH " NEAREST "SELECT np.chunk_id, np.cos, np.part FROM np", s->table,
                  s->table);
     else /* the calibration's sample: all of a small index, where it matters most */
         snprintf(sql, sizeof sql,
                  "WITH st AS (SELECT avg(" COSINE("embedding", "$2") ") AS mean, "
                  "stddev_pop(" COSINE("embedding", "$2") ") AS sd, count(*) AS n FROM "
                  "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT $6::int) x), "
-                 "nn AS (" NEAREST ") "
-                 "SELECT nn.chunk_id, nn.cos, st.mean, st.sd, st.n FROM st LEFT JOIN nn ON true "
-                 "LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.id = nn.chunk_id "
-                 "WHERE nn.chunk_id IS NULL OR $5 = '' OR c.source = $5",
-                 s->table, s->table);
+                 NEAREST "SELECT np.chunk_id, np.cos, np.part, st.mean, st.sd, st.n FROM st "
+                 "LEFT JOIN np ON true",
+                 s->table, s->table, s->table);
 #undef NEAREST
     const char *p[6] = {s->tenant, s->qvec.data, s->ident, lim, source, cal};
     if (buf_err(&s->qvec))
@@ -521,26 +543,32 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     *nids = 0;
     for (size_t i = 0; i < n; i++) {
         if (i == 0 && !own) {
-            vs->mean = strtod(pg_value(r, 0, 2), NULL);
-            vs->sd = strtod(pg_value(r, 0, 3), NULL);
-            vs->count = (size_t)ps_ll(r, 0, 4);
+            vs->mean = strtod(pg_value(r, 0, 3), NULL);
+            vs->sd = strtod(pg_value(r, 0, 4), NULL);
+            vs->count = (size_t)ps_ll(r, 0, 5);
         }
         if (pg_isnull(r, i, 0))
             continue;
-        (*ids)[(*nids)++] = ps_ll(r, i, 0);
+        (*ids)[(*nids)++] = ps_ll(r, i, 0); /* a chunk once for each part */
     }
-    /* Their cosines came along: the factors' fetch need not read their
-     * vectors again. */
+    if (*nids > 1) { /* one id a chunk */
+        qsort(*ids, *nids, sizeof **ids, by_id64);
+        size_t u = 0;
+        for (size_t i = 0; i < *nids; i++)
+            if (!u || (*ids)[u - 1] != (*ids)[i])
+                (*ids)[u++] = (*ids)[i];
+        *nids = u;
+    }
+    /* Their cosines came along, every part's: the factors' fetch need not
+     * read their vectors again. */
     if (rows_add(s, *ids, *nids)) {
         pg_rows_free(r);
         return core_error(m, MNEMO_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
         prow *w = pg_isnull(r, i, 0) ? NULL : row_of(s, ps_ll(r, i, 0));
-        if (w) {
-            w->have_cos = 1;
-            w->cosine = strtof(pg_value(r, i, 1), NULL);
-        }
+        if (w)
+            row_cos(w, (int)ps_ll(r, i, 2), strtof(pg_value(r, i, 1), NULL));
     }
     pg_rows_free(r);
     s->vec = 1;
@@ -685,7 +713,7 @@ static void fc_put(struct pgstore *st, int64_t id, double when, int importance)
     pgfactor *f = fc_slot(st, id);
     if (!f->id)
         st->fc_n++;
-    *f = (pgfactor){id, when, importance, f->id ? f->vec : 0};
+    *f = (pgfactor){id, when, importance, f->id ? f->vec : 0, f->id ? f->nvec : 0};
 }
 
 /* Vectors: a candidate's cosine with the query, from its unit vector kept
@@ -736,8 +764,9 @@ static int unit_of_hex(const char *hx, float *v, size_t d)
     return 1;
 }
 
-/* Row W's cosine from the vector HEX, which ST keeps for it when it can. */
-static void vc_put(const pgsearch *s, struct pgstore *st, prow *w, const char *hx)
+/* Row W's cosine of part PART from the vector HEX, which ST keeps for it
+ * when it can (a chunk's parts come in order, kept one after the other). */
+static void vc_put(const pgsearch *s, struct pgstore *st, prow *w, int part, const char *hx)
 {
     size_t d = (size_t)s->dims;
     if (st->vc_n == st->vc_cap && (st->vc_n + 1) * d <= VC_FLOATS) {
@@ -751,16 +780,25 @@ static void vc_put(const pgsearch *s, struct pgstore *st, prow *w, const char *h
         }
     }
     pgfactor *f = fc_slot(st, w->id);
-    int keep = f->id && st->vc_n < st->vc_cap;
+    if (f->id && part > 0 && (!f->vec || f->vec + (uint32_t)f->nvec - 1 != st->vc_n ||
+                              f->nvec != part))
+        f->vec = 0; /* its run is broken: not kept */
+    int keep = f->id && st->vc_n < st->vc_cap && (part == 0 || f->vec);
     float *tmp = keep ? NULL : malloc(d * sizeof *tmp);
     float *v = keep ? st->vc + st->vc_n * d : tmp;
     if (v && unit_of_hex(hx, v, d)) {
         if (keep) {
             st->vc_dims = s->dims;
-            f->vec = (uint32_t)++st->vc_n;
+            st->vc_n++;
+            if (part == 0) {
+                f->vec = (uint32_t)st->vc_n;
+                f->nvec = 0;
+            }
+            f->nvec++;
+        } else if (f->id) {
+            f->vec = 0;
         }
-        w->have_cos = 1;
-        w->cosine = unit_dot(v, s->qunit, s->dims);
+        row_cos(w, part, unit_dot(v, s->qunit, s->dims));
     } /* else not known: search.c treats the row as one without a vector */
     free(tmp);
 }
@@ -784,6 +822,22 @@ static const char *stable_sql(pgsearch *s, const char *sql)
     return d;
 }
 
+/* Row I of R (a chunk's part: its cosine or, when FILL, its vector in
+ * column 6, the part in column 7) for W, unless W's cosines are known
+ * from before this fetch. */
+static void part_cos(const pgsearch *s, struct pgstore *fc, prow *w, const pg_rows *r, size_t i,
+                     int fill)
+{
+    if (pg_isnull(r, i, 6) || pg_isnull(r, i, 7) || (w->have_cos && !w->fetching))
+        return;
+    int part = (int)ps_ll(r, i, 7);
+    w->fetching = 1;
+    if (fill)
+        vc_put(s, fc, w, part, pg_value(r, i, 6));
+    else
+        row_cos(w, part, strtof(pg_value(r, i, 6), NULL));
+}
+
 /* Fetches what KIND needs for IDS: 'f' factors (and cosines), 's' vectors
  * or texts, 'r' rows. */
 static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
@@ -805,11 +859,11 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
             r->when = f->when;
             r->importance = f->importance;
         }
-        if (f && f->vec && s->vec && !r->have_cos && fc->vc_dims == s->dims) {
-            r->have_cos = 1;
-            r->cosine = unit_dot(fc->vc + (size_t)(f->vec - 1) * (size_t)s->dims, s->qunit,
-                                 s->dims);
-        }
+        if (f && f->vec && s->vec && !r->have_cos && fc->vc_dims == s->dims)
+            for (int j = 0; j < f->nvec; j++)
+                row_cos(r, j,
+                        unit_dot(fc->vc + (size_t)(f->vec - 1 + (uint32_t)j) * (size_t)s->dims,
+                                 s->qunit, s->dims));
         if ((kind == 'f' && (!r->have_f || (s->vec && !r->have_cos))) ||
             (kind == 'r' && !r->have_r))
             need[want++] = ids[i];
@@ -870,14 +924,16 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         /* The vectors instead of the cosines when they are to be kept. */
         const char *cosv = fill ? "encode(vector_send(v.embedding), 'hex')"
                                 : COSINE("v.embedding", "$4");
+        /* A row a part, in order (kept vectors are a chunk's run). */
         snprintf(sql, sizeof sql,
-                 "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, %s "
+                 "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, %s, v.part "
                  "FROM mnemo_chunks c " FILE_OF
                  "LEFT JOIN %s v ON v.tenant = c.tenant AND v.chunk_id = c.id AND "
                  "v.model = $3 AND c.id = ANY ($5::bigint[]) WHERE c.tenant = $1 AND "
                  "c.id = ANY ($2::bigint[]) UNION ALL SELECT v.chunk_id, NULL, NULL, NULL, NULL, "
-                 "NULL, %s FROM %s v WHERE v.tenant = $1 AND v.model = $3 AND "
-                 "v.chunk_id = ANY ($5::bigint[]) AND NOT v.chunk_id = ANY ($2::bigint[])%s",
+                 "NULL, %s, v.part FROM %s v WHERE v.tenant = $1 AND v.model = $3 AND "
+                 "v.chunk_id = ANY ($5::bigint[]) AND NOT v.chunk_id = ANY ($2::bigint[])%s "
+                 "ORDER BY 1, 8",
                  cosv, s->table, cosv, s->table, fill ? " AND $4::vector IS NOT NULL" : "");
         q = stable_sql(s, sql);
     }
@@ -894,12 +950,7 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         if (!w)
             continue;
         if (kind == 'f' && pg_isnull(r, i, 1)) { /* a cosine alone */
-            if (!pg_isnull(r, i, 6) && !w->have_cos && fill) {
-                vc_put(s, fc, w, pg_value(r, i, 6));
-            } else if (!pg_isnull(r, i, 6) && !w->have_cos) {
-                w->have_cos = 1;
-                w->cosine = strtof(pg_value(r, i, 6), NULL);
-            }
+            part_cos(s, fc, w, r, i, fill);
         } else if (kind == 'f') {
             w->have_f = 1;
             w->importance = (int)ps_ll(r, i, 1);
@@ -912,12 +963,7 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                 w->when = rank_path_date(pg_value(r, i, 2));
             }
             fc_put(fc, w->id, w->when, w->importance);
-            if (!pg_isnull(r, i, 6) && !w->have_cos && fill) {
-                vc_put(s, fc, w, pg_value(r, i, 6));
-            } else if (!pg_isnull(r, i, 6) && !w->have_cos) {
-                w->have_cos = 1;
-                w->cosine = strtof(pg_value(r, i, 6), NULL);
-            }
+            part_cos(s, fc, w, r, i, fill);
         } else {
             w->have_r = 1;
             w->text = strdup(pg_value(r, i, 1));
@@ -952,14 +998,15 @@ static double pg_bm25(void *ud, int64_t chunk_id)
     return h ? ps_hit_bm25(s, h) : 0;
 }
 
-static int pg_cosine(void *ud, int64_t chunk_id, float *cs)
+static int pg_cosines(void *ud, int64_t chunk_id, float *cs, int max)
 {
     pgsearch *s = ud;
     prow *r = row_of(s, chunk_id);
     if (!r || !r->have_cos)
         return 0;
-    *cs = r->cosine;
-    return 1;
+    int n = r->ncos < max ? r->ncos : max;
+    memcpy(cs, r->cos, (size_t)n * sizeof *cs);
+    return n;
 }
 
 static int pg_factors(void *ud, int64_t chunk_id, double *when, int *importance)
@@ -1124,7 +1171,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         bm.k1 = s.k1;
         bm.b = s.b;
     }
-    search_io io = {&s, pg_bm25, pg_cosine, pg_factors, pg_prefetch, pg_row};
+    search_io io = {&s, pg_bm25, pg_cosines, pg_factors, pg_prefetch, pg_row};
     if ((rc = search_rank(m, t, &qy, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;

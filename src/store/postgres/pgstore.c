@@ -182,6 +182,19 @@ const char *const pgstore_ddl9[] = {
     "ALTER TABLE mnemo_postings ALTER COLUMN lexeme TYPE text COLLATE \"C\"",
     NULL};
 
+/* A chunk's vectors are its parts': the chunk vector tables made before
+ * this (one row a chunk) take a part number, 0, in their key. */
+const char *const pgstore_ddl10[] = {
+    "DO $$ DECLARE t text; BEGIN "
+    "FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND "
+    "tablename ~ '^mnemo_chunk_vec_[0-9]+$' LOOP "
+    "EXECUTE format('ALTER TABLE %I ADD COLUMN IF NOT EXISTS part smallint NOT NULL DEFAULT 0', "
+    "t); "
+    "EXECUTE format('ALTER TABLE %I DROP CONSTRAINT IF EXISTS %I', t, t || '_pkey'); "
+    "EXECUTE format('ALTER TABLE %I ADD PRIMARY KEY (tenant, chunk_id, part)', t); "
+    "END LOOP; END $$",
+    NULL};
+
 /* ----------------------------------------------------------------------
  * Helpers
  * -------------------------------------------------------------------- */
@@ -611,7 +624,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
                     char sql[256];
                     snprintf(sql, sizeof sql,
                              "SELECT count(*) FROM mnemo_chunk_vec_%d WHERE tenant = $1 AND "
-                             "model = $2",
+                             "model = $2 AND part = 0",
                              dims);
                     pg_rows *cr = NULL;
                     if (dims > 0 && !ps_q(m, "status", sql, 2, pi, &cr))

@@ -12,6 +12,7 @@
 #include "engine/core.h"
 #include "store/postgres/pg.h"
 #include "text/bm25.h"
+#include "text/chunk.h"
 #include "text/query.h"
 #include "text/tok.h"
 #include "util/buf.h"
@@ -30,7 +31,8 @@ typedef struct pgfactor {
     int64_t id; /* 0: empty slot */
     double when;
     int importance;
-    uint32_t vec; /* 1 + the index of its unit vector in vc, 0: not kept */
+    uint32_t vec; /* 1 + the index of its first part's unit vector in vc, 0: not kept */
+    int nvec;     /* its parts' vectors there, one after the other */
 } pgfactor;
 
 struct pgstore {
@@ -134,7 +136,9 @@ typedef struct prow {
     int have_f, have_r, have_cos;
     double when;
     int importance;
-    float cosine;
+    float cos[CHUNK_MAX_PARTS]; /* of each of its parts, ncos of them */
+    int ncos;
+    int fetching; /* its parts' cosines are coming in a fetch */
     char *text, *path, *source, *next;
     int first_line, next_first_line;
     uint32_t *map;

@@ -16,6 +16,7 @@
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
+#include "text/chunk.h"
 #include "store/postgres/pgtext.h"
 #include "util/errcode.h"
 #include "util/time.h"
@@ -522,10 +523,11 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
     int rc = vec_table_for(m, e, table, sizeof table);
     if (rc)
         return rc;
-    int dims = embed_dims(e);
-    buf ids, vecs, err;
+    int dims = embed_dims(e), vc = (int)cfg_int(m->cfg, CFG_VECTOR_CHARS);
+    buf ids, vecs, parts, err;
     buf_init(&ids, 0);
     buf_init(&vecs, 0);
+    buf_init(&parts, 0);
     buf_init(&err, 8192);
     long long after = 0;
     for (;;) {
@@ -545,30 +547,68 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
             pg_rows_free(r);
             break;
         }
-        const char **texts = malloc(n * sizeof *texts);
-        size_t *lens = malloc(n * sizeof *lens);
+        /* Each chunk as its parts (chunk_parts), a row each. */
+        size_t cap = n * 4 + 16, np = 0;
+        const char **texts = malloc(cap * sizeof *texts);
+        size_t *lens = malloc(cap * sizeof *lens);
+        size_t *of = malloc(cap * sizeof *of); /* the chunk of each part */
+        int *num = malloc(cap * sizeof *num);  /* its number in the chunk */
         float *out = NULL;
-        if (!texts || !lens) {
+        if (!texts || !lens || !of || !num)
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                texts[i] = pg_value(r, i, 1);
-                lens[i] = strlen(texts[i]);
+        for (size_t i = 0; !rc && i < n; i++) {
+            const char *t = pg_value(r, i, 1);
+            size_t tl = strlen(t);
+            chunk_part cp[CHUNK_MAX_PARTS];
+            int k = chunk_parts(t, tl, vc, cp);
+            if (k == 0) { /* blank: the whole text, as before parts */
+                cp[0] = (chunk_part){0, 0, 0, tl};
+                k = 1;
             }
+            if (np + (size_t)k > cap) {
+                cap = (np + (size_t)k) * 2;
+                const char **nt = realloc(texts, cap * sizeof *nt);
+                if (nt)
+                    texts = nt;
+                size_t *nl = realloc(lens, cap * sizeof *nl);
+                if (nl)
+                    lens = nl;
+                size_t *no = realloc(of, cap * sizeof *no);
+                if (no)
+                    of = no;
+                int *nn = realloc(num, cap * sizeof *nn);
+                if (nn)
+                    num = nn;
+                if (!nt || !nl || !no || !nn) {
+                    rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                    break;
+                }
+            }
+            for (int j = 0; j < k; j++, np++) {
+                texts[np] = t + cp[j].off;
+                lens[np] = cp[j].len;
+                of[np] = i;
+                num[np] = j;
+            }
+        }
+        if (!rc) {
             buf_reset(&err);
-            rc = embed_texts(e, EMBED_DOCUMENT, texts, lens, n, &out, &err);
+            rc = embed_texts(e, EMBED_DOCUMENT, texts, lens, np, &out, &err);
             if (rc)
                 core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
         }
         if (!rc) {
             buf_reset(&ids);
             buf_reset(&vecs);
+            buf_reset(&parts);
             buf_putc(&ids, '{');
             buf_putc(&vecs, '{');
+            buf_putc(&parts, '{');
             buf tmp;
             buf_init(&tmp, 0);
-            for (size_t i = 0; i < n; i++) {
-                ps_arr_int(&ids, ps_ll(r, i, 0));
+            for (size_t i = 0; i < np; i++) {
+                ps_arr_int(&ids, ps_ll(r, of[i], 0));
+                ps_arr_int(&parts, num[i]);
                 buf_reset(&tmp);
                 pg_vector_literal(&tmp, out + i * (size_t)dims, dims);
                 ps_arr_add(&vecs, tmp.data, tmp.len);
@@ -576,24 +616,39 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
             buf_cleanup(&tmp);
             buf_putc(&ids, '}');
             buf_putc(&vecs, '}');
+            buf_putc(&parts, '}');
             after = ps_ll(r, n - 1, 0);
+            /* A chunk's rows of another setup go with the new ones in. */
+            char del[512];
+            snprintf(del, sizeof del,
+                     "DELETE FROM %s WHERE tenant = $1 AND chunk_id = ANY ($2::bigint[])", table);
             snprintf(sql, sizeof sql,
-                     "INSERT INTO %s(tenant, chunk_id, model, embedding) SELECT $1, x.id, $2, "
-                     "x.e FROM unnest($3::bigint[], $4::vector[]) AS x(id, e) "
-                     "ON CONFLICT (tenant, chunk_id) DO UPDATE SET model = excluded.model, "
-                     "embedding = excluded.embedding",
+                     "INSERT INTO %s(tenant, chunk_id, part, model, embedding) SELECT $1, x.id, "
+                     "x.part, $2, x.e FROM unnest($3::bigint[], $5::smallint[], $4::vector[]) "
+                     "AS x(id, part, e) ON CONFLICT (tenant, chunk_id, part) DO UPDATE SET "
+                     "model = excluded.model, embedding = excluded.embedding",
                      table);
-            const char *p2[4] = {tenant, ident, ids.data, vecs.data};
-            if (buf_err(&ids) || buf_err(&vecs))
+            const char *p1[2] = {tenant, ids.data};
+            const char *p2[5] = {tenant, ident, ids.data, vecs.data, parts.data};
+            if (buf_err(&ids) || buf_err(&vecs) || buf_err(&parts))
                 rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            else
-                rc = ps_q(m, "storing vectors", sql, 4, p2, NULL);
+            else if (!(rc = ps_q(m, "storing vectors", "BEGIN", 0, NULL, NULL))) {
+                rc = ps_q(m, "storing vectors", del, 2, p1, NULL);
+                if (!rc)
+                    rc = ps_q(m, "storing vectors", sql, 5, p2, NULL);
+                if (!rc)
+                    rc = ps_q(m, "storing vectors", "COMMIT", 0, NULL, NULL);
+                if (rc)
+                    ps_q(m, "storing vectors", "ROLLBACK", 0, NULL, NULL);
+            }
             if (!rc)
-                stats->chunks_embedded += n;
+                stats->chunks_embedded += np;
         }
         free(out);
         free(texts);
         free(lens);
+        free(of);
+        free(num);
         pg_rows_free(r);
         if (rc)
             break;
@@ -608,8 +663,8 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
         rc = ps_q(m, "removing old vectors", sql, 1, p, NULL);
     }
     if (!rc) {
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE tenant = $1 AND model = $2",
-                 table);
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM %s WHERE tenant = $1 AND model = $2 AND part = 0", table);
         const char *p[2] = {tenant, ident};
         pg_rows *r = NULL;
         if (!ps_q(m, "counting vectors", sql, 2, p, &r))
@@ -618,6 +673,7 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
     }
     buf_cleanup(&ids);
     buf_cleanup(&vecs);
+    buf_cleanup(&parts);
     buf_cleanup(&err);
     return rc;
 }

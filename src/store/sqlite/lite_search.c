@@ -389,12 +389,10 @@ static double lite_bm25(void *ud, int64_t chunk_id)
     return bm25_of(x->m, x->q, chunk_id);
 }
 
-static int lite_cosine(void *ud, int64_t chunk_id, float *cs)
+static int lite_cosines(void *ud, int64_t chunk_id, float *cs, int max)
 {
     lite_io *x = ud;
-    int found;
-    *cs = vecfile_cosine(x->vl->vf, chunk_id, x->vl->qv, &found);
-    return found;
+    return vecfile_cosines(x->vl->vf, chunk_id, x->vl->qv, cs, max);
 }
 
 /* The date and importance of CHUNK_ID, kept in the handle across searches
@@ -539,7 +537,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         all[n++] = (cand){.chunk_id = vl.matches[i].chunk_id, .raw = -1};
     n = search_cands_union(all, n);
 
-    search_io io = {&x, lite_bm25, lite_cosine, lite_factors, NULL, lite_row};
+    search_io io = {&x, lite_bm25, lite_cosines, lite_factors, NULL, lite_row};
     search_vstats vs = {vl.ran, vl.mean, vl.sd, vl.vf ? vecfile_count(vl.vf) : 0};
     if ((rc = search_rank(m, t, &q, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
         goto done;

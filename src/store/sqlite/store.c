@@ -127,6 +127,9 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     /* 5 -> 6: memories move to their own file (store_attach_memories moves
      * them and drops these tables; older mnemos refuse version 6). */
     NULL,
+    /* 6 -> 7: a chunk's vectors are those of its parts (chunk_parts), one
+     * after the other in vec. */
+    "ALTER TABLE chunk_vectors ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;\n",
 };
 
 /* The memory store: structured memories, their history and vectors, in a

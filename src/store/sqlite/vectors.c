@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "engine/core.h"
+#include "text/chunk.h"
+#include "util/hash.h"
 #include "util/io.h"
 #include "util/time.h"
 
@@ -67,8 +69,162 @@ typedef struct pending {
     int64_t id;
     char *text;
     size_t len;
-    char key[HASH_HEX_LEN + 1];
 } pending;
+
+/* The statements embedding uses. */
+typedef struct vstmts {
+    sqlite3_stmt *get, *put, *putc, *touch;
+    int use_cache;
+    long cache_max;
+    const char *prefix;
+} vstmts;
+
+/* One part of a chunk being embedded. */
+typedef struct vpart {
+    size_t chunk;               /* in the batch */
+    const char *text;
+    size_t len;
+    char key[HASH_HEX_LEN + 1]; /* in the embedding cache */
+    float *vec;                 /* from the cache, or NULL */
+    size_t miss;                /* its row in the provider's answer */
+} vpart;
+
+/* Embeds the chunks BATCH[0..N), each as its parts (chunk_parts): the
+ * vectors the cache holds, then the rest from the provider, then one row
+ * a chunk. *FAILED when the provider failed (ERR says why; the chunks whose
+ * parts were all cached are written). */
+static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *batch, size_t n,
+                       mnemo_sync_stats *stats, int *failed, buf *err)
+{
+    int vc = (int)cfg_int(m->cfg, CFG_VECTOR_CHARS), cfg_dims = (int)cfg_int(m->cfg, CFG_DIMENSIONS);
+    size_t np = 0, cap = n * 2 + 16, nmiss = 0;
+    vpart *ps = malloc(cap * sizeof *ps);
+    size_t *first = malloc((n + 1) * sizeof *first); /* each chunk's first part */
+    const char **texts = NULL;
+    size_t *lens = NULL;
+    float *vecs = NULL, *row = NULL;
+    int rc = ps && first ? MNEMO_OK : MNEMO_NOMEM, dims = 0;
+    *failed = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        chunk_part cp[CHUNK_MAX_PARTS];
+        int k = chunk_parts(batch[i].text, batch[i].len, vc, cp);
+        if (k == 0) { /* blank: one vector of the whole text, as before parts */
+            cp[0] = (chunk_part){0, 0, 0, batch[i].len};
+            k = 1;
+        }
+        first[i] = np;
+        if (np + (size_t)k > cap) {
+            cap = (np + (size_t)k) * 2;
+            vpart *nv = realloc(ps, cap * sizeof *nv);
+            if (!nv) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            ps = nv;
+        }
+        for (int j = 0; j < k; j++) {
+            vpart *p = &ps[np++];
+            p->chunk = i;
+            p->text = batch[i].text + cp[j].off;
+            p->len = cp[j].len;
+            p->vec = NULL;
+            char h[HASH_HEX_LEN + 1];
+            hash_hex(p->text, p->len, h);
+            cache_key(e, cfg_dims, vs->prefix, h, p->key);
+        }
+    }
+    if (first)
+        first[n] = np;
+    /* The cache. */
+    for (size_t i = 0; !rc && i < np; i++) {
+        vpart *p = &ps[i];
+        int bytes = 0, want = embed_dims(e);
+        if (!vs->use_cache)
+            continue;
+        sqlite3_reset(vs->get);
+        sqlite3_bind_text(vs->get, 1, p->key, -1, SQLITE_STATIC);
+        if (sqlite3_step(vs->get) == SQLITE_ROW)
+            bytes = sqlite3_column_bytes(vs->get, 0);
+        if (bytes > 0 && bytes % (int)sizeof(float) == 0 &&
+            (!want || bytes == want * (int)sizeof(float)) &&
+            (!dims || bytes == dims * (int)sizeof(float))) {
+            dims = bytes / (int)sizeof(float);
+            if (!(p->vec = malloc((size_t)bytes)))
+                rc = MNEMO_NOMEM;
+            else
+                memcpy(p->vec, sqlite3_column_blob(vs->get, 0), (size_t)bytes);
+            sqlite3_reset(vs->touch);
+            sqlite3_bind_text(vs->touch, 1, p->key, -1, SQLITE_STATIC);
+            sqlite3_step(vs->touch);
+            stats->embed_cache_hits++;
+        }
+        sqlite3_reset(vs->get);
+    }
+    /* The provider. */
+    if (!rc && np) {
+        texts = malloc(np * sizeof *texts);
+        lens = malloc(np * sizeof *lens);
+        if (!texts || !lens)
+            rc = MNEMO_NOMEM;
+    }
+    for (size_t i = 0; !rc && i < np; i++) {
+        if (ps[i].vec)
+            continue;
+        ps[i].miss = nmiss;
+        texts[nmiss] = ps[i].text;
+        lens[nmiss++] = ps[i].len;
+    }
+    if (!rc && nmiss) {
+        int erc = embed_texts(e, EMBED_DOCUMENT, texts, lens, nmiss, &vecs, err);
+        if (erc) {
+            *failed = erc; /* write only the chunks the cache covered */
+        } else if (dims && embed_dims(e) != dims) {
+            buf_printf(err, "cached vectors have %d dimensions, the provider gives %d", dims,
+                       embed_dims(e));
+            *failed = MNEMO_INVALID;
+        } else {
+            dims = embed_dims(e);
+            stats->chunks_embedded += nmiss;
+        }
+    }
+    if (!rc && dims && !(row = malloc((size_t)CHUNK_MAX_PARTS * (size_t)dims * sizeof *row)))
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; !rc && dims && i < n; i++) {
+        size_t k = first[i + 1] - first[i], j;
+        for (j = 0; j < k; j++) {
+            const vpart *p = &ps[first[i] + j];
+            const float *v = p->vec ? p->vec : *failed ? NULL : vecs + p->miss * (size_t)dims;
+            if (!v)
+                break;
+            memcpy(row + j * (size_t)dims, v, (size_t)dims * sizeof *row);
+            if (!p->vec && vs->use_cache && vs->cache_max > 0) {
+                sqlite3_reset(vs->putc);
+                sqlite3_bind_text(vs->putc, 1, p->key, -1, SQLITE_STATIC);
+                sqlite3_bind_blob(vs->putc, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);
+                sqlite3_step(vs->putc);
+            }
+        }
+        if (j < k)
+            continue; /* a part is missing: the chunk waits for the next sync */
+        sqlite3_reset(vs->put);
+        sqlite3_bind_int64(vs->put, 1, batch[i].id);
+        sqlite3_bind_blob(vs->put, 2, row, (int)(k * (size_t)dims * sizeof(float)), SQLITE_STATIC);
+        sqlite3_bind_int(vs->put, 3, (int)k);
+        if (sqlite3_step(vs->put) != SQLITE_DONE) {
+            buf_printf(err, "cannot write vectors: %s", sqlite3_errmsg(sqlite3_db_handle(vs->put)));
+            rc = MNEMO_DB;
+        }
+    }
+    for (size_t i = 0; ps && i < np; i++)
+        free(ps[i].vec);
+    free(ps);
+    free(first);
+    free(texts);
+    free(lens);
+    free(vecs);
+    free(row);
+    return rc;
+}
 
 static void free_pending(pending *p, size_t n)
 {
@@ -85,7 +241,6 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     char ident[1024], *old = NULL;
     int rc = MNEMO_OK, changed = 0;
     pending *batch = NULL;
-    float *vecs = NULL;
     sqlite3_stmt *sel = NULL, *get = NULL, *put = NULL, *putc = NULL, *touch = NULL;
     const char *prefix = cfg_str(m->cfg, CFG_DOCUMENT_PREFIX);
     long cache_max = cfg_int(m->cfg, CFG_EMBED_CACHE_MAX);
@@ -127,12 +282,14 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         changed = 1;
 
     if (sqlite3_prepare_v2(db,
-                           "SELECT c.id, c.text, c.hash FROM chunks c WHERE c.id > ?2 AND "
+                           "SELECT c.id, c.text FROM chunks c WHERE c.id > ?2 AND "
                            "NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id) "
                            "ORDER BY c.id LIMIT ?1",
                            -1, &sel, NULL) ||
         sqlite3_prepare_v2(db, "SELECT vec FROM embed_cache WHERE key = ?1", -1, &get, NULL) ||
-        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO chunk_vectors(chunk_id, vec) VALUES(?1, ?2)",
+        sqlite3_prepare_v2(db,
+                           "INSERT OR REPLACE INTO chunk_vectors(chunk_id, vec, parts) "
+                           "VALUES(?1, ?2, ?3)",
                            -1, &put, NULL) ||
         sqlite3_prepare_v2(db,
                            "INSERT OR REPLACE INTO embed_cache(key, vec, used_at) "
@@ -181,8 +338,6 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             }
             memcpy(p->text, sqlite3_column_text(sel, 1), p->len);
             p->text[p->len] = 0;
-            const char *h = (const char *)sqlite3_column_text(sel, 2);
-            cache_key(e, (int)cfg_int(m->cfg, CFG_DIMENSIONS), prefix, h ? h : "", p->key);
             after = p->id;
             n++;
         }
@@ -197,59 +352,24 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             rc = MNEMO_DB;
             break;
         }
-        /* The cache first; the rest goes to the provider. */
-        const char *texts[EMBED_BATCH];
-        size_t lens[EMBED_BATCH], miss[EMBED_BATCH], nmiss = 0;
-        for (size_t i = 0; i < n; i++) {
-            sqlite3_reset(get);
-            sqlite3_bind_text(get, 1, batch[i].key, -1, SQLITE_STATIC);
-            int dims = embed_dims(e), bytes = 0;
-            if (use_cache && sqlite3_step(get) == SQLITE_ROW)
-                bytes = sqlite3_column_bytes(get, 0);
-            if (bytes > 0 && bytes % (int)sizeof(float) == 0 &&
-                (!dims || bytes == dims * (int)sizeof(float))) {
-                sqlite3_reset(put);
-                sqlite3_bind_int64(put, 1, batch[i].id);
-                sqlite3_bind_blob(put, 2, sqlite3_column_blob(get, 0), bytes, SQLITE_TRANSIENT);
-                sqlite3_step(put);
-                sqlite3_reset(touch);
-                sqlite3_bind_text(touch, 1, batch[i].key, -1, SQLITE_STATIC);
-                sqlite3_step(touch);
-                stats->embed_cache_hits++;
-            } else {
-                texts[nmiss] = batch[i].text;
-                lens[nmiss] = batch[i].len;
-                miss[nmiss++] = i;
-            }
-            sqlite3_reset(get);
+        /* Each chunk's parts (chunk_parts): the cache first, the rest goes
+         * to the provider, then one row a chunk with its parts' vectors. */
+        int failed = 0;
+        vstmts stm = {get, put, putc, touch, use_cache, cache_max, prefix};
+        rc = embed_batch(m, e, &stm, batch, n, stats, &failed, err);
+        if (failed && !rc) {
+            /* Keep what the cache gave; the rest is retried next time. */
+            rc = failed;
+            new_stamp(st);
+            store_commit(st);
+            free_pending(batch, n);
+            changed = 1;
+            break;
         }
-        if (nmiss) {
-            free(vecs);
-            vecs = NULL;
-            rc = embed_texts(e, EMBED_DOCUMENT, texts, lens, nmiss, &vecs, err);
-            if (rc) {
-                /* Keep what the cache gave; the rest is retried next time. */
-                store_commit(st);
-                free_pending(batch, n);
-                changed = 1;
-                break;
-            }
-            int dims = embed_dims(e);
-            for (size_t k = 0; k < nmiss; k++) {
-                const pending *p = &batch[miss[k]];
-                const float *v = vecs + k * (size_t)dims;
-                sqlite3_reset(put);
-                sqlite3_bind_int64(put, 1, p->id);
-                sqlite3_bind_blob(put, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);
-                sqlite3_step(put);
-                if (use_cache && cache_max > 0) {
-                    sqlite3_reset(putc);
-                    sqlite3_bind_text(putc, 1, p->key, -1, SQLITE_STATIC);
-                    sqlite3_bind_blob(putc, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);
-                    sqlite3_step(putc);
-                }
-            }
-            stats->chunks_embedded += nmiss;
+        if (rc) {
+            store_rollback(st);
+            free_pending(batch, n);
+            break;
         }
         new_stamp(st);
         if (store_commit(st)) {
@@ -295,7 +415,6 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
 done:
     free(old);
     free(batch);
-    free(vecs);
     sqlite3_finalize(sel);
     sqlite3_finalize(get);
     sqlite3_finalize(put);
@@ -380,18 +499,23 @@ static int write_file(store *st, const char *db_path, int quantize, buf *err)
     /* Read the stamp and the rows in one read transaction. */
     exec_sql(db, "BEGIN");
     uint64_t stamp = stamp_of(st);
-    if (sqlite3_prepare_v2(db, "SELECT chunk_id, vec FROM chunk_vectors ORDER BY chunk_id", -1, &q,
-                           NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT chunk_id, vec, parts FROM chunk_vectors ORDER BY chunk_id",
+                           -1, &q, NULL) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
+    /* A chunk's parts are rows of their own, in order, under its id. */
     while (sqlite3_step(q) == SQLITE_ROW) {
         int bytes = sqlite3_column_bytes(q, 1);
+        int parts = sqlite3_column_int(q, 2);
+        if (parts < 1 || parts > CHUNK_MAX_PARTS || bytes <= 0 ||
+            bytes % (parts * (int)sizeof(float)))
+            continue; /* damaged: skip */
         if (!dims)
-            dims = (uint32_t)bytes / sizeof(float);
-        if (bytes <= 0 || (uint32_t)bytes != dims * sizeof(float))
-            continue; /* a vector of another size: stale, skip */
-        if (n == cap) {
+            dims = (uint32_t)bytes / (uint32_t)parts / sizeof(float);
+        if ((uint32_t)bytes != (uint32_t)parts * dims * sizeof(float))
+            continue; /* vectors of another size: stale, skip */
+        if (n + (size_t)parts > cap) {
             cap = cap ? cap * 2 : 1024;
             int64_t *ni = realloc(ids, cap * sizeof *ni);
             float *nv = ni ? realloc(vecs, cap * dims * sizeof *nv) : NULL;
@@ -403,9 +527,10 @@ static int write_file(store *st, const char *db_path, int quantize, buf *err)
             }
             vecs = nv;
         }
-        ids[n] = sqlite3_column_int64(q, 0);
-        memcpy(vecs + n * dims, sqlite3_column_blob(q, 1), dims * sizeof(float));
-        n++;
+        int64_t id = sqlite3_column_int64(q, 0);
+        memcpy(vecs + n * dims, sqlite3_column_blob(q, 1), (size_t)bytes);
+        for (int k = 0; k < parts; k++)
+            ids[n++] = id;
     }
     sqlite3_finalize(q);
     q = NULL;
@@ -600,6 +725,10 @@ static size_t lower_bound(const vec_file *f, int64_t id)
     return lo;
 }
 
+/* Rows are parts: a chunk's best part stands for it, so the scan asks for
+ * more rows than chunks and keeps each chunk's first (best) row. */
+#define VF_ROWS_PER_CHUNK 4
+
 size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi, size_t k,
                       int quantize, vec_match *out, double *mean, double *sd)
 {
@@ -608,13 +737,14 @@ size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi,
     const float *vecs = f->vecs + first * d;
     const int8_t *q8s = f->q ? f->q + first * d : NULL;
     const float *scales = f->scales ? f->scales + first : NULL;
-    vec_hit *hits = malloc((k ? k : 1) * 4 * sizeof *hits);
+    size_t rows = (k ? k : 1) * VF_ROWS_PER_CHUNK;
+    vec_hit *hits = malloc(rows * 4 * sizeof *hits);
     if (!hits)
         return 0;
     size_t got;
     vec_stats st = {0, 0, 0};
     if (quantize && q8s) {
-        /* int8 scan for 4k candidates, exact float rescoring of those. */
+        /* int8 scan for 4x the rows, exact float rescoring of those. */
         int8_t *q8 = malloc(d);
         float qs = 1;
         if (!q8) {
@@ -622,12 +752,12 @@ size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi,
             return 0;
         }
         vec_quantize(q, d, q8, &qs);
-        size_t cand = vec_topk_i8(q8s, scales, n, d, q8, qs, k * 4, hits, 0);
+        size_t cand = vec_topk_i8(q8s, scales, n, d, q8, qs, rows * 4, hits, 0);
         free(q8);
         for (size_t i = 0; i < cand; i++)
             hits[i].score = vec_dot_f32(vecs + (size_t)hits[i].row * d, q, d);
         qsort(hits, cand, sizeof *hits, by_score);
-        got = cand < k ? cand : k;
+        got = cand < rows ? cand : rows;
         /* mean from a sample: the int8 scan does not compute it */
         double s = 0, s2 = 0;
         size_t step = n > 4096 ? n / 4096 : 1, m = 0;
@@ -640,11 +770,20 @@ size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi,
         st.sumsq = s2;
         st.n = m;
     } else {
-        got = vec_topk_f32(vecs, n, d, q, k, hits, &st, 0);
+        got = vec_topk_f32(vecs, n, d, q, rows, hits, &st, 0);
     }
-    for (size_t i = 0; i < got; i++) {
-        out[i].chunk_id = f->ids[first + hits[i].row];
-        out[i].cosine = hits[i].score;
+    /* One match a chunk, its best part's (hits come best first; k is a
+     * few hundred, so a repeat is looked for among the matches kept). */
+    size_t kept = 0;
+    for (size_t i = 0; i < got && kept < k; i++) {
+        int64_t id = f->ids[first + hits[i].row];
+        size_t j = 0;
+        while (j < kept && out[j].chunk_id != id)
+            j++;
+        if (j < kept)
+            continue;
+        out[kept].chunk_id = id;
+        out[kept++].cosine = hits[i].score;
     }
     double mu = st.n ? st.sum / (double)st.n : 0;
     double var = st.n ? st.sumsq / (double)st.n - mu * mu : 0;
@@ -653,36 +792,14 @@ size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi,
     if (sd)
         *sd = var > 0 ? sqrt(var) : 0;
     free(hits);
-    return got;
+    return kept;
 }
 
-const float *vecfile_vector(const vec_file *f, int64_t chunk_id)
+int vecfile_cosines(const vec_file *f, int64_t chunk_id, const float *q, float *cs, int max)
 {
-    size_t lo = 0, hi = (size_t)f->h->count;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (f->ids[mid] < chunk_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < f->h->count && f->ids[lo] == chunk_id ? f->vecs + lo * f->h->dims : NULL;
-}
-
-float vecfile_cosine(const vec_file *f, int64_t chunk_id, const float *q, int *found)
-{
-    size_t lo = 0, hi = (size_t)f->h->count;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (f->ids[mid] < chunk_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < f->h->count && f->ids[lo] == chunk_id) {
-        *found = 1;
-        return vec_dot_f32(f->vecs + lo * f->h->dims, q, f->h->dims);
-    }
-    *found = 0;
-    return 0;
+    size_t i = lower_bound(f, chunk_id), d = f->h->dims;
+    int k = 0;
+    for (; i < f->h->count && f->ids[i] == chunk_id && k < max; i++)
+        cs[k++] = vec_dot_f32(f->vecs + i * d, q, d);
+    return k;
 }

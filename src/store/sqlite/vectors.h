@@ -42,7 +42,8 @@ int vecfile_get(store *st, const char *db_path, int quantize, vec_file **cache, 
 size_t vecfile_count(const vec_file *f);
 int vecfile_dims(const vec_file *f);
 
-/* The vector leg: the best K chunks with ids in [LO, HI) for query vector Q
+/* The vector leg: the best K vectors (a chunk's parts may come more than
+ * once) of chunks with ids in [LO, HI) for query vector Q
  * (cosine), and the mean and spread of the cosines over those chunks (for
  * calibration). */
 typedef struct vec_match {
@@ -52,10 +53,8 @@ typedef struct vec_match {
 size_t vecfile_search(const vec_file *f, const float *q, int64_t lo, int64_t hi, size_t k,
                       int quantize, vec_match *out, double *mean, double *sd);
 
-/* The stored vector of CHUNK_ID (dims floats, in the mapping), or NULL. */
-const float *vecfile_vector(const vec_file *f, int64_t chunk_id);
-
-/* Cosine of chunk CHUNK_ID with Q; 0 and *found = 0 when it has no vector. */
-float vecfile_cosine(const vec_file *f, int64_t chunk_id, const float *q, int *found);
+/* The cosines of the parts of chunk CHUNK_ID (chunk_parts) with Q, at
+ * most MAX of them, in order, into CS; returns how many (0: no vector). */
+int vecfile_cosines(const vec_file *f, int64_t chunk_id, const float *q, float *cs, int max);
 
 #endif
