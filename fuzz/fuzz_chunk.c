@@ -1,7 +1,9 @@
 /*
  * fuzz_chunk.c - libFuzzer harness for the chunker: arbitrary (repaired)
  * text in both modes and several sizes. Chunks must have valid, ordered,
- * in-range line numbers and valid UTF-8 text.
+ * in-range line numbers and valid UTF-8 text; a chunk's parts (what its
+ * vectors cover) runs of its lines in order, apart, each starting and ending
+ * on a line that is not blank, at most CHUNK_MAX_PARTS.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +14,33 @@
 #include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int blank_line(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return 0;
+    return 1;
+}
+
+static void check_parts(const char *text, size_t len, int max_chars)
+{
+    chunk_part p[CHUNK_MAX_PARTS];
+    int n = chunk_parts(text, len, max_chars, p), last = -1;
+    if (n < 0 || n > CHUNK_MAX_PARTS)
+        abort();
+    for (int i = 0; i < n; i++) {
+        if (p[i].first <= last || p[i].last < p[i].first || p[i].off + p[i].len > len ||
+            p[i].len == 0 || (p[i].off && text[p[i].off - 1] != '\n') ||
+            (p[i].off + p[i].len < len && text[p[i].off + p[i].len] != '\n'))
+            abort();
+        const char *nl = memchr(text + p[i].off, '\n', p[i].len);
+        size_t first = nl ? (size_t)(nl - text) - p[i].off : p[i].len;
+        if (blank_line(text + p[i].off, first))
+            abort();
+        last = p[i].last;
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             if (i > 0 && c->start_line < l.items[i - 1].start_line)
                 abort();
+            check_parts(chunk_text(&l, c), c->text_len, 1 + data[1] * 7);
         }
     }
     chunk_list_cleanup(&l);
