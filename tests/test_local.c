@@ -588,10 +588,22 @@ TEST(local_kernels_agree_with_scalar)
     free(w);
 }
 
+/* The packed kernels against the scalar one for M rows: 53 and 30 on
+ * tiles of 6, 16 and 13 on tiles of 8 (a query's tokens), columns past a
+ * panel pair. */
+static void packed_case(int M);
+
 TEST(local_packed_kernels_agree_with_scalar)
 {
-    /* Enough rows for the packed kernels, columns past a panel pair. */
-    int M = 53, N = 45, K = 37;
+    packed_case(53);
+    packed_case(30);
+    packed_case(16);
+    packed_case(13);
+}
+
+static void packed_case(int M)
+{
+    int N = 45, K = 37;
     float *x = malloc((size_t)M * K * sizeof *x), *w = malloc((size_t)N * K * sizeof *w);
     float *y0 = malloc((size_t)M * N * sizeof *y0), *y1 = malloc((size_t)M * N * sizeof *y1);
     float bias[45];

@@ -899,9 +899,10 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     f.maxlen = maxlen;
     for (int l = 0; l < b->L; l++) {
         const layer *y = &b->layers[l];
-        tpool_linear(p, x, &y->wq, y->qb, q, T, H, H, TPOOL_PLAIN);
-        tpool_linear(p, x, &y->wk, y->kb, k, T, H, H, TPOOL_PLAIN);
-        tpool_linear(p, x, &y->wv, y->vb, v, T, H, H, TPOOL_PLAIN);
+        tpool_out qkv[3] = {{&y->wq, y->qb, q, H, TPOOL_PLAIN},
+                            {&y->wk, y->kb, k, H, TPOOL_PLAIN},
+                            {&y->wv, y->vb, v, H, TPOOL_PLAIN}};
+        tpool_linears(p, x, T, H, qkv, 3);
         f.q = q;
         f.k = k;
         f.v = v;

@@ -530,9 +530,10 @@ static int forward(gemma *m, const int32_t *ids, int T, const int *start, const 
         f.tmp = h;
         f.norm = y->an;
         tpool_run(p, norm_task, &f, rowtasks);
-        tpool_linear(p, h, &y->wq, NULL, q, T, Q, H, TPOOL_PLAIN);
-        tpool_linear(p, h, &y->wk, NULL, k, T, KV, H, TPOOL_PLAIN);
-        tpool_linear(p, h, &y->wv, NULL, v, T, KV, H, TPOOL_PLAIN);
+        tpool_out qkv[3] = {{&y->wq, NULL, q, Q, TPOOL_PLAIN},
+                            {&y->wk, NULL, k, KV, TPOOL_PLAIN},
+                            {&y->wv, NULL, v, KV, TPOOL_PLAIN}};
+        tpool_linears(p, h, T, H, qkv, 3);
         tpool_run(p, qk_task, &f, rowtasks);
         tpool_run(p, attention_task, &f, nseq * m->heads);
         tpool_linear(p, ctx, &y->wo, NULL, h, T, H, Q, TPOOL_PLAIN);
@@ -540,8 +541,8 @@ static int forward(gemma *m, const int32_t *ids, int T, const int *start, const 
         tpool_run(p, residual_task, &f, rowtasks);
         f.norm = y->fn;
         tpool_run(p, norm_task, &f, rowtasks);
-        tpool_linear(p, h, &y->wg, NULL, g, T, I, H, TPOOL_GELU_TANH);
-        tpool_linear(p, h, &y->wu, NULL, u, T, I, H, TPOOL_PLAIN);
+        tpool_out gu[2] = {{&y->wg, NULL, g, I, TPOOL_GELU_TANH}, {&y->wu, NULL, u, I, TPOOL_PLAIN}};
+        tpool_linears(p, h, T, H, gu, 2);
         for (size_t i = 0; i < (size_t)T * I; i++)
             g[i] *= u[i];
         tpool_linear(p, g, &y->wd, NULL, h, T, H, I, TPOOL_PLAIN);

@@ -28,26 +28,43 @@ static void drain(tpool *p)
     }
 }
 
+/* How long a thread spins for the next step, or for the end of one, before
+ * it sleeps: about 50 microseconds, longer than a step's sleep and wake-up
+ * take, shorter than the gap between two searches. */
+#define SPINS 4000
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void *worker(void *arg)
 {
     tpool_arg *wa = arg;
     tpool *p = wa->p;
     worker_slot = wa->slot;
     unsigned seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && p->gen == seen)
-            pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit)
+        for (int i = 0; i < SPINS && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); i++)
+            cpu_relax();
+        if (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) {
+            pthread_mutex_lock(&p->mu);
+            while (!atomic_load(&p->quit) && atomic_load(&p->gen) == seen)
+                pthread_cond_wait(&p->go, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit))
             break;
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
+        seen = atomic_load(&p->gen);
         drain(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->active == 0)
+        if (atomic_fetch_sub(&p->active, 1) == 1) {
+            pthread_mutex_lock(&p->mu); /* the caller may be asleep on done */
             pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -74,7 +91,7 @@ void tpool_stop(tpool *p)
     if (!p->started)
         return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n; i++)
@@ -93,20 +110,26 @@ void tpool_run(tpool *p, tpool_fn fn, void *ctx, int ntasks)
             fn(ctx, t);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
     p->ntasks = ntasks;
     atomic_store(&p->next, 0);
-    p->active = p->n;
-    p->gen++;
+    atomic_store(&p->active, p->n);
+    /* The step's fields before gen (sequentially consistent atomics);
+     * under the lock for the workers asleep on go. */
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->gen, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     drain(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->active > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < SPINS && atomic_load(&p->active) > 0; i++)
+        cpu_relax();
+    if (atomic_load(&p->active) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->active) > 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 /* ----------------------------------------------------------------------
@@ -114,56 +137,72 @@ void tpool_run(tpool *p, tpool_fn fn, void *ctx, int ntasks)
  * -------------------------------------------------------------------- */
 
 typedef struct lin {
-    const float *x, *bias;
-    const gemm_w *w;
-    float *y;
-    int M, N, K, chunk, post, rowsplit;
+    const float *x;
+    const tpool_out *o;
+    int n, M, K, rowsplit;
+    int chunk[TPOOL_MAX_OUTS]; /* columns (or rows) a task, per output */
+    int first[TPOOL_MAX_OUTS + 1]; /* each output's first task */
 } lin;
 
-/* One task: columns N0..N1 of every row, or with ROWSPLIT every column of
- * rows M0..M1 (many rows: each task then reads the weights once instead
- * of every task all rows). */
+/* One task: columns N0..N1 of every row of one output, or with ROWSPLIT
+ * every column of rows M0..M1 of every output (many rows: each task then
+ * reads the weights once instead of every task all rows). */
 static void linear_task(void *ud, int t)
 {
     lin *f = ud;
-    int m0 = 0, m1 = f->M, n0 = 0, n1 = f->N;
-    if (f->rowsplit) {
-        m0 = t * f->chunk;
-        m1 = m0 + f->chunk > f->M ? f->M : m0 + f->chunk;
-    } else {
-        n0 = t * f->chunk;
-        n1 = n0 + f->chunk > f->N ? f->N : n0 + f->chunk;
-    }
-    if (n0 >= n1 || m0 >= m1)
-        return;
-    gemm_run(f->w, f->x + (size_t)m0 * f->K, f->bias, f->y + (size_t)m0 * f->N, m1 - m0, f->N,
-             n0, n1);
-    if (f->post != TPOOL_PLAIN)
-        for (int m = m0; m < m1; m++) {
-            float *r = f->y + (size_t)m * f->N + n0;
-            if (f->post == TPOOL_GELU)
-                gemm_gelu(r, n1 - n0);
-            else
-                gemm_gelu_tanh(r, n1 - n0);
+    for (int i = 0; i < f->n; i++) {
+        const tpool_out *o = &f->o[i];
+        int m0 = 0, m1 = f->M, n0 = 0, n1 = o->N;
+        if (f->rowsplit) {
+            m0 = t * f->chunk[0];
+            m1 = m0 + f->chunk[0] > f->M ? f->M : m0 + f->chunk[0];
+        } else if (t < f->first[i] || t >= f->first[i + 1]) {
+            continue;
+        } else {
+            n0 = (t - f->first[i]) * f->chunk[i];
+            n1 = n0 + f->chunk[i] > o->N ? o->N : n0 + f->chunk[i];
         }
+        if (n0 >= n1 || m0 >= m1)
+            continue;
+        gemm_run(o->w, f->x + (size_t)m0 * f->K, o->bias, o->y + (size_t)m0 * o->N, m1 - m0,
+                 o->N, n0, n1);
+        if (o->post != TPOOL_PLAIN)
+            for (int m = m0; m < m1; m++) {
+                float *r = o->y + (size_t)m * o->N + n0;
+                if (o->post == TPOOL_GELU)
+                    gemm_gelu(r, n1 - n0);
+                else
+                    gemm_gelu_tanh(r, n1 - n0);
+            }
+    }
+}
+
+void tpool_linears(tpool *p, const float *x, int M, int K, const tpool_out *o, int n)
+{
+    lin f = {x, o, n < TPOOL_MAX_OUTS ? n : TPOOL_MAX_OUTS, M, K, 0, {0}, {0}};
+    int tasks = p->n + 1 > 1 ? 4 * (p->n + 1) : 1;
+    f.rowsplit = M >= 48 * tasks;
+    if (f.rowsplit) {
+        f.chunk[0] = (M + tasks - 1) / tasks;
+        f.chunk[0] = (f.chunk[0] + 11) / 12 * 12;
+        tpool_run(p, linear_task, &f, (M + f.chunk[0] - 1) / f.chunk[0]);
+        return;
+    }
+    /* The outputs' columns in one step, each split as if alone. */
+    for (int i = 0; i < f.n; i++) {
+        int c = (o[i].N + tasks - 1) / tasks;
+        int al = gemm_cols_align(o[i].w) > 4 ? gemm_cols_align(o[i].w) : 4;
+        f.chunk[i] = (c + al - 1) / al * al;
+        f.first[i + 1] = f.first[i] + (o[i].N + f.chunk[i] - 1) / f.chunk[i];
+    }
+    tpool_run(p, linear_task, &f, f.first[f.n]);
 }
 
 void tpool_linear(tpool *p, const float *x, const gemm_w *w, const float *bias, float *y, int M,
                   int N, int K, int post)
 {
-    lin f = {x, bias, w, y, M, N, K, 0, post, 0};
-    int tasks = p->n + 1 > 1 ? 4 * (p->n + 1) : 1;
-    f.rowsplit = M >= 48 * tasks;
-    if (f.rowsplit) {
-        f.chunk = (M + tasks - 1) / tasks;
-        f.chunk = (f.chunk + 11) / 12 * 12;
-        tpool_run(p, linear_task, &f, (M + f.chunk - 1) / f.chunk);
-        return;
-    }
-    f.chunk = (N + tasks - 1) / tasks;
-    int al = gemm_cols_align(w) > 4 ? gemm_cols_align(w) : 4;
-    f.chunk = (f.chunk + al - 1) / al * al;
-    tpool_run(p, linear_task, &f, (N + f.chunk - 1) / f.chunk);
+    tpool_out o = {w, bias, y, N, post};
+    tpool_linears(p, x, M, K, &o, 1);
 }
 
 int tpool_batches(void *model, int max_tokens, int dims, tpool_tokenize_fn tokenize,

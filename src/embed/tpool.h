@@ -26,8 +26,12 @@ typedef struct tpool {
     pthread_cond_t go, done;
     tpool_fn fn;
     void *ctx;
-    int ntasks, active, quit;
-    unsigned gen;
+    int ntasks;
+    /* A step starts when gen moves and ends when active reaches 0: both
+     * sides spin on them a little before sleeping on go and done (a
+     * forward pass runs dozens of short steps back to back). */
+    atomic_int active, quit;
+    atomic_uint gen;
     atomic_int next;
 } tpool;
 
@@ -52,6 +56,18 @@ enum { TPOOL_PLAIN, TPOOL_GELU, TPOOL_GELU_TANH };
  * X's row stride K, Y's N, then POST on each element. */
 void tpool_linear(tpool *p, const float *x, const gemm_w *w, const float *bias, float *y, int M,
                   int N, int K, int post);
+
+/* Several linear steps of one X (M rows, stride K) in one parallel step
+ * (a step's threads wake once), at most TPOOL_MAX_OUTS: for each, Y = X
+ * W^T + BIAS, N columns, then POST. */
+#define TPOOL_MAX_OUTS 4
+typedef struct tpool_out {
+    const gemm_w *w;
+    const float *bias;
+    float *y;
+    int N, post;
+} tpool_out;
+void tpool_linears(tpool *p, const float *x, int M, int K, const tpool_out *o, int n);
 
 #define TPOOL_BATCH_TOKENS 4096 /* tokens of one forward pass */
 
