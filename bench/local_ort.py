@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """local_ort.py - the shapes of bench/localbench.c through ONNX Runtime, for comparison.
 
-    python3 bench/local_ort.py [--model-dir DIR] [--threads N]
+    python3 bench/local_ort.py [--model-dir DIR] [--threads N] [--int8]
 
 Builds the same encoder graph as bench/embed_server.py (BertModel + mean pooling + L2
 norm) from the model folder's safetensors, and times a query of 16 tokens (p50, p90 of
 200) and documents of 256 tokens in batches of 32 (documents per second over 3 s), with
-intra_op_num_threads = N. Needs onnxruntime, onnx and safetensors from PyPI.
+intra_op_num_threads = N. With --int8, the graph's weights are made int8 first by ONNX
+Runtime's own dynamic quantization (quantize_dynamic: int8 weights, activations quantized
+per batch), beside mnemo's localQuantization=int8. Needs onnxruntime, onnx and safetensors
+from PyPI.
 """
 import argparse
 import os
@@ -23,13 +26,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model-dir", default=None)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--int8", action="store_true")
     a = ap.parse_args()
     import onnxruntime as ort
     d = a.model_dir or default_model_dir()
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = a.threads
     opts.inter_op_num_threads = 1
-    s = ort.InferenceSession(build_onnx(d), opts, providers=["CPUExecutionProvider"])
+    model = build_onnx(d)
+    if a.int8:
+        import tempfile
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "int8.onnx")
+            with open(src, "wb") as f:
+                f.write(model)
+            quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+            with open(dst, "rb") as f:
+                model = f.read()
+    s = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
     def run(n, batch):
         ids = np.full((batch, n), 2033, np.int64)
@@ -49,7 +64,7 @@ def main():
         run(256, 32)
         docs += 32
     el = time.perf_counter() - t0
-    print("onnxruntime %s, threads %d" % (ort.__version__, a.threads))
+    print("onnxruntime %s%s, threads %d" % (ort.__version__, ", int8 (quantize_dynamic)" if a.int8 else "", a.threads))
     print("query (16 tokens): p50 %.2f ms  p90 %.2f ms" % (lat[100], lat[180]))
     print("documents (256 tokens): %.1f docs/s  %.0f tokens/s" % (docs / el, docs * 256 / el))
 

@@ -44,7 +44,7 @@ static char *words(int n)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: localbench MODEL_DIR [THREADS]\n");
+        fprintf(stderr, "usage: localbench MODEL_DIR [THREADS [int8]]\n");
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 0;
@@ -54,6 +54,11 @@ int main(int argc, char **argv)
     double t0 = now();
     if (bert_open(argv[1], threads, &b, &err)) {
         fprintf(stderr, "localbench: %s\n", err.data ? err.data : "cannot open");
+        return 1;
+    }
+    int int8 = argc > 3 && strcmp(argv[3], "int8") == 0;
+    if (int8 && bert_quantize(b)) {
+        fprintf(stderr, "localbench: out of memory\n");
         return 1;
     }
     double open_ms = (now() - t0) * 1000;
@@ -90,7 +95,8 @@ int main(int argc, char **argv)
             docs += 32;
         } while ((el = now() - t0) < 3.0);
     }
-    printf("kernel %s, threads %s\n", gemm_kernel_name(gemm_kernel()), argc > 2 ? argv[2] : "all");
+    printf("kernel %s%s, threads %s\n", gemm_kernel_name(gemm_kernel()), int8 ? ", int8 weights" : "",
+           argc > 2 ? argv[2] : "all");
     printf("open %.1f ms, first query %.1f ms\n", open_ms, first_ms);
     printf("query (%d tokens): p50 %.2f ms  p90 %.2f ms\n", qn, lat[100], lat[180]);
     printf("documents (%d tokens): %.1f docs/s  %.0f tokens/s\n", dn, (double)docs / el,

@@ -668,6 +668,75 @@ static void packed_case(int M)
     free(y1);
 }
 
+/* Int8 weights: every kernel gives the scalar reference's int8 product,
+ * and that product is within half a step a weight of the float one. */
+TEST(local_int8_kernels_agree_with_scalar)
+{
+    int Ms[] = {53, 16, 13}, N = 45, K = 37;
+    float *w = malloc((size_t)N * K * sizeof *w), bias[45];
+    unsigned s = 4242;
+    for (int i = 0; i < N * K; i++)
+        w[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f - 0.5f;
+    w[5] = 3.0f; /* a row with one large weight: coarser steps for the rest */
+    for (int i = 0; i < K; i++)
+        w[(size_t)7 * K + i] = 0; /* a row of zeros: scale 0 */
+    for (int i = 0; i < N; i++)
+        bias[i] = (float)i * 0.01f;
+    for (int mi = 0; mi < 3; mi++) {
+        int M = Ms[mi];
+        float *x = malloc((size_t)M * K * sizeof *x);
+        float *yf = malloc((size_t)M * N * sizeof *yf), *y0 = malloc((size_t)M * N * sizeof *y0),
+              *y1 = malloc((size_t)M * N * sizeof *y1);
+        for (int i = 0; i < M * K; i++)
+            x[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f - 0.5f;
+        gemm_set_kernel(GEMM_SCALAR);
+        gemm_nt(x, w, bias, yf, M, N, K, N);
+        gemm_w g;
+        ASSERT_OK(gemm_prepare(&g, w, N, K));
+        ASSERT_OK(gemm_quantize(&g));
+        ASSERT(g.q != NULL && g.packed == NULL);
+        gemm_run(&g, x, bias, y0, M, N, 0, N);
+        for (int i = 0; i < M * N; i++) {
+            /* |error| <= sum_k |x| * step / 2, step = max|row| / 127 */
+            int n = i % N, m = i / N;
+            double mx = 0, ax = 0;
+            for (int k = 0; k < K; k++) {
+                mx = fabs(w[(size_t)n * K + k]) > mx ? fabs(w[(size_t)n * K + k]) : mx;
+                ax += fabs(x[(size_t)m * K + k]);
+            }
+            if (fabs(y0[i] - yf[i]) > ax * mx / 254 + 1e-6)
+                test_fail(__FILE__, __LINE__, "int8 y[%d] %g, float %g", i, (double)y0[i],
+                          (double)yf[i]);
+            if (n == 7)
+                ASSERT(fabsf(y0[i] - bias[7]) < 1e-6f);
+        }
+        gemm_release(&g);
+        for (int k = GEMM_AVX2; k <= GEMM_AVX512; k++) {
+            gemm_set_kernel(k);
+            if (gemm_kernel() != k)
+                continue;
+            ASSERT_OK(gemm_prepare(&g, w, N, K));
+            ASSERT_OK(gemm_quantize(&g));
+            /* In two column ranges, as threads split it. */
+            int al = gemm_cols_align(&g);
+            memset(y1, 0, (size_t)M * N * sizeof *y1);
+            gemm_run(&g, x, bias, y1, M, N, 0, al);
+            gemm_run(&g, x, bias, y1, M, N, al, N);
+            for (int i = 0; i < M * N; i++)
+                if (fabsf(y0[i] - y1[i]) > 1e-5f)
+                    test_fail(__FILE__, __LINE__, "%s int8, %d rows: y[%d] %g != %g",
+                              gemm_kernel_name(k), M, i, (double)y1[i], (double)y0[i]);
+            gemm_release(&g);
+        }
+        free(x);
+        free(yf);
+        free(y0);
+        free(y1);
+    }
+    gemm_set_kernel(GEMM_AVX512); /* the best the CPU has */
+    free(w);
+}
+
 TEST(local_prepared_file_is_used_and_checked)
 {
     make_model("m", "");
@@ -679,8 +748,8 @@ TEST(local_prepared_file_is_used_and_checked)
     bert *a = NULL, *b = NULL;
     ASSERT_OK(bert_open(test_path("m"), 1, &a, &err));
     ASSERT_OK(bert_open(test_path("imp"), 1, &b, &err));
-    ASSERT(!bert_prepared(a));
-    ASSERT(bert_prepared(b));
+    ASSERT_EQ(bert_prepared(a), 0);
+    ASSERT_EQ(bert_prepared(b), 2);
     size_t lens[NTEXTS];
     for (size_t i = 0; i < NTEXTS; i++)
         lens[i] = strlen(texts[i]);
@@ -689,6 +758,45 @@ TEST(local_prepared_file_is_used_and_checked)
     ASSERT_OK(bert_embed(b, texts, lens, NTEXTS, vb));
     for (size_t i = 0; i < NTEXTS * 32; i++)
         ASSERT(fabsf(va[i] - vb[i]) < 1e-6f);
+    /* Int8 weights: the prepared file's give what quantizing at open gives,
+     * near the float vectors. */
+    bert *qa = NULL;
+    float qva[NTEXTS * 32], qvb[NTEXTS * 32];
+    ASSERT_OK(bert_open(test_path("m"), 1, &qa, &err));
+    ASSERT_OK(bert_quantize(qa));
+    ASSERT_OK(bert_quantize(b));
+    ASSERT_OK(bert_embed(qa, texts, lens, NTEXTS, qva));
+    ASSERT_OK(bert_embed(b, texts, lens, NTEXTS, qvb));
+    double worst = 1;
+    for (size_t t = 0; t < NTEXTS; t++) {
+        double dot = 0;
+        for (size_t i = t * 32; i < (t + 1) * 32; i++) {
+            ASSERT(fabsf(qva[i] - qvb[i]) < 1e-6f);
+            dot += (double)qva[i] * va[i];
+        }
+        worst = dot < worst ? dot : worst;
+    }
+    ASSERT(worst >= 0.999); /* unit vectors: the cosine */
+    ASSERT(worst < 1 - 1e-9); /* int8 indeed */
+    bert_close(qa);
+    bert_close(b);
+    /* A prepared file of version 1 (no int8 panels) still serves the float
+     * panels; int8 weights are then made at open. */
+    size_t n1 = 0;
+    char *c1 = test_read(test_path("imp/mnemo-encoder.bin"), &n1);
+    ASSERT(c1 && n1 > 160);
+    uint32_t v1 = 1;
+    memcpy(c1 + 8, &v1, sizeof v1);
+    memset(c1 + 96, 0, 32);
+    unlink(test_path("imp/mnemo-encoder.bin"));
+    test_write_n("imp/mnemo-encoder.bin", c1, n1);
+    free(c1);
+    ASSERT_OK(bert_open(test_path("imp"), 1, &b, &err));
+    ASSERT_EQ(bert_prepared(b), 1);
+    ASSERT_OK(bert_quantize(b));
+    ASSERT_OK(bert_embed(b, texts, lens, NTEXTS, qvb));
+    for (size_t i = 0; i < NTEXTS * 32; i++)
+        ASSERT(fabsf(qva[i] - qvb[i]) < 1e-6f);
     bert_close(b);
     /* Weights changed after import: the prepared file no longer counts. */
     size_t n = 0;
@@ -749,6 +857,30 @@ TEST(local_provider_through_the_api_and_cli)
     char *res = test_search_json(m, "tea", 3);
     ASSERT_CONTAINS(res, "\"mode\":\"hybrid\"");
     ASSERT_CONTAINS(res, "MEMORY.md");
+    free(res);
+    mnemo_close(m);
+    /* Int8 weights: other vectors (the vectors of the float weights are
+     * stale for them until the next index), near the float ones. */
+    m = test_open("ws", "db.sqlite", md, "model=tiny-bert", "localQuantization=int8", NULL);
+    ASSERT_OK(mnemo_embed_json(m, t, 1, 1, &out));
+    j = json_loads(out, 0, NULL);
+    row = json_array_get(json_object_get(j, "vectors"), 0);
+    double dot = 0, same = 1;
+    for (int k = 0; k < 32; k++) {
+        double x = json_number_value(json_array_get(row, (size_t)k));
+        dot += x * v[k];
+        same = same && fabs(x - v[k]) < 1e-7;
+    }
+    ASSERT(dot > 0.99 && !same);
+    json_decref(j);
+    mnemo_free(out);
+    res = test_search_json(m, "tea", 3);
+    ASSERT_CONTAINS(res, "\"mode\":\"keyword\"");
+    ASSERT_CONTAINS(res, "another embedding setup");
+    free(res);
+    test_sync(m);
+    res = test_search_json(m, "tea", 3);
+    ASSERT_CONTAINS(res, "\"mode\":\"hybrid\"");
     free(res);
     mnemo_close(m);
     /* The CLI: import a folder under a name, then embed with it. */
@@ -1021,6 +1153,15 @@ TEST(local_real_minilm_matches_reference)
     compare(b, ref, t, n, 1, &mc);
     if (mc < 0.9999)
         test_fail(__FILE__, __LINE__, "lowest cosine to the reference %.6f (< 0.9999)", mc);
+    /* Int8 weights (localQuantization): within the bound docs/semantic.md
+     * gives, and not the float vectors. */
+    bert *q = NULL;
+    ASSERT_OK(bert_open(dir, 0, &q, &err));
+    ASSERT_OK(bert_quantize(q));
+    compare(q, ref, t, n, 0, &mc);
+    if (mc < 0.995 || mc > 0.99999)
+        test_fail(__FILE__, __LINE__, "int8: lowest cosine to the reference %.6f", mc);
+    bert_close(q);
     free_ref(ref, n);
     /* The ids of the tokenizers library itself, where installed. */
     if (system("python3 -c 'import tokenizers' 2>/dev/null") == 0) {

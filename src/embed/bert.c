@@ -52,6 +52,8 @@ struct bert {
     void *cmap; /* the prepared file, mapped (see below), or NULL */
     size_t csize;
     const float *mats; /* its panels */
+    const int8_t *q8;  /* its int8 panels and their scales (version 2), or NULL */
+    const float *q8s;
     char fp[17];       /* the weights' fingerprint */
 };
 
@@ -59,7 +61,8 @@ struct bert {
  * The prepared file (CACHE_NAME in an imported model folder), written by
  * bert_install and mapped at open so that nothing is parsed or packed
  * then: the tokenizer as a blob (wordpiece.h) and every layer's six
- * matrices as panels (gemm_pack), each section 64-aligned. It names the
+ * matrices as panels (gemm_pack), then (version 2) the same as int8 panels
+ * and their scales (gemm_quantize_to), each section 64-aligned. It names the
  * size and modification time of the weights and tokenizer files it was
  * made from; a file that does not match them, or does not hold together,
  * is ignored (the folder is then read as it is).
@@ -67,13 +70,15 @@ struct bert {
 
 #define CACHE_NAME "mnemo-encoder.bin"
 #define CACHE_MAGIC "MNEMOENC"
-#define CACHE_VERSION 1
+#define CACHE_VERSION 2 /* 1: no int8 panels (read too) */
 
 typedef struct cache_hdr {
     char magic[8];
     uint32_t version, panel, L, H, I, tokenizer; /* 0 WordPiece, 1 Unigram */
     uint64_t w_size, w_mtime, t_size, t_mtime;
     uint64_t wp_off, wp_bytes, mats_off, mats_floats;
+    /* version 2; a version 1 file has zeros here (its padding) */
+    uint64_t q8_off, q8_bytes, qs_off, qs_floats;
 } cache_hdr;
 
 static uint64_t up64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
@@ -107,6 +112,11 @@ static size_t mats_floats(const bert *b)
                            gemm_packed_floats(b->H, b->I));
 }
 
+static size_t scales_floats(const bert *b)
+{
+    return (size_t)b->L * (5 * gemm_scales(b->H) + gemm_scales(b->I));
+}
+
 /* Maps DIR's prepared file when it matches the folder (B's sizes read). */
 static void cache_map(bert *b, const char *dir)
 {
@@ -126,7 +136,8 @@ static void cache_map(bert *b, const char *dir)
     memcpy(&h, m, sizeof h);
     uint64_t ss, sm, ts, tm, size = (uint64_t)sb.st_size;
     sources(dir, &ss, &sm, &ts, &tm);
-    int ok = !memcmp(h.magic, CACHE_MAGIC, 8) && h.version == CACHE_VERSION && h.panel == 16 &&
+    int ok = !memcmp(h.magic, CACHE_MAGIC, 8) && (h.version == 1 || h.version == 2) &&
+             h.panel == 16 &&
              h.L == (uint32_t)b->L && h.H == (uint32_t)b->H && h.I == (uint32_t)b->I &&
              h.w_size == ss && h.w_mtime == sm && h.t_size == ts && h.t_mtime == tm &&
              h.mats_floats == mats_floats(b) && h.wp_off % 64 == 0 && h.mats_off % 64 == 0 &&
@@ -139,6 +150,13 @@ static void cache_map(bert *b, const char *dir)
         b->cmap = m;
         b->csize = (size_t)size;
         b->mats = (const float *)(const void *)((const char *)m + h.mats_off);
+        if (h.version >= 2 && h.q8_bytes == mats_floats(b) && h.qs_floats == scales_floats(b) &&
+            h.q8_off % 64 == 0 && h.qs_off % 64 == 0 && h.q8_off <= size &&
+            h.q8_bytes <= size - h.q8_off && h.qs_off <= size &&
+            h.qs_floats <= (size - h.qs_off) / 4) {
+            b->q8 = (const int8_t *)m + h.q8_off;
+            b->q8s = (const float *)(const void *)((const char *)m + h.qs_off);
+        }
         return;
     }
     munmap(m, (size_t)size);
@@ -166,14 +184,18 @@ static int cache_write(const bert *b, const char *dir, buf *err)
     h.wp_bytes = wpb.len;
     h.mats_off = up64(h.wp_off + wpb.len);
     h.mats_floats = mats_floats(b);
+    h.q8_off = up64(h.mats_off + h.mats_floats * 4);
+    h.q8_bytes = h.mats_floats;
+    h.qs_off = up64(h.q8_off + h.q8_bytes);
+    h.qs_floats = scales_floats(b);
     char p[8192], tmp[8300];
     snprintf(p, sizeof p, "%s/" CACHE_NAME, dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", p);
     FILE *f = fopen(tmp, "wb");
     size_t most = gemm_packed_floats(b->I > b->H ? b->I : b->H, b->I > b->H ? b->I : b->H);
-    float *panel = malloc(most * sizeof *panel);
+    float *panel = malloc(most * sizeof *panel), *qs = malloc(scales_floats(b) * sizeof *qs);
     static const char zero[64] = {0};
-    int ok = f && panel && fwrite(&h, sizeof h, 1, f) == 1 &&
+    int ok = f && panel && qs && fwrite(&h, sizeof h, 1, f) == 1 &&
              fwrite(zero, 1, h.wp_off - sizeof h, f) == h.wp_off - sizeof h &&
              fwrite(wpb.data, 1, wpb.len, f) == wpb.len &&
              fwrite(zero, 1, h.mats_off - h.wp_off - wpb.len, f) == h.mats_off - h.wp_off - wpb.len;
@@ -187,11 +209,30 @@ static int cache_write(const bert *b, const char *dir, buf *err)
             ok = fwrite(panel, sizeof *panel, nf, f) == nf;
         }
     }
+    /* The int8 panels (in PANEL's room) and their scales. */
+    uint64_t at = h.mats_off + h.mats_floats * 4;
+    ok = ok && fwrite(zero, 1, h.q8_off - at, f) == h.q8_off - at;
+    size_t nqs = 0;
+    for (int l = 0; ok && l < b->L; l++) {
+        const layer *y = &b->layers[l];
+        const float *ws[6] = {y->q, y->k, y->v, y->o, y->i, y->o2};
+        int ns[6] = {b->H, b->H, b->H, b->H, b->I, b->H}, ks[6] = {b->H, b->H, b->H, b->H, b->H, b->I};
+        for (int j = 0; ok && j < 6; j++) {
+            size_t nb = gemm_packed_floats(ns[j], ks[j]);
+            gemm_quantize_to(ws[j], ns[j], ks[j], (int8_t *)panel, qs + nqs);
+            nqs += gemm_scales(ns[j]);
+            ok = fwrite(panel, 1, nb, f) == nb;
+        }
+    }
+    at = h.q8_off + h.q8_bytes;
+    ok = ok && fwrite(zero, 1, h.qs_off - at, f) == h.qs_off - at &&
+         fwrite(qs, sizeof *qs, nqs, f) == nqs;
     if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0))
         ok = 0;
     if (f && fclose(f) != 0)
         ok = 0;
     free(panel);
+    free(qs);
     buf_cleanup(&wpb);
     if (!ok || rename(tmp, p) != 0) {
         buf_printf(err, "%s: %s", p, strerror(errno ? errno : EIO));
@@ -734,8 +775,30 @@ void bert_close(bert *b)
     free(b);
 }
 
+int bert_quantize(bert *b)
+{
+    if (b->gm)
+        return gemma_quantize(b->gm);
+    const int8_t *q = b->q8;
+    const float *qs = b->q8s;
+    for (int l = 0; l < b->L; l++) {
+        layer *y = &b->layers[l];
+        gemm_w *ws[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wi, &y->wo2};
+        for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
+            if (q) { /* the prepared file's, in the same order */
+                gemm_prepare_q8(ws[i], q, qs);
+                q += gemm_packed_floats(ws[i]->N, ws[i]->K);
+                qs += gemm_scales(ws[i]->N);
+            } else if (gemm_quantize(ws[i])) {
+                return MNEMO_NOMEM;
+            }
+        }
+    }
+    return MNEMO_OK;
+}
+
 int bert_dims(const bert *b) { return b->gm ? gemma_dims(b->gm) : b->H; }
-int bert_prepared(const bert *b) { return b->cmap != NULL; }
+int bert_prepared(const bert *b) { return !b->cmap ? 0 : b->q8 ? 2 : 1; }
 const char *bert_fingerprint(const bert *b)
 {
     return b->gm ? gemma_fingerprint(b->gm) : b->fp;

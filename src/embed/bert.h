@@ -46,11 +46,17 @@ const char *const *bert_model_files(void);
 int bert_open(const char *dir, int threads, bert **out, buf *err);
 void bert_close(bert *b);
 
+/* Makes the layers' weights int8 (gemm_quantize: a fourth of the memory a
+ * product reads; each weight off by at most half of its row's step). The
+ * embeddings, norms and biases stay float. MNEMO_NOMEM. */
+int bert_quantize(bert *b);
+
 int bert_dims(const bert *b);
 /* A fingerprint of the weights (st_fingerprint), 16 hex digits. */
 const char *bert_fingerprint(const bert *b);
 /* Whether B runs from its folder's prepared file (bert_install made it:
- * nothing parsed or packed at open). */
+ * nothing parsed or packed at open): 0 no, 1 yes, 2 with int8 panels too
+ * (bert_quantize then copies nothing). */
 int bert_prepared(const bert *b);
 int bert_max_tokens(const bert *b);
 int bert_layers(const bert *b);

@@ -140,6 +140,12 @@ static int local_open(embedder *e, const embed_cfg *c, buf *err)
     free(dir);
     if (rc)
         return rc == MNEMO_NOTFOUND ? MNEMO_UNAVAILABLE : rc;
+    if (c->int8 && (rc = bert_quantize(e->enc))) {
+        buf_printf(err, "local: out of memory making the weights int8");
+        return rc;
+    }
+    snprintf(e->version, sizeof e->version, "%s%s", bert_fingerprint(e->enc),
+             c->int8 ? "+int8" : "");
     e->dims = bert_dims(e->enc);
     e->dims_fixed = 1;
     /* Prompts: the configured ones, else the model's own, else its
@@ -302,7 +308,7 @@ const char *embed_provider(const embedder *e) { return e->provider; }
 const char *embed_model(const embedder *e) { return e->model; }
 const char *embed_model_version(const embedder *e)
 {
-    return e->enc ? bert_fingerprint(e->enc) : "";
+    return e->enc ? e->version : "";
 }
 int embed_dims(const embedder *e) { return e->dims; }
 

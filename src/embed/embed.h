@@ -35,6 +35,7 @@ typedef struct embed_cfg {
     int query_timeout_ms, batch_timeout_ms;
     const char *models_dir;    /* where `mnemo model import` puts tables and model folders */
     int threads;               /* local: encoder threads, 0 = one per core */
+    int int8;                  /* local: int8 weights (bert_quantize) */
 } embed_cfg;
 
 

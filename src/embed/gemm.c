@@ -433,6 +433,119 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
         }
     }
 }
+
+/* ----------------------------------------------------------------------
+ * Int8 weights (gemm_quantize): the panels' layout with one byte an
+ * element, widened to float as the kernels load them; the sum of a
+ * column is scaled once at the end. A query's product reads a fourth of
+ * the memory; a document's, whose weights stay in cache, gains little.
+ * -------------------------------------------------------------------- */
+
+#define Q8_ROW(i)                                                                              \
+    {                                                                                          \
+        V a = SET(xr[i][k]);                                                                   \
+        c[i][0] = FMA(a, w0, c[i][0]);                                                         \
+        c[i][1] = FMA(a, w1, c[i][1]);                                                         \
+    }
+
+__attribute__((target("avx512f"))) static void avx512_q8(const float *x, const int8_t *wq,
+                                                         const float *qs, const float *bias,
+                                                         float *y, int M, int N, int K, int ldy)
+{
+#define V __m512
+#define SET _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
+    int np = (N + 31) / 32, rb = rows_per_block(K);
+    rb = rb < 8 ? 8 : rb - rb % 8;
+    for (int m0 = 0; m0 < M; m0 += rb) {
+        int m1 = m0 + rb < M ? m0 + rb : M;
+        for (int b = 0; b < np; b++) {
+            const int8_t *p0 = wq + (size_t)b * 2 * PANEL * K;
+            int n0 = b * 32, nv = N - n0 < 32 ? N - n0 : 32;
+            const int8_t *p1 = nv > 16 ? p0 + (size_t)PANEL * K : p0;
+            __mmask16 k0 = (__mmask16)(nv >= 16 ? 0xffff : (1u << nv) - 1);
+            __mmask16 k1 = (__mmask16)(nv >= 32 ? 0xffff : nv > 16 ? (1u << (nv - 16)) - 1 : 0);
+            __m512 s0 = _mm512_maskz_loadu_ps(k0, qs + n0), s1 = _mm512_maskz_loadu_ps(k1, qs + n0 + 16);
+            __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
+            __m512 b1 = bias && k1 ? _mm512_maskz_loadu_ps(k1, bias + n0 + 16)
+                                   : _mm512_setzero_ps();
+            for (int m = m0; m < m1; m += 8) {
+                int mr = m1 - m < 8 ? m1 - m : 8;
+                const float *xr[8];
+                __m512 c[8][2];
+                for (int i = 0; i < 8; i++) {
+                    xr[i] = x + (size_t)(m + (i < mr ? i : 0)) * K;
+                    c[i][0] = c[i][1] = _mm512_setzero_ps();
+                }
+                for (int k = 0; k < K; k++) {
+                    __m512 w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                        _mm_loadu_si128((const __m128i *)(const void *)(p0 + (size_t)k * 16))));
+                    __m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                        _mm_loadu_si128((const __m128i *)(const void *)(p1 + (size_t)k * 16))));
+                    Q8_ROW(0) Q8_ROW(1) Q8_ROW(2) Q8_ROW(3) Q8_ROW(4) Q8_ROW(5) Q8_ROW(6) Q8_ROW(7)
+                }
+                for (int i = 0; i < mr; i++) {
+                    float *yr = y + (size_t)(m + i) * ldy + n0;
+                    _mm512_mask_storeu_ps(yr, k0, _mm512_fmadd_ps(c[i][0], s0, b0));
+                    if (k1)
+                        _mm512_mask_storeu_ps(yr + 16, k1, _mm512_fmadd_ps(c[i][1], s1, b1));
+                }
+            }
+        }
+    }
+#undef V
+#undef SET
+#undef FMA
+}
+
+__attribute__((target("avx2,fma"))) static void avx2_q8(const float *x, const int8_t *wq,
+                                                        const float *qs, const float *bias,
+                                                        float *y, int M, int N, int K, int ldy)
+{
+#define V __m256
+#define SET _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
+    int np = (N + PANEL - 1) / PANEL, rb = rows_per_block(K);
+    for (int m0 = 0; m0 < M; m0 += rb) {
+        int m1 = m0 + rb < M ? m0 + rb : M;
+        for (int b = 0; b < np; b++) {
+            const int8_t *p0 = wq + (size_t)b * PANEL * K;
+            int n0 = b * PANEL, nv = N - n0 < PANEL ? N - n0 : PANEL;
+            float bb[16] = {0}, ss[16] = {0};
+            for (int j = 0; j < nv; j++) {
+                bb[j] = bias ? bias[n0 + j] : 0.0f;
+                ss[j] = qs[n0 + j];
+            }
+            __m256 b0 = _mm256_loadu_ps(bb), b1 = _mm256_loadu_ps(bb + 8);
+            __m256 s0 = _mm256_loadu_ps(ss), s1 = _mm256_loadu_ps(ss + 8);
+            for (int m = m0; m < m1; m += 6) {
+                int mr = m1 - m < 6 ? m1 - m : 6;
+                const float *xr[6];
+                __m256 c[6][2];
+                for (int i = 0; i < 6; i++) {
+                    xr[i] = x + (size_t)(m + (i < mr ? i : 0)) * K;
+                    c[i][0] = c[i][1] = _mm256_setzero_ps();
+                }
+                for (int k = 0; k < K; k++) {
+                    __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(p0 + (size_t)k * 16));
+                    __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw));
+                    __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(raw, 8)));
+                    Q8_ROW(0) Q8_ROW(1) Q8_ROW(2) Q8_ROW(3) Q8_ROW(4) Q8_ROW(5)
+                }
+                for (int i = 0; i < mr; i++) {
+                    float t[16];
+                    _mm256_storeu_ps(t, _mm256_fmadd_ps(c[i][0], s0, b0));
+                    _mm256_storeu_ps(t + 8, _mm256_fmadd_ps(c[i][1], s1, b1));
+                    memcpy(y + (size_t)(m + i) * ldy + n0, t, (size_t)nv * sizeof *t);
+                }
+            }
+        }
+    }
+#undef V
+#undef SET
+#undef FMA
+}
+#undef Q8_ROW
 #undef STEP
 #endif
 
@@ -541,8 +654,82 @@ void gemm_prepare_packed(gemm_w *g, const float *w, const float *packed, int N, 
 void gemm_release(gemm_w *g)
 {
     free(g->own);
+    free(g->qown);
+    if (g->qs_own)
+        free((float *)g->qs);
     g->own = NULL;
     g->packed = NULL;
+    g->qown = NULL;
+    g->q = NULL;
+    g->qs = NULL;
+}
+
+/* The reference the int8 kernels are held to: panel b of 16 columns,
+ * element [k][j] at Q[(b * K + k) * 16 + j]. */
+static void scalar_q8(const float *x, const int8_t *wq, const float *qs, const float *bias,
+                      float *y, int M, int N, int K, int ldy)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const int8_t *p = wq + (size_t)(n / PANEL) * PANEL * K + n % PANEL;
+            const float *a = x + (size_t)m * K;
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += a[k] * (float)p[(size_t)k * PANEL];
+            y[(size_t)m * ldy + n] = s * qs[n] + (bias ? bias[n] : 0.0f);
+        }
+}
+
+size_t gemm_scales(int N) { return (size_t)(N + PANEL - 1) / PANEL * PANEL; }
+
+void gemm_quantize_to(const float *w, int N, int K, int8_t *q, float *qs)
+{
+    memset(q, 0, gemm_packed_floats(N, K));
+    memset(qs, 0, gemm_scales(N) * sizeof *qs);
+    for (int n = 0; n < N; n++) {
+        const float *r = w + (size_t)n * K;
+        float mx = 0;
+        for (int k = 0; k < K; k++)
+            mx = fabsf(r[k]) > mx ? fabsf(r[k]) : mx;
+        float inv = mx > 0 ? 127.0f / mx : 0.0f;
+        qs[n] = mx / 127.0f;
+        int8_t *p = q + (size_t)(n / PANEL) * PANEL * K + n % PANEL;
+        for (int k = 0; k < K; k++)
+            p[(size_t)k * PANEL] = (int8_t)lrintf(r[k] * inv);
+    }
+}
+
+void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *qs)
+{
+    free(g->own);
+    free(g->qown);
+    if (g->qs_own)
+        free((float *)g->qs);
+    g->own = NULL;
+    g->packed = NULL;
+    g->qown = NULL;
+    g->q = q;
+    g->qs = qs;
+    g->qs_own = 0;
+    g->P = PANEL;
+}
+
+int gemm_quantize(gemm_w *g)
+{
+    int N = g->N, K = g->K;
+    size_t nq = gemm_packed_floats(N, K);
+    int8_t *q = aligned_alloc(64, (nq + 63) & ~(size_t)63);
+    float *qs = malloc(gemm_scales(N) * sizeof *qs);
+    if (!q || !qs) {
+        free(q);
+        free(qs);
+        return MNEMO_NOMEM;
+    }
+    gemm_quantize_to(g->w, N, K, q, qs);
+    gemm_prepare_q8(g, q, qs);
+    g->qown = q;
+    g->qs_own = 1;
+    return MNEMO_OK;
 }
 
 int gemm_cols_align(const gemm_w *g) { return g->P > 1 ? 32 : 1; }
@@ -552,6 +739,20 @@ void gemm_run(const gemm_w *g, const float *x, const float *bias, float *y, int 
 {
     if (n0 >= n1)
         return;
+    if (g->q) {
+        const int8_t *wq = g->q + (size_t)(n0 / PANEL) * PANEL * g->K;
+        int kern = gemm_kernel();
+        bias = bias ? bias + n0 : NULL;
+#if GEMM_X86
+        if (kern == GEMM_AVX512)
+            avx512_q8(x, wq, g->qs + n0, bias, y + n0, M, n1 - n0, g->K, ldy);
+        else if (kern == GEMM_AVX2)
+            avx2_q8(x, wq, g->qs + n0, bias, y + n0, M, n1 - n0, g->K, ldy);
+        else
+#endif
+            scalar_q8(x, wq, g->qs + n0, bias, y + n0, M, n1 - n0, g->K, ldy);
+        return;
+    }
 #if GEMM_X86
     if (g->packed && g->kern == gemm_kernel()) {
         const float *wp = g->packed + (size_t)(n0 / g->P) * g->P * g->K;

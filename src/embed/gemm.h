@@ -9,6 +9,7 @@
 #define MNEMO_GEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum { GEMM_SCALAR, GEMM_AVX2, GEMM_AVX512 };
 
@@ -25,6 +26,10 @@ typedef struct gemm_w {
     const float *packed; /* or NULL: gemm_run uses W */
     float *own;          /* PACKED when this made it */
     int N, K, P, kern;
+    const int8_t *q;     /* int8 panels (gemm_quantize), or NULL */
+    const float *qs;     /* each column's scale */
+    int8_t *qown;        /* Q when this made it */
+    int qs_own;          /* QS too */
 } gemm_w;
 
 /* The panels of W (N x K) for every SIMD kernel: 16 columns each, k-major,
@@ -39,6 +44,21 @@ void gemm_prepare_packed(gemm_w *g, const float *w, const float *packed, int N, 
  * unpacked, still correct). */
 int gemm_prepare(gemm_w *g, const float *w, int N, int K);
 void gemm_release(gemm_w *g);
+
+/* Makes G's weights int8: each row of W (a column of Y) rounded to
+ * 127 / max|row| steps, in panels laid out as the float ones, one byte an
+ * element; the kernels widen them to float as they load them and scale
+ * each column's sum. A product then reads a fourth of the weights' memory
+ * (what a query's few rows wait on); each weight is off by at most half a
+ * step. The float panels are dropped. MNEMO_NOMEM leaves G as it was. */
+int gemm_quantize(gemm_w *g);
+
+/* The int8 form of W (N x K) into Q (gemm_packed_floats(N, K) bytes) and
+ * QS (gemm_scales(N) floats), as gemm_quantize makes it: a model file can
+ * hold them. gemm_prepare_q8 runs G on such (borrowed, not freed). */
+size_t gemm_scales(int N);
+void gemm_quantize_to(const float *w, int N, int K, int8_t *q, float *qs);
+void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *qs);
 
 /* Columns a split of G should be a multiple of (1 unpacked). */
 int gemm_cols_align(const gemm_w *g);

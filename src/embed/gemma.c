@@ -294,6 +294,18 @@ void gemma_close(gemma *m)
     free(m);
 }
 
+int gemma_quantize(gemma *m)
+{
+    for (int l = 0; l < m->L; l++) {
+        glayer *y = &m->layers[l];
+        gemm_w *ws[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
+        for (size_t i = 0; i < sizeof ws / sizeof *ws; i++)
+            if (gemm_quantize(ws[i]))
+                return MNEMO_NOMEM;
+    }
+    return MNEMO_OK;
+}
+
 int gemma_dims(const gemma *m) { return m->dims; }
 int gemma_layers(const gemma *m) { return m->L; }
 int gemma_max_tokens(const gemma *m) { return m->max_tokens; }

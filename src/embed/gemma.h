@@ -29,6 +29,8 @@ int gemma_is(const gguf *g);
 int gemma_open(gguf *g, int threads, gemma **out, buf *err);
 void gemma_close(gemma *m);
 
+/* Makes the layers' weights int8 (gemm_quantize). MNEMO_NOMEM. */
+int gemma_quantize(gemma *m);
 int gemma_dims(const gemma *m);
 int gemma_layers(const gemma *m);
 int gemma_max_tokens(const gemma *m);

@@ -120,6 +120,11 @@ static const keydef keys[CFG__COUNT] = {
                              100000000, "cached embeddings kept (oldest pruned first)"},
     [CFG_LOCAL_THREADS] = {"localThreads", "MNEMO_LOCAL_THREADS", T_INT, "0", 0, 64,
                            "threads of the local encoder (0: one per core)"},
+    [CFG_LOCAL_QUANTIZATION] = {"localQuantization", "MNEMO_LOCAL_QUANTIZATION", T_STR, "none",
+                                0, 0,
+                                "weights of the local encoder: none (float) or int8 (a fourth "
+                                "of the memory; vectors within about 0.999 cosine)",
+                                "none,int8"},
     [CFG_MODELS_DIR] = {"modelsDir", "MNEMO_MODELS_DIR", T_STR, "", 0, 0,
                         "folder of imported embedding tables (default: "
                         "$XDG_DATA_HOME/mnemo/models)"},

@@ -226,6 +226,7 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
         (int)cfg_int(m->cfg, CFG_EMBED_BATCH_TIMEOUT_MS),
         dir,
         (int)cfg_int(m->cfg, CFG_LOCAL_THREADS),
+        strcmp(cfg_str(m->cfg, CFG_LOCAL_QUANTIZATION), "int8") == 0,
     };
     int rc = embed_open(&c, &m->emb, err);
     free(dir);
