@@ -469,6 +469,11 @@ TEST(local_gguf_gemma_matches_reference)
                       args[k], worst);
         /* The long text was cut at the context, EOS kept. */
         ASSERT_EQ(json_array_size(json_object_get(ref[7], "ids")), 64);
+        /* Int8 weights: near the reference, not it. */
+        ASSERT_OK(bert_quantize(g));
+        compare(g, ref, gtexts, NGTEXTS, 0, &mc);
+        if (mc < 0.99 || mc > 0.999999)
+            test_fail(__FILE__, __LINE__, "%s int8: lowest cosine %.6f", file, mc);
         free_ref(ref, NGTEXTS);
         bert_close(g);
     }
