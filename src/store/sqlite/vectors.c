@@ -1,11 +1,13 @@
 /*
  * vectors.c - the SQLite index's vectors: embedding the chunks that have
- * none during sync, the matrix file and the vector leg of search (see
+ * none during sync (a vector for each part of a chunk, one row of
+ * chunk_vectors a chunk), the matrix file and the vector leg of search (see
  * vectors.h). Which provider embeds is provider.c's.
  *
  * Matrix file (<db>.vec), little-endian, sections 64-byte aligned:
  *   header   magic "MNEMOVF1", dims, count, stamp, flags, offsets
- *   ids      i64 chunk ids, ascending
+ *   ids      i64 chunk ids, ascending: a row a part (chunk_parts), a chunk's
+ *            parts in order under its id
  *   vectors  f32 count x dims, unit length
  *   int8     i8 count x dims and f32 scales (flag 1)
  * `stamp` equals meta vec_stamp of the database it was built from; any
