@@ -199,29 +199,29 @@ static int cache_write(const bert *b, const char *dir, buf *err)
              fwrite(zero, 1, h.wp_off - sizeof h, f) == h.wp_off - sizeof h &&
              fwrite(wpb.data, 1, wpb.len, f) == wpb.len &&
              fwrite(zero, 1, h.mats_off - h.wp_off - wpb.len, f) == h.mats_off - h.wp_off - wpb.len;
-    for (int l = 0; ok && l < b->L; l++) {
-        const layer *y = &b->layers[l];
-        const float *ws[6] = {y->q, y->k, y->v, y->o, y->i, y->o2};
-        int ns[6] = {b->H, b->H, b->H, b->H, b->I, b->H}, ks[6] = {b->H, b->H, b->H, b->H, b->H, b->I};
-        for (int j = 0; ok && j < 6; j++) {
-            size_t nf = gemm_packed_floats(ns[j], ks[j]);
-            gemm_pack(ws[j], ns[j], ks[j], panel);
-            ok = fwrite(panel, sizeof *panel, nf, f) == nf;
-        }
-    }
-    /* The int8 panels (in PANEL's room) and their scales. */
-    uint64_t at = h.mats_off + h.mats_floats * 4;
-    ok = ok && fwrite(zero, 1, h.q8_off - at, f) == h.q8_off - at;
+    /* Every layer's six matrices, in order: as float panels, then (at
+     * q8 == 1) as int8 panels (in PANEL's room) and their scales. */
     size_t nqs = 0;
-    for (int l = 0; ok && l < b->L; l++) {
-        const layer *y = &b->layers[l];
-        const float *ws[6] = {y->q, y->k, y->v, y->o, y->i, y->o2};
-        int ns[6] = {b->H, b->H, b->H, b->H, b->I, b->H}, ks[6] = {b->H, b->H, b->H, b->H, b->H, b->I};
-        for (int j = 0; ok && j < 6; j++) {
-            size_t nb = gemm_packed_floats(ns[j], ks[j]);
-            gemm_quantize_to(ws[j], ns[j], ks[j], (int8_t *)panel, qs + nqs);
-            nqs += gemm_scales(ns[j]);
-            ok = fwrite(panel, 1, nb, f) == nb;
+    uint64_t at = h.mats_off + h.mats_floats * 4;
+    for (int q8 = 0; q8 < 2; q8++) {
+        if (q8)
+            ok = ok && fwrite(zero, 1, h.q8_off - at, f) == h.q8_off - at;
+        for (int l = 0; ok && l < b->L; l++) {
+            const layer *y = &b->layers[l];
+            const float *ws[6] = {y->q, y->k, y->v, y->o, y->i, y->o2};
+            int ns[6] = {b->H, b->H, b->H, b->H, b->I, b->H};
+            int ks[6] = {b->H, b->H, b->H, b->H, b->H, b->I};
+            for (int j = 0; ok && j < 6; j++) {
+                size_t nf = gemm_packed_floats(ns[j], ks[j]);
+                if (q8) {
+                    gemm_quantize_to(ws[j], ns[j], ks[j], (int8_t *)panel, qs + nqs);
+                    nqs += gemm_scales(ns[j]);
+                    ok = fwrite(panel, 1, nf, f) == nf;
+                } else {
+                    gemm_pack(ws[j], ns[j], ks[j], panel);
+                    ok = fwrite(panel, sizeof *panel, nf, f) == nf;
+                }
+            }
         }
     }
     at = h.q8_off + h.q8_bytes;

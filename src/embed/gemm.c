@@ -246,36 +246,31 @@ static int rows_per_block(int K)
     return r < 6 ? 6 : r;
 }
 
-#define STEP(V, LOAD, SET, FMA)                                                                \
-    for (int k = 0; k < K; k++) {                                                              \
-        V w0 = LOAD(p0 + (size_t)k * W2), w1 = LOAD(p1 + (size_t)k * W2 + O1), a;             \
-        a = SET(xr[0][k]);                                                                     \
-        c[0][0] = FMA(a, w0, c[0][0]);                                                         \
-        c[0][1] = FMA(a, w1, c[0][1]);                                                         \
-        a = SET(xr[1][k]);                                                                     \
-        c[1][0] = FMA(a, w0, c[1][0]);                                                         \
-        c[1][1] = FMA(a, w1, c[1][1]);                                                         \
-        a = SET(xr[2][k]);                                                                     \
-        c[2][0] = FMA(a, w0, c[2][0]);                                                         \
-        c[2][1] = FMA(a, w1, c[2][1]);                                                         \
-        a = SET(xr[3][k]);                                                                     \
-        c[3][0] = FMA(a, w0, c[3][0]);                                                         \
-        c[3][1] = FMA(a, w1, c[3][1]);                                                         \
-        a = SET(xr[4][k]);                                                                     \
-        c[4][0] = FMA(a, w0, c[4][0]);                                                         \
-        c[4][1] = FMA(a, w1, c[4][1]);                                                         \
-        a = SET(xr[5][k]);                                                                     \
-        c[5][0] = FMA(a, w0, c[5][0]);                                                         \
-        c[5][1] = FMA(a, w1, c[5][1]);                                                         \
+/* One row of a tile: X's element broadcast against the two vectors of
+ * the panel's columns (V, SET and FMA name the vector type and its
+ * operations). */
+#define ROW(i)                                                                                 \
+    {                                                                                          \
+        V a_ = SET(xr[i][k]);                                                                  \
+        c[i][0] = FMA(a_, w0, c[i][0]);                                                        \
+        c[i][1] = FMA(a_, w1, c[i][1]);                                                        \
     }
+#define ROWS6 ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
+#define ROWS8 ROWS6 ROW(6) ROW(7)
 
+/* AVX-512: two panels of 16 columns a step (the second absent past N), on
+ * tiles of R rows, 6 or 8 (16 accumulators of the 32 registers: fewer
+ * loads a multiply-add, and no rows computed in vain for a query's 8 or
+ * 16 tokens). */
 __attribute__((target("avx512f"))) static void avx512_packed(const float *x, const float *wp,
                                                              const float *bias, float *y, int M,
-                                                             int N, int K, int ldy)
+                                                             int N, int K, int ldy, int R)
 {
-    /* Two panels of 16 columns a step (the second absent past N). */
-    enum { W2 = PANEL, O1 = 0 };
+#define V __m512
+#define SET _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
     int np = (N + 31) / 32, rb = rows_per_block(K);
+    rb = rb < R ? R : rb - rb % R;
     for (int m0 = 0; m0 < M; m0 += rb) {
         int m1 = m0 + rb < M ? m0 + rb : M;
         for (int b = 0; b < np; b++) {
@@ -287,80 +282,8 @@ __attribute__((target("avx512f"))) static void avx512_packed(const float *x, con
             __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
             __m512 b1 = bias && k1 ? _mm512_maskz_loadu_ps(k1, bias + n0 + 16)
                                    : _mm512_setzero_ps();
-            for (int m = m0; m < m1; m += 6) {
-                int mr = m1 - m < 6 ? m1 - m : 6;
-                const float *xr[6];
-                __m512 c[6][2];
-                for (int i = 0; i < 6; i++) {
-                    xr[i] = x + (size_t)(m + (i < mr ? i : 0)) * K;
-                    c[i][0] = b0;
-                    c[i][1] = b1;
-                }
-                STEP(__m512, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps)
-                for (int i = 0; i < mr; i++) {
-                    float *yr = y + (size_t)(m + i) * ldy + n0;
-                    _mm512_mask_storeu_ps(yr, k0, c[i][0]);
-                    if (k1)
-                        _mm512_mask_storeu_ps(yr + 16, k1, c[i][1]);
-                }
-            }
-        }
-    }
-}
-
-
-#define STEP8(V, LOAD, SET, FMA)                                                               \
-    for (int k = 0; k < K; k++) {                                                              \
-        V w0 = LOAD(p0 + (size_t)k * W2), w1 = LOAD(p1 + (size_t)k * W2 + O1), a;             \
-        a = SET(xr[0][k]);                                                                     \
-        c[0][0] = FMA(a, w0, c[0][0]);                                                         \
-        c[0][1] = FMA(a, w1, c[0][1]);                                                         \
-        a = SET(xr[1][k]);                                                                     \
-        c[1][0] = FMA(a, w0, c[1][0]);                                                         \
-        c[1][1] = FMA(a, w1, c[1][1]);                                                         \
-        a = SET(xr[2][k]);                                                                     \
-        c[2][0] = FMA(a, w0, c[2][0]);                                                         \
-        c[2][1] = FMA(a, w1, c[2][1]);                                                         \
-        a = SET(xr[3][k]);                                                                     \
-        c[3][0] = FMA(a, w0, c[3][0]);                                                         \
-        c[3][1] = FMA(a, w1, c[3][1]);                                                         \
-        a = SET(xr[4][k]);                                                                     \
-        c[4][0] = FMA(a, w0, c[4][0]);                                                         \
-        c[4][1] = FMA(a, w1, c[4][1]);                                                         \
-        a = SET(xr[5][k]);                                                                     \
-        c[5][0] = FMA(a, w0, c[5][0]);                                                         \
-        c[5][1] = FMA(a, w1, c[5][1]);                                                         \
-        a = SET(xr[6][k]);                                                                     \
-        c[6][0] = FMA(a, w0, c[6][0]);                                                         \
-        c[6][1] = FMA(a, w1, c[6][1]);                                                         \
-        a = SET(xr[7][k]);                                                                     \
-        c[7][0] = FMA(a, w0, c[7][0]);                                                         \
-        c[7][1] = FMA(a, w1, c[7][1]);                                                         \
-    }
-
-/* The AVX-512 kernel on tiles of 8 rows (16 accumulators of the 32
- * registers): fewer loads a multiply-add than 6, and no rows computed in
- * vain for 8 or 16 (a query's tokens). */
-__attribute__((target("avx512f"))) static void avx512_packed8(const float *x, const float *wp,
-                                                              const float *bias, float *y, int M,
-                                                              int N, int K, int ldy)
-{
-    enum { W2 = PANEL, O1 = 0 };
-    int np = (N + 31) / 32, rb = rows_per_block(K);
-    rb = rb < 8 ? 8 : rb - rb % 8;
-    for (int m0 = 0; m0 < M; m0 += rb) {
-        int m1 = m0 + rb < M ? m0 + rb : M;
-        for (int b = 0; b < np; b++) {
-            const float *p0 = wp + (size_t)b * 2 * PANEL * K;
-            int n0 = b * 32, nv = N - n0 < 32 ? N - n0 : 32;
-            const float *p1 = nv > 16 ? p0 + (size_t)PANEL * K : p0;
-            __mmask16 k0 = (__mmask16)(nv >= 16 ? 0xffff : (1u << nv) - 1);
-            __mmask16 k1 = (__mmask16)(nv >= 32 ? 0xffff : nv > 16 ? (1u << (nv - 16)) - 1 : 0);
-            __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
-            __m512 b1 = bias && k1 ? _mm512_maskz_loadu_ps(k1, bias + n0 + 16)
-                                   : _mm512_setzero_ps();
-            for (int m = m0; m < m1; m += 8) {
-                int mr = m1 - m < 8 ? m1 - m : 8;
+            for (int m = m0; m < m1; m += R) {
+                int mr = m1 - m < R ? m1 - m : R;
                 const float *xr[8];
                 __m512 c[8][2];
                 for (int i = 0; i < 8; i++) {
@@ -368,7 +291,18 @@ __attribute__((target("avx512f"))) static void avx512_packed8(const float *x, co
                     c[i][0] = b0;
                     c[i][1] = b1;
                 }
-                STEP8(__m512, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps)
+                if (R == 8)
+                    for (int k = 0; k < K; k++) {
+                        V w0 = _mm512_loadu_ps(p0 + (size_t)k * PANEL),
+                          w1 = _mm512_loadu_ps(p1 + (size_t)k * PANEL);
+                        ROWS8
+                    }
+                else
+                    for (int k = 0; k < K; k++) {
+                        V w0 = _mm512_loadu_ps(p0 + (size_t)k * PANEL),
+                          w1 = _mm512_loadu_ps(p1 + (size_t)k * PANEL);
+                        ROWS6
+                    }
                 for (int i = 0; i < mr; i++) {
                     float *yr = y + (size_t)(m + i) * ldy + n0;
                     _mm512_mask_storeu_ps(yr, k0, c[i][0]);
@@ -378,8 +312,10 @@ __attribute__((target("avx512f"))) static void avx512_packed8(const float *x, co
             }
         }
     }
+#undef V
+#undef SET
+#undef FMA
 }
-#undef STEP8
 
 /* Rows of X computed on tiles of R rows. */
 static int tiled(int M, int r) { return (M + r - 1) / r * r; }
@@ -391,10 +327,7 @@ __attribute__((target("avx512f"))) static void avx512_packed_any(const float *x,
                                                                  const float *bias, float *y,
                                                                  int M, int N, int K, int ldy)
 {
-    if (tiled(M, 8) <= tiled(M, 6))
-        avx512_packed8(x, wp, bias, y, M, N, K, ldy);
-    else
-        avx512_packed(x, wp, bias, y, M, N, K, ldy);
+    avx512_packed(x, wp, bias, y, M, N, K, ldy, tiled(M, 8) <= tiled(M, 6) ? 8 : 6);
 }
 
 __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, const float *wp,
@@ -402,12 +335,14 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
                                                            int N, int K, int ldy)
 {
     /* One panel of 16 columns a step, as two vectors of 8. */
-    enum { W2 = PANEL, O1 = 8 };
+#define V __m256
+#define SET _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
     int np = (N + PANEL - 1) / PANEL, rb = rows_per_block(K);
     for (int m0 = 0; m0 < M; m0 += rb) {
         int m1 = m0 + rb < M ? m0 + rb : M;
         for (int b = 0; b < np; b++) {
-            const float *p0 = wp + (size_t)b * PANEL * K, *p1 = p0;
+            const float *p0 = wp + (size_t)b * PANEL * K;
             int n0 = b * PANEL, nv = N - n0 < PANEL ? N - n0 : PANEL;
             float bb[16] = {0};
             for (int j = 0; bias && j < nv; j++)
@@ -422,7 +357,11 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
                     c[i][0] = b0;
                     c[i][1] = b1;
                 }
-                STEP(__m256, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps)
+                for (int k = 0; k < K; k++) {
+                    V w0 = _mm256_loadu_ps(p0 + (size_t)k * PANEL),
+                      w1 = _mm256_loadu_ps(p0 + (size_t)k * PANEL + 8);
+                    ROWS6
+                }
                 for (int i = 0; i < mr; i++) {
                     float t[16];
                     _mm256_storeu_ps(t, c[i][0]);
@@ -432,6 +371,9 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
             }
         }
     }
+#undef V
+#undef SET
+#undef FMA
 }
 
 /* ----------------------------------------------------------------------
@@ -440,13 +382,6 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
  * column is scaled once at the end. A query's product reads a fourth of
  * the memory; a document's, whose weights stay in cache, gains little.
  * -------------------------------------------------------------------- */
-
-#define Q8_ROW(i)                                                                              \
-    {                                                                                          \
-        V a = SET(xr[i][k]);                                                                   \
-        c[i][0] = FMA(a, w0, c[i][0]);                                                         \
-        c[i][1] = FMA(a, w1, c[i][1]);                                                         \
-    }
 
 __attribute__((target("avx512f"))) static void avx512_q8(const float *x, const int8_t *wq,
                                                          const float *qs, const float *bias,
@@ -482,7 +417,7 @@ __attribute__((target("avx512f"))) static void avx512_q8(const float *x, const i
                         _mm_loadu_si128((const __m128i *)(const void *)(p0 + (size_t)k * 16))));
                     __m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                         _mm_loadu_si128((const __m128i *)(const void *)(p1 + (size_t)k * 16))));
-                    Q8_ROW(0) Q8_ROW(1) Q8_ROW(2) Q8_ROW(3) Q8_ROW(4) Q8_ROW(5) Q8_ROW(6) Q8_ROW(7)
+                    ROWS8
                 }
                 for (int i = 0; i < mr; i++) {
                     float *yr = y + (size_t)(m + i) * ldy + n0;
@@ -530,7 +465,7 @@ __attribute__((target("avx2,fma"))) static void avx2_q8(const float *x, const in
                     __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(p0 + (size_t)k * 16));
                     __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw));
                     __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(raw, 8)));
-                    Q8_ROW(0) Q8_ROW(1) Q8_ROW(2) Q8_ROW(3) Q8_ROW(4) Q8_ROW(5)
+                    ROWS6
                 }
                 for (int i = 0; i < mr; i++) {
                     float t[16];
@@ -545,8 +480,9 @@ __attribute__((target("avx2,fma"))) static void avx2_q8(const float *x, const in
 #undef SET
 #undef FMA
 }
-#undef Q8_ROW
-#undef STEP
+#undef ROW
+#undef ROWS6
+#undef ROWS8
 #endif
 
 static int best(void)
