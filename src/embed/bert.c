@@ -881,16 +881,7 @@ static void attention_task(void *ud, int t)
 
 static void layernorm_row(float *y, const float *g, const float *beta, int H, float eps)
 {
-    double mean = 0, var = 0;
-    for (int i = 0; i < H; i++)
-        mean += y[i];
-    mean /= H;
-    for (int i = 0; i < H; i++)
-        var += (y[i] - mean) * (y[i] - mean);
-    var /= H;
-    float inv = (float)(1.0 / sqrt(var + eps)), mu = (float)mean;
-    for (int i = 0; i < H; i++)
-        y[i] = (y[i] - mu) * inv * g[i] + beta[i];
+    gemm_layernorm(y, g, beta, H, eps);
 }
 
 /* Rows of one task: y = LN(y + x). */

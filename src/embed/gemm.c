@@ -903,11 +903,100 @@ void gemm_gelu(float *x, int n)
     }
 }
 
+#if GEMM_X86
+/* X[0..N) *= K; returns the largest (the scale pass of softmax). */
+__attribute__((target("avx512f"))) static float scalemax_avx512(float *x, int n, float k)
+{
+    __m512 vk = _mm512_set1_ps(k), mx = _mm512_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vk);
+        _mm512_storeu_ps(x + i, v);
+        mx = _mm512_max_ps(mx, v);
+    }
+    float r = _mm512_reduce_max_ps(mx);
+    for (; i < n; i++) {
+        x[i] *= k;
+        r = x[i] > r ? x[i] : r;
+    }
+    return r;
+}
+
+__attribute__((target("avx512f"))) static void scale_avx512(float *x, int n, float k)
+{
+    __m512 vk = _mm512_set1_ps(k);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vk));
+    for (; i < n; i++)
+        x[i] *= k;
+}
+#endif
+
+#if GEMM_X86
+__attribute__((target("avx512f"))) static void layernorm_avx512(float *y, const float *g,
+                                                                const float *beta, int n,
+                                                                float eps)
+{
+    __m512 s = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        s = _mm512_add_ps(s, _mm512_loadu_ps(y + i));
+    double sum = _mm512_reduce_add_ps(s);
+    for (int j = i; j < n; j++)
+        sum += y[j];
+    float mu = (float)(sum / n);
+    __m512 vm = _mm512_set1_ps(mu), q = _mm512_setzero_ps();
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512 d = _mm512_sub_ps(_mm512_loadu_ps(y + i), vm);
+        q = _mm512_fmadd_ps(d, d, q);
+    }
+    double var = _mm512_reduce_add_ps(q);
+    for (int j = i; j < n; j++)
+        var += (double)(y[j] - mu) * (y[j] - mu);
+    float inv = (float)(1.0 / sqrt(var / n + eps));
+    __m512 vi = _mm512_set1_ps(inv);
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(y + i), vm), vi);
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(d, _mm512_loadu_ps(g + i), _mm512_loadu_ps(beta + i)));
+    }
+    for (; i < n; i++)
+        y[i] = (y[i] - mu) * inv * g[i] + beta[i];
+}
+#endif
+
+void gemm_layernorm(float *y, const float *g, const float *beta, int n, float eps)
+{
+#if GEMM_X86
+    if (gemm_kernel() == GEMM_AVX512) {
+        layernorm_avx512(y, g, beta, n, eps);
+        return;
+    }
+#endif
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++)
+        mean += y[i];
+    mean /= n;
+    for (int i = 0; i < n; i++)
+        var += (y[i] - mean) * (y[i] - mean);
+    var /= n;
+    float inv = (float)(1.0 / sqrt(var + eps)), mu = (float)mean;
+    for (int i = 0; i < n; i++)
+        y[i] = (y[i] - mu) * inv * g[i] + beta[i];
+}
+
 void gemm_softmax(float *x, int n, float scale)
 {
     if (n <= 0)
         return;
     float mx = -INFINITY;
+#if GEMM_X86
+    if (gemm_kernel() == GEMM_AVX512) {
+        mx = scalemax_avx512(x, n, scale);
+        scale_avx512(x, n, 1.0f / expsum_avx512(x, n, mx));
+        return;
+    }
+#endif
     for (int i = 0; i < n; i++) {
         x[i] *= scale;
         mx = x[i] > mx ? x[i] : mx;
@@ -915,9 +1004,6 @@ void gemm_softmax(float *x, int n, float scale)
     float sum;
     switch (gemm_kernel()) {
 #if GEMM_X86
-    case GEMM_AVX512:
-        sum = expsum_avx512(x, n, mx);
-        break;
     case GEMM_AVX2:
         sum = expsum_avx2(x, n, mx);
         break;

@@ -82,6 +82,10 @@ void gemm_gelu(float *x, int n);
  * X[0..N) in place. */
 void gemm_gelu_tanh(float *x, int n);
 
+/* Layer normalisation of Y[0..N) in place: (y - mean) / sqrt(var + EPS)
+ * * G + BETA. */
+void gemm_layernorm(float *y, const float *g, const float *beta, int n, float eps);
+
 /* Softmax of SCALE * X[0..N) in place. */
 void gemm_softmax(float *x, int n, float scale);
 
