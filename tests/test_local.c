@@ -673,11 +673,11 @@ static void packed_case(int M)
     free(y1);
 }
 
-/* Int8 weights: every kernel gives the scalar reference's int8 product,
- * and that product is within half a step a weight of the float one. */
+/* Int8 products: every kernel gives the scalar reference's, and that is
+ * within half a step a weight and an input of the float product. */
 TEST(local_int8_kernels_agree_with_scalar)
 {
-    int Ms[] = {53, 16, 13}, N = 45, K = 37;
+    int Ms[] = {53, 16, 13, 300}, N = 45, K = 37; /* 300: two blocks of rows */
     float *w = malloc((size_t)N * K * sizeof *w), bias[45];
     unsigned s = 4242;
     for (int i = 0; i < N * K; i++)
@@ -687,7 +687,7 @@ TEST(local_int8_kernels_agree_with_scalar)
         w[(size_t)7 * K + i] = 0; /* a row of zeros: scale 0 */
     for (int i = 0; i < N; i++)
         bias[i] = (float)i * 0.01f;
-    for (int mi = 0; mi < 3; mi++) {
+    for (int mi = 0; mi < 4; mi++) {
         int M = Ms[mi];
         float *x = malloc((size_t)M * K * sizeof *x);
         float *yf = malloc((size_t)M * N * sizeof *yf), *y0 = malloc((size_t)M * N * sizeof *y0),
@@ -702,14 +702,19 @@ TEST(local_int8_kernels_agree_with_scalar)
         ASSERT(g.q != NULL && g.packed == NULL);
         gemm_run(&g, x, bias, y0, M, N, 0, N);
         for (int i = 0; i < M * N; i++) {
-            /* |error| <= sum_k |x| * step / 2, step = max|row| / 127 */
+            /* |error| <= sum_k dx |w| + (|x| + dx) dw, with the half
+             * steps dw = max|w row| / 254 and dx = max|x row| / 254 */
             int n = i % N, m = i / N;
-            double mx = 0, ax = 0;
+            double mw = 0, mx = 0, aw = 0, ax = 0;
             for (int k = 0; k < K; k++) {
-                mx = fabs(w[(size_t)n * K + k]) > mx ? fabs(w[(size_t)n * K + k]) : mx;
-                ax += fabs(x[(size_t)m * K + k]);
+                double a = fabs(w[(size_t)n * K + k]), b = fabs(x[(size_t)m * K + k]);
+                mw = a > mw ? a : mw;
+                mx = b > mx ? b : mx;
+                aw += a;
+                ax += b;
             }
-            if (fabs(y0[i] - yf[i]) > ax * mx / 254 + 1e-6)
+            double dw = mw / 254, dx = mx / 254;
+            if (fabs(y0[i] - yf[i]) > dx * aw + (ax + K * dx) * dw + 1e-5)
                 test_fail(__FILE__, __LINE__, "int8 y[%d] %g, float %g", i, (double)y0[i],
                           (double)yf[i]);
             if (n == 7)
@@ -785,24 +790,35 @@ TEST(local_prepared_file_is_used_and_checked)
     ASSERT(worst < 1 - 1e-9); /* int8 indeed */
     bert_close(qa);
     bert_close(b);
-    /* A prepared file of version 1 (no int8 panels) still serves the float
-     * panels; int8 weights are then made at open. */
-    size_t n1 = 0;
-    char *c1 = test_read(test_path("imp/mnemo-encoder.bin"), &n1);
-    ASSERT(c1 && n1 > 160);
-    uint32_t v1 = 1;
-    memcpy(c1 + 8, &v1, sizeof v1);
-    memset(c1 + 96, 0, 32);
-    unlink(test_path("imp/mnemo-encoder.bin"));
-    test_write_n("imp/mnemo-encoder.bin", c1, n1);
-    free(c1);
+    /* A prepared file of version 2 (int8 panels of another layout) or 1
+     * (none) still serves the float panels; int8 is then made at open. */
+    for (uint32_t v = 2; v >= 1; v--) {
+        size_t n1 = 0;
+        char *c1 = test_read(test_path("imp/mnemo-encoder.bin"), &n1);
+        ASSERT(c1 && n1 > 160);
+        memcpy(c1 + 8, &v, sizeof v);
+        if (v == 1)
+            memset(c1 + 96, 0, 32);
+        unlink(test_path("imp/mnemo-encoder.bin"));
+        test_write_n("imp/mnemo-encoder.bin", c1, n1);
+        free(c1);
+        ASSERT_OK(bert_open(test_path("imp"), 1, &b, &err));
+        ASSERT_EQ(bert_prepared(b), 1);
+        ASSERT_OK(bert_quantize(b));
+        ASSERT_OK(bert_embed(b, texts, lens, NTEXTS, qvb));
+        for (size_t i = 0; i < NTEXTS * 32; i++)
+            ASSERT(fabsf(qva[i] - qvb[i]) < 1e-6f);
+        bert_close(b);
+    }
+    /* Imported onto itself, the folder gets its prepared file made again;
+     * onto another model's folder, a clear refusal. */
+    ASSERT_OK(bert_install(test_path("imp"), test_path("imp"), &dims, &err));
     ASSERT_OK(bert_open(test_path("imp"), 1, &b, &err));
-    ASSERT_EQ(bert_prepared(b), 1);
-    ASSERT_OK(bert_quantize(b));
-    ASSERT_OK(bert_embed(b, texts, lens, NTEXTS, qvb));
-    for (size_t i = 0; i < NTEXTS * 32; i++)
-        ASSERT(fabsf(qva[i] - qvb[i]) < 1e-6f);
+    ASSERT_EQ(bert_prepared(b), 2);
     bert_close(b);
+    err.len = 0;
+    ASSERT_EQ(bert_install(test_path("m"), test_path("imp"), &dims, &err), MNEMO_INVALID);
+    ASSERT(strstr(err.data, "exists already") != NULL);
     /* Weights changed after import: the prepared file no longer counts. */
     size_t n = 0;
     char *st = test_read(test_path("imp/model.safetensors"), &n);
@@ -1164,7 +1180,7 @@ TEST(local_real_minilm_matches_reference)
     ASSERT_OK(bert_open(dir, 0, &q, &err));
     ASSERT_OK(bert_quantize(q));
     compare(q, ref, t, n, 0, &mc);
-    if (mc < 0.995 || mc > 0.99999)
+    if (mc < 0.985 || mc > 0.99999)
         test_fail(__FILE__, __LINE__, "int8: lowest cosine to the reference %.6f", mc);
     bert_close(q);
     free_ref(ref, n);

@@ -61,8 +61,8 @@ struct bert {
  * The prepared file (CACHE_NAME in an imported model folder), written by
  * bert_install and mapped at open so that nothing is parsed or packed
  * then: the tokenizer as a blob (wordpiece.h) and every layer's six
- * matrices as panels (gemm_pack), then (version 2) the same as int8 panels
- * and their scales (gemm_quantize_to), each section 64-aligned. It names the
+ * matrices as panels (gemm_pack), then (version 3) the same as int8 panels
+ * and their scales and sums (gemm_quantize_to), each section 64-aligned. It names the
  * size and modification time of the weights and tokenizer files it was
  * made from; a file that does not match them, or does not hold together,
  * is ignored (the folder is then read as it is).
@@ -70,14 +70,15 @@ struct bert {
 
 #define CACHE_NAME "mnemo-encoder.bin"
 #define CACHE_MAGIC "MNEMOENC"
-#define CACHE_VERSION 2 /* 1: no int8 panels (read too) */
+#define CACHE_VERSION 3 /* 1 and 2 read too: float panels only (2's int8
+                          * panels had another layout) */
 
 typedef struct cache_hdr {
     char magic[8];
     uint32_t version, panel, L, H, I, tokenizer; /* 0 WordPiece, 1 Unigram */
     uint64_t w_size, w_mtime, t_size, t_mtime;
     uint64_t wp_off, wp_bytes, mats_off, mats_floats;
-    /* version 2; a version 1 file has zeros here (its padding) */
+    /* version 2 on; a version 1 file has zeros here (its padding) */
     uint64_t q8_off, q8_bytes, qs_off, qs_floats;
 } cache_hdr;
 
@@ -112,9 +113,15 @@ static size_t mats_floats(const bert *b)
                            gemm_packed_floats(b->H, b->I));
 }
 
+static size_t q8_bytes(const bert *b)
+{
+    return (size_t)b->L * (4 * gemm_q8_bytes(b->H, b->H) + gemm_q8_bytes(b->I, b->H) +
+                           gemm_q8_bytes(b->H, b->I));
+}
+
 static size_t scales_floats(const bert *b)
 {
-    return (size_t)b->L * (5 * gemm_scales(b->H) + gemm_scales(b->I));
+    return (size_t)b->L * (5 * gemm_q8_meta(b->H) + gemm_q8_meta(b->I));
 }
 
 /* Maps DIR's prepared file when it matches the folder (B's sizes read). */
@@ -136,7 +143,7 @@ static void cache_map(bert *b, const char *dir)
     memcpy(&h, m, sizeof h);
     uint64_t ss, sm, ts, tm, size = (uint64_t)sb.st_size;
     sources(dir, &ss, &sm, &ts, &tm);
-    int ok = !memcmp(h.magic, CACHE_MAGIC, 8) && (h.version == 1 || h.version == 2) &&
+    int ok = !memcmp(h.magic, CACHE_MAGIC, 8) && h.version >= 1 && h.version <= 3 &&
              h.panel == 16 &&
              h.L == (uint32_t)b->L && h.H == (uint32_t)b->H && h.I == (uint32_t)b->I &&
              h.w_size == ss && h.w_mtime == sm && h.t_size == ts && h.t_mtime == tm &&
@@ -150,7 +157,7 @@ static void cache_map(bert *b, const char *dir)
         b->cmap = m;
         b->csize = (size_t)size;
         b->mats = (const float *)(const void *)((const char *)m + h.mats_off);
-        if (h.version >= 2 && h.q8_bytes == mats_floats(b) && h.qs_floats == scales_floats(b) &&
+        if (h.version >= 3 && h.q8_bytes == q8_bytes(b) && h.qs_floats == scales_floats(b) &&
             h.q8_off % 64 == 0 && h.qs_off % 64 == 0 && h.q8_off <= size &&
             h.q8_bytes <= size - h.q8_off && h.qs_off <= size &&
             h.qs_floats <= (size - h.qs_off) / 4) {
@@ -185,7 +192,7 @@ static int cache_write(const bert *b, const char *dir, buf *err)
     h.mats_off = up64(h.wp_off + wpb.len);
     h.mats_floats = mats_floats(b);
     h.q8_off = up64(h.mats_off + h.mats_floats * 4);
-    h.q8_bytes = h.mats_floats;
+    h.q8_bytes = q8_bytes(b);
     h.qs_off = up64(h.q8_off + h.q8_bytes);
     h.qs_floats = scales_floats(b);
     char p[8192], tmp[8300];
@@ -200,7 +207,7 @@ static int cache_write(const bert *b, const char *dir, buf *err)
              fwrite(wpb.data, 1, wpb.len, f) == wpb.len &&
              fwrite(zero, 1, h.mats_off - h.wp_off - wpb.len, f) == h.mats_off - h.wp_off - wpb.len;
     /* Every layer's six matrices, in order: as float panels, then (at
-     * q8 == 1) as int8 panels (in PANEL's room) and their scales. */
+     * q8 == 1) as int8 panels (in PANEL's room), then their scales and sums. */
     size_t nqs = 0;
     uint64_t at = h.mats_off + h.mats_floats * 4;
     for (int q8 = 0; q8 < 2; q8++) {
@@ -214,9 +221,10 @@ static int cache_write(const bert *b, const char *dir, buf *err)
             for (int j = 0; ok && j < 6; j++) {
                 size_t nf = gemm_packed_floats(ns[j], ks[j]);
                 if (q8) {
+                    size_t nb = gemm_q8_bytes(ns[j], ks[j]);
                     gemm_quantize_to(ws[j], ns[j], ks[j], (int8_t *)panel, qs + nqs);
-                    nqs += gemm_scales(ns[j]);
-                    ok = fwrite(panel, 1, nf, f) == nf;
+                    nqs += gemm_q8_meta(ns[j]);
+                    ok = fwrite(panel, 1, nb, f) == nb;
                 } else {
                     gemm_pack(ws[j], ns[j], ks[j], panel);
                     ok = fwrite(panel, sizeof *panel, nf, f) == nf;
@@ -698,8 +706,23 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
     bert_close(b);
     struct stat sb;
     if (stat(dst, &sb) == 0) {
-        buf_printf(err, "%s exists already (remove it, or import under another --name)", dst);
-        return MNEMO_INVALID;
+        /* The imported folder itself: its prepared file made again (after
+         * an upgrade changed the format, say), replaced in one rename. */
+        char *a = realpath(src, NULL), *d = realpath(dst, NULL);
+        int same = a && d && !strcmp(a, d);
+        free(a);
+        free(d);
+        if (!same) {
+            buf_printf(err, "%s exists already (remove it, import under another --name, or "
+                       "import it onto itself to prepare it again)", dst);
+            return MNEMO_INVALID;
+        }
+        if (!prepare)
+            return MNEMO_OK;
+        if (!(rc = bert_open(dst, 1, &b, err)))
+            rc = cache_write(b, dst, err);
+        bert_close(b);
+        return rc;
     }
     char tmp[4096], from[8192], to[8192];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", dst, (long)getpid());
@@ -787,8 +810,8 @@ int bert_quantize(bert *b)
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
             if (q) { /* the prepared file's, in the same order */
                 gemm_prepare_q8(ws[i], q, qs);
-                q += gemm_packed_floats(ws[i]->N, ws[i]->K);
-                qs += gemm_scales(ws[i]->N);
+                q += gemm_q8_bytes(ws[i]->N, ws[i]->K);
+                qs += gemm_q8_meta(ws[i]->N);
             } else if (gemm_quantize(ws[i])) {
                 return MNEMO_NOMEM;
             }

@@ -145,7 +145,7 @@ static int local_open(embedder *e, const embed_cfg *c, buf *err)
         return rc;
     }
     snprintf(e->version, sizeof e->version, "%s%s", bert_fingerprint(e->enc),
-             c->int8 ? "+int8" : "");
+             c->int8 ? "+int8d" : "");
     e->dims = bert_dims(e->enc);
     e->dims_fixed = 1;
     /* Prompts: the configured ones, else the model's own, else its

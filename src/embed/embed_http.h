@@ -32,7 +32,7 @@ struct embedder {
     model *table;      /* static */
     tok *tok;          /* static: language none */
     bert *enc;         /* local */
-    char version[40];  /* local: the weights' fingerprint, "+int8" when quantized */
+    char version[40];  /* local: the weights' fingerprint, "+int8d" when quantized */
     http_state *http;  /* remote */
 };
 

@@ -376,109 +376,181 @@ __attribute__((target("avx2,fma"))) static void avx2_packed(const float *x, cons
 #undef FMA
 }
 
+#endif
+
 /* ----------------------------------------------------------------------
- * Int8 weights (gemm_quantize): the panels' layout with one byte an
- * element, widened to float as the kernels load them; the sum of a
- * column is scaled once at the end. A query's product reads a fourth of
- * the memory; a document's, whose weights stay in cache, gains little.
+ * Int8 (gemm_quantize): integer dot products, as dynamic quantization
+ * does. W's rows are int8, each scaled by max|row| / 127; each row of X is
+ * quantized as it enters a product, to bytes around 128 scaled by its own
+ * max|x| / 127. A column is then
+ *     y = sx * sw * (sum_k xq wq - 128 sum_k wq) + b,
+ * the sums exact in integers, so every kernel gives the reference's. The
+ * panels hold 16 columns in groups of 4 k: element (k, j) of panel b at
+ * Q[b * 16 * K4 + k / 4 * 64 + j * 4 + k % 4] (K4: K rounded up to 4),
+ * what AVX-512 VNNI's dot product takes (4 bytes of a row against 4 of a
+ * column, summed into one 32-bit lane: 64 multiply-adds an instruction
+ * against 16 in float).
  * -------------------------------------------------------------------- */
 
-__attribute__((target("avx512f"))) static void avx512_q8(const float *x, const int8_t *wq,
-                                                         const float *qs, const float *bias,
-                                                         float *y, int M, int N, int K, int ldy)
+#define Q8_MAX_K 8192  /* longer rows stay float */
+#define Q8_BLOCK 65536 /* bytes of quantized rows of X a block */
+#define Q8_ROWS 256    /* and at most these rows */
+
+static int k4(int K) { return (K + 3) & ~3; }
+
+/* The column's value from its integer sum S (Z = 128 sum_k wq). */
+static float q8_post(int32_t s, int32_t z, float sx, float sw, const float *bias)
 {
-#define V __m512
-#define SET _mm512_set1_ps
-#define FMA _mm512_fmadd_ps
-    int np = (N + 31) / 32, rb = rows_per_block(K);
-    rb = rb < 8 ? 8 : rb - rb % 8;
-    for (int m0 = 0; m0 < M; m0 += rb) {
-        int m1 = m0 + rb < M ? m0 + rb : M;
-        for (int b = 0; b < np; b++) {
-            const int8_t *p0 = wq + (size_t)b * 2 * PANEL * K;
-            int n0 = b * 32, nv = N - n0 < 32 ? N - n0 : 32;
-            const int8_t *p1 = nv > 16 ? p0 + (size_t)PANEL * K : p0;
-            __mmask16 k0 = (__mmask16)(nv >= 16 ? 0xffff : (1u << nv) - 1);
-            __mmask16 k1 = (__mmask16)(nv >= 32 ? 0xffff : nv > 16 ? (1u << (nv - 16)) - 1 : 0);
-            __m512 s0 = _mm512_maskz_loadu_ps(k0, qs + n0), s1 = _mm512_maskz_loadu_ps(k1, qs + n0 + 16);
-            __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
-            __m512 b1 = bias && k1 ? _mm512_maskz_loadu_ps(k1, bias + n0 + 16)
-                                   : _mm512_setzero_ps();
-            for (int m = m0; m < m1; m += 8) {
-                int mr = m1 - m < 8 ? m1 - m : 8;
-                const float *xr[8];
-                __m512 c[8][2];
-                for (int i = 0; i < 8; i++) {
-                    xr[i] = x + (size_t)(m + (i < mr ? i : 0)) * K;
-                    c[i][0] = c[i][1] = _mm512_setzero_ps();
-                }
-                for (int k = 0; k < K; k++) {
-                    __m512 w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                        _mm_loadu_si128((const __m128i *)(const void *)(p0 + (size_t)k * 16))));
-                    __m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                        _mm_loadu_si128((const __m128i *)(const void *)(p1 + (size_t)k * 16))));
-                    ROWS8
-                }
-                for (int i = 0; i < mr; i++) {
-                    float *yr = y + (size_t)(m + i) * ldy + n0;
-                    _mm512_mask_storeu_ps(yr, k0, _mm512_fmadd_ps(c[i][0], s0, b0));
-                    if (k1)
-                        _mm512_mask_storeu_ps(yr + 16, k1, _mm512_fmadd_ps(c[i][1], s1, b1));
-                }
-            }
-        }
-    }
-#undef V
-#undef SET
-#undef FMA
+    return fmaf((float)(s - z), sx * sw, bias ? *bias : 0.0f);
 }
 
-__attribute__((target("avx2,fma"))) static void avx2_q8(const float *x, const int8_t *wq,
-                                                        const float *qs, const float *bias,
-                                                        float *y, int M, int N, int K, int ldy)
+/* Row X[0..K) into XQ[0..K4) (128 past K); returns its scale. */
+static float quantize_row(const float *x, int K, int K4, uint8_t *xq)
 {
-#define V __m256
-#define SET _mm256_set1_ps
-#define FMA _mm256_fmadd_ps
-    int np = (N + PANEL - 1) / PANEL, rb = rows_per_block(K);
-    for (int m0 = 0; m0 < M; m0 += rb) {
-        int m1 = m0 + rb < M ? m0 + rb : M;
-        for (int b = 0; b < np; b++) {
-            const int8_t *p0 = wq + (size_t)b * PANEL * K;
-            int n0 = b * PANEL, nv = N - n0 < PANEL ? N - n0 : PANEL;
-            float bb[16] = {0}, ss[16] = {0};
-            for (int j = 0; j < nv; j++) {
-                bb[j] = bias ? bias[n0 + j] : 0.0f;
-                ss[j] = qs[n0 + j];
+    float mx = 0;
+    for (int k = 0; k < K; k++)
+        mx = fabsf(x[k]) > mx ? fabsf(x[k]) : mx;
+    float inv = mx > 0 ? 127.0f / mx : 0.0f;
+    for (int k = 0; k < K; k++)
+        xq[k] = (uint8_t)(lrintf(x[k] * inv) + 128);
+    memset(xq + K, 128, (size_t)(K4 - K));
+    return mx / 127.0f;
+}
+
+#if GEMM_X86
+static int has_vnni(void)
+{
+    static int v = -1;
+    int r = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (r < 0) {
+        __builtin_cpu_init();
+        r = __builtin_cpu_supports("avx512vnni") ? 1 : 0;
+        __atomic_store_n(&v, r, __ATOMIC_RELAXED);
+    }
+    return r;
+}
+
+__attribute__((target("avx512f"))) static float avx512_quantize_row(const float *x, int K, int K4,
+                                                                    uint8_t *xq)
+{
+    __m512 mx = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= K; k += 16)
+        mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_loadu_ps(x + k)));
+    __mmask16 t = (__mmask16)((1u << (K - k)) - 1);
+    mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(t, x + k)));
+    float m = _mm512_reduce_max_ps(mx), inv = m > 0 ? 127.0f / m : 0.0f;
+    __m512 vi = _mm512_set1_ps(inv);
+    __m512i z = _mm512_set1_epi32(128);
+    for (k = 0; k + 16 <= K; k += 16) {
+        __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + k), vi)), z);
+        _mm_storeu_si128((__m128i *)(void *)(xq + k), _mm512_cvtepi32_epi8(q));
+    }
+    __m512i q = _mm512_add_epi32(
+        _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(t, x + k), vi)), z);
+    _mm512_mask_cvtepi32_storeu_epi8(xq + k, t, q);
+    memset(xq + K, 128, (size_t)(K4 - K));
+    return m / 127.0f;
+}
+
+/* AVX-512 VNNI: two panels (32 columns) against tiles of 8 rows of XQ
+ * (M rows, each K4 bytes, scales SX): 16 accumulators. */
+__attribute__((target("avx512f,avx512vnni"))) static void
+vnni_q8(const uint8_t *xq, const float *sx, const int8_t *wq, const float *qs,
+        const int32_t *qsum, const float *bias, float *y, int M, int N, int K4, int ldy)
+{
+    for (int n0 = 0; n0 < N; n0 += 32) {
+        const int8_t *p0 = wq + (size_t)n0 * K4;
+        int nv = N - n0 < 32 ? N - n0 : 32;
+        const int8_t *p1 = nv > 16 ? p0 + (size_t)PANEL * K4 : p0;
+        __mmask16 k0 = (__mmask16)(nv >= 16 ? 0xffff : (1u << nv) - 1);
+        __mmask16 k1 = (__mmask16)(nv >= 32 ? 0xffff : nv > 16 ? (1u << (nv - 16)) - 1 : 0);
+        __m512 s0 = _mm512_maskz_loadu_ps(k0, qs + n0), s1 = _mm512_maskz_loadu_ps(k1, qs + n0 + 16);
+        __m512i z0 = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(k0, qsum + n0), 7);
+        __m512i z1 = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(k1, qsum + n0 + 16), 7);
+        __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
+        __m512 b1 = bias && k1 ? _mm512_maskz_loadu_ps(k1, bias + n0 + 16) : _mm512_setzero_ps();
+        for (int m = 0; m < M; m += 8) {
+            int mr = M - m < 8 ? M - m : 8;
+            const uint8_t *xr[8];
+            __m512i c[8][2];
+            for (int i = 0; i < 8; i++) {
+                xr[i] = xq + (size_t)(m + (i < mr ? i : 0)) * K4;
+                c[i][0] = c[i][1] = _mm512_setzero_si512();
             }
-            __m256 b0 = _mm256_loadu_ps(bb), b1 = _mm256_loadu_ps(bb + 8);
-            __m256 s0 = _mm256_loadu_ps(ss), s1 = _mm256_loadu_ps(ss + 8);
-            for (int m = m0; m < m1; m += 6) {
-                int mr = m1 - m < 6 ? m1 - m : 6;
-                const float *xr[6];
-                __m256 c[6][2];
-                for (int i = 0; i < 6; i++) {
-                    xr[i] = x + (size_t)(m + (i < mr ? i : 0)) * K;
-                    c[i][0] = c[i][1] = _mm256_setzero_ps();
-                }
-                for (int k = 0; k < K; k++) {
-                    __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(p0 + (size_t)k * 16));
-                    __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw));
-                    __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(raw, 8)));
-                    ROWS6
-                }
-                for (int i = 0; i < mr; i++) {
-                    float t[16];
-                    _mm256_storeu_ps(t, _mm256_fmadd_ps(c[i][0], s0, b0));
-                    _mm256_storeu_ps(t + 8, _mm256_fmadd_ps(c[i][1], s1, b1));
-                    memcpy(y + (size_t)(m + i) * ldy + n0, t, (size_t)nv * sizeof *t);
+            for (int k = 0; k < K4; k += 4) {
+                __m512i w0 = _mm512_loadu_si512(p0 + (size_t)k * 16);
+                __m512i w1 = _mm512_loadu_si512(p1 + (size_t)k * 16);
+#define QROW(i)                                                                                \
+    {                                                                                          \
+        int32_t a4_;                                                                           \
+        memcpy(&a4_, xr[i] + k, 4);                                                            \
+        __m512i a_ = _mm512_set1_epi32(a4_);                                                   \
+        c[i][0] = _mm512_dpbusd_epi32(c[i][0], a_, w0);                                        \
+        c[i][1] = _mm512_dpbusd_epi32(c[i][1], a_, w1);                                        \
+    }
+                QROW(0) QROW(1) QROW(2) QROW(3) QROW(4) QROW(5) QROW(6) QROW(7)
+#undef QROW
+            }
+            for (int i = 0; i < mr; i++) {
+                __m512 v = _mm512_set1_ps(sx[m + i]);
+                float *yr = y + (size_t)(m + i) * ldy + n0;
+                __m512 t0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(c[i][0], z0));
+                _mm512_mask_storeu_ps(yr, k0, _mm512_fmadd_ps(t0, _mm512_mul_ps(v, s0), b0));
+                if (k1) {
+                    __m512 t1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(c[i][1], z1));
+                    _mm512_mask_storeu_ps(yr + 16, k1, _mm512_fmadd_ps(t1, _mm512_mul_ps(v, s1), b1));
                 }
             }
         }
     }
-#undef V
-#undef SET
-#undef FMA
+}
+
+/* AVX2: 16-bit products summed in pairs (exact, unlike the saturating
+ * byte form), one panel against tiles of 2 rows: 8 accumulators. */
+__attribute__((target("avx2,fma"))) static void avx2_q8(const uint8_t *xq, const float *sx,
+                                                        const int8_t *wq, const float *qs,
+                                                        const int32_t *qsum, const float *bias,
+                                                        float *y, int M, int N, int K4, int ldy)
+{
+    for (int n0 = 0; n0 < N; n0 += PANEL) {
+        const int8_t *p = wq + (size_t)n0 * K4;
+        int nv = N - n0 < PANEL ? N - n0 : PANEL;
+        for (int m = 0; m < M; m += 2) {
+            int mr = M - m < 2 ? M - m : 2;
+            const uint8_t *x0 = xq + (size_t)m * K4, *x1 = mr > 1 ? x0 + K4 : x0;
+            __m256i c[2][4];
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 4; j++)
+                    c[i][j] = _mm256_setzero_si256();
+            for (int k = 0; k < K4; k += 4) {
+                const int8_t *pk = p + (size_t)k * 16;
+                int32_t r0, r1;
+                memcpy(&r0, x0 + k, 4);
+                memcpy(&r1, x1 + k, 4);
+                __m256i a0 = _mm256_cvtepu8_epi16(_mm_set1_epi32(r0));
+                __m256i a1 = _mm256_cvtepu8_epi16(_mm_set1_epi32(r1));
+                for (int j = 0; j < 4; j++) {
+                    __m256i w = _mm256_cvtepi8_epi16(
+                        _mm_loadu_si128((const __m128i *)(const void *)(pk + j * 16)));
+                    c[0][j] = _mm256_add_epi32(c[0][j], _mm256_madd_epi16(a0, w));
+                    c[1][j] = _mm256_add_epi32(c[1][j], _mm256_madd_epi16(a1, w));
+                }
+            }
+            for (int i = 0; i < mr; i++) {
+                int32_t s[16];
+                /* lanes hold column pairs' halves: add them, back in order */
+                __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[i][0], c[i][1]), 0xd8);
+                __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(c[i][2], c[i][3]), 0xd8);
+                _mm256_storeu_si256((__m256i *)(void *)s, lo);
+                _mm256_storeu_si256((__m256i *)(void *)(s + 8), hi);
+                float *yr = y + (size_t)(m + i) * ldy + n0;
+                for (int j = 0; j < nv; j++)
+                    yr[j] = q8_post(s[j], qsum[n0 + j] * 128, sx[m + i], qs[n0 + j],
+                                    bias ? bias + n0 + j : NULL);
+            }
+        }
+    }
 }
 #undef ROW
 #undef ROWS6
@@ -598,44 +670,52 @@ void gemm_release(gemm_w *g)
     g->qown = NULL;
     g->q = NULL;
     g->qs = NULL;
+    g->qsum = NULL;
 }
 
-/* The reference the int8 kernels are held to: panel b of 16 columns,
- * element [k][j] at Q[(b * K + k) * 16 + j]. */
-static void scalar_q8(const float *x, const int8_t *wq, const float *qs, const float *bias,
-                      float *y, int M, int N, int K, int ldy)
+/* The reference the int8 kernels are held to. */
+static void scalar_q8(const uint8_t *xq, const float *sx, const int8_t *wq, const float *qs,
+                      const int32_t *qsum, const float *bias, float *y, int M, int N, int K4,
+                      int ldy)
 {
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
-            const int8_t *p = wq + (size_t)(n / PANEL) * PANEL * K + n % PANEL;
-            const float *a = x + (size_t)m * K;
-            float s = 0;
-            for (int k = 0; k < K; k++)
-                s += a[k] * (float)p[(size_t)k * PANEL];
-            y[(size_t)m * ldy + n] = s * qs[n] + (bias ? bias[n] : 0.0f);
+            const int8_t *p = wq + (size_t)(n / PANEL) * PANEL * K4 + n % PANEL * 4;
+            const uint8_t *a = xq + (size_t)m * K4;
+            int32_t s = 0;
+            for (int k = 0; k < K4; k++)
+                s += a[k] * p[k / 4 * 64 + k % 4];
+            y[(size_t)m * ldy + n] = q8_post(s, qsum[n] * 128, sx[m], qs[n], bias ? bias + n : NULL);
         }
 }
 
-size_t gemm_scales(int N) { return (size_t)(N + PANEL - 1) / PANEL * PANEL; }
+size_t gemm_q8_bytes(int N, int K) { return (size_t)((N + PANEL - 1) / PANEL) * PANEL * k4(K); }
+size_t gemm_q8_meta(int N) { return 2 * (size_t)((N + PANEL - 1) / PANEL) * PANEL; }
 
-void gemm_quantize_to(const float *w, int N, int K, int8_t *q, float *qs)
+void gemm_quantize_to(const float *w, int N, int K, int8_t *q, float *meta)
 {
-    memset(q, 0, gemm_packed_floats(N, K));
-    memset(qs, 0, gemm_scales(N) * sizeof *qs);
+    int K4 = k4(K), NP = (N + PANEL - 1) / PANEL * PANEL;
+    memset(q, 0, gemm_q8_bytes(N, K));
+    memset(meta, 0, gemm_q8_meta(N) * sizeof *meta);
     for (int n = 0; n < N; n++) {
         const float *r = w + (size_t)n * K;
         float mx = 0;
         for (int k = 0; k < K; k++)
             mx = fabsf(r[k]) > mx ? fabsf(r[k]) : mx;
         float inv = mx > 0 ? 127.0f / mx : 0.0f;
-        qs[n] = mx / 127.0f;
-        int8_t *p = q + (size_t)(n / PANEL) * PANEL * K + n % PANEL;
-        for (int k = 0; k < K; k++)
-            p[(size_t)k * PANEL] = (int8_t)lrintf(r[k] * inv);
+        int8_t *p = q + (size_t)(n / PANEL) * PANEL * K4 + n % PANEL * 4;
+        int32_t sum = 0;
+        for (int k = 0; k < K; k++) {
+            int8_t v = (int8_t)lrintf(r[k] * inv);
+            p[k / 4 * 64 + k % 4] = v;
+            sum += v;
+        }
+        meta[n] = mx / 127.0f;
+        memcpy(meta + NP + n, &sum, sizeof sum);
     }
 }
 
-void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *qs)
+void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *meta)
 {
     free(g->own);
     free(g->qown);
@@ -645,7 +725,8 @@ void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *qs)
     g->packed = NULL;
     g->qown = NULL;
     g->q = q;
-    g->qs = qs;
+    g->qs = meta;
+    g->qsum = (const int32_t *)(const void *)(meta + gemm_q8_meta(g->N) / 2);
     g->qs_own = 0;
     g->P = PANEL;
 }
@@ -653,19 +734,59 @@ void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *qs)
 int gemm_quantize(gemm_w *g)
 {
     int N = g->N, K = g->K;
-    size_t nq = gemm_packed_floats(N, K);
+    if (K > Q8_MAX_K)
+        return MNEMO_OK; /* stays float */
+    size_t nq = gemm_q8_bytes(N, K);
     int8_t *q = aligned_alloc(64, (nq + 63) & ~(size_t)63);
-    float *qs = malloc(gemm_scales(N) * sizeof *qs);
-    if (!q || !qs) {
+    float *meta = malloc(gemm_q8_meta(N) * sizeof *meta);
+    if (!q || !meta) {
         free(q);
-        free(qs);
+        free(meta);
         return MNEMO_NOMEM;
     }
-    gemm_quantize_to(g->w, N, K, q, qs);
-    gemm_prepare_q8(g, q, qs);
+    gemm_quantize_to(g->w, N, K, q, meta);
+    gemm_prepare_q8(g, q, meta);
     g->qown = q;
     g->qs_own = 1;
     return MNEMO_OK;
+}
+
+/* G's int8 product for rows of X, a block of rows quantized at a time. */
+static void run_q8(const gemm_w *g, const float *x, const float *bias, float *y, int M, int ldy,
+                   int n0, int n1)
+{
+    int K = g->K, K4 = k4(K), kern = gemm_kernel();
+    int rb = Q8_BLOCK / K4;
+    rb = rb > Q8_ROWS ? Q8_ROWS : rb - rb % 8;
+    uint8_t xq[Q8_BLOCK];
+    float sx[Q8_ROWS];
+    const int8_t *wq = g->q + (size_t)(n0 / PANEL) * PANEL * K4;
+    bias = bias ? bias + n0 : NULL;
+    for (int m0 = 0; m0 < M; m0 += rb) {
+        int mb = M - m0 < rb ? M - m0 : rb;
+        const float *xm = x + (size_t)m0 * K;
+        float *ym = y + (size_t)m0 * ldy + n0;
+#if GEMM_X86
+        if (kern == GEMM_AVX512) {
+            for (int i = 0; i < mb; i++)
+                sx[i] = avx512_quantize_row(xm + (size_t)i * K, K, K4, xq + (size_t)i * K4);
+            if (has_vnni())
+                vnni_q8(xq, sx, wq, g->qs + n0, g->qsum + n0, bias, ym, mb, n1 - n0, K4, ldy);
+            else
+                avx2_q8(xq, sx, wq, g->qs + n0, g->qsum + n0, bias, ym, mb, n1 - n0, K4, ldy);
+            continue;
+        }
+#endif
+        for (int i = 0; i < mb; i++)
+            sx[i] = quantize_row(xm + (size_t)i * K, K, K4, xq + (size_t)i * K4);
+#if GEMM_X86
+        if (kern == GEMM_AVX2) {
+            avx2_q8(xq, sx, wq, g->qs + n0, g->qsum + n0, bias, ym, mb, n1 - n0, K4, ldy);
+            continue;
+        }
+#endif
+        scalar_q8(xq, sx, wq, g->qs + n0, g->qsum + n0, bias, ym, mb, n1 - n0, K4, ldy);
+    }
 }
 
 int gemm_cols_align(const gemm_w *g) { return g->P > 1 ? 32 : 1; }
@@ -676,17 +797,7 @@ void gemm_run(const gemm_w *g, const float *x, const float *bias, float *y, int 
     if (n0 >= n1)
         return;
     if (g->q) {
-        const int8_t *wq = g->q + (size_t)(n0 / PANEL) * PANEL * g->K;
-        int kern = gemm_kernel();
-        bias = bias ? bias + n0 : NULL;
-#if GEMM_X86
-        if (kern == GEMM_AVX512)
-            avx512_q8(x, wq, g->qs + n0, bias, y + n0, M, n1 - n0, g->K, ldy);
-        else if (kern == GEMM_AVX2)
-            avx2_q8(x, wq, g->qs + n0, bias, y + n0, M, n1 - n0, g->K, ldy);
-        else
-#endif
-            scalar_q8(x, wq, g->qs + n0, bias, y + n0, M, n1 - n0, g->K, ldy);
+        run_q8(g, x, bias, y, M, ldy, n0, n1);
         return;
     }
 #if GEMM_X86

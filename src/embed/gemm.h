@@ -28,6 +28,7 @@ typedef struct gemm_w {
     int N, K, P, kern;
     const int8_t *q;     /* int8 panels (gemm_quantize), or NULL */
     const float *qs;     /* each column's scale */
+    const int32_t *qsum; /* each column's sum of its int8 weights */
     int8_t *qown;        /* Q when this made it */
     int qs_own;          /* QS too */
 } gemm_w;
@@ -45,20 +46,24 @@ void gemm_prepare_packed(gemm_w *g, const float *w, const float *packed, int N, 
 int gemm_prepare(gemm_w *g, const float *w, int N, int K);
 void gemm_release(gemm_w *g);
 
-/* Makes G's weights int8: each row of W (a column of Y) rounded to
- * 127 / max|row| steps, in panels laid out as the float ones, one byte an
- * element; the kernels widen them to float as they load them and scale
- * each column's sum. A product then reads a fourth of the weights' memory
- * (what a query's few rows wait on); each weight is off by at most half a
- * step. The float panels are dropped. MNEMO_NOMEM leaves G as it was. */
+/* Makes G's products int8 (dynamic quantization): each row of W (a
+ * column of Y) rounded to 127 / max|row| steps, in panels of 16 columns
+ * by groups of 4 k; each row of X rounded the same way as it enters a
+ * product; integer dot products (AVX-512 VNNI where the CPU has it), each
+ * sum scaled once. A product then reads a fourth of the weights' memory
+ * and, with VNNI, does four times the multiply-adds an instruction. The
+ * float panels are dropped. MNEMO_NOMEM leaves G as it was; so does a K
+ * past 8192 (MNEMO_OK, still float). */
 int gemm_quantize(gemm_w *g);
 
-/* The int8 form of W (N x K) into Q (gemm_packed_floats(N, K) bytes) and
- * QS (gemm_scales(N) floats), as gemm_quantize makes it: a model file can
- * hold them. gemm_prepare_q8 runs G on such (borrowed, not freed). */
-size_t gemm_scales(int N);
-void gemm_quantize_to(const float *w, int N, int K, int8_t *q, float *qs);
-void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *qs);
+/* The int8 form of W (N x K) into Q (gemm_q8_bytes(N, K) bytes) and META
+ * (gemm_q8_meta(N) floats: the columns' scales, then their sums as
+ * int32), as gemm_quantize makes it: a model file can hold them.
+ * gemm_prepare_q8 runs G on such (borrowed, not freed). */
+size_t gemm_q8_bytes(int N, int K);
+size_t gemm_q8_meta(int N);
+void gemm_quantize_to(const float *w, int N, int K, int8_t *q, float *meta);
+void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *meta);
 
 /* Columns a split of G should be a multiple of (1 unpacked). */
 int gemm_cols_align(const gemm_w *g);
