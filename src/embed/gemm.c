@@ -217,16 +217,31 @@ __attribute__((target("avx512f"))) static void avx512_nt(const float *x, const f
 
 size_t gemm_packed_floats(int N, int K) { return (size_t)((N + PANEL - 1) / PANEL) * PANEL * K; }
 
-void gemm_pack(const float *w, int N, int K, float *d)
+void gemm_pack(const float *w, int N, int K, float *d) { gemm_pack_rows(w, K, N, K, d); }
+
+void gemm_pack_rows(const float *w, int ldw, int N, int K, float *d)
 {
     int np = (N + PANEL - 1) / PANEL;
     for (int b = 0; b < np; b++, d += (size_t)PANEL * K)
         for (int j = 0; j < PANEL; j++) {
             int n = b * PANEL + j;
-            const float *r = n < N ? w + (size_t)n * K : NULL;
+            const float *r = n < N ? w + (size_t)n * ldw : NULL;
             for (int k = 0; k < K; k++)
                 d[(size_t)k * PANEL + j] = r ? r[k] : 0.0f;
         }
+}
+
+void gemm_pack_cols(const float *w, int ldw, int N, int K, float *d)
+{
+    int np = (N + PANEL - 1) / PANEL;
+    for (int b = 0; b < np; b++, d += (size_t)PANEL * K) {
+        int nv = N - b * PANEL < PANEL ? N - b * PANEL : PANEL;
+        for (int k = 0; k < K; k++) {
+            float *o = d + (size_t)k * PANEL;
+            memcpy(o, w + (size_t)k * ldw + b * PANEL, (size_t)nv * sizeof *o);
+            memset(o + nv, 0, (size_t)(PANEL - nv) * sizeof *o);
+        }
+    }
 }
 
 static float *pack_panels(const float *w, int N, int K)

@@ -38,6 +38,11 @@ typedef struct gemm_w {
 size_t gemm_packed_floats(int N, int K);
 void gemm_pack(const float *w, int N, int K, float *out);
 
+/* gemm_pack of a W whose rows are LDW floats apart (pack_rows), or of a W
+ * given transposed: element [n][k] at W[k * LDW + n] (pack_cols). */
+void gemm_pack_rows(const float *w, int ldw, int N, int K, float *out);
+void gemm_pack_cols(const float *w, int ldw, int N, int K, float *out);
+
 /* Prepares W with panels made before (gemm_pack; not copied, not freed). */
 void gemm_prepare_packed(gemm_w *g, const float *w, const float *packed, int N, int K);
 
