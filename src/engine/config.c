@@ -122,8 +122,9 @@ static const keydef keys[CFG__COUNT] = {
                            "threads of the local encoder (0: one per core)"},
     [CFG_LOCAL_QUANTIZATION] = {"localQuantization", "MNEMO_LOCAL_QUANTIZATION", T_STR, "none",
                                 0, 0,
-                                "weights of the local encoder: none (float) or int8 (a fourth "
-                                "of the memory; vectors within about 0.999 cosine)",
+                                "products of the local encoder: none (float) or int8 (weights "
+                                "and activations as bytes: about twice as fast; vectors within "
+                                "about 0.99 cosine)",
                                 "none,int8"},
     [CFG_MODELS_DIR] = {"modelsDir", "MNEMO_MODELS_DIR", T_STR, "", 0, 0,
                         "folder of imported embedding tables (default: "
