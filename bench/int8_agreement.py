@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from embed_server import build_onnx, default_model_dir  # noqa: E402
+from local_ort import quantized  # noqa: E402
 
 
 def sentences(n):
@@ -53,14 +54,7 @@ def ort_vectors(model_dir, texts, int8):
     from tokenizers import Tokenizer
     model = build_onnx(model_dir)
     if int8:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        with tempfile.TemporaryDirectory() as tmp:
-            src, dst = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "int8.onnx")
-            with open(src, "wb") as f:
-                f.write(model)
-            quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
-            with open(dst, "rb") as f:
-                model = f.read()
+        model = quantized(model)
     s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     tok.enable_truncation(256)

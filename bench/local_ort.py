@@ -22,6 +22,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from embed_server import build_onnx, default_model_dir  # noqa: E402
 
 
+def quantized(model):
+    """MODEL (ONNX bytes) through ONNX Runtime's dynamic quantization (int8 weights)."""
+    import tempfile
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "int8.onnx")
+        with open(src, "wb") as f:
+            f.write(model)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        with open(dst, "rb") as f:
+            return f.read()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model-dir", default=None)
@@ -35,15 +48,7 @@ def main():
     opts.inter_op_num_threads = 1
     model = build_onnx(d)
     if a.int8:
-        import tempfile
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        with tempfile.TemporaryDirectory() as tmp:
-            src, dst = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "int8.onnx")
-            with open(src, "wb") as f:
-                f.write(model)
-            quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
-            with open(dst, "rb") as f:
-                model = f.read()
+        model = quantized(model)
     s = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
     def run(n, batch):

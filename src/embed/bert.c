@@ -871,53 +871,31 @@ typedef struct fwd {
 
 /* Attention of one text and head: its queries in blocks of ATT_ROWS rows,
  * scores and the weighted values through the matrix kernels, on the
- * running thread's scratch. A long text's K and V (transposed) are packed
- * once into the kernels' panels; a short one's copied out contiguous for
- * the dot-product kernels. */
+ * running thread's scratch. */
 #define ATT_ROWS 48
-#define ATT_PACK 24 /* keys from which the panels pay */
 
 static void attention_task(void *ud, int t)
 {
     fwd *f = ud;
     const bert *b = f->b;
     int H = b->H, dh = H / b->heads, s = t / b->heads, h = t % b->heads;
-    int st = f->start[s], n = f->len[s], ml = f->maxlen;
-    size_t half = (size_t)((ml + 15) & ~15) * ((dh + 15) & ~15);
-    float *kh = f->scratch + (size_t)tpool_slot() * f->slot_floats, *vt = kh + half,
-          *qb = vt + half, *sc = qb + (size_t)ATT_ROWS * dh;
+    int st = f->start[s], n = f->len[s];
+    size_t half = gemm_kv_floats(f->maxlen, dh);
+    float *kb = f->scratch + (size_t)tpool_slot() * f->slot_floats, *vb = kb + half,
+          *qb = vb + half, *sc = qb + (size_t)ATT_ROWS * dh;
     float scale = 1.0f / sqrtf((float)dh);
-    const float *k0 = f->k + (size_t)st * H + h * dh, *v0 = f->v + (size_t)st * H + h * dh;
-    gemm_w gk, gv;
-    int packed = gemm_kernel() != GEMM_SCALAR && n >= ATT_PACK;
-    if (packed) {
-        gemm_pack_rows(k0, H, n, dh, kh);
-        gemm_pack_cols(v0, H, dh, n, vt);
-        gemm_prepare_packed(&gk, NULL, kh, n, dh);
-        gemm_prepare_packed(&gv, NULL, vt, dh, n);
-    } else {
-        for (int j = 0; j < n; j++) {
-            memcpy(kh + (size_t)j * dh, k0 + (size_t)j * H, (size_t)dh * sizeof *kh);
-            for (int d = 0; d < dh; d++)
-                vt[(size_t)d * n + j] = v0[(size_t)j * H + d];
-        }
-    }
+    gemm_kv a;
+    gemm_kv_prepare(&a, f->k + (size_t)st * H + h * dh, f->v + (size_t)st * H + h * dh, H, n,
+                    dh, kb, vb);
     for (int i0 = 0; i0 < n; i0 += ATT_ROWS) {
         int rows = n - i0 < ATT_ROWS ? n - i0 : ATT_ROWS;
-        float *ctx = f->ctx + (size_t)(st + i0) * H + h * dh;
         for (int i = 0; i < rows; i++)
             memcpy(qb + (size_t)i * dh, f->q + (size_t)(st + i0 + i) * H + h * dh,
                    (size_t)dh * sizeof *qb);
-        if (packed)
-            gemm_run(&gk, qb, NULL, sc, rows, n, 0, n);
-        else
-            gemm_nt(qb, kh, NULL, sc, rows, n, dh, n);
+        gemm_kv_scores(&a, qb, rows, sc);
         for (int i = 0; i < rows; i++)
             gemm_softmax(sc + (size_t)i * n, n, scale);
-        if (packed)
-            gemm_run(&gv, sc, NULL, ctx, rows, H, 0, dh);
-        else
-            gemm_nt(sc, vt, NULL, ctx, rows, dh, n, H);
+        gemm_kv_context(&a, sc, rows, f->ctx + (size_t)(st + i0) * H + h * dh, H);
     }
 }
 
@@ -964,8 +942,7 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
     for (int s = 0; s < nseq; s++)
         maxlen = len[s] > maxlen ? len[s] : maxlen;
     int dh = H / b->heads;
-    size_t slot = 2 * (size_t)((maxlen + 15) & ~15) * ((dh + 15) & ~15) + (size_t)ATT_ROWS * dh +
-                  (size_t)ATT_ROWS * maxlen;
+    size_t slot = 2 * gemm_kv_floats(maxlen, dh) + (size_t)ATT_ROWS * dh + (size_t)ATT_ROWS * maxlen;
     float *scratch = malloc((size_t)(b->pool.n + 1) * slot * sizeof *scratch);
     if (!buf0 || !scratch) {
         free(buf0);

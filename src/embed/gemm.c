@@ -828,6 +828,51 @@ void gemm_run(const gemm_w *g, const float *x, const float *bias, float *y, int 
     gemm_nt(x, g->w + (size_t)n0 * g->K, bias ? bias + n0 : NULL, y + n0, M, n1 - n0, g->K, ldy);
 }
 
+#define KV_PACK 24 /* keys from which the panels pay */
+
+size_t gemm_kv_floats(int maxn, int dh)
+{
+    return (size_t)((maxn + PANEL - 1) / PANEL * PANEL) * ((dh + PANEL - 1) / PANEL * PANEL);
+}
+
+void gemm_kv_prepare(gemm_kv *a, const float *k, const float *v, int ld, int n, int dh,
+                     float *kb, float *vb)
+{
+    a->kb = kb;
+    a->vb = vb;
+    a->n = n;
+    a->dh = dh;
+    a->packed = gemm_kernel() != GEMM_SCALAR && n >= KV_PACK;
+    if (a->packed) {
+        gemm_pack_rows(k, ld, n, dh, kb);
+        gemm_pack_cols(v, ld, dh, n, vb);
+        gemm_prepare_packed(&a->k, NULL, kb, n, dh);
+        gemm_prepare_packed(&a->v, NULL, vb, dh, n);
+        return;
+    }
+    for (int j = 0; j < n; j++) {
+        memcpy(kb + (size_t)j * dh, k + (size_t)j * ld, (size_t)dh * sizeof *kb);
+        for (int d = 0; d < dh; d++)
+            vb[(size_t)d * n + j] = v[(size_t)j * ld + d];
+    }
+}
+
+void gemm_kv_scores(const gemm_kv *a, const float *q, int rows, float *sc)
+{
+    if (a->packed)
+        gemm_run(&a->k, q, NULL, sc, rows, a->n, 0, a->n);
+    else
+        gemm_nt(q, a->kb, NULL, sc, rows, a->n, a->dh, a->n);
+}
+
+void gemm_kv_context(const gemm_kv *a, const float *p, int rows, float *ctx, int ldc)
+{
+    if (a->packed)
+        gemm_run(&a->v, p, NULL, ctx, rows, ldc, 0, a->dh);
+    else
+        gemm_nt(p, a->vb, NULL, ctx, rows, a->dh, a->n, ldc);
+}
+
 float gemm_dot(const float *a, const float *b, int n)
 {
     switch (gemm_kernel()) {

@@ -78,6 +78,24 @@ int gemm_cols_align(const gemm_w *g);
 void gemm_run(const gemm_w *g, const float *x, const float *bias, float *y, int M, int ldy,
               int n0, int n1);
 
+/* One attention head's keys and values (N x DH each, rows LD floats apart)
+ * made ready for the scores Q K^T and the context P V: packed once into
+ * panels when N is long enough for the packed kernels, else copied
+ * contiguous (K) and transposed (V) for the dot-product kernels. KB and VB
+ * hold gemm_kv_floats(MAXN, DH) floats each. */
+typedef struct gemm_kv {
+    gemm_w k, v; /* when packed */
+    const float *kb, *vb;
+    int n, dh, packed;
+} gemm_kv;
+
+size_t gemm_kv_floats(int maxn, int dh);
+void gemm_kv_prepare(gemm_kv *a, const float *k, const float *v, int ld, int n, int dh,
+                     float *kb, float *vb);
+/* SC[ROWS][n] = Q[ROWS][dh] K^T; CTX[ROWS] (row stride LDC) = P[ROWS][n] V. */
+void gemm_kv_scores(const gemm_kv *a, const float *q, int rows, float *sc);
+void gemm_kv_context(const gemm_kv *a, const float *p, int rows, float *ctx, int ldc);
+
 /* The kernel gemm_nt uses, and setting it (a kernel the CPU lacks falls
  * back to the best it has); MNEMO_GEMM=scalar|avx2|avx512 in the
  * environment sets it at first use. */

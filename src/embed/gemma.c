@@ -407,7 +407,6 @@ static void qk_task(void *ud, int task)
 }
 
 #define ATT_ROWS 48
-#define ATT_PACK 24 /* keys from which the panels pay */
 
 /* Attention of one text and query head (its key/value head shared by
  * heads / kv_heads query heads), the window on sliding layers. */
@@ -417,40 +416,21 @@ static void attention_task(void *ud, int task)
     const gemma *m = f->m;
     int dh = m->dh, Q = m->heads * dh, KV = m->kvh * dh;
     int s = task / m->heads, h = task % m->heads, kv = h / (m->heads / m->kvh);
-    int st = f->start[s], n = f->len[s], ml = f->maxlen;
-    size_t hs = (size_t)((ml + 15) & ~15) * ((dh + 15) & ~15);
-    float *kh = f->scratch + (size_t)tpool_slot() * f->slot_floats, *vt = kh + hs,
-          *qb = vt + hs, *sc = qb + (size_t)ATT_ROWS * dh;
+    int st = f->start[s], n = f->len[s];
+    size_t hs = gemm_kv_floats(f->maxlen, dh);
+    float *kb = f->scratch + (size_t)tpool_slot() * f->slot_floats, *vb = kb + hs,
+          *qb = vb + hs, *sc = qb + (size_t)ATT_ROWS * dh;
     int half = f->y->swa ? m->window / 2 : n;
     float scale = 1.0f / sqrtf((float)dh);
-    const float *k0 = f->k + (size_t)st * KV + (size_t)kv * dh,
-                *v0 = f->v + (size_t)st * KV + (size_t)kv * dh;
-    /* A long text's K and V (transposed) packed once into the kernels'
-     * panels; a short one's copied out for the dot-product kernels. */
-    gemm_w gk, gv;
-    int packed = gemm_kernel() != GEMM_SCALAR && n >= ATT_PACK;
-    if (packed) {
-        gemm_pack_rows(k0, KV, n, dh, kh);
-        gemm_pack_cols(v0, KV, dh, n, vt);
-        gemm_prepare_packed(&gk, NULL, kh, n, dh);
-        gemm_prepare_packed(&gv, NULL, vt, dh, n);
-    } else {
-        for (int j = 0; j < n; j++) {
-            memcpy(kh + (size_t)j * dh, k0 + (size_t)j * KV, (size_t)dh * sizeof *kh);
-            for (int d = 0; d < dh; d++)
-                vt[(size_t)d * n + j] = v0[(size_t)j * KV + d];
-        }
-    }
+    gemm_kv a;
+    gemm_kv_prepare(&a, f->k + (size_t)st * KV + (size_t)kv * dh,
+                    f->v + (size_t)st * KV + (size_t)kv * dh, KV, n, dh, kb, vb);
     for (int i0 = 0; i0 < n; i0 += ATT_ROWS) {
         int rows = n - i0 < ATT_ROWS ? n - i0 : ATT_ROWS;
-        float *ctx = f->ctx + (size_t)(st + i0) * Q + (size_t)h * dh;
         for (int i = 0; i < rows; i++)
             memcpy(qb + (size_t)i * dh, f->q + (size_t)(st + i0 + i) * Q + (size_t)h * dh,
                    (size_t)dh * sizeof *qb);
-        if (packed)
-            gemm_run(&gk, qb, NULL, sc, rows, n, 0, n);
-        else
-            gemm_nt(qb, kh, NULL, sc, rows, n, dh, n);
+        gemm_kv_scores(&a, qb, rows, sc);
         for (int i = 0; i < rows; i++) {
             /* Keys within HALF positions either side (llama.cpp's
              * symmetric window); the rest weigh 0. */
@@ -462,10 +442,7 @@ static void attention_task(void *ud, int task)
                 r[j] = 0;
             gemm_softmax(r + lo, hi - lo + 1, scale);
         }
-        if (packed)
-            gemm_run(&gv, sc, NULL, ctx, rows, Q, 0, dh);
-        else
-            gemm_nt(sc, vt, NULL, ctx, rows, dh, n, Q);
+        gemm_kv_context(&a, sc, rows, f->ctx + (size_t)(st + i0) * Q + (size_t)h * dh, Q);
     }
 }
 
@@ -513,8 +490,7 @@ static int forward(gemma *m, const int32_t *ids, int T, const int *start, const 
     for (int s = 0; s < nseq; s++)
         maxlen = len[s] > maxlen ? len[s] : maxlen;
     size_t th = (size_t)T * H;
-    size_t slot = 2 * (size_t)((maxlen + 15) & ~15) * ((dh + 15) & ~15) + (size_t)ATT_ROWS * dh +
-                  (size_t)ATT_ROWS * maxlen;
+    size_t slot = 2 * gemm_kv_floats(maxlen, dh) + (size_t)ATT_ROWS * dh + (size_t)ATT_ROWS * maxlen;
     size_t big = (size_t)T * (size_t)(Q > I ? Q : I);
     float *x = malloc((2 * th + (size_t)T * Q + 2 * (size_t)T * KV + 3 * big) * sizeof *x);
     float *scratch = malloc((size_t)(m->pool.n + 1) * slot * sizeof *scratch);
