@@ -937,18 +937,16 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
 {
     int H = b->H, I = b->I;
     size_t th = (size_t)T * H;
-    float *buf0 = malloc((6 * th + (size_t)T * I) * sizeof *buf0);
     int maxlen = 0;
     for (int s = 0; s < nseq; s++)
         maxlen = len[s] > maxlen ? len[s] : maxlen;
     int dh = H / b->heads;
     size_t slot = 2 * gemm_kv_floats(maxlen, dh) + (size_t)ATT_ROWS * dh + (size_t)ATT_ROWS * maxlen;
-    float *scratch = malloc((size_t)(b->pool.n + 1) * slot * sizeof *scratch);
-    if (!buf0 || !scratch) {
-        free(buf0);
-        free(scratch);
+    size_t acts = 6 * th + (size_t)T * I;
+    float *buf0 = tpool_work(&b->pool, acts + (size_t)(b->pool.n + 1) * slot);
+    if (!buf0)
         return MNEMO_NOMEM;
-    }
+    float *scratch = buf0 + acts;
     float *x = buf0, *q = x + th, *k = q + th, *v = k + th, *ctx = v + th, *tmp = ctx + th,
           *inter = tmp + th;
     for (int s = 0; s < nseq; s++)
@@ -1009,8 +1007,6 @@ static int forward(bert *b, const int32_t *ids, int T, const int *start, const i
         for (int d = 0; d < H; d++)
             o[d] *= inv;
     }
-    free(buf0);
-    free(scratch);
     return MNEMO_OK;
 }
 

@@ -492,19 +492,18 @@ static int forward(gemma *m, const int32_t *ids, int T, const int *start, const 
     size_t th = (size_t)T * H;
     size_t slot = 2 * gemm_kv_floats(maxlen, dh) + (size_t)ATT_ROWS * dh + (size_t)ATT_ROWS * maxlen;
     size_t big = (size_t)T * (size_t)(Q > I ? Q : I);
-    float *x = malloc((2 * th + (size_t)T * Q + 2 * (size_t)T * KV + 3 * big) * sizeof *x);
-    float *scratch = malloc((size_t)(m->pool.n + 1) * slot * sizeof *scratch);
-    float *tabs = malloc(2 * (size_t)maxlen * dh * sizeof *tabs);
-    size_t pd = (size_t)nseq * (size_t)(m->d2 > H ? m->d2 : H);
-    float *pooled = malloc(2 * (pd ? pd : 1) * sizeof *pooled);
-    int rc = x && scratch && tabs && pooled ? MNEMO_OK : MNEMO_NOMEM;
-    if (rc)
-        goto done;
+    size_t acts = 2 * th + (size_t)T * Q + 2 * (size_t)T * KV + 3 * big;
+    size_t pd = (size_t)nseq * (size_t)(m->d2 > H ? m->d2 : H), sc = (size_t)(m->pool.n + 1) * slot;
+    float *x = tpool_work(&m->pool, acts + sc + 2 * (size_t)maxlen * dh + 2 * (pd ? pd : 1));
+    if (!x)
+        return MNEMO_NOMEM;
+    float *scratch = x + acts, *tabs = scratch + sc, *pooled = tabs + 2 * (size_t)maxlen * dh;
     float *h = x + th, *q = h + th, *k = q + (size_t)T * Q, *v = k + (size_t)T * KV,
           *ctx = v + (size_t)T * KV, *g = ctx + big, *u = g + big;
     rope_table(tabs, maxlen, dh, m->base);
     rope_table(tabs + (size_t)maxlen * dh, maxlen, dh, SWA_BASE);
     float scale = sqrtf((float)H);
+    int rc = MNEMO_OK;
     for (int t = 0; t < T && !rc; t++) {
         float *r = x + (size_t)t * H;
         rc = gguf_row(m->gg, "token_embd.weight", ids[t], r);
@@ -512,7 +511,7 @@ static int forward(gemma *m, const int32_t *ids, int T, const int *start, const 
             r[d] *= scale;
     }
     if (rc)
-        goto done;
+        return rc;
     tpool *p = &m->pool;
     gfwd f;
     memset(&f, 0, sizeof f);
@@ -587,12 +586,7 @@ static int forward(gemma *m, const int32_t *ids, int T, const int *start, const 
         for (int d = 0; d < m->dims; d++)
             o[d] = r[d] * inv;
     }
-done:
-    free(x);
-    free(scratch);
-    free(tabs);
-    free(pooled);
-    return rc;
+    return MNEMO_OK;
 }
 
 static int tokenize_cb(void *model, const char *text, size_t len, int32_t *ids)

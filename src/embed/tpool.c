@@ -86,8 +86,21 @@ void tpool_start(tpool *p, int workers)
     }
 }
 
+float *tpool_work(tpool *p, size_t floats)
+{
+    if (floats > p->work_floats) {
+        free(p->work);
+        p->work = malloc(floats * sizeof *p->work);
+        p->work_floats = p->work ? floats : 0;
+    }
+    return p->work;
+}
+
 void tpool_stop(tpool *p)
 {
+    free(p->work);
+    p->work = NULL;
+    p->work_floats = 0;
     if (!p->started)
         return;
     pthread_mutex_lock(&p->mu);

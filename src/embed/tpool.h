@@ -33,6 +33,8 @@ typedef struct tpool {
     atomic_int active, quit;
     atomic_uint gen;
     atomic_int next;
+    float *work; /* tpool_work's */
+    size_t work_floats;
 } tpool;
 
 /* Starts WORKERS threads (0: the caller runs everything); a thread that
@@ -40,6 +42,12 @@ typedef struct tpool {
  * started is a no-op). */
 void tpool_start(tpool *p, int workers);
 void tpool_stop(tpool *p);
+
+/* The pool's work memory for a forward pass, at least FLOATS floats, kept
+ * from one call to the next (grown, never shrunk, freed by tpool_stop): a
+ * batch's activations are tens of megabytes, which fresh from the system
+ * every call cost a page fault each 4 KB. NULL when out of memory. */
+float *tpool_work(tpool *p, size_t floats);
 
 /* Runs FN(CTX, t) for t < NTASKS over the pool and returns when all are
  * done. */
