@@ -1025,7 +1025,6 @@ int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, 
 {
     if (b->gm)
         return gemma_embed(b->gm, texts, lens, n, out);
-    if (!b->pool.started)
-        tpool_start(&b->pool, b->threads - 1);
+    tpool_ensure(&b->pool, b->threads - 1, lens, n);
     return tpool_batches(b, b->max_tokens, b->H, tokenize_cb, forward_cb, texts, lens, n, out);
 }

@@ -602,7 +602,6 @@ static int forward_cb(void *model, const int32_t *ids, int T, const int *start, 
 
 int gemma_embed(gemma *m, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
-    if (!m->pool.started)
-        tpool_start(&m->pool, m->threads - 1);
+    tpool_ensure(&m->pool, m->threads - 1, lens, n);
     return tpool_batches(m, m->max_tokens, m->dims, tokenize_cb, forward_cb, texts, lens, n, out);
 }

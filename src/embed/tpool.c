@@ -86,6 +86,15 @@ void tpool_start(tpool *p, int workers)
     }
 }
 
+void tpool_ensure(tpool *p, int workers, const size_t *lens, size_t n)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += lens[i];
+    if (!p->started && (p->calls++ > 0 || bytes > TPOOL_SOLO_BYTES))
+        tpool_start(p, workers);
+}
+
 float *tpool_work(tpool *p, size_t floats)
 {
     if (floats > p->work_floats) {

@@ -33,6 +33,7 @@ typedef struct tpool {
     atomic_int active, quit;
     atomic_uint gen;
     atomic_int next;
+    int calls;   /* tpool_ensure's */
     float *work; /* tpool_work's */
     size_t work_floats;
 } tpool;
@@ -42,6 +43,15 @@ typedef struct tpool {
  * started is a no-op). */
 void tpool_start(tpool *p, int workers);
 void tpool_stop(tpool *p);
+
+/* Starts P's WORKERS threads before a call on N texts of LENS bytes,
+ * unless it is
+ * the first call and short (TPOOL_SOLO_BYTES): a process that embeds one
+ * query (a search from the command line) runs it on the caller alone, as
+ * starting threads and faulting the weights in from two of them cost
+ * more than they save (measured: 11.5 against 5.9 ms for MiniLM). */
+#define TPOOL_SOLO_BYTES 512
+void tpool_ensure(tpool *p, int workers, const size_t *lens, size_t n);
 
 /* The pool's work memory for a forward pass, at least FLOATS floats, kept
  * from one call to the next (grown, never shrunk, freed by tpool_stop): a
