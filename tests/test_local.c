@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -842,6 +843,32 @@ TEST(local_prepared_file_is_used_and_checked)
     bert_close(b);
     bert_close(a);
     buf_cleanup(&err);
+}
+
+/* An import lands in the models folder even when the current directory
+ * holds something of the model's name (the source itself, here); the
+ * imported folder imported onto itself is prepared again. */
+TEST(local_import_goes_into_the_models_folder)
+{
+    make_model("tiny", "");
+    test_mkdir("ws");
+    char md[1024];
+    snprintf(md, sizeof md, "modelsDir=%s", test_path("models"));
+    mnemo *m = test_open("ws", "db.sqlite", md, NULL);
+    char *out = NULL;
+    ASSERT_OK(mnemo_model_import(m, "tiny", "tiny", 0, &out));
+    ASSERT_CONTAINS(out, test_path("models/tiny"));
+    mnemo_free(out);
+    struct stat sb;
+    ASSERT(stat(test_path("models/tiny/mnemo-encoder.bin"), &sb) == 0);
+    ASSERT(stat(test_path("tiny/mnemo-encoder.bin"), &sb) != 0);
+    ASSERT_EQ(mnemo_model_import(m, "tiny", "tiny", 0, &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "exists already");
+    unlink(test_path("models/tiny/mnemo-encoder.bin"));
+    ASSERT_OK(mnemo_model_import(m, test_path("models/tiny"), "tiny", 0, &out));
+    mnemo_free(out);
+    ASSERT(stat(test_path("models/tiny/mnemo-encoder.bin"), &sb) == 0);
+    mnemo_close(m);
 }
 
 TEST(local_provider_through_the_api_and_cli)

@@ -100,6 +100,16 @@ char *embed_model_dir(const char *models_dir, const char *name)
     return buf_detach(&b);
 }
 
+char *embed_install_path(const char *models_dir, const char *name, int table)
+{
+    buf b;
+    buf_init(&b, 8192);
+    size_t n = strlen(name);
+    buf_printf(&b, "%s/%s%s", models_dir, name,
+               table && !(n > 4 && strcmp(name + n - 4, ".mnv") == 0) ? ".mnv" : "");
+    return buf_detach(&b);
+}
+
 /* The prompts of model families whose folders carry none: E5 wants
  * "query: " and "passage: ", BGE (English v1.5) an instruction before
  * queries. */

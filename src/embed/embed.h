@@ -74,6 +74,11 @@ const char *embed_api_key(const char *provider, const char *key_env, const char 
  * name with a slash) as given, else MODELS_DIR/NAME. Caller frees. */
 char *embed_model_dir(const char *models_dir, const char *name);
 
+/* Where an import or a download named NAME (a plain file name) goes:
+ * always inside MODELS_DIR (a folder, or with TABLE a .mnv file), whatever
+ * the current directory holds. Caller frees. */
+char *embed_install_path(const char *models_dir, const char *name, int table);
+
 /* Resolves a static table name to a path: an existing file as given, else
  * MODELS_DIR/NAME.mnv. Caller frees. */
 char *embed_table_path(const char *models_dir, const char *name);

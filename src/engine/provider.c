@@ -128,7 +128,7 @@ int mnemo_model_import(mnemo *m, const char *src, const char *name, size_t max_w
     buf_init(&err, 8192);
     size_t words = 0;
     int dims = 0, rc, local = bert_is_model(src);
-    char *path = local ? embed_model_dir(dir, name) : embed_table_path(dir, name);
+    char *path = embed_install_path(dir, name, !local);
     free(dir);
     if (!path)
         rc = MNEMO_NOMEM;
@@ -169,7 +169,7 @@ int mnemo_model_pull(mnemo *m, const char *repo, const char *revision, const cha
     if (!dir)
         return core_error(m, MNEMO_NOMEM, "out of memory");
     mkdirs(dir);
-    char *path = embed_model_dir(dir, name);
+    char *path = embed_install_path(dir, name, 0);
     buf staging, err;
     buf_init(&staging, 0);
     buf_init(&err, 8192);
