@@ -158,6 +158,22 @@ TEST(pgbackend_two_writers_three_readers)
     pg_stop(&s);
 }
 
+/* The child's sync stops once past 500 files (two commits made, a third
+ * open) until the server has been restarted under it: the restart lands
+ * mid-sync however fast the machine is. */
+static int midway[2], resume[2];
+
+static void pause_midway(void *ud, const mnemo_progress *p)
+{
+    int *told = ud;
+    char c = 1;
+    if (!*told && !strcmp(p->phase, "index") && p->done >= 500) {
+        *told = 1;
+        if (write(midway[1], &c, 1) != 1 || read(resume[0], &c, 1) != 1)
+            _exit(30);
+    }
+}
+
 TEST(pgbackend_server_restart_during_sync)
 {
     pg_server s;
@@ -168,27 +184,35 @@ TEST(pgbackend_server_restart_during_sync)
     ASSERT_OK(mnemo_memory_add(m, "{\"text\":\"The staging password rotates monthly\"}", &out));
     mnemo_free(out);
     write_notes("ws", 0, 3000, "ledger");
+    ASSERT(pipe(midway) == 0 && pipe(resume) == 0);
     pid_t pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0) {
         mnemo *c = open_pg(&s, "ws", NULL);
         mnemo_sync_stats st;
-        int rc = mnemo_sync(c, NULL, &st);
+        int told = 0;
+        mnemo_sync_opts o = {0, pause_midway, &told};
+        int rc = mnemo_sync(c, &o, &st);
         mnemo_close(c);
         _exit(rc == MNEMO_OK ? 0 : rc == MNEMO_UNAVAILABLE || rc == MNEMO_DB ? 10 : 20);
     }
-    /* Wait for the sync to be writing, then kill the server under it. */
+    /* Once the sync is writing, the server restarted under it (a child
+     * that ends without pausing closes the pipe: the read fails). */
+    close(midway[1]);
+    close(resume[0]);
+    char c = 0;
+    ASSERT_EQ(read(midway[0], &c, 1), 1);
     long seen = 0;
-    for (int i = 0; i < 400 && seen == 0; i++) {
-        sleep_ms(25);
-        char *o = NULL;
-        if (pg_psql(&s, "SELECT count(*) FROM mnemo_files", &o) == 0)
-            seen = strtol(o, NULL, 10);
-        free(o);
-    }
+    char *o = NULL;
+    if (pg_psql(&s, "SELECT count(*) FROM mnemo_files", &o) == 0)
+        seen = strtol(o, NULL, 10);
+    free(o);
     pg_debian_restart(&s, 200);
+    ASSERT_EQ(write(resume[1], &c, 1), 1);
     int status;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    close(midway[0]);
+    close(resume[1]);
     ASSERT(WIFEXITED(status));
     /* The server went away after the first files were committed and long
      * before the last: the sync failed with a connection error. */
