@@ -484,23 +484,25 @@ TEST(pgbackend_rebuild_beside_live)
     /* A rebuild killed half way. */
     write_notes("ws", 300, 1700, "billing");
     test_sync(m);
+    ASSERT(pipe(midway) == 0 && pipe(resume) == 0);
     pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0) {
         mnemo *k = open_pg(&s, "ws", "team");
-        mnemo_sync_opts f = {0};
-        f.force = 1;
+        int told = 0;
+        mnemo_sync_opts f = {1, pause_midway, &told};
         mnemo_sync(k, &f, NULL);
         _exit(0);
     }
-    for (int i = 0; i < 400; i++) {
-        if (psql_count(&s, "SELECT count(*) FROM mnemo_files f JOIN mnemo_live l ON f.tenant = "
-                           "l.building") >= 200)
-            break;
-        sleep_ms(25);
-    }
+    /* Killed while paused past 500 files of the new generation. */
+    close(midway[1]);
+    close(resume[0]);
+    char c = 0;
+    ASSERT_EQ(read(midway[0], &c, 1), 1);
     kill(pid, SIGKILL);
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    close(midway[0]);
+    close(resume[1]);
     ASSERT(psql_count(&s, "SELECT count(*) FROM mnemo_files f JOIN mnemo_live l ON f.tenant = "
                           "l.building") >= 200);
     mnemo *r = open_pg(&s, "ws", "team");
