@@ -39,6 +39,7 @@ static const char *const texts[] = {
     "search note memory search note memory search note memory search note memory search "
     "note memory search note",
     "日本 本日 ü é E\xcc\x81",
+    "[CLS] is special, [cls] is not;a[MASK]b [UNK]x [SEP",
 };
 #define NTEXTS (sizeof texts / sizeof *texts)
 

@@ -455,6 +455,23 @@ static void pre(enc *e, int32_t c)
     }
 }
 
+/* The special token written at TEXT[0..N) ("[CLS]" and the like, as the
+ * text has it: the tokenizers library matches its added tokens on the raw
+ * text before normalising), its byte count in *L; -1 if none. */
+static int32_t special_at(const wordpiece *w, const char *text, size_t n, size_t *l)
+{
+    static const char *const names[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        size_t nl = strlen(names[k]);
+        int32_t id;
+        if (nl <= n && !memcmp(text, names[k], nl) && (id = special(w, names[k])) >= 0) {
+            *l = nl;
+            return id;
+        }
+    }
+    return -1;
+}
+
 int wp_encode(const wordpiece *w, const char *text, size_t len, int32_t *ids, int max)
 {
     enc e;
@@ -468,6 +485,14 @@ int wp_encode(const wordpiece *w, const char *text, size_t len, int32_t *ids, in
     const utf8proc_uint8_t *s = (const utf8proc_uint8_t *)text;
     utf8proc_ssize_t i = 0, n = (utf8proc_ssize_t)len;
     while (i < n && e.n < e.max) {
+        size_t sl;
+        int32_t sid;
+        if (s[i] == '[' && (sid = special_at(w, text + i, (size_t)(n - i), &sl)) >= 0) {
+            flush(&e);
+            emit(&e, sid);
+            i += (utf8proc_ssize_t)sl;
+            continue;
+        }
         utf8proc_int32_t c;
         utf8proc_ssize_t l = utf8proc_iterate(s + i, n - i, &c);
         if (l <= 0) {

@@ -206,7 +206,22 @@ def is_punct(c):
     return unicodedata.category(c).startswith("P")
 
 
+SPECIALS = re.compile(r"(\[(?:PAD|UNK|CLS|SEP|MASK)\])")
+
+
 def tokenize(vocab, text, max_len, lower=True):
+    # Special tokens written in the text are matched first, on the raw text
+    # (the tokenizers library's added tokens, normalized: false).
+    ids = []
+    for part in SPECIALS.split(text):
+        if SPECIALS.fullmatch(part):
+            ids.append(vocab[part])
+        elif part:
+            ids.extend(tokenize_plain(vocab, part, lower))
+    return [vocab["[CLS]"]] + ids[:max_len - 2] + [vocab["[SEP]"]]
+
+
+def tokenize_plain(vocab, text, lower):
     out = []
     for c in text:
         o = ord(c)
@@ -258,7 +273,7 @@ def tokenize(vocab, text, max_len, lower=True):
             pieces.append(found)
             start = end
         ids.extend(pieces)
-    return [vocab["[CLS]"]] + ids[:max_len - 2] + [vocab["[SEP]"]]
+    return ids
 
 
 # ---------------------------------------------------------- Unigram tokenizer
@@ -663,7 +678,8 @@ ODD = ["Ünïcödé àccents everywhere: naïve façade, Ångström, Øresund", 
        "tabs\tand\nnewlines  and   spaces", "ALL CAPS SHOUTING ABOUT THE OUTAGE!!!", "'quoted' \"double\" «guillemets»",
        "ﬁ ligature and full-width ＡＢＣ１２３",
        "combining cafe\u0301 e\u0301 A\u030a \u00c5\u0301x zero\u200bwidth \u2026 \u2460 \uff76 \u2122 \ufb00 \u03a3\u0301",
-       "Straße, İstanbul, ΣΊΣΥΦΟΣ", "a" * 120 + " long word"]
+       "Straße, İstanbul, ΣΊΣΥΦΟΣ", "a" * 120 + " long word",
+       "Token ids are [CLS] ... [SEP]; an unknown word is `[UNK]`, [mask] is text, a[MASK]b"]
 
 
 def sentences():
