@@ -686,6 +686,7 @@ void gemm_release(gemm_w *g)
     g->q = NULL;
     g->qs = NULL;
     g->qsum = NULL;
+    g->qs_own = 0;
 }
 
 /* The reference the int8 kernels are held to. */
@@ -732,13 +733,7 @@ void gemm_quantize_to(const float *w, int N, int K, int8_t *q, float *meta)
 
 void gemm_prepare_q8(gemm_w *g, const int8_t *q, const float *meta)
 {
-    free(g->own);
-    free(g->qown);
-    if (g->qs_own)
-        free((float *)g->qs);
-    g->own = NULL;
-    g->packed = NULL;
-    g->qown = NULL;
+    gemm_release(g); /* the float panels, or int8 ones made before */
     g->q = q;
     g->qs = meta;
     g->qsum = (const int32_t *)(const void *)(meta + gemm_q8_meta(g->N) / 2);
