@@ -595,6 +595,16 @@ TEST(local_kernels_agree_with_scalar)
     free(w);
 }
 
+/* G's product of X (M x K) into Y (M x N) in two column ranges, as the
+ * pool's threads split it. */
+static void run_split(const gemm_w *g, const float *x, const float *bias, float *y, int M, int N)
+{
+    int al = gemm_cols_align(g);
+    memset(y, 0, (size_t)M * N * sizeof *y);
+    gemm_run(g, x, bias, y, M, N, 0, al);
+    gemm_run(g, x, bias, y, M, N, al, N);
+}
+
 /* The packed kernels against the scalar one for M rows: 53 and 30 on
  * tiles of 6, 16 and 13 on tiles of 8 (a query's tokens), columns past a
  * panel pair. */
@@ -630,11 +640,7 @@ static void packed_case(int M)
         gemm_w g;
         ASSERT_OK(gemm_prepare(&g, w, N, K));
         ASSERT(g.packed != NULL);
-        /* In two column ranges, as threads split it. */
-        int al = gemm_cols_align(&g);
-        memset(y1, 0, (size_t)M * N * sizeof *y1);
-        gemm_run(&g, x, bias, y1, M, N, 0, al);
-        gemm_run(&g, x, bias, y1, M, N, al, N);
+        run_split(&g, x, bias, y1, M, N);
         for (int i = 0; i < M * N; i++)
             if (fabsf(y0[i] - y1[i]) > 1e-5f)
                 test_fail(__FILE__, __LINE__, "%s packed: y[%d] %g != %g", gemm_kernel_name(k),
@@ -729,11 +735,7 @@ TEST(local_int8_kernels_agree_with_scalar)
                 continue;
             ASSERT_OK(gemm_prepare(&g, w, N, K));
             ASSERT_OK(gemm_quantize(&g));
-            /* In two column ranges, as threads split it. */
-            int al = gemm_cols_align(&g);
-            memset(y1, 0, (size_t)M * N * sizeof *y1);
-            gemm_run(&g, x, bias, y1, M, N, 0, al);
-            gemm_run(&g, x, bias, y1, M, N, al, N);
+            run_split(&g, x, bias, y1, M, N);
             for (int i = 0; i < M * N; i++)
                 if (fabsf(y0[i] - y1[i]) > 1e-5f)
                     test_fail(__FILE__, __LINE__, "%s int8, %d rows: y[%d] %g != %g",
