@@ -15,7 +15,11 @@
 #include <unistd.h>
 
 #include "pg_server.h"
+#include "store/postgres/pg.h"
+#include "store/postgres/pgstore_int.h"
+#include "store/postgres/pgtext.h"
 #include "test.h"
+#include "text/tok.h"
 
 static void sleep_ms(int ms)
 {
@@ -526,5 +530,186 @@ TEST(pgbackend_rebuild_beside_live)
     ASSERT_CONTAINS(out, "pelican survey is due in June");
     mnemo_free(out);
     mnemo_close(m);
+    pg_stop(&s);
+}
+
+/* A sync's batches of file writes go out without waiting for the server
+ * (each its own transaction, answered at the next commit). One that fails
+ * on the server fails the sync with the server's message; the batches
+ * before it stay whole, the corpus counts match the rows they hold, the
+ * handle works on, and the next sync completes the rest. */
+TEST(pgbackend_sync_batch_failure_on_its_way)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    write_notes("ws", 0, 1, "harbor");
+    mnemo *m = open_pg(&s, "ws", "team");
+    test_sync(m);
+    /* Past 500 files the server refuses file rows. */
+    char *out = NULL;
+    if (pg_psql(&s,
+                "CREATE FUNCTION refuse_files() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF (SELECT count(*) FROM mnemo_files) >= 500 THEN RAISE EXCEPTION "
+                "'quota of files reached'; END IF; RETURN NULL; END $$; "
+                "CREATE TRIGGER refuse_files BEFORE INSERT ON mnemo_files FOR EACH STATEMENT "
+                "EXECUTE FUNCTION refuse_files();",
+                &out) != 0)
+        test_fail(__FILE__, __LINE__, "psql: %s", out ? out : "");
+    free(out);
+    write_notes("ws", 1, 1499, "harbor");
+    mnemo_sync_stats st;
+    int rc = mnemo_sync(m, NULL, &st);
+    ASSERT(rc != MNEMO_OK);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "quota of files reached");
+    /* Whole batches of 200 files (the first file was there before). */
+    long files = psql_count(&s, "SELECT count(*) FROM mnemo_files WHERE tenant = 'team'");
+    ASSERT(files >= 500 && files < 1500);
+    ASSERT_EQ((files - 1) % 200, 0);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_corpus c WHERE tenant = 'team' AND "
+                             "nchunks = (SELECT count(*) FROM mnemo_chunks WHERE tenant = 'team') "
+                             "AND ntokens = (SELECT sum(ntok) FROM mnemo_chunks WHERE tenant = "
+                             "'team')"),
+              1);
+    /* The handle is usable at once. */
+    ASSERT_EQ(search_count(m, "token3"), 1);
+    if (pg_psql(&s, "DROP TRIGGER refuse_files ON mnemo_files", &out) != 0)
+        test_fail(__FILE__, __LINE__, "psql: %s", out ? out : "");
+    free(out);
+    st = test_sync(m);
+    ASSERT_EQ(st.files_added, (size_t)(1500 - files));
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_files WHERE tenant = 'team'"), 1500);
+    ASSERT_EQ(psql_count(&s, "SELECT count(*) FROM mnemo_corpus c WHERE tenant = 'team' AND "
+                             "nchunks = (SELECT count(*) FROM mnemo_chunks WHERE tenant = 'team') "
+                             "AND ntokens = (SELECT sum(ntok) FROM mnemo_chunks WHERE tenant = "
+                             "'team')"),
+              1);
+    ASSERT_EQ(search_count(m, "token1499"), 1);
+    ASSERT_EQ(search_count(m, "token700"), 1);
+    /* Every chunk in the postings, none twice: a word in every note. */
+    mnemo_search_opts so;
+    mnemo_search_opts_init(&so);
+    so.max_results = 2000;
+    so.min_score = 0;
+    mnemo_results *res = NULL;
+    ASSERT_OK(mnemo_search(m, "harbor", &so, &res));
+    ASSERT_EQ(mnemo_results_count(res), 1500);
+    mnemo_results_free(res);
+    mnemo_close(m);
+    pg_stop(&s);
+}
+
+/* The binary forms a sync sends (arrays, tsvectors) read by the server as
+ * the text forms are. */
+TEST(pgtext_binary_forms)
+{
+    pg_server s;
+    pg_debian_start(&s);
+    pg_target t = {pg_url(&s), "", 10, 1};
+    pg_conn *c = NULL;
+    buf err;
+    buf_init(&err, 0);
+    if (pg_connect(&t, 10000, &c, &err))
+        test_fail(__FILE__, __LINE__, "connect: %s", err.data);
+    tok *tk = NULL;
+    ASSERT_OK(tok_new("english", 0, &tk));
+    buf many, pre, text, bin;
+    buf_init(&many, 0);
+    buf_init(&pre, 0);
+    buf_init(&text, 0);
+    buf_init(&bin, 0);
+    for (int i = 0; i < 300; i++)
+        buf_puts(&many, "echo ");
+    for (int i = 0; i < 17000; i++)
+        buf_printf(&many, "w%d ", i % 50);
+    const char *texts[] = {"",
+                           "It's a \\back\\slash with 'quotes' and \"double\" ones",
+                           "記憶の検索エンジン 中文测试 한국어",
+                           "Café naïve résumé Zürich",
+                           "getUserName snake_case v0.11.4 https://example.com/a?b=c",
+                           many.data};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        int ntok = 0, ntok2 = 0;
+        buf_reset(&pre);
+        ASSERT_OK(tok_pretokenize(tk, texts[i], strlen(texts[i]), &pre));
+        ASSERT_OK(ps_tsvector_of(pre.data ? pre.data : "", pre.len, &text, &ntok));
+        ASSERT_OK(ps_tsvector_bin(pre.data ? pre.data : "", pre.len, &bin, &ntok2));
+        ASSERT_EQ(ntok, ntok2);
+        const char *p[2] = {text.data ? text.data : "", bin.data};
+        int lens[2] = {0, (int)bin.len}, fmt[2] = {0, 1};
+        pg_rows *r = NULL;
+        if (pg_send(c, "SELECT $1::tsvector::text = $2::tsvector::text, length($2::tsvector)", 2,
+                    p, lens, fmt, &err) ||
+            pg_collect(c, 10000, &r, &err))
+            test_fail(__FILE__, __LINE__, "text %zu: %s", i, err.data);
+        if (strcmp(pg_value(r, 0, 0), "t"))
+            test_fail(__FILE__, __LINE__, "text %zu: binary and text tsvectors differ", i);
+        if (i == 5)
+            ASSERT_STR_EQ(pg_value(r, 0, 1), "51");
+        pg_rows_free(r);
+    }
+    /* Arrays of each element type, and an empty one. */
+    pg_barr a[6];
+    for (int i = 0; i < 6; i++)
+        pg_barr_init(&a[i]);
+    pg_barr_start(&a[0], PG_INT4OID);
+    pg_barr_int4(&a[0], 1);
+    pg_barr_int4(&a[0], -2);
+    pg_barr_int4(&a[0], 2147483647);
+    pg_barr_start(&a[1], PG_INT8OID);
+    pg_barr_int8(&a[1], -9000000000LL);
+    pg_barr_int8(&a[1], 0);
+    pg_barr_start(&a[2], PG_FLOAT8OID);
+    pg_barr_float8(&a[2], 0.5);
+    pg_barr_float8(&a[2], -1e300);
+    pg_barr_start(&a[3], PG_TEXTOID);
+    pg_barr_bytes(&a[3], "a\"b", 3);
+    pg_barr_bytes(&a[3], "", 0);
+    pg_barr_bytes(&a[3], "中文", strlen("中文"));
+    pg_barr_start(&a[4], PG_BYTEAOID);
+    pg_barr_bytes(&a[4], "\x00\x01\xff", 3);
+    pg_barr_bytes(&a[4], "", 0);
+    pg_barr_start(&a[5], PG_INT4OID);
+    const char *p[6];
+    int lens[6], fmt[6];
+    for (int i = 0; i < 6; i++) {
+        pg_barr_end(&a[i]);
+        ASSERT(!buf_err(&a[i].b));
+        p[i] = a[i].b.data;
+        lens[i] = (int)a[i].b.len;
+        fmt[i] = 1;
+    }
+    pg_rows *r = NULL;
+    if (pg_send(c, "SELECT $1::int[]::text, $2::bigint[]::text, $3::float8[]::text, "
+                   "$4::text[]::text, $5::bytea[]::text, $6::int[]::text, cardinality($6::int[])",
+                6, p, lens, fmt, &err) ||
+        pg_collect(c, 10000, &r, &err))
+        test_fail(__FILE__, __LINE__, "arrays: %s", err.data);
+    ASSERT_STR_EQ(pg_value(r, 0, 0), "{1,-2,2147483647}");
+    ASSERT_STR_EQ(pg_value(r, 0, 1), "{-9000000000,0}");
+    ASSERT_STR_EQ(pg_value(r, 0, 2), "{0.5,-1e+300}");
+    ASSERT_STR_EQ(pg_value(r, 0, 3), "{\"a\\\"b\",\"\",中文}");
+    ASSERT_STR_EQ(pg_value(r, 0, 4), "{\"\\\\x0001ff\",\"\\\\x\"}");
+    ASSERT_STR_EQ(pg_value(r, 0, 5), "{}");
+    ASSERT_STR_EQ(pg_value(r, 0, 6), "0");
+    pg_rows_free(r);
+    /* One statement on its way at a time; a query meanwhile is refused. */
+    const char *one[1] = {"1"};
+    ASSERT_OK(pg_send(c, "SELECT pg_sleep(0.05), $1::int", 1, one, NULL, NULL, &err));
+    ASSERT(pg_inflight(c));
+    ASSERT(pg_query(c, "SELECT 2", 0, NULL, 10000, &r, &err) != MNEMO_OK);
+    buf_reset(&err);
+    ASSERT_OK(pg_collect(c, 10000, &r, &err));
+    ASSERT_STR_EQ(pg_value(r, 0, 1), "1");
+    pg_rows_free(r);
+    ASSERT(pg_collect(c, 10000, &r, &err) != MNEMO_OK);
+    for (int i = 0; i < 6; i++)
+        pg_barr_cleanup(&a[i]);
+    buf_cleanup(&many);
+    buf_cleanup(&pre);
+    buf_cleanup(&text);
+    buf_cleanup(&bin);
+    buf_cleanup(&err);
+    tok_free(tk);
+    pg_close(c);
     pg_stop(&s);
 }

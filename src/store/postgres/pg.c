@@ -216,6 +216,7 @@ struct pg_conn {
     int nprepared;
     const char *seen[MAX_PREPARED]; /* run once, unprepared */
     int nseen;
+    int inflight; /* pg_send's statement awaits pg_collect */
 };
 
 struct pg_rows {
@@ -466,12 +467,47 @@ static int answer(pg_conn *pc, int timeout_ms, pg_rows **out, buf *err)
     return MNEMO_OK;
 }
 
+int pg_send(pg_conn *pc, const char *sql, int n, const char *const *params, const int *lens,
+            const int *formats, buf *err)
+{
+    PGconn *c = pc->c;
+    pc->sqlstate[0] = 0;
+    if (pc->inflight) {
+        buf_puts(err, "PostgreSQL: a statement is still on its way");
+        return MNEMO_INVALID;
+    }
+    if (!pq.send_query_params(c, sql, n, NULL, params, lens, formats, 0)) {
+        buf_puts(err, "PostgreSQL: ");
+        dsn_redact(err, pq.error_message(c), pq.pass(c));
+        return MNEMO_UNAVAILABLE;
+    }
+    pc->inflight = 1;
+    return MNEMO_OK;
+}
+
+int pg_collect(pg_conn *pc, int timeout_ms, pg_rows **out, buf *err)
+{
+    *out = NULL;
+    if (!pc->inflight) {
+        buf_puts(err, "PostgreSQL connection lost");
+        return MNEMO_UNAVAILABLE;
+    }
+    pc->inflight = 0;
+    return answer(pc, timeout_ms, out, err);
+}
+
+int pg_inflight(const pg_conn *pc) { return pc && pc->inflight; }
+
 int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int timeout_ms,
              pg_rows **out, buf *err)
 {
     *out = NULL;
     PGconn *c = pc->c;
     pc->sqlstate[0] = 0;
+    if (pc->inflight) {
+        buf_puts(err, "PostgreSQL: a statement is still on its way");
+        return MNEMO_INVALID;
+    }
     if (!pq.send_query_params(c, sql, n, NULL, params, NULL, NULL, 0)) {
         buf_puts(err, "PostgreSQL: ");
         dsn_redact(err, pq.error_message(c), pq.pass(c));
@@ -484,6 +520,10 @@ int pg_query_prepared(pg_conn *pc, const char *sql, int n, const char *const *pa
                       int timeout_ms, pg_rows **out, buf *err)
 {
     *out = NULL;
+    if (pc->inflight) {
+        buf_puts(err, "PostgreSQL: a statement is still on its way");
+        return MNEMO_INVALID;
+    }
     int i = 0;
     while (i < pc->nprepared && pc->prepared[i] != sql)
         i++;

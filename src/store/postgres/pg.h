@@ -54,6 +54,18 @@ int pg_query(pg_conn *c, const char *sql, int n, const char *const *params, int 
  * plan) and is executed by name from then on, inside transactions too. */
 int pg_query_prepared(pg_conn *c, const char *sql, int n, const char *const *params,
                       int timeout_ms, pg_rows **out, buf *err);
+/* Sends SQL with N parameters and returns without waiting for the answer,
+ * which pg_collect takes (no other query may run on C before it): PARAMS[i]
+ * holds LENS[i] bytes in FORMATS[i] (0 text, 1 PostgreSQL's binary form;
+ * LENS and FORMATS NULL: all text). The server works on it meanwhile. */
+int pg_send(pg_conn *c, const char *sql, int n, const char *const *params, const int *lens,
+            const int *formats, buf *err);
+
+/* The answer to pg_send's statement, as pg_query's (TIMEOUT_MS from now). */
+int pg_collect(pg_conn *c, int timeout_ms, pg_rows **out, buf *err);
+
+/* 1 while a statement pg_send sent awaits pg_collect. */
+int pg_inflight(const pg_conn *c);
 size_t pg_nrows(const pg_rows *r);
 
 /* The SQLSTATE of C's last failed query ("40001", "23505" ...), "" when the

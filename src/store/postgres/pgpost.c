@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/postgres/pgtext.h"
 #include "util/utf8.h"
 
 
@@ -288,6 +289,33 @@ int pgpost_add(pgpost *p, int64_t id, const char *source, int ntok, const char *
     return rc ? core_error(p->m, rc, "out of memory") : MNEMO_OK;
 }
 
+int pgpost_add_bin(pgpost *p, int64_t id, const char *source, int ntok, const unsigned char *t,
+                   size_t n)
+{
+    p->id = id;
+    p->ntok = ntok;
+    p->source = source;
+    if (id > p->maxid)
+        p->maxid = id;
+    const unsigned char *end = t + n;
+    if (n < 4)
+        return core_error(p->m, MNEMO_INVALID, "a tsvector without its count");
+    uint32_t nlex = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
+    t += 4;
+    for (uint32_t i = 0; i < nlex; i++) {
+        const unsigned char *z = memchr(t, 0, (size_t)(end - t));
+        if (!z || end - z < 3)
+            return core_error(p->m, MNEMO_INVALID, "a tsvector cut short");
+        int npos = z[1] << 8 | z[2];
+        if (end - (z + 3) < 2 * npos)
+            return core_error(p->m, MNEMO_INVALID, "a tsvector cut short");
+        if (add_lexeme(p, (const char *)t, (size_t)(z - t), npos ? npos : 1))
+            return core_error(p->m, MNEMO_NOMEM, "out of memory");
+        t = z + 3 + 2 * npos;
+    }
+    return MNEMO_OK;
+}
+
 /* Sorted dead ids of the tenant into *V. */
 static int dead_ids(mnemo *m, const char *tenant, int64_t **v, size_t *n)
 {
@@ -309,70 +337,70 @@ static int dead_ids(mnemo *m, const char *tenant, int64_t **v, size_t *n)
     return MNEMO_OK;
 }
 
-/* Inserts the segments in the array literals SRC, LEX, GEN, N, DATA, and
- * starts them again. */
-static int insert_segments(pgpost *p, buf *src, buf *lex, buf *gen, buf *n, buf *data)
-{
-    buf *a[5] = {src, lex, gen, n, data};
-    for (int i = 0; i < 5; i++) {
-        buf_putc(a[i], '}');
-        if (buf_err(a[i]))
-            return core_error(p->m, MNEMO_NOMEM, "out of memory");
-    }
-    const char *prm[6] = {p->tenant, src->data, lex->data, gen->data, n->data, data->data};
-    int rc = ps_q(p->m, "writing the index",
-                  "INSERT INTO mnemo_postings(tenant, source, lexeme, gen, n, data) SELECT $1, "
-                  "x.s, x.l, x.g, x.n, x.d FROM unnest($2::text[], $3::text[], $4::bigint[], "
-                  "$5::int[], $6::bytea[]) AS x(s, l, g, n, d)",
-                  6, prm, NULL);
-    for (int i = 0; i < 5; i++) {
-        buf_reset(a[i]);
-        buf_putc(a[i], '{');
-    }
-    return rc;
-}
-
-/* The five array literals of a batch of segments. */
+/* A batch of segments as binary arrays (source, lexeme, gen, count, data). */
 typedef struct segs {
-    buf src, lex, gen, n, data;
+    pg_barr a[5];
 } segs;
+
+static const uint32_t seg_oid[5] = {PG_TEXTOID, PG_TEXTOID, PG_INT8OID, PG_INT4OID,
+                                    PG_BYTEAOID};
+
+static void segs_start(segs *g)
+{
+    for (int i = 0; i < 5; i++)
+        pg_barr_start(&g->a[i], seg_oid[i]);
+}
 
 static void segs_init(segs *g)
 {
-    buf *a[5] = {&g->src, &g->lex, &g->gen, &g->n, &g->data};
-    for (int i = 0; i < 5; i++) {
-        buf_init(a[i], 0);
-        buf_putc(a[i], '{');
-    }
+    for (int i = 0; i < 5; i++)
+        pg_barr_init(&g->a[i]);
+    segs_start(g);
 }
 
 static void segs_cleanup(segs *g)
 {
-    buf *a[5] = {&g->src, &g->lex, &g->gen, &g->n, &g->data};
     for (int i = 0; i < 5; i++)
-        buf_cleanup(a[i]);
+        pg_barr_cleanup(&g->a[i]);
 }
 
 /* Adds segment DATA[0..LEN) of SOURCE and LEXEME (LLEN bytes) at GEN. */
 static void segs_add(segs *g, const char *source, const char *lexeme, size_t llen, long long gen,
                      long long n, const char *data, size_t len)
 {
-    ps_arr_add(&g->src, source, strlen(source));
-    ps_arr_add(&g->lex, lexeme, llen);
-    ps_arr_int(&g->gen, gen);
-    ps_arr_int(&g->n, n);
-    /* ps_arr_add's element, the hex's backslash escaped. */
-    if (g->data.len > 1)
-        buf_putc(&g->data, ',');
-    buf_puts(&g->data, "\"\\");
-    pgpost_hex(&g->data, data, len);
-    buf_putc(&g->data, '"');
+    pg_barr_bytes(&g->a[0], source, strlen(source));
+    pg_barr_bytes(&g->a[1], lexeme, llen);
+    pg_barr_int8(&g->a[2], gen);
+    pg_barr_int4(&g->a[3], (int32_t)n);
+    pg_barr_bytes(&g->a[4], data, len);
 }
 
+static size_t segs_bytes(const segs *g) { return g->a[4].b.len; }
+
+/* Inserts the segments of G, and starts it again. */
 static int segs_write(pgpost *p, segs *g)
 {
-    return g->src.len > 1 ? insert_segments(p, &g->src, &g->lex, &g->gen, &g->n, &g->data)
-                          : MNEMO_OK;
+    if (!g->a[0].n)
+        return MNEMO_OK;
+    const char *prm[6] = {p->tenant};
+    int lens[6] = {0}, fmt[6] = {0};
+    for (int i = 0; i < 5; i++) {
+        pg_barr_end(&g->a[i]);
+        if (buf_err(&g->a[i].b))
+            return core_error(p->m, MNEMO_NOMEM, "out of memory");
+        prm[1 + i] = g->a[i].b.data;
+        lens[1 + i] = (int)g->a[i].b.len;
+        fmt[1 + i] = 1;
+    }
+    int rc = ps_send(p->m, "writing the index",
+                     "INSERT INTO mnemo_postings(tenant, source, lexeme, gen, n, data) SELECT $1, "
+                     "x.s, x.l, x.g, x.n, x.d FROM unnest($2::text[], $3::text[], $4::bigint[], "
+                     "$5::int[], $6::bytea[]) AS x(s, l, g, n, d)",
+                     6, prm, lens, fmt);
+    if (!rc)
+        rc = ps_collect(p->m, "writing the index", NULL);
+    segs_start(g);
+    return rc;
 }
 
 /* Folds each listed lexeme's segments into one (at the largest gen), the
@@ -449,7 +477,7 @@ static int fold_keys(pgpost *p, const char *srcs, const char *lexs, const int64_
             const char *lx = pg_value(r, ord[i], 1);
             segs_add(&g, pg_value(r, ord[i], 0), lx, strlen(lx), gen, (long long)nv,
                      seg.data ? seg.data : "", seg.len);
-            if (g.data.len >= POST_WRITE)
+            if (segs_bytes(&g) >= POST_WRITE)
                 rc = segs_write(p, &g);
         }
         i = j;
@@ -520,6 +548,11 @@ static int fold(pgpost *p, int all, const char *ksrc, const char *klex)
     return rc;
 }
 
+int pgpost_due(const pgpost *p)
+{
+    return p && p->npost >= POST_FLUSH;
+}
+
 int pgpost_pending(const pgpost *p)
 {
     return p && (p->terms.used || p->maxid > p->merged);
@@ -558,7 +591,7 @@ int pgpost_flush(pgpost *p, int final)
         }
         segs_add(&sg, e->key, e->key + sl + 1, e->klen - sl - 1, (long long)gen, e->n,
                  e->data.data ? e->data.data : "", e->data.len);
-        if (sg.data.len >= POST_WRITE)
+        if (segs_bytes(&sg) >= POST_WRITE)
             rc = segs_write(p, &sg);
     }
     if (!rc)

@@ -85,6 +85,9 @@ void pgpost_free(pgpost *p);
 
 /* Chunk ID of SOURCE, NTOK long, whose tsvector text is TSV, to be merged. */
 int pgpost_add(pgpost *p, int64_t id, const char *source, int ntok, const char *tsv);
+/* The same from the binary tsvector T[0..N) (ps_tsvector_bin). */
+int pgpost_add_bin(pgpost *p, int64_t id, const char *source, int ntok, const unsigned char *t,
+                   size_t n);
 
 /* Writes what was added as new segments, and moves the merged mark, inside
  * the caller's transaction: always with FINAL, else once enough postings
@@ -92,6 +95,8 @@ int pgpost_add(pgpost *p, int64_t id, const char *source, int ntok, const char *
  * many chunks are dead. */
 int pgpost_flush(pgpost *p, int final);
 
+/* 1 when enough postings wait for pgpost_flush to write them now. */
+int pgpost_due(const pgpost *p);
 /* Whether postings wait to be written. */
 int pgpost_pending(const pgpost *p);
 

@@ -431,6 +431,49 @@ int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *
     return rc ? rc : q_as(m, c, 1, what, sql, n, params, out);
 }
 
+int pgschema_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                  const int *lens, const int *formats)
+{
+    pg_conn *c;
+    int rc = pgschema_primary(m, &c);
+    if (rc)
+        return rc;
+    buf err;
+    buf_init(&err, 0);
+    if ((rc = pg_send(c, sql, n, params, lens, formats, &err)))
+        rc = fail(m, rc, what, &err);
+    buf_cleanup(&err);
+    return rc;
+}
+
+int pgschema_collect(mnemo *m, const char *what, pg_rows **out)
+{
+    if (out)
+        *out = NULL;
+    pgback *b = m->pg;
+    pg_conn *c = b && b->conn ? b->conn->c : NULL;
+    pg_rows *r = NULL;
+    buf err;
+    buf_init(&err, 0);
+    int rc = c ? pg_collect(c, QUERY_TIMEOUT_MS, &r, &err) : MNEMO_UNAVAILABLE;
+    if (!c)
+        buf_puts(&err, "PostgreSQL connection lost");
+    if (rc)
+        rc = fail(m, rc, what, &err);
+    else if (out)
+        *out = r;
+    else
+        pg_rows_free(r);
+    buf_cleanup(&err);
+    return rc;
+}
+
+int pgschema_inflight(mnemo *m)
+{
+    pgback *b = m->pg;
+    return b && b->conn && pg_inflight(b->conn->c);
+}
+
 void pgschema_close(mnemo *m)
 {
     if (!m || !m->pg || !m->pg->conn)

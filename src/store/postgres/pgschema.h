@@ -117,6 +117,16 @@ void pgschema_state_free(struct pgstate *s);
 int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
                 pg_rows **out);
 
+/* Sends SQL to the primary without waiting (pg_send: PARAMS[i] of
+ * LENS[i] bytes in FORMATS[i], NULLs for all text); pgschema_collect
+ * takes its answer, recording "WHAT: <message>" on failure, and must come
+ * before any other statement on the handle (pgschema_inflight says
+ * whether one is on its way). */
+int pgschema_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                  const int *lens, const int *formats);
+int pgschema_collect(mnemo *m, const char *what, pg_rows **out);
+int pgschema_inflight(mnemo *m);
+
 /* Frees the connection state kept on the handle. Accepts a handle without. */
 void pgschema_close(mnemo *m);
 

@@ -364,7 +364,11 @@ static void sort_posn(posn *v, size_t n)
 /* The tsvector text of pre-tokenized data TOKS[0..N): positions as FTS5
  * counts them (colocated tokens share one). *NTOK: the length in
  * positions. */
-int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
+/* The tsvector of TOKS[0..N) into OUT, as text or (BINARY) in tsvectorrecv's
+ * form: int32 lexemes, then each lexeme's bytes, a NUL, uint16 positions
+ * and the positions (big-endian). The lexemes come sorted as the server
+ * keeps them, so it has nothing to sort. */
+static int tsvector_build(const char *toks, size_t n, buf *out, int *ntok, int binary)
 {
     size_t cap = 64, cnt = 0;
     posn *v = malloc(cap * sizeof *v);
@@ -395,25 +399,62 @@ int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
     *ntok = pos;
     sort_posn(v, cnt);
     buf_reset(out);
+    uint32_t nlex = 0;
+    if (binary)
+        pg_put32(out, 0); /* the count, written at the end */
     for (size_t i = 0; i < cnt;) {
         size_t j = i;
-        if (out->len)
-            buf_putc(out, ' ');
-        pg_lexeme(out, v[i].tok, (size_t)v[i].len);
+        if (binary) {
+            buf_append(out, v[i].tok, (size_t)v[i].len);
+            buf_putc(out, 0);
+        } else {
+            if (out->len)
+                buf_putc(out, ' ');
+            pg_lexeme(out, v[i].tok, (size_t)v[i].len);
+        }
+        size_t at = out->len;
+        if (binary)
+            pg_put16(out, 0);
         int npos = 0, last = -1;
         for (; j < cnt && v[j].len == v[i].len && !memcmp(v[j].tok, v[i].tok, (size_t)v[i].len);
              j++) {
             if (v[j].pos == last || npos == MAX_POSITIONS)
                 continue;
-            buf_putc(out, npos ? ',' : ':');
-            buf_int(out, v[j].pos);
+            if (binary) {
+                pg_put16(out, (uint16_t)v[j].pos);
+            } else {
+                buf_putc(out, npos ? ',' : ':');
+                buf_int(out, v[j].pos);
+            }
             last = v[j].pos;
             npos++;
         }
+        if (binary && !out->err) {
+            out->data[at] = (char)(npos >> 8);
+            out->data[at + 1] = (char)npos;
+        }
+        nlex++;
         i = j;
+    }
+    if (binary && !out->err) {
+        unsigned char *c = (unsigned char *)out->data;
+        c[0] = (unsigned char)(nlex >> 24);
+        c[1] = (unsigned char)(nlex >> 16);
+        c[2] = (unsigned char)(nlex >> 8);
+        c[3] = (unsigned char)nlex;
     }
     free(v);
     return buf_err(out);
+}
+
+int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
+{
+    return tsvector_build(toks, n, out, ntok, 0);
+}
+
+int ps_tsvector_bin(const char *toks, size_t n, buf *out, int *ntok)
+{
+    return tsvector_build(toks, n, out, ntok, 1);
 }
 
 /* Document-mode tokens of TEXT as a tsvector (for paths). */
@@ -471,6 +512,17 @@ int ps_qp(mnemo *m, const char *what, const char *sql, int n, const char *const 
           pg_rows **out)
 {
     return pgschema_qp(m, what, sql, n, params, out);
+}
+
+int ps_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+            const int *lens, const int *formats)
+{
+    return pgschema_send(m, what, sql, n, params, lens, formats);
+}
+
+int ps_collect(mnemo *m, const char *what, pg_rows **out)
+{
+    return pgschema_collect(m, what, out);
 }
 
 long long ps_ll(const pg_rows *r, size_t row, int col)

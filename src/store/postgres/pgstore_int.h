@@ -90,6 +90,8 @@ void ps_ids_literal(buf *b, const int64_t *ids, size_t n);
  * counts them (colocated tokens share one); *NTOK: the length in
  * positions. Or of TEXT, tokenized by T. */
 int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok);
+/* The same in binary form (tsvectorrecv's input; pgpost_add_bin reads it). */
+int ps_tsvector_bin(const char *toks, size_t n, buf *out, int *ntok);
 int ps_tsvector_text(tok *t, const char *text, buf *out);
 
 /* Lowercase (ASCII, as SQLite's lower()) of S[0..N) into OUT. */
@@ -102,6 +104,10 @@ int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *
          pg_rows **out);
 int ps_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
           pg_rows **out);
+/* pgschema_send and pgschema_collect on the backend's connection. */
+int ps_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+            const int *lens, const int *formats);
+int ps_collect(mnemo *m, const char *what, pg_rows **out);
 
 /* Column COL of row ROW as an integer; an int array literal {1,2,3}
  * parsed into V (at most CAP), the count. */

@@ -29,65 +29,94 @@ typedef struct psync {
     mnemo *m;
     const char *tenant;
     tok *dt;
-    int in_txn;
-    int files, chunks;           /* in the open transaction */
-    long long d_chunks, d_tokens; /* corpus changes in the open transaction */
-    buf a[12];                   /* array parameters */
+    int in_txn;                  /* a batch is open */
+    int begun;                   /* ... and its BEGIN was sent */
+    int files, chunks;           /* in the open batch */
+    long long d_chunks, d_tokens; /* corpus changes of the open batch's other statements */
     buf tsv, tmp, lc, name, stem;
     struct pwrites *pw;          /* the batch's file writes (ps_write) */
+    struct pwrites *sent;        /* the writes on their way (settle), or NULL */
+    struct pwrites *spare;       /* the other of the two */
     mnemo_sync_stats *stats;
     pgpost *post;                /* the postings of the chunks written */
     int final;                   /* the next commit is the sync's last */
 } psync;
 
-static int begin(psync *s)
+static int writes_send(psync *s);
+static int settle(psync *s);
+
+/* A batch opens; its BEGIN waits for a statement that needs it (stmt). */
+static void begin(psync *s)
 {
     if (s->in_txn)
-        return MNEMO_OK;
-    int rc = ps_q(s->m, "sync", "BEGIN", 0, NULL, NULL);
-    if (rc)
-        return rc;
+        return;
     s->in_txn = 1;
+    s->begun = 0;
     s->files = s->chunks = 0;
     s->d_chunks = s->d_tokens = 0;
-    return MNEMO_OK;
 }
 
-static int writes_flush(psync *s);
+/* Before a statement of the open batch: the writes on their way landed,
+ * and the batch's transaction began. */
+static int stmt(psync *s)
+{
+    begin(s);
+    int rc = settle(s);
+    if (!rc && !s->begun && !(rc = ps_q(s->m, "sync", "BEGIN", 0, NULL, NULL)))
+        s->begun = 1;
+    return rc;
+}
 
+/* Ends the open batch. A batch of file writes alone is one statement, its
+ * own transaction, sent without waiting: the caller prepares the next
+ * batch while the server stores this one, and the next commit (or any
+ * other statement) takes its answer first. Other batches, the last one and
+ * those that write the postings, run as one transaction, waited for. */
 static int commit(psync *s)
 {
     if (!s->in_txn)
         return MNEMO_OK;
-    char dc[32], dt[32];
-    snprintf(dc, sizeof dc, "%lld", s->d_chunks);
-    snprintf(dt, sizeof dt, "%lld", s->d_tokens);
-    const char *p[3] = {s->tenant, dc, dt};
-    int rc = writes_flush(s);
+    int rc = settle(s);
+    if (!rc && !s->begun && !s->final && !pgpost_due(s->post)) {
+        s->in_txn = 0;
+        return writes_send(s);
+    }
+    if (!rc && !s->begun && !(rc = ps_q(s->m, "sync", "BEGIN", 0, NULL, NULL)))
+        s->begun = 1;
+    if (!rc && !(rc = writes_send(s)))
+        rc = settle(s);
     if (!rc)
         rc = pgpost_flush(s->post, s->final);
-    if (!rc)
+    if (!rc && (s->d_chunks || s->d_tokens)) {
+        char dc[32], dt[32];
+        snprintf(dc, sizeof dc, "%lld", s->d_chunks);
+        snprintf(dt, sizeof dt, "%lld", s->d_tokens);
+        const char *p[3] = {s->tenant, dc, dt};
         rc = ps_q(s->m, "sync",
                "UPDATE mnemo_corpus SET nchunks = nchunks + $2::bigint, "
                "ntokens = ntokens + $3::bigint WHERE tenant = $1",
                3, p, NULL);
+    }
     if (!rc)
         rc = ps_q(s->m, "sync", "COMMIT", 0, NULL, NULL);
-    s->in_txn = 0;
+    if (!rc)
+        s->in_txn = s->begun = 0;
     return rc;
 }
 
+/* After a failure: the answer on its way taken, the open transaction
+ * rolled back; the handle keeps the first error. */
 static void rollback(psync *s)
 {
-    if (!s->in_txn)
-        return;
     buf keep;
     buf_init(&keep, 0);
     buf_puts(&keep, s->m->err.data ? s->m->err.data : "");
-    ps_q(s->m, "sync", "ROLLBACK", 0, NULL, NULL);
+    settle(s);
+    if (s->begun)
+        ps_q(s->m, "sync", "ROLLBACK", 0, NULL, NULL);
     core_error(s->m, MNEMO_DB, "%s", keep.data ? keep.data : "sync failed");
     buf_cleanup(&keep);
-    s->in_txn = 0;
+    s->in_txn = s->begun = 0;
 }
 
 /* Counts a written file; commits when the batch is full. */
@@ -175,7 +204,7 @@ static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t s
     char sz[32], mt[32];
     snprintf(sz, sizeof sz, "%lld", (long long)size);
     snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
-    int rc = begin(s);
+    int rc = stmt(s);
     if (!rc)
         rc = path_forms(s, path);
     if (rc)
@@ -211,7 +240,7 @@ static int ps_touch(void *ud, const sync_file *f, int64_t size, int64_t mtime_ns
     snprintf(sz, sizeof sz, "%lld", (long long)size);
     snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
     const char *p[5] = {s->tenant, id, sz, mt, hash};
-    int rc = begin(s);
+    int rc = stmt(s);
     if (!rc)
         rc = ps_q(s->m, "updating a file",
                "UPDATE mnemo_files SET size = $3::bigint, mtime_ns = $4::bigint, hash = $5, "
@@ -229,7 +258,7 @@ static int ps_rename(void *ud, const sync_file *f, const char *path, int64_t siz
     snprintf(id, sizeof id, "%lld", (long long)f->id);
     snprintf(sz, sizeof sz, "%lld", (long long)size);
     snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
-    int rc = begin(s);
+    int rc = stmt(s);
     if (!rc && (rc = path_forms(s, path)))
         return core_error(s->m, rc, "out of memory");
     const char *p[10] = {s->tenant,   id,           path, s->lc.data, s->name.data,
@@ -243,28 +272,23 @@ static int ps_rename(void *ud, const sync_file *f, const char *path, int64_t siz
     return rc ? rc : written(s, 0);
 }
 
-static void hex_of(buf *b, const uint32_t *v, size_t n)
-{
-    static const char hx[] = "0123456789abcdef";
-    buf_puts(b, "\\x");
-    const unsigned char *p = (const unsigned char *)v;
-    for (size_t i = 0; i < n * sizeof *v; i++) {
-        buf_putc(b, hx[p[i] >> 4]);
-        buf_putc(b, hx[p[i] & 15]);
-    }
-}
-
-/* The batch's file writes, sent as one statement at its commit: arrays of
- * the files (F_*) and of their chunks (C_*, each with its file's place K),
- * and each chunk's tsvector text, length and source for the postings. */
+/* The batch's file writes, sent as one statement at its commit: text
+ * arrays of the files (F_*) and binary arrays of their chunks (C_*, each
+ * with its file's place K), which the server takes without parsing; the
+ * chunks' lengths and sources stay here for their postings. */
 enum { F_PATH, F_LC, F_NAME, F_STEM, F_PTSV, F_SRC, F_SIZE, F_MT, F_HASH, F_NC, F_TM, F_N };
 enum { C_K, C_SEQ, C_SL, C_EL, C_HASH, C_IMP, C_TRIG, C_MAP, C_TEXT, C_NTOK, C_TSV, C_N };
 
+static const uint32_t c_oid[C_N] = {
+    PG_INT4OID, PG_INT4OID, PG_INT4OID, PG_INT4OID, PG_TEXTOID, PG_INT4OID,
+    PG_TEXTOID, PG_BYTEAOID, PG_TEXTOID, PG_INT4OID, PG_TSVECTOROID};
+
 typedef struct pwrites {
-    buf f[F_N], c[C_N];
+    buf f[F_N];
+    pg_barr c[C_N];
     size_t files, chunks;
-    buf tsvs;          /* each chunk's tsvector text, NUL after each */
-    int *ntok;         /* each chunk's length */
+    long long tokens;        /* the new chunks' */
+    int *ntok;               /* each chunk's length */
     unsigned char *sessions; /* each chunk's source */
     size_t cap;
 } pwrites;
@@ -275,12 +299,10 @@ static void pw_start(pwrites *w)
         buf_reset(&w->f[i]);
         buf_putc(&w->f[i], '{');
     }
-    for (int i = 0; i < C_N; i++) {
-        buf_reset(&w->c[i]);
-        buf_putc(&w->c[i], '{');
-    }
-    buf_reset(&w->tsvs);
+    for (int i = 0; i < C_N; i++)
+        pg_barr_start(&w->c[i], c_oid[i]);
     w->files = w->chunks = 0;
+    w->tokens = 0;
 }
 
 static void pw_init(pwrites *w)
@@ -289,8 +311,7 @@ static void pw_init(pwrites *w)
     for (int i = 0; i < F_N; i++)
         buf_init(&w->f[i], 0);
     for (int i = 0; i < C_N; i++)
-        buf_init(&w->c[i], 0);
-    buf_init(&w->tsvs, 0);
+        pg_barr_init(&w->c[i]);
     pw_start(w);
 }
 
@@ -299,10 +320,20 @@ static void pw_cleanup(pwrites *w)
     for (int i = 0; i < F_N; i++)
         buf_cleanup(&w->f[i]);
     for (int i = 0; i < C_N; i++)
-        buf_cleanup(&w->c[i]);
-    buf_cleanup(&w->tsvs);
+        pg_barr_cleanup(&w->c[i]);
     free(w->ntok);
     free(w->sessions);
+}
+
+static int pw_err(const pwrites *w)
+{
+    for (int i = 0; i < F_N; i++)
+        if (buf_err(&w->f[i]))
+            return 1;
+    for (int i = 0; i < C_N; i++)
+        if (buf_err(&w->c[i].b))
+            return 1;
+    return 0;
 }
 
 static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
@@ -313,10 +344,9 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
     pwrites *w = s->pw;
     (void)known;
     *removed = 0; /* counted when the batch is written */
-    int rc = begin(s);
+    begin(s);
+    int rc = path_forms(s, path);
     if (rc)
-        return rc;
-    if ((rc = path_forms(s, path)))
         return core_error(s->m, rc, "out of memory");
     const chunk_list *l = &it->chunks;
     if (w->chunks + l->n > w->cap) {
@@ -331,34 +361,35 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
             return core_error(s->m, MNEMO_NOMEM, "out of memory");
         w->cap = nc;
     }
-    long long k = (long long)++w->files, tokens = 0;
+    int32_t k = (int32_t)++w->files;
+    long long tokens = 0;
     for (size_t i = 0; i < l->n; i++) {
         const chunk *c = &l->items[i];
         int ntok = 0;
-        if ((rc = ps_tsvector_of(it->toks.data + it->tok_off[i],
-                              it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
+        if ((rc = ps_tsvector_bin(it->toks.data + it->tok_off[i],
+                                  it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
             return core_error(s->m, rc, "out of memory");
         tokens += ntok;
         w->ntok[w->chunks] = ntok;
         w->sessions[w->chunks] = (unsigned char)(sessions != 0);
         w->chunks++;
-        buf_append(&w->tsvs, s->tsv.data ? s->tsv.data : "", s->tsv.len);
-        buf_putc(&w->tsvs, 0);
-        ps_arr_int(&w->c[C_K], k);
-        ps_arr_int(&w->c[C_SEQ], (long long)i);
-        ps_arr_int(&w->c[C_SL], c->start_line);
-        ps_arr_int(&w->c[C_EL], c->end_line);
-        ps_arr_add(&w->c[C_HASH], c->hash, strlen(c->hash));
-        ps_arr_int(&w->c[C_IMP], c->importance);
-        ps_arr_add(&w->c[C_TRIG], l->text.data + c->trig_off, c->trig_len);
-        buf_reset(&s->tmp);
+        pg_barr_int4(&w->c[C_K], k);
+        pg_barr_int4(&w->c[C_SEQ], (int32_t)i);
+        pg_barr_int4(&w->c[C_SL], c->start_line);
+        pg_barr_int4(&w->c[C_EL], c->end_line);
+        pg_barr_bytes(&w->c[C_HASH], c->hash, strlen(c->hash));
+        pg_barr_int4(&w->c[C_IMP], c->importance);
+        pg_barr_bytes(&w->c[C_TRIG], l->text.data + c->trig_off, c->trig_len);
+        /* The line map's bytes as they are in memory (read back the same way). */
         if (sessions && it->map_off)
-            hex_of(&s->tmp, (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
-                   it->map_off[i + 1] - it->map_off[i]);
-        ps_arr_add(&w->c[C_MAP], s->tmp.data ? s->tmp.data : "", s->tmp.len);
-        ps_arr_add(&w->c[C_TEXT], chunk_text(l, c), c->text_len);
-        ps_arr_int(&w->c[C_NTOK], ntok);
-        ps_arr_add(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
+            pg_barr_bytes(&w->c[C_MAP],
+                          (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
+                          (it->map_off[i + 1] - it->map_off[i]) * sizeof(uint32_t));
+        else
+            pg_barr_bytes(&w->c[C_MAP], "", 0);
+        pg_barr_bytes(&w->c[C_TEXT], chunk_text(l, c), c->text_len);
+        pg_barr_int4(&w->c[C_NTOK], ntok);
+        pg_barr_bytes(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
     }
     /* The path's words (s->tsv held the chunks'). */
     const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
@@ -377,24 +408,19 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
     ps_arr_int(&w->f[F_NC], (long long)l->n);
     snprintf(num, sizeof num, "%.17g", sessions ? it->time : 0.0);
     ps_arr_add(&w->f[F_TM], num, strlen(num));
-    for (int i = 0; i < F_N; i++)
-        if (buf_err(&w->f[i]))
-            return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    for (int i = 0; i < C_N; i++)
-        if (buf_err(&w->c[i]))
-            return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    if (buf_err(&w->tsvs))
+    if (pw_err(w))
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
     *added = l->n;
-    s->d_chunks += (long long)l->n;
-    s->d_tokens += tokens;
+    w->tokens += tokens;
     return written(s, (int)l->n);
 }
 
-/* The batch's file writes as one statement: the files' rows, their old
- * chunks out (counted out of the statistics, recorded dead for the
- * index), their new chunks in; then the new chunks' postings. */
-static int writes_flush(psync *s)
+/* The batch's file writes as one statement, sent (settle takes its
+ * answer): the files' rows, their old chunks out (counted out of the
+ * statistics, recorded dead for the index), their new chunks in, the
+ * corpus counts moved. The writes are kept until their answer brings the
+ * new chunks' ids for the postings. */
+static int writes_send(psync *s)
 {
     pwrites *w = s->pw;
     if (!w->files)
@@ -402,21 +428,28 @@ static int writes_flush(psync *s)
     for (int i = 0; i < F_N; i++)
         buf_putc(&w->f[i], '}');
     for (int i = 0; i < C_N; i++)
-        buf_putc(&w->c[i], '}');
-    const char *p[1 + F_N + C_N];
+        pg_barr_end(&w->c[i]);
+    if (pw_err(w))
+        return core_error(s->m, MNEMO_NOMEM, "out of memory");
+    char nc[32], nt[32];
+    snprintf(nc, sizeof nc, "%zu", w->chunks);
+    snprintf(nt, sizeof nt, "%lld", w->tokens);
+    enum { NP = 3 + F_N + C_N };
+    const char *p[NP];
+    int lens[NP], fmt[NP];
+    memset(lens, 0, sizeof lens);
+    memset(fmt, 0, sizeof fmt);
     p[0] = s->tenant;
     for (int i = 0; i < F_N; i++)
         p[1 + i] = w->f[i].data;
-    for (int i = 0; i < C_N; i++)
-        p[1 + F_N + i] = w->c[i].data;
-    for (int i = 0; i < F_N; i++)
-        if (buf_err(&w->f[i]))
-            return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    for (int i = 0; i < C_N; i++)
-        if (buf_err(&w->c[i]))
-            return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    pg_rows *r = NULL;
-    int rc = ps_q(s->m, "writing chunks",
+    for (int i = 0; i < C_N; i++) {
+        p[1 + F_N + i] = w->c[i].b.data;
+        lens[1 + F_N + i] = (int)w->c[i].b.len;
+        fmt[1 + F_N + i] = 1;
+    }
+    p[1 + F_N + C_N] = nc;
+    p[2 + F_N + C_N] = nt;
+    int rc = ps_send(s->m, "writing chunks",
            "WITH x AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], "
            "$6::tsvector[], $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::int[], "
            "$12::float8[]) WITH ORDINALITY AS x(path, lc, name, stem, ptsv, src, size, mt, hash, "
@@ -439,31 +472,64 @@ static int writes_flush(psync *s)
            "importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, f.id, y.seq, "
            "y.sl, y.el, y.hash, y.imp, y.trig, NULLIF(y.map, ''::bytea), x.src, y.txt, y.ntok, "
            "y.tsv FROM y JOIN x ON x.k = y.k JOIN f ON f.path = x.path ORDER BY y.o "
-           "RETURNING id, file_id, seq) "
+           "RETURNING id, file_id, seq), "
+           "u AS (UPDATE mnemo_corpus SET nchunks = nchunks + $24::bigint - (SELECT count(*) "
+           "FROM d), ntokens = ntokens + $25::bigint - (SELECT coalesce(sum(ntok), 0) FROM d) "
+           "WHERE tenant = $1) "
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
            "NULL, (SELECT count(*) FROM i), (SELECT array_agg(i.id ORDER BY x.k, "
            "i.seq) FROM i JOIN f ON f.id = i.file_id JOIN x ON x.path = f.path)",
-           1 + F_N + C_N, p, &r);
+           NP, p, lens, fmt);
+    if (rc)
+        return rc;
+    /* These writes wait for their answer; the next batch fills the other. */
+    s->sent = w;
+    s->pw = s->spare;
+    s->spare = w;
+    pw_start(s->pw);
+    return MNEMO_OK;
+}
+
+/* The answer to the writes on their way, if any: the files' old chunks
+ * counted, the new chunks' postings added (in the order of their ids). */
+static int settle(psync *s)
+{
+    pwrites *w = s->sent;
+    if (!w)
+        return MNEMO_OK;
+    s->sent = NULL;
+    pg_rows *r = NULL;
+    int rc = ps_collect(s->m, "writing chunks", &r);
     if (!rc) {
-        int64_t removed = 0;
-        removed_from(s, r, &removed);
-        s->stats->chunks_removed += (size_t)removed;
+        s->stats->chunks_removed += (size_t)ps_ll(r, 0, 0);
         if ((size_t)ps_ll(r, 0, 3) != w->chunks)
             rc = core_error(s->m, MNEMO_DB, "writing chunks: %lld of %zu stored",
                             ps_ll(r, 0, 3), w->chunks);
-        /* The new chunks' postings, in the order their ids came. */
+        /* The tsvectors are the elements of the last array, in order. */
+        const unsigned char *t = (const unsigned char *)w->c[C_TSV].b.data + 20,
+                            *end = (const unsigned char *)w->c[C_TSV].b.data + w->c[C_TSV].b.len;
         long long one;
-        const char *ids = pg_isnull(r, 0, 4) ? "{}" : pg_value(r, 0, 4), *t = w->tsvs.data;
+        const char *ids = pg_isnull(r, 0, 4) ? "{}" : pg_value(r, 0, 4);
         for (size_t i = 0; !rc && i < w->chunks && *++ids && sscanf(ids, "%lld", &one) == 1;
              i++) {
-            rc = pgpost_add(s->post, one, w->sessions[i] ? "sessions" : "memory", w->ntok[i], t);
-            t += strlen(t) + 1;
+            if (end - t < 4) {
+                rc = core_error(s->m, MNEMO_INVALID, "writing chunks: a tsvector missing");
+                break;
+            }
+            size_t n = (size_t)t[0] << 24 | (size_t)t[1] << 16 | (size_t)t[2] << 8 | t[3];
+            t += 4;
+            if ((size_t)(end - t) < n) {
+                rc = core_error(s->m, MNEMO_INVALID, "writing chunks: a tsvector cut short");
+                break;
+            }
+            rc = pgpost_add_bin(s->post, one, w->sessions[i] ? "sessions" : "memory", w->ntok[i],
+                                t, n);
+            t += n;
             while (*ids && *ids != ',' && *ids != '}')
                 ids++;
         }
     }
     pg_rows_free(r);
-    pw_start(w);
     return rc;
 }
 
@@ -474,7 +540,7 @@ static int ps_remove(void *ud, const sync_file *f)
     snprintf(id, sizeof id, "%lld", (long long)f->id);
     const char *p[2] = {s->tenant, id};
     pg_rows *r = NULL;
-    int rc = begin(s);
+    int rc = stmt(s);
     if (!rc)
         rc = ps_q(s->m, "removing a file",
                "WITH d AS (DELETE FROM mnemo_chunks WHERE tenant = $1 AND file_id = $2::bigint "
@@ -928,16 +994,16 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     memset(&s, 0, sizeof s);
     s.m = m;
     s.dt = dt;
-    for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
-        buf_init(&s.a[i], 0);
     buf_init(&s.tsv, 0);
     buf_init(&s.tmp, 0);
     buf_init(&s.lc, 0);
     buf_init(&s.name, 0);
     buf_init(&s.stem, 0);
-    pwrites pw;
-    pw_init(&pw);
-    s.pw = &pw;
+    pwrites pw[2];
+    pw_init(&pw[0]);
+    pw_init(&pw[1]);
+    s.pw = &pw[0];
+    s.spare = &pw[1];
     s.stats = stats;
     const char *why = NULL;
     if ((rc = choose_generation(m, logical, opts && opts->force, &tenant, &build, &why)))
@@ -950,10 +1016,13 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         stats->rebuild_reason = why;
     }
     rc = sync_walk(m, &pg_sink, &s, opts, stats);
+    /* The writes on their way land (or fail) before anything else. */
+    if (!rc)
+        rc = settle(&s);
     /* The last commit writes every posting still waiting. */
     s.final = 1;
     if (!rc && (pgpost_pending(s.post) || stats->chunks_removed))
-        rc = begin(&s);
+        begin(&s);
     if (!rc)
         rc = commit(&s);
     if (rc) {
@@ -1021,14 +1090,13 @@ done:
             core_clear(m);
         buf_cleanup(&keep);
     }
-    for (size_t i = 0; i < sizeof s.a / sizeof *s.a; i++)
-        buf_cleanup(&s.a[i]);
     buf_cleanup(&s.tsv);
     buf_cleanup(&s.tmp);
     buf_cleanup(&s.lc);
     buf_cleanup(&s.name);
     buf_cleanup(&s.stem);
-    pw_cleanup(&pw);
+    pw_cleanup(&pw[0]);
+    pw_cleanup(&pw[1]);
     pgpost_free(s.post);
     free(tenant);
     stats->seconds = time_mono() - t0;

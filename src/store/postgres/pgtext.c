@@ -3,6 +3,8 @@
  */
 #include "store/postgres/pgtext.h"
 
+#include <string.h>
+
 void pg_lexeme(buf *b, const char *s, size_t n)
 {
     buf_putc(b, '\'');
@@ -20,4 +22,100 @@ void pg_vector_literal(buf *b, const float *v, int dims)
     for (int i = 0; i < dims; i++)
         buf_printf(b, i ? ",%.9g" : "%.9g", (double)v[i]);
     buf_putc(b, ']');
+}
+
+/* ----------------------------------------------------------------------
+ * Binary arrays: int32 ndim, int32 has-nulls, oid element type, then per
+ * dimension int32 size and int32 lower bound; then each element as an
+ * int32 byte count and its bytes (all integers big-endian).
+ * -------------------------------------------------------------------- */
+
+static void put64(buf *b, uint64_t v)
+{
+    pg_put32(b, (uint32_t)(v >> 32));
+    pg_put32(b, (uint32_t)v);
+}
+
+void pg_barr_init(pg_barr *a)
+{
+    memset(a, 0, sizeof *a);
+    buf_init(&a->b, 0);
+}
+
+void pg_barr_cleanup(pg_barr *a) { buf_cleanup(&a->b); }
+
+void pg_barr_start(pg_barr *a, uint32_t elem_oid)
+{
+    buf_reset(&a->b);
+    a->n = 0;
+    pg_put32(&a->b, 1);
+    pg_put32(&a->b, 0);
+    pg_put32(&a->b, elem_oid);
+    pg_put32(&a->b, 0); /* the size, at 12 (pg_barr_end) */
+    pg_put32(&a->b, 1);
+}
+
+void pg_barr_int4(pg_barr *a, int32_t v)
+{
+    pg_put32(&a->b, 4);
+    pg_put32(&a->b, (uint32_t)v);
+    a->n++;
+}
+
+void pg_barr_int8(pg_barr *a, int64_t v)
+{
+    pg_put32(&a->b, 8);
+    put64(&a->b, (uint64_t)v);
+    a->n++;
+}
+
+void pg_barr_float8(pg_barr *a, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    pg_put32(&a->b, 8);
+    put64(&a->b, u);
+    a->n++;
+}
+
+void pg_barr_bytes(pg_barr *a, const void *p, size_t n)
+{
+    pg_put32(&a->b, (uint32_t)n);
+    buf_append(&a->b, p, n);
+    a->n++;
+}
+
+void pg_barr_open(pg_barr *a)
+{
+    a->open = a->b.len;
+    pg_put32(&a->b, 0);
+}
+
+static void patch32(buf *b, size_t at, uint32_t v)
+{
+    if (b->err || at + 4 > b->len)
+        return;
+    unsigned char *x = (unsigned char *)b->data + at;
+    x[0] = (unsigned char)(v >> 24);
+    x[1] = (unsigned char)(v >> 16);
+    x[2] = (unsigned char)(v >> 8);
+    x[3] = (unsigned char)v;
+}
+
+void pg_barr_close(pg_barr *a)
+{
+    patch32(&a->b, a->open, (uint32_t)(a->b.len - a->open - 4));
+    a->n++;
+}
+
+void pg_barr_end(pg_barr *a)
+{
+    if (a->n == 0) {
+        /* An empty array has no dimensions. */
+        patch32(&a->b, 0, 0);
+        if (!a->b.err && a->b.len >= 12)
+            a->b.len = 12;
+        return;
+    }
+    patch32(&a->b, 12, a->n);
 }

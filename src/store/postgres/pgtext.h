@@ -1,12 +1,16 @@
 /*
  * pgtext.h - PostgreSQL's text forms that the backend writes: tsvector and
  * tsquery lexemes, and pgvector literals. One place for each, so that the
- * note index, the memory store and the sourceTable reader agree.
+ * note index, the memory store and the sourceTable reader agree. And the
+ * binary forms of one-dimensional arrays (array_recv's input), which the
+ * server takes without parsing text: a sync's large batches go that way.
  */
 #ifndef MNEMO_PGTEXT_H
 #define MNEMO_PGTEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "util/buf.h"
 
@@ -16,5 +20,59 @@ void pg_lexeme(buf *b, const char *s, size_t n);
 /* Appends V (DIMS floats) as a pgvector literal, [x,y,...], each with the
  * nine significant digits that bring a float back exactly. */
 void pg_vector_literal(buf *b, const float *v, int dims);
+
+/* The element types of the binary arrays (pg_type's fixed oids). */
+enum { PG_INT8OID = 20, PG_INT4OID = 23, PG_TEXTOID = 25, PG_BYTEAOID = 17,
+       PG_FLOAT8OID = 701, PG_TSVECTOROID = 3614 };
+
+/* A one-dimensional array in binary form being built: pg_barr_start, then
+ * its elements, then pg_barr_end; the bytes are B (B.len of them), sent
+ * with format 1 as a parameter cast to the element type's array. */
+typedef struct pg_barr {
+    buf b;
+    uint32_t n;    /* elements */
+    size_t open;   /* where the length of the element being written is */
+} pg_barr;
+
+void pg_barr_init(pg_barr *a);
+void pg_barr_cleanup(pg_barr *a);
+void pg_barr_start(pg_barr *a, uint32_t elem_oid);
+void pg_barr_int4(pg_barr *a, int32_t v);
+void pg_barr_int8(pg_barr *a, int64_t v);
+void pg_barr_float8(pg_barr *a, double v);
+/* A text or bytea element of N bytes. */
+void pg_barr_bytes(pg_barr *a, const void *p, size_t n);
+/* An element written piece by piece between these two (a tsvector's). */
+void pg_barr_open(pg_barr *a);
+void pg_barr_close(pg_barr *a);
+/* Ends the array: its element count written into the header. */
+void pg_barr_end(pg_barr *a);
+
+/* Big-endian appends: the binary forms' integers (in place while they fit). */
+static inline void pg_put16(buf *b, uint16_t v)
+{
+    unsigned char x[2] = {(unsigned char)(v >> 8), (unsigned char)v};
+    if (b->err || b->len + 3 > b->cap || b->len + 2 > b->max) {
+        buf_append(b, x, 2);
+        return;
+    }
+    b->data[b->len] = (char)x[0];
+    b->data[b->len + 1] = (char)x[1];
+    b->len += 2;
+    b->data[b->len] = 0;
+}
+
+static inline void pg_put32(buf *b, uint32_t v)
+{
+    unsigned char x[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 8), (unsigned char)v};
+    if (b->err || b->len + 5 > b->cap || b->len + 4 > b->max) {
+        buf_append(b, x, 4);
+        return;
+    }
+    memcpy(b->data + b->len, x, 4);
+    b->len += 4;
+    b->data[b->len] = 0;
+}
 
 #endif
