@@ -28,9 +28,12 @@
  * Sync: the walk of sync.c (sync_walk) with pgsync.c as its sink. A batch
  * of files (at most BATCH_FILES files or BATCH_CHUNKS chunks) is one
  * transaction, and the files it writes are one statement (file rows, old
- * chunks out, new chunks in, through unnest of array parameters); a killed
- * process or a lost connection leaves whole batches, and the next sync
- * completes the rest. A session advisory lock on the tenant makes
+ * chunks out, new chunks in, through unnest of array parameters, the
+ * chunks' in binary form); a killed process or a lost connection leaves
+ * whole batches, and the next sync completes the rest. A batch of file
+ * writes alone is that statement by itself, sent without waiting: its
+ * answer is read at the next commit, while the next batch was being built
+ * (pgsync.c). A session advisory lock on the tenant makes
  * concurrent syncs of one tenant take turns. The postings of the chunks
  * written are merged at commits (pgpost.c).
  *
