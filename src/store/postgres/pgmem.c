@@ -416,7 +416,7 @@ int pm_vec_setup(mnemo *m, vecsetup *v)
     buf_cleanup(&err);
     const char *why;
     if (rc || !v->e || !pgschema_vectors(m, &why) ||
-        pgschema_vec_table(m, "memory", embed_dims(v->e), v->table, sizeof v->table)) {
+        pgschema_vec_table(m, "memory", embed_dims(v->e), v->table, sizeof v->table, NULL)) {
         core_clear(m);
         v->e = NULL;
         return 0;

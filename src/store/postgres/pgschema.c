@@ -14,6 +14,7 @@
 
 #define STATEMENT_TIMEOUT_MS 60000
 #define QUERY_TIMEOUT_MS 60000
+#define BUILD_TIMEOUT_MS (6 * 3600 * 1000) /* an index built over a table's rows */
 #define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
 #define MAX_VEC_TABLES 8
 /* pg_try_advisory_lock(class, slot) of the writers' slots; not the class of
@@ -70,6 +71,20 @@ static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
              const char *const *params, pg_rows **out)
 {
     return q_as(m, c, 0, what, sql, n, params, out);
+}
+
+/* A statement without parameters that may run long (an index build). */
+static int q_long(mnemo *m, pg_conn *c, const char *what, const char *sql)
+{
+    pg_rows *r = NULL;
+    buf err;
+    buf_init(&err, 0);
+    int rc = pg_query(c, sql, 0, NULL, BUILD_TIMEOUT_MS, &r, &err);
+    if (rc)
+        rc = fail(m, rc, what, &err);
+    pg_rows_free(r);
+    buf_cleanup(&err);
+    return rc;
 }
 
 /* The schema version recorded, 0 for a database mnemo never used. */
@@ -267,7 +282,8 @@ int pgschema_vectors(mnemo *m, const char **why)
     return s->vec_ok;
 }
 
-int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size)
+int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size,
+                       int *deferred)
 {
     const char *why;
     if (dims <= 0 || dims > 16000 || (strcmp(kind, "chunk") != 0 && strcmp(kind, "memory") != 0))
@@ -313,12 +329,29 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
                "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0, NULL, NULL);
     if (!rc)
         rc = q(m, s->c, "vector table", sql, 0, NULL, NULL);
-    if (!rc && dims <= 2000) {
+    /* An empty table's index waits for the load when the caller builds it
+     * after (pgschema_vec_index): one build from all rows takes a fraction
+     * of the time of inserting each into the graph. */
+    int later = 0;
+    if (!rc && deferred && dims <= 2000) {
+        pg_rows *r = NULL;
+        snprintf(sql, sizeof sql,
+                 "SELECT to_regclass('%s_hnsw') IS NULL AND NOT EXISTS (SELECT 1 FROM %s)", name,
+                 name);
+        rc = q(m, s->c, "vector table", sql, 0, NULL, &r);
+        later = !rc && !strcmp(pg_value(r, 0, 0), "t");
+        pg_rows_free(r);
+    }
+    if (!rc && dims <= 2000 && !later) {
+        /* Built over the rows already there (a load that stopped before its
+         * index): no deadline for that. */
         snprintf(sql, sizeof sql,
                  "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding "
                  "vector_cosine_ops)",
                  name, name);
-        rc = q(m, s->c, "vector table", sql, 0, NULL, NULL);
+        rc = q(m, s->c, "vector table", "SET LOCAL statement_timeout = 0", 0, NULL, NULL);
+        if (!rc)
+            rc = q_long(m, s->c, "vector index", sql);
     }
     if (rc) {
         buf keep;
@@ -331,6 +364,39 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     }
     if ((rc = q(m, s->c, "vector table", "COMMIT", 0, NULL, NULL)))
         return rc;
+    if (deferred)
+        *deferred = later;
+    if (s->nvec < MAX_VEC_TABLES && !later)
+        snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
+    return MNEMO_OK;
+}
+
+int pgschema_vec_index(mnemo *m, const char *name)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding vector_cosine_ops)",
+             name, name);
+    struct pgstate *s = cur(m);
+    int rc = q(m, s->c, "vector index", "BEGIN", 0, NULL, NULL);
+    if (!rc)
+        rc = q(m, s->c, "vector index", "SET LOCAL statement_timeout = 0", 0, NULL, NULL);
+    if (!rc)
+        rc = q(m, s->c, "vector index", "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0,
+               NULL, NULL);
+    if (!rc)
+        rc = q_long(m, s->c, "vector index", sql);
+    if (!rc)
+        rc = q(m, s->c, "vector index", "COMMIT", 0, NULL, NULL);
+    if (rc) {
+        buf keep;
+        buf_init(&keep, 0);
+        buf_puts(&keep, m->err.data ? m->err.data : "");
+        q(m, s->c, "vector index", "ROLLBACK", 0, NULL, NULL);
+        core_error(m, rc, "%s", keep.data ? keep.data : "failed");
+        buf_cleanup(&keep);
+        return rc;
+    }
     if (s->nvec < MAX_VEC_TABLES)
         snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
     return MNEMO_OK;

@@ -76,8 +76,13 @@ int pgschema_vectors(mnemo *m, const char **why);
 /* Creates (if needed) the vector table of KIND ("chunk" or "memory") for
  * DIMS dimensions with its HNSW index, and writes its name into NAME
  * (mnemo_<kind>_vec_<dims>). Requires pgschema_vectors. Runs its own
- * transaction: call it outside one. */
-int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size);
+ * transaction: call it outside one. With DEFERRED, an empty table is left
+ * without its index (*DEFERRED 1): the caller loads it, then builds the
+ * index with pgschema_vec_index; a table whose load stopped before that
+ * gets its index here, from the rows it holds, the next time. */
+int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size,
+                       int *deferred);
+int pgschema_vec_index(mnemo *m, const char *name);
 
 /* The writer slot of the connection, 1..64: the first one no other
  * connection holds, claimed with a session advisory lock on first use and

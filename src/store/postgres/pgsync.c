@@ -558,7 +558,7 @@ static int ps_remove(void *ud, const sync_file *f)
 static const sync_sink pg_sink = {ps_load, ps_skip, ps_touch, ps_rename, ps_write, ps_remove};
 
 /* The vector table's name for the embedder, created if needed. */
-static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size)
+static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size, int *deferred)
 {
     int dims = embed_dims(e);
     if (dims <= 0) {
@@ -578,7 +578,7 @@ static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size)
         buf_cleanup(&err);
         dims = embed_dims(e);
     }
-    return pgschema_vec_table(m, "chunk", dims, name, size);
+    return pgschema_vec_table(m, "chunk", dims, name, size, deferred);
 }
 
 /* Embeds the chunks without a vector of the current identity. */
@@ -586,7 +586,8 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
                          mnemo_sync_stats *stats)
 {
     char table[64], sql[1024];
-    int rc = vec_table_for(m, e, table, sizeof table);
+    int deferred = 0;
+    int rc = vec_table_for(m, e, table, sizeof table, &deferred);
     if (rc)
         return rc;
     int dims = embed_dims(e), vc = (int)cfg_int(m->cfg, CFG_VECTOR_CHARS);
@@ -736,6 +737,19 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
         if (!ps_q(m, "counting vectors", sql, 2, p, &r))
             stats->vectors_total = (size_t)ps_ll(r, 0, 0);
         pg_rows_free(r);
+    }
+    /* The first load of the table: its index now, over what was stored
+     * (also after a failure, so that searches find those by the index). */
+    if (deferred) {
+        buf keep;
+        buf_init(&keep, 0);
+        buf_puts(&keep, rc && m->err.data ? m->err.data : "");
+        int rc2 = pgschema_vec_index(m, table);
+        if (rc)
+            core_error(m, rc, "%s", keep.data ? keep.data : "embedding failed");
+        else
+            rc = rc2;
+        buf_cleanup(&keep);
     }
     buf_cleanup(&ids);
     buf_cleanup(&vecs);
