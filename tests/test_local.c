@@ -242,7 +242,7 @@ static size_t all_sentences(const char *name, char ***out)
     ASSERT(raw != NULL);
     size_t n = 0, cap = 512;
     char **t = calloc(cap, sizeof *t);
-    for (char *line = strtok(raw, "\n"); line && n + NTEXTS < cap; line = strtok(NULL, "\n")) {
+    for (char *line = strtok(raw, "\n"); line && n + NTEXTS + 2 < cap; line = strtok(NULL, "\n")) {
         json_t *j = json_loads(line, JSON_DECODE_ANY, NULL);
         ASSERT(json_is_string(j));
         t[n++] = strdup(json_string_value(j));
@@ -250,6 +250,13 @@ static size_t all_sentences(const char *name, char ***out)
     }
     for (size_t i = 0; i < NTEXTS; i++)
         t[n++] = strdup(texts[i]);
+    /* XLM-R's added tokens written in a text (<mask> takes the whitespace
+     * before it). */
+    static const char *const added[] = {
+        "the <s> user<s>tea <mask> coffee\t<mask>x </s> <pad> <unk>",
+        "<s> <mask>今天<mask> <mas <S> <<s>> <mask><mask> \xc2\xa0<mask>"};
+    for (size_t i = 0; i < 2; i++)
+        t[n++] = strdup(added[i]);
     free(raw);
     write_texts(name, (const char *const *)t, n);
     *out = t;

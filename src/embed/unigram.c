@@ -47,6 +47,17 @@ typedef struct step {
     char from[STR_MAX], to[STR_MAX];
 } step;
 
+#define MAX_ADDED 8  /* added tokens matched in the text */
+#define ADDED_MAX 24 /* bytes of one, NUL included */
+#define A_LSTRIP 1u  /* takes the whitespace before it */
+#define A_RSTRIP 2u  /* ... and after it */
+
+typedef struct added {
+    int32_t id;
+    uint32_t flags, len;
+    char s[ADDED_MAX];
+} added;
+
 typedef struct ug_hdr {
     char magic[8];
     uint32_t n, nslots, pool_bytes, cmap_bytes;
@@ -57,9 +68,11 @@ typedef struct ug_hdr {
     int32_t pre[MAX_SPECIAL], suf[MAX_SPECIAL];
     char repl[8]; /* the Metaspace replacement, NUL-terminated */
     step steps[MAX_STEPS];
+    uint32_t nadded, reserved2;
+    added add[MAX_ADDED]; /* longest first */
 } ug_hdr;
 
-#define UG_MAGIC "MNEMOUG1"
+#define UG_MAGIC "MNEMOUG2"
 
 struct unigram {
     ug_hdr h;
@@ -376,6 +389,41 @@ static int add_template(unigram *u, json_t *pp, buf *err)
     return MNEMO_OK;
 }
 
+/* The added tokens the tokenizers library matches on the raw text
+ * (normalized: false): "<s>", "<mask>" ... written in a text are their
+ * ids. Those that do not fit (more than MAX_ADDED, longer than
+ * ADDED_MAX - 1 bytes, single_word) stay text. */
+static void add_added(unigram *u, json_t *list)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        const char *c = json_string_value(json_object_get(e, "content"));
+        json_t *id = json_object_get(e, "id");
+        size_t n = c ? strlen(c) : 0;
+        if (!n || n >= ADDED_MAX || !json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) >= (json_int_t)u->h.n ||
+            !json_is_false(json_object_get(e, "normalized")) ||
+            json_is_true(json_object_get(e, "single_word")) || u->h.nadded == MAX_ADDED)
+            continue;
+        added a;
+        memset(&a, 0, sizeof a);
+        a.id = (int32_t)json_integer_value(id);
+        a.len = (uint32_t)n;
+        memcpy(a.s, c, n);
+        a.flags = (json_is_true(json_object_get(e, "lstrip")) ? A_LSTRIP : 0) |
+                  (json_is_true(json_object_get(e, "rstrip")) ? A_RSTRIP : 0);
+        /* Longest first: the longest match at a place wins. */
+        uint32_t k = u->h.nadded++;
+        while (k > 0 && u->h.add[k - 1].len < a.len) {
+            u->h.add[k] = u->h.add[k - 1];
+            k--;
+        }
+        u->h.add[k] = a;
+    }
+}
+
 static int load_model(unigram *u, json_t *model, buf *err)
 {
     json_t *jv = json_object_get(model, "vocab"), *e;
@@ -456,6 +504,8 @@ int ug_load(const char *path, unigram **out, buf *err)
         rc = add_pretokenizer(u, json_object_get(j, "pre_tokenizer"), &why);
     if (!rc)
         rc = add_template(u, json_object_get(j, "post_processor"), &why);
+    if (!rc)
+        add_added(u, json_object_get(j, "added_tokens"));
     for (uint32_t k = 0; !rc && k < u->h.npre + u->h.nsuf; k++) {
         int32_t id = k < u->h.npre ? u->h.pre[k] : u->h.suf[k - u->h.npre];
         if (id < 0 || (uint32_t)id >= u->h.n) {
@@ -521,6 +571,13 @@ int ug_from_blob(const void *p, size_t n, unigram **out)
     }
     for (uint32_t k = 0; k < h->nsteps; k++)
         if (h->steps[k].from[STR_MAX - 1] || h->steps[k].to[STR_MAX - 1])
+            goto bad;
+    if (h->nadded > MAX_ADDED)
+        goto bad;
+    for (uint32_t k = 0; k < h->nadded; k++)
+        if (h->add[k].id < 0 || (uint32_t)h->add[k].id >= h->n || !h->add[k].len ||
+            h->add[k].len >= ADDED_MAX || h->add[k].s[h->add[k].len] ||
+            (k && h->add[k].len > h->add[k - 1].len))
             goto bad;
     if (vocab_from_blob(&u->v, (const char *)p + sizeof *h, body, h->n, h->nslots,
                         h->pool_bytes))
@@ -843,6 +900,65 @@ static int word(enc *e, const char *s, size_t n, int first, buf *scratch)
     return MNEMO_OK;
 }
 
+/* A stretch of text between added tokens: normalized, split, segmented.
+ * FIRST: it starts the text (the Metaspace's "first" scheme prefixes only
+ * that one). */
+static void stretch(enc *e, const char *s, size_t n, int first, buf *a, buf *b, buf *w)
+{
+    const unigram *u = e->u;
+    a->len = 0;
+    buf_append(a, s, n);
+    if (!a->len || buf_err(a))
+        return;
+    normalize(u, a, b);
+    if (u->h.flags & F_WS_SPLIT) {
+        for (size_t i = 0; i < a->len && e->n < e->max;) {
+            int32_t cp;
+            int l = utf8_decode(a->data + i, a->len - i, &cp);
+            if (utf8_is_space(cp)) {
+                i += (size_t)l;
+                continue;
+            }
+            size_t j = i;
+            while (j < a->len) {
+                l = utf8_decode(a->data + j, a->len - j, &cp);
+                if (utf8_is_space(cp))
+                    break;
+                j += (size_t)l;
+            }
+            if (word(e, a->data + i, j - i, first, w))
+                break;
+            first = 0;
+            i = j;
+        }
+    } else if (a->len) {
+        word(e, a->data, a->len, first, w);
+    }
+}
+
+/* The added token written at S (N bytes left), or NULL. */
+static const added *added_at(const unigram *u, const char *s, size_t n)
+{
+    for (uint32_t k = 0; k < u->h.nadded; k++)
+        if (u->h.add[k].len <= n && !memcmp(s, u->h.add[k].s, u->h.add[k].len))
+            return &u->h.add[k];
+    return NULL;
+}
+
+/* The whitespace code point ending at S + AT (after FROM), its length or 0. */
+static size_t space_before(const char *s, size_t from, size_t at)
+{
+    size_t k = at;
+    while (k > from && ((unsigned char)s[k - 1] & 0xC0) == 0x80)
+        k--;
+    if (k == from)
+        return 0;
+    k--;
+    int32_t cp;
+    int l = utf8_decode(s + k, at - k, &cp);
+    return (size_t)l == at - k && utf8_is_space(cp) ? at - k : 0;
+}
+
 int ug_encode(const unigram *u, const char *text, size_t len, int32_t *ids, int max)
 {
     int npre = (int)u->h.npre, nsuf = (int)u->h.nsuf;
@@ -851,7 +967,8 @@ int ug_encode(const unigram *u, const char *text, size_t len, int32_t *ids, int 
     enc e = {u, ids + npre, 0, max - npre - nsuf, NULL, 0};
     if (e.max < 0)
         e.max = 0;
-    buf a, b, w;
+    buf c, a, b, w;
+    buf_init(&c, 0);
     buf_init(&a, 0);
     buf_init(&b, 0);
     buf_init(&w, 0);
@@ -860,36 +977,39 @@ int ug_encode(const unigram *u, const char *text, size_t len, int32_t *ids, int 
         int32_t cp;
         int l = utf8_decode(text + i, len - i, &cp);
         if (cp >= 0)
-            buf_append(&a, text + i, (size_t)l);
+            buf_append(&c, text + i, (size_t)l);
         i += (size_t)l;
     }
-    if (a.len)
-        normalize(u, &a, &b);
-    if (u->h.flags & F_WS_SPLIT) {
-        int first = 1;
-        for (size_t i = 0; i < a.len && e.n < e.max;) {
-            int32_t cp;
-            int l = utf8_decode(a.data + i, a.len - i, &cp);
-            if (utf8_is_space(cp)) {
-                i += (size_t)l;
-                continue;
-            }
-            size_t j = i;
-            while (j < a.len) {
-                l = utf8_decode(a.data + j, a.len - j, &cp);
-                if (utf8_is_space(cp))
-                    break;
-                j += (size_t)l;
-            }
-            if (word(&e, a.data + i, j - i, first, &w))
-                break;
-            first = 0;
-            i = j;
+    /* Added tokens written in the text are found on the raw text, the
+     * leftmost first and the longest at a place; the stretches between
+     * them are tokenized each on its own. */
+    size_t seg = 0;
+    for (size_t i = 0; i < c.len && e.n < e.max;) {
+        const added *m = added_at(u, c.data + i, c.len - i);
+        if (!m) {
+            i++;
+            continue;
         }
-    } else if (a.len) {
-        word(&e, a.data, a.len, 1, &w);
+        size_t s0 = i, s1 = i + m->len, k;
+        if (m->flags & A_LSTRIP)
+            while ((k = space_before(c.data, seg, s0)))
+                s0 -= k;
+        if (m->flags & A_RSTRIP)
+            while (s1 < c.len) {
+                int32_t cp;
+                int l = utf8_decode(c.data + s1, c.len - s1, &cp);
+                if (!utf8_is_space(cp))
+                    break;
+                s1 += (size_t)l;
+            }
+        stretch(&e, c.data + seg, s0 - seg, seg == 0, &a, &b, &w);
+        emit(&e, m->id);
+        seg = i = s1;
     }
+    if (e.n < e.max)
+        stretch(&e, c.data + seg, c.len - seg, seg == 0, &a, &b, &w);
     free(e.best);
+    buf_cleanup(&c);
     buf_cleanup(&a);
     buf_cleanup(&b);
     buf_cleanup(&w);

@@ -21,8 +21,12 @@
  *
  * Known differences: graphemes are utf8proc's (Unicode's extended
  * grapheme clusters, as the unicode-segmentation crate, but of the
- * Unicode version utf8proc carries); added tokens written literally in
- * the text ("<mask>") are tokenized as text.
+ * Unicode version utf8proc carries). Added tokens written in the text
+ * ("<s>", "<mask>": those with normalized false) are their ids, found on
+ * the raw text as the library finds them (leftmost, longest; lstrip and
+ * rstrip take the whitespace beside them), and the text between them is
+ * tokenized piece by piece; at most eight, of up to 23 bytes, and not the
+ * single_word ones (those stay text).
  */
 #ifndef MNEMO_UNIGRAM_H
 #define MNEMO_UNIGRAM_H

@@ -432,7 +432,46 @@ def charsmap_transform(trie, chunk):
     return None
 
 
+def ug_split_added(tok, text):
+    """The text's parts: (False, text) and (True, id) for an added token written in it,
+    as the tokenizers library matches them on the raw text (normalized: false): the
+    leftmost match, the longest at a place; lstrip takes the whitespace before it,
+    rstrip the whitespace after."""
+    added = sorted(((a["content"], a) for a in tok.get("added_tokens", [])
+                    if not a.get("normalized", True) and not a.get("single_word")),
+                   key=lambda x: -len(x[0]))
+    parts, seg, i = [], 0, 0
+    while i < len(text):
+        m = next((a for c, a in added if text.startswith(c, i)), None)
+        if m is None:
+            i += 1
+            continue
+        s0, s1 = i, i + len(m["content"])
+        if m.get("lstrip"):
+            while s0 > seg and text[s0 - 1].isspace():
+                s0 -= 1
+        if m.get("rstrip"):
+            while s1 < len(text) and text[s1].isspace():
+                s1 += 1
+        parts.append((False, text[seg:s0], seg == 0))
+        parts.append((True, m["id"], False))
+        seg = i = s1
+    parts.append((False, text[seg:], seg == 0))
+    return parts
+
+
 def ug_tokenize(tok, text, max_len):
+    ids = []
+    prepend = tok["pre_tokenizer"].get("prepend_scheme", "always")
+    for special, x, at_start in ug_split_added(tok, text):
+        if special:
+            ids.append(x)
+        elif x:
+            ids.extend(ug_segment(tok, x, prepend == "always" or (prepend == "first" and at_start)))
+    return [0] + ids[:max_len - 2] + [2]
+
+
+def ug_segment(tok, text, prefix):
     trie = {}
     for k, v in CHARSMAP.items():
         node = trie
@@ -456,7 +495,7 @@ def ug_tokenize(tok, text, max_len):
     ids = []
     if s:
         s = s.replace(" ", SPIECE)
-        if not s.startswith(SPIECE):
+        if prefix and not s.startswith(SPIECE):
             s = SPIECE + s
         words = [w for w in re.split("(?=" + SPIECE + ")", s) if w]
         for w in words:
@@ -495,7 +534,7 @@ def ug_tokenize(tok, text, max_len):
                 toks.append(i)
                 end = st
             ids.extend(reversed(toks))
-    return [0] + ids[:max_len - 2] + [2]
+    return ids
 
 
 # ----------------------------------------------------------------------- GGUF
