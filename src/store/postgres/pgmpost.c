@@ -352,6 +352,10 @@ static int same_key(const frow *x, const frow *y)
 /* Folds each key with more than MERGE_GENS segments into one at its
  * largest generation, the dead left out: of the postings, or (FAC) of the
  * factor segments, whose key has no lexeme. */
+/* The keys to fold are grouped once, then each key's rows found by the
+ * primary key (the lateral subquery kept apart by OFFSET 0): a tenant new
+ * since the last ANALYZE looks empty to the planner, which would otherwise
+ * group the whole tenant again for each of its rows. */
 static int fold(mnemo *m, int fac)
 {
     int64_t *dead = NULL;
@@ -361,20 +365,25 @@ static int fold(mnemo *m, int fac)
     pg_rows *r = NULL;
     if (!rc && !fac)
         rc = pm_q(m, "folding the memory index",
-                  "DELETE FROM mnemo_memory_postings p USING (SELECT user_id, agent_id, run_id, "
-                  "type, lexeme FROM mnemo_memory_postings WHERE tenant = $1 GROUP BY 1, 2, 3, 4, "
-                  "5 HAVING count(*) > " MERGE_GENS_S ") k WHERE p.tenant = $1 AND p.user_id = "
-                  "k.user_id AND p.agent_id = k.agent_id AND p.run_id = k.run_id AND p.type = "
-                  "k.type AND p.lexeme = k.lexeme RETURNING p.user_id, p.agent_id, p.run_id, "
-                  "p.type, p.lexeme, p.gen, p.data::text",
+                  "WITH k AS MATERIALIZED (SELECT user_id, agent_id, run_id, type, lexeme FROM "
+                  "mnemo_memory_postings WHERE tenant = $1 GROUP BY 1, 2, 3, 4, 5 HAVING "
+                  "count(*) > " MERGE_GENS_S ") DELETE FROM mnemo_memory_postings p WHERE "
+                  "p.ctid = ANY (ARRAY(SELECT q.ctid FROM k CROSS JOIN LATERAL (SELECT x.ctid "
+                  "FROM mnemo_memory_postings x WHERE x.tenant = $1 AND x.lexeme = k.lexeme AND "
+                  "x.user_id = k.user_id AND x.agent_id = k.agent_id AND x.run_id = k.run_id "
+                  "AND x.type = k.type OFFSET 0) q)) RETURNING p.user_id, p.agent_id, "
+                  "p.run_id, p.type, p.lexeme, p.gen, p.data::text",
                   1, p, &r);
     else if (!rc)
         rc = pm_q(m, "folding the memory index",
-                  "DELETE FROM mnemo_memory_factors p USING (SELECT user_id, agent_id, run_id, "
-                  "type FROM mnemo_memory_factors WHERE tenant = $1 GROUP BY 1, 2, 3, 4 HAVING "
-                  "count(*) > " MERGE_GENS_S ") k WHERE p.tenant = $1 AND p.user_id = k.user_id "
-                  "AND p.agent_id = k.agent_id AND p.run_id = k.run_id AND p.type = k.type "
-                  "RETURNING p.user_id, p.agent_id, p.run_id, p.type, '', p.gen, p.data::text",
+                  "WITH k AS MATERIALIZED (SELECT user_id, agent_id, run_id, type FROM "
+                  "mnemo_memory_factors WHERE tenant = $1 GROUP BY 1, 2, 3, 4 HAVING count(*) > "
+                  MERGE_GENS_S ") DELETE FROM mnemo_memory_factors p WHERE p.ctid = ANY "
+                  "(ARRAY(SELECT q.ctid FROM k CROSS JOIN LATERAL (SELECT x.ctid FROM "
+                  "mnemo_memory_factors x WHERE x.tenant = $1 AND x.user_id = k.user_id AND "
+                  "x.agent_id = k.agent_id AND x.run_id = k.run_id AND x.type = k.type OFFSET 0) "
+                  "q)) RETURNING p.user_id, p.agent_id, p.run_id, p.type, '', p.gen, "
+                  "p.data::text",
                   1, p, &r);
     size_t rows = rc ? 0 : pg_nrows(r);
     frow *ord = malloc((rows ? rows : 1) * sizeof *ord);
