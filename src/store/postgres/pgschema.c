@@ -282,6 +282,31 @@ int pgschema_vectors(mnemo *m, const char **why)
     return s->vec_ok;
 }
 
+/* Rolls back the open transaction after RC, keeping the first error. */
+static int rollback_keep(mnemo *m, pg_conn *c, const char *what, int rc)
+{
+    buf keep;
+    buf_init(&keep, 0);
+    buf_puts(&keep, m->err.data ? m->err.data : "");
+    q(m, c, what, "ROLLBACK", 0, NULL, NULL);
+    core_error(m, rc, "%s", keep.data ? keep.data : "failed");
+    buf_cleanup(&keep);
+    return rc;
+}
+
+/* The HNSW index of vector table NAME, built if missing, inside the open
+ * transaction and without its deadline: over a table's rows it may take
+ * minutes. */
+static int hnsw_index(mnemo *m, pg_conn *c, const char *name)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding vector_cosine_ops)",
+             name, name);
+    int rc = q(m, c, "vector index", "SET LOCAL statement_timeout = 0", 0, NULL, NULL);
+    return rc ? rc : q_long(m, c, "vector index", sql);
+}
+
 int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t size,
                        int *deferred)
 {
@@ -342,26 +367,12 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
         later = !rc && !strcmp(pg_value(r, 0, 0), "t");
         pg_rows_free(r);
     }
-    if (!rc && dims <= 2000 && !later) {
-        /* Built over the rows already there (a load that stopped before its
-         * index): no deadline for that. */
-        snprintf(sql, sizeof sql,
-                 "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding "
-                 "vector_cosine_ops)",
-                 name, name);
-        rc = q(m, s->c, "vector table", "SET LOCAL statement_timeout = 0", 0, NULL, NULL);
-        if (!rc)
-            rc = q_long(m, s->c, "vector index", sql);
-    }
-    if (rc) {
-        buf keep;
-        buf_init(&keep, 0);
-        buf_puts(&keep, m->err.data ? m->err.data : "");
-        q(m, s->c, "vector table", "ROLLBACK", 0, NULL, NULL);
-        core_error(m, rc, "%s", keep.data ? keep.data : "failed");
-        buf_cleanup(&keep);
-        return rc;
-    }
+    /* Also built over the rows already there: a load that stopped before
+     * its index. */
+    if (!rc && dims <= 2000 && !later)
+        rc = hnsw_index(m, s->c, name);
+    if (rc)
+        return rollback_keep(m, s->c, "vector table", rc);
     if ((rc = q(m, s->c, "vector table", "COMMIT", 0, NULL, NULL)))
         return rc;
     if (deferred)
@@ -373,30 +384,17 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
 
 int pgschema_vec_index(mnemo *m, const char *name)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql,
-             "CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding vector_cosine_ops)",
-             name, name);
     struct pgstate *s = cur(m);
     int rc = q(m, s->c, "vector index", "BEGIN", 0, NULL, NULL);
-    if (!rc)
-        rc = q(m, s->c, "vector index", "SET LOCAL statement_timeout = 0", 0, NULL, NULL);
     if (!rc)
         rc = q(m, s->c, "vector index", "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0,
                NULL, NULL);
     if (!rc)
-        rc = q_long(m, s->c, "vector index", sql);
+        rc = hnsw_index(m, s->c, name);
     if (!rc)
         rc = q(m, s->c, "vector index", "COMMIT", 0, NULL, NULL);
-    if (rc) {
-        buf keep;
-        buf_init(&keep, 0);
-        buf_puts(&keep, m->err.data ? m->err.data : "");
-        q(m, s->c, "vector index", "ROLLBACK", 0, NULL, NULL);
-        core_error(m, rc, "%s", keep.data ? keep.data : "failed");
-        buf_cleanup(&keep);
-        return rc;
-    }
+    if (rc)
+        return rollback_keep(m, s->c, "vector index", rc);
     if (s->nvec < MAX_VEC_TABLES)
         snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
     return MNEMO_OK;
