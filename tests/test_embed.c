@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "embed/embed.h"
 #include "provider_server.h"
@@ -216,6 +217,56 @@ TEST(embed_timeouts_and_dead_server)
     buf_reset(&err);
     int rc = embed_texts(e, EMBED_QUERY, &q, &len, 1, &v, &err);
     ASSERT(rc == MNEMO_HTTP || rc == MNEMO_TIMEOUT);
+    ASSERT_CONTAINS(err.data, "openai-compatible");
+    buf_cleanup(&err);
+    embed_close(e);
+}
+
+/* A query embedded while the caller works: the request is on its way
+ * before embed_finish is called, and the vector is the provider's. The
+ * last query is kept: asked again, it is not sent again. */
+TEST(embed_query_job_runs_beside_the_caller)
+{
+    ps_options o = {.dims = 8, .delay_ms = 200};
+    provider_server *s = ps_start(&o);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1", ps_url(s));
+    embed_cfg c = cfg_for("openai-compatible", url);
+    embedder *e = open_or_fail(&c);
+    const char *q = "where is the kitten";
+    embed_job j;
+    embed_start(&j, e, EMBED_QUERY, q, strlen(q));
+    double t0 = time_mono();
+    while (ps_requests(s) < 1 && time_mono() - t0 < 5)
+        usleep(1000);
+    ASSERT_EQ(ps_requests(s), 1); /* sent while this thread was free */
+    float *v = NULL;
+    buf err;
+    buf_init(&err, 0);
+    ASSERT_OK(embed_finish(&j, &v, &err));
+    float want[8];
+    ps_vector(q, strlen(q), 8, want);
+    for (int d = 0; d < 8; d++)
+        ASSERT_NEAR(v[d], want[d], 1e-5);
+    free(v);
+    /* The same query: a copy, no request; documents are never taken from it. */
+    size_t len = strlen(q);
+    ASSERT_OK(embed_texts(e, EMBED_QUERY, &q, &len, 1, &v, &err));
+    ASSERT_NEAR(v[0], want[0], 1e-5);
+    free(v);
+    ASSERT_EQ(ps_requests(s), 1);
+    ASSERT_OK(embed_texts(e, EMBED_DOCUMENT, &q, &len, 1, &v, &err));
+    free(v);
+    ASSERT_EQ(ps_requests(s), 2);
+    /* A job dropped unfinished, and a failing one: the error comes back. */
+    const char *q2 = "another question";
+    embed_start(&j, e, EMBED_QUERY, q2, strlen(q2));
+    embed_drop(&j);
+    ps_stop(s);
+    embed_start(&j, e, EMBED_QUERY, "third", 5);
+    int rc = embed_finish(&j, &v, &err);
+    ASSERT(rc == MNEMO_HTTP || rc == MNEMO_TIMEOUT);
+    ASSERT(v == NULL);
     ASSERT_CONTAINS(err.data, "openai-compatible");
     buf_cleanup(&err);
     embed_close(e);

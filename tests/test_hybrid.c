@@ -92,6 +92,21 @@ TEST(hybrid_cache_and_incremental_embedding)
     ASSERT_CONTAINS(j, "\"mode\":\"hybrid\"");
     mnemo_free(j);
     ASSERT_EQ(ps_inputs(s), inputs + 2);
+    /* Notes and facts in one search: the query is embedded once, and the
+     * same question again is not sent again; another one is. */
+    int reqs = ps_requests(s);
+    char *all = NULL;
+    ASSERT_OK(mnemo_search_all(m, "sleeping kitten", "{\"kinds\":[\"note\",\"fact\"]}", &all));
+    ASSERT_CONTAINS(all, "b.md");
+    mnemo_free(all);
+    ASSERT_EQ(ps_requests(s), reqs + 1);
+    ASSERT_OK(mnemo_search_all(m, "sleeping kitten", NULL, &all));
+    mnemo_free(all);
+    ASSERT_EQ(ps_requests(s), reqs + 1);
+    j = search(m, "red automobile");
+    ASSERT_CONTAINS(j, "a.md");
+    mnemo_free(j);
+    ASSERT_EQ(ps_requests(s), reqs + 2);
     mnemo_close(m);
     ps_stop(s);
 }

@@ -1021,6 +1021,12 @@ static int forward_cb(void *model, const int32_t *ids, int T, const int *start, 
     return forward(model, ids, T, start, len, nseq, out);
 }
 
+int bert_threads_for(const bert *b, size_t bytes)
+{
+    return b->gm ? gemma_threads_for(b->gm, bytes)
+                 : tpool_threads_for(&b->pool, b->threads - 1, bytes);
+}
+
 int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
     if (b->gm)

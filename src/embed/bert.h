@@ -73,5 +73,8 @@ int bert_tokenize(const bert *b, const char *text, size_t len, int32_t *ids);
 
 /* Embeds TEXTS[0..N) (LENS[i] bytes) into OUT, N x dims floats. */
 int bert_embed(bert *b, const char *const *texts, const size_t *lens, size_t n, float *out);
+/* The threads a call embedding one text of BYTES would run on (the first
+ * short call of a process runs on the caller alone, see tpool.h). */
+int bert_threads_for(const bert *b, size_t bytes);
 
 #endif

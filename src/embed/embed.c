@@ -2,10 +2,12 @@
  * embed.c - the embedding interface, provider defaults, and the static
  * (in-process table) provider. HTTP providers live in embed_http.c.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "embed/embed.h"
 #include "embed/embed_http.h"
@@ -197,6 +199,8 @@ void embed_close(embedder *e)
     free(e->dtype);
     free(e->qprefix);
     free(e->dprefix);
+    free(e->last_q);
+    free(e->last_qv);
     free(e);
 }
 
@@ -408,7 +412,94 @@ int embed_texts(embedder *e, int type, const char *const *texts, const size_t *l
     *out = NULL;
     if (e->wire == WIRE_STATIC)
         return static_texts(e, type, texts, lens, n, out);
-    if (e->wire == WIRE_LOCAL)
-        return local_texts(e, type, texts, lens, n, out, err);
-    return embed_http_texts(e, type, texts, lens, n, out, err);
+    size_t bytes = (size_t)e->dims * sizeof(float);
+    int one_query = type == EMBED_QUERY && n == 1;
+    if (one_query && e->last_qv && lens[0] == e->last_qlen &&
+        memcmp(texts[0], e->last_q, lens[0]) == 0) {
+        if (!(*out = malloc(bytes)))
+            return MNEMO_NOMEM;
+        memcpy(*out, e->last_qv, bytes);
+        return MNEMO_OK;
+    }
+    int rc = e->wire == WIRE_LOCAL ? local_texts(e, type, texts, lens, n, out, err)
+                                   : embed_http_texts(e, type, texts, lens, n, out, err);
+    if (rc == MNEMO_OK && one_query) {
+        bytes = (size_t)e->dims * sizeof(float); /* learned by a first answer */
+        free(e->last_q);
+        free(e->last_qv);
+        e->last_q = malloc(lens[0] + 1);
+        e->last_qv = malloc(bytes);
+        if (e->last_q && e->last_qv) {
+            memcpy(e->last_q, texts[0], lens[0]);
+            memcpy(e->last_qv, *out, bytes);
+            e->last_qlen = lens[0];
+        } else {
+            free(e->last_q);
+            free(e->last_qv);
+            e->last_q = NULL;
+            e->last_qv = NULL;
+        }
+    }
+    return rc;
+}
+
+/* Whether a thread for the query pays: a provider's round trip always
+ * does; a local model only when it leaves a core free (the first short
+ * call of a process runs on one thread; later ones use them all, and
+ * the caller's work beside them only slows both); a table lookup takes
+ * microseconds. */
+static int j_parallel(const embedder *e, size_t len)
+{
+    if (e->wire == WIRE_STATIC)
+        return 0;
+    if (e->wire != WIRE_LOCAL)
+        return 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return bert_threads_for(e->enc, strlen(e->qprefix) + len) < ncpu;
+}
+
+static void *job_run(void *arg)
+{
+    embed_job *j = arg;
+    j->rc = embed_texts(j->e, j->type, &j->text, &j->len, 1, &j->out, &j->err);
+    return NULL;
+}
+
+void embed_start(embed_job *j, embedder *e, int type, const char *text, size_t len)
+{
+    j->e = e;
+    j->type = type;
+    j->text = text;
+    j->len = len;
+    j->out = NULL;
+    j->rc = MNEMO_OK;
+    j->threaded = 0;
+    buf_init(&j->err, 8192);
+    if (j_parallel(e, len) && pthread_create(&j->tid, NULL, job_run, j) == 0)
+        j->threaded = 1; /* else embed_finish embeds it */
+}
+
+int embed_finish(embed_job *j, float **out, buf *err)
+{
+    if (j->threaded)
+        pthread_join(j->tid, NULL);
+    else
+        job_run(j);
+    j->threaded = 0;
+    if (j->err.len)
+        buf_append(err, j->err.data, j->err.len);
+    buf_cleanup(&j->err);
+    *out = j->out;
+    j->out = NULL;
+    return j->rc;
+}
+
+void embed_drop(embed_job *j)
+{
+    if (j->threaded)
+        pthread_join(j->tid, NULL);
+    j->threaded = 0;
+    free(j->out);
+    j->out = NULL;
+    buf_cleanup(&j->err);
 }

@@ -16,6 +16,7 @@
 #ifndef MNEMO_EMBED_H
 #define MNEMO_EMBED_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "embed/embed_types.h"
@@ -59,6 +60,29 @@ int embed_dims(const embedder *e);
  * response), with "provider: what happened" in ERR. */
 int embed_texts(embedder *e, int type, const char *const *texts, const size_t *lens, size_t n,
                 float **out, buf *err);
+
+/* One query embedded while the caller does other work (the keyword leg of
+ * a search): embed_start hands TEXT (LEN bytes, kept alive by the caller
+ * until embed_finish) to a thread where that pays (a provider's round
+ * trip; a local model that leaves a core free), and embed_finish waits
+ * for it, or embeds the text itself, and returns what embed_texts would
+ * have (*OUT, ERR). The embedder must not be used by anyone else in
+ * between. */
+typedef struct embed_job {
+    embedder *e;
+    int type;
+    const char *text;
+    size_t len;
+    float *out;
+    buf err;
+    int rc, threaded;
+    pthread_t tid;
+} embed_job;
+
+void embed_start(embed_job *j, embedder *e, int type, const char *text, size_t len);
+int embed_finish(embed_job *j, float **out, buf *err);
+/* Ends a job whose vector is no longer wanted. */
+void embed_drop(embed_job *j);
 
 /* Statistics since open: requests sent (including retries) and inputs. */
 void embed_counters(const embedder *e, long *requests, long *inputs);

@@ -34,6 +34,9 @@ struct embedder {
     bert *enc;         /* local */
     char version[40];  /* local: the weights' fingerprint, "+int8d" when quantized */
     http_state *http;  /* remote */
+    char *last_q;      /* the last query embedded and its vector: a search of */
+    size_t last_qlen;  /* notes and facts asks for the same one twice */
+    float *last_qv;
 };
 
 int embed_http_open(embedder *e, buf *err);

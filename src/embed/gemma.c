@@ -600,6 +600,11 @@ static int forward_cb(void *model, const int32_t *ids, int T, const int *start, 
     return forward(model, ids, T, start, len, nseq, out);
 }
 
+int gemma_threads_for(const gemma *m, size_t bytes)
+{
+    return tpool_threads_for(&m->pool, m->threads - 1, bytes);
+}
+
 int gemma_embed(gemma *m, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
     tpool_ensure(&m->pool, m->threads - 1, lens, n);

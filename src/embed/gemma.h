@@ -42,5 +42,6 @@ const char *gemma_document_prompt(const gemma *m);
 /* As bert_tokenize and bert_embed. */
 int gemma_tokenize(const gemma *m, const char *text, size_t len, int32_t *ids);
 int gemma_embed(gemma *m, const char *const *texts, const size_t *lens, size_t n, float *out);
+int gemma_threads_for(const gemma *m, size_t bytes);
 
 #endif

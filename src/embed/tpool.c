@@ -95,6 +95,13 @@ void tpool_ensure(tpool *p, int workers, const size_t *lens, size_t n)
         tpool_start(p, workers);
 }
 
+int tpool_threads_for(const tpool *p, int workers, size_t bytes)
+{
+    if (p->started)
+        return p->n + 1;
+    return workers > 0 && (p->calls > 0 || bytes > TPOOL_SOLO_BYTES) ? workers + 1 : 1;
+}
+
 float *tpool_work(tpool *p, size_t floats)
 {
     if (floats > p->work_floats) {

@@ -52,6 +52,8 @@ void tpool_stop(tpool *p);
  * more than they save (measured: 11.5 against 5.9 ms for MiniLM). */
 #define TPOOL_SOLO_BYTES 512
 void tpool_ensure(tpool *p, int workers, const size_t *lens, size_t n);
+/* The threads (the caller's included) a call of BYTES would run on. */
+int tpool_threads_for(const tpool *p, int workers, size_t bytes);
 
 /* The pool's work memory for a forward pass, at least FLOATS floats, kept
  * from one call to the next (grown, never shrunk, freed by tpool_stop): a

@@ -91,21 +91,12 @@ static int by_cos(const void *a, const void *b)
 
 /* Scans the scope's memory vectors; the best POOL join the candidates, and
  * every candidate gets its calibrated vector score. */
-static int vector_leg(mnemo *m, const char *qtext, const char *where, const mfilter *args,
+static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const mfilter *args,
                       const mem_opts *o, mset *s, int *ran)
 {
     *ran = 0;
-    buf err;
-    buf_init(&err, 4096);
-    embedder *e = memvec_embedder(m, &err);
-    float *qv = NULL;
-    size_t qlen = strlen(qtext);
-    if (!e || embed_texts(e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err) != MNEMO_OK) {
-        buf_cleanup(&err);
-        free(qv);
+    if (!e || !qv)
         return MNEMO_OK; /* keyword results stand on their own */
-    }
-    buf_cleanup(&err);
     int dims = embed_dims(e);
     buf sql;
     buf_init(&sql, 1 << 20);
@@ -294,11 +285,35 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
     sqlite3 *db = !rc ? store_db(m->lite->st) : NULL;
     int txn = db && sqlite3_get_autocommit(db) &&
               sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    /* The query's vector is made while the keyword leg runs. */
+    embedder *e = NULL;
+    embed_job job;
+    if (!rc && *q) {
+        buf err;
+        buf_init(&err, 4096);
+        if ((e = memvec_embedder(m, &err)))
+            embed_start(&job, e, EMBED_QUERY, q, strlen(q));
+        buf_cleanup(&err);
+    }
     if (!rc && pq.match)
         rc = keyword_leg(m, &pq, where.data, &args, o, s);
+    float *qv = NULL;
+    if (e && rc)
+        embed_drop(&job);
+    else if (e) {
+        buf err;
+        buf_init(&err, 4096);
+        if (embed_finish(&job, &qv, &err) != MNEMO_OK) {
+            free(qv);
+            qv = NULL;
+        }
+        buf_cleanup(&err);
+    }
     int ran = 0;
     if (!rc && *q)
-        rc = vector_leg(m, q, where.data, &args, o, s, &ran);
+        rc = vector_leg(m, e, qv, where.data, &args, o, s, &ran); /* frees qv */
+    else
+        free(qv);
     if (!rc && pq.match && s->n) {
         mem_bm25 k;
         fts_rank *r = store_mrank(m->lite->st);

@@ -236,7 +236,9 @@ static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
  * -------------------------------------------------------------------- */
 
 typedef struct vleg {
-    int ran;
+    int ran, started, explicit_;
+    char name[32];
+    embed_job job; /* the query's vector, made while the keyword leg runs */
     embedder *e;
     vec_file *vf;
     float *qv;
@@ -247,6 +249,9 @@ typedef struct vleg {
 
 static void vleg_cleanup(vleg *v)
 {
+    if (v->started)
+        embed_drop(&v->job);
+    v->started = 0;
     free(v->qv); /* v->vf is the handle's, kept across searches */
     free(v->matches);
 }
@@ -282,22 +287,44 @@ static int unused_vectors(mnemo *m, mnemo_results *res)
     return rc;
 }
 
+/* Starts embedding the query (QTEXT stays alive until vector_leg) so that
+ * a model or a provider's round trip works while the keyword leg runs. A
+ * provider that cannot open is reported by vector_leg. */
+static void vector_start(mnemo *m, const char *qtext, vleg *v)
+{
+    provider_resolve(m, v->name, &v->explicit_);
+    if (strcmp(v->name, "none") == 0)
+        return;
+    buf err;
+    buf_init(&err, 8192);
+    if (provider_embedder(m, v->name, &v->e, &err) == MNEMO_OK) {
+        embed_start(&v->job, v->e, EMBED_QUERY, qtext, strlen(qtext));
+        v->started = 1;
+    }
+    buf_cleanup(&err);
+}
+
 /* Runs the vector leg. Returns an error only for a named provider that
  * fails; otherwise a failure becomes res->fallback and v->ran stays 0. */
 static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
                       mnemo_results *res, vleg *v)
 {
-    char name[32];
-    int explicit_;
-    provider_resolve(m, name, &explicit_);
+    const char *name = v->name;
+    int explicit_ = v->explicit_;
     if (strcmp(name, "none") == 0)
         return unused_vectors(m, res);
     buf err;
     buf_init(&err, 8192);
-    int rc = provider_embedder(m, name, &v->e, &err);
-    size_t qlen = strlen(qtext);
-    if (!rc)
-        rc = embed_texts(v->e, EMBED_QUERY, &qtext, &qlen, 1, &v->qv, &err);
+    int rc;
+    if (v->started) {
+        v->started = 0;
+        rc = embed_finish(&v->job, &v->qv, &err);
+    } else {
+        rc = provider_embedder(m, name, &v->e, &err); /* fails again, saying why */
+        size_t qlen = strlen(qtext);
+        if (!rc)
+            rc = embed_texts(v->e, EMBED_QUERY, &qtext, &qlen, 1, &v->qv, &err);
+    }
     if (rc) {
         const char *msg = err.len ? err.data : errcode_text(rc);
         if (explicit_)
@@ -500,6 +527,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
     }
     search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
     corpus cp = corpus_of(opts ? opts->corpus : NULL);
+    vector_start(m, qt.data, &vl);
     if (q.match && (rc = content_leg(m, &q, &cp, &p, &bm)))
         goto done;
     if ((rc = file_legs(m, &q, &cp, &fh)))
