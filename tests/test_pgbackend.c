@@ -600,6 +600,24 @@ TEST(pgbackend_sync_batch_failure_on_its_way)
 
 /* The binary forms a sync sends (arrays, tsvectors) read by the server as
  * the text forms are. */
+/* The hex text form of bytea, as the server sends it. */
+TEST(pgtext_unhex)
+{
+    unsigned char b[8];
+    ASSERT_EQ(pg_unhex("\\x00ff7fA0", b, sizeof b), 4);
+    ASSERT(b[0] == 0 && b[1] == 0xff && b[2] == 0x7f && b[3] == 0xa0);
+    ASSERT_EQ(pg_unhex("deadBEEF", b, sizeof b), 4); /* no prefix, either case */
+    ASSERT(b[0] == 0xde && b[3] == 0xef);
+    ASSERT_EQ(pg_unhex("\\x", b, sizeof b), 0);
+    ASSERT_EQ(pg_unhex("\\x0", b, sizeof b), -1);         /* half a byte */
+    ASSERT_EQ(pg_unhex("\\x0g", b, sizeof b), -1);        /* not hex */
+    ASSERT_EQ(pg_unhex("\\x:0", b, sizeof b), -1);        /* next to '9' */
+    ASSERT_EQ(pg_unhex("\\x0@", b, sizeof b), -1);        /* next to 'A' */
+    ASSERT_EQ(pg_unhex("\\x000102030405060708", b, sizeof b), -1); /* 9 bytes into 8 */
+    ASSERT_EQ(pg_unhex("0001020304050607", b, sizeof b), 8);
+    ASSERT_EQ(b[7], 7);
+}
+
 TEST(pgtext_binary_forms)
 {
     pg_server s;

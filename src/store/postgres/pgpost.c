@@ -91,14 +91,15 @@ int pgpost_unhex(const char *s, buf *out)
     buf_reset(out);
     if (s[0] != '\\' || s[1] != 'x')
         return 0;
-    for (s += 2; s[0] && s[1]; s += 2) {
-        int hi = s[0] <= '9' ? s[0] - '0' : (s[0] | 32) - 'a' + 10;
-        int lo = s[1] <= '9' ? s[1] - '0' : (s[1] | 32) - 'a' + 10;
-        if (hi < 0 || hi > 15 || lo < 0 || lo > 15)
-            return 0;
-        buf_putc(out, (char)(hi << 4 | lo));
-    }
-    return !buf_err(out);
+    size_t n = strlen(s + 2) / 2;
+    if (buf_reserve(out, n + 1))
+        return 0;
+    long got = pg_unhex(s, out->data, n);
+    if (got < 0)
+        return 0;
+    out->len = (size_t)got;
+    out->data[got] = 0;
+    return 1;
 }
 
 void pgpost_hex(buf *b, const char *s, size_t n)

@@ -747,17 +747,12 @@ static int unit_of_hex(const char *hx, float *v, size_t d)
 {
     if (hx[0] == '\\' && hx[1] == 'x')
         hx += 2;
-    if (strlen(hx) != 8 + 8 * d)
+    if (strlen(hx) != 8 + 8 * d || pg_unhex(hx + 8, v, 4 * d) != (long)(4 * d))
         return 0;
     for (size_t j = 0; j < d; j++) {
-        uint32_t u = 0;
-        for (size_t k = 0; k < 8; k++) {
-            int c = hx[8 + 8 * j + k];
-            int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-            if (x < 0)
-                return 0;
-            u = u << 4 | (uint32_t)x;
-        }
+        uint32_t u;
+        memcpy(&u, &v[j], sizeof u);
+        u = __builtin_bswap32(u); /* big-endian on the wire */
         memcpy(&v[j], &u, sizeof u);
     }
     unit_scale(v, d); /* a vector without length stays 0: cosine 0 */
@@ -976,14 +971,14 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
             }
             const char *hx = pg_value(r, i, 4);
             size_t nb = strlen(hx) / 2;
-            if (nb >= sizeof(uint32_t) && (w->map = malloc(nb))) {
-                unsigned char *o = (unsigned char *)w->map;
-                for (size_t j = 0; j < nb; j++) {
-                    unsigned v = 0;
-                    sscanf(hx + 2 * j, "%2x", &v);
-                    o[j] = (unsigned char)v;
-                }
-                w->nmap = nb / sizeof(uint32_t);
+            long got = -1;
+            if (nb >= sizeof(uint32_t) && (w->map = malloc(nb)))
+                got = pg_unhex(hx, w->map, nb);
+            if (got >= (long)sizeof(uint32_t)) {
+                w->nmap = (size_t)got / sizeof(uint32_t);
+            } else {
+                free(w->map);
+                w->map = NULL;
             }
         }
     }

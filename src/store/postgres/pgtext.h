@@ -21,6 +21,11 @@ void pg_lexeme(buf *b, const char *s, size_t n);
  * nine significant digits that bring a float back exactly. */
 void pg_vector_literal(buf *b, const float *v, int dims);
 
+/* Decodes the hex text form of a bytea (S, with or without its "\\x") into
+ * OUT, at most CAP bytes. Returns the bytes written, or -1 when S is not
+ * hex or would not fit. */
+long pg_unhex(const char *s, void *out, size_t cap);
+
 /* The element types of the binary arrays (pg_type's fixed oids). */
 enum { PG_INT8OID = 20, PG_INT4OID = 23, PG_TEXTOID = 25, PG_BYTEAOID = 17,
        PG_FLOAT8OID = 701, PG_TSVECTOROID = 3614 };
