@@ -9,6 +9,7 @@
  * all-MiniLM-L6-v2 against the reference and the tokenizers library.
  */
 #include <jansson.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,14 +497,15 @@ TEST(local_gguf_gemma_import_and_refusals)
     buf err;
     buf_init(&err, 0);
     int dims = 0;
-    /* Imported: the file in a folder (no prepared file yet), the same
-     * vectors. */
+    /* Imported: the file in a folder with its prepared file (the panels,
+     * mapped at open), the same vectors as the file read as it is. */
     ASSERT_OK(bert_install(test_path("g.gguf"), test_path("gm"), &dims, &err));
     ASSERT_EQ(dims, 32);
     bert *a = NULL, *b = NULL;
     ASSERT_OK(bert_open(test_path("gm"), 1, &a, &err));
     ASSERT_OK(bert_open(test_path("g.gguf"), 2, &b, &err));
-    ASSERT(!bert_prepared(a));
+    ASSERT(bert_prepared(a));
+    ASSERT(!bert_prepared(b));
     ASSERT_STR_EQ(bert_fingerprint(a), bert_fingerprint(b));
     size_t lens[NGTEXTS];
     for (size_t i = 0; i < NGTEXTS; i++)
@@ -518,8 +520,56 @@ TEST(local_gguf_gemma_import_and_refusals)
     ASSERT_OK(bert_embed(a, &gtexts[6], &lens[6], 1, one));
     for (int i = 0; i < 32; i++)
         ASSERT(fabsf(one[i] - va[6 * 32 + i]) < 1e-5f);
+    /* The scalar kernel does not read panels: a prepared handle reads the
+     * weights then, and agrees. */
+    float vf[NGTEXTS * 32];
+    memcpy(vf, va, sizeof vf);
+    gemm_set_kernel(GEMM_SCALAR);
+    float vs[NGTEXTS * 32];
+    ASSERT_OK(bert_embed(a, gtexts, lens, NGTEXTS, vs));
+    gemm_set_kernel(GEMM_AVX512); /* the best the CPU has */
+    for (size_t i = 0; i < NGTEXTS * 32; i++)
+        ASSERT(fabsf(vs[i] - va[i]) < 1e-5f);
+    /* Int8 weights from a prepared handle: those of the file read as it is. */
+    ASSERT_OK(bert_quantize(a));
+    ASSERT_OK(bert_quantize(b));
+    ASSERT_OK(bert_embed(a, gtexts, lens, NGTEXTS, va));
+    ASSERT_OK(bert_embed(b, gtexts, lens, NGTEXTS, vb));
+    for (size_t i = 0; i < NGTEXTS * 32; i++)
+        ASSERT(fabsf(va[i] - vb[i]) < 1e-6f);
     bert_close(a);
     bert_close(b);
+    /* A prepared file that no longer matches the weights (another
+     * modification time), or is cut short or damaged, is not used: the
+     * folder opens as it is. */
+    char gg[1024], pf[1024];
+    snprintf(gg, sizeof gg, "%s/model.gguf", test_path("gm"));
+    snprintf(pf, sizeof pf, "%s/mnemo-gemma.bin", test_path("gm"));
+    struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+    ASSERT(utimensat(AT_FDCWD, gg, ts, 0) == 0);
+    ASSERT_OK(bert_open(test_path("gm"), 1, &a, &err));
+    ASSERT(!bert_prepared(a));
+    bert_close(a);
+    ASSERT_OK(bert_install(test_path("gm"), test_path("gm"), &dims, &err)); /* prepared again */
+    ASSERT_OK(bert_open(test_path("gm"), 1, &a, &err));
+    ASSERT(bert_prepared(a));
+    bert_close(a);
+    size_t pn = 0;
+    char *praw = test_read(pf, &pn);
+    ASSERT(praw && pn > 4096);
+    test_write_n("gm/mnemo-gemma.bin", praw, pn - 4096);
+    ASSERT_OK(bert_open(test_path("gm"), 1, &a, &err));
+    ASSERT(!bert_prepared(a));
+    ASSERT_OK(bert_embed(a, gtexts, lens, NGTEXTS, va));
+    for (size_t i = 0; i < NGTEXTS * 32; i++)
+        ASSERT(fabsf(va[i] - vf[i]) < 1e-6f);
+    bert_close(a);
+    praw[8] ^= 0x7f; /* the version */
+    test_write_n("gm/mnemo-gemma.bin", praw, pn);
+    ASSERT_OK(bert_open(test_path("gm"), 1, &a, &err));
+    ASSERT(!bert_prepared(a));
+    bert_close(a);
+    free(praw);
     /* Through the CLI: import, then embed a query with the model's prompt. */
     char *o = NULL, *e = NULL;
     char src[1024], mdir[1024];

@@ -250,6 +250,12 @@ static int cache_write(const bert *b, const char *dir, buf *err)
     return MNEMO_OK;
 }
 
+/* The prepared file of B's kind into DIR. */
+static int prepare_write(const bert *b, const char *dir, buf *err)
+{
+    return b->gm ? gemma_prepare_write(b->gm, dir, err) : cache_write(b, dir, err);
+}
+
 /* ----------------------------------------------------------------------
  * Loading
  * -------------------------------------------------------------------- */
@@ -421,7 +427,7 @@ static int gguf_config(bert *b, const char *path, int threads, buf *err)
         b->gg = NULL;
         buf e;
         buf_init(&e, 4096);
-        if ((rc = gemma_open(g, threads, &b->gm, &e)))
+        if ((rc = gemma_open(g, path, threads, &b->gm, &e)))
             buf_printf(err, "%s: %s", path, e.data ? e.data : "cannot be opened");
         buf_cleanup(&e);
         return rc;
@@ -702,7 +708,6 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
     if (rc)
         return rc;
     *dims = bert_dims(b);
-    int prepare = !b->gm; /* no prepared file for EmbeddingGemma yet */
     bert_close(b);
     struct stat sb;
     if (stat(dst, &sb) == 0) {
@@ -717,10 +722,8 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
                        "import it onto itself to prepare it again)", dst);
             return MNEMO_INVALID;
         }
-        if (!prepare)
-            return MNEMO_OK;
         if (!(rc = bert_open(dst, 1, &b, err)))
-            rc = cache_write(b, dst, err);
+            rc = prepare_write(b, dst, err);
         bert_close(b);
         return rc;
     }
@@ -751,13 +754,13 @@ int bert_install(const char *src, const char *dst, int *dims, buf *err)
         }
     }
     /* The prepared file, then a check that the copy opens with it. */
-    if ((rc = bert_open(tmp, 1, &b, err)) || (prepare && (rc = cache_write(b, tmp, err)))) {
+    if ((rc = bert_open(tmp, 1, &b, err)) || (rc = prepare_write(b, tmp, err))) {
         bert_close(b);
         remove_tree(tmp);
         return rc;
     }
     bert_close(b);
-    if ((rc = bert_open(tmp, 1, &b, err)) || (prepare && !b->cmap)) {
+    if ((rc = bert_open(tmp, 1, &b, err)) || !bert_prepared(b)) {
         if (!rc)
             buf_printf(err, "%s: the prepared file does not open", tmp);
         bert_close(b);
@@ -821,7 +824,12 @@ int bert_quantize(bert *b)
 }
 
 int bert_dims(const bert *b) { return b->gm ? gemma_dims(b->gm) : b->H; }
-int bert_prepared(const bert *b) { return !b->cmap ? 0 : b->q8 ? 2 : 1; }
+int bert_prepared(const bert *b)
+{
+    if (b->gm)
+        return gemma_prepared(b->gm);
+    return !b->cmap ? 0 : b->q8 ? 2 : 1;
+}
 const char *bert_fingerprint(const bert *b)
 {
     return b->gm ? gemma_fingerprint(b->gm) : b->fp;

@@ -19,10 +19,14 @@
  */
 #include "embed/gemma.h"
 
+#include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "embed/gemm.h"
@@ -53,6 +57,11 @@ struct gemma {
     int threads;
     tpool pool;
     char fp[17];
+    void *cmap; /* the prepared file, mapped, or NULL */
+    size_t csize;
+    const int8_t *q8; /* its int8 panels of the layers' matrices, or NULL */
+    const float *q8s; /* and their scales and sums */
+    int kern;   /* the kernel its panels were taken for */
 };
 
 int gemma_is(const gguf *g)
@@ -139,7 +148,265 @@ static int tokenizer(gemma *m, buf *err)
     return rc;
 }
 
-int gemma_open(gguf *g, int threads, gemma **out, buf *err)
+/* ----------------------------------------------------------------------
+ * The matrices, in the prepared file's order: each layer's q, k, v,
+ * output, gate, up and down, then dense_2 and dense_3.
+ * -------------------------------------------------------------------- */
+
+typedef struct mat {
+    gemm_w *w;
+    char name[48];
+    int N, K;
+} mat;
+
+static int nmats(const gemma *m) { return 7 * m->L + (m->has_dense ? 2 : 0); }
+
+static mat mat_at(gemma *m, int i)
+{
+    mat r;
+    int H = m->H, Q = m->heads * m->dh, KV = m->kvh * m->dh, I = m->I;
+    if (i >= 7 * m->L) {
+        int d = i - 7 * m->L;
+        r.w = d ? &m->dense3 : &m->dense2;
+        snprintf(r.name, sizeof r.name, "dense_%d.weight", d ? 3 : 2);
+        r.N = d ? m->dims : m->d2;
+        r.K = d ? m->d2 : H;
+        return r;
+    }
+    static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output",
+                                         "ffn_gate", "ffn_up", "ffn_down"};
+    glayer *y = &m->layers[i / 7];
+    gemm_w *ws[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
+    int ns[7] = {Q, KV, KV, H, I, I, H}, ks[7] = {H, H, H, Q, H, H, I};
+    int j = i % 7;
+    r.w = ws[j];
+    snprintf(r.name, sizeof r.name, "blk.%d.%s.weight", i / 7, names[j]);
+    r.N = ns[j];
+    r.K = ks[j];
+    return r;
+}
+
+static size_t mats_floats(gemma *m)
+{
+    size_t n = 0;
+    for (int i = 0, c = nmats(m); i < c; i++) {
+        mat mt = mat_at(m, i);
+        n += gemm_packed_floats(mt.N, mt.K);
+    }
+    return n;
+}
+
+#define PREP_MAGIC "MNEMOGEM"
+#define PREP_VERSION 1
+
+typedef struct prep_hdr {
+    char magic[8];
+    uint32_t version, panel, L, H, Q, KV, I, d2, dims, dense;
+    uint64_t w_size, w_mtime, mats_off, mats_floats;
+    uint64_t q8_off, q8_bytes, qs_off, qs_floats; /* 0 when K is past Q8_MAX_K */
+} prep_hdr;
+
+#define Q8_MAX_K 8192 /* gemm_quantize keeps longer rows float */
+
+/* The int8 forms of the layers' matrices (the first 7 L): bytes and the
+ * floats of their scales and sums; 0 when one stays float. */
+static size_t q8_sizes(gemma *m, size_t *meta)
+{
+    size_t b = 0;
+    *meta = 0;
+    for (int i = 0; i < 7 * m->L; i++) {
+        mat mt = mat_at(m, i);
+        if (mt.K > Q8_MAX_K)
+            return *meta = 0;
+        b += gemm_q8_bytes(mt.N, mt.K);
+        *meta += gemm_q8_meta(mt.N);
+    }
+    return b;
+}
+
+/* The prepared file of the folder holding PATH when PATH is its
+ * model.gguf (else 0), and that file's size and modification time. */
+static int prep_paths(const char *path, char *out, size_t n, uint64_t *size, uint64_t *mtime)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    struct stat sb;
+    if (strcmp(base, "model.gguf") || stat(path, &sb) != 0)
+        return 0;
+    *size = (uint64_t)sb.st_size;
+    *mtime = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
+    int dl = slash ? (int)(slash - path) : 1;
+    snprintf(out, n, "%.*s/" GEMMA_PREPARED, dl, slash ? path : ".");
+    return 1;
+}
+
+static uint64_t up64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
+
+static void prep_header(gemma *m, prep_hdr *h)
+{
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, PREP_MAGIC, 8);
+    h->version = PREP_VERSION;
+    h->panel = 16;
+    h->L = (uint32_t)m->L;
+    h->H = (uint32_t)m->H;
+    h->Q = (uint32_t)(m->heads * m->dh);
+    h->KV = (uint32_t)(m->kvh * m->dh);
+    h->I = (uint32_t)m->I;
+    h->d2 = (uint32_t)m->d2;
+    h->dims = (uint32_t)m->dims;
+    h->dense = (uint32_t)m->has_dense;
+    h->mats_off = up64(sizeof *h);
+    h->mats_floats = mats_floats(m);
+    size_t meta, q8 = q8_sizes(m, &meta);
+    if (q8) {
+        h->q8_off = up64(h->mats_off + h->mats_floats * 4);
+        h->q8_bytes = q8;
+        h->qs_off = up64(h->q8_off + q8);
+        h->qs_floats = meta;
+    }
+}
+
+/* Takes M's matrices from the prepared file beside PATH when it matches:
+ * 1, else 0. */
+static int prepared_map(gemma *m, const char *path)
+{
+    char p[4096];
+    uint64_t size, mtime;
+    if (!path || !prep_paths(path, p, sizeof p, &size, &mtime))
+        return 0;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    void *map = NULL;
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= sizeof(prep_hdr))
+        map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (!map || map == MAP_FAILED)
+        return 0;
+    prep_hdr h, want;
+    memcpy(&h, map, sizeof h);
+    prep_header(m, &want);
+    uint64_t fsize = (uint64_t)sb.st_size;
+    if (memcmp(&h, &want, offsetof(prep_hdr, w_size)) || h.w_size != size ||
+        h.w_mtime != mtime || h.mats_off != want.mats_off || h.mats_floats != want.mats_floats ||
+        h.q8_off != want.q8_off || h.q8_bytes != want.q8_bytes || h.qs_off != want.qs_off ||
+        h.qs_floats != want.qs_floats || h.mats_off > fsize ||
+        h.mats_floats > (fsize - h.mats_off) / 4 || h.q8_off > fsize ||
+        h.q8_bytes > fsize - h.q8_off || h.qs_off > fsize || h.qs_floats > (fsize - h.qs_off) / 4) {
+        munmap(map, (size_t)fsize);
+        return 0;
+    }
+    const float *panels = (const float *)(const void *)((const char *)map + h.mats_off);
+    for (int i = 0, n = nmats(m); i < n; i++) {
+        mat mt = mat_at(m, i);
+        gemm_prepare_packed(mt.w, NULL, panels, mt.N, mt.K);
+        panels += gemm_packed_floats(mt.N, mt.K);
+    }
+    m->cmap = map;
+    m->csize = (size_t)fsize;
+    m->kern = gemm_kernel();
+    if (h.q8_bytes) {
+        m->q8 = (const int8_t *)map + h.q8_off;
+        m->q8s = (const float *)(const void *)((const char *)map + h.qs_off);
+    }
+    return 1;
+}
+
+/* The matrices' own weights, for what the panels do not serve (int8
+ * weights; another kernel than the panels were taken for). */
+static int widen_all(gemma *m)
+{
+    buf err;
+    buf_init(&err, 1024);
+    int rc = MNEMO_OK;
+    for (int i = 0, n = nmats(m); !rc && i < n; i++) {
+        mat mt = mat_at(m, i);
+        if (mt.w->w || mt.w->q)
+            continue;
+        const float *t = tensor(m, mt.name, mt.N, mt.K, &err);
+        if (!t)
+            rc = MNEMO_CORRUPT;
+        else
+            mt.w->w = t;
+    }
+    buf_cleanup(&err);
+    return rc;
+}
+
+int gemma_prepared(const gemma *m) { return m->cmap != NULL; }
+
+int gemma_prepare_write(const gemma *m_, const char *dir, buf *err)
+{
+    gemma *m = (gemma *)m_; /* mat_at hands out pointers into it; nothing is changed */
+    char p[4096], tmp[4200], gg[4096];
+    uint64_t size, mtime;
+    snprintf(gg, sizeof gg, "%s/model.gguf", dir);
+    if (!prep_paths(gg, p, sizeof p, &size, &mtime)) {
+        buf_printf(err, "%s: not found", gg);
+        return MNEMO_IO;
+    }
+    int rc = widen_all(m);
+    if (rc) {
+        buf_printf(err, "%s: weights unreadable", gg);
+        return rc;
+    }
+    prep_hdr h;
+    prep_header(m, &h);
+    h.w_size = size;
+    h.w_mtime = mtime;
+    snprintf(tmp, sizeof tmp, "%s.tmp", p);
+    FILE *f = fopen(tmp, "wb");
+    size_t most = 0;
+    for (int i = 0, n = nmats(m); i < n; i++) {
+        mat mt = mat_at(m, i);
+        size_t nf = gemm_packed_floats(mt.N, mt.K);
+        most = nf > most ? nf : most;
+    }
+    float *panel = malloc((most ? most : 1) * sizeof *panel);
+    static const char zero[64] = {0};
+    int ok = f && panel && fwrite(&h, sizeof h, 1, f) == 1 &&
+             fwrite(zero, 1, h.mats_off - sizeof h, f) == h.mats_off - sizeof h;
+    for (int i = 0, n = nmats(m); ok && i < n; i++) {
+        mat mt = mat_at(m, i);
+        size_t nf = gemm_packed_floats(mt.N, mt.K);
+        gemm_pack(mt.w->w, mt.N, mt.K, panel);
+        ok = fwrite(panel, sizeof *panel, nf, f) == nf;
+    }
+    /* The layers' int8 panels (in PANEL's room: never larger than the
+     * float ones), then their scales and sums. */
+    float *qs = h.q8_bytes ? malloc(h.qs_floats * sizeof *qs) : NULL;
+    uint64_t at = h.mats_off + h.mats_floats * 4;
+    if (h.q8_bytes)
+        ok = ok && qs && fwrite(zero, 1, h.q8_off - at, f) == h.q8_off - at;
+    size_t nqs = 0;
+    for (int i = 0; ok && h.q8_bytes && i < 7 * m->L; i++) {
+        mat mt = mat_at(m, i);
+        size_t nb = gemm_q8_bytes(mt.N, mt.K);
+        gemm_quantize_to(mt.w->w, mt.N, mt.K, (int8_t *)panel, qs + nqs);
+        nqs += gemm_q8_meta(mt.N);
+        ok = fwrite(panel, 1, nb, f) == nb;
+    }
+    at = h.q8_off + h.q8_bytes;
+    if (h.q8_bytes)
+        ok = ok && fwrite(zero, 1, h.qs_off - at, f) == h.qs_off - at &&
+             fwrite(qs, sizeof *qs, nqs, f) == nqs;
+    free(qs);
+    free(panel);
+    if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        ok = 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, p) != 0) {
+        buf_printf(err, "%s: cannot be written", p);
+        unlink(tmp);
+        return MNEMO_IO;
+    }
+    return MNEMO_OK;
+}
+
+int gemma_open(gguf *g, const char *path, int threads, gemma **out, buf *err)
 {
     *out = NULL;
     gemma *m = calloc(1, sizeof *m);
@@ -206,27 +473,18 @@ int gemma_open(gguf *g, int threads, gemma **out, buf *err)
     snprintf(n, sizeof n, "blk.%d." name ".weight", l);                                        \
     if (!(y->field = tensor(m, n, d, 0, err)))                                                 \
         goto fail;
-#define MAT(field, name, N, K)                                                                 \
-    snprintf(n, sizeof n, "blk.%d." name ".weight", l);                                        \
-    if ((rc = matrix(m, &y->field, n, N, K, err)))                                             \
-        goto fail;
         NORM(an, "attn_norm", H)
         NORM(qn, "attn_q_norm", m->dh)
         NORM(kn, "attn_k_norm", m->dh)
         NORM(pan, "post_attention_norm", H)
         NORM(fn, "ffn_norm", H)
         NORM(pfn, "post_ffw_norm", H)
-        MAT(wq, "attn_q", Q, H)
-        MAT(wk, "attn_k", KV, H)
-        MAT(wv, "attn_v", KV, H)
-        MAT(wo, "attn_output", H, Q)
-        MAT(wg, "ffn_gate", I, H)
-        MAT(wu, "ffn_up", I, H)
-        MAT(wd, "ffn_down", H, I)
 #undef NORM
-#undef MAT
         rc = MNEMO_CORRUPT;
     }
+    (void)Q;
+    (void)KV;
+    (void)I;
     if (!(m->onorm = tensor(m, "output_norm.weight", H, 0, err)))
         goto fail;
     m->dims = H;
@@ -243,8 +501,6 @@ int gemma_open(gguf *g, int threads, gemma **out, buf *err)
             goto fail;
         }
         m->d2 = (int)shape[0];
-        if ((rc = matrix(m, &m->dense2, "dense_2.weight", m->d2, H, err)))
-            goto fail;
         if (!gguf_shape(g, "dense_3.weight", shape, &nd) || nd != 2 || shape[1] != m->d2 ||
             shape[0] <= 0 || shape[0] > 65536) {
             buf_printf(err, "tensor dense_3.weight: of a type not read or misshapen");
@@ -258,9 +514,15 @@ int gemma_open(gguf *g, int threads, gemma **out, buf *err)
             rc = MNEMO_INVALID;
             goto fail;
         }
-        if ((rc = matrix(m, &m->dense3, "dense_3.weight", m->dims, m->d2, err)))
-            goto fail;
         m->has_dense = 1;
+    }
+    /* The matrices: the prepared file's panels, or widened and packed. */
+    if (!prepared_map(m, path)) {
+        for (int i = 0, n = nmats(m); i < n; i++) {
+            mat mt = mat_at(m, i);
+            if ((rc = matrix(m, mt.w, mt.name, mt.N, mt.K, err)))
+                goto fail;
+        }
     }
     m->max_tokens = m->ctx;
     gguf_fingerprint(g, m->fp);
@@ -291,11 +553,26 @@ void gemma_close(gemma *m)
     free(m->layers);
     spm_free(m->tok);
     gguf_close(m->gg);
+    if (m->cmap)
+        munmap(m->cmap, m->csize);
     free(m);
 }
 
 int gemma_quantize(gemma *m)
 {
+    if (m->q8) { /* the prepared file's */
+        const int8_t *q = m->q8;
+        const float *s = m->q8s;
+        for (int i = 0; i < 7 * m->L; i++) {
+            mat mt = mat_at(m, i);
+            gemm_prepare_q8(mt.w, q, s);
+            q += gemm_q8_bytes(mt.N, mt.K);
+            s += gemm_q8_meta(mt.N);
+        }
+        return MNEMO_OK;
+    }
+    if (widen_all(m))
+        return MNEMO_CORRUPT;
     for (int l = 0; l < m->L; l++) {
         glayer *y = &m->layers[l];
         gemm_w *ws[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
@@ -607,6 +884,9 @@ int gemma_threads_for(const gemma *m, size_t bytes)
 
 int gemma_embed(gemma *m, const char *const *texts, const size_t *lens, size_t n, float *out)
 {
+    /* The panels are the SIMD kernels': the scalar one reads the weights. */
+    if (m->cmap && (gemm_kernel() != m->kern || m->kern == GEMM_SCALAR) && widen_all(m))
+        return MNEMO_CORRUPT;
     tpool_ensure(&m->pool, m->threads - 1, lens, n);
     return tpool_batches(m, m->max_tokens, m->dims, tokenize_cb, forward_cb, texts, lens, n, out);
 }
