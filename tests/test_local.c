@@ -506,6 +506,14 @@ TEST(local_gguf_gemma_import_and_refusals)
     ASSERT_OK(bert_open(test_path("g.gguf"), 2, &b, &err));
     ASSERT(bert_prepared(a));
     ASSERT(!bert_prepared(b));
+    /* Its vocabulary from the prepared file tokenizes as the GGUF's. */
+    for (size_t i = 0; i < NGTEXTS; i++) {
+        int32_t ia[80], ib[80];
+        int na = bert_tokenize(a, gtexts[i], strlen(gtexts[i]), ia);
+        ASSERT(na >= 2);
+        ASSERT_EQ(na, bert_tokenize(b, gtexts[i], strlen(gtexts[i]), ib));
+        ASSERT(memcmp(ia, ib, (size_t)na * sizeof *ia) == 0);
+    }
     ASSERT_STR_EQ(bert_fingerprint(a), bert_fingerprint(b));
     size_t lens[NGTEXTS];
     for (size_t i = 0; i < NGTEXTS; i++)

@@ -202,7 +202,7 @@ static size_t mats_floats(gemma *m)
 typedef struct prep_hdr {
     char magic[8];
     uint32_t version, panel, L, H, Q, KV, I, d2, dims, dense;
-    uint64_t w_size, w_mtime, mats_off, mats_floats;
+    uint64_t w_size, w_mtime, tok_off, tok_bytes, mats_off, mats_floats;
     uint64_t q8_off, q8_bytes, qs_off, qs_floats; /* 0 when K is past Q8_MAX_K */
 } prep_hdr;
 
@@ -242,7 +242,8 @@ static int prep_paths(const char *path, char *out, size_t n, uint64_t *size, uin
 
 static uint64_t up64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
 
-static void prep_header(gemma *m, prep_hdr *h)
+/* The header of M's prepared file with a tokenizer blob of TOK bytes. */
+static void prep_header(gemma *m, prep_hdr *h, uint64_t tok)
 {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, PREP_MAGIC, 8);
@@ -256,7 +257,9 @@ static void prep_header(gemma *m, prep_hdr *h)
     h->d2 = (uint32_t)m->d2;
     h->dims = (uint32_t)m->dims;
     h->dense = (uint32_t)m->has_dense;
-    h->mats_off = up64(sizeof *h);
+    h->tok_off = up64(sizeof *h);
+    h->tok_bytes = tok;
+    h->mats_off = up64(h->tok_off + tok);
     h->mats_floats = mats_floats(m);
     size_t meta, q8 = q8_sizes(m, &meta);
     if (q8) {
@@ -287,14 +290,20 @@ static int prepared_map(gemma *m, const char *path)
         return 0;
     prep_hdr h, want;
     memcpy(&h, map, sizeof h);
-    prep_header(m, &want);
     uint64_t fsize = (uint64_t)sb.st_size;
+    prep_header(m, &want, h.tok_bytes < fsize ? h.tok_bytes : 0);
     if (memcmp(&h, &want, offsetof(prep_hdr, w_size)) || h.w_size != size ||
-        h.w_mtime != mtime || h.mats_off != want.mats_off || h.mats_floats != want.mats_floats ||
+        h.w_mtime != mtime || h.tok_off != want.tok_off || h.tok_bytes != want.tok_bytes ||
+        h.tok_bytes == 0 || h.tok_bytes > fsize - h.tok_off || h.mats_off != want.mats_off ||
+        h.mats_floats != want.mats_floats ||
         h.q8_off != want.q8_off || h.q8_bytes != want.q8_bytes || h.qs_off != want.qs_off ||
         h.qs_floats != want.qs_floats || h.mats_off > fsize ||
         h.mats_floats > (fsize - h.mats_off) / 4 || h.q8_off > fsize ||
         h.q8_bytes > fsize - h.q8_off || h.qs_off > fsize || h.qs_floats > (fsize - h.qs_off) / 4) {
+        munmap(map, (size_t)fsize);
+        return 0;
+    }
+    if (spm_from_blob((const char *)map + h.tok_off, (size_t)h.tok_bytes, &m->tok)) {
         munmap(map, (size_t)fsize);
         return 0;
     }
@@ -352,8 +361,14 @@ int gemma_prepare_write(const gemma *m_, const char *dir, buf *err)
         buf_printf(err, "%s: weights unreadable", gg);
         return rc;
     }
+    buf tok;
+    buf_init(&tok, 0);
+    if ((rc = spm_to_blob(m->tok, &tok))) {
+        buf_cleanup(&tok);
+        return rc;
+    }
     prep_hdr h;
-    prep_header(m, &h);
+    prep_header(m, &h, tok.len);
     h.w_size = size;
     h.w_mtime = mtime;
     snprintf(tmp, sizeof tmp, "%s.tmp", p);
@@ -367,7 +382,11 @@ int gemma_prepare_write(const gemma *m_, const char *dir, buf *err)
     float *panel = malloc((most ? most : 1) * sizeof *panel);
     static const char zero[64] = {0};
     int ok = f && panel && fwrite(&h, sizeof h, 1, f) == 1 &&
-             fwrite(zero, 1, h.mats_off - sizeof h, f) == h.mats_off - sizeof h;
+             fwrite(zero, 1, h.tok_off - sizeof h, f) == h.tok_off - sizeof h &&
+             fwrite(tok.data, 1, tok.len, f) == tok.len &&
+             fwrite(zero, 1, h.mats_off - h.tok_off - tok.len, f) ==
+                 h.mats_off - h.tok_off - tok.len;
+    buf_cleanup(&tok);
     for (int i = 0, n = nmats(m); ok && i < n; i++) {
         mat mt = mat_at(m, i);
         size_t nf = gemm_packed_floats(mt.N, mt.K);
@@ -457,8 +476,6 @@ int gemma_open(gguf *g, const char *path, int threads, gemma **out, buf *err)
         goto fail;
     }
     m->vocab = (int)shape[0];
-    if ((rc = tokenizer(m, err)))
-        goto fail;
     rc = MNEMO_CORRUPT;
     int H = m->H, Q = m->heads * m->dh, KV = m->kvh * m->dh, I = m->I;
     if (!(m->layers = calloc((size_t)m->L, sizeof *m->layers))) {
@@ -516,8 +533,11 @@ int gemma_open(gguf *g, const char *path, int threads, gemma **out, buf *err)
         }
         m->has_dense = 1;
     }
-    /* The matrices: the prepared file's panels, or widened and packed. */
+    /* The tokenizer and the matrices: the prepared file's, or the
+     * vocabulary read and the weights widened and packed. */
     if (!prepared_map(m, path)) {
+        if ((rc = tokenizer(m, err)))
+            goto fail;
         for (int i = 0, n = nmats(m); i < n; i++) {
             mat mt = mat_at(m, i);
             if ((rc = matrix(m, mt.w, mt.name, mt.N, mt.K, err)))

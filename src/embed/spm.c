@@ -19,6 +19,7 @@ struct spm {
     size_t nspecial;
     int32_t bytes[256]; /* the token of each byte, -1 none */
     spm_cfg cfg;
+    int mapped; /* scores and special point into a blob */
 };
 
 typedef struct byname {
@@ -39,8 +40,10 @@ void spm_free(spm *s)
     if (!s)
         return;
     vocab_cleanup(&s->v);
-    free(s->scores);
-    free(s->special);
+    if (!s->mapped) {
+        free(s->scores);
+        free(s->special);
+    }
     free(s);
 }
 
@@ -105,6 +108,103 @@ int spm_new(const char *const *toks, const size_t *lens, const float *scores,
         if (s->bytes[c] < 0)
             s->bytes[c] = cfg->unk;
     }
+    *out = s;
+    return MNEMO_OK;
+}
+
+/* ----------------------------------------------------------------------
+ * The blob: a header, the vocabulary's blob body, the scores, the
+ * user-defined tokens (each part 8-aligned).
+ * -------------------------------------------------------------------- */
+
+#define SPM_MAGIC "MNEMOSPM"
+
+typedef struct spm_hdr {
+    char magic[8];
+    uint64_t n, nslots, pool_bytes, nspecial;
+    int32_t bos, eos, unk, add_bos, add_eos, add_space_prefix;
+    int32_t bytes[256];
+} spm_hdr;
+
+static size_t up8(size_t x) { return (x + 7) & ~(size_t)7; }
+
+int spm_to_blob(const spm *s, buf *out)
+{
+    static const char zero[8] = {0};
+    spm_hdr h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, SPM_MAGIC, 8);
+    h.n = s->v.n;
+    h.nslots = s->v.nslots;
+    h.pool_bytes = s->v.pool_bytes;
+    h.nspecial = s->nspecial;
+    h.bos = s->cfg.bos;
+    h.eos = s->cfg.eos;
+    h.unk = s->cfg.unk;
+    h.add_bos = s->cfg.add_bos;
+    h.add_eos = s->cfg.add_eos;
+    h.add_space_prefix = s->cfg.add_space_prefix;
+    memcpy(h.bytes, s->bytes, sizeof h.bytes);
+    size_t base = out->len;
+    buf_append(out, &h, sizeof h);
+    int rc = vocab_to_blob(&s->v, out);
+    if (rc)
+        return rc;
+    buf_append(out, zero, up8(out->len - base) - (out->len - base));
+    buf_append(out, s->scores, s->v.n * sizeof *s->scores);
+    buf_append(out, zero, up8(out->len - base) - (out->len - base));
+    buf_append(out, s->special, s->nspecial * sizeof *s->special);
+    return buf_err(out) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+int spm_from_blob(const void *p, size_t n, spm **out)
+{
+    *out = NULL;
+    spm_hdr h;
+    if (n < sizeof h)
+        return MNEMO_CORRUPT;
+    memcpy(&h, p, sizeof h);
+    if (memcmp(h.magic, SPM_MAGIC, 8) || h.n == 0 || h.n > INT32_MAX || h.nspecial > h.n ||
+        h.nslots > SIZE_MAX / 8 || h.pool_bytes > SIZE_MAX / 2)
+        return MNEMO_CORRUPT;
+    size_t body = vocab_blob_bytes((size_t)h.n, (size_t)h.nslots, (size_t)h.pool_bytes);
+    size_t at = up8(sizeof h + body), sp = up8(at + (size_t)h.n * sizeof(float));
+    if (body > n - sizeof h || at > n || (size_t)h.n > (n - at) / sizeof(float) || sp > n ||
+        (size_t)h.nspecial > (n - sp) / sizeof(int32_t))
+        return MNEMO_CORRUPT;
+    int32_t ids[3] = {h.bos, h.eos, h.unk};
+    for (int k = 0; k < 3; k++)
+        if (ids[k] < -1 || (int64_t)ids[k] >= (int64_t)h.n)
+            return MNEMO_CORRUPT;
+    if ((h.add_bos && h.bos < 0) || (h.add_eos && h.eos < 0))
+        return MNEMO_CORRUPT;
+    for (int c = 0; c < 256; c++)
+        if (h.bytes[c] < -1 || (int64_t)h.bytes[c] >= (int64_t)h.n)
+            return MNEMO_CORRUPT;
+    const int32_t *special = (const int32_t *)(const void *)((const char *)p + sp);
+    for (size_t k = 0; k < h.nspecial; k++)
+        if (special[k] < 0 || (uint64_t)special[k] >= h.n)
+            return MNEMO_CORRUPT;
+    spm *s = calloc(1, sizeof *s);
+    if (!s)
+        return MNEMO_NOMEM;
+    if (vocab_from_blob(&s->v, (const char *)p + sizeof h, body, (size_t)h.n, (size_t)h.nslots,
+                        (size_t)h.pool_bytes)) {
+        free(s);
+        return MNEMO_CORRUPT;
+    }
+    for (size_t k = 0; k < h.nspecial; k++)
+        if (!vocab_str(&s->v, special[k])) {
+            vocab_cleanup(&s->v);
+            free(s);
+            return MNEMO_CORRUPT;
+        }
+    s->mapped = 1;
+    s->scores = (float *)(uintptr_t)((const char *)p + at);
+    s->special = (int32_t *)(uintptr_t)special;
+    s->nspecial = (size_t)h.nspecial;
+    memcpy(s->bytes, h.bytes, sizeof s->bytes);
+    s->cfg = (spm_cfg){h.bos, h.eos, h.unk, h.add_bos, h.add_eos, h.add_space_prefix};
     *out = s;
     return MNEMO_OK;
 }

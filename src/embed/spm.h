@@ -50,6 +50,12 @@ void spm_free(spm *s);
 
 size_t spm_vocab_size(const spm *s);
 
+/* As one blob (appended to OUT), and back: spm_from_blob uses P (N bytes,
+ * 8-aligned, kept alive by the caller) in place. MNEMO_CORRUPT for a blob
+ * that does not hold together. */
+int spm_to_blob(const spm *s, buf *out);
+int spm_from_blob(const void *p, size_t n, spm **out);
+
 /* The ids of TEXT (LEN bytes of UTF-8) into IDS: BOS, the text's tokens
  * (as many as fit in MAX with the specials), EOS. Returns the count, -1
  * when out of memory. */
