@@ -577,6 +577,27 @@ TEST(local_gguf_gemma_import_and_refusals)
     ASSERT_OK(bert_open(test_path("gm"), 1, &a, &err));
     ASSERT(!bert_prepared(a));
     bert_close(a);
+    praw[8] ^= 0x7f;
+    /* Damage anywhere in the header and the vocabulary: the file is used
+     * or not, and either way texts tokenize and embed (under the
+     * sanitizers: no read out of bounds, no endless lookup). */
+    unsigned seed = 12345;
+    size_t span = pn < 16384 ? pn : 16384;
+    for (int k = 0; k < 150; k++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t at = (seed >> 8) % span;
+        char was = praw[at];
+        praw[at] = (char)(was ^ (char)(1 + (seed >> 20) % 255));
+        test_write_n("gm/mnemo-gemma.bin", praw, pn);
+        praw[at] = was;
+        if (bert_open(test_path("gm"), 1, &a, &err) != MNEMO_OK)
+            continue;
+        int32_t ids[80];
+        for (size_t i = 0; i < NGTEXTS; i++)
+            ASSERT(bert_tokenize(a, gtexts[i], strlen(gtexts[i]), ids) >= 0);
+        ASSERT_OK(bert_embed(a, &gtexts[0], &lens[0], 1, one));
+        bert_close(a);
+    }
     free(praw);
     /* Through the CLI: import, then embed a query with the model's prompt. */
     char *o = NULL, *e = NULL;

@@ -109,12 +109,16 @@ int vocab_from_blob(vocab *v, const void *p, size_t bytes, size_t n, size_t nslo
     v->n = n;
     v->nslots = nslots;
     /* Every offset inside the pool, every slot an id, the pool ending in
-     * NUL: lookups then stay in bounds. */
+     * NUL: lookups then stay in bounds; an empty slot: they end. */
     int ok = v->pool[pool_bytes - 1] == 0;
+    size_t empty = 0;
     for (size_t i = 0; ok && i < n; i++)
         ok = v->off[i] == UINT32_MAX || v->off[i] < pool_bytes;
-    for (size_t i = 0; ok && i < nslots; i++)
+    for (size_t i = 0; ok && i < nslots; i++) {
         ok = v->slots[i] <= n && (v->slots[i] == 0 || v->off[v->slots[i] - 1] != UINT32_MAX);
+        empty += v->slots[i] == 0;
+    }
+    ok = ok && empty > 0;
     if (!ok) {
         memset(v, 0, sizeof *v);
         return MNEMO_CORRUPT;
