@@ -68,14 +68,27 @@ def build_vocab(rng):
     return toks
 
 
-def make(out, qtype="F32", dense=True, seed=11, arch=ARCH, rope_scaling=None):
+TINY = (32, 6, 4, 2, 16, 64, 64, 8)  # hidden, layers, heads, kv heads, head dim, ffn, ctx, window
+
+
+def make(out, qtype="F32", dense=True, seed=11, arch=ARCH, rope_scaling=None, shape=TINY,
+         vocab=0, dense_mult=3):
+    """Writes the file; SHAPE, VOCAB (pad the vocabulary with made-up pieces to that many) and
+    DENSE_MULT (the Dense layers' width over the hidden size) for bench/gemma_shape.py."""
     try:
         import gguf
     except ImportError:
         sys.exit(3)
     rng = np.random.default_rng(seed)
-    H, L, heads, kvh, dh, I, ctx, window = 32, 6, 4, 2, 16, 64, 64, 8
+    H, L, heads, kvh, dh, I, ctx, window = shape
     toks = build_vocab(rng)
+    have = {t for t, _, _ in toks}
+    i = 0
+    while len(toks) < vocab:
+        p = "%s%s%d" % (SP if i % 2 else "", "wq"[i % 2], i)
+        if p not in have:
+            toks.append((p, float(-10.0 - (i % 997) / 100.0), 1))
+        i += 1
     w = gguf.GGUFWriter(out, arch)
     w.add_context_length(ctx)
     w.add_embedding_length(H)
@@ -91,9 +104,10 @@ def make(out, qtype="F32", dense=True, seed=11, arch=ARCH, rope_scaling=None):
     w.add_pooling_type(gguf.PoolingType.MEAN)
     if rope_scaling:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+    D = dense_mult * H
     if dense:
-        w.add_dense_features_dims("dense_2", H, 3 * H)
-        w.add_dense_features_dims("dense_3", 3 * H, H)
+        w.add_dense_features_dims("dense_2", H, D)
+        w.add_dense_features_dims("dense_3", D, H)
     w.add_tokenizer_model("llama")
     w.add_token_list([t for t, _, _ in toks])
     w.add_token_scores([s for _, s, _ in toks])
@@ -128,8 +142,8 @@ def make(out, qtype="F32", dense=True, seed=11, arch=ARCH, rope_scaling=None):
         t[p + "ffn_down.weight"] = r(H, I)
         t[p + "post_ffw_norm.weight"] = 1 + r(H, scale=0.1)
     if dense:
-        t["dense_2.weight"] = r(3 * H, H)
-        t["dense_3.weight"] = r(H, 3 * H)
+        t["dense_2.weight"] = r(D, H)
+        t["dense_3.weight"] = r(H, D)
     for name, a in t.items():
         if a.ndim == 2 and qt != gguf.GGMLQuantizationType.F32:
             q = gguf.quants.quantize(a, qt)
