@@ -753,6 +753,20 @@ static void packed_case(int M)
                 test_fail(__FILE__, __LINE__, "%s gelu(%g) %g != %g", gemm_kernel_name(k),
                           (double)e[i], (double)v[i], want);
         }
+        /* The tanh form (EmbeddingGemma's), also far out where the
+         * exponent is clamped, and on a tail shorter than a vector. */
+        float gt[37], ge[37];
+        for (int i = 0; i < 37; i++)
+            gt[i] = ge[i] = i < 4 ? (float)(i < 2 ? -1 : 1) * (i % 2 ? 90.0f : 12.0f)
+                                 : (float)(i - 20) * 0.29f;
+        gemm_gelu_tanh(gt, 37);
+        for (int i = 0; i < 37; i++) {
+            double u = 0.7978845608028654 * (ge[i] + 0.044715 * ge[i] * ge[i] * ge[i]);
+            double want = 0.5 * ge[i] * (1 + tanh(u));
+            if (fabs(gt[i] - want) > 1e-6 * (1 + fabs(want)))
+                test_fail(__FILE__, __LINE__, "%s gelu_tanh(%g) %g != %g", gemm_kernel_name(k),
+                          (double)ge[i], (double)gt[i], want);
+        }
         memcpy(v, e, sizeof v);
         gemm_softmax(v, 37, 0.5f);
         double z = 0;

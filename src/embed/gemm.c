@@ -1020,6 +1020,37 @@ __attribute__((target("avx2,fma"))) static void gelu_avx2(float *x, int n)
         x[i] = scalar_gelu(x[i]);
 }
 
+/* GELU's tanh form: 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)),
+ * u = sqrt(2 / pi) (x + 0.044715 x^3); the exponent clamped as exp512's. */
+#define GELU_C2 (-2.0f * 0.7978845608028654f)
+__attribute__((target("avx512f"))) static void gelu_tanh_avx512(float *x, int n)
+{
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+        __m512 v3 = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+        __m512 u = _mm512_fmadd_ps(v3, _mm512_set1_ps(0.044715f), v);
+        __m512 e = exp512(_mm512_mul_ps(u, _mm512_set1_ps(GELU_C2)));
+        _mm512_mask_storeu_ps(x + i, k,
+                              _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void gelu_tanh_avx2(float *x, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 v3 = _mm256_mul_ps(_mm256_mul_ps(v, v), v);
+        __m256 u = _mm256_fmadd_ps(v3, _mm256_set1_ps(0.044715f), v);
+        __m256 e = exp256(_mm256_mul_ps(u, _mm256_set1_ps(GELU_C2)));
+        _mm256_storeu_ps(x + i, _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e)));
+    }
+    for (; i < n; i++)
+        x[i] = 0.5f * x[i] *
+               (1.0f + tanhf(0.7978845608028654f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+
 /* exp(X[i] - MAX) in place, their sum returned. */
 __attribute__((target("avx512f"))) static float expsum_avx512(float *x, int n, float max)
 {
@@ -1188,6 +1219,18 @@ void gemm_gelu_tanh(float *x, int n)
 {
     /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as PyTorch's
      * gelu(approximate="tanh") and ggml's gelu. */
+    switch (gemm_kernel()) {
+#if GEMM_X86
+    case GEMM_AVX512:
+        gelu_tanh_avx512(x, n);
+        return;
+    case GEMM_AVX2:
+        gelu_tanh_avx2(x, n);
+        return;
+#endif
+    default:
+        break;
+    }
     for (int i = 0; i < n; i++) {
         float v = x[i];
         x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
