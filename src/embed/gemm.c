@@ -1026,7 +1026,9 @@ __attribute__((target("avx2,fma"))) static void gelu_avx2(float *x, int n)
 __attribute__((target("avx512f"))) static void gelu_tanh_avx512(float *x, int n)
 {
     for (int i = 0; i < n; i += 16) {
-        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 k = (__mmask16)0xffff;
+        if (n - i < 16)
+            k = (__mmask16)((1u << (n - i)) - 1);
         __m512 v = _mm512_maskz_loadu_ps(k, x + i);
         __m512 v3 = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
         __m512 u = _mm512_fmadd_ps(v3, _mm512_set1_ps(0.044715f), v);
