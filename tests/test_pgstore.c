@@ -415,6 +415,86 @@ BACKEND_TEST(pgstore_hybrid_calibration_kept)
     mnemo_close(m);
 }
 
+/* From a handle's second search on, PostgreSQL runs the vector leg on a
+ * second connection while the keyword leg reads the postings: the results
+ * are a fresh handle's (whose one search runs both legs on its own
+ * connection, one after the other); a side connection killed under it
+ * costs no search; and PGlite, whose connections share one session, gets
+ * no second connection (its read-only setting would have been the
+ * writer's too). */
+BACKEND_TEST(pgstore_hybrid_vector_leg_beside)
+{
+    if (be_kind() == BE_SQLITE || !be_has_vectors())
+        return;
+    random_table();
+    char path[64], text[160];
+    for (int i = 0; i < 40; i++) {
+        snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
+        snprintf(text, sizeof text, "# w%02d\n\nw%02d w%02d w%02d\n", i % 24, (i * 5 + 1) % 24,
+                 (i * 7 + 3) % 24, (i * 11 + 2) % 24);
+        test_write(path, text);
+    }
+    char store[600];
+    snprintf(store, sizeof store, "store=%s", be_store());
+    mnemo *m = be_open("ws", "provider=static", "model=cal", store, NULL);
+    test_sync(m);
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.min_score = 0;
+    static const char *queries[] = {"qa w03", "qb w05 w11", "w07", "qc w00 w01"};
+    char want[4][4096], got[4096];
+    for (int q = 0; q < 4; q++) {
+        mnemo *f = be_open("ws", "provider=static", "model=cal", store, NULL);
+        mnemo_results *r = NULL;
+        ASSERT_OK(mnemo_search(f, queries[q], &o, &r));
+        ASSERT_STR_EQ(mnemo_results_mode(r), "hybrid");
+        ASSERT(mnemo_results_count(r) > 0);
+        results_line(r, want[q], sizeof want[q]);
+        mnemo_results_free(r);
+        mnemo_close(f);
+    }
+    /* The side's last statement is the vector leg's (nr AS ...). */
+    static const char side_sql[] =
+        "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND "
+        "query LIKE '%nr AS (SELECT v.chunk_id%'";
+    for (int round = 0; round < 2; round++)
+        for (int q = 0; q < 4; q++) {
+            mnemo_results *r = NULL;
+            ASSERT_OK(mnemo_search(m, queries[q], &o, &r));
+            results_line(r, got, sizeof got);
+            mnemo_results_free(r);
+            ASSERT_STR_EQ(got, want[q]);
+        }
+    char *out = NULL;
+    if (be_kind() == BE_PGNATIVE) {
+        ASSERT_EQ(pg_psql(be_server(), side_sql, &out), 0);
+        ASSERT_EQ(atoi(out), 1);
+        free(out);
+        /* Killed: the next searches answer on the handle's connection. */
+        ASSERT_EQ(pg_psql(be_server(),
+                          "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                          "pid <> pg_backend_pid() AND query LIKE '%nr AS (SELECT v.chunk_id%'",
+                          &out),
+                  0);
+        ASSERT_EQ(atoi(out), 1);
+        free(out);
+        for (int q = 0; q < 4; q++) {
+            mnemo_results *r = NULL;
+            ASSERT_OK(mnemo_search(m, queries[q], &o, &r));
+            results_line(r, got, sizeof got);
+            mnemo_results_free(r);
+            ASSERT_STR_EQ(got, want[q]);
+        }
+    }
+    /* Writes on the handle still work (on PGlite too). */
+    test_write("ws/memory/late.md", "# Late\n\nw02 w04 w06\n");
+    test_sync(m);
+    char *id = NULL;
+    ASSERT_OK(mnemo_memory_add(m, "{\"text\":\"The beside leg keeps writes working\"}", &id));
+    mnemo_free(id);
+    mnemo_close(m);
+}
+
 /* Results as "path:first-last;..." (static buffer). */
 static const char *result_lines(mnemo_results *r)
 {

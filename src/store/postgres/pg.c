@@ -516,6 +516,63 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
     return answer(pc, timeout_ms, out, err);
 }
 
+/* A prepared statement's name, from its text: a server session that
+ * several connections share (PGlite) may have it already, from another
+ * connection, as the same statement. */
+static void stmt_name(const char *sql, char name[32])
+{
+    snprintf(name, 32, "mnemo_%016llx", (unsigned long long)hash64(sql, strlen(sql)));
+}
+
+/* Prepares SQL on PC as NAME, waiting for the answer, and remembers it. */
+static int prepare(pg_conn *pc, const char *name, const char *sql, int n, int timeout_ms,
+                   buf *err)
+{
+    pc->sqlstate[0] = 0;
+    if (!pq.send_prepare(pc->c, name, sql, n, NULL)) {
+        buf_puts(err, "PostgreSQL: ");
+        dsn_redact(err, pq.error_message(pc->c), pq.pass(pc->c));
+        return MNEMO_UNAVAILABLE;
+    }
+    pg_rows *r = NULL;
+    int rc = answer(pc, timeout_ms, &r, err);
+    pg_rows_free(r);
+    if (rc == MNEMO_DB && !strcmp(pc->sqlstate, "42P05")) {
+        buf_reset(err); /* duplicate_prepared_statement: there already */
+        rc = MNEMO_OK;
+    }
+    if (!rc)
+        pc->prepared[pc->nprepared++] = sql;
+    return rc;
+}
+
+int pg_send_prepared(pg_conn *pc, const char *sql, int n, const char *const *params,
+                     int timeout_ms, buf *err)
+{
+    if (pc->inflight) {
+        buf_puts(err, "PostgreSQL: a statement is still on its way");
+        return MNEMO_INVALID;
+    }
+    int i = 0;
+    while (i < pc->nprepared && pc->prepared[i] != sql)
+        i++;
+    if (i == MAX_PREPARED || pg_in_transaction(pc))
+        return pg_send(pc, sql, n, params, NULL, NULL, err);
+    char name[32];
+    stmt_name(sql, name);
+    int rc = i == pc->nprepared ? prepare(pc, name, sql, n, timeout_ms, err) : MNEMO_OK;
+    if (rc)
+        return rc;
+    pc->sqlstate[0] = 0;
+    if (!pq.send_query_prepared(pc->c, name, n, params, NULL, NULL, 0)) {
+        buf_puts(err, "PostgreSQL: ");
+        dsn_redact(err, pq.error_message(pc->c), pq.pass(pc->c));
+        return MNEMO_UNAVAILABLE;
+    }
+    pc->inflight = 1;
+    return MNEMO_OK;
+}
+
 int pg_query_prepared(pg_conn *pc, const char *sql, int n, const char *const *params,
                       int timeout_ms, pg_rows **out, buf *err)
 {
@@ -538,29 +595,14 @@ int pg_query_prepared(pg_conn *pc, const char *sql, int n, const char *const *pa
     if (i == MAX_PREPARED || (i == pc->nprepared && (!again || pg_in_transaction(pc))))
         return pg_query(pc, sql, n, params, timeout_ms, out, err);
     PGconn *c = pc->c;
-    /* Named by its text: a server session that several connections share
-     * (PGlite) may have it already, from another connection, as the same
-     * statement. */
     char name[32];
-    snprintf(name, sizeof name, "mnemo_%016llx", (unsigned long long)hash64(sql, strlen(sql)));
+    stmt_name(sql, name);
     for (int attempt = 0;; attempt++) {
         pc->sqlstate[0] = 0;
         if (i == pc->nprepared) {
-            if (!pq.send_prepare(c, name, sql, n, NULL)) {
-                buf_puts(err, "PostgreSQL: ");
-                dsn_redact(err, pq.error_message(c), pq.pass(c));
-                return MNEMO_UNAVAILABLE;
-            }
-            pg_rows *r = NULL;
-            int rc = answer(pc, timeout_ms, &r, err);
-            pg_rows_free(r);
-            if (rc == MNEMO_DB && !strcmp(pc->sqlstate, "42P05")) {
-                buf_reset(err); /* duplicate_prepared_statement: there already */
-                rc = MNEMO_OK;
-            }
+            int rc = prepare(pc, name, sql, n, timeout_ms, err);
             if (rc)
                 return rc;
-            pc->prepared[pc->nprepared++] = sql;
         }
         if (!pq.send_query_prepared(c, name, n, params, NULL, NULL, 0)) {
             buf_puts(err, "PostgreSQL: ");

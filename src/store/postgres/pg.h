@@ -54,6 +54,12 @@ int pg_query(pg_conn *c, const char *sql, int n, const char *const *params, int 
  * plan) and is executed by name from then on, inside transactions too. */
 int pg_query_prepared(pg_conn *c, const char *sql, int n, const char *const *params,
                       int timeout_ms, pg_rows **out, buf *err);
+/* pg_send for a statement run often (SQL stays at its address as long as C
+ * lives): prepared on C first (waiting for that answer, once), then its
+ * execution sent without waiting; pg_collect takes the answer. */
+int pg_send_prepared(pg_conn *c, const char *sql, int n, const char *const *params,
+                     int timeout_ms, buf *err);
+
 /* Sends SQL with N parameters and returns without waiting for the answer,
  * which pg_collect takes (no other query may run on C before it): PARAMS[i]
  * holds LENS[i] bytes in FORMATS[i] (0 text, 1 PostgreSQL's binary form;

@@ -926,9 +926,23 @@ static int excluded_ids(pgsearch *s, const pgquery *pq, const char *source, int6
     return MNEMO_OK;
 }
 
-int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
-               const int64_t *extra, size_t nextra, double *sum_idf)
+struct pgpost_lists {
+    tlist t[BM25_MAX_PHRASES];
+};
+
+void pgpost_lists_free(pgpost_lists *l)
 {
+    if (!l)
+        return;
+    for (int k = 0; k < BM25_MAX_PHRASES; k++)
+        free(l->t[k].v);
+    free(l);
+}
+
+int pgpost_read(pgsearch *s, const pgquery *pq, const char *source, pgpost_lists **out,
+                double *sum_idf)
+{
+    *out = NULL;
     int64_t *mark = s_mark(s);
     if (!mark)
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
@@ -970,8 +984,8 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
         return rc;
     }
     size_t rows = pg_nrows(r);
-    tlist t[BM25_MAX_PHRASES];
-    memset(t, 0, sizeof t);
+    pgpost_lists *l = calloc(1, sizeof *l);
+    tlist *t = l ? l->t : NULL;
     int64_t *dead = NULL;
     size_t ndead = 0, i = 0;
     double N = 0;
@@ -979,8 +993,8 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
     buf raw, w;
     buf_init(&raw, 0);
     buf_init(&w, 0);
-    topc *heap = NULL, *xs = NULL;
-    size_t nheap = 0, nxs = 0;
+    if (!l)
+        rc = MNEMO_NOMEM;
     /* Dead ids first (kind 1 sorts after kind 0: find them). */
     size_t d0 = 0;
     while (d0 < rows && ps_ll(r, d0, 0) == 0)
@@ -988,8 +1002,7 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
     size_t d1 = d0;
     while (d1 < rows && ps_ll(r, d1, 0) == 1)
         d1++;
-    dead = malloc((d1 - d0 + 1) * sizeof *dead);
-    if (!dead)
+    if (!rc && !(dead = malloc((d1 - d0 + 1) * sizeof *dead)))
         rc = MNEMO_NOMEM;
     for (size_t j = d0; !rc && j < d1; j++)
         dead[ndead++] = ps_ll(r, j, 3);
@@ -1051,6 +1064,16 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
     }
     pg_rows_free(r);
     r = NULL;
+    free(dead);
+    buf_cleanup(&raw);
+    buf_cleanup(&w);
+    if (rc) {
+        pgpost_lists_free(l);
+        if (rc == MNEMO_CORRUPT)
+            return core_error(s->m, rc, "a segment of the keyword index is damaged (run `mnemo "
+                              "index --force`)");
+        return core_error(s->m, rc, "out of memory");
+    }
     /* BM25's statistics, as keyword_all() counts them. */
     s->np = pq->npos;
     double sum = 0;
@@ -1059,6 +1082,17 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
         sum += s->idf[k];
     }
     *sum_idf = sum > 0 ? sum : 1.0;
+    *out = l;
+    return MNEMO_OK;
+}
+
+int pgpost_walk(pgsearch *s, const pgquery *pq, pgpost_lists *l, size_t pool,
+                const int64_t *extra, size_t nextra)
+{
+    tlist *t = l->t;
+    topc *heap = NULL, *xs = NULL;
+    size_t nheap = 0, nxs = 0;
+    int rc = MNEMO_OK;
     uint64_t req = s->qy->required & (pq->npos >= 64 ? ~(uint64_t)0
                                                      : (((uint64_t)1 << pq->npos) - 1));
     if (!rc && !(heap = malloc((pool + 1) * sizeof *heap)))
@@ -1131,18 +1165,22 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                 s->hits[k++] = s->hits[a];
         s->nhits = k;
     }
-    for (int k = 0; k < BM25_MAX_PHRASES; k++)
-        free(t[k].v);
     free(ex);
     free(xs);
     free(heap);
-    free(dead);
-    buf_cleanup(&raw);
-    buf_cleanup(&w);
-    if (rc == MNEMO_CORRUPT)
-        return core_error(s->m, rc, "a segment of the keyword index is damaged (run `mnemo index "
-                          "--force`)");
     return rc ? core_error(s->m, rc, "out of memory") : MNEMO_OK;
+}
+
+int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+               const int64_t *extra, size_t nextra, double *sum_idf)
+{
+    pgpost_lists *l;
+    int rc = pgpost_read(s, pq, source, &l, sum_idf);
+    if (rc)
+        return rc;
+    rc = pgpost_walk(s, pq, l, pool, extra, nextra);
+    pgpost_lists_free(l);
+    return rc;
 }
 
 /* ----------------------------------------------------------------------

@@ -109,6 +109,17 @@ int pgpost_reset(mnemo *m, const char *tenant);
 int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                const int64_t *extra, size_t nextra, double *sum_idf);
 
+/* pgpost_leg in two steps, so that other work can run between them:
+ * pgpost_read reads the query's posting lists (the statistics into S and
+ * *SUM_IDF; MNEMO_NOTFOUND as pgpost_leg's), pgpost_walk ranks them with
+ * the EXTRA ids known by then. */
+typedef struct pgpost_lists pgpost_lists;
+int pgpost_read(pgsearch *s, const pgquery *pq, const char *source, pgpost_lists **out,
+                double *sum_idf);
+int pgpost_walk(pgsearch *s, const pgquery *pq, pgpost_lists *l, size_t pool,
+                const int64_t *extra, size_t nextra);
+void pgpost_lists_free(pgpost_lists *l);
+
 /* For any query (phrases, prefixes, excluded phrases): the ids, sorted, of
  * the chunks that may match one of PQ's phrases K0..K1-1 (the positive ones
  * are 0..npos-1, the excluded ones npos..np-1): those holding all the

@@ -33,7 +33,21 @@ struct pgstate {
     char vec_tables[MAX_VEC_TABLES][64]; /* created or seen on this connection */
     int nvec;
     int slot; /* pgschema_slot's, 0 until claimed */
+    /* The side connection (pgschema_side): to the same server, read-only. */
+    pg_conn *side;
+    char *dsn;      /* a replica's DSN (NULL: the configured primary) */
+    int side_asks;  /* times it was asked for */
+    int side_off;   /* not to be opened again on this connection */
 };
+
+/* Closes S's connections and clears it. */
+static void state_clear(struct pgstate *s)
+{
+    pg_close(s->side);
+    pg_close(s->c);
+    free(s->dsn);
+    memset(s, 0, sizeof *s);
+}
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
     NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6,
@@ -179,8 +193,7 @@ int pgschema_primary(mnemo *m, pg_conn **out)
         *out = s->c;
         return MNEMO_OK;
     }
-    pg_close(s->c);
-    memset(s, 0, sizeof *s);
+    state_clear(s);
     buf err;
     buf_init(&err, 0);
     int rc = pgconn_connect(m, 1, STATEMENT_TIMEOUT_MS, &s->c, &err);
@@ -446,9 +459,10 @@ int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *e
         return MNEMO_OK;
     if (!s && !(s = *io = calloc(1, sizeof *s)))
         return MNEMO_NOMEM;
-    pg_close(s->c);
-    memset(s, 0, sizeof *s);
+    state_clear(s);
     s->replica = 1;
+    if (!(s->dsn = strdup(dsn)))
+        return MNEMO_NOMEM;
     return pgconn_connect_to(m, dsn, 0, STATEMENT_TIMEOUT_MS, &s->c, err);
 }
 
@@ -481,8 +495,109 @@ void pgschema_state_free(struct pgstate *s)
 {
     if (!s)
         return;
-    pg_close(s->c);
+    state_clear(s);
     free(s);
+}
+
+/* Whether C's server runs every connection in one session (PGlite): a
+ * second connection's settings would be the first one's too. */
+static int shared_session(mnemo *m, pg_conn *c)
+{
+    pg_rows *r = NULL;
+    int rc = q(m, c, "side connection", "SELECT version() ILIKE '%emscripten%'", 0, NULL, &r);
+    int shared = rc || strcmp(pg_value(r, 0, 0), "f") != 0;
+    pg_rows_free(r);
+    core_clear(m);
+    return shared;
+}
+
+int pgschema_side(mnemo *m, pg_conn **out)
+{
+    *out = NULL;
+    pg_conn *c;
+    if (pgschema_conn(m, &c)) {
+        core_clear(m);
+        return 0;
+    }
+    struct pgstate *s = cur(m);
+    if (s->side && pg_ok(s->side) && !pg_inflight(s->side)) {
+        *out = s->side;
+        return 1;
+    }
+    /* Not for a handle's first read, nor inside a transaction (the side
+     * sees only what is committed). */
+    if (s->side_off || ++s->side_asks < 2 || pg_in_transaction(c))
+        return 0;
+    pg_close(s->side);
+    s->side = NULL;
+    if (shared_session(m, c)) {
+        s->side_off = 1;
+        return 0;
+    }
+    buf err;
+    buf_init(&err, 0);
+    int rc = s->dsn ? pgconn_connect_to(m, s->dsn, 0, STATEMENT_TIMEOUT_MS, &s->side, &err)
+                    : pgconn_connect(m, 0, STATEMENT_TIMEOUT_MS, &s->side, &err);
+    buf_cleanup(&err);
+    if (rc) {
+        /* The server may be at its connection limit: the handle's own
+         * connection does the work, as before. */
+        s->side = NULL;
+        s->side_off = 1;
+        return 0;
+    }
+    *out = s->side;
+    return 1;
+}
+
+/* The state whose side connection is C, NULL when none is (any more). */
+static struct pgstate *side_owner(mnemo *m, const pg_conn *c)
+{
+    pgback *b = m->pg;
+    if (!b || !c)
+        return NULL;
+    if (b->read && b->read->side == c)
+        return b->read;
+    return b->conn && b->conn->side == c ? b->conn : NULL;
+}
+
+void pgschema_side_drop(mnemo *m, pg_conn *c, int off)
+{
+    struct pgstate *s = side_owner(m, c);
+    if (!s)
+        return;
+    pg_close(s->side);
+    s->side = NULL;
+    s->side_off |= off;
+}
+
+/* After a failure on C: the server's error leaves the connection as it
+ * was; a lost one is closed and not opened again. */
+static int side_fail(mnemo *m, pg_conn *c, int rc)
+{
+    if (!pg_ok(c))
+        pgschema_side_drop(m, c, 1);
+    return rc;
+}
+
+int pgschema_side_send(mnemo *m, pg_conn *c, const char *sql, int prepared, int n,
+                       const char *const *params)
+{
+    buf err;
+    buf_init(&err, 0);
+    int rc = prepared ? pg_send_prepared(c, sql, n, params, QUERY_TIMEOUT_MS, &err)
+                      : pg_send(c, sql, n, params, NULL, NULL, &err);
+    buf_cleanup(&err);
+    return rc ? side_fail(m, c, rc) : MNEMO_OK;
+}
+
+int pgschema_side_collect(mnemo *m, pg_conn *c, pg_rows **out)
+{
+    buf err;
+    buf_init(&err, 0);
+    int rc = pg_collect(c, QUERY_TIMEOUT_MS, out, &err);
+    buf_cleanup(&err);
+    return rc ? side_fail(m, c, rc) : MNEMO_OK;
 }
 
 int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
@@ -542,7 +657,7 @@ void pgschema_close(mnemo *m)
 {
     if (!m || !m->pg || !m->pg->conn)
         return;
-    pg_close(m->pg->conn->c);
+    state_clear(m->pg->conn);
     free(m->pg->conn);
     m->pg->conn = NULL;
 }

@@ -132,6 +132,28 @@ int pgschema_send(mnemo *m, const char *what, const char *sql, int n, const char
 int pgschema_collect(mnemo *m, const char *what, pg_rows **out);
 int pgschema_inflight(mnemo *m);
 
+/* A second read-only connection to the server the current operation reads
+ * from, for a statement to run beside the handle's own (the vector leg of
+ * a hybrid search beside its keyword leg): 1 and *OUT, or 0 when there is
+ * none. It is opened on the second ask, so that a handle that reads once
+ * (a command) never opens it; not inside a transaction; never on a server
+ * that runs every connection in one session (PGlite); and not again after
+ * it failed to open or pgschema_side_failed. */
+int pgschema_side(mnemo *m, pg_conn **out);
+
+/* Sends SQL (PREPARED: pg_send_prepared, SQL stays at its address; else
+ * pg_send) with N text parameters on the side connection C without
+ * waiting; pgschema_side_collect takes the answer. Neither records an
+ * error on the handle: the caller runs the statement on the handle's own
+ * connection instead. A connection lost is closed and not opened again. */
+int pgschema_side_send(mnemo *m, pg_conn *c, const char *sql, int prepared, int n,
+                       const char *const *params);
+int pgschema_side_collect(mnemo *m, pg_conn *c, pg_rows **out);
+
+/* Closes the side connection C (a statement left on it unanswered); OFF:
+ * not opened again on this connection. */
+void pgschema_side_drop(mnemo *m, pg_conn *c, int off);
+
 /* Frees the connection state kept on the handle. Accepts a handle without. */
 void pgschema_close(mnemo *m);
 

@@ -14,6 +14,7 @@
 #include "engine/rank.h"
 #include "engine/search.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgpost.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
@@ -236,6 +237,10 @@ static void pgsearch_cleanup(pgsearch *s)
     free(s->hits);
     free(s->qunit);
     buf_cleanup(&s->qvec);
+    /* A search that stopped before its vector leg's answer: the side
+     * connection is closed (opened again by the next search). */
+    if (s->vside)
+        pgschema_side_drop(s->m, s->vside, 0);
 }
 
 static const hitrow *hit_of(const pgsearch *s, int64_t id)
@@ -426,8 +431,8 @@ static int cal_ready(pgsearch *s, const char *xmin)
  * spread of the query's cosines over (a sample of) all chunks. Returns an
  * error only for a named provider that fails; otherwise a failure becomes
  * res->fallback and the leg does not run. */
-static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t k,
-                      mnemo_results *res, search_vstats *vs, int64_t **ids, size_t *nids)
+static int vector_start(pgsearch *s, const char *qtext, const char *source, size_t k,
+                        mnemo_results *res, search_vstats *vs, int beside)
 {
     mnemo *m = s->m;
     char name[32];
@@ -494,9 +499,9 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     buf_init(&s->qvec, 0);
     pg_vector_literal(&s->qvec, qv, s->dims);
     free(qv);
-    char lim[32], cal[32], sql[2048];
-    snprintf(lim, sizeof lim, "%zu", k);
-    snprintf(cal, sizeof cal, "%d", cal_rows(s->dims));
+    char *lim = s->vlim, *cal = s->vcal, *sql = s->vsql;
+    snprintf(lim, sizeof s->vlim, "%zu", k);
+    snprintf(cal, sizeof s->vcal, "%d", cal_rows(s->dims));
     /* The nearest parts (a chunk's best part stands for it: more rows than
      * chunks are read), their best K chunks, and every part's cosine of
      * those. */
@@ -509,11 +514,11 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     "np AS (SELECT v.chunk_id, v.part, " COSINE("v.embedding", "$2") " AS cos FROM nn JOIN %s " \
     "v ON v.tenant = $1 AND v.model = $3 AND v.chunk_id = nn.chunk_id) "
     if (own)
-        snprintf(sql, sizeof sql,
+        snprintf(sql, sizeof s->vsql,
                  "WITH " NEAREST "SELECT np.chunk_id, np.cos, np.part FROM np", s->table,
                  s->table);
     else /* the calibration's sample: all of a small index, where it matters most */
-        snprintf(sql, sizeof sql,
+        snprintf(sql, sizeof s->vsql,
                  "WITH st AS (SELECT avg(" COSINE("embedding", "$2") ") AS mean, "
                  "stddev_pop(" COSINE("embedding", "$2") ") AS sd, count(*) AS n FROM "
                  "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT $6::int) x), "
@@ -522,15 +527,45 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
                  s->table, s->table, s->table);
 #undef NEAREST
     const char *p[6] = {s->tenant, s->qvec.data, s->ident, lim, source, cal};
+    memcpy(s->vp, p, sizeof p);
     if (buf_err(&s->qvec))
         return core_error(m, MNEMO_NOMEM, "out of memory");
-    const char *q = stable_sql(s, sql);
-    int np = own ? 5 : 6;
-    rc = q == sql ? ps_q(m, "vector search", sql, np, p, &r)
-                  : ps_qp(m, "vector search", q, np, p, &r);
+    s->vq = stable_sql(s, sql);
+    s->vnp = own ? 5 : 6;
+    s->vown = own;
+    snprintf(s->vname, sizeof s->vname, "%s", name);
+    s->vprov = embed_provider(e); /* the handle's embedder: alive for the search */
+    s->vmodel = embed_model(e);
+    s->vstate = 1;
+    /* On the side connection, answered while the keyword leg runs. */
+    pg_conn *side;
+    if (beside && pgschema_side(m, &side) &&
+        !pgschema_side_send(m, side, s->vq, s->vq != sql, s->vnp, s->vp))
+        s->vside = side;
+    return MNEMO_OK;
+}
+
+/* The vector leg's answer (vector_start's statement), into IDS. */
+static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_t **ids,
+                      size_t *nids)
+{
+    mnemo *m = s->m;
+    if (!s->vstate)
+        return MNEMO_OK;
+    s->vstate = 0;
+    pg_rows *r = NULL;
+    int rc = MNEMO_NOTFOUND, own = s->vown;
+    if (s->vside) {
+        rc = pgschema_side_collect(m, s->vside, &r);
+        s->vside = NULL;
+    }
+    if (rc) /* not sent beside, or lost there: on the handle's connection */
+        rc = s->vq == s->vsql ? ps_q(m, "vector search", s->vsql, s->vnp, s->vp, &r)
+                              : ps_qp(m, "vector search", s->vq, s->vnp, s->vp, &r);
     if (rc) {
         /* No table yet (no vectors stored): keyword only. */
-        rc = results_set_fallback(res, name, m->err.data ? m->err.data : "vector search failed");
+        rc = results_set_fallback(res, s->vname,
+                                  m->err.data ? m->err.data : "vector search failed");
         core_clear(m);
         return rc;
     }
@@ -575,8 +610,8 @@ static int vector_leg(pgsearch *s, const char *qtext, const char *source, size_t
     vs->ran = 1;
     free(res->mode);
     res->mode = strdup("hybrid");
-    res->provider = strdup(embed_provider(e));
-    res->model = strdup(embed_model(e));
+    res->provider = strdup(s->vprov);
+    res->model = strdup(s->vmodel);
     return res->mode && res->provider && res->model ? MNEMO_OK : MNEMO_NOMEM;
 }
 
@@ -1070,6 +1105,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
     int64_t *vids = NULL;
     size_t nvids = 0;
     search_vstats vs = {0, 0, 0, 0};
+    pgpost_lists *lists = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
     pg_conn *c;
     rc = res ? MNEMO_OK : MNEMO_NOMEM;
@@ -1099,16 +1135,35 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
                                                             : "memory";
     size_t pool = search_pool_size(m, opts);
     /* Vectors first: their candidates' keyword scores come with the
-     * keyword leg. */
-    if ((rc = vector_leg(&s, qt.data, source, pool, res, &vs, &vids, &nvids)))
+     * keyword leg. When the postings serve the keyword leg, the vector
+     * leg's statement runs on a second connection while the postings are
+     * read and the file-name legs run (the server works on both at once),
+     * and the postings are ranked once its candidates are known. */
+    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
+    int beside = qy.match && pq.simple && pq.npos > 0 && pool > 0, filed = 0;
+    if ((rc = vector_start(&s, qt.data, source, pool, res, &vs, beside)))
+        goto done;
+    if (s.vside) {
+        rc = pgpost_read(&s, &pq, source, &lists, &bm.sum_idf);
+        if (rc == MNEMO_NOTFOUND) { /* no postings yet: the other leg, after */
+            core_clear(m);
+            rc = MNEMO_OK;
+        }
+        if (rc || (rc = file_legs(&s, &qy, &pq, source, &fh)))
+            goto done;
+        filed = 1;
+        res->timing.keyword_ms = search_lap(&tm);
+    }
+    if ((rc = vector_end(&s, res, &vs, &vids, &nvids)))
         goto done;
     res->timing.vector_ms = search_lap(&tm);
-    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
-    if (qy.match && (rc = ps_keyword_leg(&s, &pq, source, pool, vids, nvids, &bm.sum_idf)))
+    if (lists)
+        rc = pgpost_walk(&s, &pq, lists, pool, vids, nvids);
+    else if (qy.match)
+        rc = ps_keyword_leg(&s, &pq, source, pool, vids, nvids, &bm.sum_idf);
+    if (rc || (!filed && (rc = file_legs(&s, &qy, &pq, source, &fh))))
         goto done;
-    if ((rc = file_legs(&s, &qy, &pq, source, &fh)))
-        goto done;
-    res->timing.keyword_ms = search_lap(&tm);
+    res->timing.keyword_ms += search_lap(&tm);
 
     /* The union of the legs' candidates, one per chunk. */
     size_t n = 0;
@@ -1171,6 +1226,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:
+    pgpost_lists_free(lists);
     free(all);
     free(vids);
     search_file_hits_cleanup(&fh);

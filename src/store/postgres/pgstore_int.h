@@ -170,6 +170,13 @@ typedef struct pgsearch {
     buf qvec;
     float *qunit; /* the query vector, unit length */
     int dims;
+    /* The vector leg's statement from vector_start to vector_end: its SQL
+     * (vq: the stable copy, or vsql), parameters, and the side connection
+     * it was sent on (NULL: it runs on the handle's at vector_end). */
+    int vstate, vown, vnp;
+    const char *vq, *vp[6], *vprov, *vmodel;
+    char vsql[2048], vlim[32], vcal[32], vname[32];
+    struct pg_conn *vside;
     /* rows fetched, sorted by id */
     prow *rows;
     size_t nrows, cap;
