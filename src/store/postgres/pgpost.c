@@ -1093,6 +1093,12 @@ int pgpost_walk(pgsearch *s, const pgquery *pq, pgpost_lists *l, size_t pool,
     topc *heap = NULL, *xs = NULL;
     size_t nheap = 0, nxs = 0;
     int rc = MNEMO_OK;
+    /* Walked again (with the extra ids known by then): from the start. */
+    for (int k = 0; k < BM25_MAX_PHRASES; k++)
+        t[k].at = 0;
+    free(s->hits);
+    s->hits = NULL;
+    s->nhits = 0;
     uint64_t req = s->qy->required & (pq->npos >= 64 ? ~(uint64_t)0
                                                      : (((uint64_t)1 << pq->npos) - 1));
     if (!rc && !(heap = malloc((pool + 1) * sizeof *heap)))

@@ -112,7 +112,8 @@ int pgpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
 /* pgpost_leg in two steps, so that other work can run between them:
  * pgpost_read reads the query's posting lists (the statistics into S and
  * *SUM_IDF; MNEMO_NOTFOUND as pgpost_leg's), pgpost_walk ranks them with
- * the EXTRA ids known by then. */
+ * the EXTRA ids known by then into s->hits (again, replacing them, when
+ * called again: the best POOL are the same whatever the extra ids). */
 typedef struct pgpost_lists pgpost_lists;
 int pgpost_read(pgsearch *s, const pgquery *pq, const char *source, pgpost_lists **out,
                 double *sum_idf);

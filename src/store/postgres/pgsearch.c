@@ -537,6 +537,7 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     s->vprov = embed_provider(e); /* the handle's embedder: alive for the search */
     s->vmodel = embed_model(e);
     s->vstate = 1;
+    s->vec = 1; /* candidates' cosines may be fetched from here on */
     /* On the side connection, answered while the keyword leg runs. */
     pg_conn *side;
     if (beside && pgschema_side(m, &side) &&
@@ -563,7 +564,11 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
         rc = s->vq == s->vsql ? ps_q(m, "vector search", s->vsql, s->vnp, s->vp, &r)
                               : ps_qp(m, "vector search", s->vq, s->vnp, s->vp, &r);
     if (rc) {
-        /* No table yet (no vectors stored): keyword only. */
+        /* No table yet (no vectors stored): keyword only, and no cosine
+         * fetched meanwhile counts. */
+        s->vec = 0;
+        for (size_t i = 0; i < s->nrows; i++)
+            s->rows[i].have_cos = s->rows[i].ncos = 0;
         rc = results_set_fallback(res, s->vname,
                                   m->err.data ? m->err.data : "vector search failed");
         core_clear(m);
@@ -606,7 +611,6 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
             row_cos(w, (int)ps_ll(r, i, 2), strtof(pg_value(r, i, 1), NULL));
     }
     pg_rows_free(r);
-    s->vec = 1;
     vs->ran = 1;
     free(res->mode);
     res->mode = strdup("hybrid");
@@ -1149,9 +1153,26 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
             core_clear(m);
             rc = MNEMO_OK;
         }
+        /* The best POOL by BM25 (the vector candidates' scores come when
+         * they are known), and their factors and cosines. */
+        if (!rc && lists)
+            rc = pgpost_walk(&s, &pq, lists, pool, NULL, 0);
         if (rc || (rc = file_legs(&s, &qy, &pq, source, &fh)))
             goto done;
         filed = 1;
+        if (s.nhits) {
+            int64_t *ids = malloc(s.nhits * sizeof *ids);
+            if (!ids) {
+                rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                goto done;
+            }
+            for (size_t i = 0; i < s.nhits; i++)
+                ids[i] = s.hits[i].id;
+            rc = pg_prefetch(&s, 'f', ids, s.nhits);
+            free(ids);
+            if (rc)
+                goto done;
+        }
         res->timing.keyword_ms = search_lap(&tm);
     }
     if ((rc = vector_end(&s, res, &vs, &vids, &nvids)))
