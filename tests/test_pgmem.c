@@ -819,21 +819,26 @@ static void killed_client_gone(int want)
     }
 }
 
+/* The stored statistics count the live memories the memories' index has
+ * merged (seq up to the tenant's mark), each exactly. */
+#define MERGED_LIVE                                                                            \
+    "mnemo_memories m WHERE deleted_at IS NULL AND seq <= coalesce((SELECT merged FROM "       \
+    "mnemo_memory_post_state s WHERE s.tenant = m.tenant), -1)"
 static void stats_exact(void)
 {
     if (!be_server())
         return;
     PSQL_EQ("SELECT count(*) FROM (SELECT tenant, sum(docs) AS docs, sum(tokens) AS tokens FROM "
             "mnemo_memory_stats GROUP BY tenant) s FULL JOIN (SELECT tenant, count(*) AS n, "
-            "sum(ntok) AS t FROM mnemo_memories WHERE deleted_at IS NULL GROUP BY tenant) r "
+            "sum(ntok) AS t FROM " MERGED_LIVE " GROUP BY tenant) r "
             "USING (tenant) WHERE coalesce(s.docs, 0) <> coalesce(r.n, 0) OR "
             "coalesce(s.tokens, 0) <> coalesce(r.t, 0)",
             "0\n");
     PSQL_EQ("SELECT count(*) FROM ((SELECT tenant, lexeme, sum(df) FROM mnemo_memory_terms GROUP "
-            "BY 1, 2 HAVING sum(df) <> 0 EXCEPT SELECT tenant, l, count(*) FROM mnemo_memories, "
-            "unnest(tsvector_to_array(tsv)) l WHERE deleted_at IS NULL GROUP BY 1, 2) UNION ALL "
-            "(SELECT tenant, l, count(*) FROM mnemo_memories, unnest(tsvector_to_array(tsv)) l "
-            "WHERE deleted_at IS NULL GROUP BY 1, 2 EXCEPT SELECT tenant, lexeme, sum(df) FROM "
+            "BY 1, 2 HAVING sum(df) <> 0 EXCEPT SELECT tenant, l, count(*) FROM (SELECT * FROM "
+            MERGED_LIVE ") x, unnest(tsvector_to_array(x.tsv)) l GROUP BY 1, 2) UNION ALL "
+            "(SELECT tenant, l, count(*) FROM (SELECT * FROM " MERGED_LIVE ") x, "
+            "unnest(tsvector_to_array(x.tsv)) l GROUP BY 1, 2 EXCEPT SELECT tenant, lexeme, sum(df) FROM "
             "mnemo_memory_terms GROUP BY 1, 2 HAVING sum(df) <> 0)) z",
             "0\n");
     /* One writer here: no count left at 0. */
@@ -850,8 +855,10 @@ BACKEND_TEST(backend_mem_bm25_stats_exact)
     free(add(m, "{\"text\":\"Coffee with Priya in Berlin\"}")); /* a duplicate: not counted */
     free(add(m, "{\"text\":\"Berlin office moves\",\"user_id\":\"u2\"}"));
     stats_exact();
+    /* Nothing merged yet: an add writes no counter row; searches count
+     * these memories from their rows. */
     if (be_server())
-        PSQL_EQ("SELECT sum(docs) FROM mnemo_memory_stats WHERE tenant = 't1'", "4\n");
+        PSQL_EQ("SELECT count(*) FROM mnemo_memory_stats WHERE tenant = 't1'", "0\n");
     char *out = NULL;
     ASSERT_OK(mnemo_memory_update(m, a, "{\"text\":\"Deploy the kafka cluster\"}", &out));
     mnemo_free(out);
@@ -881,7 +888,7 @@ BACKEND_TEST(backend_mem_bm25_stats_exact)
     ASSERT_EQ(in, 3);
     stats_exact();
     if (be_server())
-        PSQL_EQ("SELECT sum(docs) FROM mnemo_memory_stats WHERE tenant = 't2'", "2\n");
+        PSQL_EQ("SELECT count(*) FROM mnemo_memory_stats WHERE tenant = 't2'", "0\n");
     SEARCH_EQ(m2, "kafka", NULL, "Deploy the kafka cluster");
     free(dump);
     free(a);
@@ -1102,7 +1109,8 @@ static void post_import(mnemo *a, mnemo *b, int first, int n)
 }
 
 /* Every search of the set on A returns what it returns on B, byte for
- * byte: plain words through the index, the rest through rows. */
+ * byte: plain words through the index, the rest through rows; and the
+ * stored statistics count the merged memories. */
 static void post_same(mnemo *a, mnemo *b)
 {
     static const char *const qs[] = {"amber",        "ember lagoon",      "cedar delta fjord",
@@ -1126,6 +1134,7 @@ static void post_same(mnemo *a, mnemo *b)
             mnemo_free(y);
         }
     }
+    stats_exact();
 }
 
 /* A store *M and SQLite beside it (*LITE) with the same 2,300 memories, the
@@ -1178,13 +1187,164 @@ BACKEND_TEST(backend_mem_postings_exact)
     post_import(m, lite, 2330, 2100);
     PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged >= 4430", "1\n");
     post_same(m, lite);
-    /* The rows give the same. */
-    ASSERT_EQ(pg_psql(be_server(), "DELETE FROM mnemo_memory_post_state", NULL), 0);
+    /* The rows give the same (a tenant without the index has no counters
+     * either: they count merged memories). */
+    ASSERT_EQ(pg_psql(be_server(),
+                      "DELETE FROM mnemo_memory_post_state; DELETE FROM mnemo_memory_stats; "
+                      "DELETE FROM mnemo_memory_terms",
+                      NULL),
+              0);
     mnemo_close(m);
     m = be_open("ws", "provider=none", NULL);
     post_same(m, lite);
     mnemo_close(m);
     mnemo_close(lite);
+}
+
+/* A search's JSON with the ids of added memories (IDS, 40: each store
+ * makes its own) written as their index, "t-N". */
+static char *without_added_ids(const char *json, char *const *ids)
+{
+    json_t *j = json_loads(json, 0, NULL);
+    ASSERT(j != NULL);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(j, "results"), i, r)
+    {
+        const char *id = json_string_value(json_object_get(r, "id"));
+        for (int k = 0; id && k < 40; k++)
+            if (!strcmp(id, ids[k])) {
+                char t[16];
+                snprintf(t, sizeof t, "t-%d", k);
+                json_object_set_new(r, "id", json_string(t));
+                break;
+            }
+    }
+    char *out = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    return out;
+}
+
+/* The scores of M (PostgreSQL) and LITE (SQLite) for a set of searches of
+ * the whole tenant, byte for byte (added memories' ids as their index). */
+static void same_scores(mnemo *m, mnemo *lite, char *tid[2][40])
+{
+    static const char *const qs[] = {"amber", "harbor", "ember fjord", "rewritten harbor",
+                                     "late garnet", "words note"};
+    static const char *const os[] = {"{\"limit\":3,\"min_score\":0}",
+                                     "{\"limit\":40,\"min_score\":0}"};
+    for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
+        for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
+            char *a = NULL, *b = NULL;
+            ASSERT_OK(mnemo_memory_search(m, qs[i], os[k], &a));
+            ASSERT_OK(mnemo_memory_search(lite, qs[i], os[k], &b));
+            char *a2 = without_added_ids(a, tid[0]), *b2 = without_added_ids(b, tid[1]);
+            if (strcmp(a2, b2))
+                test_fail(__FILE__, __LINE__, "%s %s:\n%s\n%s", qs[i], os[k], a2, b2);
+            free(a2);
+            free(b2);
+            mnemo_free(a);
+            mnemo_free(b);
+        }
+}
+
+/* BM25's statistics count the merged memories from their counters and the
+ * memories above the mark from their rows: an add writes no counter row,
+ * and MaxScore's scores (memoryContext 0, document frequencies of the whole
+ * tenant: one user, nothing expiring) are SQLite's with memories on both
+ * sides of the mark, after updates and deletes on both sides, and after a
+ * second merge. */
+BACKEND_TEST(backend_mem_stats_merged_and_not)
+{
+    if (!be_server())
+        return;
+    at("2026-11-29T12:00:00Z");
+    mnemo *m = open_mem("provider=none", "memoryContext=0", NULL);
+    mnemo *lite = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none",
+                            "memoryContext=0", NULL);
+    static const char *const w[] = {"amber", "basil", "cedar", "delta", "ember", "fjord", "garnet"};
+    buf jl;
+    buf_init(&jl, 0);
+    for (int j = 0; j < 2100; j++)
+        buf_printf(&jl,
+                   "{\"id\":\"s-%d\",\"text\":\"%s %s note %d%s\",\"created_at\":"
+                   "\"2026-11-%02dT10:00:00Z\"}\n",
+                   j, w[j % 7], w[(j * 3 + 1) % 7], j, j % 4 ? "" : " and more words", 1 + j % 27);
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m, jl.data, jl.len, &in, &skip));
+    ASSERT_OK(mnemo_memory_import(lite, jl.data, jl.len, &in, &skip));
+    buf_cleanup(&jl);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE merged > 0", "1\n");
+    char rec[128], *x = NULL, *tid[2][40];
+    for (int j = 0; j < 40; j++) { /* above the mark */
+        snprintf(rec, sizeof rec, "{\"text\":\"%s harbor late %d\"}", w[j % 7], j);
+        tid[0][j] = add(m, rec);
+        tid[1][j] = add(lite, rec);
+    }
+    PSQL_EQ("SELECT (SELECT sum(docs) FROM mnemo_memory_stats) < (SELECT count(*) FROM "
+            "mnemo_memories WHERE deleted_at IS NULL)",
+            "t\n");
+    for (int j = 0; j < 6; j++) { /* updates and deletes on both sides of the mark */
+        char mid[2][64], did[2][64];
+        for (int side = 0; side < 2; side++) {
+            snprintf(mid[side], sizeof mid[side], "s-%d", j * 5);
+            snprintf(did[side], sizeof did[side], "s-%d", j * 5 + 1);
+            if (j % 2) {
+                snprintf(mid[side], sizeof mid[side], "%s", tid[side][j * 5]);
+                snprintf(did[side], sizeof did[side], "%s", tid[side][j * 5 + 1]);
+            }
+        }
+        snprintf(rec, sizeof rec, "{\"text\":\"harbor rewritten %d\"}", j);
+        ASSERT_OK(mnemo_memory_update(m, mid[0], rec, &x));
+        mnemo_free(x);
+        ASSERT_OK(mnemo_memory_update(lite, mid[1], rec, &x));
+        mnemo_free(x);
+        ASSERT_OK(mnemo_memory_delete(m, did[0]));
+        ASSERT_OK(mnemo_memory_delete(lite, did[1]));
+    }
+    stats_exact();
+    for (int round = 0; round < 2; round++) {
+        same_scores(m, lite, tid);
+        if (round)
+            break;
+        /* A database of version 10 counted every live memory: migration 11
+         * counts again. */
+        mnemo_close(m);
+        ASSERT_EQ(pg_psql(be_server(),
+                          "BEGIN; DELETE FROM mnemo_memory_terms; DELETE FROM mnemo_memory_stats; "
+                          "INSERT INTO mnemo_memory_stats(tenant, slot, docs, tokens) SELECT "
+                          "tenant, 0, count(*), sum(ntok) FROM mnemo_memories WHERE deleted_at "
+                          "IS NULL GROUP BY tenant; INSERT INTO mnemo_memory_terms(tenant, "
+                          "lexeme, slot, df) SELECT tenant, l, 0, count(*) FROM mnemo_memories, "
+                          "unnest(tsvector_to_array(tsv)) l WHERE deleted_at IS NULL GROUP BY 1, "
+                          "2; DELETE FROM mnemo_migrations WHERE version >= 11; COMMIT",
+                          NULL),
+                  0);
+        m = be_open("ws", "provider=none", "memoryContext=0", NULL);
+        same_scores(m, lite, tid);
+        PSQL_EQ("SELECT count(*) FROM mnemo_migrations WHERE version = 11", "1\n");
+        stats_exact();
+        /* A second merge takes the memories above the mark in. */
+        buf_init(&jl, 0);
+        for (int j = 0; j < 2000; j++)
+            buf_printf(&jl,
+                       "{\"id\":\"u-%d\",\"text\":\"%s cedar third %d\",\"created_at\":"
+                       "\"2026-11-28T10:00:00Z\"}\n",
+                       j, w[(j * 2) % 7], j);
+        ASSERT_OK(mnemo_memory_import(m, jl.data, jl.len, &in, &skip));
+        ASSERT_OK(mnemo_memory_import(lite, jl.data, jl.len, &in, &skip));
+        buf_cleanup(&jl);
+        PSQL_EQ("SELECT merged >= (SELECT max(seq) FROM mnemo_memories WHERE text LIKE "
+                "'%late 39') FROM mnemo_memory_post_state",
+                "t\n");
+        stats_exact();
+    }
+    for (int j = 0; j < 40; j++) {
+        free(tid[0][j]);
+        free(tid[1][j]);
+    }
+    mnemo_close(lite);
+    mnemo_close(m);
 }
 
 /* Past 1,024 dead memories and a sixteenth of the live ones, the next merge
@@ -1471,9 +1631,9 @@ BACKEND_TEST_CONCURRENT(backend_mem_concurrent_writers_exact)
     if (be_server()) {
         PSQL_EQ("SELECT count(*) FROM mnemo_memory_terms WHERE tenant = 'many' AND slot <> 0",
                 "0\n");
-        PSQL_EQ("SELECT count(*) || ' ' || sum(docs) FROM mnemo_memory_stats WHERE tenant = "
-                "'many'",
-                "1 196\n");
+        /* Nothing merged (fewer memories than a merge waits for): no
+         * counter row at all, the searches counted them from their rows. */
+        PSQL_EQ("SELECT count(*) FROM mnemo_memory_stats WHERE tenant = 'many'", "0\n");
     }
     mnemo_close(m);
 }
@@ -1705,8 +1865,8 @@ BACKEND_TEST(backend_mem_stats_upgrade)
     m = be_open("ws", "provider=none", "memoryContext=0", NULL);
     free(add(m, "{\"text\":\"Coffee with Priya in Berlin\"}"));
     PSQL_EQ("SELECT count(*) FROM mnemo_migrations WHERE version = " SLOTS_MIGRATION, "1\n");
-    PSQL_EQ("SELECT string_agg(slot || ':' || docs, ',' ORDER BY slot) FROM mnemo_memory_stats",
-            "0:2,1:1\n");
+    /* Counted again by migration 11: nothing merged, no counter rows. */
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_stats", "0\n");
     stats_exact();
     char *t = ranked(m, "gateway coffee", "{\"limit\":3,\"min_score\":0}");
     mnemo_close(m);

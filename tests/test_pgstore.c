@@ -588,7 +588,7 @@ BACKEND_TEST(pgstore_hybrid_parts_find_the_line)
                       "ALTER TABLE mnemo_chunk_vec_128 DROP CONSTRAINT mnemo_chunk_vec_128_pkey; "
                       "ALTER TABLE mnemo_chunk_vec_128 DROP COLUMN part; "
                       "ALTER TABLE mnemo_chunk_vec_128 ADD PRIMARY KEY (tenant, chunk_id); "
-                      "DELETE FROM mnemo_migrations WHERE version = 10; COMMIT",
+                      "DELETE FROM mnemo_migrations WHERE version >= 10; COMMIT",
                       NULL),
               0);
     mnemo *m = be_open("ws", "provider=static", "model=cal", "snippetChars=80", "vectorChars=1",

@@ -152,6 +152,20 @@ const char *const pgmem_ddl8[] = {
     "WHERE expires_at IS NOT NULL AND deleted_at IS NULL",
     NULL};
 
+/* Migration 11: the statistics count the merged memories only (see
+ * pm_stats_merged); counted again from the rows, into slot 0. */
+const char *const pgmem_ddl11[] = {
+    "DELETE FROM mnemo_memory_terms",
+    "DELETE FROM mnemo_memory_stats",
+    "INSERT INTO mnemo_memory_stats(tenant, slot, docs, tokens) SELECT m.tenant, 0, count(*), "
+    "sum(m.ntok) FROM mnemo_memories m JOIN mnemo_memory_post_state s ON s.tenant = m.tenant "
+    "WHERE m.deleted_at IS NULL AND m.seq <= s.merged GROUP BY m.tenant",
+    "INSERT INTO mnemo_memory_terms(tenant, lexeme, slot, df) SELECT m.tenant, l, 0, count(*) "
+    "FROM mnemo_memories m JOIN mnemo_memory_post_state s ON s.tenant = m.tenant, "
+    "unnest(tsvector_to_array(m.tsv)) l WHERE m.deleted_at IS NULL AND m.seq <= s.merged "
+    "GROUP BY m.tenant, l",
+    NULL};
+
 
 
 void pgmem_close(mnemo *m)
@@ -543,11 +557,13 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param)
  * BM25 statistics
  * -------------------------------------------------------------------- */
 
-/* Counts memory $2 of tenant $1, when live, into the statistics of slot $3
+/* Counts memory $2 of tenant $1, when live and merged (the statistics
+ * count only those: see pm_stats_merged), into the statistics of slot $3
  * ($4 1) or out of them ($4 -1). */
 static const char stats_one_sql[] =
     "WITH d AS (SELECT m.tsv, m.ntok, m.deleted_at FROM mnemo_memories m WHERE m.tenant = $1 "
-    "AND m.id = $2), " PM_STATS_CTES("d", "$3::int", "$4::int * ") " SELECT 1";
+    "AND m.id = $2 AND m.seq <= " PM_MARK_SQL "), " PM_STATS_CTES("d", "$3::int", "$4::int * ")
+    " SELECT 1";
 
 int pm_stats_one(mnemo *m, const char *id, int sign)
 {
@@ -567,6 +583,33 @@ int pm_stats_one(mnemo *m, const char *id, int sign)
                   "unnest(tsvector_to_array(m.tsv)) l WHERE m.tenant = $1 AND m.id = $2)",
                   3, p, NULL);
     return rc;
+}
+
+static const char stats_merged_sql[] =
+    "WITH d AS (SELECT m.tsv, m.ntok, m.deleted_at FROM mnemo_memories m WHERE m.tenant = $1 "
+    "AND m.seq > $2::bigint AND m.seq <= $3::bigint), " PM_STATS_CTES("d", "$4::int", "")
+    " SELECT 1";
+
+int pm_stats_merged(mnemo *m, int64_t from, int64_t to)
+{
+    int slot;
+    int rc = pgschema_slot(m, &slot);
+    char a[32], b[32], sl[16];
+    snprintf(a, sizeof a, "%lld", (long long)from);
+    snprintf(b, sizeof b, "%lld", (long long)to);
+    snprintf(sl, sizeof sl, "%d", slot);
+    const char *p[4] = {pgconn_tenant(m), a, b, sl};
+    return rc ? rc : pm_q(m, "memory statistics", stats_merged_sql, 4, p, NULL);
+}
+
+int pm_stats_reset(mnemo *m)
+{
+    const char *p[1] = {pgconn_tenant(m)};
+    int rc = pm_q(m, "memory statistics", "DELETE FROM mnemo_memory_terms WHERE tenant = $1", 1,
+                  p, NULL);
+    return rc ? rc
+              : pm_q(m, "memory statistics", "DELETE FROM mnemo_memory_stats WHERE tenant = $1",
+                     1, p, NULL);
 }
 
 /* Moves the tenant's counts of every slot into slot 0, skipping rows a

@@ -7,6 +7,8 @@
 #ifndef MNEMO_PGMEM_INT_H
 #define MNEMO_PGMEM_INT_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "engine/core.h"
@@ -134,9 +136,27 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param);
     "CONFLICT (tenant, slot) DO UPDATE SET docs = s.docs + excluded.docs, tokens = s.tokens + " \
     "excluded.tokens)"
 
-/* Counts memory ID, when live, into the statistics (SIGN 1) or out of
- * them (SIGN -1): call it after a memory becomes live or its text changed,
- * and before it stops being live or its text changes. */
+/* The statistics (N, the mean length, document frequencies) count the
+ * live memories the memories' index has merged (seq up to its mark,
+ * pgmpost.c), not each add: an add writes no counter row, the merge counts
+ * the memories it merges (pm_stats_merged), and a search adds the live
+ * memories above the mark from their rows (at most about MERGE_AT of
+ * them), in the same statement that reads the counters and the mark. The
+ * tenant's ($1) mark as SQL, -1 before the first merge: */
+#define PM_MARK_SQL                                                                            \
+    "coalesce((SELECT ps.merged FROM mnemo_memory_post_state ps WHERE ps.tenant = $1), -1)"
+
+/* Counts the live memories of seq in (FROM, TO] into the statistics of the
+ * handle's writer slot: the merge's, under the exclusive lock. */
+int pm_stats_merged(mnemo *m, int64_t from, int64_t to);
+
+/* Drops the tenant's statistics (a merge that starts from no mark). */
+int pm_stats_reset(mnemo *m);
+
+/* Counts memory ID, when live and merged, into the statistics (SIGN 1) or
+ * out of them (SIGN -1): call it after a memory becomes live or its text
+ * changed, and before it stops being live or its text changes, under the
+ * shared lock (so that the mark stays). */
 int pm_stats_one(mnemo *m, const char *id, int sign);
 
 /* Folds the tenant's per-slot counters into slot 0 (rows a writer holds

@@ -480,7 +480,11 @@ static int merge_tx(mnemo *m, int64_t *mark)
     int64_t merged = fresh ? -1 : ll(r, 0, 0), gen = fresh ? 0 : ll(r, 0, 1);
     long long ndead = ll(r, 0, 2), live = ll(r, 0, 3);
     pg_rows_free(r);
-    if (!fresh && ndead > DEAD_MIN && ndead > live / DEAD_SHARE) {
+    /* The statistics count the merged memories (pm_stats_merged): none
+     * before the first merge, and a rebuild counts them all again. */
+    if (fresh)
+        rc = pm_stats_reset(m);
+    if (!rc && !fresh && ndead > DEAD_MIN && ndead > live / DEAD_SHARE) {
         /* Built again from every row: the dead go with the old segments. */
         rc = pm_q(m, "merging the memory index",
                   "DELETE FROM mnemo_memory_postings WHERE tenant = $1", 1, p, NULL);
@@ -490,8 +494,11 @@ static int merge_tx(mnemo *m, int64_t *mark)
         if (!rc)
             rc = pm_q(m, "merging the memory index",
                       "DELETE FROM mnemo_memory_post_dead WHERE tenant = $1", 1, p, NULL);
+        if (!rc)
+            rc = pm_stats_reset(m);
         merged = -1;
     }
+    int64_t first = merged;
     pgterms map = {0}, fmap = {0};
     madd a = {&map, {0}, 0, 0, 0};
     buf_init(&a.key, 0);
@@ -569,6 +576,8 @@ static int merge_tx(mnemo *m, int64_t *mark)
     snprintf(num, sizeof num, "%lld", (long long)after);
     snprintf(g1, sizeof g1, "%lld", (long long)(gen + 1));
     const char *p3[3] = {t, num, g1};
+    if (!rc && after > first)
+        rc = pm_stats_merged(m, first, after);
     if (!rc)
         rc = pm_q(m, "merging the memory index",
                   "INSERT INTO mnemo_memory_post_state(tenant, merged, gen) VALUES ($1, "

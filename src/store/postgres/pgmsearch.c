@@ -537,19 +537,27 @@ static int kleg_postings(mnemo *m, search_ctx *x, kleg *k, const char *lexs, con
     return rc;
 }
 
-/* The stored statistics: N, the mean length and each phrase's document
- * frequency (every phrase a single lexeme), each the sum of the writers'
- * slots (pgschema_slot). */
+/* The statistics: N, the mean length and each phrase's document frequency
+ * (every phrase a single lexeme): the stored counts of the merged memories,
+ * each the sum of the writers' slots (pgschema_slot), plus the live
+ * memories above the mark, counted from their rows (pm_stats_merged), in
+ * one statement: one snapshot. */
+static const char stats_sql[] =
+    "WITH nm AS MATERIALIZED (SELECT m.ntok, m.tsv FROM mnemo_memories m WHERE m.tenant = $1 "
+    "AND m.seq > " PM_MARK_SQL " AND m.deleted_at IS NULL), "
+    "nt AS (SELECT count(*) AS docs, coalesce(sum(ntok), 0) AS tokens FROM nm) "
+    "SELECT 0, coalesce(sum(s.docs), 0) + (SELECT docs FROM nt), coalesce(sum(s.tokens), 0) + "
+    "(SELECT tokens FROM nt) FROM mnemo_memory_stats s WHERE s.tenant = $1 "
+    "UNION ALL SELECT t.i, sum(d.df), 0 FROM unnest($2::text[]) WITH ORDINALITY AS t(l, i) "
+    "JOIN (SELECT lexeme, df FROM mnemo_memory_terms WHERE tenant = $1 AND lexeme = ANY "
+    "($2::text[]) UNION ALL SELECT l, 1 FROM nm, unnest(tsvector_to_array(ts_filter(setweight("
+    "nm.tsv, 'A', $2::text[]), '{a}'))) l) d ON d.lexeme = t.l GROUP BY t.i";
+
 static int stored_stats(mnemo *m, const char *lexs, kleg *k)
 {
     const char *p[2] = {pgconn_tenant(m), lexs};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "memory search",
-               "SELECT 0, sum(docs), sum(tokens) FROM mnemo_memory_stats WHERE tenant = $1 "
-               "UNION ALL SELECT t.i, sum(d.df), 0 FROM unnest($2::text[]) WITH ORDINALITY AS "
-               "t(l, i) JOIN mnemo_memory_terms d ON d.tenant = $1 AND d.lexeme = t.l GROUP BY "
-               "t.i",
-               2, p, &r);
+    int rc = pm_qp(m, "memory search", stats_sql, 2, p, &r);
     bm25_hits *h = k->hits;
     int64_t ldf[MAX_QTOKS] = {0};
     double ntokens = 0;

@@ -28,8 +28,8 @@
     "confirmations, last_confirmed_at, deleted_at, lang, ntok, tsv"
 
 /* An add in one statement (its own transaction): the row ($1..$24, in
- * MEM_COLUMNS' order), the statistics (slot $25) and the ADD entry of its
- * history (at $26). It returns the new memory (first column 1); or, when
+ * MEM_COLUMNS' order) and the ADD entry of its history (at $25). BM25's
+ * statistics count it when the memories' index merges it (pgmpost.c). It returns the new memory (first column 1); or, when
  * the text is in the scope already and was committed before the statement
  * began, that memory (0); or nothing, when it was committed meanwhile (or
  * the id was taken). */
@@ -38,9 +38,8 @@
     "$2, $3, $4, $5, $6, $7::float8, $8, $9, $10, $11, $12, $13::jsonb, $14::jsonb, $15, "    \
     "$16::float8, $17::float8, $18::float8, $19::bigint, $20::float8, $21::float8, $22, "     \
     "$23::int, $24::tsvector FROM lk ON CONFLICT DO NOTHING RETURNING *), "                   \
-    PM_STATS_CTES("ins", "$25::int", "")                                                       \
-    ", hi AS (INSERT INTO mnemo_memory_history(tenant, memory_id, event, new_text, at) "     \
-    "SELECT $1, ins.id, 'ADD', ins.text, $26::float8 FROM ins) "                              \
+    "hi AS (INSERT INTO mnemo_memory_history(tenant, memory_id, event, new_text, at) "        \
+    "SELECT $1, ins.id, 'ADD', ins.text, $25::float8 FROM ins) "                              \
     "SELECT 1, " COLS " FROM ins m UNION ALL SELECT 0, " COLS " FROM mnemo_memories m "       \
     "WHERE m.tenant = $1 AND m.hash = $5 AND m.user_id = $10 AND m.agent_id = $11 AND "       \
     "m.run_id = $12 AND m.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ins)"
@@ -67,7 +66,6 @@ typedef struct add_ctx {
     mem_fields *f;
     derived *d;
     double now;
-    char slot[16];
     char id[64];
     int dup;
     pg_rows *row; /* the memory (COLS from column 1), when the statement returned it */
@@ -85,7 +83,7 @@ static int add_tx(mnemo *m, void *ud)
         mem_fields_row(m, a->f, a->id, a->now, &r);
         char t[10][32], conf[32];
         snprintf(conf, sizeof conf, "%lld", r.confirmations);
-        const char *p[26] = {pgconn_tenant(m),
+        const char *p[25] = {pgconn_tenant(m),
                              r.id,
                              r.text,
                              a->d->text_fold,
@@ -109,10 +107,9 @@ static int add_tx(mnemo *m, void *ud)
                              pm_state(m) ? pm_state(m)->lang : "",
                              a->d->ntok,
                              a->d->tsv.data,
-                             a->slot,
                              pm_fmt_num(a->now, t[5])};
         pg_rows *res = NULL;
-        int rc = pm_qp(m, "storing a memory", ADD_SQL, 26, p, &res);
+        int rc = pm_qp(m, "storing a memory", ADD_SQL, 25, p, &res);
         if (rc)
             return rc;
         if (pg_nrows(res) == 1) {
@@ -146,11 +143,7 @@ int pgmem_add(mnemo *m, const char *record, char **out)
     derived d;
     memset(&d, 0, sizeof d);
     rc = pm_derive(m, f.text, f.metadata ? f.metadata : "{}", &d);
-    add_ctx a = {&f, &d, mem_now(), "", "", 0, NULL};
-    int slot = 0;
-    if (!rc)
-        rc = pgschema_slot(m, &slot);
-    snprintf(a.slot, sizeof a.slot, "%d", slot);
+    add_ctx a = {&f, &d, mem_now(), "", 0, NULL};
     if (!rc)
         rc = pm_in_tx(m, NULL, add_tx, &a);
     if (!rc && !a.dup)
@@ -485,7 +478,8 @@ int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 
 /* Imported memories go in batches of at most IMPORT_ROWS rows or about
  * IMPORT_BYTES of text, each batch one statement (IMPORT_SQL): the rows
- * ($2, JSON), their history entries ($3), the statistics (slot $4). A row
+ * ($2, JSON) and their history entries ($3); the statistics count them
+ * when the memories' index merges them, as for an add. A row
  * is skipped when its id is there, or (live) its text in its scope; the
  * history of the rows inserted follows them. A batch never holds one id
  * twice, so the history joins its row by id. */
@@ -504,9 +498,8 @@ int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     "subject text, user_id text, agent_id text, run_id text, metadata text, "                 \
     "metadata_fold text, triggers text, created_at text, updated_at text, expires_at text, "  \
     "confirmations text, last_confirmed_at text, deleted_at text, lang text, ntok text, "     \
-    "tsv text) ORDER BY x.o ON CONFLICT DO NOTHING RETURNING id, tsv, ntok, deleted_at), "   \
-    PM_STATS_CTES("ins", "$4::int", "")                                                        \
-    ", hi AS (INSERT INTO mnemo_memory_history(tenant, memory_id, event, old_text, new_text, " \
+    "tsv text) ORDER BY x.o ON CONFLICT DO NOTHING RETURNING id), "                          \
+    "hi AS (INSERT INTO mnemo_memory_history(tenant, memory_id, event, old_text, new_text, " \
     "at, detail) SELECT $1, h.memory_id, h.event, h.old_text, h.new_text, h.at::float8, "     \
     "h.detail FROM json_to_recordset($3::json) AS h(o int, memory_id text, event text, "      \
     "old_text text, new_text text, at text, detail text) WHERE h.memory_id IN (SELECT id "    \
@@ -516,7 +509,6 @@ typedef struct import_ctx {
     const char *jsonl;
     size_t len;
     size_t nin, nskip;
-    char slot[16];
     json_t *rows, *hist, *ids; /* the batch: its rows, their history, its ids */
     size_t bytes;
     const char *id; /* the row whose history is being read */
@@ -544,9 +536,9 @@ static int import_flush(mnemo *m, import_ctx *ic, const char *want, int *inserte
         return MNEMO_OK;
     char *rows = json_dumps(ic->rows, JSON_COMPACT);
     char *hist = json_dumps(ic->hist, JSON_COMPACT);
-    const char *p[4] = {pgconn_tenant(m), rows, hist, ic->slot};
+    const char *p[3] = {pgconn_tenant(m), rows, hist};
     pg_rows *r = NULL;
-    int rc = rows && hist ? pm_qp(m, "importing memories", IMPORT_SQL, 4, p, &r)
+    int rc = rows && hist ? pm_qp(m, "importing memories", IMPORT_SQL, 3, p, &r)
                           : core_error(m, MNEMO_NOMEM, "out of memory");
     size_t in = pg_nrows(r);
     if (!rc) {
@@ -654,13 +646,9 @@ static int import_tx(mnemo *m, void *ud)
 int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size_t *skipped)
 {
     core_clear(m);
-    import_ctx ic = {jsonl, len, 0, 0, "", NULL, NULL, NULL, 0, NULL, 0};
-    int slot = 0;
-    int rc = pgschema_slot(m, &slot);
-    snprintf(ic.slot, sizeof ic.slot, "%d", slot);
+    import_ctx ic = {jsonl, len, 0, 0, NULL, NULL, NULL, 0, NULL, 0};
     /* All or nothing: one transaction. */
-    if (!rc)
-        rc = pm_in_tx(m, "BEGIN", import_tx, &ic);
+    int rc = pm_in_tx(m, "BEGIN", import_tx, &ic);
     json_decref(ic.rows);
     json_decref(ic.hist);
     json_decref(ic.ids);

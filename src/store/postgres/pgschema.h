@@ -34,6 +34,9 @@
  *      collation (pgstore.c: pgstore_ddl9)
  *  10  a chunk's vectors are its parts' (chunk_parts): the chunk vector
  *      tables key their rows by chunk and part (pgstore.c: pgstore_ddl10)
+ *  11  the memories' statistics count the memories the memories' index
+ *      merged, not each add (an add writes no counter row): counted again
+ *      (pgmem.c: pgmem_ddl11)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> (tenant, chunk_id,
@@ -47,7 +50,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 10
+#define PGSCHEMA_VERSION 11
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -60,6 +63,7 @@ extern const char *const pgmem_ddl7[];
 extern const char *const pgmem_ddl8[];
 extern const char *const pgstore_ddl9[];
 extern const char *const pgstore_ddl10[];
+extern const char *const pgmem_ddl11[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors
