@@ -19,9 +19,11 @@
  *                         on SQLite; ntok is the document length for BM25.
  *   mnemo_memory_history  the events of each memory.
  *   mnemo_memory_stats    per tenant: live memories and their tokens (BM25's
- *                         N and mean length), kept in the writes' transactions.
- *   mnemo_memory_terms    per tenant and lexeme: the live memories holding it
- *                         (document frequency), kept likewise.
+ *                         N and mean length), of the memories the inverted
+ *                         index has merged (pm_stats_merged; a search adds
+ *                         those above the mark from their rows).
+ *   mnemo_memory_terms    per tenant and lexeme: the live merged memories
+ *                         holding it (document frequency), kept likewise.
  *                         Both in slots: each writer counts into the slot of
  *                         its connection (pgschema_slot), so writers at once
  *                         never wait for one another's counter rows; readers
@@ -38,7 +40,8 @@
  * that phrase frequencies, and BM25 with the tenant's document count and
  * mean length, are computed here with the same arithmetic as SQLite (fts.c).
  * Queries of plain terms take their document frequencies from
- * mnemo_memory_terms (all live memories of the tenant, like N) and read the
+ * mnemo_memory_terms and the rows above the mark (all live memories of the
+ * tenant, like N) and read the
  * terms' rows rarest first, stopping when no memory holding only the terms
  * left could reach the results (MaxScore), when episodes are off
  * (memoryContext 0): episodes need the keyword scores of turns past the
@@ -51,8 +54,8 @@
  * partial unique index (ON CONFLICT DO NOTHING, then the existing row is
  * returned as the duplicate), and a transaction failing with a
  * serialization failure or deadlock is run again. An add is one statement
- * (the row, the statistics, the history, the row back; prepared from its
- * second use on a connection): one round trip, one commit. An import sends its rows in batches, one
+ * (the row, the history, the row back; prepared from its second use on a
+ * connection): one round trip, one commit. An import sends its rows in batches, one
  * statement each, in one transaction.
  */
 #include "store/postgres/pgmem.h"
