@@ -1111,7 +1111,23 @@ static void post_import(mnemo *a, mnemo *b, int first, int n)
 /* Every search of the set on A returns what it returns on B, byte for
  * byte: plain words through the index, the rest through rows; and the
  * stored statistics count the merged memories. */
+static void post_same_on(mnemo *a, mnemo *b);
+
 static void post_same(mnemo *a, mnemo *b)
+{
+    post_same_on(a, b);
+    /* Without episodes too (MaxScore where it is exact: a search of the
+     * whole tenant with no memory expired; here some are). */
+    mnemo *a0 = be_open("ws", "provider=none", "memoryContext=0", NULL);
+    mnemo *b0 = test_open("ws", "lite.sqlite", "store=sqlite", "provider=none",
+                          "memoryContext=0", NULL);
+    post_same_on(a0, b0);
+    mnemo_close(a0);
+    mnemo_close(b0);
+    stats_exact();
+}
+
+static void post_same_on(mnemo *a, mnemo *b)
 {
     static const char *const qs[] = {"amber",        "ember lagoon",      "cedar delta fjord",
                                      "kelp note",    "rewritten harbor", "garnet -kelp",
@@ -1122,7 +1138,8 @@ static void post_same(mnemo *a, mnemo *b)
         "{\"user_id\":\"*\",\"limit\":50,\"min_score\":0}",
         "{\"user_id\":\"alice\",\"run_id\":\"s1\",\"min_score\":0}",
         "{\"user_id\":\"alice\",\"min_score\":0,\"filters\":{\"text\":{\"icontains\":"
-        "\"note 1\"}}}"};
+        "\"note 1\"}}}",
+        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":5,\"min_score\":0}"};
     for (size_t i = 0; i < sizeof qs / sizeof *qs; i++) {
         for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
             char *x = NULL, *y = NULL;
@@ -1134,7 +1151,6 @@ static void post_same(mnemo *a, mnemo *b)
             mnemo_free(y);
         }
     }
-    stats_exact();
 }
 
 /* A store *M and SQLite beside it (*LITE) with the same 2,300 memories, the
@@ -1231,8 +1247,10 @@ static void same_scores(mnemo *m, mnemo *lite, char *tid[2][40])
 {
     static const char *const qs[] = {"amber", "harbor", "ember fjord", "rewritten harbor",
                                      "late garnet", "words note"};
-    static const char *const os[] = {"{\"limit\":3,\"min_score\":0}",
-                                     "{\"limit\":40,\"min_score\":0}"};
+    static const char *const os[] = {
+        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":3,\"min_score\":0}",
+        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":40,\"min_score\":0}",
+        "{\"limit\":5,\"min_score\":0}"};
     for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
         for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
             char *a = NULL, *b = NULL;

@@ -44,8 +44,10 @@
  * tenant, like N) and read the
  * terms' rows rarest first, stopping when no memory holding only the terms
  * left could reach the results (MaxScore), when episodes are off
- * (memoryContext 0): episodes need the keyword scores of turns past the
- * limit. Other queries (quoted phrases, prefixes, and every query with
+ * (memoryContext 0; episodes need the keyword scores of turns past the
+ * limit) and the search is of the whole tenant with no memory expired (the
+ * only case where those frequencies are SQLite's, counted in scope among
+ * memories not expired). Other queries (quoted phrases, prefixes, and every query with
  * episodes on) read every match and count frequencies in scope, as SQLite
  * does: words in a plain scope from the inverted index (pgmpost.c), the
  * rest from the rows.

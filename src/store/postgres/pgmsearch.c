@@ -554,21 +554,29 @@ static int kleg_postings(mnemo *m, search_ctx *x, kleg *k, const char *lexs, con
     "SELECT 0, coalesce(sum(s.docs), 0) + (SELECT docs FROM nt), coalesce(sum(s.tokens), 0) + " \
     "(SELECT tokens FROM nt) FROM mnemo_memory_stats s WHERE s.tenant = $1"
 static const char stats_n_sql[] = STATS_N;
+/* With the frequencies, and (row -1) whether a live memory has expired by
+ * $3: SQLite's frequencies leave those out. */
 static const char stats_sql[] =
     STATS_N " UNION ALL SELECT t.i, sum(d.df), 0 FROM unnest($2::text[]) WITH ORDINALITY AS "
     "t(l, i) JOIN (SELECT lexeme, df FROM mnemo_memory_terms WHERE tenant = $1 AND lexeme = ANY "
     "($2::text[]) UNION ALL SELECT l, 1 FROM nm, unnest(tsvector_to_array(ts_filter(setweight("
-    "nm.tsv, 'A', $2::text[]), '{a}'))) l) d ON d.lexeme = t.l GROUP BY t.i";
+    "nm.tsv, 'A', $2::text[]), '{a}'))) l) d ON d.lexeme = t.l GROUP BY t.i "
+    "UNION ALL SELECT -1, count(*), 0 FROM (SELECT 1 FROM mnemo_memories e WHERE e.tenant = $1 "
+    "AND e.expires_at IS NOT NULL AND e.deleted_at IS NULL AND e.expires_at <= $3::float8 "
+    "LIMIT 1) z";
 #undef STATS_N
 
-/* The statistics into K's hits; the document frequencies only when WITH_DF
- * (a search counting them in its scope needs N and the mean length alone). */
-static int stored_stats(mnemo *m, const char *lexs, kleg *k, int with_df)
+/* The statistics into K's hits; the document frequencies only with NOW
+ * (the time expiry is checked at; *EXPIRED: a live memory has expired), as
+ * a search counting them in its scope needs N and the mean length alone. */
+static int stored_stats(mnemo *m, const char *lexs, kleg *k, const char *now, int *expired)
 {
-    const char *p[2] = {pgconn_tenant(m), lexs};
+    const char *p[3] = {pgconn_tenant(m), lexs, now};
     pg_rows *r = NULL;
-    int rc = with_df ? pm_qp(m, "memory search", stats_sql, 2, p, &r)
-                     : pm_qp(m, "memory search", stats_n_sql, 1, p, &r);
+    int rc = now ? pm_qp(m, "memory search", stats_sql, 3, p, &r)
+                 : pm_qp(m, "memory search", stats_n_sql, 1, p, &r);
+    if (expired)
+        *expired = 0;
     bm25_hits *h = k->hits;
     int64_t ldf[MAX_QTOKS] = {0};
     double ntokens = 0;
@@ -578,6 +586,9 @@ static int stored_stats(mnemo *m, const char *lexs, kleg *k, int with_df)
         if (x == 0) {
             h->ndocs = strtoll(pg_value(r, i, 1), NULL, 10);
             ntokens = strtod(pg_value(r, i, 2), NULL);
+        } else if (x == -1) {
+            if (expired)
+                *expired = strtoll(pg_value(r, i, 1), NULL, 10) > 0;
         } else if (x >= 1 && x <= k->ph->nlex) {
             ldf[x - 1] = strtoll(pg_value(r, i, 1), NULL, 10);
         }
@@ -654,7 +665,10 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
                          const char *pres, mem_bm25 *kb)
 {
     qphr *ph = k->ph;
-    int rc = stored_stats(m, lexs, k, 1);
+    int expired = 0;
+    int rc = stored_stats(m, lexs, k, x->now_s, &expired);
+    if (!rc && expired)
+        return MNEMO_NOTFOUND; /* the frequencies would count them: read the matches */
     if (rc)
         return rc;
     mem_bm25_init(m, qr, k->hits, kb);
@@ -835,10 +849,21 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
      * would leave some of those unread, so it serves only without them. */
     if (cfg_num(m->cfg, CFG_MEMORY_CONTEXT) > 0)
         plain = 0;
+    /* MaxScore takes the document frequencies of the whole tenant; SQLite
+     * counts them among the memories of the search's scope that have not
+     * expired: the same only for a search of the whole tenant (and with
+     * none expired, which kleg_maxscore checks). */
+    if (!x->post_ok || strcmp(x->scope, "true") != 0)
+        plain = 0;
+    int done = 0;
     if (!rc && any && plain) {
         h->np = ph->np;
         rc = kleg_maxscore(m, qr, x, &k, lexs.data, pres.data, &kb);
-    } else if (!rc && any) {
+        done = rc != MNEMO_NOTFOUND;
+        if (!done)
+            rc = MNEMO_OK;
+    }
+    if (!rc && any && !done) {
         /* Every match, with frequencies in scope as SQLite counts them, and
          * the stored N and mean length. */
         h->np = ph->np;
@@ -846,7 +871,7 @@ static int keyword_leg(mnemo *m, const query *qr, search_ctx *x, mset *s, double
         if (buf_err(&tq))
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
         if (!rc)
-            rc = stored_stats(m, lexs.data, &k, 0);
+            rc = stored_stats(m, lexs.data, &k, NULL, NULL);
         /* Single lexemes in a plain scope: the inverted index, when built. */
         int post = !rc && x->post_ok && !x->vectors && !any_prefix && ph->np == ph->npositive &&
                    ph->nlex <= BM25_MAX_PHRASES;
