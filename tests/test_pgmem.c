@@ -838,8 +838,8 @@ static void stats_exact(void)
             "BY 1, 2 HAVING sum(df) <> 0 EXCEPT SELECT tenant, l, count(*) FROM (SELECT * FROM "
             MERGED_LIVE ") x, unnest(tsvector_to_array(x.tsv)) l GROUP BY 1, 2) UNION ALL "
             "(SELECT tenant, l, count(*) FROM (SELECT * FROM " MERGED_LIVE ") x, "
-            "unnest(tsvector_to_array(x.tsv)) l GROUP BY 1, 2 EXCEPT SELECT tenant, lexeme, sum(df) FROM "
-            "mnemo_memory_terms GROUP BY 1, 2 HAVING sum(df) <> 0)) z",
+            "unnest(tsvector_to_array(x.tsv)) l GROUP BY 1, 2 EXCEPT SELECT tenant, lexeme, "
+            "sum(df) FROM mnemo_memory_terms GROUP BY 1, 2 HAVING sum(df) <> 0)) z",
             "0\n");
     /* One writer here: no count left at 0. */
     PSQL_EQ("SELECT count(*) FROM mnemo_memory_terms WHERE df = 0", "0\n");
@@ -1139,7 +1139,8 @@ static void post_same_on(mnemo *a, mnemo *b)
         "{\"user_id\":\"alice\",\"run_id\":\"s1\",\"min_score\":0}",
         "{\"user_id\":\"alice\",\"min_score\":0,\"filters\":{\"text\":{\"icontains\":"
         "\"note 1\"}}}",
-        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":5,\"min_score\":0}"};
+        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":5,"
+        "\"min_score\":0}"};
     for (size_t i = 0; i < sizeof qs / sizeof *qs; i++) {
         for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
             char *x = NULL, *y = NULL;
@@ -1248,8 +1249,10 @@ static void same_scores(mnemo *m, mnemo *lite, char *tid[2][40])
     static const char *const qs[] = {"amber", "harbor", "ember fjord", "rewritten harbor",
                                      "late garnet", "words note"};
     static const char *const os[] = {
-        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":3,\"min_score\":0}",
-        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":40,\"min_score\":0}",
+        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":3,"
+        "\"min_score\":0}",
+        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":40,"
+        "\"min_score\":0}",
         "{\"limit\":5,\"min_score\":0}"};
     for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
         for (size_t k = 0; k < sizeof os / sizeof *os; k++) {

@@ -28,11 +28,11 @@
     "confirmations, last_confirmed_at, deleted_at, lang, ntok, tsv"
 
 /* An add in one statement (its own transaction): the row ($1..$24, in
- * MEM_COLUMNS' order) and the ADD entry of its history (at $25). BM25's
- * statistics count it when the memories' index merges it (pgmpost.c). It returns the new memory (first column 1); or, when
- * the text is in the scope already and was committed before the statement
- * began, that memory (0); or nothing, when it was committed meanwhile (or
- * the id was taken). */
+ * MEM_COLUMNS' order) and the ADD entry of its history (at $25); BM25's
+ * statistics count it when the memories' index merges it (pgmpost.c). It
+ * returns the new memory (first column 1); or, when the text is in the
+ * scope already and was committed before the statement began, that memory
+ * (0); or nothing, when it was committed meanwhile (or the id was taken). */
 #define ADD_SQL                                                                                \
     "WITH " PM_POST_LOCK_CTE ", ins AS (INSERT INTO mnemo_memories(" MEM_COLUMNS ") SELECT $1, " \
     "$2, $3, $4, $5, $6, $7::float8, $8, $9, $10, $11, $12, $13::jsonb, $14::jsonb, $15, "    \
