@@ -348,6 +348,19 @@ static void random_table(void)
     test_import_table("cal.txt", "cal", "\"words\":27");
 }
 
+/* N notes ws/memory/nNN.md, each a heading and a line of three of the
+ * table's 24 words (random_table). */
+static void grid_notes(int n)
+{
+    char path[64], text[160];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
+        snprintf(text, sizeof text, "# w%02d\n\nw%02d w%02d w%02d\n", i % 24, (i * 5 + 1) % 24,
+                 (i * 7 + 3) % 24, (i * 11 + 2) % 24);
+        test_write(path, text);
+    }
+}
+
 /* The vector scores' calibration (the mean and spread of the query's
  * cosines): the PostgreSQL handle computes it itself from the second search
  * of a corpus on, and fetches it again when a sync changed the corpus: every
@@ -355,13 +368,8 @@ static void random_table(void)
 BACKEND_TEST(pgstore_hybrid_calibration_kept)
 {
     random_table();
+    grid_notes(48);
     char path[64], text[160];
-    for (int i = 0; i < 48; i++) {
-        snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
-        snprintf(text, sizeof text, "# w%02d\n\nw%02d w%02d w%02d\n", i % 24, (i * 5 + 1) % 24,
-                 (i * 7 + 3) % 24, (i * 11 + 2) % 24);
-        test_write(path, text);
-    }
     char store[600];
     snprintf(store, sizeof store, "store=%s", be_store());
     /* A note of no word the table knows: a vector without length, whose
@@ -427,13 +435,7 @@ BACKEND_TEST(pgstore_hybrid_vector_leg_beside)
     if (be_kind() == BE_SQLITE || !be_has_vectors())
         return;
     random_table();
-    char path[64], text[160];
-    for (int i = 0; i < 40; i++) {
-        snprintf(path, sizeof path, "ws/memory/n%02d.md", i);
-        snprintf(text, sizeof text, "# w%02d\n\nw%02d w%02d w%02d\n", i % 24, (i * 5 + 1) % 24,
-                 (i * 7 + 3) % 24, (i * 11 + 2) % 24);
-        test_write(path, text);
-    }
+    grid_notes(40);
     char store[600];
     snprintf(store, sizeof store, "store=%s", be_store());
     mnemo *m = be_open("ws", "provider=static", "model=cal", store, NULL);

@@ -467,15 +467,31 @@ static int answer(pg_conn *pc, int timeout_ms, pg_rows **out, buf *err)
     return MNEMO_OK;
 }
 
+/* 1 (with the reason in ERR) while a statement pg_send sent awaits its
+ * answer: no other may go on PC before it. */
+static int busy(const pg_conn *pc, buf *err)
+{
+    if (pc->inflight)
+        buf_puts(err, "PostgreSQL: a statement is still on its way");
+    return pc->inflight;
+}
+
+/* SQL's index among PC's prepared statements, nprepared when it is not. */
+static int prepared_at(const pg_conn *pc, const char *sql)
+{
+    int i = 0;
+    while (i < pc->nprepared && pc->prepared[i] != sql)
+        i++;
+    return i;
+}
+
 int pg_send(pg_conn *pc, const char *sql, int n, const char *const *params, const int *lens,
             const int *formats, buf *err)
 {
     PGconn *c = pc->c;
     pc->sqlstate[0] = 0;
-    if (pc->inflight) {
-        buf_puts(err, "PostgreSQL: a statement is still on its way");
+    if (busy(pc, err))
         return MNEMO_INVALID;
-    }
     if (!pq.send_query_params(c, sql, n, NULL, params, lens, formats, 0)) {
         buf_puts(err, "PostgreSQL: ");
         dsn_redact(err, pq.error_message(c), pq.pass(c));
@@ -504,10 +520,8 @@ int pg_query(pg_conn *pc, const char *sql, int n, const char *const *params, int
     *out = NULL;
     PGconn *c = pc->c;
     pc->sqlstate[0] = 0;
-    if (pc->inflight) {
-        buf_puts(err, "PostgreSQL: a statement is still on its way");
+    if (busy(pc, err))
         return MNEMO_INVALID;
-    }
     if (!pq.send_query_params(c, sql, n, NULL, params, NULL, NULL, 0)) {
         buf_puts(err, "PostgreSQL: ");
         dsn_redact(err, pq.error_message(c), pq.pass(c));
@@ -549,13 +563,9 @@ static int prepare(pg_conn *pc, const char *name, const char *sql, int n, int ti
 int pg_send_prepared(pg_conn *pc, const char *sql, int n, const char *const *params,
                      int timeout_ms, buf *err)
 {
-    if (pc->inflight) {
-        buf_puts(err, "PostgreSQL: a statement is still on its way");
+    if (busy(pc, err))
         return MNEMO_INVALID;
-    }
-    int i = 0;
-    while (i < pc->nprepared && pc->prepared[i] != sql)
-        i++;
+    int i = prepared_at(pc, sql);
     if (i == MAX_PREPARED || pg_in_transaction(pc))
         return pg_send(pc, sql, n, params, NULL, NULL, err);
     char name[32];
@@ -577,13 +587,9 @@ int pg_query_prepared(pg_conn *pc, const char *sql, int n, const char *const *pa
                       int timeout_ms, pg_rows **out, buf *err)
 {
     *out = NULL;
-    if (pc->inflight) {
-        buf_puts(err, "PostgreSQL: a statement is still on its way");
+    if (busy(pc, err))
         return MNEMO_INVALID;
-    }
-    int i = 0;
-    while (i < pc->nprepared && pc->prepared[i] != sql)
-        i++;
+    int i = prepared_at(pc, sql);
     /* Prepared the second time, so that a process running it once pays no
      * extra round trip; and outside transactions only: a failed Parse would
      * abort one. */
