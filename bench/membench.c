@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,6 +32,15 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* This process's CPU time (user and system), in seconds. */
+static double cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -123,8 +133,9 @@ static mnemo *open_db(const char *ws, const char *db, const char *tenant, int ar
 }
 
 /* Adds memories FIRST..FIRST+N-1 (their numbers keep them distinct across
- * writers); the duplicates found into *DUPS. 0 on success. */
-static int add_range(mnemo *m, int first, int n, size_t *dups)
+ * writers); the duplicates found into *DUPS, each add's time into LAT[i -
+ * FIRST] when LAT is given. 0 on success. */
+static int add_range(mnemo *m, int first, int n, size_t *dups, double *lat)
 {
     int dry = m == NULL; /* the same random draws, nothing added */
     char rec[1024], *out;
@@ -140,10 +151,13 @@ static int add_range(mnemo *m, int first, int n, size_t *dups)
                         pick(10) == 0 ? ",\"run_id\":\"session1\"" : "");
         if (dry)
             continue;
+        double t0 = lat ? now() : 0;
         if (mnemo_memory_add(m, rec, &out)) {
             fprintf(stderr, "add: %s\n", mnemo_errmsg(m));
             return 1;
         }
+        if (lat)
+            lat[i - first] = now() - t0;
         *dups += strstr(out, "\"duplicate\"") != NULL;
         mnemo_free(out);
     }
@@ -162,7 +176,7 @@ static int add_parallel(const char *ws, const char *db, int n, int writers, int 
             mnemo *m = open_db(ws, db, "add", argc, argv);
             size_t dups = 0;
             int per = n / writers, first = w * per;
-            int bad = add_range(m, first, w == writers - 1 ? n - first : per, &dups);
+            int bad = add_range(m, first, w == writers - 1 ? n - first : per, &dups, NULL);
             mnemo_close(m);
             _exit(bad || dups);
         }
@@ -217,24 +231,32 @@ int main(int argc, char **argv)
     printf("stamp %ld\n", run_started);
     if (again) {
         size_t none = 0;
-        add_range(NULL, 0, n, &none);
+        add_range(NULL, 0, n, &none, NULL);
         goto searches;
     }
 
     /* Adding, one call each. */
     char *out;
-    double t0 = now();
+    double t0 = now(), c0 = cpu();
     size_t dups = 0;
-    if (writers == 1 ? add_range(m, 0, n, &dups) : add_parallel(ws, db, n, writers, argc, argv))
+    double *lat = writers == 1 ? malloc((size_t)(n ? n : 1) * sizeof *lat) : NULL;
+    if (writers == 1 ? add_range(m, 0, n, &dups, lat)
+                     : add_parallel(ws, db, n, writers, argc, argv))
         return 1;
-    double add_s = now() - t0;
+    double add_s = now() - t0, add_cpu = cpu() - c0;
     if (writers == 1)
-        printf("add %d memories one call at a time: %.2f s, %.0f memories/s (%zu duplicates)\n",
-               n, add_s, n / add_s, dups);
+        printf("add %d memories one call at a time: %.2f s, %.0f memories/s (%zu duplicates; "
+               "this process's CPU %.1f us an add)\n",
+               n, add_s, n / add_s, dups, add_cpu * 1e6 / n);
     else
         printf("add %d memories one call at a time, %d writers at once: %.2f s, %.0f "
                "memories/s in all\n",
                n, writers, add_s, n / add_s);
+    if (lat && n > 0) {
+        report("add", lat, n);
+        printf("add: slowest %.2f ms\n", lat[n - 1] * 1000);
+    }
+    free(lat);
 
     /* Export and import. */
     FILE *f = fopen(dump, "w");

@@ -1509,6 +1509,170 @@ BACKEND_TEST_CONCURRENT(backend_mem_postings_killed_merge)
     mnemo_close(lite);
 }
 
+/* Every search of post_same_on's set on M, one after the other. */
+static char *all_searches(mnemo *m)
+{
+    static const char *const qs[] = {"amber", "ember lagoon", "kelp note", "garnet -kelp",
+                                     "\"amber basil\"", "indig*"};
+    static const char *const os[] = {
+        "{\"user_id\":\"alice\",\"min_score\":0}",
+        "{\"user_id\":\"bob\",\"type\":\"all\",\"limit\":25,\"min_score\":0}",
+        "{\"user_id\":\"*\",\"type\":\"all\",\"scope\":\"all\",\"limit\":30,"
+        "\"min_score\":0}"};
+    buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
+        for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
+            char *x = NULL;
+            ASSERT_OK(mnemo_memory_search(m, qs[i], os[k], &x));
+            buf_printf(&b, "%s %s\n%s\n", qs[i], os[k], x);
+            mnemo_free(x);
+        }
+    return buf_detach(&b);
+}
+
+static int read_line(int fd, char *line, size_t size);
+
+/* A psql session running SQL, its output thrown away (its end is a
+ * terminated session). */
+static pid_t psql_session(const char *sql)
+{
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) { /* psql itself: pg_psql's file names are the parent's */
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execl("/usr/bin/psql", "psql", "-X", "-q", "-At", "-d", pg_url(be_server()), "-c", sql,
+              (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Polls SQL (a count) until it is above 0: whether it was. */
+static int psql_until(const char *sql)
+{
+    int seen = 0;
+    for (int i = 0; i < 3000 && !seen; i++) {
+        char *rows = NULL;
+        pg_psql(be_server(), sql, &rows);
+        seen = rows && atoi(rows) > 0;
+        free(rows);
+    }
+    return seen;
+}
+
+/* The merge an add starts runs beside the adds, on a connection of its
+ * own: held up in the middle (another session holds the index state's
+ * row), it keeps the tenant's merge lock while the adds go on; deletes
+ * and updates from another writer meanwhile wait for it, then count what
+ * it merged. The index it wrote gives what the rows give, and the
+ * statistics stay exact. */
+BACKEND_TEST_CONCURRENT(backend_mem_merge_beside_adds)
+{
+    if (!be_server())
+        return;
+    mnemo *m, *lite;
+    post_start(&m, &lite); /* 2,300 imported and merged */
+    mnemo_close(lite);
+    pid_t holder = psql_session("BEGIN; SELECT 1 FROM mnemo_memory_post_state FOR UPDATE; "
+                                "SELECT pg_sleep(60)");
+    ASSERT(psql_until("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE%' "
+                      "AND pid <> pg_backend_pid() AND state = 'active'"));
+    /* 2,000 adds past the mark start a merge; it stops at the state's row,
+     * the adds go on. */
+    char rec[256], *x = NULL;
+    static const char *const w[] = {"amber", "basil",  "cedar",  "delta",   "ember", "fjord",
+                                    "garnet", "harbor", "indigo", "juniper", "kelp",  "lagoon"};
+    for (int j = 0; j < 2040; j++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"%s %s added note %d\",\"user_id\":\"%s\"%s}",
+                 w[j % 12], w[(j * 5 + 2) % 12], j, j % 3 ? "alice" : "bob",
+                 j % 10 == 0 ? ",\"run_id\":\"s1\"" : "");
+        ASSERT_OK(mnemo_memory_add(m, rec, &x));
+        mnemo_free(x);
+        if (j == 2020) /* the merge, waiting beside this handle */
+            ASSERT(psql_until("SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
+                              "'INSERT INTO mnemo_memory_post_state%' AND wait_event_type = "
+                              "'Lock'"));
+    }
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE gen = 1", "1\n");
+    /* Another writer changes merged memories and memories being merged:
+     * it waits for the merge. */
+    int fd[2];
+    ASSERT_EQ(pipe(fd), 0);
+    pid_t writer = fork();
+    ASSERT(writer >= 0);
+    if (writer == 0) {
+        close(fd[0]);
+        mnemo *c = be_open("ws", "provider=none", NULL);
+        int bad = 0;
+        for (int k = 0; k < 10 && !bad; k++) {
+            char id[32], text[64], *out = NULL;
+            snprintf(id, sizeof id, "p-%d", k * 53);
+            bad |= mnemo_memory_delete(c, id) != MNEMO_OK;
+            snprintf(id, sizeof id, "p-%d", k * 53 + 1);
+            snprintf(text, sizeof text, "{\"text\":\"ember lagoon changed %d\"}", k);
+            bad |= mnemo_memory_update(c, id, text, &out) != MNEMO_OK;
+            mnemo_free(out);
+        }
+        json_t *j = search_json(c, "added", "{\"user_id\":\"*\",\"limit\":8,\"min_score\":0}");
+        for (size_t i = 0; i < json_array_size(json_object_get(j, "results")) && !bad; i++) {
+            const char *id = json_string_value(
+                json_object_get(json_array_get(json_object_get(j, "results"), i), "id"));
+            char text[64], *out = NULL;
+            snprintf(text, sizeof text, "{\"text\":\"kelp note changed %zu\"}", i);
+            bad |= (i % 2 ? mnemo_memory_delete(c, id) : mnemo_memory_update(c, id, text, &out)) !=
+                   MNEMO_OK;
+            mnemo_free(out);
+        }
+        json_decref(j);
+        mnemo_close(c);
+        ssize_t wr = write(fd[1], bad ? "bad\n" : "done\n", bad ? 4 : 5);
+        _exit(wr > 0 && !bad ? 0 : 1);
+    }
+    close(fd[1]);
+    ASSERT(psql_until("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = "
+                      "7170535 AND NOT granted"));
+    ASSERT_EQ(pg_psql(be_server(),
+                      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE "
+                      "'%pg_sleep(60)%' AND pid <> pg_backend_pid()",
+                      NULL),
+              0);
+    int st;
+    ASSERT_EQ(waitpid(holder, &st, 0), holder);
+    char line[16] = "";
+    ASSERT_EQ(read_line(fd[0], line, sizeof line), 1);
+    ASSERT_STR_EQ(line, "done");
+    close(fd[0]);
+    ASSERT_EQ(waitpid(writer, &st, 0), writer);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    mnemo_close(m);
+    PSQL_EQ("SELECT count(*) FROM mnemo_memory_post_state WHERE gen = 2", "1\n");
+    PSQL_EQ("SELECT count(*) BETWEEN 1 AND 40 FROM mnemo_memories WHERE seq > (SELECT merged "
+            "FROM mnemo_memory_post_state)",
+            "t\n");
+    PSQL_EQ("SELECT count(*) >= 14 FROM mnemo_memory_post_dead", "t\n");
+    stats_exact();
+    m = be_open("ws", "provider=none", NULL);
+    char *indexed = all_searches(m);
+    mnemo_close(m);
+    /* The rows give the same. */
+    ASSERT_EQ(pg_psql(be_server(),
+                      "DELETE FROM mnemo_memory_post_state; DELETE FROM mnemo_memory_stats; "
+                      "DELETE FROM mnemo_memory_terms",
+                      NULL),
+              0);
+    m = be_open("ws", "provider=none", NULL);
+    char *rows = all_searches(m);
+    ASSERT_STR_EQ(indexed, rows);
+    free(indexed);
+    free(rows);
+    mnemo_close(m);
+}
+
 /* ----------------------------------------------------------------------
  * Many writers: exact statistics, the results of one writer
  * -------------------------------------------------------------------- */

@@ -13,20 +13,20 @@
 
 #include "engine/core.h"
 
-int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **out, buf *err)
+/* The configured primary's DSN, "" when none (libpq's defaults). */
+static char *primary_dsn(mnemo *m)
 {
     json_t *st = json_loads(cfg_str(m->cfg, CFG_STORE), 0, NULL);
     const char *dsn = json_string_value(json_object_get(st, "dsn"));
-    int rc = pgconn_connect_to(m, dsn ? dsn : "", writable, statement_timeout_ms, out, err);
+    char *out = strdup(dsn ? dsn : "");
     json_decref(st);
-    return rc;
+    return out;
 }
 
-int pgconn_connect_to(mnemo *m, const char *dsn, int writable, int statement_timeout_ms,
-                      pg_conn **out, buf *err)
+/* The env file's path (pgEnvFile: ~/ is the home folder, a relative path
+ * is in the workspace), "" for none; NULL when out of memory. */
+static char *env_path(mnemo *m)
 {
-    /* The env file: ~/ is the home folder, a relative path is in the
-     * workspace. */
     const char *ef = cfg_str(m->cfg, CFG_PG_ENV_FILE), *home = getenv("HOME");
     buf path;
     buf_init(&path, 8192);
@@ -36,10 +36,40 @@ int pgconn_connect_to(mnemo *m, const char *dsn, int writable, int statement_tim
         buf_printf(&path, "%s/%s", m->workspace, ef);
     else
         buf_puts(&path, ef);
-    pg_target t = {dsn, path.data ? path.data : "", 3, writable};
-    int rc = buf_err(&path) ? MNEMO_NOMEM : pg_connect(&t, statement_timeout_ms, out, err);
+    char *out = buf_err(&path) ? NULL : strdup(path.data ? path.data : "");
     buf_cleanup(&path);
+    return out;
+}
+
+int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **out, buf *err)
+{
+    char *dsn = primary_dsn(m);
+    int rc = dsn ? pgconn_connect_to(m, dsn, writable, statement_timeout_ms, out, err)
+                 : MNEMO_NOMEM;
+    free(dsn);
     return rc;
+}
+
+int pgconn_connect_to(mnemo *m, const char *dsn, int writable, int statement_timeout_ms,
+                      pg_conn **out, buf *err)
+{
+    char *env = env_path(m);
+    pg_target t = {dsn, env, 3, writable};
+    int rc = env ? pg_connect(&t, statement_timeout_ms, out, err) : MNEMO_NOMEM;
+    free(env);
+    return rc;
+}
+
+int pgconn_primary_target(mnemo *m, char **dsn, char **env_file)
+{
+    *dsn = primary_dsn(m);
+    *env_file = env_path(m);
+    if (*dsn && *env_file)
+        return MNEMO_OK;
+    free(*dsn);
+    free(*env_file);
+    *dsn = *env_file = NULL;
+    return MNEMO_NOMEM;
 }
 
 pgback *pgconn_state(mnemo *m)
@@ -60,7 +90,7 @@ void pgconn_close(mnemo *m)
 
 const char *pgconn_tenant(mnemo *m)
 {
-    const char *t = cfg_str(m->cfg, CFG_TENANT);
+    const char *t = m->cfg ? cfg_str(m->cfg, CFG_TENANT) : ""; /* a worker has none */
     if (*t)
         return t;
     pgback *b = pgconn_state(m);

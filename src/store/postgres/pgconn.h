@@ -37,6 +37,11 @@ int pgconn_connect(mnemo *m, int writable, int statement_timeout_ms, pg_conn **o
 int pgconn_connect_to(mnemo *m, const char *dsn, int writable, int statement_timeout_ms,
                       pg_conn **out, buf *err);
 
+/* Copies of what pgconn_connect connects with (the primary's DSN, the env
+ * file's path, "" for none), for a connection made where the
+ * configuration is not at hand (pg_connect on another thread). */
+int pgconn_primary_target(mnemo *m, char **dsn, char **env_file);
+
 /* The tenant of M's rows: config tenant, else "<host>:<workspace>". */
 const char *pgconn_tenant(mnemo *m);
 

@@ -37,6 +37,7 @@ struct pgmem {
     int embedded;     /* memories without a vector were embedded once on this handle */
     int64_t post_mark; /* the memory index's mark as this handle saw it last */
     int post_known;    /* post_mark was read */
+    struct pgmerger *bg; /* a merge running on its own thread (pgmpost.c) */
 };
 
 typedef int (*tx_fn)(mnemo *m, void *ud);
@@ -178,8 +179,13 @@ void pm_params_free(params *p);
  * -------------------------------------------------------------------- */
 
 /* pg_advisory_xact_lock class of a tenant's memory writes (second key
- * hashtext(tenant)): shared by every write, exclusive for a merge. */
+ * hashtext(tenant)): shared by every write, exclusive for the moment a
+ * merge reads the newest memory (pgmpost.c). */
 #define PM_POST_LOCK "7170534"
+
+/* The class of the tenant's merge lock: exclusive for a merge, shared by
+ * updates, deletes and confirmations (which change merged memories). */
+#define PM_MERGE_LOCK "7170535"
 
 /* The CTE (named lk) taking it shared in an add's or import's statement,
  * $1 the tenant; the INSERT reads FROM lk, so that the lock is held before
@@ -187,7 +193,8 @@ void pm_params_free(params *p);
 #define PM_POST_LOCK_CTE                                                                       \
     "lk AS (SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1)))"
 
-/* Takes the lock shared in the caller's transaction (updates, deletes). */
+/* Takes both locks shared in the caller's transaction (updates, deletes,
+ * confirmations): after a merge running commits. */
 int pgmpost_lock_shared(mnemo *m);
 
 /* Records memory ID dead in the index when it was merged (its postings no
@@ -196,9 +203,17 @@ int pgmpost_lock_shared(mnemo *m);
 int pgmpost_dead(mnemo *m, const char *id);
 
 /* After a write committed memories up to SEQ (-1: ask the server): merges
- * the memories above the mark once enough wait. Never fails: a merge that
- * does not happen leaves them to be read from their rows. */
+ * the memories above the mark once enough wait. After an add (SEQ given)
+ * the merge runs on a thread and a connection of its own while the caller
+ * goes on (one at a time; where no second connection can be had, as on
+ * PGlite, in the call); after an import, in the call, once a merge
+ * running has ended. Never fails: a merge that does not happen leaves
+ * them to be read from their rows. Call it outside a transaction. */
 int pgmpost_catch_up(mnemo *m, int64_t seq);
+
+/* Waits for the handle's merge running on its thread, if any (before the
+ * handle closes). */
+void pgmpost_wait(mnemo *m);
 
 /* A memory's score factor inputs (mcand's). */
 typedef struct pgmpost_factors {

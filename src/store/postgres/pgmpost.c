@@ -12,13 +12,18 @@
  * count for nothing and which are read from their tsvectors, as the
  * memories above the mark are.
  *
- * Writes. An add or import takes the tenant's memory lock in shared mode
- * in its statement before its row gets a seq (PM_POST_LOCK_CTE); updates
- * and deletes take it at their start and record a merged memory dead. Once
- * MERGE_AT memories wait above the mark, the writer that sees it merges
- * them under the lock in exclusive mode: no write is in flight then, so
- * every seq below the largest one it reads is committed and read, and the
- * mark can move there. A merge writes one segment per key at the next
+ * Writes. An add or import takes the tenant's write lock in shared mode
+ * in its statement before its row gets a seq (PM_POST_LOCK_CTE); updates,
+ * deletes and confirmations take it and the merge lock shared at their
+ * start and record a merged memory dead. Once MERGE_AT memories wait above
+ * the mark, the writer that sees it merges them: it takes the write lock
+ * exclusive for a moment, when no write is in flight, so that every seq up
+ * to the largest one it reads then is committed (a later write's seq is
+ * larger); then, in a transaction of its own under the merge lock, it
+ * merges the memories up to that seq and moves the mark there, while adds
+ * go on. After an add the merge runs on a thread with a connection of its
+ * own (pgschema_worker), so that the writer does not wait for it. A merge
+ * writes one segment per key at the next
  * generation; every MERGE_GENS generations the keys with more segments are
  * folded into one; when the dead pass a share of the memories, the index
  * is built again. A merge that fails (or is killed) leaves the memories
@@ -30,13 +35,18 @@
  * applied), the expired memories and the mark; without a mark (never
  * merged: a database from before, or a small tenant) the caller reads rows.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/core.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgmem.h"
 #include "store/postgres/pgmem_int.h"
 #include "store/postgres/pgpost.h"
+#include "store/postgres/pgschema.h"
 
 #define MERGE_AT 2000          /* memories above the mark before a write merges them */
 #define MERGE_ROWS 2000        /* rows read per statement while merging */
@@ -462,11 +472,14 @@ static int fold(mnemo *m, int fac)
     return rc;
 }
 
-/* The merge, inside its transaction, under the exclusive lock. */
-static int merge_tx(mnemo *m, int64_t *mark)
+/* The merge of the memories up to seq TO (every one committed), inside
+ * its transaction, under the merge lock. */
+static int merge_tx(mnemo *m, int64_t to, int64_t *mark)
 {
     const char *t = pgconn_tenant(m);
-    const char *p[2] = {t, NULL};
+    char upto[32];
+    snprintf(upto, sizeof upto, "%lld", (long long)to);
+    const char *p[3] = {t, NULL, upto};
     pg_rows *r = NULL;
     int rc = pm_q(m, "merging the memory index",
                   "SELECT (SELECT merged FROM mnemo_memory_post_state WHERE tenant = $1), "
@@ -480,6 +493,10 @@ static int merge_tx(mnemo *m, int64_t *mark)
     int64_t merged = fresh ? -1 : ll(r, 0, 0), gen = fresh ? 0 : ll(r, 0, 1);
     long long ndead = ll(r, 0, 2), live = ll(r, 0, 3);
     pg_rows_free(r);
+    if (!fresh && to <= merged) { /* another writer's merge took them */
+        *mark = merged;
+        return MNEMO_OK;
+    }
     /* The statistics count the merged memories (pm_stats_merged): none
      * before the first merge, and a rebuild counts them all again. */
     if (fresh)
@@ -513,8 +530,9 @@ static int merge_tx(mnemo *m, int64_t *mark)
         rc = pm_q(m, "merging the memory index",
                   "SELECT seq, user_id, agent_id, run_id, type, ntok, tsv::text, importance, "
                   "subject, created_at, last_confirmed_at, confirmations, deleted_at IS NULL FROM "
-                  "mnemo_memories WHERE tenant = $1 AND seq > $2::bigint ORDER BY seq LIMIT 2000",
-                  2, p, &r);
+                  "mnemo_memories WHERE tenant = $1 AND seq > $2::bigint AND seq <= $3::bigint "
+                  "ORDER BY seq LIMIT 2000",
+                  3, p, &r);
         if (rc)
             break;
         size_t n = pg_nrows(r);
@@ -593,20 +611,106 @@ static int merge_tx(mnemo *m, int64_t *mark)
     return rc;
 }
 
-/* The merge in a transaction of its own; *MARK the mark after it. */
-static int merge(mnemo *m, int64_t *mark)
+/* The newest memory every write before it committed into *TO: read under
+ * the write lock taken exclusive, in a transaction that ends there (adds
+ * wait only for this moment). */
+static int merge_bound(mnemo *m, int64_t *to)
 {
     const char *p[1] = {pgconn_tenant(m)};
+    pg_rows *r = NULL;
     int rc = pm_q(m, "merging the memory index", "BEGIN", 0, NULL, NULL);
     if (!rc)
         rc = pm_q(m, "merging the memory index",
                   "SELECT pg_advisory_xact_lock(" PM_POST_LOCK ", hashtext($1))", 1, p, NULL);
+    if (!rc) /* a statement of its own: its snapshot is taken under the lock */
+        rc = pm_q(m, "merging the memory index",
+                  "SELECT coalesce(max(seq), -1) FROM mnemo_memories WHERE tenant = $1", 1, p,
+                  &r);
     if (!rc)
-        rc = merge_tx(m, mark);
+        *to = ll(r, 0, 0);
+    pg_rows_free(r);
     if (!rc)
         return pm_q(m, "merging the memory index", "COMMIT", 0, NULL, NULL);
     pm_q(m, "merging the memory index", "ROLLBACK", 0, NULL, NULL);
     return rc;
+}
+
+/* The merge; *MARK the mark after it. */
+static int merge(mnemo *m, int64_t *mark)
+{
+    const char *p[1] = {pgconn_tenant(m)};
+    int64_t to = -1;
+    int rc = merge_bound(m, &to);
+    if (rc || (rc = pm_q(m, "merging the memory index", "BEGIN", 0, NULL, NULL)))
+        return rc;
+    rc = pm_q(m, "merging the memory index",
+              "SELECT pg_advisory_xact_lock(" PM_MERGE_LOCK ", hashtext($1))", 1, p, NULL);
+    if (!rc)
+        rc = merge_tx(m, to, mark);
+    if (!rc)
+        return pm_q(m, "merging the memory index", "COMMIT", 0, NULL, NULL);
+    pm_q(m, "merging the memory index", "ROLLBACK", 0, NULL, NULL);
+    return rc;
+}
+
+/* A merge on a thread of its own, with a handle of its own. */
+typedef struct pgmerger {
+    pthread_t thread;
+    mnemo *w;        /* pgschema_worker's */
+    int64_t mark;    /* the mark after it, -1 when it failed */
+    atomic_int done; /* set as the thread ends */
+} pgmerger;
+
+static void *merger_main(void *ud)
+{
+    pgmerger *g = ud;
+    int64_t mark = -1;
+    g->mark = merge(g->w, &mark) == MNEMO_OK ? mark : -1;
+    atomic_store(&g->done, 1);
+    return NULL;
+}
+
+/* Starts a merge beside the caller: 1, or 0 when it cannot (no second
+ * connection to be had: the caller merges itself). */
+static int merger_start(mnemo *m, struct pgmem *ps)
+{
+    pgmerger *g = calloc(1, sizeof *g);
+    if (!g || !(g->w = pgschema_worker(m))) {
+        free(g);
+        return 0;
+    }
+    atomic_init(&g->done, 0);
+    if (pthread_create(&g->thread, NULL, merger_main, g) != 0) {
+        pgschema_worker_free(g->w);
+        free(g);
+        return 0;
+    }
+    ps->bg = g;
+    return 1;
+}
+
+/* Takes the merge running beside the handle once it has ended, or (WAIT)
+ * waits for it. */
+static void merger_reap(struct pgmem *ps, int wait)
+{
+    pgmerger *g = ps->bg;
+    if (!g || (!wait && !atomic_load(&g->done)))
+        return;
+    pthread_join(g->thread, NULL);
+    if (g->mark >= 0)
+        ps->post_mark = g->mark;
+    else
+        ps->post_known = 0;
+    pgmem_close(g->w);
+    pgschema_worker_free(g->w);
+    free(g);
+    ps->bg = NULL;
+}
+
+void pgmpost_wait(mnemo *m)
+{
+    if (m && m->pg && m->pg->mem)
+        merger_reap(m->pg->mem, 1);
 }
 
 int pgmpost_catch_up(mnemo *m, int64_t seq)
@@ -614,9 +718,13 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
     struct pgmem *ps = pm_state(m);
     if (!ps)
         return MNEMO_OK;
+    int after_add = seq >= 0;
+    merger_reap(ps, !after_add);
+    if (ps->bg) /* one at a time */
+        return MNEMO_OK;
     const char *p[1] = {pgconn_tenant(m)};
     pg_rows *r = NULL;
-    if (!ps->post_known || seq < 0) {
+    if (!ps->post_known || !after_add) {
         if (pm_q(m, "reading the memory index",
                  "SELECT coalesce((SELECT merged FROM mnemo_memory_post_state WHERE tenant = "
                  "$1), -1), (SELECT coalesce(max(seq), -1) FROM mnemo_memories WHERE tenant = $1)",
@@ -626,11 +734,11 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
         }
         ps->post_mark = ll(r, 0, 0);
         ps->post_known = 1;
-        if (seq < 0)
+        if (!after_add)
             seq = ll(r, 0, 1);
         pg_rows_free(r);
     }
-    if (seq - ps->post_mark < MERGE_AT)
+    if (seq - ps->post_mark < MERGE_AT || (after_add && merger_start(m, ps)))
         return MNEMO_OK;
     int64_t mark = -1;
     /* The memories stay found from their rows when it fails. */
@@ -646,7 +754,9 @@ int pgmpost_lock_shared(mnemo *m)
 {
     const char *p[1] = {pgconn_tenant(m)};
     return pm_q(m, "memories",
-                "SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1))", 1, p, NULL);
+                "SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1)), "
+                "pg_advisory_xact_lock_shared(" PM_MERGE_LOCK ", hashtext($1))",
+                1, p, NULL);
 }
 
 int pgmpost_dead(mnemo *m, const char *id)

@@ -38,6 +38,10 @@ struct pgstate {
     char *dsn;      /* a replica's DSN (NULL: the configured primary) */
     int side_asks;  /* times it was asked for */
     int side_off;   /* not to be opened again on this connection */
+    /* A worker's (pgschema_worker): connected once, on first use, to the
+     * primary's DSN (dsn) with the env file at env; never again. */
+    int fixed, tried;
+    char *env;
 };
 
 /* Closes S's connections and clears it. */
@@ -46,6 +50,7 @@ static void state_clear(struct pgstate *s)
     pg_close(s->side);
     pg_close(s->c);
     free(s->dsn);
+    free(s->env);
     memset(s, 0, sizeof *s);
 }
 
@@ -192,6 +197,19 @@ int pgschema_primary(mnemo *m, pg_conn **out)
     if (s->c && pg_ok(s->c)) {
         *out = s->c;
         return MNEMO_OK;
+    }
+    if (s->fixed) {
+        buf err;
+        buf_init(&err, 0);
+        pg_target t = {s->dsn, s->env, 3, 1};
+        int rc = s->tried ? MNEMO_UNAVAILABLE : pg_connect(&t, STATEMENT_TIMEOUT_MS, &s->c, &err);
+        s->tried = 1;
+        if (!rc)
+            *out = s->c;
+        else
+            core_error(m, rc, "%s", err.data ? err.data : "PostgreSQL: connection lost");
+        buf_cleanup(&err);
+        return rc;
     }
     state_clear(s);
     buf err;
@@ -548,6 +566,48 @@ int pgschema_side(mnemo *m, pg_conn **out)
     }
     *out = s->side;
     return 1;
+}
+
+mnemo *pgschema_worker(mnemo *m)
+{
+    pg_conn *c;
+    if (pgschema_primary(m, &c) || pg_in_transaction(c) || shared_session(m, c)) {
+        core_clear(m);
+        return NULL;
+    }
+    mnemo *w = calloc(1, sizeof *w);
+    pgback *b = w ? calloc(1, sizeof *b) : NULL;
+    struct pgstate *s = b ? calloc(1, sizeof *s) : NULL;
+    if (w)
+        w->pg = b;
+    if (b)
+        b->conn = s;
+    if (!s || !(b->tenant = strdup(pgconn_tenant(m)))) {
+        pgschema_worker_free(w);
+        return NULL;
+    }
+    buf_init(&w->err, 0);
+    buf_init(&w->warn, 0);
+    s->fixed = 1;
+    if (pgconn_primary_target(m, &s->dsn, &s->env)) {
+        pgschema_worker_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void pgschema_worker_free(mnemo *w)
+{
+    if (!w)
+        return;
+    if (w->pg) {
+        pgschema_state_free(w->pg->conn);
+        free(w->pg->tenant);
+        free(w->pg);
+    }
+    buf_cleanup(&w->err);
+    buf_cleanup(&w->warn);
+    free(w);
 }
 
 /* The state whose side connection is C, NULL when none is (any more). */

@@ -158,6 +158,17 @@ int pgschema_side_collect(mnemo *m, pg_conn *c, pg_rows **out);
  * not opened again on this connection. */
 void pgschema_side_drop(mnemo *m, pg_conn *c, int off);
 
+/* A handle of its own for work on another thread beside M (a merge of
+ * the memories' index): only a writable connection to M's primary (its
+ * schema checked through M's), made by its first statement, and M's
+ * tenant, no configuration; never connected again once lost (its
+ * statements fail). NULL when it cannot be made (inside a transaction, on
+ * a server that runs every connection in one session), M's error
+ * untouched. What the caller hangs on it (m->pg->mem)
+ * it frees before pgschema_worker_free. */
+mnemo *pgschema_worker(mnemo *m);
+void pgschema_worker_free(mnemo *w);
+
 /* Frees the connection state kept on the handle. Accepts a handle without. */
 void pgschema_close(mnemo *m);
 
