@@ -1338,12 +1338,18 @@ BACKEND_TEST(backend_mem_stats_merged_and_not)
                           "IS NULL GROUP BY tenant; INSERT INTO mnemo_memory_terms(tenant, "
                           "lexeme, slot, df) SELECT tenant, l, 0, count(*) FROM mnemo_memories, "
                           "unnest(tsvector_to_array(tsv)) l WHERE deleted_at IS NULL GROUP BY 1, "
-                          "2; DELETE FROM mnemo_migrations WHERE version >= 11; COMMIT",
+                          "2; ALTER INDEX mnemo_memories_tsv RESET (gin_pending_list_limit); "
+                          "DELETE FROM mnemo_migrations WHERE version >= 11; COMMIT",
                           NULL),
                   0);
+        PSQL_EQ("SELECT reloptions IS NULL FROM pg_class WHERE relname = 'mnemo_memories_tsv'",
+                "t\n");
         m = be_open("ws", "provider=none", "memoryContext=0", NULL);
         same_scores(m, lite, tid);
         PSQL_EQ("SELECT count(*) FROM mnemo_migrations WHERE version = 11", "1\n");
+        /* Migration 12: the GIN index's smaller pending list. */
+        PSQL_EQ("SELECT reloptions::text FROM pg_class WHERE relname = 'mnemo_memories_tsv'",
+                "{gin_pending_list_limit=1024}\n");
         stats_exact();
         /* A second merge takes the memories above the mark in. */
         buf_init(&jl, 0);

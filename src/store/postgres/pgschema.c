@@ -56,7 +56,7 @@ static void state_clear(struct pgstate *s)
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
     NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6,
-    pgmem_ddl7, pgmem_ddl8, pgstore_ddl9, pgstore_ddl10, pgmem_ddl11};
+    pgmem_ddl7, pgmem_ddl8, pgstore_ddl9, pgstore_ddl10, pgmem_ddl11, pgmem_ddl12};
 
 static int fail(mnemo *m, int rc, const char *what, buf *err)
 {

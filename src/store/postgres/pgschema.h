@@ -37,6 +37,8 @@
  *  11  the memories' statistics count the memories the memories' index
  *      merged, not each add (an add writes no counter row): counted again
  *      (pgmem.c: pgmem_ddl11)
+ *  12  the memories' GIN index keeps a smaller pending list (pgmem.c:
+ *      pgmem_ddl12)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> (tenant, chunk_id,
@@ -50,7 +52,7 @@
 #include "mnemo.h"
 #include "store/postgres/pg.h"
 
-#define PGSCHEMA_VERSION 11
+#define PGSCHEMA_VERSION 12
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -64,6 +66,7 @@ extern const char *const pgmem_ddl8[];
 extern const char *const pgstore_ddl9[];
 extern const char *const pgstore_ddl10[];
 extern const char *const pgmem_ddl11[];
+extern const char *const pgmem_ddl12[];
 
 /* The handle's writable connection, connected and migrated on first use and
  * again after the server went away. *OUT belongs to the handle. Errors
