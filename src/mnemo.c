@@ -24,6 +24,7 @@
 #include "engine/provider.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgmem.h"
+#include "store/postgres/pgmpost.h"
 #include "store/postgres/pgroute.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgsource.h"
@@ -81,6 +82,7 @@ static void pg_close_all(mnemo *m)
 {
     pgroute_close(m);
     pgstore_close(m);
+    pgmpost_wait(m); /* a merge of the memories' index on its thread */
     pgmem_close(m);
     pgschema_close(m);
 }

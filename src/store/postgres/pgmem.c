@@ -185,7 +185,6 @@ void pgmem_close(mnemo *m)
 {
     if (!m || !m->pg || !m->pg->mem)
         return;
-    pgmpost_wait(m);
     tok_free(m->pg->mem->dtok);
     free(m->pg->mem->lang);
     free(m->pg->mem);

@@ -211,10 +211,6 @@ int pgmpost_dead(mnemo *m, const char *id);
  * them to be read from their rows. Call it outside a transaction. */
 int pgmpost_catch_up(mnemo *m, int64_t seq);
 
-/* Waits for the handle's merge running on its thread, if any (before the
- * handle closes). */
-void pgmpost_wait(mnemo *m);
-
 /* A memory's score factor inputs (mcand's). */
 typedef struct pgmpost_factors {
     double importance, created, confirmed, confirmations;

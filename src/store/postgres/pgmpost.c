@@ -45,6 +45,7 @@
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgmem_int.h"
+#include "store/postgres/pgmpost.h"
 #include "store/postgres/pgpost.h"
 #include "store/postgres/pgschema.h"
 
