@@ -1431,6 +1431,40 @@ BACKEND_TEST(backend_mem_postings_upgrade)
     mnemo_close(lite);
 }
 
+static int read_line(int fd, char *line, size_t size);
+
+/* A psql session running SQL, its output thrown away (its end is a
+ * terminated session). */
+static pid_t psql_session(const char *sql)
+{
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) { /* psql itself: pg_psql's file names are the parent's */
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execl("/usr/bin/psql", "psql", "-X", "-q", "-At", "-d", pg_url(be_server()), "-c", sql,
+              (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Polls SQL (a count) until it is above 0: whether it was. */
+static int psql_until(const char *sql)
+{
+    int seen = 0;
+    for (int i = 0; i < 3000 && !seen; i++) {
+        char *rows = NULL;
+        pg_psql(be_server(), sql, &rows);
+        seen = rows && atoi(rows) > 0;
+        free(rows);
+    }
+    return seen;
+}
+
 /* A writer killed while it merges leaves the memories to the rows: every
  * search as on SQLite, and the next write merges them. */
 BACKEND_TEST_CONCURRENT(backend_mem_postings_killed_merge)
@@ -1446,29 +1480,11 @@ BACKEND_TEST_CONCURRENT(backend_mem_postings_killed_merge)
     post_lines(&jl, 0, 6000);
     /* A session holding the tenant's write lock shared makes the merge wait
      * for it, after the import committed: the writer is killed there. */
-    pid_t holder = fork();
-    ASSERT(holder >= 0);
-    if (holder == 0) { /* psql itself: pg_psql's file names are the parent's */
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) { /* its end is a terminated session */
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        execl("/usr/bin/psql", "psql", "-X", "-q", "-At", "-d", pg_url(be_server()), "-c",
-              "SELECT pg_advisory_lock_shared(7170534, hashtext((SELECT min(tenant) FROM "
-              "mnemo_memories))), pg_sleep(60)",
-              (char *)NULL);
-        _exit(127);
-    }
-    int st, seen = 0;
-    for (int i = 0; i < 2000 && !seen; i++) {
-        char *rows = NULL;
-        pg_psql(be_server(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
-                "classid = 7170534 AND granted", &rows);
-        seen = rows && atoi(rows) > 0;
-        free(rows);
-    }
-    ASSERT(seen);
+    pid_t holder = psql_session("SELECT pg_advisory_lock_shared(7170534, hashtext((SELECT "
+                                "min(tenant) FROM mnemo_memories))), pg_sleep(60)");
+    int st;
+    ASSERT(psql_until("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+                      "classid = 7170534 AND granted"));
     pid_t pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0) {
@@ -1477,18 +1493,8 @@ BACKEND_TEST_CONCURRENT(backend_mem_postings_killed_merge)
         mnemo_memory_import(c, jl.data, jl.len, &in, &skip);
         _exit(0);
     }
-    seen = 0;
-    for (int i = 0; i < 3000 && !seen; i++) {
-        char *rows = NULL;
-        pg_psql(be_server(),
-                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
-                "'%pg_advisory_xact_lock(7170534%' AND wait_event_type = 'Lock'",
-                &rows);
-        seen = rows && atoi(rows) > 0;
-        free(rows);
-
-    }
-    ASSERT(seen);
+    ASSERT(psql_until("SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
+                      "'%pg_advisory_xact_lock(7170534%' AND wait_event_type = 'Lock'"));
     kill(pid, SIGKILL);
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
     ASSERT_EQ(pg_psql(be_server(),
@@ -1535,40 +1541,6 @@ static char *all_searches(mnemo *m)
             mnemo_free(x);
         }
     return buf_detach(&b);
-}
-
-static int read_line(int fd, char *line, size_t size);
-
-/* A psql session running SQL, its output thrown away (its end is a
- * terminated session). */
-static pid_t psql_session(const char *sql)
-{
-    pid_t pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0) { /* psql itself: pg_psql's file names are the parent's */
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        execl("/usr/bin/psql", "psql", "-X", "-q", "-At", "-d", pg_url(be_server()), "-c", sql,
-              (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* Polls SQL (a count) until it is above 0: whether it was. */
-static int psql_until(const char *sql)
-{
-    int seen = 0;
-    for (int i = 0; i < 3000 && !seen; i++) {
-        char *rows = NULL;
-        pg_psql(be_server(), sql, &rows);
-        seen = rows && atoi(rows) > 0;
-        free(rows);
-    }
-    return seen;
 }
 
 /* The merge an add starts runs beside the adds, on a connection of its
