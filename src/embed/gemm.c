@@ -512,6 +512,10 @@ vnni_q8(const uint8_t *xq, const float *sx, const int8_t *wq, const float *qs,
         __m512i z1 = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(k1, qsum + n0 + 16), 7);
         __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias + n0) : _mm512_setzero_ps();
         __m512 b1 = bias && k1 ? _mm512_maskz_loadu_ps(k1, bias + n0 + 16) : _mm512_setzero_ps();
+        /* A query's few tiles: the next two panels fetched meanwhile, as
+         * in avx512_packed. */
+        int left = (N + PANEL - 1) / PANEL - (n0 + 32) / PANEL;
+        int pf = M <= 32 && left > 0 ? (left > 1 ? 2 : 1) : 0;
         for (int m = 0; m < M; m += 8) {
             int mr = M - m < 8 ? M - m : 8;
             const uint8_t *xr[8];
@@ -520,9 +524,7 @@ vnni_q8(const uint8_t *xq, const float *sx, const int8_t *wq, const float *qs,
                 xr[i] = xq + (size_t)(m + (i < mr ? i : 0)) * K4;
                 c[i][0] = c[i][1] = _mm512_setzero_si512();
             }
-            for (int k = 0; k < K4; k += 4) {
-                __m512i w0 = _mm512_loadu_si512(p0 + (size_t)k * 16);
-                __m512i w1 = _mm512_loadu_si512(p1 + (size_t)k * 16);
+            const char *nx = pf && m == 0 ? (const char *)(p0 + (size_t)2 * PANEL * K4) : NULL;
 #define QROW(i)                                                                                \
     {                                                                                          \
         int32_t a4_;                                                                           \
@@ -531,9 +533,20 @@ vnni_q8(const uint8_t *xq, const float *sx, const int8_t *wq, const float *qs,
         c[i][0] = _mm512_dpbusd_epi32(c[i][0], a_, w0);                                        \
         c[i][1] = _mm512_dpbusd_epi32(c[i][1], a_, w1);                                        \
     }
-                QROW(0) QROW(1) QROW(2) QROW(3) QROW(4) QROW(5) QROW(6) QROW(7)
+#define STEP(PREFETCH)                                                                          \
+    for (int k = 0; k < K4; k += 4) {                                                           \
+        __m512i w0 = _mm512_loadu_si512(p0 + (size_t)k * 16);                                   \
+        __m512i w1 = _mm512_loadu_si512(p1 + (size_t)k * 16);                                   \
+        PREFETCH                                                                                \
+        QROW(0) QROW(1) QROW(2) QROW(3) QROW(4) QROW(5) QROW(6) QROW(7)                         \
+    }
+            if (nx)
+                STEP(_mm_prefetch(nx + (size_t)k * 16 * pf, _MM_HINT_T1);
+                     _mm_prefetch(nx + (size_t)k * 16 * pf + 64 * (pf - 1), _MM_HINT_T1);)
+            else
+                STEP()
+#undef STEP
 #undef QROW
-            }
             for (int i = 0; i < mr; i++) {
                 __m512 v = _mm512_set1_ps(sx[m + i]);
                 float *yr = y + (size_t)(m + i) * ldy + n0;
