@@ -38,6 +38,7 @@ struct pgmem {
     int64_t post_mark; /* the memory index's mark as this handle saw it last */
     int post_known;    /* post_mark was read */
     struct pgmerger *bg; /* a merge running on its own thread (pgmpost.c) */
+    int bg_off;          /* one failed there: the writers merge in the call again */
 };
 
 typedef int (*tx_fn)(mnemo *m, void *ud);

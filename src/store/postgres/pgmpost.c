@@ -698,10 +698,12 @@ static void merger_reap(struct pgmem *ps, int wait)
     if (!g || (!wait && !atomic_load(&g->done)))
         return;
     pthread_join(g->thread, NULL);
-    if (g->mark >= 0)
+    if (g->mark >= 0) {
         ps->post_mark = g->mark;
-    else
+    } else { /* a second connection refused or lost: not tried at every add */
         ps->post_known = 0;
+        ps->bg_off = 1;
+    }
     pgmem_close(g->w);
     pgschema_worker_free(g->w);
     free(g);
@@ -739,7 +741,7 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
             seq = ll(r, 0, 1);
         pg_rows_free(r);
     }
-    if (seq - ps->post_mark < MERGE_AT || (after_add && merger_start(m, ps)))
+    if (seq - ps->post_mark < MERGE_AT || (after_add && !ps->bg_off && merger_start(m, ps)))
         return MNEMO_OK;
     int64_t mark = -1;
     /* The memories stay found from their rows when it fails. */
