@@ -39,6 +39,7 @@ struct pgmem {
     int post_known;    /* post_mark was read */
     struct pgmerger *bg; /* a merge running on its own thread (pgmpost.c) */
     int bg_off;          /* one failed there: the writers merge in the call again */
+    long adds;           /* memories this handle added */
 };
 
 typedef int (*tx_fn)(mnemo *m, void *ud);
@@ -204,11 +205,12 @@ int pgmpost_lock_shared(mnemo *m);
 int pgmpost_dead(mnemo *m, const char *id);
 
 /* After a write committed memories up to SEQ (-1: ask the server): merges
- * the memories above the mark once enough wait. After an add (SEQ given)
- * the merge runs on a thread and a connection of its own while the caller
- * goes on (one at a time; where no second connection can be had, as on
- * PGlite, in the call); after an import, in the call, once a merge
- * running has ended. Never fails: a merge that does not happen leaves
+ * the memories above the mark once enough wait. After an add (SEQ given),
+ * from a handle's second add on, the merge runs on a thread and a
+ * connection of its own while the caller goes on (one at a time; where no
+ * second connection can be had, as on PGlite, or once one failed there,
+ * in the call); after an import or a handle's first add, in the call,
+ * once a merge running has ended. Never fails: a merge that does not happen leaves
  * them to be read from their rows. Call it outside a transaction. */
 int pgmpost_catch_up(mnemo *m, int64_t seq);
 

@@ -722,6 +722,7 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
     if (!ps)
         return MNEMO_OK;
     int after_add = seq >= 0;
+    ps->adds += after_add;
     merger_reap(ps, !after_add);
     if (ps->bg) /* one at a time */
         return MNEMO_OK;
@@ -741,7 +742,10 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
             seq = ll(r, 0, 1);
         pg_rows_free(r);
     }
-    if (seq - ps->post_mark < MERGE_AT || (after_add && !ps->bg_off && merger_start(m, ps)))
+    /* On a thread after a handle's second add on: a handle that adds once
+     * (a command) would only wait for it at its close. */
+    if (seq - ps->post_mark < MERGE_AT ||
+        (after_add && ps->adds > 1 && !ps->bg_off && merger_start(m, ps)))
         return MNEMO_OK;
     int64_t mark = -1;
     /* The memories stay found from their rows when it fails. */
