@@ -1651,6 +1651,132 @@ BACKEND_TEST_CONCURRENT(backend_mem_merge_beside_adds)
     mnemo_close(m);
 }
 
+/* A merge beside the adds that loses its connection: the handle merges in
+ * the call from then on (no thread and connection tried at every add), and
+ * the memories are found from their rows meanwhile. */
+BACKEND_TEST_CONCURRENT(backend_mem_merge_beside_lost)
+{
+    if (!be_server())
+        return;
+    mnemo *m, *lite;
+    post_start(&m, &lite); /* 2,300 imported and merged */
+    mnemo_close(lite);
+    char *pids = NULL; /* the handle's session: the only other one now */
+    ASSERT_EQ(pg_psql(be_server(),
+                      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                      "AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                      &pids),
+              0);
+    ASSERT(pids && strchr(pids, '\n') == strrchr(pids, '\n'));
+    long long handle_pid = atoll(pids);
+    free(pids);
+    ASSERT(handle_pid > 0);
+    pid_t holder = psql_session("BEGIN; SELECT 1 FROM mnemo_memory_post_state FOR UPDATE; "
+                                "SELECT pg_sleep(60)");
+    ASSERT(psql_until("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE%' "
+                      "AND pid <> pg_backend_pid() AND state = 'active'"));
+    char rec[160], *x = NULL;
+    int j = 0;
+    for (; j < 2010; j++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"quartz %s note %d\",\"user_id\":\"alice\"}",
+                 j % 2 ? "onyx" : "maple", j);
+        ASSERT_OK(mnemo_memory_add(m, rec, &x));
+        mnemo_free(x);
+    }
+    /* The merge, waiting on its own connection: that connection dies. */
+    static const char merging[] = "query LIKE 'INSERT INTO mnemo_memory_post_state%' AND "
+                                  "wait_event_type = 'Lock'";
+    char sql[400];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE %s", merging);
+    ASSERT(psql_until(sql));
+    snprintf(sql, sizeof sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE %s", merging);
+    ASSERT_EQ(pg_psql(be_server(), sql, NULL), 0);
+    ASSERT_EQ(pg_psql(be_server(),
+                      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE "
+                      "'%pg_sleep(60)%' AND pid <> pg_backend_pid()",
+                      NULL),
+              0);
+    int st;
+    ASSERT_EQ(waitpid(holder, &st, 0), holder);
+    PSQL_EQ("SELECT gen FROM mnemo_memory_post_state", "1\n");
+    /* The add that finds the failed merge merges in its call, on the
+     * handle's connection: held up by another holder of the state's row,
+     * the session seen waiting is the handle's. */
+    holder = psql_session("BEGIN; SELECT 1 FROM mnemo_memory_post_state FOR UPDATE; "
+                          "SELECT pg_sleep(60)");
+    ASSERT(psql_until("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE%' "
+                      "AND pid <> pg_backend_pid() AND state = 'active'"));
+    int fd[2];
+    ASSERT_EQ(pipe(fd), 0);
+    pid_t watcher = fork();
+    ASSERT(watcher >= 0);
+    if (watcher == 0) {
+        close(fd[0]);
+        char *pid = NULL;
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE %s", merging);
+        int ok = psql_until(sql);
+        snprintf(sql, sizeof sql, "SELECT pid FROM pg_stat_activity WHERE %s", merging);
+        ok = ok && pg_psql(be_server(), sql, &pid) == 0 && pid;
+        pg_psql(be_server(),
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE "
+                "'%pg_sleep(60)%' AND pid <> pg_backend_pid()",
+                NULL);
+        ssize_t wr = ok ? write(fd[1], pid, strlen(pid)) : 0;
+        _exit(wr > 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    for (int k = 0; k < 20; k++, j++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"quartz late note %d\",\"user_id\":\"alice\"}", j);
+        ASSERT_OK(mnemo_memory_add(m, rec, &x));
+        mnemo_free(x);
+    }
+    char waiting[32] = "";
+    ASSERT_EQ(read_line(fd[0], waiting, sizeof waiting), 1);
+    close(fd[0]);
+    ASSERT_EQ(waitpid(watcher, &st, 0), watcher);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ASSERT_EQ(waitpid(holder, &st, 0), holder);
+    ASSERT_EQ(atoll(waiting), handle_pid);
+    PSQL_EQ("SELECT gen FROM mnemo_memory_post_state", "2\n");
+    /* And the next merge as well. */
+    char *got = NULL;
+    for (int k = 0; k < 2100; k++, j++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"maple later note %d\",\"user_id\":\"bob\"}", j);
+        ASSERT_OK(mnemo_memory_add(m, rec, &x));
+        mnemo_free(x);
+        if (k < 1950) /* 2,000 after the last merge's mark, 20 adds before these */
+            continue;
+        free(got);
+        got = NULL;
+        ASSERT_EQ(pg_psql(be_server(),
+                          "SELECT gen, merged = (SELECT max(seq) FROM mnemo_memories) FROM "
+                          "mnemo_memory_post_state",
+                          &got),
+                  0);
+        if (got[0] != '2')
+            break;
+    }
+    ASSERT_STR_EQ(got, "3|t\n");
+    free(got);
+    mnemo_close(m);
+    stats_exact();
+    m = be_open("ws", "provider=none", NULL);
+    char *indexed = all_searches(m);
+    mnemo_close(m);
+    ASSERT_EQ(pg_psql(be_server(),
+                      "DELETE FROM mnemo_memory_post_state; DELETE FROM mnemo_memory_stats; "
+                      "DELETE FROM mnemo_memory_terms",
+                      NULL),
+              0);
+    m = be_open("ws", "provider=none", NULL);
+    char *rows = all_searches(m);
+    ASSERT_STR_EQ(indexed, rows);
+    free(indexed);
+    free(rows);
+    mnemo_close(m);
+}
+
 /* ----------------------------------------------------------------------
  * Many writers: exact statistics, the results of one writer
  * -------------------------------------------------------------------- */
