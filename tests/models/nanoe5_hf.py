@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bert_ref  # noqa: E402  (xlmr_tokenizer, build_darts: the Precompiled map)
+import bert_ref  # noqa: E402  (xlmr_tokenizer with its Precompiled map, write_safetensors)
 
 SPIECE = "\u2581"
 
@@ -105,19 +105,6 @@ def tensor(tensors, name, rows, cols):
     return dequant_q4(buf, rows, cols)
 
 
-def write_safetensors(path, arrays):
-    header, off = {}, 0
-    for k, a in arrays.items():
-        header[k] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
-        off += a.nbytes
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h)
-        for a in arrays.values():
-            f.write(np.ascontiguousarray(a, dtype="<f4").tobytes())
-
-
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -159,7 +146,7 @@ def main():
                 a[p + "weight"] = tensor(t, "l%d.%s.w" % (l, short), rows, cols)
                 a[p + "bias"] = tensor(t, "l%d.%s.b" % (l, short), 1, rows)[0]
     os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
-    write_safetensors(os.path.join(out, "model.safetensors"), a)
+    bert_ref.write_safetensors(os.path.join(out, "model.safetensors"), a, "F32")
     json.dump({"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta",
                "hidden_size": H, "num_hidden_layers": c["NL"], "num_attention_heads": c["NH"],
                "intermediate_size": FF, "hidden_act": "gelu", "vocab_size": c["VOC"],
