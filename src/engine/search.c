@@ -39,12 +39,18 @@
 
 #define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
 /* Vector score calibration: z = (cos - mean) / sd over all chunks for this
- * query; v = (z - Z_FLOOR) / Z_SPAN, clamped. Below Z_MIN_ROWS chunks the
- * spread cannot be estimated and v = (cos - rest) / (1 - rest), rest the
- * mean of the other chunks' cosines. */
+ * query; v = (z - Z_FLOOR) / Z_SPAN, clamped. Below Z_MIN_ROWS chunks one
+ * that stands out inflates the spread it is measured by, so it is measured
+ * by the others' mean and spread (leave-one-out; a single outlier among n
+ * rows can be at most (n - 1) / sqrt(n) deviations from all of them, 3.2 at
+ * n = 12). Below Z_LOO_ROWS their spread cannot be estimated either, and v =
+ * (cos - rest) / (1 - rest), rest the mean of the others' cosines: on the
+ * scale of cosines, which for models whose unrelated texts sit near 0.8
+ * keeps even a clear match low. */
 #define Z_FLOOR 2.5
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
+#define Z_LOO_ROWS 8
 
 typedef search_cand cand;
 
@@ -52,8 +58,15 @@ typedef search_cand cand;
 static double vec_score(const search_vstats *vs, double cs)
 {
     double v;
+    double n = (double)vs->count;
     if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6) {
         v = ((cs - vs->mean) / vs->sd - Z_FLOOR) / Z_SPAN;
+    } else if (vs->count >= Z_LOO_ROWS) {
+        double mo = (vs->mean * n - cs) / (n - 1);
+        double sq = (vs->sd * vs->sd + vs->mean * vs->mean) * n - cs * cs;
+        double var = sq / (n - 1) - mo * mo;
+        double sd = var > 1e-8 ? sqrt(var) : 1e-4; /* the others all alike */
+        v = ((cs - mo) / sd - Z_FLOOR) / Z_SPAN;
     } else if (vs->count > 1) {
         /* How far it stands above the others. */
         double rest = (vs->mean * (double)vs->count - cs) / (double)(vs->count - 1);
