@@ -1543,6 +1543,28 @@ static char *all_searches(mnemo *m)
     return buf_detach(&b);
 }
 
+/* The statistics equal a recount, and every search of all_searches()
+ * through the memories' index gives what the same search through the rows
+ * gives (the index state dropped). */
+static void index_as_rows(void)
+{
+    stats_exact();
+    mnemo *m = be_open("ws", "provider=none", NULL);
+    char *indexed = all_searches(m);
+    mnemo_close(m);
+    ASSERT_EQ(pg_psql(be_server(),
+                      "DELETE FROM mnemo_memory_post_state; DELETE FROM mnemo_memory_stats; "
+                      "DELETE FROM mnemo_memory_terms",
+                      NULL),
+              0);
+    m = be_open("ws", "provider=none", NULL);
+    char *rows = all_searches(m);
+    ASSERT_STR_EQ(indexed, rows);
+    free(indexed);
+    free(rows);
+    mnemo_close(m);
+}
+
 /* The merge an add starts runs beside the adds, on a connection of its
  * own: held up in the middle (another session holds the index state's
  * row), it keeps the tenant's merge lock while the adds go on; deletes
@@ -1633,22 +1655,7 @@ BACKEND_TEST_CONCURRENT(backend_mem_merge_beside_adds)
             "FROM mnemo_memory_post_state)",
             "t\n");
     PSQL_EQ("SELECT count(*) >= 14 FROM mnemo_memory_post_dead", "t\n");
-    stats_exact();
-    m = be_open("ws", "provider=none", NULL);
-    char *indexed = all_searches(m);
-    mnemo_close(m);
-    /* The rows give the same. */
-    ASSERT_EQ(pg_psql(be_server(),
-                      "DELETE FROM mnemo_memory_post_state; DELETE FROM mnemo_memory_stats; "
-                      "DELETE FROM mnemo_memory_terms",
-                      NULL),
-              0);
-    m = be_open("ws", "provider=none", NULL);
-    char *rows = all_searches(m);
-    ASSERT_STR_EQ(indexed, rows);
-    free(indexed);
-    free(rows);
-    mnemo_close(m);
+    index_as_rows();
 }
 
 /* A merge beside the adds that loses its connection: the handle merges in
@@ -1760,21 +1767,7 @@ BACKEND_TEST_CONCURRENT(backend_mem_merge_beside_lost)
     ASSERT_STR_EQ(got, "3|t\n");
     free(got);
     mnemo_close(m);
-    stats_exact();
-    m = be_open("ws", "provider=none", NULL);
-    char *indexed = all_searches(m);
-    mnemo_close(m);
-    ASSERT_EQ(pg_psql(be_server(),
-                      "DELETE FROM mnemo_memory_post_state; DELETE FROM mnemo_memory_stats; "
-                      "DELETE FROM mnemo_memory_terms",
-                      NULL),
-              0);
-    m = be_open("ws", "provider=none", NULL);
-    char *rows = all_searches(m);
-    ASSERT_STR_EQ(indexed, rows);
-    free(indexed);
-    free(rows);
-    mnemo_close(m);
+    index_as_rows();
 }
 
 /* ----------------------------------------------------------------------
