@@ -96,6 +96,12 @@ mnemo_sync_stats test_sync(mnemo *m);
 /* Imports the static table "tiny" (4 dimensions: car ~ automobile ~
  * vehicle, kitten ~ cat) into the test's models folder. */
 void test_tiny_table(void);
+/* Imports the static table "lean": every word's vector leans one way (all
+ * cosines near 0.9, as neural models' are); "car" ~ "automobile" (0.94),
+ * nine topic words (test_lean_words) about as far from "car" as from each
+ * other, and "zebra" near nothing. */
+void test_lean_table(void);
+extern const char *const test_lean_words[9];
 /* Imports the word table FILE (under the test directory) as NAME; its
  * report must hold EXPECT unless NULL. */
 void test_import_table(const char *file, const char *name, const char *expect);

@@ -370,32 +370,13 @@ TEST(hybrid_vector_only_hit_in_small_workspace)
  * a query that matches nothing is answered with nothing. */
 TEST(hybrid_vector_only_hit_high_baseline)
 {
-    static const char *const words[] = {"apple",   "river",  "violin", "marble", "cactus",
-                                        "lantern", "pepper", "saddle", "walrus"};
-    char t[2048];
-    size_t n = 0;
-    /* 13 dimensions: 0 shared by all, 1 the query's, 2-10 a topic each, 11
-     * the rest of the match's meaning, 12 a word no note has. */
-    n += (size_t)snprintf(t + n, sizeof t - n, "car 3 1 0 0 0 0 0 0 0 0 0 0 0\n"
-                                               "automobile 3 0.4 0 0 0 0 0 0 0 0 0 0.9 0\n"
-                                               "zebra 3 0 0 0 0 0 0 0 0 0 0 0 1\n");
+    test_lean_table();
     for (int k = 0; k < 9; k++) {
-        n += (size_t)snprintf(t + n, sizeof t - n, "%s 3 0", words[k]);
-        for (int d = 2; d < 13; d++)
-            n += (size_t)snprintf(t + n, sizeof t - n, " %s",
-                                  d != k + 2     ? "0"
-                                  : k % 3 == 0 ? "0.95"
-                                  : k % 3 == 1 ? "1"
-                                               : "1.05");
-        n += (size_t)snprintf(t + n, sizeof t - n, "\n");
         char path[64], text[64];
-        snprintf(path, sizeof path, "ws/memory/%s.md", words[k]);
-        snprintf(text, sizeof text, "The %s, noted.\n", words[k]);
+        snprintf(path, sizeof path, "ws/memory/%s.md", test_lean_words[k]);
+        snprintf(text, sizeof text, "The %s, noted.\n", test_lean_words[k]);
         test_write(path, text);
     }
-    ASSERT(n < sizeof t);
-    test_write("table.txt", t);
-    test_import_table("table.txt", "lean", NULL);
     test_write("ws/memory/auto.md", "The automobile, noted.\n");
     mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=lean", NULL);
     test_sync(m);

@@ -493,6 +493,32 @@ TEST(memory_hybrid_keeps_keyword_only_hits)
     mnemo_close(m);
 }
 
+/* Ten memories whose vectors all lean one way (every cosine near 0.9, as
+ * neural models' are): the one that means what the query asks stands far
+ * out from the others and is found by meaning alone at the default
+ * threshold; a query that means none of them finds nothing. */
+TEST(memory_vector_only_hit_high_baseline)
+{
+    at("2026-11-29T12:00:00Z");
+    test_lean_table();
+    test_mkdir("ws");
+    mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=lean", NULL);
+    test_sync(m);
+    char rec[96];
+    for (int k = 0; k < 9; k++) {
+        snprintf(rec, sizeof rec, "{\"text\":\"The %s, noted\"}", test_lean_words[k]);
+        free(add(m, rec));
+    }
+    free(add(m, "{\"text\":\"The automobile, noted\"}"));
+    char *t = search_texts(m, "car", NULL);
+    ASSERT_STR_EQ(t, "The automobile, noted");
+    free(t);
+    t = search_texts(m, "zebra", NULL);
+    ASSERT_STR_EQ(t, "");
+    free(t);
+    mnemo_close(m);
+}
+
 /* Ranking counts meaning that is related but does not stand out; thresholds
  * count only meaning that stands out. A table in two dimensions: the query
  * word "mechanic" along x, 38 notes spread evenly from cosine -0.95 to

@@ -298,6 +298,33 @@ void test_tiny_table(void)
     test_import_table("glove.txt", "tiny", "\"words\":9");
 }
 
+const char *const test_lean_words[9] = {"apple",   "river",  "violin", "marble", "cactus",
+                                        "lantern", "pepper", "saddle", "walrus"};
+
+void test_lean_table(void)
+{
+    char t[2048];
+    size_t n = 0;
+    /* 13 dimensions: 0 shared by all, 1 the query's, 2-10 a topic each, 11
+     * the rest of the match's meaning, 12 a word nothing else has. */
+    n += (size_t)snprintf(t + n, sizeof t - n, "car 3 1 0 0 0 0 0 0 0 0 0 0 0\n"
+                                               "automobile 3 0.4 0 0 0 0 0 0 0 0 0 0.9 0\n"
+                                               "zebra 3 0 0 0 0 0 0 0 0 0 0 0 1\n");
+    for (int k = 0; k < 9; k++) {
+        n += (size_t)snprintf(t + n, sizeof t - n, "%s 3 0", test_lean_words[k]);
+        for (int d = 2; d < 13; d++)
+            n += (size_t)snprintf(t + n, sizeof t - n, " %s",
+                                  d != k + 2     ? "0"
+                                  : k % 3 == 0 ? "0.95"
+                                  : k % 3 == 1 ? "1"
+                                               : "1.05");
+        n += (size_t)snprintf(t + n, sizeof t - n, "\n");
+    }
+    ASSERT(n < sizeof t);
+    test_write("lean.txt", t);
+    test_import_table("lean.txt", "lean", "\"words\":12");
+}
+
 void test_import_table(const char *file, const char *name, const char *expect)
 {
     mnemo_config *c;

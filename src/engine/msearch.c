@@ -35,6 +35,7 @@
 #define Z_RANK 1.0  /* related meaning: ranking */
 #define Z_SPAN 4.0
 #define Z_MIN_ROWS 32
+#define Z_LOO_ROWS 8 /* from here to Z_MIN_ROWS: the others' spread */
 #define USER_BOOST 1.5
 #define PRIOR_COS 0.3
 #define PRIOR_ROWS 8.0
@@ -119,9 +120,19 @@ static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 
 void mem_vec_set(mcand *c, double cos, size_t n, double sum, double sd)
 {
-    double v;
-    if (n >= Z_MIN_ROWS && sd > 1e-6) {
-        double z = (cos - sum / (double)n) / sd;
+    double v, dn = (double)n;
+    int loo = n >= Z_LOO_ROWS && n < Z_MIN_ROWS;
+    if ((n >= Z_MIN_ROWS && sd > 1e-6) || loo) {
+        double z;
+        if (loo) {
+            /* Fewer: one that stands out would inflate the spread it is
+             * measured by, so the others' mean and spread (search.c). */
+            double mean = sum / dn, mo = (sum - cos) / (dn - 1);
+            double var = ((sd * sd + mean * mean) * dn - cos * cos) / (dn - 1) - mo * mo;
+            z = (cos - mo) / (var > 1e-8 ? sqrt(var) : 1e-4);
+        } else {
+            z = (cos - sum / dn) / sd;
+        }
         c->vec = clamp01((z - Z_FLOOR) / Z_SPAN);
         c->vrank = clamp01((z - Z_RANK) / Z_SPAN);
         return;

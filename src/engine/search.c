@@ -61,7 +61,7 @@ static double vec_score(const search_vstats *vs, double cs)
     double n = (double)vs->count;
     if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6) {
         v = ((cs - vs->mean) / vs->sd - Z_FLOOR) / Z_SPAN;
-    } else if (vs->count >= Z_LOO_ROWS) {
+    } else if (vs->count >= Z_LOO_ROWS && vs->count < Z_MIN_ROWS) {
         double mo = (vs->mean * n - cs) / (n - 1);
         double sq = (vs->sd * vs->sd + vs->mean * vs->mean) * n - cs * cs;
         double var = sq / (n - 1) - mo * mo;
