@@ -194,8 +194,9 @@ static const char *part_text(const char *text, const chunk_part *p)
 
 TEST(chunk_parts_balanced_runs_of_whole_lines)
 {
-    /* 12 lines of 99 characters: 1,188 characters, at 400 a part 3 parts of
-     * 4 lines each, cut at line ends, covering every line once. */
+    /* One paragraph of 12 lines of 99 characters: 1,188 characters, at 400
+     * a part 3 parts of 4 lines each, cut at line ends, covering every
+     * line once. */
     buf b;
     buf_init(&b, 0);
     for (int i = 0; i < 12; i++)
@@ -217,21 +218,96 @@ TEST(chunk_parts_balanced_runs_of_whole_lines)
     ASSERT_EQ(next, 12);
     /* Rounded: 1,188 / 700 is 1.7, two parts; / 2,000 one; 0 one. */
     ASSERT_EQ(chunk_parts(b.data, b.len, 700, p), 2);
+    ASSERT_EQ(p[0].last, 5);
     ASSERT_EQ(chunk_parts(b.data, b.len, 2000, p), 1);
     ASSERT_EQ(p[0].first, 0);
     ASSERT_EQ(p[0].last, 11);
     ASSERT_EQ(p[0].len, b.len);
     ASSERT_EQ(chunk_parts(b.data, b.len, 0, p), 1);
     ASSERT_EQ(p[0].len, b.len);
-    /* Never more parts than lines, nor than CHUNK_MAX_PARTS. */
+    /* Never more parts than lines. */
     ASSERT_EQ(chunk_parts(b.data, b.len, 10, p), 12);
+    /* 100 one-line entries: at most CHUNK_MAX_PARTS, the neighbours that
+     * are shortest together joined, every line in one part, in order. */
     buf_reset(&b);
-    for (int i = 0; i < 40; i++)
-        buf_printf(&b, "line %d\n", i);
-    ASSERT_EQ(chunk_parts(b.data, b.len, 1, p), CHUNK_MAX_PARTS);
+    for (int i = 0; i < 100; i++)
+        buf_printf(&b, "- item %d%s\n", i, i % 10 == 0 ? " with a much longer text than the rest" : "");
+    n = chunk_parts(b.data, b.len, 350, p);
+    ASSERT_EQ(n, CHUNK_MAX_PARTS);
     ASSERT_EQ(p[0].first, 0);
-    ASSERT_EQ(p[CHUNK_MAX_PARTS - 1].last, 39);
+    ASSERT_EQ(p[0].last, 0); /* the long ones stay alone */
+    ASSERT_EQ(p[n - 1].last, 99);
+    for (int i = 1; i < n; i++)
+        ASSERT_EQ(p[i].first, p[i - 1].last + 1);
+    for (int i = 0; i < n; i++)
+        if (p[i].first % 10 == 0)
+            ASSERT_EQ(p[i].last, p[i].first);
     buf_cleanup(&b);
+}
+
+TEST(chunk_parts_entries)
+{
+    chunk_part p[CHUNK_MAX_PARTS];
+    /* A daily log: each bullet a part, the lines indented under a bullet
+     * with it, a heading and a paragraph each one part, numbered items
+     * too. */
+    const char *t = "# 2025-03-06 (Thu)\n"
+                    "\n"
+                    "- 08:43 lint rules tightened, 70 warnings to fix\n"
+                    "- 12:08 Mrs. Okafor will walk our beagle while we're abroad\n"
+                    "- 13:48 ideas for checkout v3\n"
+                    "  - batch the ledger writes\n"
+                    "    continued under the sub-item\n"
+                    "* 14:43 a new kettle arrived\n"
+                    "\n"
+                    "A paragraph wrapped\n"
+                    "over two lines.\n"
+                    "1. first step\n"
+                    "2) second step\n"
+                    "+ plus item\n";
+    int n = chunk_parts(t, strlen(t), 350, p);
+    ASSERT_EQ(n, 9);
+    ASSERT_STR_EQ(part_text(t, &p[0]), "# 2025-03-06 (Thu)");
+    ASSERT_STR_EQ(part_text(t, &p[1]), "- 08:43 lint rules tightened, 70 warnings to fix");
+    ASSERT_STR_EQ(part_text(t, &p[2]), "- 12:08 Mrs. Okafor will walk our beagle while we're abroad");
+    ASSERT_EQ(p[2].first, 3);
+    ASSERT_EQ(p[2].last, 3);
+    ASSERT_STR_EQ(part_text(t, &p[3]), "- 13:48 ideas for checkout v3\n  - batch the ledger writes\n"
+                                       "    continued under the sub-item");
+    ASSERT_STR_EQ(part_text(t, &p[4]), "* 14:43 a new kettle arrived");
+    ASSERT_STR_EQ(part_text(t, &p[5]), "A paragraph wrapped\nover two lines.");
+    ASSERT_STR_EQ(part_text(t, &p[6]), "1. first step");
+    ASSERT_STR_EQ(part_text(t, &p[7]), "2) second step");
+    ASSERT_STR_EQ(part_text(t, &p[8]), "+ plus item");
+    /* A fenced block is one entry, blank lines and markers inside it too;
+     * not a marker: "-x", "#tag", "3.5 litres". */
+    const char *f = "- run this:\n"
+                    "  ```\n"
+                    "  make\n"
+                    "\n"
+                    "  - not an item\n"
+                    "  ```\n"
+                    "```sh\n"
+                    "# not a heading\n"
+                    "```\n"
+                    "-x is a flag\n"
+                    "#tag and 3.5 litres\n";
+    n = chunk_parts(f, strlen(f), 350, p);
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(p[0].first, 0);
+    ASSERT_EQ(p[0].last, 5);
+    ASSERT_EQ(p[1].first, 6);
+    ASSERT_EQ(p[1].last, 8);
+    ASSERT_STR_EQ(part_text(f, &p[2]), "-x is a flag\n#tag and 3.5 litres");
+    /* vectorChars 0: one vector a chunk, as before entries. */
+    ASSERT_EQ(chunk_parts(t, strlen(t), 0, p), 1);
+    ASSERT_EQ(p[0].first, 0);
+    ASSERT_EQ(p[0].last, 13);
+    /* The split depends only on the text: the same parts again. */
+    chunk_part q[CHUNK_MAX_PARTS];
+    n = chunk_parts(t, strlen(t), 350, p);
+    ASSERT_EQ(chunk_parts(t, strlen(t), 350, q), n);
+    ASSERT(memcmp(p, q, (size_t)n * sizeof *p) == 0);
 }
 
 TEST(chunk_parts_blank_lines_and_long_lines)
@@ -241,12 +317,15 @@ TEST(chunk_parts_blank_lines_and_long_lines)
      * none. */
     const char *t = "\n\n# Heading\n\naaaa aaaa aaaa\n\n\nbbbb bbbb bbbb\n\n";
     int n = chunk_parts(t, strlen(t), 20, p);
-    ASSERT_EQ(n, 2);
-    ASSERT_STR_EQ(part_text(t, &p[0]), "# Heading\n\naaaa aaaa aaaa");
+    ASSERT_EQ(n, 3);
+    ASSERT_STR_EQ(part_text(t, &p[0]), "# Heading");
     ASSERT_EQ(p[0].first, 2);
-    ASSERT_STR_EQ(part_text(t, &p[1]), "bbbb bbbb bbbb");
-    ASSERT_EQ(p[1].first, 7);
-    ASSERT_EQ(p[1].last, 7);
+    ASSERT_STR_EQ(part_text(t, &p[1]), "aaaa aaaa aaaa");
+    ASSERT_STR_EQ(part_text(t, &p[2]), "bbbb bbbb bbbb");
+    ASSERT_EQ(p[2].first, 7);
+    ASSERT_EQ(p[2].last, 7);
+    ASSERT_EQ(chunk_parts(t, strlen(t), 0, p), 1);
+    ASSERT_STR_EQ(part_text(t, &p[0]), "# Heading\n\naaaa aaaa aaaa\n\n\nbbbb bbbb bbbb");
     ASSERT_EQ(chunk_parts("\n \n\t\n", 5, 100, p), 0);
     ASSERT_EQ(chunk_parts("", 0, 100, p), 0);
     /* A line longer than a part is a part of its own, never cut. */
@@ -261,8 +340,8 @@ TEST(chunk_parts_blank_lines_and_long_lines)
     ASSERT_EQ(p[1].first, 1);
     ASSERT_EQ(p[1].last, 1);
     ASSERT_EQ(p[1].len, 500);
-    /* Characters, not bytes: 300 CJK characters (900 bytes) are one part
-     * of 350 characters. */
+    /* Characters, not bytes: a paragraph of 300 CJK characters (900
+     * bytes) is one part of 350 characters. */
     buf_reset(&b);
     for (int i = 0; i < 300; i++)
         buf_puts(&b, i % 30 == 29 ? "\xe6\x97\xa5\n" : "\xe6\x97\xa5");

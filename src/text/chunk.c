@@ -466,26 +466,92 @@ done:
 
 /* ----------------------------------------------------------------------
  * Parts: what one vector covers
+ *
+ * Agents write memory an entry at a time: a bullet of a log, a curated
+ * fact, a transcript message, a paragraph. A query means one of them, and
+ * a vector of a run of several scores that one by its share of the run
+ * only, so each entry of a chunk is a part of its own: a list item with
+ * the lines indented under it, a heading, a paragraph (lines with no blank
+ * line between them), a fenced code block. An entry longer than max_chars
+ * is cut into balanced runs of whole lines; when a chunk holds more than
+ * CHUNK_MAX_PARTS of them, the neighbours that are shortest together are
+ * joined until it does not.
  * -------------------------------------------------------------------- */
+
+enum { L_BLANK, L_TEXT, L_ITEM, L_HEAD, L_FENCE };
 
 typedef struct pline {
     size_t off, len;
-    size_t cum; /* characters of the non-blank lines up to and with this one */
-    int blank;
+    size_t chars; /* code points; 0 when blank */
+    int indent;   /* leading columns, a tab counting 4 */
+    int kind;
 } pline;
 
-/* Part [A, B] of LS without blank lines at either end into OUT; 0 if
- * nothing is left. */
-static int part_make(const pline *ls, size_t a, size_t b, chunk_part *out)
+/* What line S[0..N) is, and its indentation into *INDENT. */
+static int line_kind(const char *s, size_t n, int *indent)
 {
-    while (a <= b && ls[a].blank)
-        a++;
-    while (b > a && ls[b].blank)
-        b--;
-    if (a > b || ls[a].blank)
-        return 0;
-    *out = (chunk_part){(int)a, (int)b, ls[a].off, ls[b].off + ls[b].len - ls[a].off};
-    return 1;
+    size_t i = 0;
+    int col = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t')) {
+        col += s[i] == '\t' ? 4 : 1;
+        i++;
+    }
+    *indent = col;
+    while (n > i && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    if (i == n)
+        return L_BLANK;
+    char c = s[i];
+    if ((c == '-' || c == '*' || c == '+') && (i + 1 == n || s[i + 1] == ' ' || s[i + 1] == '\t'))
+        return L_ITEM;
+    if (c >= '0' && c <= '9') {
+        size_t j = i;
+        while (j < n && j - i < 9 && s[j] >= '0' && s[j] <= '9')
+            j++;
+        if (j < n && (s[j] == '.' || s[j] == ')') && (j + 1 == n || s[j + 1] == ' '))
+            return L_ITEM;
+    }
+    if (c == '#' && col < 4) {
+        size_t j = i;
+        while (j < n && s[j] == '#')
+            j++;
+        if (j - i <= 6 && (j == n || s[j] == ' ' || s[j] == '\t'))
+            return L_HEAD;
+    }
+    if (n - i >= 3 && (memcmp(s + i, "```", 3) == 0 || memcmp(s + i, "~~~", 3) == 0))
+        return L_FENCE;
+    return L_TEXT;
+}
+
+typedef struct prun {
+    size_t a, b;  /* lines, inclusive, non-blank at both ends */
+    size_t chars; /* of its non-blank lines */
+} prun;
+
+/* Cuts run R of LS into K runs of whole lines, at the line ends nearest
+ * to equal shares of its characters, appended to OUT[*N]. */
+static void run_split(const pline *ls, prun r, size_t k, prun *out, size_t *n)
+{
+    size_t from = r.a, cum = 0; /* characters of R's lines before FROM */
+    for (size_t i = 1; i < k && from < r.b; i++) {
+        double goal = (double)r.chars * (double)i / (double)k;
+        size_t j = from, c = cum + ls[from].chars; /* through line j */
+        while (j < r.b && (double)(c + ls[j + 1].chars) <= goal)
+            c += ls[++j].chars;
+        if (j < r.b && (double)(c + ls[j + 1].chars) - goal < goal - (double)c)
+            c += ls[++j].chars;
+        if (j >= r.b)
+            break;
+        size_t e = j;
+        while (e > from && ls[e].kind == L_BLANK)
+            e--;
+        out[(*n)++] = (prun){from, e, c - cum};
+        cum = c;
+        from = j + 1;
+        while (from < r.b && ls[from].kind == L_BLANK)
+            from++;
+    }
+    out[(*n)++] = (prun){from, r.b, r.chars - cum};
 }
 
 int chunk_parts(const char *text, size_t len, int max_chars, chunk_part *out)
@@ -494,54 +560,86 @@ int chunk_parts(const char *text, size_t len, int max_chars, chunk_part *out)
     for (size_t i = 0; i < len; i++)
         n += text[i] == '\n';
     pline *ls = malloc(n * sizeof *ls);
-    if (!ls) /* one part then: the whole text */
+    prun *runs = ls ? malloc(n * sizeof *runs) : NULL;
+    if (!runs) { /* one part then: the whole text */
+        free(ls);
         return len ? (*out = (chunk_part){0, (int)n - 1, 0, len}, 1) : 0;
-    size_t pos = 0, cum = 0, nonblank = 0;
+    }
+    size_t pos = 0, all = 0;
     for (size_t i = 0; i < n; i++) {
         const char *e = memchr(text + pos, '\n', len - pos);
         size_t end = e ? (size_t)(e - text) : len;
         ls[i].off = pos;
         ls[i].len = end - pos;
-        ls[i].blank = 1;
-        for (size_t k = pos; k < end; k++)
-            if (text[k] != ' ' && text[k] != '\t' && text[k] != '\r') {
-                ls[i].blank = 0;
-                break;
-            }
-        if (!ls[i].blank) {
-            cum += utf8_count(text + pos, ls[i].len);
-            nonblank++;
-        }
-        ls[i].cum = cum;
+        ls[i].kind = line_kind(text + pos, end - pos, &ls[i].indent);
+        ls[i].chars = ls[i].kind == L_BLANK ? 0 : utf8_count(text + pos, ls[i].len);
+        all += ls[i].chars;
         pos = end + 1;
     }
-    size_t k = max_chars > 0 ? (cum + (size_t)max_chars / 2) / (size_t)max_chars : 1;
-    if (k > CHUNK_MAX_PARTS)
-        k = CHUNK_MAX_PARTS;
-    if (k > nonblank)
-        k = nonblank;
-    if (k < 1)
-        k = 1;
-    /* Cut i of k-1 after the line whose running count is nearest to i/k of
-     * the whole, past the previous cut. */
-    int np = 0;
-    size_t from = 0;
-    for (size_t i = 1; i < k && from < n; i++) {
-        double goal = (double)cum * (double)i / (double)k;
-        size_t j = from;
-        while (j + 1 < n && (double)ls[j + 1].cum <= goal)
-            j++;
-        if (j + 1 < n && (double)ls[j + 1].cum - goal < goal - (double)ls[j].cum)
-            j++;
-        if (ls[j].cum == (from ? ls[from - 1].cum : 0)) /* nothing in this part yet */
+    /* The entries. */
+    size_t nr = 0;
+    int fence = 0, open = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pline *l = &ls[i];
+        if (l->kind == L_BLANK) {
+            open &= fence; /* a blank line inside a code block is the block's */
             continue;
-        if (j + 1 >= n || ls[j].cum == cum)
-            break;
-        np += part_make(ls, from, j, &out[np]);
-        from = j + 1;
+        }
+        if (!fence) {
+            const pline *f = open ? &ls[runs[nr - 1].a] : NULL;
+            if (!f || (l->indent <= f->indent && (l->kind != L_TEXT || f->kind != L_TEXT))) {
+                runs[nr++] = (prun){i, i, 0};
+                open = 1;
+            }
+        }
+        if (l->kind == L_FENCE)
+            fence = !fence;
+        runs[nr - 1].b = i;
+        runs[nr - 1].chars += l->chars;
     }
-    if (from < n)
-        np += part_make(ls, from, n - 1, &out[np]);
+    if (max_chars <= 0 && nr > 1) { /* one vector a chunk */
+        runs[0].b = runs[nr - 1].b;
+        runs[0].chars = all;
+        nr = 1;
+    }
+    /* Long entries cut into runs of about max_chars. */
+    size_t total = 0;
+    for (size_t i = 0; i < nr; i++) {
+        size_t k = max_chars > 0 ? (runs[i].chars + (size_t)max_chars / 2) / (size_t)max_chars : 1;
+        total += k > 1 ? k : 1;
+    }
+    if (total > nr) {
+        prun *cut = malloc(total * sizeof *cut);
+        if (cut) {
+            size_t m = 0;
+            for (size_t i = 0; i < nr; i++) {
+                size_t k = (runs[i].chars + (size_t)max_chars / 2) / (size_t)max_chars;
+                if (k > 1 && runs[i].b > runs[i].a)
+                    run_split(ls, runs[i], k, cut, &m);
+                else
+                    cut[m++] = runs[i];
+            }
+            free(runs);
+            runs = cut;
+            nr = m;
+        }
+    }
+    /* At most CHUNK_MAX_PARTS: join the neighbours shortest together. */
+    while (nr > CHUNK_MAX_PARTS) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < nr; i++)
+            if (runs[i].chars + runs[i + 1].chars < runs[best].chars + runs[best + 1].chars)
+                best = i;
+        runs[best].b = runs[best + 1].b;
+        runs[best].chars += runs[best + 1].chars;
+        memmove(&runs[best + 1], &runs[best + 2], (nr - best - 2) * sizeof *runs);
+        nr--;
+    }
+    for (size_t i = 0; i < nr; i++) {
+        const pline *a = &ls[runs[i].a], *b = &ls[runs[i].b];
+        out[i] = (chunk_part){(int)runs[i].a, (int)runs[i].b, a->off, b->off + b->len - a->off};
+    }
     free(ls);
-    return np;
+    free(runs);
+    return (int)nr;
 }

@@ -51,15 +51,18 @@ typedef struct chunk_part {
     size_t off, len; /* the bytes of those lines */
 } chunk_part;
 
-#define CHUNK_MAX_PARTS 16
+#define CHUNK_MAX_PARTS 64
 
-/* Splits a chunk's TEXT[0..LEN) into runs of whole lines of about MAX_CHARS
- * characters each: round(chars / MAX_CHARS) runs (at least one, at most
- * CHUNK_MAX_PARTS and the non-blank lines), cut at the line ends nearest to
- * equal shares, without blank lines at either end. MAX_CHARS <= 0 gives one
- * run. The split depends only on the text, so the runs embedded at index
- * time are found again at search time. Fills OUT, returns the count (0 for
- * a text of blank lines only). */
+/* Splits a chunk's TEXT[0..LEN) into the runs of whole lines that one
+ * vector each covers: its entries (a list item with the lines indented
+ * under it, a heading, a paragraph, a fenced code block), an entry of more
+ * than MAX_CHARS characters cut into round(chars / MAX_CHARS) runs at the
+ * line ends nearest to equal shares, and, past CHUNK_MAX_PARTS, the
+ * neighbours shortest together joined. Runs never start or end with a blank
+ * line. MAX_CHARS <= 0 gives one run. The split depends only on the text,
+ * so the runs embedded at index time are found again at search time. Fills
+ * OUT (CHUNK_MAX_PARTS entries), returns the count (0 for a text of blank
+ * lines only). */
 int chunk_parts(const char *text, size_t len, int max_chars, chunk_part *out);
 
 /* Estimated tokens of S. */

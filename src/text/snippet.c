@@ -190,16 +190,19 @@ static snippet_passage make_window(const snippet_ctx *c, const char *text, const
         x = WINDOW_SHARE * bm25_lines(c, ls, i, e, 1, avgw) +
             (1.0 - WINDOW_SHARE) * bm25_lines(c, ls, lo, hi, 0, avgw * span);
     }
+    /* Its meaning is its best line's, a line counting as a match does by
+     * where it is: the window that starts at the entry a query means
+     * shows it, not one that reaches it at its end. */
     int hit = 0;
-    double v = 0, vw = 0;
+    double v = 0, w = 1.0;
     for (size_t k = i; k <= e; k++) {
         hit |= ls->v[k].mask != 0;
         if (c->lv && !ls->v[k].blank) {
-            v += c->lv[k] * (ls->v[k].chars + 1);
-            vw += ls->v[k].chars + 1;
+            if (c->lv[k] * w > v)
+                v = c->lv[k] * w;
+            w = w * LINE_DECAY < LINE_FLOOR ? LINE_FLOOR : w * LINE_DECAY;
         }
     }
-    v = vw > 0 ? v / vw : 0;
     /* A heading just above (a blank line between at most) leads the
      * passage in, if the passage still fits. */
     size_t s0 = i, h = i;

@@ -22,10 +22,12 @@
  * its file (chunks overlap) but starts inside its own.
  *
  * With vectors, each line carries the vector score of the part of the chunk
- * it is in (chunk_parts): a window's is its lines', weighted by their
- * length, and windows are chosen by what the caller makes of both (RANK),
- * so a window that shares no word with the question but whose lines mean
- * what it asks can be chosen.
+ * it is in (chunk_parts: an entry, such as a bullet of a log): a window's is
+ * its best line's, line k counting max(0.3, 0.7^k) as matches do, so the
+ * window that starts at the entry a question means is the one shown; windows
+ * are chosen by what the caller makes of both (RANK), so a window that
+ * shares no word with the question but whose lines mean what it asks can be
+ * chosen.
  */
 #ifndef MNEMO_SNIPPET_H
 #define MNEMO_SNIPPET_H
@@ -58,7 +60,7 @@ typedef struct snippet_passage {
     int first, last; /* 0-based line indices in the text, inclusive */
     size_t off, len; /* the bytes of those lines in the text */
     double x;        /* its evidence, see above; 0 without matches */
-    double v;        /* its lines' vector score, weighted by their length; 0 without LV */
+    double v;        /* its best line's vector score (see above); 0 without LV */
 } snippet_passage;
 
 /* TEXT[0..LEN) holds lines; the first OWN of them are the chunk's (passages
