@@ -254,6 +254,17 @@ void provider_identity(mnemo *m, embedder *e, char *out, size_t n)
              cfg_str(m->cfg, CFG_DOCUMENT_PREFIX));
 }
 
+/* 2: a part an entry (1, before it: runs of about vectorChars). */
+#define PARTS_RULE 2
+
+void provider_chunk_identity(mnemo *m, embedder *e, char *out, size_t n)
+{
+    provider_identity(m, e, out, n);
+    size_t len = strlen(out);
+    if (cfg_int(m->cfg, CFG_VECTOR_CHARS) > 0 && len < n)
+        snprintf(out + len, n - len, "|parts%d", PARTS_RULE);
+}
+
 void provider_unused_hint(const char *identity, char *from, buf *why)
 {
     /* provider|model[#weights]|dims|cXoY|documentPrefix */

@@ -23,6 +23,11 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err);
 /* "provider|model|dims|chunking": vectors of another identity are stale. */
 void provider_identity(mnemo *m, embedder *e, char *out, size_t n);
 
+/* The identity of a chunk's vectors: provider_identity and, with parts
+ * (vectorChars > 0), the version of the rule that cuts a chunk into them
+ * (chunk_parts), so vectors of an older rule are embedded again. */
+void provider_chunk_identity(mnemo *m, embedder *e, char *out, size_t n);
+
 /* For vectors of IDENTITY (as provider_identity writes it) that a search
  * leaves unused because provider "auto" found nothing to use: the provider
  * they were built with into FROM (32 bytes), and into WHY the reason with

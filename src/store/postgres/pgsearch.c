@@ -462,7 +462,7 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
         return rc;
     }
     buf_cleanup(&err);
-    provider_identity(m, e, s->ident, sizeof s->ident);
+    provider_chunk_identity(m, e, s->ident, sizeof s->ident);
     s->dims = embed_dims(e);
     const char *p1[1] = {s->tenant};
     pg_rows *r = NULL;

@@ -703,7 +703,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
             embedder *em = NULL;
             if (provider_embedder(m, name, &em, &err) == MNEMO_OK) {
                 char cur[1024];
-                provider_identity(m, em, cur, sizeof cur);
+                provider_chunk_identity(m, em, cur, sizeof cur);
                 json_object_set_new(e, "model", json_string(embed_model(em)));
                 int stale = strcmp(cur, ident) != 0;
                 json_object_set_new(e, "stale", json_boolean(stale));

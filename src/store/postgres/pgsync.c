@@ -784,7 +784,7 @@ static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
         } else if ((rc = provider_embedder(m, name, &e, &err))) {
             core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
         } else {
-            provider_identity(m, e, ident, sizeof ident);
+            provider_chunk_identity(m, e, ident, sizeof ident);
             rc = embed_missing(m, tenant, e, ident, stats);
         }
         if (rc) {

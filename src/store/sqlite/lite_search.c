@@ -337,7 +337,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     }
     /* Vectors of another provider, model or chunking are stale. */
     char ident[1024], *stored = NULL;
-    provider_identity(m, v->e, ident, sizeof ident);
+    provider_chunk_identity(m, v->e, ident, sizeof ident);
     store_meta_get(m->lite->st, "vec_identity", &stored);
     if (!stored || strcmp(stored, ident) != 0) {
         char reason[1200];

@@ -127,7 +127,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     json_object_set_new(e, "dims", json_integer(embed_dims(em)));
     if (h) {
         char ident[1024];
-        provider_identity(m, em, ident, sizeof ident);
+        provider_chunk_identity(m, em, ident, sizeof ident);
         json_t *stored = json_object_get(e, "identity");
         int stale = embed_dims(em) && (!json_is_string(stored) ||
                                        strcmp(json_string_value(stored), ident) != 0);

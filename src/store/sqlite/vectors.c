@@ -251,7 +251,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     int use_cache = strcmp(embed_provider(e), "static") != 0;
 
     /* A new identity makes every stored vector stale. */
-    provider_identity(m, e, ident, sizeof ident);
+    provider_chunk_identity(m, e, ident, sizeof ident);
     store_meta_get(st, "vec_identity", &old);
     if (!old || strcmp(old, ident) != 0) {
         if (store_begin(st) || exec_sql(db, "DELETE FROM chunk_vectors") ||
@@ -267,6 +267,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
      * without one, and the memories' vectors stay good if it is the same. */
     free(old);
     old = NULL;
+    provider_identity(m, e, ident, sizeof ident); /* memories have no parts */
     if (store_mem_meta_get(st, "vec_identity", &old) == MNEMO_OK &&
         (!old || strcmp(old, ident) != 0)) {
         if (store_begin(st) || exec_sql(db, "DELETE FROM memory_vectors") ||
