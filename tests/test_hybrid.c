@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/calib.h"
 #include "provider_server.h"
 #include "test.h"
 
@@ -71,10 +72,13 @@ TEST(hybrid_cache_and_incremental_embedding)
     mnemo *m = test_open("ws", "db.sqlite", "provider=openai-compatible", url, "model=m1", NULL);
     mnemo_sync_stats st = test_sync(m);
     ASSERT_EQ(st.chunks_embedded, 3);
+    /* The chunks, and once the fixed texts vector scores are measured
+     * against (engine/calib.h). */
     int inputs = ps_inputs(s);
-    ASSERT_EQ(inputs, 3);
+    ASSERT_EQ(inputs, 3 + CALIB_NTEXTS);
     /* Unchanged chunks are never embedded again: not by a sync, not by a
-     * full rebuild (the cache is carried over). */
+     * full rebuild (the cache and the fixed texts' vectors are carried
+     * over). */
     st = test_sync(m);
     ASSERT_EQ(st.chunks_embedded, 0);
     mnemo_sync_opts force = {1, NULL, NULL};

@@ -133,7 +133,7 @@ static const keydef keys[CFG__COUNT] = {
                           "the model hub `mnemo model pull` downloads from"},
     [CFG_FUSION] = {"fusion", "MNEMO_FUSION", T_STR, "weighted", 0, 0,
                     "how keyword and vector scores combine: weighted or rrf", "weighted,rrf"},
-    [CFG_VECTOR_WEIGHT] = {"vectorWeight", "MNEMO_VECTOR_WEIGHT", T_NUM, "0.7", 0, 1,
+    [CFG_VECTOR_WEIGHT] = {"vectorWeight", "MNEMO_VECTOR_WEIGHT", T_NUM, "0.8", 0, 1,
                            "weight of the vector score (weighted fusion: 1 - (1 - text)(1 - "
                            "vectorWeight * vector))"},
     [CFG_TEXT_WEIGHT] = {"textWeight", "MNEMO_TEXT_WEIGHT", T_NUM, "0.3", 0, 1,

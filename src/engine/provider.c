@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engine/calib.h"
 #include "engine/core.h"
 #include "util/errcode.h"
 #include "embed/bert.h"
@@ -263,6 +264,14 @@ void provider_chunk_identity(mnemo *m, embedder *e, char *out, size_t n)
     size_t len = strlen(out);
     if (cfg_int(m->cfg, CFG_VECTOR_CHARS) > 0 && len < n)
         snprintf(out + len, n - len, "|parts%d", PARTS_RULE);
+}
+
+void provider_calib_identity(mnemo *m, embedder *e, char *out, size_t n)
+{
+    provider_identity(m, e, out, n);
+    size_t len = strlen(out);
+    if (len < n)
+        snprintf(out + len, n - len, "|calib%d", CALIB_VERSION);
 }
 
 void provider_unused_hint(const char *identity, char *from, buf *why)

@@ -28,6 +28,10 @@ void provider_identity(mnemo *m, embedder *e, char *out, size_t n);
  * (chunk_parts), so vectors of an older rule are embedded again. */
 void provider_chunk_identity(mnemo *m, embedder *e, char *out, size_t n);
 
+/* The identity of the fixed texts' vectors (calib.h): provider_identity
+ * and CALIB_VERSION. */
+void provider_calib_identity(mnemo *m, embedder *e, char *out, size_t n);
+
 /* For vectors of IDENTITY (as provider_identity writes it) that a search
  * leaves unused because provider "auto" found nothing to use: the provider
  * they were built with into FROM (32 bytes), and into WHY the reason with

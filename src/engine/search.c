@@ -9,13 +9,15 @@
  * x = 1 is what a chunk of average length gets when every query term occurs
  * in it once (t = 0.86); the mapping is monotonic, so ranking by t is
  * ranking by BM25.
- * Vector score: a chunk is embedded as its parts (runs of whole lines of
- * about vectorChars characters, chunk_parts): how far a part's cosine
- * stands out from the query's cosines with all parts, in standard
- * deviations: v = (z - 2.5) / 4, clamped to 0..1; a chunk's is its best
- * part's, a passage's its lines' parts' (weighted by length). Embeddings differ wildly in their cosine scales (averaged
- * word vectors put everything near 0.8, neural models near 0.2); the spread
- * puts them on one scale and keeps a weak model's near-ties from mattering.
+ * Vector score: a chunk is embedded as its parts (its entries: a bullet,
+ * a paragraph, a heading, chunk_parts): how far a part's cosine stands out
+ * from what unrelated text scores for the query (the other vectors
+ * searched and the model's own fixed texts, calib.h), in standard
+ * deviations: v = (z - 2.5) / 3, clamped to 0..1; a chunk's is its best
+ * part's, a passage's its best line's. Embeddings differ wildly in their
+ * cosine scales (averaged word vectors put everything near 0.8, neural
+ * models near 0.05); measured this way a clear match scores alike in a
+ * workspace of 8 notes or 100k, with any model.
  * Weighted fusion: s = 1 - (1 - t)(1 - wv*v), each leg evidence on its
  * own: meaning raises a keyword hit (a weak one more than a strong one),
  * never lowers it, and a vector-only hit scores wv*v. Results are passages
@@ -38,42 +40,23 @@
 #include "util/utf8.h"
 
 #define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
-/* Vector score calibration: z = (cos - mean) / sd over all chunks for this
- * query; v = (z - Z_FLOOR) / Z_SPAN, clamped. Below Z_MIN_ROWS chunks one
- * that stands out inflates the spread it is measured by, so it is measured
- * by the others' mean and spread (leave-one-out; a single outlier among n
- * rows can be at most (n - 1) / sqrt(n) deviations from all of them, 3.2 at
- * n = 12). Below Z_LOO_ROWS their spread cannot be estimated either, and v =
- * (cos - rest) / (1 - rest), rest the mean of the others' cosines: on the
- * scale of cosines, which for models whose unrelated texts sit near 0.8
- * keeps even a clear match low. */
+/* Vector score: v = (z - Z_FLOOR) / Z_SPAN, clamped to 0..1, z how far the
+ * cosine stands out from unrelated text (calib.h). With too few values
+ * for a spread, v = (cos - rest) / (1 - rest), rest the others' mean: on
+ * the scale of cosines, which keeps a model's near-ties low. */
 #define Z_FLOOR 2.5
-#define Z_SPAN 4.0
-#define Z_MIN_ROWS 32
-#define Z_LOO_ROWS 8
+#define Z_SPAN 3.0
 
 typedef search_cand cand;
 
 /* The vector score of cosine CS (see above). */
 static double vec_score(const search_vstats *vs, double cs)
 {
-    double v;
-    double n = (double)vs->count;
-    if (vs->count >= Z_MIN_ROWS && vs->sd > 1e-6) {
-        v = ((cs - vs->mean) / vs->sd - Z_FLOOR) / Z_SPAN;
-    } else if (vs->count >= Z_LOO_ROWS && vs->count < Z_MIN_ROWS) {
-        double mo = (vs->mean * n - cs) / (n - 1);
-        double sq = (vs->sd * vs->sd + vs->mean * vs->mean) * n - cs * cs;
-        double var = sq / (n - 1) - mo * mo;
-        double sd = var > 1e-8 ? sqrt(var) : 1e-4; /* the others all alike */
-        v = ((cs - mo) / sd - Z_FLOOR) / Z_SPAN;
-    } else if (vs->count > 1) {
-        /* How far it stands above the others. */
-        double rest = (vs->mean * (double)vs->count - cs) / (double)(vs->count - 1);
-        v = rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0;
-    } else {
-        v = 0; /* one vector stands above nothing */
-    }
+    double z, rest, v;
+    if (calib_z(&vs->null, cs, &z, &rest))
+        v = (z - Z_FLOOR) / Z_SPAN;
+    else
+        v = vs->null.n > 1 && rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0;
     return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "mnemo.h"
+#include "engine/calib.h"
 #include "text/query.h"
 #include "engine/results.h"
 #include "text/tok.h"
@@ -105,11 +106,11 @@ typedef struct search_io {
     int (*row)(void *ud, int64_t chunk_id, search_row *out);
 } search_io;
 
-/* What the vector leg tells the fusion. */
+/* What the vector leg tells the fusion: whether it ran, and the query's
+ * cosines with every vector searched and with the fixed texts (calib.h). */
 typedef struct search_vstats {
     int ran;
-    double mean, sd; /* of the query's cosines with all chunks */
-    size_t count;    /* vectors searched */
+    calib_null null;
 } search_vstats;
 
 /* Cleans the query TEXT for searching (invalid UTF-8 repaired, runtime

@@ -394,9 +394,9 @@ static void cal_stats(const struct pgstore *st, const float *q, search_vstats *v
     }
     double n = (double)st->cal_n;
     double mu = n > 0 ? sum / n : 0, var = n > 0 ? sumsq / n - mu * mu : 0;
-    vs->mean = mu;
-    vs->sd = var > 0 ? sqrt(var) : 0;
-    vs->count = st->cal_n;
+    vs->null.mean = mu;
+    vs->null.sd = var > 0 ? sqrt(var) : 0;
+    vs->null.n = st->cal_n;
 }
 
 /* Whether S's handle computes the calibration itself for the corpus
@@ -583,9 +583,9 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
     *nids = 0;
     for (size_t i = 0; i < n; i++) {
         if (i == 0 && !own) {
-            vs->mean = strtod(pg_value(r, 0, 3), NULL);
-            vs->sd = strtod(pg_value(r, 0, 4), NULL);
-            vs->count = (size_t)ps_ll(r, 0, 5);
+            vs->null.mean = strtod(pg_value(r, 0, 3), NULL);
+            vs->null.sd = strtod(pg_value(r, 0, 4), NULL);
+            vs->null.n = (size_t)ps_ll(r, 0, 5);
         }
         if (pg_isnull(r, i, 0))
             continue;
@@ -1108,7 +1108,8 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
     search_cand *all = NULL;
     int64_t *vids = NULL;
     size_t nvids = 0;
-    search_vstats vs = {0, 0, 0, 0};
+    search_vstats vs;
+    memset(&vs, 0, sizeof vs);
     pgpost_lists *lists = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
     pg_conn *c;

@@ -25,6 +25,7 @@ void lite_close(mnemo *m)
         return;
     store_close(m->lite->st);
     vecfile_close(m->lite->vf);
+    vectors_calib_free(m->lite->calib);
     buf_cleanup(&m->lite->mem_err);
     free(m->lite);
     m->lite = NULL;

@@ -21,6 +21,7 @@ typedef struct lite {
     int mem_rc;          /* the memory store could not be attached: why (mem_err) */
     buf mem_err;
     struct vec_file *vf; /* the mapped vectors file, kept across searches */
+    struct vec_calib *calib; /* the fixed texts' vectors, kept across searches */
 } lite;
 
 /* Makes m->lite (backend_ops.open). */

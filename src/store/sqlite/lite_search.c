@@ -4,7 +4,6 @@
  * vector leg over the mapped vectors file, and the rows they come from,
  * handed to the shared ranking (search_rank, search.c) through search_io.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +243,7 @@ typedef struct vleg {
     float *qv;
     vec_match *matches;
     size_t nmatches;
-    double mean, sd;
+    calib_null null; /* the query's cosines: every vector's, the fixed texts' */
 } vleg;
 
 static void vleg_cleanup(vleg *v)
@@ -366,8 +365,11 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     v->matches = malloc(k * sizeof *v->matches);
     if (!v->matches)
         return MNEMO_NOMEM;
-    v->nmatches = vecfile_search(v->vf, v->qv, cp->lo, cp->hi, k, quant, v->matches, &v->mean,
-                                 &v->sd);
+    v->nmatches = vecfile_search(v->vf, v->qv, cp->lo, cp->hi, k, quant, v->matches,
+                                 &v->null.mean, &v->null.sd);
+    v->null.n = vecfile_count(v->vf);
+    if ((rc = vectors_calib(m, m->lite->st, &m->lite->calib, v->e, v->qv, &v->null)))
+        return rc;
     v->ran = 1;
     free(res->mode);
     res->mode = strdup("hybrid");
@@ -566,7 +568,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
     n = search_cands_union(all, n);
 
     search_io io = {&x, lite_bm25, lite_cosines, lite_factors, NULL, lite_row};
-    search_vstats vs = {vl.ran, vl.mean, vl.sd, vl.vf ? vecfile_count(vl.vf) : 0};
+    search_vstats vs = {vl.ran, vl.null};
     if ((rc = search_rank(m, t, &q, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;

@@ -130,6 +130,9 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     /* 6 -> 7: a chunk's vectors are those of its parts (chunk_parts), one
      * after the other in vec. */
     "ALTER TABLE chunk_vectors ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;\n",
+    /* 7 -> 8: the fixed texts' vectors that vector scores are measured
+     * against (engine/calib.h), for one embedding setup at a time. */
+    "CREATE TABLE vec_calib(identity TEXT PRIMARY KEY, vecs BLOB NOT NULL) WITHOUT ROWID;\n",
 };
 
 /* The memory store: structured memories, their history and vectors, in a

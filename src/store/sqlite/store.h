@@ -13,7 +13,7 @@
 #include "store/sqlite/fts.h"
 #include "util/hash.h"
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 /* SQLite application ids ("mnmo", "mnmm"): only a file that carries one
  * (or, written before they were set, has an index's tables and schema

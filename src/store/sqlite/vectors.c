@@ -27,7 +27,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/calib.h"
 #include "engine/core.h"
+#include "engine/provider.h"
+#include "util/errcode.h"
 #include "text/chunk.h"
 #include "util/hash.h"
 #include "util/io.h"
@@ -228,6 +231,108 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
     return rc;
 }
 
+/* The fixed texts' vectors (engine/calib.h) for E, embedded when the index
+ * has none for its setup: once, then copied by rebuilds
+ * (vectors_carry_cache). */
+static int calib_sync(mnemo *m, store *st, embedder *e, buf *err)
+{
+    sqlite3 *db = store_db(st);
+    char ident[1200];
+    provider_calib_identity(m, e, ident, sizeof ident);
+    sqlite3_stmt *get = NULL, *put = NULL;
+    int have = 0, rc = MNEMO_OK;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM vec_calib WHERE identity = ?1", -1, &get, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(get, 1, ident, -1, SQLITE_STATIC);
+        have = sqlite3_step(get) == SQLITE_ROW;
+    }
+    sqlite3_finalize(get);
+    if (have)
+        return MNEMO_OK;
+    size_t lens[CALIB_NTEXTS];
+    for (size_t i = 0; i < CALIB_NTEXTS; i++)
+        lens[i] = strlen(calib_texts[i]);
+    float *vecs = NULL;
+    buf why;
+    buf_init(&why, 4096);
+    rc = embed_texts(e, EMBED_DOCUMENT, (const char **)calib_texts, lens, CALIB_NTEXTS, &vecs,
+                     &why);
+    if (rc) {
+        buf_printf(err, "cannot embed the calibration texts: %s",
+                   why.len ? why.data : errcode_text(rc));
+        buf_cleanup(&why);
+        return rc;
+    }
+    buf_cleanup(&why);
+    int bytes = CALIB_NTEXTS * embed_dims(e) * (int)sizeof(float);
+    if (store_begin(st) || exec_sql(db, "DELETE FROM vec_calib") ||
+        sqlite3_prepare_v2(db, "INSERT INTO vec_calib(identity, vecs) VALUES(?1, ?2)", -1, &put,
+                           NULL) != SQLITE_OK) {
+        rc = MNEMO_DB;
+    } else {
+        sqlite3_bind_text(put, 1, ident, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(put, 2, vecs, bytes, SQLITE_STATIC);
+        rc = sqlite3_step(put) == SQLITE_DONE && !store_commit(st) ? MNEMO_OK : MNEMO_DB;
+    }
+    if (rc) {
+        buf_printf(err, "cannot write the calibration vectors: %s", sqlite3_errmsg(db));
+        store_rollback(st);
+    }
+    sqlite3_finalize(put);
+    free(vecs);
+    return rc;
+}
+
+struct vec_calib {
+    char *ident;
+    float *vecs; /* n x dims, calib_distinct's; NULL when the index has none */
+    size_t n;
+    int dims;
+};
+
+void vectors_calib_free(vec_calib *c)
+{
+    if (c) {
+        free(c->ident);
+        free(c->vecs);
+        free(c);
+    }
+}
+
+int vectors_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const float *q,
+                  calib_null *nl)
+{
+    char ident[1200];
+    provider_calib_identity(m, e, ident, sizeof ident);
+    int dims = embed_dims(e);
+    vec_calib *c = *cache;
+    if (!c && !(c = *cache = calloc(1, sizeof *c)))
+        return MNEMO_NOMEM;
+    if (!c->ident || strcmp(c->ident, ident) != 0 || c->dims != dims) {
+        free(c->ident);
+        free(c->vecs);
+        c->vecs = NULL;
+        c->n = 0;
+        c->dims = dims;
+        if (!(c->ident = strdup(ident)))
+            return MNEMO_NOMEM;
+        sqlite3_stmt *sel = NULL;
+        if (sqlite3_prepare_v2(store_db(st), "SELECT vecs FROM vec_calib WHERE identity = ?1", -1,
+                               &sel, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(sel, 1, ident, -1, SQLITE_STATIC);
+            size_t want = (size_t)CALIB_NTEXTS * (size_t)(dims > 0 ? dims : 0) * sizeof(float);
+            if (sqlite3_step(sel) == SQLITE_ROW && want &&
+                (size_t)sqlite3_column_bytes(sel, 0) == want && (c->vecs = malloc(want))) {
+                memcpy(c->vecs, sqlite3_column_blob(sel, 0), want);
+                c->n = calib_distinct(c->vecs, CALIB_NTEXTS, dims);
+            }
+        }
+        sqlite3_finalize(sel);
+    }
+    calib_ref(nl, c->vecs, c->vecs ? c->n : 0, q, dims);
+    return MNEMO_OK;
+}
+
 static void free_pending(pending *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -399,6 +504,8 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         }
         sqlite3_finalize(prune);
     }
+    if (!rc)
+        rc = calib_sync(m, st, e, err);
     sqlite3_stmt *tot = NULL;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM chunk_vectors", -1, &tot, NULL) == SQLITE_OK &&
         sqlite3_step(tot) == SQLITE_ROW)
@@ -443,6 +550,7 @@ void vectors_carry_cache(store *st, const char *old_path)
         return;
     exec_sql(db, "INSERT OR IGNORE INTO main.embed_cache SELECT key, vec, used_at "
                  "FROM old.embed_cache");
+    exec_sql(db, "INSERT OR IGNORE INTO main.vec_calib SELECT identity, vecs FROM old.vec_calib");
     exec_sql(db, "DETACH old");
     exec_sql(db, "PRAGMA main.locking_mode = EXCLUSIVE");
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "embed/embed.h"
+#include "engine/calib.h"
 #include "engine/provider.h"
 #include "mnemo.h"
 #include "store/sqlite/store.h"
@@ -21,6 +22,17 @@ typedef struct mnemo mnemo;
  * gets the counts. Errors with a message in ERR. */
 int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
                  const mnemo_sync_opts *opts, mnemo_sync_stats *stats, buf *err);
+
+/* The fixed texts' vectors (engine/calib.h) of one embedding setup, read
+ * from the index once and kept by the handle (m->lite->calib). */
+typedef struct vec_calib vec_calib;
+void vectors_calib_free(vec_calib *c);
+
+/* The mean and spread of query vector Q's cosines with the fixed texts of
+ * E's setup into NL's ref fields (ref_n 0 when the index has none: not
+ * synced since), through the handle's *CACHE. */
+int vectors_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const float *q,
+                  calib_null *nl);
 
 /* Copies the embedding cache of the database at OLD_PATH into ST (a
  * fresh build keeps what was paid for). Best effort. */

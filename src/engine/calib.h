@@ -1,0 +1,61 @@
+/*
+ * calib.h - what a vector score means: how far a cosine stands out from
+ * what unrelated text scores for the same query.
+ *
+ * Models differ in where unrelated texts sit (all-MiniLM-L6-v2 near 0.05,
+ * multilingual-e5 near 0.75, averaged word vectors near 0.8) and in how
+ * spread they are, so a cosine means nothing until it is measured against
+ * the model's own unrelated texts. Two samples of them are at hand for
+ * every query: the vectors searched (the workspace's entries or the
+ * memories in scope: mostly about something else, and about what this
+ * workspace is about) and CALIB_NTEXTS fixed everyday sentences on every
+ * topic and in several languages, embedded once per embedding setup
+ * (at index time, calib_texts). A cosine's z is its distance from the
+ * mixture of the two in standard deviations: the workspace's share is its
+ * sample size over both, at most CALIB_MIX, so a workspace of 8 notes is
+ * measured by the model's texts and a large one by both (the fixed texts
+ * keep a query that is about everything in the workspace from raising the
+ * bar; the workspace keeps a model's domain from lowering it). The
+ * candidate itself is left out of the workspace's sample.
+ */
+#ifndef MNEMO_CALIB_H
+#define MNEMO_CALIB_H
+
+#include <stddef.h>
+
+#define CALIB_NTEXTS 149
+#define CALIB_MIX 0.5 /* the workspace's largest share of the null */
+#define CALIB_VERSION 1 /* of calib_texts: another version is embedded again */
+
+/* The fixed texts, embedded as documents. */
+extern const char *const calib_texts[CALIB_NTEXTS];
+
+/* A query's cosines with the vectors searched (MEAN, SD over N of them)
+ * and with the fixed texts (REF_MEAN, REF_SD over REF_N; REF_N 0 when the
+ * index has none). */
+typedef struct calib_null {
+    double mean, sd;
+    size_t n;
+    double ref_mean, ref_sd;
+    size_t ref_n;
+} calib_null;
+
+/* Keeps the distinct vectors of REFS[N * DIMS] that are not zero (a text a
+ * static table knows no word of), in order, at its start; returns how
+ * many. */
+size_t calib_distinct(float *refs, size_t n, int dims);
+
+/* The mean and spread of the cosines of query vector Q with the REF_N
+ * vectors REFS[REF_N * DIMS] (any length; calib_distinct's) into NL's ref
+ * fields. */
+void calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, int dims);
+
+/* How many standard deviations cosine CS of a candidate stands out from
+ * the mixture (see above) into *Z: 1. With fewer than CALIB_MIN values to
+ * measure a spread by (a workspace of a few notes and a static table that
+ * knows few of the fixed texts' words), 0, and *REST is the mean of the
+ * others' cosines, for the caller's rule for so few. */
+#define CALIB_MIN 8
+int calib_z(const calib_null *nl, double cs, double *z, double *rest);
+
+#endif
