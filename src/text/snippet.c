@@ -203,19 +203,6 @@ static snippet_passage make_window(const snippet_ctx *c, const char *text, const
             w = w * LINE_DECAY < LINE_FLOOR ? LINE_FLOOR : w * LINE_DECAY;
         }
     }
-    if (getenv("XCOV") && c->tokw && c->q) { /* EXPERIMENT */
-        uint64_t u = 0;
-        for (size_t k = i; k <= e; k++)
-            u |= ls->v[k].mask;
-        double all = 0, got = 0;
-        for (int t = 0; t < c->q->ntokens && t < MAX_QTOK; t++) {
-            all += c->tokw[t];
-            if (u >> t & 1)
-                got += c->tokw[t];
-        }
-        if (all > 0)
-            x *= pow(got / all, atof(getenv("XCOV")));
-    }
     /* A heading just above (a blank line between at most) leads the
      * passage in, if the passage still fits. */
     size_t s0 = i, h = i;
