@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "engine/calib.h"
 #include "engine/core.h"
 #include "text/bm25.h"
 #include "text/mfilter.h"
@@ -228,11 +229,11 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const bm25_hits *h
                  const int64_t *hit_mids, size_t need, mset *s, size_t nk, mem_episode_fn fn,
                  void *ud);
 
-/* Sets C's vector scores for cosine COS among N vectors in scope whose
- * cosines sum to SUM with standard deviation SD: c->vec, how clearly it
- * stands out (thresholds), and c->vrank, the weaker evidence ranking
- * counts among keyword matches (msearch.c). */
-void mem_vec_set(mcand *c, double cos, size_t n, double sum, double sd);
+/* Sets C's vector scores for cosine COS, measured against NL (the query's
+ * cosines with the vectors in scope and with the fixed texts, calib.h):
+ * c->vec, how clearly it stands out (thresholds), and c->vrank, the weaker
+ * evidence ranking counts among keyword matches (msearch.c). */
+void mem_vec_set(mcand *c, double cos, const calib_null *nl);
 
 /* Does query Q (with options O) ask about the user? */
 int mem_about_user(const char *q, const mem_opts *o);

@@ -34,8 +34,6 @@
 #define Z_FLOOR 2.5 /* a clear vector match: thresholds */
 #define Z_RANK 1.0  /* related meaning: ranking */
 #define Z_SPAN 4.0
-#define Z_MIN_ROWS 32
-#define Z_LOO_ROWS 8 /* from here to Z_MIN_ROWS: the others' spread */
 #define USER_BOOST 1.5
 #define PRIOR_COS 0.3
 #define PRIOR_ROWS 8.0
@@ -118,32 +116,21 @@ double mem_bm25_norm(const mem_bm25 *k, const bm25_hits *h, size_t i)
 
 static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 
-void mem_vec_set(mcand *c, double cos, size_t n, double sum, double sd)
+void mem_vec_set(mcand *c, double cos, const calib_null *nl)
 {
-    double v, dn = (double)n;
-    int loo = n >= Z_LOO_ROWS && n < Z_MIN_ROWS;
-    if ((n >= Z_MIN_ROWS && sd > 1e-6) || loo) {
-        double z;
-        if (loo) {
-            /* Fewer: one that stands out would inflate the spread it is
-             * measured by, so the others' mean and spread (search.c). */
-            double mean = sum / dn, mo = (sum - cos) / (dn - 1);
-            double var = ((sd * sd + mean * mean) * dn - cos * cos) / (dn - 1) - mo * mo;
-            z = (cos - mo) / (var > 1e-8 ? sqrt(var) : 1e-4);
-        } else {
-            z = (cos - sum / dn) / sd;
-        }
+    double z, rest;
+    if (calib_z(nl, cos, &z, &rest)) {
         c->vec = clamp01((z - Z_FLOOR) / Z_SPAN);
         c->vrank = clamp01((z - Z_RANK) / Z_SPAN);
         return;
-    } else {
-        /* Few memories: their mean is no baseline (one memory is its own
-         * mean), so it is shrunk towards a prior of unrelated text,
-         * PRIOR_COS, worth PRIOR_ROWS memories. */
-        double base = (sum + PRIOR_ROWS * PRIOR_COS) / ((double)n + PRIOR_ROWS);
-        v = base < 1.0 ? (cos - base) / (1.0 - base) : 0;
     }
-    c->vec = c->vrank = clamp01(v);
+    /* Few memories and no fixed texts to measure by (a static table that
+     * knows few of their words): the memories' mean is no baseline (one
+     * memory is its own mean), so it is shrunk towards a prior of
+     * unrelated text, PRIOR_COS, worth PRIOR_ROWS memories. */
+    double n = (double)nl->n;
+    double base = (nl->mean * n + PRIOR_ROWS * PRIOR_COS) / (n + PRIOR_ROWS);
+    c->vec = c->vrank = clamp01(base < 1.0 ? (cos - base) / (1.0 - base) : 0);
 }
 
 /* ----------------------------------------------------------------------

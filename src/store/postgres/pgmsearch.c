@@ -1006,10 +1006,10 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     x->p->n = n0;
     if (!rc && n) {
         double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-        double sd = var > 0 ? sqrt(var) : 0;
+        calib_null nl = {mean, var > 0 ? sqrt(var) : 0, n, 0, 0, 0};
         for (size_t i = 0; i < nk; i++)
             if (!isnan(kcos[i]))
-                mem_vec_set(&s->v[i], kcos[i], n, sum, sd);
+                mem_vec_set(&s->v[i], kcos[i], &nl);
         size_t nr = pg_nrows(r);
         vrow *rows = calloc(nr ? nr : 1, sizeof *rows);
         if (!rows)
@@ -1028,7 +1028,7 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
                     break;
                 }
             }
-            mem_vec_set(c, rows[i].cos, n, sum, sd);
+            mem_vec_set(c, rows[i].cos, &nl);
         }
         free(rows);
         *ran = 1;

@@ -15,6 +15,7 @@
 #include "store/sqlite/memlite.h"
 #include "engine/memory.h"
 #include "store/sqlite/memvec.h"
+#include "store/sqlite/vectors.h"
 #include "embed/vec.h"
 
 #define POOL 200
@@ -132,9 +133,13 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
         sum2 += (double)c * c;
     }
     sqlite3_finalize(st);
+    calib_null nl = {0};
     if (!rc && n) {
-        double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-        double sd = var > 0 ? sqrt(var) : 0;
+        double var = sum2 / (double)n - (sum / (double)n) * (sum / (double)n);
+        nl = (calib_null){sum / (double)n, var > 0 ? sqrt(var) : 0, n, 0, 0, 0};
+        rc = vectors_calib(m, m->lite->st, &m->lite->calib, e, qv, &nl);
+    }
+    if (!rc && n) {
         qsort(hits, n, sizeof *hits, by_cos);
         size_t nk = s->n; /* keyword candidates, sorted by mid */
         mset_sort_mid(s, nk);
@@ -143,7 +148,7 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
             if (!c && i < POOL && !(c = mset_push(s, hits[i].mid)))
                 rc = MNEMO_NOMEM;
             if (c)
-                mem_vec_set(c, hits[i].cos, n, sum, sd);
+                mem_vec_set(c, hits[i].cos, &nl);
         }
         *ran = 1;
     }
