@@ -444,13 +444,14 @@ BACKEND_TEST(pgstore_hybrid_calibration_kept)
     }
     test_sync(m);
     mnemo *fresh = be_open("ws", "provider=static", "model=cal", store, NULL);
+    int moved = 0; /* queries whose results the new notes changed */
     for (int q = 0; q < 4; q++) {
         char want[4096];
         mnemo_results *r = NULL;
         ASSERT_OK(mnemo_search(fresh, queries[q], &o, &r));
         results_line(r, want, sizeof want);
         mnemo_results_free(r);
-        ASSERT(strcmp(want, first[q]) != 0 || !be_has_vectors());
+        moved += strcmp(want, first[q]) != 0;
         for (int round = 0; round < 2; round++) {
             ASSERT_OK(mnemo_search(m, queries[q], &o, &r));
             results_line(r, again, sizeof again);
@@ -458,6 +459,7 @@ BACKEND_TEST(pgstore_hybrid_calibration_kept)
             ASSERT_RESULTS_CLOSE(again, want);
         }
     }
+    ASSERT(moved >= 2 || !be_has_vectors());
     mnemo_close(fresh);
     mnemo_close(m);
 }

@@ -265,12 +265,13 @@ TEST(sync_migrates_older_schema_in_place)
     mnemo_close(m);
     long long chunks = db_int("SELECT count(*) FROM chunks");
     /* Turn the index back into schema 3 (no transcript time, no memories,
-     * one vector a chunk). */
+     * one vector a chunk, no calibration vectors). */
     sqlite3 *db;
     ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
     ASSERT_EQ(fts_register(db, NULL, NULL), SQLITE_OK); /* to drop memories_fts */
     ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE files DROP COLUMN time; "
                                "ALTER TABLE chunk_vectors DROP COLUMN parts; "
+                               "DROP TABLE vec_calib; "
                                "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
                            NULL, NULL, NULL),
               SQLITE_OK);
@@ -283,10 +284,11 @@ TEST(sync_migrates_older_schema_in_place)
     ASSERT(!s.rebuilt);
     ASSERT_EQ(s.files_unchanged, s.files_seen);
     mnemo_close(m);
-    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 7);
+    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 8);
     ASSERT_EQ(db_int("SELECT count(*) FROM pragma_table_info('chunk_vectors') WHERE name = "
                      "'parts'"),
               1);
+    ASSERT_EQ(db_int("SELECT count(*) FROM sqlite_schema WHERE name = 'vec_calib'"), 1);
     /* Later migrations ran: memories were created, then moved to the store. */
     ASSERT_EQ(db_int("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"), 0);
     ASSERT_EQ(db_int("SELECT count(*) FROM chunks"), chunks);

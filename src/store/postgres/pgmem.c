@@ -449,6 +449,11 @@ int pm_vec_setup(mnemo *m, vecsetup *v)
         return 0;
     }
     provider_identity(m, v->e, v->ident, sizeof v->ident);
+    provider_calib_identity(m, v->e, v->cident, sizeof v->cident);
+    if (pgschema_vec_table(m, "calib", embed_dims(v->e), v->calib, sizeof v->calib, NULL)) {
+        core_clear(m); /* a replica the primary has not made it on yet: none */
+        v->calib[0] = 0;
+    }
     return 1;
 }
 

@@ -61,6 +61,8 @@ typedef struct vecsetup {
     embedder *e;
     char table[64];
     char ident[1024];
+    char calib[64];      /* the fixed texts' table (engine/calib.h), "" if none */
+    char cident[1200];   /* and their setup */
 } vecsetup;
 
 typedef struct params {

@@ -978,20 +978,36 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     *ran = 0;
     int n0 = x->p->n;
     int v = pm_params_add(x->p, x->qvec.data), id = pm_params_add(x->p, x->vs.ident);
+    int cid = pm_params_add(x->p, x->vs.cident);
     buf sql;
     buf_init(&sql, 1 << 20);
+    /* And the query's cosines with the fixed texts (engine/calib.h). */
+    char rf[512];
+    if (x->vs.calib[0])
+        snprintf(rf, sizeof rf,
+                 "(SELECT count(*) AS n, coalesce(avg(c), 0) AS m, coalesce(stddev_pop(c), 0) "
+                 "AS sd FROM (SELECT 1 - (e.embedding <=> $%d::vector) AS c FROM %s e WHERE "
+                 "e.tenant = $1 AND e.identity = $%d) y) rf",
+                 v, x->vs.calib, cid);
+    else
+        snprintf(rf, sizeof rf, "(SELECT 0 AS n, 0 AS m, 0 AS sd, $%d::text AS id) rf", cid);
     buf_printf(&sql,
-               "SELECT count(*), coalesce(sum(c), 0), coalesce(sum(c * c), 0) FROM (SELECT "
+               "SELECT z.n, z.s, z.s2, rf.n, rf.m, rf.sd FROM (SELECT count(*) AS n, "
+               "coalesce(sum(c), 0) AS s, coalesce(sum(c * c), 0) AS s2 FROM (SELECT "
                "1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) AS c FROM (SELECT "
                "v.embedding FROM %s v JOIN mnemo_memories m ON m.tenant = v.tenant AND m.id = "
                "v.memory_id WHERE v.tenant = $1 AND v.model = $%d AND %s ORDER BY m.seq DESC "
-               "LIMIT %d) v) z",
-               v, x->vs.table, id, x->where, CALIBRATION);
+               "LIMIT %d) v) z0) z CROSS JOIN %s",
+               v, x->vs.table, id, x->where, CALIBRATION, rf);
     pg_rows *st = NULL, *r = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "memory vectors", sql.data, x->p->n, x->p->v, &st);
     size_t n = rc ? 0 : (size_t)strtoull(pg_value(st, 0, 0), NULL, 10);
     double sum = n ? strtod(pg_value(st, 0, 1), NULL) : 0;
     double sum2 = n ? strtod(pg_value(st, 0, 2), NULL) : 0;
+    size_t rn = n ? (size_t)strtoull(pg_value(st, 0, 3), NULL, 10) : 0;
+    double rm = n ? strtod(pg_value(st, 0, 4), NULL) : 0;
+    double rsd = n ? strtod(pg_value(st, 0, 5), NULL) : 0;
+    x->p->n = cid - 1; /* the fixed texts' setup: not a parameter of what follows */
     if (!rc && n) {
         buf_reset(&sql);
         buf_printf(&sql,
@@ -1006,7 +1022,7 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     x->p->n = n0;
     if (!rc && n) {
         double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-        calib_null nl = {mean, var > 0 ? sqrt(var) : 0, n, 0, 0, 0};
+        calib_null nl = {mean, var > 0 ? sqrt(var) : 0, n, rm, rsd, rn};
         for (size_t i = 0; i < nk; i++)
             if (!isnan(kcos[i]))
                 mem_vec_set(&s->v[i], kcos[i], &nl);
@@ -1207,7 +1223,7 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     pm_fmt_num(floor(now), x.now_s);
     x.scope = scope.data;
     if (!rc)
-        rc = pm_params_make(m, &args, 8, &p);
+        rc = pm_params_make(m, &args, 10, &p);
     x.where = where.data;
     x.p = &p;
     x.need = need;

@@ -342,7 +342,8 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
                        int *deferred)
 {
     const char *why;
-    if (dims <= 0 || dims > 16000 || (strcmp(kind, "chunk") != 0 && strcmp(kind, "memory") != 0))
+    if (dims <= 0 || dims > 16000 ||
+        (strcmp(kind, "chunk") != 0 && strcmp(kind, "memory") != 0 && strcmp(kind, "calib") != 0))
         return core_error(m, MNEMO_INVALID, "vector table: bad kind or dimensions");
     if (!pgschema_vectors(m, &why))
         return core_error(m, MNEMO_UNAVAILABLE, "%s", why);
@@ -370,15 +371,23 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
      * outside reaches this SQL. HNSW indexes vectors up to 2000 dimensions;
      * beyond that the table is searched exactly. */
     char sql[1024];
-    /* A chunk has a vector for each of its parts (chunk_parts). */
-    int chunk = !strcmp(kind, "chunk");
-    snprintf(sql, sizeof sql,
-             "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, %s NOT NULL, %s"
-             "model text NOT NULL, embedding vector(%d) NOT NULL, "
-             "PRIMARY KEY (tenant, %s))",
-             name, chunk ? "chunk_id bigint" : "memory_id text",
-             chunk ? "part smallint NOT NULL DEFAULT 0, " : "", dims,
-             chunk ? "chunk_id, part" : "memory_id");
+    /* A chunk has a vector for each of its parts (chunk_parts). The fixed
+     * texts' vectors (engine/calib.h) are few and read whole: no index. */
+    int chunk = !strcmp(kind, "chunk"), calib = !strcmp(kind, "calib");
+    if (calib)
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, identity text NOT NULL, "
+                 "i int NOT NULL, embedding vector(%d) NOT NULL, PRIMARY KEY (tenant, identity, "
+                 "i))",
+                 name, dims);
+    else
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, %s NOT NULL, %s"
+                 "model text NOT NULL, embedding vector(%d) NOT NULL, "
+                 "PRIMARY KEY (tenant, %s))",
+                 name, chunk ? "chunk_id bigint" : "memory_id text",
+                 chunk ? "part smallint NOT NULL DEFAULT 0, " : "", dims,
+                 chunk ? "chunk_id, part" : "memory_id");
     int rc = q(m, s->c, "vector table", "BEGIN", 0, NULL, NULL);
     if (!rc)
         rc = q(m, s->c, "vector table",
@@ -389,7 +398,7 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
      * after (pgschema_vec_index): one build from all rows takes a fraction
      * of the time of inserting each into the graph. */
     int later = 0;
-    if (!rc && deferred && dims <= 2000) {
+    if (!rc && deferred && dims <= 2000 && !calib) {
         pg_rows *r = NULL;
         snprintf(sql, sizeof sql,
                  "SELECT to_regclass('%s_hnsw') IS NULL AND NOT EXISTS (SELECT 1 FROM %s)", name,
@@ -400,7 +409,7 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     }
     /* Also built over the rows already there: a load that stopped before
      * its index. */
-    if (!rc && dims <= 2000 && !later)
+    if (!rc && dims <= 2000 && !later && !calib)
         rc = hnsw_index(m, s->c, name);
     if (rc)
         return rollback_keep(m, s->c, "vector table", rc);

@@ -44,7 +44,8 @@
  * vector extension is available: mnemo_chunk_vec_<d> (tenant, chunk_id,
  * part, model, embedding vector(d)) and mnemo_memory_vec_<d> (tenant,
  * memory_id, model, embedding), each with an HNSW index for cosine
- * distance.
+ * distance, and mnemo_calib_vec_<d> (tenant, identity, i, embedding): the
+ * fixed texts vector scores are measured against (engine/calib.h).
  */
 #ifndef MNEMO_PGSCHEMA_H
 #define MNEMO_PGSCHEMA_H
@@ -80,8 +81,9 @@ int pgschema_conn(mnemo *m, pg_conn **out);
  * *WHY (static or handle-owned text). */
 int pgschema_vectors(mnemo *m, const char **why);
 
-/* Creates (if needed) the vector table of KIND ("chunk" or "memory") for
- * DIMS dimensions with its HNSW index, and writes its name into NAME
+/* Creates (if needed) the vector table of KIND ("chunk" or "memory", or
+ * "calib": the fixed texts' vectors of engine/calib.h, no index) for DIMS
+ * dimensions with its HNSW index, and writes its name into NAME
  * (mnemo_<kind>_vec_<dims>). Requires pgschema_vectors. Runs its own
  * transaction: call it outside one. With DEFERRED, an empty table is left
  * without its index (*DEFERRED 1): the caller loads it, then builds the

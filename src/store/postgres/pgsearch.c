@@ -463,12 +463,18 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     }
     buf_cleanup(&err);
     provider_chunk_identity(m, e, s->ident, sizeof s->ident);
+    provider_calib_identity(m, e, s->cident, sizeof s->cident);
     s->dims = embed_dims(e);
-    const char *p1[1] = {s->tenant};
+    char ctable[64];
+    snprintf(ctable, sizeof ctable, "mnemo_calib_vec_%d", s->dims);
+    const char *p1[2] = {s->tenant, ctable};
     pg_rows *r = NULL;
-    rc = ps_q(m, "search", "SELECT vec_identity, xmin::text FROM mnemo_corpus WHERE tenant = $1",
-              1, p1, &r);
+    rc = ps_q(m, "search",
+              "SELECT vec_identity, xmin::text, to_regclass($2) IS NOT NULL FROM mnemo_corpus "
+              "WHERE tenant = $1",
+              2, p1, &r);
     int same = !rc && pg_nrows(r) == 1 && !strcmp(pg_value(r, 0, 0), s->ident);
+    s->ccal = same && !strcmp(pg_value(r, 0, 2), "t");
     const char *stored = !rc && pg_nrows(r) == 1 ? pg_value(r, 0, 0) : "";
     if (!rc && !same) {
         char reason[1200];
@@ -513,25 +519,39 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     "DESC, nr.chunk_id LIMIT $4::int), "                                                         \
     "np AS (SELECT v.chunk_id, v.part, " COSINE("v.embedding", "$2") " AS cos FROM nn JOIN %s " \
     "v ON v.tenant = $1 AND v.model = $3 AND v.chunk_id = nn.chunk_id) "
+    /* And the query's cosines with the fixed texts (engine/calib.h), the
+     * last parameter their setup ($6, or $7 beside the sample's size). */
+    char rf[512];
+    const char *cp = own ? "$6" : "$7";
+    if (s->ccal)
+        snprintf(rf, sizeof rf,
+                 "rf AS (SELECT count(*) AS n, coalesce(avg(c), 0) AS m, "
+                 "coalesce(stddev_pop(c), 0) AS sd FROM (SELECT " COSINE("embedding", "$2")
+                 " AS c FROM mnemo_calib_vec_%d WHERE tenant = $1 AND identity = %s) x), ",
+                 s->dims, cp);
+    else /* not made yet: none */
+        snprintf(rf, sizeof rf, "rf AS (SELECT 0 AS n, 0 AS m, 0 AS sd, %s::text AS id), ", cp);
     if (own)
         snprintf(sql, sizeof s->vsql,
-                 "WITH " NEAREST "SELECT np.chunk_id, np.cos, np.part FROM np", s->table,
-                 s->table);
+                 "WITH %s" NEAREST "SELECT np.chunk_id, np.cos, np.part, NULL, NULL, NULL, rf.n, "
+                 "rf.m, rf.sd FROM rf LEFT JOIN np ON true",
+                 rf, s->table, s->table);
     else /* the calibration's sample: all of a small index, where it matters most */
         snprintf(sql, sizeof s->vsql,
                  "WITH st AS (SELECT avg(" COSINE("embedding", "$2") ") AS mean, "
                  "stddev_pop(" COSINE("embedding", "$2") ") AS sd, count(*) AS n FROM "
                  "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT $6::int) x), "
-                 NEAREST "SELECT np.chunk_id, np.cos, np.part, st.mean, st.sd, st.n FROM st "
-                 "LEFT JOIN np ON true",
-                 s->table, s->table, s->table);
+                 "%s" NEAREST "SELECT np.chunk_id, np.cos, np.part, st.mean, st.sd, st.n, rf.n, "
+                 "rf.m, rf.sd FROM st CROSS JOIN rf LEFT JOIN np ON true",
+                 s->table, rf, s->table, s->table);
 #undef NEAREST
-    const char *p[6] = {s->tenant, s->qvec.data, s->ident, lim, source, cal};
+    const char *p[7] = {s->tenant, s->qvec.data, s->ident, lim, source, own ? s->cident : cal,
+                        s->cident};
     memcpy(s->vp, p, sizeof p);
     if (buf_err(&s->qvec))
         return core_error(m, MNEMO_NOMEM, "out of memory");
     s->vq = stable_sql(s, sql);
-    s->vnp = own ? 5 : 6;
+    s->vnp = own ? 6 : 7;
     s->vown = own;
     snprintf(s->vname, sizeof s->vname, "%s", name);
     s->vprov = embed_provider(e); /* the handle's embedder: alive for the search */
@@ -586,6 +606,11 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
             vs->null.mean = strtod(pg_value(r, 0, 3), NULL);
             vs->null.sd = strtod(pg_value(r, 0, 4), NULL);
             vs->null.n = (size_t)ps_ll(r, 0, 5);
+        }
+        if (i == 0) {
+            vs->null.ref_n = (size_t)ps_ll(r, 0, 6);
+            vs->null.ref_mean = strtod(pg_value(r, 0, 7), NULL);
+            vs->null.ref_sd = strtod(pg_value(r, 0, 8), NULL);
         }
         if (pg_isnull(r, i, 0))
             continue;

@@ -174,8 +174,12 @@ typedef struct pgsearch {
      * (vq: the stable copy, or vsql), parameters, and the side connection
      * it was sent on (NULL: it runs on the handle's at vector_end). */
     int vstate, vown, vnp;
-    const char *vq, *vp[6], *vprov, *vmodel;
-    char vsql[2048], vlim[32], vcal[32], vname[32];
+    const char *vq, *vp[7], *vprov, *vmodel;
+    char vsql[3072], vlim[32], vcal[32], vname[32];
+    /* The fixed texts' vectors (engine/calib.h): their setup, and whether
+     * their table is there. */
+    char cident[1200];
+    int ccal;
     struct pg_conn *vside;
     /* rows fetched, sorted by id */
     prow *rows;

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "engine/calib.h"
 #include "engine/provider.h"
 #include "engine/sync.h"
 #include "store/postgres/pgconn.h"
@@ -758,6 +759,77 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
     return rc;
 }
 
+/* The fixed texts' vectors (engine/calib.h) for E's setup, embedded when
+ * the tenant has none for it: once (rows of another setup go then). Only
+ * distinct ones that are not zero are kept (calib_distinct). */
+static int calib_store(mnemo *m, const char *tenant, embedder *e)
+{
+    char table[64], ident[1200], sql[512];
+    int dims = embed_dims(e);
+    int rc = pgschema_vec_table(m, "calib", dims, table, sizeof table, NULL);
+    if (rc)
+        return rc;
+    provider_calib_identity(m, e, ident, sizeof ident);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE tenant = $1 AND identity = $2",
+             table);
+    const char *p[4] = {tenant, ident, NULL, NULL};
+    pg_rows *r = NULL;
+    if ((rc = ps_q(m, "calibration vectors", sql, 2, p, &r)))
+        return rc;
+    long long have = ps_ll(r, 0, 0);
+    pg_rows_free(r);
+    if (have > 0)
+        return MNEMO_OK;
+    size_t lens[CALIB_NTEXTS];
+    for (size_t i = 0; i < CALIB_NTEXTS; i++)
+        lens[i] = strlen(calib_texts[i]);
+    float *v = NULL;
+    buf err, is, vecs, tmp;
+    buf_init(&err, 4096);
+    buf_init(&is, 0);
+    buf_init(&vecs, 0);
+    buf_init(&tmp, 0);
+    rc = embed_texts(e, EMBED_DOCUMENT, (const char **)calib_texts, lens, CALIB_NTEXTS, &v, &err);
+    if (rc)
+        core_error(m, rc, "cannot embed the calibration texts: %s",
+                   err.len ? err.data : errcode_text(rc));
+    size_t k = rc ? 0 : calib_distinct(v, CALIB_NTEXTS, dims);
+    buf_putc(&is, '{');
+    buf_putc(&vecs, '{');
+    for (size_t i = 0; i < k; i++) {
+        ps_arr_int(&is, (long long)i);
+        buf_reset(&tmp);
+        pg_vector_literal(&tmp, v + i * (size_t)dims, dims);
+        ps_arr_add(&vecs, tmp.data, tmp.len);
+    }
+    buf_putc(&is, '}');
+    buf_putc(&vecs, '}');
+    if (!rc && (buf_err(&is) || buf_err(&vecs) || buf_err(&tmp)))
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    if (!rc && k && !(rc = ps_q(m, "calibration vectors", "BEGIN", 0, NULL, NULL))) {
+        p[2] = is.data;
+        p[3] = vecs.data;
+        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE tenant = $1", table);
+        rc = ps_q(m, "calibration vectors", sql, 1, p, NULL);
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO %s(tenant, identity, i, embedding) SELECT $1, $2, x.i, x.e FROM "
+                 "unnest($3::int[], $4::vector[]) AS x(i, e)",
+                 table);
+        if (!rc)
+            rc = ps_q(m, "calibration vectors", sql, 4, p, NULL);
+        if (!rc)
+            rc = ps_q(m, "calibration vectors", "COMMIT", 0, NULL, NULL);
+        if (rc)
+            ps_q(m, "calibration vectors", "ROLLBACK", 0, NULL, NULL);
+    }
+    free(v);
+    buf_cleanup(&err);
+    buf_cleanup(&is);
+    buf_cleanup(&vecs);
+    buf_cleanup(&tmp);
+    return rc;
+}
+
 /* The embedding phase: vectors for new chunks when a provider is set and
  * pgvector is there; otherwise why not, kept in the corpus row. */
 static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
@@ -786,6 +858,8 @@ static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
         } else {
             provider_chunk_identity(m, e, ident, sizeof ident);
             rc = embed_missing(m, tenant, e, ident, stats);
+            if (!rc)
+                rc = calib_store(m, tenant, e);
         }
         if (rc) {
             buf_printf(&msg, "last embedding failed: %s", m->err.data ? m->err.data : "");

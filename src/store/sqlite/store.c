@@ -132,7 +132,8 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "ALTER TABLE chunk_vectors ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;\n",
     /* 7 -> 8: the fixed texts' vectors that vector scores are measured
      * against (engine/calib.h), for one embedding setup at a time. */
-    "CREATE TABLE vec_calib(identity TEXT PRIMARY KEY, vecs BLOB NOT NULL) WITHOUT ROWID;\n",
+    "CREATE TABLE IF NOT EXISTS vec_calib(identity TEXT PRIMARY KEY, vecs BLOB NOT NULL)\n"
+    "  WITHOUT ROWID;\n",
 };
 
 /* The memory store: structured memories, their history and vectors, in a
