@@ -5,7 +5,10 @@
 #include "engine/calib.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "mnemo.h"
 
 /* Everyday sentences on unrelated topics, as notes are written, in the
  * languages multilingual models are used for. Changing them changes every
@@ -180,12 +183,56 @@ size_t calib_distinct(float *refs, size_t n, int dims)
     return k;
 }
 
-void calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, int dims)
+static int by_value(const void *a, const void *b)
 {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_sorted(const double *v, size_t n)
+{
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void calib_ref_cosines(calib_null *nl, double *cs, size_t n)
+{
+    nl->ref_n = n;
+    nl->ref_mean = nl->ref_sd = 0;
+    if (!n)
+        return;
+    /* A fixed text about what the query asks is no sample of unrelated
+     * text: values more than CALIB_CLIP robust deviations (1.4826 times
+     * the median absolute deviation) above the median are left out. */
+    qsort(cs, n, sizeof *cs, by_value);
+    double med = median_sorted(cs, n);
+    double *dev = malloc(n * sizeof *dev);
+    double top = INFINITY;
+    if (dev) {
+        for (size_t i = 0; i < n; i++)
+            dev[i] = fabs(cs[i] - med);
+        qsort(dev, n, sizeof *dev, by_value);
+        top = med + CALIB_CLIP * 1.4826 * median_sorted(dev, n);
+        free(dev);
+    }
+    double s1 = 0, s2 = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n && cs[i] <= top; i++, k++) {
+        s1 += cs[i];
+        s2 += cs[i] * cs[i];
+    }
+    nl->ref_mean = s1 / (double)k;
+    double var = s2 / (double)k - nl->ref_mean * nl->ref_mean;
+    nl->ref_sd = var > 0 ? sqrt(var) : 0;
+}
+
+int calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, int dims)
+{
+    double *cs = malloc((ref_n ? ref_n : 1) * sizeof *cs);
+    if (!cs)
+        return MNEMO_NOMEM;
     double qq = 0;
     for (int j = 0; j < dims; j++)
         qq += (double)q[j] * q[j];
-    double s1 = 0, s2 = 0;
     size_t n = 0;
     for (size_t i = 0; qq > 0 && i < ref_n; i++) {
         const float *r = refs + i * (size_t)dims;
@@ -194,17 +241,12 @@ void calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, 
             dot += (double)q[j] * r[j];
             rr += (double)r[j] * r[j];
         }
-        if (rr <= 0)
-            continue;
-        double cs = dot / sqrt(qq * rr);
-        s1 += cs;
-        s2 += cs * cs;
-        n++;
+        if (rr > 0)
+            cs[n++] = dot / sqrt(qq * rr);
     }
-    nl->ref_n = n;
-    nl->ref_mean = n ? s1 / (double)n : 0;
-    double var = n ? s2 / (double)n - nl->ref_mean * nl->ref_mean : 0;
-    nl->ref_sd = var > 0 ? sqrt(var) : 0;
+    calib_ref_cosines(nl, cs, n);
+    free(cs);
+    return MNEMO_OK;
 }
 
 int calib_z(const calib_null *nl, double cs, double *z, double *rest)

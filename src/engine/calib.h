@@ -45,10 +45,16 @@ typedef struct calib_null {
  * many. */
 size_t calib_distinct(float *refs, size_t n, int dims);
 
-/* The mean and spread of the cosines of query vector Q with the REF_N
- * vectors REFS[REF_N * DIMS] (any length; calib_distinct's) into NL's ref
- * fields. */
-void calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, int dims);
+/* The fixed texts' part of NL from the query's cosines with them,
+ * CS[0..N) (reordered): their mean and spread, leaving out those more
+ * than CALIB_CLIP robust deviations above their median (a text about what
+ * the query asks). */
+#define CALIB_CLIP 4.0
+void calib_ref_cosines(calib_null *nl, double *cs, size_t n);
+
+/* The same from the vectors REFS[REF_N * DIMS] (any length;
+ * calib_distinct's) and query vector Q. MNEMO_OK or MNEMO_NOMEM. */
+int calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, int dims);
 
 /* How many standard deviations cosine CS of a candidate stands out from
  * the mixture (see above) into *Z: 1. With fewer than CALIB_MIN values to

@@ -985,14 +985,13 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     char rf[512];
     if (x->vs.calib[0])
         snprintf(rf, sizeof rf,
-                 "(SELECT count(*) AS n, coalesce(avg(c), 0) AS m, coalesce(stddev_pop(c), 0) "
-                 "AS sd FROM (SELECT 1 - (e.embedding <=> $%d::vector) AS c FROM %s e WHERE "
-                 "e.tenant = $1 AND e.identity = $%d) y) rf",
+                 "(SELECT coalesce(array_agg(1 - (e.embedding <=> $%d::vector)), '{}') AS cs "
+                 "FROM %s e WHERE e.tenant = $1 AND e.identity = $%d) rf",
                  v, x->vs.calib, cid);
     else
-        snprintf(rf, sizeof rf, "(SELECT 0 AS n, 0 AS m, 0 AS sd, $%d::text AS id) rf", cid);
+        snprintf(rf, sizeof rf, "(SELECT '{}'::float8[] AS cs, $%d::text AS id) rf", cid);
     buf_printf(&sql,
-               "SELECT z.n, z.s, z.s2, rf.n, rf.m, rf.sd FROM (SELECT count(*) AS n, "
+               "SELECT z.n, z.s, z.s2, rf.cs FROM (SELECT count(*) AS n, "
                "coalesce(sum(c), 0) AS s, coalesce(sum(c * c), 0) AS s2 FROM (SELECT "
                "1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) AS c FROM (SELECT "
                "v.embedding FROM %s v JOIN mnemo_memories m ON m.tenant = v.tenant AND m.id = "
@@ -1004,9 +1003,8 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     size_t n = rc ? 0 : (size_t)strtoull(pg_value(st, 0, 0), NULL, 10);
     double sum = n ? strtod(pg_value(st, 0, 1), NULL) : 0;
     double sum2 = n ? strtod(pg_value(st, 0, 2), NULL) : 0;
-    size_t rn = n ? (size_t)strtoull(pg_value(st, 0, 3), NULL, 10) : 0;
-    double rm = n ? strtod(pg_value(st, 0, 4), NULL) : 0;
-    double rsd = n ? strtod(pg_value(st, 0, 5), NULL) : 0;
+    double rcs[CALIB_NTEXTS];
+    size_t rn = n ? pg_float_array(pg_value(st, 0, 3), rcs, CALIB_NTEXTS) : 0;
     x->p->n = cid - 1; /* the fixed texts' setup: not a parameter of what follows */
     if (!rc && n) {
         buf_reset(&sql);
@@ -1022,7 +1020,8 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
     x->p->n = n0;
     if (!rc && n) {
         double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-        calib_null nl = {mean, var > 0 ? sqrt(var) : 0, n, rm, rsd, rn};
+        calib_null nl = {mean, var > 0 ? sqrt(var) : 0, n, 0, 0, 0};
+        calib_ref_cosines(&nl, rcs, rn);
         for (size_t i = 0; i < nk; i++)
             if (!isnan(kcos[i]))
                 mem_vec_set(&s->v[i], kcos[i], &nl);

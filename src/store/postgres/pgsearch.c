@@ -525,24 +525,23 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     const char *cp = own ? "$6" : "$7";
     if (s->ccal)
         snprintf(rf, sizeof rf,
-                 "rf AS (SELECT count(*) AS n, coalesce(avg(c), 0) AS m, "
-                 "coalesce(stddev_pop(c), 0) AS sd FROM (SELECT " COSINE("embedding", "$2")
-                 " AS c FROM mnemo_calib_vec_%d WHERE tenant = $1 AND identity = %s) x), ",
+                 "rf AS (SELECT coalesce(array_agg(" COSINE("embedding", "$2") "), '{}') AS cs "
+                 "FROM mnemo_calib_vec_%d WHERE tenant = $1 AND identity = %s), ",
                  s->dims, cp);
     else /* not made yet: none */
-        snprintf(rf, sizeof rf, "rf AS (SELECT 0 AS n, 0 AS m, 0 AS sd, %s::text AS id), ", cp);
+        snprintf(rf, sizeof rf, "rf AS (SELECT '{}'::float8[] AS cs, %s::text AS id), ", cp);
     if (own)
         snprintf(sql, sizeof s->vsql,
-                 "WITH %s" NEAREST "SELECT np.chunk_id, np.cos, np.part, NULL, NULL, NULL, rf.n, "
-                 "rf.m, rf.sd FROM rf LEFT JOIN np ON true",
+                 "WITH %s" NEAREST "SELECT np.chunk_id, np.cos, np.part, NULL, NULL, NULL, rf.cs "
+                 "FROM rf LEFT JOIN np ON true",
                  rf, s->table, s->table);
     else /* the calibration's sample: all of a small index, where it matters most */
         snprintf(sql, sizeof s->vsql,
                  "WITH st AS (SELECT avg(" COSINE("embedding", "$2") ") AS mean, "
                  "stddev_pop(" COSINE("embedding", "$2") ") AS sd, count(*) AS n FROM "
                  "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT $6::int) x), "
-                 "%s" NEAREST "SELECT np.chunk_id, np.cos, np.part, st.mean, st.sd, st.n, rf.n, "
-                 "rf.m, rf.sd FROM st CROSS JOIN rf LEFT JOIN np ON true",
+                 "%s" NEAREST "SELECT np.chunk_id, np.cos, np.part, st.mean, st.sd, st.n, rf.cs "
+                 "FROM st CROSS JOIN rf LEFT JOIN np ON true",
                  s->table, rf, s->table, s->table);
 #undef NEAREST
     const char *p[7] = {s->tenant, s->qvec.data, s->ident, lim, source, own ? s->cident : cal,
@@ -608,9 +607,8 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
             vs->null.n = (size_t)ps_ll(r, 0, 5);
         }
         if (i == 0) {
-            vs->null.ref_n = (size_t)ps_ll(r, 0, 6);
-            vs->null.ref_mean = strtod(pg_value(r, 0, 7), NULL);
-            vs->null.ref_sd = strtod(pg_value(r, 0, 8), NULL);
+            double cs[CALIB_NTEXTS];
+            calib_ref_cosines(&vs->null, cs, pg_float_array(pg_value(r, 0, 6), cs, CALIB_NTEXTS));
         }
         if (pg_isnull(r, i, 0))
             continue;

@@ -3,6 +3,7 @@
  */
 #include "store/postgres/pgtext.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void pg_lexeme(buf *b, const char *s, size_t n)
@@ -139,6 +140,22 @@ static const unsigned char hexval[256] = {
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
 };
+
+size_t pg_float_array(const char *s, double *out, size_t max)
+{
+    size_t n = 0;
+    if (*s == '{')
+        s++;
+    while (*s && *s != '}' && n < max) {
+        char *end;
+        double v = strtod(s, &end);
+        if (end == s)
+            break;
+        out[n++] = v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
 
 long pg_unhex(const char *s, void *out, size_t cap)
 {

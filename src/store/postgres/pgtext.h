@@ -26,6 +26,10 @@ void pg_vector_literal(buf *b, const float *v, int dims);
  * hex or would not fit. */
 long pg_unhex(const char *s, void *out, size_t cap);
 
+/* The numbers of the text form of a float8[] (S, "{0.1,-2e-05,...}")
+ * into OUT, at most MAX of them; returns how many. */
+size_t pg_float_array(const char *s, double *out, size_t max);
+
 /* The element types of the binary arrays (pg_type's fixed oids). */
 enum { PG_INT8OID = 20, PG_INT4OID = 23, PG_TEXTOID = 25, PG_BYTEAOID = 17,
        PG_FLOAT8OID = 701, PG_TSVECTOROID = 3614 };

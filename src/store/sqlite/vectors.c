@@ -329,8 +329,7 @@ int vectors_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const flo
         }
         sqlite3_finalize(sel);
     }
-    calib_ref(nl, c->vecs, c->vecs ? c->n : 0, q, dims);
-    return MNEMO_OK;
+    return calib_ref(nl, c->vecs, c->vecs ? c->n : 0, q, dims);
 }
 
 static void free_pending(pending *p, size_t n)
