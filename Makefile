@@ -81,7 +81,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
            tests/provider_server.c tests/test_vec.c tests/test_model.c tests/test_embed.c \
-           tests/test_hybrid.c tests/test_local.c tests/test_pull.c tests/test_rank.c tests/test_transcript.c \
+           tests/test_hybrid.c tests/test_meaning.c tests/test_local.c tests/test_pull.c tests/test_rank.c tests/test_transcript.c \
            tests/test_mfilter.c tests/test_memory.c \
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \

