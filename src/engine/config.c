@@ -105,8 +105,9 @@ static const keydef keys[CFG__COUNT] = {
     [CFG_DOCUMENT_PREFIX] = {"documentPrefix", "MNEMO_DOCUMENT_PREFIX", T_STR, "", 0, 0,
                              "text put before each chunk when embedding"},
     [CFG_VECTOR_CHARS] = {"vectorChars", "MNEMO_VECTOR_CHARS", T_INT, "350", 0, 100000,
-                          "characters of a chunk one vector covers: a chunk is embedded as "
-                          "runs of whole lines of about this size (0: one vector a chunk)"},
+                          "a chunk is embedded an entry (bullet, heading, paragraph) at a "
+                          "time; longer entries as runs of whole lines of about this many "
+                          "characters (0: one vector a chunk)"},
     [CFG_EMBED_BATCH_BYTES] = {"embedBatchBytes", "MNEMO_EMBED_BATCH_BYTES", T_INT, "8000", 256,
                                16777216, "UTF-8 bytes per embedding request"},
     [CFG_EMBED_CONCURRENCY] = {"embedConcurrency", "MNEMO_EMBED_CONCURRENCY", T_INT, "4", 1, 16,
