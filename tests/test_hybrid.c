@@ -81,15 +81,33 @@ TEST(hybrid_cache_and_incremental_embedding)
      * over). */
     st = test_sync(m);
     ASSERT_EQ(st.chunks_embedded, 0);
+    /* Each vector is kept once: the index's, its key in vec_keys; the
+     * cache holds none of them. */
+    const char *db = test_path("db.sqlite");
+    ASSERT_EQ(test_sql_int(db, "SELECT count(*) FROM vec_keys"), 3);
+    ASSERT_EQ(test_sql_int(db, "SELECT count(*) FROM embed_cache"), 0);
     mnemo_sync_opts force = {1, NULL, NULL};
     ASSERT_OK(mnemo_sync(m, &force, &st));
     ASSERT_EQ(st.chunks_embedded, 0);
     ASSERT_EQ(st.embed_cache_hits, 3);
     ASSERT_EQ(ps_inputs(s), inputs);
-    /* One changed file: one chunk embedded. */
+    ASSERT_EQ(test_sql_int(db, "SELECT count(*) FROM embed_cache"), 0);
+    /* One changed file: one chunk embedded; the text it had is the
+     * cache's now, and comes back from there. */
     test_write("ws/memory/b.md", "The kitten sleeps all day.\n");
     st = test_sync(m);
     ASSERT_EQ(st.chunks_embedded, 1);
+    ASSERT_EQ(ps_inputs(s), inputs + 1);
+    ASSERT_EQ(test_sql_int(db, "SELECT count(*) FROM embed_cache"), 1);
+    test_write("ws/memory/b.md", "The kitten sleeps.\n");
+    st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, 0);
+    ASSERT_EQ(st.embed_cache_hits, 1);
+    ASSERT_EQ(ps_inputs(s), inputs + 1);
+    ASSERT_EQ(test_sql_int(db, "SELECT count(*) FROM embed_cache"), 1);
+    test_write("ws/memory/b.md", "The kitten sleeps all day.\n");
+    st = test_sync(m);
+    ASSERT_EQ(st.chunks_embedded, 0);
     ASSERT_EQ(ps_inputs(s), inputs + 1);
     /* Searching embeds the query only. */
     char *j = search(m, "kitten");
@@ -318,10 +336,13 @@ TEST(hybrid_kept_vectors_follow_syncs)
     /* Another process removes it and adds another. */
     unlink(test_path("ws/memory/d.md"));
     test_write("ws/memory/e.md", "# E\n\nA cat on the roof.\n");
-    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db",
-                       test_path("db.sqlite"), "--set", "provider=static", "--set", "model=tiny",
-                       "index", NULL),
-              0);
+    char *err = NULL;
+    int rc = test_cli(NULL, &err, NULL, "--workspace", test_path("ws"), "--db",
+                      test_path("db.sqlite"), "--set", "provider=static", "--set", "model=tiny",
+                      "index", NULL);
+    if (rc != 0)
+        test_fail(__FILE__, __LINE__, "index exited %d: %s", rc, err ? err : "");
+    free(err);
     j = search(m, "kitten");
     ASSERT_NOT_CONTAINS(j, "memory/d.md");
     ASSERT_CONTAINS(j, "memory/e.md");

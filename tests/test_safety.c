@@ -19,19 +19,6 @@
 #include "store/sqlite/store.h"
 #include "test.h"
 
-static long long q_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    ASSERT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-        test_fail(__FILE__, __LINE__, "%s: %s", sql, sqlite3_errmsg(db));
-    long long v = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return v;
-}
-
 static void run_sql(const char *path, const char *sql)
 {
     sqlite3 *db;
@@ -136,7 +123,7 @@ static void with_memories(int n) { with_memories_set(n, NULL, NULL); }
 
 static long long memories_in_store(void)
 {
-    return q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memories");
+    return test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memories");
 }
 
 static long long list_count(void)
@@ -203,8 +190,8 @@ TEST(safety_force_refuses_a_foreign_sqlite_file)
     ASSERT_EQ(cli(NULL, NULL, "index", NULL), 5);
     ASSERT_EQ(cli(NULL, NULL, "status", NULL), 5);
     ASSERT_EQ(cli(NULL, NULL, "search", "note", NULL), 5);
-    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT id FROM orders"), 42);
-    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT count(*) FROM sqlite_schema"), 3);
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"), "SELECT id FROM orders"), 42);
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"), "SELECT count(*) FROM sqlite_schema"), 3);
     ASSERT_EQ(count_files("damaged"), 0);
     /* Another application's id, with every table an index has: refused too. */
     unlink(test_path("db.sqlite"));
@@ -215,7 +202,7 @@ TEST(safety_force_refuses_a_foreign_sqlite_file)
     ASSERT_EQ(cli(NULL, &err, "index", "--force", NULL), 5);
     ASSERT_CONTAINS(err, "application id 0x00000007");
     free(err);
-    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT count(*) FROM meta"), 1);
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"), "SELECT count(*) FROM meta"), 1);
     /* Not SQLite at all. */
     test_write("db.sqlite", "just some text the user keeps here\n");
     ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 5);
@@ -228,19 +215,19 @@ TEST(safety_force_refuses_a_foreign_sqlite_file)
     ASSERT(cli(NULL, &err, "memory", "add", "User likes tea", NULL) != 0);
     ASSERT_CONTAINS(err, "not a mnemo memory store");
     free(err);
-    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM mine"), 1);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM mine"), 1);
 }
 
 TEST(safety_memories_live_apart_from_the_index)
 {
     with_memories(20);
     ASSERT_EQ(memories_in_store(), 20);
-    ASSERT_EQ(q_int(test_path("db.sqlite"),
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"),
                     "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"),
               0);
-    ASSERT_EQ(q_int(test_path("db.sqlite"), "PRAGMA application_id"), 0x6d6e6d6f);
-    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "PRAGMA application_id"), 0x6d6e6d6d);
-    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT journal_mode = 'wal' FROM "
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"), "PRAGMA application_id"), 0x6d6e6d6f);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "PRAGMA application_id"), 0x6d6e6d6d);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT journal_mode = 'wal' FROM "
                                                       "pragma_journal_mode"),
               1);
     /* Damage the index badly: a rebuild brings the notes back, and the
@@ -261,7 +248,7 @@ TEST(safety_memories_live_apart_from_the_index)
     /* And a rebuild of a sound index keeps them as well, history included. */
     ASSERT_EQ(cli(NULL, NULL, "index", "--force", NULL), 0);
     ASSERT_EQ(list_count(), 20);
-    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"),
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"),
               22);
 }
 
@@ -269,17 +256,17 @@ TEST(safety_schema5_memories_move_to_their_store)
 {
     with_memories(20);
     to_schema5();
-    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT count(*) FROM memories"), 20);
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"), "SELECT count(*) FROM memories"), 20);
     ASSERT_EQ(list_count(), 20);
     ASSERT_EQ(memories_in_store(), 20);
-    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
-    ASSERT_EQ(q_int(test_path("db.sqlite"),
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"),
                     "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"),
               0);
-    ASSERT_EQ(q_int(test_path("db.sqlite"), "SELECT value FROM meta WHERE key = "
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"), "SELECT value FROM meta WHERE key = "
                                             "'schema_version'"),
               STORE_SCHEMA_VERSION);
-    ASSERT_EQ(q_int(test_path("db.sqlite"), "PRAGMA application_id"), 0x6d6e6d6f);
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"), "PRAGMA application_id"), 0x6d6e6d6f);
     char *out = NULL;
     ASSERT_EQ(cli(&out, NULL, "memory", "search", "garden number 7", NULL), 0);
     ASSERT_CONTAINS(out, "fact number 7");
@@ -301,8 +288,8 @@ TEST(safety_schema5_move_that_died_half_way_finishes)
     ASSERT_EQ(system(cmd), 0);
     ASSERT_EQ(list_count(), 20); /* not 40 */
     ASSERT_EQ(memories_in_store(), 20);
-    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
-    ASSERT_EQ(q_int(test_path("db.sqlite"),
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
+    ASSERT_EQ(test_sql_int(test_path("db.sqlite"),
                     "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'memor%'"),
               0);
 }
@@ -321,7 +308,7 @@ TEST(safety_damaged_schema5_index_is_salvaged_on_rebuild)
     with_memories(20);
     to_schema5();
     /* Damage a page of the notes (found with dbstat), not the memories. */
-    long long pg = q_int(test_path("db.sqlite"),
+    long long pg = test_sql_int(test_path("db.sqlite"),
                          "SELECT pageno FROM dbstat WHERE name = 'chunks' ORDER BY pageno LIMIT 1");
     ASSERT(pg > 1);
     FILE *f = fopen(test_path("db.sqlite"), "r+b");
@@ -337,7 +324,7 @@ TEST(safety_damaged_schema5_index_is_salvaged_on_rebuild)
     free(err);
     ASSERT_EQ(count_files("db.sqlite.damaged-"), 1);
     ASSERT_EQ(list_count(), 20);
-    ASSERT_EQ(q_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"), 22);
 }
 
 TEST(safety_memory_recover_reads_pages_sqlite_cannot)
@@ -399,7 +386,7 @@ TEST(safety_rolling_backups)
               0);
     ASSERT_CONTAINS(out, "\"imported\":11");
     free(out);
-    ASSERT_EQ(q_int(test_path("other.memories.sqlite"), "SELECT count(*) FROM memories"), 11);
+    ASSERT_EQ(test_sql_int(test_path("other.memories.sqlite"), "SELECT count(*) FROM memories"), 11);
 }
 
 TEST(safety_stale_temp_cleanup_removes_only_its_own)
@@ -628,7 +615,7 @@ TEST(safety_rebuild_renames_when_alone_and_copies_when_in_use)
     ASSERT_EQ(header_byte(test_path("db.sqlite"), 18), 2); /* WAL */
     ASSERT_EQ(count_files("tmp-"), 0);
     ASSERT_EQ(count_files("sqlite-journal"), 0);
-    ASSERT(q_int(test_path("db.sqlite"), "SELECT count(*) FROM chunks") > 0);
+    ASSERT(test_sql_int(test_path("db.sqlite"), "SELECT count(*) FROM chunks") > 0);
     ASSERT_EQ(list_count(), 3);
 
     sqlite3 *reader;
@@ -643,7 +630,7 @@ TEST(safety_rebuild_renames_when_alone_and_copies_when_in_use)
     ASSERT_EQ(stat(test_path("db.sqlite"), &c), 0);
     ASSERT_EQ(b.st_ino, c.st_ino); /* copied: the reader's file is the live one */
     ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
-    ASSERT_EQ(sqlite3_column_int(q, 0), q_int(test_path("db.sqlite"), "SELECT count(*) FROM chunks"));
+    ASSERT_EQ(sqlite3_column_int(q, 0), test_sql_int(test_path("db.sqlite"), "SELECT count(*) FROM chunks"));
     sqlite3_finalize(q);
     sqlite3_close(reader);
     ASSERT_EQ(header_byte(test_path("db.sqlite"), 18), 2);

@@ -15,17 +15,7 @@
 #include "store/sqlite/fts.h"
 #include "test.h"
 
-static long long db_int(const char *sql)
-{
-    sqlite3 *db;
-    ASSERT(sqlite3_open_v2(test_path("db.sqlite"), &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-    sqlite3_stmt *st;
-    ASSERT(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
-    long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
+static long long db_int(const char *sql) { return test_sql_int(test_path("db.sqlite"), sql); }
 
 static void basic_ws(void)
 {

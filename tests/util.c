@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,19 @@ int test_cli(char **out, char **err, const char *stdin_text, ...)
 
 /* A tiny table where car ~ automobile ~ vehicle and kitten ~ cat. Rows
  * are in frequency order, as in GloVe: common words weigh less (SIF). */
+long long test_sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        test_fail(__FILE__, __LINE__, "%s: %s", sql, sqlite3_errmsg(db));
+    long long v = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
 int test_minilm_dir(char *out, size_t n)
 {
     char cmd[512];

@@ -249,7 +249,7 @@ int calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, i
     return MNEMO_OK;
 }
 
-int calib_z(const calib_null *nl, double cs, double *z, double *rest)
+int calib_z(const calib_null *nl, double cs, double prior, double *z, double *rest)
 {
     /* The others: the candidate out of the vectors searched. */
     double n = (double)nl->n, nw = n > 1 ? n - 1 : 0;
@@ -260,18 +260,16 @@ int calib_z(const calib_null *nl, double cs, double *z, double *rest)
         if (vw < 0)
             vw = 0;
     }
-    /* The fixed texts count by how many distinct vectors the model gave
-     * them (a static table may know few of their words, and give many of
-     * them the vector of "the"): all of them give the workspace at most
-     * CALIB_MIX of the null, a few next to nothing. */
-    double nr = (double)nl->ref_n, rho = nr / CALIB_NTEXTS, nre = nr * rho;
+    /* The fixed texts weigh as PRIOR of the vectors searched when the
+     * model gave each its own vector; a static table that knows few of
+     * their words (and gives many of them the vector of "the") counts
+     * only its distinct ones, and those for less. */
+    double nr = (double)nl->ref_n, rho = nr / CALIB_NTEXTS, nre = nr > 0 ? prior * rho * rho : 0;
     *z = 0;
     *rest = nw > 0 ? mw : nl->ref_mean;
-    if (nw + nre < CALIB_MIN)
+    if (nw + (nre < nr ? nre : nr) < CALIB_MIN)
         return 0;
-    double w = nw / (nw + nre), cap = 1.0 - rho * (1.0 - CALIB_MIX);
-    if (w > cap)
-        w = cap;
+    double w = nw / (nw + nre);
     double d = mw - nl->ref_mean;
     double mu = w * mw + (1 - w) * nl->ref_mean;
     double var = w * vw + (1 - w) * nl->ref_sd * nl->ref_sd + w * (1 - w) * d * d;

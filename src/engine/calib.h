@@ -11,12 +11,13 @@
  * workspace is about) and CALIB_NTEXTS fixed everyday sentences on every
  * topic and in several languages, embedded once per embedding setup
  * (at index time, calib_texts). A cosine's z is its distance from the
- * mixture of the two in standard deviations: the workspace's share is its
- * sample size over both, at most CALIB_MIX, so a workspace of 8 notes is
- * measured by the model's texts and a large one by both (the fixed texts
- * keep a query that is about everything in the workspace from raising the
- * bar; the workspace keeps a model's domain from lowering it). The
- * candidate itself is left out of the workspace's sample.
+ * mixture of the two in standard deviations, the fixed texts weighing as
+ * PRIOR of the vectors searched (the caller's: about 200 notes' entries,
+ * 300 memories): a workspace of 8 notes is measured by the model's texts, a
+ * large one by itself (the fixed texts keep a query that is about
+ * everything in a small workspace from raising the bar; a large workspace
+ * knows its own domain, where everyday sentences sit lower). The candidate
+ * itself is left out of the workspace's sample.
  */
 #ifndef MNEMO_CALIB_H
 #define MNEMO_CALIB_H
@@ -24,7 +25,6 @@
 #include <stddef.h>
 
 #define CALIB_NTEXTS 149
-#define CALIB_MIX 0.5 /* the workspace's largest share of the null */
 #define CALIB_VERSION 1 /* of calib_texts: another version is embedded again */
 
 /* The fixed texts, embedded as documents. */
@@ -57,11 +57,12 @@ void calib_ref_cosines(calib_null *nl, double *cs, size_t n);
 int calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, int dims);
 
 /* How many standard deviations cosine CS of a candidate stands out from
- * the mixture (see above) into *Z: 1. With fewer than CALIB_MIN values to
- * measure a spread by (a workspace of a few notes and a static table that
- * knows few of the fixed texts' words), 0, and *REST is the mean of the
- * others' cosines, for the caller's rule for so few. */
+ * the mixture (see above), the fixed texts weighing as PRIOR of the vectors
+ * searched, into *Z: 1. With fewer than CALIB_MIN values to measure a
+ * spread by (a workspace of a few notes and a static table that knows few
+ * of the fixed texts' words), 0, and *REST is the mean of the others'
+ * cosines, for the caller's rule for so few. */
 #define CALIB_MIN 8
-int calib_z(const calib_null *nl, double cs, double *z, double *rest);
+int calib_z(const calib_null *nl, double cs, double prior, double *z, double *rest);
 
 #endif

@@ -37,6 +37,7 @@
 #define USER_BOOST 1.5
 #define PRIOR_COS 0.3
 #define PRIOR_ROWS 8.0
+#define PRIOR_FIXED 300.0 /* the fixed texts weigh as 300 memories (calib.h) */
 
 /* ----------------------------------------------------------------------
  * Search
@@ -119,7 +120,7 @@ static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 void mem_vec_set(mcand *c, double cos, const calib_null *nl)
 {
     double z, rest;
-    if (calib_z(nl, cos, &z, &rest)) {
+    if (calib_z(nl, cos, PRIOR_FIXED, &z, &rest)) {
         c->vec = clamp01((z - Z_FLOOR) / Z_SPAN);
         c->vrank = clamp01((z - Z_RANK) / Z_SPAN);
         return;

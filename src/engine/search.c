@@ -41,7 +41,8 @@
 
 #define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
 /* Vector score: v = (z - Z_FLOOR) / Z_SPAN, clamped to 0..1, z how far the
- * cosine stands out from unrelated text (calib.h). With too few values
+ * cosine stands out from unrelated text (calib.h), the fixed texts weighing
+ * as Z_PRIOR of the index's vectors. With too few values
  * for a spread, v = (cos - rest) / (1 - rest), rest the others' mean: on
  * the scale of cosines, which keeps a model's near-ties low.
  *
@@ -54,6 +55,7 @@
 #define Z_FLOOR 2.5
 #define Z_SPAN 3.0
 #define Z_ROWS 500.0
+#define Z_PRIOR 2000.0 /* about 200 notes' entries */
 
 typedef search_cand cand;
 
@@ -63,7 +65,7 @@ static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 static double vec_score(const search_vstats *vs, double cs, double *gate)
 {
     double z, rest, v, n = (double)vs->null.n;
-    if (calib_z(&vs->null, cs, &z, &rest)) {
+    if (calib_z(&vs->null, cs, Z_PRIOR, &z, &rest)) {
         v = clamp01((z - Z_FLOOR) / Z_SPAN);
         double lift = n > Z_ROWS ? sqrt(2 * log(n)) - sqrt(2 * log(Z_ROWS)) : 0;
         if (gate)

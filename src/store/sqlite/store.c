@@ -131,9 +131,22 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
      * after the other in vec. */
     "ALTER TABLE chunk_vectors ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;\n",
     /* 7 -> 8: the fixed texts' vectors that vector scores are measured
-     * against (engine/calib.h), for one embedding setup at a time. */
+     * against (engine/calib.h), for one embedding setup at a time; each
+     * part's cache key (vec_keys), so that a vector is kept once: the
+     * index's own while its chunk lives, the cache's after; the cache as a
+     * rowid table (a row of 1.5 KB and more overflowed a WITHOUT ROWID
+     * page: 4.5 KB a vector). */
     "CREATE TABLE IF NOT EXISTS vec_calib(identity TEXT PRIMARY KEY, vecs BLOB NOT NULL)\n"
-    "  WITHOUT ROWID;\n",
+    "  WITHOUT ROWID;\n"
+    "CREATE TABLE IF NOT EXISTS vec_keys(key TEXT PRIMARY KEY, chunk_id INTEGER NOT NULL,\n"
+    "  part INTEGER NOT NULL) WITHOUT ROWID;\n"
+    "CREATE INDEX IF NOT EXISTS vec_keys_chunk ON vec_keys(chunk_id);\n"
+    "CREATE TABLE embed_cache_new(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE,\n"
+    "  vec BLOB NOT NULL, used_at INTEGER NOT NULL);\n"
+    "INSERT INTO embed_cache_new(key, vec, used_at) SELECT key, vec, used_at FROM embed_cache;\n"
+    "DROP TABLE embed_cache;\n"
+    "ALTER TABLE embed_cache_new RENAME TO embed_cache;\n"
+    "CREATE INDEX embed_cache_used ON embed_cache(used_at);\n",
 };
 
 /* The memory store: structured memories, their history and vectors, in a

@@ -241,13 +241,20 @@ int store_file_delete(store *s, int64_t id)
 
 /* Next free chunk id in the range of a source: memory chunks have ids
  * below STORE_SESSION_ID_BASE, transcript chunks at or above it, so that a
- * search can restrict itself to one corpus with a rowid range. */
+ * search can restrict itself to one corpus with a rowid range. Never the
+ * id of a chunk whose vectors are still kept (a chunk removed since the
+ * last embedding): a new chunk would take its vectors for its own. */
 static int next_chunk_id(store *s, int sessions, int64_t *id)
 {
     if (!s->next_id[sessions]) {
         sqlite3_stmt *q = NULL;
-        const char *sql = sessions ? "SELECT max(id) FROM chunks WHERE id >= ?1"
-                                   : "SELECT max(id) FROM chunks WHERE id < ?1";
+        const char *sql =
+            sessions ? "SELECT max(coalesce((SELECT max(id) FROM chunks WHERE id >= ?1), 0), "
+                       "coalesce((SELECT max(chunk_id) FROM chunk_vectors WHERE chunk_id >= ?1), "
+                       "0))"
+                     : "SELECT max(coalesce((SELECT max(id) FROM chunks WHERE id < ?1), 0), "
+                       "coalesce((SELECT max(chunk_id) FROM chunk_vectors WHERE chunk_id < ?1), "
+                       "0))";
         if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
             return store_code(sqlite3_errcode(s->db));
         sqlite3_bind_int64(q, 1, STORE_SESSION_ID_BASE);

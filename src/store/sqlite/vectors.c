@@ -76,11 +76,12 @@ typedef struct pending {
     size_t len;
 } pending;
 
-/* The statements embedding uses. */
+/* The statements embedding uses: a part's vector by its key among the
+ * index's own (live), then in the cache (get, then taken out: del), a
+ * chunk's row (put) and its parts' keys (key). */
 typedef struct vstmts {
-    sqlite3_stmt *get, *put, *putc, *touch;
+    sqlite3_stmt *live, *get, *del, *put, *key;
     int use_cache;
-    long cache_max;
     const char *prefix;
 } vstmts;
 
@@ -140,30 +141,33 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
     }
     if (first)
         first[n] = np;
-    /* The cache. */
+    /* Vectors already paid for: the same text in another chunk of the
+     * index, else in the cache (which then gives it up: it is the index's
+     * now, one copy of each vector). */
     for (size_t i = 0; !rc && i < np; i++) {
         vpart *p = &ps[i];
-        int bytes = 0, want = embed_dims(e);
+        int want = embed_dims(e);
         if (!vs->use_cache)
             continue;
-        sqlite3_reset(vs->get);
-        sqlite3_bind_text(vs->get, 1, p->key, -1, SQLITE_STATIC);
-        if (sqlite3_step(vs->get) == SQLITE_ROW)
-            bytes = sqlite3_column_bytes(vs->get, 0);
-        if (bytes > 0 && bytes % (int)sizeof(float) == 0 &&
-            (!want || bytes == want * (int)sizeof(float)) &&
-            (!dims || bytes == dims * (int)sizeof(float))) {
-            dims = bytes / (int)sizeof(float);
-            if (!(p->vec = malloc((size_t)bytes)))
-                rc = MNEMO_NOMEM;
-            else
-                memcpy(p->vec, sqlite3_column_blob(vs->get, 0), (size_t)bytes);
-            sqlite3_reset(vs->touch);
-            sqlite3_bind_text(vs->touch, 1, p->key, -1, SQLITE_STATIC);
-            sqlite3_step(vs->touch);
-            stats->embed_cache_hits++;
+        for (int from = 0; from < 2 && !p->vec && !rc; from++) {
+            sqlite3_stmt *q = from ? vs->get : vs->live;
+            int bytes = 0;
+            sqlite3_reset(q);
+            sqlite3_bind_text(q, 1, p->key, -1, SQLITE_STATIC);
+            if (sqlite3_step(q) == SQLITE_ROW)
+                bytes = sqlite3_column_bytes(q, 0);
+            if (bytes > 0 && bytes % (int)sizeof(float) == 0 &&
+                (!want || bytes == want * (int)sizeof(float)) &&
+                (!dims || bytes == dims * (int)sizeof(float))) {
+                dims = bytes / (int)sizeof(float);
+                if (!(p->vec = malloc((size_t)bytes)))
+                    rc = MNEMO_NOMEM;
+                else
+                    memcpy(p->vec, sqlite3_column_blob(q, 0), (size_t)bytes);
+                stats->embed_cache_hits++;
+            }
+            sqlite3_reset(q);
         }
-        sqlite3_reset(vs->get);
     }
     /* The provider. */
     if (!rc && np) {
@@ -202,12 +206,6 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
             if (!v)
                 break;
             memcpy(row + j * (size_t)dims, v, (size_t)dims * sizeof *row);
-            if (!p->vec && vs->use_cache && vs->cache_max > 0) {
-                sqlite3_reset(vs->putc);
-                sqlite3_bind_text(vs->putc, 1, p->key, -1, SQLITE_STATIC);
-                sqlite3_bind_blob(vs->putc, 2, v, dims * (int)sizeof(float), SQLITE_STATIC);
-                sqlite3_step(vs->putc);
-            }
         }
         if (j < k)
             continue; /* a part is missing: the chunk waits for the next sync */
@@ -218,6 +216,23 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
         if (sqlite3_step(vs->put) != SQLITE_DONE) {
             buf_printf(err, "cannot write vectors: %s", sqlite3_errmsg(sqlite3_db_handle(vs->put)));
             rc = MNEMO_DB;
+        }
+        for (j = 0; !rc && vs->use_cache && j < k; j++) {
+            const vpart *p = &ps[first[i] + j];
+            if (p->vec) { /* from the cache: the index's now */
+                sqlite3_reset(vs->del);
+                sqlite3_bind_text(vs->del, 1, p->key, -1, SQLITE_STATIC);
+                sqlite3_step(vs->del);
+            }
+            sqlite3_reset(vs->key);
+            sqlite3_bind_text(vs->key, 1, p->key, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(vs->key, 2, batch[i].id);
+            sqlite3_bind_int(vs->key, 3, (int)j);
+            if (sqlite3_step(vs->key) != SQLITE_DONE) {
+                buf_printf(err, "cannot write vectors: %s",
+                           sqlite3_errmsg(sqlite3_db_handle(vs->key)));
+                rc = MNEMO_DB;
+            }
         }
     }
     for (size_t i = 0; ps && i < np; i++)
@@ -332,6 +347,15 @@ int vectors_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const flo
     return calib_ref(nl, c->vecs, c->vecs ? c->n : 0, q, dims);
 }
 
+/* Part k.part of chunk row v (its parts' vectors one after the other). */
+#define PART_VEC "substr(v.vec, k.part * (length(v.vec) / v.parts) + 1, length(v.vec) / v.parts)"
+
+/* Moves the vectors of the chunks the condition that follows names into
+ * the cache, under their keys. */
+#define RETIRE                                                                                    \
+    "INSERT OR REPLACE INTO embed_cache(key, vec, used_at) SELECT k.key, " PART_VEC               \
+    ", unixepoch() FROM vec_keys k JOIN chunk_vectors v ON v.chunk_id = k.chunk_id WHERE "
+
 static void free_pending(pending *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -347,18 +371,21 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     char ident[1024], *old = NULL;
     int rc = MNEMO_OK, changed = 0;
     pending *batch = NULL;
-    sqlite3_stmt *sel = NULL, *get = NULL, *put = NULL, *putc = NULL, *touch = NULL;
+    sqlite3_stmt *sel = NULL, *live = NULL, *get = NULL, *del = NULL, *put = NULL, *key = NULL;
     const char *prefix = cfg_str(m->cfg, CFG_DOCUMENT_PREFIX);
     long cache_max = cfg_int(m->cfg, CFG_EMBED_CACHE_MAX);
     /* A static table computes a vector in microseconds: caching it would
      * only double what is written. */
     int use_cache = strcmp(embed_provider(e), "static") != 0;
 
-    /* A new identity makes every stored vector stale. */
+    /* A new identity makes every stored vector stale: into the cache with
+     * them (their keys name the setup they were made with), for the day it
+     * comes back. */
     provider_chunk_identity(m, e, ident, sizeof ident);
     store_meta_get(st, "vec_identity", &old);
     if (!old || strcmp(old, ident) != 0) {
-        if (store_begin(st) || exec_sql(db, "DELETE FROM chunk_vectors") ||
+        if (store_begin(st) || (use_cache && exec_sql(db, RETIRE "1")) ||
+            exec_sql(db, "DELETE FROM vec_keys") || exec_sql(db, "DELETE FROM chunk_vectors") ||
             store_meta_set(st, "vec_identity", ident) || (new_stamp(st), store_commit(st))) {
             store_rollback(st);
             buf_printf(err, "cannot reset vectors: %s", sqlite3_errmsg(db));
@@ -382,28 +409,42 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             goto done;
         }
     }
-    /* Vectors of chunks that are gone. */
-    if (exec_sql(db, "DELETE FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)") ==
-            SQLITE_OK &&
-        sqlite3_changes(db) > 0)
+    /* Vectors of chunks that are gone (a changed chunk is a new one): into
+     * the cache, where the new chunks find the entries that did not change. */
+    if (store_begin(st) ||
+        (use_cache && exec_sql(db, RETIRE "v.chunk_id NOT IN (SELECT id FROM chunks)")) ||
+        exec_sql(db, "DELETE FROM vec_keys WHERE chunk_id NOT IN (SELECT id FROM chunks)") ||
+        exec_sql(db, "DELETE FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)")) {
+        store_rollback(st);
+        buf_printf(err, "cannot remove old vectors: %s", sqlite3_errmsg(db));
+        rc = MNEMO_DB;
+        goto done;
+    }
+    if (sqlite3_changes(db) > 0)
         changed = 1;
+    if (store_commit(st)) {
+        store_rollback(st);
+        buf_printf(err, "cannot remove old vectors: %s", sqlite3_errmsg(db));
+        rc = MNEMO_DB;
+        goto done;
+    }
 
     if (sqlite3_prepare_v2(db,
                            "SELECT c.id, c.text FROM chunks c WHERE c.id > ?2 AND "
                            "NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id) "
                            "ORDER BY c.id LIMIT ?1",
                            -1, &sel, NULL) ||
+        sqlite3_prepare_v2(db, "SELECT " PART_VEC " FROM vec_keys k JOIN chunk_vectors v ON "
+                               "v.chunk_id = k.chunk_id WHERE k.key = ?1",
+                           -1, &live, NULL) ||
         sqlite3_prepare_v2(db, "SELECT vec FROM embed_cache WHERE key = ?1", -1, &get, NULL) ||
+        sqlite3_prepare_v2(db, "DELETE FROM embed_cache WHERE key = ?1", -1, &del, NULL) ||
         sqlite3_prepare_v2(db,
                            "INSERT OR REPLACE INTO chunk_vectors(chunk_id, vec, parts) "
                            "VALUES(?1, ?2, ?3)",
                            -1, &put, NULL) ||
-        sqlite3_prepare_v2(db,
-                           "INSERT OR REPLACE INTO embed_cache(key, vec, used_at) "
-                           "VALUES(?1, ?2, unixepoch())",
-                           -1, &putc, NULL) ||
-        sqlite3_prepare_v2(db, "UPDATE embed_cache SET used_at = unixepoch() WHERE key = ?1", -1,
-                           &touch, NULL)) {
+        sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO vec_keys(key, chunk_id, part) VALUES(?1, ?2, ?3)",
+                           -1, &key, NULL)) {
         buf_printf(err, "cannot prepare embedding statements: %s", sqlite3_errmsg(db));
         rc = MNEMO_DB;
         goto done;
@@ -462,7 +503,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         /* Each chunk's parts (chunk_parts): the cache first, the rest goes
          * to the provider, then one row a chunk with its parts' vectors. */
         int failed = 0;
-        vstmts stm = {get, put, putc, touch, use_cache, cache_max, prefix};
+        vstmts stm = {live, get, del, put, key, use_cache, prefix};
         rc = embed_batch(m, e, &stm, batch, n, stats, &failed, err);
         if (failed && !rc) {
             /* Keep what the cache gave; the rest is retried next time. */
@@ -525,10 +566,11 @@ done:
     free(old);
     free(batch);
     sqlite3_finalize(sel);
+    sqlite3_finalize(live);
     sqlite3_finalize(get);
+    sqlite3_finalize(del);
     sqlite3_finalize(put);
-    sqlite3_finalize(putc);
-    sqlite3_finalize(touch);
+    sqlite3_finalize(key);
     return rc;
 }
 
@@ -547,8 +589,12 @@ void vectors_carry_cache(store *st, const char *old_path)
     sqlite3_finalize(a);
     if (rc != SQLITE_DONE)
         return;
-    exec_sql(db, "INSERT OR IGNORE INTO main.embed_cache SELECT key, vec, used_at "
-                 "FROM old.embed_cache");
+    /* The old index's own vectors and its cache: the new one's cache. */
+    exec_sql(db, "INSERT OR IGNORE INTO main.embed_cache(key, vec, used_at) SELECT k.key, "
+                 PART_VEC ", unixepoch() FROM old.vec_keys k JOIN old.chunk_vectors v ON "
+                 "v.chunk_id = k.chunk_id");
+    exec_sql(db, "INSERT OR IGNORE INTO main.embed_cache(key, vec, used_at) SELECT key, vec, "
+                 "used_at FROM old.embed_cache");
     exec_sql(db, "INSERT OR IGNORE INTO main.vec_calib SELECT identity, vecs FROM old.vec_calib");
     exec_sql(db, "DETACH old");
     exec_sql(db, "PRAGMA main.locking_mode = EXCLUSIVE");
