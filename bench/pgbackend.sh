@@ -124,6 +124,7 @@ if [ "$what" = all ] || [ "$what" = native ]; then
     index "$nurl" $hyb
     psql -X -q "$nurl" -c "VACUUM ANALYZE"
     psql -X -At "$nurl" -c "SELECT 'server: ' || version()" -c "SELECT 'pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'"
+    psql -X -At "$nurl" -c "SELECT 'vectors: ' || count(*) || ' rows of ' || (SELECT count(*) FROM mnemo_chunks) || ' chunks, ' || pg_size_pretty(pg_total_relation_size('mnemo_chunk_vec_100')) || ' with the index' FROM mnemo_chunk_vec_100"
     # shellcheck disable=SC2086
     [ -f "$DIR/ws$n-h.sqlite" ] || "$B/mnemo" --workspace "$ws" --db "$DIR/ws$n-h.sqlite" $hyb index -q
     # shellcheck disable=SC2086
