@@ -105,8 +105,10 @@ static int write_begin(mnemo *m, writer *w)
         return core_error(m, MNEMO_IO, "cannot lock %s: %s", lockpath, strerror(errno));
     if ((rc = lite_mem(m)))
         return rc;
-    if (sqlite3_exec(store_db(m->lite->st), "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return core_error(m, MNEMO_BUSY, "cannot write the memory store %s: %s", m->mem_path,
+    /* The memory store alone: never the index's lock, which a sync or a
+     * rebuild holds for long (and any process may hold). */
+    if ((rc = store_begin_mem(m->lite->st)))
+        return core_error(m, rc, "cannot write the memory store %s: %s", m->mem_path,
                           sqlite3_errmsg(store_db(m->lite->st)));
     w->began = 1;
     return MNEMO_OK;

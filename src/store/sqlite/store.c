@@ -753,7 +753,9 @@ static int mem_prepare(store *s, const char *language, buf *err)
     char *schema = sqlite3_mprintf(mem_schema, language);
     if (!schema)
         return MNEMO_NOMEM;
-    int rc = store_exec(s, "BEGIN IMMEDIATE");
+    /* Deferred: the first statement writes the memory store, whose lock
+     * alone it takes (see begin_on). */
+    int rc = store_exec(s, "BEGIN");
     if (!rc)
         rc = store_exec(s, schema);
     if (!rc)
@@ -947,7 +949,27 @@ int store_finish(store *s)
     return rc;
 }
 
-int store_begin(store *s) { return store_exec(s, "BEGIN IMMEDIATE"); }
+/* A write transaction on one database of the connection. BEGIN IMMEDIATE
+ * takes the write lock of every database attached: a sync would hold the
+ * memory store's for its whole length, and a memory write would wait for
+ * the index's (a rebuild, or any process in a transaction on it). A
+ * deferred BEGIN and a write of TABLE that changes nothing take SCHEMA's
+ * lock alone, with the busy timeout, as IMMEDIATE would; checked, and
+ * IMMEDIATE is the fallback. */
+static int begin_on(store *s, const char *schema, const char *table)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "UPDATE %s.%s SET value = value WHERE 0", schema, table);
+    int rc = store_exec(s, "BEGIN");
+    if (!rc && (rc = store_exec(s, sql)) == MNEMO_OK &&
+        sqlite3_txn_state(s->db, schema) == SQLITE_TXN_WRITE)
+        return MNEMO_OK;
+    store_rollback(s);
+    return rc ? rc : store_exec(s, "BEGIN IMMEDIATE");
+}
+
+int store_begin(store *s) { return begin_on(s, "main", "meta"); }
+int store_begin_mem(store *s) { return begin_on(s, "mem", "memory_meta"); }
 int store_commit(store *s) { return store_exec(s, "COMMIT"); }
 void store_rollback(store *s)
 {

@@ -76,7 +76,10 @@ const char *store_errmsg(store *s);
 /* Maps an SQLite result code to a MNEMO_* status. */
 int store_code(int sqlite_rc);
 
+/* A write transaction on the index alone, or on the memory store alone:
+ * neither waits for the other's writers. */
 int store_begin(store *s);
+int store_begin_mem(store *s);
 int store_commit(store *s);
 void store_rollback(store *s);
 

@@ -401,7 +401,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     provider_identity(m, e, ident, sizeof ident); /* memories have no parts */
     if (store_mem_meta_get(st, "vec_identity", &old) == MNEMO_OK &&
         (!old || strcmp(old, ident) != 0)) {
-        if (store_begin(st) || exec_sql(db, "DELETE FROM memory_vectors") ||
+        if (store_begin_mem(st) || exec_sql(db, "DELETE FROM memory_vectors") ||
             store_mem_meta_set(st, "vec_identity", ident) || store_commit(st)) {
             store_rollback(st);
             buf_printf(err, "cannot reset memory vectors: %s", sqlite3_errmsg(db));
