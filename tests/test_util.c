@@ -267,6 +267,9 @@ TEST(util_redact_masks_credentials_in_urls)
         {"http://bob@host/v1", "http://bob@host/v1"}, /* a user name alone is no secret */
         {"https://ghp_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH@github.com/o/r.git",
          "https://***@github.com/o/r.git"},
+        {"https://ghp_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH:x-oauth-basic@github.com/o/r.git",
+         "https://***:***@github.com/o/r.git"},
+        {"https://x-access-token:SECRET@github.com", "https://x-access-token:***@github.com"},
         {"https://h/v1?api_key=SECRET&x=1", "https://h/v1?api_key=***&x=1"},
         {"https://h/v1?x=1&key=SECRET", "https://h/v1?x=1&key=***"},
         {"https://h/p?token=SECRET#top", "https://h/p?token=***#top"},

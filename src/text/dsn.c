@@ -68,15 +68,15 @@ void dsn_redact(buf *out, const char *s, const char *secret)
                 if (*q == '@')
                     at = q;
             const char *colon = at ? memchr(u, ':', (size_t)(at - u)) : NULL;
-            if (colon) {
-                buf_append(&tmp, p, (size_t)(colon + 1 - p));
-                buf_puts(&tmp, "***");
+            if (at && secret_find(u, (size_t)((colon ? colon : at) - u))) {
+                /* https://TOKEN@host: a token given as the user name */
+                buf_puts(&tmp, colon ? "://***:***" : "://***");
                 p = at;
                 continue;
             }
-            /* https://TOKEN@host: a token given as the user name */
-            if (at && secret_find(u, (size_t)(at - u))) {
-                buf_puts(&tmp, "://***");
+            if (colon) {
+                buf_append(&tmp, p, (size_t)(colon + 1 - p));
+                buf_puts(&tmp, "***");
                 p = at;
                 continue;
             }
