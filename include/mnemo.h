@@ -416,7 +416,10 @@ MNEMO_API int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_
 
 /* What kind of credential TEXT (LEN bytes) seems to hold ("an API key
  * (sk-...)", "a private key block", ...), or NULL: the check memories get
- * before they are stored, for callers that must not echo a secret. */
+ * before they are stored, for callers that must not echo a secret. Text
+ * that is not ASCII is also read NFKC-normalised without format characters
+ * (zero-width spaces, soft hyphens), and a key split by one space is read
+ * whole; the text itself is not changed. */
 MNEMO_API const char *mnemo_secret_kind(const char *text, size_t len);
 
 /* TEXT as it may be printed: the credentials it quotes replaced by ***,
