@@ -460,7 +460,9 @@ TEST(cli_configured_urls_never_show_their_password)
     masked(out, err);
     free(out);
     free(err);
-    static const char *const statuses[][2] = {{"--deep", NULL}, {"--deep", "--json"}};
+    /* status: the last sync's error; --deep: the probe's. */
+    static const char *const statuses[][2] = {
+        {NULL, NULL}, {"--json", NULL}, {"--deep", NULL}, {"--deep", "--json"}};
     for (size_t i = 0; i < sizeof statuses / sizeof *statuses; i++) {
         ASSERT_EQ(WS(&out, &err, "status", statuses[i][0], statuses[i][1]), 0);
         ASSERT_CONTAINS(out, "cannot reach " SHOWN_URL);
