@@ -86,9 +86,10 @@ static char *target_file(const cli_args *a, int global)
 }
 
 /* KEY's value VALUE as the loader reads it from a file: a number, a
- * boolean, an array or object for those keys, else a string. NULL with a
- * message printed when the library refuses it. */
-static json_t *typed_value(const char *key, const char *value)
+ * boolean, an array or object for those keys, else a string; *SHOWN gets
+ * it as `config show` prints it (credentials masked). NULL with a message
+ * printed when the library refuses it. */
+static json_t *typed_value(const char *key, const char *value, json_t **shown_out)
 {
     mnemo_config *c = NULL;
     char *err = NULL;
@@ -123,6 +124,8 @@ static json_t *typed_value(const char *key, const char *value)
         out = json_string(norm);
     if (!out)
         cli_error("out of memory");
+    else
+        *shown_out = json_incref(shown);
 done:
     mnemo_free(err);
     json_decref(all);
@@ -249,7 +252,7 @@ static char *overridden_by(const cli_args *a, const char *key, const char *file)
 static int set_key(const cli_args *a, const char *key, const char *value, int json)
 {
     int code = EXIT_ERROR;
-    json_t *root = NULL, *v = NULL;
+    json_t *root = NULL, *v = NULL, *shown = NULL;
     char *text = NULL, *over = NULL;
     char *file = target_file(a, a->val[O_GLOBAL] != NULL);
     if (!file)
@@ -263,7 +266,7 @@ static int set_key(const cli_args *a, const char *key, const char *value, int js
         if (!file)
             return EXIT_ERROR;
     }
-    if (value && !(v = typed_value(key, value))) {
+    if (value && !(v = typed_value(key, value, &shown))) {
         code = EXIT_USAGE;
         goto done;
     }
@@ -318,10 +321,13 @@ static int set_key(const cli_args *a, const char *key, const char *value, int js
     if ((code = replace_file(file, text, value != NULL)))
         goto done;
     over = overridden_by(a, key, file);
+    /* Printed as show prints it: a password in a URL or a header value is
+     * not repeated on the terminal (numbers as written, not as shown). */
+    json_t *printed = json_is_string(shown) || json_is_object(shown) ? shown : v;
     if (json) {
         json_t *o = json_pack("{s:s,s:s}", "file", file, "key", key);
         if (value)
-            json_object_set(o, "value", v);
+            json_object_set(o, "value", printed);
         else
             json_object_set_new(o, "removed", json_true());
         if (over)
@@ -332,8 +338,8 @@ static int set_key(const cli_args *a, const char *key, const char *value, int js
         free(out);
         json_decref(o);
     } else if (value) {
-        char *vs = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
-        printf("%s: %s = %s\n", file, key, vs ? vs : value);
+        char *vs = json_dumps(printed, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
+        printf("%s: %s = %s\n", file, key, vs ? vs : "(not shown)");
         free(vs);
     } else {
         printf("%s: %s removed\n", file, key);
@@ -346,6 +352,7 @@ done:
     free(text);
     json_decref(root);
     json_decref(v);
+    json_decref(shown);
     free(file);
     return code;
 }

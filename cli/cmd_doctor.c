@@ -110,6 +110,9 @@ static int health(const char *url, char *body, size_t bodylen, char *why, size_t
         return -1;
     }
     p += 7;
+    const char *at = strchr(p, '@');
+    if (at && at < p + strcspn(p, "/?#"))
+        p = at + 1; /* user:password@ is not the host; the daemon takes a bearer token */
     size_t hl = strcspn(p, ":/");
     if (hl == 0 || hl >= sizeof host) {
         snprintf(why, whylen, "no host in the address");
@@ -511,12 +514,15 @@ static void check_claude(report *r, const char *ws)
 static void check_daemon(report *r, const char *plugin_url, const char *ws)
 {
     const char *env = getenv("MNEMO_URL");
-    const char *url = env && *env ? env : *plugin_url ? plugin_url : NULL;
-    int configured = url != NULL;
-    if (!url)
-        url = DEFAULT_URL;
+    const char *addr = env && *env ? env : *plugin_url ? plugin_url : NULL;
+    int configured = addr != NULL;
+    if (!addr)
+        addr = DEFAULT_URL;
+    /* The report names the address with its credentials masked. */
+    char *shown = mnemo_redact(addr);
+    const char *url = shown ? shown : "(the address)";
     char body[4096], why[512];
-    if (health(url, body, sizeof body, why, sizeof why) != 0) {
+    if (health(addr, body, sizeof body, why, sizeof why) != 0) {
         if (!configured)
             add(r, "daemon", "skip", NULL, "none configured, none at %s", url);
         else
@@ -527,6 +533,7 @@ static void check_daemon(report *r, const char *plugin_url, const char *ws)
                                                                                      "OpenClaw "
                                                                                      "plugin",
                 why);
+        mnemo_free(shown);
         return;
     }
     json_t *j = json_loads(body, 0, NULL);
@@ -546,6 +553,7 @@ static void check_daemon(report *r, const char *plugin_url, const char *ws)
                                                              : "?",
             url);
     json_decref(j);
+    mnemo_free(shown);
 }
 
 static void print_text(const report *r)

@@ -108,7 +108,10 @@ MNEMO_API int mnemo_config_load_standard(mnemo_config *cfg, const char *explicit
 MNEMO_API const char *mnemo_config_get(const mnemo_config *cfg, const char *key);
 
 /* The effective configuration as a pretty JSON object; with WITH_SOURCES each
- * value is {"value":...,"source":...}. Caller frees. NULL on out-of-memory. */
+ * value is {"value":...,"source":...}. Credentials are masked as
+ * mnemo_redact masks them (DSNs, baseUrl, hubEndpoint) and header values
+ * shown as "(set)": the text is for printing, not for writing back.
+ * Caller frees. NULL on out-of-memory. */
 MNEMO_API char *mnemo_config_json(const mnemo_config *cfg, int with_sources);
 
 /* Iterates the known keys: returns the name of key I (0-based) or NULL past
@@ -413,8 +416,18 @@ MNEMO_API int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_
 
 /* What kind of credential TEXT (LEN bytes) seems to hold ("an API key
  * (sk-...)", "a private key block", ...), or NULL: the check memories get
- * before they are stored, for callers that must not echo a secret. */
+ * before they are stored, for callers that must not echo a secret. Text
+ * that is not ASCII is also read NFKC-normalised without format characters
+ * (zero-width spaces, soft hyphens), and a key split by one space is read
+ * whole; the text itself is not changed. */
 MNEMO_API const char *mnemo_secret_kind(const char *text, size_t len);
+
+/* TEXT as it may be printed: the credentials it quotes replaced by ***,
+ * the same way the library's own messages and mnemo_config_json mask
+ * them (the password of a URL, scheme://user:***@host; query parameters
+ * such as ?api_key=***, &token=***, &sig=***; password=*** pairs).
+ * Caller frees with mnemo_free; NULL when TEXT is NULL or out of memory. */
+MNEMO_API char *mnemo_redact(const char *text);
 
 /* Salvages the memories that can still be read from PATH (a damaged
  * memory store or index, or an index written before memories had a store

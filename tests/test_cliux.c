@@ -2,8 +2,9 @@
  * test_cliux.c - what a command-line user expects around the commands:
  * `config set`/`unset` (validated, atomic, other keys kept), usage errors
  * as JSON under --json, the suggestion for a mistyped command, `doctor` on
- * a healthy and a broken set-up, and the man page, the completion scripts
- * and `make install` kept in step with cli/main.c's command table.
+ * a healthy and a broken set-up, no command printing the password of a
+ * configured URL, and the man page, the completion scripts and `make
+ * install` kept in step with cli/main.c's command table.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -399,6 +400,109 @@ TEST(cli_doctor_broken)
     ASSERT_CONTAINS(out, "skip  index");
     ASSERT_CONTAINS(out, "Something is wrong");
     ASSERT_CONTAINS(err, "mnemo.json: maxResults: 'six' is not an integer");
+    free(out);
+    free(err);
+}
+
+/* ------------------------------------------------------------------------
+ * Credentials in configured URLs
+ * ---------------------------------------------------------------------- */
+
+#define SECRET_URL "http://bob:SECRET@127.0.0.1:1/v1?api_key=QSECRET&x=1"
+#define SHOWN_URL "http://bob:***@127.0.0.1:1/v1?api_key=***&x=1"
+
+/* Neither output of a command holds the password or the key. */
+static void masked(const char *out, const char *err)
+{
+    ASSERT_NOT_CONTAINS(out, "SECRET");
+    ASSERT_NOT_CONTAINS(err, "SECRET");
+}
+
+/* A provider whose baseUrl carries a password and a key, at a port nobody
+ * listens on: every command that names the URL masks both. */
+TEST(cli_configured_urls_never_show_their_password)
+{
+    workspace();
+    unsetenv("MNEMO_URL");
+    char *out, *err;
+    ASSERT_EQ(WS(&out, &err, "config", "set", "provider", "openai-compatible"), 0);
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, &err, "config", "set", "baseUrl", SECRET_URL), 0);
+    ASSERT_CONTAINS(out, "baseUrl = \"" SHOWN_URL "\"");
+    masked(out, err);
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, &err, "config", "set", "--json", "embedQueryTimeoutMs", "300"), 0);
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, &err, "config", "set", "--json", "baseUrl", SECRET_URL), 0);
+    ASSERT_CONTAINS(out, "\"value\":\"" SHOWN_URL "\"");
+    masked(out, err);
+    free(out);
+    free(err);
+    /* The file keeps what was set: only what is printed is masked. */
+    char *file = test_read(test_path("ws/mnemo.json"), NULL);
+    ASSERT_CONTAINS(file, SECRET_URL);
+    free(file);
+    static const char *const shows[][2] = {{"show", NULL}, {"show", "--json"},
+                                          {"show", "--sources"}};
+    for (size_t i = 0; i < sizeof shows / sizeof *shows; i++) {
+        ASSERT_EQ(WS(&out, &err, "config", shows[i][0], shows[i][1]), 0);
+        ASSERT_CONTAINS(out, SHOWN_URL);
+        masked(out, err);
+        free(out);
+        free(err);
+    }
+    /* Errors of the provider name the address it could not reach. */
+    ASSERT(WS(&out, &err, "index") != 0);
+    ASSERT_CONTAINS(err, "cannot reach " SHOWN_URL);
+    masked(out, err);
+    free(out);
+    free(err);
+    /* status: the last sync's error; --deep: the probe's. */
+    static const char *const statuses[][2] = {
+        {NULL, NULL}, {"--json", NULL}, {"--deep", NULL}, {"--deep", "--json"}};
+    for (size_t i = 0; i < sizeof statuses / sizeof *statuses; i++) {
+        ASSERT_EQ(WS(&out, &err, "status", statuses[i][0], statuses[i][1]), 0);
+        ASSERT_CONTAINS(out, "cannot reach " SHOWN_URL);
+        masked(out, err);
+        free(out);
+        free(err);
+    }
+    ASSERT_EQ(WS(&out, &err, "doctor", "--json"), 1);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT_STR_EQ(status_of(j, "embedding"), "fail");
+    ASSERT_CONTAINS(json_string_value(json_object_get(check(j, "embedding"), "detail")),
+                    "cannot reach " SHOWN_URL);
+    json_decref(j);
+    masked(out, err);
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, &err, "doctor"), 1);
+    ASSERT_CONTAINS(out, "cannot reach " SHOWN_URL);
+    masked(out, err);
+    free(out);
+    free(err);
+    ASSERT(WS(&out, &err, "search", "--explain", "gateway") != 0);
+    ASSERT_CONTAINS(err, SHOWN_URL);
+    masked(out, err);
+    free(out);
+    free(err);
+    ASSERT(WS(&out, &err, "search", "--explain", "--json", "gateway") != 0);
+    ASSERT_CONTAINS(out, SHOWN_URL);
+    masked(out, err);
+    free(out);
+    free(err);
+    /* The daemon's address, as the doctor reports it. */
+    setenv("MNEMO_URL", "http://agent:SECRET@127.0.0.1:1", 1);
+    ASSERT_EQ(WS(&out, &err, "--set", "provider=none", "doctor", "--json"), 0);
+    j = json_loads(out, 0, NULL);
+    ASSERT_STR_EQ(status_of(j, "daemon"), "warn");
+    ASSERT_CONTAINS(json_string_value(json_object_get(check(j, "daemon"), "detail")),
+                    "http://agent:***@127.0.0.1:1 (from MNEMO_URL) does not answer");
+    json_decref(j);
+    masked(out, err);
     free(out);
     free(err);
 }

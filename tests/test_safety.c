@@ -18,6 +18,7 @@
 #include "store/sqlite/fts.h"
 #include "store/sqlite/store.h"
 #include "test.h"
+#include "util/buf.h"
 
 static void run_sql(const char *path, const char *sql)
 {
@@ -549,6 +550,205 @@ TEST(safety_secret_rules_each_with_a_positive_and_a_negative)
                "sk-proj-4fQ9zX2kLmN8pR3tV6wY1aB5", NULL) != 0);
     ASSERT_NOT_CONTAINS(err, "4fQ9zX2kLm");
     free(err);
+}
+
+/* Texts the credential filter refuses, each with the part of the secret no
+ * message may repeat; the six kinds stated in prose or disguised (a
+ * zero-width space, full-width letters, a split token, a .pgpass line) two
+ * or three ways each. */
+static const struct {
+    const char *text, *secret;
+} disguised[] = {
+    {"my bank password is hunter2", "hunter2"},
+    {"My password for the bank is Tr0ub4dor&3", "Tr0ub4dor"},
+    {"the wifi passphrase was \"correct horse battery staple\"", "horse battery"},
+    {"the pin is 4821", "4821"},
+    {"PIN code is 4821", "4821"},
+    {"passcode is 483920", "483920"},
+    {"password: hunter2", "hunter2"},
+    {"Password=hunter2", "hunter2"},
+    {"pwd: s3cr3tpass", "s3cr3t"},
+    {"db pw: abc123", "abc123"},
+    {"AKIA\u200bIOSFODNN7EXAMPLE", "IOSFODNN7"},
+    {"aws key AKIA\u2060IOSF\u00adODNN7EXAMPLE here", "ODNN7"},
+    {"\uff21\uff2b\uff29\uff21\uff29\uff2f\uff33\uff26\uff2f\uff24\uff2e\uff2e\uff17\uff25\uff38"
+     "\uff21\uff2d\uff30\uff2c\uff25",
+     "\uff2f\uff24\uff2e\uff2e"},
+    {"aws key: \uff21\uff2b\uff29\uff21IOSFODNN7EXAMPLE", "IOSFODNN7"},
+    {"ghp_abcd1234 efgh5678ijkl9012mnop3456qrst", "efgh5678"},
+    {"token ghp_4fQ9zX2kLmN8pR3t.V6wY1aB5cD7eF0gH", "4fQ9zX2k"},
+    {"ghp_4fQ9zX2kLm\u200bN8pR3tV6wY1aB5cD7eF0gH", "N8pR3tV6"},
+    {"AKIAIOSF ODNN7EXAMPLE", "ODNN7"},
+    {"sk-proj-4fQ9zX2kLm N8pR3tV6wY1aB5", "N8pR3tV6"},
+    {"host:5432:db:user:secret", "user:secret"},
+    {"db.internal:5432:prod:app:Xy7#pq", "Xy7#pq"},
+    {"the line `localhost:5432:mnemo:bob:pa\\:ss` is in ~/.pgpass", "pa\\:ss"},
+    {"*:*:*:postgres:hunter2", "hunter2"},
+    {"\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44 is hunter2", "hunter2"},
+    {"pass\u00adword: hunter2", "hunter2"},
+};
+
+/* Text about secrets, times, addresses: stored. */
+static const char *const not_secrets[] = {
+    "User wants to reset the password policy on Monday",
+    "the key to the cabin is under the mat",
+    "User forgot their password again",
+    "password managers like 1Password are recommended",
+    "the meeting is at 10:30:00",
+    "the server listens on localhost:5432",
+    "Her PIN code policy changed",
+    "the standup moved to 09:15:00 on 2026-11-02T09:15:00Z",
+    "IPv6 loopback is ::1 and the router is fe80::1:2:3:4",
+    "2001:0db8:85a3:0000:0000:8a2e:0370:7334 is the address",
+    "the token ring network was replaced in 1998",
+    "AKIA is the prefix of AWS access keys",
+    "the password is strong enough",
+    "the password is in the vault, not here",
+    "the password is AES-256 encrypted at rest",
+    "Password: see 1Password, entry \"bank\"",
+    "password: ******** (redacted)",
+    "The PIN is printed on the card",
+    "the pin count is 2048 on that chip",
+    "pwd: /home/alice/projects",
+    "password is 12 characters minimum",
+    "ghp_ tokens are GitHub personal access tokens",
+    "the sk-learn LogisticRegression2 class",
+    "the pgpass format is hostname:port:database:username:password",
+    "MAC 00:1a:2b:3c:4d:5e is the printer",
+    "time 23:59:59.999 UTC",
+    "\uff34\uff48\uff45 meeting is at \uff11\uff10\uff1a\uff13\uff10, caf\u00e9 on the left",
+    "a soft\u00adhyphen and a zero\u200bwidth space stay as written",
+};
+
+TEST(safety_secret_filter_reads_normalised_text)
+{
+    for (size_t i = 0; i < sizeof disguised / sizeof *disguised; i++) {
+        const char *k = mnemo_secret_kind(disguised[i].text, strlen(disguised[i].text));
+        if (!k)
+            test_fail(__FILE__, __LINE__, "not caught: %s", disguised[i].text);
+        ASSERT_NOT_CONTAINS(k, disguised[i].secret);
+    }
+    for (size_t i = 0; i < sizeof not_secrets / sizeof *not_secrets; i++) {
+        const char *k = mnemo_secret_kind(not_secrets[i], strlen(not_secrets[i]));
+        if (k)
+            test_fail(__FILE__, __LINE__, "caught as %s: %s", k, not_secrets[i]);
+    }
+    /* Through a store: refused with a message that names the kind, not the
+     * secret; the rest stored as written, not as normalised. */
+    test_write("ws/MEMORY.md", "a note\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    for (size_t i = 0; i < sizeof disguised / sizeof *disguised; i++) {
+        json_t *r = json_pack("{s:s}", "text", disguised[i].text);
+        char *rec = json_dumps(r, 0), *out = NULL;
+        if (mnemo_memory_add(m, rec, &out) != MNEMO_INVALID)
+            test_fail(__FILE__, __LINE__, "stored: %s", disguised[i].text);
+        ASSERT_CONTAINS(mnemo_errmsg(m), "credential");
+        ASSERT_NOT_CONTAINS(mnemo_errmsg(m), disguised[i].secret);
+        mnemo_free(out);
+        free(rec);
+        json_decref(r);
+    }
+    for (size_t i = 0; i < sizeof not_secrets / sizeof *not_secrets; i++) {
+        json_t *r = json_pack("{s:s}", "text", not_secrets[i]);
+        char *rec = json_dumps(r, 0), *out = NULL;
+        if (mnemo_memory_add(m, rec, &out) != MNEMO_OK)
+            test_fail(__FILE__, __LINE__, "%s refused: %s", not_secrets[i], mnemo_errmsg(m));
+        json_t *got = json_loads(out, 0, NULL);
+        const char *id = json_string_value(json_object_get(got, "id"));
+        char *back = NULL;
+        ASSERT_OK(mnemo_memory_get(m, id, &back));
+        json_t *b = json_loads(back, 0, NULL);
+        ASSERT_STR_EQ(json_string_value(json_object_get(b, "text")), not_secrets[i]);
+        json_decref(b);
+        mnemo_free(back);
+        json_decref(got);
+        mnemo_free(out);
+        free(rec);
+        json_decref(r);
+    }
+    mnemo_close(m);
+}
+
+/* memory add, update and import on the command line and memory_add over
+ * MCP (the daemon's POST /v1/memories runs the same operation) refuse the
+ * same texts, and none repeats the secret. */
+TEST(safety_secret_filter_on_every_entry_point)
+{
+    test_write("ws/MEMORY.md", "a note\n");
+    static const size_t picks[] = {0, 6, 10, 12, 14, 19}; /* one of each kind */
+    char *out, *err;
+    ASSERT_EQ(cli(&out, NULL, "memory", "add", "User likes green tea", "--json", NULL), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    char id[64];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    free(out);
+    buf mcp;
+    buf_init(&mcp, 0);
+    buf_puts(&mcp, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                   "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{"
+                   "\"name\":\"t\",\"version\":\"1\"}}}\n"
+                   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
+        const char *text = disguised[picks[i]].text, *secret = disguised[picks[i]].secret;
+        ASSERT(cli(&out, &err, "memory", "add", text, NULL) != 0);
+        ASSERT_CONTAINS(err, "credential");
+        ASSERT_NOT_CONTAINS(err, secret);
+        ASSERT_NOT_CONTAINS(out, secret);
+        free(out);
+        free(err);
+        ASSERT(cli(&out, &err, "memory", "update", id, "--text", text, NULL) != 0);
+        ASSERT_CONTAINS(err, "credential");
+        ASSERT_NOT_CONTAINS(err, secret);
+        free(out);
+        free(err);
+        json_t *line = json_pack("{s:s}", "text", text);
+        char *l = json_dumps(line, 0);
+        test_write("one.jsonl", l);
+        ASSERT(cli(&out, &err, "memory", "import", test_path("one.jsonl"), NULL) != 0);
+        ASSERT_CONTAINS(err, "credential");
+        ASSERT_NOT_CONTAINS(err, secret);
+        free(out);
+        free(err);
+        json_t *call = json_pack("{s:s,s:I,s:s,s:{s:s,s:{s:s}}}", "jsonrpc", "2.0", "id",
+                                 (json_int_t)(10 + i), "method", "tools/call", "params", "name",
+                                 "memory_add", "arguments", "text", text);
+        char *c = json_dumps(call, 0);
+        buf_puts(&mcp, c);
+        buf_putc(&mcp, '\n');
+        free(c);
+        json_decref(call);
+        free(l);
+        json_decref(line);
+    }
+    ASSERT_EQ(test_cli(&out, &err, mcp.data, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "mcp", NULL),
+              0);
+    for (size_t i = 0; i < sizeof picks / sizeof *picks; i++)
+        ASSERT_NOT_CONTAINS(out, disguised[picks[i]].secret);
+    /* Every call answered with the refusal. */
+    size_t refused = 0;
+    for (char *p = out, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+        *nl = 0;
+        json_t *r = json_loads(p, 0, NULL);
+        json_t *res = json_object_get(r, "result");
+        if (json_integer_value(json_object_get(r, "id")) >= 10 &&
+            json_is_true(json_object_get(res, "isError")) && strstr(p, "credential"))
+            refused++;
+        json_decref(r);
+    }
+    ASSERT_EQ(refused, sizeof picks / sizeof *picks);
+    free(out);
+    free(err);
+    buf_cleanup(&mcp);
+    ASSERT_EQ(cli(&out, NULL, "memory", "list", "--json", NULL), 0);
+    j = json_loads(out, 0, NULL);
+    ASSERT_EQ(json_integer_value(json_object_get(j, "total")), 1);
+    json_decref(j);
+    free(out);
+    ASSERT_EQ(cli(&out, NULL, "memory", "get", id, "--json", NULL), 0);
+    ASSERT_CONTAINS(out, "User likes green tea");
+    free(out);
 }
 
 TEST(safety_folders_too_deep_are_reported)

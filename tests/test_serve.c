@@ -1098,3 +1098,51 @@ TEST(serve_hostile_arguments_get_400)
     free(pid);
     ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
 }
+
+/* POST and PATCH /v1/memories refuse credentials however they are written
+ * (prose, a zero-width space, full-width letters, a split token, a .pgpass
+ * line), and neither the answer nor the log repeats one. */
+TEST(serve_refuses_disguised_credentials)
+{
+    workspace();
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, "--verbose", NULL), 0);
+    static const struct {
+        const char *body, *secret;
+    } cases[] = {
+        {"{\"text\":\"my bank password is hunter2\"}", "hunter2"},
+        {"{\"text\":\"password: hunter2\"}", "hunter2"},
+        {"{\"text\":\"AKIA\\u200bIOSFODNN7EXAMPLE\"}", "IOSFODNN7"},
+        {"{\"text\":\"\\uff21\\uff2b\\uff29\\uff21IOSFODNN7EXAMPLE\"}", "IOSFODNN7"},
+        {"{\"text\":\"ghp_abcd1234 efgh5678ijkl9012mnop3456qrst\"}", "efgh5678"},
+        {"{\"text\":\"host:5432:db:user:secret\"}", "user:secret"},
+    };
+    int st;
+    json_t *m = http_json(d.port, "POST", "/v1/memories", "{\"text\":\"User likes green tea\"}",
+                          &st);
+    ASSERT_EQ(st, 201);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/memories/%s", json_string_value(json_object_get(m, "id")));
+    json_decref(m);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *resp = NULL;
+        ASSERT_EQ(http(d.port, "POST", "/v1/memories", NULL, cases[i].body, &resp), 400);
+        ASSERT_CONTAINS(resp, "credential");
+        ASSERT_NOT_CONTAINS(resp, cases[i].secret);
+        free(resp);
+        ASSERT_EQ(http(d.port, "PATCH", path, NULL, cases[i].body, &resp), 400);
+        ASSERT_CONTAINS(resp, "credential");
+        ASSERT_NOT_CONTAINS(resp, cases[i].secret);
+        free(resp);
+    }
+    json_t *l = http_json(d.port, "POST", "/v1/memories/list", "{}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(l, "total")), 1);
+    json_decref(l);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+    char *log = test_read(test_path("serve.log"), NULL);
+    ASSERT_CONTAINS(log, "POST /v1/memories 400");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        ASSERT_NOT_CONTAINS(log, cases[i].secret);
+    free(log);
+}

@@ -1,5 +1,6 @@
 /*
- * test_util.c - buffers, UTF-8, globs, the hash map and ISO 8601 times.
+ * test_util.c - buffers, UTF-8, globs, the hash map, ISO 8601 times, and
+ * the masking of credentials in what is printed (mnemo_redact).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,4 +255,41 @@ TEST(util_sha256_and_sha1_known_answers)
     sha_update(&c, "hello\n", 6);
     sha_final_hex(&c, h);
     ASSERT_STR_EQ(h, "ce013625030ba8dba906f756967f9e9ca394464a");
+}
+
+TEST(util_redact_masks_credentials_in_urls)
+{
+    static const char *const cases[][2] = {
+        {"http://bob:SECRET@host/v1", "http://bob:***@host/v1"},
+        {"cannot reach https://bob:p%40SECRET@10.0.0.1:8080/v1 (refused)",
+         "cannot reach https://bob:***@10.0.0.1:8080/v1 (refused)"},
+        {"http://:SECRET@host", "http://:***@host"},
+        {"http://bob@host/v1", "http://bob@host/v1"}, /* a user name alone is no secret */
+        {"https://ghp_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH@github.com/o/r.git",
+         "https://***@github.com/o/r.git"},
+        {"https://ghp_4fQ9zX2kLmN8pR3tV6wY1aB5cD7eF0gH:x-oauth-basic@github.com/o/r.git",
+         "https://***:***@github.com/o/r.git"},
+        {"https://x-access-token:SECRET@github.com", "https://x-access-token:***@github.com"},
+        {"https://h/v1?api_key=SECRET&x=1", "https://h/v1?api_key=***&x=1"},
+        {"https://h/v1?x=1&key=SECRET", "https://h/v1?x=1&key=***"},
+        {"https://h/p?token=SECRET#top", "https://h/p?token=***#top"},
+        {"https://h/cb#access_token=SECRET&state=s1", "https://h/cb#access_token=***&state=s1"},
+        {"https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sig=SECRET%2Bx",
+         "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sig=***"},
+        {"https://b.s3.amazonaws.com/k?X-Amz-Credential=SECRET&X-Amz-Signature=SECRET",
+         "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***"},
+        {"https://h/?client_secret=SECRET;apikey=SECRET",
+         "https://h/?client_secret=***;apikey=***"},
+        {"https://h/?Password=SECRET", "https://h/?password=***"},
+        {"http://u:SECRET@h/?monkey=1&sort=key&keys=2", "http://u:***@h/?monkey=1&sort=key&keys=2"},
+        {"https://huggingface.co/api/models/o/r", "https://huggingface.co/api/models/o/r"},
+        {"the key=value pairs and tokens", "the key=value pairs and tokens"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *r = mnemo_redact(cases[i][0]);
+        ASSERT_STR_EQ(r, cases[i][1]);
+        ASSERT_NOT_CONTAINS(r, "SECRET");
+        mnemo_free(r);
+    }
+    ASSERT(mnemo_redact(NULL) == NULL);
 }

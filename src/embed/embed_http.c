@@ -19,6 +19,7 @@
 #include "embed/embed_http.h"
 #include "util/jsonvec.h"
 #include "mnemo.h"
+#include "text/dsn.h"
 #include "util/time.h"
 #include "embed/vec.h"
 
@@ -36,6 +37,7 @@ struct http_state {
     CURLM *multi;
     struct curl_slist *headers;
     uint64_t rng;
+    char *shown_url; /* base_url as messages name it: user:***@, ?key=*** */
 };
 
 typedef struct job {
@@ -83,9 +85,16 @@ int embed_http_open(embedder *e, buf *err)
     http_state *h = calloc(1, sizeof *h);
     if (!h)
         return MNEMO_NOMEM;
+    buf shown;
+    buf_init(&shown, 0);
+    dsn_redact(&shown, e->base_url, NULL);
+    h->shown_url = buf_detach(&shown);
     h->multi = C->multi_init();
     h->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(time_wall() * 1e6);
-    if (!h->multi) {
+    if (!h->multi || !h->shown_url) {
+        if (h->multi)
+            C->multi_cleanup(h->multi);
+        free(h->shown_url);
         free(h);
         return MNEMO_NOMEM;
     }
@@ -112,6 +121,7 @@ int embed_http_open(embedder *e, buf *err)
             buf_cleanup(&line);
             C->slist_free_all(hd);
             C->multi_cleanup(h->multi);
+            free(h->shown_url);
             free(h);
             return MNEMO_INVALID;
         }
@@ -139,6 +149,7 @@ void embed_http_close(embedder *e)
         memset(s->data, 0, strlen(s->data));
     C->slist_free_all(h->headers);
     C->multi_cleanup(h->multi);
+    free(h->shown_url);
     free(h);
     e->http = NULL;
 }
@@ -301,9 +312,18 @@ static void error_message(const embedder *e, const buf *body, char *out, size_t 
         mask(&t, sp ? sp + 1 : NULL, 8);
     }
     json_decref(h);
-    size_t len = t.len > 200 && !msg ? 200 : t.len;
-    snprintf(out, n, "%.*s", (int)len, t.data);
+    /* A proxy may quote the URL asked for, password and all. */
+    buf red;
+    buf_init(&red, 1u << 24);
+    dsn_redact(&red, t.data, NULL);
     buf_cleanup(&t);
+    if (!red.data) {
+        buf_cleanup(&red);
+        return;
+    }
+    size_t len = red.len > 200 && !msg ? 200 : red.len;
+    snprintf(out, n, "%.*s", (int)len, red.data);
+    buf_cleanup(&red);
     for (char *p = out; *p; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
@@ -521,8 +541,9 @@ static int finish(call *c, slot *s, CURLcode cc)
         j.tries++;
         int timeout = cc == CURLE_OPERATION_TIMEDOUT;
         if (j.tries >= NET_TRIES || (c->deadline && now + backoff(c, j.tries) > c->deadline))
-            return fail(c, timeout ? MNEMO_TIMEOUT : MNEMO_HTTP, "%s: %s (%s)", e->provider,
-                        timeout ? "timed out" : "network error", C->easy_strerror(cc));
+            return fail(c, timeout ? MNEMO_TIMEOUT : MNEMO_HTTP, "%s: %s %s (%s)", e->provider,
+                        timeout ? "timed out waiting for" : "cannot reach",
+                        e->http->shown_url, C->easy_strerror(cc));
         j.not_before = now + backoff(c, j.tries);
         return push(c, j, 1);
     }

@@ -14,6 +14,7 @@
 #include "embed/bert.h"
 #include "embed/curl_dl.h"
 #include "mnemo.h"
+#include "text/dsn.h"
 #include "util/sha.h"
 
 #define MAX_META (16u << 20)
@@ -134,7 +135,8 @@ static int get(sink *s, const char *url, long *code, buf *err)
     *code = 0;
     C->easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
     if (rc != CURLE_OK) {
-        buf_printf(err, "%s: %s", url, C->easy_strerror(rc));
+        dsn_redact(err, url, NULL); /* an endpoint may carry user:password@ */
+        buf_printf(err, ": %s", C->easy_strerror(rc));
         return MNEMO_UNAVAILABLE;
     }
     return MNEMO_OK;
@@ -389,12 +391,14 @@ int hub_pull(const pull_opts *o, const char *staging, const char *dst, int *dims
     if (!rc && code >= 300)
         rc = http_error(&s, o->repo, code, err);
     if (!rc && !(m = json_loadb(meta.data ? meta.data : "", meta.len, 0, NULL))) {
-        buf_printf(err, "%s: the hub's answer is not JSON", url.data);
+        dsn_redact(err, url.data, NULL);
+        buf_puts(err, ": the hub's answer is not JSON");
         rc = MNEMO_UNAVAILABLE;
     }
     const char *sha = json_string_value(json_object_get(m, "sha"));
     if (!rc && (!sha || strlen(sha) != 40 || strspn(sha, "0123456789abcdef") != 40)) {
-        buf_printf(err, "%s: the hub's answer names no commit", url.data);
+        dsn_redact(err, url.data, NULL);
+        buf_puts(err, ": the hub's answer names no commit");
         rc = MNEMO_UNAVAILABLE;
     }
     if (!rc)

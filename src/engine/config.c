@@ -931,6 +931,17 @@ done:
     return rc;
 }
 
+/* V as a JSON string with its credentials masked (dsn_redact). */
+static json_t *redacted(const char *v)
+{
+    buf red;
+    buf_init(&red, 0);
+    dsn_redact(&red, v, NULL);
+    json_t *j = buf_err(&red) ? NULL : json_string(red.data ? red.data : "");
+    buf_cleanup(&red);
+    return j;
+}
+
 char *mnemo_config_json(const mnemo_config *c, int with_sources)
 {
     json_t *root = json_object();
@@ -958,23 +969,14 @@ char *mnemo_config_json(const mnemo_config *c, int with_sources)
                 break;
             if (i == CFG_STORE) {
                 json_t *dsn = json_object_get(jv, "dsn");
-                if (json_is_string(dsn)) {
-                    buf red;
-                    buf_init(&red, 0);
-                    dsn_redact(&red, json_string_value(dsn), NULL);
-                    json_object_set_new(jv, "dsn", json_string(red.data ? red.data : ""));
-                    buf_cleanup(&red);
-                }
+                if (json_is_string(dsn))
+                    json_object_set_new(jv, "dsn", redacted(json_string_value(dsn)));
                 size_t ri;
                 json_t *rv;
                 json_array_foreach(json_object_get(jv, "readDsns"), ri, rv)
                 {
-                    buf red;
-                    buf_init(&red, 0);
-                    dsn_redact(&red, json_string_value(rv), NULL);
                     json_array_set_new(json_object_get(jv, "readDsns"), ri,
-                                       json_string(red.data ? red.data : ""));
-                    buf_cleanup(&red);
+                                       redacted(json_string_value(rv)));
                 }
                 break;
             }
@@ -989,7 +991,8 @@ char *mnemo_config_json(const mnemo_config *c, int with_sources)
             break;
         }
         default:
-            jv = json_string(v);
+            /* Endpoints may carry user:password@ or ?key=: never print them. */
+            jv = i == CFG_BASE_URL || i == CFG_HUB_ENDPOINT ? redacted(v) : json_string(v);
         }
         if (with_sources)
             jv = json_pack("{s:o,s:s}", "value", jv, "source", c->src[i]);

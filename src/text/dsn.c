@@ -1,13 +1,18 @@
 /*
  * dsn.c - connection strings and the names put into SQL, as text: removing
- * credentials from a DSN (or any message that may quote one) and checking
- * an identifier. No connection here: the configuration checks its store
- * settings with these, the PostgreSQL backend its messages and names.
+ * credentials from a DSN, a URL (or any message that may quote one) and
+ * checking an identifier. No connection here: the configuration checks its
+ * store settings with these and masks what it prints, the PostgreSQL
+ * backend its messages and names, the HTTP providers their errors.
  */
 #include "text/dsn.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "mnemo.h"
+#include "text/secrets.h"
 
 static int ci_prefix(const char *s, const char *p)
 {
@@ -15,6 +20,35 @@ static int ci_prefix(const char *s, const char *p)
         if (tolower((unsigned char)*s) != *p)
             return 0;
     return 1;
+}
+
+/* Whether the query parameter NAME (N bytes) carries a credential: key,
+ * token, secret, password, sig, signature, credential, alone or as the
+ * last word of a longer name (api_key, access_token, client_secret,
+ * X-Amz-Signature), and apikey, passwd, pwd, sslpassword, auth. "monkey"
+ * is not; a harmless name caught by these is only shown masked. */
+static int credential_param(const char *name, size_t n)
+{
+    static const char *const words[] = {"key",       "token",      "secret", "password",
+                                        "signature", "credential", "sig"};
+    static const char *const whole[] = {"apikey", "passwd", "pwd", "sslpassword", "auth",
+                                        "authorization"};
+    char low[64];
+    if (n == 0 || n >= sizeof low)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)tolower((unsigned char)name[i]);
+    low[n] = 0;
+    for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
+        if (!strcmp(low, whole[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        size_t wl = strlen(words[i]);
+        if (n >= wl && !strcmp(low + n - wl, words[i]) &&
+            (n == wl || strchr("_-.", low[n - wl - 1])))
+            return 1;
+    }
+    return 0;
 }
 
 void dsn_redact(buf *out, const char *s, const char *secret)
@@ -34,6 +68,12 @@ void dsn_redact(buf *out, const char *s, const char *secret)
                 if (*q == '@')
                     at = q;
             const char *colon = at ? memchr(u, ':', (size_t)(at - u)) : NULL;
+            if (at && secret_find(u, (size_t)((colon ? colon : at) - u))) {
+                /* https://TOKEN@host: a token given as the user name */
+                buf_puts(&tmp, colon ? "://***:***" : "://***");
+                p = at;
+                continue;
+            }
             if (colon) {
                 buf_append(&tmp, p, (size_t)(colon + 1 - p));
                 buf_puts(&tmp, "***");
@@ -72,6 +112,21 @@ void dsn_redact(buf *out, const char *s, const char *secret)
                 continue;
             }
         }
+        /* ?api_key=VALUE, &token=VALUE, #access_token=VALUE */
+        if (p > s && (p[-1] == '?' || p[-1] == '&' || p[-1] == ';' || p[-1] == '#')) {
+            size_t n = 0;
+            while (isalnum((unsigned char)p[n]) || p[n] == '_' || p[n] == '-' || p[n] == '.')
+                n++;
+            if (p[n] == '=' && credential_param(p, n)) {
+                const char *q = p + n + 1;
+                while (*q && !strchr("&#; \t\n\"'<>", *q))
+                    q++;
+                buf_append(&tmp, p, n + 1);
+                buf_puts(&tmp, "***");
+                p = q;
+                continue;
+            }
+        }
         buf_putc(&tmp, *p++);
     }
     const char *t = tmp.data ? tmp.data : "";
@@ -86,6 +141,16 @@ void dsn_redact(buf *out, const char *s, const char *secret)
     }
     buf_puts(out, t);
     buf_cleanup(&tmp);
+}
+
+char *mnemo_redact(const char *text)
+{
+    if (!text)
+        return NULL;
+    buf b;
+    buf_init(&b, 0);
+    dsn_redact(&b, text, NULL);
+    return buf_detach(&b); /* NULL when out of memory */
 }
 
 static int part_valid(const char *s, size_t n)

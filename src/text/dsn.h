@@ -11,10 +11,12 @@
  * into SQL. */
 int dsn_ident_valid(const char *name);
 
-/* Copies S to OUT with credentials removed: the password of a URI
- * (scheme://user:SECRET@host), password=VALUE pairs (quoted or not, also
- * as URI query parameters), and every occurrence of SECRET when it is not
- * NULL or "". */
+/* Copies S to OUT with credentials replaced by ***: the password of a URI
+ * (scheme://user:SECRET@host, and a user name that is itself a token),
+ * password=VALUE pairs (quoted or not, also as URI query parameters),
+ * query parameters that carry a credential (?api_key=, &token=, &sig=,
+ * #access_token=, ...), and every occurrence of SECRET when it is not NULL
+ * or "". Behind mnemo_redact too. */
 void dsn_redact(buf *out, const char *s, const char *secret);
 
 #endif
