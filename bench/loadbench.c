@@ -6,9 +6,16 @@
  *
  *   loadbench --port P [--clients N] [--seconds S] [--path /v1/search]
  *             [--queries FILE] [--max-results K] [--warmup S]
+ *             [--fresh] [--idle N] [--slow N]
  *
  * The queries come one per line from FILE (bench/gen.c writes DIR.queries);
- * without it a few fixed queries are used.
+ * without it a few fixed queries are used. --path /health sends GETs.
+ *
+ * A crowd around the clients, all from 127.0.0.1 as local agents are:
+ * --fresh opens a new connection for each request (the time then counts
+ * the connect), --idle N holds N keep-alive connections that made one
+ * request each, --slow N keeps N connections sending a request a byte
+ * every 100 ms (one the daemon closes is opened again).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,11 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-static int port = 7373, clients = 8, max_results = 6;
+static int port = 7373, clients = 8, max_results = 6, fresh, idle_n, slow_n;
 static double seconds = 5, warmup = 1;
 static const char *path = "/v1/search";
 static char **queries;
@@ -74,18 +82,23 @@ static size_t json_str(char *out, size_t cap, const char *s)
     return n;
 }
 
-/* One request/response on FD; returns the status or -1. */
-static int exchange(int fd, const char *query, char *buf, size_t cap)
+/* One request/response on FD: a GET of /health, else a search POSTed to
+ * TO; LAST asks the daemon to close after it. Returns the status or -1. */
+static int exchange(int fd, const char *to, int last, const char *query, char *buf, size_t cap)
 {
     char body[2048];
     size_t bn = (size_t)snprintf(body, sizeof body, "{\"query\":");
     bn += json_str(body + bn, sizeof body - bn - 32, query);
     bn += (size_t)snprintf(body + bn, sizeof body - bn, ",\"maxResults\":%d}", max_results);
     char req[4096];
-    int rn = snprintf(req, sizeof req,
-                      "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\n\r\n%.*s",
-                      path, bn, (int)bn, body);
+    const char *conn = last ? "Connection: close\r\n" : "";
+    int rn = strcmp(to, "/health") == 0
+                 ? snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n", to,
+                            conn)
+                 : snprintf(req, sizeof req,
+                            "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                            "application/json\r\n%sContent-Length: %zu\r\n\r\n%.*s",
+                            to, conn, bn, (int)bn, body);
     if (send(fd, req, (size_t)rn, MSG_NOSIGNAL) != rn)
         return -1;
     size_t len = 0;
@@ -130,8 +143,12 @@ static void *run_client(void *arg)
             usleep(1000);
             continue;
         }
-        int st = exchange(fd, queries[q++ % nqueries], buf, cap);
+        int st = exchange(fd, path, fresh, queries[q++ % nqueries], buf, cap);
         double t1 = now();
+        if (fresh) {
+            close(fd);
+            fd = -1;
+        }
         if (st != 200) {
             c->errors++;
             close(fd);
@@ -150,6 +167,88 @@ static void *run_client(void *arg)
         close(fd);
     free(buf);
     return NULL;
+}
+
+/* ---- the crowd: idle and slow connections ---- */
+
+static int *idle_fds, *slow_fds;
+static size_t *slow_sent, slow_cut;
+static volatile int crowd_stop;
+
+/* Opens the idle connections, one request each; returns how many answered 200. */
+static int open_idle(void)
+{
+    char *buf = malloc(1 << 16);
+    int ok = 0;
+    idle_fds = calloc((size_t)idle_n, sizeof *idle_fds);
+    for (int i = 0; i < idle_n; i++) {
+        idle_fds[i] = connect_once();
+        ok += idle_fds[i] >= 0 && exchange(idle_fds[i], "/health", 0, "", buf, 1 << 16) == 200;
+    }
+    free(buf);
+    return ok;
+}
+
+/* How many idle connections the daemon has kept open. */
+static int idle_kept(void)
+{
+    int kept = 0;
+    for (int i = 0; i < idle_n; i++) {
+        char b;
+        ssize_t r = idle_fds[i] < 0 ? 0 : recv(idle_fds[i], &b, 1, MSG_DONTWAIT);
+        kept += r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        if (idle_fds[i] >= 0)
+            close(idle_fds[i]);
+    }
+    return kept;
+}
+
+/* Trickles a request that never ends on each slow connection, a byte
+ * every 100 ms, and opens again the ones the daemon closes. */
+static void *run_slow(void *arg)
+{
+    (void)arg;
+    static const char head[] = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    slow_fds = malloc((size_t)slow_n * sizeof *slow_fds);
+    slow_sent = calloc((size_t)slow_n, sizeof *slow_sent);
+    for (int i = 0; i < slow_n; i++)
+        slow_fds[i] = -1;
+    while (!crowd_stop) {
+        for (int i = 0; i < slow_n; i++) {
+            int *fd = &slow_fds[i];
+            char c = slow_sent[i] < sizeof head - 1 ? head[slow_sent[i]] : 'a', b;
+            if (*fd < 0) {
+                *fd = connect_once();
+                slow_sent[i] = 0;
+                continue;
+            }
+            ssize_t r = recv(*fd, &b, 1, MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+                send(*fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+                close(*fd);
+                *fd = -1;
+                slow_cut++;
+                continue;
+            }
+            slow_sent[i]++;
+        }
+        usleep(100 * 1000);
+    }
+    for (int i = 0; i < slow_n; i++)
+        if (slow_fds[i] >= 0)
+            close(slow_fds[i]);
+    return NULL;
+}
+
+/* Room for every connection of this process. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)(idle_n + slow_n + clients) + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }
 
 static int cmp(const void *a, const void *b)
@@ -195,6 +294,10 @@ int main(int argc, char **argv)
     const char *qfile = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--fresh")) {
+            fresh = 1;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "loadbench: %s needs a value\n", a);
             return 2;
@@ -213,18 +316,28 @@ int main(int argc, char **argv)
             qfile = v;
         else if (!strcmp(a, "--max-results"))
             max_results = (int)strtol(v, NULL, 10);
+        else if (!strcmp(a, "--idle"))
+            idle_n = (int)strtol(v, NULL, 10);
+        else if (!strcmp(a, "--slow"))
+            slow_n = (int)strtol(v, NULL, 10);
         else {
             fprintf(stderr, "usage: loadbench --port P [--clients N] [--seconds S] [--warmup S] "
-                            "[--path /v1/search] [--queries FILE] [--max-results K]\n");
+                            "[--path /v1/search] [--queries FILE] [--max-results K] [--fresh] "
+                            "[--idle N] [--slow N]\n");
             return 2;
         }
         i++;
     }
-    if (clients < 1 || clients > 1024 || seconds <= 0) {
-        fprintf(stderr, "loadbench: bad --clients or --seconds\n");
+    if (clients < 1 || clients > 1024 || seconds <= 0 || idle_n < 0 || slow_n < 0) {
+        fprintf(stderr, "loadbench: bad --clients, --seconds, --idle or --slow\n");
         return 2;
     }
     load_queries(qfile);
+    raise_fd_limit();
+    int idle_ok = idle_n ? open_idle() : 0;
+    pthread_t slow_thread;
+    if (slow_n)
+        pthread_create(&slow_thread, NULL, run_slow, NULL);
     client *c = calloc((size_t)clients, sizeof *c);
     pthread_t *t = calloc((size_t)clients, sizeof *t);
     t_start = now();
@@ -240,6 +353,12 @@ int main(int argc, char **argv)
         n += c[i].n;
         errors += c[i].errors;
     }
+    crowd_stop = 1;
+    if (slow_n)
+        pthread_join(slow_thread, NULL);
+    if (idle_n || slow_n)
+        printf("idle %d (answered %d, kept to the end %d)  slow %d (closed by the daemon %zu)\n",
+               idle_n, idle_ok, idle_kept(), slow_n, slow_cut);
     if (n == 0) {
         fprintf(stderr, "loadbench: no successful requests (%zu errors); is mnemo serve on port %d?\n",
                 errors, port);

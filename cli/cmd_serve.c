@@ -11,13 +11,16 @@
  * Safety: loopback by default; any other address needs a bearer token,
  * compared in constant time. Browsers are kept out: a request with a
  * foreign Origin is refused, and bodies must be application/json (which a
- * cross-site form cannot send). Bodies and headers are capped, idle
- * connections time out, SIGTERM finishes the requests in flight before
- * exit, and a locked pid file keeps a second daemon off the same index.
+ * cross-site form cannot send). Bodies and headers are capped, a request
+ * whose end is in doubt is refused and its connection closed, every
+ * connection has a deadline for what it is doing (the arrival of a
+ * request, idling between two), SIGTERM finishes the requests in flight
+ * before exit, and a locked pid file keeps a second daemon off the same
+ * index.
  * With --parent PID it also stops, the same way, once that process is gone
  * (an integration that starts the daemon does not leave it behind).
  *
- * About 1,000 lines in one file on purpose: routing, the connection
+ * About 1,300 lines in one file on purpose: routing, the connection
  * limits, listening and the daemon's life all share the server struct and
  * its locks, which nothing else may see.
  */
@@ -65,6 +68,8 @@ static struct {
                                            const char *);
     const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *,
                                                            enum MHD_ConnectionInfoType, ...);
+    int (*get_connection_values)(struct MHD_Connection *, enum MHD_ValueKind,
+                                 MHD_KeyValueIterator, void *);
 } mhd;
 
 static int mhd_load(void)
@@ -91,6 +96,7 @@ static int mhd_load(void)
         {"MHD_destroy_response", (void **)&mhd.destroy_response},
         {"MHD_lookup_connection_value", (void **)&mhd.lookup_connection_value},
         {"MHD_get_connection_info", (void **)&mhd.get_connection_info},
+        {"MHD_get_connection_values", (void **)&mhd.get_connection_values},
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
         *syms[i].fn = dlsym(h, syms[i].name);
@@ -121,19 +127,34 @@ typedef struct server {
     mnemo *handles[MAX_HANDLES]; /* one per worker, closed at exit */
     int nhandles;
     int inflight; /* requests begun and not yet completed (under lock) */
-    /* Connections still sending their first request, for the arrival
-     * deadline (under wlock; the watchdog shuts down the late ones). */
+    /* Every open connection (under wlock): the watchdog shuts down the
+     * ones past their deadline, a new one makes room when all are taken,
+     * and an address off loopback is counted against its cap. */
     pthread_mutex_t wlock;
-    struct conn_watch *watched;
-    double arrival_ms;
+    struct conn_watch *watched; /* newest first */
+    int nconns, nshut;          /* watched, and of those shut down already */
+    int max_conns, per_client;
+    double arrival_ms, keepalive_ms;
     int stop_watchdog;
 } server;
 
-/* A connection until its first request has arrived whole. */
+/* Where a connection is in its life; each phase has its own deadline. */
+typedef enum conn_phase {
+    W_NEW,  /* opened, no request yet: the whole request within --request-timeout */
+    W_HEAD, /* a request line has arrived, its headers not all yet */
+    W_BODY, /* the handler has the headers; the body is arriving */
+    W_BUSY, /* the request is whole: its reply is made and sent (--timeout) */
+    W_IDLE  /* the reply went out: the next request line within --keepalive-timeout */
+} conn_phase;
+
 typedef struct conn_watch {
+    struct MHD_Connection *conn;
     int fd;
-    double start;
-    int done; /* the first request arrived: the idle timeout governs it now */
+    pthread_t worker;   /* the thread that serves it, for its whole life */
+    unsigned char ip[16];
+    size_t iplen;       /* 4 or 16; 0 for loopback, which has no cap */
+    conn_phase phase;
+    double since;       /* the start of the phase's deadline */
     int shut;
     struct conn_watch *prev, *next;
 } conn_watch;
@@ -150,6 +171,12 @@ typedef struct request {
 static _Thread_local mnemo *worker_handle;
 static _Thread_local unsigned last_status; /* of the response queued last */
 static _Thread_local const char *allow = "POST"; /* the Allow header of a 405 */
+static _Thread_local int closing; /* the reply ends the connection */
+/* "timeout=N" of --keepalive-timeout, set before the daemon starts: a
+ * client that reads it (Node's http.Agent, undici) drops an idle
+ * connection before the daemon closes it, instead of sending a request
+ * into the close. */
+static char keep_alive[32];
 
 static double now_ms(void)
 {
@@ -202,6 +229,10 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned int status, ch
         mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (closing)
+        mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    else
+        mhd.add_response_header(r, "Keep-Alive", keep_alive);
     last_status = status;
     enum MHD_Result ok = mhd.queue_response(c, status, r);
     mhd.destroy_response(r);
@@ -413,27 +444,104 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
     return run_op(s, c, op->name, args, op->status);
 }
 
+/* ----------------------------------------------------------------------
+ * Framing: where a request ends
+ * -------------------------------------------------------------------- */
+
+/* The headers that say where a request ends, counted over every value,
+ * duplicates included (a lookup sees only the first). */
+typedef struct framing {
+    int hosts, empty_host, lengths, codings, bad_name;
+    const char *length, *coding;
+} framing;
+
+/* A field name is a token (RFC 9110): "Content-Length " with a space
+ * before the colon is another header to us, and Content-Length to a proxy. */
+static int token_name(const char *k)
+{
+    if (!*k)
+        return 0;
+    for (; *k; k++)
+        if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *k)))
+            return 0;
+    return 1;
+}
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    framing *f = cls;
+    if (!token_name(key)) {
+        f->bad_name = 1;
+    } else if (strcasecmp(key, "Host") == 0) {
+        f->hosts++;
+        f->empty_host |= !value || !*value;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        f->lengths++;
+        f->length = value ? value : "";
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->codings++;
+        f->coding = value ? value : "";
+    }
+    return MHD_YES;
+}
+
+/* Why the headers of C leave the end of its request in doubt, or NULL.
+ * Two parsers that could disagree on it (this one and a proxy in front)
+ * would let a second request ride inside the first's body. */
+static const char *framing_error(struct MHD_Connection *c, const char *version)
+{
+    framing f = {0};
+    mhd.get_connection_values(c, MHD_HEADER_KIND, count_header, &f);
+    int http10 = strcmp(version, "HTTP/1.0") == 0;
+    if (f.bad_name)
+        return "malformed header name";
+    if (f.lengths > 1)
+        return "more than one Content-Length header";
+    if (f.lengths && (!*f.length || strspn(f.length, "0123456789") != strlen(f.length)))
+        return "malformed Content-Length";
+    if (f.lengths && f.codings)
+        return "Content-Length and Transfer-Encoding together";
+    if (f.codings > 1 || (f.codings && strcasecmp(f.coding, "chunked") != 0))
+        return "unsupported Transfer-Encoding: only chunked is accepted";
+    if (f.codings && http10)
+        return "Transfer-Encoding in an HTTP/1.0 request";
+    if (f.hosts > 1)
+        return "more than one Host header";
+    if (f.empty_host)
+        return "empty Host header";
+    if (!f.hosts && !http10)
+        return "an HTTP/1.1 request needs a Host header";
+    return NULL;
+}
+
+/* ----------------------------------------------------------------------
+ * Requests
+ * -------------------------------------------------------------------- */
+
 static enum MHD_Result handle_request(server *s, request **state, struct MHD_Connection *c,
-                                     const char *url, const char *method, const char *upload,
-                                     size_t *upload_size);
-static void arrived(server *s, struct MHD_Connection *c);
+                                     const char *url, const char *method, const char *version,
+                                     const char *upload, size_t *upload_size);
+static void set_phase(server *s, struct MHD_Connection *c, conn_phase phase);
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **state)
 {
-    (void)version;
     last_status = 0;
+    closing = 0;
     enum MHD_Result res =
-        handle_request(cls, (request **)state, c, url, method, upload, upload_size);
+        handle_request(cls, (request **)state, c, url, method, version, upload, upload_size);
     if (*state && last_status)
         ((request *)*state)->status = last_status;
     return res;
 }
 
 static enum MHD_Result handle_request(server *s, request **state, struct MHD_Connection *c,
-                                     const char *url, const char *method, const char *upload,
-                                     size_t *upload_size)
+                                     const char *url, const char *method, const char *version,
+                                     const char *upload, size_t *upload_size)
 {
     request *r = *state;
     if (!r) { /* headers are in: check them before reading any body */
@@ -446,7 +554,13 @@ static enum MHD_Result handle_request(server *s, request **state, struct MHD_Con
         pthread_mutex_lock(&s->lock);
         s->inflight++;
         pthread_mutex_unlock(&s->lock);
+        set_phase(s, c, W_BODY);
         allow = "POST";
+        const char *bad = framing_error(c, version);
+        if (bad) { /* answered before the body; nothing after it is read */
+            closing = 1;
+            return respond_error(c, 400, MNEMO_INVALID, bad);
+        }
         if (s->token &&
             !token_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
             return respond_error(c, MHD_HTTP_UNAUTHORIZED, MNEMO_DENIED,
@@ -489,86 +603,18 @@ static enum MHD_Result handle_request(server *s, request **state, struct MHD_Con
         r->body[r->len] = 0;
         return MHD_YES;
     }
-    arrived(s, c);
+    set_phase(s, c, W_BUSY);
     if (r->too_big)
         return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE, MNEMO_INVALID,
                              "request body too large");
     return route(s, c, url, method, r);
 }
 
-/* Registers connections as they open and forgets them as they close: MHD
- * notifies the close before it closes the socket, so a descriptor in the
- * list is always the connection's own. */
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    server *s = cls;
-    conn_watch *w = *socket_context;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (!ci || !(w = calloc(1, sizeof *w)))
-            return;
-        w->fd = ci->connect_fd;
-        w->start = now_ms();
-        pthread_mutex_lock(&s->wlock);
-        w->next = s->watched;
-        if (w->next)
-            w->next->prev = w;
-        s->watched = w;
-        pthread_mutex_unlock(&s->wlock);
-        *socket_context = w;
-    } else if (w) {
-        pthread_mutex_lock(&s->wlock);
-        if (w->prev)
-            w->prev->next = w->next;
-        else
-            s->watched = w->next;
-        if (w->next)
-            w->next->prev = w->prev;
-        pthread_mutex_unlock(&s->wlock);
-        free(w);
-        *socket_context = NULL;
-    }
-}
-
-/* The first request of C has arrived whole. */
-static void arrived(server *s, struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    conn_watch *w = ci ? ci->socket_context : NULL;
-    if (!w)
-        return;
-    pthread_mutex_lock(&s->wlock);
-    w->done = 1;
-    pthread_mutex_unlock(&s->wlock);
-}
-
-/* Shuts down connections whose first request has not arrived whole within
- * the deadline (a client sending a byte a second never goes idle, so the
- * idle timeout alone would keep it forever). */
-static void *watchdog_main(void *arg)
-{
-    server *s = arg;
-    while (!s->stop_watchdog) {
-        usleep(200 * 1000);
-        double now = now_ms();
-        pthread_mutex_lock(&s->wlock);
-        for (conn_watch *w = s->watched; w; w = w->next)
-            if (!w->done && !w->shut && now - w->start > s->arrival_ms) {
-                shutdown(w->fd, SHUT_RDWR);
-                w->shut = 1;
-            }
-        pthread_mutex_unlock(&s->wlock);
-    }
-    return NULL;
-}
-
 static void on_done(void *cls, struct MHD_Connection *c, void **state,
                     enum MHD_RequestTerminationCode why)
 {
-    (void)c;
     server *s = cls;
+    set_phase(s, c, W_IDLE);
     request *r = *state;
     if (!r)
         return;
@@ -584,9 +630,232 @@ static void on_done(void *cls, struct MHD_Connection *c, void **state,
     pthread_mutex_unlock(&s->lock);
 }
 
+/* ----------------------------------------------------------------------
+ * Connections: deadlines, room, the cap per address
+ * -------------------------------------------------------------------- */
+
+static int is_loopback(const struct sockaddr *sa);
+
+/* The address of SA into IP, for the cap per address: its length, or 0
+ * for loopback (every local process shares it, so a cap would let one
+ * lock the others out) and for what is not IP. */
+static size_t client_ip(const struct sockaddr *sa, unsigned char ip[16])
+{
+    if (!sa || is_loopback(sa))
+        return 0;
+    if (sa->sa_family == AF_INET) {
+        memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        return 4;
+    }
+    if (sa->sa_family != AF_INET6)
+        return 0;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(a)) {
+        memcpy(ip, a->s6_addr + 12, 4);
+        return 4;
+    }
+    memcpy(ip, a->s6_addr, 16);
+    return 16;
+}
+
+static conn_watch *watch_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Under wlock. Both directions: the library sees the end and closes it. */
+static void shut(server *s, conn_watch *w)
+{
+    shutdown(w->fd, SHUT_RDWR);
+    w->shut = 1;
+    s->nshut++;
+}
+
+/* Under wlock: closes the connection idle longest, so that a new client
+ * is not refused while idle connections hold every place. */
+static void make_room(server *s)
+{
+    conn_watch *oldest = NULL;
+    for (conn_watch *w = s->watched; w; w = w->next)
+        if (w->phase == W_IDLE && !w->shut && (!oldest || w->since <= oldest->since))
+            oldest = w;
+    if (oldest)
+        shut(s, oldest);
+}
+
+/* The accept policy: an address off loopback may hold --max-per-client
+ * connections (those being shut down still count until they close). */
+static enum MHD_Result admit(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+    (void)len;
+    server *s = cls;
+    unsigned char ip[16];
+    size_t n = client_ip(sa, ip);
+    if (!n)
+        return MHD_YES;
+    int held = 0;
+    pthread_mutex_lock(&s->wlock);
+    for (conn_watch *w = s->watched; w; w = w->next)
+        held += w->iplen == n && memcmp(w->ip, ip, n) == 0;
+    pthread_mutex_unlock(&s->wlock);
+    return held < s->per_client ? MHD_YES : MHD_NO;
+}
+
+/* Registers connections as they open and forgets them as they close: MHD
+ * notifies the close before it closes the socket, so a descriptor in the
+ * list is always the connection's own. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    server *s = cls;
+    conn_watch *w = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd =
+            mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *addr =
+            mhd.get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!fd || !(w = calloc(1, sizeof *w)))
+            return;
+        w->conn = c;
+        w->fd = fd->connect_fd;
+        w->worker = pthread_self();
+        w->iplen = client_ip(addr ? addr->client_addr : NULL, w->ip);
+        w->phase = W_NEW;
+        w->since = now_ms();
+        pthread_mutex_lock(&s->wlock);
+        w->next = s->watched;
+        if (w->next)
+            w->next->prev = w;
+        s->watched = w;
+        s->nconns++;
+        if (s->nconns - s->nshut >= s->max_conns)
+            make_room(s);
+        pthread_mutex_unlock(&s->wlock);
+        *socket_context = w;
+    } else if (w) {
+        pthread_mutex_lock(&s->wlock);
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            s->watched = w->next;
+        if (w->next)
+            w->next->prev = w->prev;
+        s->nconns--;
+        s->nshut -= w->shut;
+        pthread_mutex_unlock(&s->wlock);
+        free(w);
+        *socket_context = NULL;
+    }
+}
+
+/* C moves on to PHASE. A keep-alive connection's next request has its
+ * deadline from its request line; a new one's first from the opening. */
+static void set_phase(server *s, struct MHD_Connection *c, conn_phase phase)
+{
+    conn_watch *w = watch_of(c);
+    if (!w)
+        return;
+    pthread_mutex_lock(&s->wlock);
+    if (phase == W_IDLE || (phase == W_HEAD && w->phase == W_IDLE))
+        w->since = now_ms();
+    w->phase = phase;
+    pthread_mutex_unlock(&s->wlock);
+}
+
+/* MHD's URI logger: called once a request line has arrived, before the
+ * headers are read. NULL keeps the handler's first call state-less. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)uri;
+    set_phase(cls, c, W_HEAD);
+    return NULL;
+}
+
+static int overdue(const server *s, const conn_watch *w, double now)
+{
+    switch (w->phase) {
+    case W_BUSY:
+        return 0; /* a reply the client does not read: MHD's --timeout */
+    case W_IDLE:
+        return now - w->since > s->keepalive_ms;
+    default: /* a client sending a byte a second never goes idle */
+        return now - w->since > s->arrival_ms;
+    }
+}
+
+/* Shuts down the connections past their deadline, every 200 ms. */
+static void *watchdog_main(void *arg)
+{
+    server *s = arg;
+    while (!s->stop_watchdog) {
+        usleep(200 * 1000);
+        double now = now_ms();
+        pthread_mutex_lock(&s->wlock);
+        for (conn_watch *w = s->watched; w; w = w->next)
+            if (!w->shut && overdue(s, w, now))
+                shut(s, w);
+        pthread_mutex_unlock(&s->wlock);
+    }
+    return NULL;
+}
+
+/* Writes a whole error reply on FD, the write side then shut. */
+static void send_error_and_shut(int fd, unsigned int status, const char *reason,
+                                const char *msg)
+{
+    char *body = with_newline(api_dump(api_error_json(MNEMO_INVALID, msg)));
+    char date[64], reply[1024];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&t, &tm));
+    int n = snprintf(reply, sizeof reply,
+                     "HTTP/1.1 %u %s\r\nDate: %s\r\nConnection: close\r\n"
+                     "Content-Type: application/json\r\nCache-Control: no-store\r\n"
+                     "X-Content-Type-Options: nosniff\r\nContent-Length: %zu\r\n\r\n%s",
+                     status, reason, date, body ? strlen(body) : 0, body ? body : "");
+    free(body);
+    if (n > 0 && (size_t)n < sizeof reply)
+        (void)send(fd, reply, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(fd, SHUT_WR);
+}
+
+/* libmicrohttpd 0.9.75 answers a malformed Content-Length itself, before
+ * any handler call, with an HTML page whose headers it sends twice. Its
+ * log line is the only sign, written on the worker that parses the
+ * request while that request is the one of this worker with all its
+ * headers in, not handed to the handler, and no reply queued. That one
+ * gets the daemon's JSON error instead; its write side is then shut, so
+ * the library's own reply fails to send and it closes the connection. */
+static void answer_bad_length(server *s, unsigned int status, const char *reason,
+                              const char *msg)
+{
+    pthread_t self = pthread_self();
+    int fd = -1;
+    pthread_mutex_lock(&s->wlock);
+    for (conn_watch *w = s->watched; w && fd < 0; w = w->next)
+        if (w->phase == W_HEAD && !w->shut && pthread_equal(w->worker, self) &&
+            mhd.get_connection_info(w->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) &&
+            !mhd.get_connection_info(w->conn, MHD_CONNECTION_INFO_HTTP_STATUS)) {
+            fd = w->fd;
+            w->shut = 1;
+            s->nshut++;
+        }
+    pthread_mutex_unlock(&s->wlock);
+    if (fd >= 0) /* this thread serves it: nothing else writes or closes it now */
+        send_error_and_shut(fd, status, reason, msg);
+}
+
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    static const char bad[] = "Failed to parse `Content-Length'",
+                      big[] = "Too large value of 'Content-Length'";
+    if (strncmp(fmt, bad, sizeof bad - 1) == 0)
+        answer_bad_length(cls, 400, "Bad Request", "malformed Content-Length");
+    else if (strncmp(fmt, big, sizeof big - 1) == 0)
+        answer_bad_length(cls, MHD_HTTP_CONTENT_TOO_LARGE, "Content Too Large",
+                          "request body too large");
     fputs("mnemo serve: ", stderr);
     vfprintf(stderr, fmt, ap);
 }
@@ -642,7 +911,7 @@ static int listen_on(const char *addr, int *loopback, int *family, uint16_t *por
     int one = 1;
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
         cli_error("serve: cannot listen on %s:%s: %s", host, serv, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -679,20 +948,24 @@ static void bound_url(int fd, char *url, size_t n, char *self, size_t selfn)
     snprintf(self, selfn, "%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "");
 }
 
-/* How many connections at once: 1024, within the descriptors this process
- * may open (its soft limit raised to the hard one). */
-static unsigned int connection_limit(void)
+/* How many connections at once: WANT, within the descriptors this process
+ * may open, its soft limit raised as far as they need (up to the hard
+ * one); RESERVE descriptors stay for the index files, the workers' event
+ * loops and the rest. */
+static int connection_room(int want, int reserve)
 {
     struct rlimit rl;
+    rlim_t need = (rlim_t)want + (rlim_t)reserve;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return 256;
-    if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 4096) {
-        rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
-        setrlimit(RLIMIT_NOFILE, &rl);
-        getrlimit(RLIMIT_NOFILE, &rl);
+        return want < 256 ? want : 256;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
     }
-    rlim_t room = rl.rlim_cur > 128 ? rl.rlim_cur - 128 : 64;
-    return room < 1024 ? (unsigned int)room : 1024;
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return want;
+    return rl.rlim_cur > (rlim_t)reserve + 64 ? (int)(rl.rlim_cur - (rlim_t)reserve) : 64;
 }
 
 /* The token from MNEMO_TOKEN or a file only its owner can read. */
@@ -833,6 +1106,8 @@ int cmd_serve(int argc, char **argv)
         O_MAX_BODY,
         O_TIMEOUT,
         O_REQUEST_TIMEOUT,
+        O_KEEPALIVE_TIMEOUT,
+        O_MAX_CONNECTIONS,
         O_PER_CLIENT,
         O_NO_WATCH,
         O_PARENT,
@@ -845,12 +1120,20 @@ int cmd_serve(int argc, char **argv)
         [O_TOKEN_FILE] = {"token-file", 0, "FILE", "bearer token file, mode 0600 (or MNEMO_TOKEN); "
                                                    "required off loopback"},
         [O_MAX_BODY] = {"max-body", 0, "BYTES", "largest request body (default 1048576)"},
-        [O_TIMEOUT] = {"timeout", 0, "SECONDS", "close idle connections after this (default 30)"},
+        [O_TIMEOUT] = {"timeout", 0, "SECONDS",
+                       "close a connection without progress this long, such as a reply not "
+                       "read (default 30)"},
         [O_REQUEST_TIMEOUT] = {"request-timeout", 0, "SECONDS",
-                               "a new connection's request must arrive whole within this, "
-                               "headers and body (default 10)"},
+                               "a request must arrive whole within this, headers and body "
+                               "(default 10)"},
+        [O_KEEPALIVE_TIMEOUT] = {"keepalive-timeout", 0, "SECONDS",
+                                 "close a keep-alive connection idle this long between "
+                                 "requests (default 5)"},
+        [O_MAX_CONNECTIONS] = {"max-connections", 0, "N",
+                               "connections at once (default 4096); when all are taken, the "
+                               "one idle longest makes room"},
         [O_PER_CLIENT] = {"max-per-client", 0, "N",
-                          "connections one client address may hold (default 64)"},
+                          "connections one address off loopback may hold (default 64)"},
         [O_NO_WATCH] = {"no-watch", 0, NULL, "do not sync the workspace as it changes"},
         [O_PARENT] = {"parent", 0, "PID", "stop (as on SIGTERM) when process PID is gone"},
         [O_VERBOSE] = {"verbose", 'v', NULL, "log every request to standard error"},
@@ -863,11 +1146,16 @@ int cmd_serve(int argc, char **argv)
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
-    int workers = 4, max_body = 1 << 20, timeout = 30, arrival = 10, per_client = 64, parent = 0;
+    int workers = 4, max_body = 1 << 20, timeout = 30, arrival = 10, keepalive = 5;
+    int max_conns = 4096, per_client = 64, parent = 0;
     if ((a.val[O_PARENT] && (code = cli_int(a.val[O_PARENT], "parent", 1, INT32_MAX, &parent))) ||
         (a.val[O_WORKERS] && (code = cli_int(a.val[O_WORKERS], "workers", 1, MAX_HANDLES - 2, &workers))) ||
         (a.val[O_REQUEST_TIMEOUT] &&
          (code = cli_int(a.val[O_REQUEST_TIMEOUT], "request-timeout", 1, 3600, &arrival))) ||
+        (a.val[O_KEEPALIVE_TIMEOUT] &&
+         (code = cli_int(a.val[O_KEEPALIVE_TIMEOUT], "keepalive-timeout", 1, 3600, &keepalive))) ||
+        (a.val[O_MAX_CONNECTIONS] &&
+         (code = cli_int(a.val[O_MAX_CONNECTIONS], "max-connections", 16, 1 << 20, &max_conns))) ||
         (a.val[O_PER_CLIENT] &&
          (code = cli_int(a.val[O_PER_CLIENT], "max-per-client", 1, 65536, &per_client))) ||
         (a.val[O_MAX_BODY] && (code = cli_int(a.val[O_MAX_BODY], "max-body", 1024, 1 << 30, &max_body))) ||
@@ -880,6 +1168,9 @@ int cmd_serve(int argc, char **argv)
     pthread_mutex_init(&s.lock, NULL);
     pthread_mutex_init(&s.wlock, NULL);
     s.arrival_ms = arrival * 1000.0;
+    s.keepalive_ms = keepalive * 1000.0;
+    snprintf(keep_alive, sizeof keep_alive, "timeout=%d", keepalive);
+    s.per_client = per_client;
     if ((code = load_token(a.val[O_TOKEN_FILE], &s.token)))
         return code;
     s.token_len = s.token ? strlen(s.token) : 0;
@@ -936,17 +1227,23 @@ int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* A pool of epoll loops: thousands of idle or slow connections cost a
+     * descriptor and a little memory each, not a thread. */
+    s.max_conns = connection_room(max_conns, 128 + 16 * workers);
+    if (s.max_conns < max_conns)
+        fprintf(stderr, "mnemo serve: %d connections at most (the descriptor limit)\n",
+                s.max_conns);
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
                          MHD_USE_ERROR_LOG | MHD_USE_ITC |
                          (family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    d = mhd.start_daemon(flags, 0, NULL, NULL, on_request, &s,
-                         MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
+    d = mhd.start_daemon(flags, 0, admit, &s, on_request, &s,
+                         MHD_OPTION_EXTERNAL_LOGGER, on_log, &s,
                          MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
                          MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)workers,
-                         MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
-                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)per_client,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)s.max_conns,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)timeout,
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                         MHD_OPTION_URI_LOG_CALLBACK, on_request_line, &s,
                          MHD_OPTION_NOTIFY_COMPLETED, on_done, &s,
                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
                          MHD_OPTION_END);
@@ -976,8 +1273,8 @@ int cmd_serve(int argc, char **argv)
         else
             fprintf(stderr, "mnemo serve: cannot start watching; the index will not follow edits\n");
     }
-    fprintf(stderr, "mnemo serve: listening on %s (%d workers%s)\n", url, workers,
-            s.token ? ", bearer token required" : "");
+    fprintf(stderr, "mnemo serve: listening on %s (%d workers, %d connections%s)\n", url,
+            workers, s.max_conns, s.token ? ", bearer token required" : "");
 
     int sig = 0;
     if (parent > 0)
@@ -1031,5 +1328,6 @@ out:
     free(s.token);
     free(s.workspace);
     pthread_mutex_destroy(&s.lock);
+    pthread_mutex_destroy(&s.wlock);
     return code;
 }
