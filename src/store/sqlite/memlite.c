@@ -508,6 +508,9 @@ int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out
     json_t *old = NULL;
     int64_t mid = 0;
     rc = begin_live(m, id, &w, &old, &mid);
+    /* A memory that cannot be read is repaired by new metadata, or not changed. */
+    if (!rc && !f.metadata)
+        rc = mem_readable(m, old);
     const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
     if (!rc && f.text && strcmp(f.text, old_text) != 0) {
         /* The new text may duplicate another memory of the scope. */
@@ -658,7 +661,9 @@ int lite_memory_get(mnemo *m, const char *id, char **out)
         return core_error(m, MNEMO_INVALID, "get: no memory id");
     int rc = mem_store(m);
     json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, &j, NULL)))
+    if (!rc && !(rc = load(m, id, &j, NULL)) && (rc = mem_readable(m, j)))
+        json_decref(j);
+    else if (!rc)
         rc = dump(j, out);
     return rc;
 }
@@ -674,6 +679,8 @@ int lite_memory_confirm(mnemo *m, const char *id, char **out)
     int64_t mid = 0;
     int rc = begin_live(m, id, &w, &old, &mid);
     double now = mem_now();
+    if (!rc)
+        rc = mem_readable(m, old); /* its record could not be returned */
     if (!rc)
         rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
                         "last_confirmed_at = ?2 WHERE mid = ?1",
@@ -745,6 +752,7 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
     mfilter_init(&args);
     sqlite3_stmt *st = NULL;
     json_t *list = json_array();
+    mem_skips sk = {0};
     long long total = 0;
     if (!rc)
         rc = mem_store(m);
@@ -764,14 +772,23 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
                 lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
         rc = sqlfail(m, "binding");
     int s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(list, mem_json(st, 0));
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *r = mem_json(st, 0);
+        if (!r)
+            rc = MNEMO_NOMEM;
+        else if (mem_skip(&sk, r)) /* left out, and said below */
+            json_decref(r);
+        else
+            json_array_append_new(list, r);
+    }
     if (!rc && s != SQLITE_DONE)
         rc = sqlfail(m, "listing memories");
     sqlite3_finalize(st);
     st = NULL;
-    total = (long long)json_array_size(list) + o.offset;
-    if (!rc && o.count && (json_array_size(list) == (size_t)o.limit || o.offset > 0)) {
+    /* The rows read: those returned and those left out as unreadable. */
+    size_t read = json_array_size(list) + json_array_size(sk.left);
+    total = (long long)read + o.offset;
+    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0)) {
         /* More than one page, maybe: count them. */
         buf_reset(&sql);
         buf_printf(&sql, "SELECT count(*) FROM memories m WHERE %s", w.data);
@@ -791,9 +808,13 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
         json_object_set_new(j, "memories", list);
         json_object_set_new(j, "total", json_integer(total));
         list = NULL;
-        rc = dump(j, out);
+        if ((rc = mem_skips_report(m, &sk, NULL, j)))
+            json_decref(j);
+        else
+            rc = dump(j, out);
     }
     json_decref(list);
+    mem_skips_cleanup(&sk);
     mfilter_cleanup(&args);
     buf_cleanup(&w);
     buf_cleanup(&sql);
@@ -820,8 +841,17 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     if (!st)
         rc = MNEMO_DB;
     int s;
+    mem_skips sk = {0};
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *j = mem_json(st, 0);
+        if (!j) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        if (mem_skip(&sk, j)) { /* import would refuse it: left out, and said */
+            json_decref(j);
+            continue;
+        }
         json_t *h = history_json(m, json_string_value(json_object_get(j, "id")), &rc);
         json_object_set_new(j, "history", h ? h : json_array());
         char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -842,6 +872,9 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
         rc = sqlfail(m, "exporting memories");
     sqlite3_finalize(st);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (!rc)
+        rc = mem_skips_report(m, &sk, NULL, NULL);
+    mem_skips_cleanup(&sk);
     return rc;
 }
 
