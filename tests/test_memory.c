@@ -6,6 +6,7 @@
  * export and import, the skill, and survival across index rebuilds.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1099,4 +1101,125 @@ TEST(memory_limits_on_every_entry_point)
     free(id);
     free(deep32);
     free(deep33);
+}
+
+/* ---- rolling backups: stale partial snapshots, purge ---- */
+
+/* How many files beside the store are its snapshots ("db.memories.sqlite.backup-"
+ * names ending in SUFFIX), and how many of them hold TEXT. */
+static int snapshots(const char *suffix, const char *text, int *holding)
+{
+    static const char prefix[] = "db.memories.sqlite.backup-";
+    DIR *d = opendir(test_dir());
+    ASSERT(d != NULL);
+    int n = 0;
+    *holding = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name), sl = strlen(suffix);
+        if (strncmp(de->d_name, prefix, sizeof prefix - 1) != 0 || len < sl ||
+            strcmp(de->d_name + len - sl, suffix) != 0)
+            continue;
+        n++;
+        char *c = test_read(test_path(de->d_name), NULL);
+        if (c && text && strstr(c, text))
+            (*holding)++;
+        free(c);
+    }
+    closedir(d);
+    return n;
+}
+
+TEST(memory_backup_removes_stale_partial_snapshots)
+{
+    at("2026-11-29T12:00:00Z");
+    test_mkdir("ws");
+    mnemo *m = test_open("ws", "db.sqlite", "memoryBackupEvery=1", "memoryBackups=3", NULL);
+    char *a = add(m, "{\"text\":\"Waters the ferns on Mondays\"}");
+    /* A writer killed mid-snapshot left these; one holds a memory purged since. */
+    test_write("db.memories.sqlite.backup-20260101T000000Z-000000000007.jsonl.part",
+               "{\"id\":\"x\",\"text\":\"the spare key is under the blue flowerpot\"}\n");
+    test_write("db.memories.sqlite.backup-20260102T000000Z-000000000008.jsonl.part", "{\"id\"");
+    /* Not partial snapshots of this store: left alone. */
+    test_write("other.memories.sqlite.backup-20260101T000000Z-000000000001.jsonl.part", "x\n");
+    test_write("db.memories.sqlite.backup-notes.txt", "my notes\n");
+    int holding;
+    ASSERT_EQ(snapshots(".jsonl.part", "flowerpot", &holding), 2);
+    ASSERT_EQ(holding, 1);
+    /* The next backup (every write, here) removes them. */
+    char *b = add(m, "{\"text\":\"Prefers tea in the afternoon\"}");
+    ASSERT_EQ(snapshots(".jsonl.part", NULL, &holding), 0);
+    ASSERT_EQ(snapshots(".jsonl", "Prefers tea in the afternoon", &holding), 2);
+    ASSERT_EQ(holding, 1); /* the newest, written after them */
+    ASSERT(access(test_path("other.memories.sqlite.backup-20260101T000000Z-000000000001.jsonl.part"),
+                  F_OK) == 0);
+    ASSERT(access(test_path("db.memories.sqlite.backup-notes.txt"), F_OK) == 0);
+    free(a);
+    free(b);
+    mnemo_close(m);
+}
+
+TEST(memory_purge_removes_memories_from_backups)
+{
+    at("2026-11-29T12:00:00Z");
+    test_mkdir("ws");
+    mnemo *m = test_open("ws", "db.sqlite", "memoryBackupEvery=1", "memoryBackups=4", NULL);
+    char *keep = add(m, "{\"text\":\"Waters the ferns on Mondays\"}");
+    char *secret = add(m, "{\"text\":\"The spare key is under the blue flowerpot\"}");
+    char *other = add(m, "{\"text\":\"Was once locked out in the rain\"}");
+    ASSERT_OK(mnemo_memory_delete(m, secret));
+    ASSERT_OK(mnemo_memory_delete(m, other));
+    /* A snapshot after each write, the newest four kept: the memory is in each. */
+    int holding;
+    ASSERT_EQ(snapshots(".jsonl", "blue flowerpot", &holding), 4);
+    ASSERT_EQ(holding, 4);
+    ASSERT_EQ(snapshots(".jsonl", "locked out in the rain", &holding), 4);
+    ASSERT_EQ(holding, 3);
+    /* Forget it: gone from the store and from every snapshot. */
+    size_t n = 0;
+    ASSERT_OK(mnemo_memory_purge(m, secret, &n));
+    ASSERT_EQ(n, 1);
+    char *out = NULL;
+    ASSERT_EQ(mnemo_memory_get(m, secret, &out), MNEMO_NOTFOUND);
+    ASSERT_EQ(snapshots(".jsonl", "blue flowerpot", &holding), 4);
+    ASSERT_EQ(holding, 0);
+    ASSERT_EQ(snapshots(".part", NULL, &holding), 0);
+    /* The rest of each snapshot is as it was (the purge's own write made a
+     * fifth, the oldest went): the other deleted memory, the kept one. */
+    ASSERT_EQ(snapshots(".jsonl", "locked out in the rain", &holding), 4);
+    ASSERT_EQ(holding, 4);
+    ASSERT_EQ(snapshots(".jsonl", "Waters the ferns", &holding), 4);
+    ASSERT_EQ(holding, 4);
+    /* Still snapshots: private, and each imports into an empty store. */
+    DIR *d = opendir(test_dir());
+    struct dirent *de;
+    int checked = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, "db.memories.sqlite.backup-", 26) != 0 || len < 6 ||
+            strcmp(de->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        struct stat st;
+        ASSERT_EQ(stat(test_path(de->d_name), &st), 0);
+        ASSERT_EQ(st.st_mode & 0777, 0600);
+        char *snap = test_read(test_path(de->d_name), NULL), db[64];
+        snprintf(db, sizeof db, "import%d.sqlite", checked++);
+        mnemo *o = test_open("ws", db, NULL);
+        size_t in = 0, skip = 0;
+        ASSERT_OK(mnemo_memory_import(o, snap, strlen(snap), &in, &skip));
+        ASSERT(in >= 1);
+        mnemo_close(o);
+        free(snap);
+    }
+    closedir(d);
+    ASSERT_EQ(checked, 4);
+    /* Purge them all: the other one goes too. */
+    ASSERT_OK(mnemo_memory_purge(m, NULL, &n));
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(snapshots(".jsonl", "locked out in the rain", &holding), 4);
+    ASSERT_EQ(holding, 0);
+    free(keep);
+    free(secret);
+    free(other);
+    mnemo_close(m);
 }
