@@ -1,6 +1,8 @@
 /*
  * test_sync.c - incremental sync (add, modify, delete, rename, unchanged
- * files not read), scan rules, full rebuilds and crash safety, watch mode.
+ * files not read, a changed file limit applied), scan rules, full rebuilds
+ * and crash safety, watch mode, and the status of an index that cannot be
+ * reached.
  */
 #include <signal.h>
 #include <sqlite3.h>
@@ -529,4 +531,40 @@ BACKEND_TEST(sync_file_limit_rechecked_when_it_changes)
     ASSERT_CONTAINS(st, "too large (3150 bytes, limit 3000)");
     mnemo_free(st);
     mnemo_close(m);
+}
+
+TEST(status_postgres_unreachable_exits_nonzero)
+{
+    test_write("ws/MEMORY.md", "# Memory\n- a note\n");
+    char url[200];
+    snprintf(url, sizeof url, "postgres://mnemo:Hunter2-Secret@127.0.0.1:%d/x?sslmode=disable",
+             pg_free_port());
+    char *out = NULL, *err = NULL;
+    /* Not "(not built)", exit 0: the server named, unreachable, exit 1 as
+     * any command that needs it (search, index). */
+    int code = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--store", url,
+                        "status", NULL);
+    ASSERT_EQ(code, 1);
+    ASSERT_NOT_CONTAINS(out, "not built");
+    ASSERT_CONTAINS(out, "PostgreSQL server postgres://mnemo:");
+    ASSERT_CONTAINS(out, "@127.0.0.1:");
+    ASSERT_CONTAINS(out, " unreachable");
+    ASSERT_CONTAINS(out, "cannot connect to PostgreSQL");
+    ASSERT_NOT_CONTAINS(out, "Hunter2-Secret");
+    ASSERT_NOT_CONTAINS(err, "Hunter2-Secret");
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--store", url, "search",
+                    "note", NULL);
+    ASSERT_EQ(code, 1);
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--store", url, "status",
+                    "--json", NULL);
+    ASSERT_EQ(code, 1);
+    ASSERT_CONTAINS(out, "\"reachable\":false");
+    ASSERT_CONTAINS(out, "\"errorStatus\":");
+    ASSERT_NOT_CONTAINS(out, "Hunter2-Secret");
+    free(out);
+    free(err);
 }
