@@ -818,6 +818,36 @@ static void write_raw_metadata(const char *id, const char *metadata)
     free(sql);
 }
 
+/* Sets the detail of memory ID's UPDATE history entries to DETAIL as it
+ * is, as an older mnemo stored the changes of an update. */
+static void write_raw_history_detail(const char *id, const char *detail)
+{
+    if (be_kind() == BE_SQLITE) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE memory_history SET detail = ?1 WHERE "
+                                         "memory_id = ?2 AND event = 'UPDATE'",
+                                     -1, &st, NULL),
+                  SQLITE_OK);
+        sqlite3_bind_text(st, 1, detail, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+        ASSERT_EQ(sqlite3_changes(db), 1);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return;
+    }
+    char *sql = fmt("UPDATE mnemo_memory_history SET detail = '%s' WHERE memory_id = '%s' AND "
+                    "event = 'UPDATE' RETURNING memory_id;\n",
+                    detail, id);
+    char *rows = NULL;
+    ASSERT_EQ(pg_psql(be_server(), sql, &rows), 0);
+    ASSERT_CONTAINS(rows, id);
+    free(rows);
+    free(sql);
+}
+
 /* The mnemo command on the current backend; *OUT and *ERR its output. */
 #define CLI(out, err, ...)                                                                     \
     test_cli(out, err, NULL, "--workspace", "ws", "--db", "db.sqlite", "--store", be_store(),   \
@@ -874,6 +904,11 @@ BACKEND_TEST(backend_mem_unreadable_rows_left_out)
     ASSERT_EQ(json_array_size(json_object_get(j, "unreadable")), 2);
     json_decref(j);
     ASSERT_CONTAINS(mnemo_warning(m), c);
+    /* The search of notes and facts together (MCP memory_search) says so too. */
+    ASSERT_OK(mnemo_search_all(m, "coffee", "{\"kinds\":\"fact\"}", &out));
+    ASSERT_CONTAINS(out, "flat white");
+    ASSERT_CONTAINS(out, "\"warning\":\"2 stored memories cannot be read");
+    mnemo_free(out);
     /* Recall: the block of the others, the warning of the rest. */
     ASSERT_OK(mnemo_memory_recall(m, NULL, &out));
     ASSERT_CONTAINS(out, "Coffee: a flat white every morning");
@@ -901,8 +936,17 @@ BACKEND_TEST(backend_mem_unreadable_rows_left_out)
     ASSERT_CONTAINS(dump, "flat white");
     ASSERT_NOT_CONTAINS(dump, "Lisbon");
     ASSERT_CONTAINS(mnemo_warning(m), "2 stored memories cannot be read");
-    /* The command line: the others on stdout, the warning on stderr. */
     mnemo_close(m);
+    /* What was exported imports into an empty store. */
+    test_mkdir("ws2");
+    char db[1100], *rec;
+    snprintf(db, sizeof db, "db=%s", test_path("other.sqlite"));
+    m = be_open("ws2", "tenant=two", db, NULL);
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m, dump, strlen(dump), &in, &skip));
+    ASSERT_EQ(in, 2);
+    mnemo_close(m);
+    /* The command line: the others on stdout, the warning on stderr. */
     char *err = NULL;
     ASSERT_EQ(CLI(&out, &err, "memory", "list"), 0);
     ASSERT_CONTAINS(out, "Coffee: a flat white every morning");
@@ -942,15 +986,27 @@ BACKEND_TEST(backend_mem_unreadable_rows_left_out)
     ASSERT_NOT_CONTAINS(out, "unreadable");
     mnemo_free(out);
     mnemo_close(m);
-    /* What was exported imports into an empty store. */
-    test_mkdir("ws2");
-    char db[1100];
-    snprintf(db, sizeof db, "db=%s", test_path("other.sqlite"));
-    m = be_open("ws2", "tenant=two", db, NULL);
-    size_t in = 0, skip = 0;
-    ASSERT_OK(mnemo_memory_import(m, dump, strlen(dump), &in, &skip));
-    ASSERT_EQ(in, 2);
+    /* An older mnemo's update kept its deep metadata in the history too:
+     * that change reads as null, and the memory exports and imports. */
+    rec = fmt("{\"metadata\":%s}", deep40);
+    write_raw_history_detail(b, rec);
+    free(rec);
+    m = open_mem(NULL);
+    ASSERT_OK(mnemo_memory_history(m, b, &out));
+    ASSERT_CONTAINS(out, "\"event\":\"UPDATE\"");
+    ASSERT_NOT_CONTAINS(out, "{\"a\":{\"a\":");
+    mnemo_free(out);
+    char *dump2 = export_all(m, &n);
+    ASSERT_EQ(n, 3);
+    ASSERT_CONTAINS(dump2, "\"detail\":null");
     mnemo_close(m);
+    test_mkdir("ws3");
+    snprintf(db, sizeof db, "db=%s", test_path("third.sqlite"));
+    m = be_open("ws3", "tenant=three", db, NULL);
+    ASSERT_OK(mnemo_memory_import(m, dump2, strlen(dump2), &in, &skip));
+    ASSERT_EQ(in, 3);
+    mnemo_close(m);
+    free(dump2);
     free(dump);
     free(deep40);
     free(deep3000);
