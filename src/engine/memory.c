@@ -223,7 +223,7 @@ void mem_skips_add(mem_skips *s, json_t *j)
     }
 }
 
-int mem_skips_report(mnemo *m, const mem_skips *s, const char *prefix, json_t *j)
+int mem_skips_report(mnemo *m, const mem_skips *s, json_t *j)
 {
     size_t n = json_array_size(s->left);
     if (!n)
@@ -231,8 +231,6 @@ int mem_skips_report(mnemo *m, const mem_skips *s, const char *prefix, json_t *j
     buf *w = &m->warn;
     buf_reset(w);
     w->err = 0;
-    if (prefix)
-        buf_puts(w, prefix);
     buf_printf(w,
                "%zu stored memor%s cannot be read (written by an older mnemo or another tool) "
                "and %s left out:",

@@ -66,10 +66,9 @@ int mem_skip(mem_skips *s, json_t *rec);
 /* Adds the records a list's reply J says it left out ("unreadable"). */
 void mem_skips_add(mem_skips *s, json_t *j);
 
-/* Nothing when nothing was left out; else the warning on M (mnemo_warning;
- * PREFIX, may be NULL, before it) and, when J is given, J's "unreadable"
- * (the ids and why) and "warnings". */
-int mem_skips_report(mnemo *m, const mem_skips *s, const char *prefix, json_t *j);
+/* Nothing when nothing was left out; else the warning on M (mnemo_warning)
+ * and, when J is given, J's "unreadable" (the ids and why) and "warnings". */
+int mem_skips_report(mnemo *m, const mem_skips *s, json_t *j);
 void mem_skips_cleanup(mem_skips *s);
 
 /* One history entry as JSON ({"event","old_text","new_text","at","detail"}). */

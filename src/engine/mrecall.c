@@ -408,7 +408,7 @@ int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out
         rc = MNEMO_NOMEM;
     /* The block holds what could be read; the warning says what could not. */
     if (!rc)
-        rc = mem_skips_report(m, &sk, NULL, NULL);
+        rc = mem_skips_report(m, &sk, NULL);
     mem_skips_cleanup(&sk);
     if (!rc)
         *out = buf_detach(&b);

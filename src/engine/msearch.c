@@ -490,7 +490,7 @@ int mem_search(mnemo *m, const char *text, const char *options, const mem_search
         json_object_set_new(j, "results", res);
         json_object_set_new(j, "mode", json_string(mode));
         res = NULL;
-        if (mem_skips_report(m, &sk, NULL, j) == MNEMO_OK)
+        if (mem_skips_report(m, &sk, j) == MNEMO_OK)
             *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
         json_decref(j);
         if (!*out)

@@ -852,7 +852,7 @@ int pgmem_list(mnemo *m, const char *options, char **out)
         json_object_set_new(j, "memories", list);
         json_object_set_new(j, "total", json_integer(total));
         list = NULL;
-        if ((rc = mem_skips_report(m, &sk, NULL, j)))
+        if ((rc = mem_skips_report(m, &sk, j)))
             json_decref(j);
         else
             rc = mem_dump(j, out);

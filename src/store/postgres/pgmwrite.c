@@ -489,7 +489,7 @@ int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     if (count)
         *count = e.count;
     if (!rc)
-        rc = mem_skips_report(m, &e.left, NULL, NULL);
+        rc = mem_skips_report(m, &e.left, NULL);
     mem_skips_cleanup(&e.left);
     return rc;
 }

@@ -268,6 +268,12 @@ static void maybe_backup(mnemo *m)
     snprintf(path, sizeof path, "%s.backup-%s-%012ld.jsonl", m->mem_path, stamp, writes);
     snprintf(tmp, sizeof tmp, "%s.part", path);
     remove_partial_backups(m->mem_path);
+    /* The export's warning (memories that cannot be read are not in the
+     * snapshot) is said as the backup's; a warning from before stays. */
+    buf said;
+    buf_init(&said, 0);
+    buf_puts(&said, m->warn.data ? m->warn.data : "");
+    buf_reset(&m->warn);
     FILE *f = fopen(tmp, "wx");
     int rc = f ? MNEMO_OK : MNEMO_IO;
     if (f) {
@@ -278,15 +284,15 @@ static void maybe_backup(mnemo *m)
         if (fclose(f) != 0)
             rc = rc ? rc : MNEMO_IO;
     }
-    if (!rc && m->warn.len) { /* the export's: memories that cannot be read are not in it */
-        buf w;
-        buf_init(&w, 0);
-        buf_printf(&w, "the memory backup %s leaves out what cannot be read: %s", path,
+    if (m->warn.len) {
+        buf_reset(&said);
+        buf_printf(&said, "the memory backup %s leaves out what cannot be read: %s", path,
                    m->warn.data);
-        buf_reset(&m->warn);
-        buf_puts(&m->warn, w.data ? w.data : "");
-        buf_cleanup(&w);
     }
+    buf_reset(&m->warn);
+    m->warn.err = 0;
+    buf_puts(&m->warn, said.data ? said.data : "");
+    buf_cleanup(&said);
     if (!rc && rename(tmp, path) != 0)
         rc = MNEMO_IO;
     if (rc) {
@@ -1015,7 +1021,7 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
         json_object_set_new(j, "memories", list);
         json_object_set_new(j, "total", json_integer(total));
         list = NULL;
-        if ((rc = mem_skips_report(m, &sk, NULL, j)))
+        if ((rc = mem_skips_report(m, &sk, j)))
             json_decref(j);
         else
             rc = dump(j, out);
@@ -1080,7 +1086,7 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     sqlite3_finalize(st);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (!rc)
-        rc = mem_skips_report(m, &sk, NULL, NULL);
+        rc = mem_skips_report(m, &sk, NULL);
     mem_skips_cleanup(&sk);
     return rc;
 }
