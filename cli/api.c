@@ -339,6 +339,8 @@ static int op_recall(mnemo *m, json_t *args, char **out, char **err)
     json_t *o = json_object();
     json_object_set_new(o, "recalled", jstr(recalled ? recalled : ""));
     json_object_set_new(o, "triggers", jstr(trig ? trig : ""));
+    if (mnemo_warning(m)) /* memories left out because they cannot be read */
+        json_object_set_new(o, "warnings", json_pack("[o]", jstr(mnemo_warning(m))));
     mnemo_free(recalled);
     mnemo_free(trig);
     return reply_json(o, out);
@@ -446,7 +448,10 @@ static int op_memory_export(mnemo *m, json_t *args, char **out, char **err)
         json_decref(arr);
         return fail(m, rc, err);
     }
-    return reply_json(json_pack("{s:I,s:o}", "count", (json_int_t)n, "memories", arr), out);
+    json_t *o = json_pack("{s:I,s:o}", "count", (json_int_t)n, "memories", arr);
+    if (o && mnemo_warning(m)) /* memories left out because they cannot be read */
+        json_object_set_new(o, "warnings", json_pack("[o]", jstr(mnemo_warning(m))));
+    return reply_json(o, out);
 }
 
 static int op_memory_import(mnemo *m, json_t *args, char **out, char **err)

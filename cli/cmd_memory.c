@@ -173,6 +173,18 @@ static void print_record(const char *json, int as_json)
     json_decref(r);
 }
 
+/* What the library wants said beside a result (memories left out because
+ * they cannot be read, a backup that failed): on stderr, --json or not. */
+static void print_warning(mnemo *m)
+{
+    const char *w = mnemo_warning(m);
+    if (!w)
+        return;
+    fputs("mnemo: warning: ", stderr);
+    cli_print_safe(stderr, w, strlen(w));
+    fputc('\n', stderr);
+}
+
 static int write_file(void *ud, const char *data, size_t len)
 {
     return fwrite(data, 1, len, ud) == len ? 0 : 1;
@@ -486,6 +498,8 @@ int cmd_memory(int argc, char **argv)
     }
     if (rc)
         code = cli_fail(m, rc, json);
+    else
+        print_warning(m);
     mnemo_free(out);
     mnemo_close(m);
     return code;

@@ -113,6 +113,8 @@ int cmd_recall(int argc, char **argv)
         cli_error("recall: %s", mnemo_errmsg(m));
     else if (!rc && out && *out)
         fputs(out, stdout);
+    if (!rc && mnemo_warning(m)) /* memories left out: the block is not all there is */
+        fprintf(stderr, "mnemo: recall: warning: %s\n", mnemo_warning(m));
     mnemo_free(out);
     free(message);
     mnemo_close(m);

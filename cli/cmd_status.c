@@ -48,7 +48,13 @@ int cmd_status(int argc, char **argv)
         int pg = !strcmp(str(j, "backend"), "postgres");
         json_t *server = json_object_get(j, "server");
         printf("workspace:  %s\n", str(j, "workspace"));
-        if (pg)
+        /* A server that cannot be reached: which one, not "(not built)". */
+        int unreachable = pg && json_is_false(json_object_get(server, "reachable"));
+        const char *dsn = json_string_value(json_object_get(server, "dsn"));
+        if (unreachable)
+            printf("index:      PostgreSQL server %s unreachable, tenant %s\n",
+                   dsn && *dsn ? dsn : "(named by the environment)", str(j, "tenant"));
+        else if (pg)
             printf("index:      PostgreSQL %s, tenant %s", str(server, "version"), str(j, "tenant"));
         else
             printf("index:      %s", str(db, "path"));
@@ -116,7 +122,8 @@ int cmd_status(int argc, char **argv)
             if (pg && json_is_false(json_object_get(vj, "enabled")))
                 printf("vectors:    %s\n", str(vj, "reason"));
         } else {
-            printf(" (not built)\n");
+            if (!unreachable)
+                printf(" (not built)\n");
             if (json_object_get(j, "error"))
                 printf("error:      %s\n", str(j, "error"));
         }

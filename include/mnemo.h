@@ -137,6 +137,12 @@ MNEMO_API void mnemo_close(mnemo *m);
  * can. Borrowed. Never NULL. */
 MNEMO_API const char *mnemo_errmsg(const mnemo *m);
 
+/* What the last sync or memory call on M that succeeded wants said beside
+ * its result, or NULL: stored memories it left out because they cannot be
+ * read (their ids and how to repair them), a rolling backup that could not
+ * be written. Borrowed until the next call on M. */
+MNEMO_API const char *mnemo_warning(const mnemo *m);
+
 /* The absolute workspace directory and database path M uses. Borrowed. */
 MNEMO_API const char *mnemo_workspace(const mnemo *m);
 MNEMO_API const char *mnemo_db_path(const mnemo *m);
@@ -362,11 +368,16 @@ MNEMO_API void mnemo_excerpt_cleanup(mnemo_excerpt *e);
  * userId, agent_id the config's agentId, run_id "" (long-term). An exact
  * duplicate (same text in the same scope) is not stored again: *out is the
  * existing memory with "duplicate":true. Text that looks like a credential
- * is refused (MNEMO_INVALID). *out: the stored memory (caller frees). */
+ * is refused (MNEMO_INVALID), and so is a value beyond the limits of
+ * docs/memories.md (16 KiB of text; metadata 32 levels deep and 64 KiB;
+ * ids of 256 bytes), the message naming the limit. *out: the stored
+ * memory (caller frees). */
 MNEMO_API int mnemo_memory_add(mnemo *m, const char *record, char **out);
 
 /* Changes fields of memory ID (CHANGES: a JSON object of fields to set;
- * id and times cannot be set). Recorded in its history. */
+ * id and times cannot be set; the limits of mnemo_memory_add). Recorded in
+ * its history. A memory that cannot be read (mnemo_memory_get) is changed
+ * only with new metadata, which repairs it. */
 MNEMO_API int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out);
 
 /* Soft-deletes memory ID (MNEMO_NOTFOUND if there is none or it is already
@@ -377,7 +388,10 @@ MNEMO_API int mnemo_memory_delete(mnemo *m, const char *id);
  * them when ID is NULL. *purged gets the count. */
 MNEMO_API int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged);
 
-/* The memory ID (deleted ones too). MNEMO_NOTFOUND when unknown. */
+/* The memory ID (deleted ones too). MNEMO_NOTFOUND when unknown;
+ * MNEMO_CORRUPT when its stored metadata cannot be read (an older mnemo or
+ * another tool wrote it beyond the limits), the message saying how to
+ * repair it. */
 MNEMO_API int mnemo_memory_get(mnemo *m, const char *id, char **out);
 
 /* The user confirmed memory ID: counted, and it fades more slowly. */
@@ -390,12 +404,15 @@ MNEMO_API int mnemo_memory_history(mnemo *m, const char *id, char **out);
 /* Memories matching OPTIONS, newest first: {"user_id","agent_id","run_id",
  * "scope":"all|session|long-term","categories":[...],"type","subject",
  * "filters":{...},"limit","offset","deleted":bool}. *out: {"memories":[...],
- * "total":N}. */
+ * "total":N}. Memories that cannot be read are left out, never the others:
+ * the reply then adds "unreadable":[{"id","why"}] and "warnings":[text]
+ * (also mnemo_warning), and "total" counts them. */
 MNEMO_API int mnemo_memory_list(mnemo *m, const char *options, char **out);
 
 /* Searches memories: the list options (type defaults to "fact", limit to
  * 10, at most 50) plus "min_score". *out: {"results":[memory + "score"],
- * "total":N,"mode":"keyword"|"hybrid"}. */
+ * "total":N,"mode":"keyword"|"hybrid"}, with "unreadable" and "warnings"
+ * as mnemo_memory_list's. */
 MNEMO_API int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out);
 
 /* Formats search results (*out of mnemo_memory_search) for people and
@@ -404,7 +421,9 @@ MNEMO_API int mnemo_memory_search(mnemo *m, const char *query, const char *optio
 MNEMO_API int mnemo_memory_format(const char *results, const char *style, char **out);
 
 /* Writes every memory (deleted ones too) with its history as JSON lines
- * through WRITE (return non-zero to stop). *count gets the number. */
+ * through WRITE (return non-zero to stop). *count gets the number. A
+ * memory that cannot be read is left out (mnemo_warning says which), so
+ * mnemo_memory_import reads back everything written. */
 typedef int (*mnemo_write_fn)(void *ud, const char *data, size_t len);
 MNEMO_API int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
 
@@ -440,7 +459,8 @@ MNEMO_API int mnemo_memory_recover(mnemo *m, const char *path, char **out);
 
 /* The <recalled-memories> block to put before a prompt. OPTIONS:
  * {"user_id","agent_id","run_id","message","strategy":"smart|always|manual"}.
- * *out is "" for strategy manual. */
+ * *out is "" for strategy manual. Memories that cannot be read are left
+ * out of the block and named by mnemo_warning. */
 MNEMO_API int mnemo_memory_recall(mnemo *m, const char *options, char **out);
 
 /* ------------------------------------------------------------------------

@@ -247,6 +247,19 @@ static const backend_ops *backend_select(const mnemo *m)
 
 const char *mnemo_errmsg(const mnemo *m) { return core_errmsg(m); }
 
+const char *mnemo_warning(const mnemo *m)
+{
+    return m && m->warn.data && m->warn.len ? m->warn.data : NULL;
+}
+
+/* M for a call whose warning is its own: the last call's goes. */
+static mnemo *warn_fresh(mnemo *m)
+{
+    buf_reset(&m->warn);
+    m->warn.err = 0;
+    return m;
+}
+
 const char *mnemo_workspace(const mnemo *m) { return m->workspace; }
 const char *mnemo_db_path(const mnemo *m) { return m->db_path; }
 
@@ -434,7 +447,7 @@ int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
 
 int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
 {
-    return m->be->sync(m, opts, stats);
+    return m->be->sync(warn_fresh(m), opts, stats);
 }
 
 int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out)
@@ -456,57 +469,63 @@ int mnemo_recall_triggers(mnemo *m, const char *message, char **out)
 
 int mnemo_memory_add(mnemo *m, const char *record, char **out)
 {
-    return m->be->memory_add(m, record, out);
+    return m->be->memory_add(warn_fresh(m), record, out);
 }
 
 int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out)
 {
-    return m->be->memory_update(m, id, changes, out);
+    return m->be->memory_update(warn_fresh(m), id, changes, out);
 }
 
-int mnemo_memory_delete(mnemo *m, const char *id) { return m->be->memory_delete(m, id); }
+int mnemo_memory_delete(mnemo *m, const char *id)
+{
+    return m->be->memory_delete(warn_fresh(m), id);
+}
 
 int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged)
 {
-    return m->be->memory_purge(m, id, purged);
+    return m->be->memory_purge(warn_fresh(m), id, purged);
 }
 
-int mnemo_memory_get(mnemo *m, const char *id, char **out) { return m->be->memory_get(m, id, out); }
+int mnemo_memory_get(mnemo *m, const char *id, char **out)
+{
+    return m->be->memory_get(warn_fresh(m), id, out);
+}
 
 int mnemo_memory_confirm(mnemo *m, const char *id, char **out)
 {
-    return m->be->memory_confirm(m, id, out);
+    return m->be->memory_confirm(warn_fresh(m), id, out);
 }
 
 int mnemo_memory_history(mnemo *m, const char *id, char **out)
 {
-    return m->be->memory_history(m, id, out);
+    return m->be->memory_history(warn_fresh(m), id, out);
 }
 
 int mnemo_memory_list(mnemo *m, const char *options, char **out)
 {
-    return m->be->memory_list(m, options, out);
+    return m->be->memory_list(warn_fresh(m), options, out);
 }
 
 int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out)
 {
-    return m->be->memory_search(m, query, options, out);
+    return m->be->memory_search(warn_fresh(m), query, options, out);
 }
 
 int mnemo_memory_recall(mnemo *m, const char *options, char **out)
 {
-    return m->be->memory_recall(m, options, out);
+    return m->be->memory_recall(warn_fresh(m), options, out);
 }
 
 int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 {
-    return m->be->memory_export(m, write, ud, count);
+    return m->be->memory_export(warn_fresh(m), write, ud, count);
 }
 
 int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                         size_t *skipped)
 {
-    return m->be->memory_import(m, jsonl, len, imported, skipped);
+    return m->be->memory_import(warn_fresh(m), jsonl, len, imported, skipped);
 }
 
 int mnemo_memory_recover(mnemo *m, const char *path, char **out)
@@ -518,5 +537,5 @@ int mnemo_memory_recover(mnemo *m, const char *path, char **out)
                           "one (--set store.backend=sqlite) and move the memories with memory "
                           "export and memory import",
                           m->be->name);
-    return m->be->memory_recover(m, path, out);
+    return m->be->memory_recover(warn_fresh(m), path, out);
 }

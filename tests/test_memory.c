@@ -5,11 +5,19 @@
  * boost, hybrid candidates), the recalled-memories block and its budget,
  * export and import, the skill, and survival across index rebuilds.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -874,5 +882,344 @@ TEST(memory_concurrent_writers_lose_nothing)
     ASSERT_OK(mnemo_memory_list(m, "{\"limit\":1000}", &out));
     ASSERT_CONTAINS(out, "\"total\":100");
     mnemo_free(out);
+    mnemo_close(m);
+}
+
+/* ---- every entry point: the command line, MCP, the daemon ---- */
+
+/* Metadata N levels deep. Caller frees. */
+static char *nested(int n)
+{
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < n; i++)
+        buf_puts(&b, "{\"a\":");
+    buf_putc(&b, '1');
+    for (int i = 0; i < n; i++)
+        buf_putc(&b, '}');
+    return buf_detach(&b);
+}
+
+#define CLI(out, err, ...)                                                                     \
+    test_cli(out, err, NULL, "--workspace", test_path("ws"), "--db", test_path("db.sqlite"),  \
+             __VA_ARGS__, NULL)
+
+/* mnemo serve on ws and db.sqlite: its pid in *PID, its port returned. */
+static int serve_start(pid_t *pid)
+{
+    unlink(test_path("db.sqlite.serve.pid"));
+    *pid = fork();
+    if (*pid == 0) {
+        int fe = open(test_path("serve.log"), O_WRONLY | O_CREAT | O_APPEND, 0600);
+        dup2(fe, 1);
+        dup2(fe, 2);
+        execl(test_bin(), test_bin(), "--workspace", test_path("ws"), "--db",
+              test_path("db.sqlite"), "serve", "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000; i++) {
+        char *pf = test_read(test_path("db.sqlite.serve.pid"), NULL);
+        json_t *j = pf ? json_loads(pf, 0, NULL) : NULL;
+        free(pf);
+        const char *url = json_string_value(json_object_get(j, "url"));
+        int port = url && strrchr(url, ':') ? atoi(strrchr(url, ':') + 1) : 0;
+        json_decref(j);
+        if (port)
+            return port;
+        usleep(10000);
+    }
+    test_fail(__FILE__, __LINE__, "mnemo serve did not start");
+}
+
+/* One request to the daemon on PORT; the status, the body in *RESP. */
+static int http(int port, const char *method, const char *path, const char *body, char **resp)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    buf req;
+    buf_init(&req, 0);
+    buf_printf(&req,
+               "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: "
+               "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+               method, path, body ? strlen(body) : 0, body ? body : "");
+    for (size_t off = 0; off < req.len;) {
+        ssize_t w = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
+        ASSERT(w > 0);
+        off += (size_t)w;
+    }
+    buf_cleanup(&req);
+    buf got;
+    buf_init(&got, 0);
+    char chunk[65536];
+    ssize_t r;
+    while ((r = recv(fd, chunk, sizeof chunk, 0)) > 0)
+        buf_append(&got, chunk, (size_t)r);
+    close(fd);
+    int status = -1;
+    sscanf(got.data ? got.data : "", "HTTP/1.%*d %d", &status);
+    char *b = got.data ? strstr(got.data, "\r\n\r\n") : NULL;
+    *resp = strdup(b ? b + 4 : "");
+    buf_cleanup(&got);
+    return status;
+}
+
+TEST(memory_limits_on_every_entry_point)
+{
+    test_write("ws/MEMORY.md", "# Memory\n");
+    char *deep32 = nested(32), *deep33 = nested(33), *out = NULL, *err = NULL;
+    /* The command line: add and update refused with the limit named, exit 2. */
+    ASSERT_EQ(CLI(&out, &err, "memory", "add", "Too deep", "--metadata", deep33), 2);
+    ASSERT_CONTAINS(err, "metadata is nested too deeply (limit 32 levels");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "memory", "add", "Deep but allowed", "--metadata", deep32, "--json"),
+              0);
+    json_t *r = json_loads(out, 0, NULL);
+    char *id = strdup(json_string_value(json_object_get(r, "id")));
+    json_decref(r);
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "memory", "update", id, "--metadata", deep33), 2);
+    ASSERT_CONTAINS(err, "nested too deeply");
+    free(out);
+    free(err);
+    /* Import names the line and imports nothing. */
+    buf line;
+    buf_init(&line, 0);
+    buf_printf(&line,
+               "{\"id\":\"11111111-1111-4111-8111-111111111111\",\"text\":\"fine\","
+               "\"created_at\":\"2026-01-01T00:00:00Z\"}\n{\"id\":"
+               "\"22222222-2222-4222-8222-222222222222\",\"text\":\"deep\",\"created_at\":"
+               "\"2026-01-01T00:00:00Z\",\"metadata\":%s}\n",
+               deep33);
+    test_write("deep.jsonl", line.data);
+    buf_cleanup(&line);
+    ASSERT_EQ(CLI(&out, &err, "memory", "import", test_path("deep.jsonl")), 2);
+    ASSERT_CONTAINS(err, "line 2");
+    free(out);
+    free(err);
+    /* MCP memory_add: a tool error that names the limit. */
+    buf in;
+    buf_init(&in, 0);
+    buf_printf(&in,
+               "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+               "\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{"
+               "\"name\":\"t\",\"version\":\"1\"}}}\n"
+               "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+               "\"memory_add\",\"arguments\":{\"text\":\"Too deep\",\"metadata\":%s}}}\n"
+               "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+               "\"memory_list\",\"arguments\":{}}}\n",
+               deep33);
+    ASSERT_EQ(test_cli(&out, &err, in.data, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "mcp", NULL),
+              0);
+    buf_cleanup(&in);
+    char *reply[4] = {NULL};
+    for (char *p = out, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+        nl = strchr(p, '\n');
+        if (nl)
+            *nl = 0;
+        json_t *l = json_loads(p, 0, NULL);
+        json_int_t n = json_integer_value(json_object_get(l, "id"));
+        if (n > 0 && n < 4)
+            reply[n] = json_dumps(json_object_get(l, "result"), JSON_COMPACT);
+        json_decref(l);
+    }
+    ASSERT_CONTAINS(reply[2], "\"isError\":true");
+    ASSERT_CONTAINS(reply[2], "memory_add failed (invalid): metadata is nested too deeply");
+    ASSERT_CONTAINS(reply[3], "Deep but allowed"); /* memory_list */
+    ASSERT_NOT_CONTAINS(reply[3], "Too deep");
+    for (int i = 0; i < 4; i++)
+        free(reply[i]);
+    free(out);
+    free(err);
+    /* The daemon: POST and PATCH refused with 400. */
+    pid_t pid;
+    int port = serve_start(&pid);
+    buf body;
+    buf_init(&body, 0);
+    buf_printf(&body, "{\"text\":\"Too deep\",\"metadata\":%s}", deep33);
+    ASSERT_EQ(http(port, "POST", "/v1/memories", body.data, &out), 400);
+    ASSERT_CONTAINS(out, "nested too deeply");
+    free(out);
+    buf_reset(&body);
+    buf_printf(&body, "{\"metadata\":%s}", deep33);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/memories/%s", id);
+    ASSERT_EQ(http(port, "PATCH", path, body.data, &out), 400);
+    ASSERT_CONTAINS(out, "nested too deeply");
+    free(out);
+    buf_cleanup(&body);
+    /* A row an older mnemo wrote, 2,045 levels deep, straight into the store. */
+    ASSERT_EQ(CLI(&out, &err, "memory", "add", "Written long ago", "--json"), 0);
+    r = json_loads(out, 0, NULL);
+    char *old = strdup(json_string_value(json_object_get(r, "id")));
+    json_decref(r);
+    free(out);
+    free(err);
+    char *deep2045 = nested(2045);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE memories SET metadata = ?1 WHERE id = ?2", -1, &st,
+                                 NULL),
+              SQLITE_OK);
+    sqlite3_bind_text(st, 1, deep2045, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, old, -1, SQLITE_STATIC);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    /* The daemon's export leaves it out and says so; what it exports imports back. */
+    ASSERT_EQ(http(port, "GET", "/v1/memories/export", NULL, &out), 200);
+    r = json_loads(out, 0, NULL);
+    free(out);
+    ASSERT(r != NULL);
+    ASSERT_EQ(json_integer_value(json_object_get(r, "count")), 1);
+    ASSERT_CONTAINS(json_string_value(json_array_get(json_object_get(r, "warnings"), 0)), old);
+    json_t *back = json_pack("{s:O}", "memories", json_object_get(r, "memories"));
+    char *mem = json_dumps(back, JSON_COMPACT);
+    json_decref(back);
+    json_decref(r);
+    ASSERT_EQ(http(port, "POST", "/v1/memories/import", mem, &out), 200);
+    ASSERT_CONTAINS(out, "\"skipped\":1"); /* read, checked, and already there */
+    free(out);
+    free(mem);
+    ASSERT_EQ(http(port, "POST", "/v1/memories/list", "{}", &out), 200);
+    ASSERT_CONTAINS(out, "Deep but allowed");
+    ASSERT_CONTAINS(out, "\"unreadable\":[{\"id\":");
+    free(out);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    free(deep2045);
+    free(old);
+    free(id);
+    free(deep32);
+    free(deep33);
+}
+
+/* ---- rolling backups: stale partial snapshots, purge ---- */
+
+/* How many files beside the store are its snapshots ("db.memories.sqlite.backup-"
+ * names ending in SUFFIX), and how many of them hold TEXT. */
+static int snapshots(const char *suffix, const char *text, int *holding)
+{
+    static const char prefix[] = "db.memories.sqlite.backup-";
+    DIR *d = opendir(test_dir());
+    ASSERT(d != NULL);
+    int n = 0;
+    *holding = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name), sl = strlen(suffix);
+        if (strncmp(de->d_name, prefix, sizeof prefix - 1) != 0 || len < sl ||
+            strcmp(de->d_name + len - sl, suffix) != 0)
+            continue;
+        n++;
+        char *c = test_read(test_path(de->d_name), NULL);
+        if (c && text && strstr(c, text))
+            (*holding)++;
+        free(c);
+    }
+    closedir(d);
+    return n;
+}
+
+TEST(memory_backup_removes_stale_partial_snapshots)
+{
+    at("2026-11-29T12:00:00Z");
+    test_mkdir("ws");
+    mnemo *m = test_open("ws", "db.sqlite", "memoryBackupEvery=1", "memoryBackups=3", NULL);
+    char *a = add(m, "{\"text\":\"Waters the ferns on Mondays\"}");
+    /* A writer killed mid-snapshot left these; one holds a memory purged since. */
+    test_write("db.memories.sqlite.backup-20260101T000000Z-000000000007.jsonl.part",
+               "{\"id\":\"x\",\"text\":\"the spare key is under the blue flowerpot\"}\n");
+    test_write("db.memories.sqlite.backup-20260102T000000Z-000000000008.jsonl.part", "{\"id\"");
+    /* Not partial snapshots of this store: left alone. */
+    test_write("other.memories.sqlite.backup-20260101T000000Z-000000000001.jsonl.part", "x\n");
+    test_write("db.memories.sqlite.backup-notes.txt", "my notes\n");
+    int holding;
+    ASSERT_EQ(snapshots(".jsonl.part", "flowerpot", &holding), 2);
+    ASSERT_EQ(holding, 1);
+    /* The next backup (every write, here) removes them. */
+    char *b = add(m, "{\"text\":\"Prefers tea in the afternoon\"}");
+    ASSERT_EQ(snapshots(".jsonl.part", NULL, &holding), 0);
+    ASSERT_EQ(snapshots(".jsonl", "Prefers tea in the afternoon", &holding), 2);
+    ASSERT_EQ(holding, 1); /* the newest, written after them */
+    ASSERT(access(test_path("other.memories.sqlite.backup-20260101T000000Z-000000000001.jsonl.part"),
+                  F_OK) == 0);
+    ASSERT(access(test_path("db.memories.sqlite.backup-notes.txt"), F_OK) == 0);
+    free(a);
+    free(b);
+    mnemo_close(m);
+}
+
+TEST(memory_purge_removes_memories_from_backups)
+{
+    at("2026-11-29T12:00:00Z");
+    test_mkdir("ws");
+    mnemo *m = test_open("ws", "db.sqlite", "memoryBackupEvery=1", "memoryBackups=4", NULL);
+    char *keep = add(m, "{\"text\":\"Waters the ferns on Mondays\"}");
+    char *secret = add(m, "{\"text\":\"The spare key is under the blue flowerpot\"}");
+    char *other = add(m, "{\"text\":\"Was once locked out in the rain\"}");
+    ASSERT_OK(mnemo_memory_delete(m, secret));
+    ASSERT_OK(mnemo_memory_delete(m, other));
+    /* A snapshot after each write, the newest four kept: the memory is in each. */
+    int holding;
+    ASSERT_EQ(snapshots(".jsonl", "blue flowerpot", &holding), 4);
+    ASSERT_EQ(holding, 4);
+    ASSERT_EQ(snapshots(".jsonl", "locked out in the rain", &holding), 4);
+    ASSERT_EQ(holding, 3);
+    /* Forget it: gone from the store and from every snapshot. */
+    size_t n = 0;
+    ASSERT_OK(mnemo_memory_purge(m, secret, &n));
+    ASSERT_EQ(n, 1);
+    char *out = NULL;
+    ASSERT_EQ(mnemo_memory_get(m, secret, &out), MNEMO_NOTFOUND);
+    ASSERT_EQ(snapshots(".jsonl", "blue flowerpot", &holding), 4);
+    ASSERT_EQ(holding, 0);
+    ASSERT_EQ(snapshots(".part", NULL, &holding), 0);
+    /* The rest of each snapshot is as it was (the purge's own write made a
+     * fifth, the oldest went): the other deleted memory, the kept one. */
+    ASSERT_EQ(snapshots(".jsonl", "locked out in the rain", &holding), 4);
+    ASSERT_EQ(holding, 4);
+    ASSERT_EQ(snapshots(".jsonl", "Waters the ferns", &holding), 4);
+    ASSERT_EQ(holding, 4);
+    /* Still snapshots: private, and each imports into an empty store. */
+    DIR *d = opendir(test_dir());
+    struct dirent *de;
+    int checked = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, "db.memories.sqlite.backup-", 26) != 0 || len < 6 ||
+            strcmp(de->d_name + len - 6, ".jsonl") != 0)
+            continue;
+        struct stat st;
+        ASSERT_EQ(stat(test_path(de->d_name), &st), 0);
+        ASSERT_EQ(st.st_mode & 0777, 0600);
+        char *snap = test_read(test_path(de->d_name), NULL), db[64];
+        snprintf(db, sizeof db, "import%d.sqlite", checked++);
+        mnemo *o = test_open("ws", db, NULL);
+        size_t in = 0, skip = 0;
+        ASSERT_OK(mnemo_memory_import(o, snap, strlen(snap), &in, &skip));
+        ASSERT(in >= 1);
+        mnemo_close(o);
+        free(snap);
+    }
+    closedir(d);
+    ASSERT_EQ(checked, 4);
+    /* Purge them all: the other one goes too. */
+    ASSERT_OK(mnemo_memory_purge(m, NULL, &n));
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(snapshots(".jsonl", "locked out in the rain", &holding), 4);
+    ASSERT_EQ(holding, 0);
+    free(keep);
+    free(secret);
+    free(other);
     mnemo_close(m);
 }

@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -631,6 +633,462 @@ BACKEND_TEST(backend_mem_export_import)
     free(a);
     free(b);
     free(c);
+    mnemo_close(m);
+}
+
+/* Metadata N levels deep: {"a":{"a":...1...}}. Caller frees. */
+static char *nested(int n)
+{
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < n; i++)
+        buf_puts(&b, "{\"a\":");
+    buf_putc(&b, '1');
+    for (int i = 0; i < n; i++)
+        buf_putc(&b, '}');
+    return buf_detach(&b);
+}
+
+/* N bytes of C. Caller frees. */
+static char *run_of(char c, size_t n)
+{
+    char *s = malloc(n + 1);
+    memset(s, c, n);
+    s[n] = 0;
+    return s;
+}
+
+/* printf into a new string. Caller frees. */
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    buf b;
+    buf_init(&b, 0);
+    va_list ap;
+    va_start(ap, f);
+    buf_vprintf(&b, f, ap);
+    va_end(ap);
+    return buf_detach(&b);
+}
+
+/* Adds REC expecting MNEMO_INVALID with a message holding MSG. */
+#define REFUSED(m, rec, msg)                                                                   \
+    do {                                                                                       \
+        char *o_ = NULL, *r_ = (rec);                                                          \
+        ASSERT_EQ(mnemo_memory_add(m, r_, &o_), MNEMO_INVALID);                                \
+        ASSERT_CONTAINS(mnemo_errmsg(m), msg);                                                 \
+        free(r_);                                                                              \
+    } while (0)
+
+BACKEND_TEST(backend_mem_limits_checked_on_every_write)
+{
+    at("2026-10-01T08:00:00Z");
+    mnemo *m = open_mem(NULL);
+    char *out = NULL, *rec;
+    char *plain = add(m, "{\"text\":\"Prefers short answers\"}");
+    /* Metadata: 32 levels stored and read back as given, 33 refused. */
+    char *deep32 = nested(32), *deep33 = nested(33);
+    rec = fmt("{\"text\":\"Deep but allowed\",\"metadata\":%s}", deep32);
+    char *allowed = add(m, rec);
+    free(rec);
+    ASSERT_OK(mnemo_memory_get(m, allowed, &out));
+    char *want = fmt("\"metadata\":%s,", deep32);
+    ASSERT_CONTAINS(out, want);
+    free(want);
+    mnemo_free(out);
+    REFUSED(m, fmt("{\"text\":\"Too deep\",\"metadata\":%s}", deep33), "nested too deeply");
+    REFUSED(m, fmt("{\"text\":\"Too deep\",\"metadata\":{\"l\":[%s]}}", deep32), "limit 32 levels");
+    /* The same on update: the memory is left as it was. */
+    rec = fmt("{\"metadata\":%s}", deep33);
+    ASSERT_EQ(mnemo_memory_update(m, plain, rec, &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "nested too deeply");
+    free(rec);
+    ASSERT_OK(mnemo_memory_get(m, plain, &out));
+    ASSERT_CONTAINS(out, "\"metadata\":{},");
+    mnemo_free(out);
+    /* And on import, all or nothing: a good line before the deep one stays out. */
+    size_t in = 9, skip = 9;
+    const char *good = "{\"id\":\"11111111-1111-4111-8111-111111111111\",\"text\":\"fine\","
+                       "\"created_at\":\"2026-01-01T00:00:00Z\"}\n";
+    rec = fmt("%s{\"id\":\"22222222-2222-4222-8222-222222222222\",\"text\":\"deep\","
+              "\"created_at\":\"2026-01-01T00:00:00Z\",\"metadata\":%s}\n",
+              good, deep33);
+    ASSERT_EQ(mnemo_memory_import(m, rec, strlen(rec), &in, &skip), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "line 2");
+    ASSERT_CONTAINS(mnemo_errmsg(m), "nested too deeply");
+    free(rec);
+    ASSERT_EQ(mnemo_memory_get(m, "11111111-1111-4111-8111-111111111111", &out),
+              MNEMO_NOTFOUND);
+    /* An imported update's changes hold metadata one level down: 33 levels. */
+    char *deep34 = nested(34);
+    rec = fmt("%s{\"id\":\"33333333-3333-4333-8333-333333333333\",\"text\":\"changed\","
+              "\"created_at\":\"2026-01-01T00:00:00Z\",\"history\":[{\"event\":\"UPDATE\","
+              "\"at\":\"2026-01-02T00:00:00Z\",\"detail\":%s}]}\n",
+              good, deep34);
+    ASSERT_EQ(mnemo_memory_import(m, rec, strlen(rec), &in, &skip), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "line 2: history entry 0: detail is nested too deeply");
+    free(rec);
+    /* Sizes: 64 KiB of metadata as JSON ({"k":"..."}), 16 KiB of text. */
+    char *v = run_of('x', 65536 - 8);
+    rec = fmt("{\"text\":\"Large metadata\",\"metadata\":{\"k\":\"%s\"}}", v);
+    char *big = add(m, rec);
+    free(rec);
+    REFUSED(m, fmt("{\"text\":\"Larger metadata\",\"metadata\":{\"k\":\"%sx\"}}", v),
+            "metadata is too large (65537 bytes as JSON; limit 64 KiB)");
+    free(v);
+    v = run_of('t', 16384);
+    rec = fmt("{\"text\":\"%s\"}", v);
+    char *longest = add(m, rec);
+    free(rec);
+    REFUSED(m, fmt("{\"text\":\"%sz\"}", v), "too long (16385 bytes; limit 16384)");
+    free(v);
+    /* Names: user, agent and run ids of 256 bytes, categories of 32. */
+    v = run_of('u', 256);
+    rec = fmt("{\"text\":\"A long user\",\"user_id\":\"%s\",\"agent_id\":\"%s\",\"run_id\":"
+              "\"%s\"}",
+              v, v, v);
+    char *named = add(m, rec);
+    free(rec);
+    REFUSED(m, fmt("{\"text\":\"x\",\"user_id\":\"%su\"}", v), "at most 256 bytes");
+    REFUSED(m, fmt("{\"text\":\"x\",\"agent_id\":\"%su\"}", v), "at most 256 bytes");
+    REFUSED(m, fmt("{\"text\":\"x\",\"run_id\":\"%su\"}", v), "at most 256 bytes");
+    free(v);
+    v = run_of('c', 32);
+    rec = fmt("{\"text\":\"A long category\",\"category\":\"%s\"}", v);
+    char *cat = add(m, rec);
+    free(rec);
+    REFUSED(m, fmt("{\"text\":\"x\",\"category\":\"%sc\"}", v), "1 to 32 characters");
+    free(v);
+    /* Triggers: 4 KiB joined ("a, b"). */
+    buf tr;
+    buf_init(&tr, 0);
+    for (int i = 0; i < 500; i++)
+        buf_printf(&tr, "%s\"trigger%03d\"", i ? "," : "", i);
+    REFUSED(m, fmt("{\"text\":\"x\",\"triggers\":[%s]}", tr.data), "triggers are too long");
+    buf_cleanup(&tr);
+    /* Nothing refused was stored; what was allowed is there. */
+    long long total = 0;
+    char *t = list_texts(m, "{\"user_id\":\"*\",\"scope\":\"all\",\"type\":\"all\"}", &total);
+    ASSERT_EQ(total, 6);
+    ASSERT_CONTAINS(t, "Deep but allowed");
+    ASSERT_CONTAINS(t, "Large metadata");
+    ASSERT_CONTAINS(t, "A long user");
+    ASSERT_CONTAINS(t, "A long category");
+    ASSERT_NOT_CONTAINS(t, "Too deep");
+    free(t);
+    free(deep32);
+    free(deep33);
+    free(deep34);
+    free(plain);
+    free(allowed);
+    free(big);
+    free(longest);
+    free(named);
+    free(cat);
+    mnemo_close(m);
+}
+
+/* Writes METADATA into memory ID's stored row as it is, as an older mnemo
+ * or another tool could: the SQLite memory store's file, PostgreSQL's
+ * table (no handle may be open: PGlite serves one session at a time). */
+static void write_raw_metadata(const char *id, const char *metadata)
+{
+    if (be_kind() == BE_SQLITE) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE memories SET metadata = ?1 WHERE id = ?2", -1,
+                                     &st, NULL),
+                  SQLITE_OK);
+        sqlite3_bind_text(st, 1, metadata, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+        ASSERT_EQ(sqlite3_changes(db), 1);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return;
+    }
+    char *sql = fmt("UPDATE mnemo_memories SET metadata = '%s'::jsonb WHERE id = '%s' "
+                    "RETURNING id;\n",
+                    metadata, id);
+    char *rows = NULL;
+    ASSERT_EQ(pg_psql(be_server(), sql, &rows), 0);
+    ASSERT_CONTAINS(rows, id);
+    free(rows);
+    free(sql);
+}
+
+/* Sets the detail of memory ID's UPDATE history entries to DETAIL as it
+ * is, as an older mnemo stored the changes of an update. */
+static void write_raw_history_detail(const char *id, const char *detail)
+{
+    if (be_kind() == BE_SQLITE) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE memory_history SET detail = ?1 WHERE "
+                                         "memory_id = ?2 AND event = 'UPDATE'",
+                                     -1, &st, NULL),
+                  SQLITE_OK);
+        sqlite3_bind_text(st, 1, detail, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+        ASSERT_EQ(sqlite3_changes(db), 1);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return;
+    }
+    char *sql = fmt("UPDATE mnemo_memory_history SET detail = '%s' WHERE memory_id = '%s' AND "
+                    "event = 'UPDATE' RETURNING memory_id;\n",
+                    detail, id);
+    char *rows = NULL;
+    ASSERT_EQ(pg_psql(be_server(), sql, &rows), 0);
+    ASSERT_CONTAINS(rows, id);
+    free(rows);
+    free(sql);
+}
+
+/* The mnemo command on the current backend; *OUT and *ERR its output. */
+#define CLI(out, err, ...)                                                                     \
+    test_cli(out, err, NULL, "--workspace", "ws", "--db", "db.sqlite", "--store", be_store(),   \
+             __VA_ARGS__, NULL)
+
+BACKEND_TEST(backend_mem_unreadable_rows_left_out)
+{
+    at("2026-10-01T08:00:00Z");
+    mnemo *m = open_mem(NULL);
+    char *a = add(m, "{\"text\":\"Coffee: a flat white every morning\"}");
+    char *b = add(m, "{\"text\":\"Coffee beans come from a roaster in Lisbon\"}");
+    char *c = add(m, "{\"text\":\"Coffee after four keeps him awake\",\"category\":\"identity\"}");
+    char *d = add(m, "{\"text\":\"Tea on Sundays\"}");
+    mnemo_close(m);
+    /* Rows an older mnemo wrote: 40 levels, which jansson reads, and 3,000,
+     * which it refuses. */
+    char *deep40 = nested(40), *deep3000 = nested(3000);
+    write_raw_metadata(b, deep40);
+    write_raw_metadata(c, deep3000);
+    m = open_mem(NULL);
+    /* A list returns the others, counts all four and says which it left out. */
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_list(m, NULL, &out));
+    json_t *j = json_loads(out, 0, NULL);
+    mnemo_free(out);
+    char *t = texts_of(json_object_get(j, "memories"));
+    ASSERT_STR_EQ(t, "Tea on Sundays|Coffee: a flat white every morning");
+    free(t);
+    ASSERT_EQ(json_integer_value(json_object_get(j, "total")), 4);
+    json_t *left = json_object_get(j, "unreadable");
+    ASSERT_EQ(json_array_size(left), 2);
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(left, 0), "id")), c);
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(left, 0), "why")),
+                    "cannot be parsed");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(left, 1), "id")), b);
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(left, 1), "why")),
+                    "nested more than 32 levels deep");
+    const char *w = json_string_value(json_array_get(json_object_get(j, "warnings"), 0));
+    ASSERT_CONTAINS(w, "2 stored memories cannot be read");
+    ASSERT_CONTAINS(w, b);
+    ASSERT_STR_EQ(mnemo_warning(m), w);
+    json_decref(j);
+    /* A page: the total still counts every match. */
+    long long total = 0;
+    t = list_texts(m, "{\"limit\":2}", &total);
+    ASSERT_STR_EQ(t, "Tea on Sundays");
+    ASSERT_EQ(total, 4);
+    free(t);
+    /* Search: the match that can be read, and the two that cannot, said. */
+    j = search_json(m, "coffee", NULL);
+    t = texts_of(json_object_get(j, "results"));
+    ASSERT_STR_EQ(t, "Coffee: a flat white every morning");
+    free(t);
+    ASSERT_EQ(json_array_size(json_object_get(j, "unreadable")), 2);
+    json_decref(j);
+    ASSERT_CONTAINS(mnemo_warning(m), c);
+    /* The search of notes and facts together (MCP memory_search) says so too. */
+    ASSERT_OK(mnemo_search_all(m, "coffee", "{\"kinds\":\"fact\"}", &out));
+    ASSERT_CONTAINS(out, "flat white");
+    ASSERT_CONTAINS(out, "\"warning\":\"2 stored memories cannot be read");
+    mnemo_free(out);
+    /* Recall: the block of the others, the warning of the rest. */
+    ASSERT_OK(mnemo_memory_recall(m, NULL, &out));
+    ASSERT_CONTAINS(out, "Coffee: a flat white every morning");
+    ASSERT_CONTAINS(out, "Tea on Sundays");
+    ASSERT_NOT_CONTAINS(out, "Lisbon");
+    ASSERT_NOT_CONTAINS(out, "awake");
+    mnemo_free(out);
+    ASSERT_CONTAINS(mnemo_warning(m), "2 stored memories cannot be read");
+    ASSERT_OK(mnemo_memory_recall(m, "{\"message\":\"Coffee: a flat white every morning\"}",
+                                  &out));
+    ASSERT_CONTAINS(out, "flat white");
+    mnemo_free(out);
+    ASSERT_CONTAINS(mnemo_warning(m), c); /* identity: always read, so always said */
+    /* Get: the others as ever; the unreadable one an error that says how to repair it. */
+    ASSERT_OK(mnemo_memory_get(m, a, &out));
+    mnemo_free(out);
+    ASSERT(mnemo_warning(m) == NULL);
+    ASSERT_EQ(mnemo_memory_get(m, b, &out), MNEMO_CORRUPT);
+    ASSERT_CONTAINS(mnemo_errmsg(m), b);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "--metadata '{}'");
+    /* Export: the readable ones, which import elsewhere; the rest said. */
+    size_t n = 0;
+    char *dump = export_all(m, &n);
+    ASSERT_EQ(n, 2);
+    ASSERT_CONTAINS(dump, "flat white");
+    ASSERT_NOT_CONTAINS(dump, "Lisbon");
+    ASSERT_CONTAINS(mnemo_warning(m), "2 stored memories cannot be read");
+    mnemo_close(m);
+    /* What was exported imports into an empty store. */
+    test_mkdir("ws2");
+    char db[1100], *rec;
+    snprintf(db, sizeof db, "db=%s", test_path("other.sqlite"));
+    m = be_open("ws2", "tenant=two", db, NULL);
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m, dump, strlen(dump), &in, &skip));
+    ASSERT_EQ(in, 2);
+    mnemo_close(m);
+    /* The command line: the others on stdout, the warning on stderr. */
+    char *err = NULL;
+    ASSERT_EQ(CLI(&out, &err, "memory", "list"), 0);
+    ASSERT_CONTAINS(out, "Coffee: a flat white every morning");
+    ASSERT_CONTAINS(out, "(2 of 4 shown)");
+    ASSERT_CONTAINS(err, "warning: 2 stored memories cannot be read");
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "recall"), 0);
+    ASSERT_CONTAINS(out, "Tea on Sundays");
+    ASSERT_CONTAINS(err, b);
+    free(out);
+    free(err);
+    ASSERT_EQ(CLI(&out, &err, "memory", "get", b), 5);
+    ASSERT_CONTAINS(err, "cannot be read");
+    free(out);
+    free(err);
+    /* Repair: new metadata makes it readable; nothing else changes it. */
+    m = open_mem(NULL);
+    ASSERT_EQ(mnemo_memory_update(m, b, "{\"text\":\"Beans from Porto\"}", &out), MNEMO_CORRUPT);
+    ASSERT_EQ(mnemo_memory_confirm(m, b, &out), MNEMO_CORRUPT);
+    ASSERT_OK(mnemo_memory_update(m, b, "{\"metadata\":{\"repaired\":true}}", &out));
+    ASSERT_CONTAINS(out, "\"metadata\":{\"repaired\":true}");
+    mnemo_free(out);
+    /* Or delete, then purge. */
+    ASSERT_OK(mnemo_memory_delete(m, c));
+    ASSERT_OK(mnemo_memory_list(m, NULL, &out));
+    ASSERT_NOT_CONTAINS(out, "unreadable");
+    ASSERT_CONTAINS(out, "\"total\":3");
+    mnemo_free(out);
+    ASSERT(mnemo_warning(m) == NULL);
+    ASSERT_OK(mnemo_memory_list(m, "{\"deleted\":true}", &out));
+    ASSERT_CONTAINS(out, "\"unreadable\":[{\"id\":");
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_purge(m, c, &n));
+    ASSERT_EQ(n, 1);
+    ASSERT_OK(mnemo_memory_list(m, "{\"deleted\":true}", &out));
+    ASSERT_NOT_CONTAINS(out, "unreadable");
+    mnemo_free(out);
+    mnemo_close(m);
+    /* An older mnemo's update kept its deep metadata in the history too:
+     * that change reads as null, and the memory exports and imports. */
+    rec = fmt("{\"metadata\":%s}", deep40);
+    write_raw_history_detail(b, rec);
+    free(rec);
+    m = open_mem(NULL);
+    ASSERT_OK(mnemo_memory_history(m, b, &out));
+    ASSERT_CONTAINS(out, "\"event\":\"UPDATE\"");
+    ASSERT_NOT_CONTAINS(out, "{\"a\":{\"a\":");
+    mnemo_free(out);
+    char *dump2 = export_all(m, &n);
+    ASSERT_EQ(n, 3);
+    ASSERT_CONTAINS(dump2, "\"detail\":null");
+    mnemo_close(m);
+    test_mkdir("ws3");
+    snprintf(db, sizeof db, "db=%s", test_path("third.sqlite"));
+    m = be_open("ws3", "tenant=three", db, NULL);
+    ASSERT_OK(mnemo_memory_import(m, dump2, strlen(dump2), &in, &skip));
+    ASSERT_EQ(in, 3);
+    mnemo_close(m);
+    free(dump2);
+    free(dump);
+    free(deep40);
+    free(deep3000);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+}
+
+BACKEND_TEST(backend_mem_export_imports_unusual_memories)
+{
+    at("2026-10-01T08:00:00Z");
+    mnemo *m = open_mem("tenant=one", NULL);
+    char *deep32 = nested(32), *rec, *out = NULL;
+    /* Text of 16 KiB exactly, in two-byte characters. */
+    buf t;
+    buf_init(&t, 0);
+    for (int i = 0; i < 8192; i++)
+        buf_puts(&t, "\xc3\xa9");
+    rec = fmt("{\"text\":\"%s\"}", t.data);
+    char *longest = add(m, rec);
+    free(rec);
+    buf_cleanup(&t);
+    /* Unicode everywhere, escapes, every kind of JSON value in metadata. */
+    char *uni = add(m, "{\"text\":\"Unicode: \\u6771\\u4eac \\ud83c\\udf89 Stra\\u00dfe "
+                       "e\\u0301 \\u202eRTL\\u202c \\\"quoted\\\" \\\\ back\\nline\\ttab\","
+                       "\"metadata\":{\"\\u043a\\u043b\\u044e\\u0447\":{\"\\ud83c\\udf89\":[null,"
+                       "true,false,-0.5,12345678901234,\"\\u6771\"]},\"\":\"empty key\",\"big\":1e20,"
+                       "\"huge\":-1e300,\"tiny\":1e-300},"
+                       "\"triggers\":[\"\\u6771\\u4eac\",\"party \\ud83c\\udf89\"],\"user_id\":"
+                       "\"\\u00fc-user\",\"agent_id\":\"agent/\\u00e4\",\"run_id\":\"run:1\","
+                       "\"subject\":\"Zo\\u00eb\",\"expires_at\":\"2030-01-01\"}");
+    /* Metadata 32 levels deep, then changed to another such (its history's
+     * change is 33 levels deep), and 64 KiB of metadata. */
+    rec = fmt("{\"text\":\"Deep metadata\",\"metadata\":%s}", deep32);
+    char *deep = add(m, rec);
+    free(rec);
+    at("2026-10-02T08:00:00Z");
+    char *deep32b = nested(31);
+    rec = fmt("{\"metadata\":{\"b\":%s}}", deep32b);
+    ASSERT_OK(mnemo_memory_update(m, deep, rec, &out));
+    mnemo_free(out);
+    free(rec);
+    char *v = run_of('x', 65536 - 8);
+    rec = fmt("{\"text\":\"Large metadata\",\"metadata\":{\"k\":\"%s\"}}", v);
+    char *big = add(m, rec);
+    free(rec);
+    free(v);
+    ASSERT_OK(mnemo_memory_confirm(m, big, &out));
+    mnemo_free(out);
+    char *gone = add(m, "{\"text\":\"Deleted but kept until purged\"}");
+    ASSERT_OK(mnemo_memory_delete(m, gone));
+    size_t n1 = 0;
+    char *dump1 = export_all(m, &n1);
+    ASSERT_EQ(n1, 5);
+    ASSERT(mnemo_warning(m) == NULL);
+    /* Numbers as given, though jsonb prints 1e20 as 21 digits. */
+    ASSERT_CONTAINS(dump1, "\"big\":1e20,\"huge\":-1.0000000000000001e300,\"tiny\":1e-300,");
+    mnemo_close(m);
+    /* Into an empty store and out again: byte for byte. */
+    test_mkdir("ws2");
+    char db[1100];
+    snprintf(db, sizeof db, "db=%s", test_path("other.sqlite"));
+    m = be_open("ws2", "tenant=two", db, NULL);
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m, dump1, strlen(dump1), &in, &skip));
+    ASSERT_EQ(in, 5);
+    size_t n2 = 0;
+    char *dump2 = export_all(m, &n2);
+    ASSERT_STR_EQ(dump2, dump1);
+    char *found = search_texts(m, "Stra\xc3\x9f" "e", "{\"user_id\":\"*\",\"scope\":\"all\"}");
+    ASSERT_CONTAINS(found, "Unicode: \xe6\x9d\xb1\xe4\xba\xac");
+    free(found);
+    free(dump1);
+    free(dump2);
+    free(deep32);
+    free(deep32b);
+    free(longest);
+    free(uni);
+    free(deep);
+    free(big);
+    free(gone);
     mnemo_close(m);
 }
 

@@ -1,6 +1,8 @@
 /*
  * test_sync.c - incremental sync (add, modify, delete, rename, unchanged
- * files not read), scan rules, full rebuilds and crash safety, watch mode.
+ * files not read, a changed file limit applied), scan rules, full rebuilds
+ * and crash safety, watch mode, and the status of an index that cannot be
+ * reached.
  */
 #include <signal.h>
 #include <sqlite3.h>
@@ -12,8 +14,10 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "backend.h"
 #include "store/sqlite/fts.h"
 #include "test.h"
+#include "util/buf.h"
 
 static long long db_int(const char *sql) { return test_sql_int(test_path("db.sqlite"), sql); }
 
@@ -451,4 +455,116 @@ TEST(sync_watch_picks_up_changes)
     ASSERT(found);
     ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     mnemo_close(m);
+}
+
+/* The status JSON of M. Caller frees. */
+static char *status_of(mnemo *m)
+{
+    char *st = NULL;
+    ASSERT_OK(mnemo_status_json(m, 0, &st));
+    return st;
+}
+
+BACKEND_TEST(sync_file_limit_rechecked_when_it_changes)
+{
+    test_write("ws/MEMORY.md", "# Memory\n- a short note about herons\n");
+    buf big;
+    buf_init(&big, 0);
+    for (int i = 0; i < 70; i++) /* 3,150 bytes */
+        buf_printf(&big, "- The kestrel hovers over meadow %02d at dusk.\n", i);
+    ASSERT_EQ(big.len, 3150);
+    test_write("ws/memory/kestrels.md", big.data);
+    buf_cleanup(&big);
+    mnemo *m = be_open("ws", "maxFileBytes=2048", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    ASSERT_EQ(s.files_added, 1);
+    ASSERT_EQ(s.files_skipped, 1);
+    char *st = status_of(m), *j;
+    ASSERT_CONTAINS(st, "too large (3150 bytes, limit 2048)");
+    mnemo_free(st);
+    j = test_search_json(m, "kestrel", 5);
+    ASSERT_NOT_CONTAINS(j, "kestrels.md");
+    mnemo_free(j);
+    /* Unchanged, the same limit: not looked at again. */
+    s = test_sync(m);
+    ASSERT_EQ(s.files_unchanged, 1);
+    ASSERT_EQ(s.files_skipped, 1);
+    ASSERT_EQ(s.files_changed + s.files_added, 0);
+    mnemo_close(m);
+    /* The limit raised: a plain index brings the file in, no rebuild. */
+    m = be_open("ws", "maxFileBytes=8192", NULL);
+    s = test_sync(m);
+    ASSERT(!s.rebuilt);
+    ASSERT_EQ(s.files_changed, 1);
+    ASSERT_EQ(s.files_skipped, 0);
+    ASSERT(s.chunks_added >= 1);
+    ASSERT_EQ(s.bytes_read, 3150);
+    j = test_search_json(m, "kestrel", 5);
+    ASSERT_CONTAINS(j, "memory/kestrels.md");
+    mnemo_free(j);
+    st = status_of(m);
+    ASSERT_NOT_CONTAINS(st, "too large");
+    mnemo_free(st);
+    s = test_sync(m);
+    ASSERT_EQ(s.files_unchanged, 2);
+    ASSERT_EQ(s.bytes_read, 0);
+    mnemo_close(m);
+    /* Lowered again: it leaves the index, as a new file that size stays out. */
+    m = be_open("ws", "maxFileBytes=2048", NULL);
+    s = test_sync(m);
+    ASSERT(!s.rebuilt);
+    ASSERT_EQ(s.files_skipped, 1);
+    ASSERT_EQ(s.bytes_read, 0); /* its size alone says so */
+    j = test_search_json(m, "kestrel", 5);
+    ASSERT_NOT_CONTAINS(j, "kestrels.md");
+    mnemo_free(j);
+    st = status_of(m);
+    ASSERT_CONTAINS(st, "too large (3150 bytes, limit 2048)");
+    mnemo_free(st);
+    mnemo_close(m);
+    /* Raised, not enough: still out, the reason naming the limit in force. */
+    m = be_open("ws", "maxFileBytes=3000", NULL);
+    s = test_sync(m);
+    ASSERT_EQ(s.files_skipped, 1);
+    ASSERT_EQ(s.files_unchanged, 1);
+    st = status_of(m);
+    ASSERT_CONTAINS(st, "too large (3150 bytes, limit 3000)");
+    mnemo_free(st);
+    mnemo_close(m);
+}
+
+TEST(status_postgres_unreachable_exits_nonzero)
+{
+    test_write("ws/MEMORY.md", "# Memory\n- a note\n");
+    char url[200];
+    snprintf(url, sizeof url, "postgres://mnemo:Hunter2-Secret@127.0.0.1:%d/x?sslmode=disable",
+             pg_free_port());
+    char *out = NULL, *err = NULL;
+    /* Not "(not built)", exit 0: the server named, unreachable, exit 1 as
+     * any command that needs it (search, index). */
+    int code = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--store", url,
+                        "status", NULL);
+    ASSERT_EQ(code, 1);
+    ASSERT_NOT_CONTAINS(out, "not built");
+    ASSERT_CONTAINS(out, "PostgreSQL server postgres://mnemo:");
+    ASSERT_CONTAINS(out, "@127.0.0.1:");
+    ASSERT_CONTAINS(out, " unreachable");
+    ASSERT_CONTAINS(out, "cannot connect to PostgreSQL");
+    ASSERT_NOT_CONTAINS(out, "Hunter2-Secret");
+    ASSERT_NOT_CONTAINS(err, "Hunter2-Secret");
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--store", url, "search",
+                    "note", NULL);
+    ASSERT_EQ(code, 1);
+    free(out);
+    free(err);
+    code = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--store", url, "status",
+                    "--json", NULL);
+    ASSERT_EQ(code, 1);
+    ASSERT_CONTAINS(out, "\"reachable\":false");
+    ASSERT_CONTAINS(out, "\"errorStatus\":");
+    ASSERT_NOT_CONTAINS(out, "Hunter2-Secret");
+    free(out);
+    free(err);
 }

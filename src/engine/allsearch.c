@@ -149,6 +149,8 @@ int mnemo_search_all(mnemo *m, const char *query, const char *options, char **ou
 {
     *out = NULL;
     core_clear(m);
+    buf_reset(&m->warn); /* mnemo_warning: this call's */
+    m->warn.err = 0;
     json_error_t je;
     json_t *o = options && *options ? json_loads(options, 0, &je) : json_object();
     if (!json_is_object(o)) {
@@ -214,6 +216,10 @@ int mnemo_search_all(mnemo *m, const char *query, const char *options, char **ou
         if (!rc && !(fr = json_loads(ftext ? ftext : "", 0, NULL)))
             rc = core_error(m, MNEMO_CORRUPT, "memory search: unreadable answer");
         free(ftext);
+        /* Facts left out because they cannot be read are said (mnemo_warning too). */
+        const char *fw = json_string_value(json_array_get(json_object_get(fr, "warnings"), 0));
+        if (!rc && fw)
+            snprintf(warning, sizeof warning, "%s", fw);
         if (rc && notes && rc != MNEMO_INVALID && rc != MNEMO_NOMEM) {
             /* The notes still answer: the facts' failure is said, not fatal. */
             snprintf(warning, sizeof warning, "stored facts were not searched: %s",

@@ -20,9 +20,6 @@
 #include "util/time.h"
 #include "util/utf8.h"
 
-#define MAX_TEXT (16 << 10)
-#define MAX_FIELD 256
-
 static const char *const types[] = {"fact", "preference", "summary", "context", "raw"};
 
 double mem_default_importance(const char *c)
@@ -84,14 +81,85 @@ json_t *mem_jstr(const char *s)
     return j ? j : json_string("");
 }
 
+/* The levels of objects and arrays in V (a scalar: 0), counted exactly up
+ * to LIMIT: beyond it the count only says "deeper", without walking the
+ * rest (jansson parses 2,048 levels; nothing here recurses that far). */
+static int nesting(json_t *v, int limit)
+{
+    if (!json_is_object(v) && !json_is_array(v))
+        return 0;
+    if (limit < 0)
+        return 1;
+    int deepest = 0;
+    size_t i = 0;
+    const char *k;
+    json_t *x;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x)
+        {
+            int d = nesting(x, limit - 1);
+            deepest = d > deepest ? d : deepest;
+            if (deepest >= limit)
+                break;
+        }
+    } else {
+        json_array_foreach(v, i, x)
+        {
+            int d = nesting(x, limit - 1);
+            deepest = d > deepest ? d : deepest;
+            if (deepest >= limit)
+                break;
+        }
+    }
+    return deepest + 1;
+}
+
+/* Stored metadata S as an object in *MD ({} for none or when it cannot be
+ * returned); why it cannot be returned, in WHY, or NULL. */
+static const char *metadata_read(const char *s, json_t **md, char why[200])
+{
+    json_error_t je;
+    size_t n = s ? strlen(s) : 0;
+    buf fixed; /* bytes that are not UTF-8 read as U+FFFD, as in text */
+    buf_init(&fixed, 0);
+    if (n && !utf8_valid(s, n)) {
+        utf8_repair(&fixed, s, n);
+        s = fixed.data ? fixed.data : "";
+    }
+    *md = s && *s ? json_loads(s, 0, &je) : json_object();
+    buf_cleanup(&fixed);
+    const char *bad = NULL;
+    if (!*md) {
+        snprintf(why, 200, "its metadata cannot be parsed: %s", je.text);
+        bad = why;
+    } else if (!json_is_object(*md)) {
+        bad = "its metadata is not a JSON object";
+    } else if (nesting(*md, MEM_MAX_DEPTH) > MEM_MAX_DEPTH) {
+        snprintf(why, 200, "its metadata is nested more than %d levels deep", MEM_MAX_DEPTH);
+        bad = why;
+    } else if (n > MEM_MAX_METADATA) {
+        snprintf(why, 200, "its metadata is larger than %d KiB (%zu bytes)",
+                 MEM_MAX_METADATA >> 10, n);
+        bad = why;
+    }
+    if (bad) {
+        json_decref(*md);
+        *md = json_object();
+    }
+    return bad;
+}
+
 json_t *mem_row_json(const mem_row *r)
 {
-    json_t *md = json_loads(r->metadata ? r->metadata : "{}", 0, NULL);
-    if (!json_is_object(md)) {
-        json_decref(md);
-        md = json_object();
-    }
+    json_t *md;
+    char why[200];
+    const char *bad = metadata_read(r->metadata, &md, why);
     json_t *o = json_object();
+    if (!o || !md) {
+        json_decref(o);
+        json_decref(md);
+        return NULL;
+    }
     json_object_set_new(o, "id", mem_jstr(r->id));
     json_object_set_new(o, "text", mem_jstr(r->text));
     json_object_set_new(o, "category", mem_jstr(r->category));
@@ -109,7 +177,89 @@ json_t *mem_row_json(const mem_row *r)
     json_object_set_new(o, "confirmations", json_integer(r->confirmations));
     json_object_set_new(o, "last_confirmed_at", time_json(r->confirmed));
     json_object_set_new(o, "deleted_at", time_json(r->deleted));
+    if (bad)
+        json_object_set_new(o, "unreadable", json_string(bad));
     return o;
+}
+
+int mem_readable(mnemo *m, json_t *rec)
+{
+    const char *why = json_string_value(json_object_get(rec, "unreadable"));
+    if (!why)
+        return MNEMO_OK;
+    const char *id = json_string_value(json_object_get(rec, "id"));
+    return core_error(m, MNEMO_CORRUPT,
+                      "memory %s cannot be read: %s (written by an older mnemo or another "
+                      "tool); mnemo memory update %s --metadata '{}' replaces it, mnemo memory "
+                      "delete %s removes the memory",
+                      id, why, id, id);
+}
+
+int mem_skip(mem_skips *s, json_t *rec)
+{
+    json_t *why = json_object_get(rec, "unreadable");
+    if (!why)
+        return 0;
+    json_t *id = json_object_get(rec, "id");
+    size_t i;
+    json_t *e;
+    json_array_foreach(s->left, i, e) if (json_equal(json_object_get(e, "id"), id)) return 1;
+    if (!s->left)
+        s->left = json_array();
+    json_array_append_new(s->left, json_pack("{s:O,s:O}", "id", id, "why", why));
+    return 1;
+}
+
+void mem_skips_add(mem_skips *s, json_t *j)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(j, "unreadable"), i, e)
+    {
+        json_t *rec = json_pack("{s:O,s:O}", "id", json_object_get(e, "id"), "unreadable",
+                                json_object_get(e, "why"));
+        mem_skip(s, rec);
+        json_decref(rec);
+    }
+}
+
+int mem_skips_report(mnemo *m, const mem_skips *s, json_t *j)
+{
+    size_t n = json_array_size(s->left);
+    if (!n)
+        return MNEMO_OK;
+    buf *w = &m->warn;
+    buf_reset(w);
+    w->err = 0;
+    buf_printf(w,
+               "%zu stored memor%s cannot be read (written by an older mnemo or another tool) "
+               "and %s left out:",
+               n, n == 1 ? "y" : "ies", n == 1 ? "is" : "are");
+    size_t i;
+    json_t *e;
+    json_array_foreach(s->left, i, e)
+    {
+        if (i == 3) {
+            buf_printf(w, " and %zu more", n - i);
+            break;
+        }
+        buf_printf(w, "%s %s (%s)", i ? "," : "", json_string_value(json_object_get(e, "id")),
+                   json_string_value(json_object_get(e, "why")));
+    }
+    buf_puts(w, "; mnemo memory update ID --metadata '{}' replaces the metadata, mnemo memory "
+                "delete ID removes the memory");
+    if (buf_err(w))
+        return MNEMO_NOMEM;
+    if (j && (json_object_set(j, "unreadable", s->left) ||
+              json_object_set_new(j, "warnings", json_pack("[s]", w->data))))
+        return MNEMO_NOMEM;
+    return MNEMO_OK;
+}
+
+void mem_skips_cleanup(mem_skips *s)
+{
+    json_decref(s->left);
+    s->left = NULL;
 }
 
 json_t *mem_history_entry(const char *event, const char *old_text, const char *new_text,
@@ -120,7 +270,13 @@ json_t *mem_history_entry(const char *event, const char *old_text, const char *n
     json_object_set_new(e, "old_text", old_text ? mem_jstr(old_text) : json_null());
     json_object_set_new(e, "new_text", new_text ? mem_jstr(new_text) : json_null());
     json_object_set_new(e, "at", time_json(at));
+    /* The changes of an update: one that cannot be read (an older mnemo
+     * stored metadata of any depth) is shown as null. */
     json_t *d = detail ? json_loads(detail, 0, NULL) : NULL;
+    if (d && nesting(d, MEM_MAX_DEPTH + 1) > MEM_MAX_DEPTH + 1) {
+        json_decref(d);
+        d = NULL;
+    }
     json_object_set_new(e, "detail", d ? d : json_null());
     return e;
 }
@@ -174,9 +330,9 @@ static int check_text(mnemo *m, const char *text)
         i++;
     if (i == n)
         return core_error(m, MNEMO_INVALID, "memory text is empty");
-    if (n > MAX_TEXT)
+    if (n > MEM_MAX_TEXT)
         return core_error(m, MNEMO_INVALID, "memory text is too long (%zu bytes; limit %d)", n,
-                          MAX_TEXT);
+                          MEM_MAX_TEXT);
     const char *kind = secret_find(text, n);
     if (kind)
         return core_error(m, MNEMO_INVALID,
@@ -216,10 +372,10 @@ static int str_field(mnemo *m, json_t *o, const char *key, const char **out, int
     const char *s = json_string_value(v);
     if (!allow_empty && !*s)
         return core_error(m, MNEMO_INVALID, "memory field %s must not be empty", key);
-    if (strlen(s) > MAX_FIELD || !utf8_valid(s, strlen(s)))
+    if (strlen(s) > MEM_MAX_FIELD || !utf8_valid(s, strlen(s)))
         return core_error(m, MNEMO_INVALID,
                           "memory field %s must be valid UTF-8 of at most %d bytes", key,
-                          MAX_FIELD);
+                          MEM_MAX_FIELD);
     for (const char *p = s; *p; p++)
         if ((unsigned char)*p < 0x20)
             return core_error(m, MNEMO_INVALID, "memory field %s contains control characters",
@@ -325,9 +481,9 @@ static int time_field(mnemo *m, json_t *o, const char *key, double *out)
 static int check_category(mnemo *m, const char *c)
 {
     size_t n = strlen(c);
-    if (n == 0 || n > 32)
-        return core_error(m, MNEMO_INVALID, "category '%s' must be 1 to 32 characters",
-                          shown(c));
+    if (n == 0 || n > MEM_MAX_CATEGORY)
+        return core_error(m, MNEMO_INVALID, "category '%s' must be 1 to %d characters",
+                          shown(c), MEM_MAX_CATEGORY);
     for (const char *p = c; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
             return core_error(m, MNEMO_INVALID, "category '%s' may use only a-z, 0-9, '_' and '-'",
@@ -415,11 +571,21 @@ int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
     if (md && !json_is_null(md)) {
         if (!json_is_object(md))
             return core_error(m, MNEMO_INVALID, "metadata must be a JSON object");
+        /* Deeper metadata was stored once and then hid every memory from
+         * readers that parse the reply whole. */
+        if (nesting(md, MEM_MAX_DEPTH) > MEM_MAX_DEPTH)
+            return core_error(m, MNEMO_INVALID,
+                              "metadata is nested too deeply (limit %d levels of objects and "
+                              "arrays)",
+                              MEM_MAX_DEPTH);
         f->metadata = json_dumps(md, JSON_COMPACT | JSON_SORT_KEYS);
         if (!f->metadata)
             return MNEMO_NOMEM;
-        if (strlen(f->metadata) > 64 * 1024)
-            return core_error(m, MNEMO_INVALID, "metadata is too large (limit 64 KiB)");
+        size_t mlen = strlen(f->metadata);
+        if (mlen > MEM_MAX_METADATA)
+            return core_error(m, MNEMO_INVALID,
+                              "metadata is too large (%zu bytes as JSON; limit %d KiB)", mlen,
+                              MEM_MAX_METADATA >> 10);
         const char *kind = NULL;
         if (metadata_secret(md, 0, &kind))
             return core_error(m, MNEMO_INVALID,
@@ -429,7 +595,7 @@ int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
     json_t *tr = json_object_get(o, "triggers");
     if (tr && !json_is_null(tr)) {
         buf b;
-        buf_init(&b, 4096);
+        buf_init(&b, MEM_MAX_TRIGGERS);
         if (json_is_string(tr)) {
             buf_puts(&b, json_string_value(tr));
         } else if (json_is_array(tr)) {
@@ -448,10 +614,16 @@ int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
             buf_cleanup(&b);
             return core_error(m, MNEMO_INVALID, "triggers must be an array of strings");
         }
-        if (buf_err(&b) || (b.len && !utf8_valid(b.data, b.len))) {
+        int berr = buf_err(&b), bad_utf8 = !berr && b.len && !utf8_valid(b.data, b.len);
+        if (berr || bad_utf8)
             buf_cleanup(&b);
-            return core_error(m, MNEMO_INVALID, "triggers are too long or not UTF-8");
-        }
+        if (berr == MNEMO_NOMEM)
+            return MNEMO_NOMEM;
+        if (berr)
+            return core_error(m, MNEMO_INVALID, "triggers are too long (limit %d KiB, joined)",
+                              MEM_MAX_TRIGGERS >> 10);
+        if (bad_utf8)
+            return core_error(m, MNEMO_INVALID, "triggers are not valid UTF-8");
         const char *kind = b.len ? secret_find(b.data, b.len) : NULL;
         if (kind) {
             buf_cleanup(&b);
@@ -818,6 +990,18 @@ int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void
                               "import: line %zu: history entry %zu needs event and at", line, i);
         const char *ot = json_string_value(json_object_get(e, "old_text"));
         const char *nt = json_string_value(json_object_get(e, "new_text"));
+        json_t *d = json_object_get(e, "detail");
+        if ((ot && strlen(ot) > MEM_MAX_TEXT) || (nt && strlen(nt) > MEM_MAX_TEXT))
+            return core_error(m, MNEMO_INVALID,
+                              "import: line %zu: history entry %zu: a text is too long (limit "
+                              "%d bytes)",
+                              line, i, MEM_MAX_TEXT);
+        /* An update's changes: metadata one level down. */
+        if (d && nesting(d, MEM_MAX_DEPTH + 1) > MEM_MAX_DEPTH + 1)
+            return core_error(m, MNEMO_INVALID,
+                              "import: line %zu: history entry %zu: detail is nested too deeply "
+                              "(limit %d levels)",
+                              line, i, MEM_MAX_DEPTH + 1);
         const char *kind = ot ? secret_find(ot, strlen(ot)) : NULL;
         if (!kind && nt)
             kind = secret_find(nt, strlen(nt));
@@ -826,7 +1010,6 @@ int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void
                               "import: line %zu: history entry %zu holds text that looks like a "
                               "credential (%s)",
                               line, i, kind);
-        json_t *d = json_object_get(e, "detail");
         char *detail = d && !json_is_null(d) ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS)
                                              : NULL;
         int rc = fn(m, ud, ev, json_string_value(json_object_get(e, "old_text")),

@@ -25,12 +25,51 @@ typedef struct mem_row {
     long long confirmations;
 } mem_row;
 
-/* The record R as the JSON every backend returns. */
+/* The limits of a stored memory (docs/memories.md): mem_fields_parse
+ * checks them on every write (add, update, import, on every backend), and
+ * a row read back that breaks the metadata limits is not returned
+ * (mem_row_json). */
+#define MEM_MAX_TEXT (16 << 10)     /* bytes of text */
+#define MEM_MAX_METADATA (64 << 10) /* bytes of metadata, as compact JSON */
+#define MEM_MAX_DEPTH 32            /* levels of metadata: {} is 1, {"a":[1]} 2 */
+#define MEM_MAX_FIELD 256           /* bytes of an id, subject, user, agent or run */
+#define MEM_MAX_CATEGORY 32         /* characters of a category */
+#define MEM_MAX_TRIGGERS (4 << 10)  /* bytes of the triggers, joined "a, b" */
+
 /* A JSON string of text read back from storage: never NULL, invalid UTF-8
  * repaired (U+FFFD). */
 json_t *mem_jstr(const char *s);
 
+/* The record R as the JSON every backend returns. Stored metadata that is
+ * not a JSON object within the limits (left by an older mnemo or another
+ * tool: nested 2,000 levels deep, not JSON) cannot be returned: the record
+ * then has metadata {} and "unreadable": why, and every reader leaves it
+ * out (mem_skip) or refuses it (mem_readable), so it never leaves the
+ * library; the writes that need its old values (update with new metadata,
+ * delete) still reach it. NULL when out of memory. */
 json_t *mem_row_json(const mem_row *r);
+
+/* MNEMO_OK for a readable record REC, else MNEMO_CORRUPT with a message
+ * that names the memory, why it cannot be read and how to repair it. */
+int mem_readable(mnemo *m, json_t *rec);
+
+/* The records a read leaves out because they cannot be read: a list,
+ * search, recall or export returns the others and says how many it left
+ * out and which, never a partial result as a complete one. */
+typedef struct mem_skips {
+    json_t *left; /* [{"id","why"}], NULL until one is left out */
+} mem_skips;
+
+/* Whether REC cannot be read; if so it is counted in S (once per id). */
+int mem_skip(mem_skips *s, json_t *rec);
+
+/* Adds the records a list's reply J says it left out ("unreadable"). */
+void mem_skips_add(mem_skips *s, json_t *j);
+
+/* Nothing when nothing was left out; else the warning on M (mnemo_warning)
+ * and, when J is given, J's "unreadable" (the ids and why) and "warnings". */
+int mem_skips_report(mnemo *m, const mem_skips *s, json_t *j);
+void mem_skips_cleanup(mem_skips *s);
 
 /* One history entry as JSON ({"event","old_text","new_text","at","detail"}). */
 json_t *mem_history_entry(const char *event, const char *old_text, const char *new_text,

@@ -185,14 +185,17 @@ static int add_pick(pick **v, size_t *n, size_t *cap, json_t *r, double score, j
     return MNEMO_OK;
 }
 
-/* Adds the memories OPTIONS lists (no query), with score 0. */
-static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, json_t *order)
+/* Adds the memories OPTIONS lists (no query), with score 0; those left
+ * out as unreadable go to SK. */
+static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, json_t *order,
+                      mem_skips *sk)
 {
     char *o = json_dumps(opts, JSON_COMPACT), *out = NULL;
     int rc = o ? m->be->memory_list(m, o, &out) : MNEMO_NOMEM;
     free(o);
     json_t *j = rc ? NULL : json_loads(out, 0, NULL);
     free(out);
+    mem_skips_add(sk, j);
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(j, "memories"), i, r) if (!rc) rc =
@@ -204,7 +207,8 @@ static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, 
 /* Adds the memories of a search for MESSAGE within OPTS whose relevance
  * clears THRESHOLD. */
 static int add_searched(mnemo *m, const mem_searcher *be, const char *message, json_t *opts,
-                        double threshold, pick **v, size_t *n, size_t *cap, json_t *order)
+                        double threshold, pick **v, size_t *n, size_t *cap, json_t *order,
+                        mem_skips *sk)
 {
     char *o = json_dumps(opts, JSON_COMPACT);
     if (!o)
@@ -220,7 +224,7 @@ static int add_searched(mnemo *m, const mem_searcher *be, const char *message, j
         if (s.v[i].clear < threshold) /* clear <= rel */
             continue;
         int lr = be->load(m, &s.v[i]);
-        if (lr == MNEMO_OK)
+        if (lr == MNEMO_OK && !mem_skip(sk, s.v[i].rec))
             rc = add_pick(v, n, cap, s.v[i].rec, s.v[i].score, order);
         else if (lr != MNEMO_NOTFOUND)
             rc = lr;
@@ -282,6 +286,7 @@ int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out
     json_t *order = json_loads(cfg_str(m->cfg, CFG_RECALL_CATEGORIES), 0, NULL);
     pick *v = NULL;
     size_t n = 0, cap = 0;
+    mem_skips sk = {0};
     /* The message as the user wrote it, without runtime envelopes. */
     buf msg;
     buf_init(&msg, 1 << 16);
@@ -304,11 +309,11 @@ int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out
             continue;
         json_t *so = scope_opts(user, agent, k ? run : NULL, scopes[k]);
         if (has_msg) {
-            rc = add_searched(m, be, msg.data, so, threshold, &v, &n, &cap, order);
+            rc = add_searched(m, be, msg.data, so, threshold, &v, &n, &cap, order, &sk);
         } else {
             json_object_set_new(so, "limit", json_integer(500));
             json_object_set_new(so, "count", json_false());
-            rc = add_listed(m, so, &v, &n, &cap, order);
+            rc = add_listed(m, so, &v, &n, &cap, order, &sk);
         }
         /* Identity and configuration: always. */
         if (!rc) {
@@ -318,7 +323,7 @@ int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out
             json_object_set_new(so, "categories", cats);
             json_object_set_new(so, "limit", json_integer(CORE_MAX));
             json_object_set_new(so, "count", json_false());
-            rc = add_listed(m, so, &v, &n, &cap, order);
+            rc = add_listed(m, so, &v, &n, &cap, order, &sk);
         }
         json_decref(so);
     }
@@ -401,6 +406,10 @@ int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out
     json_decref(o);
     if (!rc && buf_err(&b))
         rc = MNEMO_NOMEM;
+    /* The block holds what could be read; the warning says what could not. */
+    if (!rc)
+        rc = mem_skips_report(m, &sk, NULL);
+    mem_skips_cleanup(&sk);
     if (!rc)
         *out = buf_detach(&b);
     buf_cleanup(&b);

@@ -460,6 +460,7 @@ int mem_search(mnemo *m, const char *text, const char *options, const mem_search
     mem_opts o;
     int rc = mem_opts_parse(m, options, 1, &o);
     mset s = {0};
+    mem_skips sk = {0};
     const char *mode = "keyword";
     if (!rc)
         rc = be->run(m, text, &o, (size_t)o.limit, &s, &mode);
@@ -477,6 +478,8 @@ int mem_search(mnemo *m, const char *text, const char *options, const mem_search
         }
         if (rc)
             break;
+        if (mem_skip(&sk, c->rec))
+            continue;
         json_object_set_new(c->rec, "score", json_real(round4(c->score > 1 ? 1 : c->score)));
         json_object_set_new(c->rec, "relevance", json_real(round4(c->rel)));
         json_array_append(res, c->rec);
@@ -487,12 +490,14 @@ int mem_search(mnemo *m, const char *text, const char *options, const mem_search
         json_object_set_new(j, "results", res);
         json_object_set_new(j, "mode", json_string(mode));
         res = NULL;
-        *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+        if (mem_skips_report(m, &sk, j) == MNEMO_OK)
+            *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
         json_decref(j);
         if (!*out)
             rc = MNEMO_NOMEM;
     }
     json_decref(res);
+    mem_skips_cleanup(&sk);
     mset_cleanup(&s);
     mem_opts_cleanup(&o);
     return rc;

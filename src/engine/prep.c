@@ -36,6 +36,29 @@ struct prep {
     pthread_cond_t cv;
 };
 
+/* Why a file is skipped for its size: of SIZE bytes, or grown past the
+ * limit while read (SIZE < 0). */
+static void too_large(char *out, size_t n, int64_t size, int64_t max_bytes)
+{
+    if (size < 0)
+        snprintf(out, n, "too large (grew past %lld bytes)", (long long)max_bytes);
+    else
+        snprintf(out, n, "too large (%lld bytes, limit %lld)", (long long)size,
+                 (long long)max_bytes);
+}
+
+int prep_skip_current(const char *reason, int64_t size, int64_t max_bytes)
+{
+    if (!reason || strncmp(reason, "too large", 9) != 0)
+        return 1;
+    char want[160];
+    too_large(want, sizeof want, -1, max_bytes);
+    if (strcmp(reason, want) == 0)
+        return 1;
+    too_large(want, sizeof want, size, max_bytes);
+    return size > max_bytes && strcmp(reason, want) == 0;
+}
+
 /* Reads a file into p->raw. MNEMO_OK, MNEMO_NOTFOUND (vanished), MNEMO_NOMEM,
  * or MNEMO_INVALID with it->reason set. */
 static int read_file(prep *p, const char *abs, prep_item *it)
@@ -65,8 +88,7 @@ static int read_file(prep *p, const char *abs, prep_item *it)
         goto done;
     }
     if (it->st.st_size > p->o.max_bytes) {
-        snprintf(it->reason, sizeof it->reason, "too large (%lld bytes, limit %lld)",
-                 (long long)it->st.st_size, (long long)p->o.max_bytes);
+        too_large(it->reason, sizeof it->reason, it->st.st_size, p->o.max_bytes);
         rc = MNEMO_INVALID;
         goto done;
     }
@@ -76,8 +98,7 @@ static int read_file(prep *p, const char *abs, prep_item *it)
     }
     for (;;) {
         if (b->len > (size_t)p->o.max_bytes) {
-            snprintf(it->reason, sizeof it->reason, "too large (grew past %lld bytes)",
-                     (long long)p->o.max_bytes);
+            too_large(it->reason, sizeof it->reason, -1, p->o.max_bytes);
             rc = MNEMO_INVALID;
             goto done;
         }

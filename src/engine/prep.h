@@ -30,6 +30,12 @@ typedef struct prep_input {
     const char *known_hash; /* content hash in the index, or NULL: equal content is not chunked */
 } prep_input;
 
+/* Whether REASON, why a file of SIZE bytes was skipped, still holds with
+ * the file limit MAX_BYTES: only "too large" depends on a setting, and it
+ * names the limit; 0 when the limit moved (the file must be looked at
+ * again, as a new one would be). */
+int prep_skip_current(const char *reason, int64_t size, int64_t max_bytes);
+
 typedef struct prep_opts {
     chunk_opts chunking;
     int64_t max_bytes;

@@ -42,6 +42,17 @@ static int is_entries_path(const char *path)
 
 int sync_is_entries_path(const char *path) { return is_entries_path(path); }
 
+/* Whether stored file F, the same size and time on disk, must be looked at
+ * again because maxFileBytes moved across it: indexed and now over the
+ * limit, or skipped as too large under another limit. It then goes as a
+ * new file would: indexed, or skipped with the limit in force named. */
+static int limit_moved(const sync_ctx *c, const sync_file *f)
+{
+    if (f->ok)
+        return f->size > c->popts.max_bytes;
+    return !prep_skip_current(f->reason, f->size, c->popts.max_bytes);
+}
+
 /* The body of a sync: what changed under the roots, written to the sink. */
 static int sync_files(sync_ctx *c)
 {
@@ -98,7 +109,8 @@ static int sync_files(sync_ctx *c)
             continue;
         }
         c->stats->files_seen++;
-        if (known && files[fi].size == e->size && files[fi].mtime_ns == e->mtime_ns) {
+        if (known && files[fi].size == e->size && files[fi].mtime_ns == e->mtime_ns &&
+            !limit_moved(c, &files[fi])) {
             if (files[fi].ok)
                 c->stats->files_unchanged++;
             else
@@ -270,7 +282,9 @@ void sync_files_free(sync_file *f, size_t n)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(f[i].path);
+        free(f[i].reason);
+    }
     free(f);
 }

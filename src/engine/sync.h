@@ -25,6 +25,7 @@ typedef struct sync_file {
     int64_t size, mtime_ns;
     char hash[HASH_HEX_LEN + 1];
     int ok;       /* indexed (1) or skipped (0) */
+    char *reason; /* why it was skipped (NULL when indexed) */
     int sessions; /* a transcript */
     int seen;
 } sync_file;

@@ -276,16 +276,71 @@ int pm_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud)
  * Rows
  * -------------------------------------------------------------------- */
 
+/* jsonb prints a number as its digits: 1e20, stored, comes back as
+ * 100000000000000000000, an integer jansson refuses (it holds 64 bits).
+ * The JSON text S with every such integer made a real ("...0.0", the
+ * number the caller stored), or NULL when none is (or out of memory). */
+static char *big_integers_as_reals(const char *s)
+{
+    static const char max[] = "9223372036854775807";
+    buf b;
+    buf_init(&b, 0);
+    int in_str = 0, changed = 0;
+    for (const char *p = s; *p;) {
+        if (in_str) {
+            if (*p == '\\' && p[1])
+                buf_putc(&b, *p++);
+            else if (*p == '"')
+                in_str = 0;
+            buf_putc(&b, *p++);
+            continue;
+        }
+        if (*p == '"')
+            in_str = 1;
+        if (*p != '-' && (*p < '0' || *p > '9')) {
+            buf_putc(&b, *p++);
+            continue;
+        }
+        const char *start = p, *digits = *p == '-' ? p + 1 : p;
+        for (p = digits; *p >= '0' && *p <= '9'; p++)
+            ;
+        size_t n = (size_t)(p - digits);
+        int integer = *p != '.' && *p != 'e' && *p != 'E';
+        /* The rest of the number: fraction, exponent. */
+        while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E' || *p == '+' ||
+               *p == '-')
+            p++;
+        buf_append(&b, start, (size_t)(p - start));
+        if (integer && (n > 19 || (n == 19 && strncmp(digits, max, 19) > 0))) {
+            buf_puts(&b, ".0");
+            changed = 1;
+        }
+    }
+    if (!changed || buf_err(&b)) {
+        buf_cleanup(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
 /* The record at columns C.. (COLS) of row I as JSON. */
 json_t *pm_row_json(const pg_rows *r, size_t i, int c)
 {
-    /* jsonb orders keys its own way: back to sorted, as stored on SQLite. */
+    /* jsonb orders keys its own way: back to sorted, as stored on SQLite.
+     * Metadata jansson cannot read goes on as it is, for mem_row_json to
+     * say so. */
     json_t *md = json_loads(pg_value(r, i, c + 9), 0, NULL);
+    if (!md) {
+        char *reals = big_integers_as_reals(pg_value(r, i, c + 9));
+        md = reals ? json_loads(reals, 0, NULL) : NULL;
+        free(reals);
+    }
     char *mds = md ? json_dumps(md, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(md);
     mem_row row = {pg_value(r, i, c),     pg_value(r, i, c + 1),  pg_value(r, i, c + 2),
                    pg_value(r, i, c + 4), pg_value(r, i, c + 5),  pg_value(r, i, c + 6),
-                   pg_value(r, i, c + 7), pg_value(r, i, c + 8),  mds,
+                   pg_value(r, i, c + 7), pg_value(r, i, c + 8),
+                   mds ? mds : pg_value(r, i, c + 9),
                    pg_value(r, i, c + 10), pm_num_at(r, i, c + 3),   pm_num_at(r, i, c + 11),
                    pm_num_at(r, i, c + 12),  pm_num_at(r, i, c + 13),   pm_num_at(r, i, c + 15),
                    pm_num_at(r, i, c + 16),  strtoll(pg_value(r, i, c + 14), NULL, 10)};
@@ -668,6 +723,8 @@ int pgmem_get(mnemo *m, const char *id, char **out)
         return core_error(m, MNEMO_INVALID, "get: no memory id");
     json_t *j = NULL;
     int rc = pm_load(m, id, 0, &j);
+    if (!rc && (rc = mem_readable(m, j)))
+        json_decref(j);
     return rc ? rc : mem_dump(j, out);
 }
 
@@ -754,6 +811,7 @@ int pgmem_list(mnemo *m, const char *options, char **out)
     params p = {0};
     pg_rows *r = NULL;
     json_t *list = json_array();
+    mem_skips sk = {0};
     if (!rc)
         rc = mem_where_pg(&o, mem_now(), 2, &w, &args);
     if (!rc)
@@ -765,12 +823,21 @@ int pgmem_list(mnemo *m, const char *options, char **out)
                    w.data, o.limit, o.offset);
         rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "listing memories", sql.data, p.n, p.v, &r);
     }
-    for (size_t i = 0; !rc && i < pg_nrows(r); i++)
-        json_array_append_new(list, pm_row_json(r, i, 0));
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        json_t *rec = pm_row_json(r, i, 0);
+        if (!rec)
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+        else if (mem_skip(&sk, rec)) /* left out, and said below */
+            json_decref(rec);
+        else
+            json_array_append_new(list, rec);
+    }
     pg_rows_free(r);
     r = NULL;
-    long long total = (long long)json_array_size(list) + o.offset;
-    if (!rc && o.count && (json_array_size(list) == (size_t)o.limit || o.offset > 0)) {
+    /* The rows read: those returned and those left out as unreadable. */
+    size_t read = json_array_size(list) + json_array_size(sk.left);
+    long long total = (long long)read + o.offset;
+    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0)) {
         /* More than one page, maybe: count them. */
         buf_reset(&sql);
         buf_printf(&sql, "SELECT count(*) FROM mnemo_memories m WHERE m.tenant = $1 AND %s",
@@ -785,9 +852,13 @@ int pgmem_list(mnemo *m, const char *options, char **out)
         json_object_set_new(j, "memories", list);
         json_object_set_new(j, "total", json_integer(total));
         list = NULL;
-        rc = mem_dump(j, out);
+        if ((rc = mem_skips_report(m, &sk, j)))
+            json_decref(j);
+        else
+            rc = mem_dump(j, out);
     }
     json_decref(list);
+    mem_skips_cleanup(&sk);
     pm_params_free(&p);
     mfilter_cleanup(&args);
     buf_cleanup(&w);

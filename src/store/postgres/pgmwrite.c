@@ -188,6 +188,9 @@ static int update_tx(mnemo *m, void *ud)
     int rc = pgmpost_lock_shared(m);
     if (!rc)
         rc = pm_load_live(m, u->id, &old);
+    /* A memory that cannot be read is repaired by new metadata, or not changed. */
+    if (!rc && !f->metadata)
+        rc = mem_readable(m, old);
     const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
     u->text_changed = !rc && f->text && strcmp(f->text, old_text) != 0;
     if (u->text_changed) {
@@ -340,6 +343,8 @@ static int confirm_tx(mnemo *m, void *ud)
     int rc = pgmpost_lock_shared(m);
     if (!rc)
         rc = pm_load_live(m, s->id, &old);
+    if (!rc)
+        rc = mem_readable(m, old); /* its record could not be returned */
     json_decref(old);
     if (!rc) /* its factors changed: read from its row */
         rc = pgmpost_dead(m, s->id);
@@ -425,12 +430,14 @@ typedef struct export_ctx {
     mnemo_write_fn write;
     void *ud;
     size_t count;
+    mem_skips left; /* rows that cannot be read: import would refuse them */
 } export_ctx;
 
 static int export_tx(mnemo *m, void *ud)
 {
     export_ctx *e = ud;
     e->count = 0;
+    mem_skips_cleanup(&e->left); /* a transaction tried again starts over */
     char after[32] = "0";
     for (;;) {
         const char *p[2] = {pgconn_tenant(m), after};
@@ -442,6 +449,15 @@ static int export_tx(mnemo *m, void *ud)
         size_t n = pg_nrows(r);
         for (size_t i = 0; !rc && i < n; i++) {
             json_t *j = pm_row_json(r, i, 0);
+            snprintf(after, sizeof after, "%s", pg_value(r, i, 17));
+            if (!j) {
+                rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                break;
+            }
+            if (mem_skip(&e->left, j)) {
+                json_decref(j);
+                continue;
+            }
             json_object_set_new(j, "history", pm_history_from_agg(pg_value(r, i, NCOLS)));
             char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
             json_decref(j);
@@ -455,7 +471,6 @@ static int export_tx(mnemo *m, void *ud)
                 rc = core_error(m, MNEMO_IO, "export: writing failed");
             free(line);
             e->count++;
-            snprintf(after, sizeof after, "%s", pg_value(r, i, 17));
         }
         pg_rows_free(r);
         if (rc || n == 0)
@@ -468,11 +483,14 @@ int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     core_clear(m);
     if (count)
         *count = 0;
-    export_ctx e = {write, ud, 0};
+    export_ctx e = {write, ud, 0, {NULL}};
     /* One snapshot for the whole export. */
     int rc = pm_in_tx(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", export_tx, &e);
     if (count)
         *count = e.count;
+    if (!rc)
+        rc = mem_skips_report(m, &e.left, NULL);
+    mem_skips_cleanup(&e.left);
     return rc;
 }
 

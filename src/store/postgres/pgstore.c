@@ -73,6 +73,7 @@
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
 #include "store/postgres/pgtext.h"
+#include "text/dsn.h"
 
 const char *const pgstore_ddl[] = {
     "CREATE TABLE IF NOT EXISTS mnemo_corpus(tenant text PRIMARY KEY, "
@@ -559,6 +560,22 @@ int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *
     return get_file(m, path, from, lines, out);
 }
 
+/* The server the backend connects to, for a status that cannot reach it:
+ * its DSN without credentials ("" when the environment names it). */
+static json_t *unreachable_server(mnemo *m)
+{
+    char *dsn = NULL, *env = NULL;
+    buf label;
+    buf_init(&label, 0);
+    if (pgconn_primary_target(m, &dsn, &env) == MNEMO_OK)
+        dsn_redact(&label, dsn, NULL);
+    free(dsn);
+    free(env);
+    json_t *s = json_pack("{s:s,s:b}", "dsn", label.data ? label.data : "", "reachable", 0);
+    buf_cleanup(&label);
+    return s;
+}
+
 int pgstore_status_json(mnemo *m, int deep, char **out)
 {
     *out = NULL;
@@ -579,8 +596,12 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     int explicit_;
     provider_resolve(m, name, &explicit_);
     if (rc) {
+        /* Not "not built": the index cannot be told, and the exit status
+         * says so (errorStatus, as for a SQLite index that cannot be opened). */
         json_object_set_new(root, "indexed", json_false());
+        json_object_set_new(root, "server", unreachable_server(m));
         json_object_set_new(root, "error", json_string(core_errmsg(m)));
+        json_object_set_new(root, "errorStatus", json_integer(rc)); /* a MNEMO_* code */
         json_array_append_new(warnings, json_string(core_errmsg(m)));
         goto emit;
     }
@@ -596,6 +617,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     json_object_set_new(root, "server", server);
     if (!(live = ps_live(m, tenant))) {
         rc = MNEMO_DB;
+        json_object_set_new(root, "errorStatus", json_integer(rc));
         json_object_set_new(root, "error", json_string(core_errmsg(m)));
         json_array_append_new(warnings, json_string(core_errmsg(m)));
         goto emit;
@@ -611,6 +633,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
                 "status = 0), (SELECT count(*) FROM mnemo_chunks WHERE tenant = $1) "
                 "FROM mnemo_corpus WHERE tenant = $1",
                 1, p, &r))) {
+        json_object_set_new(root, "errorStatus", json_integer(rc));
         json_object_set_new(root, "error", json_string(core_errmsg(m)));
         json_array_append_new(warnings, json_string(core_errmsg(m)));
         goto emit;

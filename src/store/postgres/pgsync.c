@@ -154,7 +154,7 @@ static int ps_load(void *ud, sync_file **out, size_t *n)
     *out = NULL;
     *n = 0;
     int rc = ps_q(s->m, "reading files",
-               "SELECT id, path, size, mtime_ns, hash, status, source FROM mnemo_files "
+               "SELECT id, path, size, mtime_ns, hash, status, source, reason FROM mnemo_files "
                "WHERE tenant = $1",
                1, p, &r);
     if (rc)
@@ -174,8 +174,10 @@ static int ps_load(void *ud, sync_file **out, size_t *n)
         snprintf(f->hash, sizeof f->hash, "%s", pg_value(r, i, 4));
         f->ok = ps_ll(r, i, 5) == SYNC_FILE_OK;
         f->sessions = !strcmp(pg_value(r, i, 6), "sessions");
-        if (!f->path) {
-            sync_files_free(v, i);
+        if (!f->ok && !pg_isnull(r, i, 7)) /* sync_walk: does a limit still hold? */
+            f->reason = strdup(pg_value(r, i, 7));
+        if (!f->path || (!f->ok && !pg_isnull(r, i, 7) && !f->reason)) {
+            sync_files_free(v, i + 1);
             pg_rows_free(r);
             return core_error(s->m, MNEMO_NOMEM, "out of memory");
         }

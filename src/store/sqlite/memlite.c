@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include "store/sqlite/recover.h"
 #include "util/lock.h"
+#include "util/map.h"
 #include "util/time.h"
 
 
@@ -135,50 +137,93 @@ static int by_seq(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The folder of the store (DIR) and the names in it of its snapshots,
+ * "<store>.backup-*" ending in SUFFIX, in *NAMES (N of them; each and the
+ * array freed by the caller). MNEMO_NOMEM, MNEMO_IO. */
+static int backup_files(const char *mem_path, const char *suffix, char dir[PATH_MAX],
+                        char ***names, size_t *n)
+{
+    *names = NULL;
+    *n = 0;
+    snprintf(dir, PATH_MAX, "%s", mem_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return MNEMO_IO;
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s.backup-", slash + 1);
+    if (slash == dir)
+        slash[1] = 0; /* the root */
+    else
+        *slash = 0;
+    size_t plen = strlen(prefix), slen = strlen(suffix), cap = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return MNEMO_IO;
+    int rc = MNEMO_OK;
+    struct dirent *de;
+    while (!rc && (de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, prefix, plen) != 0 || len < plen + slen ||
+            strcmp(de->d_name + len - slen, suffix) != 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **g = realloc(*names, cap * sizeof *g);
+            if (!g) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            *names = g;
+        }
+        if (!((*names)[*n] = strdup(de->d_name)))
+            rc = MNEMO_NOMEM;
+        else
+            (*n)++;
+    }
+    closedir(d);
+    return rc;
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 /* Keeps the newest KEEP snapshots "<store>.backup-*.jsonl" beside the store. */
 static void prune_backups(const char *mem_path, long keep)
 {
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", mem_path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return;
-    *slash = 0;
-    char prefix[PATH_MAX];
-    snprintf(prefix, sizeof prefix, "%s.backup-", slash + 1);
-    size_t plen = strlen(prefix), n = 0, cap = 0;
-    char **names = NULL;
-    DIR *d = opendir(dir[0] ? dir : "/");
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        if (strncmp(de->d_name, prefix, plen) != 0 || len < plen + 6 ||
-            strcmp(de->d_name + len - 6, ".jsonl") != 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **g = realloc(names, cap * sizeof *g);
-            if (!g)
-                break;
-            names = g;
-        }
-        if (!(names[n] = strdup(de->d_name)))
-            break;
-        n++;
+    char **names;
+    size_t n;
+    backup_files(mem_path, ".jsonl", dir, &names, &n);
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_seq);
+    for (size_t i = 0; i + (size_t)keep < n; i++) {
+        char p[PATH_MAX * 2 + 2];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
     }
-    closedir(d);
-    qsort(names, n, sizeof *names, by_seq);
+    free_names(names, n);
+}
+
+/* Removes the snapshots half written ("<store>.backup-*.jsonl.part") by a
+ * writer that was killed: they may hold memories purged since, and nothing
+ * else ever removed them. Only a writer holding the store's lock writes
+ * one, and the caller holds it, so every one there is stale. */
+static void remove_partial_backups(const char *mem_path)
+{
+    char dir[PATH_MAX];
+    char **names;
+    size_t n;
+    backup_files(mem_path, ".jsonl.part", dir, &names, &n);
     for (size_t i = 0; i < n; i++) {
-        if ((long)(n - i) > keep) {
-            char p[PATH_MAX * 2 + 2];
-            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-            unlink(p);
-        }
-        free(names[i]);
+        char p[PATH_MAX * 2 + 2];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
     }
-    free(names);
+    free_names(names, n);
 }
 
 /* Writes a JSON-lines snapshot of the memory store (the export format,
@@ -224,6 +269,13 @@ static void maybe_backup(mnemo *m)
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(path, sizeof path, "%s.backup-%s-%012ld.jsonl", m->mem_path, stamp, writes);
     snprintf(tmp, sizeof tmp, "%s.part", path);
+    remove_partial_backups(m->mem_path);
+    /* The export's warning (memories that cannot be read are not in the
+     * snapshot) is said as the backup's; a warning from before stays. */
+    buf said;
+    buf_init(&said, 0);
+    buf_puts(&said, m->warn.data ? m->warn.data : "");
+    buf_reset(&m->warn);
     FILE *f = fopen(tmp, "wx");
     int rc = f ? MNEMO_OK : MNEMO_IO;
     if (f) {
@@ -234,6 +286,15 @@ static void maybe_backup(mnemo *m)
         if (fclose(f) != 0)
             rc = rc ? rc : MNEMO_IO;
     }
+    if (m->warn.len) {
+        buf_reset(&said);
+        buf_printf(&said, "the memory backup %s leaves out what cannot be read: %s", path,
+                   m->warn.data);
+    }
+    buf_reset(&m->warn);
+    m->warn.err = 0;
+    buf_puts(&m->warn, said.data ? said.data : "");
+    buf_cleanup(&said);
     if (!rc && rename(tmp, path) != 0)
         rc = MNEMO_IO;
     if (rc) {
@@ -510,6 +571,9 @@ int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out
     json_t *old = NULL;
     int64_t mid = 0;
     rc = begin_live(m, id, &w, &old, &mid);
+    /* A memory that cannot be read is repaired by new metadata, or not changed. */
+    if (!rc && !f.metadata)
+        rc = mem_readable(m, old);
     const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
     if (!rc && f.text && strcmp(f.text, old_text) != 0) {
         /* The new text may duplicate another memory of the scope. */
@@ -607,6 +671,132 @@ int lite_memory_delete(mnemo *m, const char *id)
     return rc;
 }
 
+/* Whether the snapshot line L, "id" first as export writes it, is of a
+ * memory in KEYS (the lines' starts, '{"id":"<id>",'). */
+static int line_purged(const map *keys, const char *l)
+{
+    static const char head[] = "{\"id\":\"";
+    if (strncmp(l, head, sizeof head - 1) != 0)
+        return 0;
+    const char *p = l + sizeof head - 1;
+    while (*p && *p != '"')
+        p += p[0] == '\\' && p[1] ? 2 : 1;
+    char key[2048]; /* an id of 256 bytes, escaped */
+    size_t n = (size_t)(p - l) + 2;
+    if (*p != '"' || p[1] != ',' || n >= sizeof key)
+        return 0;
+    memcpy(key, l, n);
+    key[n] = 0;
+    size_t v;
+    return map_get(keys, key, &v);
+}
+
+/* Rewrites snapshot DIR/NAME without the lines KEYS names, in its format,
+ * through "NAME.part": synced, then renamed over it. Untouched when it
+ * holds none of them. */
+static int rewrite_backup(mnemo *m, const char *dir, const char *name, const map *keys)
+{
+    char path[PATH_MAX * 2 + 2], tmp[PATH_MAX * 2 + 8];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.part", path);
+    FILE *in = fopen(path, "r"), *out = NULL;
+    char *line = NULL;
+    size_t cap = 0, held = 0;
+    int rc = MNEMO_OK;
+    if (!in) {
+        rc = errno == ENOENT ? MNEMO_OK : MNEMO_IO; /* gone: nothing to forget */
+        goto done;
+    }
+    while (getline(&line, &cap, in) > 0)
+        held += (size_t)line_purged(keys, line);
+    if (ferror(in)) {
+        rc = MNEMO_IO;
+        goto done;
+    }
+    if (!held)
+        goto done;
+    rewind(in);
+    unlink(tmp); /* a purge killed half way left it */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || !(out = fdopen(fd, "w"))) {
+        if (fd >= 0)
+            close(fd);
+        rc = MNEMO_IO;
+        goto done;
+    }
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0)
+        if (!line_purged(keys, line) && fwrite(line, 1, (size_t)len, out) != (size_t)len)
+            break;
+    if (ferror(in) || ferror(out) || fflush(out) != 0 || fsync(fileno(out)) != 0)
+        rc = MNEMO_IO;
+    if (fclose(out) != 0)
+        rc = MNEMO_IO;
+    out = NULL;
+    if (!rc && rename(tmp, path) != 0)
+        rc = MNEMO_IO;
+    if (rc)
+        unlink(tmp);
+done:
+    if (rc)
+        core_error(m, rc,
+                   "purge: the memory backup %s could not be rewritten without the purged "
+                   "memories (%s); nothing was purged",
+                   path, strerror(errno));
+    if (in)
+        fclose(in);
+    free(line);
+    return rc;
+}
+
+/* Takes the memories IDS (N) out of every rolling snapshot too: "forget
+ * this" means everywhere. Runs before the purge commits, under the store's
+ * lock: killed half way, the purge is not done and is run again. */
+static int purge_backups(mnemo *m, char **ids, size_t n)
+{
+    map keys;
+    map_init(&keys);
+    char **starts = calloc(n ? n : 1, sizeof *starts), dir[PATH_MAX], **names = NULL;
+    size_t nn = 0;
+    int rc = starts ? MNEMO_OK : MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < n; i++) {
+        /* The id as export writes it (repaired, escaped). */
+        json_t *j = mem_jstr(ids[i]);
+        char *e = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        json_decref(j);
+        buf k;
+        buf_init(&k, 0);
+        buf_printf(&k, "{\"id\":%s,", e ? e : "");
+        free(e);
+        if (!e || buf_err(&k)) {
+            buf_cleanup(&k);
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        starts[i] = buf_detach(&k);
+        rc = map_put(&keys, starts[i], i);
+    }
+    if (!rc && n && backup_files(m->mem_path, ".jsonl", dir, &names, &nn) == MNEMO_NOMEM)
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < nn; i++)
+        rc = rewrite_backup(m, dir, names[i], &keys);
+    if (!rc && nn) { /* the renames, durable */
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            fsync(fd);
+            close(fd);
+        }
+    }
+    if (rc == MNEMO_NOMEM)
+        core_error(m, rc, "out of memory");
+    free_names(names, nn);
+    for (size_t i = 0; starts && i < n; i++)
+        free(starts[i]);
+    free(starts);
+    map_cleanup(&keys);
+    return rc;
+}
+
 int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
 {
     core_clear(m);
@@ -615,20 +805,38 @@ int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
     writer w = {-1, 0};
     int rc = write_begin(m, &w);
     sqlite3 *db = m->lite->st ? store_db(m->lite->st) : NULL;
+    char **ids = NULL;
+    size_t nids = 0, cap = 0;
     if (!rc) {
-        sqlite3_stmt *st = prep(m, "SELECT count(*) FROM memories WHERE deleted_at IS NOT NULL "
+        sqlite3_stmt *st = prep(m, "SELECT id FROM memories WHERE deleted_at IS NOT NULL "
                                    "AND (?1 IS NULL OR id = ?1)");
         if (!st) {
             rc = MNEMO_DB;
         } else {
             if (id)
                 sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-            if (sqlite3_step(st) == SQLITE_ROW && purged)
-                *purged = (size_t)sqlite3_column_int64(st, 0);
+            while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+                if (nids == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    char **g = realloc(ids, cap * sizeof *g);
+                    if (!g) {
+                        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                        break;
+                    }
+                    ids = g;
+                }
+                const char *t = (const char *)sqlite3_column_text(st, 0);
+                if (!(ids[nids] = strdup(t ? t : "")))
+                    rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                else
+                    nids++;
+            }
             sqlite3_finalize(st);
         }
     }
-    if (!rc && id && purged && *purged == 0)
+    if (purged)
+        *purged = nids;
+    if (!rc && id && nids == 0)
         rc = core_error(m, MNEMO_NOTFOUND, "no deleted memory with id %s (delete it first)", id);
     static const char *const sql[] = {
         "DELETE FROM memory_history WHERE memory_id IN (SELECT id FROM memories WHERE "
@@ -648,8 +856,16 @@ int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
             rc = sqlfail(m, "purging memories");
         sqlite3_finalize(st);
     }
+    if (!rc)
+        rc = purge_backups(m, ids, nids);
+    for (size_t i = 0; i < nids; i++)
+        free(ids[i]);
+    free(ids);
     (void)db;
-    return write_end(m, &w, rc);
+    rc = write_end(m, &w, rc);
+    if (rc && purged)
+        *purged = 0;
+    return rc;
 }
 
 int lite_memory_get(mnemo *m, const char *id, char **out)
@@ -660,7 +876,9 @@ int lite_memory_get(mnemo *m, const char *id, char **out)
         return core_error(m, MNEMO_INVALID, "get: no memory id");
     int rc = mem_store(m);
     json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, &j, NULL)))
+    if (!rc && !(rc = load(m, id, &j, NULL)) && (rc = mem_readable(m, j)))
+        json_decref(j);
+    else if (!rc)
         rc = dump(j, out);
     return rc;
 }
@@ -676,6 +894,8 @@ int lite_memory_confirm(mnemo *m, const char *id, char **out)
     int64_t mid = 0;
     int rc = begin_live(m, id, &w, &old, &mid);
     double now = mem_now();
+    if (!rc)
+        rc = mem_readable(m, old); /* its record could not be returned */
     if (!rc)
         rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
                         "last_confirmed_at = ?2 WHERE mid = ?1",
@@ -747,6 +967,7 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
     mfilter_init(&args);
     sqlite3_stmt *st = NULL;
     json_t *list = json_array();
+    mem_skips sk = {0};
     long long total = 0;
     if (!rc)
         rc = mem_store(m);
@@ -766,14 +987,23 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
                 lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
         rc = sqlfail(m, "binding");
     int s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(list, mem_json(st, 0));
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *r = mem_json(st, 0);
+        if (!r)
+            rc = MNEMO_NOMEM;
+        else if (mem_skip(&sk, r)) /* left out, and said below */
+            json_decref(r);
+        else
+            json_array_append_new(list, r);
+    }
     if (!rc && s != SQLITE_DONE)
         rc = sqlfail(m, "listing memories");
     sqlite3_finalize(st);
     st = NULL;
-    total = (long long)json_array_size(list) + o.offset;
-    if (!rc && o.count && (json_array_size(list) == (size_t)o.limit || o.offset > 0)) {
+    /* The rows read: those returned and those left out as unreadable. */
+    size_t read = json_array_size(list) + json_array_size(sk.left);
+    total = (long long)read + o.offset;
+    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0)) {
         /* More than one page, maybe: count them. */
         buf_reset(&sql);
         buf_printf(&sql, "SELECT count(*) FROM memories m WHERE %s", w.data);
@@ -793,9 +1023,13 @@ int lite_memory_list(mnemo *m, const char *options, char **out)
         json_object_set_new(j, "memories", list);
         json_object_set_new(j, "total", json_integer(total));
         list = NULL;
-        rc = dump(j, out);
+        if ((rc = mem_skips_report(m, &sk, j)))
+            json_decref(j);
+        else
+            rc = dump(j, out);
     }
     json_decref(list);
+    mem_skips_cleanup(&sk);
     mfilter_cleanup(&args);
     buf_cleanup(&w);
     buf_cleanup(&sql);
@@ -822,8 +1056,17 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     if (!st)
         rc = MNEMO_DB;
     int s;
+    mem_skips sk = {0};
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *j = mem_json(st, 0);
+        if (!j) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        if (mem_skip(&sk, j)) { /* import would refuse it: left out, and said */
+            json_decref(j);
+            continue;
+        }
         json_t *h = history_json(m, json_string_value(json_object_get(j, "id")), &rc);
         json_object_set_new(j, "history", h ? h : json_array());
         char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -844,6 +1087,9 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
         rc = sqlfail(m, "exporting memories");
     sqlite3_finalize(st);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (!rc)
+        rc = mem_skips_report(m, &sk, NULL);
+    mem_skips_cleanup(&sk);
     return rc;
 }
 

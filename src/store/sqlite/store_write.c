@@ -17,7 +17,8 @@ int store_files_load(store *s, sync_file **out, size_t *n)
     *n = 0;
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT id, path, size, mtime_ns, hash, status, source FROM files",
+                                "SELECT id, path, size, mtime_ns, hash, status, source, reason "
+                                "FROM files",
                                 -1,
                                 &st, NULL);
     if (rc != SQLITE_OK)
@@ -45,7 +46,11 @@ int store_files_load(store *s, sync_file **out, size_t *n)
         f->ok = sqlite3_column_int(st, 5) == SYNC_FILE_OK;
         const char *src = (const char *)sqlite3_column_text(st, 6);
         f->sessions = src && strcmp(src, "sessions") == 0;
-        if (!f->path) {
+        if (!f->ok && sqlite3_column_type(st, 7) != SQLITE_NULL)
+            f->reason = store_col_dup(st, 7); /* sync_walk: does a limit still hold? */
+        if (!f->path || (!f->ok && sqlite3_column_type(st, 7) != SQLITE_NULL && !f->reason)) {
+            free(f->path);
+            free(f->reason);
             rc = SQLITE_NOMEM;
             break;
         }
