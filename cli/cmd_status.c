@@ -127,6 +127,8 @@ int cmd_status(int argc, char **argv)
             if (json_object_get(j, "error"))
                 printf("error:      %s\n", str(j, "error"));
         }
+        if (json_object_get(j, "error") && json_is_true(json_object_get(j, "indexed")))
+            printf("error:      %s\n", str(j, "error"));
         json_t *reads = json_object_get(j, "reads");
         if (reads) {
             json_t *pj = json_object_get(reads, "primary"), *last = json_object_get(reads, "last");

@@ -620,7 +620,12 @@ static int apply_factors(mnemo *m, const search_io *io, cand *all, size_t *n, si
         c->recency = c->importance = 1.0;
         double when;
         int importance;
-        if (io->factors(io->ud, c->chunk_id, &when, &importance)) {
+        int got = io->factors(io->ud, c->chunk_id, &when, &importance);
+        if (got < 0) {
+            free(top);
+            return -got;
+        }
+        if (got) {
             c->recency = rank_recency(when, now, half, floor);
             c->importance = rank_importance(importance, imax);
             if (!c->tier)

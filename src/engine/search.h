@@ -98,7 +98,9 @@ typedef struct search_io {
      * chunk_parts, in order) with the query's, at most MAX into CS: how
      * many, 0 without a vector. Called only when the vector leg ran. */
     int (*cosines)(void *ud, int64_t chunk_id, float *cs, int max);
-    /* The date and importance of a chunk: 1, or 0 when it is gone. */
+    /* The date and importance of a chunk: 1, 0 when it is gone, or minus
+     * a MNEMO_* status when it cannot be read (its message on the handle;
+     * the search ends). */
     int (*factors)(void *ud, int64_t chunk_id, double *when, int *importance);
     /* Optional: the ids the next calls of KIND ('f' factors, 'r' rows)
      * will ask about, to read them in one go. An error ends the search. */

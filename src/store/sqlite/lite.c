@@ -5,8 +5,11 @@
  */
 #include "store/sqlite/lite.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/errcode.h"
 #include "store/sqlite/vectors.h"
@@ -76,6 +79,60 @@ int lite_mem(mnemo *m)
                       m->lite->mem_err.len ? m->lite->mem_err.data
                                            : errcode_text(m->lite->mem_rc));
 }
+
+/* "<index>.suspect": a read met damage in the index, which cannot be
+ * written to say so; the next sync rebuilds it (lite_sync). */
+static void suspect_path(const mnemo *m, char *out, size_t n)
+{
+    snprintf(out, n, "%s.suspect", m->db_path);
+}
+
+int lite_suspect(mnemo *m)
+{
+    char p[PATH_MAX + 16];
+    suspect_path(m, p, sizeof p);
+    return access(p, F_OK) == 0;
+}
+
+void lite_unsuspect(mnemo *m)
+{
+    char p[PATH_MAX + 16];
+    suspect_path(m, p, sizeof p);
+    unlink(p);
+}
+
+static int read_fail(mnemo *m, int rc, const char *what, int memories)
+{
+    const char *why = sqlite3_errstr(rc);
+    int code = store_code(rc);
+    if (code == MNEMO_OK)
+        code = MNEMO_DB;
+    if (code != MNEMO_CORRUPT)
+        return core_error(m, code, "%s: %s (%s)", what, why,
+                          memories ? m->mem_path : m->db_path);
+    if (memories)
+        return core_error(m, code,
+                          "the memory store %s is damaged (%s, %s); nothing was read past the "
+                          "damage: move it away (a new store is then created) and salvage it "
+                          "with mnemo memory recover MOVED-FILE, or import a snapshot "
+                          "(%s.backup-*.jsonl)",
+                          m->mem_path, what, why, m->mem_path);
+    code = core_error(m, code,
+                      "the index %s is damaged (%s, %s); it is made from your notes: rebuild "
+                      "it with: mnemo index (memories live in %s and are kept)",
+                      m->db_path, what, why, m->mem_path);
+    char p[PATH_MAX + 16];
+    suspect_path(m, p, sizeof p);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fprintf(f, "%s\n", core_errmsg(m));
+        fclose(f);
+    }
+    return code;
+}
+
+int lite_index_fail(mnemo *m, int rc, const char *what) { return read_fail(m, rc, what, 0); }
+int lite_mem_fail(mnemo *m, int rc, const char *what) { return read_fail(m, rc, what, 1); }
 
 int lite_qtok(mnemo *m, tok **out)
 {

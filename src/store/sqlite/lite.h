@@ -38,6 +38,18 @@ int lite_store(mnemo *m);
 /* lite_store, and the memory store attached to it (its error otherwise). */
 int lite_mem(mnemo *m);
 
+/* A read that ended with SQLite's result RC (not a row, not done) while
+ * WHAT: recorded on the handle and returned. A damaged file is
+ * MNEMO_CORRUPT with its path and the way out: the index is rebuilt from
+ * the notes, the memory store is salvaged. Never reported as "nothing". */
+int lite_index_fail(mnemo *m, int rc, const char *what);
+int lite_mem_fail(mnemo *m, int rc, const char *what);
+
+/* Whether a read met damage in the index since it was last built (a mark
+ * beside it, which lite_index_fail leaves and a rebuild removes). */
+int lite_suspect(mnemo *m);
+void lite_unsuspect(mnemo *m);
+
 /* The query tokenizer for the open index's language (backend_ops.qtok). */
 int lite_qtok(mnemo *m, tok **out);
 

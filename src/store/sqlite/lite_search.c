@@ -127,7 +127,8 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, sear
         ;
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory") : sql_fail(m, "keyword query");
+        return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory")
+                             : lite_index_fail(m, rc, "keyword query");
     double w[BM25_MAX_PHRASES];
     query_weights(q, w);
     bm25_idfs(&r->hits, bm->idf);
@@ -179,12 +180,15 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
         sqlite3_bind_text(st, 1, q->filename, -1, SQLITE_STATIC);
         if (cp->source)
             sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
-        while (sqlite3_step(st) == SQLITE_ROW)
+        int s;
+        while ((s = sqlite3_step(st)) == SQLITE_ROW)
             if (add_hit(f, st, 2, 1.0, sqlite3_column_int(st, 1))) {
                 sqlite3_reset(st);
                 return MNEMO_NOMEM;
             }
         sqlite3_reset(st);
+        if (s != SQLITE_DONE)
+            return lite_index_fail(m, s, "searching file names");
     }
     /* Partial: query terms among the path's words. */
     int nterms = q->npositive;
@@ -203,10 +207,13 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
     int files = 0;
     int64_t last = 0;
     uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
-        if (id != last && files++ == PATH_ROWS_MAX)
+        if (id != last && files++ == PATH_ROWS_MAX) {
+            s = SQLITE_DONE;
             break;
+        }
         last = id;
         uint64_t mask = (uint64_t)sqlite3_column_int64(st, 1);
         double frac = (double)__builtin_popcountll(mask & positive) / nterms;
@@ -216,7 +223,7 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
         }
     }
     sqlite3_reset(st);
-    return MNEMO_OK;
+    return s == SQLITE_DONE ? MNEMO_OK : lite_index_fail(m, s, "searching file names");
 }
 
 
@@ -439,8 +446,9 @@ static int lite_factors(void *ud, int64_t chunk_id, double *when, int *importanc
     sqlite3_stmt *st = x->factors;
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, chunk_id);
-    if (sqlite3_step(st) != SQLITE_ROW)
-        return 0;
+    int s = sqlite3_step(st);
+    if (s != SQLITE_ROW)
+        return s == SQLITE_DONE ? 0 : -lite_index_fail(x->m, s, "reading a chunk");
     const char *path = (const char *)sqlite3_column_text(st, 1);
     const char *source = (const char *)sqlite3_column_text(st, 2);
     if (source && strcmp(source, "sessions") == 0) {
@@ -462,8 +470,9 @@ static int lite_row(void *ud, int64_t chunk_id, search_row *out)
     sqlite3_stmt *row = x->row;
     sqlite3_reset(row);
     sqlite3_bind_int64(row, 1, chunk_id);
-    if (sqlite3_step(row) != SQLITE_ROW)
-        return MNEMO_NOTFOUND;
+    int s = sqlite3_step(row);
+    if (s != SQLITE_ROW)
+        return s == SQLITE_DONE ? MNEMO_NOTFOUND : lite_index_fail(x->m, s, "reading a chunk");
     out->text = (const char *)sqlite3_column_text(row, 0);
     out->len = (size_t)sqlite3_column_bytes(row, 0);
     out->first_line = sqlite3_column_int(row, 1);

@@ -505,9 +505,13 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     c.stats = stats;
 
     remove_stale_temps(m->db_path);
-    int fresh = opts && opts->force;
+    int fresh = opts && opts->force, suspect = lite_suspect(m);
     const char *why = fresh ? "--force" : NULL;
     int rc = MNEMO_OK;
+    if (!fresh && suspect) {
+        fresh = 1;
+        why = "a search or status found it damaged";
+    }
     if (!fresh) {
         store_close(m->lite->st); /* reopen: another process may have swapped the file */
         m->lite->st = NULL;
@@ -537,12 +541,23 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
             store_rollback(c.st);
         else
             rc = embed_phase(m, c.st, opts, stats);
-        goto done;
+        if (rc != MNEMO_CORRUPT)
+            goto done;
+        /* The index is made from the notes: a damaged one is rebuilt
+         * (and kept aside), not patched. */
+        memset(stats, 0, sizeof *stats);
+        memset(&c, 0, sizeof c);
+        c.m = m;
+        c.stats = stats;
+        core_clear(m);
+        fresh = suspect = 1;
+        why = "the sync found it damaged";
+        rc = MNEMO_OK;
     }
 
     /* Full build beside the live index, then an atomic rename. */
     int kind, erc = MNEMO_OK, damaged = 0;
-    if ((rc = replaceable(m, opts && opts->force, &kind)))
+    if ((rc = replaceable(m, (opts && opts->force) || suspect, &kind)))
         goto done;
     if (kind == STORE_KIND_OURS) {
         /* An index of schema 5 keeps its memories in itself: they move to
@@ -615,6 +630,8 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     c.st = NULL;
     if (!rc)
         rc = swap_in(m, tmp, damaged ? aside : NULL);
+    if (!rc)
+        lite_unsuspect(m);
 cleanup:
     store_close(c.st);
     if (rc)

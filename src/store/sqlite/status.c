@@ -28,14 +28,52 @@ static json_int_t file_size(const char *path)
     return stat(path, &st) == 0 ? (json_int_t)st.st_size : 0;
 }
 
-static json_int_t count(sqlite3 *db, const char *sql)
+/* The first read of status that failed (SQLite's code), if any: a
+ * damaged file is reported, never counted as -1. */
+typedef struct reads {
+    int rc;
+} reads;
+
+static json_int_t count(sqlite3 *db, const char *sql, reads *r)
 {
     sqlite3_stmt *st = NULL;
     json_int_t n = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    int s = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (s == SQLITE_OK && (s = sqlite3_step(st)) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
+    if (n < 0 && r && !r->rc)
+        r->rc = s;
     return n;
+}
+
+/* PRAGMA quick_check of SCHEMA (every page and record read, no index
+ * checked against its table): SQLITE_OK, or an SQLite error with the
+ * first complaint in WHY. */
+static int quick_check(sqlite3 *db, const char *schema, char *why, size_t n)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA %s.quick_check(1)", schema);
+    sqlite3_stmt *st = NULL;
+    int s = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (s == SQLITE_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        s = v && strcmp(v, "ok") == 0 ? SQLITE_OK : SQLITE_CORRUPT;
+        snprintf(why, n, "quick_check: %s", v ? v : "no answer");
+    } else {
+        snprintf(why, n, "quick_check");
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* Records the damage on the handle and as the report's error. */
+static void damaged(mnemo *m, json_t *root, json_t *warnings, int rc, const char *what, int mem)
+{
+    int code = mem ? lite_mem_fail(m, rc, what) : lite_index_fail(m, rc, what);
+    json_object_set_new(root, "error", json_string(core_errmsg(m)));
+    json_object_set_new(root, "errorStatus", json_integer(code));
+    json_array_append_new(warnings, json_string(core_errmsg(m)));
 }
 
 static json_t *meta_json(store *s, const char *key)
@@ -61,7 +99,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     *mode = "keyword";
     sqlite3 *h = m->lite->st ? store_db(m->lite->st) : NULL;
     if (h) {
-        json_object_set_new(e, "vectors", json_integer(count(h, "SELECT count(*) FROM chunk_vectors")));
+        json_object_set_new(e, "vectors", json_integer(count(h, "SELECT count(*) FROM chunk_vectors", NULL)));
         json_object_set_new(e, "identity", meta_json(m->lite->st, "vec_identity"));
         json_t *le = meta_json(m->lite->st, "embed_error");
         if (json_is_string(le) && *json_string_value(le)) {
@@ -171,16 +209,17 @@ int lite_status_json(mnemo *m, int deep, char **out)
         rc = MNEMO_OK;
     } else {
         sqlite3 *h = store_db(m->lite->st);
+        reads ix = {0}, mr = {0};
         json_object_set_new(db, "sizeBytes", json_integer(file_size(m->db_path) + file_size(side)));
         char *ver = NULL;
         store_meta_get(m->lite->st, "schema_version", &ver);
         json_object_set_new(db, "schemaVersion", json_integer(ver ? (int)strtol(ver, NULL, 10) : 0));
         free(ver);
         json_object_set_new(root, "files",
-                            json_integer(count(h, "SELECT count(*) FROM files WHERE status = 0")));
-        json_object_set_new(root, "chunks", json_integer(count(h, "SELECT count(*) FROM chunks")));
+                            json_integer(count(h, "SELECT count(*) FROM files WHERE status = 0", &ix)));
+        json_object_set_new(root, "chunks", json_integer(count(h, "SELECT count(*) FROM chunks", &ix)));
         json_object_set_new(root, "bytes", json_integer(count(h, "SELECT coalesce(sum(size),0) "
-                                                                 "FROM files WHERE status = 0")));
+                                                                 "FROM files WHERE status = 0", &ix)));
         json_t *last = json_object();
         json_object_set_new(last, "at", meta_json(m->lite->st, "last_sync_at"));
         char *ms = NULL;
@@ -206,7 +245,7 @@ int lite_status_json(mnemo *m, int deep, char **out)
         } else {
             json_object_set_new(mj, "count", json_integer(count(h, "SELECT count(*) FROM "
                                                                    "memories WHERE deleted_at "
-                                                                   "IS NULL")));
+                                                                   "IS NULL", &mr)));
             char *bw = NULL;
             store_mem_meta_get(m->lite->st, "backup_at", &bw);
             json_object_set_new(mj, "lastBackup",
@@ -244,15 +283,33 @@ int lite_status_json(mnemo *m, int deep, char **out)
         sqlite3_stmt *st = NULL;
         if (sqlite3_prepare_v2(h, "SELECT path, reason FROM files WHERE status != 0 ORDER BY path",
                                -1, &st, NULL) == SQLITE_OK) {
-            while (sqlite3_step(st) == SQLITE_ROW) {
+            int s;
+            while ((s = sqlite3_step(st)) == SQLITE_ROW) {
                 const char *r = (const char *)sqlite3_column_text(st, 1);
                 json_array_append_new(
                     skipped, json_pack("{s:s,s:s}", "path", (const char *)sqlite3_column_text(st, 0),
                                        "reason", r ? r : "skipped"));
             }
+            if (s != SQLITE_DONE && !ix.rc)
+                ix.rc = s;
         }
         sqlite3_finalize(st);
         json_object_set_new(root, "skipped", skipped);
+
+        /* Damage: what the reads above met, and with DEEP every page of
+         * both files read (quick_check: see docs/benchmarks.md for its
+         * cost). */
+        char why[512] = "reading the index", mwhy[512] = "reading the memory store";
+        if (!ix.rc && deep)
+            ix.rc = quick_check(h, "main", why, sizeof why);
+        if (!mr.rc && deep && !m->lite->mem_rc)
+            mr.rc = quick_check(h, "mem", mwhy, sizeof mwhy);
+        if (mr.rc) {
+            lite_mem_fail(m, mr.rc, mwhy);
+            json_object_set_new(mj, "error", json_string(core_errmsg(m)));
+        }
+        if (ix.rc || mr.rc)
+            damaged(m, root, warnings, ix.rc ? ix.rc : mr.rc, ix.rc ? why : mwhy, !ix.rc);
     }
     const char *mode = "keyword";
     json_t *emb = embedding_json(m, deep, warnings, &mode);
