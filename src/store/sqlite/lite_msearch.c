@@ -20,8 +20,13 @@
 
 #define POOL 200
 
+/* A failed statement of the memory store: a damaged file says so, with
+ * the way out (lite_mem_fail). */
 static int sqlfail(mnemo *m, const char *what)
 {
+    int e = sqlite3_errcode(store_db(m->lite->st));
+    if (store_code(e) == MNEMO_CORRUPT)
+        return lite_mem_fail(m, e, what);
     return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
 }
 
@@ -115,7 +120,8 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
     vhit *hits = NULL;
     size_t n = 0, cap = 0;
     double sum = 0, sum2 = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int step = SQLITE_DONE;
+    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (sqlite3_column_bytes(st, 1) != dims * (int)sizeof(float))
             continue;
         if (n == cap) {
@@ -132,6 +138,8 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
         sum += c;
         sum2 += (double)c * c;
     }
+    if (!rc && step != SQLITE_DONE)
+        rc = sqlfail(m, "memory vectors");
     sqlite3_finalize(st);
     calib_null nl = {0};
     if (!rc && n) {

@@ -338,8 +338,13 @@ static int write_end(mnemo *m, writer *w, int rc)
     return rc;
 }
 
+/* A failed statement of the memory store: a damaged file says so, with
+ * the way out (lite_mem_fail). */
 static int sqlfail(mnemo *m, const char *what)
 {
+    int e = sqlite3_errcode(store_db(m->lite->st));
+    if (store_code(e) == MNEMO_CORRUPT)
+        return lite_mem_fail(m, e, what);
     return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
 }
 
@@ -921,12 +926,18 @@ static json_t *history_json(mnemo *m, const char *id, int *rc)
     }
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     json_t *a = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW)
         json_array_append_new(a, mem_history_entry((const char *)sqlite3_column_text(st, 0),
                                                    (const char *)sqlite3_column_text(st, 1),
                                                    (const char *)sqlite3_column_text(st, 2),
                                                    sqlite3_column_double(st, 3),
                                                    (const char *)sqlite3_column_text(st, 4)));
+    if (s != SQLITE_DONE) {
+        *rc = sqlfail(m, "reading a memory's history");
+        json_decref(a);
+        a = NULL;
+    }
     sqlite3_finalize(st);
     return a;
 }
@@ -1068,6 +1079,10 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
             continue;
         }
         json_t *h = history_json(m, json_string_value(json_object_get(j, "id")), &rc);
+        if (rc) {
+            json_decref(j);
+            break;
+        }
         json_object_set_new(j, "history", h ? h : json_array());
         char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(j);

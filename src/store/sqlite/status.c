@@ -59,13 +59,20 @@ static int quick_check(sqlite3 *db, const char *schema, char *why, size_t n)
     if (s == SQLITE_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *v = (const char *)sqlite3_column_text(st, 0);
         s = v && strcmp(v, "ok") == 0 ? SQLITE_OK : SQLITE_CORRUPT;
-        snprintf(why, n, "quick_check: %s", v ? v : "no answer");
+        /* "*** in database main ***\nPage 7: ...": the complaint alone. */
+        const char *nl = v ? strrchr(v, '\n') : NULL;
+        snprintf(why, n, "quick_check: %s", nl ? nl + 1 : v ? v : "no answer");
     } else {
         snprintf(why, n, "quick_check");
     }
     sqlite3_finalize(st);
     return s;
 }
+
+/* Memories are primary data and their store is small (1,000 memories
+ * take about 0.5 MB): plain status checks every page of a store up to this
+ * size, a few milliseconds; --deep checks any size, and the index too. */
+#define MEM_CHECK_BYTES (32 << 20)
 
 /* Records the damage on the handle and as the report's error. */
 static void damaged(mnemo *m, json_t *root, json_t *warnings, int rc, const char *what, int mem)
@@ -296,13 +303,17 @@ int lite_status_json(mnemo *m, int deep, char **out)
         sqlite3_finalize(st);
         json_object_set_new(root, "skipped", skipped);
 
-        /* Damage: what the reads above met, and with DEEP every page of
-         * both files read (quick_check: see docs/benchmarks.md for its
-         * cost). */
+        /* Damage: what the reads above met, every page of a small memory
+         * store, and with DEEP every page of both files (quick_check: see
+         * docs/benchmarks.md for its cost). */
         char why[512] = "reading the index", mwhy[512] = "reading the memory store";
+        if (!ix.rc && lite_suspect(m)) {
+            ix.rc = SQLITE_CORRUPT;
+            snprintf(why, sizeof why, "a search met the damage");
+        }
         if (!ix.rc && deep)
             ix.rc = quick_check(h, "main", why, sizeof why);
-        if (!mr.rc && deep && !m->lite->mem_rc)
+        if (!mr.rc && (deep || file_size(m->mem_path) <= MEM_CHECK_BYTES) && !m->lite->mem_rc)
             mr.rc = quick_check(h, "mem", mwhy, sizeof mwhy);
         if (mr.rc) {
             lite_mem_fail(m, mr.rc, mwhy);
