@@ -91,7 +91,7 @@ FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jso
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.
 FUZZ_CLI = fuzz/fuzz_cli.c
 CLI_PARTS = $(filter-out cli/main.c,$(CLI_SRC))
-BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c bench/localbench.c bench/readbench.c
+BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c bench/localbench.c bench/readbench.c bench/writebench.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -155,11 +155,11 @@ bench: $(BUILD)/mnemo $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libmnemo.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmnemo.a $(PKG_LIBS)
-# The embedding benchmark runs against the provider test server.
-$(BUILD)/bench/embedbench: bench/embedbench.c tests/provider_server.c $(BUILD)/libmnemo.a
+# The embedding and write benchmarks run against the provider test server.
+$(BUILD)/bench/embedbench $(BUILD)/bench/writebench: $(BUILD)/bench/%: bench/%.c tests/provider_server.c $(BUILD)/libmnemo.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $(shell pkg-config --cflags $(TEST_PKGS)) $(LDFLAGS) -o $@ \
-	  bench/embedbench.c tests/provider_server.c $(BUILD)/libmnemo.a $(PKG_LIBS) \
+	  $< tests/provider_server.c $(BUILD)/libmnemo.a $(PKG_LIBS) \
 	  $(shell pkg-config --libs $(TEST_PKGS) libcurl)
 
 # ---- the README's first command ends here -----------------------------------

@@ -82,7 +82,8 @@ typedef struct batch {
 
 /* The option values one request works with, taken under the lock at once. */
 typedef struct snapshot {
-    int dims, fail_status, retry_after_s, delay_ms, wrong_dims, wrong_count, truncate_json;
+    int dims, fail_status, retry_after_s, delay_ms, delay_per_input_ms, wrong_dims, wrong_count,
+        truncate_json;
     size_t max_batch_bytes;
     int max_batch_inputs;
 } snapshot;
@@ -551,6 +552,7 @@ static enum MHD_Result embed(provider_server *s, struct MHD_Connection *c, enum 
         .fail_status = s->o.fail_status,
         .retry_after_s = s->o.retry_after_s,
         .delay_ms = s->o.delay_ms,
+        .delay_per_input_ms = s->o.delay_per_input_ms,
         .wrong_dims = s->o.wrong_dims,
         .wrong_count = s->o.wrong_count,
         .truncate_json = s->o.truncate_json,
@@ -607,8 +609,9 @@ static enum MHD_Result embed(provider_server *s, struct MHD_Connection *c, enum 
         snprintf(msg, sizeof msg, "batch too large: %zu inputs, %zu bytes", b.n, b.bytes);
         ret = send_error(c, api, api == API_GEMINI ? 400 : 413, msg, 0);
     } else {
-        if (o.delay_ms > 0)
-            pause_ms(s, o.delay_ms);
+        int delay = o.delay_ms + o.delay_per_input_ms * (int)b.n;
+        if (delay > 0)
+            pause_ms(s, delay);
         const char *model = api == API_GEMINI ? gemini_model
                                               : json_string_value(json_object_get(j, "model"));
         json_t *a = answer_json(api, &b, model, &o);

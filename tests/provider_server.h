@@ -25,6 +25,7 @@ typedef struct ps_options {
     int fail_status;        /* e.g. 500, 429, 401, 400, 413 */
     int retry_after_s;      /* with 429: send "Retry-After: N" (0: no header) */
     int delay_ms;           /* sleep this long before answering each request (timeouts, latency) */
+    int delay_per_input_ms; /* and this long for each input (a model's compute) */
     int wrong_dims;         /* answer vectors with dims + 1 entries */
     int wrong_count;        /* answer one vector fewer than inputs */
     int truncate_json;      /* cut the response body in half */
