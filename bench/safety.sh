@@ -2,7 +2,10 @@
 # Hostile runs against the data, each case checked for loss:
 #   kill -9 during rebuilds, during memory-add bursts with rebuilds beside
 #   them, damaged index and memory-store files, foreign files at the index
-#   path, and a full disk (a file-size limit) during rebuilds and adds.
+#   path, a full disk (a file-size limit) during rebuilds and adds, memory
+#   writes beside a rebuild or a transaction on the index, and reads of
+#   damaged files (told so, never less). bench/recover.sh sets memory
+#   recover beside SQLite's own .recover.
 # Prints one table row a class: cases tried, failures, anything lost.
 #
 #   make && make bench && bench/safety.sh [ROUNDS]       (default 40 a class)
@@ -155,6 +158,97 @@ for r in $(seq 1 "$R"); do
 done
 left=$(find "$D" -maxdepth 1 -name 'idx.sqlite.tmp-*' | wc -l)
 row "file-size limit during rebuild and adds" "$R" "$fail" "$lost memories; $left temp left"
+
+# 7. memory writes while the index is rebuilt or held in a transaction
+fail=0 lost=0 tries=0
+for r in $(seq 1 "$R"); do
+    before=$(mem_count)
+    if [ $((r % 2)) -eq 0 ]; then
+        mn index --force -q >/dev/null 2>&1 &
+    else # another process in a transaction on the index for 0.2-1 s
+        sqlite3 "$DB" "BEGIN EXCLUSIVE; DELETE FROM meta WHERE key = 'none';
+            SELECT 1 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c
+            WHERE x < $((200000 + $(rand 800000)))) SELECT x FROM c) LIMIT 1 OFFSET 10000000;
+            COMMIT;" >/dev/null 2>&1 &
+    fi
+    held=$!
+    ok=0
+    for i in 1 2 3; do
+        tries=$((tries + 1))
+        mn --set busyTimeoutMs=2000 memory add "beside a writer $r-$i" >/dev/null 2>&1 &&
+            ok=$((ok + 1)) || fail=$((fail + 1))
+    done
+    wait $held 2>/dev/null
+    after=$(mem_count)
+    [ "$after" -eq $((before + ok)) ] || lost=$((lost + before + ok - after))
+done
+row "memory adds beside index --force or a transaction on the index" "$tries" "$fail" "$lost memories"
+
+# 8. a damaged index: told so, never "nothing found"; a plain index mends it
+mn index -q >/dev/null 2>&1
+sqlite3 "$DB" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
+cp "$DB" "$D/good.sqlite"
+fail=0 said=0 told_nothing=0 mended=0
+pages=$(( $(stat -c %s "$DB") / 4096 ))
+for r in $(seq 1 "$R"); do
+    cp "$D/good.sqlite" "$DB"
+    rm -f "$DB-wal" "$DB-shm" "$DB.suspect"
+    dd if=/dev/urandom of="$DB" bs=4096 seek=$((2 + $(rand $((pages - 2))))) \
+        count=$((1 + $(rand 6))) conv=notrunc 2>/dev/null
+    out=$(mn search deploy -n 3 2>/dev/null)
+    rc=$?
+    if [ $rc -eq 0 ] && echo "$out" | grep -q '^No results'; then
+        told_nothing=$((told_nothing + 1))
+        fail=$((fail + 1))
+    fi
+    [ $rc -eq 5 ] && said=$((said + 1))
+    [ $rc -eq 0 ] || [ $rc -eq 5 ] || fail=$((fail + 1))
+    mn status --deep >/dev/null 2>&1
+    [ $? -eq 5 ] || [ "$(sqlite3 "$DB" 'PRAGMA quick_check' 2>&1)" = ok ] || fail=$((fail + 1))
+    mn index -q >/dev/null 2>&1
+    if mn status --deep >/dev/null 2>&1 && mn search deploy -n 1 >/dev/null 2>&1; then
+        mended=$((mended + 1))
+    else
+        fail=$((fail + 1))
+    fi
+done
+rm -f "$DB".damaged-*
+row "index pages overwritten: search, status --deep, index" "$R" "$fail" "0; $said searches said damaged, $told_nothing said nothing found; $mended mended by a plain index"
+
+# 9. a damaged memory store: told so, never a smaller list
+sqlite3 "$MEM" 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
+cp "$MEM" "$D/goodmem.sqlite"
+whole=$(mem_count)
+fail=0 said=0 smaller=0
+for r in $(seq 1 "$R"); do
+    cp "$D/goodmem.sqlite" "$MEM"
+    rm -f "$MEM-wal" "$MEM-shm"
+    python3 - "$MEM" "$r" <<'PY'
+import random, sys
+random.seed(int(sys.argv[2]))
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+for _ in range(10):
+    i = random.randrange(4096, len(b))
+    b[i] ^= random.randrange(1, 256)
+open(p, 'wb').write(b)
+PY
+    out=$(mn memory list --limit 100000 --json 2>/dev/null)
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        n=$(echo "$out" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["memories"]))')
+        [ "$n" -ge "$whole" ] || { smaller=$((smaller + 1)); fail=$((fail + 1)); }
+    elif [ $rc -eq 5 ]; then
+        said=$((said + 1))
+    else
+        fail=$((fail + 1))
+    fi
+    mn status >/dev/null 2>&1
+    [ $? -eq 5 ] || [ "$(sqlite3 "$MEM" 'PRAGMA quick_check' 2>&1)" = ok ] || fail=$((fail + 1))
+done
+cp "$D/goodmem.sqlite" "$MEM"
+rm -f "$MEM-wal" "$MEM-shm"
+row "memory store bytes flipped: list, status" "$R" "$fail" "0; $said lists said damaged, $smaller smaller lists"
 
 echo
 echo "| class | cases | failures | lost |"

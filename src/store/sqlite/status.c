@@ -47,13 +47,13 @@ static json_int_t count(sqlite3 *db, const char *sql, reads *r)
     return n;
 }
 
-/* PRAGMA quick_check of SCHEMA (every page and record read, no index
- * checked against its table): SQLITE_OK, or an SQLite error with the
- * first complaint in WHY. */
-static int quick_check(sqlite3 *db, const char *schema, char *why, size_t n)
+/* PRAGMA CHECK (quick_check: every page and record read; integrity_check:
+ * and every index against its table) of SCHEMA: SQLITE_OK, or an SQLite
+ * error with the first complaint in WHY. */
+static int quick_check(sqlite3 *db, const char *schema, const char *check, char *why, size_t n)
 {
     char sql[64];
-    snprintf(sql, sizeof sql, "PRAGMA %s.quick_check(1)", schema);
+    snprintf(sql, sizeof sql, "PRAGMA %s.%s(1)", schema, check);
     sqlite3_stmt *st = NULL;
     int s = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     if (s == SQLITE_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -61,18 +61,19 @@ static int quick_check(sqlite3 *db, const char *schema, char *why, size_t n)
         s = v && strcmp(v, "ok") == 0 ? SQLITE_OK : SQLITE_CORRUPT;
         /* "*** in database main ***\nPage 7: ...": the complaint alone. */
         const char *nl = v ? strrchr(v, '\n') : NULL;
-        snprintf(why, n, "quick_check: %s", nl ? nl + 1 : v ? v : "no answer");
+        snprintf(why, n, "%s: %s", check, nl ? nl + 1 : v ? v : "no answer");
     } else {
-        snprintf(why, n, "quick_check");
+        snprintf(why, n, "%s", check);
     }
     sqlite3_finalize(st);
     return s;
 }
 
 /* Memories are primary data and their store is small (1,000 memories
- * take about 0.5 MB): plain status checks every page of a store up to this
- * size, a few milliseconds; --deep checks any size, and the index too. */
-#define MEM_CHECK_BYTES (32 << 20)
+ * take about 1.8 MB): plain status checks a store up to this size whole,
+ * tables against their indexes (integrity_check, about 1.5 ms a MB);
+ * --deep checks any size, and every page of the index (quick_check). */
+#define MEM_CHECK_BYTES (64 << 20)
 
 /* Records the damage on the handle and as the report's error. */
 static void damaged(mnemo *m, json_t *root, json_t *warnings, int rc, const char *what, int mem)
@@ -249,6 +250,10 @@ int lite_status_json(mnemo *m, int deep, char **out)
             const char *why = m->lite->mem_err.len ? m->lite->mem_err.data : "";
             json_object_set_new(mj, "error", json_string(why));
             json_array_append_new(warnings, json_string(why));
+            if (m->lite->mem_rc == MNEMO_CORRUPT) { /* damaged, or not a store */
+                json_object_set_new(root, "error", json_string(why));
+                json_object_set_new(root, "errorStatus", json_integer(MNEMO_CORRUPT));
+            }
         } else {
             json_object_set_new(mj, "count", json_integer(count(h, "SELECT count(*) FROM "
                                                                    "memories WHERE deleted_at "
@@ -312,9 +317,9 @@ int lite_status_json(mnemo *m, int deep, char **out)
             snprintf(why, sizeof why, "a search met the damage");
         }
         if (!ix.rc && deep)
-            ix.rc = quick_check(h, "main", why, sizeof why);
+            ix.rc = quick_check(h, "main", "quick_check", why, sizeof why);
         if (!mr.rc && (deep || file_size(m->mem_path) <= MEM_CHECK_BYTES) && !m->lite->mem_rc)
-            mr.rc = quick_check(h, "mem", mwhy, sizeof mwhy);
+            mr.rc = quick_check(h, "mem", "integrity_check", mwhy, sizeof mwhy);
         if (mr.rc) {
             lite_mem_fail(m, mr.rc, mwhy);
             json_object_set_new(mj, "error", json_string(core_errmsg(m)));

@@ -361,6 +361,21 @@ static int pragma_int(sqlite3 *db, const char *sql, int *out)
     return rc;
 }
 
+/* The first column of SQL's first row as text (*out: sqlite3_free). */
+static int pragma_text(sqlite3 *db, const char *sql, char **out)
+{
+    *out = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(q, 0);
+        *out = sqlite3_mprintf("%s", v ? v : "");
+        rc = *out ? SQLITE_OK : SQLITE_NOMEM;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
 /* Whether the main database has every table an index has (an index written
  * before application ids were set carries none). -1 when unreadable. */
 static int index_tables(sqlite3 *db)
@@ -889,6 +904,23 @@ int store_attach_memories(store *s, const char *mem_path, const char *language, 
                 mem_path, (unsigned)app);
         sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
         return MNEMO_CORRUPT;
+    }
+    /* A small store is checked whole as it is opened (about 1.5 ms a MB):
+     * a damaged index of it reads as fewer rows, which no read can tell. */
+    if (existed && sb.st_size <= STORE_MEM_CHECK_BYTES) {
+        char *bad = NULL;
+        if (pragma_text(s->db, "PRAGMA mem.integrity_check(1)", &bad) != SQLITE_OK ||
+            !bad || strcmp(bad, "ok") != 0) {
+            fmt(err,
+                "the memory store %s is damaged (%s); it is left as it is: move it away (a "
+                "new store is then created) and salvage it with mnemo memory recover "
+                "MOVED-FILE, or import a snapshot (%s.backup-*.jsonl)",
+                mem_path, bad ? bad : sqlite3_errmsg(s->db), mem_path);
+            sqlite3_free(bad);
+            sqlite3_exec(s->db, "DETACH mem", NULL, NULL, NULL);
+            return MNEMO_CORRUPT;
+        }
+        sqlite3_free(bad);
     }
     /* The index's page cache size, which a PRAGMA without a schema gave
      * main only. */

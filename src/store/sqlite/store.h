@@ -20,6 +20,9 @@
  * version) is ever rebuilt, moved aside or migrated. */
 #define STORE_APP_ID 0x6d6e6d6f
 #define STORE_MEM_APP_ID 0x6d6e6d6d
+/* A memory store up to this size is checked whole (integrity_check) when a
+ * handle opens it. */
+#define STORE_MEM_CHECK_BYTES (8 << 20)
 
 typedef struct store store;
 
