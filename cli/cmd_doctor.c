@@ -274,10 +274,15 @@ static void check_index(report *r, mnemo *m)
     json_int_t es = json_integer_value(json_object_get(j, "errorStatus"));
     if (es) {
         const char *err = json_string_value(json_object_get(j, "error"));
+        int unreachable = json_is_false(
+            json_object_get(json_object_get(j, "server"), "reachable"));
         add(r, "index", "fail",
             es == MNEMO_BUSY ? "wait for the other writer, or stop it"
-                             : "the message names the fix (mnemo index --force rebuilds a "
-                               "damaged index)",
+            : unreachable    ? "start the PostgreSQL server, or check the store setting "
+                               "(mnemo config show)"
+                             : "the message names the fix (a plain mnemo index rebuilds a "
+                               "damaged index; mnemo memory recover salvages a damaged "
+                               "memory store)",
             "%s: %s", path ? path : "index", err ? err : "cannot be opened");
     } else if (!json_is_true(json_object_get(j, "indexed"))) {
         add(r, "index", "fail", "mnemo index", "no index yet at %s (search builds one; the "
