@@ -24,6 +24,7 @@
 #include "store/sqlite/recover.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,9 +122,13 @@ static int idset_add(idset *s, uint64_t h)
     return 1;
 }
 
+/* A value as a number: 0 when it is none, or not finite (damage can make
+ * a float of any 8 bytes). */
 static double num(const sval *v)
 {
-    return v->type == SQLITE_INTEGER ? (double)v->i : v->type == SQLITE_FLOAT ? v->d : 0;
+    if (v->type == SQLITE_INTEGER)
+        return (double)v->i;
+    return v->type == SQLITE_FLOAT && isfinite(v->d) ? v->d : 0;
 }
 
 /* Binds text V to parameter P of ST, repaired to UTF-8 without NULs. */
@@ -174,7 +179,10 @@ static int put_memory(writer *w, const sval *v, int cut, int64_t *mid)
         } else if (k == 'T' || k == 't') {
             rc = bind_text(w, st, c + 1, x, &bad);
         } else if (k == 'I') {
-            rc = sqlite3_bind_int64(st, c + 1, x->type == SQLITE_INTEGER ? x->i : (int64_t)num(x));
+            double d = num(x); /* in range before the cast: a damaged float can be any */
+            rc = sqlite3_bind_int64(st, c + 1, x->type == SQLITE_INTEGER ? x->i
+                                               : fabs(d) < 9e18 ? (int64_t)d
+                                                                : 0);
         } else {
             rc = sqlite3_bind_double(st, c + 1, num(x));
         }
@@ -275,14 +283,16 @@ static int keep_event(writer *w, int64_t hid, int sql, const sval *id, const sva
     return SQLITE_OK;
 }
 
+/* Numbers by value: a REAL column keeps a whole number as an integer on
+ * its page, and SQLite reads it back as a float. */
 static int sval_cmp(const sval *a, const sval *b)
 {
+    int an = a->type == SQLITE_INTEGER || a->type == SQLITE_FLOAT;
+    int bn = b->type == SQLITE_INTEGER || b->type == SQLITE_FLOAT;
+    if (an && bn)
+        return num(a) < num(b) ? -1 : num(a) > num(b);
     if (a->type != b->type)
         return a->type < b->type ? -1 : 1;
-    if (a->type == SQLITE_INTEGER)
-        return a->i < b->i ? -1 : a->i > b->i;
-    if (a->type == SQLITE_FLOAT)
-        return a->d < b->d ? -1 : a->d > b->d;
     if (a->type != SQLITE_TEXT)
         return 0;
     size_t n = a->n < b->n ? a->n : b->n;
@@ -672,40 +682,80 @@ static uint32_t local_size(const pages *f, uint64_t n, int table)
     return k <= x ? k : m;
 }
 
-/* The number of values of the record of LEN bytes whose first HAVE bytes
- * are at P: -1 when its header does not fit in them, -2 when the lengths
- * it gives do not add up to LEN (a damaged record). */
-static int columns(const uint8_t *p, uint32_t have, uint64_t len)
+/* Bytes of a value of serial type T (10 and 11 are not used). */
+static uint64_t type_len(uint64_t t)
 {
     static const uint8_t ilen[] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0};
+    return t >= 12 ? (t - 12) / 2 : ilen[t];
+}
+
+/* The number of values of the record of LEN bytes whose first HAVE bytes
+ * are at P, -1 when its header is not whole in them or does not parse;
+ * *FITS: the lengths the header gives add up to LEN. */
+static int columns(const uint8_t *p, uint64_t have, uint64_t len, int *fits)
+{
     uint64_t hlen, t, sum;
     int k = varint(p, p + have, &hlen), n = 0;
-    if (!k)
-        return -1;
-    if (hlen > len || hlen < (uint64_t)k)
-        return -2;
-    if (hlen > have)
+    *fits = 0;
+    if (!k || hlen > have || hlen > len || hlen < (uint64_t)k)
         return -1;
     sum = hlen;
     for (const uint8_t *h = p + k; h < p + hlen; h += k, n++) {
-        if (!(k = varint(h, p + hlen, &t)) || t == 10 || t == 11)
-            return -2;
-        sum += t >= 12 ? (t - 12) / 2 : ilen[t];
-        if (sum > len)
-            return -2;
+        if (!(k = varint(h, p + hlen, &t)))
+            return -1;
+        if (sum <= len)
+            sum += t == 10 || t == 11 ? len + 1 : type_len(t);
     }
-    return sum == len ? n : -2;
+    *fits = sum == len;
+    return n;
+}
+
+/* Decodes value X of serial type T whose L bytes are at B, of which only
+ * AVAIL are there (the rest was lost with an overflow chain). Returns 1
+ * when some was lost: a value lost whole is NULL, text or a blob lost in
+ * part keeps its first bytes. */
+static int value(uint64_t t, const uint8_t *b, uint64_t l, uint64_t avail, sval *x)
+{
+    memset(x, 0, sizeof *x);
+    x->type = SQLITE_NULL;
+    if (l > avail) {
+        if (t >= 12 && avail > 0) {
+            x->type = t & 1 ? SQLITE_TEXT : SQLITE_BLOB;
+            x->s = (const char *)b;
+            x->n = (size_t)avail;
+        }
+        return 1;
+    }
+    if (t >= 1 && t <= 6) {
+        uint64_t u = b[0] & 0x80 ? ~(uint64_t)0 : 0;
+        for (uint64_t i = 0; i < l; i++)
+            u = u << 8 | b[i];
+        x->type = SQLITE_INTEGER;
+        x->i = (int64_t)u;
+    } else if (t == 7) {
+        uint64_t u = 0;
+        for (int i = 0; i < 8; i++)
+            u = u << 8 | b[i];
+        memcpy(&x->d, &u, 8);
+        x->type = SQLITE_FLOAT;
+    } else if (t == 8 || t == 9) {
+        x->type = SQLITE_INTEGER;
+        x->i = (int64_t)(t - 8);
+    } else if (t >= 12) {
+        x->type = t & 1 ? SQLITE_TEXT : SQLITE_BLOB;
+        x->s = (const char *)b;
+        x->n = (size_t)l;
+    }
+    return 0;
 }
 
 /* Decodes a record of LEN bytes of which the first HAVE are at P (the
  * rest was lost with its overflow chain) into at most MAX values; returns
- * their count, -1 when malformed. Text and blobs point into the record; a
- * value lost whole is NULL, one lost in part keeps its first bytes, and
- * both set their bit in *LOST. */
+ * their count, -1 when malformed. Text and blobs point into the record;
+ * values lost, whole or in part, set their bit in *LOST. */
 static int record(const uint8_t *p, uint64_t have, uint64_t len, sval *v, int max,
                   uint32_t *lost)
 {
-    static const uint8_t ilen[] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
     uint64_t hlen, at;
     int k = varint(p, p + have, &hlen), n = 0;
     *lost = 0;
@@ -717,42 +767,11 @@ static int record(const uint8_t *p, uint64_t have, uint64_t len, sval *v, int ma
         if (!(k = varint(h, hend, &t)) || n == max || t == 10 || t == 11)
             return -1;
         h += k;
-        uint64_t l = t >= 12 ? (t - 12) / 2 : ilen[t];
+        uint64_t l = type_len(t);
         if (l > len - at)
             return -1;
-        sval *x = &v[n];
-        memset(x, 0, sizeof *x);
-        const uint8_t *b = p + at;
-        if (at + l > have) {
+        if (value(t, p + at, l, at < have ? have - at : 0, &v[n]))
             *lost |= 1u << n;
-            x->type = SQLITE_NULL;
-            if (t >= 12 && at < have) {
-                x->type = t & 1 ? SQLITE_TEXT : SQLITE_BLOB;
-                x->s = (const char *)b;
-                x->n = (size_t)(have - at);
-            }
-        } else if (t == 0) {
-            x->type = SQLITE_NULL;
-        } else if (t <= 6) {
-            uint64_t u = b[0] & 0x80 ? ~(uint64_t)0 : 0;
-            for (uint64_t i = 0; i < l; i++)
-                u = u << 8 | b[i];
-            x->type = SQLITE_INTEGER;
-            x->i = (int64_t)u;
-        } else if (t == 7) {
-            uint64_t u = 0;
-            for (int i = 0; i < 8; i++)
-                u = u << 8 | b[i];
-            memcpy(&x->d, &u, 8);
-            x->type = SQLITE_FLOAT;
-        } else if (t == 8 || t == 9) {
-            x->type = SQLITE_INTEGER;
-            x->i = (int64_t)(t - 8);
-        } else {
-            x->type = t & 1 ? SQLITE_TEXT : SQLITE_BLOB;
-            x->s = (const char *)b;
-            x->n = (size_t)l;
-        }
         at += l;
     }
     return at == len ? n : -1;
@@ -787,6 +806,138 @@ static int memory_shaped(const sval *v, int n, uint32_t lost)
     for (int c = 1; c < NCOLS; c++)
         off += !fits(mem_kinds[c], &v[c + 1], (lost >> (c + 1)) & 1);
     return off <= 3;
+}
+
+/* Whether V looks like a value of memories' column C (after mid), as
+ * mnemo writes them: what tells a mended reading from a wrong one. */
+static int looks_like(int c, const sval *v)
+{
+    int text = v->type == SQLITE_TEXT && utf8_valid(v->s, v->n);
+    double d = num(v);
+    switch (c) {
+    case 0:
+        return text && v->n > 0 && v->n <= 256;
+    case 1:
+        return text;
+    case 2:
+        if (!text || v->n != HASH_HEX_LEN)
+            return 0;
+        for (size_t i = 0; i < v->n; i++)
+            if (!strchr("0123456789abcdef", v->s[i]))
+                return 0;
+        return 1;
+    case 4:
+        return is_num(v) && d >= 0 && d <= 1;
+    case 10:
+    case 11:
+        return text && v->n >= 2 && v->s[0] == (c == 10 ? '{' : '[') &&
+               v->s[v->n - 1] == (c == 10 ? '}' : ']');
+    case 12:
+    case 13:
+        return is_num(v) && d > 0 && d < 1e11;
+    case 14:
+    case 16:
+    case 17:
+        return v->type == SQLITE_NULL || (is_num(v) && d > 0 && d < 1e11);
+    case 15:
+        return v->type == SQLITE_INTEGER && v->i >= 0;
+    default:
+        return text && v->n <= 256;
+    }
+}
+
+/* Reads the values of a memory record of LEN bytes (HAVE of them at P)
+ * whose header, of HLEN bytes, gives types T and lengths L that do not add
+ * up, as if the type of value J were the damaged one: the values before it
+ * are where the header says counting from the start, those after it where
+ * it says counting back from the end, and J, between them, is kept when
+ * its column holds text. J past the last value: the types are right and
+ * the length was damaged. Returns 0 when that cannot be. */
+static int mend_at(const uint8_t *p, uint64_t have, uint64_t len, uint64_t hlen,
+                   const uint64_t *t, const uint64_t *l, int j, sval *v, uint32_t *lost)
+{
+    uint64_t head = hlen, tail = len; /* the values before and after J take these */
+    *lost = 0;
+    for (int i = 0; i < j && i <= NCOLS; i++) {
+        if (j <= NCOLS && l[i] > len - head)
+            return 0;
+        uint64_t size = l[i] < len - head ? l[i] : len - head;
+        uint64_t avail = head >= have ? 0 : size < have - head ? size : have - head;
+        if (value(t[i], p + head, l[i], avail, &v[i]))
+            *lost |= 1u << i;
+        head += size;
+    }
+    if (j > NCOLS)
+        return 1;
+    for (int i = NCOLS; i > j; i--) {
+        if (l[i] > tail - head)
+            return 0;
+        tail -= l[i];
+        if (value(t[i], p + tail, l[i], tail < have ? have - tail : 0, &v[i]))
+            *lost |= 1u << i;
+    }
+    char k = j ? mem_kinds[j - 1] : 'r';
+    uint64_t textual = (tail - head) * 2 + 13;
+    if (value(k == 'T' || k == 't' ? textual : 0, p + head, tail - head,
+              head < have ? have - head : 0, &v[j]) ||
+        (k != 'T' && k != 't'))
+        *lost |= 1u << j;
+    return 1;
+}
+
+/* Reads the header H (of HLEN bytes, types from byte K) as a memory's 19
+ * types, and tries mend_at for each place of the damage; keeps the reading
+ * in which the most values look like their column when it beats BEST. */
+static int mend_header(const uint8_t *h, int k, uint64_t hlen, const uint8_t *p, uint64_t have,
+                       uint64_t len, sval *v, uint32_t *lost, int best)
+{
+    uint64_t t[NCOLS + 1], l[NCOLS + 1];
+    int n = 0, step;
+    for (uint64_t at = (uint64_t)k; at < hlen; at += (uint64_t)step, n++) {
+        if (n > NCOLS || !(step = varint(h + at, h + hlen, &t[n])))
+            return best;
+        l[n] = t[n] == 10 || t[n] == 11 ? len + 1 : type_len(t[n]);
+    }
+    if (n != NCOLS + 1)
+        return best;
+    for (int j = 0; j <= NCOLS + 1; j++) {
+        sval c[NCOLS + 1];
+        uint32_t cl;
+        if (!mend_at(p, have, len, hlen, t, l, j, c, &cl) || (cl & 2))
+            continue; /* the id is needed whole */
+        int score = 0;
+        for (int i = 0; i < NCOLS; i++)
+            score += !((cl >> (i + 1)) & 1) && looks_like(i, &c[i + 1]);
+        if (score > best) {
+            best = score;
+            memcpy(v, c, sizeof c);
+            *lost = cl;
+        }
+    }
+    return best;
+}
+
+/* A record shaped like a memory's whose types do not add up to its length:
+ * one byte of its header (or its length) was damaged. A changed type is
+ * read around (mend_at); a changed top bit joins two types into one or
+ * splits one in two, so the header is also read with each byte's top bit
+ * turned back. The reading in which the most values look like their
+ * column is kept when all but two do. Returns NCOLS + 1 or -1. */
+static int mend(const uint8_t *p, uint64_t have, uint64_t len, sval *v, uint32_t *lost)
+{
+    uint64_t hlen;
+    uint8_t h[256];
+    int k = varint(p, p + have, &hlen), best = -1;
+    if (!k || hlen > have || hlen > len || hlen < (uint64_t)k || hlen > sizeof h)
+        return -1;
+    memcpy(h, p, (size_t)hlen);
+    best = mend_header(h, k, hlen, p, have, len, v, lost, best);
+    for (uint64_t i = (uint64_t)k; i < hlen; i++) {
+        h[i] ^= 0x80;
+        best = mend_header(h, k, hlen, p, have, len, v, lost, best);
+        h[i] ^= 0x80;
+    }
+    return best >= NCOLS - 2 ? NCOLS + 1 : -1;
 }
 
 /* A memory_history row: hid (NULL), memory_id, event, old, new, at,
@@ -829,16 +980,15 @@ static int leaf_row(scan *s, const uint8_t *c, const uint8_t *end, int *bad, siz
         return SQLITE_OK;
     const uint8_t *data = c;
     uint64_t have = n;
+    uint32_t next = local < n ? be(c + local, 4) : 0;
+    int whole, cols = columns(c, local, n, &whole);
+    if ((cols >= 0 && (cols < NCOLS || cols > NCOLS + 2) && cols != HCOLS + 1) || n > (1u << 26)) {
+        /* Another table's row (no memory is that large), or a damaged one:
+         * its chain is marked, not read. */
+        *bad = (local < n && chain(f, next, n - local, NULL) > 0) || !whole;
+        return SQLITE_OK;
+    }
     if (local < n) {
-        uint32_t next = be(c + local, 4);
-        int cols = columns(c, local, n);
-        if (cols == -2 || (cols >= 0 && cols != NCOLS + 1 && cols != HCOLS + 1) ||
-            n > (1u << 26)) {
-            /* Damaged, or another table's row (no memory is that large): its
-             * chain is marked, not read. */
-            *bad = chain(f, next, n - local, NULL) > 0 || cols == -2;
-            return SQLITE_OK;
-        }
         buf_reset(&s->over);
         buf_append(&s->over, c, local);
         have = n - chain(f, next, n - local, &s->over);
@@ -848,10 +998,12 @@ static int leaf_row(scan *s, const uint8_t *c, const uint8_t *end, int *bad, siz
     }
     sval v[NCOLS + 1];
     uint32_t lost;
-    int nv = record(data, have, n, v, NCOLS + 1, &lost);
+    int nv = record(data, have, n, v, NCOLS + 1, &lost), mended = 0;
+    if (nv < 0 && cols >= NCOLS && cols <= NCOLS + 2) /* a damaged type: mended, maybe whole */
+        mended = (nv = mend(data, have, n, v, &lost)) > 0;
     if (nv < 0)
         return SQLITE_OK;
-    *bad = have < n;
+    *bad = have < n || !whole;
     if (memory_shaped(v, nv, lost)) {
         s->w->r->found = 1;
         for (int i = 1; i < nv; i++)
@@ -860,7 +1012,7 @@ static int leaf_row(scan *s, const uint8_t *c, const uint8_t *end, int *bad, siz
         if (lost & 4)
             v[3].type = SQLITE_NULL; /* the text was cut: its hash is derived again */
         int64_t mid;
-        return put_memory(s->w, v + 1, lost != 0, &mid);
+        return put_memory(s->w, v + 1, lost || mended, &mid);
     }
     if (history_shaped(v, nv, lost)) {
         for (int i = 1; i < nv; i++)
@@ -887,8 +1039,10 @@ static long free_bytes(const uint8_t *base, const uint8_t *h, uint32_t start, ui
 }
 
 /* Reads b-tree page PG: the rows of a table leaf; the overflow chains of
- * every cell are marked (they are not damaged places). Only rows count
- * as damaged places: index and interior pages hold none. */
+ * every cell are marked (they are not damaged places). A header that does
+ * not fit is a damaged place whatever the page's kind (it may be a leaf
+ * with a damaged kind); otherwise only rows count: index and interior
+ * cells hold none. */
 static int read_btree(scan *s, uint32_t pg)
 {
     pages *f = &s->f;
@@ -896,8 +1050,10 @@ static int read_btree(scan *s, uint32_t pg)
     uint32_t hoff = pg == 1 ? 100 : 0;
     const uint8_t *h = base + hoff;
     uint8_t t = h[0];
-    if (t == 0x05)
-        return SQLITE_OK; /* interior table cells hold a rowid and a child */
+    if (t == 0x05) { /* interior table cells hold a rowid and a child */
+        s->damaged += !header_fits(h, hoff, f->usable);
+        return SQLITE_OK;
+    }
     uint32_t hsize = t == 0x02 ? 12 : 8, ncell = be(h + 3, 2);
     int quiet = 0, damaged = 0;
     if (!header_fits(h, hoff, f->usable)) {
@@ -931,8 +1087,10 @@ static int read_btree(scan *s, uint32_t pg)
         if (bad && !quiet)
             damaged++;
     }
-    if (t != 0x0d)
+    if (t != 0x0d) {
+        s->damaged += quiet;
         return SQLITE_OK;
+    }
     if (!damaged) {
         /* Cells, free blocks and fragments fill the content area exactly
          * (what integrity_check checks); bytes left over are cells the
