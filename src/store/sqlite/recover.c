@@ -1181,6 +1181,32 @@ done:
  * Both
  * -------------------------------------------------------------------- */
 
+/* Opens PATH for the SQL reader without writing beside it: immutable (no
+ * lock, no -shm or -wal made), unless a -wal there holds writes to read. */
+static int open_source(const char *path, sqlite3 **src)
+{
+    buf uri;
+    buf_init(&uri, 0);
+    buf_printf(&uri, "%s-wal", path);
+    int wal = !buf_err(&uri) && access(uri.data, F_OK) == 0;
+    buf_reset(&uri);
+    buf_puts(&uri, "file:");
+    for (const char *c = path; *c; c++) {
+        if (*c == '%' || *c == '?' || *c == '#' || (unsigned char)*c < 0x20)
+            buf_printf(&uri, "%%%02X", (unsigned char)*c);
+        else
+            buf_putc(&uri, *c);
+    }
+    buf_puts(&uri, wal ? "?mode=ro" : "?mode=ro&immutable=1");
+    int rc = buf_err(&uri) ? SQLITE_NOMEM
+                           : sqlite3_open_v2(uri.data, src,
+                                             SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX |
+                                                 SQLITE_OPEN_URI,
+                                             NULL);
+    buf_cleanup(&uri);
+    return rc;
+}
+
 int salvage_memories(const char *path, sqlite3 *dst, salvage_report *r, buf *err)
 {
     memset(r, 0, sizeof *r);
@@ -1213,7 +1239,7 @@ int salvage_memories(const char *path, sqlite3 *dst, salvage_report *r, buf *err
         goto done;
     }
     sqlite3 *src = NULL;
-    int s = sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    int s = open_source(path, &src);
     if (s == SQLITE_OK)
         sqlite3_exec(src, "PRAGMA writable_schema = ON", NULL, NULL, NULL);
     int sq = s == SQLITE_OK ? sql_reader(src, &w) : SQLITE_NOTFOUND;
