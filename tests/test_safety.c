@@ -1036,7 +1036,8 @@ TEST(safety_recover_reads_rows_a_damaged_tree_hides)
     snprintf(old, sizeof old, "%s", test_path("old.sqlite"));
     long long leaves = test_sql_int(old, "SELECT count(*) FROM dbstat WHERE name = 'memories' "
                                          "AND pagetype = 'leaf'");
-    long long root = memories_page("internal", 0), leaf = memories_page("leaf", (int)leaves * 2 / 3);
+    long long root = memories_page("internal", 0);
+    long long leaf = memories_page("leaf", (int)leaves * 2 / 3);
     ASSERT(root > 1 && leaf > 1);
     char cond[64];
     snprintf(cond, sizeof cond, "pageno IN (%lld, %lld)", root, leaf);
@@ -1140,8 +1141,9 @@ TEST(safety_recover_leaves_freed_pages_alone)
     recover_fresh(old, &got, &places);
     ASSERT_EQ(got, DAMAGE_ROWS - 100);
     ASSERT_EQ(places, 0);
-    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"),
-                           "SELECT count(*) FROM memories WHERE id BETWEEN 'mem-0100' AND 'mem-0199'"),
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memories "
+                                                            "WHERE id BETWEEN 'mem-0100' AND "
+                                                            "'mem-0199'"),
               0);
 }
 

@@ -15,9 +15,11 @@
  * this salvage added.
  *
  * The page reader also counts what it could not read, the damaged places:
- * a page that is none of SQLite's kinds, a page missing from a file cut
- * short, a row whose cell does not decode or whose overflow chain breaks
- * (the part before the break is kept). Every value is untrusted: text that
+ * a page that is none of SQLite's kinds or whose header does not fit, a
+ * page missing from a file cut short, a row whose cell does not decode,
+ * whose overflow chain breaks (the part before the break is kept) or whose
+ * header was damaged (the row is mended when its values can be placed: see
+ * mend). Every value is untrusted: text that
  * is not UTF-8 is repaired (U+FFFD), a missing required value gets its
  * column's default, a record that does not fit the shape is not used.
  */
@@ -711,7 +713,8 @@ static int columns(const uint8_t *p, uint64_t have, uint64_t len, int *fits)
 }
 
 /* Decodes value X of serial type T whose L bytes are at B, of which only
- * AVAIL are there (the rest was lost with an overflow chain). Returns 1
+ * AVAIL are there (the rest was lost with an overflow chain; B is not read
+ * when none is). Returns 1
  * when some was lost: a value lost whole is NULL, text or a blob lost in
  * part keeps its first bytes. */
 static int value(uint64_t t, const uint8_t *b, uint64_t l, uint64_t avail, sval *x)
@@ -770,7 +773,7 @@ static int record(const uint8_t *p, uint64_t have, uint64_t len, sval *v, int ma
         uint64_t l = type_len(t);
         if (l > len - at)
             return -1;
-        if (value(t, p + at, l, at < have ? have - at : 0, &v[n]))
+        if (value(t, p + (at < have ? at : have), l, at < have ? have - at : 0, &v[n]))
             *lost |= 1u << n;
         at += l;
     }
@@ -863,7 +866,7 @@ static int mend_at(const uint8_t *p, uint64_t have, uint64_t len, uint64_t hlen,
             return 0;
         uint64_t size = l[i] < len - head ? l[i] : len - head;
         uint64_t avail = head >= have ? 0 : size < have - head ? size : have - head;
-        if (value(t[i], p + head, l[i], avail, &v[i]))
+        if (value(t[i], p + (head < have ? head : have), l[i], avail, &v[i]))
             *lost |= 1u << i;
         head += size;
     }
@@ -873,12 +876,12 @@ static int mend_at(const uint8_t *p, uint64_t have, uint64_t len, uint64_t hlen,
         if (l[i] > tail - head)
             return 0;
         tail -= l[i];
-        if (value(t[i], p + tail, l[i], tail < have ? have - tail : 0, &v[i]))
+        if (value(t[i], p + (tail < have ? tail : have), l[i], tail < have ? have - tail : 0, &v[i]))
             *lost |= 1u << i;
     }
     char k = j ? mem_kinds[j - 1] : 'r';
     uint64_t textual = (tail - head) * 2 + 13;
-    if (value(k == 'T' || k == 't' ? textual : 0, p + head, tail - head,
+    if (value(k == 'T' || k == 't' ? textual : 0, p + (head < have ? head : have), tail - head,
               head < have ? have - head : 0, &v[j]) ||
         (k != 'T' && k != 't'))
         *lost |= 1u << j;
