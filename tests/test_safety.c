@@ -902,3 +902,329 @@ TEST(safety_index_with_unreadable_schema_is_rebuilt)
     ASSERT_EQ(cli(NULL, NULL, "status", NULL), 0);
     ASSERT_EQ(list_count(), 5);
 }
+
+/* ----------------------------------------------------------------------
+ * Salvage from damaged stores, checked against the page layout
+ * -------------------------------------------------------------------- */
+
+#define DAMAGE_ROWS 300
+
+/* A memory store of DAMAGE_ROWS memories, one ADD event each, every tenth
+ * long enough to spill onto overflow pages, moved aside as old.sqlite (the
+ * next open starts an empty store). */
+static void store_to_damage(void)
+{
+    setenv("MNEMO_NOW", "2026-11-29T12:00:00Z", 1);
+    test_write("ws/MEMORY.md", "# Notes\n");
+    unlink(test_path("db.memories.sqlite"));
+    unlink(test_path("db.memories.sqlite-wal"));
+    unlink(test_path("db.memories.sqlite-shm"));
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < DAMAGE_ROWS; i++) {
+        buf_printf(&b, "{\"id\":\"mem-%04d\",\"text\":\"fact %d about the garden", i, i);
+        for (int k = 0; i % 10 == 0 && k < 1000; k++)
+            buf_puts(&b, " heron");
+        buf_puts(&b, "\",\"created_at\":\"2026-01-01T00:00:00Z\",\"history\":[{\"event\":\"ADD\","
+                     "\"old_text\":null,\"new_text\":\"added\",\"at\":\"2026-01-01T00:00:00Z\","
+                     "\"detail\":null}]}\n");
+    }
+    ASSERT(!buf_err(&b));
+    size_t imported = 0, skipped = 0;
+    ASSERT_OK(mnemo_memory_import(m, b.data, b.len, &imported, &skipped));
+    ASSERT_EQ(imported, DAMAGE_ROWS);
+    buf_cleanup(&b);
+    mnemo_close(m);
+    run_sql(test_path("db.memories.sqlite"), "PRAGMA wal_checkpoint(TRUNCATE)");
+    ASSERT_EQ(rename(test_path("db.memories.sqlite"), test_path("old.sqlite")), 0);
+    unlink(test_path("db.memories.sqlite-wal"));
+    unlink(test_path("db.memories.sqlite-shm"));
+}
+
+/* The rows of the memories table of PATH (intact) that no page matching
+ * the SQL condition DAMAGED (on dbstat's pageno) touches: their leaf and
+ * every overflow page of theirs are elsewhere. An independent count of
+ * what any salvage can read back, from SQLite's own view of the pages. */
+static long long rows_clear_of(const char *path, const char *damaged)
+{
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "WITH p AS (SELECT pagetype, path, ncell, (%s) AS hit FROM dbstat "
+             "WHERE name = 'memories'), "
+             "cut AS (SELECT DISTINCT substr(path, 1, instr(path, '+') - 1) AS cell FROM p "
+             "WHERE pagetype = 'overflow' AND hit) "
+             "SELECT (SELECT sum(ncell) FROM p WHERE pagetype = 'leaf' AND NOT hit) - "
+             "(SELECT count(*) FROM cut JOIN p ON p.pagetype = 'leaf' AND NOT p.hit AND "
+             "p.path = substr(cut.cell, 1, length(cut.cell) - 3))",
+             damaged);
+    return test_sql_int(path, sql);
+}
+
+static long long memories_page(const char *type, int nth)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT pageno FROM dbstat WHERE name = 'memories' AND pagetype = '%s' "
+             "ORDER BY path LIMIT 1 OFFSET %d",
+             type, nth);
+    return test_sql_int(test_path("old.sqlite"), sql);
+}
+
+/* Recovers FILE into a new, empty memory store: what was recovered and the
+ * damaged places reported. */
+static void recover_fresh(const char *file, long long *recovered, long long *places)
+{
+    unlink(test_path("db.memories.sqlite"));
+    unlink(test_path("db.memories.sqlite-wal"));
+    unlink(test_path("db.memories.sqlite-shm"));
+    char *out = NULL;
+    ASSERT_EQ(cli(&out, NULL, "memory", "recover", file, "--json", NULL), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(j != NULL);
+    *recovered = json_integer_value(json_object_get(j, "recovered"));
+    *places = json_integer_value(json_object_get(j, "damagedPlaces"));
+    json_decref(j);
+    free(out);
+    ASSERT_EQ(memories_in_store(), *recovered);
+}
+
+static int byte_at(const char *path, long off)
+{
+    int c = header_byte(path, off);
+    ASSERT(c >= 0);
+    return c;
+}
+
+/* Writes a page of bytes from a fixed sequence over page PG of PATH. */
+static void scramble_page(const char *path, long long pg)
+{
+    FILE *f = fopen(path, "r+b");
+    ASSERT(f != NULL);
+    unsigned char junk[4096];
+    unsigned int x = 2463534242u;
+    for (size_t i = 0; i < sizeof junk; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        junk[i] = (unsigned char)(x >> 24);
+    }
+    junk[0] = 0xa5; /* no b-tree page's kind */
+    ASSERT_EQ(fseek(f, (long)(pg - 1) * 4096, SEEK_SET), 0);
+    ASSERT_EQ(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    fclose(f);
+}
+
+/* An intact file: every memory and event, nothing reported skipped. */
+TEST(safety_recover_intact_store_reports_nothing_skipped)
+{
+    store_to_damage();
+    long long got, places;
+    recover_fresh(test_path("old.sqlite"), &got, &places);
+    ASSERT_EQ(got, DAMAGE_ROWS);
+    ASSERT_EQ(places, 0);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"),
+              DAMAGE_ROWS);
+}
+
+/* A row's rowid made large on its leaf: SQLite reads the file without an
+ * error, but a seek past that rowid skips every later row. Then flipped
+ * bytes in the keys of the tree above the leaves. Every row is still on
+ * its leaf, and every one comes back. */
+TEST(safety_recover_reads_rows_a_damaged_tree_hides)
+{
+    store_to_damage();
+    char old[1024]; /* test_path's buffers are reused */
+    snprintf(old, sizeof old, "%s", test_path("old.sqlite"));
+    long long leaves = test_sql_int(old, "SELECT count(*) FROM dbstat WHERE name = 'memories' "
+                                         "AND pagetype = 'leaf'");
+    long long root = memories_page("internal", 0);
+    long long leaf = memories_page("leaf", (int)leaves * 2 / 3);
+    ASSERT(root > 1 && leaf > 1);
+    char cond[64];
+    snprintf(cond, sizeof cond, "pageno IN (%lld, %lld)", root, leaf);
+    long long clear = rows_clear_of(old, cond);
+    ASSERT(clear > 0 && clear < DAMAGE_ROWS);
+    /* The first of the two varint bytes of the rowid of the leaf's first
+     * cell (after its payload size), set: the same length, a rowid past
+     * 16,000. */
+    long lbase = (long)(leaf - 1) * 4096;
+    long cell = lbase + (byte_at(old, lbase + 8) << 8 | byte_at(old, lbase + 9));
+    int k = 0;
+    while (byte_at(old, cell + k) & 0x80)
+        k++;
+    ASSERT(byte_at(old, cell + k + 1) & 0x80);
+    ASSERT(!(byte_at(old, cell + k + 2) & 0x80));
+    overwrite(old, cell + k + 1, 0xff, 1);
+    long long got, places;
+    recover_fresh(old, &got, &places);
+    ASSERT(got >= clear);
+    ASSERT_EQ(got, DAMAGE_ROWS); /* no row's own bytes were touched... */
+    ASSERT_EQ(places, 0);        /* ...and none was skipped */
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memory_history"),
+              DAMAGE_ROWS);
+    /* The keys of a third of the interior cells (after each 4-byte child). */
+    long base = (long)(root - 1) * 4096;
+    int ncell = byte_at(old, base + 3) << 8 | byte_at(old, base + 4);
+    ASSERT(ncell > 4);
+    for (int i = 0; i < ncell; i += 3) {
+        long key = base + (byte_at(old, base + 12 + 2 * i) << 8 | byte_at(old, base + 13 + 2 * i));
+        overwrite(old, key + 4, byte_at(old, key + 4) ^ 0x30, 1);
+    }
+    recover_fresh(old, &got, &places);
+    ASSERT_EQ(got, DAMAGE_ROWS);
+    ASSERT_EQ(places, 0);
+}
+
+/* A page of the tree overwritten (the root above every leaf) and a leaf
+ * overwritten: the rows of every other leaf come back, and the lost ones
+ * are reported as skipped. */
+TEST(safety_recover_reads_leaves_under_an_overwritten_page)
+{
+    store_to_damage();
+    char old[1024]; /* test_path's buffers are reused */
+    snprintf(old, sizeof old, "%s", test_path("old.sqlite"));
+    long long root = memories_page("internal", 0), leaf = memories_page("leaf", 12);
+    char cond[64];
+    snprintf(cond, sizeof cond, "pageno IN (%lld, %lld)", root, leaf);
+    long long clear = rows_clear_of(old, cond);
+    ASSERT(clear > 0 && clear < DAMAGE_ROWS);
+    scramble_page(old, root);
+    scramble_page(old, leaf);
+    long long got, places;
+    recover_fresh(old, &got, &places);
+    ASSERT(got >= clear);
+    ASSERT(got < DAMAGE_ROWS);
+    ASSERT(places > 0);
+    /* Nothing but the root: nothing lost, the page still counted. */
+    store_to_damage();
+    root = memories_page("internal", 0);
+    scramble_page(old, root);
+    recover_fresh(old, &got, &places);
+    ASSERT_EQ(got, DAMAGE_ROWS);
+    ASSERT_EQ(places, 1);
+}
+
+/* A file cut at 60 %: every row wholly before the cut comes back, rows
+ * cut off are reported as skipped. */
+TEST(safety_recover_reads_what_is_left_of_a_file_cut_short)
+{
+    store_to_damage();
+    char old[1024]; /* test_path's buffers are reused */
+    snprintf(old, sizeof old, "%s", test_path("old.sqlite"));
+    struct stat st;
+    ASSERT_EQ(stat(old, &st), 0);
+    long cut = (long)(st.st_size * 6 / 10) + 100; /* inside a page */
+    char cond[64];
+    snprintf(cond, sizeof cond, "pageno > %ld", cut / 4096);
+    long long clear = rows_clear_of(old, cond);
+    ASSERT(clear > 0 && clear < DAMAGE_ROWS);
+    ASSERT_EQ(truncate(old, cut), 0);
+    long long got, places;
+    recover_fresh(old, &got, &places);
+    ASSERT(got >= clear);
+    ASSERT(got < DAMAGE_ROWS);
+    ASSERT(places > 0);
+}
+
+/* Deleted rows on pages SQLite freed (a delete without secure_delete
+ * leaves their bytes) stay deleted: the freelist is not read, and is not
+ * damage. */
+TEST(safety_recover_leaves_freed_pages_alone)
+{
+    store_to_damage();
+    char old[1024]; /* test_path's buffers are reused */
+    snprintf(old, sizeof old, "%s", test_path("old.sqlite"));
+    run_sql(old, "PRAGMA secure_delete = OFF;"
+                 "DELETE FROM memories WHERE id BETWEEN 'mem-0100' AND 'mem-0199';"
+                 "DELETE FROM memory_history WHERE memory_id BETWEEN 'mem-0100' AND 'mem-0199'");
+    ASSERT(test_sql_int(old, "PRAGMA freelist_count") > 0);
+    long long got, places;
+    recover_fresh(old, &got, &places);
+    ASSERT_EQ(got, DAMAGE_ROWS - 100);
+    ASSERT_EQ(places, 0);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM memories "
+                                                            "WHERE id BETWEEN 'mem-0100' AND "
+                                                            "'mem-0199'"),
+              0);
+}
+
+/* The record header of the memory in cell I of leaf LEAF: its offset in
+ * the file and its length. */
+static long record_header(const char *path, long long leaf, int i, int *hlen)
+{
+    long base = (long)(leaf - 1) * 4096;
+    long c = base + (byte_at(path, base + 8 + 2 * i) << 8 | byte_at(path, base + 9 + 2 * i));
+    for (int v = 0; v < 2; v++) /* the payload's length, the rowid */
+        while (byte_at(path, c++) & 0x80)
+            ;
+    *hlen = byte_at(path, c);
+    return c;
+}
+
+/* The memories of the store equal, column by column, to those of ORIG. */
+static long long same_as(const char *orig)
+{
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+    char sql[1024];
+    snprintf(sql, sizeof sql, "ATTACH '%s' AS o", orig);
+    ASSERT_EQ(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    ASSERT_EQ(sqlite3_prepare_v2(
+                  db,
+                  "SELECT count(*) FROM memories m JOIN o.memories x USING (id) WHERE "
+                  "m.text = x.text AND m.hash = x.hash AND m.category = x.category AND "
+                  "m.importance = x.importance AND m.type = x.type AND m.subject = x.subject AND "
+                  "m.user_id = x.user_id AND m.agent_id = x.agent_id AND m.run_id = x.run_id AND "
+                  "m.metadata = x.metadata AND m.triggers = x.triggers AND "
+                  "m.created_at = x.created_at AND m.updated_at = x.updated_at AND "
+                  "m.expires_at IS x.expires_at AND m.confirmations = x.confirmations AND "
+                  "m.last_confirmed_at IS x.last_confirmed_at AND m.deleted_at IS x.deleted_at",
+                  -1, &q, NULL),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    long long n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+/* A damaged type in a row's header: its lengths no longer add up, and
+ * SQLite reads the values after it shifted. One changed type (the hash's
+ * length) and two types joined into one (a top bit set) are read around:
+ * both memories come back whole, counted as repaired and as damaged
+ * places. */
+TEST(safety_recover_mends_rows_whose_types_were_damaged)
+{
+    store_to_damage();
+    char old[1024], orig[1024];
+    snprintf(old, sizeof old, "%s", test_path("old.sqlite"));
+    snprintf(orig, sizeof orig, "%s", test_path("orig.sqlite"));
+    size_t n;
+    char *bytes = test_read(old, &n);
+    ASSERT(bytes != NULL);
+    test_write_n("orig.sqlite", bytes, n);
+    free(bytes);
+    long long leaf = memories_page("leaf", 3);
+    int hlen, i = 0;
+    long h;
+    /* A short text: mid, id, text and hash (32 characters) one byte each. */
+    while ((h = record_header(old, leaf, i, &hlen)), byte_at(old, h + 3) >= 0x80)
+        ASSERT(++i < 5);
+    ASSERT_EQ(byte_at(old, h + 4), 32 * 2 + 13);
+    overwrite(old, h + 4, 33 * 2 + 13, 1);
+    /* confirmations (the integer 0), then last_confirmed_at and deleted_at
+     * (NULL): the first's top bit set joins it with the next, a blob of
+     * 506 bytes. */
+    h = record_header(old, leaf, i + 1, &hlen);
+    ASSERT_EQ(byte_at(old, h + hlen - 3), 8);
+    ASSERT_EQ(byte_at(old, h + hlen - 2), 0);
+    overwrite(old, h + hlen - 3, 0x88, 1);
+    long long got, places;
+    recover_fresh(old, &got, &places);
+    ASSERT_EQ(got, DAMAGE_ROWS);
+    ASSERT_EQ(places, 2);
+    ASSERT_EQ(same_as(orig), DAMAGE_ROWS);
+    char *out = NULL;
+    ASSERT_EQ(cli(&out, NULL, "memory", "list", "--limit", "1", "--json", NULL), 0);
+    free(out);
+}

@@ -10,22 +10,25 @@
 #include "util/buf.h"
 
 typedef struct salvage_report {
-    int found;              /* the file has a memories table SQLite can read */
+    int found;              /* the file has memories: a table SQLite reads, or rows */
     long recovered;         /* memories written to the store */
     long present;           /* already there (same id, or the same text and scope) */
-    long repaired;          /* memories with text that was not UTF-8, repaired */
-    long unreadable_reads;  /* damaged places skipped (each may hide rows) */
+    long repaired;          /* memories with text that was not UTF-8, or cut short */
+    long unreadable_reads;  /* damaged places skipped (each may hide rows): pages of
+                               no known kind or cut off, rows that do not decode */
     long history;           /* history events copied */
     long history_lost;      /* memories whose history could not be read whole */
-    int page_scan;          /* SQLite could not read it all: its pages were read too */
+    int page_scan;          /* the file was read page by page too (it is pages) */
 } salvage_report;
 
-/* Reads every memory of PATH that can be read, row by row, into the memory
- * store attached to DST as "mem" (inside the caller's transaction): new
- * ids and texts are added, memories already there are left alone, vectors
- * are not copied (they are recomputed). Returns an SQLite code: SQLITE_OK,
- * SQLITE_NOTFOUND when PATH has no readable memories table (R->found 0),
- * else the failure with ERR saying what. */
+/* Reads every memory of PATH that can be read into the memory store
+ * attached to DST as "mem" (inside the caller's transaction): first row by
+ * row through SQLite, then from every page of the file that is not on its
+ * freelist (rows SQLite's tree does not reach); new ids are added once,
+ * memories already there are left alone, vectors are not copied (they are
+ * recomputed). Returns an SQLite code: SQLITE_OK, SQLITE_NOTFOUND when
+ * PATH holds no memories (R->found 0), else the failure with ERR saying
+ * what. */
 int salvage_memories(const char *path, sqlite3 *dst, salvage_report *r, buf *err);
 
 #endif
