@@ -805,7 +805,9 @@ static void *watchdog_main(void *arg)
 static void send_error_and_shut(int fd, unsigned int status, const char *reason,
                                 const char *msg)
 {
-    char *body = with_newline(api_dump(api_error_json(MNEMO_INVALID, msg)));
+    json_t *err = api_error_json(MNEMO_INVALID, msg);
+    char *body = with_newline(api_dump(err));
+    json_decref(err);
     char date[64], reply[1024];
     time_t t = time(NULL);
     struct tm tm;

@@ -1165,7 +1165,7 @@ static long long same_as(const char *orig)
 {
     sqlite3 *db;
     ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
-    char sql[1024];
+    char sql[2048];
     snprintf(sql, sizeof sql, "ATTACH '%s' AS o", orig);
     ASSERT_EQ(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_stmt *q;
