@@ -113,6 +113,9 @@ extern const char *const test_lean_words[9];
 void test_import_table(const char *file, const char *name, const char *expect);
 /* Searches and returns the JSON of the results (caller frees). */
 char *test_search_json(mnemo *m, const char *query, int max);
+
+/* JSON nested N levels deep: {"a":{"a":...1...}}. Caller frees. */
+char *test_nested_json(int n);
 /* Runs the mnemo binary with ARGV (NULL-terminated, without "mnemo"),
  * feeding STDIN_TEXT (may be NULL). Returns the exit code; *out and *err
  * (may be NULL) receive stdout and stderr, to be freed. */

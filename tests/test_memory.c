@@ -887,18 +887,6 @@ TEST(memory_concurrent_writers_lose_nothing)
 
 /* ---- every entry point: the command line, MCP, the daemon ---- */
 
-/* Metadata N levels deep. Caller frees. */
-static char *nested(int n)
-{
-    buf b;
-    buf_init(&b, 0);
-    for (int i = 0; i < n; i++)
-        buf_puts(&b, "{\"a\":");
-    buf_putc(&b, '1');
-    for (int i = 0; i < n; i++)
-        buf_putc(&b, '}');
-    return buf_detach(&b);
-}
 
 #define CLI(out, err, ...)                                                                     \
     test_cli(out, err, NULL, "--workspace", test_path("ws"), "--db", test_path("db.sqlite"),  \
@@ -970,7 +958,7 @@ static int http(int port, const char *method, const char *path, const char *body
 TEST(memory_limits_on_every_entry_point)
 {
     test_write("ws/MEMORY.md", "# Memory\n");
-    char *deep32 = nested(32), *deep33 = nested(33), *out = NULL, *err = NULL;
+    char *deep32 = test_nested_json(32), *deep33 = test_nested_json(33), *out = NULL, *err = NULL;
     /* The command line: add and update refused with the limit named, exit 2. */
     ASSERT_EQ(CLI(&out, &err, "memory", "add", "Too deep", "--metadata", deep33), 2);
     ASSERT_CONTAINS(err, "metadata is nested too deeply (limit 32 levels");
@@ -1062,7 +1050,7 @@ TEST(memory_limits_on_every_entry_point)
     json_decref(r);
     free(out);
     free(err);
-    char *deep2045 = nested(2045);
+    char *deep2045 = test_nested_json(2045);
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);

@@ -636,18 +636,6 @@ BACKEND_TEST(backend_mem_export_import)
     mnemo_close(m);
 }
 
-/* Metadata N levels deep: {"a":{"a":...1...}}. Caller frees. */
-static char *nested(int n)
-{
-    buf b;
-    buf_init(&b, 0);
-    for (int i = 0; i < n; i++)
-        buf_puts(&b, "{\"a\":");
-    buf_putc(&b, '1');
-    for (int i = 0; i < n; i++)
-        buf_putc(&b, '}');
-    return buf_detach(&b);
-}
 
 /* N bytes of C. Caller frees. */
 static char *run_of(char c, size_t n)
@@ -687,7 +675,7 @@ BACKEND_TEST(backend_mem_limits_checked_on_every_write)
     char *out = NULL, *rec;
     char *plain = add(m, "{\"text\":\"Prefers short answers\"}");
     /* Metadata: 32 levels stored and read back as given, 33 refused. */
-    char *deep32 = nested(32), *deep33 = nested(33);
+    char *deep32 = test_nested_json(32), *deep33 = test_nested_json(33);
     rec = fmt("{\"text\":\"Deep but allowed\",\"metadata\":%s}", deep32);
     char *allowed = add(m, rec);
     free(rec);
@@ -720,7 +708,7 @@ BACKEND_TEST(backend_mem_limits_checked_on_every_write)
     ASSERT_EQ(mnemo_memory_get(m, "11111111-1111-4111-8111-111111111111", &out),
               MNEMO_NOTFOUND);
     /* An imported update's changes hold metadata one level down: 33 levels. */
-    char *deep34 = nested(34);
+    char *deep34 = test_nested_json(34);
     rec = fmt("%s{\"id\":\"33333333-3333-4333-8333-333333333333\",\"text\":\"changed\","
               "\"created_at\":\"2026-01-01T00:00:00Z\",\"history\":[{\"event\":\"UPDATE\","
               "\"at\":\"2026-01-02T00:00:00Z\",\"detail\":%s}]}\n",
@@ -864,7 +852,7 @@ BACKEND_TEST(backend_mem_unreadable_rows_left_out)
     mnemo_close(m);
     /* Rows an older mnemo wrote: 40 levels, which jansson reads, and 3,000,
      * which it refuses. */
-    char *deep40 = nested(40), *deep3000 = nested(3000);
+    char *deep40 = test_nested_json(40), *deep3000 = test_nested_json(3000);
     write_raw_metadata(b, deep40);
     write_raw_metadata(c, deep3000);
     m = open_mem(NULL);
@@ -1020,7 +1008,7 @@ BACKEND_TEST(backend_mem_export_imports_unusual_memories)
 {
     at("2026-10-01T08:00:00Z");
     mnemo *m = open_mem("tenant=one", NULL);
-    char *deep32 = nested(32), *rec, *out = NULL;
+    char *deep32 = test_nested_json(32), *rec, *out = NULL;
     /* Text of 16 KiB exactly, in two-byte characters. */
     buf t;
     buf_init(&t, 0);
@@ -1045,7 +1033,7 @@ BACKEND_TEST(backend_mem_export_imports_unusual_memories)
     char *deep = add(m, rec);
     free(rec);
     at("2026-10-02T08:00:00Z");
-    char *deep32b = nested(31);
+    char *deep32b = test_nested_json(31);
     rec = fmt("{\"metadata\":{\"b\":%s}}", deep32b);
     ASSERT_OK(mnemo_memory_update(m, deep, rec, &out));
     mnemo_free(out);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "util/buf.h"
 
 extern char **environ;
 
@@ -371,4 +372,16 @@ void test_import_table(const char *file, const char *name, const char *expect)
     mnemo_free(out);
     mnemo_close(m);
     mnemo_config_free(c);
+}
+
+char *test_nested_json(int n)
+{
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < n; i++)
+        buf_puts(&b, "{\"a\":");
+    buf_putc(&b, '1');
+    for (int i = 0; i < n; i++)
+        buf_putc(&b, '}');
+    return buf_detach(&b);
 }
