@@ -49,7 +49,7 @@ _mnemo()
         --max-words | --user | --agent | --run | --message | -m | --category | --importance | \
         --type | --subject | --metadata | --triggers | --expires | --categories | --filters | \
         --limit | --offset | --text | --query | -q | --workers | --max-body | --timeout | \
-        --request-timeout | --max-per-client | --source-table)
+        --request-timeout | --max-per-client | --max-connections | --keepalive-timeout | --source-table)
         return
         ;;
     esac
@@ -94,7 +94,7 @@ _mnemo()
         opts="--category --importance --type --subject --user --agent --run --metadata --triggers --expires --json -j --scope --categories --filters --limit -n --offset --deleted --text --query -q --min-score"
         subs="add update delete purge get list history confirm search export import recover"
         ;;
-    serve) opts="--listen -l --workers --token-file --max-body --timeout --request-timeout --max-per-client --no-watch --parent --verbose -v" ;;
+    serve) opts="--listen -l --workers --token-file --max-body --timeout --request-timeout --max-per-client --max-connections --keepalive-timeout --no-watch --parent --verbose -v" ;;
     hook)
         opts="--triggers --recall"
         subs="claude-code"
