@@ -776,24 +776,28 @@ BACKEND_TEST(backend_mem_limits_checked_on_every_write)
     mnemo_close(m);
 }
 
+/* Runs SQL (?1 VALUE, ?2 ID) on the SQLite memory store: one row changed. */
+static void lite_update_one(const char *sql, const char *value, const char *id)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, value, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+    ASSERT_EQ(sqlite3_changes(db), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 /* Writes METADATA into memory ID's stored row as it is, as an older mnemo
  * or another tool could: the SQLite memory store's file, PostgreSQL's
  * table (no handle may be open: PGlite serves one session at a time). */
 static void write_raw_metadata(const char *id, const char *metadata)
 {
     if (be_kind() == BE_SQLITE) {
-        sqlite3 *db = NULL;
-        sqlite3_stmt *st = NULL;
-        ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
-        ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE memories SET metadata = ?1 WHERE id = ?2", -1,
-                                     &st, NULL),
-                  SQLITE_OK);
-        sqlite3_bind_text(st, 1, metadata, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-        ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
-        ASSERT_EQ(sqlite3_changes(db), 1);
-        sqlite3_finalize(st);
-        sqlite3_close(db);
+        lite_update_one("UPDATE memories SET metadata = ?1 WHERE id = ?2", metadata, id);
         return;
     }
     char *sql = fmt("UPDATE mnemo_memories SET metadata = '%s'::jsonb WHERE id = '%s' "
@@ -811,19 +815,9 @@ static void write_raw_metadata(const char *id, const char *metadata)
 static void write_raw_history_detail(const char *id, const char *detail)
 {
     if (be_kind() == BE_SQLITE) {
-        sqlite3 *db = NULL;
-        sqlite3_stmt *st = NULL;
-        ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
-        ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE memory_history SET detail = ?1 WHERE "
-                                         "memory_id = ?2 AND event = 'UPDATE'",
-                                     -1, &st, NULL),
-                  SQLITE_OK);
-        sqlite3_bind_text(st, 1, detail, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-        ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
-        ASSERT_EQ(sqlite3_changes(db), 1);
-        sqlite3_finalize(st);
-        sqlite3_close(db);
+        lite_update_one("UPDATE memory_history SET detail = ?1 WHERE memory_id = ?2 AND "
+                        "event = 'UPDATE'",
+                        detail, id);
         return;
     }
     char *sql = fmt("UPDATE mnemo_memory_history SET detail = '%s' WHERE memory_id = '%s' AND "
