@@ -24,6 +24,6 @@ until curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; do
 done
 curl -s -H 'Content-Type: application/json' -d '{"query":"deploy","maxResults":1}' \
     "http://127.0.0.1:$port/v1/search" | grep -o '"mode":"[a-z]*"'
-for c in 1 4 16; do
+for c in ${CLIENTS:-1 4 16}; do
     build/bench/loadbench --port $port --clients $c --seconds 5 --queries "$dir/ws$n.queries"
 done
