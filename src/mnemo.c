@@ -1,8 +1,9 @@
 /*
- * mnemo.c - the public entry points: opening and closing a handle, the
- * backend table and the calls through it (backend.h), and the small
- * helpers of the API. The top of the library: nothing here is called from
- * inside it.
+ * mnemo.c - the public entry points: opening and closing a handle on the
+ * backend the configuration names, the calls through its table
+ * (backend.h), routed where it routes, and the small helpers of the API.
+ * The top of the library: nothing here is called from inside it, and it
+ * knows no store but by the tables backend.h declares.
  */
 #include "mnemo.h"
 
@@ -18,18 +19,8 @@
 
 #include "engine/backend.h"
 #include "engine/core.h"
-#include "store/sqlite/lite.h"
 #include "util/errcode.h"
-#include "engine/get.h"
 #include "engine/provider.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmpost.h"
-#include "store/postgres/pgroute.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgsource.h"
-#include "store/postgres/pgstore.h"
-#include "store/sqlite/vectors.h"
 #include "util/hash.h"
 #include "util/io.h"
 #include "util/utf8.h"
@@ -40,202 +31,8 @@ const char *mnemo_version(void) { return MNEMO_VERSION; }
 
 void mnemo_free(void *p) { free(p); }
 
-/* With config sourceTable, an existing PostgreSQL table answers searches,
- * and the local index when it cannot (pgsource.c). */
-static int sqlite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
-                         mnemo_results **out)
-{
-    return pgsource_search(m, text, opts, lite_search, out);
-}
-
-static const backend_ops backend_sqlite = {
-    "sqlite",
-    lite_open,
-    lite_qtok,
-    lite_sync,
-    sqlite_search,
-    get_file,
-    lite_status_json,
-    lite_recall_triggers,
-    lite_memory_add,
-    lite_memory_update,
-    lite_memory_delete,
-    lite_memory_purge,
-    lite_memory_get,
-    lite_memory_confirm,
-    lite_memory_history,
-    lite_memory_list,
-    lite_memory_search,
-    lite_memory_recall,
-    lite_memory_export,
-    lite_memory_import,
-    lite_memory_recover,
-    lite_close,
-};
-
-static int pg_open(mnemo *m)
-{
-    return pgconn_state(m) ? MNEMO_OK : core_error(m, MNEMO_NOMEM, "out of memory");
-}
-
-static void pg_close_all(mnemo *m)
-{
-    pgroute_close(m);
-    pgstore_close(m);
-    pgmpost_wait(m); /* a merge of the memories' index on its thread */
-    pgmem_close(m);
-    pgschema_close(m);
-}
-
-/* With read replicas (pgroute.h), reads run on the server the routing
- * chooses, again on another one when theirs fails under them; writes run
- * on the primary. Export stays on the primary: its output is written as
- * it is read, so it cannot run again. */
-#define PG_READ(call)                                                                          \
-    do {                                                                                       \
-        pgroute_read_begin(m);                                                                 \
-        do                                                                                     \
-            rc = (call);                                                                       \
-        while (pgroute_read_again(m, rc));                                                     \
-    } while (0)
-#define PG_WRITE(call)                                                                         \
-    do {                                                                                       \
-        pgroute_write_begin(m);                                                                \
-        rc = pgroute_write_end(m, (call));                                                     \
-    } while (0)
-
-static int pg_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
-{
-    int rc;
-    PG_WRITE(pgstore_sync(m, opts, stats));
-    return rc;
-}
-
-static int pg_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
-                     mnemo_results **out)
-{
-    int rc;
-    PG_READ(pgstore_search(m, query, opts, out));
-    return rc;
-}
-
-static int pg_status_json(mnemo *m, int deep, char **out)
-{
-    int rc;
-    PG_READ(pgstore_status_json(m, deep, out));
-    return rc;
-}
-
-static int pg_recall_triggers(mnemo *m, const char *message, char **out)
-{
-    int rc;
-    PG_READ(pgstore_recall_triggers(m, message, out));
-    return rc;
-}
-
-static int pg_memory_add(mnemo *m, const char *record, char **out)
-{
-    int rc;
-    PG_WRITE(pgmem_add(m, record, out));
-    return rc;
-}
-
-static int pg_memory_update(mnemo *m, const char *id, const char *changes, char **out)
-{
-    int rc;
-    PG_WRITE(pgmem_update(m, id, changes, out));
-    return rc;
-}
-
-static int pg_memory_delete(mnemo *m, const char *id)
-{
-    int rc;
-    PG_WRITE(pgmem_delete(m, id));
-    return rc;
-}
-
-static int pg_memory_purge(mnemo *m, const char *id, size_t *purged)
-{
-    int rc;
-    PG_WRITE(pgmem_purge(m, id, purged));
-    return rc;
-}
-
-static int pg_memory_get(mnemo *m, const char *id, char **out)
-{
-    int rc;
-    PG_READ(pgmem_get(m, id, out));
-    return rc;
-}
-
-static int pg_memory_confirm(mnemo *m, const char *id, char **out)
-{
-    int rc;
-    PG_WRITE(pgmem_confirm(m, id, out));
-    return rc;
-}
-
-static int pg_memory_history(mnemo *m, const char *id, char **out)
-{
-    int rc;
-    PG_READ(pgmem_history(m, id, out));
-    return rc;
-}
-
-static int pg_memory_list(mnemo *m, const char *options, char **out)
-{
-    int rc;
-    PG_READ(pgmem_list(m, options, out));
-    return rc;
-}
-
-static int pg_memory_search(mnemo *m, const char *query, const char *options, char **out)
-{
-    int rc;
-    PG_READ(pgmem_search(m, query, options, out));
-    return rc;
-}
-
-static int pg_memory_recall(mnemo *m, const char *options, char **out)
-{
-    int rc;
-    PG_READ(pgmem_recall(m, options, out));
-    return rc;
-}
-
-static int pg_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                            size_t *skipped)
-{
-    int rc;
-    PG_WRITE(pgmem_import(m, jsonl, len, imported, skipped));
-    return rc;
-}
-
-static const backend_ops backend_postgres = {
-    "postgres",
-    pg_open,
-    pgconn_qtok,
-    pg_sync,
-    pg_search,
-    pgstore_get,
-    pg_status_json,
-    pg_recall_triggers,
-    pg_memory_add,
-    pg_memory_update,
-    pg_memory_delete,
-    pg_memory_purge,
-    pg_memory_get,
-    pg_memory_confirm,
-    pg_memory_history,
-    pg_memory_list,
-    pg_memory_search,
-    pg_memory_recall,
-    pgmem_export,
-    pg_memory_import,
-    NULL,
-    pg_close_all,
-};
-
+/* Config store {"backend":"postgres"} without sourceTable: PostgreSQL;
+ * else SQLite, wrapped in sourceTable's search when it is set. */
 static const backend_ops *backend_select(const mnemo *m)
 {
     json_t *st = json_loads(cfg_str(m->cfg, CFG_STORE), 0, NULL);
@@ -244,6 +41,7 @@ static const backend_ops *backend_select(const mnemo *m)
     json_decref(st);
     return pg ? &backend_postgres : &backend_sqlite;
 }
+
 
 const char *mnemo_errmsg(const mnemo *m) { return core_errmsg(m); }
 
@@ -342,6 +140,8 @@ int mnemo_open(const mnemo_config *cfg, mnemo **out)
         return core_error(m, MNEMO_NOMEM, "out of memory");
     m->be = backend_select(m);
     int rc = m->be->open(m);
+    if (!rc && *cfg_str(m->cfg, CFG_SOURCE_TABLE))
+        rc = pgsource_wrap(m);
     if (rc)
         return rc;
     const char *ws = cfg_str(m->cfg, CFG_WORKSPACE);
@@ -379,8 +179,6 @@ void mnemo_close(mnemo *m)
     embed_close(m->emb);
     if (m->be && m->be->close)
         m->be->close(m);
-    pgsource_close(m);
-    pgconn_close(m);
     buf_cleanup(&m->warn);
     cfg_free(m->cfg);
     free(m->workspace);
@@ -447,12 +245,16 @@ int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
 
 int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
 {
-    return m->be->sync(warn_fresh(m), opts, stats);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->sync(warn_fresh(m), opts, stats));
+    return rc;
 }
 
 int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out)
 {
-    return m->be->search(m, query, opts, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, query, opts, out));
+    return rc;
 }
 
 int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out)
@@ -460,63 +262,91 @@ int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *ou
     return m->be->get(m, path, from, lines, out);
 }
 
-int mnemo_status_json(mnemo *m, int deep, char **out) { return m->be->status_json(m, deep, out); }
+int mnemo_status_json(mnemo *m, int deep, char **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->status_json(m, deep, out));
+    return rc;
+}
 
 int mnemo_recall_triggers(mnemo *m, const char *message, char **out)
 {
-    return m->be->recall_triggers(m, message, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->recall_triggers(m, message, out));
+    return rc;
 }
 
 int mnemo_memory_add(mnemo *m, const char *record, char **out)
 {
-    return m->be->memory_add(warn_fresh(m), record, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_add(warn_fresh(m), record, out));
+    return rc;
 }
 
 int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out)
 {
-    return m->be->memory_update(warn_fresh(m), id, changes, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_update(warn_fresh(m), id, changes, out));
+    return rc;
 }
 
 int mnemo_memory_delete(mnemo *m, const char *id)
 {
-    return m->be->memory_delete(warn_fresh(m), id);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_delete(warn_fresh(m), id));
+    return rc;
 }
 
 int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged)
 {
-    return m->be->memory_purge(warn_fresh(m), id, purged);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_purge(warn_fresh(m), id, purged));
+    return rc;
 }
 
 int mnemo_memory_get(mnemo *m, const char *id, char **out)
 {
-    return m->be->memory_get(warn_fresh(m), id, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_get(warn_fresh(m), id, out));
+    return rc;
 }
 
 int mnemo_memory_confirm(mnemo *m, const char *id, char **out)
 {
-    return m->be->memory_confirm(warn_fresh(m), id, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_confirm(warn_fresh(m), id, out));
+    return rc;
 }
 
 int mnemo_memory_history(mnemo *m, const char *id, char **out)
 {
-    return m->be->memory_history(warn_fresh(m), id, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_history(warn_fresh(m), id, out));
+    return rc;
 }
 
 int mnemo_memory_list(mnemo *m, const char *options, char **out)
 {
-    return m->be->memory_list(warn_fresh(m), options, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_list(warn_fresh(m), options, out));
+    return rc;
 }
 
 int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out)
 {
-    return m->be->memory_search(warn_fresh(m), query, options, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_search(warn_fresh(m), query, options, out));
+    return rc;
 }
 
 int mnemo_memory_recall(mnemo *m, const char *options, char **out)
 {
-    return m->be->memory_recall(warn_fresh(m), options, out);
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_recall(warn_fresh(m), options, out));
+    return rc;
 }
 
+/* Not routed: the output is written as it is read, so it cannot run again. */
 int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 {
     return m->be->memory_export(warn_fresh(m), write, ud, count);
@@ -525,7 +355,9 @@ int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                         size_t *skipped)
 {
-    return m->be->memory_import(warn_fresh(m), jsonl, len, imported, skipped);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_import(warn_fresh(m), jsonl, len, imported, skipped));
+    return rc;
 }
 
 int mnemo_memory_recover(mnemo *m, const char *path, char **out)

@@ -393,10 +393,10 @@ typedef struct hits_copy {
 static void collect_with(mnemo *m, const char *sql, const query *q, int64_t lo, int64_t hi,
                          hits_copy *out)
 {
-    fts_rank *r = store_rank(m->lite->st);
+    fts_rank *r = store_rank(LITE(m)->st);
     fts_rank_reset(r, q->nphrase);
     sqlite3_stmt *st = NULL;
-    ASSERT_EQ(sqlite3_prepare_v2(store_db(m->lite->st), sql, -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(store_db(LITE(m)->st), sql, -1, &st, NULL), SQLITE_OK);
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, lo);
     sqlite3_bind_int64(st, 3, hi);
@@ -511,7 +511,7 @@ TEST(search_kept_lengths_follow_index_changes)
         for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
             mnemo_free(test_search_json(a, qs[i], 10));
         sqlite3_stmt *st = NULL;
-        ASSERT_EQ(sqlite3_prepare_v2(store_db(a->lite->st),
+        ASSERT_EQ(sqlite3_prepare_v2(store_db(LITE(a)->st),
                                      "SELECT DISTINCT f.path FROM chunks c JOIN files f ON "
                                      "f.id = c.file_id ORDER BY c.id DESC LIMIT 5",
                                      -1, &st, NULL),

@@ -205,13 +205,15 @@ int mnemo_search_all(mnemo *m, const char *query, const char *options, char **ou
     json_t *fr = NULL;
     char warning[600] = "";
     if (notes)
-        rc = m->be->search(m, query, &so, &res);
+        BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, query, &so, &res));
     if (!rc && facts) {
         json_object_set_new(fo, "limit", json_integer(so.max_results));
         if (json_is_number(ms))
             json_object_set(fo, "min_score", ms);
         char *fopts = json_dumps(fo, JSON_COMPACT), *ftext = NULL;
-        rc = fopts ? m->be->memory_search(m, query, fopts, &ftext) : MNEMO_NOMEM;
+        rc = MNEMO_NOMEM;
+        if (fopts)
+            BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_search(m, query, fopts, &ftext));
         free(fopts);
         if (!rc && !(fr = json_loads(ftext ? ftext : "", 0, NULL)))
             rc = core_error(m, MNEMO_CORRUPT, "memory search: unreadable answer");

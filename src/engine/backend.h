@@ -3,14 +3,19 @@
  *
  * Everything the public API does with stored data goes through one table
  * of operations: sync, search, get, status, the recall triggers of the
- * entry files, and the structured-memory operations. Two implementations:
+ * entry files, and the structured-memory operations. Each backend owns
+ * its table and its state (m->store), as a protocol owns its handler in
+ * curl; src/mnemo.c picks one and calls through it, knowing no store:
  *
  *   backend_sqlite    the embedded index file (store/sqlite/, lite.h), the
  *                     default;
  *   backend_postgres  mnemo's own schema on a PostgreSQL server through
  *                     libpq (pgstore.c for files and chunks, pgmem.c for
  *                     memories), selected by config store
- *                     {"backend":"postgres",...} without sourceTable.
+ *                     {"backend":"postgres",...} without sourceTable; it
+ *                     routes reads to replicas (route, routed);
+ *   source wrapper    with sourceTable, backend_sqlite wrapped so that an
+ *                     existing pgvector table answers searches.
  *
  * What does not depend on where rows live is shared by both: the file walk
  * and chunking (walk.c, prep.c), the tokenizer (tok.c), the embedding
@@ -50,6 +55,43 @@ typedef struct backend_ops {
                          size_t *skipped);
     int (*memory_recover)(mnemo *m, const char *path, char **out); /* NULL: not here */
     void (*close)(mnemo *m); /* frees what the backend keeps on the handle */
+    /* Routing, NULL on a backend of one server: route(m, write) before
+     * each read or write (the public functions say which they are);
+     * routed(m, write, &rc) after it, 1 when the call is to run again (a
+     * read whose server failed under it, the route moved on), else 0, RC
+     * possibly amended (a write's unreachable primary named). */
+    void (*route)(mnemo *m, int write);
+    int (*routed)(mnemo *m, int write, int *rc);
 } backend_ops;
+
+/* Runs CALL, an operation of M's backend that reads (BACKEND_READ) or
+ * writes (BACKEND_WRITE) stored rows, where the backend's routing says,
+ * again while it says so; its status in RC. Every call of an operation
+ * that reads or writes rows goes through it (mnemo.c and the engine's
+ * operations built of others: allsearch.c, mrecall.c, watch.c). */
+#define BACKEND_READ 0
+#define BACKEND_WRITE 1
+#define BACKEND_CALL(m, write, rc, call)                                                       \
+    do {                                                                                       \
+        if ((m)->be->route)                                                                    \
+            (m)->be->route((m), (write));                                                      \
+        do                                                                                     \
+            (rc) = (call);                                                                     \
+        while ((m)->be->route && (m)->be->routed((m), (write), &(rc)));                        \
+    } while (0)
+
+/* The backends a handle is opened on, each defined in its store's folder:
+ * SQLite (store/sqlite/lite.c) and PostgreSQL (store/postgres/pgback.c).
+ * Each operation finds the backend's state in m->store, made by its open
+ * and freed by its close. */
+extern const backend_ops backend_sqlite;
+extern const backend_ops backend_postgres;
+
+/* Wraps the backend of M (m->be, opened) in the search of an existing
+ * PostgreSQL table (config sourceTable, store/postgres/pgsource.c): a
+ * table of the same operations in the wrapper's state (m->wrap), whose
+ * search asks the table first and the wrapped backend when it cannot
+ * answer, and whose close frees the wrapper and then closes the wrapped. */
+int pgsource_wrap(mnemo *m);
 
 #endif

@@ -20,8 +20,8 @@ struct mnemo {
     char *qtok_lang;
     embedder *emb;     /* the embedding provider, opened on first use */
     const struct backend_ops *be; /* where rows live (backend.h), never NULL */
-    struct lite *lite; /* the SQLite backend's state (lite.h) */
-    struct pgback *pg; /* PostgreSQL's (pgconn.h): the backend's, or sourceTable's */
+    void *store;       /* the backend's state, of its own type (lite.h, pgconn.h) */
+    void *wrap;        /* a wrapping backend's (sourceTable's, pgsource.c), or NULL */
     buf err;           /* last error message */
     buf warn;          /* last warning (auto provider fallback), borrowed by callers */
 };

@@ -191,7 +191,9 @@ static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, 
                       mem_skips *sk)
 {
     char *o = json_dumps(opts, JSON_COMPACT), *out = NULL;
-    int rc = o ? m->be->memory_list(m, o, &out) : MNEMO_NOMEM;
+    int rc = MNEMO_NOMEM;
+    if (o)
+        BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_list(m, o, &out));
     free(o);
     json_t *j = rc ? NULL : json_loads(out, 0, NULL);
     free(out);

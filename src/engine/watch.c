@@ -119,7 +119,8 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
     double debounce = (double)cfg_int(m->cfg, CFG_WATCH_DEBOUNCE_MS) / 1000.0;
     mnemo_sync_stats stats;
     watch_roots(m, &w);
-    int rc = m->be->sync(m, NULL, &stats);
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->sync(m, NULL, &stats));
     if (on_sync)
         on_sync(ud, rc, &stats);
     int dirty = 0;
@@ -157,7 +158,7 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
         }
         if (dirty && time_mono() - last >= debounce) {
             dirty = 0;
-            rc = m->be->sync(m, NULL, &stats);
+            BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->sync(m, NULL, &stats));
             if (on_sync)
                 on_sync(ud, rc, &stats);
             watch_roots(m, &w);

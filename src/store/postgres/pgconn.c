@@ -74,18 +74,19 @@ int pgconn_primary_target(mnemo *m, char **dsn, char **env_file)
 
 pgback *pgconn_state(mnemo *m)
 {
-    if (!m->pg)
-        m->pg = calloc(1, sizeof *m->pg);
-    return m->pg;
+    if (!m->store)
+        m->store = calloc(1, sizeof(pgback));
+    return PGB(m);
 }
 
 void pgconn_close(mnemo *m)
 {
-    if (!m->pg)
+    pgback *b = PGB(m);
+    if (!b)
         return;
-    free(m->pg->tenant);
-    free(m->pg);
-    m->pg = NULL;
+    free(b->tenant);
+    free(b);
+    m->store = NULL;
 }
 
 const char *pgconn_tenant(mnemo *m)

@@ -1,7 +1,8 @@
 /*
- * pgconn.h - the PostgreSQL connection and tenant of a handle, shared by
- * the backend (pgschema.c, pgstore.c, pgmem.c) and the search of an
- * existing table (pgsource.c).
+ * pgconn.h - the PostgreSQL backend's state on a handle, its connection
+ * and tenant, shared by the backend's files (pgschema.c, pgstore.c,
+ * pgmem.c) and, for the connection, the search of an existing table
+ * (pgsource.c).
  */
 #ifndef MNEMO_PGCONN_H
 #define MNEMO_PGCONN_H
@@ -11,22 +12,24 @@
 #include "text/tok.h"
 #include "util/buf.h"
 
-/* The PostgreSQL state of a handle (m->pg), made on first use and freed by
- * pgconn_close: each part owned by the file named. */
+/* The PostgreSQL backend's state of a handle (PGB(m), in m->store), made
+ * by the backend's open and freed by its close (pgback.c), each part by
+ * the file named. */
 typedef struct pgback {
     struct pgstate *conn;    /* the backend's connection to the primary (pgschema.c) */
     struct pgstate *read;    /* a replica's, while a read runs there (pgroute.c); else NULL */
     struct pgroute *route;   /* the read replicas and the routing's state (pgroute.c) */
     struct pgstore *files;   /* the backend's chunk side (pgstore.c) */
     struct pgmem *mem;       /* the backend's memory side (pgmem.c) */
-    struct pgsource *source; /* sourceTable search beside SQLite (pgsource.c) */
     char *tenant;            /* the default tenant (pgconn_tenant), built on first use */
 } pgback;
 
-/* m->pg, made if needed; NULL when out of memory. */
+#define PGB(m) ((pgback *)(m)->store)
+
+/* PGB(m), made if needed; NULL when out of memory. */
 pgback *pgconn_state(mnemo *m);
 
-/* Frees m->pg itself (its parts are freed by their owners first). */
+/* Frees PGB(m) itself (its parts are freed by their owners first). */
 void pgconn_close(mnemo *m);
 
 /* Connects to the configured server (store.dsn, pgEnvFile): read-only

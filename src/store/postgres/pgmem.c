@@ -183,12 +183,12 @@ const char *const pgmem_ddl12[] = {
 
 void pgmem_close(mnemo *m)
 {
-    if (!m || !m->pg || !m->pg->mem)
+    if (!m || !PGB(m) || !PGB(m)->mem)
         return;
-    tok_free(m->pg->mem->dtok);
-    free(m->pg->mem->lang);
-    free(m->pg->mem);
-    m->pg->mem = NULL;
+    tok_free(PGB(m)->mem->dtok);
+    free(PGB(m)->mem->lang);
+    free(PGB(m)->mem);
+    PGB(m)->mem = NULL;
 }
 
 struct pgmem *pm_state(mnemo *m)
@@ -218,7 +218,7 @@ int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const 
 const char *pm_sqlstate(mnemo *m)
 {
     pg_conn *c = NULL;
-    if (!m->pg || !m->pg->conn || pgschema_conn(m, &c) != MNEMO_OK)
+    if (!PGB(m) || !PGB(m)->conn || pgschema_conn(m, &c) != MNEMO_OK)
         return "";
     return pg_sqlstate(c);
 }

@@ -712,8 +712,8 @@ static void merger_reap(struct pgmem *ps, int wait)
 
 void pgmpost_wait(mnemo *m)
 {
-    if (m && m->pg && m->pg->mem)
-        merger_reap(m->pg->mem, 1);
+    if (m && PGB(m) && PGB(m)->mem)
+        merger_reap(PGB(m)->mem, 1);
 }
 
 int pgmpost_catch_up(mnemo *m, int64_t seq)

@@ -307,7 +307,7 @@ static void sleep_ms(int ms)
 static void use(mnemo *m, struct pgroute *r, int i)
 {
     r->server = i;
-    m->pg->read = i >= 0 ? r->r[i].st : NULL;
+    PGB(m)->read = i >= 0 ? r->r[i].st : NULL;
     if (i >= 0)
         r->next = ((size_t)i + 1) % r->n;
 }
@@ -421,12 +421,12 @@ static void read_end(mnemo *m, struct pgroute *r)
     r->last_waited_ms = r->waited_ms;
     r->last_fell_back = r->fell_back;
     memcpy(r->last_why, r->why, sizeof r->why);
-    m->pg->read = NULL;
+    PGB(m)->read = NULL;
 }
 
 int pgroute_read_again(mnemo *m, int rc)
 {
-    struct pgroute *r = m->pg ? m->pg->route : NULL;
+    struct pgroute *r = PGB(m) ? PGB(m)->route : NULL;
     if (!r || !r->n || r->depth == 0)
         return 0;
     if (r->depth > 1) {
@@ -443,7 +443,7 @@ int pgroute_read_again(mnemo *m, int rc)
         if (rc == MNEMO_UNAVAILABLE || rc == MNEMO_TIMEOUT || !pg_ok(c) ||
             server_failed(pg_sqlstate(c))) {
             mark_down(r, x, core_errmsg(m));
-            m->pg->read = NULL;
+            PGB(m)->read = NULL;
             core_clear(m);
             pick(m, r, seen_get(r->key));
             return 1;
@@ -473,21 +473,21 @@ void pgroute_write_begin(mnemo *m)
     struct pgroute *r = route(m);
     if (!r || r->depth++)
         return;
-    r->saved = m->pg->read;
-    m->pg->read = NULL;
+    r->saved = PGB(m)->read;
+    PGB(m)->read = NULL;
 }
 
 int pgroute_write_end(mnemo *m, int rc)
 {
-    struct pgroute *r = m->pg ? m->pg->route : NULL;
+    struct pgroute *r = PGB(m) ? PGB(m)->route : NULL;
     if (!r || !r->n || r->depth == 0)
         return rc;
     if (--r->depth)
         return rc;
-    m->pg->read = r->saved;
+    PGB(m)->read = r->saved;
     r->saved = NULL;
     /* Whatever committed, committed before this position. */
-    pg_conn *c = pgschema_state_conn(m->pg->conn);
+    pg_conn *c = pgschema_state_conn(PGB(m)->conn);
     if (pg_ok(c)) {
         pg_rows *rows = NULL;
         buf err;
@@ -556,11 +556,11 @@ void pgroute_status(mnemo *m, json_t *root)
     json_t *pj = json_object();
     json_object_set_new(pj, "dsn", json_string(r->primary_label));
     uint64_t plsn = 0;
-    struct pgstate *keep = m->pg->read;
-    m->pg->read = NULL;
+    struct pgstate *keep = PGB(m)->read;
+    PGB(m)->read = NULL;
     pg_conn *c = NULL;
     int prc = pgschema_primary(m, &c);
-    m->pg->read = keep;
+    PGB(m)->read = keep;
     pg_rows *rows = NULL;
     buf err;
     buf_init(&err, 4096);
@@ -591,7 +591,7 @@ void pgroute_status(mnemo *m, json_t *root)
         else if (x->schema_ok)
             mark_ok(x);
         if ((int)i == r->server)
-            m->pg->read = x->st; /* the probe may have reconnected it */
+            PGB(m)->read = x->st; /* the probe may have reconnected it */
         json_t *xj = json_object();
         json_object_set_new(xj, "dsn", json_string(x->label));
         json_object_set_new(xj, "state", json_string(state_names[x->state]));
@@ -613,9 +613,9 @@ void pgroute_status(mnemo *m, json_t *root)
 
 void pgroute_close(mnemo *m)
 {
-    if (!m || !m->pg || !m->pg->route)
+    if (!m || !PGB(m) || !PGB(m)->route)
         return;
-    struct pgroute *r = m->pg->route;
+    struct pgroute *r = PGB(m)->route;
     for (size_t i = 0; i < r->n; i++) {
         pgschema_state_free(r->r[i].st);
         free(r->r[i].dsn);
@@ -624,6 +624,6 @@ void pgroute_close(mnemo *m)
     free(r->r);
     free(r->primary_label);
     free(r);
-    m->pg->route = NULL;
-    m->pg->read = NULL;
+    PGB(m)->route = NULL;
+    PGB(m)->read = NULL;
 }

@@ -23,7 +23,7 @@
 #define WRITER_SLOTS "64"
 
 /* One server's connection and what is known on it: the primary's
- * (m->pg->conn) or a replica's (pgroute.c). */
+ * (PGB(m)->conn) or a replica's (pgroute.c). */
 struct pgstate {
     pg_conn *c;
     int replica;   /* read-only: never migrated, nothing created */
@@ -170,7 +170,7 @@ static int migrate(mnemo *m, pg_conn *c)
 
 /* The state the current operation uses: a replica's during a read routed
  * there, else the primary's. */
-static struct pgstate *cur(mnemo *m) { return m->pg->read ? m->pg->read : m->pg->conn; }
+static struct pgstate *cur(mnemo *m) { return PGB(m)->read ? PGB(m)->read : PGB(m)->conn; }
 
 int pgschema_conn(mnemo *m, pg_conn **out)
 {
@@ -447,7 +447,7 @@ int pgschema_slot(mnemo *m, int *slot)
     int rc = pgschema_primary(m, &c); /* writes go to the primary */
     if (rc)
         return rc;
-    struct pgstate *s = m->pg->conn;
+    struct pgstate *s = PGB(m)->conn;
     if (!s->slot) {
         /* The first free slot (a session lock, released when the connection
          * ends), else one shared by the process id. */
@@ -588,7 +588,7 @@ mnemo *pgschema_worker(mnemo *m)
     pgback *b = w ? calloc(1, sizeof *b) : NULL;
     struct pgstate *s = b ? calloc(1, sizeof *s) : NULL;
     if (w)
-        w->pg = b;
+        w->store = b;
     if (b)
         b->conn = s;
     if (!s || !(b->tenant = strdup(pgconn_tenant(m)))) {
@@ -609,10 +609,11 @@ void pgschema_worker_free(mnemo *w)
 {
     if (!w)
         return;
-    if (w->pg) {
-        pgschema_state_free(w->pg->conn);
-        free(w->pg->tenant);
-        free(w->pg);
+    pgback *b = PGB(w);
+    if (b) {
+        pgschema_state_free(b->conn);
+        free(b->tenant);
+        free(b);
     }
     buf_cleanup(&w->err);
     buf_cleanup(&w->warn);
@@ -622,7 +623,7 @@ void pgschema_worker_free(mnemo *w)
 /* The state whose side connection is C, NULL when none is (any more). */
 static struct pgstate *side_owner(mnemo *m, const pg_conn *c)
 {
-    pgback *b = m->pg;
+    pgback *b = PGB(m);
     if (!b || !c)
         return NULL;
     if (b->read && b->read->side == c)
@@ -698,7 +699,7 @@ int pgschema_collect(mnemo *m, const char *what, pg_rows **out)
 {
     if (out)
         *out = NULL;
-    pgback *b = m->pg;
+    pgback *b = PGB(m);
     pg_conn *c = b && b->conn ? b->conn->c : NULL;
     pg_rows *r = NULL;
     buf err;
@@ -718,15 +719,15 @@ int pgschema_collect(mnemo *m, const char *what, pg_rows **out)
 
 int pgschema_inflight(mnemo *m)
 {
-    pgback *b = m->pg;
+    pgback *b = PGB(m);
     return b && b->conn && pg_inflight(b->conn->c);
 }
 
 void pgschema_close(mnemo *m)
 {
-    if (!m || !m->pg || !m->pg->conn)
+    if (!m || !PGB(m) || !PGB(m)->conn)
         return;
-    state_clear(m->pg->conn);
-    free(m->pg->conn);
-    m->pg->conn = NULL;
+    state_clear(PGB(m)->conn);
+    free(PGB(m)->conn);
+    PGB(m)->conn = NULL;
 }

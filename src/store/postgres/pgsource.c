@@ -14,8 +14,12 @@
  *
  * Only validated, double-quoted identifiers from the configuration go into
  * the SQL; the query vector and every other value travel as parameters.
+ *
+ * It is a wrapping backend (pgsource_wrap in backend.h): its state, in
+ * m->wrap, holds a copy of the wrapped backend's table with search and
+ * close replaced, so the wrapped one keeps its own state in m->store.
  */
-#include "store/postgres/pgsource.h"
+#include "engine/backend.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -24,7 +28,6 @@
 #include <string.h>
 
 #include "engine/core.h"
-#include "engine/backend.h"
 #include "util/errcode.h"
 #include "store/postgres/pg.h"
 #include "store/postgres/pgconn.h"
@@ -41,21 +44,29 @@
         */
 #define EF_SEARCH_DEFAULT 40
 
-struct pgsource {
+typedef struct pgsource {
+    backend_ops ops;           /* the wrapped backend's, with search and close ours */
+    const backend_ops *inner;  /* the wrapped backend */
     pg_conn *conn;
     int checked;   /* the table was looked at on this connection */
     int dims;      /* of the embedding column; 0: not fixed */
     int have_prio; /* the priorities table exists */
     int ef_search; /* hnsw.ef_search set on this connection */
-};
+} pgsource;
 
-void pgsource_close(mnemo *m)
+#define SOURCE(m) ((pgsource *)(m)->wrap)
+
+/* The wrapper's close: its connection, then the wrapped backend. */
+static void source_close(mnemo *m)
 {
-    if (!m->pg || !m->pg->source)
+    pgsource *s = SOURCE(m);
+    if (!s)
         return;
-    pg_close(m->pg->source->conn);
-    free(m->pg->source);
-    m->pg->source = NULL;
+    m->be = s->inner;
+    m->wrap = NULL;
+    pg_close(s->conn);
+    free(s);
+    m->be->close(m);
 }
 
 typedef struct source_cfg {
@@ -232,12 +243,7 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
     res->timing.vector_ms = (time_mono() - t0) * 1000.0;
     double t1 = time_mono();
 
-    pgback *b = pgconn_state(m);
-    if (!b || (!b->source && !(b->source = calloc(1, sizeof *b->source)))) {
-        free(qv);
-        return MNEMO_NOMEM;
-    }
-    pgsource *s = b->source;
+    pgsource *s = SOURCE(m);
     int max =
         opts && opts->max_results > 0 ? opts->max_results : (int)cfg_int(m->cfg, CFG_MAX_RESULTS);
     double min_score =
@@ -341,10 +347,10 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
     res->timing.results_ms = (time_mono() - t1) * 1000.0;
     res->timing.total_ms = (time_mono() - t0) * 1000.0;
 done:
-    if (rc && rc != MNEMO_NOMEM && m->pg && m->pg->source) {
+    if (rc && rc != MNEMO_NOMEM) {
         /* Start afresh next time: the server, table or settings may change. */
-        pg_close(m->pg->source->conn);
-        m->pg->source->conn = NULL;
+        pg_close(s->conn);
+        s->conn = NULL;
     }
     free(hits);
     pg_rows_free(r);
@@ -354,12 +360,11 @@ done:
     return rc;
 }
 
-int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
-                    pgsource_local_fn local, mnemo_results **out)
+/* The wrapper's search (backend.h): the table, else the wrapped backend's. */
+static int source_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
+                         mnemo_results **out)
 {
     *out = NULL;
-    if (!*cfg_str(m->cfg, CFG_SOURCE_TABLE))
-        return local(m, query, opts, out);
     core_clear(m);
     if (!query)
         return core_error(m, MNEMO_INVALID, "empty query");
@@ -402,7 +407,7 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
     buf_init(&reason, 8192);
     dsn_redact(&reason, err.len ? err.data : errcode_text(rc), NULL);
     buf_cleanup(&err);
-    rc = local(m, query, opts, out);
+    rc = SOURCE(m)->inner->search(m, query, opts, out);
     if (rc == MNEMO_OK)
         rc = results_set_fallback(*out, "postgres", reason.data ? reason.data : "");
     if (rc == MNEMO_NOMEM) {
@@ -417,4 +422,18 @@ int pgsource_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
     }
     buf_cleanup(&reason);
     return rc;
+}
+
+int pgsource_wrap(mnemo *m)
+{
+    pgsource *s = calloc(1, sizeof *s);
+    if (!s)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    s->inner = m->be;
+    s->ops = *m->be;
+    s->ops.search = source_search;
+    s->ops.close = source_close;
+    m->wrap = s;
+    m->be = &s->ops;
+    return MNEMO_OK;
 }

@@ -828,20 +828,20 @@ int pgstore_recall_triggers(mnemo *m, const char *message, char **out)
 
 void pgstore_close(mnemo *m)
 {
-    if (!m || !m->pg || !m->pg->files)
+    if (!m || !PGB(m) || !PGB(m)->files)
         return;
-    tok_free(m->pg->files->qtok);
-    tok_free(m->pg->files->dtok);
-    free(m->pg->files->live);
-    free(m->pg->files->fc_key);
-    free(m->pg->files->fc);
-    free(m->pg->files->vc);
-    free(m->pg->files->cal_key);
-    free(m->pg->files->cal_seen);
-    free(m->pg->files->cal);
-    for (int i = 0; i < m->pg->files->nfsql; i++)
-        free(m->pg->files->fsql[i]);
-    free(m->pg->files);
-    m->pg->files = NULL;
+    tok_free(PGB(m)->files->qtok);
+    tok_free(PGB(m)->files->dtok);
+    free(PGB(m)->files->live);
+    free(PGB(m)->files->fc_key);
+    free(PGB(m)->files->fc);
+    free(PGB(m)->files->vc);
+    free(PGB(m)->files->cal_key);
+    free(PGB(m)->files->cal_seen);
+    free(PGB(m)->files->cal);
+    for (int i = 0; i < PGB(m)->files->nfsql; i++)
+        free(PGB(m)->files->fsql[i]);
+    free(PGB(m)->files);
+    PGB(m)->files = NULL;
 }
 

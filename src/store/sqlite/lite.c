@@ -1,7 +1,8 @@
 /*
- * lite.c - the SQLite backend's state on the handle: the index file opened
- * (and reopened after another process rebuilt it), the memory store
- * attached to it, the query tokenizer of the index's language.
+ * lite.c - the SQLite backend's table of operations and its state on the
+ * handle: the index file opened (and reopened after another process
+ * rebuilt it), the memory store attached to it, the query tokenizer of the
+ * index's language.
  */
 #include "store/sqlite/lite.h"
 
@@ -11,32 +12,65 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/errcode.h"
+#include "engine/get.h"
 #include "store/sqlite/vectors.h"
+#include "util/errcode.h"
 
 int lite_open(mnemo *m)
 {
-    if (!(m->lite = calloc(1, sizeof *m->lite)))
+    lite *l = calloc(1, sizeof *l);
+    if (!l)
         return core_error(m, MNEMO_NOMEM, "out of memory");
-    buf_init(&m->lite->mem_err, 16384);
+    buf_init(&l->mem_err, 16384);
+    m->store = l;
     return MNEMO_OK;
 }
 
 void lite_close(mnemo *m)
 {
-    if (!m->lite)
+    lite *l = LITE(m);
+    if (!l)
         return;
-    store_close(m->lite->st);
-    vecfile_close(m->lite->vf);
-    vectors_calib_free(m->lite->calib);
-    buf_cleanup(&m->lite->mem_err);
-    free(m->lite);
-    m->lite = NULL;
+    store_close(l->st);
+    vecfile_close(l->vf);
+    vectors_calib_free(l->calib);
+    buf_cleanup(&l->mem_err);
+    free(l);
+    m->store = NULL;
 }
+
+/* The SQLite backend (backend.h): every operation on the index file and
+ * the memory store beside it. */
+const backend_ops backend_sqlite = {
+    "sqlite",
+    lite_open,
+    lite_qtok,
+    lite_sync,
+    lite_search,
+    get_file,
+    lite_status_json,
+    lite_recall_triggers,
+    lite_memory_add,
+    lite_memory_update,
+    lite_memory_delete,
+    lite_memory_purge,
+    lite_memory_get,
+    lite_memory_confirm,
+    lite_memory_history,
+    lite_memory_list,
+    lite_memory_search,
+    lite_memory_recall,
+    lite_memory_export,
+    lite_memory_import,
+    lite_memory_recover,
+    lite_close,
+    NULL,
+    NULL,
+};
 
 int lite_store(mnemo *m)
 {
-    lite *l = m->lite;
+    lite *l = LITE(m);
     struct stat sb;
     int have = stat(m->db_path, &sb) == 0;
     if (l->st) {
@@ -73,11 +107,11 @@ int lite_store(mnemo *m)
 int lite_mem(mnemo *m)
 {
     int rc = lite_store(m);
-    if (rc || !m->lite->mem_rc)
+    if (rc || !LITE(m)->mem_rc)
         return rc;
-    return core_error(m, m->lite->mem_rc, "%s",
-                      m->lite->mem_err.len ? m->lite->mem_err.data
-                                           : errcode_text(m->lite->mem_rc));
+    return core_error(m, LITE(m)->mem_rc, "%s",
+                      LITE(m)->mem_err.len ? LITE(m)->mem_err.data
+                                           : errcode_text(LITE(m)->mem_rc));
 }
 
 /* "<index>.suspect": a read met damage in the index, which cannot be
@@ -140,7 +174,7 @@ int lite_qtok(mnemo *m, tok **out)
     int rc;
     if ((rc = lite_store(m)))
         return rc;
-    if (store_meta_get(m->lite->st, "language", &lang) || !lang) {
+    if (store_meta_get(LITE(m)->st, "language", &lang) || !lang) {
         free(lang);
         return core_error(m, MNEMO_CORRUPT, "index %s has no language setting; rebuild it with: "
                                             "mnemo index --force",

@@ -1,5 +1,5 @@
 /*
- * lite.h - the SQLite backend's state on the handle (m->lite): the index
+ * lite.h - the SQLite backend's state on the handle (LITE(m)): the index
  * file, the memory store attached to it and the mapped vectors file, each
  * opened on first use. Made by lite_open when the handle is opened on this
  * backend, freed by lite_close.
@@ -23,6 +23,9 @@ typedef struct lite {
     struct vec_file *vf; /* the mapped vectors file, kept across searches */
     struct vec_calib *calib; /* the fixed texts' vectors, kept across searches */
 } lite;
+
+/* The SQLite backend's state of handle M (m->store, made by lite_open). */
+#define LITE(m) ((lite *)(m)->store)
 
 /* Makes m->lite (backend_ops.open). */
 int lite_open(mnemo *m);

@@ -24,10 +24,10 @@
  * the way out (lite_mem_fail). */
 static int sqlfail(mnemo *m, const char *what)
 {
-    int e = sqlite3_errcode(store_db(m->lite->st));
+    int e = sqlite3_errcode(store_db(LITE(m)->st));
     if (store_code(e) == MNEMO_CORRUPT)
         return lite_mem_fail(m, e, what);
-    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
+    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(LITE(m)->st)));
 }
 
 /* Binds the scope arguments and the filter's after FIRST - 1 others. */
@@ -42,7 +42,7 @@ static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, 
 static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
                        const mem_opts *o, mset *s)
 {
-    fts_rank *r = store_mrank(m->lite->st);
+    fts_rank *r = store_mrank(LITE(m)->st);
     fts_rank_reset(r, q->nphrase);
     buf sql;
     buf_init(&sql, 1 << 20);
@@ -54,7 +54,7 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
                where);
     sqlite3_stmt *st = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
-    if (!rc && sqlite3_prepare_v2(store_db(m->lite->st), sql.data, -1, &st, NULL) != SQLITE_OK)
+    if (!rc && sqlite3_prepare_v2(store_db(LITE(m)->st), sql.data, -1, &st, NULL) != SQLITE_OK)
         rc = sqlfail(m, "memory search");
     buf_cleanup(&sql);
     if (rc)
@@ -112,7 +112,7 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
                where);
     sqlite3_stmt *st = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
-    if (!rc && sqlite3_prepare_v2(store_db(m->lite->st), sql.data, -1, &st, NULL) != SQLITE_OK)
+    if (!rc && sqlite3_prepare_v2(store_db(LITE(m)->st), sql.data, -1, &st, NULL) != SQLITE_OK)
         rc = sqlfail(m, "memory vectors");
     buf_cleanup(&sql);
     if (!rc && bind_where(st, args, o, 1))
@@ -145,7 +145,7 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
     if (!rc && n) {
         double var = sum2 / (double)n - (sum / (double)n) * (sum / (double)n);
         nl = (calib_null){sum / (double)n, var > 0 ? sqrt(var) : 0, n, 0, 0, 0};
-        rc = vectors_calib(m, m->lite->st, &m->lite->calib, e, qv, &nl);
+        rc = vectors_calib(m, LITE(m)->st, &LITE(m)->calib, e, qv, &nl);
     }
     if (!rc && n) {
         qsort(hits, n, sizeof *hits, by_cos);
@@ -193,7 +193,7 @@ static int lite_load(mnemo *m, mcand *c)
     if (c->rec)
         return MNEMO_OK;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_db(m->lite->st), "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1",
+    if (sqlite3_prepare_v2(store_db(LITE(m)->st), "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1",
                            -1, &st, NULL) != SQLITE_OK)
         return sqlfail(m, "memory search");
     sqlite3_bind_int64(st, 1, c->mid);
@@ -227,7 +227,7 @@ static int episode_side(sqlite3_stmt *st, int64_t of, double when, int dir, mem_
 static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
 {
     (void)ud;
-    fts_rank *fr = store_mrank(m->lite->st);
+    fts_rank *fr = store_mrank(LITE(m)->st);
     /* In creation order within the scope's memories (index memories_scope). */
     sqlite3_stmt *own = fts_stmt(fr, "SELECT user_id, agent_id, run_id, created_at, text "
                                      "FROM memories WHERE mid = ?1");
@@ -295,7 +295,7 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
     double now = core_now();
     if (!(rc = mem_store(m)) && !(rc = lite_qtok(m, &t)) && !(rc = query_parse(t, q, &pq)))
         rc = mem_where(o, floor(now), &where, &args);
-    sqlite3 *db = !rc ? store_db(m->lite->st) : NULL;
+    sqlite3 *db = !rc ? store_db(LITE(m)->st) : NULL;
     int txn = db && sqlite3_get_autocommit(db) &&
               sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     /* The query's vector is made while the keyword leg runs. */
@@ -329,7 +329,7 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
         free(qv);
     if (!rc && pq.match && s->n) {
         mem_bm25 k;
-        fts_rank *r = store_mrank(m->lite->st);
+        fts_rank *r = store_mrank(LITE(m)->st);
         mem_bm25_init(m, &pq, &r->hits, &k);
         rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_episodes, NULL);
     }

@@ -33,16 +33,16 @@ int lite_recall_triggers(mnemo *m, const char *message, char **out)
     if (rc)
         return rc;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_db(m->lite->st),
+    if (sqlite3_prepare_v2(store_db(LITE(m)->st),
                            "SELECT c.id, c.text, c.triggers, c.start_line, c.importance, f.path "
                            "FROM files f JOIN chunks c ON c.file_id = f.id "
                            "WHERE f.path IN ('MEMORY.md', 'USER.md', 'memory.md', 'user.md') "
                            "AND f.status = 0 AND c.triggers != '' ORDER BY c.id",
                            -1, &st, NULL) != SQLITE_OK)
-        return core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->lite->st)));
+        return core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(LITE(m)->st)));
     rc = recall_block(m, t, message, lite_next, st, out);
     if (rc == MNEMO_DB)
-        core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(m->lite->st)));
+        core_error(m, MNEMO_DB, "recall: %s", sqlite3_errmsg(store_db(LITE(m)->st)));
     sqlite3_finalize(st);
     return rc;
 }

@@ -85,7 +85,7 @@ static void pool_offer(pool *p, const cand *c)
 
 static int sql_fail(mnemo *m, const char *what)
 {
-    sqlite3 *db = store_db(m->lite->st);
+    sqlite3 *db = store_db(LITE(m)->st);
     int code = store_code(sqlite3_errcode(db));
     return core_error(m, code ? code : MNEMO_DB, "search failed (%s): %s", what,
                       sqlite3_errmsg(db));
@@ -110,7 +110,7 @@ static corpus corpus_of(const char *name)
  * frequencies and lengths, the scores are computed here. */
 static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, search_bm25 *bm)
 {
-    fts_rank *r = store_rank(m->lite->st);
+    fts_rank *r = store_rank(LITE(m)->st);
     fts_rank_reset(r, q->nphrase);
     /* One row starts mnemo_phrases(), which reads every phrase's rows. */
     sqlite3_stmt *st = fts_stmt(r, "SELECT mnemo_phrases(chunks_fts, ?4, ?2, ?3) FROM chunks_fts "
@@ -165,7 +165,7 @@ static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, i
 
 static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f)
 {
-    fts_rank *r = store_rank(m->lite->st);
+    fts_rank *r = store_rank(LITE(m)->st);
     sqlite3_stmt *st = NULL;
     /* Exact: the query names a file by path, base name or stem. */
     if (q->filename[0]) {
@@ -271,12 +271,12 @@ static int unused_vectors(mnemo *m, mnemo_results *res)
     if (strcmp(cfg_str(m->cfg, CFG_PROVIDER), "auto") != 0)
         return MNEMO_OK;
     char *stored = NULL;
-    if (store_meta_get(m->lite->st, "vec_identity", &stored) || !stored || !*stored) {
+    if (store_meta_get(LITE(m)->st, "vec_identity", &stored) || !stored || !*stored) {
         free(stored);
         return MNEMO_OK;
     }
     sqlite3_stmt *st = NULL;
-    int any = sqlite3_prepare_v2(store_db(m->lite->st), "SELECT 1 FROM chunk_vectors LIMIT 1",
+    int any = sqlite3_prepare_v2(store_db(LITE(m)->st), "SELECT 1 FROM chunk_vectors LIMIT 1",
                                  -1, &st, NULL) == SQLITE_OK &&
               sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
@@ -344,7 +344,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     /* Vectors of another provider, model or chunking are stale. */
     char ident[1024], *stored = NULL;
     provider_chunk_identity(m, v->e, ident, sizeof ident);
-    store_meta_get(m->lite->st, "vec_identity", &stored);
+    store_meta_get(LITE(m)->st, "vec_identity", &stored);
     if (!stored || strcmp(stored, ident) != 0) {
         char reason[1200];
         snprintf(reason, sizeof reason,
@@ -358,8 +358,8 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     }
     free(stored);
     int quant = strcmp(cfg_str(m->cfg, CFG_VECTOR_QUANTIZATION), "int8") == 0;
-    rc = vecfile_get(m->lite->st, m->db_path, quant, &m->lite->vf, &err);
-    v->vf = m->lite->vf;
+    rc = vecfile_get(LITE(m)->st, m->db_path, quant, &LITE(m)->vf, &err);
+    v->vf = LITE(m)->vf;
     if (rc || vecfile_dims(v->vf) != embed_dims(v->e)) {
         const char *why = rc == MNEMO_NOTFOUND ? "no vectors yet; run: mnemo index"
                           : rc ? (err.len ? err.data : errcode_text(rc))
@@ -375,7 +375,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
     v->nmatches = vecfile_search(v->vf, v->qv, cp->lo, cp->hi, k, quant, v->matches,
                                  &v->null.mean, &v->null.sd);
     v->null.n = vecfile_count(v->vf);
-    if ((rc = vectors_calib(m, m->lite->st, &m->lite->calib, v->e, v->qv, &v->null)))
+    if ((rc = vectors_calib(m, LITE(m)->st, &LITE(m)->calib, v->e, v->qv, &v->null)))
         return rc;
     v->ran = 1;
     free(res->mode);
@@ -389,7 +389,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
  * rowid order), 0 when it did not match. */
 static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
 {
-    fts_rank *r = store_rank(m->lite->st);
+    fts_rank *r = store_rank(LITE(m)->st);
     const bm25_hits *h = &r->hits;
     size_t lo = 0, hi = h->n;
     while (lo < hi) {
@@ -436,7 +436,7 @@ static int lite_cosines(void *ud, int64_t chunk_id, float *cs, int max)
 static int lite_factors(void *ud, int64_t chunk_id, double *when, int *importance)
 {
     lite_io *x = ud;
-    fts_rank *r = store_rank(x->m->lite->st);
+    fts_rank *r = store_rank(LITE(x->m)->st);
     const fts_factor *f = fts_factor_get(r, chunk_id);
     if (f) {
         *when = f->when;
@@ -517,11 +517,11 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     /* One read transaction for the whole search: one snapshot for every
      * leg, and one set of locks instead of one per statement. */
-    sqlite3_stmt *begin = fts_stmt(store_rank(m->lite->st), "BEGIN");
-    if (sqlite3_get_autocommit(store_db(m->lite->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
+    sqlite3_stmt *begin = fts_stmt(store_rank(LITE(m)->st), "BEGIN");
+    if (sqlite3_get_autocommit(store_db(LITE(m)->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
         txn = 1;
     /* What the handle keeps across searches goes if the index changed. */
-    fts_rank_check(store_rank(m->lite->st));
+    fts_rank_check(store_rank(LITE(m)->st));
     if ((rc = query_parse(t, qt.data, &q)))
         goto done;
     res->mode = strdup("keyword");
@@ -548,7 +548,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     res->timing.vector_ms = search_lap(&tm);
 
-    fts_rank *fr = store_rank(m->lite->st);
+    fts_rank *fr = store_rank(LITE(m)->st);
     lite_io x = {m, &q, &vl, NULL, NULL};
     /* With the next chunk of the file when it shares lines with this one. */
     x.row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source, n.text, "
@@ -582,9 +582,9 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:
-    if (m->lite->st) {
-        fts_stmt_reset_all(store_rank(m->lite->st));
-        sqlite3_stmt *commit = txn ? fts_stmt(store_rank(m->lite->st), "COMMIT") : NULL;
+    if (LITE(m)->st) {
+        fts_stmt_reset_all(store_rank(LITE(m)->st));
+        sqlite3_stmt *commit = txn ? fts_stmt(store_rank(LITE(m)->st), "COMMIT") : NULL;
         if (commit)
             sqlite3_step(commit);
         if (commit)

@@ -463,7 +463,7 @@ static int settings_changed(mnemo *m, const char **why)
                   {"workspace", -2, "it was built for another workspace"}};
     for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
         char *v = NULL;
-        if (store_meta_get(m->lite->st, checks[i].meta, &v))
+        if (store_meta_get(LITE(m)->st, checks[i].meta, &v))
             return 0;
         const char *want = checks[i].key == -1   ? PREP_INDEX_RULES
                            : checks[i].key == -2 ? m->workspace
@@ -513,8 +513,8 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         why = "a search or status found it damaged";
     }
     if (!fresh) {
-        store_close(m->lite->st); /* reopen: another process may have swapped the file */
-        m->lite->st = NULL;
+        store_close(LITE(m)->st); /* reopen: another process may have swapped the file */
+        LITE(m)->st = NULL;
         rc = lite_store(m);
         if (rc == MNEMO_NOTFOUND) {
             fresh = 1;
@@ -527,7 +527,7 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         }
     }
     if (!fresh) {
-        c.st = m->lite->st;
+        c.st = LITE(m)->st;
         if ((rc = store_begin(c.st))) {
             db_fail(&c, rc, "starting a transaction");
             goto done;
@@ -565,17 +565,17 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
          * store that cannot be opened does not stop a rebuild otherwise. */
         if ((rc = lite_store(m)))
             goto done;
-        if (store_legacy_memories(m->lite->st)) {
+        if (store_legacy_memories(LITE(m)->st)) {
             rc = core_error(m, MNEMO_IO,
                             "the memories in %s could not be moved to the memory store %s "
                             "(%s); the index is left as it is",
                             m->db_path, m->mem_path,
-                            m->lite->mem_err.len ? m->lite->mem_err.data : "read-only, or the move failed");
+                            LITE(m)->mem_err.len ? LITE(m)->mem_err.data : "read-only, or the move failed");
             goto done;
         }
     }
-    store_close(m->lite->st);
-    m->lite->st = NULL;
+    store_close(LITE(m)->st);
+    LITE(m)->st = NULL;
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", m->db_path, (long)getpid());
     store_settings set = {cfg_str(m->cfg, CFG_LANGUAGE), (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS),

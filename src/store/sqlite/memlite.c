@@ -109,9 +109,9 @@ static int write_begin(mnemo *m, writer *w)
         return rc;
     /* The memory store alone: never the index's lock, which a sync or a
      * rebuild holds for long (and any process may hold). */
-    if ((rc = store_begin_mem(m->lite->st)))
+    if ((rc = store_begin_mem(LITE(m)->st)))
         return core_error(m, rc, "cannot write the memory store %s: %s", m->mem_path,
-                          sqlite3_errmsg(store_db(m->lite->st)));
+                          sqlite3_errmsg(store_db(LITE(m)->st)));
     w->began = 1;
     return MNEMO_OK;
 }
@@ -239,13 +239,13 @@ static void maybe_backup(mnemo *m)
     char *v = NULL;
     long writes = 0, done = 0;
     double at = 0, now = time_wall();
-    if (store_mem_meta_get(m->lite->st, "writes", &v) == MNEMO_OK && v)
+    if (store_mem_meta_get(LITE(m)->st, "writes", &v) == MNEMO_OK && v)
         writes = strtol(v, NULL, 10);
     free(v);
-    if (store_mem_meta_get(m->lite->st, "backup_writes", &v) == MNEMO_OK && v)
+    if (store_mem_meta_get(LITE(m)->st, "backup_writes", &v) == MNEMO_OK && v)
         done = strtol(v, NULL, 10);
     free(v);
-    if (store_mem_meta_get(m->lite->st, "backup_at", &v) == MNEMO_OK && v)
+    if (store_mem_meta_get(LITE(m)->st, "backup_at", &v) == MNEMO_OK && v)
         at = strtod(v, NULL);
     free(v);
     /* Each snapshot writes the whole store: between two of them at least
@@ -253,7 +253,7 @@ static void maybe_backup(mnemo *m)
      * written out per write, at most). */
     sqlite3_stmt *q = NULL;
     long size = 0;
-    if (sqlite3_prepare_v2(store_db(m->lite->st), "SELECT coalesce(max(mid), 0) FROM memories", -1, &q,
+    if (sqlite3_prepare_v2(store_db(LITE(m)->st), "SELECT coalesce(max(mid), 0) FROM memories", -1, &q,
                            NULL) == SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW)
         size = (long)sqlite3_column_int64(q, 0);
@@ -308,16 +308,16 @@ static void maybe_backup(mnemo *m)
     }
     char num[32];
     snprintf(num, sizeof num, "%ld", writes);
-    store_mem_meta_set(m->lite->st, "backup_writes", num);
+    store_mem_meta_set(LITE(m)->st, "backup_writes", num);
     snprintf(num, sizeof num, "%.0f", now);
-    store_mem_meta_set(m->lite->st, "backup_at", num);
+    store_mem_meta_set(LITE(m)->st, "backup_at", num);
     prune_backups(m->mem_path, keep);
 }
 
 static int write_end(mnemo *m, writer *w, int rc)
 {
     if (w->began) {
-        sqlite3 *db = store_db(m->lite->st);
+        sqlite3 *db = store_db(LITE(m)->st);
         /* Counted in the write's own transaction, for the backups. */
         if (rc == MNEMO_OK &&
             sqlite3_exec(db,
@@ -342,16 +342,16 @@ static int write_end(mnemo *m, writer *w, int rc)
  * the way out (lite_mem_fail). */
 static int sqlfail(mnemo *m, const char *what)
 {
-    int e = sqlite3_errcode(store_db(m->lite->st));
+    int e = sqlite3_errcode(store_db(LITE(m)->st));
     if (store_code(e) == MNEMO_CORRUPT)
         return lite_mem_fail(m, e, what);
-    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(m->lite->st)));
+    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(LITE(m)->st)));
 }
 
 static sqlite3_stmt *prep(mnemo *m, const char *sql)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store_db(m->lite->st), sql, -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(store_db(LITE(m)->st), sql, -1, &st, NULL) != SQLITE_OK) {
         sqlfail(m, "prepare");
         sqlite3_finalize(st);
         return NULL;
@@ -506,7 +506,7 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
     sqlite3_finalize(st);
     if (rc)
         return rc;
-    *mid = sqlite3_last_insert_rowid(store_db(m->lite->st));
+    *mid = sqlite3_last_insert_rowid(store_db(LITE(m)->st));
     /* Deleted memories stay out of the keyword index. */
     return isnan(f->deleted) ? fts_update(m, *mid, NULL, f->text) : MNEMO_OK;
 }
@@ -809,7 +809,7 @@ int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
         *purged = 0;
     writer w = {-1, 0};
     int rc = write_begin(m, &w);
-    sqlite3 *db = m->lite->st ? store_db(m->lite->st) : NULL;
+    sqlite3 *db = LITE(m)->st ? store_db(LITE(m)->st) : NULL;
     char **ids = NULL;
     size_t nids = 0, cap = 0;
     if (!rc) {
@@ -1060,7 +1060,7 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     int rc = mem_store(m);
     if (rc)
         return rc;
-    sqlite3 *db = store_db(m->lite->st);
+    sqlite3 *db = store_db(LITE(m)->st);
     /* One snapshot for the whole export. */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     sqlite3_stmt *st = prep(m, "SELECT " MEM_COLS " FROM memories m ORDER BY m.mid");
@@ -1189,7 +1189,7 @@ int lite_memory_recover(mnemo *m, const char *path, char **out)
     if (!rc) {
         buf err;
         buf_init(&err, 4096);
-        int s = salvage_memories(real, store_db(m->lite->st), &r, &err);
+        int s = salvage_memories(real, store_db(LITE(m)->st), &r, &err);
         if (s == SQLITE_NOTFOUND)
             rc = core_error(m, MNEMO_NOTFOUND, "memory recover: %s", err.data ? err.data : "");
         else if (s != SQLITE_OK)

@@ -27,7 +27,7 @@ embedder *memvec_embedder(mnemo *m, buf *err)
         return NULL;
     char ident[1024], *stored = NULL;
     provider_identity(m, e, ident, sizeof ident);
-    store_mem_meta_get(m->lite->st, "vec_identity", &stored);
+    store_mem_meta_get(LITE(m)->st, "vec_identity", &stored);
     int same = stored && strcmp(stored, ident) == 0;
     free(stored);
     if (!same)
@@ -56,7 +56,7 @@ void mem_embed(mnemo *m, int64_t mid, const char *text)
     float *v = NULL;
     size_t len = strlen(text);
     if (e && embed_texts(e, EMBED_DOCUMENT, &text, &len, 1, &v, &err) == MNEMO_OK)
-        put_vector(store_db(m->lite->st), mid, v, embed_dims(e)); /* autocommit */
+        put_vector(store_db(LITE(m)->st), mid, v, embed_dims(e)); /* autocommit */
     free(v);
     buf_cleanup(&err);
 }
@@ -119,6 +119,6 @@ void mem_embed_pending(mnemo *m)
     buf_init(&err, 4096);
     embedder *e = memvec_embedder(m, &err);
     if (e)
-        mem_embed_missing(m, m->lite->st, e, &err);
+        mem_embed_missing(m, LITE(m)->st, e, &err);
     buf_cleanup(&err);
 }

@@ -105,14 +105,14 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     json_object_set_new(e, "provider", json_string(name));
     json_object_set_new(e, "configured", json_string(cfg_str(m->cfg, CFG_PROVIDER)));
     *mode = "keyword";
-    sqlite3 *h = m->lite->st ? store_db(m->lite->st) : NULL;
+    sqlite3 *h = LITE(m)->st ? store_db(LITE(m)->st) : NULL;
     if (h) {
         json_object_set_new(e, "vectors", json_integer(count(h, "SELECT count(*) FROM chunk_vectors", NULL)));
-        json_object_set_new(e, "identity", meta_json(m->lite->st, "vec_identity"));
-        json_t *le = meta_json(m->lite->st, "embed_error");
+        json_object_set_new(e, "identity", meta_json(LITE(m)->st, "vec_identity"));
+        json_t *le = meta_json(LITE(m)->st, "embed_error");
         if (json_is_string(le) && *json_string_value(le)) {
             json_object_set_new(e, "lastError", le);
-            json_object_set_new(e, "lastErrorAt", meta_json(m->lite->st, "embed_error_at"));
+            json_object_set_new(e, "lastErrorAt", meta_json(LITE(m)->st, "embed_error_at"));
             char w[1200];
             snprintf(w, sizeof w, "last embedding failed: %s", json_string_value(le));
             json_array_append_new(warnings, json_string(w));
@@ -216,11 +216,11 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_array_append_new(warnings, json_string(core_errmsg(m)));
         rc = MNEMO_OK;
     } else {
-        sqlite3 *h = store_db(m->lite->st);
+        sqlite3 *h = store_db(LITE(m)->st);
         reads ix = {0}, mr = {0};
         json_object_set_new(db, "sizeBytes", json_integer(file_size(m->db_path) + file_size(side)));
         char *ver = NULL;
-        store_meta_get(m->lite->st, "schema_version", &ver);
+        store_meta_get(LITE(m)->st, "schema_version", &ver);
         json_object_set_new(db, "schemaVersion", json_integer(ver ? (int)strtol(ver, NULL, 10) : 0));
         free(ver);
         json_object_set_new(root, "files",
@@ -229,13 +229,13 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_object_set_new(root, "bytes", json_integer(count(h, "SELECT coalesce(sum(size),0) "
                                                                  "FROM files WHERE status = 0", &ix)));
         json_t *last = json_object();
-        json_object_set_new(last, "at", meta_json(m->lite->st, "last_sync_at"));
+        json_object_set_new(last, "at", meta_json(LITE(m)->st, "last_sync_at"));
         char *ms = NULL;
-        store_meta_get(m->lite->st, "last_sync_ms", &ms);
+        store_meta_get(LITE(m)->st, "last_sync_ms", &ms);
         json_object_set_new(last, "durationMs", ms ? json_real(strtod(ms, NULL)) : json_null());
         free(ms);
         char *stats = NULL;
-        store_meta_get(m->lite->st, "last_sync", &stats);
+        store_meta_get(LITE(m)->st, "last_sync", &stats);
         json_t *sj = stats ? json_loads(stats, 0, NULL) : NULL;
         free(stats);
         if (sj)
@@ -246,11 +246,11 @@ int lite_status_json(mnemo *m, int deep, char **out)
         /* The memory store: primary data, kept apart from the index. */
         json_t *mj = json_object();
         json_object_set_new(mj, "path", json_string(m->mem_path));
-        if (m->lite->mem_rc) {
-            const char *why = m->lite->mem_err.len ? m->lite->mem_err.data : "";
+        if (LITE(m)->mem_rc) {
+            const char *why = LITE(m)->mem_err.len ? LITE(m)->mem_err.data : "";
             json_object_set_new(mj, "error", json_string(why));
             json_array_append_new(warnings, json_string(why));
-            if (m->lite->mem_rc == MNEMO_CORRUPT) { /* damaged, or not a store */
+            if (LITE(m)->mem_rc == MNEMO_CORRUPT) { /* damaged, or not a store */
                 json_object_set_new(root, "error", json_string(why));
                 json_object_set_new(root, "errorStatus", json_integer(MNEMO_CORRUPT));
             }
@@ -259,7 +259,7 @@ int lite_status_json(mnemo *m, int deep, char **out)
                                                                    "memories WHERE deleted_at "
                                                                    "IS NULL", &mr)));
             char *bw = NULL;
-            store_mem_meta_get(m->lite->st, "backup_at", &bw);
+            store_mem_meta_get(LITE(m)->st, "backup_at", &bw);
             json_object_set_new(mj, "lastBackup",
                                 bw ? time_json_iso(strtod(bw, NULL)) : json_null());
             free(bw);
@@ -267,7 +267,7 @@ int lite_status_json(mnemo *m, int deep, char **out)
         json_object_set_new(root, "memories", mj);
 
         json_t *tokj = json_object();
-        json_t *lang = meta_json(m->lite->st, "language");
+        json_t *lang = meta_json(LITE(m)->st, "language");
         const char *cl = cfg_str(m->cfg, CFG_LANGUAGE);
         if (json_is_string(lang) && strcmp(json_string_value(lang), cl) != 0) {
             char w[256];
@@ -284,8 +284,8 @@ int lite_status_json(mnemo *m, int deep, char **out)
                                                     cfg_num(m->cfg, CFG_BM25_B)));
         json_object_set_new(root, "tokenizer", tokj);
         char *ct = NULL, *co = NULL;
-        store_meta_get(m->lite->st, "chunk_tokens", &ct);
-        store_meta_get(m->lite->st, "chunk_overlap", &co);
+        store_meta_get(LITE(m)->st, "chunk_tokens", &ct);
+        store_meta_get(LITE(m)->st, "chunk_overlap", &co);
         json_object_set_new(root, "chunking", json_pack("{s:i,s:i}", "tokens", ct ? (int)strtol(ct, NULL, 10) : 0,
                                                         "overlap", co ? (int)strtol(co, NULL, 10) : 0));
         free(ct);
@@ -318,7 +318,7 @@ int lite_status_json(mnemo *m, int deep, char **out)
         }
         if (!ix.rc && deep)
             ix.rc = quick_check(h, "main", "quick_check", why, sizeof why);
-        if (!mr.rc && (deep || file_size(m->mem_path) <= MEM_CHECK_BYTES) && !m->lite->mem_rc)
+        if (!mr.rc && (deep || file_size(m->mem_path) <= MEM_CHECK_BYTES) && !LITE(m)->mem_rc)
             mr.rc = quick_check(h, "mem", "integrity_check", mwhy, sizeof mwhy);
         if (mr.rc) {
             lite_mem_fail(m, mr.rc, mwhy);

@@ -1,0 +1,76 @@
+/*
+ * pgback.c - the PostgreSQL backend's table of operations (backend.h):
+ * files and chunks in pgstore.c, memories in pgmem.c, its state made here
+ * and freed part by part by the files that own the parts (pgconn.h). With
+ * read replicas (pgroute.h), the dispatcher routes each read to the server
+ * the routing chooses, again to another one when theirs fails under it;
+ * writes to the primary. Export is not routed: its output is written as it
+ * is read, so it cannot run again.
+ */
+#include "engine/backend.h"
+#include "engine/core.h"
+#include "store/postgres/pgconn.h"
+#include "store/postgres/pgmem.h"
+#include "store/postgres/pgmpost.h"
+#include "store/postgres/pgroute.h"
+#include "store/postgres/pgschema.h"
+#include "store/postgres/pgstore.h"
+
+static int pgback_open(mnemo *m)
+{
+    return pgconn_state(m) ? MNEMO_OK : core_error(m, MNEMO_NOMEM, "out of memory");
+}
+
+static void pgback_close(mnemo *m)
+{
+    pgroute_close(m);
+    pgstore_close(m);
+    pgmpost_wait(m); /* a merge of the memories' index on its thread */
+    pgmem_close(m);
+    pgschema_close(m);
+    pgconn_close(m);
+}
+
+static void pgback_route(mnemo *m, int write)
+{
+    if (write)
+        pgroute_write_begin(m);
+    else
+        pgroute_read_begin(m);
+}
+
+static int pgback_routed(mnemo *m, int write, int *rc)
+{
+    if (write) {
+        *rc = pgroute_write_end(m, *rc);
+        return 0;
+    }
+    return pgroute_read_again(m, *rc);
+}
+
+const backend_ops backend_postgres = {
+    "postgres",
+    pgback_open,
+    pgconn_qtok,
+    pgstore_sync,
+    pgstore_search,
+    pgstore_get,
+    pgstore_status_json,
+    pgstore_recall_triggers,
+    pgmem_add,
+    pgmem_update,
+    pgmem_delete,
+    pgmem_purge,
+    pgmem_get,
+    pgmem_confirm,
+    pgmem_history,
+    pgmem_list,
+    pgmem_search,
+    pgmem_recall,
+    pgmem_export,
+    pgmem_import,
+    NULL,
+    pgback_close,
+    pgback_route,
+    pgback_routed,
+};
