@@ -730,38 +730,43 @@ int api_run(mnemo *m, const api_op *op, json_t *args, char **out, char **err)
     return rc;
 }
 
+/* The stable name of each code, from the one list in mnemo.h. */
+#define CODE_NAME(name, value, text, api) [MNEMO_##name] = api,
+static const char *const code_names[API_NCODES] = {MNEMO_STATUS_MAP(CODE_NAME)};
+#undef CODE_NAME
+
 const char *api_code_name(int rc)
 {
-    switch (rc) {
-    case MNEMO_NOMEM: return "nomem";
-    case MNEMO_IO: return "io";
-    case MNEMO_DB: return "db";
-    case MNEMO_HTTP: return "http";
-    case MNEMO_TIMEOUT: return "timeout";
-    case MNEMO_NOTFOUND: return "not_found";
-    case MNEMO_INVALID: return "invalid";
-    case MNEMO_UNAVAILABLE: return "unavailable";
-    case MNEMO_MISUSE: return "misuse";
-    case MNEMO_CORRUPT: return "corrupt";
-    case MNEMO_BUSY: return "busy";
-    case MNEMO_DENIED: return "denied";
-    default: return "error";
-    }
+    if (rc < 0 || rc >= API_NCODES)
+        return "error";
+    return code_names[rc];
 }
+
+/* The HTTP status of each code; a code appended to the list without one
+ * here fails the build. */
+static const short http_statuses[] = {
+    [MNEMO_OK] = 200,
+    [MNEMO_NOMEM] = 500,
+    [MNEMO_IO] = 500,
+    [MNEMO_DB] = 500,
+    [MNEMO_HTTP] = 502,
+    [MNEMO_TIMEOUT] = 504,
+    [MNEMO_NOTFOUND] = 404,
+    [MNEMO_INVALID] = 400,
+    [MNEMO_UNAVAILABLE] = 503,
+    [MNEMO_MISUSE] = 500,
+    [MNEMO_CORRUPT] = 500,
+    [MNEMO_BUSY] = 503,
+    [MNEMO_DENIED] = 403,
+};
+_Static_assert(sizeof http_statuses / sizeof *http_statuses == API_NCODES,
+               "an HTTP status for every MNEMO_* code");
 
 int api_http_status(int rc)
 {
-    switch (rc) {
-    case MNEMO_OK: return 200;
-    case MNEMO_INVALID: return 400;
-    case MNEMO_DENIED: return 403;
-    case MNEMO_NOTFOUND: return 404;
-    case MNEMO_BUSY: return 503;
-    case MNEMO_UNAVAILABLE: return 503;
-    case MNEMO_HTTP: return 502;
-    case MNEMO_TIMEOUT: return 504;
-    default: return 500;
-    }
+    if (rc < 0 || rc >= API_NCODES)
+        return 500;
+    return http_statuses[rc];
 }
 
 json_t *api_error_json(int rc, const char *message)

@@ -67,13 +67,20 @@ const api_op *api_ops(void);
  * (caller frees both). */
 int api_run(mnemo *m, const api_op *op, json_t *args, char **out, char **err);
 
+/* How many MNEMO_* codes there are: the entries of MNEMO_STATUS_MAP. The
+ * command's tables indexed by code have this many. */
+#define API_COUNT_CODE(name, value, text, api) +1
+enum { API_NCODES = 0 MNEMO_STATUS_MAP(API_COUNT_CODE) };
+#undef API_COUNT_CODE
+
 /* The HTTP status for a MNEMO_* code. */
 int api_http_status(int rc);
 
 /* The {"error":{"code","message"}} object. */
 json_t *api_error_json(int rc, const char *message);
 
-/* The stable name of a MNEMO_* code ("invalid", "not_found", ...). */
+/* The stable name of a MNEMO_* code ("invalid", "not_found", ...: the api
+ * column of MNEMO_STATUS_MAP); "error" for a number that is no code. */
 const char *api_code_name(int rc);
 
 /* The excerpt as mnemo get --json prints it. */

@@ -133,17 +133,31 @@ int cli_fail(mnemo *m, int rc, int json)
     return cli_exit_code(rc);
 }
 
+/* The exit code of each MNEMO_* code; a code appended to the list without
+ * one here fails the build. */
+static const unsigned char exit_codes[] = {
+    [MNEMO_OK] = EXIT_OK,
+    [MNEMO_NOMEM] = EXIT_ERROR,
+    [MNEMO_IO] = EXIT_ERROR,
+    [MNEMO_DB] = EXIT_ERROR,
+    [MNEMO_HTTP] = EXIT_ERROR,
+    [MNEMO_TIMEOUT] = EXIT_ERROR,
+    [MNEMO_NOTFOUND] = EXIT_NOTFOUND,
+    [MNEMO_INVALID] = EXIT_USAGE,
+    [MNEMO_UNAVAILABLE] = EXIT_ERROR,
+    [MNEMO_MISUSE] = EXIT_ERROR,
+    [MNEMO_CORRUPT] = EXIT_CORRUPT,
+    [MNEMO_BUSY] = EXIT_BUSY,
+    [MNEMO_DENIED] = EXIT_DENIED,
+};
+_Static_assert(sizeof exit_codes / sizeof *exit_codes == API_NCODES,
+               "an exit code for every MNEMO_* code");
+
 int cli_exit_code(int rc)
 {
-    switch (rc) {
-    case MNEMO_OK: return EXIT_OK;
-    case MNEMO_INVALID: return EXIT_USAGE;
-    case MNEMO_NOTFOUND: return EXIT_NOTFOUND;
-    case MNEMO_DENIED: return EXIT_DENIED;
-    case MNEMO_CORRUPT: return EXIT_CORRUPT;
-    case MNEMO_BUSY: return EXIT_BUSY;
-    default: return EXIT_ERROR;
-    }
+    if (rc < 0 || rc >= API_NCODES)
+        return EXIT_ERROR;
+    return exit_codes[rc];
 }
 
 static void print_opts(FILE *f, const cli_opt *o)

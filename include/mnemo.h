@@ -37,22 +37,29 @@ extern "C" {
 #define MNEMO_API
 #endif
 
-/* Status codes. Only ever appended to; mnemo_strerror() describes each. */
-enum {
-    MNEMO_OK = 0,
-    MNEMO_NOMEM,       /* out of memory */
-    MNEMO_IO,          /* file system error */
-    MNEMO_DB,          /* database error */
-    MNEMO_HTTP,        /* HTTP or network error */
-    MNEMO_TIMEOUT,     /* an operation ran out of time */
-    MNEMO_NOTFOUND,    /* no such file, index or record */
-    MNEMO_INVALID,     /* invalid argument, configuration or input */
-    MNEMO_UNAVAILABLE, /* a needed service or feature is not available */
-    MNEMO_MISUSE,      /* API used in a way it does not allow */
-    MNEMO_CORRUPT,     /* database is corrupt, foreign or too new */
-    MNEMO_BUSY,        /* locked by another process */
-    MNEMO_DENIED       /* path outside the memory roots */
-};
+/* Status codes, from one list (as libuv's UV_ERRNO_MAP): X(NAME, value, text, api) for each
+ * MNEMO_NAME. The value is its number, in order from 0; the list is only ever appended to, so
+ * a number never changes. The text is what mnemo_strerror() says; api is the stable name the
+ * command, the daemon and the MCP server give it in {"error":{"code":...}}. A caller may
+ * expand the list too, e.g. into a table indexed by code. */
+#define MNEMO_STATUS_MAP(X)                                                                    \
+    X(OK, 0, "ok", "ok")                                                                       \
+    X(NOMEM, 1, "out of memory", "nomem")                                                      \
+    X(IO, 2, "file system error", "io")                                                        \
+    X(DB, 3, "database error", "db")                                                           \
+    X(HTTP, 4, "HTTP error", "http")                     /* or a network error */              \
+    X(TIMEOUT, 5, "timed out", "timeout")                /* an operation ran out of time */    \
+    X(NOTFOUND, 6, "not found", "not_found")             /* no such file, index or record */   \
+    X(INVALID, 7, "invalid argument", "invalid")         /* argument, configuration, input */  \
+    X(UNAVAILABLE, 8, "unavailable", "unavailable")      /* a needed service or feature */     \
+    X(MISUSE, 9, "library misuse", "misuse")             /* API used in a way not allowed */   \
+    X(CORRUPT, 10, "database is damaged, foreign or too new", "corrupt")                       \
+    X(BUSY, 11, "locked by another process", "busy")                                           \
+    X(DENIED, 12, "path outside the memory roots", "denied")
+
+#define MNEMO_STATUS_ENUM(name, value, text, api) MNEMO_##name = value,
+enum { MNEMO_STATUS_MAP(MNEMO_STATUS_ENUM) };
+#undef MNEMO_STATUS_ENUM
 
 /* Static English text for a status code; never NULL. */
 MNEMO_API const char *mnemo_strerror(int code);

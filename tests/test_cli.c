@@ -1,7 +1,8 @@
 /*
  * test_cli.c - the mnemo binary: golden JSON and text outputs on the
- * fixture workspace (tests/fixtures/ws), exit codes, help, and first-run
- * behaviour. MNEMO_TEST_UPDATE_GOLDEN=1 rewrites the golden files.
+ * fixture workspace (tests/fixtures/ws), exit codes, help, first-run
+ * behaviour, and the status codes' names, texts and documentation.
+ * MNEMO_TEST_UPDATE_GOLDEN=1 rewrites the golden files.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api.h"
+#include "cli.h"
 #include "test.h"
 
 static char ws[1024];
@@ -506,6 +509,88 @@ TEST(abi_exports_only_the_public_api)
     }
     ASSERT_EQ(pclose(f), 0);
     ASSERT_EQ(exported, declared); /* and every declared function is there */
+}
+
+/* ---- status codes: the one list (MNEMO_STATUS_MAP) and what is made of it ---- */
+
+typedef struct status_entry {
+    int code, value;
+    const char *name, *text, *api;
+} status_entry;
+
+#define STATUS_ENTRY(name, value, text, api) {MNEMO_##name, value, "MNEMO_" #name, text, api},
+static const status_entry statuses[] = {MNEMO_STATUS_MAP(STATUS_ENTRY)};
+#undef STATUS_ENTRY
+enum { NSTATUSES = (int)(sizeof statuses / sizeof *statuses) };
+
+/* Every code has its number, a text mnemo_strerror gives and a name the
+ * command, the daemon and MCP give; no two share a text or a name. */
+TEST(errcode_every_code_has_a_text_and_a_name)
+{
+    /* The numbers released so far never change (the list is only appended to). */
+    static const int released[][2] = {
+        {MNEMO_OK, 0},          {MNEMO_NOMEM, 1},   {MNEMO_IO, 2},        {MNEMO_DB, 3},
+        {MNEMO_HTTP, 4},        {MNEMO_TIMEOUT, 5}, {MNEMO_NOTFOUND, 6},  {MNEMO_INVALID, 7},
+        {MNEMO_UNAVAILABLE, 8}, {MNEMO_MISUSE, 9},  {MNEMO_CORRUPT, 10},  {MNEMO_BUSY, 11},
+        {MNEMO_DENIED, 12},
+    };
+    size_t nreleased = sizeof released / sizeof *released;
+    for (size_t i = 0; i < nreleased; i++)
+        ASSERT_EQ(released[i][0], released[i][1]);
+    ASSERT(NSTATUSES >= (int)nreleased);
+    ASSERT_EQ(API_NCODES, NSTATUSES);
+    for (int i = 0; i < NSTATUSES; i++) {
+        const status_entry *s = &statuses[i];
+        /* In order from 0, so that the tables indexed by code have no holes. */
+        ASSERT_EQ(s->code, i);
+        ASSERT_EQ(s->value, i);
+        ASSERT(s->text[0] != 0);
+        ASSERT_STR_EQ(mnemo_strerror(s->code), s->text);
+        ASSERT(strcmp(s->text, "unknown error") != 0);
+        /* A name is a lowercase identifier, as JSON clients match it. */
+        ASSERT(s->api[0] != 0);
+        ASSERT_EQ(strspn(s->api, "abcdefghijklmnopqrstuvwxyz_"), strlen(s->api));
+        ASSERT_STR_EQ(api_code_name(s->code), s->api);
+        for (int j = 0; j < i; j++) {
+            if (strcmp(statuses[j].api, s->api) == 0 || strcmp(statuses[j].text, s->text) == 0)
+                test_fail(__FILE__, __LINE__, "%s and %s share a name or a text",
+                          statuses[j].name, s->name);
+        }
+    }
+    ASSERT_STR_EQ(mnemo_strerror(NSTATUSES), "unknown error");
+    ASSERT_STR_EQ(mnemo_strerror(-1), "unknown error");
+    ASSERT_STR_EQ(api_code_name(NSTATUSES), "error");
+    ASSERT_EQ(api_http_status(NSTATUSES), 500);
+    ASSERT_EQ(cli_exit_code(NSTATUSES), EXIT_ERROR);
+}
+
+/* docs/serve.md's table of error codes has a row for every code but
+ * MNEMO_OK, in the list's order: its name, its constant and the HTTP status
+ * the daemon answers it with. */
+TEST(errcode_docs_table_matches_the_list)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/docs/serve.md", test_src_dir());
+    char *doc = test_read(path, NULL);
+    ASSERT(doc != NULL);
+    const char *p = strstr(doc, "\n| code | status | HTTP |\n|---|---|---|\n");
+    ASSERT(p != NULL);
+    p = strstr(p, "|---|---|---|\n") + 14; /* the first row */
+    int rows = 0;
+    for (; strncmp(p, "| `", 3) == 0; p = strchr(p, '\n') + 1, rows++) {
+        char api[64], name[64];
+        int http;
+        if (sscanf(p, "| `%63[a-z_]` | `%63[A-Z_]` | %d", api, name, &http) != 3)
+            test_fail(__FILE__, __LINE__, "unreadable row: %.60s", p);
+        if (rows + 1 >= NSTATUSES)
+            test_fail(__FILE__, __LINE__, "a row for no code: %s", api);
+        const status_entry *s = &statuses[rows + 1];
+        ASSERT_STR_EQ(api, s->api);
+        ASSERT_STR_EQ(name, s->name);
+        ASSERT_EQ(http, api_http_status(s->code));
+    }
+    ASSERT_EQ(rows, NSTATUSES - 1);
+    free(doc);
 }
 
 /* mnemo search finds notes and stored facts together; --kinds and the fact

@@ -359,12 +359,16 @@ TEST(embed_concurrency_and_keep_alive)
     free(v);
     ASSERT(ps_connections(s) <= 4);
     embed_close(e);
-    /* Ollama: one request at a time. */
+    ps_stop(s);
+    /* Ollama: one request at a time, whatever the configured concurrency. */
+    s = ps_start(&o);
     c.provider = "ollama";
     c.base_url = ps_url(s);
     e = open_or_fail(&c);
     ASSERT_OK(embed_n(e, 4, &v, &err));
     free(v);
+    ASSERT_EQ(ps_requests(s), 4);
+    ASSERT_EQ(ps_max_in_flight(s), 1);
     embed_close(e);
     ps_stop(s);
     buf_cleanup(&err);

@@ -20,24 +20,26 @@ typedef struct provider_def {
     int wire;
     const char *base_url;
     const char *key_env;
+    const char *key_env_also; /* read when key_env is unset or empty */
     const char *model;
-    int dims;       /* of the default model; 0 = learn */
-    int max_inputs; /* per request */
+    int dims;        /* of the default model; 0 = learn */
+    int max_inputs;  /* per request */
+    int concurrency; /* requests in flight it takes; 0 = as configured */
 } provider_def;
 
 static const provider_def providers[] = {
-    {"static", WIRE_STATIC, "", NULL, "", 0, 0},
-    {"local", WIRE_LOCAL, "", NULL, "", 0, 0},
-    {"openai", WIRE_OPENAI, "https://api.openai.com/v1", "OPENAI_API_KEY",
-     "text-embedding-3-small", 1536, 2048},
-    {"openai-compatible", WIRE_OPENAI, "", NULL, "", 0, 2048},
-    {"ollama", WIRE_OLLAMA, "http://127.0.0.1:11434", NULL, "nomic-embed-text", 0, 512},
+    {"static", WIRE_STATIC, "", NULL, NULL, "", 0, 0, 0},
+    {"local", WIRE_LOCAL, "", NULL, NULL, "", 0, 0, 0},
+    {"openai", WIRE_OPENAI, "https://api.openai.com/v1", "OPENAI_API_KEY", NULL,
+     "text-embedding-3-small", 1536, 2048, 0},
+    {"openai-compatible", WIRE_OPENAI, "", NULL, NULL, "", 0, 2048, 0},
+    {"ollama", WIRE_OLLAMA, "http://127.0.0.1:11434", NULL, NULL, "nomic-embed-text", 0, 512, 1},
     {"gemini", WIRE_GEMINI, "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY",
-     "gemini-embedding-001", 3072, 100},
-    {"voyage", WIRE_OPENAI, "https://api.voyageai.com/v1", "VOYAGE_API_KEY", "voyage-3.5", 1024,
-     1000},
-    {"mistral", WIRE_OPENAI, "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "mistral-embed", 1024,
-     512},
+     "GOOGLE_API_KEY", "gemini-embedding-001", 3072, 100, 0},
+    {"voyage", WIRE_OPENAI, "https://api.voyageai.com/v1", "VOYAGE_API_KEY", NULL, "voyage-3.5",
+     1024, 1000, 0},
+    {"mistral", WIRE_OPENAI, "https://api.mistral.ai/v1", "MISTRAL_API_KEY", NULL,
+     "mistral-embed", 1024, 512, 0},
 };
 
 /* Dimensions of well-known models, for providers that serve several. */
@@ -68,8 +70,8 @@ const char *embed_api_key(const char *provider, const char *key_env, const char 
     if (var)
         *var = name;
     const char *key = name ? getenv(name) : NULL;
-    if ((!key || !*key) && own && p && p->wire == WIRE_GEMINI)
-        key = getenv("GOOGLE_API_KEY");
+    if ((!key || !*key) && own && p && p->key_env_also)
+        key = getenv(p->key_env_also);
     return key && *key ? key : NULL;
 }
 
@@ -234,7 +236,7 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
     }
     e->batch_bytes = c->batch_bytes > 0 ? c->batch_bytes : 8000;
     e->max_inputs = p->max_inputs;
-    e->concurrency = p->wire == WIRE_OLLAMA ? 1 : (c->concurrency > 0 ? c->concurrency : 4);
+    e->concurrency = p->concurrency ? p->concurrency : c->concurrency > 0 ? c->concurrency : 4;
     e->query_timeout_ms = c->query_timeout_ms > 0 ? c->query_timeout_ms : 10000;
     e->batch_timeout_ms = c->batch_timeout_ms > 0 ? c->batch_timeout_ms : 120000;
 

@@ -6,7 +6,8 @@
  * A call plans batches, then runs a small scheduler: up to `concurrency`
  * requests in flight, each finished request either fills its rows of the
  * output, is queued again (retry after a delay, or split in two), or fails
- * the whole call.
+ * the whole call. What differs between the providers' APIs (the URL, the
+ * body, the key's header, the answer's shape) is one table per wire format.
  */
 #include <jansson.h>
 #include <math.h>
@@ -73,11 +74,156 @@ typedef struct call {
 } call;
 
 /* ----------------------------------------------------------------------
+ * Wire formats
+ * -------------------------------------------------------------------- */
+
+/* One wire format's steps, as curl's Curl_handler is one protocol's: all
+ * that differs between the providers' APIs. Batching, the scheduler,
+ * retries and the checks of an answer are the same for every one. */
+struct wire_ops {
+    const char *key_header;                 /* the API key's header, up to the key */
+    const char *query_type, *document_type; /* input types sent when none is configured */
+    int response;                           /* the answer's JSONVEC_* format */
+    /* Where a batch is posted. */
+    void (*url)(const embedder *e, buf *url);
+    /* The body of batch J: its inputs, typed ITYPE (NULL: none). */
+    json_t *(*body)(const call *c, const job *j, const char *itype);
+};
+
+/* Input I with the configured prefix of its type. */
+static json_t *input_text(const call *c, size_t i)
+{
+    const char *prefix = c->type == EMBED_QUERY ? c->e->qprefix : c->e->dprefix;
+    if (!*prefix)
+        return json_stringn_nocheck(c->texts[i], c->lens[i]);
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, prefix);
+    buf_append(&b, c->texts[i], c->lens[i]);
+    json_t *j = buf_err(&b) ? NULL : json_stringn_nocheck(b.data, b.len);
+    buf_cleanup(&b);
+    return j;
+}
+
+/* {"model","input":[...]}: the start of an OpenAI or Ollama body. */
+static json_t *model_and_input(const call *c, const job *j)
+{
+    json_t *root = json_object(), *inputs = json_array();
+    for (size_t i = j->first; i < j->first + j->count; i++)
+        json_array_append_new(inputs, input_text(c, i));
+    json_object_set_new(root, "model", json_string(c->e->model));
+    json_object_set_new(root, "input", inputs);
+    return root;
+}
+
+/* OpenAI and the APIs that copy it (Voyage and Mistral with their own
+ * names for a few members). */
+static void openai_url(const embedder *e, buf *url)
+{
+    buf_printf(url, "%s/embeddings", e->base_url);
+}
+
+static json_t *openai_body(const call *c, const job *j, const char *itype)
+{
+    const embedder *e = c->e;
+    json_t *root = model_and_input(c, j);
+    int voyage = strcmp(e->provider, "voyage") == 0;
+    int mistral = strcmp(e->provider, "mistral") == 0;
+    if (!voyage && !mistral)
+        json_object_set_new(root, "encoding_format", json_string("float"));
+    if (e->send_dims)
+        json_object_set_new(root, voyage ? "output_dimension" : "dimensions",
+                            json_integer(e->dims));
+    if (itype)
+        json_object_set_new(root, "input_type", json_string(itype));
+    return root;
+}
+
+static const wire_ops openai_wire = {
+    "Authorization: Bearer ",
+    NULL,
+    NULL,
+    JSONVEC_OPENAI,
+    openai_url,
+    openai_body,
+};
+
+/* Ollama's /api/embed: no input types. */
+static void ollama_url(const embedder *e, buf *url)
+{
+    buf_printf(url, "%s/api/embed", e->base_url);
+}
+
+static json_t *ollama_body(const call *c, const job *j, const char *itype)
+{
+    (void)itype;
+    json_t *root = model_and_input(c, j);
+    if (c->e->send_dims)
+        json_object_set_new(root, "dimensions", json_integer(c->e->dims));
+    return root;
+}
+
+static const wire_ops ollama_wire = {
+    "Authorization: Bearer ",
+    NULL,
+    NULL,
+    JSONVEC_OLLAMA,
+    ollama_url,
+    ollama_body,
+};
+
+/* Gemini's batchEmbedContents: one request per input, each naming the
+ * model and its task type. */
+static void gemini_url(const embedder *e, buf *url)
+{
+    buf_printf(url, "%s/models/%s:batchEmbedContents", e->base_url, e->model);
+}
+
+static json_t *gemini_body(const call *c, const job *j, const char *itype)
+{
+    const embedder *e = c->e;
+    json_t *root = json_object(), *inputs = json_array();
+    buf name;
+    buf_init(&name, 4096);
+    buf_printf(&name, "models/%s", e->model);
+    for (size_t i = j->first; i < j->first + j->count; i++) {
+        json_t *r = json_pack("{s:s,s:{s:[{s:o}]}}", "model", name.data ? name.data : "",
+                              "content", "parts", "text", input_text(c, i));
+        if (itype)
+            json_object_set_new(r, "taskType", json_string(itype));
+        if (e->send_dims)
+            json_object_set_new(r, "outputDimensionality", json_integer(e->dims));
+        json_array_append_new(inputs, r);
+    }
+    buf_cleanup(&name);
+    json_object_set_new(root, "requests", inputs);
+    return root;
+}
+
+static const wire_ops gemini_wire = {
+    "x-goog-api-key: ",
+    "RETRIEVAL_QUERY",
+    "RETRIEVAL_DOCUMENT",
+    JSONVEC_GEMINI,
+    gemini_url,
+    gemini_body,
+};
+
+/* The table of each remote provider's wire (embed.c's provider table
+ * names it). */
+static const wire_ops *const wires[] = {
+    [WIRE_OPENAI] = &openai_wire,
+    [WIRE_OLLAMA] = &ollama_wire,
+    [WIRE_GEMINI] = &gemini_wire,
+};
+
+/* ----------------------------------------------------------------------
  * Set-up
  * -------------------------------------------------------------------- */
 
 int embed_http_open(embedder *e, buf *err)
 {
+    e->ops = wires[e->wire];
     if (!(C = curl_api_get())) {
         buf_printf(err, "%s: %s", e->provider, curl_api_error());
         return MNEMO_UNAVAILABLE;
@@ -103,10 +249,7 @@ int embed_http_open(embedder *e, buf *err)
     buf line;
     buf_init(&line, 16384);
     if (e->key) {
-        if (e->wire == WIRE_GEMINI)
-            buf_printf(&line, "x-goog-api-key: %s", e->key);
-        else
-            buf_printf(&line, "Authorization: Bearer %s", e->key);
+        buf_printf(&line, "%s%s", e->ops->key_header, e->key);
         hd = C->slist_append(hd, line.data);
         memset(line.data, 0, line.len);
     }
@@ -188,68 +331,14 @@ static const char *input_type(const embedder *e, int type)
         return t;
     if (strcmp(e->provider, "voyage") == 0)
         return type == EMBED_QUERY ? "query" : "document";
-    if (e->wire == WIRE_GEMINI)
-        return type == EMBED_QUERY ? "RETRIEVAL_QUERY" : "RETRIEVAL_DOCUMENT";
-    return NULL;
-}
-
-static json_t *input_text(const call *c, size_t i)
-{
-    const char *prefix = c->type == EMBED_QUERY ? c->e->qprefix : c->e->dprefix;
-    if (!*prefix)
-        return json_stringn_nocheck(c->texts[i], c->lens[i]);
-    buf b;
-    buf_init(&b, 0);
-    buf_puts(&b, prefix);
-    buf_append(&b, c->texts[i], c->lens[i]);
-    json_t *j = buf_err(&b) ? NULL : json_stringn_nocheck(b.data, b.len);
-    buf_cleanup(&b);
-    return j;
+    return type == EMBED_QUERY ? e->ops->query_type : e->ops->document_type;
 }
 
 static int build_request(call *c, const job *j, buf *out, buf *url)
 {
     embedder *e = c->e;
-    json_t *root = json_object(), *inputs = json_array();
-    const char *itype = input_type(e, c->type);
-    if (e->wire == WIRE_GEMINI) {
-        buf name;
-        buf_init(&name, 4096);
-        buf_printf(&name, "models/%s", e->model);
-        for (size_t i = j->first; i < j->first + j->count; i++) {
-            json_t *r = json_pack("{s:s,s:{s:[{s:o}]}}", "model", name.data ? name.data : "",
-                                  "content", "parts", "text", input_text(c, i));
-            if (itype)
-                json_object_set_new(r, "taskType", json_string(itype));
-            if (e->send_dims)
-                json_object_set_new(r, "outputDimensionality", json_integer(e->dims));
-            json_array_append_new(inputs, r);
-        }
-        buf_cleanup(&name);
-        json_object_set_new(root, "requests", inputs);
-        buf_printf(url, "%s/models/%s:batchEmbedContents", e->base_url, e->model);
-    } else {
-        for (size_t i = j->first; i < j->first + j->count; i++)
-            json_array_append_new(inputs, input_text(c, i));
-        json_object_set_new(root, "model", json_string(e->model));
-        json_object_set_new(root, "input", inputs);
-        if (e->wire == WIRE_OLLAMA) {
-            if (e->send_dims)
-                json_object_set_new(root, "dimensions", json_integer(e->dims));
-            buf_printf(url, "%s/api/embed", e->base_url);
-        } else {
-            int voyage = strcmp(e->provider, "voyage") == 0;
-            int mistral = strcmp(e->provider, "mistral") == 0;
-            if (!voyage && !mistral)
-                json_object_set_new(root, "encoding_format", json_string("float"));
-            if (e->send_dims)
-                json_object_set_new(root, voyage ? "output_dimension" : "dimensions",
-                                    json_integer(e->dims));
-            if (itype)
-                json_object_set_new(root, "input_type", json_string(itype));
-            buf_printf(url, "%s/embeddings", e->base_url);
-        }
-    }
+    json_t *root = e->ops->body(c, j, input_type(e, c->type));
+    e->ops->url(e, url);
     char *s = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (!s)
@@ -385,12 +474,9 @@ static int parse_response(call *c, const job *j, const buf *body)
         rc = MNEMO_NOMEM;
         goto done;
     }
-    int format = e->wire == WIRE_OLLAMA   ? JSONVEC_OLLAMA
-                 : e->wire == WIRE_GEMINI ? JSONVEC_GEMINI
-                                          : JSONVEC_OPENAI;
     char jerr[256] = "";
-    long got = jsonvec_scan(body->data ? body->data : "", body->len, format, scratch, cap,
-                            take_vector, &r, jerr, sizeof jerr);
+    long got = jsonvec_scan(body->data ? body->data : "", body->len, e->ops->response, scratch,
+                            cap, take_vector, &r, jerr, sizeof jerr);
     if (got < 0) {
         if (r.msg[0])
             buf_printf(c->err, "%s", r.msg);

@@ -15,13 +15,16 @@
 #include "util/buf.h"
 
 typedef struct http_state http_state;
+typedef struct wire_ops wire_ops;
 
-/* Wire formats. */
+/* What computes the vectors: a static table, a local model, or a remote
+ * provider through the steps of its wire format (embed_http.c). */
 enum { WIRE_STATIC, WIRE_LOCAL, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI };
 
 struct embedder {
     char *provider, *model, *base_url, *key, *headers_json;
     char *qtype, *dtype, *qprefix, *dprefix;
+    const wire_ops *ops; /* remote: the steps of its wire format, set by embed_http_open */
     int wire;
     int dims;          /* configured or learned */
     int dims_fixed;    /* dims came from config or the table: responses must match */

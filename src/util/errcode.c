@@ -7,21 +7,10 @@
 
 #include "mnemo.h"
 
-static const char *const messages[] = {
-    [MNEMO_OK] = "ok",
-    [MNEMO_NOMEM] = "out of memory",
-    [MNEMO_IO] = "file system error",
-    [MNEMO_DB] = "database error",
-    [MNEMO_HTTP] = "HTTP error",
-    [MNEMO_TIMEOUT] = "timed out",
-    [MNEMO_NOTFOUND] = "not found",
-    [MNEMO_INVALID] = "invalid argument",
-    [MNEMO_UNAVAILABLE] = "unavailable",
-    [MNEMO_MISUSE] = "library misuse",
-    [MNEMO_CORRUPT] = "database is damaged, foreign or too new",
-    [MNEMO_BUSY] = "locked by another process",
-    [MNEMO_DENIED] = "path outside the memory roots",
-};
+/* The text of each code, from the one list in mnemo.h. */
+#define MESSAGE(name, value, text, api) [MNEMO_##name] = text,
+static const char *const messages[] = {MNEMO_STATUS_MAP(MESSAGE)};
+#undef MESSAGE
 
 const char *errcode_text(int code)
 {
