@@ -369,18 +369,6 @@ int pm_load(mnemo *m, const char *id, int for_update, json_t **out)
     return rc;
 }
 
-/* The live memory ID, locked. */
-int pm_load_live(mnemo *m, const char *id, json_t **out)
-{
-    int rc = pm_load(m, id, 1, out);
-    if (!rc && !json_is_null(json_object_get(*out, "deleted_at"))) {
-        json_decref(*out);
-        *out = NULL;
-        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
-    }
-    return rc;
-}
-
 int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
                const char *new_text, double at, const char *detail)
 {
@@ -712,21 +700,8 @@ int pm_stats_fold(mnemo *m)
 }
 
 /* ----------------------------------------------------------------------
- * Get, pm_history, list
+ * History, list
  * -------------------------------------------------------------------- */
-
-int pgmem_get(mnemo *m, const char *id, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "get: no memory id");
-    json_t *j = NULL;
-    int rc = pm_load(m, id, 0, &j);
-    if (!rc && (rc = mem_readable(m, j)))
-        json_decref(j);
-    return rc ? rc : mem_dump(j, out);
-}
 
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
 json_t *pm_history_from_agg(const char *agg)
@@ -746,25 +721,6 @@ json_t *pm_history_from_agg(const char *agg)
     return a;
 }
 
-
-int pgmem_history(mnemo *m, const char *id, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "history: no memory id");
-    const char *p[2] = {pgconn_tenant(m), id};
-    pg_rows *r = NULL;
-    int rc = pm_q(m, "reading history",
-               "SELECT " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 AND m.id = $2",
-               2, p, &r);
-    if (!rc && pg_nrows(r) == 0)
-        rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
-    if (!rc)
-        rc = mem_dump(pm_history_from_agg(pg_value(r, 0, 0)), out);
-    pg_rows_free(r);
-    return rc;
-}
 
 /* The parameters: $1 the tenant, then ARGS. */
 

@@ -98,9 +98,6 @@ json_t *pm_row_json(const pg_rows *r, size_t i, int c);
 /* The memory ID (any pm_state) as JSON; FOR_UPDATE locks its row. */
 int pm_load(mnemo *m, const char *id, int for_update, json_t **out);
 
-/* The live memory ID, locked. */
-int pm_load_live(mnemo *m, const char *id, json_t **out);
-
 int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
                const char *new_text, double at, const char *detail);
 
