@@ -3,8 +3,8 @@
  * record codec (JSON in and out), validation of every field (credentials
  * refused), the list and search options, the WHERE clause of the filter
  * language for SQLite and PostgreSQL, the reading of export lines, and the
- * operations on one memory (add, update, delete, confirm, purge, get,
- * history), run here through a store's steps: SQLite's in memlite.c,
+ * writes and reads (add, update, delete, confirm, purge, get, history,
+ * list), run here through a store's steps: SQLite's in memlite.c,
  * PostgreSQL's in pgmwrite.c.
  */
 #include "engine/memory.h"
@@ -1060,8 +1060,8 @@ int mem_import_each(mnemo *m, const char *jsonl, size_t len, mem_import_fn fn, v
 }
 
 /* ----------------------------------------------------------------------
- * One memory at a time: the writes and reads every store runs the same
- * way, through its steps (mem_store)
+ * Writes and reads every store runs the same way, through its steps
+ * (mem_store)
  * -------------------------------------------------------------------- */
 
 /* In a write: the live memory ID, locked, as JSON in *OLD and its row in
@@ -1115,6 +1115,8 @@ int mem_add(mnemo *m, const char *record, const mem_store *st, char **out)
     rc = st->write(m, 1, add_steps, &a);
     if (rc)
         goto done;
+    /* Embedded once committed: a provider may be slow, and the write's
+     * locks are not held meanwhile. */
     if (!a.dup) {
         st->embed(m, a.id, a.mid, f.text);
         if (st->catch_up)
@@ -1325,4 +1327,44 @@ int mem_history(mnemo *m, const char *id, const mem_store *st, char **out)
         return rc;
     }
     return mem_dump(h, out);
+}
+
+int mem_list(mnemo *m, const char *options, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    mem_opts o;
+    int rc = mem_opts_parse(m, options, 0, &o);
+    json_t *rows = json_array(), *list = json_array();
+    mem_skips sk = {0};
+    if (!rc && st->open)
+        rc = st->open(m);
+    double now = mem_now();
+    if (!rc)
+        rc = st->list(m, &o, now, rows);
+    /* The rows read: those returned and those left out as unreadable. */
+    size_t read = rc ? 0 : json_array_size(rows);
+    for (size_t i = 0; i < read; i++) {
+        json_t *r = json_array_get(rows, i);
+        if (!mem_skip(&sk, r)) /* else left out, and said below */
+            json_array_append(list, r);
+    }
+    long long total = (long long)read + o.offset;
+    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0))
+        rc = st->count(m, &o, now, &total); /* more than one page, maybe */
+    if (!rc) {
+        json_t *j = json_object();
+        json_object_set_new(j, "memories", list);
+        json_object_set_new(j, "total", json_integer(total));
+        list = NULL;
+        if ((rc = mem_skips_report(m, &sk, j)))
+            json_decref(j);
+        else
+            rc = mem_dump(j, out);
+    }
+    json_decref(list);
+    json_decref(rows);
+    mem_skips_cleanup(&sk);
+    mem_opts_cleanup(&o);
+    return rc;
 }

@@ -163,8 +163,8 @@ int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *args
 int mem_where_scope_pg(const mem_opts *o, int first, buf *w, int *only);
 
 /* ----------------------------------------------------------------------
- * One memory at a time, shared by the stores (memory.c): add, update,
- * delete, confirm and purge, and the reads get and history, run here with
+ * Writes and reads, shared by the stores (memory.c): add, update, delete,
+ * confirm and purge, and the reads get, history and list, run here with
  * their order of steps, checks and messages; a store supplies the steps
  * that read and write its rows, in a table of its own (mem_store), as it
  * supplies a search's (mem_searcher).
@@ -241,10 +241,16 @@ typedef struct mem_store {
     /* Memory ID's history, oldest first (mem_history_entry), as a JSON
      * array in *OUT; MNEMO_NOTFOUND "no memory with id ID". */
     int (*read_history)(mnemo *m, const char *id, json_t **out);
+    /* The memories O selects at NOW (mem_where), newest first (by
+     * created_at, then by row), O->limit of them from O->offset: each
+     * appended to LIST as JSON (mem_row_json). */
+    int (*list)(mnemo *m, const mem_opts *o, double now, json_t *list);
+    /* How many memories O selects at NOW, into *N. */
+    int (*count)(mnemo *m, const mem_opts *o, double now, long long *n);
 } mem_store;
 
-/* mnemo_memory_add, _update, _delete, _confirm, _purge, _get and _history
- * over store ST. */
+/* mnemo_memory_add, _update, _delete, _confirm, _purge, _get, _history
+ * and _list over store ST. */
 int mem_add(mnemo *m, const char *record, const mem_store *st, char **out);
 int mem_update(mnemo *m, const char *id, const char *changes, const mem_store *st,
                char **out);
@@ -253,6 +259,7 @@ int mem_confirm(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_purge(mnemo *m, const char *id, const mem_store *st, size_t *purged);
 int mem_get(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_history(mnemo *m, const char *id, const mem_store *st, char **out);
+int mem_list(mnemo *m, const char *options, const mem_store *st, char **out);
 
 /* ----------------------------------------------------------------------
  * Search, shared by the backends (msearch.c): each backend finds candidates

@@ -293,23 +293,6 @@ static int purge(mnemo *m, const char *id)
     return rc;
 }
 
-/* mem_store.read_history: in one statement, the memory's presence with
- * its entries. */
-static int read_history(mnemo *m, const char *id, json_t **out)
-{
-    const char *p[2] = {pgconn_tenant(m), id};
-    pg_rows *r = NULL;
-    int rc = pm_q(m, "reading history",
-               "SELECT " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 AND m.id = $2",
-               2, p, &r);
-    if (!rc && pg_nrows(r) == 0)
-        rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
-    if (!rc)
-        *out = pm_history_from_agg(pg_value(r, 0, 0));
-    pg_rows_free(r);
-    return rc;
-}
-
 static const mem_store pg_mem_store = {
     .open = NULL,
     .write = in_write,
@@ -325,7 +308,9 @@ static const mem_store pg_mem_store = {
     .catch_up = catch_up,
     .count_deleted = count_deleted,
     .purge = purge,
-    .read_history = read_history,
+    .read_history = pm_read_history,
+    .list = pm_list,
+    .count = pm_count,
 };
 
 int pgmem_add(mnemo *m, const char *record, char **out)
@@ -358,6 +343,11 @@ int pgmem_get(mnemo *m, const char *id, char **out)
 int pgmem_history(mnemo *m, const char *id, char **out)
 {
     return mem_history(m, id, &pg_mem_store, out);
+}
+
+int pgmem_list(mnemo *m, const char *options, char **out)
+{
+    return mem_list(m, options, &pg_mem_store, out);
 }
 
 /* ----------------------------------------------------------------------

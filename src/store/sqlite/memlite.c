@@ -62,10 +62,6 @@ json_t *mem_json(sqlite3_stmt *st, int c)
 #define dump mem_dump
 
 /* ----------------------------------------------------------------------
- * Validation
- * -------------------------------------------------------------------- */
-
-/* ----------------------------------------------------------------------
  * Opening and writing
  * -------------------------------------------------------------------- */
 
@@ -515,7 +511,7 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
 }
 
 /* ----------------------------------------------------------------------
- * The steps of the writes the engine runs (mem_store, memory.h)
+ * The steps of the writes and reads the engine runs (mem_store, memory.h)
  * -------------------------------------------------------------------- */
 
 /* mem_store.write: the store's lock and an immediate transaction around
@@ -855,6 +851,65 @@ static int read_history(mnemo *m, const char *id, json_t **out)
     return rc;
 }
 
+/* Prepares "SELECT WHAT FROM memories m WHERE <what O selects at NOW>
+ * TAIL" into *ST, its arguments bound. */
+static int select_where(mnemo *m, const mem_opts *o, double now, const char *what,
+                        const char *tail, sqlite3_stmt **st)
+{
+    *st = NULL;
+    buf w, sql;
+    buf_init(&w, 1 << 20);
+    buf_init(&sql, 1 << 20);
+    mfilter args;
+    mfilter_init(&args);
+    int rc = mem_where(o, now, &w, &args);
+    if (!rc) {
+        buf_printf(&sql, "SELECT %s FROM memories m WHERE %s%s", what, w.data, tail);
+        if (buf_err(&sql))
+            rc = MNEMO_NOMEM;
+        else if (!(*st = prep(m, sql.data)))
+            rc = MNEMO_DB;
+    }
+    if (!rc && (lite_filter_bind(&args, *st, 1) != SQLITE_OK ||
+                lite_filter_bind(&o->filter, *st, 1 + (int)args.nargs) != SQLITE_OK))
+        rc = sqlfail(m, "binding");
+    mfilter_cleanup(&args);
+    buf_cleanup(&w);
+    buf_cleanup(&sql);
+    return rc;
+}
+
+static int list(mnemo *m, const mem_opts *o, double now, json_t *out)
+{
+    char tail[96];
+    snprintf(tail, sizeof tail, " ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
+             o->limit, o->offset);
+    sqlite3_stmt *st;
+    int rc = select_where(m, o, now, MEM_COLS, tail, &st), s = SQLITE_DONE;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *r = mem_json(st, 0);
+        if (!r)
+            rc = MNEMO_NOMEM;
+        else
+            json_array_append_new(out, r);
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = sqlfail(m, "listing memories");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* A count that cannot be read leaves *N as it is: the rows listed. */
+static int count(mnemo *m, const mem_opts *o, double now, long long *n)
+{
+    sqlite3_stmt *st;
+    int rc = select_where(m, o, now, "count(*)", "", &st);
+    if (!rc && sqlite3_step(st) == SQLITE_ROW)
+        *n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static const mem_store mem_lite_store = {
     .open = memlite_open,
     .write = in_write,
@@ -871,6 +926,8 @@ static const mem_store mem_lite_store = {
     .count_deleted = count_deleted,
     .purge = purge,
     .read_history = read_history,
+    .list = list,
+    .count = count,
 };
 
 int lite_memory_add(mnemo *m, const char *record, char **out)
@@ -905,91 +962,9 @@ int lite_memory_history(mnemo *m, const char *id, char **out)
     return mem_history(m, id, &mem_lite_store, out);
 }
 
-/* ----------------------------------------------------------------------
- * Options, scopes, listing
- * -------------------------------------------------------------------- */
-
 int lite_memory_list(mnemo *m, const char *options, char **out)
 {
-    *out = NULL;
-    core_clear(m);
-    mem_opts o;
-    int rc = mem_opts_parse(m, options, 0, &o);
-    buf w, sql;
-    buf_init(&w, 1 << 20);
-    buf_init(&sql, 1 << 20);
-    mfilter args;
-    mfilter_init(&args);
-    sqlite3_stmt *st = NULL;
-    json_t *list = json_array();
-    mem_skips sk = {0};
-    long long total = 0;
-    if (!rc)
-        rc = memlite_open(m);
-    if (!rc)
-        rc = mem_where(&o, mem_now(), &w, &args);
-    if (!rc) {
-        buf_printf(&sql,
-                   "SELECT " MEM_COLS " FROM memories m WHERE %s "
-                   "ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
-                   w.data, o.limit, o.offset);
-        if (buf_err(&sql))
-            rc = MNEMO_NOMEM;
-        else if (!(st = prep(m, sql.data)))
-            rc = MNEMO_DB;
-    }
-    if (!rc && (lite_filter_bind(&args, st, 1) != SQLITE_OK ||
-                lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
-        rc = sqlfail(m, "binding");
-    int s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *r = mem_json(st, 0);
-        if (!r)
-            rc = MNEMO_NOMEM;
-        else if (mem_skip(&sk, r)) /* left out, and said below */
-            json_decref(r);
-        else
-            json_array_append_new(list, r);
-    }
-    if (!rc && s != SQLITE_DONE)
-        rc = sqlfail(m, "listing memories");
-    sqlite3_finalize(st);
-    st = NULL;
-    /* The rows read: those returned and those left out as unreadable. */
-    size_t read = json_array_size(list) + json_array_size(sk.left);
-    total = (long long)read + o.offset;
-    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0)) {
-        /* More than one page, maybe: count them. */
-        buf_reset(&sql);
-        buf_printf(&sql, "SELECT count(*) FROM memories m WHERE %s", w.data);
-        if (buf_err(&sql))
-            rc = MNEMO_NOMEM;
-        else if (!(st = prep(m, sql.data)))
-            rc = MNEMO_DB;
-        if (!rc && (lite_filter_bind(&args, st, 1) != SQLITE_OK ||
-                    lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
-            rc = sqlfail(m, "binding");
-        if (!rc && sqlite3_step(st) == SQLITE_ROW)
-            total = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    if (!rc) {
-        json_t *j = json_object();
-        json_object_set_new(j, "memories", list);
-        json_object_set_new(j, "total", json_integer(total));
-        list = NULL;
-        if ((rc = mem_skips_report(m, &sk, j)))
-            json_decref(j);
-        else
-            rc = dump(j, out);
-    }
-    json_decref(list);
-    mem_skips_cleanup(&sk);
-    mfilter_cleanup(&args);
-    buf_cleanup(&w);
-    buf_cleanup(&sql);
-    mem_opts_cleanup(&o);
-    return rc;
+    return mem_list(m, options, &mem_lite_store, out);
 }
 
 /* ----------------------------------------------------------------------
