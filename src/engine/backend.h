@@ -20,9 +20,11 @@
  * What does not depend on where rows live is shared by both: the file walk
  * and chunking (walk.c, prep.c), the tokenizer (tok.c), the embedding
  * providers (embed.c), the ranking arithmetic (rank.c), the memory record
- * codec and options (memory.h), the filter language (mfilter.c) and the
- * result shapes (results.h). Each operation has the contract of the public
- * function of the same name in mnemo.h.
+ * codec and options and the memory operations themselves, which a backend
+ * runs through its table of storage steps (memory.h: mem_store,
+ * mem_searcher), the filter language (mfilter.c) and the result shapes
+ * (results.h). Each operation has the contract of the public function of
+ * the same name in mnemo.h.
  */
 #ifndef MNEMO_BACKEND_H
 #define MNEMO_BACKEND_H

@@ -2,8 +2,10 @@
  * memory.c - what structured memories are, whatever stores them: the
  * record codec (JSON in and out), validation of every field (credentials
  * refused), the list and search options, the WHERE clause of the filter
- * language for SQLite and PostgreSQL, and the reading of export lines.
- * The SQLite store's operations are in memlite.c, PostgreSQL's in pgmem.c.
+ * language for SQLite and PostgreSQL, the reading of export lines, and the
+ * writes and reads (add, update, delete, confirm, purge, get, history,
+ * list), run here through a store's steps: SQLite's in memlite.c,
+ * PostgreSQL's in pgmwrite.c.
  */
 #include "engine/memory.h"
 
@@ -1054,5 +1056,315 @@ int mem_import_each(mnemo *m, const char *jsonl, size_t len, mem_import_fn fn, v
         mem_fields_cleanup(&f);
         json_decref(o);
     }
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Writes and reads every store runs the same way, through its steps
+ * (mem_store)
+ * -------------------------------------------------------------------- */
+
+/* In a write: the live memory ID, locked, as JSON in *OLD and its row in
+ * *MID. */
+static int load_live(mnemo *m, const mem_store *st, const char *id, json_t **old, int64_t *mid)
+{
+    int rc = st->load(m, id, 1, old, mid);
+    if (!rc && !json_is_null(json_object_get(*old, "deleted_at")))
+        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
+    return rc;
+}
+
+/* Memory ID as it is now, as the reply of a write. */
+static int reply(mnemo *m, const mem_store *st, const char *id, char **out)
+{
+    json_t *j = NULL;
+    int rc = st->load(m, id, 0, &j, NULL);
+    return rc ? rc : mem_dump(j, out);
+}
+
+typedef struct add_job {
+    const mem_store *st;
+    const mem_fields *f;
+    char id[64];
+    int64_t mid;
+    int dup;
+    json_t *rec; /* the memory, when the store read it back */
+} add_job;
+
+static int add_steps(mnemo *m, void *ud)
+{
+    add_job *a = ud;
+    json_decref(a->rec); /* a write tried again starts over */
+    a->rec = NULL;
+    a->dup = 0;
+    return a->st->insert(m, a->f, mem_now(), a->id, &a->mid, &a->dup, &a->rec);
+}
+
+int mem_add(mnemo *m, const char *record, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *o;
+    mem_fields f;
+    int rc = mem_add_parse(m, record, &o, &f);
+    if (rc)
+        return rc;
+    add_job a = {st, &f, "", 0, 0, NULL};
+    json_t *j = NULL;
+    mem_uuid(a.id);
+    rc = st->write(m, 1, add_steps, &a);
+    if (rc)
+        goto done;
+    /* Embedded once committed: a provider may be slow, and the write's
+     * locks are not held meanwhile. */
+    if (!a.dup) {
+        st->embed(m, a.id, a.mid, f.text);
+        if (st->catch_up)
+            st->catch_up(m, a.mid);
+    }
+    j = a.rec;
+    a.rec = NULL;
+    if (!j && (rc = st->load(m, a.id, 0, &j, NULL)))
+        goto done;
+    if (a.dup)
+        json_object_set_new(j, "duplicate", json_true());
+    rc = mem_dump(j, out);
+done:
+    json_decref(a.rec);
+    mem_fields_cleanup(&f);
+    json_decref(o);
+    return rc;
+}
+
+typedef struct update_job {
+    const mem_store *st;
+    const char *id;
+    json_t *o; /* the changes */
+    const mem_fields *f;
+    int64_t mid;
+    int text_changed;
+} update_job;
+
+static int update_steps(mnemo *m, void *ud)
+{
+    update_job *u = ud;
+    const mem_store *st = u->st;
+    const mem_fields *f = u->f;
+    json_t *old = NULL;
+    int rc = load_live(m, st, u->id, &old, &u->mid);
+    /* A memory that cannot be read is repaired by new metadata, or not changed. */
+    if (!rc && !f->metadata)
+        rc = mem_readable(m, old);
+    const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
+    u->text_changed = !rc && f->text && strcmp(f->text, old_text) != 0;
+    if (u->text_changed) {
+        /* The new text may duplicate another memory of the scope. */
+        char other[64];
+        const char *user = f->user ? f->user : json_string_value(json_object_get(old, "user_id"));
+        const char *agent =
+            f->agent ? f->agent : json_string_value(json_object_get(old, "agent_id"));
+        const char *run = f->run ? f->run : json_string_value(json_object_get(old, "run_id"));
+        if (!(rc = st->find_duplicate(m, f->hash, user, agent, run, other)) && other[0] &&
+            strcmp(other, u->id) != 0)
+            rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
+    }
+    double now = mem_now();
+    if (!rc) {
+        /* Category changes bring their default importance unless one is given. */
+        double imp = f->importance >= 0 ? f->importance
+                     : f->category       ? mem_default_importance(f->category)
+                                         : -1;
+        rc = st->update_row(m, u->id, u->mid, f, imp, json_object_get(u->o, "expires_at") != NULL,
+                            u->text_changed ? old_text : NULL, now);
+    }
+    if (!rc) {
+        char *detail = json_dumps(u->o, JSON_COMPACT | JSON_SORT_KEYS);
+        rc = detail ? st->history(m, u->id, "UPDATE", old_text, f->text ? f->text : old_text,
+                                  now, detail)
+                    : MNEMO_NOMEM;
+        free(detail);
+    }
+    if (!rc && u->text_changed) /* its vector is of the old text */
+        rc = st->drop_vector(m, u->id, u->mid);
+    json_decref(old);
+    return rc;
+}
+
+int mem_update(mnemo *m, const char *id, const char *changes, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    json_t *o;
+    mem_fields f;
+    int rc = mem_update_parse(m, id, changes, &o, &f);
+    if (rc)
+        return rc;
+    update_job u = {st, id, o, &f, 0, 0};
+    rc = st->write(m, 0, update_steps, &u);
+    if (!rc && u.text_changed)
+        st->embed(m, id, u.mid, f.text);
+    if (!rc)
+        rc = reply(m, st, id, out);
+    mem_fields_cleanup(&f);
+    json_decref(o);
+    return rc;
+}
+
+/* A write of one memory, or of the deleted ones (purge). */
+typedef struct one_job {
+    const mem_store *st;
+    const char *id;
+    size_t n; /* purge: how many */
+} one_job;
+
+static int delete_steps(mnemo *m, void *ud)
+{
+    one_job *d = ud;
+    json_t *old = NULL;
+    int64_t mid = 0;
+    int rc = load_live(m, d->st, d->id, &old, &mid);
+    double now = mem_now();
+    const char *text = old ? json_string_value(json_object_get(old, "text")) : NULL;
+    if (!rc)
+        rc = d->st->mark_deleted(m, d->id, mid, text, now);
+    if (!rc)
+        rc = d->st->history(m, d->id, "DELETE", text, NULL, now, NULL);
+    json_decref(old);
+    return rc;
+}
+
+int mem_delete(mnemo *m, const char *id, const mem_store *st)
+{
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "delete: no memory id");
+    one_job d = {st, id, 0};
+    return st->write(m, 0, delete_steps, &d);
+}
+
+static int confirm_steps(mnemo *m, void *ud)
+{
+    one_job *c = ud;
+    json_t *old = NULL;
+    int64_t mid = 0;
+    int rc = load_live(m, c->st, c->id, &old, &mid);
+    if (!rc)
+        rc = mem_readable(m, old); /* its record could not be returned */
+    json_decref(old);
+    double now = mem_now();
+    if (!rc)
+        rc = c->st->mark_confirmed(m, c->id, mid, now);
+    if (!rc)
+        rc = c->st->history(m, c->id, "CONFIRM", NULL, NULL, now, NULL);
+    return rc;
+}
+
+int mem_confirm(mnemo *m, const char *id, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "confirm: no memory id");
+    one_job c = {st, id, 0};
+    int rc = st->write(m, 0, confirm_steps, &c);
+    return rc ? rc : reply(m, st, id, out);
+}
+
+static int purge_steps(mnemo *m, void *ud)
+{
+    one_job *p = ud;
+    p->n = 0;
+    int rc = p->st->count_deleted(m, p->id, &p->n);
+    if (!rc && p->id && p->n == 0)
+        rc = core_error(m, MNEMO_NOTFOUND, "no deleted memory with id %s (delete it first)",
+                        p->id);
+    return rc ? rc : p->st->purge(m, p->id);
+}
+
+int mem_purge(mnemo *m, const char *id, const mem_store *st, size_t *purged)
+{
+    core_clear(m);
+    if (purged)
+        *purged = 0;
+    one_job p = {st, id, 0};
+    int rc = st->write(m, 0, purge_steps, &p);
+    if (!rc && purged)
+        *purged = p.n;
+    return rc;
+}
+
+int mem_get(mnemo *m, const char *id, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "get: no memory id");
+    json_t *j = NULL;
+    int rc = st->open ? st->open(m) : MNEMO_OK;
+    if (!rc)
+        rc = st->load(m, id, 0, &j, NULL);
+    if (!rc)
+        rc = mem_readable(m, j);
+    if (rc) {
+        json_decref(j);
+        return rc;
+    }
+    return mem_dump(j, out);
+}
+
+int mem_history(mnemo *m, const char *id, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "history: no memory id");
+    json_t *h = NULL;
+    int rc = st->open ? st->open(m) : MNEMO_OK;
+    if (!rc)
+        rc = st->read_history(m, id, &h);
+    if (rc) {
+        json_decref(h);
+        return rc;
+    }
+    return mem_dump(h, out);
+}
+
+int mem_list(mnemo *m, const char *options, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    mem_opts o;
+    int rc = mem_opts_parse(m, options, 0, &o);
+    json_t *rows = json_array(), *list = json_array();
+    mem_skips sk = {0};
+    if (!rc && st->open)
+        rc = st->open(m);
+    double now = mem_now();
+    if (!rc)
+        rc = st->list(m, &o, now, rows);
+    /* The rows read: those returned and those left out as unreadable. */
+    size_t read = rc ? 0 : json_array_size(rows);
+    for (size_t i = 0; i < read; i++) {
+        json_t *r = json_array_get(rows, i);
+        if (!mem_skip(&sk, r)) /* else left out, and said below */
+            json_array_append(list, r);
+    }
+    long long total = (long long)read + o.offset;
+    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0))
+        rc = st->count(m, &o, now, &total); /* more than one page, maybe */
+    if (!rc) {
+        json_t *j = json_object();
+        json_object_set_new(j, "memories", list);
+        json_object_set_new(j, "total", json_integer(total));
+        list = NULL;
+        if ((rc = mem_skips_report(m, &sk, j)))
+            json_decref(j);
+        else
+            rc = mem_dump(j, out);
+    }
+    json_decref(list);
+    json_decref(rows);
+    mem_skips_cleanup(&sk);
+    mem_opts_cleanup(&o);
     return rc;
 }

@@ -163,6 +163,105 @@ int mem_where_pg(const mem_opts *o, double now, int first, buf *w, mfilter *args
 int mem_where_scope_pg(const mem_opts *o, int first, buf *w, int *only);
 
 /* ----------------------------------------------------------------------
+ * Writes and reads, shared by the stores (memory.c): add, update, delete,
+ * confirm and purge, and the reads get, history and list, run here with
+ * their order of steps, checks and messages; a store supplies the steps
+ * that read and write its rows, in a table of its own (mem_store), as it
+ * supplies a search's (mem_searcher).
+ * -------------------------------------------------------------------- */
+
+/* The steps of one write, which mem_store.write runs (again from the
+ * start when the store tries the write again). */
+typedef int (*mem_write_fn)(mnemo *m, void *ud);
+
+/* A store's steps. Each reads or writes the store and reports its errors
+ * on the handle. MID is a memory's row as the store numbers it (SQLite's
+ * rowid, PostgreSQL's seq), as load or insert gave it; a store whose steps
+ * go by ID leaves it 0. The steps marked "in a write" run inside
+ * mem_store.write. */
+typedef struct mem_store {
+    /* Makes the store ready to be read outside a write (SQLite: opens the
+     * memory store, building the index first); NULL: nothing to do. */
+    int (*open)(mnemo *m);
+    /* Runs FN(M, UD) as one write: under the store's lock, in one
+     * transaction, committed when FN returns MNEMO_OK and rolled back
+     * otherwise (FN may run again from the start after a conflict the
+     * store can tell). ONE_INSERT: FN's only change is an insert (an add),
+     * which a store that makes it one statement may run as a transaction
+     * of its own. */
+    int (*write)(mnemo *m, int one_insert, mem_write_fn fn, void *ud);
+    /* Memory ID, deleted or not, as JSON (mem_row_json) in *OUT and its row
+     * in *MID (MID may be NULL); MNEMO_NOTFOUND "no memory with id ID".
+     * LOCK (in a write): the memory is about to change: the store holds it
+     * until the write ends. */
+    int (*load)(mnemo *m, const char *id, int lock, json_t **out, int64_t *mid);
+    /* In a write: the live memory of scope USER, AGENT, RUN whose text has
+     * the duplicate key HASH: its id into ID, "" for none. */
+    int (*find_duplicate)(mnemo *m, const char *hash, const char *user, const char *agent,
+                          const char *run, char id[64]);
+    /* In a write: stores F as a new memory with id ID (mem_fields_row at
+     * NOW) and the ADD entry of its history, unless a live memory of its
+     * scope holds the same text: then *DUP is set and ID becomes that
+     * memory's. A store that finds ID taken makes another (mem_uuid).
+     * *MID: the memory's row; *REC: the memory as JSON when the store read
+     * it back with the write, else NULL. */
+    int (*insert)(mnemo *m, const mem_fields *f, double now, char id[64], int64_t *mid,
+                  int *dup, json_t **rec);
+    /* In a write: appends an entry to memory ID's history. */
+    int (*history)(mnemo *m, const char *id, const char *event, const char *old_text,
+                   const char *new_text, double at, const char *detail);
+    /* In a write: sets the fields F gives on memory ID, updated at NOW:
+     * IMPORTANCE when not negative, the expiry F->expires (NAN: none) when
+     * SET_EXPIRES; OLD_TEXT is the text F->text replaces, NULL when the
+     * text stays. */
+    int (*update_row)(mnemo *m, const char *id, int64_t mid, const mem_fields *f,
+                      double importance, int set_expires, const char *old_text, double now);
+    /* In a write: marks memory ID, of text TEXT, deleted at NOW (out of
+     * searches and lists, in the store until purged). */
+    int (*mark_deleted)(mnemo *m, const char *id, int64_t mid, const char *text, double now);
+    /* In a write: counts a confirmation of memory ID at NOW. */
+    int (*mark_confirmed)(mnemo *m, const char *id, int64_t mid, double now);
+    /* In a write: drops memory ID's vector (its text changed). */
+    int (*drop_vector)(mnemo *m, const char *id, int64_t mid);
+    /* After a write: embeds TEXT as memory ID's vector when a provider is
+     * configured; best effort (a failure leaves it without one, for
+     * later). */
+    void (*embed)(mnemo *m, const char *id, int64_t mid, const char *text);
+    /* After an add committed memory MID (and embed): brings up to it a
+     * keyword index the store keeps apart from its rows (PostgreSQL's
+     * memories' index, merged now or on a thread); NULL where the writes
+     * keep the index (SQLite's FTS5). */
+    void (*catch_up)(mnemo *m, int64_t mid);
+    /* In a write: how many memories a purge of ID would remove: the
+     * deleted memories, or ID alone (ID NULL: all of them). */
+    int (*count_deleted)(mnemo *m, const char *id, size_t *n);
+    /* In a write: removes them for good, with their history and vectors,
+     * from the store and from what it keeps of them (SQLite's backups). */
+    int (*purge)(mnemo *m, const char *id);
+    /* Memory ID's history, oldest first (mem_history_entry), as a JSON
+     * array in *OUT; MNEMO_NOTFOUND "no memory with id ID". */
+    int (*read_history)(mnemo *m, const char *id, json_t **out);
+    /* The memories O selects at NOW (mem_where), newest first (by
+     * created_at, then by row), O->limit of them from O->offset: each
+     * appended to LIST as JSON (mem_row_json). */
+    int (*list)(mnemo *m, const mem_opts *o, double now, json_t *list);
+    /* How many memories O selects at NOW, into *N. */
+    int (*count)(mnemo *m, const mem_opts *o, double now, long long *n);
+} mem_store;
+
+/* mnemo_memory_add, _update, _delete, _confirm, _purge, _get, _history
+ * and _list over store ST. */
+int mem_add(mnemo *m, const char *record, const mem_store *st, char **out);
+int mem_update(mnemo *m, const char *id, const char *changes, const mem_store *st,
+               char **out);
+int mem_delete(mnemo *m, const char *id, const mem_store *st);
+int mem_confirm(mnemo *m, const char *id, const mem_store *st, char **out);
+int mem_purge(mnemo *m, const char *id, const mem_store *st, size_t *purged);
+int mem_get(mnemo *m, const char *id, const mem_store *st, char **out);
+int mem_history(mnemo *m, const char *id, const mem_store *st, char **out);
+int mem_list(mnemo *m, const char *options, const mem_store *st, char **out);
+
+/* ----------------------------------------------------------------------
  * Search, shared by the backends (msearch.c): each backend finds candidates
  * (keyword BM25, vectors) in its own storage; relevance fusion, score
  * factors, result JSON and the recalled-memories block are common.

@@ -369,18 +369,6 @@ int pm_load(mnemo *m, const char *id, int for_update, json_t **out)
     return rc;
 }
 
-/* The live memory ID, locked. */
-int pm_load_live(mnemo *m, const char *id, json_t **out)
-{
-    int rc = pm_load(m, id, 1, out);
-    if (!rc && !json_is_null(json_object_get(*out, "deleted_at"))) {
-        json_decref(*out);
-        *out = NULL;
-        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
-    }
-    return rc;
-}
-
 int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
                const char *new_text, double at, const char *detail)
 {
@@ -712,21 +700,8 @@ int pm_stats_fold(mnemo *m)
 }
 
 /* ----------------------------------------------------------------------
- * Get, pm_history, list
+ * History, list
  * -------------------------------------------------------------------- */
-
-int pgmem_get(mnemo *m, const char *id, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "get: no memory id");
-    json_t *j = NULL;
-    int rc = pm_load(m, id, 0, &j);
-    if (!rc && (rc = mem_readable(m, j)))
-        json_decref(j);
-    return rc ? rc : mem_dump(j, out);
-}
 
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
 json_t *pm_history_from_agg(const char *agg)
@@ -747,12 +722,9 @@ json_t *pm_history_from_agg(const char *agg)
 }
 
 
-int pgmem_history(mnemo *m, const char *id, char **out)
+/* In one statement: whether the memory is there, and its entries. */
+int pm_read_history(mnemo *m, const char *id, json_t **out)
 {
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "history: no memory id");
     const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
     int rc = pm_q(m, "reading history",
@@ -761,7 +733,7 @@ int pgmem_history(mnemo *m, const char *id, char **out)
     if (!rc && pg_nrows(r) == 0)
         rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
     if (!rc)
-        rc = mem_dump(pm_history_from_agg(pg_value(r, 0, 0)), out);
+        *out = pm_history_from_agg(pg_value(r, 0, 0));
     pg_rows_free(r);
     return rc;
 }
@@ -797,73 +769,57 @@ void pm_params_free(params *p)
     free(p->tmp);
 }
 
-int pgmem_list(mnemo *m, const char *options, char **out)
+/* Runs "SELECT WHAT FROM mnemo_memories m WHERE m.tenant = $1 AND <what O
+ * selects at NOW> TAIL" into *R. */
+static int select_where(mnemo *m, const mem_opts *o, double now, const char *what,
+                        const char *tail, pg_rows **r)
 {
-    *out = NULL;
-    core_clear(m);
-    mem_opts o;
-    int rc = mem_opts_parse(m, options, 0, &o);
     buf w, sql;
     buf_init(&w, 1 << 20);
     buf_init(&sql, 1 << 20);
     mfilter args;
     mfilter_init(&args);
     params p = {0};
-    pg_rows *r = NULL;
-    json_t *list = json_array();
-    mem_skips sk = {0};
-    if (!rc)
-        rc = mem_where_pg(&o, mem_now(), 2, &w, &args);
+    int rc = mem_where_pg(o, now, 2, &w, &args);
     if (!rc)
         rc = pm_params_make(m, &args, 0, &p);
     if (!rc) {
-        buf_printf(&sql,
-                   "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND %s "
-                   "ORDER BY m.created_at DESC, m.seq DESC LIMIT %d OFFSET %d",
-                   w.data, o.limit, o.offset);
-        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "listing memories", sql.data, p.n, p.v, &r);
+        buf_printf(&sql, "SELECT %s FROM mnemo_memories m WHERE m.tenant = $1 AND %s%s", what,
+                   w.data, tail);
+        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "listing memories", sql.data, p.n, p.v, r);
     }
-    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
-        json_t *rec = pm_row_json(r, i, 0);
-        if (!rec)
-            rc = core_error(m, MNEMO_NOMEM, "out of memory");
-        else if (mem_skip(&sk, rec)) /* left out, and said below */
-            json_decref(rec);
-        else
-            json_array_append_new(list, rec);
-    }
-    pg_rows_free(r);
-    r = NULL;
-    /* The rows read: those returned and those left out as unreadable. */
-    size_t read = json_array_size(list) + json_array_size(sk.left);
-    long long total = (long long)read + o.offset;
-    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0)) {
-        /* More than one page, maybe: count them. */
-        buf_reset(&sql);
-        buf_printf(&sql, "SELECT count(*) FROM mnemo_memories m WHERE m.tenant = $1 AND %s",
-                   w.data);
-        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "listing memories", sql.data, p.n, p.v, &r);
-        if (!rc)
-            total = strtoll(pg_value(r, 0, 0), NULL, 10);
-        pg_rows_free(r);
-    }
-    if (!rc) {
-        json_t *j = json_object();
-        json_object_set_new(j, "memories", list);
-        json_object_set_new(j, "total", json_integer(total));
-        list = NULL;
-        if ((rc = mem_skips_report(m, &sk, j)))
-            json_decref(j);
-        else
-            rc = mem_dump(j, out);
-    }
-    json_decref(list);
-    mem_skips_cleanup(&sk);
     pm_params_free(&p);
     mfilter_cleanup(&args);
     buf_cleanup(&w);
     buf_cleanup(&sql);
-    mem_opts_cleanup(&o);
+    return rc;
+}
+
+int pm_list(mnemo *m, const mem_opts *o, double now, json_t *out)
+{
+    char tail[96];
+    snprintf(tail, sizeof tail, " ORDER BY m.created_at DESC, m.seq DESC LIMIT %d OFFSET %d",
+             o->limit, o->offset);
+    pg_rows *r = NULL;
+    int rc = select_where(m, o, now, COLS, tail, &r);
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        json_t *rec = pm_row_json(r, i, 0);
+        if (!rec)
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+        else
+            json_array_append_new(out, rec);
+    }
+    pg_rows_free(r);
+    return rc;
+}
+
+int pm_count(mnemo *m, const mem_opts *o, double now, long long *n)
+{
+    pg_rows *r = NULL;
+    int rc = select_where(m, o, now, "count(*)", "", &r);
+    if (!rc)
+        *n = strtoll(pg_value(r, 0, 0), NULL, 10);
+    pg_rows_free(r);
     return rc;
 }
 

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "engine/core.h"
+#include "engine/memory.h"
 #include "embed/embed.h"
 #include "store/postgres/pg.h"
 #include "text/mfilter.h"
@@ -98,9 +99,6 @@ json_t *pm_row_json(const pg_rows *r, size_t i, int c);
 /* The memory ID (any pm_state) as JSON; FOR_UPDATE locks its row. */
 int pm_load(mnemo *m, const char *id, int for_update, json_t **out);
 
-/* The live memory ID, locked. */
-int pm_load_live(mnemo *m, const char *id, json_t **out);
-
 int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
                const char *new_text, double at, const char *detail);
 
@@ -170,6 +168,11 @@ int pm_stats_fold(mnemo *m);
 
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
 json_t *pm_history_from_agg(const char *agg);
+
+/* The reads the engine runs (mem_store's read_history, list and count). */
+int pm_read_history(mnemo *m, const char *id, json_t **out);
+int pm_list(mnemo *m, const mem_opts *o, double now, json_t *out);
+int pm_count(mnemo *m, const mem_opts *o, double now, long long *n);
 
 int pm_params_make(mnemo *m, const mfilter *args, int extra, params *p);
 

@@ -1,7 +1,8 @@
 /*
- * pgmwrite.c - writing structured memories on PostgreSQL: add (with
- * duplicates found by hash), update with history, delete, confirm, purge,
- * and the JSONL export and import (see pgmem.c).
+ * pgmwrite.c - writing structured memories on PostgreSQL: the storage
+ * steps of add (one statement, duplicates found by hash), update, delete,
+ * confirm, purge, get and history, which the engine runs (mem_store,
+ * memory.h), and the JSONL export and import (see pgmem.c).
  */
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgmem_int.h"
@@ -62,32 +63,27 @@ static int find_duplicate(mnemo *m, const char *hash, const char *user, const ch
     return rc;
 }
 
-typedef struct add_ctx {
-    mem_fields *f;
-    derived *d;
-    double now;
-    char id[64];
-    int dup;
-    pg_rows *row; /* the memory (COLS from column 1), when the statement returned it */
-} add_ctx;
-
-static int add_tx(mnemo *m, void *ud)
+/* mem_store.insert: the add in one statement (ADD_SQL), again with
+ * another id when it went in neither as new nor as a duplicate. */
+static int add_row(mnemo *m, const mem_fields *f, double now, char id[64], int64_t *mid,
+                   int *dup, json_t **rec)
 {
-    add_ctx *a = ud;
-    a->dup = 0;
-    pg_rows_free(a->row);
-    a->row = NULL;
-    for (int tries = 0; tries < 3; tries++) {
+    *rec = NULL;
+    derived d;
+    pg_rows *res = NULL;
+    int rc = pm_derive(m, f->text, f->metadata ? f->metadata : "{}", &d);
+    for (int tries = 0; !rc && tries < 3; tries++) {
+        if (tries)
+            mem_uuid(id);
         mem_row r;
-        mem_uuid(a->id);
-        mem_fields_row(m, a->f, a->id, a->now, &r);
+        mem_fields_row(m, f, id, now, &r);
         char t[10][32], conf[32];
         snprintf(conf, sizeof conf, "%lld", r.confirmations);
         const char *p[25] = {pgconn_tenant(m),
                              r.id,
                              r.text,
-                             a->d->text_fold,
-                             a->f->hash,
+                             d.text_fold,
+                             f->hash,
                              r.category,
                              pm_fmt_num(r.importance, t[0]),
                              r.type,
@@ -96,7 +92,7 @@ static int add_tx(mnemo *m, void *ud)
                              r.agent,
                              r.run,
                              r.metadata,
-                             a->d->meta_fold,
+                             d.meta_fold,
                              r.triggers,
                              pm_fmt_num(r.created, t[1]),
                              pm_fmt_num(r.updated, t[2]),
@@ -105,135 +101,93 @@ static int add_tx(mnemo *m, void *ud)
                              pm_fmt_num(r.confirmed, t[4]),
                              NULL,
                              pm_state(m) ? pm_state(m)->lang : "",
-                             a->d->ntok,
-                             a->d->tsv.data,
-                             pm_fmt_num(a->now, t[5])};
-        pg_rows *res = NULL;
-        int rc = pm_qp(m, "storing a memory", ADD_SQL, 25, p, &res);
-        if (rc)
-            return rc;
+                             d.ntok,
+                             d.tsv.data,
+                             pm_fmt_num(now, t[5])};
+        if ((rc = pm_qp(m, "storing a memory", ADD_SQL, 25, p, &res)))
+            break;
         if (pg_nrows(res) == 1) {
-            a->dup = strcmp(pg_value(res, 0, 0), "1") != 0;
-            snprintf(a->id, sizeof a->id, "%s", pg_value(res, 0, 1));
-            a->row = res;
-            return MNEMO_OK;
+            *dup = strcmp(pg_value(res, 0, 0), "1") != 0;
+            snprintf(id, 64, "%s", pg_value(res, 0, 1));
+            *mid = strtoll(pg_value(res, 0, 18), NULL, 10);
+            if (!(*rec = pm_row_json(res, 0, 1)))
+                rc = core_error(m, MNEMO_NOMEM, "out of memory");
+            goto done;
         }
         pg_rows_free(res);
+        res = NULL;
         /* Not inserted, no duplicate seen: the text was committed meanwhile
          * (by another process), or the id is taken. */
-        if ((rc = find_duplicate(m, a->f->hash, r.user, r.agent, r.run, a->id)))
-            return rc;
-        if (a->id[0]) {
-            a->dup = 1;
-            return MNEMO_OK;
+        char other[64];
+        if ((rc = find_duplicate(m, f->hash, r.user, r.agent, r.run, other)))
+            break;
+        if (other[0]) {
+            *dup = 1;
+            snprintf(id, 64, "%s", other);
+            goto done;
         }
     }
-    return core_error(m, MNEMO_DB, "storing a memory: conflicting writers; try again");
-}
-
-int pgmem_add(mnemo *m, const char *record, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    json_t *o;
-    mem_fields f;
-    int rc = mem_add_parse(m, record, &o, &f);
-    if (rc)
-        return rc;
-    derived d;
-    memset(&d, 0, sizeof d);
-    rc = pm_derive(m, f.text, f.metadata ? f.metadata : "{}", &d);
-    add_ctx a = {&f, &d, mem_now(), "", 0, NULL};
     if (!rc)
-        rc = pm_in_tx(m, NULL, add_tx, &a);
-    if (!rc && !a.dup)
-        pm_embed_one(m, a.id, f.text);
-    if (!rc && !a.dup && a.row)
-        pgmpost_catch_up(m, strtoll(pg_value(a.row, 0, 18), NULL, 10));
-    json_t *j = NULL;
-    if (!rc && a.row && !(j = pm_row_json(a.row, 0, 1)))
-        rc = core_error(m, MNEMO_NOMEM, "out of memory");
-    else if (!rc && !a.row)
-        rc = pm_load(m, a.id, 0, &j);
-    if (!rc) {
-        if (a.dup)
-            json_object_set_new(j, "duplicate", json_true());
-        rc = mem_dump(j, out);
-    }
-    pg_rows_free(a.row);
+        rc = core_error(m, MNEMO_DB, "storing a memory: conflicting writers; try again");
+done:
+    pg_rows_free(res);
     pm_derived_cleanup(&d);
-    mem_fields_cleanup(&f);
-    json_decref(o);
     return rc;
 }
 
 /* ----------------------------------------------------------------------
- * Update, delete, confirm, purge
+ * The other steps of the writes the engine runs (mem_store, memory.h)
  * -------------------------------------------------------------------- */
 
-typedef struct upd_ctx {
-    const char *id;
-    json_t *o;
-    mem_fields *f;
-    derived *d;
-    double now;
-    int text_changed;
-} upd_ctx;
-
-static int update_tx(mnemo *m, void *ud)
+/* mem_store.write: a transaction tried again after a serialization
+ * failure or a deadlock; an add is one statement, its own transaction. */
+static int in_write(mnemo *m, int one_insert, mem_write_fn fn, void *ud)
 {
-    upd_ctx *u = ud;
-    mem_fields *f = u->f;
-    json_t *old = NULL;
-    int rc = pgmpost_lock_shared(m);
-    if (!rc)
-        rc = pm_load_live(m, u->id, &old);
-    /* A memory that cannot be read is repaired by new metadata, or not changed. */
-    if (!rc && !f->metadata)
-        rc = mem_readable(m, old);
-    const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
-    u->text_changed = !rc && f->text && strcmp(f->text, old_text) != 0;
-    if (u->text_changed) {
-        /* The new text may duplicate another memory of the scope. */
-        char other[64];
-        const char *user = f->user ? f->user : json_string_value(json_object_get(old, "user_id"));
-        const char *agent =
-            f->agent ? f->agent : json_string_value(json_object_get(old, "agent_id"));
-        const char *run = f->run ? f->run : json_string_value(json_object_get(old, "run_id"));
-        if (!(rc = find_duplicate(m, f->hash, user, agent, run, other)) && other[0] &&
-            strcmp(other, u->id) != 0)
-            rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
-    }
-    if (!rc && u->text_changed)
-        rc = pm_stats_one(m, u->id, -1);
+    return pm_in_tx(m, one_insert ? NULL : "BEGIN", fn, ud);
+}
+
+/* mem_store.load: a memory about to change is read after both of the
+ * memories' index locks are taken shared (a merge running commits
+ * first), its row locked. Steps here go by id: *MID stays 0. */
+static int load(mnemo *m, const char *id, int lock, json_t **out, int64_t *mid)
+{
+    if (mid)
+        *mid = 0;
+    int rc = lock ? pgmpost_lock_shared(m) : MNEMO_OK;
+    return rc ? rc : pm_load(m, id, lock, out);
+}
+
+static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f,
+                      double importance, int set_expires, const char *old_text, double now)
+{
+    (void)mid;
+    derived d;
+    int rc = pm_derive(m, old_text ? f->text : NULL, f->metadata, &d);
+    if (!rc && old_text)
+        rc = pm_stats_one(m, id, -1);
     if (!rc) {
-        /* Category changes bring their default importance unless one is given. */
-        double imp = f->importance >= 0 ? f->importance
-                     : f->category       ? mem_default_importance(f->category)
-                                         : -1;
         char t[3][32];
-        int set_exp = json_object_get(u->o, "expires_at") != NULL;
         const char *p[21] = {pgconn_tenant(m),
-                             u->id,
-                             u->text_changed ? f->text : NULL,
-                             u->text_changed ? u->d->text_fold : NULL,
-                             u->text_changed ? f->hash : NULL,
+                             id,
+                             old_text ? f->text : NULL,
+                             old_text ? d.text_fold : NULL,
+                             old_text ? f->hash : NULL,
                              f->category,
-                             imp >= 0 ? pm_fmt_num(imp, t[0]) : NULL,
+                             importance >= 0 ? pm_fmt_num(importance, t[0]) : NULL,
                              f->type,
                              f->subject,
                              f->user,
                              f->agent,
                              f->run,
                              f->metadata,
-                             f->metadata ? u->d->meta_fold : NULL,
+                             f->metadata ? d.meta_fold : NULL,
                              f->triggers,
-                             set_exp ? "true" : "false",
-                             set_exp ? pm_fmt_num(f->expires, t[1]) : NULL,
-                             pm_fmt_num(u->now, t[2]),
-                             u->text_changed ? u->d->ntok : NULL,
-                             u->text_changed ? u->d->tsv.data : NULL,
-                             u->text_changed && pm_state(m) ? pm_state(m)->lang : NULL};
+                             set_expires ? "true" : "false",
+                             set_expires ? pm_fmt_num(f->expires, t[1]) : NULL,
+                             pm_fmt_num(now, t[2]),
+                             old_text ? d.ntok : NULL,
+                             old_text ? d.tsv.data : NULL,
+                             old_text && pm_state(m) ? pm_state(m)->lang : NULL};
         rc = pm_q(m, "updating a memory",
                "UPDATE mnemo_memories SET text = coalesce($3, text), "
                "text_fold = coalesce($4, text_fold), hash = coalesce($5, hash), "
@@ -252,155 +206,84 @@ static int update_tx(mnemo *m, void *ud)
         if (rc == MNEMO_DB && !strcmp(pm_sqlstate(m), "23505"))
             rc = core_error(m, MNEMO_INVALID, "another memory already says that");
     }
-    if (!rc && u->text_changed)
-        rc = pm_stats_one(m, u->id, 1);
-    if (!rc) {
-        char *detail = json_dumps(u->o, JSON_COMPACT | JSON_SORT_KEYS);
-        rc = detail ? pm_history(m, u->id, "UPDATE", old_text, f->text ? f->text : old_text,
-                              u->now, detail)
-                    : MNEMO_NOMEM;
-        free(detail);
-    }
-    if (!rc && u->text_changed) /* its vector is of the old text */
-        rc = pm_drop_vectors(m, "m.id = $2", u->id);
+    if (!rc && old_text)
+        rc = pm_stats_one(m, id, 1);
     if (!rc) /* its text or scope may have changed: read from its row */
-        rc = pgmpost_dead(m, u->id);
-    json_decref(old);
-    return rc;
-}
-
-int pgmem_update(mnemo *m, const char *id, const char *changes, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    json_t *o;
-    mem_fields f;
-    int rc = mem_update_parse(m, id, changes, &o, &f);
-    if (rc)
-        return rc;
-    derived d;
-    memset(&d, 0, sizeof d);
-    rc = pm_derive(m, f.text, f.metadata, &d);
-    upd_ctx u = {id, o, &f, &d, mem_now(), 0};
-    if (!rc)
-        rc = pm_in_tx(m, "BEGIN", update_tx, &u);
-    if (!rc && u.text_changed)
-        pm_embed_one(m, id, f.text);
-    json_t *j = NULL;
-    if (!rc && !(rc = pm_load(m, id, 0, &j)))
-        rc = mem_dump(j, out);
+        rc = pgmpost_dead(m, id);
     pm_derived_cleanup(&d);
-    mem_fields_cleanup(&f);
-    json_decref(o);
     return rc;
 }
 
-typedef struct simple_ctx {
-    const char *id;
-    double now;
-    size_t count;
-} simple_ctx;
-
-static int delete_tx(mnemo *m, void *ud)
+static int mark_deleted(mnemo *m, const char *id, int64_t mid, const char *text, double now)
 {
-    simple_ctx *s = ud;
-    json_t *old = NULL;
-    int rc = pgmpost_lock_shared(m);
+    (void)mid;
+    (void)text;
+    int rc = pm_stats_one(m, id, -1);
     if (!rc)
-        rc = pm_load_live(m, s->id, &old);
+        rc = pgmpost_dead(m, id);
     char t[32];
-    if (!rc)
-        rc = pm_stats_one(m, s->id, -1);
-    if (!rc)
-        rc = pgmpost_dead(m, s->id);
-    if (!rc) {
-        const char *p[3] = {pgconn_tenant(m), s->id, pm_fmt_num(s->now, t)};
-        rc = pm_q(m, "deleting a memory",
-               "UPDATE mnemo_memories SET deleted_at = $3::float8, tsv = ''::tsvector, ntok = 0 "
-               "WHERE tenant = $1 AND id = $2",
-               3, p, NULL);
-    }
-    if (!rc)
-        rc = pm_history(m, s->id, "DELETE", json_string_value(json_object_get(old, "text")), NULL,
-                     s->now, NULL);
-    json_decref(old);
-    return rc;
+    const char *p[3] = {pgconn_tenant(m), id, pm_fmt_num(now, t)};
+    return rc ? rc
+              : pm_q(m, "deleting a memory",
+                     "UPDATE mnemo_memories SET deleted_at = $3::float8, tsv = ''::tsvector, "
+                     "ntok = 0 WHERE tenant = $1 AND id = $2",
+                     3, p, NULL);
 }
 
-int pgmem_delete(mnemo *m, const char *id)
+static int mark_confirmed(mnemo *m, const char *id, int64_t mid, double now)
 {
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "delete: no memory id");
-    simple_ctx s = {id, mem_now(), 0};
-    return pm_in_tx(m, "BEGIN", delete_tx, &s);
-}
-
-static int confirm_tx(mnemo *m, void *ud)
-{
-    simple_ctx *s = ud;
-    json_t *old = NULL;
-    int rc = pgmpost_lock_shared(m);
-    if (!rc)
-        rc = pm_load_live(m, s->id, &old);
-    if (!rc)
-        rc = mem_readable(m, old); /* its record could not be returned */
-    json_decref(old);
-    if (!rc) /* its factors changed: read from its row */
-        rc = pgmpost_dead(m, s->id);
+    (void)mid;
+    int rc = pgmpost_dead(m, id); /* its factors changed: read from its row */
     char t[32];
-    if (!rc) {
-        const char *p[3] = {pgconn_tenant(m), s->id, pm_fmt_num(s->now, t)};
-        rc = pm_q(m, "confirming a memory",
-               "UPDATE mnemo_memories SET confirmations = confirmations + 1, "
-               "last_confirmed_at = $3::float8 WHERE tenant = $1 AND id = $2",
-               3, p, NULL);
-    }
-    if (!rc)
-        rc = pm_history(m, s->id, "CONFIRM", NULL, NULL, s->now, NULL);
-    return rc;
+    const char *p[3] = {pgconn_tenant(m), id, pm_fmt_num(now, t)};
+    return rc ? rc
+              : pm_q(m, "confirming a memory",
+                     "UPDATE mnemo_memories SET confirmations = confirmations + 1, "
+                     "last_confirmed_at = $3::float8 WHERE tenant = $1 AND id = $2",
+                     3, p, NULL);
 }
 
-int pgmem_confirm(mnemo *m, const char *id, char **out)
+static int drop_vector(mnemo *m, const char *id, int64_t mid)
 {
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "confirm: no memory id");
-    simple_ctx s = {id, mem_now(), 0};
-    int rc = pm_in_tx(m, "BEGIN", confirm_tx, &s);
-    json_t *j = NULL;
-    if (!rc && !(rc = pm_load(m, id, 0, &j)))
-        rc = mem_dump(j, out);
-    return rc;
+    (void)mid;
+    return pm_drop_vectors(m, "m.id = $2", id);
 }
+
+static void embed(mnemo *m, const char *id, int64_t mid, const char *text)
+{
+    (void)mid;
+    pm_embed_one(m, id, text);
+}
+
+static void catch_up(mnemo *m, int64_t mid) { pgmpost_catch_up(m, mid); }
 
 /* The deleted memories purge removes: all of the tenant's, or ID. */
 #define PURGE_COND "m.deleted_at IS NOT NULL AND ($2::text IS NULL OR m.id = $2)"
 
-/* Deleted memories are out of the BM25 statistics already (delete_tx). */
-static int purge_tx(mnemo *m, void *ud)
+static int count_deleted(mnemo *m, const char *id, size_t *n)
 {
-    simple_ctx *s = ud;
-    const char *p[2] = {pgconn_tenant(m), s->id};
+    *n = 0;
+    const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
-    s->count = 0;
     int rc = pm_q(m, "purging memories",
                "SELECT count(*) FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p,
                &r);
     if (!rc)
-        s->count = (size_t)strtoull(pg_value(r, 0, 0), NULL, 10);
+        *n = (size_t)strtoull(pg_value(r, 0, 0), NULL, 10);
     pg_rows_free(r);
-    if (!rc && s->id && s->count == 0)
-        return core_error(m, MNEMO_NOTFOUND, "no deleted memory with id %s (delete it first)",
-                          s->id);
-    if (!rc)
-        rc = pm_q(m, "purging memories",
+    return rc;
+}
+
+/* Deleted memories are out of the BM25 statistics already (mark_deleted). */
+static int purge(mnemo *m, const char *id)
+{
+    const char *p[2] = {pgconn_tenant(m), id};
+    int rc = pm_q(m, "purging memories",
                "DELETE FROM mnemo_memory_history h USING mnemo_memories m WHERE h.tenant = $1 "
                "AND m.tenant = h.tenant AND m.id = h.memory_id AND " PURGE_COND,
                2, p, NULL);
     if (!rc)
-        rc = pm_drop_vectors(m, PURGE_COND, s->id);
+        rc = pm_drop_vectors(m, PURGE_COND, id);
     if (!rc)
         rc = pm_q(m, "purging memories",
                "DELETE FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p, NULL);
@@ -410,16 +293,61 @@ static int purge_tx(mnemo *m, void *ud)
     return rc;
 }
 
+static const mem_store pg_mem_store = {
+    .open = NULL,
+    .write = in_write,
+    .load = load,
+    .find_duplicate = find_duplicate,
+    .insert = add_row,
+    .history = pm_history,
+    .update_row = update_row,
+    .mark_deleted = mark_deleted,
+    .mark_confirmed = mark_confirmed,
+    .drop_vector = drop_vector,
+    .embed = embed,
+    .catch_up = catch_up,
+    .count_deleted = count_deleted,
+    .purge = purge,
+    .read_history = pm_read_history,
+    .list = pm_list,
+    .count = pm_count,
+};
+
+int pgmem_add(mnemo *m, const char *record, char **out)
+{
+    return mem_add(m, record, &pg_mem_store, out);
+}
+
+int pgmem_update(mnemo *m, const char *id, const char *changes, char **out)
+{
+    return mem_update(m, id, changes, &pg_mem_store, out);
+}
+
+int pgmem_delete(mnemo *m, const char *id) { return mem_delete(m, id, &pg_mem_store); }
+
+int pgmem_confirm(mnemo *m, const char *id, char **out)
+{
+    return mem_confirm(m, id, &pg_mem_store, out);
+}
+
 int pgmem_purge(mnemo *m, const char *id, size_t *purged)
 {
-    core_clear(m);
-    if (purged)
-        *purged = 0;
-    simple_ctx s = {id, 0, 0};
-    int rc = pm_in_tx(m, "BEGIN", purge_tx, &s);
-    if (!rc && purged)
-        *purged = s.count;
-    return rc;
+    return mem_purge(m, id, &pg_mem_store, purged);
+}
+
+int pgmem_get(mnemo *m, const char *id, char **out)
+{
+    return mem_get(m, id, &pg_mem_store, out);
+}
+
+int pgmem_history(mnemo *m, const char *id, char **out)
+{
+    return mem_history(m, id, &pg_mem_store, out);
+}
+
+int pgmem_list(mnemo *m, const char *options, char **out)
+{
+    return mem_list(m, options, &pg_mem_store, out);
 }
 
 /* ----------------------------------------------------------------------

@@ -293,7 +293,7 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
     mfilter args;
     mfilter_init(&args);
     double now = core_now();
-    if (!(rc = mem_store(m)) && !(rc = lite_qtok(m, &t)) && !(rc = query_parse(t, q, &pq)))
+    if (!(rc = memlite_open(m)) && !(rc = lite_qtok(m, &t)) && !(rc = query_parse(t, q, &pq)))
         rc = mem_where(o, floor(now), &where, &args);
     sqlite3 *db = !rc ? store_db(LITE(m)->st) : NULL;
     int txn = db && sqlite3_get_autocommit(db) &&

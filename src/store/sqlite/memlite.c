@@ -1,8 +1,9 @@
 /*
- * memlite.c - structured memories in the SQLite memory store: adding,
- * changing, deleting, confirming, listing, history, export and import
- * (what a memory is and its options are in memory.c, search in
- * msearch.c).
+ * memlite.c - structured memories in the SQLite memory store: the storage
+ * steps of adding, changing, deleting, confirming, purging and reading one
+ * memory, which the engine runs (mem_store: what a memory is, its options
+ * and the operations' order and checks are in memory.c, search in
+ * msearch.c); listing, export and import, backups and recovery.
  *
  * Memories live in the memory store, a database of their own attached to
  * the index connection as "mem" (store_attach_memories): a rebuild of the
@@ -61,14 +62,10 @@ json_t *mem_json(sqlite3_stmt *st, int c)
 #define dump mem_dump
 
 /* ----------------------------------------------------------------------
- * Validation
- * -------------------------------------------------------------------- */
-
-/* ----------------------------------------------------------------------
  * Opening and writing
  * -------------------------------------------------------------------- */
 
-int mem_store(mnemo *m)
+int memlite_open(mnemo *m)
 {
     int rc = lite_mem(m);
     if (rc != MNEMO_NOTFOUND)
@@ -90,7 +87,7 @@ static int write_begin(mnemo *m, writer *w)
 {
     w->lock = -1;
     w->began = 0;
-    int rc = mem_store(m);
+    int rc = memlite_open(m);
     if (rc)
         return rc;
     /* The memory store's own lock: a rebuild of the index (which holds the
@@ -430,9 +427,11 @@ static int fts_update(mnemo *m, int64_t mid, const char *old_text, const char *n
     return MNEMO_OK;
 }
 
-/* Loads the memory ID (any state) as JSON into *out, and its rowid. */
-static int load(mnemo *m, const char *id, json_t **out, int64_t *mid)
+/* Loads the memory ID (any state) as JSON into *out, and its rowid
+ * (mem_store.load: LOCK asks nothing more, a write holds the whole store). */
+static int load(mnemo *m, const char *id, int lock, json_t **out, int64_t *mid)
 {
+    (void)lock;
     *out = NULL;
     sqlite3_stmt *st = prep(m, "SELECT " MEM_COLS " FROM memories m WHERE m.id = ?1");
     if (!st)
@@ -511,169 +510,110 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
     return isnan(f->deleted) ? fts_update(m, *mid, NULL, f->text) : MNEMO_OK;
 }
 
-/* Under the write lock (W, to end with write_end): the live memory ID,
- * as JSON in *old and its rowid in *mid. */
-static int begin_live(mnemo *m, const char *id, writer *w, json_t **old, int64_t *mid)
-{
-    int rc = write_begin(m, w);
-    if (!rc)
-        rc = load(m, id, old, mid);
-    if (!rc && !json_is_null(json_object_get(*old, "deleted_at")))
-        rc = core_error(m, MNEMO_NOTFOUND, "memory %s is deleted", id);
-    return rc;
-}
+/* ----------------------------------------------------------------------
+ * The steps of the writes and reads the engine runs (mem_store, memory.h)
+ * -------------------------------------------------------------------- */
 
-int lite_memory_add(mnemo *m, const char *record, char **out)
+/* mem_store.write: the store's lock and an immediate transaction around
+ * FN; every write is one (an insert is several statements here). */
+static int in_write(mnemo *m, int one_insert, mem_write_fn fn, void *ud)
 {
-    *out = NULL;
-    core_clear(m);
-    json_t *o;
-    mem_fields f;
-    int rc = mem_add_parse(m, record, &o, &f);
-    if (rc)
-        return rc;
+    (void)one_insert;
     writer w;
-    int64_t mid = 0;
-    char id[64] = "";
-    int dup = 0;
-    rc = write_begin(m, &w);
+    int rc = write_begin(m, &w);
     if (!rc)
-        rc = find_duplicate(m, f.hash, f.user ? f.user : cfg_str(m->cfg, CFG_USER_ID),
-                            f.agent ? f.agent : cfg_str(m->cfg, CFG_AGENT_ID),
-                            f.run ? f.run : "", id);
-    double now = mem_now();
-    if (!rc && id[0]) {
-        dup = 1;
-    } else if (!rc) {
-        mem_uuid(id);
-        if (!(rc = insert(m, &f, id, now, &mid)))
-            rc = history(m, id, "ADD", NULL, f.text, now, NULL);
+        rc = fn(m, ud);
+    return write_end(m, &w, rc);
+}
+
+/* mem_store.insert: the duplicate looked for under the write's lock, then
+ * the row, its keyword index and history. */
+static int add_row(mnemo *m, const mem_fields *f, double now, char id[64], int64_t *mid,
+                   int *dup, json_t **rec)
+{
+    *rec = NULL;
+    mem_row r;
+    mem_fields_row(m, f, id, now, &r);
+    char other[64];
+    int rc = find_duplicate(m, f->hash, r.user, r.agent, r.run, other);
+    if (!rc && other[0]) {
+        *dup = 1;
+        snprintf(id, 64, "%s", other);
+        return MNEMO_OK;
     }
-    rc = write_end(m, &w, rc);
-    if (!rc && !dup)
-        mem_embed(m, mid, f.text);
-    json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, &j, NULL))) {
-        if (dup)
-            json_object_set_new(j, "duplicate", json_true());
-        rc = dump(j, out);
-    }
-    mem_fields_cleanup(&f);
-    json_decref(o);
+    if (!rc)
+        rc = insert(m, f, id, now, mid);
+    if (!rc)
+        rc = history(m, id, "ADD", NULL, f->text, now, NULL);
     return rc;
 }
 
-int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out)
+static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f,
+                      double importance, int set_expires, const char *old_text, double now)
 {
-    *out = NULL;
-    core_clear(m);
-    json_t *o;
-    mem_fields f;
-    int rc = mem_update_parse(m, id, changes, &o, &f);
-    if (rc)
-        return rc;
-    writer w = {-1, 0};
-    json_t *old = NULL;
-    int64_t mid = 0;
-    rc = begin_live(m, id, &w, &old, &mid);
-    /* A memory that cannot be read is repaired by new metadata, or not changed. */
-    if (!rc && !f.metadata)
-        rc = mem_readable(m, old);
-    const char *old_text = old ? json_string_value(json_object_get(old, "text")) : NULL;
-    if (!rc && f.text && strcmp(f.text, old_text) != 0) {
-        /* The new text may duplicate another memory of the scope. */
-        char other[64];
-        const char *user = f.user ? f.user : json_string_value(json_object_get(old, "user_id"));
-        const char *agent = f.agent ? f.agent
-                                    : json_string_value(json_object_get(old, "agent_id"));
-        const char *run = f.run ? f.run : json_string_value(json_object_get(old, "run_id"));
-        if (!(rc = find_duplicate(m, f.hash, user, agent, run, other)) && other[0] &&
-            strcmp(other, id) != 0)
-            rc = core_error(m, MNEMO_INVALID, "memory %s already says that", other);
+    (void)id;
+    sqlite3_stmt *st = prep(
+        m, "UPDATE memories SET text = coalesce(?2, text), hash = coalesce(?3, hash), "
+           "category = coalesce(?4, category), importance = coalesce(?5, importance), "
+           "type = coalesce(?6, type), subject = coalesce(?7, subject), "
+           "user_id = coalesce(?8, user_id), agent_id = coalesce(?9, agent_id), "
+           "run_id = coalesce(?10, run_id), metadata = coalesce(?11, metadata), "
+           "triggers = coalesce(?12, triggers), "
+           "expires_at = CASE WHEN ?13 THEN ?14 ELSE expires_at END, updated_at = ?15 "
+           "WHERE mid = ?1");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, mid);
+    if (f->text) {
+        sqlite3_bind_text(st, 2, f->text, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, f->hash, -1, SQLITE_STATIC);
     }
-    double now = mem_now();
-    if (!rc) {
-        /* Category changes bring their default importance unless one is given. */
-        double imp = f.importance >= 0 ? f.importance
-                     : f.category      ? mem_default_importance(f.category)
-                                       : -1;
-        sqlite3_stmt *st = prep(
-            m, "UPDATE memories SET text = coalesce(?2, text), hash = coalesce(?3, hash), "
-               "category = coalesce(?4, category), importance = coalesce(?5, importance), "
-               "type = coalesce(?6, type), subject = coalesce(?7, subject), "
-               "user_id = coalesce(?8, user_id), agent_id = coalesce(?9, agent_id), "
-               "run_id = coalesce(?10, run_id), metadata = coalesce(?11, metadata), "
-               "triggers = coalesce(?12, triggers), "
-               "expires_at = CASE WHEN ?13 THEN ?14 ELSE expires_at END, updated_at = ?15 "
-               "WHERE mid = ?1");
-        if (!st) {
-            rc = MNEMO_DB;
-        } else {
-            sqlite3_bind_int64(st, 1, mid);
-            if (f.text) {
-                sqlite3_bind_text(st, 2, f.text, -1, SQLITE_STATIC);
-                sqlite3_bind_text(st, 3, f.hash, -1, SQLITE_STATIC);
-            }
-            if (f.category)
-                sqlite3_bind_text(st, 4, f.category, -1, SQLITE_STATIC);
-            if (imp >= 0)
-                sqlite3_bind_double(st, 5, imp);
-            const char *sv[] = {f.type, f.subject, f.user, f.agent, f.run, f.metadata,
-                                f.triggers};
-            for (int i = 0; i < 7; i++)
-                if (sv[i])
-                    sqlite3_bind_text(st, 6 + i, sv[i], -1, SQLITE_STATIC);
-            int set_exp = json_object_get(o, "expires_at") != NULL;
-            sqlite3_bind_int(st, 13, set_exp);
-            if (set_exp)
-                bind_time(st, 14, f.expires);
-            sqlite3_bind_double(st, 15, now);
-            rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "updating a memory");
-            sqlite3_finalize(st);
-        }
-    }
-    if (!rc && f.text && strcmp(f.text, old_text) != 0)
-        rc = fts_update(m, mid, old_text, f.text);
-    if (!rc) {
-        char *detail = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-        rc = history(m, id, "UPDATE", old_text, f.text ? f.text : old_text, now, detail);
-        free(detail);
-    }
-    if (!rc && f.text && strcmp(f.text, old_text) != 0) /* its vector is of the old text */
-        rc = run_mid(m, "DELETE FROM memory_vectors WHERE mid = ?1", mid, 0, "updating a memory");
-    rc = write_end(m, &w, rc);
-    if (!rc && f.text && strcmp(f.text, old_text) != 0)
-        mem_embed(m, mid, f.text);
-    json_decref(old);
-    json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, &j, NULL)))
-        rc = dump(j, out);
-    mem_fields_cleanup(&f);
-    json_decref(o);
+    if (f->category)
+        sqlite3_bind_text(st, 4, f->category, -1, SQLITE_STATIC);
+    if (importance >= 0)
+        sqlite3_bind_double(st, 5, importance);
+    const char *sv[] = {f->type, f->subject, f->user, f->agent, f->run, f->metadata,
+                        f->triggers};
+    for (int i = 0; i < 7; i++)
+        if (sv[i])
+            sqlite3_bind_text(st, 6 + i, sv[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 13, set_expires);
+    if (set_expires)
+        bind_time(st, 14, f->expires);
+    sqlite3_bind_double(st, 15, now);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "updating a memory");
+    sqlite3_finalize(st);
+    if (!rc && old_text)
+        rc = fts_update(m, mid, old_text, f->text);
     return rc;
 }
 
-int lite_memory_delete(mnemo *m, const char *id)
+static int mark_deleted(mnemo *m, const char *id, int64_t mid, const char *text, double now)
 {
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "delete: no memory id");
-    writer w = {-1, 0};
-    json_t *old = NULL;
-    int64_t mid = 0;
-    int rc = begin_live(m, id, &w, &old, &mid);
-    double now = mem_now();
-    const char *text = old ? json_string_value(json_object_get(old, "text")) : NULL;
-    if (!rc)
-        rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
+    (void)id;
+    int rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
                      "deleting a memory");
-    if (!rc)
-        rc = fts_update(m, mid, text, NULL);
-    if (!rc)
-        rc = history(m, id, "DELETE", text, NULL, now, NULL);
-    rc = write_end(m, &w, rc);
-    json_decref(old);
-    return rc;
+    return rc ? rc : fts_update(m, mid, text, NULL);
+}
+
+static int mark_confirmed(mnemo *m, const char *id, int64_t mid, double now)
+{
+    (void)id;
+    return run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
+                      "last_confirmed_at = ?2 WHERE mid = ?1",
+                   mid, now, "confirming a memory");
+}
+
+static int drop_vector(mnemo *m, const char *id, int64_t mid)
+{
+    (void)id;
+    return run_mid(m, "DELETE FROM memory_vectors WHERE mid = ?1", mid, 0, "updating a memory");
+}
+
+static void embed(mnemo *m, const char *id, int64_t mid, const char *text)
+{
+    (void)id;
+    mem_embed(m, mid, text);
 }
 
 /* Whether the snapshot line L, "id" first as export writes it, is of a
@@ -802,56 +742,61 @@ static int purge_backups(mnemo *m, char **ids, size_t n)
     return rc;
 }
 
-int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
+/* The deleted memories a purge removes: all of them, or ID. */
+#define PURGE_COND "deleted_at IS NOT NULL AND (?1 IS NULL OR id = ?1)"
+
+static int count_deleted(mnemo *m, const char *id, size_t *n)
 {
-    core_clear(m);
-    if (purged)
-        *purged = 0;
-    writer w = {-1, 0};
-    int rc = write_begin(m, &w);
-    sqlite3 *db = LITE(m)->st ? store_db(LITE(m)->st) : NULL;
+    *n = 0;
+    sqlite3_stmt *st = prep(m, "SELECT count(*) FROM memories WHERE " PURGE_COND);
+    if (!st)
+        return MNEMO_DB;
+    if (id)
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_ROW ? MNEMO_OK : sqlfail(m, "purging memories");
+    if (!rc)
+        *n = (size_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* mem_store.purge: the rows, then the backups (purge_backups), before the
+ * write commits. */
+static int purge(mnemo *m, const char *id)
+{
     char **ids = NULL;
     size_t nids = 0, cap = 0;
-    if (!rc) {
-        sqlite3_stmt *st = prep(m, "SELECT id FROM memories WHERE deleted_at IS NOT NULL "
-                                   "AND (?1 IS NULL OR id = ?1)");
-        if (!st) {
-            rc = MNEMO_DB;
-        } else {
-            if (id)
-                sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-            while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-                if (nids == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    char **g = realloc(ids, cap * sizeof *g);
-                    if (!g) {
-                        rc = core_error(m, MNEMO_NOMEM, "out of memory");
-                        break;
-                    }
-                    ids = g;
-                }
-                const char *t = (const char *)sqlite3_column_text(st, 0);
-                if (!(ids[nids] = strdup(t ? t : "")))
-                    rc = core_error(m, MNEMO_NOMEM, "out of memory");
-                else
-                    nids++;
+    int rc = MNEMO_OK;
+    sqlite3_stmt *st = prep(m, "SELECT id FROM memories WHERE " PURGE_COND);
+    if (!st)
+        return MNEMO_DB;
+    if (id)
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        if (nids == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **g = realloc(ids, cap * sizeof *g);
+            if (!g) {
+                rc = core_error(m, MNEMO_NOMEM, "out of memory");
+                break;
             }
-            sqlite3_finalize(st);
+            ids = g;
         }
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        if (!(ids[nids] = strdup(t ? t : "")))
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+        else
+            nids++;
     }
-    if (purged)
-        *purged = nids;
-    if (!rc && id && nids == 0)
-        rc = core_error(m, MNEMO_NOTFOUND, "no deleted memory with id %s (delete it first)", id);
+    sqlite3_finalize(st);
     static const char *const sql[] = {
         "DELETE FROM memory_history WHERE memory_id IN (SELECT id FROM memories WHERE "
-        "deleted_at IS NOT NULL AND (?1 IS NULL OR id = ?1))",
-        "DELETE FROM memory_vectors WHERE mid IN (SELECT mid FROM memories WHERE "
-        "deleted_at IS NOT NULL AND (?1 IS NULL OR id = ?1))",
-        "DELETE FROM memories WHERE deleted_at IS NOT NULL AND (?1 IS NULL OR id = ?1)"};
+        PURGE_COND ")",
+        "DELETE FROM memory_vectors WHERE mid IN (SELECT mid FROM memories WHERE " PURGE_COND
+        ")",
+        "DELETE FROM memories WHERE " PURGE_COND};
     for (size_t i = 0; !rc && i < sizeof sql / sizeof *sql; i++) {
-        sqlite3_stmt *st = prep(m, sql[i]);
-        if (!st) {
+        if (!(st = prep(m, sql[i]))) {
             rc = MNEMO_DB;
             break;
         }
@@ -866,52 +811,6 @@ int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
     for (size_t i = 0; i < nids; i++)
         free(ids[i]);
     free(ids);
-    (void)db;
-    rc = write_end(m, &w, rc);
-    if (rc && purged)
-        *purged = 0;
-    return rc;
-}
-
-int lite_memory_get(mnemo *m, const char *id, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "get: no memory id");
-    int rc = mem_store(m);
-    json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, &j, NULL)) && (rc = mem_readable(m, j)))
-        json_decref(j);
-    else if (!rc)
-        rc = dump(j, out);
-    return rc;
-}
-
-int lite_memory_confirm(mnemo *m, const char *id, char **out)
-{
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "confirm: no memory id");
-    writer w = {-1, 0};
-    json_t *old = NULL;
-    int64_t mid = 0;
-    int rc = begin_live(m, id, &w, &old, &mid);
-    double now = mem_now();
-    if (!rc)
-        rc = mem_readable(m, old); /* its record could not be returned */
-    if (!rc)
-        rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
-                        "last_confirmed_at = ?2 WHERE mid = ?1",
-                     mid, now, "confirming a memory");
-    if (!rc)
-        rc = history(m, id, "CONFIRM", NULL, NULL, now, NULL);
-    rc = write_end(m, &w, rc);
-    json_decref(old);
-    json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, &j, NULL)))
-        rc = dump(j, out);
     return rc;
 }
 
@@ -942,110 +841,130 @@ static json_t *history_json(mnemo *m, const char *id, int *rc)
     return a;
 }
 
-int lite_memory_history(mnemo *m, const char *id, char **out)
+static int read_history(mnemo *m, const char *id, json_t **out)
 {
-    *out = NULL;
-    core_clear(m);
-    if (!id || !*id)
-        return core_error(m, MNEMO_INVALID, "history: no memory id");
-    int rc = mem_store(m);
     json_t *j = NULL;
-    if (!rc && !(rc = load(m, id, &j, NULL))) {
-        json_decref(j);
-        json_t *h = history_json(m, id, &rc);
-        if (!rc)
-            rc = dump(h, out);
-        else
-            json_decref(h);
-    }
+    int rc = load(m, id, 0, &j, NULL);
+    json_decref(j);
+    if (!rc)
+        *out = history_json(m, id, &rc);
     return rc;
 }
 
-/* ----------------------------------------------------------------------
- * Options, scopes, listing
- * -------------------------------------------------------------------- */
-
-int lite_memory_list(mnemo *m, const char *options, char **out)
+/* Prepares "SELECT WHAT FROM memories m WHERE <what O selects at NOW>
+ * TAIL" into *ST, its arguments bound. */
+static int select_where(mnemo *m, const mem_opts *o, double now, const char *what,
+                        const char *tail, sqlite3_stmt **st)
 {
-    *out = NULL;
-    core_clear(m);
-    mem_opts o;
-    int rc = mem_opts_parse(m, options, 0, &o);
+    *st = NULL;
     buf w, sql;
     buf_init(&w, 1 << 20);
     buf_init(&sql, 1 << 20);
     mfilter args;
     mfilter_init(&args);
-    sqlite3_stmt *st = NULL;
-    json_t *list = json_array();
-    mem_skips sk = {0};
-    long long total = 0;
-    if (!rc)
-        rc = mem_store(m);
-    if (!rc)
-        rc = mem_where(&o, mem_now(), &w, &args);
+    int rc = mem_where(o, now, &w, &args);
     if (!rc) {
-        buf_printf(&sql,
-                   "SELECT " MEM_COLS " FROM memories m WHERE %s "
-                   "ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
-                   w.data, o.limit, o.offset);
+        buf_printf(&sql, "SELECT %s FROM memories m WHERE %s%s", what, w.data, tail);
         if (buf_err(&sql))
             rc = MNEMO_NOMEM;
-        else if (!(st = prep(m, sql.data)))
+        else if (!(*st = prep(m, sql.data)))
             rc = MNEMO_DB;
     }
-    if (!rc && (lite_filter_bind(&args, st, 1) != SQLITE_OK ||
-                lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
+    if (!rc && (lite_filter_bind(&args, *st, 1) != SQLITE_OK ||
+                lite_filter_bind(&o->filter, *st, 1 + (int)args.nargs) != SQLITE_OK))
         rc = sqlfail(m, "binding");
-    int s;
+    mfilter_cleanup(&args);
+    buf_cleanup(&w);
+    buf_cleanup(&sql);
+    return rc;
+}
+
+static int list(mnemo *m, const mem_opts *o, double now, json_t *out)
+{
+    char tail[96];
+    snprintf(tail, sizeof tail, " ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
+             o->limit, o->offset);
+    sqlite3_stmt *st;
+    int rc = select_where(m, o, now, MEM_COLS, tail, &st), s = SQLITE_DONE;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *r = mem_json(st, 0);
         if (!r)
             rc = MNEMO_NOMEM;
-        else if (mem_skip(&sk, r)) /* left out, and said below */
-            json_decref(r);
         else
-            json_array_append_new(list, r);
+            json_array_append_new(out, r);
     }
     if (!rc && s != SQLITE_DONE)
         rc = sqlfail(m, "listing memories");
     sqlite3_finalize(st);
-    st = NULL;
-    /* The rows read: those returned and those left out as unreadable. */
-    size_t read = json_array_size(list) + json_array_size(sk.left);
-    total = (long long)read + o.offset;
-    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0)) {
-        /* More than one page, maybe: count them. */
-        buf_reset(&sql);
-        buf_printf(&sql, "SELECT count(*) FROM memories m WHERE %s", w.data);
-        if (buf_err(&sql))
-            rc = MNEMO_NOMEM;
-        else if (!(st = prep(m, sql.data)))
-            rc = MNEMO_DB;
-        if (!rc && (lite_filter_bind(&args, st, 1) != SQLITE_OK ||
-                    lite_filter_bind(&o.filter, st, 1 + (int)args.nargs) != SQLITE_OK))
-            rc = sqlfail(m, "binding");
-        if (!rc && sqlite3_step(st) == SQLITE_ROW)
-            total = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    if (!rc) {
-        json_t *j = json_object();
-        json_object_set_new(j, "memories", list);
-        json_object_set_new(j, "total", json_integer(total));
-        list = NULL;
-        if ((rc = mem_skips_report(m, &sk, j)))
-            json_decref(j);
-        else
-            rc = dump(j, out);
-    }
-    json_decref(list);
-    mem_skips_cleanup(&sk);
-    mfilter_cleanup(&args);
-    buf_cleanup(&w);
-    buf_cleanup(&sql);
-    mem_opts_cleanup(&o);
     return rc;
+}
+
+/* A count that cannot be read leaves *N as it is: the rows listed. */
+static int count(mnemo *m, const mem_opts *o, double now, long long *n)
+{
+    sqlite3_stmt *st;
+    int rc = select_where(m, o, now, "count(*)", "", &st);
+    if (!rc && sqlite3_step(st) == SQLITE_ROW)
+        *n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static const mem_store mem_lite_store = {
+    .open = memlite_open,
+    .write = in_write,
+    .load = load,
+    .find_duplicate = find_duplicate,
+    .insert = add_row,
+    .history = history,
+    .update_row = update_row,
+    .mark_deleted = mark_deleted,
+    .mark_confirmed = mark_confirmed,
+    .drop_vector = drop_vector,
+    .embed = embed,
+    .catch_up = NULL, /* the writes keep FTS5 */
+    .count_deleted = count_deleted,
+    .purge = purge,
+    .read_history = read_history,
+    .list = list,
+    .count = count,
+};
+
+int lite_memory_add(mnemo *m, const char *record, char **out)
+{
+    return mem_add(m, record, &mem_lite_store, out);
+}
+
+int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out)
+{
+    return mem_update(m, id, changes, &mem_lite_store, out);
+}
+
+int lite_memory_delete(mnemo *m, const char *id) { return mem_delete(m, id, &mem_lite_store); }
+
+int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
+{
+    return mem_purge(m, id, &mem_lite_store, purged);
+}
+
+int lite_memory_get(mnemo *m, const char *id, char **out)
+{
+    return mem_get(m, id, &mem_lite_store, out);
+}
+
+int lite_memory_confirm(mnemo *m, const char *id, char **out)
+{
+    return mem_confirm(m, id, &mem_lite_store, out);
+}
+
+int lite_memory_history(mnemo *m, const char *id, char **out)
+{
+    return mem_history(m, id, &mem_lite_store, out);
+}
+
+int lite_memory_list(mnemo *m, const char *options, char **out)
+{
+    return mem_list(m, options, &mem_lite_store, out);
 }
 
 /* ----------------------------------------------------------------------
@@ -1057,7 +976,7 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     core_clear(m);
     if (count)
         *count = 0;
-    int rc = mem_store(m);
+    int rc = memlite_open(m);
     if (rc)
         return rc;
     sqlite3 *db = store_db(LITE(m)->st);
@@ -1125,7 +1044,7 @@ static int lite_import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t
     int rc = MNEMO_OK;
     char exist[64] = "";
     json_t *j = NULL;
-    if (load(m, f->id, &j, NULL) == MNEMO_OK) {
+    if (load(m, f->id, 0, &j, NULL) == MNEMO_OK) {
         json_decref(j);
         snprintf(exist, sizeof exist, "%s", f->id);
     }

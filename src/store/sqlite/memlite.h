@@ -24,6 +24,6 @@ json_t *mem_json(sqlite3_stmt *st, int first);
 
 /* Opens the database for memories, building the index first if there is
  * none yet. */
-int mem_store(mnemo *m);
+int memlite_open(mnemo *m);
 
 #endif
