@@ -17,6 +17,7 @@
  *   - writing segments, a batch per INSERT in binary arrays;
  *   - folding a key's segments into one, the dead documents left out: the
  *     entries' tails are copied, their ids' distances written again;
+ *   - reading the documents above the mark a page at a time, to merge them;
  *   - the dead list, sorted;
  *   - a query term's list from segments and rows, and the walk over the
  *     lists document at a time.
@@ -45,6 +46,11 @@
  *                heap), its statistics; the     factors, the expired left out;
  *                candidates of phrases and      pgmsearch.c ranks them
  *                prefixes
+ *
+ * Neither walk bounds scores to stop early (MaxScore): a search reads only
+ * its terms' lists, and scoring every document on them is exact. MaxScore's
+ * rounds over the GIN index (pgmaxscore.c) serve the memory searches these
+ * lists do not.
  */
 #include "store/postgres/pgpost.h"
 

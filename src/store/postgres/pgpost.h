@@ -109,10 +109,11 @@ void pgpost_key_parts(const char *key, int n, const char **part);
 
 /* A table of segments: rows (tenant, key columns, gen, n, data). */
 typedef struct pgpost_table {
-    int nkey;           /* key columns (at most PGPOST_MAX_KEY) */
-    const char *insert; /* a batch: $1 the tenant, then text[] per key column, bigint[], int[],
-                           bytea[] */
-    const char *write;  /* what writing is called in errors */
+    int nkey;            /* key columns (at most PGPOST_MAX_KEY) */
+    /* The INSERT of a batch: $1 the tenant, then a text[] per key column,
+     * and the gens (bigint[]), counts (int[]) and data (bytea[]). */
+    const char *insert;
+    const char *write;   /* what writing is called in errors */
     const char *damaged; /* the error of a damaged segment */
     /* Moves *P past an entry's bytes after its id: 0 when cut short. */
     int (*tail)(const unsigned char **p, const unsigned char *end);
