@@ -68,6 +68,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/store/postgres/pgschema.c src/store/postgres/pgroute.c src/store/postgres/pgstore.c \
           src/store/postgres/pgsync.c src/store/postgres/pgsearch.c \
           src/store/postgres/pgkeyword.c src/store/postgres/pgmaxscore.c src/store/postgres/pgpost.c \
+          src/store/postgres/pgnpost.c \
           src/store/postgres/pgmem.c src/store/postgres/pgmpost.c \
           src/store/postgres/pgmwrite.c src/store/postgres/pgmsearch.c \
           src/store/postgres/pgtext.c \

@@ -1,6 +1,6 @@
 /*
  * pgkeyword.c - the PostgreSQL backend's keyword leg: the inverted index for
- * whole words (pgpost.c), else BM25 of every matching row from the
+ * whole words (pgnpost.c), else BM25 of every matching row from the
  * tsvectors' positions (see pgstore.c).
  */
 #include <math.h>
@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "store/postgres/pgpost.h"
+#include "store/postgres/pgnpost.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore_int.h"
 #include "store/postgres/pgtext.h"
@@ -24,14 +24,14 @@ static int by_hit(const void *a, const void *b)
 /* The keyword leg for any query: every matching row is read and scored
  * (df counted over them): the POOL best rows by BM25, and the rows of
  * EXTRA (vector candidates) that match, with their frequencies. The rows
- * are found by id, among the candidates of the postings (pgpost.c) and the
+ * are found by id, among the candidates of the postings (pgnpost.c) and the
  * chunks above their mark; without postings, among all the tenant's. */
 static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                        const int64_t *extra, size_t nextra, double *sum_idf)
 {
     int64_t *cand = NULL, mark = -1;
     size_t ncand = 0;
-    int rc = pgpost_candidates(s, pq, 0, pq->npos, source, &cand, &ncand, &mark);
+    int rc = pgnpost_candidates(s, pq, 0, pq->npos, source, &cand, &ncand, &mark);
     if (rc == MNEMO_NOTFOUND) {
         rc = MNEMO_OK;
         mark = -1;
@@ -137,14 +137,14 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
     return MNEMO_OK;
 }
 
-/* The keyword leg: the postings (pgpost.c) for whole words (excluded
+/* The keyword leg: the postings (pgnpost.c) for whole words (excluded
  * phrases too), else (phrases, prefixes, or a tenant not synced since the
  * postings exist) every match. */
 int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
                    const int64_t *extra, size_t nextra, double *sum_idf)
 {
     if (pq->simple && pq->npos > 0 && pool > 0) {
-        int rc = pgpost_leg(s, pq, source, pool, extra, nextra, sum_idf);
+        int rc = pgnpost_leg(s, pq, source, pool, extra, nextra, sum_idf);
         if (rc != MNEMO_NOTFOUND)
             return rc;
         core_clear(s->m);

@@ -1,16 +1,18 @@
 /*
- * pgmpost.c - the memories' inverted index on PostgreSQL (see pgmem_int.h):
- * per tenant, scope (user, agent, run, type) and lexeme, posting segments in
- * the chunks' encoding (pgpost.h: seq, frequency, length), so that a search
- * reads the postings of its words in its scope instead of every matching
- * row's tsvector.
+ * pgmpost.c - the memories in the inverted index (pgpost.h; interface in
+ * pgmem_int.h): per tenant, scope (user, agent, run, type) and lexeme,
+ * posting segments (seq, frequency, length), so that a search reads the
+ * postings of its words in its scope instead of every matching row's
+ * tsvector; and per scope, factor segments of each memory's score factor
+ * inputs. This file is the memories' policy: which tables, when a write
+ * merges, and what a search reads; pgpost.c writes, folds and walks.
  *
- * Tables (migration 8): mnemo_memory_postings holds the segments, each
- * written at a generation `gen`; mnemo_memory_post_state (tenant, merged,
- * gen) says that every memory with a seq up to `merged` is in them, except
- * those in mnemo_memory_post_dead (updated or deleted since), whose postings
- * count for nothing and which are read from their tsvectors, as the
- * memories above the mark are.
+ * Tables (migration 8): mnemo_memory_postings and mnemo_memory_factors hold
+ * the segments, each written at a generation `gen`; mnemo_memory_post_state
+ * (tenant, merged, gen) says that every memory with a seq up to `merged` is
+ * in them, except those in mnemo_memory_post_dead (updated or deleted
+ * since), whose postings count for nothing and which are read from their
+ * tsvectors, as the memories above the mark are.
  *
  * Writes. An add or import takes the tenant's write lock in shared mode
  * in its statement before its row gets a seq (PM_POST_LOCK_CTE); updates,
@@ -23,11 +25,11 @@
  * merges the memories up to that seq and moves the mark there, while adds
  * go on. After an add the merge runs on a thread with a connection of its
  * own (pgschema_worker), so that the writer does not wait for it. A merge
- * writes one segment per key at the next
- * generation; every MERGE_GENS generations the keys with more segments are
- * folded into one; when the dead pass a share of the memories, the index
- * is built again. A merge that fails (or is killed) leaves the memories
- * above the mark, still found from their rows.
+ * writes one segment per key at the next generation; every MERGE_GENS
+ * generations the keys with more segments are folded into one; when the
+ * dead pass a share of the memories, the index is built again. A merge
+ * that fails (or is killed) leaves the memories above the mark, still
+ * found from their rows.
  *
  * Reads. One statement, in the search's snapshot, returns the segments of
  * the query's lexemes in scope, the dead, the matches among the memories
@@ -48,51 +50,19 @@
 #include "store/postgres/pgmpost.h"
 #include "store/postgres/pgpost.h"
 #include "store/postgres/pgschema.h"
+#include "text/bm25.h"
 
 #define MERGE_AT 2000          /* memories above the mark before a write merges them */
-#define MERGE_ROWS 2000        /* rows read per statement while merging */
 #define MERGE_GENS 8           /* generations between folds; segments a key may keep */
 #define MERGE_GENS_S "8"
-#define MERGE_WRITE (4u << 20) /* bytes of segments per INSERT */
 #define DEAD_MIN 1024          /* dead memories before the index is built again ... */
 #define DEAD_SHARE 16          /* ... when more than 1/16 of the live ones */
 
+#define DAMAGED "a segment of the memories' keyword index is damaged"
+
 /* ----------------------------------------------------------------------
- * Postings being written, by key
+ * Factor segments
  * -------------------------------------------------------------------- */
-
-/* The memory being added to a map (pgterms, pgpost.h). A key is user,
- * agent, run, type and lexeme, each NUL-terminated. */
-typedef struct madd {
-    pgterms *map;
-    buf key;
-    size_t scope; /* bytes of the key before the lexeme */
-    int64_t seq;
-    int ntok;
-} madd;
-
-static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
-{
-    madd *a = ud;
-    a->key.len = a->scope;
-    buf_append(&a->key, lex, n);
-    buf_putc(&a->key, 0);
-    pgterm *e = buf_err(&a->key) ? NULL : pgterms_get(a->map, a->key.data, a->key.len);
-    if (!e)
-        return MNEMO_NOMEM;
-    pgpost_put(&e->data, &e->last, a->seq, npos, a->ntok);
-    e->n++;
-    return buf_err(&e->data) ? MNEMO_NOMEM : MNEMO_OK;
-}
-
-/* The five parts of a key. */
-static void key_parts(const char *key, const char *part[5])
-{
-    for (int i = 0; i < 5; i++) {
-        part[i] = key;
-        key += strlen(key) + 1;
-    }
-}
 
 /* A memory's factor inputs in a factor segment: its seq's distance from
  * the previous one (varint), importance, creation and confirmation times
@@ -131,6 +101,19 @@ static void put_factors(buf *b, int64_t *last, int64_t seq, const pgmpost_factor
     *last = seq;
 }
 
+/* Moves *P past an entry's bytes after its seq (pgpost_table.tail). */
+static int factors_tail(const unsigned char **p, const unsigned char *end)
+{
+    uint64_t conf;
+    if (end - *p < 24)
+        return 0;
+    *p += 24;
+    if (!pgpost_get_varint(p, end, &conf) || *p >= end)
+        return 0;
+    (*p)++;
+    return 1;
+}
+
 /* A factor segment's entries appended to *V (growing *CAP), the sorted
  * DEAD left out: 1, 0 damaged, -1 out of memory. */
 typedef struct fentry {
@@ -156,9 +139,7 @@ static int decode_factors(const unsigned char *p, size_t n, const int64_t *dead,
         e.f.known = 1;
         seq += (int64_t)delta;
         e.seq = seq;
-        while (d < ndead && dead[d] < seq)
-            d++;
-        if (d < ndead && dead[d] == seq)
+        if (pgpost_is_dead(dead, ndead, &d, seq))
             continue;
         if (*nv == *cap) {
             size_t nc = *cap ? *cap * 2 : 1024;
@@ -187,116 +168,29 @@ static pgmpost_factors factors_at(const pg_rows *r, size_t i, int c)
     return f;
 }
 
-/* ----------------------------------------------------------------------
- * Writing segments
- * -------------------------------------------------------------------- */
+/* The tables: postings keyed (user, agent, run, type, lexeme), factors
+ * (user, agent, run, type). A key in a map (pgterms) is its columns, each
+ * NUL-terminated; a factor key's lexeme is empty. */
+static const pgpost_table postings = {
+    5,
+    "INSERT INTO mnemo_memory_postings(tenant, user_id, agent_id, run_id, type, lexeme, gen, n, "
+    "data) SELECT $1, x.u, x.a, x.r, x.t, x.l, x.g, x.n, x.d FROM unnest($2::text[], $3::text[], "
+    "$4::text[], $5::text[], $6::text[], $7::bigint[], $8::int[], $9::bytea[]) AS x(u, a, r, t, "
+    "l, g, n, d)",
+    "writing the memory index",
+    DAMAGED,
+    pgpost_tail,
+};
 
-typedef struct msegs {
-    buf col[8]; /* user, agent, run, type, lexeme, gen, n, data: array literals */
-} msegs;
-
-static void segs_init(msegs *g)
-{
-    for (int i = 0; i < 8; i++) {
-        buf_init(&g->col[i], 0);
-        buf_putc(&g->col[i], '{');
-    }
-}
-
-static void segs_cleanup(msegs *g)
-{
-    for (int i = 0; i < 8; i++)
-        buf_cleanup(&g->col[i]);
-}
-
-static int segs_write(mnemo *m, msegs *g)
-{
-    if (g->col[0].len <= 1)
-        return MNEMO_OK;
-    const char *p[9];
-    p[0] = pgconn_tenant(m);
-    for (int i = 0; i < 8; i++) {
-        buf_putc(&g->col[i], '}');
-        if (buf_err(&g->col[i]))
-            return core_error(m, MNEMO_NOMEM, "out of memory");
-        p[i + 1] = g->col[i].data;
-    }
-    int rc = pm_q(m, "writing the memory index",
-                  "INSERT INTO mnemo_memory_postings(tenant, user_id, agent_id, run_id, type, "
-                  "lexeme, gen, n, data) SELECT $1, x.u, x.a, x.r, x.t, x.l, x.g, x.n, x.d FROM "
-                  "unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], "
-                  "$7::bigint[], $8::int[], $9::bytea[]) AS x(u, a, r, t, l, g, n, d)",
-                  9, p, NULL);
-    for (int i = 0; i < 8; i++) {
-        buf_reset(&g->col[i]);
-        buf_putc(&g->col[i], '{');
-    }
-    return rc;
-}
-
-/* Adds the segment DATA[0..LEN) of N postings of KEY at GEN, and writes the
- * batch once large. */
-static int segs_add(mnemo *m, msegs *g, const char *key, long long gen, long long n,
-                    const char *data, size_t len)
-{
-    const char *part[5];
-    key_parts(key, part);
-    for (int i = 0; i < 5; i++)
-        ps_arr_add(&g->col[i], part[i], strlen(part[i]));
-    ps_arr_int(&g->col[5], gen);
-    ps_arr_int(&g->col[6], n);
-    buf *d = &g->col[7];
-    if (d->len > 1)
-        buf_putc(d, ',');
-    buf_puts(d, "\"\\"); /* the hex's backslash escaped in the array */
-    pgpost_hex(d, data, len);
-    buf_putc(d, '"');
-    return d->len >= MERGE_WRITE ? segs_write(m, g) : MNEMO_OK;
-}
-
-/* Factor segments: user, agent, run, type, gen, n, data. */
-static int fsegs_write(mnemo *m, msegs *g)
-{
-    if (g->col[0].len <= 1)
-        return MNEMO_OK;
-    const char *p[8];
-    p[0] = pgconn_tenant(m);
-    for (int i = 0; i < 7; i++) {
-        buf_putc(&g->col[i], '}');
-        if (buf_err(&g->col[i]))
-            return core_error(m, MNEMO_NOMEM, "out of memory");
-        p[i + 1] = g->col[i].data;
-    }
-    int rc = pm_q(m, "writing the memory index",
-                  "INSERT INTO mnemo_memory_factors(tenant, user_id, agent_id, run_id, type, gen, "
-                  "n, data) SELECT $1, x.u, x.a, x.r, x.t, x.g, x.n, x.d FROM unnest($2::text[], "
-                  "$3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::bytea[]) AS "
-                  "x(u, a, r, t, g, n, d)",
-                  8, p, NULL);
-    for (int i = 0; i < 7; i++) {
-        buf_reset(&g->col[i]);
-        buf_putc(&g->col[i], '{');
-    }
-    return rc;
-}
-
-static int fsegs_add(mnemo *m, msegs *g, const char *key, long long gen, long long n,
-                     const char *data, size_t len)
-{
-    const char *part[5];
-    key_parts(key, part);
-    for (int i = 0; i < 4; i++)
-        ps_arr_add(&g->col[i], part[i], strlen(part[i]));
-    ps_arr_int(&g->col[4], gen);
-    ps_arr_int(&g->col[5], n);
-    buf *d = &g->col[6];
-    if (d->len > 1)
-        buf_putc(d, ',');
-    buf_puts(d, "\"\\");
-    pgpost_hex(d, data, len);
-    buf_putc(d, '"');
-    return d->len >= MERGE_WRITE ? fsegs_write(m, g) : MNEMO_OK;
-}
+static const pgpost_table factors = {
+    4,
+    "INSERT INTO mnemo_memory_factors(tenant, user_id, agent_id, run_id, type, gen, n, data) "
+    "SELECT $1, x.u, x.a, x.r, x.t, x.g, x.n, x.d FROM unnest($2::text[], $3::text[], "
+    "$4::text[], $5::text[], $6::bigint[], $7::int[], $8::bytea[]) AS x(u, a, r, t, g, n, d)",
+    "writing the memory index",
+    DAMAGED,
+    factors_tail,
+};
 
 /* ----------------------------------------------------------------------
  * Merging
@@ -313,53 +207,6 @@ static int by_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The tenant's dead memories, sorted, into *V. */
-static int dead_list(mnemo *m, int64_t **v, size_t *n)
-{
-    const char *p[1] = {pgconn_tenant(m)};
-    pg_rows *r = NULL;
-    int rc = pm_q(m, "reading the memory index",
-                  "SELECT seq FROM mnemo_memory_post_dead WHERE tenant = $1 ORDER BY seq", 1, p,
-                  &r);
-    if (rc)
-        return rc;
-    *n = pg_nrows(r);
-    if (!(*v = malloc((*n ? *n : 1) * sizeof **v))) {
-        pg_rows_free(r);
-        return core_error(m, MNEMO_NOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < *n; i++)
-        (*v)[i] = ll(r, i, 0);
-    pg_rows_free(r);
-    return MNEMO_OK;
-}
-
-/* A segment row returned by a fold, by key and generation. */
-typedef struct frow {
-    const char *col[5];
-    int64_t gen;
-    size_t row;
-} frow;
-
-static int by_key(const void *a, const void *b)
-{
-    const frow *x = a, *y = b;
-    for (int c = 0; c < 5; c++) {
-        int d = strcmp(x->col[c], y->col[c]);
-        if (d)
-            return d;
-    }
-    return (x->gen > y->gen) - (x->gen < y->gen);
-}
-
-static int same_key(const frow *x, const frow *y)
-{
-    for (int c = 0; c < 5; c++)
-        if (strcmp(x->col[c], y->col[c]))
-            return 0;
-    return 1;
-}
-
 /* Folds each key with more than MERGE_GENS segments into one at its
  * largest generation, the dead left out: of the postings, or (FAC) of the
  * factor segments, whose key has no lexeme. */
@@ -369,10 +216,13 @@ static int same_key(const frow *x, const frow *y)
  * group the whole tenant again for each of its rows. */
 static int fold(mnemo *m, int fac)
 {
+    const char *t = pgconn_tenant(m);
     int64_t *dead = NULL;
     size_t ndead = 0;
-    int rc = dead_list(m, &dead, &ndead);
-    const char *p[1] = {pgconn_tenant(m)};
+    int rc = pgpost_ids(m, "reading the memory index",
+                        "SELECT seq FROM mnemo_memory_post_dead WHERE tenant = $1 ORDER BY seq", t,
+                        &dead, &ndead);
+    const char *p[1] = {t};
     pg_rows *r = NULL;
     if (!rc && !fac)
         rc = pm_q(m, "folding the memory index",
@@ -396,80 +246,97 @@ static int fold(mnemo *m, int fac)
                   "q)) RETURNING p.user_id, p.agent_id, p.run_id, p.type, '', p.gen, "
                   "p.data::text",
                   1, p, &r);
-    size_t rows = rc ? 0 : pg_nrows(r);
-    frow *ord = malloc((rows ? rows : 1) * sizeof *ord);
-    if (!rc && !ord)
-        rc = core_error(m, MNEMO_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < rows; i++) {
-        for (int c = 0; c < 5; c++)
-            ord[i].col[c] = pg_value(r, i, c);
-        ord[i].gen = ll(r, i, 5);
-        ord[i].row = i;
-    }
-    if (!rc && rows > 1)
-        qsort(ord, rows, sizeof *ord, by_key);
-    buf raw, seg, key;
-    buf_init(&raw, 0);
-    buf_init(&seg, 0);
-    buf_init(&key, 0);
-    msegs g;
-    segs_init(&g);
-    pgposting *v = NULL;
-    fentry *fv = NULL;
-    size_t nv = 0, cap = 0;
-    for (size_t i = 0; !rc && i < rows;) {
-        size_t j = i;
-        long long gen = 0;
-        nv = 0;
-        for (; !rc && j < rows && same_key(&ord[i], &ord[j]); j++) {
-            gen = ord[j].gen;
-            int ok = 0;
-            if (pgpost_unhex(pg_value(r, ord[j].row, 6), &raw))
-                ok = fac ? decode_factors((const unsigned char *)raw.data, raw.len, dead, ndead,
-                                          &fv, &nv, &cap)
-                         : pgpost_decode((const unsigned char *)raw.data, raw.len, dead, ndead,
-                                         &v, &nv, &cap);
-            if (ok < 0)
-                rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            else if (!ok)
-                rc = core_error(m, MNEMO_CORRUPT, "a segment of the memories' keyword index is "
-                                "damaged");
-        }
-        if (!rc && nv) {
-            buf_reset(&seg);
-            buf_reset(&key);
-            int64_t last = 0;
-            for (size_t k = 0; k < nv; k++) {
-                if (fac)
-                    put_factors(&seg, &last, fv[k].seq, &fv[k].f);
-                else
-                    pgpost_put(&seg, &last, v[k].id, v[k].tf, v[k].ntok);
-            }
-            for (int c = 0; c < 5; c++) {
-                buf_puts(&key, ord[i].col[c]);
-                buf_putc(&key, 0);
-            }
-            const char *d = seg.data ? seg.data : "";
-            if (buf_err(&seg) || buf_err(&key))
-                rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            else if (fac)
-                rc = fsegs_add(m, &g, key.data, gen, (long long)nv, d, seg.len);
-            else
-                rc = segs_add(m, &g, key.data, gen, (long long)nv, d, seg.len);
-        }
-        i = j;
-    }
     if (!rc)
-        rc = fac ? fsegs_write(m, &g) : segs_write(m, &g);
-    segs_cleanup(&g);
-    buf_cleanup(&raw);
-    buf_cleanup(&seg);
-    buf_cleanup(&key);
-    free(v);
-    free(fv);
-    free(ord);
+        rc = pgpost_fold(m, fac ? &factors : &postings, t, r, 5, dead, ndead);
     free(dead);
     pg_rows_free(r);
+    return rc;
+}
+
+/* The memories being merged: postings into map, the live ones' factors
+ * into fmap; the one being added. */
+typedef struct madd {
+    mnemo *m;
+    pgterms map, fmap;
+    buf key, w;
+    size_t scope; /* bytes of the key before the lexeme */
+    int64_t seq;
+    int ntok;
+} madd;
+
+static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
+{
+    madd *a = ud;
+    return pgterms_post(&a->map, &a->key, a->scope, lex, n, a->seq, npos, a->ntok);
+}
+
+/* A page of memories (seq, user, agent, run, type, ntok, tsv, the factor
+ * inputs, live) into the maps (pgpost_pages' FN). */
+static int add_rows(void *ud, const pg_rows *r, int more)
+{
+    madd *a = ud;
+    (void)more;
+    int rc = MNEMO_OK;
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        buf_reset(&a->key);
+        for (int c = 1; c <= 4; c++) {
+            buf_puts(&a->key, pg_value(r, i, c));
+            buf_putc(&a->key, 0);
+        }
+        a->scope = a->key.len;
+        a->seq = ll(r, i, 0);
+        a->ntok = (int)ll(r, i, 5);
+        rc = buf_err(&a->key) ? MNEMO_NOMEM
+                              : pgpost_tsv_each(pg_value(r, i, 6), &a->w, add_lexeme, a);
+        if (!rc && !strcmp(pg_value(r, i, 12), "t")) { /* live: its factors */
+            a->key.len = a->scope;
+            buf_putc(&a->key, 0); /* no lexeme */
+            pgterm *e = buf_err(&a->key) ? NULL : pgterms_get(&a->fmap, a->key.data, a->key.len);
+            pgmpost_factors f = factors_at(r, i, 7);
+            if (e) {
+                put_factors(&e->data, &e->last, a->seq, &f);
+                e->n++;
+            }
+            rc = !e || buf_err(&e->data) ? MNEMO_NOMEM : MNEMO_OK;
+        }
+        if (rc)
+            rc = core_error(a->m, rc, "out of memory");
+    }
+    return rc;
+}
+
+/* The memories of seq in (*AFTER, TO] as segments at GEN, *AFTER moved to
+ * the last one read. */
+static int merge_rows(mnemo *m, int64_t *after, int64_t to, long long gen)
+{
+    const char *t = pgconn_tenant(m);
+    char upto[32];
+    snprintf(upto, sizeof upto, "%lld", (long long)to);
+    const char *p[3] = {t, NULL, upto};
+    madd a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    buf_init(&a.key, 0);
+    buf_init(&a.w, 0);
+    int rc = pgpost_pages(m, "merging the memory index",
+                          "SELECT seq, user_id, agent_id, run_id, type, ntok, tsv::text, "
+                          "importance, subject, created_at, last_confirmed_at, confirmations, "
+                          "deleted_at IS NULL FROM mnemo_memories WHERE tenant = $1 AND seq > "
+                          "$2::bigint AND seq <= $3::bigint ORDER BY seq LIMIT 2000",
+                          3, p, after, add_rows, &a);
+    pgpost_segs g;
+    pgpost_segs_init(&g, &postings, t);
+    if (!rc)
+        rc = pgpost_segs_terms(m, &g, &a.map, gen);
+    pgpost_segs_cleanup(&g);
+    pgpost_segs_init(&g, &factors, t);
+    if (!rc)
+        rc = pgpost_segs_terms(m, &g, &a.fmap, gen);
+    pgpost_segs_cleanup(&g);
+    pgterms_cleanup(&a.map);
+    pgterms_cleanup(&a.fmap);
+    buf_cleanup(&a.key);
+    buf_cleanup(&a.w);
     return rc;
 }
 
@@ -478,9 +345,7 @@ static int fold(mnemo *m, int fac)
 static int merge_tx(mnemo *m, int64_t to, int64_t *mark)
 {
     const char *t = pgconn_tenant(m);
-    char upto[32];
-    snprintf(upto, sizeof upto, "%lld", (long long)to);
-    const char *p[3] = {t, NULL, upto};
+    const char *p[1] = {t};
     pg_rows *r = NULL;
     int rc = pm_q(m, "merging the memory index",
                   "SELECT (SELECT merged FROM mnemo_memory_post_state WHERE tenant = $1), "
@@ -516,82 +381,10 @@ static int merge_tx(mnemo *m, int64_t to, int64_t *mark)
             rc = pm_stats_reset(m);
         merged = -1;
     }
-    int64_t first = merged;
-    pgterms map = {0}, fmap = {0};
-    madd a = {&map, {0}, 0, 0, 0};
-    buf_init(&a.key, 0);
-    buf w;
-    buf_init(&w, 0);
-    int64_t after = merged;
-    char num[32];
-    while (!rc) {
-        snprintf(num, sizeof num, "%lld", (long long)after);
-        p[1] = num;
-        r = NULL;
-        rc = pm_q(m, "merging the memory index",
-                  "SELECT seq, user_id, agent_id, run_id, type, ntok, tsv::text, importance, "
-                  "subject, created_at, last_confirmed_at, confirmations, deleted_at IS NULL FROM "
-                  "mnemo_memories WHERE tenant = $1 AND seq > $2::bigint AND seq <= $3::bigint "
-                  "ORDER BY seq LIMIT 2000",
-                  3, p, &r);
-        if (rc)
-            break;
-        size_t n = pg_nrows(r);
-        for (size_t i = 0; !rc && i < n; i++) {
-            buf_reset(&a.key);
-            for (int c = 1; c <= 4; c++) {
-                buf_puts(&a.key, pg_value(r, i, c));
-                buf_putc(&a.key, 0);
-            }
-            a.scope = a.key.len;
-            a.seq = ll(r, i, 0);
-            a.ntok = (int)ll(r, i, 5);
-            rc = buf_err(&a.key) ? MNEMO_NOMEM
-                                 : pgpost_tsv_each(pg_value(r, i, 6), &w, add_lexeme, &a);
-            if (!rc && !strcmp(pg_value(r, i, 12), "t")) { /* live: its factors */
-                a.key.len = a.scope;
-                buf_putc(&a.key, 0); /* no lexeme */
-                pgterm *e = buf_err(&a.key) ? NULL : pgterms_get(&fmap, a.key.data, a.key.len);
-                pgmpost_factors f = factors_at(r, i, 7);
-                if (e) {
-                    put_factors(&e->data, &e->last, a.seq, &f);
-                    e->n++;
-                }
-                rc = !e || buf_err(&e->data) ? MNEMO_NOMEM : MNEMO_OK;
-            }
-            if (rc)
-                rc = core_error(m, rc, "out of memory");
-        }
-        if (n)
-            after = ll(r, n - 1, 0);
-        pg_rows_free(r);
-        if (n < MERGE_ROWS)
-            break;
-    }
-    msegs g;
-    segs_init(&g);
-    for (size_t i = 0; !rc && i < map.cap; i++) {
-        pgterm *e = &map.t[i];
-        if (e->key)
-            rc = segs_add(m, &g, e->key, (long long)(gen + 1), e->n,
-                          e->data.data ? e->data.data : "", e->data.len);
-    }
+    int64_t first = merged, after = merged;
     if (!rc)
-        rc = segs_write(m, &g);
-    for (size_t i = 0; !rc && i < fmap.cap; i++) {
-        pgterm *e = &fmap.t[i];
-        if (e->key)
-            rc = fsegs_add(m, &g, e->key, (long long)(gen + 1), e->n,
-                           e->data.data ? e->data.data : "", e->data.len);
-    }
-    if (!rc)
-        rc = fsegs_write(m, &g);
-    segs_cleanup(&g);
-    pgterms_cleanup(&map);
-    pgterms_cleanup(&fmap);
-    buf_cleanup(&a.key);
-    buf_cleanup(&w);
-    char g1[32];
+        rc = merge_rows(m, &after, to, (long long)(gen + 1));
+    char num[32], g1[32];
     snprintf(num, sizeof num, "%lld", (long long)after);
     snprintf(g1, sizeof g1, "%lld", (long long)(gen + 1));
     const char *p3[3] = {t, num, g1};
@@ -775,7 +568,6 @@ int pgmpost_dead(mnemo *m, const char *id)
                 "m.tenant = $1 AND m.id = $2 AND m.seq <= s.merged ON CONFLICT DO NOTHING",
                 2, p, NULL);
 }
-
 /* ----------------------------------------------------------------------
  * Reading
  * -------------------------------------------------------------------- */
@@ -795,51 +587,6 @@ void pgmpost_docs_cleanup(pgmpost_docs *d)
     memset(d, 0, sizeof *d);
 }
 
-typedef struct plist {
-    pgposting *v;
-    size_t n, cap;
-    int unsorted;
-} plist;
-
-static int plist_push(plist *l, int64_t id, int ntok, int tf)
-{
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 64;
-        pgposting *nv = realloc(l->v, nc * sizeof *nv);
-        if (!nv)
-            return MNEMO_NOMEM;
-        l->v = nv;
-        l->cap = nc;
-    }
-    if (l->n && l->v[l->n - 1].id > id)
-        l->unsorted = 1;
-    l->v[l->n++] = (pgposting){id, ntok, tf};
-    return MNEMO_OK;
-}
-
-static int by_posting(const void *a, const void *b)
-{
-    const pgposting *x = a, *y = b;
-    return (x->id > y->id) - (x->id < y->id);
-}
-
-typedef struct rowtf {
-    const char *const *lex;
-    int nlex;
-    plist *l;
-    int64_t seq;
-    int ntok;
-} rowtf;
-
-static int row_lexeme(void *ud, const char *lex, size_t n, int npos)
-{
-    rowtf *c = ud;
-    for (int k = 0; k < c->nlex; k++)
-        if (strlen(c->lex[k]) == n && !memcmp(c->lex[k], lex, n))
-            return plist_push(&c->l[k], c->seq, c->ntok, npos > 255 ? 255 : npos);
-    return MNEMO_OK;
-}
-
 static int in_sorted(const int64_t *v, size_t n, int64_t x)
 {
     size_t lo = 0, hi = n;
@@ -853,9 +600,9 @@ static int in_sorted(const int64_t *v, size_t n, int64_t x)
     return lo < n && v[lo] == x;
 }
 
-int pgmpost_read(mnemo *m, const pgmpost_query *q, pgmpost_docs *out)
+/* The statement of Q: rows (kind, lexeme, seq or gen, text). */
+static int read_rows(mnemo *m, const pgmpost_query *q, pg_rows **out)
 {
-    memset(out, 0, sizeof *out);
     params *pp = q->p;
     int n0 = pp->n;
     int L = pm_params_add(pp, q->lexs), Q = pm_params_add(pp, q->tsq),
@@ -888,23 +635,143 @@ int pgmpost_read(mnemo *m, const pgmpost_query *q, pgmpost_docs *out)
                "m.tenant = $1 AND %s",
                L, q->scope, L, Q, q->where, L, Q, q->where, N, q->scope);
 #undef TAIL_COLS
-    pg_rows *r = NULL;
     int rc = buf_err(&sql) ? core_error(m, MNEMO_NOMEM, "out of memory")
-                           : pm_q(m, "memory search", sql.data, pp->n, pp->v, &r);
+                           : pm_q(m, "memory search", sql.data, pp->n, pp->v, out);
     pp->n = n0;
     buf_cleanup(&sql);
+    return rc;
+}
+
+/* A row above the mark or dead (text "importance true|false created
+ * confirmed|- confirmations ntok tsv") into the lists L and *E; *NTOK. */
+static int read_row(const pgmpost_query *q, const char *txt, pgpost_list *l, fentry *e, buf *w)
+{
+    char *end;
+    e->f.importance = strtod(txt, &end);
+    e->f.about_user = strncmp(end, " t", 2) == 0;
+    end = strchr(end + 1, ' ');
+    e->f.created = end ? strtod(end, &end) : 0;
+    while (end && *end == ' ')
+        end++;
+    e->f.confirmed = end && *end == '-' ? 0 : end ? strtod(end, &end) : 0;
+    if (end && *end == '-')
+        end++;
+    e->f.confirmations = end ? strtod(end, &end) : 0;
+    e->f.known = 1;
+    int ntok = end ? (int)strtol(end, &end, 10) : 0;
+    return end ? pgpost_lists_tsv(l, q->lex, q->nlex, e->seq, ntok, end, w) : MNEMO_CORRUPT;
+}
+
+/* The rows of kinds 0, 2 and 5 into the lists L and the factors *FV. */
+static int read_lists(const pgmpost_query *q, const pg_rows *r, const int64_t *dead,
+                      size_t ndead, pgpost_list *l, fentry **fv, size_t *nf)
+{
+    size_t fcap = 0;
+    buf raw, w;
+    buf_init(&raw, 0);
+    buf_init(&w, 0);
+    int rc = MNEMO_OK;
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        long kind = strtol(pg_value(r, i, 0), NULL, 10);
+        if (kind == 0) {
+            rc = pgpost_lists_segment(l, q->lex, q->nlex, pg_value(r, i, 1), pg_value(r, i, 3),
+                                      &raw, dead, ndead);
+        } else if (kind == 2) {
+            fentry e;
+            e.seq = ll(r, i, 2);
+            rc = read_row(q, pg_value(r, i, 3), l, &e, &w);
+            if (!rc && *nf == fcap) {
+                size_t nc = fcap ? fcap * 2 : 1024;
+                fentry *nw = realloc(*fv, nc * sizeof *nw);
+                if (!nw)
+                    rc = MNEMO_NOMEM;
+                else {
+                    *fv = nw;
+                    fcap = nc;
+                }
+            }
+            if (!rc)
+                (*fv)[(*nf)++] = e;
+        } else if (kind == 5) {
+            int ok = pgpost_unhex(pg_value(r, i, 3), &raw)
+                         ? decode_factors((const unsigned char *)raw.data, raw.len, dead, ndead,
+                                          fv, nf, &fcap)
+                         : 0;
+            rc = ok < 0 ? MNEMO_NOMEM : ok == 0 ? MNEMO_CORRUPT : MNEMO_OK;
+        }
+    }
+    buf_cleanup(&raw);
+    buf_cleanup(&w);
+    return rc;
+}
+
+/* Room for one more document in OUT (*CAP of them). */
+static int docs_grow(pgmpost_docs *out, size_t *cap)
+{
+    if (out->n < *cap)
+        return MNEMO_OK;
+    size_t nc = *cap ? *cap * 2 : 1024;
+    int64_t *s = realloc(out->seq, nc * sizeof *s);
+    if (s)
+        out->seq = s;
+    int *nt = realloc(out->ntok, nc * sizeof *nt);
+    if (nt)
+        out->ntok = nt;
+    uint8_t *tf = realloc(out->tf, nc * BM25_MAX_PHRASES);
+    if (tf)
+        out->tf = tf;
+    pgmpost_factors *fa = realloc(out->f, nc * sizeof *fa);
+    if (fa)
+        out->f = fa;
+    if (!s || !nt || !tf || !fa)
+        return MNEMO_NOMEM;
+    *cap = nc;
+    return MNEMO_OK;
+}
+
+/* Document at a time over the lists L, the sorted expired EXP left out,
+ * each with its factors from the sorted FV, into OUT. */
+static int walk(const pgmpost_query *q, pgpost_list *l, const int64_t *exp, size_t nexp,
+                const fentry *fv, size_t nf, pgmpost_docs *out)
+{
+    size_t fat = 0, cap = 0;
+    for (;;) {
+        uint8_t tf[BM25_MAX_PHRASES] = {0};
+        int ntok = 0;
+        uint64_t mask;
+        int64_t id = pgpost_next(l, q->nlex, tf, &ntok, &mask);
+        if (id == INT64_MAX)
+            return MNEMO_OK;
+        if (in_sorted(exp, nexp, id))
+            continue;
+        if (docs_grow(out, &cap))
+            return MNEMO_NOMEM;
+        memcpy(out->tf + out->n * BM25_MAX_PHRASES, tf, BM25_MAX_PHRASES);
+        out->ntok[out->n] = ntok;
+        while (fat < nf && fv[fat].seq < id)
+            fat++;
+        if (fat < nf && fv[fat].seq == id)
+            out->f[out->n] = fv[fat].f;
+        else
+            memset(&out->f[out->n], 0, sizeof out->f[out->n]);
+        out->seq[out->n++] = id;
+    }
+}
+
+int pgmpost_read(mnemo *m, const pgmpost_query *q, pgmpost_docs *out)
+{
+    memset(out, 0, sizeof *out);
+    pg_rows *r = NULL;
+    int rc = read_rows(m, q, &r);
     if (rc)
         return rc;
     size_t rows = pg_nrows(r);
     int have_mark = 0;
-    size_t ndead = 0, nexp = 0, nf = 0, fcap = 0;
+    size_t ndead = 0, nexp = 0, nf = 0;
     fentry *fv = NULL;
     int64_t *dead = malloc((rows + 1) * sizeof *dead), *exp = malloc((rows + 1) * sizeof *exp);
-    plist l[BM25_MAX_PHRASES];
+    pgpost_list l[BM25_MAX_PHRASES];
     memset(l, 0, sizeof l);
-    buf raw, w;
-    buf_init(&raw, 0);
-    buf_init(&w, 0);
     if (!dead || !exp)
         rc = MNEMO_NOMEM;
     for (size_t i = 0; !rc && i < rows; i++) {
@@ -924,140 +791,25 @@ int pgmpost_read(mnemo *m, const pgmpost_query *q, pgmpost_docs *out)
         qsort(dead, ndead, sizeof *dead, by_i64);
     if (nexp > 1)
         qsort(exp, nexp, sizeof *exp, by_i64);
-    for (size_t i = 0; !rc && i < rows; i++) {
-        long kind = strtol(pg_value(r, i, 0), NULL, 10);
-        if (kind == 0) {
-            const char *lex = pg_value(r, i, 1);
-            int k = 0;
-            while (k < q->nlex && strcmp(q->lex[k], lex))
-                k++;
-            if (k == q->nlex)
-                continue;
-            if (!pgpost_unhex(pg_value(r, i, 3), &raw)) {
-                rc = MNEMO_CORRUPT;
-                break;
-            }
-            size_t before = l[k].n;
-            int ok = pgpost_decode((const unsigned char *)raw.data, raw.len, dead, ndead,
-                                   &l[k].v, &l[k].n, &l[k].cap);
-            rc = ok < 0 ? MNEMO_NOMEM : ok == 0 ? MNEMO_CORRUPT : MNEMO_OK;
-            if (!rc && before && l[k].n > before && l[k].v[before].id < l[k].v[before - 1].id)
-                l[k].unsorted = 1;
-        } else if (kind == 2) {
-            /* "importance true|false created confirmed|- confirmations ntok tsv" */
-            char *end;
-            const char *txt = pg_value(r, i, 3);
-            fentry e;
-            e.seq = ll(r, i, 2);
-            e.f.importance = strtod(txt, &end);
-            e.f.about_user = strncmp(end, " t", 2) == 0;
-            end = strchr(end + 1, ' ');
-            e.f.created = end ? strtod(end, &end) : 0;
-            while (end && *end == ' ')
-                end++;
-            e.f.confirmed = end && *end == '-' ? 0 : end ? strtod(end, &end) : 0;
-            if (end && *end == '-')
-                end++;
-            e.f.confirmations = end ? strtod(end, &end) : 0;
-            e.f.known = 1;
-            int ntok = end ? (int)strtol(end, &end, 10) : 0;
-            rowtf c = {q->lex, q->nlex, l, e.seq, ntok};
-            rc = end ? pgpost_tsv_each(end, &w, row_lexeme, &c) : MNEMO_CORRUPT;
-            if (!rc && nf == fcap) {
-                size_t nc = fcap ? fcap * 2 : 1024;
-                fentry *nw = realloc(fv, nc * sizeof *nw);
-                if (!nw)
-                    rc = MNEMO_NOMEM;
-                else {
-                    fv = nw;
-                    fcap = nc;
-                }
-            }
-            if (!rc)
-                fv[nf++] = e;
-        } else if (kind == 5) {
-            if (!pgpost_unhex(pg_value(r, i, 3), &raw)) {
-                rc = MNEMO_CORRUPT;
-                break;
-            }
-            int ok = decode_factors((const unsigned char *)raw.data, raw.len, dead, ndead, &fv,
-                                    &nf, &fcap);
-            rc = ok < 0 ? MNEMO_NOMEM : ok == 0 ? MNEMO_CORRUPT : MNEMO_OK;
-        }
-    }
+    if (!rc)
+        rc = read_lists(q, r, dead, ndead, l, &fv, &nf);
     for (size_t i = 1; !rc && i < nf; i++)
         if (fv[i].seq < fv[i - 1].seq) {
             qsort(fv, nf, sizeof *fv, by_fentry);
             break;
         }
-    size_t fat = 0;
-    /* Document at a time over the lists, the expired left out. */
-    size_t at[BM25_MAX_PHRASES] = {0}, cap = 0;
-    for (int k = 0; !rc && k < q->nlex; k++)
-        if (l[k].unsorted && l[k].n > 1)
-            qsort(l[k].v, l[k].n, sizeof *l[k].v, by_posting);
-    while (!rc) {
-        int64_t id = INT64_MAX;
-        for (int k = 0; k < q->nlex; k++)
-            if (at[k] < l[k].n && l[k].v[at[k]].id < id)
-                id = l[k].v[at[k]].id;
-        if (id == INT64_MAX)
-            break;
-        int keep = !in_sorted(exp, nexp, id);
-        if (keep && out->n == cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            int64_t *s = realloc(out->seq, nc * sizeof *s);
-            if (s)
-                out->seq = s;
-            int *nt = realloc(out->ntok, nc * sizeof *nt);
-            if (nt)
-                out->ntok = nt;
-            uint8_t *tf = realloc(out->tf, nc * BM25_MAX_PHRASES);
-            if (tf)
-                out->tf = tf;
-            pgmpost_factors *fa = realloc(out->f, nc * sizeof *fa);
-            if (fa)
-                out->f = fa;
-            if (!s || !nt || !tf || !fa) {
-                rc = MNEMO_NOMEM;
-                break;
-            }
-            cap = nc;
-        }
-        uint8_t *tf = keep ? out->tf + out->n * BM25_MAX_PHRASES : NULL;
-        if (tf)
-            memset(tf, 0, BM25_MAX_PHRASES);
-        for (int k = 0; k < q->nlex; k++) {
-            if (at[k] < l[k].n && l[k].v[at[k]].id == id) {
-                const pgposting *x = &l[k].v[at[k]++];
-                if (tf) {
-                    tf[k] = (uint8_t)x->tf;
-                    out->ntok[out->n] = x->ntok;
-                }
-            }
-        }
-        if (keep) {
-            while (fat < nf && fv[fat].seq < id)
-                fat++;
-            if (fat < nf && fv[fat].seq == id)
-                out->f[out->n] = fv[fat].f;
-            else
-                memset(&out->f[out->n], 0, sizeof out->f[out->n]);
-            out->seq[out->n++] = id;
-        }
-    }
+    pgpost_lists_sort(l, q->nlex);
+    if (!rc)
+        rc = walk(q, l, exp, nexp, fv, nf, out);
 done:
-    for (int k = 0; k < BM25_MAX_PHRASES; k++)
-        free(l[k].v);
+    pgpost_lists_free(l, BM25_MAX_PHRASES);
     free(fv);
     free(dead);
     free(exp);
-    buf_cleanup(&raw);
-    buf_cleanup(&w);
     pg_rows_free(r);
     if (rc == MNEMO_NOTFOUND)
         return rc;
     if (rc == MNEMO_CORRUPT)
-        return core_error(m, rc, "a segment of the memories' keyword index is damaged");
+        return core_error(m, rc, DAMAGED);
     return rc ? core_error(m, rc, "out of memory") : MNEMO_OK;
 }

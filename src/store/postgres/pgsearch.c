@@ -14,7 +14,7 @@
 #include "engine/rank.h"
 #include "engine/search.h"
 #include "store/postgres/pgconn.h"
-#include "store/postgres/pgpost.h"
+#include "store/postgres/pgnpost.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
@@ -1133,7 +1133,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
     size_t nvids = 0;
     search_vstats vs;
     memset(&vs, 0, sizeof vs);
-    pgpost_lists *lists = NULL;
+    pgnpost_lists *lists = NULL;
     mnemo_results *res = calloc(1, sizeof *res);
     pg_conn *c;
     rc = res ? MNEMO_OK : MNEMO_NOMEM;
@@ -1172,7 +1172,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
     if ((rc = vector_start(&s, qt.data, source, pool, res, &vs, beside)))
         goto done;
     if (s.vside) {
-        rc = pgpost_read(&s, &pq, source, &lists, &bm.sum_idf);
+        rc = pgnpost_read(&s, &pq, source, &lists, &bm.sum_idf);
         if (rc == MNEMO_NOTFOUND) { /* no postings yet: the other leg, after */
             core_clear(m);
             rc = MNEMO_OK;
@@ -1180,7 +1180,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         /* The best POOL by BM25 (the vector candidates' scores come when
          * they are known), and their factors and cosines. */
         if (!rc && lists)
-            rc = pgpost_walk(&s, &pq, lists, pool, NULL, 0);
+            rc = pgnpost_walk(&s, &pq, lists, pool, NULL, 0);
         if (rc || (rc = file_legs(&s, &qy, &pq, source, &fh)))
             goto done;
         filed = 1;
@@ -1203,7 +1203,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         goto done;
     res->timing.vector_ms = search_lap(&tm);
     if (lists)
-        rc = pgpost_walk(&s, &pq, lists, pool, vids, nvids);
+        rc = pgnpost_walk(&s, &pq, lists, pool, vids, nvids);
     else if (qy.match)
         rc = ps_keyword_leg(&s, &pq, source, pool, vids, nvids, &bm.sum_idf);
     if (rc || (!filed && (rc = file_legs(&s, &qy, &pq, source, &fh))))
@@ -1271,7 +1271,7 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         goto done;
     res->timing.total_ms = (tm - t0) * 1000.0;
 done:
-    pgpost_lists_free(lists);
+    pgnpost_lists_free(lists);
     free(all);
     free(vids);
     search_file_hits_cleanup(&fh);

@@ -3,7 +3,7 @@
  *
  * In five files sharing pgstore_int.h: this one (schema, helpers, status,
  * recall), pgsync.c (sync), pgsearch.c (search), pgkeyword.c (the keyword
- * leg) and pgpost.c (the inverted index).
+ * leg) and pgnpost.c (the chunks in the inverted index, pgpost.c).
  *
  * Tables (migration 1, tenant first in every key so that Citus can
  * distribute them by tenant):
@@ -19,7 +19,7 @@
  *                 the rows;
  *   mnemo_chunk_vec_<d>  embeddings (pgschema.c), HNSW for cosine;
  *   mnemo_postings, mnemo_post_state, mnemo_post_dead  (migration 6) the
- *                 inverted index of the chunks' lexemes (pgpost.c);
+ *                 inverted index of the chunks' lexemes (pgnpost.c);
  *   mnemo_live    (migration 6) the live generation of each tenant's files
  *                 and chunks (below).
  * (mnemo_terms, migrations 3 and 5, held document frequencies; migration 6
@@ -35,7 +35,7 @@
  * answer is read at the next commit, while the next batch was being built
  * (pgsync.c). A session advisory lock on the tenant makes
  * concurrent syncs of one tenant take turns. The postings of the chunks
- * written are merged at commits (pgpost.c).
+ * written are merged at commits (pgnpost.c).
  *
  * Generations: a tenant's files and chunks live under a key, the tenant's
  * own name until a rebuild (--force, or changed chunking or language)
@@ -138,7 +138,7 @@ const char *const pgstore_ddl5[] = {
     "t.source = r.source AND t.lexeme = r.lexeme",
     NULL};
 
-/* Migration 6: the chunks' inverted index (pgpost.c), and the live
+/* Migration 6: the chunks' inverted index (pgnpost.c), and the live
  * generation of each tenant's files and chunks: a rebuild writes a new
  * generation under its own key beside the live one and switches in one
  * statement; the one it replaced (or a rebuild that did not finish) is

@@ -39,7 +39,7 @@ struct pgstore {
     tok *qtok, *dtok; /* query and document tokenizers */
     char lang[64];
     int stop_words;
-    int64_t post_mark; /* the postings' merged mark last seen (pgpost.c) */
+    int64_t post_mark; /* the postings' merged mark last seen (pgnpost.c) */
     int post_seen;
     char *live;        /* the live generation's key (ps_live) */
     /* Factors cache: the generation key and stamp it belongs to, and an
@@ -90,7 +90,7 @@ void ps_ids_literal(buf *b, const int64_t *ids, size_t n);
  * counts them (colocated tokens share one); *NTOK: the length in
  * positions. Or of TEXT, tokenized by T. */
 int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok);
-/* The same in binary form (tsvectorrecv's input; pgpost_add_bin reads it). */
+/* The same in binary form (tsvectorrecv's input; pgnpost_add_bin reads it). */
 int ps_tsvector_bin(const char *toks, size_t n, buf *out, int *ntok);
 int ps_tsvector_text(tok *t, const char *text, buf *out);
 
@@ -160,7 +160,7 @@ typedef struct pgsearch {
     size_t nhits;
     double idf[BM25_MAX_PHRASES], avgdl, k1, b;
     int np;
-    /* The index's stamp when the postings were read (pgpost.c): it moves
+    /* The index's stamp when the postings were read (pgnpost.c): it moves
      * with every sync commit. Empty: not known, the factors cache is not
      * used. */
     char stamp[32];

@@ -1,6 +1,6 @@
 /*
  * pgsync.c - the PostgreSQL backend's sync of files and chunks (the sink of sync_walk,
- * see pgstore.c for the batches and the lock; pgpost.c for the index), and embedding.
+ * see pgstore.c for the batches and the lock; pgnpost.c for the index), and embedding.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "engine/provider.h"
 #include "engine/sync.h"
 #include "store/postgres/pgconn.h"
-#include "store/postgres/pgpost.h"
+#include "store/postgres/pgnpost.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
@@ -39,7 +39,7 @@ typedef struct psync {
     struct pwrites *sent;        /* the writes on their way (settle), or NULL */
     struct pwrites *spare;       /* the other of the two */
     mnemo_sync_stats *stats;
-    pgpost *post;                /* the postings of the chunks written */
+    pgnpost *post;               /* the postings of the chunks written */
     int final;                   /* the next commit is the sync's last */
 } psync;
 
@@ -78,7 +78,7 @@ static int commit(psync *s)
     if (!s->in_txn)
         return MNEMO_OK;
     int rc = settle(s);
-    if (!rc && !s->begun && !s->final && !pgpost_due(s->post)) {
+    if (!rc && !s->begun && !s->final && !pgnpost_due(s->post)) {
         s->in_txn = 0;
         return writes_send(s);
     }
@@ -87,7 +87,7 @@ static int commit(psync *s)
     if (!rc && !(rc = writes_send(s)))
         rc = settle(s);
     if (!rc)
-        rc = pgpost_flush(s->post, s->final);
+        rc = pgnpost_flush(s->post, s->final);
     if (!rc && (s->d_chunks || s->d_tokens)) {
         char dc[32], dt[32];
         snprintf(dc, sizeof dc, "%lld", s->d_chunks);
@@ -224,7 +224,7 @@ static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t s
            "reason = excluded.reason, nchunks = 0, indexed_at = now() RETURNING id), "
            "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
            "c.file_id = ANY(ARRAY(SELECT id FROM f)) "
-           "RETURNING c.id, c.ntok), " PGPOST_DEAD
+           "RETURNING c.id, c.ntok), " PGNPOST_DEAD
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
            "NULL",
            10, p, &r);
@@ -466,7 +466,7 @@ static int writes_send(psync *s)
            "indexed_at = now() RETURNING id, path), "
            "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
            "c.file_id = ANY(ARRAY(SELECT id FROM f)) "
-           "RETURNING c.id, c.ntok), " PGPOST_DEAD ", "
+           "RETURNING c.id, c.ntok), " PGNPOST_DEAD ", "
            "y AS (SELECT * FROM unnest($13::int[], $14::int[], $15::int[], $16::int[], "
            "$17::text[], $18::int[], $19::text[], $20::bytea[], $21::text[], $22::int[], "
            "$23::tsvector[]) WITH ORDINALITY AS y(k, seq, sl, el, hash, imp, trig, map, txt, "
@@ -525,8 +525,8 @@ static int settle(psync *s)
                 rc = core_error(s->m, MNEMO_INVALID, "writing chunks: a tsvector cut short");
                 break;
             }
-            rc = pgpost_add_bin(s->post, one, w->sessions[i] ? "sessions" : "memory", w->ntok[i],
-                                t, n);
+            rc = pgnpost_add_bin(s->post, one, w->sessions[i] ? "sessions" : "memory",
+                                 w->ntok[i], t, n);
             t += n;
             while (*ids && *ids != ',' && *ids != '}')
                 ids++;
@@ -548,7 +548,7 @@ static int ps_remove(void *ud, const sync_file *f)
         rc = ps_q(s->m, "removing a file",
                "WITH d AS (DELETE FROM mnemo_chunks WHERE tenant = $1 AND file_id = $2::bigint "
                "RETURNING id, ntok), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
-               "id = $2::bigint), " PGPOST_DEAD
+               "id = $2::bigint), " PGNPOST_DEAD
                "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
                "NULL",
                2, p, &r);
@@ -949,7 +949,7 @@ static int check_settings(mnemo *m, const char *key, int force, const char **why
                "WHERE tenant = $1",
                5, p, NULL);
         if (!rc)
-            rc = pgpost_reset(m, key);
+            rc = pgnpost_reset(m, key);
         return rc;
     }
     if (!exists)
@@ -1099,7 +1099,7 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     if ((rc = choose_generation(m, logical, opts && opts->force, &tenant, &build, &why)))
         goto done;
     s.tenant = tenant;
-    if ((rc = pgpost_open(m, tenant, &s.post)))
+    if ((rc = pgnpost_open(m, tenant, &s.post)))
         goto done;
     if (why) {
         stats->rebuilt = 1;
@@ -1111,7 +1111,7 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         rc = settle(&s);
     /* The last commit writes every posting still waiting. */
     s.final = 1;
-    if (!rc && (pgpost_pending(s.post) || stats->chunks_removed))
+    if (!rc && (pgnpost_pending(s.post) || stats->chunks_removed))
         begin(&s);
     if (!rc)
         rc = commit(&s);
@@ -1187,7 +1187,7 @@ done:
     buf_cleanup(&s.stem);
     pw_cleanup(&pw[0]);
     pw_cleanup(&pw[1]);
-    pgpost_free(s.post);
+    pgnpost_free(s.post);
     free(tenant);
     stats->seconds = time_mono() - t0;
     return rc;
