@@ -23,7 +23,7 @@
 
 #include "mnemo.h"
 
-/* Before a read: chooses its server (m->pg->read: a replica's state, or
+/* Before a read: chooses its server (PGB(m)->read: a replica's state, or
  * NULL for the primary). Nested calls keep the outer choice. */
 void pgroute_read_begin(mnemo *m);
 

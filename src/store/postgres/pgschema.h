@@ -169,7 +169,7 @@ void pgschema_side_drop(mnemo *m, pg_conn *c, int off);
  * tenant, no configuration; never connected again once lost (its
  * statements fail). NULL when it cannot be made (inside a transaction, on
  * a server that runs every connection in one session), M's error
- * untouched. What the caller hangs on it (m->pg->mem)
+ * untouched. What the caller hangs on it (PGB(m)->mem)
  * it frees before pgschema_worker_free. */
 mnemo *pgschema_worker(mnemo *m);
 void pgschema_worker_free(mnemo *w);

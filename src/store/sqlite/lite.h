@@ -27,10 +27,10 @@ typedef struct lite {
 /* The SQLite backend's state of handle M (m->store, made by lite_open). */
 #define LITE(m) ((lite *)(m)->store)
 
-/* Makes m->lite (backend_ops.open). */
+/* Makes LITE(m) (backend_ops.open). */
 int lite_open(mnemo *m);
 
-/* Frees m->lite (backend_ops.close). */
+/* Frees LITE(m) (backend_ops.close). */
 void lite_close(mnemo *m);
 
 /* Opens the index if not open yet, or again when the file at the index path

@@ -24,7 +24,7 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
                  const mnemo_sync_opts *opts, mnemo_sync_stats *stats, buf *err);
 
 /* The fixed texts' vectors (engine/calib.h) of one embedding setup, read
- * from the index once and kept by the handle (m->lite->calib). */
+ * from the index once and kept by the handle (LITE(m)->calib). */
 typedef struct vec_calib vec_calib;
 void vectors_calib_free(vec_calib *c);
 
