@@ -19,6 +19,7 @@
 
 #include "engine/backend.h"
 #include "engine/core.h"
+#include "engine/memory.h"
 #include "util/errcode.h"
 #include "engine/provider.h"
 #include "util/hash.h"
@@ -211,15 +212,15 @@ static int tok_json_fn(void *ud, int flags, const char *token, int len, int star
     return 0;
 }
 
-int mnemo_embed_json(mnemo *m, const char *const *texts, size_t n, int query, char **out)
+int mnemo_embed_json(mnemo *m, const char *const *texts, size_t n, int is_query, char **out)
 {
     core_clear(m);
-    return provider_embed_json(m, texts, n, query, out);
+    return provider_embed_json(m, texts, n, is_query, out);
 }
 
 int mnemo_is_cjk(int32_t cp) { return utf8_is_cjk(cp); }
 
-int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
+int mnemo_tokenize_json(mnemo *m, const char *text, int is_query, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -235,7 +236,7 @@ int mnemo_tokenize_json(mnemo *m, const char *text, int query, char **out)
     }
     core_clear(m);
     tokj tj = {json_array()};
-    rc = tok_run(t, text, strlen(text), query, tok_json_fn, &tj);
+    rc = tok_run(t, text, strlen(text), is_query, tok_json_fn, &tj);
     tok_free(own);
     if (!rc)
         *out = json_dumps(tj.arr, JSON_COMPACT);
@@ -250,10 +251,10 @@ int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     return rc;
 }
 
-int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out)
+int mnemo_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, query, opts, out));
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, text, opts, out));
     return rc;
 }
 
@@ -279,70 +280,70 @@ int mnemo_recall_triggers(mnemo *m, const char *message, char **out)
 int mnemo_memory_add(mnemo *m, const char *record, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_add(warn_fresh(m), record, out));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_add(warn_fresh(m), record, m->be->mem, out));
     return rc;
 }
 
 int mnemo_memory_update(mnemo *m, const char *id, const char *changes, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_update(warn_fresh(m), id, changes, out));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_update(warn_fresh(m), id, changes, m->be->mem, out));
     return rc;
 }
 
 int mnemo_memory_delete(mnemo *m, const char *id)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_delete(warn_fresh(m), id));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_delete(warn_fresh(m), id, m->be->mem));
     return rc;
 }
 
 int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_purge(warn_fresh(m), id, purged));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_purge(warn_fresh(m), id, m->be->mem, purged));
     return rc;
 }
 
 int mnemo_memory_get(mnemo *m, const char *id, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_get(warn_fresh(m), id, out));
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_get(warn_fresh(m), id, m->be->mem, out));
     return rc;
 }
 
 int mnemo_memory_confirm(mnemo *m, const char *id, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_confirm(warn_fresh(m), id, out));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_confirm(warn_fresh(m), id, m->be->mem, out));
     return rc;
 }
 
 int mnemo_memory_history(mnemo *m, const char *id, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_history(warn_fresh(m), id, out));
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_history(warn_fresh(m), id, m->be->mem, out));
     return rc;
 }
 
 int mnemo_memory_list(mnemo *m, const char *options, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_list(warn_fresh(m), options, out));
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_list(warn_fresh(m), options, m->be->mem, out));
     return rc;
 }
 
-int mnemo_memory_search(mnemo *m, const char *query, const char *options, char **out)
+int mnemo_memory_search(mnemo *m, const char *text, const char *options, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_search(warn_fresh(m), query, options, out));
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_search(warn_fresh(m), text, options, m->be->msearch, out));
     return rc;
 }
 
 int mnemo_memory_recall(mnemo *m, const char *options, char **out)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_recall(warn_fresh(m), options, out));
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_recall(warn_fresh(m), options, m->be->msearch, out));
     return rc;
 }
 

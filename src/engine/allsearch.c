@@ -26,6 +26,7 @@
 #include "engine/backend.h"
 #include "engine/config.h"
 #include "engine/core.h"
+#include "engine/memory.h"
 #include "engine/results.h"
 #include "util/buf.h"
 #include "util/time.h"
@@ -145,7 +146,7 @@ static int by_score(const void *a, const void *b)
     return (x->fact != NULL) - (y->fact != NULL); /* a note first on a tie */
 }
 
-int mnemo_search_all(mnemo *m, const char *query, const char *options, char **out)
+int mnemo_search_all(mnemo *m, const char *text, const char *options, char **out)
 {
     *out = NULL;
     core_clear(m);
@@ -205,7 +206,7 @@ int mnemo_search_all(mnemo *m, const char *query, const char *options, char **ou
     json_t *fr = NULL;
     char warning[600] = "";
     if (notes)
-        BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, query, &so, &res));
+        BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, text, &so, &res));
     if (!rc && facts) {
         json_object_set_new(fo, "limit", json_integer(so.max_results));
         if (json_is_number(ms))
@@ -213,7 +214,7 @@ int mnemo_search_all(mnemo *m, const char *query, const char *options, char **ou
         char *fopts = json_dumps(fo, JSON_COMPACT), *ftext = NULL;
         rc = MNEMO_NOMEM;
         if (fopts)
-            BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_search(m, query, fopts, &ftext));
+            BACKEND_CALL(m, BACKEND_READ, rc, mem_search(m, text, fopts, m->be->msearch, &ftext));
         free(fopts);
         if (!rc && !(fr = json_loads(ftext ? ftext : "", 0, NULL)))
             rc = core_error(m, MNEMO_CORRUPT, "memory search: unreadable answer");

@@ -3,7 +3,7 @@
  *
  * Everything the public API does with stored data goes through one table
  * of operations: sync, search, get, status, the recall triggers of the
- * entry files, and the structured-memory operations. Each backend owns
+ * entry files, and the structured-memory steps. Each backend owns
  * its table and its state (m->store), as a protocol owns its handler in
  * curl; src/mnemo.c picks one and calls through it, knowing no store:
  *
@@ -20,9 +20,9 @@
  * What does not depend on where rows live is shared by both: the file walk
  * and chunking (walk.c, prep.c), the tokenizer (tok.c), the embedding
  * providers (embed.c), the ranking arithmetic (rank.c), the memory record
- * codec and options and the memory operations themselves, which a backend
- * runs through its table of storage steps (memory.h: mem_store,
- * mem_searcher), the filter language (mfilter.c) and the result shapes
+ * codec and options and the memory operations themselves, which the
+ * engine runs over the storage steps the table points to (mem, msearch:
+ * memory.h's mem_store and mem_searcher), the filter language (mfilter.c) and the result shapes
  * (results.h). Each operation has the contract of the public function of
  * the same name in mnemo.h.
  */
@@ -42,16 +42,8 @@ typedef struct backend_ops {
     int (*get)(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
     int (*status_json)(mnemo *m, int deep, char **out);
     int (*recall_triggers)(mnemo *m, const char *message, char **out);
-    int (*memory_add)(mnemo *m, const char *record, char **out);
-    int (*memory_update)(mnemo *m, const char *id, const char *changes, char **out);
-    int (*memory_delete)(mnemo *m, const char *id);
-    int (*memory_purge)(mnemo *m, const char *id, size_t *purged);
-    int (*memory_get)(mnemo *m, const char *id, char **out);
-    int (*memory_confirm)(mnemo *m, const char *id, char **out);
-    int (*memory_history)(mnemo *m, const char *id, char **out);
-    int (*memory_list)(mnemo *m, const char *options, char **out);
-    int (*memory_search)(mnemo *m, const char *query, const char *options, char **out);
-    int (*memory_recall)(mnemo *m, const char *options, char **out);
+    const struct mem_store *mem;        /* the memory operations' storage steps (memory.h) */
+    const struct mem_searcher *msearch; /* memory search's and recall's legs (memory.h) */
     int (*memory_export)(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
     int (*memory_import)(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                          size_t *skipped);

@@ -193,7 +193,7 @@ static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, 
     char *o = json_dumps(opts, JSON_COMPACT), *out = NULL;
     int rc = MNEMO_NOMEM;
     if (o)
-        BACKEND_CALL(m, BACKEND_READ, rc, m->be->memory_list(m, o, &out));
+        BACKEND_CALL(m, BACKEND_READ, rc, mem_list(m, o, m->be->mem, &out));
     free(o);
     json_t *j = rc ? NULL : json_loads(out, 0, NULL);
     free(out);

@@ -1285,15 +1285,5 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     return rc;
 }
 
-static const mem_searcher pg_searcher = {pg_run, pg_load};
-
-int pgmem_search(mnemo *m, const char *text, const char *options, char **out)
-{
-    return mem_search(m, text, options, &pg_searcher, out);
-}
-
-int pgmem_recall(mnemo *m, const char *options, char **out)
-{
-    return mem_recall(m, options, &pg_searcher, out);
-}
+const mem_searcher pg_searcher = {pg_run, pg_load};
 

@@ -293,7 +293,7 @@ static int purge(mnemo *m, const char *id)
     return rc;
 }
 
-static const mem_store pg_mem_store = {
+const mem_store pg_mem_store = {
     .open = NULL,
     .write = in_write,
     .load = load,
@@ -312,43 +312,6 @@ static const mem_store pg_mem_store = {
     .list = pm_list,
     .count = pm_count,
 };
-
-int pgmem_add(mnemo *m, const char *record, char **out)
-{
-    return mem_add(m, record, &pg_mem_store, out);
-}
-
-int pgmem_update(mnemo *m, const char *id, const char *changes, char **out)
-{
-    return mem_update(m, id, changes, &pg_mem_store, out);
-}
-
-int pgmem_delete(mnemo *m, const char *id) { return mem_delete(m, id, &pg_mem_store); }
-
-int pgmem_confirm(mnemo *m, const char *id, char **out)
-{
-    return mem_confirm(m, id, &pg_mem_store, out);
-}
-
-int pgmem_purge(mnemo *m, const char *id, size_t *purged)
-{
-    return mem_purge(m, id, &pg_mem_store, purged);
-}
-
-int pgmem_get(mnemo *m, const char *id, char **out)
-{
-    return mem_get(m, id, &pg_mem_store, out);
-}
-
-int pgmem_history(mnemo *m, const char *id, char **out)
-{
-    return mem_history(m, id, &pg_mem_store, out);
-}
-
-int pgmem_list(mnemo *m, const char *options, char **out)
-{
-    return mem_list(m, options, &pg_mem_store, out);
-}
 
 /* ----------------------------------------------------------------------
  * Export and import

@@ -62,16 +62,10 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
 int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
 int lite_status_json(mnemo *m, int deep, char **out);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);
-int lite_memory_add(mnemo *m, const char *record, char **out);
-int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out);
-int lite_memory_delete(mnemo *m, const char *id);
-int lite_memory_purge(mnemo *m, const char *id, size_t *purged);
-int lite_memory_get(mnemo *m, const char *id, char **out);
-int lite_memory_confirm(mnemo *m, const char *id, char **out);
-int lite_memory_history(mnemo *m, const char *id, char **out);
-int lite_memory_list(mnemo *m, const char *options, char **out);
-int lite_memory_search(mnemo *m, const char *query, const char *options, char **out);
-int lite_memory_recall(mnemo *m, const char *options, char **out);
+/* The storage steps of the memory operations (memlite.c) and memory
+ * search's legs (lite_msearch.c), run by the engine (memory.h). */
+extern const struct mem_store mem_lite_store;
+extern const struct mem_searcher mem_lite_searcher;
 int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
 int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                        size_t *skipped);

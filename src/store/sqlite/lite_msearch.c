@@ -350,14 +350,4 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
     return rc;
 }
 
-static const mem_searcher mem_lite_searcher = {lite_run, lite_load};
-
-int lite_memory_search(mnemo *m, const char *text, const char *options, char **out)
-{
-    return mem_search(m, text, options, &mem_lite_searcher, out);
-}
-
-int lite_memory_recall(mnemo *m, const char *options, char **out)
-{
-    return mem_recall(m, options, &mem_lite_searcher, out);
-}
+const mem_searcher mem_lite_searcher = {lite_run, lite_load};

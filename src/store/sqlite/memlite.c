@@ -910,7 +910,7 @@ static int count(mnemo *m, const mem_opts *o, double now, long long *n)
     return rc;
 }
 
-static const mem_store mem_lite_store = {
+const mem_store mem_lite_store = {
     .open = memlite_open,
     .write = in_write,
     .load = load,
@@ -929,43 +929,6 @@ static const mem_store mem_lite_store = {
     .list = list,
     .count = count,
 };
-
-int lite_memory_add(mnemo *m, const char *record, char **out)
-{
-    return mem_add(m, record, &mem_lite_store, out);
-}
-
-int lite_memory_update(mnemo *m, const char *id, const char *changes, char **out)
-{
-    return mem_update(m, id, changes, &mem_lite_store, out);
-}
-
-int lite_memory_delete(mnemo *m, const char *id) { return mem_delete(m, id, &mem_lite_store); }
-
-int lite_memory_purge(mnemo *m, const char *id, size_t *purged)
-{
-    return mem_purge(m, id, &mem_lite_store, purged);
-}
-
-int lite_memory_get(mnemo *m, const char *id, char **out)
-{
-    return mem_get(m, id, &mem_lite_store, out);
-}
-
-int lite_memory_confirm(mnemo *m, const char *id, char **out)
-{
-    return mem_confirm(m, id, &mem_lite_store, out);
-}
-
-int lite_memory_history(mnemo *m, const char *id, char **out)
-{
-    return mem_history(m, id, &mem_lite_store, out);
-}
-
-int lite_memory_list(mnemo *m, const char *options, char **out)
-{
-    return mem_list(m, options, &mem_lite_store, out);
-}
 
 /* ----------------------------------------------------------------------
  * Export and import
