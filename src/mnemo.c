@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "engine/backend.h"
+#include "engine/sync.h"
 #include "engine/core.h"
 #include "engine/memory.h"
 #include "util/errcode.h"
@@ -247,7 +248,7 @@ int mnemo_tokenize_json(mnemo *m, const char *text, int is_query, char **out)
 int mnemo_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->sync(warn_fresh(m), opts, stats));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, sync_run(warn_fresh(m), m->be->sync, opts, stats));
     return rc;
 }
 

@@ -36,7 +36,7 @@ typedef struct backend_ops {
     const char *name; /* "sqlite", "postgres" */
     int (*open)(mnemo *m); /* makes the backend's state on the handle */
     int (*qtok)(mnemo *m, tok **out); /* the tokenizer queries are read with */
-    int (*sync)(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+    const struct sync_store *sync;      /* the steps of a sync, run by sync_run (sync.h) */
     int (*search)(mnemo *m, const char *query, const mnemo_search_opts *opts,
                   mnemo_results **out);
     int (*get)(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);

@@ -1,6 +1,7 @@
 /*
- * sync.c - the sync driver every backend shares: what changed under the
- * memory roots, handed to the backend's sink (sync.h).
+ * sync.c - the sync every backend shares: what changed under the memory
+ * roots, handed to the backend's sink, committed, recorded and embedded
+ * over the backend's steps (sync.h).
  *
  * The scan is compared with the stored files: files with the same size and
  * mtime are not read; changed ones are hashed and only re-chunked when their
@@ -8,13 +9,16 @@
  * rename; vanished files leave the index.
  */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/core.h"
+#include "engine/provider.h"
 #include "util/errcode.h"
 #include "engine/sync.h"
 #include "util/map.h"
+#include "util/time.h"
 #include "engine/walk.h"
 
 typedef struct sync_ctx {
@@ -258,6 +262,91 @@ int sync_walk(mnemo *m, const sync_sink *sink, void *ud, const mnemo_sync_opts *
     c.sink = sink;
     c.ud = ud;
     return sync_files(&c);
+}
+
+/* The vectors of a sync by the provider policy: nothing for "none"; for
+ * "auto" a failure becomes stats->embed_warning (the notes are searched
+ * by keyword meanwhile); for a named provider it is the sync's error. The
+ * outcome is kept for status (vectors_done). */
+static int sync_vectors(mnemo *m, const sync_store *s, void *ud, const mnemo_sync_opts *opts,
+                        mnemo_sync_stats *stats)
+{
+    char name[32];
+    int explicit_;
+    provider_resolve(m, name, &explicit_);
+    if (strcmp(name, "none") == 0)
+        return s->vectors_done(ud, 0, MNEMO_OK, NULL);
+    const char *off = s->no_vectors ? s->no_vectors(ud) : NULL;
+    if (off) {
+        buf_reset(&m->warn);
+        m->warn.err = 0;
+        buf_puts(&m->warn, off);
+        stats->embed_warning = m->warn.data;
+        return s->vectors_done(ud, 0, MNEMO_OK, off);
+    }
+    buf err;
+    buf_init(&err, 8192);
+    embedder *e = NULL;
+    int rc = provider_embedder(m, name, &e, &err);
+    if (!rc)
+        rc = s->vectors(ud, e, opts, stats, &err);
+    if (rc && !err.len)
+        buf_puts(&err, errcode_text(rc));
+    const char *why = rc ? err.data : NULL;
+    int rc2 = s->vectors_done(ud, 1, rc, why);
+    if (rc && explicit_) {
+        core_error(m, rc, "embedding failed, keyword index updated: %s", why);
+    } else if (rc) {
+        buf_reset(&m->warn);
+        m->warn.err = 0;
+        buf_printf(&m->warn, "vectors incomplete (%s); keyword search works: %s", name, why);
+        stats->embed_warning = m->warn.data;
+        rc = MNEMO_OK;
+    }
+    buf_cleanup(&err);
+    return rc ? rc : rc2;
+}
+
+int sync_run(mnemo *m, const sync_store *s, const mnemo_sync_opts *opts,
+             mnemo_sync_stats *stats)
+{
+    mnemo_sync_stats local;
+    if (!stats)
+        stats = &local;
+    double t0 = time_mono(), started = time_wall();
+    int rc, again = 0;
+    for (;;) {
+        memset(stats, 0, sizeof *stats);
+        core_clear(m);
+        const sync_sink *sink;
+        void *ud;
+        if ((rc = s->begin(m, opts, again, stats, &sink, &ud)))
+            break;
+        int committed = 0;
+        rc = sync_walk(m, sink, ud, opts, stats);
+        if (!rc) {
+            sync_record rec;
+            time_format_iso(started, rec.when);
+            snprintf(rec.ms, sizeof rec.ms, "%.1f", (time_mono() - t0) * 1000.0);
+            char *js = sync_stats_json(stats);
+            rec.json = js;
+            rc = s->commit(ud, &rec);
+            free(js);
+            committed = !rc;
+        }
+        if (committed)
+            rc = sync_vectors(m, s, ud, opts, stats);
+        rc = s->end(ud, rc, committed);
+        if (rc != SYNC_AGAIN)
+            break;
+        if (again) { /* a new index is never found damaged */
+            rc = core_error(m, MNEMO_CORRUPT, "the new index is damaged");
+            break;
+        }
+        again = 1;
+    }
+    stats->seconds = time_mono() - t0;
+    return rc;
 }
 
 char *sync_stats_json(const mnemo_sync_stats *s)

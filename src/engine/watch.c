@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine/backend.h"
+#include "engine/sync.h"
 #include "engine/core.h"
 #include "util/time.h"
 #include "engine/walk.h"
@@ -120,7 +121,7 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
     mnemo_sync_stats stats;
     watch_roots(m, &w);
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->sync(m, NULL, &stats));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, sync_run(m, m->be->sync, NULL, &stats));
     if (on_sync)
         on_sync(ud, rc, &stats);
     int dirty = 0;
@@ -158,7 +159,7 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
         }
         if (dirty && time_mono() - last >= debounce) {
             dirty = 0;
-            BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->sync(m, NULL, &stats));
+            BACKEND_CALL(m, BACKEND_WRITE, rc, sync_run(m, m->be->sync, NULL, &stats));
             if (on_sync)
                 on_sync(ud, rc, &stats);
             watch_roots(m, &w);

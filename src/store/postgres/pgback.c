@@ -52,7 +52,7 @@ const backend_ops backend_postgres = {
     "postgres",
     pgback_open,
     pgconn_qtok,
-    pgstore_sync,
+    &pg_sync_store,
     pgstore_search,
     pgstore_get,
     pgstore_status_json,

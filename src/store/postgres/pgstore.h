@@ -11,7 +11,7 @@
 
 #include "mnemo.h"
 
-int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+extern const struct sync_store pg_sync_store; /* pgsync.c: the steps of a sync */
 int pgstore_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
                    mnemo_results **out);
 int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);

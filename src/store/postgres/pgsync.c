@@ -1,6 +1,8 @@
 /*
- * pgsync.c - the PostgreSQL backend's sync of files and chunks (the sink of sync_walk,
- * see pgstore.c for the batches and the lock; pgnpost.c for the index), and embedding.
+ * pgsync.c - the PostgreSQL backend's steps of a sync (sync.h, run by
+ * sync.c's sync_run): files and chunks as the sink of the walk (see
+ * pgstore.c for the batches and the lock; pgnpost.c for the index), the
+ * generations a rebuild writes, and the vectors.
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +30,12 @@
 
 typedef struct psync {
     mnemo *m;
-    const char *tenant;
+    const char *logical;         /* the tenant synced (its sync lock's key) */
+    const char *tenant;          /* the generation written (key) */
+    char *key;
+    int build;                   /* a new generation, to replace the live one */
+    int rolled;                  /* the open batch was rolled back */
+    char ident[1024];            /* the identity of the vectors made, or "" */
     tok *dt;
     int in_txn;                  /* a batch is open */
     int begun;                   /* ... and its BEGIN was sent */
@@ -41,6 +48,7 @@ typedef struct psync {
     mnemo_sync_stats *stats;
     pgnpost *post;               /* the postings of the chunks written */
     int final;                   /* the next commit is the sync's last */
+    struct pwrites *pws;         /* the two batches of file writes */
 } psync;
 
 static int writes_send(psync *s);
@@ -832,75 +840,6 @@ static int calib_store(mnemo *m, const char *tenant, embedder *e)
     return rc;
 }
 
-/* The embedding phase: vectors for new chunks when a provider is set and
- * pgvector is there; otherwise why not, kept in the corpus row. */
-static int embed_phase(mnemo *m, const char *tenant, mnemo_sync_stats *stats)
-{
-    char name[32], ident[1024] = "";
-    int explicit_;
-    provider_resolve(m, name, &explicit_);
-    const char *note = "";
-    int rc = MNEMO_OK;
-    buf err;
-    buf_init(&err, 8192);
-    buf msg;
-    buf_init(&msg, 8192);
-    if (strcmp(name, "none") != 0) {
-        const char *why = NULL;
-        embedder *e = NULL;
-        if (!pgschema_vectors(m, &why)) {
-            buf_puts(&msg, why ? why : "vectors are off");
-            note = msg.data;
-            buf_reset(&m->warn);
-            m->warn.err = 0;
-            buf_puts(&m->warn, note);
-            stats->embed_warning = m->warn.data;
-        } else if ((rc = provider_embedder(m, name, &e, &err))) {
-            core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
-        } else {
-            provider_chunk_identity(m, e, ident, sizeof ident);
-            rc = embed_missing(m, tenant, e, ident, stats);
-            if (!rc)
-                rc = calib_store(m, tenant, e);
-        }
-        if (rc) {
-            buf_printf(&msg, "last embedding failed: %s", m->err.data ? m->err.data : "");
-            note = msg.data;
-            if (!explicit_) {
-                buf_reset(&m->warn);
-                m->warn.err = 0;
-                buf_printf(&m->warn, "vectors incomplete (%s); keyword search works: %s", name,
-                           m->err.data ? m->err.data : "");
-                stats->embed_warning = m->warn.data;
-                rc = MNEMO_OK;
-            } else {
-                /* The reason, copied: core_error writes into m->err. */
-                buf reason;
-                buf_init(&reason, 0);
-                buf_puts(&reason, m->err.data ? m->err.data : "");
-                core_error(m, rc, "embedding failed, keyword index updated: %s",
-                           reason.data ? reason.data : "");
-                buf_cleanup(&reason);
-            }
-            ident[0] = 0;
-        }
-    }
-    buf keep;
-    buf_init(&keep, 0);
-    buf_puts(&keep, m->err.data ? m->err.data : "");
-    const char *p[3] = {tenant, ident, note ? note : ""};
-    int rc2 = ps_q(m, "recording vectors",
-                "UPDATE mnemo_corpus SET vec_identity = CASE WHEN $2 = '' THEN vec_identity "
-                "ELSE $2 END, vec_note = $3 WHERE tenant = $1",
-                3, p, NULL);
-    if (rc)
-        core_error(m, rc, "%s", keep.data ? keep.data : "embedding failed");
-    buf_cleanup(&keep);
-    buf_cleanup(&err);
-    buf_cleanup(&msg);
-    return rc ? rc : rc2;
-}
-
 /* The settings of the chunks: the corpus row's columns. */
 static void settings_params(mnemo *m, char *ct, char *co, size_t n, const char **lang)
 {
@@ -1056,17 +995,47 @@ static int choose_generation(mnemo *m, const char *tenant, int force, char **key
     return MNEMO_OK;
 }
 
-int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
+/* ----------------------------------------------------------------------
+ * The steps of a sync (sync.h)
+ * -------------------------------------------------------------------- */
+
+/* Lets go of S: the sync lock, and its state; the handle keeps the error
+ * of RC (cleared without one). Returns RC. */
+static int release(psync *s, int rc)
 {
-    mnemo_sync_stats local;
-    if (!stats)
-        stats = &local;
-    memset(stats, 0, sizeof *stats);
-    core_clear(m);
-    double t0 = time_mono(), started = time_wall();
+    mnemo *m = s->m;
+    buf keep;
+    buf_init(&keep, 0);
+    buf_puts(&keep, m->err.data ? m->err.data : "");
+    const char *p[1] = {s->logical};
+    ps_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
+    if (rc)
+        core_error(m, rc, "%s", keep.data ? keep.data : "sync failed");
+    else
+        core_clear(m);
+    buf_cleanup(&keep);
+    buf_cleanup(&s->tsv);
+    buf_cleanup(&s->tmp);
+    buf_cleanup(&s->lc);
+    buf_cleanup(&s->name);
+    buf_cleanup(&s->stem);
+    pw_cleanup(&s->pws[0]);
+    pw_cleanup(&s->pws[1]);
+    free(s->pws);
+    pgnpost_free(s->post);
+    free(s->key);
+    free(s);
+    return rc;
+}
+
+/* One sync of a tenant at a time (the lock goes with the session if the
+ * process dies), into the live generation or a new one beside it
+ * (choose_generation). */
+static int pg_begin(mnemo *m, const mnemo_sync_opts *opts, int again, mnemo_sync_stats *stats,
+                    const sync_sink **sink, void **ud)
+{
+    (void)again; /* a damaged generation is not detected here */
     const char *logical = pgconn_tenant(m);
-    char *tenant = NULL; /* the generation written */
-    int build = 0;
     pg_conn *c;
     tok *dt;
     int rc = pgschema_conn(m, &c);
@@ -1074,72 +1043,77 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         return rc;
     if ((rc = ps_tokenizers(m, NULL, &dt)))
         return rc;
-    /* One sync of a tenant at a time; the lock goes with the session if
-     * the process dies. */
     const char *p[1] = {logical};
     if ((rc = ps_q(m, "waiting for another sync",
-                "SELECT pg_advisory_lock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL)))
+                   "SELECT pg_advisory_lock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL)))
         return rc;
-    psync s;
-    memset(&s, 0, sizeof s);
-    s.m = m;
-    s.dt = dt;
-    buf_init(&s.tsv, 0);
-    buf_init(&s.tmp, 0);
-    buf_init(&s.lc, 0);
-    buf_init(&s.name, 0);
-    buf_init(&s.stem, 0);
-    pwrites pw[2];
-    pw_init(&pw[0]);
-    pw_init(&pw[1]);
-    s.pw = &pw[0];
-    s.spare = &pw[1];
-    s.stats = stats;
+    psync *s = calloc(1, sizeof *s);
+    pwrites *pws = s ? calloc(2, sizeof *pws) : NULL;
+    if (!pws) {
+        free(s);
+        ps_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+    s->m = m;
+    s->logical = logical;
+    s->dt = dt;
+    buf_init(&s->tsv, 0);
+    buf_init(&s->tmp, 0);
+    buf_init(&s->lc, 0);
+    buf_init(&s->name, 0);
+    buf_init(&s->stem, 0);
+    s->pws = pws;
+    pw_init(&s->pws[0]);
+    pw_init(&s->pws[1]);
+    s->pw = &s->pws[0];
+    s->spare = &s->pws[1];
+    s->stats = stats;
     const char *why = NULL;
-    if ((rc = choose_generation(m, logical, opts && opts->force, &tenant, &build, &why)))
-        goto done;
-    s.tenant = tenant;
-    if ((rc = pgnpost_open(m, tenant, &s.post)))
-        goto done;
+    if ((rc = choose_generation(m, logical, opts && opts->force, &s->key, &s->build, &why)))
+        return release(s, rc);
+    s->tenant = s->key;
+    if ((rc = pgnpost_open(m, s->tenant, &s->post)))
+        return release(s, rc);
     if (why) {
         stats->rebuilt = 1;
         stats->rebuild_reason = why;
     }
-    rc = sync_walk(m, &pg_sink, &s, opts, stats);
-    /* The writes on their way land (or fail) before anything else. */
+    *sink = &pg_sink;
+    *ud = s;
+    return MNEMO_OK;
+}
+
+/* The writes on their way land, the last batch commits with every posting
+ * still waiting; then the record, and the counts from the rows themselves
+ * (batches a lost connection cut short cannot leave them off). */
+static int pg_commit(void *ud, const sync_record *rec)
+{
+    psync *s = ud;
+    mnemo *m = s->m;
+    mnemo_sync_stats *stats = s->stats;
+    int rc = settle(s);
+    s->final = 1;
+    if (!rc && (pgnpost_pending(s->post) || stats->chunks_removed))
+        begin(s);
     if (!rc)
-        rc = settle(&s);
-    /* The last commit writes every posting still waiting. */
-    s.final = 1;
-    if (!rc && (pgnpost_pending(s.post) || stats->chunks_removed))
-        begin(&s);
-    if (!rc)
-        rc = commit(&s);
+        rc = commit(s);
     if (rc) {
-        rollback(&s);
-        goto done;
+        rollback(s);
+        s->rolled = 1;
+        return rc;
     }
-    {
-        char when[32], ms[32];
-        time_format_iso(started, when);
-        snprintf(ms, sizeof ms, "%.1f", (time_mono() - t0) * 1000.0);
-        char *js = sync_stats_json(stats);
-        const char *p4[4] = {tenant, when, ms, js ? js : "{}"};
-        rc = ps_q(m, "recording the sync",
-               "UPDATE mnemo_corpus SET last_sync_at = $2, last_sync_ms = $3::float8, "
-               "last_sync = $4 WHERE tenant = $1",
-               4, p4, NULL);
-        free(js);
-    }
-    /* Counts from the rows themselves: batches a lost connection cut short
-     * cannot leave them off. */
+    const char *p4[4] = {s->tenant, rec->when, rec->ms, rec->json ? rec->json : "{}"};
+    rc = ps_q(m, "recording the sync",
+              "UPDATE mnemo_corpus SET last_sync_at = $2, last_sync_ms = $3::float8, "
+              "last_sync = $4 WHERE tenant = $1",
+              4, p4, NULL);
     if (!rc && (stats->files_added || stats->files_changed || stats->files_removed ||
                 stats->chunks_removed || stats->rebuilt))
         rc = ps_q(m, "counting chunks",
-               "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t FROM (SELECT count(*) AS n, "
-               "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
-               "WHERE tenant = $1",
-               1, (const char *const[]){tenant}, NULL);
+                  "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t FROM (SELECT count(*) AS n, "
+                  "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
+                  "WHERE tenant = $1",
+                  1, (const char *const[]){s->tenant}, NULL);
     /* Fresh statistics after a large change, so that the planner reads
      * candidates' rows by id rather than scanning a tenant's. */
     if (!rc && stats->chunks_added + stats->chunks_removed >= 1000) {
@@ -1147,49 +1121,85 @@ int pgstore_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
         if (!rc)
             rc = ps_q(m, "analyzing", "ANALYZE mnemo_files", 0, NULL, NULL);
     }
-    int keyword_done = !rc;
+    return rc;
+}
+
+/* Vectors need pgvector. */
+static const char *pg_no_vectors(void *ud)
+{
+    psync *s = ud;
+    const char *why = NULL;
+    if (pgschema_vectors(s->m, &why))
+        return NULL;
+    return why ? why : "vectors are off";
+}
+
+/* The chunks without a vector of the embedder's identity, and the fixed
+ * texts' vectors (calib.h). */
+static int pg_vectors(void *ud, embedder *e, const mnemo_sync_opts *opts,
+                      mnemo_sync_stats *stats, buf *err)
+{
+    (void)opts;
+    psync *s = ud;
+    mnemo *m = s->m;
+    provider_chunk_identity(m, e, s->ident, sizeof s->ident);
+    int rc = embed_missing(m, s->tenant, e, s->ident, stats);
     if (!rc)
-        rc = embed_phase(m, tenant, stats);
-    /* A new generation replaces the live one in one statement, once its
-     * keyword index is complete (failed embeddings are reported, as for an
-     * update, and done by the next sync); the one it replaced goes at the
-     * next sync, once searches begun on it are done. */
-    if (keyword_done && build) {
+        rc = calib_store(m, s->tenant, e);
+    if (rc) {
+        s->ident[0] = 0;
+        buf_puts(err, m->err.data ? m->err.data : "");
+    }
+    return rc;
+}
+
+/* The identity of the vectors made, and why there are none, in the
+ * corpus row. */
+static int pg_vectors_done(void *ud, int ran, int rc, const char *why)
+{
+    psync *s = ud;
+    buf note;
+    buf_init(&note, 0);
+    if (!ran)
+        buf_puts(&note, why ? why : "");
+    else if (rc)
+        buf_printf(&note, "last embedding failed: %s", why);
+    const char *p[3] = {s->tenant, s->ident, note.data ? note.data : ""};
+    int rc2 = ps_q(s->m, "recording vectors",
+                   "UPDATE mnemo_corpus SET vec_identity = CASE WHEN $2 = '' THEN vec_identity "
+                   "ELSE $2 END, vec_note = $3 WHERE tenant = $1",
+                   3, p, NULL);
+    buf_cleanup(&note);
+    return rc2;
+}
+
+/* A new generation replaces the live one in one statement, once its
+ * keyword index is complete (failed embeddings are reported, as for an
+ * update, and done by the next sync); the one it replaced goes at the next
+ * sync, once searches begun on it are done. */
+static int pg_end(void *ud, int rc, int committed)
+{
+    psync *s = ud;
+    mnemo *m = s->m;
+    if (!committed && !s->rolled)
+        rollback(s);
+    if (committed && s->build) {
         buf keep;
         buf_init(&keep, 0);
         buf_puts(&keep, rc && m->err.data ? m->err.data : "");
+        const char *p[1] = {s->logical};
         int rc2 = ps_q(m, "switching to the new index",
-                    "UPDATE mnemo_live SET previous = live, live = building, building = NULL "
-                    "WHERE tenant = $1 AND building IS NOT NULL",
-                    1, p, NULL);
+                       "UPDATE mnemo_live SET previous = live, live = building, building = NULL "
+                       "WHERE tenant = $1 AND building IS NOT NULL",
+                       1, p, NULL);
         if (rc && !rc2)
             core_error(m, rc, "%s", keep.data ? keep.data : "embedding failed");
         else
             rc = rc2;
         buf_cleanup(&keep);
     }
-done:
-    {
-        buf keep;
-        buf_init(&keep, 0);
-        buf_puts(&keep, m->err.data ? m->err.data : "");
-        ps_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
-        if (rc)
-            core_error(m, rc, "%s", keep.data ? keep.data : "sync failed");
-        else
-            core_clear(m);
-        buf_cleanup(&keep);
-    }
-    buf_cleanup(&s.tsv);
-    buf_cleanup(&s.tmp);
-    buf_cleanup(&s.lc);
-    buf_cleanup(&s.name);
-    buf_cleanup(&s.stem);
-    pw_cleanup(&pw[0]);
-    pw_cleanup(&pw[1]);
-    pgnpost_free(s.post);
-    free(tenant);
-    stats->seconds = time_mono() - t0;
-    return rc;
+    return release(s, rc);
 }
 
+const sync_store pg_sync_store = {pg_begin,   pg_commit,       pg_no_vectors,
+                                  pg_vectors, pg_vectors_done, pg_end};

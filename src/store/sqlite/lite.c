@@ -45,7 +45,7 @@ const backend_ops backend_sqlite = {
     "sqlite",
     lite_open,
     lite_qtok,
-    lite_sync,
+    &lite_sync_store,
     lite_search,
     get_file,
     lite_status_json,

@@ -56,9 +56,10 @@ void lite_unsuspect(mnemo *m);
 /* The query tokenizer for the open index's language (backend_ops.qtok). */
 int lite_qtok(mnemo *m, tok **out);
 
-/* The SQLite backend's operations (backend.h): lite_sync.c, lite_search.c,
- * lite_recall.c, status.c, memlite.c, lite_msearch.c. */
-int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
+/* The SQLite backend's operations (backend.h): lite_sync.c (the steps of
+ * a sync), lite_search.c, lite_recall.c, status.c, memlite.c,
+ * lite_msearch.c. */
+extern const struct sync_store lite_sync_store;
 int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
 int lite_status_json(mnemo *m, int deep, char **out);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);

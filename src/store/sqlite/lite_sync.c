@@ -1,6 +1,7 @@
 /*
- * lite_sync.c - the SQLite backend's sync: the index file as the sink of
- * the shared sync driver (sync.c), in one transaction, then the vectors.
+ * lite_sync.c - the SQLite backend's steps of a sync (sync.h, run by
+ * sync.c's sync_run): the index file as the sink of the walk, in one
+ * transaction, then the vectors.
  *
  * A full build (first index, --force, or changed tokenizer/chunking
  * settings) writes a fresh database beside the old one and renames it over,
@@ -29,10 +30,16 @@
 #include "store/sqlite/recover.h"
 #include "store/sqlite/vectors.h"
 
+/* A sync of the SQLite index: the walk's sink and the steps' state. */
 typedef struct sync_ctx {
     mnemo *m;
-    store *st;
+    store *st;                 /* where the walk writes */
     mnemo_sync_stats *stats;
+    int lock;                  /* the index's write lock */
+    int fresh;                 /* a new index beside the live one, renamed over it */
+    int kind;                  /* what the live file was (STORE_KIND_*), when fresh */
+    char tmp[PATH_MAX + 32];   /* the new index, when fresh */
+    char aside[PATH_MAX + 64]; /* where a damaged live index is kept, else "" */
 } sync_ctx;
 
 /* Names the file being written: the live index, or during a rebuild the
@@ -122,63 +129,6 @@ static int lite_remove(void *ud, const sync_file *f)
 
 static const sync_sink lite_sink = {lite_load,  lite_skip,  lite_touch,
                                     lite_rename, lite_write, lite_remove};
-
-static int record_sync(sync_ctx *c, double started, double t0)
-{
-    char when[32], num[32];
-    time_format_iso(started, when);
-    snprintf(num, sizeof num, "%.1f", (time_mono() - t0) * 1000.0);
-    char *js = sync_stats_json(c->stats);
-    int rc = store_meta_set(c->st, "last_sync_at", when);
-    if (!rc)
-        rc = store_meta_set(c->st, "last_sync_ms", num);
-    if (!rc && js)
-        rc = store_meta_set(c->st, "last_sync", js);
-    free(js);
-    return rc;
-}
-
-/* Embeds the chunks that have no vector, by the provider policy: nothing
- * for "none"; for "auto" a failure becomes stats->embed_warning; for a
- * named provider it is the sync's error. The outcome is kept in meta for
- * `status`. */
-static int embed_phase(mnemo *m, store *st, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
-{
-    char name[32];
-    int explicit_;
-    provider_resolve(m, name, &explicit_);
-    if (strcmp(name, "none") == 0)
-        return MNEMO_OK;
-    buf err;
-    buf_init(&err, 8192);
-    embedder *e = NULL;
-    int rc = provider_embedder(m, name, &e, &err);
-    if (!rc)
-        rc = vectors_sync(m, st, m->db_path, e, opts, stats, &err);
-    if (!rc)
-        rc = mem_embed_missing(m, st, e, &err);
-    char when[32];
-    time_format_iso(time_wall(), when);
-    if (rc) {
-        const char *msg = err.data && err.len ? err.data : errcode_text(rc);
-        store_meta_set(st, "embed_error", msg);
-        store_meta_set(st, "embed_error_at", when);
-        if (explicit_) {
-            core_error(m, rc, "embedding failed, keyword index updated: %s", msg);
-        } else {
-            buf_reset(&m->warn);
-            m->warn.err = 0;
-            buf_printf(&m->warn, "vectors incomplete (%s); keyword search works: %s", name, msg);
-            stats->embed_warning = m->warn.data;
-            rc = MNEMO_OK;
-        }
-    } else {
-        store_meta_set(st, "embed_error", "");
-        store_meta_set(st, "embed_ok_at", when);
-    }
-    buf_cleanup(&err);
-    return rc;
-}
 
 /* Whether NAME (in DIR, beside index BASE) is a temporary file of a build
  * by a process that is gone: "<base>.tmp-<pid>" with a SQLite header
@@ -478,17 +428,28 @@ static int settings_changed(mnemo *m, const char **why)
     return 0;
 }
 
-int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
-{
-    buf err; /* a store's message */
-    buf_init(&err, 16384);
-    mnemo_sync_stats local;
-    if (!stats)
-        stats = &local;
-    memset(stats, 0, sizeof *stats);
-    core_clear(m);
-    double t0 = time_mono(), started = time_wall();
+/* ----------------------------------------------------------------------
+ * The steps of a sync (sync.h)
+ * -------------------------------------------------------------------- */
 
+/* Lets go of C: the lock, and a new index not put in place. */
+static void sync_free(sync_ctx *c, int remove)
+{
+    if (c->fresh) {
+        store_close(c->st);
+        if (remove)
+            remove_temp(c->tmp);
+    }
+    lock_release(c->lock);
+    free(c);
+}
+
+/* Writes into the live index, in one transaction, unless there is none, it
+ * was built with other settings or found damaged, or --force asks for a
+ * new one: that is built beside it (lite_end renames it over). */
+static int lite_begin(mnemo *m, const mnemo_sync_opts *opts, int again, mnemo_sync_stats *stats,
+                      const sync_sink **sink, void **ud)
+{
     char lockpath[PATH_MAX + 8];
     snprintf(lockpath, sizeof lockpath, "%s.lock", m->db_path);
     int lock = lock_acquire(lockpath, (int)cfg_int(m->cfg, CFG_BUSY_TIMEOUT_MS));
@@ -498,16 +459,27 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
                           m->db_path, lockpath);
     if (lock < 0)
         return core_error(m, MNEMO_IO, "cannot lock %s: %s", lockpath, strerror(errno));
-
-    sync_ctx c;
-    memset(&c, 0, sizeof c);
-    c.m = m;
-    c.stats = stats;
+    sync_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        lock_release(lock);
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+    c->m = m;
+    c->stats = stats;
+    c->lock = lock;
+    buf err; /* a store's message */
+    buf_init(&err, 16384);
 
     remove_stale_temps(m->db_path);
     int fresh = opts && opts->force, suspect = lite_suspect(m);
     const char *why = fresh ? "--force" : NULL;
     int rc = MNEMO_OK;
+    if (again) {
+        /* The index is made from the notes: a damaged one is rebuilt
+         * (and kept aside), not patched. */
+        fresh = suspect = 1;
+        why = "the sync found it damaged";
+    }
     if (!fresh && suspect) {
         fresh = 1;
         why = "a search or status found it damaged";
@@ -521,75 +493,55 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
             why = "no index yet";
             rc = MNEMO_OK;
         } else if (rc) {
-            goto done;
+            goto fail;
         } else if (settings_changed(m, &why)) {
             fresh = 1;
         }
     }
     if (!fresh) {
-        c.st = LITE(m)->st;
-        if ((rc = store_begin(c.st))) {
-            db_fail(&c, rc, "starting a transaction");
-            goto done;
+        c->st = LITE(m)->st;
+        if ((rc = store_begin(c->st))) {
+            db_fail(c, rc, "starting a transaction");
+            goto fail;
         }
-        rc = sync_walk(m, &lite_sink, &c, opts, stats);
-        if (!rc && (rc = record_sync(&c, started, t0)))
-            db_fail(&c, rc, "recording the sync");
-        if (!rc && (rc = store_commit(c.st)))
-            db_fail(&c, rc, "committing");
-        if (rc)
-            store_rollback(c.st);
-        else
-            rc = embed_phase(m, c.st, opts, stats);
-        if (rc != MNEMO_CORRUPT)
-            goto done;
-        /* The index is made from the notes: a damaged one is rebuilt
-         * (and kept aside), not patched. */
-        memset(stats, 0, sizeof *stats);
-        memset(&c, 0, sizeof c);
-        c.m = m;
-        c.stats = stats;
-        core_clear(m);
-        fresh = suspect = 1;
-        why = "the sync found it damaged";
-        rc = MNEMO_OK;
+        goto done;
     }
 
     /* Full build beside the live index, then an atomic rename. */
-    int kind, erc = MNEMO_OK, damaged = 0;
-    if ((rc = replaceable(m, (opts && opts->force) || suspect, &kind)))
-        goto done;
-    if (kind == STORE_KIND_OURS) {
+    if ((rc = replaceable(m, (opts && opts->force) || suspect, &c->kind)))
+        goto fail;
+    if (c->kind == STORE_KIND_OURS) {
         /* An index of schema 5 keeps its memories in itself: they move to
          * the memory store (on open) before anything replaces it. A memory
          * store that cannot be opened does not stop a rebuild otherwise. */
         if ((rc = lite_store(m)))
-            goto done;
+            goto fail;
         if (store_legacy_memories(LITE(m)->st)) {
             rc = core_error(m, MNEMO_IO,
                             "the memories in %s could not be moved to the memory store %s "
                             "(%s); the index is left as it is",
                             m->db_path, m->mem_path,
-                            LITE(m)->mem_err.len ? LITE(m)->mem_err.data : "read-only, or the move failed");
-            goto done;
+                            LITE(m)->mem_err.len ? LITE(m)->mem_err.data
+                                                 : "read-only, or the move failed");
+            goto fail;
         }
     }
     store_close(LITE(m)->st);
     LITE(m)->st = NULL;
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", m->db_path, (long)getpid());
+    c->fresh = 1;
+    snprintf(c->tmp, sizeof c->tmp, "%s.tmp-%ld", m->db_path, (long)getpid());
     store_settings set = {cfg_str(m->cfg, CFG_LANGUAGE), (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS),
                           (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP), m->workspace};
-    if ((rc = store_create(tmp, &set, &c.st, &err))) {
+    if ((rc = store_create(c->tmp, &set, &c->st, &err))) {
         core_error(m, rc, "%s", err.len ? err.data : "");
-        goto done;
+        goto fail;
     }
     /* The memory store is shared, not rebuilt: the new index attaches it
      * as the old one did (its vectors are refreshed with the notes'). */
-    if ((rc = store_attach_memories(c.st, m->mem_path, set.language, &err)) &&
+    if ((rc = store_attach_memories(c->st, m->mem_path, set.language, &err)) &&
         rc != MNEMO_CORRUPT) {
         core_error(m, rc, "%s", err.len ? err.data : "");
-        goto cleanup;
+        goto fail;
     }
     if (rc) { /* a damaged memory store stays as it is; notes are rebuilt */
         buf_reset(&m->warn);
@@ -600,48 +552,102 @@ int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats)
     }
     stats->rebuilt = 1;
     stats->rebuild_reason = why;
-    if ((rc = store_begin(c.st))) {
-        db_fail(&c, rc, "starting a transaction");
-    } else {
-        rc = sync_walk(m, &lite_sink, &c, opts, stats);
-        if (!rc && (rc = record_sync(&c, started, t0)))
-            db_fail(&c, rc, "recording the sync");
-        if (!rc && (rc = store_commit(c.st)))
-            db_fail(&c, rc, "committing");
+    if ((rc = store_begin(c->st))) {
+        db_fail(c, rc, "starting a transaction");
+        goto fail;
     }
-    /* A damaged old index is kept aside, and the memories an index of
-     * schema 5 kept in itself are salvaged from it first. */
-    damaged = kind == STORE_KIND_DAMAGED;
-    char aside[PATH_MAX + 64];
-    if (damaged) {
-        char when[32];
-        time_format_iso(time_wall(), when);
-        snprintf(aside, sizeof aside, "%s.damaged-%s", m->db_path, when);
-    }
-    if (!rc && damaged)
-        salvage_old(m, c.st, aside, stats);
-    if (!rc) {
-        vectors_carry_cache(c.st, m->db_path);
-        erc = embed_phase(m, c.st, opts, stats);
-    }
-    if (!rc && (rc = store_finish(c.st)))
-        core_error(m, rc, "cannot finish the new index %s", tmp);
-    store_close(c.st);
-    c.st = NULL;
-    if (!rc)
-        rc = swap_in(m, tmp, damaged ? aside : NULL);
-    if (!rc)
-        lite_unsuspect(m);
-cleanup:
-    store_close(c.st);
-    if (rc)
-        remove_temp(tmp);
-    else
-        rc = erc;
 done:
-    stats->seconds = time_mono() - t0;
-    lock_release(lock);
     buf_cleanup(&err);
+    *sink = &lite_sink;
+    *ud = c;
+    return MNEMO_OK;
+fail:
+    buf_cleanup(&err);
+    sync_free(c, c->st != NULL);
     return rc;
 }
 
+/* Records the sync and commits. A new index also gets the memories a
+ * damaged one of schema 5 kept in itself (salvaged first, before it is
+ * moved aside), and the cached vectors of the live one. */
+static int lite_commit(void *ud, const sync_record *rec)
+{
+    sync_ctx *c = ud;
+    int rc = store_meta_set(c->st, "last_sync_at", rec->when);
+    if (!rc)
+        rc = store_meta_set(c->st, "last_sync_ms", rec->ms);
+    if (!rc && rec->json)
+        rc = store_meta_set(c->st, "last_sync", rec->json);
+    if (rc)
+        return db_fail(c, rc, "recording the sync");
+    if ((rc = store_commit(c->st)))
+        return db_fail(c, rc, "committing");
+    if (!c->fresh)
+        return MNEMO_OK;
+    if (c->kind == STORE_KIND_DAMAGED) {
+        char when[32];
+        time_format_iso(time_wall(), when);
+        snprintf(c->aside, sizeof c->aside, "%s.damaged-%s", c->m->db_path, when);
+        salvage_old(c->m, c->st, c->aside, c->stats);
+    }
+    vectors_carry_cache(c->st, c->m->db_path);
+    return MNEMO_OK;
+}
+
+/* The chunks and memories without a vector. */
+static int lite_vectors(void *ud, embedder *e, const mnemo_sync_opts *opts,
+                        mnemo_sync_stats *stats, buf *err)
+{
+    sync_ctx *c = ud;
+    int rc = vectors_sync(c->m, c->st, c->m->db_path, e, opts, stats, err);
+    if (!rc)
+        rc = mem_embed_missing(c->m, c->st, e, err);
+    return rc;
+}
+
+/* The vectors' outcome in meta, for `status`. */
+static int lite_vectors_done(void *ud, int ran, int rc, const char *why)
+{
+    sync_ctx *c = ud;
+    if (!ran)
+        return MNEMO_OK;
+    char when[32];
+    time_format_iso(time_wall(), when);
+    if (rc) {
+        store_meta_set(c->st, "embed_error", why);
+        store_meta_set(c->st, "embed_error_at", when);
+    } else {
+        store_meta_set(c->st, "embed_error", "");
+        store_meta_set(c->st, "embed_ok_at", when);
+    }
+    return MNEMO_OK;
+}
+
+/* A new index committed is finished and put in place; the live one's
+ * transaction is rolled back when the walk or commit failed, and a damaged
+ * live index asks for a new one. */
+static int lite_end(void *ud, int rc, int committed)
+{
+    sync_ctx *c = ud;
+    mnemo *m = c->m;
+    if (!c->fresh) {
+        if (!committed)
+            store_rollback(c->st);
+        sync_free(c, 0);
+        return rc == MNEMO_CORRUPT ? SYNC_AGAIN : rc;
+    }
+    int krc = committed ? MNEMO_OK : rc; /* the keyword index's */
+    if (!krc && (krc = store_finish(c->st)))
+        core_error(m, krc, "cannot finish the new index %s", c->tmp);
+    store_close(c->st);
+    c->st = NULL;
+    if (!krc)
+        krc = swap_in(m, c->tmp, c->aside[0] ? c->aside : NULL);
+    if (!krc)
+        lite_unsuspect(m);
+    sync_free(c, krc != MNEMO_OK);
+    return krc ? krc : rc;
+}
+
+const sync_store lite_sync_store = {lite_begin,  lite_commit,       NULL,
+                                    lite_vectors, lite_vectors_done, lite_end};

@@ -13,6 +13,7 @@
  * snapshot is written beside the store, memoryBackups kept.
  */
 #include "engine/backend.h"
+#include "engine/sync.h"
 #include "store/sqlite/lite.h"
 #include "store/sqlite/lite_filter.h"
 #include "store/sqlite/memlite.h"
@@ -73,7 +74,7 @@ int memlite_open(mnemo *m)
     /* No index yet: build it (memories are searched beside notes). */
     core_clear(m);
     mnemo_sync_stats st;
-    if ((rc = m->be->sync(m, NULL, &st)))
+    if ((rc = sync_run(m, m->be->sync, NULL, &st)))
         return rc;
     return lite_mem(m);
 }
@@ -345,7 +346,7 @@ static int sqlfail(mnemo *m, const char *what)
     return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(LITE(m)->st)));
 }
 
-static sqlite3_stmt *prep(mnemo *m, const char *sql)
+static sqlite3_stmt *prepare(mnemo *m, const char *sql)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(store_db(LITE(m)->st), sql, -1, &st, NULL) != SQLITE_OK) {
@@ -359,7 +360,7 @@ static sqlite3_stmt *prep(mnemo *m, const char *sql)
 /* Runs SQL with ?1 bound to MID and ?2 (if it has one) to T. */
 static int run_mid(mnemo *m, const char *sql, int64_t mid, double t, const char *what)
 {
-    sqlite3_stmt *st = prep(m, sql);
+    sqlite3_stmt *st = prepare(m, sql);
     if (!st)
         return MNEMO_DB;
     sqlite3_bind_int64(st, 1, mid);
@@ -381,7 +382,7 @@ static void bind_time(sqlite3_stmt *st, int i, double t)
 static int history(mnemo *m, const char *id, const char *event, const char *old_text,
                    const char *new_text, double at, const char *detail)
 {
-    sqlite3_stmt *st = prep(m, "INSERT INTO memory_history(memory_id, event, old_text, new_text, "
+    sqlite3_stmt *st = prepare(m, "INSERT INTO memory_history(memory_id, event, old_text, new_text, "
                                "at, detail) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
     if (!st)
         return MNEMO_DB;
@@ -404,7 +405,7 @@ static int fts_update(mnemo *m, int64_t mid, const char *old_text, const char *n
 {
     sqlite3_stmt *st;
     if (old_text) {
-        if (!(st = prep(m, "INSERT INTO memories_fts(memories_fts, rowid, text) "
+        if (!(st = prepare(m, "INSERT INTO memories_fts(memories_fts, rowid, text) "
                            "VALUES('delete', ?1, ?2)")))
             return MNEMO_DB;
         sqlite3_bind_int64(st, 1, mid);
@@ -415,7 +416,7 @@ static int fts_update(mnemo *m, int64_t mid, const char *old_text, const char *n
             return sqlfail(m, "updating the memory index");
     }
     if (new_text) {
-        if (!(st = prep(m, "INSERT INTO memories_fts(rowid, text) VALUES(?1, ?2)")))
+        if (!(st = prepare(m, "INSERT INTO memories_fts(rowid, text) VALUES(?1, ?2)")))
             return MNEMO_DB;
         sqlite3_bind_int64(st, 1, mid);
         sqlite3_bind_text(st, 2, new_text, -1, SQLITE_STATIC);
@@ -433,7 +434,7 @@ static int load(mnemo *m, const char *id, int lock, json_t **out, int64_t *mid)
 {
     (void)lock;
     *out = NULL;
-    sqlite3_stmt *st = prep(m, "SELECT " MEM_COLS " FROM memories m WHERE m.id = ?1");
+    sqlite3_stmt *st = prepare(m, "SELECT " MEM_COLS " FROM memories m WHERE m.id = ?1");
     if (!st)
         return MNEMO_DB;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -457,7 +458,7 @@ static int find_duplicate(mnemo *m, const char *hash, const char *user, const ch
                           const char *run, char id[64])
 {
     id[0] = 0;
-    sqlite3_stmt *st = prep(m, "SELECT id FROM memories WHERE hash = ?1 AND user_id = ?2 AND "
+    sqlite3_stmt *st = prepare(m, "SELECT id FROM memories WHERE hash = ?1 AND user_id = ?2 AND "
                                "agent_id = ?3 AND run_id = ?4 AND deleted_at IS NULL");
     if (!st)
         return MNEMO_DB;
@@ -476,7 +477,7 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
 {
     mem_row r;
     mem_fields_row(m, f, id, now, &r);
-    sqlite3_stmt *st = prep(m, "INSERT INTO memories(id, text, hash, category, importance, type, "
+    sqlite3_stmt *st = prepare(m, "INSERT INTO memories(id, text, hash, category, importance, type, "
                                "subject, user_id, agent_id, run_id, metadata, triggers, "
                                "created_at, updated_at, expires_at, confirmations, "
                                "last_confirmed_at, deleted_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, "
@@ -552,7 +553,7 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                       double importance, int set_expires, const char *old_text, double now)
 {
     (void)id;
-    sqlite3_stmt *st = prep(
+    sqlite3_stmt *st = prepare(
         m, "UPDATE memories SET text = coalesce(?2, text), hash = coalesce(?3, hash), "
            "category = coalesce(?4, category), importance = coalesce(?5, importance), "
            "type = coalesce(?6, type), subject = coalesce(?7, subject), "
@@ -748,7 +749,7 @@ static int purge_backups(mnemo *m, char **ids, size_t n)
 static int count_deleted(mnemo *m, const char *id, size_t *n)
 {
     *n = 0;
-    sqlite3_stmt *st = prep(m, "SELECT count(*) FROM memories WHERE " PURGE_COND);
+    sqlite3_stmt *st = prepare(m, "SELECT count(*) FROM memories WHERE " PURGE_COND);
     if (!st)
         return MNEMO_DB;
     if (id)
@@ -767,7 +768,7 @@ static int purge(mnemo *m, const char *id)
     char **ids = NULL;
     size_t nids = 0, cap = 0;
     int rc = MNEMO_OK;
-    sqlite3_stmt *st = prep(m, "SELECT id FROM memories WHERE " PURGE_COND);
+    sqlite3_stmt *st = prepare(m, "SELECT id FROM memories WHERE " PURGE_COND);
     if (!st)
         return MNEMO_DB;
     if (id)
@@ -796,7 +797,7 @@ static int purge(mnemo *m, const char *id)
         ")",
         "DELETE FROM memories WHERE " PURGE_COND};
     for (size_t i = 0; !rc && i < sizeof sql / sizeof *sql; i++) {
-        if (!(st = prep(m, sql[i]))) {
+        if (!(st = prepare(m, sql[i]))) {
             rc = MNEMO_DB;
             break;
         }
@@ -817,7 +818,7 @@ static int purge(mnemo *m, const char *id)
 static json_t *history_json(mnemo *m, const char *id, int *rc)
 {
     *rc = MNEMO_OK;
-    sqlite3_stmt *st = prep(m, "SELECT event, old_text, new_text, at, detail FROM memory_history "
+    sqlite3_stmt *st = prepare(m, "SELECT event, old_text, new_text, at, detail FROM memory_history "
                                "WHERE memory_id = ?1 ORDER BY hid");
     if (!st) {
         *rc = MNEMO_DB;
@@ -867,7 +868,7 @@ static int select_where(mnemo *m, const mem_opts *o, double now, const char *wha
         buf_printf(&sql, "SELECT %s FROM memories m WHERE %s%s", what, w.data, tail);
         if (buf_err(&sql))
             rc = MNEMO_NOMEM;
-        else if (!(*st = prep(m, sql.data)))
+        else if (!(*st = prepare(m, sql.data)))
             rc = MNEMO_DB;
     }
     if (!rc && (lite_filter_bind(&args, *st, 1) != SQLITE_OK ||
@@ -945,7 +946,7 @@ int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
     sqlite3 *db = store_db(LITE(m)->st);
     /* One snapshot for the whole export. */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-    sqlite3_stmt *st = prep(m, "SELECT " MEM_COLS " FROM memories m ORDER BY m.mid");
+    sqlite3_stmt *st = prepare(m, "SELECT " MEM_COLS " FROM memories m ORDER BY m.mid");
     if (!st)
         rc = MNEMO_DB;
     int s;
