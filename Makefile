@@ -55,7 +55,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/embed/wordpiece.c src/embed/vocab.c src/embed/unigram.c src/embed/pull.c src/embed/gguf.c src/embed/spm.c src/embed/tpool.c src/embed/gemma.c src/embed/bert.c src/embed/embed.c src/embed/curl_dl.c \
           src/embed/embed_http.c \
           src/engine/config.c src/engine/core.c src/engine/walk.c src/engine/prep.c \
-          src/engine/sync.c src/engine/memory.c src/engine/msearch.c src/engine/mrecall.c \
+          src/engine/sync.c src/engine/memory.c src/engine/mport.c src/engine/msearch.c src/engine/mrecall.c \
           src/engine/provider.c src/engine/calib.c src/engine/rank.c src/engine/recall.c src/engine/results.c \
           src/engine/search.c src/engine/allsearch.c src/engine/get.c src/engine/watch.c \
           src/store/sqlite/recover.c src/store/sqlite/fts.c src/store/sqlite/lite_filter.c \

@@ -351,14 +351,14 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out)
 /* Not routed: the output is written as it is read, so it cannot run again. */
 int mnemo_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
 {
-    return m->be->memory_export(warn_fresh(m), write, ud, count);
+    return mem_export(warn_fresh(m), m->be->mem, write, ud, count);
 }
 
 int mnemo_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
                         size_t *skipped)
 {
     int rc;
-    BACKEND_CALL(m, BACKEND_WRITE, rc, m->be->memory_import(warn_fresh(m), jsonl, len, imported, skipped));
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_import(warn_fresh(m), m->be->mem, jsonl, len, imported, skipped));
     return rc;
 }
 

@@ -44,9 +44,6 @@ typedef struct backend_ops {
     int (*recall_triggers)(mnemo *m, const char *message, char **out);
     const struct mem_store *mem;        /* the memory operations' storage steps (memory.h) */
     const struct mem_searcher *msearch; /* memory search's and recall's legs (memory.h) */
-    int (*memory_export)(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
-    int (*memory_import)(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                         size_t *skipped);
     int (*memory_recover)(mnemo *m, const char *path, char **out); /* NULL: not here */
     void (*close)(mnemo *m); /* frees what the backend keeps on the handle */
     /* Routing, NULL on a backend of one server: route(m, write) before

@@ -174,6 +174,9 @@ int mem_where_scope_pg(const mem_opts *o, int first, buf *w, int *only);
  * start when the store tries the write again). */
 typedef int (*mem_write_fn)(mnemo *m, void *ud);
 
+/* What export_rows hands each memory to (below). */
+typedef int (*mem_export_fn)(mnemo *m, void *ud, json_t *rec, json_t *hist);
+
 /* A store's steps. Each reads or writes the store and reports its errors
  * on the handle. MID is a memory's row as the store numbers it (SQLite's
  * rowid, PostgreSQL's seq), as load or insert gave it; a store whose steps
@@ -247,6 +250,19 @@ typedef struct mem_store {
     int (*list)(mnemo *m, const mem_opts *o, double now, json_t *list);
     /* How many memories O selects at NOW, into *N. */
     int (*count)(mnemo *m, const mem_opts *o, double now, long long *n);
+    /* Every memory, deleted ones too, from one snapshot, in the order they
+     * were stored: FN(M, UD, REC, HIST) for each, REC its JSON (mem_row_json)
+     * and HIST its history (a JSON array, NULL for none), both handed over;
+     * FN(M, UD, NULL, NULL) first, and again whenever the store starts over
+     * (a read tried again). Stops at FN's first error. */
+    int (*export_rows)(mnemo *m, mem_export_fn fn, void *ud);
+    /* Imports the JSON lines JSONL[0..LEN) (mem_import_each) as one write,
+     * all or nothing: memories whose id is stored, or (live) whose text is
+     * in their scope, are skipped. Counts into *NIN and *NSKIP. */
+    int (*import)(mnemo *m, const char *jsonl, size_t len, size_t *nin, size_t *nskip);
+    /* After an import stored memories: their vectors and a keyword index
+     * kept apart from the rows brought up to date; best effort. */
+    void (*imported)(mnemo *m);
 } mem_store;
 
 /* mnemo_memory_add, _update, _delete, _confirm, _purge, _get, _history
@@ -260,6 +276,11 @@ int mem_purge(mnemo *m, const char *id, const mem_store *st, size_t *purged);
 int mem_get(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_history(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_list(mnemo *m, const char *options, const mem_store *st, char **out);
+
+/* mnemo_memory_export and mnemo_memory_import over store ST (mport.c). */
+int mem_export(mnemo *m, const mem_store *st, mnemo_write_fn write, void *ud, size_t *count);
+int mem_import(mnemo *m, const mem_store *st, const char *jsonl, size_t len, size_t *imported,
+               size_t *skipped);
 
 /* ----------------------------------------------------------------------
  * Search, shared by the backends (msearch.c): each backend finds candidates

@@ -59,8 +59,6 @@ const backend_ops backend_postgres = {
     pgstore_recall_triggers,
     &pg_mem_store,
     &pg_searcher,
-    pgmem_export,
-    pgmem_import,
     NULL,
     pgback_close,
     pgback_route,

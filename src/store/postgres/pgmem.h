@@ -16,8 +16,6 @@
 extern const mem_store pg_mem_store;
 extern const mem_searcher pg_searcher;
 
-int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
-int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size_t *skipped);
 
 /* Frees the memory-side state kept on the handle. */
 void pgmem_close(mnemo *m);

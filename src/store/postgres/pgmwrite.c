@@ -293,6 +293,10 @@ static int purge(mnemo *m, const char *id)
     return rc;
 }
 
+static int export_rows(mnemo *m, mem_export_fn fn, void *ud);
+static int import(mnemo *m, const char *jsonl, size_t len, size_t *nin, size_t *nskip);
+static void imported(mnemo *m);
+
 const mem_store pg_mem_store = {
     .open = NULL,
     .write = in_write,
@@ -311,6 +315,9 @@ const mem_store pg_mem_store = {
     .read_history = pm_read_history,
     .list = pm_list,
     .count = pm_count,
+    .export_rows = export_rows,
+    .import = import,
+    .imported = imported,
 };
 
 /* ----------------------------------------------------------------------
@@ -318,25 +325,22 @@ const mem_store pg_mem_store = {
  * -------------------------------------------------------------------- */
 
 typedef struct export_ctx {
-    mnemo_write_fn write;
+    mem_export_fn fn;
     void *ud;
-    size_t count;
-    mem_skips left; /* rows that cannot be read: import would refuse them */
 } export_ctx;
 
 static int export_tx(mnemo *m, void *ud)
 {
     export_ctx *e = ud;
-    e->count = 0;
-    mem_skips_cleanup(&e->left); /* a transaction tried again starts over */
+    int rc = e->fn(m, e->ud, NULL, NULL); /* a transaction tried again starts over */
     char after[32] = "0";
-    for (;;) {
+    while (!rc) {
         const char *p[2] = {pgconn_tenant(m), after};
         pg_rows *r = NULL;
-        int rc = pm_q(m, "exporting memories",
-                   "SELECT " COLS ", " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 "
-                   "AND m.seq > $2::bigint ORDER BY m.seq LIMIT " EXPORT_PAGE,
-                   2, p, &r);
+        rc = pm_q(m, "exporting memories",
+                  "SELECT " COLS ", " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 "
+                  "AND m.seq > $2::bigint ORDER BY m.seq LIMIT " EXPORT_PAGE,
+                  2, p, &r);
         size_t n = pg_nrows(r);
         for (size_t i = 0; !rc && i < n; i++) {
             json_t *j = pm_row_json(r, i, 0);
@@ -345,44 +349,21 @@ static int export_tx(mnemo *m, void *ud)
                 rc = core_error(m, MNEMO_NOMEM, "out of memory");
                 break;
             }
-            if (mem_skip(&e->left, j)) {
-                json_decref(j);
-                continue;
-            }
-            json_object_set_new(j, "history", pm_history_from_agg(pg_value(r, i, NCOLS)));
-            char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            json_decref(j);
-            if (!line) {
-                rc = core_error(m, MNEMO_NOMEM, "out of memory");
-                break;
-            }
-            size_t len = strlen(line);
-            line[len] = '\n';
-            if (e->write(e->ud, line, len + 1))
-                rc = core_error(m, MNEMO_IO, "export: writing failed");
-            free(line);
-            e->count++;
+            rc = e->fn(m, e->ud, j, pm_history_from_agg(pg_value(r, i, NCOLS)));
         }
         pg_rows_free(r);
-        if (rc || n == 0)
-            return rc;
+        if (n == 0)
+            break;
     }
+    return rc;
 }
 
-int pgmem_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
+/* Every memory with its history, in one snapshot (mem_store.export_rows),
+ * a page of rows a query. */
+static int export_rows(mnemo *m, mem_export_fn fn, void *ud)
 {
-    core_clear(m);
-    if (count)
-        *count = 0;
-    export_ctx e = {write, ud, 0, {NULL}};
-    /* One snapshot for the whole export. */
-    int rc = pm_in_tx(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", export_tx, &e);
-    if (count)
-        *count = e.count;
-    if (!rc)
-        rc = mem_skips_report(m, &e.left, NULL);
-    mem_skips_cleanup(&e.left);
-    return rc;
+    export_ctx e = {fn, ud};
+    return pm_in_tx(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", export_tx, &e);
 }
 
 /* Imported memories go in batches of at most IMPORT_ROWS rows or about
@@ -552,25 +533,24 @@ static int import_tx(mnemo *m, void *ud)
     return rc;
 }
 
-int pgmem_import(mnemo *m, const char *jsonl, size_t len, size_t *imported, size_t *skipped)
+/* In batches, one transaction (mem_store.import). */
+static int import(mnemo *m, const char *jsonl, size_t len, size_t *nin, size_t *nskip)
 {
-    core_clear(m);
     import_ctx ic = {jsonl, len, 0, 0, NULL, NULL, NULL, 0, NULL, 0};
-    /* All or nothing: one transaction. */
     int rc = pm_in_tx(m, "BEGIN", import_tx, &ic);
     json_decref(ic.rows);
     json_decref(ic.hist);
     json_decref(ic.ids);
-    if (!rc && ic.nin)
-        pgmpost_catch_up(m, -1);
-    if (!rc && ic.nin) {
-        vecsetup vs;
-        if (pm_vec_setup(m, &vs))
-            pm_embed_missing(m, &vs); /* best effort */
-    }
-    if (imported)
-        *imported = rc ? 0 : ic.nin;
-    if (skipped)
-        *skipped = rc ? 0 : ic.nskip;
+    *nin = ic.nin;
+    *nskip = ic.nskip;
     return rc;
+}
+
+/* The memories' index, and their vectors (mem_store.imported). */
+static void imported(mnemo *m)
+{
+    pgmpost_catch_up(m, -1);
+    vecsetup vs;
+    if (pm_vec_setup(m, &vs))
+        pm_embed_missing(m, &vs);
 }

@@ -52,8 +52,6 @@ const backend_ops backend_sqlite = {
     lite_recall_triggers,
     &mem_lite_store,
     &mem_lite_searcher,
-    lite_memory_export,
-    lite_memory_import,
     lite_memory_recover,
     lite_close,
     NULL,

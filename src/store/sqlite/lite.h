@@ -67,9 +67,6 @@ int lite_recall_triggers(mnemo *m, const char *message, char **out);
  * search's legs (lite_msearch.c), run by the engine (memory.h). */
 extern const struct mem_store mem_lite_store;
 extern const struct mem_searcher mem_lite_searcher;
-int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count);
-int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                       size_t *skipped);
 int lite_memory_recover(mnemo *m, const char *path, char **out);
 
 #endif

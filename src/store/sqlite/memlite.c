@@ -278,7 +278,7 @@ static void maybe_backup(mnemo *m)
     int rc = f ? MNEMO_OK : MNEMO_IO;
     if (f) {
         fchmod(fileno(f), 0600);
-        rc = lite_memory_export(m, write_file_fn, f, NULL);
+        rc = mem_export(m, &mem_lite_store, write_file_fn, f, NULL);
         if (fflush(f) != 0 || fsync(fileno(f)) != 0)
             rc = rc ? rc : MNEMO_IO;
         if (fclose(f) != 0)
@@ -911,6 +911,10 @@ static int count(mnemo *m, const mem_opts *o, double now, long long *n)
     return rc;
 }
 
+static int export_rows(mnemo *m, mem_export_fn fn, void *ud);
+static int import(mnemo *m, const char *jsonl, size_t len, size_t *nin, size_t *nskip);
+static void imported(mnemo *m);
+
 const mem_store mem_lite_store = {
     .open = memlite_open,
     .write = in_write,
@@ -929,65 +933,39 @@ const mem_store mem_lite_store = {
     .read_history = read_history,
     .list = list,
     .count = count,
+    .export_rows = export_rows,
+    .import = import,
+    .imported = imported,
 };
 
 /* ----------------------------------------------------------------------
  * Export and import
  * -------------------------------------------------------------------- */
 
-int lite_memory_export(mnemo *m, mnemo_write_fn write, void *ud, size_t *count)
+/* Every memory with its history, in one snapshot (mem_store.export_rows). */
+static int export_rows(mnemo *m, mem_export_fn fn, void *ud)
 {
-    core_clear(m);
-    if (count)
-        *count = 0;
-    int rc = memlite_open(m);
-    if (rc)
-        return rc;
     sqlite3 *db = store_db(LITE(m)->st);
-    /* One snapshot for the whole export. */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     sqlite3_stmt *st = prepare(m, "SELECT " MEM_COLS " FROM memories m ORDER BY m.mid");
-    if (!st)
-        rc = MNEMO_DB;
-    int s;
-    mem_skips sk = {0};
+    int rc = st ? fn(m, ud, NULL, NULL) : MNEMO_DB, s = SQLITE_DONE;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *j = mem_json(st, 0);
         if (!j) {
-            rc = MNEMO_NOMEM;
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
             break;
-        }
-        if (mem_skip(&sk, j)) { /* import would refuse it: left out, and said */
-            json_decref(j);
-            continue;
         }
         json_t *h = history_json(m, json_string_value(json_object_get(j, "id")), &rc);
         if (rc) {
             json_decref(j);
             break;
         }
-        json_object_set_new(j, "history", h ? h : json_array());
-        char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(j);
-        if (!line) {
-            rc = MNEMO_NOMEM;
-            break;
-        }
-        size_t n = strlen(line);
-        line[n] = '\n';
-        if (write(ud, line, n + 1))
-            rc = core_error(m, MNEMO_IO, "export: writing failed");
-        free(line);
-        if (count)
-            (*count)++;
+        rc = fn(m, ud, j, h);
     }
     if (!rc && s != SQLITE_DONE)
         rc = sqlfail(m, "exporting memories");
     sqlite3_finalize(st);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    if (!rc)
-        rc = mem_skips_report(m, &sk, NULL);
-    mem_skips_cleanup(&sk);
     return rc;
 }
 
@@ -1029,25 +1007,21 @@ static int lite_import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t
     return rc;
 }
 
-int lite_memory_import(mnemo *m, const char *jsonl, size_t len, size_t *imported,
-                       size_t *skipped)
+/* The lines one by one, in one write (mem_store.import). */
+static int import(mnemo *m, const char *jsonl, size_t len, size_t *nin, size_t *nskip)
 {
-    core_clear(m);
     lite_import li = {0, 0};
     writer w = {-1, 0};
     int rc = write_begin(m, &w);
     if (!rc)
         rc = mem_import_each(m, jsonl, len, lite_import_line, &li);
     rc = write_end(m, &w, rc);
-    size_t nin = li.nin, nskip = li.nskip;
-    if (!rc && nin)
-        mem_embed_pending(m); /* best effort; the next sync does the rest */
-    if (imported)
-        *imported = rc ? 0 : nin;
-    if (skipped)
-        *skipped = rc ? 0 : nskip;
+    *nin = li.nin;
+    *nskip = li.nskip;
     return rc;
 }
+
+static void imported(mnemo *m) { mem_embed_pending(m); }
 
 /* ----------------------------------------------------------------------
  * Recovery
