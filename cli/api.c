@@ -270,10 +270,11 @@ json_t *api_excerpt_json(const mnemo_excerpt *e)
     json_object_set_new(o, "totalLines", json_integer(e->total_lines));
     json_object_set_new(o, "truncated", json_boolean(e->truncated));
     if (e->truncated) {
-        char hint[512];
+        char hint[8192], word[4096];
         snprintf(hint, sizeof hint,
                  "lines %d-%d of %d shown; continue with: mnemo get %s --from %d", e->from,
-                 e->to, e->total_lines, e->path, e->next_from);
+                 e->to, e->total_lines, cli_shell_word(e->path, word, sizeof word),
+                 e->next_from);
         json_object_set_new(o, "nextFrom", json_integer(e->next_from));
         json_object_set_new(o, "hint", jstr(hint));
     }
@@ -313,8 +314,8 @@ static int op_get(mnemo *m, json_t *args, char **out, char **err)
     if (path && !strncmp(path, "memory://", 9))
         return get_fact(m, path, out, err);
     mnemo_excerpt e;
-    int rc = mnemo_get(m, path, f ? (int)json_integer_value(f) : 1,
-                       l ? (int)json_integer_value(l) : 120, &e);
+    int rc = mnemo_get(m, path, f ? (int)json_integer_value(f) : 0,
+                       l ? (int)json_integer_value(l) : 0, &e);
     if (rc)
         return fail(m, rc, err);
     rc = reply_json(api_excerpt_json(&e), out);
@@ -586,12 +587,13 @@ static const api_op ops[] = {
      0, "POST /v1/search", 200},
 
     {"get", op_get,
-     OBJ("\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"a result's path: a "
-         "memory file relative to the workspace, or memory://id for a stored fact\"},"
+     OBJ("\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"a result's "
+         "citation (path#Lstart-Lend, path#Lline, path:from:count) or path: a memory file "
+         "relative to the workspace, or memory://id for a stored fact\"},"
          "\"from\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1073741824,"
-         "\"description\":\"first line to read (default 1)\"},"
+         "\"description\":\"first line to read (default: the citation's, else 1)\"},"
          "\"lines\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,"
-         "\"description\":\"how many lines (default 120)\"}",
+         "\"description\":\"how many lines (default: the citation's, else 120)\"}",
          "\"path\""),
      OUT("\"path\":{\"type\":\"string\"},\"from\":{\"type\":\"integer\"},"
          "\"to\":{\"type\":\"integer\"},\"totalLines\":{\"type\":\"integer\"},"

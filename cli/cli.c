@@ -392,3 +392,31 @@ const char *cli_shown(const char *v)
     return v && mnemo_secret_kind(v, strlen(v)) ? "(a value that looks like a credential, not shown)"
                                                 : v;
 }
+
+char *cli_shell_word(const char *s, char *out, size_t n)
+{
+    if (!n)
+        return out;
+    int plain = *s != 0;
+    for (const char *p = s; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                (*p >= '0' && *p <= '9') || strchr("_./:@%+=,-", *p);
+    if (plain) {
+        snprintf(out, n, "%s", s);
+        return out;
+    }
+    size_t o = 0;
+    out[o++] = '\'';
+    for (const char *p = s; *p && o + 6 < n; p++) {
+        if (*p == '\'') {
+            memcpy(out + o, "'\\''", 4);
+            o += 4;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    if (o + 1 < n)
+        out[o++] = '\'';
+    out[o < n ? o : n - 1] = 0;
+    return out;
+}

@@ -25,7 +25,7 @@ int cmd_get(int argc, char **argv)
         cli_error("get: expected one PATH (usage: mnemo get PATH [--from N] [--lines M])");
         return EXIT_USAGE;
     }
-    int from = 1, lines = 120, json = a.val[2] != NULL;
+    int from = 0, lines = 0, json = a.val[2] != NULL; /* 0: the citation's, else the defaults */
     if (a.val[0] && (code = cli_int(a.val[0], "from", 1, 1 << 30, &from)))
         return code;
     if (a.val[1] && (code = cli_int(a.val[1], "lines", 1, 1 << 20, &lines)))
@@ -64,11 +64,11 @@ int cmd_get(int argc, char **argv)
         mnemo_close(m);
         return code;
     }
-    char hint[512] = "";
+    char hint[8192] = "", word[4096];
     if (e.truncated)
         snprintf(hint, sizeof hint,
                  "lines %d-%d of %d shown; continue with: mnemo get %s --from %d", e.from, e.to,
-                 e.total_lines, e.path, e.next_from);
+                 e.total_lines, cli_shell_word(e.path, word, sizeof word), e.next_from);
     if (json) {
         json_t *j = api_excerpt_json(&e);
         char *t = api_dump(j);

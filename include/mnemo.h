@@ -348,8 +348,11 @@ typedef struct mnemo_excerpt {
  * memory file, stopping early at 12,000 characters. PATH is relative to the
  * workspace or absolute; it must name a regular file inside the memory roots
  * (MEMORY.md, USER.md, memory/, extra paths) after resolving symlinks:
- * otherwise MNEMO_DENIED. MNEMO_NOTFOUND when missing. On success fill OUT,
- * released with mnemo_excerpt_cleanup(). */
+ * otherwise MNEMO_DENIED. MNEMO_NOTFOUND when missing. PATH may also be a
+ * citation as results give it, naming its lines: "path#Lx-Ly", "path#Lx"
+ * (that line), "path:FROM:COUNT" or "path:FROM" (a file of that very name
+ * is read whole instead); FROM and LINES, when > 0, take precedence. On
+ * success fill OUT, released with mnemo_excerpt_cleanup(). */
 MNEMO_API int mnemo_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
 MNEMO_API void mnemo_excerpt_cleanup(mnemo_excerpt *e);
 

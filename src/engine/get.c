@@ -79,6 +79,69 @@ static void excerpt_cleanup(mnemo_excerpt *e)
 
 void mnemo_excerpt_cleanup(mnemo_excerpt *e) { excerpt_cleanup(e); }
 
+/* The number at *S (decimal, 1 to 2^30), S moved past it; 0 when none. */
+static int line_number(const char **s)
+{
+    long v = 0;
+    const char *p = *s;
+    while (*p >= '0' && *p <= '9' && v <= (1L << 30))
+        v = v * 10 + (*p++ - '0');
+    if (p == *s || v < 1 || v > (1L << 30))
+        return 0;
+    *s = p;
+    return (int)v;
+}
+
+/* Whether S ends in a citation's lines, as results and other tools give
+ * them: "#Lx-Ly" (or "#Lx-y"), "#Lx" (that line), ":FROM:COUNT" or
+ * ":FROM". The path's length into *PLEN, the lines into *FROM and *LINES
+ * (0: to the default), or -1 when the lines run backwards. */
+static int citation(const char *s, size_t *plen, int *from, int *lines)
+{
+    const char *h = strrchr(s, '#');
+    if (h && h > s && h[1] == 'L') {
+        const char *p = h + 2;
+        int a = line_number(&p), b = a;
+        if (a && *p == '-') {
+            p += 1 + (p[1] == 'L');
+            b = line_number(&p);
+        }
+        if (a && b && !*p) {
+            *plen = (size_t)(h - s);
+            *from = a;
+            *lines = b >= a ? b - a + 1 : -1;
+            return 1;
+        }
+    }
+    const char *c = strrchr(s, ':');
+    if (!c || c == s)
+        return 0;
+    const char *p = c + 1;
+    int n = line_number(&p);
+    if (!n || *p)
+        return 0;
+    /* PATH:FROM:COUNT when the part before is PATH:FROM too. */
+    const char *c2 = c - 1;
+    while (c2 > s && *c2 >= '0' && *c2 <= '9')
+        c2--;
+    if (c2 > s && *c2 == ':' && c2 + 1 < c) {
+        p = c2 + 1;
+        int f = line_number(&p);
+        if (f && p == c) {
+            *plen = (size_t)(c2 - s);
+            *from = f;
+            *lines = n;
+            return 1;
+        }
+    }
+    *plen = (size_t)(c - s);
+    *from = n;
+    *lines = 0;
+    return 1;
+}
+
+static int get_lines(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out);
+
 int get_file(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
 {
     memset(out, 0, sizeof *out);
@@ -88,6 +151,32 @@ int get_file(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *ou
     if (strlen(path) >= PATH_MAX)
         return core_error(m, MNEMO_INVALID, "path too long (%zu bytes; at most %d)",
                           strlen(path), PATH_MAX - 1);
+    /* A citation names a file and its lines, unless a file has that very
+     * name. */
+    size_t plen;
+    int cfrom, clines;
+    if (!citation(path, &plen, &cfrom, &clines))
+        return get_lines(m, path, from, nlines, out);
+    char *abs = walk_abs(m->workspace, path);
+    struct stat st;
+    int literal = abs && lstat(abs, &st) == 0;
+    free(abs);
+    if (literal)
+        return get_lines(m, path, from, nlines, out);
+    if (clines < 0)
+        return core_error(m, MNEMO_INVALID, "%s: the lines of the citation run backwards",
+                          path);
+    char *file = strndup(path, plen);
+    if (!file)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    int rc = get_lines(m, file, from > 0 ? from : cfrom, nlines > 0 ? nlines : clines, out);
+    free(file);
+    return rc;
+}
+
+/* Lines FROM.. (NLINES of them) of the memory file PATH. */
+static int get_lines(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
+{
     if (from <= 0)
         from = 1;
     if (nlines <= 0)

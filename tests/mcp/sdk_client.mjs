@@ -51,6 +51,13 @@ check(!r.isError, "memory_search ok", r);
 check(r.structuredContent?.results?.[0]?.citation?.startsWith("MEMORY.md#L"), "search cites MEMORY.md", r.structuredContent);
 check(r.content?.[0]?.type === "text" && r.content[0].text.includes("zephyr"), "search text", r.content);
 
+// Every citation a search gives reads back exactly its lines.
+for (const hit of r.structuredContent.results.filter((h) => h.kind === "note")) {
+  const g = await client.callTool({ name: "memory_get", arguments: { path: hit.citation } });
+  check(!g.isError && g.structuredContent.path === hit.path && g.structuredContent.from === hit.startLine &&
+    g.structuredContent.to === hit.endLine, `memory_get ${hit.citation}`, g);
+}
+
 r = await client.callTool({ name: "memory_get", arguments: { path: "MEMORY.md", from: 1, lines: 2 } });
 check(!r.isError && r.structuredContent.from === 1 && r.structuredContent.to === 2, "memory_get", r);
 

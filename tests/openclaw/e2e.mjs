@@ -603,6 +603,9 @@ async function gatewayA() {
     r = await gw.invoke("memory_get", { path: "memory/2026-11-29.md", from: 3, lines: 1 });
     check(r.details?.status === "ok" && r.details?.text?.includes("zephyr quokka lantern 4711") && r.details?.from === 3 && r.details?.lines === 1 &&
       r.details?.truncated === true && r.details?.nextFrom === 4, "memory_get: status ok, text, from, lines, truncated, nextFrom", r.details);
+    r = await gw.invoke("memory_get", { path: "memory/2026-11-29.md#L3-L3" });
+    check(r.details?.status === "ok" && r.details?.text?.includes("zephyr quokka lantern 4711") && r.details?.from === 3 && r.details?.lines === 1,
+      "memory_get of a citation (path#L3-L3): those lines", r.details);
     r = await gw.invoke("memory_get", { path: "memory/1999-01-01.md" });
     check(r.details?.status === "not_found" && r.details?.text === "", "memory_get of a missing note: status not_found", r.details);
     r = await gw.invoke("memory_get", { path: "../../etc/passwd" });
