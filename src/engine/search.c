@@ -40,23 +40,17 @@
 #include "util/utf8.h"
 
 #define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
-/* Vector score: v = (z - Z_FLOOR) / Z_SPAN, clamped to 0..1, z how far the
- * cosine stands out from unrelated text (calib.h), the fixed texts weighing
- * as Z_PRIOR of the index's vectors. With too few values
+/* Vector score (the constants CALIB_NOTE_* in calib.h): v = (z - FLOOR) /
+ * SPAN, clamped to 0..1, z how far the cosine stands out from unrelated
+ * text, the fixed texts weighing as PRIOR of the index's vectors. With too few values
  * for a spread, v = (cos - rest) / (1 - rest), rest the others' mean: on
  * the scale of cosines, which keeps a model's near-ties low.
  *
  * The best of N unrelated entries stands further out the larger N is (the
  * largest of N normal values is near sqrt(2 ln N) deviations), so the
  * threshold, not the ranking, asks a vector-only hit in an index of more
- * than Z_ROWS vectors for that much more: its gate is v with z lowered by
- * sqrt(2 ln N) - sqrt(2 ln Z_ROWS). The constants above were set at
- * Z_ROWS. */
-#define Z_FLOOR 2.5
-#define Z_SPAN 3.0
-#define Z_ROWS 500.0
-#define Z_PRIOR 2000.0 /* about 200 notes' entries */
-
+ * than ROWS vectors for that much more: its gate is v with z lowered by
+ * sqrt(2 ln N) - sqrt(2 ln ROWS). */
 typedef search_cand cand;
 
 static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
@@ -65,11 +59,13 @@ static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 static double vec_score(const search_vstats *vs, double cs, double *gate)
 {
     double z, rest, v, n = (double)vs->null.n;
-    if (calib_z(&vs->null, cs, Z_PRIOR, &z, &rest)) {
-        v = clamp01((z - Z_FLOOR) / Z_SPAN);
-        double lift = n > Z_ROWS ? sqrt(2 * log(n)) - sqrt(2 * log(Z_ROWS)) : 0;
+    if (calib_z(&vs->null, cs, CALIB_NOTE_PRIOR, &z, &rest)) {
+        v = clamp01((z - CALIB_NOTE_Z_FLOOR) / CALIB_NOTE_Z_SPAN);
+        double lift = n > CALIB_NOTE_Z_ROWS
+                          ? sqrt(2 * log(n)) - sqrt(2 * log(CALIB_NOTE_Z_ROWS))
+                          : 0;
         if (gate)
-            *gate = clamp01((z - lift - Z_FLOOR) / Z_SPAN);
+            *gate = clamp01((z - lift - CALIB_NOTE_Z_FLOOR) / CALIB_NOTE_Z_SPAN);
         return v;
     }
     v = clamp01(n > 1 && rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0);
