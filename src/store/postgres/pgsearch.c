@@ -13,6 +13,7 @@
 #include "engine/provider.h"
 #include "engine/rank.h"
 #include "engine/search.h"
+#include "engine/topk.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgnpost.h"
 #include "store/postgres/pgschema.h"
@@ -1218,26 +1219,17 @@ int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mn
         goto done;
     }
     /* Keyword candidates: the best POOL by BM25 (the vector candidates'
-     * rows came along and are scored on demand). */
-    for (size_t i = 0; i < s.nhits; i++)
-        all[n++] = (search_cand){.chunk_id = s.hits[i].id,
-                                 .raw = ps_hit_bm25(&s, &s.hits[i]),
-                                 .vec = -1};
-    /* Only the pool: rows beyond it were asked for as vector candidates. */
-    if (n > pool) {
-        /* Keep the POOL best as the SQLite heap does (score, then id). */
-        for (size_t i = 1; i < n; i++) {
-            search_cand x = all[i];
-            size_t j = i;
-            while (j > 0 && (all[j - 1].raw < x.raw ||
-                             (all[j - 1].raw == x.raw && all[j - 1].chunk_id > x.chunk_id))) {
-                all[j] = all[j - 1];
-                j--;
-            }
-            all[j] = x;
-        }
-        n = pool;
+     * rows came along and are scored on demand), as SQLite's (topk.h). */
+    topk best;
+    if (topk_init(&best, pool)) {
+        rc = MNEMO_NOMEM;
+        goto done;
     }
+    for (size_t i = 0; i < s.nhits; i++)
+        topk_offer(&best, ps_hit_bm25(&s, &s.hits[i]), s.hits[i].id);
+    for (size_t i = 0; i < best.n; i++)
+        all[n++] = (search_cand){.chunk_id = best.v[i].id, .raw = best.v[i].score, .vec = -1};
+    topk_cleanup(&best);
     for (size_t i = 0; i < nvids; i++)
         all[n++] = (search_cand){.chunk_id = vids[i], .raw = -1};
     n = search_cands_union(all, n);

@@ -1,6 +1,6 @@
 /*
  * lite_search.c - searching notes on SQLite: the BM25 leg over chunks_fts
- * (a min-heap keeps the best rows), the file-name legs over files_fts, the
+ * (topk.h keeps the best rows), the file-name legs over files_fts, the
  * vector leg over the mapped vectors file, and the rows they come from,
  * handed to the shared ranking (search_rank, search.c) through search_io.
  */
@@ -14,6 +14,7 @@
 #include "text/query.h"
 #include "engine/rank.h"
 #include "engine/search.h"
+#include "engine/topk.h"
 #include "util/time.h"
 #include "store/sqlite/vectors.h"
 
@@ -21,63 +22,6 @@
 
 typedef search_cand cand;
 typedef search_file_hits file_hits;
-
-/* ----------------------------------------------------------------------
- * Candidate pool: a min-heap on BM25 keeps the best POOL rows
- * -------------------------------------------------------------------- */
-
-typedef struct pool {
-    cand *v;
-    size_t n, cap;
-} pool;
-
-static int worse(const cand *a, const cand *b)
-{
-    if (a->raw != b->raw)
-        return a->raw < b->raw;
-    return a->chunk_id > b->chunk_id;
-}
-
-static void heap_down(pool *p, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < p->n && worse(&p->v[l], &p->v[m]))
-            m = l;
-        if (r < p->n && worse(&p->v[r], &p->v[m]))
-            m = r;
-        if (m == i)
-            return;
-        cand t = p->v[i];
-        p->v[i] = p->v[m];
-        p->v[m] = t;
-        i = m;
-    }
-}
-
-static void heap_up(pool *p, size_t i)
-{
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!worse(&p->v[i], &p->v[parent]))
-            return;
-        cand t = p->v[i];
-        p->v[i] = p->v[parent];
-        p->v[parent] = t;
-        i = parent;
-    }
-}
-
-static void pool_offer(pool *p, const cand *c)
-{
-    if (p->n < p->cap) {
-        p->v[p->n] = *c;
-        heap_up(p, p->n++);
-    } else if (worse(&p->v[0], c)) {
-        p->v[0] = *c;
-        heap_down(p, 0);
-    }
-}
 
 /* ----------------------------------------------------------------------
  * Legs
@@ -108,7 +52,7 @@ static corpus corpus_of(const char *name)
 
 /* BM25 over chunks: mnemo_phrases() gathers the matching rows' term
  * frequencies and lengths, the scores are computed here. */
-static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, search_bm25 *bm)
+static int content_leg(mnemo *m, const query *q, const corpus *cp, topk *p, search_bm25 *bm)
 {
     fts_rank *r = store_rank(LITE(m)->st);
     fts_rank_reset(r, q->nphrase);
@@ -139,9 +83,7 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, sear
     for (size_t i = 0; i < h->n; i++) {
         if ((h->mask[i] & q->required) != q->required)
             continue;
-        cand c = {.chunk_id = h->id[i], .raw = bm25_score(&r->hits, i, w, bm->idf, bm->k1, bm->b),
-                  .vec = -1};
-        pool_offer(p, &c);
+        topk_offer(p, bm25_score(&r->hits, i, w, bm->idf, bm->k1, bm->b), h->id[i]);
     }
     double s = 0;
     for (int i = 0; i < q->npositive && i < h->np; i++)
@@ -504,7 +446,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
     tok *t = NULL;
     query q;
     memset(&q, 0, sizeof q);
-    pool p = {0};
+    topk p = {0};
     file_hits fh = {0};
     cand *all = NULL;
     vleg vl;
@@ -530,12 +472,8 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     }
 
-    p.cap = search_pool_size(m, opts);
-    p.v = malloc(p.cap * sizeof *p.v);
-    if (!p.v) {
-        rc = MNEMO_NOMEM;
+    if ((rc = topk_init(&p, search_pool_size(m, opts))))
         goto done;
-    }
     search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
     corpus cp = corpus_of(opts ? opts->corpus : NULL);
     vector_start(m, qt.data, &vl);
@@ -571,7 +509,7 @@ int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
         goto done;
     }
     for (size_t i = 0; i < p.n; i++)
-        all[n++] = p.v[i];
+        all[n++] = (cand){.chunk_id = p.v[i].id, .raw = p.v[i].score, .vec = -1};
     for (size_t i = 0; i < vl.nmatches; i++)
         all[n++] = (cand){.chunk_id = vl.matches[i].chunk_id, .raw = -1};
     n = search_cands_union(all, n);
@@ -593,7 +531,7 @@ done:
     vleg_cleanup(&vl);
     free(all);
     search_file_hits_cleanup(&fh);
-    free(p.v);
+    topk_cleanup(&p);
     query_cleanup(&q);
     buf_cleanup(&qt);
     if (rc) {
