@@ -59,9 +59,10 @@ int lite_qtok(mnemo *m, tok **out);
 /* The SQLite backend's operations (backend.h): lite_sync.c, lite_search.c,
  * lite_recall.c, status.c, memlite.c, lite_msearch.c. */
 int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
-int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
 int lite_status_json(mnemo *m, int deep, char **out);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);
+/* Note search's legs (lite_search.c), run by the engine (search.h). */
+extern const struct search_store lite_notes;
 /* The storage steps of the memory operations (memlite.c) and memory
  * search's legs (lite_msearch.c), run by the engine (memory.h). */
 extern const struct mem_store mem_lite_store;
