@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/rank.h"
+#include "engine/topk.h"
 #include "util/hash.h"
 #include "test.h"
 #include "util/utf8.h"
@@ -276,6 +277,59 @@ TEST(rank_trigger_recall_caps)
     ASSERT(strlen(out) <= 1800);
     mnemo_free(out);
     mnemo_close(m);
+}
+
+static int by_score_then_id(const void *a, const void *b)
+{
+    const topk_item *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+TEST(rank_topk_keeps_the_best_by_score_then_id)
+{
+    /* The keyword pools of both backends are cut by topk.h: the K kept must
+     * be the first K of a full sort by score (descending), then id, with
+     * many ties, and each kept row's slot must hold that row. */
+    enum { N = 5000 };
+    static topk_item all[N], ref[N];
+    static int64_t payload[N];
+    size_t caps[] = {0, 1, 7, 200, N - 1, N, N + 10};
+    unsigned x = 777;
+    for (size_t i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        all[i].id = (int64_t)((x >> 8) % 1000003) * N + (int64_t)i; /* unique, unordered */
+        all[i].score = (double)((x >> 4) % 50) / 7.0;                /* many ties */
+        ref[i] = all[i];
+    }
+    qsort(ref, N, sizeof *ref, by_score_then_id);
+    for (size_t c = 0; c < sizeof caps / sizeof *caps; c++) {
+        topk k;
+        ASSERT_OK(topk_init(&k, caps[c]));
+        for (size_t i = 0; i < N; i++) {
+            size_t slot = topk_offer(&k, all[i].score, all[i].id);
+            if (slot != TOPK_NONE) {
+                ASSERT(slot < caps[c]);
+                payload[slot] = all[i].id;
+            }
+        }
+        size_t want = caps[c] < N ? caps[c] : N;
+        ASSERT_EQ(k.n, want);
+        topk_item *got = malloc((want ? want : 1) * sizeof *got);
+        ASSERT(got != NULL);
+        for (size_t i = 0; i < k.n; i++) {
+            ASSERT_EQ(payload[k.v[i].slot], k.v[i].id);
+            got[i] = k.v[i];
+        }
+        qsort(got, want, sizeof *got, by_score_then_id);
+        for (size_t i = 0; i < want; i++) {
+            ASSERT_EQ(got[i].id, ref[i].id);
+            ASSERT(got[i].score == ref[i].score);
+        }
+        free(got);
+        topk_cleanup(&k);
+    }
 }
 
 TEST(rank_factor_pruning_keeps_the_exact_top)

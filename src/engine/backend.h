@@ -3,9 +3,10 @@
  *
  * Everything the public API does with stored data goes through one table
  * of operations: sync, search, get, status, the recall triggers of the
- * entry files, and the structured-memory steps. Each backend owns
- * its table and its state (m->store), as a protocol owns its handler in
- * curl; src/mnemo.c picks one and calls through it, knowing no store:
+ * entry files, and the steps of note search and of the memory operations.
+ * Each backend owns its table and its state (m->store), as a protocol owns
+ * its handler in curl; src/mnemo.c picks one and calls through it, knowing
+ * no store:
  *
  *   backend_sqlite    the embedded index file (store/sqlite/, lite.h), the
  *                     default;
@@ -15,14 +16,18 @@
  *                     {"backend":"postgres",...} without sourceTable; it
  *                     routes reads to replicas (route, routed);
  *   source wrapper    with sourceTable, backend_sqlite wrapped so that an
- *                     existing pgvector table answers searches.
+ *                     existing pgvector table answers searches (its own
+ *                     search entry, the wrapped one when it cannot).
  *
  * What does not depend on where rows live is shared by both: the file walk
  * and chunking (walk.c, prep.c), the tokenizer (tok.c), the embedding
- * providers (embed.c), the ranking arithmetic (rank.c), the memory record
- * codec and options and the memory operations themselves, which the
- * engine runs over the storage steps the table points to (mem, msearch:
- * memory.h's mem_store and mem_searcher), the filter language (mfilter.c) and the result shapes
+ * providers (embed.c), the ranking arithmetic (rank.c), note search itself
+ * (search_notes, search.c: cleaning, parsing, the keyword pool, the union,
+ * ranking), which the engine runs over the legs the table points to
+ * (notes: search.h's search_store), the memory record codec and options
+ * and the memory operations themselves, which the engine runs over the
+ * storage steps the table points to (mem, msearch: memory.h's mem_store
+ * and mem_searcher), the filter language (mfilter.c) and the result shapes
  * (results.h). Each operation has the contract of the public function of
  * the same name in mnemo.h.
  */
@@ -37,8 +42,11 @@ typedef struct backend_ops {
     int (*open)(mnemo *m); /* makes the backend's state on the handle */
     int (*qtok)(mnemo *m, tok **out); /* the tokenizer queries are read with */
     const struct sync_store *sync;      /* the steps of a sync, run by sync_run (sync.h) */
+    /* Note search: search_notes, the engine's, over the steps of notes;
+     * a wrapper that answers searches its own way replaces it. */
     int (*search)(mnemo *m, const char *query, const mnemo_search_opts *opts,
                   mnemo_results **out);
+    const struct search_store *notes; /* note search's legs (search.h) */
     int (*get)(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
     int (*status_json)(mnemo *m, int deep, char **out);
     int (*recall_triggers)(mnemo *m, const char *message, char **out);

@@ -65,4 +65,45 @@ int calib_ref(calib_null *nl, const float *refs, size_t ref_n, const float *q, i
 #define CALIB_MIN 8
 int calib_z(const calib_null *nl, double cs, double prior, double *z, double *rest);
 
+/* ----------------------------------------------------------------------
+ * The vector scores' constants. Notes and memories are measured on the same
+ * z (calib_z) but scored by their own rules, so each search has its own
+ * values (docs/semantic.md for notes, docs/memories.md for memories).
+ * -------------------------------------------------------------------- */
+
+/* Note search (search.c): v = (z - FLOOR) / SPAN, clamped to 0..1. FLOOR:
+ * meaning counts from 2.5 deviations above unrelated text (an off-topic
+ * query's best of 2,000 entries stands 3 to 4 out, a paraphrase 4.4 and
+ * more); notes rank and threshold on this one floor (ranking with z - 1
+ * cost SciFact 0.008 nDCG@10 with GloVe). SPAN: v reaches 1 at z 5.5. */
+#define CALIB_NOTE_Z_FLOOR 2.5
+#define CALIB_NOTE_Z_SPAN 3.0
+/* Note search: the index size (vectors) FLOOR and SPAN were set at. In a
+ * larger index a vector-only hit's threshold gate lowers z by
+ * sqrt(2 ln N) - sqrt(2 ln ROWS): the best of more unrelated entries
+ * stands further out by chance. */
+#define CALIB_NOTE_Z_ROWS 500.0
+/* Note search: the fixed texts weigh as this many of the index's vectors
+ * (about 200 notes' entries): a small workspace is measured by them, a
+ * large one mostly by itself. */
+#define CALIB_NOTE_PRIOR 2000.0
+
+/* Memory search (msearch.c): meaning counts twice. Thresholds ask for a
+ * clear match, (z - FLOOR) / SPAN, FLOOR as notes'; ranking counts related
+ * meaning, (z - RANK) / SPAN (on LoCoMo it took R@10 from 0.763 to 0.774
+ * with GloVe). SPAN is wider than notes': a memory found by meaning alone
+ * passes the default threshold only from about four deviations up. */
+#define CALIB_MEM_Z_FLOOR 2.5
+#define CALIB_MEM_Z_RANK 1.0
+#define CALIB_MEM_Z_SPAN 4.0
+/* Memory search: the fixed texts weigh as this many memories, so a
+ * handful of memories is measured by the model's texts. */
+#define CALIB_MEM_PRIOR 300.0
+/* Memory search with too few values for a spread (calib_z returns 0): the
+ * memories' mean cosine (one memory is its own mean, no baseline) is
+ * shrunk towards PRIOR_COS, a cosine of unrelated text, worth PRIOR_ROWS
+ * memories. */
+#define CALIB_MEM_PRIOR_COS 0.3
+#define CALIB_MEM_PRIOR_ROWS 8.0
+
 #endif

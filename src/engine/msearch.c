@@ -31,13 +31,7 @@
 #include "text/sanitize.h"
 #include "util/utf8.h"
 
-#define Z_FLOOR 2.5 /* a clear vector match: thresholds */
-#define Z_RANK 1.0  /* related meaning: ranking */
-#define Z_SPAN 4.0
 #define USER_BOOST 1.5
-#define PRIOR_COS 0.3
-#define PRIOR_ROWS 8.0
-#define PRIOR_FIXED 300.0 /* the fixed texts weigh as 300 memories (calib.h) */
 
 /* ----------------------------------------------------------------------
  * Search
@@ -120,17 +114,18 @@ static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 void mem_vec_set(mcand *c, double cos, const calib_null *nl)
 {
     double z, rest;
-    if (calib_z(nl, cos, PRIOR_FIXED, &z, &rest)) {
-        c->vec = clamp01((z - Z_FLOOR) / Z_SPAN);
-        c->vrank = clamp01((z - Z_RANK) / Z_SPAN);
+    if (calib_z(nl, cos, CALIB_MEM_PRIOR, &z, &rest)) {
+        c->vec = clamp01((z - CALIB_MEM_Z_FLOOR) / CALIB_MEM_Z_SPAN);
+        c->vrank = clamp01((z - CALIB_MEM_Z_RANK) / CALIB_MEM_Z_SPAN);
         return;
     }
     /* Few memories and no fixed texts to measure by (a static table that
      * knows few of their words): the memories' mean is no baseline (one
      * memory is its own mean), so it is shrunk towards a prior of
-     * unrelated text, PRIOR_COS, worth PRIOR_ROWS memories. */
+     * unrelated text (calib.h). */
     double n = (double)nl->n;
-    double base = (nl->mean * n + PRIOR_ROWS * PRIOR_COS) / (n + PRIOR_ROWS);
+    double base = (nl->mean * n + CALIB_MEM_PRIOR_ROWS * CALIB_MEM_PRIOR_COS) /
+                  (n + CALIB_MEM_PRIOR_ROWS);
     c->vec = c->vrank = clamp01(base < 1.0 ? (cos - base) / (1.0 - base) : 0);
 }
 

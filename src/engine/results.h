@@ -1,7 +1,7 @@
 /*
- * results.h - the result set of a search (mnemo_results), shared by the
- * search of the local index (search.c, lite_search.c) and of an existing PostgreSQL table
- * (pgsource.c), which fill it the same way. Freed by results_free:
+ * results.h - the result set of a search (mnemo_results), shared by note
+ * search (search.c, over either store's legs) and the search of an
+ * existing PostgreSQL table (pgsource.c), which fill it the same way. Freed by results_free:
  * each result's path, snippet and citation are owned; source is static
  * text or points into the citation's allocation.
  */

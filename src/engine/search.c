@@ -1,9 +1,12 @@
 /*
- * search.c - the search both backends share: the candidates of each
- * backend's legs (BM25 over chunks, vectors when a provider is configured,
- * file names: exact path, base name or stem first, partial path matches
- * boost; lite_search.c, pgsearch.c) merged, thresholded, diversified and
- * shown as passages in the result set.
+ * search.c - note search, run here once for every store (search_notes, at
+ * the end): the query cleaned and parsed, the store's legs asked for their
+ * candidates (search_store: BM25 over chunks, vectors when a provider is
+ * configured, file names: exact path, base name or stem first, partial
+ * path matches boost; lite_search.c, pgsearch.c), the keyword pool cut
+ * (topk.h), the legs' candidates united, then ranked (search_rank):
+ * merged, thresholded, diversified and shown as passages in the result
+ * set.
  *
  * Text score: x = BM25 / sum of the query terms' IDF, t = 1 - e^(-2x).
  * x = 1 is what a chunk of average length gets when every query term occurs
@@ -34,29 +37,26 @@
 #include "text/chunk.h"
 #include "text/sanitize.h"
 #include "engine/search.h"
+#include "engine/backend.h"
+#include "engine/topk.h"
 #include "text/snippet.h"
 #include "engine/rank.h"
+#include "util/errcode.h"
 #include "util/time.h"
 #include "util/utf8.h"
 
 #define PATH_BOOST 0.2    /* share of the remaining score a full path match adds */
-/* Vector score: v = (z - Z_FLOOR) / Z_SPAN, clamped to 0..1, z how far the
- * cosine stands out from unrelated text (calib.h), the fixed texts weighing
- * as Z_PRIOR of the index's vectors. With too few values
+/* Vector score (the constants CALIB_NOTE_* in calib.h): v = (z - FLOOR) /
+ * SPAN, clamped to 0..1, z how far the cosine stands out from unrelated
+ * text, the fixed texts weighing as PRIOR of the index's vectors. With too few values
  * for a spread, v = (cos - rest) / (1 - rest), rest the others' mean: on
  * the scale of cosines, which keeps a model's near-ties low.
  *
  * The best of N unrelated entries stands further out the larger N is (the
  * largest of N normal values is near sqrt(2 ln N) deviations), so the
  * threshold, not the ranking, asks a vector-only hit in an index of more
- * than Z_ROWS vectors for that much more: its gate is v with z lowered by
- * sqrt(2 ln N) - sqrt(2 ln Z_ROWS). The constants above were set at
- * Z_ROWS. */
-#define Z_FLOOR 2.5
-#define Z_SPAN 3.0
-#define Z_ROWS 500.0
-#define Z_PRIOR 2000.0 /* about 200 notes' entries */
-
+ * than ROWS vectors for that much more: its gate is v with z lowered by
+ * sqrt(2 ln N) - sqrt(2 ln ROWS). */
 typedef search_cand cand;
 
 static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
@@ -65,11 +65,13 @@ static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 static double vec_score(const search_vstats *vs, double cs, double *gate)
 {
     double z, rest, v, n = (double)vs->null.n;
-    if (calib_z(&vs->null, cs, Z_PRIOR, &z, &rest)) {
-        v = clamp01((z - Z_FLOOR) / Z_SPAN);
-        double lift = n > Z_ROWS ? sqrt(2 * log(n)) - sqrt(2 * log(Z_ROWS)) : 0;
+    if (calib_z(&vs->null, cs, CALIB_NOTE_PRIOR, &z, &rest)) {
+        v = clamp01((z - CALIB_NOTE_Z_FLOOR) / CALIB_NOTE_Z_SPAN);
+        double lift = n > CALIB_NOTE_Z_ROWS
+                          ? sqrt(2 * log(n)) - sqrt(2 * log(CALIB_NOTE_Z_ROWS))
+                          : 0;
         if (gate)
-            *gate = clamp01((z - lift - Z_FLOOR) / Z_SPAN);
+            *gate = clamp01((z - lift - CALIB_NOTE_Z_FLOOR) / CALIB_NOTE_Z_SPAN);
         return v;
     }
     v = clamp01(n > 1 && rest < 1.0 ? (cs - rest) / (1.0 - rest) : 0);
@@ -150,7 +152,10 @@ static int by_id(const void *a, const void *b)
     return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
 }
 
-size_t search_cands_union(search_cand *all, size_t n)
+/* The union of the legs' candidates ALL[0..N): sorted by chunk id, one
+ * entry per chunk, a keyword score (raw >= 0) kept over a missing one (-1).
+ * Returns the new count. */
+static size_t cands_union(search_cand *all, size_t n)
 {
     if (n > 1)
         qsort(all, n, sizeof *all, by_id);
@@ -703,7 +708,10 @@ double search_lap(double *t)
     return ms;
 }
 
-int search_clean_query(mnemo *m, const char *text, buf *qt)
+/* Cleans the query TEXT for searching (invalid UTF-8 repaired, runtime
+ * envelopes removed) into QT. MNEMO_INVALID for an empty or too long
+ * query (message on M). */
+static int clean_query(mnemo *m, const char *text, buf *qt)
 {
     if (!text)
         return core_error(m, MNEMO_INVALID, "empty query");
@@ -741,11 +749,18 @@ size_t search_pool_size(mnemo *m, const mnemo_search_opts *opts)
     return (size_t)(4 * max > POOL_MIN ? 4 * max : POOL_MIN);
 }
 
-int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_cand *all,
-                size_t n, const search_file_hits *fh, const search_bm25 *bm,
-                const search_vstats *vs, const mnemo_search_opts *opts, mnemo_results *res,
-                double *tm)
+int search_rank(mnemo *m, search_legs *l, const mnemo_search_opts *opts)
 {
+    tok *t = l->t;
+    const query *q = l->q;
+    const search_io *io = &l->io;
+    cand *all = l->all;
+    size_t n = l->n;
+    const file_hits *fh = &l->fh;
+    const search_bm25 *bm = &l->bm;
+    const search_vstats *vs = &l->vs;
+    mnemo_results *res = l->res;
+    double *tm = l->lap;
     int rc = MNEMO_OK;
     int max = search_max_results(m, opts);
     double min_score = opts && opts->min_score >= 0 ? opts->min_score
@@ -998,4 +1013,91 @@ int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_ca
     free(order);
     res->timing.results_ms = search_lap(tm);
     return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * The operation: the store's legs, the keyword pool, the union, ranking
+ * -------------------------------------------------------------------- */
+
+/* L's candidates into l->all: the best pool of the keyword candidates
+ * (topk.h: BM25, then chunk id), and the vector leg's, one per chunk. */
+static int cands_of(search_legs *l)
+{
+    topk best;
+    if (topk_init(&best, l->pool))
+        return MNEMO_NOMEM;
+    for (size_t i = 0; i < l->nkw; i++)
+        topk_offer(&best, l->kw[i].raw, l->kw[i].chunk_id);
+    l->all = malloc((best.n + l->nvids + l->fh.n + 1) * sizeof *l->all);
+    if (!l->all) {
+        topk_cleanup(&best);
+        return MNEMO_NOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < best.n; i++)
+        l->all[n++] = (cand){.chunk_id = best.v[i].id, .raw = best.v[i].score, .vec = -1};
+    topk_cleanup(&best);
+    for (size_t i = 0; i < l->nvids; i++)
+        l->all[n++] = (cand){.chunk_id = l->vids[i], .raw = -1};
+    l->n = cands_union(l->all, n);
+    return MNEMO_OK;
+}
+
+int search_notes(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
+{
+    const search_store *st = m->be->notes;
+    double t0 = time_mono(), tm = t0;
+    *out = NULL;
+    core_clear(m);
+    buf qt;
+    buf_init(&qt, 1 << 16);
+    int rc = clean_query(m, text, &qt);
+    if (rc) {
+        buf_cleanup(&qt);
+        return rc;
+    }
+    query q;
+    memset(&q, 0, sizeof q);
+    search_legs l;
+    memset(&l, 0, sizeof l);
+    int ran = 0;
+    mnemo_results *res = calloc(1, sizeof *res);
+    rc = res ? MNEMO_OK : MNEMO_NOMEM;
+    if (rc || (rc = m->be->qtok(m, &l.t)) || (rc = query_parse(l.t, qt.data, &q)))
+        goto done;
+    if (!(res->mode = strdup("keyword"))) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    l.q = &q;
+    l.text = qt.data;
+    l.corpus = opts ? opts->corpus : NULL;
+    l.pool = search_pool_size(m, opts);
+    l.res = res;
+    l.lap = &tm;
+    l.bm.sum_idf = 1.0;
+    l.bm.avgdl = 1.0;
+    ran = 1;
+    if ((rc = st->legs(m, &l)))
+        goto done;
+    if ((rc = cands_of(&l)))
+        goto done;
+    if ((rc = st->io(m, &l)) || (rc = search_rank(m, &l, opts)))
+        goto done;
+    res->timing.total_ms = (tm - t0) * 1000.0;
+done:
+    if (ran)
+        st->end(m, &l);
+    free(l.all);
+    search_file_hits_cleanup(&l.fh);
+    query_cleanup(&q);
+    buf_cleanup(&qt);
+    if (rc) {
+        results_free(res);
+        if (!m->err.len)
+            core_error(m, rc, "search failed: %s", errcode_text(rc));
+        return rc;
+    }
+    *out = res;
+    return MNEMO_OK;
 }

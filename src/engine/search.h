@@ -1,11 +1,13 @@
 /*
- * search.h - the ranking stage of a search, shared by both storage
- * backends: given the candidates of the keyword and vector legs and the
- * files the file-name legs found, the fusion, path boosts and tiers,
- * recency and importance, threshold, diversity (MMR), snippets and the
- * result set. Where rows live is behind search_io: the SQLite index
- * (lite_search.c) reads them with prepared statements, PostgreSQL (pgsearch.c)
- * from what it fetched in a few batched queries.
+ * search.h - note search, run once by the engine for both storage
+ * backends: search_notes cleans and parses the query, asks the store's
+ * legs (search_store) for their candidates, keeps the keyword pool's best
+ * (topk.h), unites the legs' candidates and ranks them: the fusion, path
+ * boosts and tiers, recency and importance, threshold, diversity (MMR),
+ * snippets and the result set. Where rows live is the store's: its legs
+ * step reads the candidates, search_io the rows the ranking asks for; the
+ * SQLite index (lite_search.c) with prepared statements, PostgreSQL
+ * (pgsearch.c) in a few batched queries.
  */
 #ifndef MNEMO_SEARCH_H
 #define MNEMO_SEARCH_H
@@ -116,20 +118,65 @@ typedef struct search_vstats {
     calib_null null;
 } search_vstats;
 
-/* Cleans the query TEXT for searching (invalid UTF-8 repaired, runtime
- * envelopes removed) into OUT. MNEMO_INVALID for an empty or too long
- * query (message on M). */
-int search_clean_query(mnemo *m, const char *text, buf *out);
+/* ----------------------------------------------------------------------
+ * The operation and the store's steps
+ * -------------------------------------------------------------------- */
 
-/* The ranking stage. ALL[0..N) are the legs' candidates, one per chunk,
- * with room for FH->n more (path hits without a candidate are added).
- * BM from the keyword leg (sum_idf 1 and no IDF without one). Fills RES
- * (mode, provider and model are the caller's) with at most MAX results
- * scoring MIN_SCORE or more. */
-int search_rank(mnemo *m, tok *t, const query *q, const search_io *io, search_cand *all,
-                size_t n, const search_file_hits *fh, const search_bm25 *bm,
-                const search_vstats *vs, const mnemo_search_opts *opts, mnemo_results *res,
-                double *tm);
+/* One search's legs: what the engine gives them, what they give back, and
+ * what the engine makes of it for the ranking stage. */
+typedef struct search_legs {
+    /* Given. */
+    tok *t;             /* the query tokenizer (backend_ops.qtok) */
+    const query *q;     /* the parsed query; q->match NULL: no keyword leg */
+    const char *text;   /* the cleaned query, to embed */
+    const char *corpus; /* mnemo_search_opts.corpus: NULL (memory), "sessions", "all" */
+    size_t pool;        /* candidates each leg brings (search_pool_size) */
+    mnemo_results *res; /* the legs set mode, provider, model and fallback */
+    double *lap;        /* the search's clock: timing.keyword_ms and vector_ms are
+                           laps of it (search_lap), the legs' to take */
+    /* Given back by the legs step. */
+    void *ud;           /* the store's state, for its io and end steps */
+    search_cand *kw;    /* keyword candidates (chunk_id, BM25 in raw, vec -1), any
+                           number: the engine keeps the best pool (topk.h) */
+    size_t nkw;
+    const int64_t *vids; /* the vector leg's candidates */
+    size_t nvids;
+    search_file_hits fh; /* the file-name legs' files, finished; freed by the engine */
+    search_bm25 bm;      /* sum_idf and avgdl 1 until the keyword leg sets them */
+    search_vstats vs;
+    /* The engine's: the union of the candidates, one per chunk, with room
+     * for fh.n more (path hits without a candidate are added), and how the
+     * ranking reads their rows (the io step's). */
+    search_cand *all;
+    size_t n;
+    search_io io;
+} search_legs;
+
+/* A store's steps of note search (backend_ops.notes), as memory.h's
+ * mem_searcher is memory search's. Each reports its errors on the handle;
+ * kw and vids stay the store's until end. */
+typedef struct search_store {
+    /* Runs the legs for L's given fields and fills what they give back
+     * (l->ud: the store's state). An error ends the search; end runs all
+     * the same. */
+    int (*legs)(mnemo *m, search_legs *l);
+    /* Fills l->io for the candidates l->all[0..l->n) and the file hits'
+     * first chunks (a store may read their rows in one go here). */
+    int (*io)(mnemo *m, search_legs *l);
+    /* After the ranking or an error, once legs ran: ends what legs began
+     * and frees l->ud. */
+    void (*end)(mnemo *m, search_legs *l);
+} search_store;
+
+/* The note search of M's backend (backend_ops.search of both stores):
+ * mnemo_search's contract, over the steps m->be->notes. */
+int search_notes(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out);
+
+/* The ranking stage over L's union (l->all, l->n, l->io) and its legs'
+ * file hits, BM25 statistics and vector stats: fills l->res (mode,
+ * provider and model are the legs') with at most the results asked for
+ * that score the threshold or more, its timings laps of l->lap. */
+int search_rank(mnemo *m, search_legs *l, const mnemo_search_opts *opts);
 
 /* The results asked for and the threshold, from OPTS or the config. */
 int search_max_results(mnemo *m, const mnemo_search_opts *opts);
@@ -141,10 +188,5 @@ size_t search_pool_size(mnemo *m, const mnemo_search_opts *opts);
 
 /* Milliseconds since *T, which moves to now. */
 double search_lap(double *t);
-
-/* The union of the legs' candidates ALL[0..N): sorted by chunk id, one
- * entry per chunk, a keyword score (raw >= 0) kept over a missing one (-1).
- * Returns the new count. */
-size_t search_cands_union(search_cand *all, size_t n);
 
 #endif

@@ -9,6 +9,7 @@
  */
 #include "engine/backend.h"
 #include "engine/core.h"
+#include "engine/search.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgmem.h"
 #include "store/postgres/pgmpost.h"
@@ -53,7 +54,8 @@ const backend_ops backend_postgres = {
     pgback_open,
     pgconn_qtok,
     &pg_sync_store,
-    pgstore_search,
+    search_notes,
+    &pgstore_notes,
     pgstore_get,
     pgstore_status_json,
     pgstore_recall_triggers,

@@ -20,7 +20,7 @@
  * checked against the one the statement assumed (a sync may move it
  * between searches) and the statement repeated when they differ. Every
  * match is then scored (document at a time over the terms' lists, BM25 as
- * fts.c computes it) and the best kept in a heap: the pool is exact
+ * fts.c computes it) and the best kept (topk.h): the pool is exact
  * without bounds or rounds.
  */
 #include "store/postgres/pgnpost.h"
@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/topk.h"
 #include "store/postgres/pgpost.h"
 #include "util/utf8.h"
 
@@ -385,48 +386,6 @@ int pgnpost_open(mnemo *m, const char *tenant, pgnpost **out)
  * Reading
  * -------------------------------------------------------------------- */
 
-typedef struct topc {
-    double score;
-    hitrow h;
-} topc;
-
-/* Whether A ranks before B: score, then id (as the SQLite pool). */
-static int better(const topc *a, const topc *b)
-{
-    return a->score > b->score || (a->score == b->score && a->h.id < b->h.id);
-}
-
-/* The heap of the POOL best (POOL > 0), its root the worst kept: each
- * node ranks after its children. */
-static void heap_push(topc *h, size_t *n, size_t pool, const topc *c)
-{
-    size_t i;
-    if (*n < pool) {
-        for (i = (*n)++; i > 0; i = (i - 1) / 2) {
-            size_t up = (i - 1) / 2;
-            if (!better(&h[up], c))
-                break;
-            h[i] = h[up];
-        }
-        h[i] = *c;
-        return;
-    }
-    if (!better(c, &h[0]))
-        return;
-    for (i = 0;;) {
-        size_t l = 2 * i + 1, r = l + 1, w = l;
-        if (l >= *n)
-            break;
-        if (r < *n && better(&h[l], &h[r]))
-            w = r;
-        if (!better(c, &h[w]))
-            break;
-        h[i] = h[w];
-        i = w;
-    }
-    h[i] = *c;
-}
-
 static int by_posting(const void *a, const void *b)
 {
     const pgposting *x = a, *y = b;
@@ -702,16 +661,18 @@ static int sorted_copy(const int64_t *extra, size_t n, int64_t **out)
     return MNEMO_OK;
 }
 
-/* The heap's and the extra ids' hits into s->hits, by id, once each. */
-static int hits_of(pgsearch *s, const topc *heap, size_t nheap, const topc *xs, size_t nxs)
+/* The hits kept by BEST (their rows in ROWS, by slot) and the extra ids'
+ * hits XS[0..NXS) into s->hits, by id, once each. */
+static int hits_of(pgsearch *s, const topk *best, const hitrow *rows, const hitrow *xs,
+                   size_t nxs)
 {
-    s->hits = calloc(nheap + nxs + 1, sizeof *s->hits);
+    s->hits = calloc(best->n + nxs + 1, sizeof *s->hits);
     if (!s->hits)
         return MNEMO_NOMEM;
-    for (size_t a = 0; a < nheap; a++)
-        s->hits[s->nhits++] = heap[a].h;
+    for (size_t a = 0; a < best->n; a++)
+        s->hits[s->nhits++] = rows[best->v[a].slot];
     for (size_t a = 0; a < nxs; a++)
-        s->hits[s->nhits++] = xs[a].h;
+        s->hits[s->nhits++] = xs[a];
     if (s->nhits > 1)
         qsort(s->hits, s->nhits, sizeof *s->hits, by_hitid);
     size_t k = 0;
@@ -726,9 +687,10 @@ int pgnpost_walk(pgsearch *s, const pgquery *pq, pgnpost_lists *l, size_t pool,
                  const int64_t *extra, size_t nextra)
 {
     pgpost_list *t = l->t;
-    topc *heap = NULL, *xs = NULL;
+    topk best = {0};
+    hitrow *rows = NULL, *xs = NULL;
     int64_t *ex = NULL;
-    size_t nheap = 0, nxs = 0, xat = 0;
+    size_t nxs = 0, xat = 0;
     /* Walked again (with the extra ids known by then): from the start. */
     for (int k = 0; k < BM25_MAX_PHRASES; k++)
         t[k].at = 0;
@@ -737,34 +699,38 @@ int pgnpost_walk(pgsearch *s, const pgquery *pq, pgnpost_lists *l, size_t pool,
     s->nhits = 0;
     uint64_t req = s->qy->required & (pq->npos >= 64 ? ~(uint64_t)0
                                                      : (((uint64_t)1 << pq->npos) - 1));
-    int rc = MNEMO_OK;
-    if (!(heap = malloc((pool + 1) * sizeof *heap)) || !(xs = malloc((nextra + 1) * sizeof *xs)))
+    int rc = topk_init(&best, pool);
+    if (!rc && (!(rows = malloc((pool + 1) * sizeof *rows)) ||
+                !(xs = malloc((nextra + 1) * sizeof *xs))))
         rc = MNEMO_NOMEM;
     /* The extra ids in order, to be met while the lists are walked. */
     if (!rc)
         rc = sorted_copy(extra, nextra, &ex);
-    /* Document at a time: the smallest id at the lists' heads. */
+    /* Document at a time: the smallest id at the lists' heads; the best
+     * POOL by BM25, then id (topk.h). */
     while (!rc) {
-        topc c;
+        hitrow h;
         uint64_t mask;
-        memset(&c, 0, sizeof c);
-        c.h.id = pgpost_next(t, s->np, c.h.tf, &c.h.ntok, &mask);
-        if (c.h.id == INT64_MAX)
+        memset(&h, 0, sizeof h);
+        h.id = pgpost_next(t, s->np, h.tf, &h.ntok, &mask);
+        if (h.id == INT64_MAX)
             break;
         if ((mask & req) != req)
             continue;
-        c.score = ps_hit_bm25(s, &c.h);
-        heap_push(heap, &nheap, pool, &c);
-        while (xat < nextra && ex[xat] < c.h.id)
+        size_t slot = topk_offer(&best, ps_hit_bm25(s, &h), h.id);
+        if (slot != TOPK_NONE)
+            rows[slot] = h;
+        while (xat < nextra && ex[xat] < h.id)
             xat++;
-        if (xat < nextra && ex[xat] == c.h.id)
-            xs[nxs++] = c;
+        if (xat < nextra && ex[xat] == h.id)
+            xs[nxs++] = h;
     }
     if (!rc)
-        rc = hits_of(s, heap, nheap, xs, nxs);
+        rc = hits_of(s, &best, rows, xs, nxs);
     free(ex);
     free(xs);
-    free(heap);
+    free(rows);
+    topk_cleanup(&best);
     return rc ? core_error(s->m, rc, "out of memory") : MNEMO_OK;
 }
 

@@ -1,7 +1,10 @@
 /*
- * pgsearch.c - the PostgreSQL backend's search of chunks: the query as PostgreSQL
- * sees it, the vector and file-name legs, the rows, and search_rank fed
- * through search_io (see pgstore.c).
+ * pgsearch.c - the PostgreSQL backend's steps of note search (pgstore_notes,
+ * a search_store: search.c runs the search): the query as PostgreSQL sees
+ * it, the keyword leg (postings, pgnpost.c, or pgkeyword.c) interleaved
+ * with the vector leg on a second connection, the file-name legs, and the
+ * rows the ranking reads through search_io, fetched in batches (see
+ * pgstore.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +23,6 @@
 #include "store/postgres/pgstore_int.h"
 #include "store/postgres/pgtext.h"
 #include "util/errcode.h"
-#include "util/time.h"
 
 /* ----------------------------------------------------------------------
  * Search
@@ -1107,186 +1109,147 @@ static int pg_row(void *ud, int64_t chunk_id, search_row *out)
     return MNEMO_OK;
 }
 
-int pgstore_search(mnemo *m, const char *text, const mnemo_search_opts *opts, mnemo_results **out)
-{
-    double t0 = time_mono(), tm = t0;
-    *out = NULL;
-    core_clear(m);
-    buf qt;
-    buf_init(&qt, 1 << 16);
-    int rc = search_clean_query(m, text, &qt);
-    if (rc) {
-        buf_cleanup(&qt);
-        return rc;
-    }
-    tok *t = NULL;
-    query qy;
-    memset(&qy, 0, sizeof qy);
-    pgquery pq;
-    memset(&pq, 0, sizeof pq);
+/* A search's state (search_legs.ud). */
+typedef struct pglegs {
     pgsearch s;
-    memset(&s, 0, sizeof s);
-    search_file_hits fh;
-    memset(&fh, 0, sizeof fh);
-    search_cand *all = NULL;
-    int64_t *vids = NULL;
-    size_t nvids = 0;
-    search_vstats vs;
-    memset(&vs, 0, sizeof vs);
-    pgnpost_lists *lists = NULL;
-    mnemo_results *res = calloc(1, sizeof *res);
+    pgquery pq;
+    int built;              /* pq was built (or its build began) */
+    pgnpost_lists *lists;
+    search_cand *kw;        /* s.hits, scored, for the engine */
+    int64_t *vids;
+} pglegs;
+
+/* The legs step (search_store). Vectors first: their candidates' keyword
+ * scores come with the keyword leg. When the postings serve the keyword
+ * leg, the vector leg's statement runs on a second connection while the
+ * postings are read and the file-name legs run (the server works on both
+ * at once), and the postings are ranked once its candidates are known. */
+static int pg_legs(mnemo *m, search_legs *l)
+{
+    pglegs *x = calloc(1, sizeof *x);
+    if (!x)
+        return MNEMO_NOMEM;
+    l->ud = x;
+    pgsearch *s = &x->s;
+    const query *qy = l->q;
+    size_t nvids = 0, pool = l->pool;
     pg_conn *c;
-    rc = res ? MNEMO_OK : MNEMO_NOMEM;
-    if (rc || (rc = pgschema_conn(m, &c)) || (rc = ps_tokenizers(m, &t, NULL)))
-        goto done;
-    if ((rc = query_parse(t, qt.data, &qy)))
-        goto done;
-    if (qy.match && (rc = pgquery_build(t, &qy, &pq)))
-        goto done;
-    res->mode = strdup("keyword");
-    if (!res->mode) {
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
-    s.m = m;
-    if (!(s.tenant = ps_live(m, pgconn_tenant(m)))) {
-        rc = MNEMO_DB;
-        goto done;
-    }
-    s.qy = &qy;
-    s.k1 = cfg_num(m->cfg, CFG_BM25_K1);
-    s.b = cfg_num(m->cfg, CFG_BM25_B);
-    buf_init(&s.qvec, 0);
-    const char *corpus = opts ? opts->corpus : NULL;
+    int rc = pgschema_conn(m, &c);
+    if (rc)
+        return rc;
+    x->built = qy->match != NULL;
+    if (qy->match && (rc = pgquery_build(l->t, qy, &x->pq)))
+        return rc;
+    s->m = m;
+    if (!(s->tenant = ps_live(m, pgconn_tenant(m))))
+        return MNEMO_DB;
+    s->qy = qy;
+    s->k1 = cfg_num(m->cfg, CFG_BM25_K1);
+    s->b = cfg_num(m->cfg, CFG_BM25_B);
+    buf_init(&s->qvec, 0);
+    const char *corpus = l->corpus;
     const char *source = corpus && !strcmp(corpus, "sessions") ? "sessions"
                          : corpus && !strcmp(corpus, "all") ? ""
                                                             : "memory";
-    size_t pool = search_pool_size(m, opts);
-    /* Vectors first: their candidates' keyword scores come with the
-     * keyword leg. When the postings serve the keyword leg, the vector
-     * leg's statement runs on a second connection while the postings are
-     * read and the file-name legs run (the server works on both at once),
-     * and the postings are ranked once its candidates are known. */
-    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
-    int beside = qy.match && pq.simple && pq.npos > 0 && pool > 0, filed = 0;
-    if ((rc = vector_start(&s, qt.data, source, pool, res, &vs, beside)))
-        goto done;
-    if (s.vside) {
-        rc = pgnpost_read(&s, &pq, source, &lists, &bm.sum_idf);
+    mnemo_results *res = l->res;
+    int beside = qy->match && x->pq.simple && x->pq.npos > 0 && pool > 0, filed = 0;
+    if ((rc = vector_start(s, l->text, source, pool, res, &l->vs, beside)))
+        return rc;
+    if (s->vside) {
+        rc = pgnpost_read(s, &x->pq, source, &x->lists, &l->bm.sum_idf);
         if (rc == MNEMO_NOTFOUND) { /* no postings yet: the other leg, after */
             core_clear(m);
             rc = MNEMO_OK;
         }
         /* The best POOL by BM25 (the vector candidates' scores come when
          * they are known), and their factors and cosines. */
-        if (!rc && lists)
-            rc = pgnpost_walk(&s, &pq, lists, pool, NULL, 0);
-        if (rc || (rc = file_legs(&s, &qy, &pq, source, &fh)))
-            goto done;
+        if (!rc && x->lists)
+            rc = pgnpost_walk(s, &x->pq, x->lists, pool, NULL, 0);
+        if (rc || (rc = file_legs(s, qy, &x->pq, source, &l->fh)))
+            return rc;
         filed = 1;
-        if (s.nhits) {
-            int64_t *ids = malloc(s.nhits * sizeof *ids);
-            if (!ids) {
-                rc = core_error(m, MNEMO_NOMEM, "out of memory");
-                goto done;
-            }
-            for (size_t i = 0; i < s.nhits; i++)
-                ids[i] = s.hits[i].id;
-            rc = pg_prefetch(&s, 'f', ids, s.nhits);
+        if (s->nhits) {
+            int64_t *ids = malloc(s->nhits * sizeof *ids);
+            if (!ids)
+                return core_error(m, MNEMO_NOMEM, "out of memory");
+            for (size_t i = 0; i < s->nhits; i++)
+                ids[i] = s->hits[i].id;
+            rc = pg_prefetch(s, 'f', ids, s->nhits);
             free(ids);
             if (rc)
-                goto done;
+                return rc;
         }
-        res->timing.keyword_ms = search_lap(&tm);
+        res->timing.keyword_ms = search_lap(l->lap);
     }
-    if ((rc = vector_end(&s, res, &vs, &vids, &nvids)))
-        goto done;
-    res->timing.vector_ms = search_lap(&tm);
-    if (lists)
-        rc = pgnpost_walk(&s, &pq, lists, pool, vids, nvids);
-    else if (qy.match)
-        rc = ps_keyword_leg(&s, &pq, source, pool, vids, nvids, &bm.sum_idf);
-    if (rc || (!filed && (rc = file_legs(&s, &qy, &pq, source, &fh))))
-        goto done;
-    res->timing.keyword_ms += search_lap(&tm);
-
-    /* The union of the legs' candidates, one per chunk. */
-    size_t n = 0;
-    all = malloc((s.nhits + nvids + fh.n + 1) * sizeof *all);
-    if (!all) {
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
-    /* Keyword candidates: the best POOL by BM25 (the vector candidates'
-     * rows came along and are scored on demand). */
-    for (size_t i = 0; i < s.nhits; i++)
-        all[n++] = (search_cand){.chunk_id = s.hits[i].id,
-                                 .raw = ps_hit_bm25(&s, &s.hits[i]),
-                                 .vec = -1};
-    /* Only the pool: rows beyond it were asked for as vector candidates. */
-    if (n > pool) {
-        /* Keep the POOL best as the SQLite heap does (score, then id). */
-        for (size_t i = 1; i < n; i++) {
-            search_cand x = all[i];
-            size_t j = i;
-            while (j > 0 && (all[j - 1].raw < x.raw ||
-                             (all[j - 1].raw == x.raw && all[j - 1].chunk_id > x.chunk_id))) {
-                all[j] = all[j - 1];
-                j--;
-            }
-            all[j] = x;
-        }
-        n = pool;
-    }
-    for (size_t i = 0; i < nvids; i++)
-        all[n++] = (search_cand){.chunk_id = vids[i], .raw = -1};
-    n = search_cands_union(all, n);
-    /* Factors and cosines of every candidate (and of the path hits' first
-     * chunks) in one query. */
-    {
-        int64_t *ids = malloc((n + fh.n + 1) * sizeof *ids);
-        if (!ids) {
-            rc = MNEMO_NOMEM;
-            goto done;
-        }
-        size_t ni = 0;
-        for (size_t i = 0; i < n; i++)
-            ids[ni++] = all[i].chunk_id;
-        for (size_t i = 0; i < fh.n; i++)
-            if (fh.v[i].first_chunk)
-                ids[ni++] = fh.v[i].first_chunk;
-        rc = pg_prefetch(&s, 'f', ids, ni);
-        free(ids);
-        if (rc)
-            goto done;
-    }
-    if (qy.match) {
-        memcpy(bm.idf, s.idf, sizeof bm.idf);
-        bm.avgdl = s.avgdl;
-        bm.k1 = s.k1;
-        bm.b = s.b;
-    }
-    search_io io = {&s, pg_bm25, pg_cosines, pg_factors, pg_prefetch, pg_row};
-    if ((rc = search_rank(m, t, &qy, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
-        goto done;
-    res->timing.total_ms = (tm - t0) * 1000.0;
-done:
-    pgnpost_lists_free(lists);
-    free(all);
-    free(vids);
-    search_file_hits_cleanup(&fh);
-    pgsearch_cleanup(&s);
-    if (qy.match)
-        pgquery_cleanup(&pq);
-    query_cleanup(&qy);
-    buf_cleanup(&qt);
-    if (rc) {
-        results_free(res);
-        if (!m->err.len)
-            core_error(m, rc, "search failed: %s", errcode_text(rc));
+    if ((rc = vector_end(s, res, &l->vs, &x->vids, &nvids)))
         return rc;
+    res->timing.vector_ms = search_lap(l->lap);
+    if (x->lists)
+        rc = pgnpost_walk(s, &x->pq, x->lists, pool, x->vids, nvids);
+    else if (qy->match)
+        rc = ps_keyword_leg(s, &x->pq, source, pool, x->vids, nvids, &l->bm.sum_idf);
+    if (rc || (!filed && (rc = file_legs(s, qy, &x->pq, source, &l->fh))))
+        return rc;
+    res->timing.keyword_ms += search_lap(l->lap);
+    /* Keyword candidates: every hit (the vector candidates' rows came
+     * along: beyond the pool, they are scored on demand). */
+    if (!(x->kw = malloc((s->nhits + 1) * sizeof *x->kw)))
+        return MNEMO_NOMEM;
+    for (size_t i = 0; i < s->nhits; i++)
+        x->kw[i] = (search_cand){.chunk_id = s->hits[i].id,
+                                 .raw = ps_hit_bm25(s, &s->hits[i]),
+                                 .vec = -1};
+    l->kw = x->kw;
+    l->nkw = s->nhits;
+    l->vids = x->vids;
+    l->nvids = nvids;
+    if (qy->match) {
+        memcpy(l->bm.idf, s->idf, sizeof l->bm.idf);
+        l->bm.avgdl = s->avgdl;
+        l->bm.k1 = s->k1;
+        l->bm.b = s->b;
     }
-    *out = res;
     return MNEMO_OK;
 }
 
+/* The io step: the factors and cosines of every candidate (and of the path
+ * hits' first chunks) in one query; rows are read in batches as the
+ * ranking asks (pg_prefetch). */
+static int pg_io(mnemo *m, search_legs *l)
+{
+    pglegs *x = l->ud;
+    (void)m;
+    int64_t *ids = malloc((l->n + l->fh.n + 1) * sizeof *ids);
+    if (!ids)
+        return MNEMO_NOMEM;
+    size_t ni = 0;
+    for (size_t i = 0; i < l->n; i++)
+        ids[ni++] = l->all[i].chunk_id;
+    for (size_t i = 0; i < l->fh.n; i++)
+        if (l->fh.v[i].first_chunk)
+            ids[ni++] = l->fh.v[i].first_chunk;
+    int rc = pg_prefetch(&x->s, 'f', ids, ni);
+    free(ids);
+    l->io = (search_io){&x->s, pg_bm25, pg_cosines, pg_factors, pg_prefetch, pg_row};
+    return rc;
+}
+
+/* The end step: the state freed (a vector statement still out on the side
+ * connection is dropped with it). */
+static void pg_end(mnemo *m, search_legs *l)
+{
+    pglegs *x = l->ud;
+    (void)m;
+    if (!x)
+        return;
+    pgnpost_lists_free(x->lists);
+    free(x->kw);
+    free(x->vids);
+    pgsearch_cleanup(&x->s);
+    if (x->built)
+        pgquery_cleanup(&x->pq);
+    free(x);
+    l->ud = NULL;
+}
+
+const search_store pgstore_notes = {pg_legs, pg_io, pg_end};

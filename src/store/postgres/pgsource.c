@@ -17,7 +17,13 @@
  *
  * It is a wrapping backend (pgsource_wrap in backend.h): its state, in
  * m->wrap, holds a copy of the wrapped backend's table with search and
- * close replaced, so the wrapped one keeps its own state in m->store.
+ * close replaced, so the wrapped one keeps its own state in m->store. It
+ * replaces the whole search entry, not the legs (backend_ops.notes): the
+ * table has no keyword or file-name leg, and its answer is not ranked by
+ * search_rank but ordered by similarity times priority, in a result set of
+ * its own (mode "vector"). When it cannot answer, the wrapped entry runs:
+ * the engine's note search over the wrapped backend's legs, which the
+ * copied table still points to.
  */
 #include "engine/backend.h"
 

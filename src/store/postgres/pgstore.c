@@ -53,8 +53,8 @@
  * postings give); the scores are computed here from the rows' term
  * frequencies exactly as fts.c does. The vector leg is an ORDER BY <=> LIMIT
  * served by HNSW; the file-name legs match names and path words. The
- * ranking stage is search.c's (search_rank), fed from a few batched
- * queries.
+ * search itself is the engine's (search_notes, search.c) over pgsearch.c's
+ * legs, its ranking fed from a few batched queries.
  */
 #include <math.h>
 #include <stdint.h>

@@ -12,8 +12,8 @@
 #include "mnemo.h"
 
 extern const struct sync_store pg_sync_store; /* pgsync.c: the steps of a sync */
-int pgstore_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
-                   mnemo_results **out);
+/* Note search's legs (pgsearch.c), run by the engine (search.h). */
+extern const struct search_store pgstore_notes;
 int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
 int pgstore_status_json(mnemo *m, int deep, char **out);
 int pgstore_recall_triggers(mnemo *m, const char *message, char **out);

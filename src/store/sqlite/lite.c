@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/get.h"
+#include "engine/search.h"
 #include "store/sqlite/vectors.h"
 #include "util/errcode.h"
 
@@ -46,7 +47,8 @@ const backend_ops backend_sqlite = {
     lite_open,
     lite_qtok,
     &lite_sync_store,
-    lite_search,
+    search_notes,
+    &lite_notes,
     get_file,
     lite_status_json,
     lite_recall_triggers,

@@ -60,9 +60,10 @@ int lite_qtok(mnemo *m, tok **out);
  * a sync), lite_search.c, lite_recall.c, status.c, memlite.c,
  * lite_msearch.c. */
 extern const struct sync_store lite_sync_store;
-int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
 int lite_status_json(mnemo *m, int deep, char **out);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);
+/* Note search's legs (lite_search.c), run by the engine (search.h). */
+extern const struct search_store lite_notes;
 /* The storage steps of the memory operations (memlite.c) and memory
  * search's legs (lite_msearch.c), run by the engine (memory.h). */
 extern const struct mem_store mem_lite_store;

@@ -1,83 +1,26 @@
 /*
- * lite_search.c - searching notes on SQLite: the BM25 leg over chunks_fts
- * (a min-heap keeps the best rows), the file-name legs over files_fts, the
- * vector leg over the mapped vectors file, and the rows they come from,
- * handed to the shared ranking (search_rank, search.c) through search_io.
+ * lite_search.c - the SQLite index's steps of note search (lite_notes, a
+ * search_store: search.c runs the search): the BM25 leg over chunks_fts
+ * (topk.h keeps the best rows), the file-name legs over files_fts and the
+ * vector leg over the mapped vectors file, in one read transaction, and
+ * the rows the ranking reads through search_io.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/backend.h"
 #include "util/errcode.h"
 #include "store/sqlite/lite.h"
 #include "text/query.h"
 #include "engine/rank.h"
 #include "engine/search.h"
-#include "util/time.h"
+#include "engine/topk.h"
 #include "store/sqlite/vectors.h"
 
 #define PATH_ROWS_MAX 2000
 
 typedef search_cand cand;
 typedef search_file_hits file_hits;
-
-/* ----------------------------------------------------------------------
- * Candidate pool: a min-heap on BM25 keeps the best POOL rows
- * -------------------------------------------------------------------- */
-
-typedef struct pool {
-    cand *v;
-    size_t n, cap;
-} pool;
-
-static int worse(const cand *a, const cand *b)
-{
-    if (a->raw != b->raw)
-        return a->raw < b->raw;
-    return a->chunk_id > b->chunk_id;
-}
-
-static void heap_down(pool *p, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < p->n && worse(&p->v[l], &p->v[m]))
-            m = l;
-        if (r < p->n && worse(&p->v[r], &p->v[m]))
-            m = r;
-        if (m == i)
-            return;
-        cand t = p->v[i];
-        p->v[i] = p->v[m];
-        p->v[m] = t;
-        i = m;
-    }
-}
-
-static void heap_up(pool *p, size_t i)
-{
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!worse(&p->v[i], &p->v[parent]))
-            return;
-        cand t = p->v[i];
-        p->v[i] = p->v[parent];
-        p->v[parent] = t;
-        i = parent;
-    }
-}
-
-static void pool_offer(pool *p, const cand *c)
-{
-    if (p->n < p->cap) {
-        p->v[p->n] = *c;
-        heap_up(p, p->n++);
-    } else if (worse(&p->v[0], c)) {
-        p->v[0] = *c;
-        heap_down(p, 0);
-    }
-}
 
 /* ----------------------------------------------------------------------
  * Legs
@@ -108,7 +51,7 @@ static corpus corpus_of(const char *name)
 
 /* BM25 over chunks: mnemo_phrases() gathers the matching rows' term
  * frequencies and lengths, the scores are computed here. */
-static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, search_bm25 *bm)
+static int content_leg(mnemo *m, const query *q, const corpus *cp, topk *p, search_bm25 *bm)
 {
     fts_rank *r = store_rank(LITE(m)->st);
     fts_rank_reset(r, q->nphrase);
@@ -139,9 +82,7 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, pool *p, sear
     for (size_t i = 0; i < h->n; i++) {
         if ((h->mask[i] & q->required) != q->required)
             continue;
-        cand c = {.chunk_id = h->id[i], .raw = bm25_score(&r->hits, i, w, bm->idf, bm->k1, bm->b),
-                  .vec = -1};
-        pool_offer(p, &c);
+        topk_offer(p, bm25_score(&r->hits, i, w, bm->idf, bm->k1, bm->b), h->id[i]);
     }
     double s = 0;
     for (int i = 0; i < q->npositive && i < h->np; i++)
@@ -409,13 +350,17 @@ static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
 
 
 /* ----------------------------------------------------------------------
- * The SQLite index behind search_io
+ * A search's state (search_legs.ud), and the SQLite index behind search_io
  * -------------------------------------------------------------------- */
 
 typedef struct lite_io {
     mnemo *m;
     const query *q;
-    const vleg *vl;
+    int txn;            /* the search's read transaction was begun */
+    topk pool;          /* the BM25 leg's best rows */
+    cand *kw;           /* them, for the engine */
+    int64_t *vids;      /* the vector leg's candidates */
+    vleg vl;
     sqlite3_stmt *factors, *row;
 } lite_io;
 
@@ -428,7 +373,7 @@ static double lite_bm25(void *ud, int64_t chunk_id)
 static int lite_cosines(void *ud, int64_t chunk_id, float *cs, int max)
 {
     lite_io *x = ud;
-    return vecfile_cosines(x->vl->vf, chunk_id, x->vl->qv, cs, max);
+    return vecfile_cosines(x->vl.vf, chunk_id, x->vl.qv, cs, max);
 }
 
 /* The date and importance of CHUNK_ID, kept in the handle across searches
@@ -486,122 +431,92 @@ static int lite_row(void *ud, int64_t chunk_id, search_row *out)
     return MNEMO_OK;
 }
 
-/* The search of the local index. */
-int lite_search(mnemo *m, const char *text, const mnemo_search_opts *opts,
-                mnemo_results **out)
+/* The legs step (search_store): BM25 and the file names while the query
+ * is embedded, then the vectors, in one read transaction. */
+static int lite_legs(mnemo *m, search_legs *l)
 {
-    double t0 = time_mono();
-    *out = NULL;
-    core_clear(m);
-    buf qt;
-    buf_init(&qt, 1 << 16);
-    int rc = search_clean_query(m, text, &qt);
-    if (rc) {
-        buf_cleanup(&qt);
-        return rc;
-    }
-
-    tok *t = NULL;
-    query q;
-    memset(&q, 0, sizeof q);
-    pool p = {0};
-    file_hits fh = {0};
-    cand *all = NULL;
-    vleg vl;
-    memset(&vl, 0, sizeof vl);
-    mnemo_results *res = calloc(1, sizeof *res);
-    int txn = 0;
-    rc = res ? MNEMO_OK : MNEMO_NOMEM;
-    double tm = t0;
-    if (rc || (rc = lite_qtok(m, &t)))
-        goto done;
+    lite_io *x = calloc(1, sizeof *x);
+    if (!x)
+        return MNEMO_NOMEM;
+    l->ud = x;
+    x->m = m;
+    x->q = l->q;
     /* One read transaction for the whole search: one snapshot for every
      * leg, and one set of locks instead of one per statement. */
     sqlite3_stmt *begin = fts_stmt(store_rank(LITE(m)->st), "BEGIN");
     if (sqlite3_get_autocommit(store_db(LITE(m)->st)) && begin && sqlite3_step(begin) == SQLITE_DONE)
-        txn = 1;
+        x->txn = 1;
     /* What the handle keeps across searches goes if the index changed. */
     fts_rank_check(store_rank(LITE(m)->st));
-    if ((rc = query_parse(t, qt.data, &q)))
-        goto done;
-    res->mode = strdup("keyword");
-    if (!res->mode) {
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
+    int rc = topk_init(&x->pool, l->pool);
+    if (rc)
+        return rc;
+    corpus cp = corpus_of(l->corpus);
+    vector_start(m, l->text, &x->vl);
+    if (l->q->match && (rc = content_leg(m, l->q, &cp, &x->pool, &l->bm)))
+        return rc;
+    if ((rc = file_legs(m, l->q, &cp, &l->fh)))
+        return rc;
+    l->res->timing.keyword_ms = search_lap(l->lap);
+    if ((rc = vector_leg(m, l->text, &cp, l->pool, l->res, &x->vl)))
+        return rc;
+    l->res->timing.vector_ms = search_lap(l->lap);
+    x->kw = malloc((x->pool.n + 1) * sizeof *x->kw);
+    x->vids = malloc((x->vl.nmatches + 1) * sizeof *x->vids);
+    if (!x->kw || !x->vids)
+        return MNEMO_NOMEM;
+    for (size_t i = 0; i < x->pool.n; i++)
+        x->kw[i] = (cand){.chunk_id = x->pool.v[i].id, .raw = x->pool.v[i].score, .vec = -1};
+    for (size_t i = 0; i < x->vl.nmatches; i++)
+        x->vids[i] = x->vl.matches[i].chunk_id;
+    l->kw = x->kw;
+    l->nkw = x->pool.n;
+    l->vids = x->vids;
+    l->nvids = x->vl.nmatches;
+    l->vs = (search_vstats){x->vl.ran, x->vl.null};
+    return MNEMO_OK;
+}
 
-    p.cap = search_pool_size(m, opts);
-    p.v = malloc(p.cap * sizeof *p.v);
-    if (!p.v) {
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
-    search_bm25 bm = {.sum_idf = 1.0, .avgdl = 1.0};
-    corpus cp = corpus_of(opts ? opts->corpus : NULL);
-    vector_start(m, qt.data, &vl);
-    if (q.match && (rc = content_leg(m, &q, &cp, &p, &bm)))
-        goto done;
-    if ((rc = file_legs(m, &q, &cp, &fh)))
-        goto done;
-    res->timing.keyword_ms = search_lap(&tm);
-    if ((rc = vector_leg(m, qt.data, &cp, p.cap, res, &vl)))
-        goto done;
-    res->timing.vector_ms = search_lap(&tm);
-
+/* The io step: the candidates' rows and factors are read one by one, with
+ * statements the handle keeps. */
+static int lite_io_of(mnemo *m, search_legs *l)
+{
+    lite_io *x = l->ud;
     fts_rank *fr = store_rank(LITE(m)->st);
-    lite_io x = {m, &q, &vl, NULL, NULL};
     /* With the next chunk of the file when it shares lines with this one. */
-    x.row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source, n.text, "
-                         "n.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
-                         "LEFT JOIN chunks n ON n.file_id = c.file_id AND n.seq = c.seq + 1 "
-                         "AND n.start_line <= c.end_line WHERE c.id = ?1");
-    x.factors = fts_stmt(fr, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
-                             "FROM chunks c JOIN files f ON f.id = c.file_id "
-                             "WHERE c.id = ?1");
-    if (!x.row || !x.factors) {
-        rc = sql_fail(m, "prepare");
-        goto done;
-    }
+    x->row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source, n.text, "
+                          "n.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
+                          "LEFT JOIN chunks n ON n.file_id = c.file_id AND n.seq = c.seq + 1 "
+                          "AND n.start_line <= c.end_line WHERE c.id = ?1");
+    x->factors = fts_stmt(fr, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "
+                              "FROM chunks c JOIN files f ON f.id = c.file_id "
+                              "WHERE c.id = ?1");
+    if (!x->row || !x->factors)
+        return sql_fail(m, "prepare");
+    l->io = (search_io){x, lite_bm25, lite_cosines, lite_factors, NULL, lite_row};
+    return MNEMO_OK;
+}
 
-    /* The union of both legs' pools, one entry per chunk. */
-    size_t n = 0, cap = p.n + vl.nmatches + fh.n + 1;
-    all = malloc(cap * sizeof *all);
-    if (!all) {
-        rc = MNEMO_NOMEM;
-        goto done;
-    }
-    for (size_t i = 0; i < p.n; i++)
-        all[n++] = p.v[i];
-    for (size_t i = 0; i < vl.nmatches; i++)
-        all[n++] = (cand){.chunk_id = vl.matches[i].chunk_id, .raw = -1};
-    n = search_cands_union(all, n);
-
-    search_io io = {&x, lite_bm25, lite_cosines, lite_factors, NULL, lite_row};
-    search_vstats vs = {vl.ran, vl.null};
-    if ((rc = search_rank(m, t, &q, &io, all, n, &fh, &bm, &vs, opts, res, &tm)))
-        goto done;
-    res->timing.total_ms = (tm - t0) * 1000.0;
-done:
+/* The end step: the statements reset and the read transaction committed. */
+static void lite_end(mnemo *m, search_legs *l)
+{
+    lite_io *x = l->ud;
     if (LITE(m)->st) {
         fts_stmt_reset_all(store_rank(LITE(m)->st));
-        sqlite3_stmt *commit = txn ? fts_stmt(store_rank(LITE(m)->st), "COMMIT") : NULL;
+        sqlite3_stmt *commit = x && x->txn ? fts_stmt(store_rank(LITE(m)->st), "COMMIT") : NULL;
         if (commit)
             sqlite3_step(commit);
         if (commit)
             sqlite3_reset(commit);
     }
-    vleg_cleanup(&vl);
-    free(all);
-    search_file_hits_cleanup(&fh);
-    free(p.v);
-    query_cleanup(&q);
-    buf_cleanup(&qt);
-    if (rc) {
-        results_free(res);
-        if (!m->err.len)
-            core_error(m, rc, "search failed: %s", errcode_text(rc));
-        return rc;
+    if (x) {
+        vleg_cleanup(&x->vl);
+        topk_cleanup(&x->pool);
+        free(x->kw);
+        free(x->vids);
+        free(x);
     }
-    *out = res;
-    return MNEMO_OK;
+    l->ud = NULL;
 }
+
+const search_store lite_notes = {lite_legs, lite_io_of, lite_end};
