@@ -92,7 +92,7 @@ FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jso
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.
 FUZZ_CLI = fuzz/fuzz_cli.c
 CLI_PARTS = $(filter-out cli/main.c,$(CLI_SRC))
-BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c bench/localbench.c bench/readbench.c bench/writebench.c
+BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c bench/localbench.c bench/readbench.c bench/writebench.c bench/refreshbench.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)

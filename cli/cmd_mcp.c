@@ -25,6 +25,7 @@ int cmd_mcp(int argc, char **argv)
     mnemo *m;
     if ((code = cli_open(&a, &m)))
         return code;
+    mcp_keep_fresh(1); /* no watcher runs here: sync what changed before a search */
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;

@@ -7,6 +7,7 @@
  */
 #include "mcp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,29 @@ static json_t *tool_result(const char *text, json_t *structured, int is_error)
     return r;
 }
 
+static int keep_fresh;
+
+void mcp_keep_fresh(int on) { keep_fresh = on; }
+
+/* Before a tool that reads the notes: the index brought up to date with
+ * what changed since the last call (mnemo_refresh). A sync that cannot run
+ * now (another process is writing) leaves the index as it is: the tool
+ * answers from it, and the next call tries again. */
+static void refresh(mnemo *m, const char *op)
+{
+    if (!keep_fresh || (strcmp(op, "search") && strcmp(op, "recall") && strcmp(op, "status")))
+        return;
+    int synced = 0;
+    mnemo_sync_stats st;
+    int rc = mnemo_refresh(m, &synced, &st);
+    if (rc)
+        fprintf(stderr, "mnemo mcp: the index could not be brought up to date: %s\n",
+                mnemo_errmsg(m));
+    else if (synced && st.files_added + st.files_changed + st.files_removed)
+        fprintf(stderr, "mnemo mcp: synced: %zu added, %zu changed, %zu removed\n",
+                st.files_added, st.files_changed, st.files_removed);
+}
+
 static json_t *tools_call(mnemo *m, const json_t *params, json_t *id)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
@@ -188,6 +212,7 @@ static json_t *tools_call(mnemo *m, const json_t *params, json_t *id)
         snprintf(msg, sizeof msg, "Unknown tool: %.100s", name ? name : "(no name)");
         return rpc_error(id, BAD_PARAMS, msg);
     }
+    refresh(m, op->name);
     char *text_out = NULL, *err = NULL;
     json_t *args = json_object_get(params, "arguments");
     int rc = api_run(m, op, json_is_null(args) ? NULL : args, &text_out, &err);

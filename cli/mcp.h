@@ -16,6 +16,12 @@
  * that is not JSON gets a parse error response. */
 char *mcp_handle(mnemo *m, const char *msg, size_t len);
 
+/* ON: before each tool that reads the notes (memory_search, memory_recall,
+ * memory_status), bring the index up to date with what changed since the
+ * last (mnemo_refresh): for a server with no watcher of its own (mnemo mcp
+ * on stdio; mnemo serve watches). */
+void mcp_keep_fresh(int on);
+
 /* 1 when VERSION is a protocol version this server speaks. */
 int mcp_version_supported(const char *version);
 

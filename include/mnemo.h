@@ -215,6 +215,17 @@ MNEMO_API int mnemo_watch(mnemo *m, const volatile int *stop,
                           void (*on_sync)(void *ud, int rc, const mnemo_sync_stats *stats),
                           void *ud);
 
+/* Brings the index up to date when the memory files changed since the last
+ * call, for a caller that serves requests one at a time without a thread
+ * of its own for mnemo_watch (mnemo mcp calls it before each search). The
+ * first call starts watching the memory roots (inotify, kept on the handle
+ * until mnemo_close) and syncs; later calls sync only when a change arrived
+ * (a non-blocking read, microseconds, when none did), as mnemo_sync does
+ * (only what changed is read; new chunks are embedded). *SYNCED (may be
+ * NULL): 1 when a sync ran, with STATS (may be NULL) filled. A sync that
+ * failed is tried again at the next call. */
+MNEMO_API int mnemo_refresh(mnemo *m, int *synced, mnemo_sync_stats *stats);
+
 /* ------------------------------------------------------------------------
  * Search
  * ---------------------------------------------------------------------- */

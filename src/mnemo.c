@@ -19,6 +19,7 @@
 
 #include "engine/backend.h"
 #include "engine/sync.h"
+#include "engine/watch.h"
 #include "engine/core.h"
 #include "engine/memory.h"
 #include "util/errcode.h"
@@ -179,6 +180,7 @@ void mnemo_close(mnemo *m)
     tok_free(m->qtok);
     free(m->qtok_lang);
     embed_close(m->emb);
+    watch_close(m);
     if (m->be && m->be->close)
         m->be->close(m);
     buf_cleanup(&m->warn);

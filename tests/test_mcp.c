@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "backend.h"
 #include "test.h"
 
 static void workspace(void)
@@ -306,4 +307,118 @@ TEST(mcp_sdk_client_http)
     ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     free(out);
     free(dir);
+}
+
+/* A mnemo mcp process spoken to one message at a time. */
+typedef struct mcp_proc {
+    pid_t pid;
+    FILE *in, *out;
+} mcp_proc;
+
+static void mcp_start(mcp_proc *p, const char *store)
+{
+    int to[2], from[2];
+    ASSERT(pipe(to) == 0 && pipe(from) == 0);
+    p->pid = fork();
+    if (p->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2); /* its notes of each sync */
+        close(to[1]);
+        close(from[0]);
+        execl(test_bin(), "mnemo", "--workspace", test_path("ws"), "--db",
+              test_path("db.sqlite"), "--store", store, "mcp", (char *)NULL);
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    p->in = fdopen(to[1], "w");
+    p->out = fdopen(from[0], "r");
+}
+
+/* Sends LINE and returns the response to it, parsed. */
+static json_t *mcp_ask(mcp_proc *p, const char *line)
+{
+    fputs(line, p->in);
+    fflush(p->in);
+    char *resp = NULL;
+    size_t cap = 0;
+    if (getline(&resp, &cap, p->out) <= 0)
+        test_fail(__FILE__, __LINE__, "mnemo mcp closed its output");
+    json_t *j = json_loads(resp, 0, NULL);
+    if (!j)
+        test_fail(__FILE__, __LINE__, "not JSON: %s", resp);
+    free(resp);
+    return j;
+}
+
+static void mcp_stop(mcp_proc *p)
+{
+    fclose(p->in);
+    fclose(p->out);
+    int status;
+    waitpid(p->pid, &status, 0);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* The paths memory_search answered with, one per line. */
+static char *search_paths(mcp_proc *p, int id, const char *query)
+{
+    char line[512];
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"memory_search\",\"arguments\":{\"query\":\"%s\"}}}\n",
+             id, query);
+    json_t *r = mcp_ask(p, line);
+    json_t *res = json_object_get(json_object_get(json_object_get(r, "result"),
+                                                  "structuredContent"),
+                                  "results");
+    ASSERT(json_is_array(res));
+    char *out = calloc(1, 4096);
+    size_t i;
+    json_t *x;
+    json_array_foreach(res, i, x)
+    {
+        strncat(out, json_string_value(json_object_get(x, "path")), 4000 - strlen(out));
+        strcat(out, "\n");
+    }
+    json_decref(r);
+    return out;
+}
+
+/* mnemo mcp has no watcher: before a search it syncs what changed since
+ * the last one, so a note written while it runs is found at once, and one
+ * deleted is gone; an index that was never built is built. */
+BACKEND_TEST(mcp_stdio_index_follows_edits)
+{
+    workspace();
+    mcp_proc p;
+    mcp_start(&p, be_store());
+    json_t *r = mcp_ask(&p, INIT("2025-06-18"));
+    json_decref(r);
+    char *hits = search_paths(&p, 2, "zephyr"); /* no index yet: built now */
+    ASSERT_CONTAINS(hits, "MEMORY.md");
+    free(hits);
+    hits = search_paths(&p, 3, "koala");
+    ASSERT_STR_EQ(hits, "");
+    free(hits);
+    test_mkdir("ws/memory");
+    test_write("ws/memory/2026-12-01.md", "# 2026-12-01\n\n- The koala enclosure opens on Friday.\n");
+    hits = search_paths(&p, 4, "koala");
+    ASSERT_STR_EQ(hits, "memory/2026-12-01.md\n");
+    free(hits);
+    test_write("ws/memory/2026-12-01.md", "# 2026-12-01\n\n- The wombat enclosure opens on Friday.\n");
+    hits = search_paths(&p, 5, "koala");
+    ASSERT_STR_EQ(hits, "");
+    free(hits);
+    hits = search_paths(&p, 6, "wombat");
+    ASSERT_STR_EQ(hits, "memory/2026-12-01.md\n");
+    free(hits);
+    ASSERT(unlink(test_path("ws/memory/2026-12-01.md")) == 0);
+    hits = search_paths(&p, 7, "wombat");
+    ASSERT_STR_EQ(hits, "");
+    free(hits);
+    mcp_stop(&p);
 }

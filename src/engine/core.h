@@ -22,6 +22,7 @@ struct mnemo {
     const struct backend_ops *be; /* where rows live (backend.h), never NULL */
     void *store;       /* the backend's state, of its own type (lite.h, pgconn.h) */
     void *wrap;        /* a wrapping backend's (sourceTable's, pgsource.c), or NULL */
+    struct watch_set *watch; /* mnemo_refresh's watch (watch.c), or NULL */
     buf err;           /* last error message */
     buf warn;          /* last warning (auto provider fallback), borrowed by callers */
 };

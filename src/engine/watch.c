@@ -7,6 +7,10 @@
  * no event has arrived for the debounce period, so an editor's burst of
  * writes, renames and deletes costs one sync. New folders are picked up by
  * re-adding watches after every sync.
+ *
+ * mnemo_refresh is the same without a loop or a thread, for a caller that
+ * answers requests one at a time (mnemo mcp): a handle keeps its watch,
+ * and each call syncs only when events arrived since the last.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include "engine/core.h"
 #include "util/time.h"
 #include "engine/walk.h"
+#include "engine/watch.h"
 
 #define WATCH_MASK                                                                             \
     (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |       \
@@ -34,6 +39,7 @@ typedef struct watch_set {
     int fd;
     int *filtered; /* wd -> 1 when only root-file names count */
     size_t cap;
+    int pending;   /* mnemo_refresh: a change not synced yet */
 } watch_set;
 
 static void mark(watch_set *w, int wd, int filtered)
@@ -111,10 +117,30 @@ static int relevant_name(const char *name)
     return name[0] != '.' && strstr(name, ".md") != NULL;
 }
 
+/* Reads the events waiting on W: 1 when one of them may change what is
+ * indexed (a memory file or folder, or lost events). */
+static int drain(watch_set *w)
+{
+    int dirty = 0;
+    char events[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t len;
+    while ((len = read(w->fd, events, sizeof events)) > 0) {
+        for (char *p = events; p < events + len;) {
+            struct inotify_event *ev = (struct inotify_event *)(void *)p;
+            int filtered = ev->wd >= 0 && (size_t)ev->wd < w->cap && w->filtered[ev->wd];
+            if ((ev->mask & IN_Q_OVERFLOW) || !filtered || (ev->len && relevant_name(ev->name)))
+                if (!ev->len || ev->name[0] != '.' || (ev->mask & IN_Q_OVERFLOW))
+                    dirty = 1;
+            p += sizeof *ev + ev->len;
+        }
+    }
+    return dirty;
+}
+
 int mnemo_watch(mnemo *m, const volatile int *stop,
                 void (*on_sync)(void *ud, int rc, const mnemo_sync_stats *stats), void *ud)
 {
-    watch_set w = {inotify_init1(IN_NONBLOCK | IN_CLOEXEC), NULL, 0};
+    watch_set w = {inotify_init1(IN_NONBLOCK | IN_CLOEXEC), NULL, 0, 0};
     if (w.fd < 0)
         return core_error(m, MNEMO_IO, "inotify: %s", strerror(errno));
     double debounce = (double)cfg_int(m->cfg, CFG_WATCH_DEBOUNCE_MS) / 1000.0;
@@ -126,7 +152,6 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
         on_sync(ud, rc, &stats);
     int dirty = 0;
     double last = 0;
-    char events[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
     while (!*stop) {
         struct pollfd p = {w.fd, POLLIN, 0};
         int timeout = 250;
@@ -140,22 +165,9 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
             rc = core_error(m, MNEMO_IO, "poll: %s", strerror(errno));
             break;
         }
-        if (n > 0) {
-            ssize_t len;
-            while ((len = read(w.fd, events, sizeof events)) > 0) {
-                for (char *p2 = events; p2 < events + len;) {
-                    struct inotify_event *ev = (struct inotify_event *)(void *)p2;
-                    int filtered = ev->wd >= 0 && (size_t)ev->wd < w.cap && w.filtered[ev->wd];
-                    if ((ev->mask & IN_Q_OVERFLOW) || !filtered ||
-                        (ev->len && relevant_name(ev->name))) {
-                        if (!ev->len || ev->name[0] != '.' || (ev->mask & IN_Q_OVERFLOW)) {
-                            dirty = 1;
-                            last = time_mono();
-                        }
-                    }
-                    p2 += sizeof *ev + ev->len;
-                }
-            }
+        if (n > 0 && drain(&w)) {
+            dirty = 1;
+            last = time_mono();
         }
         if (dirty && time_mono() - last >= debounce) {
             dirty = 0;
@@ -168,4 +180,55 @@ int mnemo_watch(mnemo *m, const volatile int *stop,
     close(w.fd);
     free(w.filtered);
     return *stop ? MNEMO_OK : rc;
+}
+
+int mnemo_refresh(mnemo *m, int *synced, mnemo_sync_stats *stats)
+{
+    mnemo_sync_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    if (synced)
+        *synced = 0;
+    if (!m)
+        return MNEMO_INVALID;
+    core_clear(m);
+    watch_set *w = m->watch;
+    if (!w) {
+        /* The first call: watch, then sync whatever changed meanwhile. */
+        int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (fd < 0)
+            return core_error(m, MNEMO_IO, "inotify: %s", strerror(errno));
+        if (!(w = calloc(1, sizeof *w))) {
+            close(fd);
+            return core_error(m, MNEMO_NOMEM, "out of memory");
+        }
+        w->fd = fd;
+        w->pending = 1;
+        m->watch = w;
+        watch_roots(m, w);
+    }
+    /* Events that arrive while the sync runs are read at the next call. */
+    if (drain(w))
+        w->pending = 1;
+    if (!w->pending)
+        return MNEMO_OK;
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, sync_run(m, m->be->sync, NULL, stats));
+    if (synced)
+        *synced = 1;
+    w->pending = rc != MNEMO_OK; /* tried again at the next call */
+    watch_roots(m, w);
+    return rc;
+}
+
+void watch_close(mnemo *m)
+{
+    watch_set *w = m->watch;
+    if (!w)
+        return;
+    close(w->fd);
+    free(w->filtered);
+    free(w);
+    m->watch = NULL;
 }
