@@ -5,12 +5,13 @@
  *
  *   refreshbench WORKSPACE DB [--rounds N] [--set KEY=VALUE ...]
  *
- * Each round appends a line to one note of the workspace (memory/, the
- * first .md found) and calls mnemo_refresh; between rounds it calls it
+ * Each round appends a line to one note of the workspace (the first .md
+ * found under memory/) and calls mnemo_refresh; between rounds it calls it
  * again with nothing changed. Prints the percentiles of both in
  * milliseconds. The note gets its original content back at the end.
  */
-#include <dirent.h>
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,18 @@ static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+static char note[4400]; /* the note each round changes */
+
+static int first_note(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type != FTW_F || !strstr(path, ".md"))
+        return 0;
+    snprintf(note, sizeof note, "%s", path);
+    return 1;
 }
 
 static void report(const char *what, double *v, int n)
@@ -66,18 +79,9 @@ int main(int argc, char **argv)
     }
     if (rounds < 2)
         rounds = 2;
-    char note[4400] = "";
     char dir[4000];
     snprintf(dir, sizeof dir, "%s/memory", argv[1]);
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d)) != NULL)
-        if (strstr(de->d_name, ".md") && de->d_name[0] != '.') {
-            snprintf(note, sizeof note, "%s/%s", dir, de->d_name);
-            break;
-        }
-    if (d)
-        closedir(d);
+    nftw(dir, first_note, 16, FTW_PHYS);
     if (!note[0]) {
         fprintf(stderr, "refreshbench: no note under %s\n", dir);
         return 1;
