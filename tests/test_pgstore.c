@@ -1115,3 +1115,51 @@ TEST(pgtext_forms)
     ASSERT_STR_EQ(b.data, "'it''s a\\\\b'");
     buf_cleanup(&b);
 }
+
+/* The paths a search finds, sorted, one per line (caller frees). */
+static char *found(mnemo *m, const char *q)
+{
+    mnemo_results *r = NULL;
+    if (mnemo_search(m, q, NULL, &r) != MNEMO_OK)
+        test_fail(__FILE__, __LINE__, "search %s: %s", q, mnemo_errmsg(m));
+    size_t n = mnemo_results_count(r);
+    const char **v = calloc(n + 1, sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = mnemo_results_get(r, i)->path;
+    for (size_t i = 1; i < n; i++) /* insertion sort: a handful */
+        for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+            const char *t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < n; i++)
+        buf_printf(&b, "%s\n", v[i]);
+    free(v);
+    mnemo_results_free(r);
+    return b.data ? b.data : strdup("");
+}
+
+/* A quoted identifier finds what the bare one finds: "#412" is also 412
+ * written inside a word (acme/gateway#412), as the bare #412 is. */
+BACKEND_TEST(pgstore_quoted_identifiers)
+{
+    test_write("ws/memory/a.md", "# A\n\n- Reviewed acme/gateway#412 with Priya.\n");
+    test_write("ws/memory/b.md", "# B\n\n- Ticket #412 closed on Friday.\n");
+    test_write("ws/memory/c.md", "# C\n\n- Ticket 4120 and #41 are unrelated.\n");
+    mnemo *m = be_open("ws", NULL);
+    test_sync(m);
+    char *bare = found(m, "#412"), *quoted = found(m, "\"#412\"");
+    ASSERT_STR_EQ(bare, "memory/a.md\nmemory/b.md\n");
+    ASSERT_STR_EQ(quoted, bare);
+    free(bare);
+    free(quoted);
+    quoted = found(m, "\"ticket #412\"");
+    ASSERT_STR_EQ(quoted, "memory/b.md\n");
+    free(quoted);
+    quoted = found(m, "\"gateway#412\"");
+    ASSERT_STR_EQ(quoted, "memory/a.md\n");
+    free(quoted);
+    mnemo_close(m);
+}

@@ -179,9 +179,10 @@ int query_parse(tok *t, const char *text, query *q)
     phrase *parts = NULL;
     int nparts = 0, rc;
     collect c = {0}, scratch = {0};
-    buf pos, neg;
+    buf pos, neg, phr;
     buf_init(&pos, 1 << 20);
     buf_init(&neg, 1 << 20);
+    buf_init(&phr, 1 << 20);
     if ((rc = split(text, &parts, &nparts)))
         goto done;
 
@@ -221,12 +222,30 @@ int query_parse(tok *t, const char *text, query *q)
         const char *s = text + parts[i].off;
         if (!has_token(t, s, parts[i].len, &scratch))
             continue;
-        for (int k = 0; k < scratch.n; k++)
-            if (!(scratch.v[k].flags & TOKF_PART))
-                add_token(q, scratch.v[k].norm, 0, npos);
+        buf_reset(&phr);
+        size_t at = 0;
+        for (int k = 0; k < scratch.n; k++) {
+            const term *w = &scratch.v[k];
+            if (!(w->flags & TOKF_PART)) {
+                add_token(q, w->norm, 0, npos);
+            } else if (k > 0 && scratch.v[k - 1].norm[0] == '#' &&
+                       (k + 1 == scratch.n || !(scratch.v[k + 1].flags & TOKF_PART))) {
+                /* "#412" is also 412 where it is written inside a word
+                 * (acme/gateway#412): the phrase asks for 412, which every
+                 * "#412" carries too, as the bare word finds both. */
+                const term *h = &scratch.v[k - 1];
+                buf_append(&phr, s + at, h->span_off - at);
+                buf_append(&phr, s + w->span_off, w->span_len);
+                at = h->span_off + h->span_len;
+                add_token(q, w->norm, 0, npos);
+            }
+        }
+        buf_append(&phr, s + at, parts[i].len - at);
+        if ((rc = buf_err(&phr)))
+            goto done;
         if (npos)
             buf_puts(&pos, " OR ");
-        fts_quote(&pos, s, parts[i].len);
+        fts_quote(&pos, phr.data ? phr.data : "", phr.len);
         q->required |= (uint64_t)1 << npos;
         npos++;
     }
@@ -263,6 +282,7 @@ done:
     free(scratch.v);
     buf_cleanup(&pos);
     buf_cleanup(&neg);
+    buf_cleanup(&phr);
     if (rc)
         query_cleanup(q);
     return rc;
