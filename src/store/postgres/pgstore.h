@@ -16,6 +16,7 @@ int pgstore_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
                    mnemo_results **out);
 int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
 int pgstore_status_json(mnemo *m, int deep, char **out);
+int pgstore_index_count(mnemo *m, long long *files);
 int pgstore_recall_triggers(mnemo *m, const char *message, char **out);
 
 /* Frees the chunk-side state kept on the handle. */

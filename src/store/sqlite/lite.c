@@ -49,6 +49,7 @@ const backend_ops backend_sqlite = {
     lite_search,
     get_file,
     lite_status_json,
+    lite_index_count,
     lite_recall_triggers,
     &mem_lite_store,
     &mem_lite_searcher,

@@ -61,6 +61,8 @@ int lite_qtok(mnemo *m, tok **out);
 int lite_sync(mnemo *m, const mnemo_sync_opts *opts, mnemo_sync_stats *stats);
 int lite_search(mnemo *m, const char *query, const mnemo_search_opts *opts, mnemo_results **out);
 int lite_status_json(mnemo *m, int deep, char **out);
+/* The index's files (mnemo_index_count); MNEMO_NOTFOUND without an index. */
+int lite_index_count(mnemo *m, long long *files);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);
 /* The storage steps of the memory operations (memlite.c) and memory
  * search's legs (lite_msearch.c), run by the engine (memory.h). */
