@@ -161,7 +161,7 @@ int cmd_search(int argc, char **argv)
     mnemo_search_all_opts ao;
     mnemo_search_all_opts_init(&ao);
     ao.notes = so;
-    const char *cats[64];
+    const char **cats = NULL;
     size_t ncats = 0;
     char *catbuf = NULL;
     int rc = MNEMO_OK;
@@ -171,13 +171,20 @@ int cmd_search(int argc, char **argv)
     ao.facts.agent_id = a.val[9];
     ao.facts.run_id = a.val[10];
     ao.facts.scope = a.val[11];
-    if (a.val[12] && !(catbuf = strdup(a.val[12]))) /* a comma list */
-        rc = MNEMO_NOMEM;
-    for (char *p = catbuf; p && *p;) {
+    if (a.val[12]) { /* a comma list */
+        size_t most = 1;
+        for (const char *p = a.val[12]; *p; p++)
+            most += *p == ',';
+        catbuf = strdup(a.val[12]);
+        cats = calloc(most, sizeof *cats);
+        if (!catbuf || !cats)
+            rc = MNEMO_NOMEM;
+    }
+    for (char *p = catbuf; !rc && p && *p;) {
         size_t l = strcspn(p, ",");
         int last = p[l] == 0;
         p[l] = 0;
-        if (l && ncats < sizeof cats / sizeof *cats)
+        if (l)
             cats[ncats++] = p;
         p += l + !last;
     }
@@ -200,6 +207,7 @@ int cmd_search(int argc, char **argv)
     if (!rc && json && !out)
         rc = MNEMO_NOMEM;
     free(catbuf);
+    free(cats);
     if (rc) {
         code = cli_fail(m, rc, json);
         mnemo_hits_free(h);
