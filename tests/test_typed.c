@@ -233,6 +233,23 @@ BACKEND_TEST(backend_mem_typed_equals_json)
     json_decref(j);
     mnemo_hits_free(h);
 
+    /* The notes' min_score bars the facts too, typed as in JSON. */
+    ao.notes.min_score = 0.6;
+    ASSERT_OK(mnemo_search_all_typed(m, "staging cluster", &ao, &h));
+    ASSERT_OK(mnemo_search_all(m, "staging cluster",
+                               "{\"user_id\":\"alice\",\"limit\":5,\"minScore\":0.6}", &out));
+    typed = mnemo_hits_json(h);
+    ASSERT_STR_EQ(typed, out);
+    for (size_t i = 0; i < mnemo_hits_count(h); i++)
+        ASSERT(mnemo_hits_score(h, i) >= 0.6);
+    mnemo_free(typed);
+    mnemo_free(out);
+    mnemo_hits_free(h);
+    ao.notes.min_score = 2; /* out of range: refused where memory search refuses it */
+    ASSERT_EQ(mnemo_search_all_typed(m, "staging cluster", &ao, &h), MNEMO_INVALID);
+    ASSERT(h == NULL);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "min_score must be a number from 0 to 1");
+
     /* Facts alone, of another user. */
     mnemo_search_all_opts_init(&ao);
     ASSERT_OK(mnemo_search_kinds(m, "facts", &ao.kinds));

@@ -142,6 +142,7 @@ int allsearch_run(mnemo *m, const char *text, const mnemo_search_all_opts *o, al
         BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, text, &so, &h->notes));
     if (!rc && facts) {
         mnemo_memory_opts fo = o->facts;
+        fo.min_score = so.min_score < 0 ? -1 : so.min_score; /* the notes' bar, typed */
         if (!text)
             rc = core_error(m, MNEMO_INVALID, "empty query");
         else if (fn)

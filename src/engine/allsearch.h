@@ -32,9 +32,10 @@ struct mnemo_hits {
 typedef int (*all_facts_fn)(mnemo *m, void *ud, mnemo_memory_opts *fo);
 
 /* The search for TEXT with options O (NULL: the defaults; the notes'
- * max_results <= 0: the configuration's; the facts' limit is it, and
- * their min_score the bar on a fact's score on the one scale, when not
- * negative) into *OUT; the facts' options from FN when not NULL. */
+ * max_results <= 0: the configuration's; the facts' limit is it, their
+ * min_score the notes', also a bar on a fact's score on the one scale
+ * when not negative) into *OUT; the facts' options from FN when not NULL
+ * (which sets their min_score itself). */
 int allsearch_run(mnemo *m, const char *text, const mnemo_search_all_opts *o, all_facts_fn fn,
                   void *ud, mnemo_hits **out);
 
