@@ -280,7 +280,7 @@ MNEMO_API int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts 
  * its relevance times its importance factor; among hits within 0.1 of
  * each other the newer ranks first (docs/search.md). MNEMO_NOTFOUND when
  * notes are searched and no index exists yet; MNEMO_INVALID for an
- * unknown option. Caller frees *out. */
+ * unknown option. Caller frees *out. Typed: mnemo_search_all_typed. */
 /* "hybrid" when searches of M would run the vector leg (an embedding
  * provider is configured or found), else "keyword". Static text. */
 MNEMO_API const char *mnemo_search_mode(mnemo *m);
@@ -367,7 +367,8 @@ MNEMO_API void mnemo_excerpt_cleanup(mnemo_excerpt *e);
  *    "last_confirmed_at":null,"deleted_at":null}
  *
  * Search results add "score" (0..1). Options are JSON objects too; every
- * key is optional. See docs/memories.md.
+ * key is optional. See docs/memories.md. The same records, options and
+ * results as C types: "Structured memories, typed" below.
  * ---------------------------------------------------------------------- */
 
 /* Stores a memory. RECORD needs "text"; defaults: category "other" with its
@@ -502,7 +503,8 @@ typedef struct mnemo_memory {
     int duplicate;            /* add: 1 when the text was stored already (this is it) */
 } mnemo_memory;
 
-/* Fills REC for an add: everything unset (NULL, 0), importance -1. */
+/* Fills REC for an add: everything unset (NULL, 0), importance, score and
+ * relevance -1. */
 MNEMO_API void mnemo_memory_init(mnemo_memory *rec);
 
 /* Frees a record returned by mnemo_memory_add_typed or
