@@ -57,7 +57,8 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/engine/config.c src/engine/core.c src/engine/walk.c src/engine/prep.c \
           src/engine/sync.c src/engine/memory.c src/engine/mport.c src/engine/msearch.c src/engine/mrecall.c \
           src/engine/provider.c src/engine/calib.c src/engine/rank.c src/engine/recall.c src/engine/results.c \
-          src/engine/search.c src/engine/allsearch.c src/engine/get.c src/engine/watch.c \
+          src/engine/search.c src/engine/allsearch.c src/engine/mrec.c src/engine/memjson.c \
+          src/engine/get.c src/engine/watch.c \
           src/store/sqlite/recover.c src/store/sqlite/fts.c src/store/sqlite/lite_filter.c \
           src/store/sqlite/store.c src/store/sqlite/store_write.c src/store/sqlite/lite.c \
           src/store/sqlite/lite_sync.c src/store/sqlite/memlite.c src/store/sqlite/memvec.c \
@@ -86,7 +87,8 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_mfilter.c tests/test_memory.c \
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \
-           tests/test_pgstore.c tests/test_safety.c tests/test_writes.c tests/test_damage.c tests/test_cliux.c
+           tests/test_pgstore.c tests/test_safety.c tests/test_writes.c tests/test_damage.c tests/test_cliux.c \
+           tests/test_typed.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
                fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.

@@ -135,6 +135,81 @@ static char *query_options(const cli_args *a, int *code)
     return s;
 }
 
+/* The list/search options given on the command line, typed: the strings
+ * are A's, the categories split as the library splits "a,b", the filters
+ * checked and written compactly. */
+typedef struct typed_query {
+    mnemo_memory_opts o;
+    const char **cats;
+    char *catbuf, *filters;
+} typed_query;
+
+static void typed_query_cleanup(typed_query *q)
+{
+    free(q->cats);
+    free(q->catbuf);
+    free(q->filters);
+}
+
+/* EXIT_OK, or the exit code of the option that is wrong (said). */
+static int typed_query_init(const cli_args *a, typed_query *q)
+{
+    memset(q, 0, sizeof *q);
+    mnemo_memory_opts_init(&q->o);
+    q->o.user_id = a->val[O_USER];
+    q->o.agent_id = a->val[O_AGENT];
+    q->o.run_id = a->val[O_RUN];
+    q->o.scope = a->val[O_SCOPE];
+    q->o.type = a->val[O_TYPE];
+    q->o.subject = a->val[O_SUBJECT];
+    if (a->val[O_CATEGORIES]) {
+        size_t most = 1;
+        for (const char *p = a->val[O_CATEGORIES]; *p; p++)
+            most += *p == ',';
+        q->catbuf = strdup(a->val[O_CATEGORIES]);
+        q->cats = calloc(most, sizeof *q->cats);
+        if (!q->catbuf || !q->cats)
+            return EXIT_ERROR;
+    }
+    for (char *p = q->catbuf; p && *p;) {
+        size_t l = strcspn(p, ","), n = l;
+        char *e = p + l, *w = p;
+        int last = *e == 0;
+        *e = 0;
+        while (n && *w == ' ')
+            w++, n--;
+        while (n && w[n - 1] == ' ')
+            w[--n] = 0;
+        if (n)
+            q->cats[q->o.ncategories++] = w;
+        p = last ? e : e + 1;
+    }
+    q->o.categories = q->cats;
+    int code = EXIT_OK, n;
+    if (a->val[O_FILTERS]) {
+        json_error_t je;
+        json_t *f = json_loads(a->val[O_FILTERS], 0, &je);
+        if (!f) {
+            cli_error("--filters: invalid JSON at line %d column %d: %s", je.line, je.column,
+                      je.text);
+            return EXIT_USAGE;
+        }
+        q->filters = json_dumps(f, JSON_COMPACT);
+        q->o.filters = q->filters;
+        json_decref(f);
+    }
+    if (a->val[O_LIMIT] && !(code = cli_int(a->val[O_LIMIT], "limit", 1, 100000, &n)))
+        q->o.limit = n;
+    if (!code && a->val[O_OFFSET] && !(code = cli_int(a->val[O_OFFSET], "offset", 0, 1 << 30, &n)))
+        q->o.offset = n;
+    double x;
+    if (!code && a->val[O_MIN_SCORE] &&
+        !(code = cli_double(a->val[O_MIN_SCORE], "min-score", 0, 1, &x)))
+        q->o.min_score = x;
+    q->o.deleted = a->val[O_DELETED] != NULL;
+    return code;
+}
+
 static void print_record(const char *json, int as_json)
 {
     if (as_json) {
@@ -219,9 +294,74 @@ static char *read_all(const char *path, size_t *len)
     return s;
 }
 
+/* delete --query, printed as text (from the typed search). */
+static int delete_by_query_text(mnemo *m, const cli_args *a)
+{
+    typed_query q;
+    int code = typed_query_init(a, &q);
+    if (code) {
+        typed_query_cleanup(&q);
+        return code;
+    }
+    if (!q.o.type)
+        q.o.type = "all";
+    mnemo_memories *s = NULL;
+    int rc = mnemo_memory_search_typed(m, a->val[O_QUERY], &q.o, &s);
+    typed_query_cleanup(&q);
+    if (rc)
+        return cli_fail(m, rc, 0);
+    size_t n = mnemo_memories_count(s);
+    const mnemo_memory *top = mnemo_memories_get(s, 0);
+    code = EXIT_OK;
+    if (n == 0) {
+        fprintf(stderr, "mnemo: no memory matches '%s'; nothing deleted\n", a->val[O_QUERY]);
+        code = EXIT_NOTFOUND;
+    } else if (n == 1 || top->relevance > 0.9) {
+        rc = mnemo_memory_delete(m, top->id);
+        if (rc)
+            code = cli_fail(m, rc, 0);
+        else
+            printf("Deleted memory %s: %s\n", top->id, top->text);
+    } else {
+        printf("%zu memories match; none is certain enough to delete. Delete one by id:\n", n);
+        for (size_t i = 0; i < n; i++) {
+            const mnemo_memory *x = mnemo_memories_get(s, i);
+            printf("  mnemo memory delete %s   # %s (score %.2f)\n", x->id, x->text, x->score);
+        }
+    }
+    mnemo_memories_free(s);
+    return code;
+}
+
+/* The page of memories listed, printed as text (from the typed list). */
+static int list_text(mnemo *m, const cli_args *a, int *rc)
+{
+    typed_query q;
+    int code = typed_query_init(a, &q);
+    mnemo_memories *s = NULL;
+    if (!code)
+        *rc = mnemo_memory_list_typed(m, &q.o, &s);
+    typed_query_cleanup(&q);
+    if (code || *rc)
+        return code;
+    size_t n = mnemo_memories_count(s);
+    for (size_t i = 0; i < n; i++) {
+        const mnemo_memory *r = mnemo_memories_get(s, i);
+        printf("%s  [%s] %s%s\n", r->id, r->category, r->text,
+               r->deleted_at ? "  (deleted)" : "");
+    }
+    long long total = mnemo_memories_total(s);
+    if ((long long)n < total || total == 0)
+        printf("(%zu of %lld shown)\n", n, total);
+    mnemo_memories_free(s);
+    return EXIT_OK;
+}
+
 /* delete --query: one hit, or a nearly certain top hit, is deleted. */
 static int delete_by_query(mnemo *m, const cli_args *a, int json)
 {
+    if (!json)
+        return delete_by_query_text(m, a);
     int code;
     char *o = query_options(a, &code);
     if (!o)
@@ -400,6 +540,8 @@ int cmd_memory(int argc, char **argv)
             }
             json_decref(h);
         }
+    } else if (!strcmp(sub, "list") && !json) {
+        code = list_text(m, &a, &rc);
     } else if (!strcmp(sub, "list") || !strcmp(sub, "search")) {
         char *o = query_options(&a, &code);
         if (o) {

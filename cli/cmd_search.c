@@ -1,13 +1,79 @@
 /*
  * cmd_search.c - `mnemo search QUERY`: the notes and the stored facts
- * together (mnemo_search_all), or one kind with --kinds.
+ * together (mnemo_search_all_typed), or one kind with --kinds.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
+
+/* X as the JSON answer prints it (4 places; importance: 4 digits), read
+ * back: what the figures printed here are rounded from. */
+static double as_printed(double x)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%.4f", x);
+    return strtod(t, NULL);
+}
+
+static double as_printed_g(double x)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%.4g", x);
+    return strtod(t, NULL);
+}
+
+/* Hit I of H as the lines `mnemo search` prints: its citation and score,
+ * with EXPLAIN the factors of a note, then the passage. */
+static void print_hit(const mnemo_hits *h, size_t i, int explain, size_t nth)
+{
+    const mnemo_result *r = mnemo_hits_note(h, i);
+    const mnemo_memory *f = mnemo_hits_fact(h, i);
+    if (!r && !f)
+        return;
+    char cit[128];
+    if (f)
+        snprintf(cit, sizeof cit, "memory://%s", f->id);
+    const char *c = f ? cit : r->citation;
+    printf("%s", nth ? "\n" : "");
+    cli_print_safe(stdout, c, strlen(c));
+    double score = as_printed(mnemo_hits_score(h, i));
+    if (f) {
+        char day[16] = "";
+        time_t t = (time_t)f->updated_at;
+        struct tm tm;
+        if (f->updated_at && gmtime_r(&t, &tm))
+            strftime(day, sizeof day, "%Y-%m-%d", &tm);
+        printf("  (score %.2f; fact, %s, importance %.2f, %.10s)\n", score,
+               *f->category ? f->category : "uncategorised", as_printed_g(f->importance),
+               day);
+    } else {
+        printf("  (score %.2f)\n", score);
+    }
+    if (explain && !f) {
+        char vs[32] = "-";
+        if (r->vector_score >= 0)
+            snprintf(vs, sizeof vs, "%.3f", as_printed(r->vector_score));
+        static const char *const tiers[] = {"no", "stem", "name", "path"};
+        printf("  [text %.3f, vector %s, file match %s, recency x%.3f, importance x%.3f, "
+               "rank %d -> %d]\n",
+               as_printed(r->text_score), vs,
+               r->tier >= 1 && r->tier <= 3 ? tiers[r->tier] : "no",
+               as_printed(r->recency), as_printed(r->importance), r->rank_before,
+               r->rank_after);
+    }
+    const char *s = f ? f->text : r->snippet;
+    while (s && *s) {
+        const char *nl = strchr(s, '\n');
+        int n = nl ? (int)(nl - s) : (int)strlen(s);
+        fputs("  ", stdout);
+        cli_print_safe(stdout, s, (size_t)n);
+        putchar('\n');
+        s += n + (nl ? 1 : 0);
+    }
+}
 
 int cmd_search(int argc, char **argv)
 {
@@ -91,124 +157,91 @@ int cmd_search(int argc, char **argv)
         free(query);
         return cli_exit_code(orc);
     }
-    /* The options of mnemo_search_all. */
-    json_t *o = json_object();
-    if (so.max_results > 0)
-        json_object_set_new(o, "maxResults", json_integer(so.max_results));
-    if (so.min_score >= 0)
-        json_object_set_new(o, "minScore", json_real(so.min_score));
-    if (so.strict > 0)
-        json_object_set_new(o, "strict", json_true());
-    if (so.explain)
-        json_object_set_new(o, "explain", json_true());
-    if (so.corpus)
-        json_object_set_new(o, "corpus", json_string(so.corpus));
-    static const char *const keys[] = {"kinds", "user_id", "agent_id", "run_id", "scope",
-                                       NULL, "type", "subject", "filters"};
-    for (int k = 0; k < 9; k++) {
-        const char *v = a.val[7 + k];
-        if (!v)
-            continue;
-        if (k == 5) { /* categories: a comma list */
-            json_t *arr = json_array();
-            for (const char *p = v; *p;) {
-                size_t l = strcspn(p, ",");
-                if (l)
-                    json_array_append_new(arr, json_stringn(p, l));
-                p += l + (p[l] == ',');
-            }
-            json_object_set_new(o, "categories", arr);
-        } else {
-            json_object_set_new(o, keys[k], json_string(v));
-        }
+    /* The options of mnemo_search_all_typed: the notes', and which facts. */
+    mnemo_search_all_opts ao;
+    mnemo_search_all_opts_init(&ao);
+    ao.notes = so;
+    const char **cats = NULL;
+    size_t ncats = 0;
+    char *catbuf = NULL;
+    int rc = MNEMO_OK;
+    if (a.val[7])
+        rc = mnemo_search_kinds(m, a.val[7], &ao.kinds);
+    ao.facts.user_id = a.val[8];
+    ao.facts.agent_id = a.val[9];
+    ao.facts.run_id = a.val[10];
+    ao.facts.scope = a.val[11];
+    if (a.val[12]) { /* a comma list */
+        size_t most = 1;
+        for (const char *p = a.val[12]; *p; p++)
+            most += *p == ',';
+        catbuf = strdup(a.val[12]);
+        cats = calloc(most, sizeof *cats);
+        if (!catbuf || !cats)
+            rc = MNEMO_NOMEM;
     }
-    char *opt = json_dumps(o, JSON_COMPACT), *out = NULL;
-    json_decref(o);
-    int rc = opt ? mnemo_search_all(m, query, opt, &out) : MNEMO_NOMEM;
+    for (char *p = catbuf; !rc && p && *p;) {
+        size_t l = strcspn(p, ",");
+        int last = p[l] == 0;
+        p[l] = 0;
+        if (l)
+            cats[ncats++] = p;
+        p += l + !last;
+    }
+    ao.facts.categories = cats;
+    ao.facts.ncategories = ncats;
+    ao.facts.type = a.val[13];
+    ao.facts.subject = a.val[14];
+    ao.facts.filters = a.val[15];
+    mnemo_hits *h = NULL;
+    if (!rc)
+        rc = mnemo_search_all_typed(m, query, &ao, &h);
     if (rc == MNEMO_NOTFOUND) {
         /* First use: build the index, then search. */
         fprintf(stderr, "mnemo: no index yet, indexing %s ...\n", mnemo_workspace(m));
         rc = mnemo_sync(m, NULL, NULL);
         if (!rc)
-            rc = mnemo_search_all(m, query, opt, &out);
+            rc = mnemo_search_all_typed(m, query, &ao, &h);
     }
-    free(opt);
+    char *out = !rc && json ? mnemo_hits_json(h) : NULL;
+    if (!rc && json && !out)
+        rc = MNEMO_NOMEM;
+    free(catbuf);
+    free(cats);
     if (rc) {
         code = cli_fail(m, rc, json);
+        mnemo_hits_free(h);
         free(query);
         mnemo_close(m);
         return code;
     }
-    json_t *j = json_loads(out, 0, NULL);
-    json_t *fbo = json_object_get(j, "fallback");
-    const char *fb = json_string_value(json_object_get(fbo, "from"));
-    const char *fb_reason = json_string_value(json_object_get(fbo, "reason"));
+    const char *fb_reason = NULL;
+    const char *fb = mnemo_results_fallback(mnemo_hits_notes(h), &fb_reason);
     if (!json && fb && strcmp(fb, "postgres") == 0)
         fprintf(stderr, "mnemo: PostgreSQL could not answer (%s); searched the local index\n",
                 fb_reason);
     else if (!json && fb)
         fprintf(stderr, "mnemo: keyword search only (%s): %s\n", fb, fb_reason);
-    const char *warn = json_string_value(json_object_get(j, "warning"));
+    const char *warn = mnemo_hits_warning(h);
     if (!json && warn)
         fprintf(stderr, "mnemo: %s\n", warn);
-    json_t *res = json_object_get(j, "results"), *r;
-    size_t i;
+    size_t n = mnemo_hits_count(h);
     if (json) {
         puts(out);
-    } else if (json_array_size(res) == 0) {
+    } else if (n == 0) {
         printf("No results for: %s\n", query);
-        char *st = NULL;
-        if (mnemo_status_json(m, 0, &st) == MNEMO_OK && strstr(st, "\"files\": 0,"))
+        long long files = -1;
+        if (mnemo_index_count(m, &files) == MNEMO_OK && files == 0)
             fprintf(stderr,
                     "mnemo: the index of %s holds no files; memory is read from MEMORY.md, "
                     "USER.md, memory/ and extraPaths (see mnemo status)\n",
                     mnemo_workspace(m));
-        mnemo_free(st);
     } else {
-        json_array_foreach(res, i, r) {
-            const char *cit = json_string_value(json_object_get(r, "citation"));
-            const char *kind = json_string_value(json_object_get(r, "kind"));
-            printf("%s", i ? "\n" : "");
-            cli_print_safe(stdout, cit ? cit : "", cit ? strlen(cit) : 0);
-            if (kind && !strcmp(kind, "fact")) {
-                const char *cat = json_string_value(json_object_get(r, "category"));
-                const char *upd = json_string_value(json_object_get(r, "updated_at"));
-                printf("  (score %.2f; fact, %s, importance %.2f, %.10s)\n",
-                       json_number_value(json_object_get(r, "score")),
-                       cat && *cat ? cat : "uncategorised",
-                       json_number_value(json_object_get(r, "importance")), upd ? upd : "");
-            } else {
-                printf("  (score %.2f)\n", json_number_value(json_object_get(r, "score")));
-            }
-            json_t *ex = json_object_get(r, "explain");
-            if (so.explain && ex) {
-                char vs[32] = "-";
-                json_t *vv = json_object_get(ex, "vectorScore");
-                if (json_is_number(vv))
-                    snprintf(vs, sizeof vs, "%.3f", json_number_value(vv));
-                const char *tier = json_string_value(json_object_get(ex, "tier"));
-                printf("  [text %.3f, vector %s, file match %s, recency x%.3f, importance x%.3f, "
-                       "rank %d -> %d]\n",
-                       json_number_value(json_object_get(ex, "textScore")), vs,
-                       tier && strcmp(tier, "content") ? tier : "no",
-                       json_number_value(json_object_get(ex, "recency")),
-                       json_number_value(json_object_get(ex, "importance")),
-                       (int)json_integer_value(json_object_get(ex, "rankBefore")),
-                       (int)json_integer_value(json_object_get(ex, "rankAfter")));
-            }
-            const char *s = json_string_value(json_object_get(r, "snippet"));
-            while (s && *s) {
-                const char *nl = strchr(s, '\n');
-                int n = nl ? (int)(nl - s) : (int)strlen(s);
-                fputs("  ", stdout);
-                cli_print_safe(stdout, s, (size_t)n);
-                putchar('\n');
-                s += n + (nl ? 1 : 0);
-            }
-        }
+        for (size_t i = 0; i < n; i++)
+            print_hit(h, i, so.explain, i);
     }
-    json_decref(j);
     mnemo_free(out);
+    mnemo_hits_free(h);
     free(query);
     mnemo_close(m);
     return EXIT_OK;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/core.h"
+#include "engine/memjson.h"
 #include "engine/memory.h"
 #include "mnemo.h"
 

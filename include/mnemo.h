@@ -291,7 +291,7 @@ MNEMO_API int mnemo_search(mnemo *m, const char *query, const mnemo_search_opts 
  * its relevance times its importance factor; among hits within 0.1 of
  * each other the newer ranks first (docs/search.md). MNEMO_NOTFOUND when
  * notes are searched and no index exists yet; MNEMO_INVALID for an
- * unknown option. Caller frees *out. */
+ * unknown option. Caller frees *out. Typed: mnemo_search_all_typed. */
 /* "hybrid" when searches of M would run the vector leg (an embedding
  * provider is configured or found), else "keyword". Static text. */
 MNEMO_API const char *mnemo_search_mode(mnemo *m);
@@ -381,7 +381,8 @@ MNEMO_API void mnemo_excerpt_cleanup(mnemo_excerpt *e);
  *    "last_confirmed_at":null,"deleted_at":null}
  *
  * Search results add "score" (0..1). Options are JSON objects too; every
- * key is optional. See docs/memories.md.
+ * key is optional. See docs/memories.md. The same records, options and
+ * results as C types: "Structured memories, typed" below.
  * ---------------------------------------------------------------------- */
 
 /* Stores a memory. RECORD needs "text"; defaults: category "other" with its
@@ -485,6 +486,168 @@ MNEMO_API int mnemo_memory_recover(mnemo *m, const char *path, char **out);
 MNEMO_API int mnemo_memory_recall(mnemo *m, const char *options, char **out);
 
 /* ------------------------------------------------------------------------
+ * Structured memories, typed
+ *
+ * The same memories as structs, without JSON between the caller and the
+ * store: the JSON functions above decode their text into these types and
+ * run the same operations. Only metadata stays JSON text (it is
+ * free-form), and so does the filter language of the options (a language,
+ * compiled once by the library). Times are Unix seconds, 0 for none.
+ * ---------------------------------------------------------------------- */
+
+/* A memory. In a record the library returns, every string is set ("" when
+ * empty) and owned by the record or the set that holds it. */
+typedef struct mnemo_memory {
+    const char *id;
+    const char *text;
+    const char *category;     /* lowercase: preference, decision, ... */
+    double importance;        /* 0..1 */
+    const char *type;         /* fact, preference, summary, context or raw */
+    const char *subject;      /* "user" or a name */
+    const char *user_id;
+    const char *agent_id;
+    const char *run_id;       /* "" for a long-term memory, else its session */
+    const char *metadata;     /* a JSON object as compact text, keys sorted ("{}") */
+    const char *const *triggers; /* NTRIGGERS phrases */
+    size_t ntriggers;
+    int64_t created_at, updated_at, expires_at, last_confirmed_at, deleted_at;
+    long long confirmations;
+    double score;             /* search: 0..1 (relevance times its factors), else -1 */
+    double relevance;         /* search: the relevance before the factors, else -1 */
+    int duplicate;            /* add: 1 when the text was stored already (this is it) */
+} mnemo_memory;
+
+/* Fills REC for an add: everything unset (NULL, 0), importance, score and
+ * relevance -1. */
+MNEMO_API void mnemo_memory_init(mnemo_memory *rec);
+
+/* Frees a record returned by mnemo_memory_add_typed or
+ * mnemo_memory_get_typed. Accepts NULL. */
+MNEMO_API void mnemo_memory_free(mnemo_memory *rec);
+
+/* Stores REC as mnemo_memory_add does. Read from REC: text (needed, valid
+ * UTF-8), category, type, subject, user_id, agent_id, run_id (NULL: the
+ * defaults of mnemo_memory_add), importance (< 0: the category's),
+ * metadata (JSON object text, NULL: none), triggers and expires_at (0:
+ * never); the rest is set by mnemo and ignored. The same checks, limits and
+ * messages as mnemo_memory_add (MNEMO_INVALID). *out: the stored memory,
+ * with duplicate 1 when the same text was stored already (caller frees
+ * with mnemo_memory_free). */
+MNEMO_API int mnemo_memory_add_typed(mnemo *m, const mnemo_memory *rec, mnemo_memory **out);
+
+/* The memory ID, as mnemo_memory_get (the same errors). Caller frees *out
+ * with mnemo_memory_free. */
+MNEMO_API int mnemo_memory_get_typed(mnemo *m, const char *id, mnemo_memory **out);
+
+/* The options of list and search: the keys of mnemo_memory_list's and
+ * mnemo_memory_search's JSON options. */
+typedef struct mnemo_memory_opts {
+    const char *user_id;      /* NULL: config userId */
+    const char *agent_id;     /* NULL: any agent */
+    const char *run_id;       /* NULL or "": no session */
+    const char *scope;        /* "all", "session", "long-term"; NULL: all with a run_id,
+                                 else long-term */
+    const char *const *categories; /* NCATEGORIES names, any of them; none: every category */
+    size_t ncategories;
+    const char *type;         /* NULL: "fact" for search, any for list; "all": any */
+    const char *subject;      /* NULL: any */
+    const char *filters;      /* the filter language as JSON text (docs/memories.md), or NULL */
+    int limit;                /* <= 0: 100 for list, 10 for search; search at most 50 */
+    int offset;               /* list: memories to skip; negative is MNEMO_INVALID */
+    int deleted;              /* list: deleted memories too */
+    int no_count;             /* list: do not count the memories past the page */
+    double min_score;         /* search: < 0 config memoryMinScore; at most 1 */
+} mnemo_memory_opts;
+
+/* Fills OPTS with the defaults (the values above that mean "default"). */
+MNEMO_API void mnemo_memory_opts_init(mnemo_memory_opts *opts);
+
+/* A set of memories: a list's page or a search's results. */
+typedef struct mnemo_memories mnemo_memories;
+
+/* Memories matching OPTS (NULL: the defaults), as mnemo_memory_list: newest
+ * first, the unreadable left out and named (mnemo_memories_unreadable,
+ * mnemo_memories_warning, mnemo_warning). *out is NULL on error; caller
+ * frees with mnemo_memories_free. */
+MNEMO_API int mnemo_memory_list_typed(mnemo *m, const mnemo_memory_opts *opts,
+                                      mnemo_memories **out);
+
+/* Searches memories for QUERY as mnemo_memory_search: best first, each
+ * with its score and relevance. *out is NULL on error; caller frees. */
+MNEMO_API int mnemo_memory_search_typed(mnemo *m, const char *query,
+                                        const mnemo_memory_opts *opts, mnemo_memories **out);
+
+MNEMO_API size_t mnemo_memories_count(const mnemo_memories *s);
+/* Memory I of S (NULL past the end), owned by S. */
+MNEMO_API const mnemo_memory *mnemo_memories_get(const mnemo_memories *s, size_t i);
+/* A list: the memories its options select, past the page too ("total");
+ * a search: the results returned. */
+MNEMO_API long long mnemo_memories_total(const mnemo_memories *s);
+/* A search: "keyword" or "hybrid"; a list: NULL. Borrowed from S. */
+MNEMO_API const char *mnemo_memories_mode(const mnemo_memories *s);
+/* The memories left out because they cannot be read: the id of the I-th
+ * (NULL past the end) and in *WHY (if not NULL) why. Borrowed from S. */
+MNEMO_API const char *mnemo_memories_unreadable(const mnemo_memories *s, size_t i,
+                                                const char **why);
+/* When some were left out, the warning that says so (as mnemo_warning),
+ * else NULL. Borrowed from S. */
+MNEMO_API const char *mnemo_memories_warning(const mnemo_memories *s);
+MNEMO_API void mnemo_memories_free(mnemo_memories *s);
+
+/* ------------------------------------------------------------------------
+ * Notes and facts together, typed
+ * ---------------------------------------------------------------------- */
+
+/* What mnemo_search_all_typed searches (a bit set; 0: both). */
+enum { MNEMO_KIND_NOTE = 1, MNEMO_KIND_FACT = 2 };
+
+typedef struct mnemo_search_all_opts {
+    int kinds;                /* MNEMO_KIND_NOTE, MNEMO_KIND_FACT or both; 0: both */
+    mnemo_search_opts notes;  /* max_results is the list's length, min_score a bar on the
+                                 facts' scores too */
+    mnemo_memory_opts facts;  /* which facts; its limit and min_score are the notes' */
+} mnemo_search_all_opts;
+
+/* The kinds TEXT names ("note", "fact", "all", "notes", "facts" or a comma
+ * list of them, as mnemo_search_all's "kinds") into *KINDS. MNEMO_INVALID
+ * with mnemo_errmsg naming the word that is not one. */
+MNEMO_API int mnemo_search_kinds(mnemo *m, const char *text, int *kinds);
+
+/* Fills OPTS with the defaults: both kinds, the configuration's. */
+MNEMO_API void mnemo_search_all_opts_init(mnemo_search_all_opts *opts);
+
+/* The hits of mnemo_search_all_typed: notes and facts on one scale. */
+typedef struct mnemo_hits mnemo_hits;
+
+/* mnemo_search_all with typed options (NULL: the defaults) and a typed
+ * answer: the same search, ranking, errors and warnings. *out is NULL on
+ * error; caller frees with mnemo_hits_free. */
+MNEMO_API int mnemo_search_all_typed(mnemo *m, const char *query,
+                                     const mnemo_search_all_opts *opts, mnemo_hits **out);
+
+MNEMO_API size_t mnemo_hits_count(const mnemo_hits *h);
+/* Hit I's score on the one scale (a fact's relevance times its importance
+ * factor, at most 1); -1 past the end. */
+MNEMO_API double mnemo_hits_score(const mnemo_hits *h, size_t i);
+/* Hit I when it is a note, else NULL. Owned by H. */
+MNEMO_API const mnemo_result *mnemo_hits_note(const mnemo_hits *h, size_t i);
+/* Hit I when it is a fact, else NULL: its score is the hit's, its
+ * relevance the memory search's. Owned by H. */
+MNEMO_API const mnemo_memory *mnemo_hits_fact(const mnemo_hits *h, size_t i);
+/* The notes' search (its mode, provider, fallback, timing), NULL when
+ * notes were not searched. Owned by H. */
+MNEMO_API const mnemo_results *mnemo_hits_notes(const mnemo_hits *h);
+/* "keyword" or "hybrid" (as mnemo_results_mode when notes were searched). */
+MNEMO_API const char *mnemo_hits_mode(const mnemo_hits *h);
+/* Why facts are missing or incomplete (the memory store failed while the
+ * notes answered; facts that cannot be read), or NULL. Borrowed from H. */
+MNEMO_API const char *mnemo_hits_warning(const mnemo_hits *h);
+/* H as the JSON of mnemo_search_all, byte for byte. Caller frees; NULL on
+ * out-of-memory. */
+MNEMO_API char *mnemo_hits_json(const mnemo_hits *h);
+MNEMO_API void mnemo_hits_free(mnemo_hits *h);
+
+/* ------------------------------------------------------------------------
  * Status and tools
  * ---------------------------------------------------------------------- */
 
@@ -495,6 +658,10 @@ MNEMO_API int mnemo_memory_recall(mnemo *m, const char *options, char **out);
  * probed with a test query: dimensions and latency, or the error. Works
  * without an index ("indexed": false). Caller frees *out. */
 MNEMO_API int mnemo_status_json(mnemo *m, int deep, char **out);
+
+/* The files the index holds, into *FILES: what mnemo_status_json calls
+ * "files". MNEMO_NOTFOUND when there is no index yet. */
+MNEMO_API int mnemo_index_count(mnemo *m, long long *files);
 
 /* Imports an embedding model into the models folder (config modelsDir).
  * A transformer model folder (config.json with model_type "bert",

@@ -21,7 +21,10 @@
 #include "engine/sync.h"
 #include "engine/watch.h"
 #include "engine/core.h"
+#include "engine/allsearch.h"
+#include "engine/memjson.h"
 #include "engine/memory.h"
+#include "engine/mrec.h"
 #include "util/errcode.h"
 #include "engine/provider.h"
 #include "util/hash.h"
@@ -347,6 +350,52 @@ int mnemo_memory_recall(mnemo *m, const char *options, char **out)
 {
     int rc;
     BACKEND_CALL(m, BACKEND_READ, rc, mem_recall(warn_fresh(m), options, m->be->msearch, out));
+    return rc;
+}
+
+int mnemo_memory_add_typed(mnemo *m, const mnemo_memory *rec, mnemo_memory **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_add_typed(warn_fresh(m), rec, m->be->mem, out));
+    return rc;
+}
+
+int mnemo_memory_get_typed(mnemo *m, const char *id, mnemo_memory **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_get_typed(warn_fresh(m), id, m->be->mem, out));
+    return rc;
+}
+
+int mnemo_memory_list_typed(mnemo *m, const mnemo_memory_opts *opts, mnemo_memories **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_list_typed(warn_fresh(m), opts, m->be->mem, out));
+    return rc;
+}
+
+int mnemo_memory_search_typed(mnemo *m, const char *text, const mnemo_memory_opts *opts,
+                              mnemo_memories **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc,
+                 mem_search_typed(warn_fresh(m), text, opts, m->be->msearch, out));
+    return rc;
+}
+
+/* Not routed as a whole: its searches of notes and of facts are, each. */
+int mnemo_search_all_typed(mnemo *m, const char *text, const mnemo_search_all_opts *opts,
+                           mnemo_hits **out)
+{
+    core_clear(m);
+    return allsearch_run(warn_fresh(m), text, opts, NULL, NULL, out);
+}
+
+int mnemo_index_count(mnemo *m, long long *files)
+{
+    int rc;
+    *files = 0;
+    BACKEND_CALL(m, BACKEND_READ, rc, m->be->index_count(m, files));
     return rc;
 }
 

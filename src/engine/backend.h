@@ -49,6 +49,7 @@ typedef struct backend_ops {
     const struct search_store *notes; /* note search's legs (search.h) */
     int (*get)(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
     int (*status_json)(mnemo *m, int deep, char **out);
+    int (*index_count)(mnemo *m, long long *files);
     int (*recall_triggers)(mnemo *m, const char *message, char **out);
     const struct mem_store *mem;        /* the memory operations' storage steps (memory.h) */
     const struct mem_searcher *msearch; /* memory search's and recall's legs (memory.h) */

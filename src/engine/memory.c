@@ -1,8 +1,9 @@
 /*
  * memory.c - what structured memories are, whatever stores them: the
  * record codec (JSON in and out), validation of every field (credentials
- * refused), the list and search options, the WHERE clause of the filter
- * language for SQLite and PostgreSQL, the reading of export lines, and the
+ * refused), the list and search options (typed: mnemo_memory_opts; their
+ * JSON is decoded in memjson.c), the WHERE clause of the filter language
+ * for SQLite and PostgreSQL, the reading of export lines, and the
  * writes and reads (add, update, delete, confirm, purge, get, history,
  * list), run here through a store's steps: SQLite's in memlite.c,
  * PostgreSQL's in pgmwrite.c.
@@ -48,7 +49,7 @@ static json_t *time_json(double t)
 }
 
 /* "a, b" -> ["a","b"] */
-static json_t *triggers_json(const char *s)
+json_t *mem_names(const char *s)
 {
     json_t *a = json_array();
     while (s && *s) {
@@ -172,7 +173,7 @@ json_t *mem_row_json(const mem_row *r)
     json_object_set_new(o, "agent_id", mem_jstr(r->agent));
     json_object_set_new(o, "run_id", mem_jstr(r->run));
     json_object_set_new(o, "metadata", md);
-    json_object_set_new(o, "triggers", triggers_json(r->triggers));
+    json_object_set_new(o, "triggers", mem_names(r->triggers));
     json_object_set_new(o, "created_at", time_json(r->created));
     json_object_set_new(o, "updated_at", time_json(r->updated));
     json_object_set_new(o, "expires_at", time_json(r->expires));
@@ -210,19 +211,6 @@ int mem_skip(mem_skips *s, json_t *rec)
         s->left = json_array();
     json_array_append_new(s->left, json_pack("{s:O,s:O}", "id", id, "why", why));
     return 1;
-}
-
-void mem_skips_add(mem_skips *s, json_t *j)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(j, "unreadable"), i, e)
-    {
-        json_t *rec = json_pack("{s:O,s:O}", "id", json_object_get(e, "id"), "unreadable",
-                                json_object_get(e, "why"));
-        mem_skip(s, rec);
-        json_decref(rec);
-    }
 }
 
 int mem_skips_report(mnemo *m, const mem_skips *s, json_t *j)
@@ -686,24 +674,16 @@ void mem_fields_row(mnemo *m, const mem_fields *f, const char *id, double now, m
 
 double mem_now(void) { return floor(core_now()); }
 
-int mem_add_parse(mnemo *m, const char *record, json_t **o, mem_fields *f)
+/* The record O of an add: fields with a text, into F (mem_fields_cleanup
+ * on success; on failure nothing is left). */
+static int add_check(mnemo *m, json_t *o, mem_fields *f)
 {
-    *o = NULL;
-    memset(f, 0, sizeof *f);
-    json_error_t je;
-    json_t *j = json_loads(record ? record : "", 0, &je);
-    if (!j)
-        return core_error(m, MNEMO_INVALID, "memory: invalid JSON: %s", je.text);
-    int rc = mem_fields_parse(m, j, 0, f);
+    int rc = mem_fields_parse(m, o, 0, f);
     if (!rc && !f->text)
         rc = core_error(m, MNEMO_INVALID, "a memory needs text");
-    if (rc) {
+    if (rc)
         mem_fields_cleanup(f);
-        json_decref(j);
-        return rc;
-    }
-    *o = j;
-    return MNEMO_OK;
+    return rc;
 }
 
 int mem_update_parse(mnemo *m, const char *id, const char *changes, json_t **o, mem_fields *f)
@@ -728,35 +708,24 @@ int mem_update_parse(mnemo *m, const char *id, const char *changes, json_t **o, 
     return MNEMO_OK;
 }
 
-static const char *opt_str(json_t *o, const char *a, const char *b)
-{
-    json_t *v = json_object_get(o, a);
-    if (!v && b)
-        v = json_object_get(o, b);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o)
+int mem_opts_from(mnemo *m, const mnemo_memory_opts *t, int search, mem_opts *o)
 {
     memset(o, 0, sizeof *o);
     mfilter_init(&o->filter);
     o->min_score = -1;
     o->count = 1;
-    json_error_t je;
-    o->root = options && *options ? json_loads(options, 0, &je) : json_object();
-    if (!o->root)
-        return core_error(m, MNEMO_INVALID, "options: invalid JSON: %s", je.text);
-    if (!json_is_object(o->root))
-        return core_error(m, MNEMO_INVALID, "options must be a JSON object");
-    json_t *r = o->root;
-    o->user = opt_str(r, "user_id", "user");
-    if (!o->user)
-        o->user = cfg_str(m->cfg, CFG_USER_ID);
-    o->agent = opt_str(r, "agent_id", "agent");
-    o->run = opt_str(r, "run_id", "run");
-    if (o->run && !*o->run)
-        o->run = NULL;
-    const char *scope = opt_str(r, "scope", NULL);
+    mnemo_memory_opts defaults;
+    if (!t) {
+        mem_opts_defaults(&defaults);
+        t = &defaults;
+    }
+    /* Holds the categories; the strings are the caller's. */
+    if (!(o->root = json_object()))
+        return MNEMO_NOMEM;
+    o->user = t->user_id ? t->user_id : cfg_str(m->cfg, CFG_USER_ID);
+    o->agent = t->agent_id;
+    o->run = t->run_id && *t->run_id ? t->run_id : NULL;
+    const char *scope = t->scope;
     if (!scope)
         o->scope = o->run ? MEM_ALL : MEM_LONG_TERM;
     else if (strcmp(scope, "all") == 0)
@@ -770,58 +739,45 @@ int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o)
                           scope);
     if (o->scope == MEM_SESSION && !o->run)
         return core_error(m, MNEMO_INVALID, "scope session needs a run id (the session)");
-    o->type = opt_str(r, "type", NULL);
+    o->type = t->type;
     if (!o->type && search)
         o->type = "fact";
     if (o->type && strcmp(o->type, "all") == 0)
         o->type = NULL;
     if (o->type && check_type(m, o->type))
         return MNEMO_INVALID;
-    o->subject = opt_str(r, "subject", NULL);
-    json_t *cats = json_object_get(r, "categories");
-    if (cats && json_is_string(cats)) {
-        json_t *a = triggers_json(json_string_value(cats)); /* "a,b" */
-        json_object_set_new(r, "categories", a);
-        cats = a;
+    o->subject = t->subject;
+    if (t->ncategories) {
+        json_t *cats = json_array();
+        if (!cats || json_object_set_new(o->root, "categories", cats))
+            return MNEMO_NOMEM;
+        for (size_t i = 0; i < t->ncategories; i++) {
+            if (!t->categories || !t->categories[i])
+                return core_error(m, MNEMO_INVALID, "categories must be an array of names");
+            json_t *c = json_string(t->categories[i]);
+            if (!c)
+                return core_error(m, MNEMO_INVALID, "categories must be valid UTF-8");
+            if (json_array_append_new(cats, c))
+                return MNEMO_NOMEM;
+        }
+        o->categories = cats;
     }
-    if (cats && !json_is_null(cats)) {
-        size_t i;
-        json_t *v;
-        if (!json_is_array(cats))
-            return core_error(m, MNEMO_INVALID, "categories must be an array of names");
-        json_array_foreach(cats, i, v) if (!json_is_string(v)) return core_error(
-            m, MNEMO_INVALID, "categories must be an array of names");
-        o->categories = json_array_size(cats) ? cats : NULL;
-    }
-    json_t *lim = json_object_get(r, "limit");
-    o->limit = search ? 10 : 100;
-    if (lim && !json_is_null(lim)) {
-        if (!json_is_integer(lim) || json_integer_value(lim) < 1)
-            return core_error(m, MNEMO_INVALID, "limit must be a positive whole number");
-        o->limit = (int)(json_integer_value(lim) > 100000 ? 100000 : json_integer_value(lim));
-    }
+    o->limit = t->limit > 0 ? (t->limit > 100000 ? 100000 : t->limit) : search ? 10 : 100;
     if (search && o->limit > 50)
         o->limit = 50;
-    json_t *off = json_object_get(r, "offset");
-    if (off && !json_is_null(off)) {
-        if (!json_is_integer(off) || json_integer_value(off) < 0)
-            return core_error(m, MNEMO_INVALID, "offset must be a whole number");
-        o->offset = (int)(json_integer_value(off) > INT_MAX ? INT_MAX : json_integer_value(off));
-    }
-    o->deleted = json_is_true(json_object_get(r, "deleted"));
-    o->count = !json_is_false(json_object_get(r, "count"));
-    json_t *ms = json_object_get(r, "min_score");
-    if (ms && !json_is_null(ms)) {
-        if (!json_is_number(ms) || json_number_value(ms) < 0 || json_number_value(ms) > 1)
+    if (t->offset < 0)
+        return core_error(m, MNEMO_INVALID, "offset must be a whole number");
+    o->offset = t->offset;
+    o->deleted = t->deleted != 0;
+    o->count = !t->no_count;
+    if (!(t->min_score < 0)) { /* NAN too */
+        if (!(t->min_score <= 1))
             return core_error(m, MNEMO_INVALID, "min_score must be a number from 0 to 1");
-        o->min_score = json_number_value(ms);
+        o->min_score = t->min_score;
     }
-    json_t *fl = json_object_get(r, "filters");
     char *ftext = NULL;
-    if (json_is_string(fl))
-        ftext = strdup(json_string_value(fl));
-    else if (fl && !json_is_null(fl))
-        ftext = json_dumps(fl, JSON_COMPACT);
+    if (t->filters && !(ftext = strdup(t->filters)))
+        return MNEMO_NOMEM;
     char err[512] = "";
     int rc = mfilter_compile(ftext, "m", &o->filter, err, sizeof err);
     o->filters = ftext; /* for mem_where_pg */
@@ -831,6 +787,14 @@ int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o)
         return core_error(m, rc, "%s", err);
     return MNEMO_OK;
 }
+
+void mem_opts_defaults(mnemo_memory_opts *t)
+{
+    memset(t, 0, sizeof *t);
+    t->min_score = -1;
+}
+
+void mnemo_memory_opts_init(mnemo_memory_opts *opts) { mem_opts_defaults(opts); }
 
 void mem_opts_cleanup(mem_opts *o)
 {
@@ -1100,13 +1064,11 @@ static int add_steps(mnemo *m, void *ud)
     return a->st->insert(m, a->f, mem_now(), a->id, &a->mid, &a->dup, &a->rec);
 }
 
-int mem_add(mnemo *m, const char *record, const mem_store *st, char **out)
+int mem_add_obj(mnemo *m, json_t *o, const mem_store *st, json_t **rec)
 {
-    *out = NULL;
-    core_clear(m);
-    json_t *o;
+    *rec = NULL;
     mem_fields f;
-    int rc = mem_add_parse(m, record, &o, &f);
+    int rc = add_check(m, o, &f);
     if (rc)
         return rc;
     add_job a = {st, &f, "", 0, 0, NULL};
@@ -1128,11 +1090,10 @@ int mem_add(mnemo *m, const char *record, const mem_store *st, char **out)
         goto done;
     if (a.dup)
         json_object_set_new(j, "duplicate", json_true());
-    rc = mem_dump(j, out);
+    *rec = j;
 done:
     json_decref(a.rec);
     mem_fields_cleanup(&f);
-    json_decref(o);
     return rc;
 }
 
@@ -1293,10 +1254,9 @@ int mem_purge(mnemo *m, const char *id, const mem_store *st, size_t *purged)
     return rc;
 }
 
-int mem_get(mnemo *m, const char *id, const mem_store *st, char **out)
+int mem_get_rec(mnemo *m, const char *id, const mem_store *st, json_t **rec)
 {
-    *out = NULL;
-    core_clear(m);
+    *rec = NULL;
     if (!id || !*id)
         return core_error(m, MNEMO_INVALID, "get: no memory id");
     json_t *j = NULL;
@@ -1309,7 +1269,8 @@ int mem_get(mnemo *m, const char *id, const mem_store *st, char **out)
         json_decref(j);
         return rc;
     }
-    return mem_dump(j, out);
+    *rec = j;
+    return MNEMO_OK;
 }
 
 int mem_history(mnemo *m, const char *id, const mem_store *st, char **out)
@@ -1329,42 +1290,34 @@ int mem_history(mnemo *m, const char *id, const mem_store *st, char **out)
     return mem_dump(h, out);
 }
 
-int mem_list(mnemo *m, const char *options, const mem_store *st, char **out)
+int mem_list_run(mnemo *m, const mem_opts *o, const mem_store *st, json_t **list,
+                 long long *total, mem_skips *sk)
 {
-    *out = NULL;
-    core_clear(m);
-    mem_opts o;
-    int rc = mem_opts_parse(m, options, 0, &o);
-    json_t *rows = json_array(), *list = json_array();
-    mem_skips sk = {0};
+    *list = NULL;
+    *total = 0;
+    json_t *rows = json_array(), *l = json_array();
+    int rc = rows && l ? MNEMO_OK : MNEMO_NOMEM;
     if (!rc && st->open)
         rc = st->open(m);
     double now = mem_now();
     if (!rc)
-        rc = st->list(m, &o, now, rows);
+        rc = st->list(m, o, now, rows);
     /* The rows read: those returned and those left out as unreadable. */
     size_t read = rc ? 0 : json_array_size(rows);
     for (size_t i = 0; i < read; i++) {
         json_t *r = json_array_get(rows, i);
-        if (!mem_skip(&sk, r)) /* else left out, and said below */
-            json_array_append(list, r);
+        if (!mem_skip(sk, r)) /* else left out, and said by the caller */
+            json_array_append(l, r);
     }
-    long long total = (long long)read + o.offset;
-    if (!rc && o.count && (read == (size_t)o.limit || o.offset > 0))
-        rc = st->count(m, &o, now, &total); /* more than one page, maybe */
-    if (!rc) {
-        json_t *j = json_object();
-        json_object_set_new(j, "memories", list);
-        json_object_set_new(j, "total", json_integer(total));
-        list = NULL;
-        if ((rc = mem_skips_report(m, &sk, j)))
-            json_decref(j);
-        else
-            rc = mem_dump(j, out);
-    }
-    json_decref(list);
+    long long n = (long long)read + o->offset;
+    if (!rc && o->count && (read == (size_t)o->limit || o->offset > 0))
+        rc = st->count(m, o, now, &n); /* more than one page, maybe */
     json_decref(rows);
-    mem_skips_cleanup(&sk);
-    mem_opts_cleanup(&o);
-    return rc;
+    if (rc) {
+        json_decref(l);
+        return rc;
+    }
+    *list = l;
+    *total = n;
+    return MNEMO_OK;
 }

@@ -63,9 +63,6 @@ typedef struct mem_skips {
 /* Whether REC cannot be read; if so it is counted in S (once per id). */
 int mem_skip(mem_skips *s, json_t *rec);
 
-/* Adds the records a list's reply J says it left out ("unreadable"). */
-void mem_skips_add(mem_skips *s, json_t *j);
-
 /* Nothing when nothing was left out; else the warning on M (mnemo_warning)
  * and, when J is given, J's "unreadable" (the ids and why) and "warnings". */
 int mem_skips_report(mnemo *m, const mem_skips *s, json_t *j);
@@ -101,11 +98,6 @@ typedef struct mem_fields {
  * message on the handle. */
 int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f);
 
-/* The record of an add: a JSON object of fields with a text. On success *O
- * (json_decref) and F (mem_fields_cleanup) are the caller's; on failure
- * nothing is left. */
-int mem_add_parse(mnemo *m, const char *record, json_t **o, mem_fields *f);
-
 /* The arguments of an update: ID must be given, CHANGES a JSON object of
  * fields with at least one. On success *O (to be freed with json_decref)
  * and F (mem_fields_cleanup) are the caller's; on failure nothing is left. */
@@ -139,12 +131,17 @@ typedef struct mem_opts {
     int count;                      /* list: count the total (option "count", default true) */
     double min_score;               /* < 0: config */
     char *filters;                  /* the filter JSON text, or NULL (owned) */
-    json_t *root;                   /* the parsed options (owns the strings) */
+    json_t *root;                   /* owns the categories */
 } mem_opts;
 
-/* Parses OPTIONS (JSON, may be NULL) for list (SEARCH 0) or search (1):
- * search defaults type to "fact" and limit to 10 (at most 50). */
-int mem_opts_parse(mnemo *m, const char *options, int search, mem_opts *o);
+/* Options from their typed form T (mnemo.h; NULL: the defaults) for list
+ * (SEARCH 0) or search (1): search defaults type to "fact" and limit to
+ * 10 (at most 50). O borrows T's strings. MNEMO_INVALID with the message
+ * on the handle; O is to be cleaned up either way. (JSON options:
+ * mem_opts_parse, memjson.h.) */
+int mem_opts_from(mnemo *m, const mnemo_memory_opts *t, int search, mem_opts *o);
+/* T's defaults: what mnemo_memory_opts_init fills. */
+void mem_opts_defaults(mnemo_memory_opts *t);
 void mem_opts_cleanup(mem_opts *o);
 
 /* The WHERE condition (over alias m) selecting O's memories that are live
@@ -265,17 +262,31 @@ typedef struct mem_store {
     void (*imported)(mnemo *m);
 } mem_store;
 
-/* mnemo_memory_add, _update, _delete, _confirm, _purge, _get, _history
- * and _list over store ST. */
-int mem_add(mnemo *m, const char *record, const mem_store *st, char **out);
+/* "a, b" (or "a,b") as a JSON array of the names, spaces trimmed. */
+json_t *mem_names(const char *s);
+
+/* The add of the record O (a JSON object of fields with a text; borrowed)
+ * over store ST: *REC the stored memory (mem_row_json), with
+ * "duplicate":true when its text was stored already. */
+int mem_add_obj(mnemo *m, json_t *o, const mem_store *st, json_t **rec);
+
+/* Memory ID as *REC (readable: else MNEMO_CORRUPT, mem_readable). */
+int mem_get_rec(mnemo *m, const char *id, const mem_store *st, json_t **rec);
+
+/* The page of memories O selects, as *LIST (a JSON array of records);
+ * *TOTAL those O selects past the page too (when O->count). The records
+ * that cannot be read are left out into SK, which the caller reports. */
+int mem_list_run(mnemo *m, const mem_opts *o, const mem_store *st, json_t **list,
+                 long long *total, mem_skips *sk);
+
+/* mnemo_memory_update, _delete, _confirm, _purge and _history over store
+ * ST (add, get and list in JSON: memjson.h). */
 int mem_update(mnemo *m, const char *id, const char *changes, const mem_store *st,
                char **out);
 int mem_delete(mnemo *m, const char *id, const mem_store *st);
 int mem_confirm(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_purge(mnemo *m, const char *id, const mem_store *st, size_t *purged);
-int mem_get(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_history(mnemo *m, const char *id, const mem_store *st, char **out);
-int mem_list(mnemo *m, const char *options, const mem_store *st, char **out);
 
 /* mnemo_memory_export and mnemo_memory_import over store ST (mport.c). */
 int mem_export(mnemo *m, const mem_store *st, mnemo_write_fn write, void *ud, size_t *count);
@@ -320,9 +331,14 @@ typedef struct mem_searcher {
     int (*load)(mnemo *m, mcand *c);
 } mem_searcher;
 
-/* mnemo_memory_search and mnemo_memory_recall over BE. */
-int mem_search(mnemo *m, const char *text, const char *options, const mem_searcher *be,
-               char **out);
+/* The search for TEXT with options O over BE: *RES the results as a JSON
+ * array of records, each with "score" and "relevance" (rounded to 4
+ * places), best first; *MODE "keyword" or "hybrid". The records that
+ * cannot be read are left out into SK, which the caller reports. */
+int mem_search_run(mnemo *m, const char *text, mem_opts *o, const mem_searcher *be,
+                   json_t **res, const char **mode, mem_skips *sk);
+
+/* mnemo_memory_recall over BE. */
 int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out);
 
 /* The query text as searched: UTF-8 repaired, runtime envelopes removed. */

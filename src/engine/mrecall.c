@@ -185,39 +185,43 @@ static int add_pick(pick **v, size_t *n, size_t *cap, json_t *r, double score, j
     return MNEMO_OK;
 }
 
-/* Adds the memories OPTIONS lists (no query), with score 0; those left
- * out as unreadable go to SK. */
-static int add_listed(mnemo *m, json_t *opts, pick **v, size_t *n, size_t *cap, json_t *order,
-                      mem_skips *sk)
+/* The page of memories T lists, into *LIST; those left out as unreadable
+ * go to SK. */
+static int list_page(mnemo *m, const mnemo_memory_opts *t, json_t **list, mem_skips *sk)
 {
-    char *o = json_dumps(opts, JSON_COMPACT), *out = NULL;
-    int rc = MNEMO_NOMEM;
-    if (o)
-        BACKEND_CALL(m, BACKEND_READ, rc, mem_list(m, o, m->be->mem, &out));
-    free(o);
-    json_t *j = rc ? NULL : json_loads(out, 0, NULL);
-    free(out);
-    mem_skips_add(sk, j);
+    core_clear(m);
+    mem_opts o;
+    long long total;
+    int rc = mem_opts_from(m, t, 0, &o);
+    if (!rc)
+        rc = mem_list_run(m, &o, m->be->mem, list, &total, sk);
+    mem_opts_cleanup(&o);
+    return rc;
+}
+
+/* Adds the memories T lists (no query), with score 0; those left out as
+ * unreadable go to SK. */
+static int add_listed(mnemo *m, const mnemo_memory_opts *t, pick **v, size_t *n, size_t *cap,
+                      json_t *order, mem_skips *sk)
+{
+    json_t *list = NULL;
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, list_page(m, t, &list, sk));
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(j, "memories"), i, r) if (!rc) rc =
-        add_pick(v, n, cap, r, 0, order);
-    json_decref(j);
+    json_array_foreach(list, i, r) if (!rc) rc = add_pick(v, n, cap, r, 0, order);
+    json_decref(list);
     return rc;
 }
 
 /* Adds the memories of a search for MESSAGE within OPTS whose relevance
  * clears THRESHOLD. */
-static int add_searched(mnemo *m, const mem_searcher *be, const char *message, json_t *opts,
-                        double threshold, pick **v, size_t *n, size_t *cap, json_t *order,
-                        mem_skips *sk)
+static int add_searched(mnemo *m, const mem_searcher *be, const char *message,
+                        const mnemo_memory_opts *t, double threshold, pick **v, size_t *n,
+                        size_t *cap, json_t *order, mem_skips *sk)
 {
-    char *o = json_dumps(opts, JSON_COMPACT);
-    if (!o)
-        return MNEMO_NOMEM;
     mem_opts mo;
-    int rc = mem_opts_parse(m, o, 1, &mo);
-    free(o);
+    int rc = mem_opts_from(m, t, 1, &mo);
     mset s = {0};
     const char *mode;
     if (!rc)
@@ -236,17 +240,15 @@ static int add_searched(mnemo *m, const mem_searcher *be, const char *message, j
     return rc;
 }
 
-static json_t *scope_opts(const char *user, const char *agent, const char *run, const char *scope)
+static void scope_opts(const char *user, const char *agent, const char *run, const char *scope,
+                       mnemo_memory_opts *t)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "user_id", json_string(user));
-    if (agent)
-        json_object_set_new(o, "agent_id", json_string(agent));
-    if (run)
-        json_object_set_new(o, "run_id", json_string(run));
-    json_object_set_new(o, "scope", json_string(scope));
-    json_object_set_new(o, "type", json_string("all"));
-    return o;
+    mem_opts_defaults(t);
+    t->user_id = user;
+    t->agent_id = agent;
+    t->run_id = run;
+    t->scope = scope;
+    t->type = "all";
 }
 
 int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out)
@@ -309,25 +311,24 @@ int mem_recall(mnemo *m, const char *options, const mem_searcher *be, char **out
     for (int k = 0; k < 2 && !rc; k++) {
         if (!scopes[k])
             continue;
-        json_t *so = scope_opts(user, agent, k ? run : NULL, scopes[k]);
+        mnemo_memory_opts so;
+        scope_opts(user, agent, k ? run : NULL, scopes[k], &so);
         if (has_msg) {
-            rc = add_searched(m, be, msg.data, so, threshold, &v, &n, &cap, order, &sk);
+            rc = add_searched(m, be, msg.data, &so, threshold, &v, &n, &cap, order, &sk);
         } else {
-            json_object_set_new(so, "limit", json_integer(500));
-            json_object_set_new(so, "count", json_false());
-            rc = add_listed(m, so, &v, &n, &cap, order, &sk);
+            so.limit = 500;
+            so.no_count = 1;
+            rc = add_listed(m, &so, &v, &n, &cap, order, &sk);
         }
         /* Identity and configuration: always. */
         if (!rc) {
-            json_t *cats = json_array();
-            json_array_append_new(cats, json_string("identity"));
-            json_array_append_new(cats, json_string("configuration"));
-            json_object_set_new(so, "categories", cats);
-            json_object_set_new(so, "limit", json_integer(CORE_MAX));
-            json_object_set_new(so, "count", json_false());
-            rc = add_listed(m, so, &v, &n, &cap, order, &sk);
+            static const char *const core_cats[] = {"identity", "configuration"};
+            so.categories = core_cats;
+            so.ncategories = 2;
+            so.limit = CORE_MAX;
+            so.no_count = 1;
+            rc = add_listed(m, &so, &v, &n, &cap, order, &sk);
         }
-        json_decref(so);
     }
     if (n > 1)
         qsort(v, n, sizeof *v, by_block_order);

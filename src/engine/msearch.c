@@ -445,23 +445,20 @@ int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, d
 
 static double round4(double x) { return floor(x * 10000.0 + 0.5) / 10000.0; }
 
-int mem_search(mnemo *m, const char *text, const char *options, const mem_searcher *be,
-               char **out)
+int mem_search_run(mnemo *m, const char *text, mem_opts *o, const mem_searcher *be,
+                   json_t **res, const char **mode, mem_skips *sk)
 {
-    *out = NULL;
-    core_clear(m);
+    *res = NULL;
+    *mode = "keyword";
     if (!text)
         return core_error(m, MNEMO_INVALID, "empty query");
-    mem_opts o;
-    int rc = mem_opts_parse(m, options, 1, &o);
     mset s = {0};
-    mem_skips sk = {0};
-    const char *mode = "keyword";
-    if (!rc)
-        rc = be->run(m, text, &o, (size_t)o.limit, &s, &mode);
-    double min = o.min_score >= 0 ? o.min_score : cfg_num(m->cfg, CFG_MEMORY_MIN_SCORE);
-    json_t *res = json_array();
-    for (size_t i = 0; !rc && i < s.n && json_array_size(res) < (size_t)o.limit; i++) {
+    int rc = be->run(m, text, o, (size_t)o->limit, &s, mode);
+    double min = o->min_score >= 0 ? o->min_score : cfg_num(m->cfg, CFG_MEMORY_MIN_SCORE);
+    json_t *r = json_array();
+    if (!r)
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < s.n && json_array_size(r) < (size_t)o->limit; i++) {
         mcand *c = &s.v[i];
         if (c->score < min)
             break;
@@ -473,27 +470,17 @@ int mem_search(mnemo *m, const char *text, const char *options, const mem_search
         }
         if (rc)
             break;
-        if (mem_skip(&sk, c->rec))
+        if (mem_skip(sk, c->rec))
             continue;
         json_object_set_new(c->rec, "score", json_real(round4(c->score > 1 ? 1 : c->score)));
         json_object_set_new(c->rec, "relevance", json_real(round4(c->rel)));
-        json_array_append(res, c->rec);
+        json_array_append(r, c->rec);
     }
-    if (!rc) {
-        json_t *j = json_object();
-        json_object_set_new(j, "total", json_integer((json_int_t)json_array_size(res)));
-        json_object_set_new(j, "results", res);
-        json_object_set_new(j, "mode", json_string(mode));
-        res = NULL;
-        if (mem_skips_report(m, &sk, j) == MNEMO_OK)
-            *out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-        json_decref(j);
-        if (!*out)
-            rc = MNEMO_NOMEM;
-    }
-    json_decref(res);
-    mem_skips_cleanup(&sk);
     mset_cleanup(&s);
-    mem_opts_cleanup(&o);
-    return rc;
+    if (rc) {
+        json_decref(r);
+        return rc;
+    }
+    *res = r;
+    return MNEMO_OK;
 }

@@ -58,6 +58,7 @@ const backend_ops backend_postgres = {
     &pgstore_notes,
     pgstore_get,
     pgstore_status_json,
+    pgstore_index_count,
     pgstore_recall_triggers,
     &pg_mem_store,
     &pg_searcher,

@@ -576,6 +576,27 @@ static json_t *unreachable_server(mnemo *m)
     return s;
 }
 
+int pgstore_index_count(mnemo *m, long long *files)
+{
+    *files = 0;
+    core_clear(m);
+    const char *live = ps_live(m, pgconn_tenant(m));
+    if (!live)
+        return MNEMO_DB;
+    const char *p[1] = {live};
+    pg_rows *r = NULL;
+    int rc = ps_q(m, "status",
+                  "SELECT (SELECT count(*) FROM mnemo_files WHERE tenant = $1 AND status = 0) "
+                  "FROM mnemo_corpus WHERE tenant = $1",
+                  1, p, &r);
+    if (!rc && pg_nrows(r) != 1)
+        rc = core_error(m, MNEMO_NOTFOUND, "no index yet; run: mnemo index");
+    if (!rc)
+        *files = ps_ll(r, 0, 0);
+    pg_rows_free(r);
+    return rc;
+}
+
 int pgstore_status_json(mnemo *m, int deep, char **out)
 {
     *out = NULL;

@@ -16,6 +16,7 @@ extern const struct sync_store pg_sync_store; /* pgsync.c: the steps of a sync *
 extern const struct search_store pgstore_notes;
 int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
 int pgstore_status_json(mnemo *m, int deep, char **out);
+int pgstore_index_count(mnemo *m, long long *files);
 int pgstore_recall_triggers(mnemo *m, const char *message, char **out);
 
 /* Frees the chunk-side state kept on the handle. */

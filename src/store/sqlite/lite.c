@@ -51,6 +51,7 @@ const backend_ops backend_sqlite = {
     &lite_notes,
     get_file,
     lite_status_json,
+    lite_index_count,
     lite_recall_triggers,
     &mem_lite_store,
     &mem_lite_searcher,

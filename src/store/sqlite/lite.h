@@ -61,6 +61,8 @@ int lite_qtok(mnemo *m, tok **out);
  * lite_msearch.c. */
 extern const struct sync_store lite_sync_store;
 int lite_status_json(mnemo *m, int deep, char **out);
+/* The index's files (mnemo_index_count); MNEMO_NOTFOUND without an index. */
+int lite_index_count(mnemo *m, long long *files);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);
 /* Note search's legs (lite_search.c), run by the engine (search.h). */
 extern const struct search_store lite_notes;

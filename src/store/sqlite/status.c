@@ -189,6 +189,21 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     return e;
 }
 
+int lite_index_count(mnemo *m, long long *files)
+{
+    *files = 0;
+    core_clear(m);
+    int rc = lite_store(m);
+    if (rc)
+        return rc;
+    reads r = {0};
+    json_int_t n = count(store_db(LITE(m)->st), "SELECT count(*) FROM files WHERE status = 0", &r);
+    if (n < 0)
+        return core_error(m, MNEMO_DB, "cannot count the files of %s", m->db_path);
+    *files = (long long)n;
+    return MNEMO_OK;
+}
+
 int lite_status_json(mnemo *m, int deep, char **out)
 {
     *out = NULL;
