@@ -93,14 +93,26 @@ static int env_bool(settings *s, const char *name, int def)
  * The deadline
  * ---------------------------------------------------------------------- */
 
+static char deadline_note[128]; /* for MNEMO_NUDGE_DEBUG, written as it fires */
+static size_t deadline_note_len;
+
 static void on_deadline(int sig)
 {
     (void)sig;
+    if (deadline_note_len) /* write(2) is safe in a handler; stdio is not */
+        (void)!write(STDERR_FILENO, deadline_note, deadline_note_len);
     _exit(EXIT_OK); /* nothing was written: silence */
 }
 
-static void arm_deadline(int ms)
+static void arm_deadline(int ms, int debug)
 {
+    if (debug) {
+        int n = snprintf(deadline_note, sizeof deadline_note,
+                         "mnemo hook: the deadline (%d ms, MNEMO_NUDGE_TIMEOUT_MS) fired "
+                         "before an answer: nothing printed\n",
+                         ms);
+        deadline_note_len = n > 0 && (size_t)n < sizeof deadline_note ? (size_t)n : 0;
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_deadline;
@@ -408,15 +420,29 @@ char *hook_reply(mnemo *m, const char *prompt, const nudge_candidate *cand, size
         if (!q)
             goto done;
         rc = mnemo_search(m, q, &so, &res[i]);
-        free(q);
-        if (rc == MNEMO_INVALID)
-            continue; /* nothing searchable in this term */
+        if (rc == MNEMO_INVALID) { /* nothing searchable in this term */
+            debug(s, "nothing searchable in", q);
+            free(q);
+            continue;
+        }
         if (rc) {
             debug(s, "search failed", mnemo_errmsg(m));
+            free(q);
             goto done;
         }
+        if (s->debug) {
+            char n[64];
+            snprintf(n, sizeof n, "%zu hits%s", mnemo_results_count(res[i]),
+                     cand[i].weak && !mnemo_results_count(res[i]) ? " (a guess: not said)" : "");
+            fprintf(stderr, "mnemo hook: search %s: %s\n", q, n);
+        }
+        free(q);
         found += mnemo_results_count(res[i]) > 0;
     }
+    if (!s->triggers)
+        debug(s, "trigger recall off", "--triggers or MNEMO_NUDGE_TRIGGERS=1 turns it on");
+    if (!s->recall)
+        debug(s, "memory recall off", "--recall or MNEMO_NUDGE_RECALL=1 turns it on");
     if (s->triggers && (rc = mnemo_recall_triggers(m, prompt, &extra_trig)) != MNEMO_OK) {
         debug(s, "trigger recall failed", mnemo_errmsg(m));
         goto done;
@@ -442,17 +468,17 @@ char *hook_reply(mnemo *m, const char *prompt, const nudge_candidate *cand, size
         if (write_hits(f, m, cand, ncand, res, s->max_hits) < 0)
             goto done;
     }
-    if (ncand && found < (int)ncand) {
-        fputs("no local hits for: ", f);
-        int first = 1;
-        for (size_t i = 0; i < ncand; i++) {
-            if (res[i] && mnemo_results_count(res[i]) > 0)
-                continue;
-            fprintf(f, "%s%s", first ? "" : ", ", cand[i].term);
-            first = 0;
-        }
-        fputc('\n', f);
+    /* Terms found nowhere, but not the guesses (a name starting a
+     * sentence, a Han-script name): those are worth a line only when found. */
+    int first = 1;
+    for (size_t i = 0; i < ncand; i++) {
+        if ((res[i] && mnemo_results_count(res[i]) > 0) || cand[i].weak)
+            continue;
+        fprintf(f, "%s%s", first ? "no local hits for: " : ", ", cand[i].term);
+        first = 0;
     }
+    if (!first)
+        fputc('\n', f);
     if (extra_trig && *extra_trig)
         fprintf(f, "Trigger recall:\n%s%s", extra_trig,
                 extra_trig[strlen(extra_trig) - 1] == '\n' ? "" : "\n");
@@ -464,8 +490,10 @@ char *hook_reply(mnemo *m, const char *prompt, const nudge_candidate *cand, size
         goto done;
     }
     f = NULL;
-    if (text_len == 0)
+    if (text_len == 0) {
+        debug(s, "nothing to say", "no hits, and no triggers or memories recalled");
         goto done;
+    }
     text[text_len - 1] = 0; /* the last newline */
     if (!(out = envelope(text)))
         goto done;
@@ -512,8 +540,16 @@ static void run(cli_args *a, const settings *s)
     }
     if (nudge_candidates(prompt, pats, (size_t)s->max_terms, &cand, &ncand))
         goto done;
+    if (s->debug) {
+        fprintf(stderr, "mnemo hook: candidates (patterns %s, at most %d):",
+                s->patterns && *s->patterns ? s->patterns : NUDGE_DEFAULT_PATTERNS, s->max_terms);
+        for (size_t i = 0; i < ncand; i++)
+            fprintf(stderr, "%s %s [%s%s]", i ? "," : "", cand[i].term, cand[i].pattern,
+                    cand[i].weak ? ", a guess" : "");
+        fputs(ncand ? "\n" : " none\n", stderr);
+    }
     if (ncand == 0 && !s->triggers && !s->recall) {
-        debug(s, "no candidates in the prompt", NULL);
+        debug(s, "no candidates in the prompt", "nothing to search");
         goto done;
     }
 
@@ -591,7 +627,7 @@ int cmd_hook(int argc, char **argv)
     settings s = {0};
     s.debug = env_bool(&s, "DEBUG", 0);
     s.timeout_ms = env_int(&s, "TIMEOUT_MS", 1, 600000, 1500);
-    arm_deadline(s.timeout_ms);
+    arm_deadline(s.timeout_ms, s.debug);
     s.max_terms = env_int(&s, "MAX_TERMS", 1, 20, 3);
     s.max_hits = env_int(&s, "MAX_HITS", 1, 50, 5);
     s.triggers = a.val[0] != NULL || env_bool(&s, "TRIGGERS", 0);

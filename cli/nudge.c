@@ -19,10 +19,10 @@
 
 #include "mnemo.h"
 
-enum { K_REPO, K_ISSUE, K_CAMEL, K_CAPS, K_CAPITAL, K_KATAKANA, K_REGEX };
+enum { K_REPO, K_ISSUE, K_CAMEL, K_CAPS, K_CAPITAL, K_KATAKANA, K_HAN, K_START, K_REGEX };
 
-static const char *const builtin_names[] = {"repo", "issue", "camel", "caps", "capital",
-                                            "katakana"};
+static const char *const builtin_names[] = {"repo",     "issue", "camel", "caps",
+                                            "capital",  "katakana", "han", "start"};
 #define NBUILTIN (sizeof builtin_names / sizeof *builtin_names)
 
 #define MAX_PATTERNS 16
@@ -70,6 +70,48 @@ static const char *const capital_stop[] = {
     "Thanks",  "That",    "The",      "Then",     "There",    "These",   "This",      "Those",
     "Thursday", "Tuesday", "Wednesday", "What",   "When",     "Where",   "Which",     "Who",
     "Why",     "Will",    "With",     "Would",    "Yes",      "You",     "Your",
+};
+
+/* Words that begin a prompt's sentences and are not names there: the
+ * "start" pattern leaves them (with capital_stop's). */
+static const char *const start_stop[] = {
+    "About", "Actually", "Add", "After", "Again", "All", "Always", "Another", "Any", "Anyway",
+    "Apply", "Are", "Ask", "Back", "Basically", "Because", "Been", "Before", "Being", "Both",
+    "Build", "Bump", "Call", "Change", "Check", "Clean", "Commit", "Compare", "Continue",
+    "Convert", "Cool", "Copy", "Create", "Currently", "Debug", "Delete", "Deploy", "Describe",
+    "Did", "Disable", "Does", "Doing", "Done", "Draft", "Each", "Edit", "Either", "Enable",
+    "Even", "Every", "Explain", "Export", "Find", "Finally", "First", "Fix", "Format", "Get",
+    "Give", "Going", "Good", "Great", "Had", "Has", "Have", "Help", "Hey", "Hmm", "However",
+    "Implement", "Import", "Improve", "Install", "Instead", "Its", "Just", "Keep", "Last",
+    "Later", "Let", "Lets", "List", "Load", "Look", "Looks", "Make", "Maybe", "Merge",
+    "Might", "Migrate", "Move", "Much", "Must", "Need", "Never", "Next", "Nice", "None",
+    "Note", "Now", "Once", "Only", "Open", "Other", "Our", "Perhaps", "Plan", "Print", "Pull",
+    "Push", "Put", "Read", "Really", "Recently", "Refactor", "Release", "Remember", "Remove",
+    "Rename", "Replace", "Reply", "Report", "Reset", "Restart", "Restore", "Review", "Revert",
+    "Rewrite", "Right", "Run", "Save", "Schedule", "Search", "Second", "See", "Seems", "Send",
+    "Set", "Share", "She", "Ship", "Show", "Since", "Skip", "Some", "Sometimes", "Sorry",
+    "Sort", "Sounds", "Split", "Start", "Still", "Stop", "Such", "Summarise", "Summarize",
+    "Sure", "Switch", "Sync", "Take", "Tell", "Test", "Thank", "Their", "They", "Though",
+    "Today", "Tomorrow", "Tonight", "Try", "Turn", "Undo", "Update", "Upgrade", "Use",
+    "Usually", "Verify", "Wait", "Want", "Was", "Well", "Were", "While", "Why", "Write",
+    "Yesterday", "Yet",
+};
+
+/* Chinese surnames that are seldom words of their own: the "han" pattern
+ * takes one with the one or two characters after it as a name. */
+static const char *const han_surnames[] = {
+    "王", "李", "张", "刘", "陈", "杨", "赵", "黄", "周", "吴", "徐", "孙", "胡", "朱",
+    "郭", "罗", "梁", "宋", "郑", "谢", "韩", "唐", "冯", "董", "萧", "曹", "袁", "邓",
+    "许", "傅", "沈", "曾", "彭", "吕", "苏", "卢", "蒋", "蔡", "贾", "魏", "薛", "叶",
+    "潘", "杜", "戴", "夏", "钟", "汪", "姜", "姚", "谭", "廖", "邹", "熊", "陆", "郝",
+    "孔", "崔", "邱", "秦", "顾", "侯", "邵", "孟", "雷", "钱", "汤", "尹", "黎", "贺",
+    "赖", "龚",
+};
+/* What follows a name in a sentence: a verb or particle that ends it. */
+static const char *const han_after[] = {
+    "说", "的", "和", "跟", "与", "是", "在", "负", "要", "让", "把", "给", "问", "找",
+    "先", "女", "老", "经", "总", "今", "昨", "明", "已", "也", "都", "会", "能", "想",
+    "觉", "回", "发", "提", "对", "还", "就", "又", "从", "去", "来", "做", "写",
 };
 
 /* owner/name pairs that are ordinary words, and owners that are folders. */
@@ -187,7 +229,8 @@ static int add_item(nudge_patterns *p, const char *item, char **err)
         return MNEMO_OK;
     }
     set_err(err, "unknown pattern '", item,
-            "' (expected repo, issue, camel, caps, capital, katakana, default or re:EXPR)");
+            "' (expected repo, issue, camel, caps, capital, katakana, han, start, default or "
+            "re:EXPR)");
     return MNEMO_INVALID;
 }
 
@@ -635,6 +678,22 @@ static void find_words(const char *s, size_t len, const word *w, size_t nw, int 
                 if (run_hi - run_lo >= 3)
                     continue;
             }
+        } else if (kind == K_START) {
+            /* A name that starts a sentence ("Priya wants an update"): not a
+             * common word, and a lower-case word follows on its line. */
+            if (!capital_shape(s, a, b) || !sentence_start(s, a) ||
+                IN_LIST(s + a, b - a, capital_stop, 0) || IN_LIST(s + a, b - a, start_stop, 0))
+                continue;
+            if (k + 1 >= nw || !adjacent(s, &w[k], &w[k + 1]) ||
+                !is_lower((unsigned char)s[w[k + 1].start]))
+                continue;
+            if (k >= line_next)
+                title = title_case_line(s, len, w, nw, k, &line_next);
+            if (title)
+                continue;
+            if (b + 1 < len && s[b] == '\'' && is_letter((unsigned char)s[b + 1]) &&
+                !(s[b + 1] == 's' && (b + 2 >= len || !word_char((unsigned char)s[b + 2]))))
+                continue;
         } else {
             if (!capital_shape(s, a, b) || IN_LIST(s + a, b - a, capital_stop, 0) ||
                 sentence_start(s, a))
@@ -697,6 +756,85 @@ static void find_katakana(const char *s, size_t len, size_t rank, spans *out, in
             continue;
         if (add_span(out, a, end, rank, nomem))
             return;
+    }
+}
+
+/* ---- Han-script names ---- */
+
+static int han_char(int32_t cp)
+{
+    return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+           (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0xF900 && cp <= 0xFAFF);
+}
+
+/* Kana or a CJK mark next to a Han run: it is inside Japanese or Chinese
+ * text, not a name set among other words. */
+static int cjk_context(int32_t cp)
+{
+    return (cp >= 0x3000 && cp <= 0x30FF) || (cp >= 0xFF00 && cp <= 0xFFEF);
+}
+
+static int in_han_list(const char *s, size_t n, const char *const *list, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strlen(list[i]) == n && memcmp(s, list[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Names in Han script: a run of two to four Han characters set among other
+ * words (王芳 owns the cutover), or in Chinese text a common surname with
+ * the one or two characters before a verb or particle (王芳负责, 李明说). */
+static void find_han(const char *s, size_t len, size_t rank, spans *out, int *nomem)
+{
+    size_t i = 0;
+    while (i < len) {
+        int32_t cp;
+        int l = decode(s + i, len - i, &cp);
+        if (!han_char(cp)) {
+            i += (size_t)(l > 0 ? l : 1);
+            continue;
+        }
+        size_t a = i, at[64], nc = 0;
+        while (i < len) {
+            l = decode(s + i, len - i, &cp);
+            if (l <= 0 || !han_char(cp))
+                break;
+            if (nc < 64)
+                at[nc++] = i;
+            i += (size_t)l;
+        }
+        size_t e = i;
+        int32_t before = cp_before(s, a), after = cp_at(s, len, e);
+        if (nc >= 2 && nc <= 4 && !cjk_context(before) && !cjk_context(after) &&
+            !foreign_letter(before) && !foreign_letter(after)) {
+            if (add_span(out, a, e, rank, nomem))
+                return;
+            continue;
+        }
+        for (size_t k = 0; k + 1 < nc; k++) {
+            size_t sl = at[k + 1] - at[k];
+            if (!in_han_list(s + at[k], sl, han_surnames,
+                             sizeof han_surnames / sizeof *han_surnames))
+                continue;
+            /* Surname and one character, or two, before what ends a name. */
+            size_t end = 0;
+            for (size_t g = 1; g <= 2 && !end; g++) {
+                size_t next = k + 1 + g;
+                size_t stop = next < nc ? at[next] : e;
+                size_t after_len = next + 1 < nc ? at[next + 1] - stop : e - stop;
+                if (next > nc)
+                    break;
+                if (next == nc || in_han_list(s + stop, after_len, han_after,
+                                              sizeof han_after / sizeof *han_after))
+                    end = stop;
+            }
+            if (end && add_span(out, at[k], end, rank, nomem))
+                return;
+            if (end)
+                while (k + 1 < nc && at[k + 1] < end)
+                    k++;
+        }
     }
 }
 
@@ -769,7 +907,7 @@ int nudge_candidates(const char *prompt, const nudge_patterns *p, size_t max,
     int nomem = 0, rc = MNEMO_OK, need_words = 0;
     for (size_t r = 0; r < p->n; r++)
         need_words |= p->v[r].kind == K_CAMEL || p->v[r].kind == K_CAPS ||
-                      p->v[r].kind == K_CAPITAL;
+                      p->v[r].kind == K_CAPITAL || p->v[r].kind == K_START;
     if (need_words && !(words = split_words(prompt, len, &nwords, &nomem)))
         goto done;
     for (size_t r = 0; r < p->n && !nomem; r++) {
@@ -780,9 +918,11 @@ int nudge_candidates(const char *prompt, const nudge_patterns *p, size_t max,
         case K_CAMEL:
         case K_CAPS:
         case K_CAPITAL:
+        case K_START:
             find_words(prompt, len, words, nwords, p->v[r].kind, r, &sp, &nomem);
             break;
         case K_KATAKANA: find_katakana(prompt, len, r, &sp, &nomem); break;
+        case K_HAN: find_han(prompt, len, r, &sp, &nomem); break;
         default: find_regex(prompt, len, &p->v[r].re, r, &sp, &nomem); break;
         }
     }
@@ -818,6 +958,7 @@ int nudge_candidates(const char *prompt, const nudge_patterns *p, size_t max,
             goto done;
         }
         c[k].pattern = p->v[sp.v[i].rank].name;
+        c[k].weak = p->v[sp.v[i].rank].kind == K_START || p->v[sp.v[i].rank].kind == K_HAN;
         c[k].offset = a;
         k++;
     }

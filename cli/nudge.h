@@ -4,7 +4,8 @@
  *
  * A pattern set names the detectors to run, best first: built-in ones
  * (repo slugs, issue references, CamelCase, ALL-CAPS, capitalised words
- * inside a sentence, katakana runs) and POSIX extended regular expressions.
+ * inside a sentence, katakana runs, Han-script names, a name that starts a
+ * sentence) and POSIX extended regular expressions.
  * nudge_candidates() returns what they find, ranked by pattern (earlier in
  * the set first), then by position in the prompt, without duplicates or
  * overlaps. Pure functions: no I/O, no global state.
@@ -15,12 +16,12 @@
 #include <stddef.h>
 
 /* The default pattern set, as nudge_patterns_parse() reads it. */
-#define NUDGE_DEFAULT_PATTERNS "repo,issue,camel,caps,capital,katakana"
+#define NUDGE_DEFAULT_PATTERNS "repo,issue,camel,caps,capital,katakana,han,start"
 
 typedef struct nudge_patterns nudge_patterns;
 
 /* Parses a pattern set: a comma-separated list of built-in names (repo,
- * issue, camel, caps, capital, katakana; "default" for all of them in the
+ * issue, camel, caps, capital, katakana, han, start; "default" for all of them in the
  * default order) and expressions "re:EXPR" (POSIX ERE; a comma inside EXPR is
  * written "\,"; with a group, the first group is the term). Names are
  * case-insensitive, blanks around items are ignored, repeated items count
@@ -41,6 +42,7 @@ typedef struct nudge_candidate {
     char *term;          /* the text as written in the prompt (owned by the array) */
     const char *pattern; /* name of the pattern that found it, borrowed from the set */
     size_t offset;       /* byte offset of the term in the prompt */
+    int weak;            /* a guess (start, han): worth saying only when memory has it */
 } nudge_candidate;
 
 /* Finds up to MAX candidates in PROMPT (NUL-terminated UTF-8; invalid bytes

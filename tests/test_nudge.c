@@ -70,11 +70,30 @@ TEST(nudge_detect_english)
 TEST(nudge_detect_sentence_starts)
 {
     ASSERT_TERMS("Deploy it. Then ask Priya about it!", NULL, 10, "Priya");
-    ASSERT_TERMS("Priya said so", NULL, 10, "");
+    /* A name may start a sentence too ("start", after the others): a
+     * capitalised word that is not a common one, a lower-case word after. */
+    ASSERT_TERMS("Priya said so", NULL, 10, "Priya");
+    ASSERT_TERMS("Priya wants an update on the cutover", NULL, 10, "Priya");
+    ASSERT_TERMS("Deploy the fix. Check the logs, then Sam.", NULL, 10, "Sam");
+    ASSERT_TERMS("Please ask Priya. Alice agreed.", NULL, 10, "Priya|Alice");
     ASSERT_TERMS("fix this:\n- Stripe keys rotate\n1) Berlin office\n# Heading words", NULL, 10,
-                 "");
+                 "Stripe|Berlin|Heading");
+    ASSERT_TERMS("Priya", NULL, 10, ""); /* a word alone: nothing says it is a name */
+    ASSERT_TERMS("Priya, Sam", "start", 10, "");
     ASSERT_TERMS("done? \"Maybe\" she said", NULL, 10, "");
     ASSERT_TERMS("we met Tom in Berlin on Monday", NULL, 10, "Tom|Berlin");
+}
+
+TEST(nudge_detect_han_names)
+{
+    ASSERT_TERMS("王芳 owns the billing cutover", NULL, 10, "王芳");
+    ASSERT_TERMS("ask 欧阳娜娜 about it", NULL, 10, "欧阳娜娜");
+    ASSERT_TERMS("请问王芳负责什么", NULL, 10, "王芳");
+    ASSERT_TERMS("李明说明天发布", NULL, 10, "李明");
+    ASSERT_TERMS("找张伟问问", NULL, 10, "张伟");
+    ASSERT_TERMS("今天的会议推迟了", NULL, 10, "");
+    ASSERT_TERMS("田中さんに聞いて", NULL, 10, "");
+    ASSERT_TERMS("东京的服务器", "han", 10, "");
 }
 
 TEST(nudge_detect_false_positives)
@@ -172,16 +191,17 @@ TEST(nudge_patterns_syntax)
     nudge_patterns *p;
     char *err = NULL;
     ASSERT_OK(nudge_patterns_parse(NULL, &p, NULL));
-    ASSERT_EQ(nudge_patterns_count(p), 6);
+    ASSERT_EQ(nudge_patterns_count(p), 8);
     ASSERT_STR_EQ(nudge_patterns_name(p, 0), "repo");
     ASSERT_STR_EQ(nudge_patterns_name(p, 5), "katakana");
+    ASSERT_STR_EQ(nudge_patterns_name(p, 7), "start");
     nudge_patterns_free(p);
     ASSERT_OK(nudge_patterns_parse(" CAPS , camel,caps ", &p, NULL));
     ASSERT_EQ(nudge_patterns_count(p), 2);
     ASSERT_STR_EQ(nudge_patterns_name(p, 0), "caps");
     nudge_patterns_free(p);
     ASSERT_OK(nudge_patterns_parse("re:x{1\\,3}y,default", &p, NULL));
-    ASSERT_EQ(nudge_patterns_count(p), 7);
+    ASSERT_EQ(nudge_patterns_count(p), 9);
     ASSERT_STR_EQ(nudge_patterns_name(p, 0), "re:x{1,3}y");
     nudge_patterns_free(p);
 
@@ -558,6 +578,74 @@ TEST(nudge_cli_timeout)
     ASSERT_EQ(hook(&out, in = input("Where is PaymentsAPI hosted?"), NULL), 0);
     ASSERT_CONTAINS(out, "PaymentsAPI");
     free(out);
+    free(in);
+}
+
+/* Names anywhere in the prompt: at its start, in Han script, and an issue
+ * written inside a slug; a guess that memory lacks is not listed. With
+ * MNEMO_NUDGE_DEBUG every step is named, the deadline too. */
+TEST(nudge_cli_names_anywhere)
+{
+    workspace();
+    test_write("ws/memory/2026-11-20.md", "# 2026-11-20\n\n- Reviewed acme/gateway#412 with "
+                                          "Priya.\n- 王芳 owns the billing cutover.\n");
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "index", "--quiet", NULL),
+              0);
+    char *in = input("Priya wants an update on #412"), *out, *ctx;
+    ASSERT_EQ(hook(&out, in, NULL), 0);
+    ctx = context(out);
+    ASSERT_CONTAINS(ctx, "memory/2026-11-20.md#L1-L4 (Priya, #412): Reviewed acme/gateway#412 "
+                         "with Priya.");
+    ASSERT_NOT_CONTAINS(ctx, "no local hits");
+    free(ctx);
+    free(out);
+    free(in);
+    in = input("王芳负责什么？");
+    ASSERT_EQ(hook(&out, in, NULL), 0);
+    ctx = context(out);
+    ASSERT_CONTAINS(ctx, "memory/2026-11-20.md#L4-L4 (王芳): ");
+    ASSERT_CONTAINS(ctx, "王芳 owns the billing cutover.");
+    free(ctx);
+    free(out);
+    free(in);
+    /* A guess found nowhere says nothing; a sure term does. */
+    in = input("Quentin asked about ZanzibarQueue");
+    ASSERT_EQ(hook(&out, in, NULL), 0);
+    ctx = context(out);
+    ASSERT_STR_EQ(ctx, "no local hits for: ZanzibarQueue");
+    free(ctx);
+    free(out);
+    free(in);
+
+    setenv("MNEMO_NUDGE_DEBUG", "1", 1);
+    char *err = NULL;
+    in = input("Quentin asked about nothing");
+    ASSERT_EQ(test_cli(&out, &err, in, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "hook", "claude-code", NULL),
+              0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_CONTAINS(err, "candidates (patterns repo,issue,camel,caps,capital,katakana,han,start");
+    ASSERT_CONTAINS(err, "Quentin [start, a guess]");
+    ASSERT_CONTAINS(err, "search \"Quentin\": 0 hits (a guess: not said)");
+    ASSERT_CONTAINS(err, "trigger recall off");
+    ASSERT_CONTAINS(err, "memory recall off");
+    ASSERT_CONTAINS(err, "nothing to say");
+    free(out);
+    free(err);
+    /* The deadline, when it fires, says so. */
+    sqlite3 *db = lock_index();
+    setenv("MNEMO_NUDGE_TIMEOUT_MS", "100", 1);
+    ASSERT_EQ(test_cli(&out, &err, in, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "hook", "claude-code", NULL),
+              0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_CONTAINS(err, "the deadline (100 ms, MNEMO_NUDGE_TIMEOUT_MS) fired before an answer");
+    sqlite3_close(db);
+    unsetenv("MNEMO_NUDGE_TIMEOUT_MS");
+    unsetenv("MNEMO_NUDGE_DEBUG");
+    free(out);
+    free(err);
     free(in);
 }
 
