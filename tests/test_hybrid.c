@@ -186,6 +186,46 @@ TEST(hybrid_policy_none_auto_named)
     ps_stop(s);
 }
 
+/* A model asked for by name that is not installed (a typo) is an error
+ * that names the fix, never a silent fall back to keywords: under auto as
+ * under a named provider, in search, sync, status and doctor. */
+TEST(hybrid_mistyped_model_is_an_error)
+{
+    notes();
+    test_tiny_table();
+    const char *sets[][2] = {{"model=tinny", NULL}, {"model=tinny", "provider=static"}};
+    for (size_t i = 0; i < 2; i++) {
+        mnemo *m = test_open("ws", "db.sqlite", sets[i][0], sets[i][1], NULL);
+        ASSERT_EQ(mnemo_sync(m, NULL, NULL), MNEMO_UNAVAILABLE);
+        ASSERT_CONTAINS(mnemo_errmsg(m), "keyword index updated");
+        ASSERT_CONTAINS(mnemo_errmsg(m), "did you mean 'tiny'?");
+        mnemo_results *r = NULL;
+        ASSERT_EQ(mnemo_search(m, "kitten", NULL, &r), MNEMO_UNAVAILABLE);
+        ASSERT_CONTAINS(mnemo_errmsg(m), "memory search unavailable");
+        ASSERT_CONTAINS(mnemo_errmsg(m), "did you mean 'tiny'?");
+        mnemo_close(m);
+    }
+    /* Spelt right, the same settings search by meaning. */
+    mnemo *m = test_open("ws", "db.sqlite", "model=tiny", NULL);
+    test_sync(m);
+    char *j = search(m, "kitten");
+    ASSERT_CONTAINS(j, "\"mode\":\"hybrid\"");
+    mnemo_free(j);
+    mnemo_close(m);
+    char *out, *err;
+    ASSERT_EQ(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "--set", "model=tinny", "search", "kitten", NULL),
+              1);
+    ASSERT_CONTAINS(err, "did you mean 'tiny'?");
+    free(out);
+    free(err);
+    ASSERT(test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                    test_path("db.sqlite"), "--set", "model=tinny", "doctor", NULL) != 0);
+    ASSERT_CONTAINS(out, "did you mean 'tiny'?");
+    free(out);
+    free(err);
+}
+
 /* An index built with --set provider=static --set model=tiny, searched
  * later without them: keyword only, and the results, status and the
  * command say that the vectors are unused and how to use them. */

@@ -2,6 +2,7 @@
  * embed.c - the embedding interface, provider defaults, and the static
  * (in-process table) provider. HTTP providers live in embed_http.c.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,69 @@ static void family_prompts(const char *name, const char **q, const char **d)
     }
 }
 
+/* Levenshtein distance of A and B, stopping at 9 (names of 64 bytes at most). */
+static int distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 64 || m > 64)
+        return 9;
+    int row[65];
+    for (size_t j = 0; j <= m; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int up = row[j];
+            int sub = diag + (a[i - 1] != b[j - 1]);
+            int best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < best ? sub : best;
+            diag = up;
+        }
+    }
+    return row[m] > 9 ? 9 : row[m];
+}
+
+void embed_installed_hint(const char *models_dir, const char *name, buf *out)
+{
+    DIR *d = models_dir ? opendir(models_dir) : NULL;
+    if (!d) {
+        buf_printf(out, "; none is installed in %s (mnemo model import DIR --name NAME, or "
+                        "mnemo model pull REPO)",
+                   models_dir ? models_dir : "the models folder");
+        return;
+    }
+    char best[256] = "", list[512] = "";
+    int best_d = 3, n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char nm[256];
+        snprintf(nm, sizeof nm, "%s", de->d_name);
+        size_t l = strlen(nm);
+        if (l > 4 && !strcmp(nm + l - 4, ".mnv"))
+            nm[l - 4] = 0; /* a static table */
+        int dd = distance(name, nm);
+        if (dd < best_d) {
+            best_d = dd;
+            snprintf(best, sizeof best, "%s", nm);
+        }
+        size_t ll = strlen(list);
+        if (n++ < 8 && ll + l + 3 < sizeof list)
+            snprintf(list + ll, sizeof list - ll, "%s%s", ll ? ", " : "", nm);
+    }
+    closedir(d);
+    if (best[0])
+        buf_printf(out, "; did you mean '%s'?", best);
+    if (n)
+        buf_printf(out, " (installed in %s: %s%s)", models_dir, list, n > 8 ? ", ..." : "");
+    else
+        buf_printf(out, "; none is installed in %s (mnemo model import DIR --name NAME, or "
+                        "mnemo model pull REPO)",
+                   models_dir);
+}
+
 /* Provider "local": the model folder named by model, in process. */
 static int local_open(embedder *e, const embed_cfg *c, buf *err)
 {
@@ -144,10 +208,13 @@ static int local_open(embedder *e, const embed_cfg *c, buf *err)
     buf merr;
     buf_init(&merr, 4096);
     int rc = bert_open(dir, c->threads, &e->enc, &merr);
-    if (rc == MNEMO_NOTFOUND)
+    if (rc == MNEMO_NOTFOUND) {
         buf_printf(err, "local: no model folder %s (import one with: mnemo model import DIR "
                         "--name %s)",
                    dir, e->model);
+        if (!strchr(e->model, '/'))
+            embed_installed_hint(c->models_dir, e->model, err);
+    }
     else if (rc)
         buf_printf(err, "local: %s", merr.data ? merr.data : errcode_text(rc));
     buf_cleanup(&merr);
@@ -255,11 +322,13 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
         buf merr;
         buf_init(&merr, 4096);
         rc = model_open(path, &e->table, &merr);
-        if (rc == MNEMO_NOTFOUND)
+        if (rc == MNEMO_NOTFOUND) {
             buf_printf(err, "static: no embedding table %s (import one with: mnemo model import "
                             "FILE --name %s)",
                        path, e->model);
-        else if (rc)
+            if (!strchr(e->model, '/'))
+                embed_installed_hint(c->models_dir, e->model, err);
+        } else if (rc)
             buf_printf(err, "static: %s", merr.data ? merr.data : errcode_text(rc));
         buf_cleanup(&merr);
         free(path);

@@ -98,6 +98,11 @@ const char *embed_api_key(const char *provider, const char *key_env, const char 
  * name with a slash) as given, else MODELS_DIR/NAME. Caller frees. */
 char *embed_model_dir(const char *models_dir, const char *name);
 
+/* Appends to OUT what is installed in MODELS_DIR for a NAME that is not:
+ * "; did you mean 'X'?" for a close name, and the names there (or how to
+ * install one). */
+void embed_installed_hint(const char *models_dir, const char *name, buf *out);
+
 /* Where an import or a download named NAME (a plain file name) goes:
  * always inside MODELS_DIR (a folder, or with TABLE a .mnv file), whatever
  * the current directory holds. Caller frees. */

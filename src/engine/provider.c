@@ -80,6 +80,14 @@ void provider_resolve(mnemo *m, char *name, int *explicit_)
             return;
         }
     }
+    if (*mname) {
+        /* A model asked for by name that nothing here can open (not
+         * installed, mistyped): an error that names the fix, never a
+         * silent fall back to keywords. */
+        snprintf(name, 32, "local");
+        *explicit_ = 1;
+        return;
+    }
     snprintf(name, 32, "none");
 }
 
