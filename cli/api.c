@@ -417,6 +417,13 @@ static int op_memory_history(mnemo *m, json_t *args, char **out, char **err)
                       out);
 }
 
+static int op_memory_restore(mnemo *m, json_t *args, char **out, char **err)
+{
+    char *s = NULL;
+    int rc = mnemo_memory_restore(m, str_arg(args, "id"), &s);
+    return reply_text(m, rc, s, out, err);
+}
+
 static int op_memory_confirm(mnemo *m, json_t *args, char **out, char **err)
 {
     char *s = NULL;
@@ -523,13 +530,14 @@ static int op_memory_import(mnemo *m, json_t *args, char **out, char **err)
     "\"description\":\"at most this many memories\"},"                                         \
     "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2147483647,"                   \
     "\"description\":\"skip this many (paging)\"},"                                            \
-    "\"deleted\":" BOOL("list deleted memories instead (they can be restored until purged)")
+    "\"deleted\":" BOOL("list the deleted memories only (memory_restore brings one back)")
 #define RECORD_PROPS                                                                          \
     SCOPE_PROPS                                                                               \
     "\"category\":" STR("identity, configuration, rule, preference, decision, technical, "    \
                         "relationship, project, operational or another name") ","              \
     "\"importance\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"description\":"         \
-    "\"how much it matters, 0..1 (default 0.5); ranks and recalls important memories first\"}," \
+    "\"how much it matters, 0..1 (default: the category's, identity 0.95 ... operational 0.6, "  \
+    "other 0.5); ranks and recalls important memories first\"}," \
     "\"type\":{\"type\":\"string\",\"enum\":[\"fact\",\"preference\",\"summary\","            \
     "\"context\",\"raw\"],\"description\":\"what kind of memory (default fact)\"},"            \
     "\"subject\":" STR("who it is about: user (default) or a name") ","                        \
@@ -606,7 +614,7 @@ static const api_op ops[] = {
      OBJ(SCOPE_PROPS "\"message\":" STR("the inbound message to recall memories for") ","
          "\"strategy\":{\"type\":\"string\",\"enum\":[\"smart\",\"always\",\"manual\"],"
          "\"description\":\"smart (default): only when the message needs memory; always; "
-         "manual: only what a trigger phrase calls\"},"
+         "manual: no memories (the agent searches itself; triggers still run when asked)\"},"
          "\"triggers\":" BOOL("also the curated entries whose trigger phrases occur in the "
                               "message"),
          ""),
@@ -630,7 +638,12 @@ static const api_op ops[] = {
      MEMORY_OUT, "Change fields of a stored memory; the change is kept in its history.", 1, "PATCH /v1/memories/{id}", 200},
 
     {"memory_delete", op_memory_delete, OBJ(ID_PROP, "\"id\""), OUT("\"deleted\":{\"type\":\"string\"}"),
-     "Delete a stored memory (it can be restored until purged).", 1, "DELETE /v1/memories/{id}", 200},
+     "Delete a stored memory (memory_restore brings it back until it is purged).", 1,
+     "DELETE /v1/memories/{id}", 200},
+
+    {"memory_restore", op_memory_restore, OBJ(ID_PROP, "\"id\""), MEMORY_OUT,
+     "Bring back a deleted memory (until it is purged): searched and listed again.", 1,
+     "POST /v1/memories/{id}/restore", 200},
 
     {"memory_get", op_memory_get, OBJ(ID_PROP, "\"id\""), MEMORY_OUT,
      "One stored memory by id.", 0, "GET /v1/memories/{id}", 200},
@@ -657,7 +670,9 @@ static const api_op ops[] = {
          "\"type\":\"object\",\"properties\":{\"event\":{\"type\":\"string\"},"
          "\"old_text\":{\"type\":[\"string\",\"null\"]},\"new_text\":{\"type\":[\"string\","
          "\"null\"]},\"at\":{\"type\":\"string\"}}}}"),
-     "The history of a stored memory: added, updated, confirmed, deleted, oldest first.", 0,
+     "The history of a stored memory: added, updated, confirmed, deleted, restored, oldest "
+     "first.",
+     0,
      "GET /v1/memories/{id}/history", 200},
     {"memory_confirm", op_memory_confirm, OBJ(ID_PROP, "\"id\""), MEMORY_OUT,
      "The user confirmed a memory: it is counted, and fades more slowly.", 1,

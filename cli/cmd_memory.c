@@ -35,7 +35,7 @@ static const cli_opt opts[] = {
     [O_FILTERS] = {"filters", 0, "JSON", "filter expression (see docs/memories.md)"},
     [O_LIMIT] = {"limit", 'n', "N", "how many (search: 10 by default, at most 50)"},
     [O_OFFSET] = {"offset", 0, "N", "skip this many (list)"},
-    [O_DELETED] = {"deleted", 0, NULL, "list deleted memories too"},
+    [O_DELETED] = {"deleted", 0, NULL, "list the deleted memories (to restore or purge)"},
     [O_TEXT] = {"text", 0, "TEXT", "new text (update)"},
     [O_QUERY] = {"query", 'q', "Q", "delete the memory this query finds (delete)"},
     [O_MIN_SCORE] = {"min-score", 0, "X", "drop results below X (search)"},
@@ -49,7 +49,7 @@ static const char usage[] =
     "       mnemo memory update ID [--text T] [--category C] [...]\n"
     "       mnemo memory delete ID | --query Q     (soft; purge removes for good)\n"
     "       mnemo memory purge [ID]\n"
-    "       mnemo memory get|history|confirm ID\n"
+    "       mnemo memory get|history|confirm|restore ID\n"
     "       mnemo memory list [--user U] [--agent A] [--run R] [--scope S] [--categories LIST]\n"
     "                 [--filters JSON] [--type T] [--subject S] [--limit N] [--offset N]\n"
     "                 [--deleted]\n"
@@ -437,7 +437,7 @@ int cmd_memory(int argc, char **argv)
     int json = a.val[O_JSON] != NULL;
     static const char *const subs[] = {"add",     "update", "delete", "purge",  "get",
                                        "history", "confirm", "list",  "search", "export",
-                                       "import", "recover"};
+                                       "import", "recover", "restore"};
     size_t k = 0;
     while (k < sizeof subs / sizeof *subs && strcmp(sub, subs[k]) != 0)
         k++;
@@ -446,7 +446,8 @@ int cmd_memory(int argc, char **argv)
         return EXIT_USAGE;
     }
     int needs_id = !strcmp(sub, "update") || !strcmp(sub, "get") || !strcmp(sub, "history") ||
-                   !strcmp(sub, "confirm") || (!strcmp(sub, "delete") && !a.val[O_QUERY]);
+                   !strcmp(sub, "confirm") || !strcmp(sub, "restore") ||
+                   (!strcmp(sub, "delete") && !a.val[O_QUERY]);
     if (needs_id && a.npos != 2) {
         cli_error("memory %s: expected one memory ID", sub);
         return EXIT_USAGE;
@@ -505,7 +506,8 @@ int cmd_memory(int argc, char **argv)
         rc = mnemo_memory_delete(m, a.pos[1]);
         if (!rc)
             printf(json ? "{\"deleted\":\"%s\"}\n"
-                        : "Deleted memory %s (it stays in history until: mnemo memory purge)\n",
+                        : "Deleted memory %s (mnemo memory restore brings it back until "
+                          "mnemo memory purge)\n",
                    a.pos[1]);
     } else if (!strcmp(sub, "purge")) {
         size_t n = 0;
@@ -513,6 +515,12 @@ int cmd_memory(int argc, char **argv)
         if (!rc)
             printf(json ? "{\"purged\":%zu}\n" : "Purged %zu deleted memor%s\n", n,
                    json ? "" : n == 1 ? "y" : "ies");
+    } else if (!strcmp(sub, "restore")) {
+        rc = mnemo_memory_restore(m, a.pos[1], &out);
+        if (!rc && json)
+            printf("%s\n", out);
+        else if (!rc)
+            printf("Restored memory %s\n", a.pos[1]);
     } else if (!strcmp(sub, "get") || !strcmp(sub, "confirm")) {
         rc = !strcmp(sub, "get") ? mnemo_memory_get(m, a.pos[1], &out)
                                  : mnemo_memory_confirm(m, a.pos[1], &out);

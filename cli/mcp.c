@@ -7,6 +7,7 @@
  */
 #include "mcp.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ static const struct {
     {"memory_add", "memory_add", "Store a memory"},
     {"memory_update", "memory_update", "Change a memory"},
     {"memory_delete", "memory_delete", "Delete a memory"},
+    {"memory_restore", "memory_restore", "Restore a deleted memory"},
     {"memory_list", "memory_list", "List memories"},
     {"memory_recall", "recall", "Recall memories for a message"},
     {"memory_status", "status", "Memory index status"},
@@ -101,6 +103,125 @@ static json_t *tools_list(mnemo *m)
     return json_pack("{s:o}", "tools", list);
 }
 
+/* printf into a new string (NULL when out of memory). */
+static char *text_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *text_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* One memory as a line: its text, then what it is. */
+static void memory_line(FILE *f, const json_t *r)
+{
+    const char *cat = json_string_value(json_object_get(r, "category"));
+    const char *upd = json_string_value(json_object_get(r, "updated_at"));
+    const char *del = json_string_value(json_object_get(r, "deleted_at"));
+    fprintf(f, "%s (id: %s, %s, importance %.2f, %.10s%s%s)",
+            json_string_value(json_object_get(r, "text")),
+            json_string_value(json_object_get(r, "id")), cat && *cat ? cat : "other",
+            json_number_value(json_object_get(r, "importance")), upd ? upd : "",
+            del ? ", deleted " : "", del ? del : "");
+}
+
+/* A memory written or read: "Stored memory ...: text (...)". */
+static char *memory_text(const char *op, const json_t *r)
+{
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&s, &n);
+    if (!f)
+        return NULL;
+    int dup = json_is_true(json_object_get(r, "duplicate"));
+    fputs(dup                                   ? "Already stored: "
+          : !strcmp(op, "memory_add")           ? "Stored: "
+          : !strcmp(op, "memory_update")        ? "Updated: "
+          : !strcmp(op, "memory_restore")       ? "Restored: "
+                                                : "",
+          f);
+    memory_line(f, r);
+    if (fclose(f) != 0) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* A list or search of memories, numbered. */
+static char *memories_text(const char *op, const json_t *out)
+{
+    const json_t *v = json_object_get(out, !strcmp(op, "memory_list") ? "memories" : "results");
+    size_t n = json_array_size(v), i, len = 0;
+    if (n == 0)
+        return strdup(!strcmp(op, "memory_list") ? "No memories." : "No memories found.");
+    char *s = NULL;
+    FILE *f = open_memstream(&s, &len);
+    if (!f)
+        return NULL;
+    json_int_t total = json_integer_value(json_object_get(out, "total"));
+    fprintf(f, "%zu memor%s", n, n == 1 ? "y" : "ies");
+    if (total > (json_int_t)n)
+        fprintf(f, " of %lld", (long long)total);
+    fputs(":\n", f);
+    const json_t *r;
+    json_array_foreach(v, i, r)
+    {
+        fprintf(f, "\n%zu. ", i + 1);
+        memory_line(f, r);
+        if (json_object_get(r, "score"))
+            fprintf(f, " score %.2f", json_number_value(json_object_get(r, "score")));
+    }
+    const json_t *w = json_object_get(out, "warnings");
+    json_array_foreach(w, i, r) fprintf(f, "\nwarning: %s", json_string_value(r));
+    if (fclose(f) != 0) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The index and the memories in a few lines, as `mnemo status` says them. */
+static char *status_text(const json_t *st)
+{
+    const json_t *ls = json_object_get(st, "lastSync"), *emb = json_object_get(st, "embedding");
+    const json_t *mem = json_object_get(st, "memories");
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f)
+        return NULL;
+    if (json_is_true(json_object_get(st, "indexed")))
+        fprintf(f, "Index: %lld files, %lld chunks, last sync %s.\n",
+                (long long)json_integer_value(json_object_get(st, "files")),
+                (long long)json_integer_value(json_object_get(st, "chunks")),
+                ls ? json_string_value(json_object_get(ls, "at")) : "never");
+    else
+        fputs("Index: none yet.\n", f);
+    fprintf(f, "Search: %s", json_string_value(json_object_get(st, "mode")));
+    const char *prov = json_string_value(json_object_get(emb, "provider"));
+    if (prov && strcmp(prov, "none") != 0)
+        fprintf(f, " (%s %s)", prov,
+                json_string_value(json_object_get(emb, "model")) ? json_string_value(
+                                                                        json_object_get(emb, "model"))
+                                                                  : "");
+    fprintf(f, ".\nMemories: %lld stored.",
+            (long long)json_integer_value(json_object_get(mem, "count")));
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(st, "warnings"), i, w)
+        fprintf(f, "\nwarning: %s", json_string_value(w));
+    if (fclose(f) != 0) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
 /* The text a model reads: results as citations with their snippets. */
 static char *tool_text(const char *op, const json_t *out)
 {
@@ -145,8 +266,27 @@ static char *tool_text(const char *op, const json_t *out)
         }
         return s;
     }
-    if (strcmp(op, "get") == 0)
-        return strdup(json_string_value(json_object_get(out, "text")));
+    if (strcmp(op, "get") == 0) {
+        /* A deleted fact is marked, so no one takes it for a live one. */
+        const char *del = json_string_value(
+            json_object_get(json_object_get(out, "memory"), "deleted_at"));
+        const char *t = json_string_value(json_object_get(out, "text"));
+        return del ? text_printf("[deleted %s; memory_restore brings it back until it is "
+                                 "purged]\n%s",
+                                 del, t ? t : "")
+                   : strdup(t ? t : "");
+    }
+    if (strcmp(op, "memory_add") == 0 || strcmp(op, "memory_update") == 0 ||
+        strcmp(op, "memory_restore") == 0 || strcmp(op, "memory_get") == 0)
+        return memory_text(op, out);
+    if (strcmp(op, "memory_delete") == 0)
+        return text_printf("Deleted memory %s (memory_restore brings it back until it is "
+                           "purged).",
+                           json_string_value(json_object_get(out, "deleted")));
+    if (strcmp(op, "memory_list") == 0 || strcmp(op, "memory_search") == 0)
+        return memories_text(op, out);
+    if (strcmp(op, "status") == 0)
+        return status_text(out);
     if (strcmp(op, "recall") == 0) {
         const char *a = json_string_value(json_object_get(out, "recalled"));
         const char *b = json_string_value(json_object_get(out, "triggers"));

@@ -406,6 +406,13 @@ MNEMO_API int mnemo_memory_update(mnemo *m, const char *id, const char *changes,
  * deleted): it leaves searches and lists but stays until purged. */
 MNEMO_API int mnemo_memory_delete(mnemo *m, const char *id);
 
+/* Brings deleted memory ID back into searches and lists, until it is
+ * purged (MNEMO_NOTFOUND after), recorded in its history as RESTORE.
+ * MNEMO_INVALID when it is not deleted, or when a memory of its scope
+ * that is not deleted says the same (that one is named). *out: the
+ * memory (caller frees). */
+MNEMO_API int mnemo_memory_restore(mnemo *m, const char *id, char **out);
+
 /* Removes deleted memories for good, with their history: ID, or all of
  * them when ID is NULL. *purged gets the count. */
 MNEMO_API int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged);
@@ -420,7 +427,7 @@ MNEMO_API int mnemo_memory_get(mnemo *m, const char *id, char **out);
 MNEMO_API int mnemo_memory_confirm(mnemo *m, const char *id, char **out);
 
 /* The history of memory ID as a JSON array of {"event":"ADD"|"UPDATE"|
- * "DELETE"|"CONFIRM","old_text","new_text","at","detail"}, oldest first. */
+ * "DELETE"|"CONFIRM"|"RESTORE","old_text","new_text","at","detail"}, oldest first. */
 MNEMO_API int mnemo_memory_history(mnemo *m, const char *id, char **out);
 
 /* Memories matching OPTIONS, newest first: {"user_id","agent_id","run_id",

@@ -304,6 +304,13 @@ int mnemo_memory_delete(mnemo *m, const char *id)
     return rc;
 }
 
+int mnemo_memory_restore(mnemo *m, const char *id, char **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_WRITE, rc, mem_restore(warn_fresh(m), id, m->be->mem, out));
+    return rc;
+}
+
 int mnemo_memory_purge(mnemo *m, const char *id, size_t *purged)
 {
     int rc;

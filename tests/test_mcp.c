@@ -86,7 +86,7 @@ TEST(mcp_stdio_tools)
                   "mnemo");
 
     json_t *tools = json_object_get(json_object_get(by_id(s, 2), "result"), "tools");
-    ASSERT_EQ(json_array_size(tools), 8);
+    ASSERT_EQ(json_array_size(tools), 9);
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) {

@@ -205,7 +205,7 @@ BACKEND_TEST(backend_mem_records_history_purge)
     ASSERT_EQ(mnemo_memory_delete(m, id), MNEMO_NOTFOUND);
     ASSERT_EQ(mnemo_memory_confirm(m, id, &out), MNEMO_NOTFOUND);
     SEARCH_EQ(m, "light", "{\"user_id\":\"alice\",\"type\":\"all\"}", "");
-    LIST_EQ(m, "{\"user_id\":\"alice\",\"deleted\":true}", "Alice likes tea|User prefers light mode");
+    LIST_EQ(m, "{\"user_id\":\"alice\",\"deleted\":true}", "User prefers light mode");
     LIST_EQ(m, "{\"user_id\":\"alice\"}", "Alice likes tea");
     ASSERT_OK(mnemo_memory_history(m, id, &out));
     json_t *h = json_loads(out, 0, NULL);
@@ -222,9 +222,27 @@ BACKEND_TEST(backend_mem_records_history_purge)
                   "rule");
     ASSERT_STR_EQ(json_string_value(json_object_get(u, "at")), "2026-11-05T09:00:00Z");
     json_decref(h);
+    /* Restore: back in search and lists, in its history; not twice. */
+    at("2026-11-07T09:00:00Z");
+    ASSERT_OK(mnemo_memory_restore(m, id, &out));
+    ASSERT_CONTAINS(out, "\"deleted_at\":null");
+    mnemo_free(out);
+    ASSERT_EQ(mnemo_memory_restore(m, id, &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "is not deleted");
+    SEARCH_EQ(m, "light", "{\"user_id\":\"alice\",\"type\":\"all\"}", "User prefers light mode");
+    LIST_EQ(m, "{\"user_id\":\"alice\"}", "Alice likes tea|User prefers light mode");
+    LIST_EQ(m, "{\"user_id\":\"alice\",\"deleted\":true}", "");
+    ASSERT_OK(mnemo_memory_history(m, id, &out));
+    ASSERT_CONTAINS(out, "\"event\":\"RESTORE\"");
+    mnemo_free(out);
+    ASSERT_EQ(mnemo_memory_restore(m, "nope", &out), MNEMO_NOTFOUND);
+    ASSERT_OK(mnemo_memory_delete(m, id));
     /* The same text again, once the old one is deleted. */
     char *again = add(m, "{\"text\":\"User prefers light mode\",\"user_id\":\"alice\"}");
     ASSERT(strcmp(again, id) != 0);
+    /* Now the deleted one cannot come back beside it. */
+    ASSERT_EQ(mnemo_memory_restore(m, id, &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), again);
     /* Purge: one named, not a live one, then all. */
     size_t n = 9;
     ASSERT_EQ(mnemo_memory_purge(m, again, &n), MNEMO_NOTFOUND);

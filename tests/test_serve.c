@@ -375,6 +375,7 @@ TEST(serve_openapi_and_memory_operations)
         {"/v1/memories/{id}", "delete", "memory_delete"},
         {"/v1/memories/{id}/history", "get", "memory_history"},
         {"/v1/memories/{id}/confirm", "post", "memory_confirm"},
+        {"/v1/memories/{id}/restore", "post", "memory_restore"},
         {"/v1/memories/search", "post", "memory_search"},
         {"/v1/memories/list", "post", "memory_list"},
         {"/v1/memories/purge", "post", "memory_purge"},

@@ -893,6 +893,8 @@ static int where_build(const mem_opts *o, double now, int next, buf *w, mfilter 
         buf_printf(w, " AND m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > %s)",
                    ph(&next, "::float8", t));
         rc |= arg_num(a, now);
+    } else {
+        buf_puts(w, " AND m.deleted_at IS NOT NULL"); /* the deleted ones, to restore or purge */
     }
     if (rc)
         return MNEMO_NOMEM;
@@ -1201,6 +1203,52 @@ int mem_delete(mnemo *m, const char *id, const mem_store *st)
         return core_error(m, MNEMO_INVALID, "delete: no memory id");
     one_job d = {st, id, 0};
     return st->write(m, 0, delete_steps, &d);
+}
+
+static int restore_steps(mnemo *m, void *ud)
+{
+    one_job *r = ud;
+    json_t *old = NULL;
+    int64_t mid = 0;
+    int rc = r->st->load(m, r->id, 1, &old, &mid);
+    if (!rc && json_is_null(json_object_get(old, "deleted_at")))
+        rc = core_error(m, MNEMO_INVALID, "memory %s is not deleted", r->id);
+    const char *text = old ? json_string_value(json_object_get(old, "text")) : NULL;
+    if (!rc) {
+        /* Its text may have been stored again meanwhile, in its scope. */
+        char hash[HASH_HEX_LEN + 1], other[64];
+        text_hash(text ? text : "", hash);
+        if (!(rc = r->st->find_duplicate(m, hash,
+                                         json_string_value(json_object_get(old, "user_id")),
+                                         json_string_value(json_object_get(old, "agent_id")),
+                                         json_string_value(json_object_get(old, "run_id")),
+                                         other)) &&
+            other[0])
+            rc = core_error(m, MNEMO_INVALID,
+                            "memory %s says what memory %s, which is not deleted, says: delete "
+                            "or change that one first",
+                            r->id, other);
+    }
+    double now = mem_now();
+    if (!rc)
+        rc = r->st->mark_restored(m, r->id, mid, text, now);
+    if (!rc)
+        rc = r->st->history(m, r->id, "RESTORE", NULL, text, now, NULL);
+    json_decref(old);
+    return rc;
+}
+
+int mem_restore(mnemo *m, const char *id, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    if (!id || !*id)
+        return core_error(m, MNEMO_INVALID, "restore: no memory id");
+    one_job r = {st, id, 0};
+    int rc = st->write(m, 0, restore_steps, &r);
+    if (rc)
+        return rc;
+    return reply(m, st, id, out); /* its vector stayed while it was deleted */
 }
 
 static int confirm_steps(mnemo *m, void *ud)

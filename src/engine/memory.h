@@ -219,6 +219,9 @@ typedef struct mem_store {
     /* In a write: marks memory ID, of text TEXT, deleted at NOW (out of
      * searches and lists, in the store until purged). */
     int (*mark_deleted)(mnemo *m, const char *id, int64_t mid, const char *text, double now);
+    /* In a write: memory ID, of text TEXT, deleted, is back in searches and
+     * lists (restored at NOW). */
+    int (*mark_restored)(mnemo *m, const char *id, int64_t mid, const char *text, double now);
     /* In a write: counts a confirmation of memory ID at NOW. */
     int (*mark_confirmed)(mnemo *m, const char *id, int64_t mid, double now);
     /* In a write: drops memory ID's vector (its text changed). */
@@ -284,6 +287,7 @@ int mem_list_run(mnemo *m, const mem_opts *o, const mem_store *st, json_t **list
 int mem_update(mnemo *m, const char *id, const char *changes, const mem_store *st,
                char **out);
 int mem_delete(mnemo *m, const char *id, const mem_store *st);
+int mem_restore(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_confirm(mnemo *m, const char *id, const mem_store *st, char **out);
 int mem_purge(mnemo *m, const char *id, const mem_store *st, size_t *purged);
 int mem_history(mnemo *m, const char *id, const mem_store *st, char **out);

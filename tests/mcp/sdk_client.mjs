@@ -31,7 +31,7 @@ check(client.getServerCapabilities()?.tools !== undefined, "tools capability");
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 check(JSON.stringify(names) === JSON.stringify(["memory_add", "memory_delete", "memory_get", "memory_list",
-  "memory_recall", "memory_search", "memory_status", "memory_update"]), "eight tools", names);
+  "memory_recall", "memory_restore", "memory_search", "memory_status", "memory_update"]), "nine tools", names);
 check(tools.every((t) => t.inputSchema?.type === "object" && t.inputSchema.additionalProperties === false),
   "schemas close their properties");
 
@@ -74,10 +74,30 @@ r = await client.callTool({ name: "memory_delete", arguments: { id } });
 check(!r.isError && r.structuredContent.deleted === id, "memory_delete", r);
 r = await client.callTool({ name: "memory_status", arguments: {} });
 check(!r.isError && typeof r.structuredContent === "object", "memory_status", r);
+check(/^Index: \d+ files, \d+ chunks, last sync /.test(r.content[0].text) && r.content[0].text.includes("Memories: "),
+  "memory_status reads as text, the JSON in structuredContent", r.content);
+
+// Deleted is not gone: listed with deleted, marked when read, restored.
+r = await client.callTool({ name: "memory_list", arguments: { deleted: true } });
+check(!r.isError && r.structuredContent.memories.length === 1 && r.structuredContent.memories[0].id === id &&
+  r.content[0].text.startsWith("1 memory:") && r.content[0].text.includes("deleted 20"), "memory_list deleted: the deleted ones only", r);
+r = await client.callTool({ name: "memory_get", arguments: { path: `memory://${id}` } });
+check(!r.isError && r.content[0].text.startsWith("[deleted ") && r.content[0].text.includes("Tuesdays"),
+  "a deleted fact is marked when read", r.content);
+r = await client.callTool({ name: "memory_restore", arguments: { id } });
+check(!r.isError && r.structuredContent.deleted_at === null && r.content[0].text.startsWith("Restored: "), "memory_restore", r);
+r = await client.callTool({ name: "memory_list", arguments: { limit: 10 } });
+check(!r.isError && r.structuredContent.memories.some((m) => m.id === id) && !r.content[0].text.startsWith("{"),
+  "restored: listed again, in words", r);
+r = await client.callTool({ name: "memory_restore", arguments: { id } });
+check(r.isError === true && r.content[0].text.includes("is not deleted"), "restoring a live memory is a tool error", r);
+r = await client.callTool({ name: "memory_delete", arguments: { id } });
+check(!r.isError && r.content[0].text.includes("memory_restore"), "memory_delete says how to undo", r.content);
 
 // One memory: a stored fact is found by memory_search, beside the notes.
 r = await client.callTool({ name: "memory_add", arguments: { text: "User prefers tea over coffee", category: "preference", importance: 0.85 } });
 check(!r.isError && r.content[0].text.includes("0.85") && !r.content[0].text.includes("0.8499"), "numbers as written", r.content);
+check(r.content[0].text.startsWith("Stored: User prefers tea over coffee (id: "), "memory_add reads as text", r.content);
 const tea = r.structuredContent.id;
 r = await client.callTool({ name: "memory_search", arguments: { query: "tea coffee" } });
 let top = r.structuredContent?.results?.[0];

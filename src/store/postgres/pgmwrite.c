@@ -230,6 +230,30 @@ static int mark_deleted(mnemo *m, const char *id, int64_t mid, const char *text,
                      3, p, NULL);
 }
 
+static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text, double now)
+{
+    (void)mid;
+    (void)now;
+    derived d;
+    int rc = pm_derive(m, text, NULL, &d);
+    if (!rc) {
+        const char *p[5] = {pgconn_tenant(m), id, d.ntok, d.tsv.data,
+                            pm_state(m) ? pm_state(m)->lang : NULL};
+        rc = pm_q(m, "restoring a memory",
+                  "UPDATE mnemo_memories SET deleted_at = NULL, ntok = $3::int, "
+                  "tsv = $4::tsvector, lang = coalesce($5, lang) WHERE tenant = $1 AND id = $2",
+                  5, p, NULL);
+        if (rc == MNEMO_DB && !strcmp(pm_sqlstate(m), "23505"))
+            rc = core_error(m, MNEMO_INVALID, "another memory already says that");
+    }
+    if (!rc)
+        rc = pm_stats_one(m, id, 1);
+    if (!rc) /* back in the index: read from its row */
+        rc = pgmpost_dead(m, id);
+    pm_derived_cleanup(&d);
+    return rc;
+}
+
 static int mark_confirmed(mnemo *m, const char *id, int64_t mid, double now)
 {
     (void)mid;
@@ -306,6 +330,7 @@ const mem_store pg_mem_store = {
     .history = pm_history,
     .update_row = update_row,
     .mark_deleted = mark_deleted,
+    .mark_restored = mark_restored,
     .mark_confirmed = mark_confirmed,
     .drop_vector = drop_vector,
     .embed = embed,

@@ -597,6 +597,15 @@ static int mark_deleted(mnemo *m, const char *id, int64_t mid, const char *text,
     return rc ? rc : fts_update(m, mid, text, NULL);
 }
 
+static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text, double now)
+{
+    (void)id;
+    (void)now;
+    int rc = run_mid(m, "UPDATE memories SET deleted_at = NULL WHERE mid = ?1", mid, 0,
+                     "restoring a memory");
+    return rc ? rc : fts_update(m, mid, NULL, text);
+}
+
 static int mark_confirmed(mnemo *m, const char *id, int64_t mid, double now)
 {
     (void)id;
@@ -924,6 +933,7 @@ const mem_store mem_lite_store = {
     .history = history,
     .update_row = update_row,
     .mark_deleted = mark_deleted,
+    .mark_restored = mark_restored,
     .mark_confirmed = mark_confirmed,
     .drop_vector = drop_vector,
     .embed = embed,
