@@ -15,10 +15,11 @@ enum {
     EXIT_OK = 0,
     EXIT_ERROR = 1,    /* runtime failure: I/O, database, out of memory */
     EXIT_USAGE = 2,    /* bad command line or configuration */
-    EXIT_NOTFOUND = 3, /* no index yet, no such file */
+    EXIT_NOTFOUND = 3, /* no such file, workspace or memory */
     EXIT_DENIED = 4,   /* path outside the memory roots */
     EXIT_CORRUPT = 5,  /* index damaged, foreign or from a newer mnemo */
-    EXIT_BUSY = 6      /* index locked by another process */
+    EXIT_BUSY = 6,     /* index locked by another process */
+    EXIT_INVALID = 7   /* a file that cannot be read as a note: binary, too large, a FIFO */
 };
 
 typedef struct cli_opt {

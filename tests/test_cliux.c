@@ -7,10 +7,12 @@
  * install` kept in step with cli/main.c's command table.
  */
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -943,4 +945,100 @@ TEST(cli_completion_follows_the_option_tables)
         json_decref(j);
         free(out);
     }
+}
+
+/* The exit code of each class in README.md's table, read from the table
+ * itself ("| 3 | not found: ..."), so that the test follows the document. */
+static int documented_exit(const char *readme, const char *klass)
+{
+    const char *t = strstr(readme, "## Exit codes");
+    ASSERT(t != NULL);
+    const char *end = strstr(t + 1, "\n## ");
+    for (const char *p = t; (p = strstr(p, "\n| ")) != NULL && (!end || p < end); p++) {
+        int code;
+        char rest[64];
+        if (sscanf(p, "\n| %d | %63[^\n]", &code, rest) == 2 &&
+            !strncmp(rest, klass, strlen(klass)))
+            return code;
+    }
+    test_fail(__FILE__, __LINE__, "README.md's exit code table has no row '%s'", klass);
+    return -1;
+}
+
+TEST(cli_exit_codes_follow_the_documented_table)
+{
+    char path[1400];
+    snprintf(path, sizeof path, "%s/README.md", test_src_dir());
+    char *readme = test_read(path, NULL);
+    ASSERT(readme != NULL);
+    workspace();
+    test_write("ws/memory/blob.md", "text\0with a NUL byte\n");
+    test_write_n("ws/memory/blob.md", "text\0with a NUL byte\n", 21);
+    char big[4096];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    test_write("ws/memory/big.md", big);
+    ASSERT_EQ(mkfifo(test_path("ws/memory/pipe.md"), 0600), 0);
+    test_write("garbage.sqlite", "this is not a database at all, just some text\n");
+    char *out, *err;
+    ASSERT_EQ(WS(NULL, NULL, "index", "-q"), 0);
+    static const struct {
+        const char *klass; /* the start of the table row's meaning */
+        const char *args[8];
+        const char *says;
+    } cases[] = {
+        {"success", {"status", NULL}, ""},
+        {"runtime failure", {"memory", "export", "/nonexistent-dir/out.jsonl", NULL},
+         "cannot write"},
+        {"usage", {"search", "--bogus", "x", NULL}, "unknown option --bogus"},
+        {"usage", {"get", "-n", "0", "MEMORY.md", NULL}, "--lines"},
+        {"not found", {"get", "memory/nope.md", NULL}, "no such memory file"},
+        {"not found", {"-w", "/nonexistent-mnemo-ws", "status", NULL}, "/nonexistent-mnemo-ws"},
+        {"denied", {"get", "../../Makefile", NULL}, "outside the memory roots"},
+        {"index or memory store damaged",
+         {"--db", "GARBAGE", "search", "gateway", NULL},
+         "not a SQLite database"},
+        {"invalid input", {"get", "memory/blob.md", NULL}, "binary"},
+        {"invalid input", {"--set", "maxFileBytes=1024", "get", "memory/big.md", NULL},
+         "too large"},
+        {"invalid input", {"get", "memory/pipe.md", NULL}, "not a regular file"},
+        {"success", {"recall", "--bogus", "x", NULL}, "unknown option --bogus"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *const *v = cases[i].args;
+        const char *args[8];
+        for (size_t k = 0; k < 8; k++)
+            args[k] = v[k] && !strcmp(v[k], "GARBAGE") ? test_path("garbage.sqlite") : v[k];
+        int want = documented_exit(readme, cases[i].klass);
+        int got = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                           test_path("db.sqlite"), args[0], args[1], args[2], args[3], args[4],
+                           args[5], args[6], args[7]);
+        if (got != want || !strstr(err, cases[i].says))
+            test_fail(__FILE__, __LINE__, "mnemo %s %s %s: exit %d, the table says %d (%s)\n%s",
+                      args[0], args[1] ? args[1] : "", args[2] ? args[2] : "", got, want,
+                      cases[i].klass, err);
+        free(out);
+        free(err);
+    }
+    /* Busy: the index held by another writer past busyTimeoutMs. */
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE", NULL, NULL, NULL),
+              SQLITE_OK);
+    int got = WS(&out, &err, "--set", "busyTimeoutMs=100", "search", "gateway");
+    sqlite3_close(db);
+    if (got != documented_exit(readme, "busy"))
+        test_fail(__FILE__, __LINE__, "search on a locked index: exit %d\n%s", got, err);
+    free(out);
+    free(err);
+    /* status reports a damaged index once, and exits with its class. */
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("garbage.sqlite"), "status", NULL),
+              documented_exit(readme, "index or memory store damaged"));
+    const char *first = strstr(out, "not a SQLite database");
+    ASSERT(first != NULL);
+    if (strstr(first + 1, "not a SQLite database"))
+        test_fail(__FILE__, __LINE__, "status prints the error twice:\n%s", out);
+    free(out);
+    free(readme);
 }
