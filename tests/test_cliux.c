@@ -406,6 +406,77 @@ TEST(cli_doctor_broken)
     free(err);
 }
 
+/* The fix doctor gives for the index at DB (in a folder with a space). */
+static char *doctor_index_fix(const char *db)
+{
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "--set",
+                       "provider=none", "doctor", "--json", NULL),
+              1);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(j != NULL);
+    ASSERT_STR_EQ(status_of(j, "index"), "fail");
+    char *fix = strdup(json_string_value(json_object_get(check(j, "index"), "fix")));
+    json_decref(j);
+    free(out);
+    return fix;
+}
+
+TEST(cli_doctor_fixes_work_and_warnings_count)
+{
+    workspace();
+    unsetenv("MNEMO_URL");
+    test_mkdir("my dbs");
+    char db[1200], cmd[4096];
+    snprintf(db, sizeof db, "%s", test_path("my dbs/db.sqlite"));
+    /* A file that is not a mnemo index: index --force refuses it, so the
+     * fix is moving it away, quoted for the shell. */
+    test_write("my dbs/db.sqlite", "not a database, just text\n");
+    char *fix = doctor_index_fix(db);
+    ASSERT_NOT_CONTAINS(fix, "index --force");
+    ASSERT_CONTAINS(fix, "mv '");
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "index",
+                       "--force", NULL),
+              5);
+    /* The fix as given works: afterwards the index builds. */
+    char *semi = strchr(fix, ',');
+    ASSERT(semi != NULL);
+    *semi = 0;
+    ASSERT_EQ(sh(fix, NULL), 0);
+    free(fix);
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "index",
+                       "--quiet", NULL),
+              0);
+    /* An index from a newer mnemo: index --force rebuilds it, and the fix
+     * is that command, which works as given. */
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", NULL,
+                           NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(h);
+    fix = doctor_index_fix(db);
+    ASSERT(strncmp(fix, "mnemo ", 6) == 0);
+    ASSERT_CONTAINS(fix, " index --force");
+    ASSERT_CONTAINS(fix, "--db '");
+    snprintf(cmd, sizeof cmd, "PATH=\"$(dirname '%s'):$PATH\" %s >/dev/null 2>&1", test_bin(),
+             fix);
+    ASSERT_EQ(sh(cmd, NULL), 0);
+    free(fix);
+    /* Warnings only (Claude Code without the hook): the summary counts
+     * them, not "No problems found". */
+    test_write("home/.claude/settings.json", "{}");
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "--set",
+                       "provider=none", "doctor", NULL),
+              0);
+    ASSERT_CONTAINS(out, "warn ");
+    ASSERT_NOT_CONTAINS(out, "No problems found");
+    ASSERT_CONTAINS(out, "No check failed; ");
+    ASSERT_CONTAINS(out, " warning");
+    free(out);
+}
+
 /* ------------------------------------------------------------------------
  * Credentials in configured URLs
  * ---------------------------------------------------------------------- */
