@@ -576,9 +576,11 @@ char *cli_shell_word(const char *s, char *out, size_t n)
     if (!n)
         return out;
     int plain = *s != 0;
+    /* '#' starts a comment only at the start of a word: a citation
+     * (notes/a.md#L3-L5) needs no quotes. */
     for (const char *p = s; *p && plain; p++)
         plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                (*p >= '0' && *p <= '9') || strchr("_./:@%+=,-", *p);
+                (*p >= '0' && *p <= '9') || strchr("_./:@%+=,-", *p) || (*p == '#' && p > s);
     if (plain) {
         snprintf(out, n, "%s", s);
         return out;

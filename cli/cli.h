@@ -123,7 +123,7 @@ char *cli_join(const cli_args *a);
 int cli_int(const char *s, const char *name, int lo, int hi, int *out);
 
 /* S as one word of a shell command line, for hints to copy: S itself when
- * it holds only characters no shell reads specially, else 'S' (a ' inside
+ * it holds only characters no shell reads specially (a '#' but first), else 'S' (a ' inside
  * as '\''). Into OUT (N bytes, cut to fit). Returns OUT. */
 char *cli_shell_word(const char *s, char *out, size_t n);
 int cli_double(const char *s, const char *name, double lo, double hi, double *out);
