@@ -242,8 +242,8 @@ static int take_opt(int argc, char **argv, int i, const char *cmd, const cli_opt
             *nhits = 0;
             return 0;
         }
-        int gi = find_opt(global_opts, NULL, 0, *p);
-        int ci = gi < 0 ? find_opt(opts, NULL, 0, *p) : -1;
+        int gi = find_opt(global_opts, "", 0, *p);
+        int ci = gi < 0 ? find_opt(opts, "", 0, *p) : -1;
         if (gi < 0 && ci < 0) {
             *bad = p == arg + 1 ? arg : p;
             *badlen = p == arg + 1 ? strlen(arg) : 1;

@@ -73,7 +73,8 @@ static int wants_json(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--"))
             break;
-        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
+        /* -j alone or first in a bundle (-jn5); every command's -j is --json. */
+        if (!strcmp(argv[i], "--json") || !strncmp(argv[i], "-j", 2))
             return 1;
     }
     return 0;
