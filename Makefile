@@ -78,7 +78,8 @@ LIB_HDR = $(shell find src -name '*.h')
 CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_embed.c cli/cmd_model.c cli/cmd_recall.c \
           cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \
-          cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c cli/nudge.c cli/cmd_doctor.c
+          cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c cli/nudge.c cli/cmd_doctor.c \
+          cli/complete.c
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
@@ -104,7 +105,7 @@ TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o) $(FUZZ_HARNESS:%.c=$(BUILD)/%.o) \
 VERSION = $(shell sed -n 's/^#define MNEMO_VERSION "\(.*\)"/\1/p' include/mnemo.h)
 SONAME  = libmnemo.so.0
 
-.PHONY: all test valgrind fuzz bench install uninstall clean lint format demo
+.PHONY: all test valgrind fuzz bench install uninstall clean lint format demo completions golden-help
 all: $(BUILD)/mnemo $(BUILD)/libmnemo.a $(BUILD)/libmnemo.so
 
 $(BUILD)/%.o: %.c Makefile
@@ -129,6 +130,17 @@ $(BUILD)/fuzz/%.o: ALL_CFLAGS += -DLLVMFuzzerTestOneInput=$(notdir $*)_one -Icli
 $(BUILD)/tests/run: $(TEST_OBJ) $(BUILD)/libmnemo.a
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libmnemo.a $(PKG_LIBS) \
 	  $(shell pkg-config --libs $(TEST_PKGS))
+
+# The completion scripts in completions/ are the command's own output, made
+# from its option tables; tests/test_cliux.c fails when they drift.
+completions: $(BUILD)/mnemo
+	$(BUILD)/mnemo completion bash > completions/mnemo.bash
+	$(BUILD)/mnemo completion zsh > completions/_mnemo
+
+# tests/golden/help/: every command's --help, compared byte for byte by
+# tests/test_cliux.c.
+golden-help: $(BUILD)/mnemo
+	scripts/golden-help $(BUILD)/mnemo tests/golden/help
 
 test: $(BUILD)/tests/run $(BUILD)/mnemo $(BUILD)/libmnemo.so
 	@scripts/test-deps

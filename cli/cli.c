@@ -184,10 +184,211 @@ static int find_opt(const cli_opt *opts, const char *name, size_t n, char shortc
     return -1;
 }
 
+/* The option ARGV[I] and its value, as getopt_long reads them: --name,
+ * --name=VALUE, --name VALUE, -x, -xVALUE, -x VALUE and bundled flags
+ * (-jq). Sets *GI or *CI to the global or command option of each letter and
+ * stores it in A (when A is set). Returns how many words it took, 0 when
+ * ARGV[I] is not an option of the command (*BAD then names the part that is
+ * not, *BADLEN its length), -1 when a value is missing or one is given to a
+ * flag (the error printed, for A only). */
+enum { CLI_MAX_BUNDLE = 64 };
+
+typedef struct opt_hit {
+    int gi, ci;
+    const char *val;
+} opt_hit;
+
+static int take_opt(int argc, char **argv, int i, const char *cmd, const cli_opt *opts,
+                    opt_hit *hits, int *nhits, const char **bad, size_t *badlen, int quiet)
+{
+    const char *arg = argv[i];
+    *nhits = 0;
+    if (arg[1] == '-') {
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        int gi = find_opt(global_opts, name, n, 0);
+        int ci = gi < 0 ? find_opt(opts, name, n, 0) : -1;
+        if (gi < 0 && ci < 0) {
+            *bad = arg;
+            *badlen = eq ? (size_t)(eq - arg) : strlen(arg);
+            return 0;
+        }
+        const cli_opt *o = gi >= 0 ? &global_opts[gi] : &opts[ci];
+        hits[0] = (opt_hit){gi, ci, ""};
+        *nhits = 1;
+        if (!o->arg && eq) {
+            if (!quiet)
+                cli_error("%s: option --%s takes no value", cmd, o->name);
+            return -1;
+        }
+        if (!o->arg)
+            return 1;
+        if (eq) {
+            hits[0].val = eq + 1;
+            return 1;
+        }
+        if (i + 1 >= argc) {
+            if (!quiet)
+                cli_error("%s: option --%s needs %s", cmd, o->name, o->arg);
+            return -1;
+        }
+        hits[0].val = argv[i + 1];
+        return 2;
+    }
+    for (const char *p = arg + 1; *p; p++) {
+        if (*nhits >= CLI_MAX_BUNDLE) {
+            *bad = arg;
+            *badlen = strlen(arg);
+            *nhits = 0;
+            return 0;
+        }
+        int gi = find_opt(global_opts, "", 0, *p);
+        int ci = gi < 0 ? find_opt(opts, "", 0, *p) : -1;
+        if (gi < 0 && ci < 0) {
+            *bad = p == arg + 1 ? arg : p;
+            *badlen = p == arg + 1 ? strlen(arg) : 1;
+            *nhits = 0;
+            return 0;
+        }
+        const cli_opt *o = gi >= 0 ? &global_opts[gi] : &opts[ci];
+        hits[(*nhits)++] = (opt_hit){gi, ci, ""};
+        if (!o->arg)
+            continue;
+        if (p[1]) {
+            hits[*nhits - 1].val = p + 1;
+            return 1;
+        }
+        if (i + 1 >= argc) {
+            if (!quiet)
+                cli_error("%s: option -%c (--%s) needs %s", cmd, *p, o->name, o->arg);
+            return -1;
+        }
+        hits[*nhits - 1].val = argv[i + 1];
+        return 2;
+    }
+    return 1;
+}
+
+/* For an unknown option that may be a word of the text the command takes
+ * (search postgres -priya): the same command with the options first, then
+ * "--" and the words (into DASH), and with the words as one quoted argument
+ * (into QUOTED, "" when the first word starts with "-": quotes alone do not
+ * keep it from being read as an option). */
+static void dashdash_hint(int argc, char **argv, const char *cmd, const cli_opt *opts,
+                          char *dash, char *quoted, size_t n)
+{
+    char optw[2048] = "", words[2048] = "", joined[2048] = "", word[1024];
+    size_t o = 0, w = 0, j = 0;
+    int only_pos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        opt_hit hits[CLI_MAX_BUNDLE];
+        int nhits = 0, took = 0;
+        const char *bad;
+        size_t badlen;
+        if (!only_pos && !strcmp(arg, "--")) {
+            only_pos = 1;
+            continue;
+        }
+        if (!only_pos && arg[0] == '-' && arg[1])
+            took = take_opt(argc, argv, i, cmd, opts, hits, &nhits, &bad, &badlen, 1);
+        if (took > 0) {
+            for (int k = 0; k < took && o < sizeof optw; k++)
+                o += (size_t)snprintf(optw + o, sizeof optw - o, " %s",
+                                      cli_shell_word(argv[i + k], word, sizeof word));
+            i += took - 1;
+            continue;
+        }
+        if (w < sizeof words)
+            w += (size_t)snprintf(words + w, sizeof words - w, " %s",
+                                  cli_shell_word(arg, word, sizeof word));
+        if (j < sizeof joined)
+            j += (size_t)snprintf(joined + j, sizeof joined - j, "%s%s", j ? " " : "", arg);
+    }
+    snprintf(dash, n, "mnemo %s%s --%s", cmd, optw, words);
+    *quoted = 0;
+    if (joined[0] && joined[0] != '-')
+        snprintf(quoted, n, "mnemo %s%s %s", cmd, optw, cli_shell_word(joined, word, sizeof word));
+}
+
+static void print_help(const char *usage, const cli_opt *opts)
+{
+    printf("usage: %s\n\noptions:\n", usage);
+    print_opts(stdout, opts);
+    print_opts(stdout, global_opts);
+    printf("\nEvery configuration key can also be set in mnemo.json, with an "
+           "MNEMO_* environment\nvariable, or with --set KEY=VALUE; see: mnemo "
+           "config keys\n");
+}
+
+static cli_describe_fn describe_fn;
+static void *describe_ud;
+
+void cli_set_describe(cli_describe_fn fn, void *ud)
+{
+    describe_fn = fn;
+    describe_ud = ud;
+}
+
+const cli_opt *cli_global_opts(void)
+{
+    return global_opts;
+}
+
+static int unknown_opt(int argc, char **argv, const char *cmd, const char *usage,
+                       const cli_opt *opts, const char *bad, size_t badlen)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)badlen, bad);
+    if (bad[0] != '-') { /* a letter inside a bundle: -jx */
+        cli_error("%s: unknown option -%s (try mnemo %s --help)", cmd, cli_shown(name), cmd);
+        return EXIT_USAGE;
+    }
+    /* A mistyped option: the one meant. */
+    const char *names[128];
+    size_t k = 0;
+    for (const cli_opt *o = opts; o && o->name && k < 100; o++)
+        names[k++] = o->name;
+    for (const cli_opt *o = global_opts; o->name && k < 127; o++)
+        names[k++] = o->name;
+    names[k] = NULL;
+    const char *near = strlen(name) > 2 ? cli_suggest(name + (name[1] == '-' ? 2 : 1), names)
+                                        : NULL;
+    if (near) {
+        cli_error("%s: unknown option %s; did you mean --%s? (mnemo %s --help lists them)", cmd,
+                  cli_shown(name), near, cmd);
+        return EXIT_USAGE;
+    }
+    /* The command takes free text (QUERY..., TEXT...): a word of it that
+     * begins with "-" is read as an option unless "--" comes first. */
+    if (strstr(usage, "...")) {
+        char dash[4096], quoted[4096], also[4200] = "";
+        int search = !strcmp(cmd, "search");
+        dashdash_hint(argc, argv, cmd, opts, dash, quoted, sizeof dash);
+        if (*quoted)
+            snprintf(also, sizeof also, "\n  or quote the %s as one argument: %s",
+                     search ? "query" : "words", cli_shown(quoted));
+        else
+            snprintf(also, sizeof also, "\n  (quotes alone do not help: an argument that "
+                                        "starts with - is read as an option)");
+        cli_error("%s: unknown option %s (mnemo %s --help lists them)\n"
+                  "  to %s a word that starts with -, put -- before the %s: %s%s",
+                  cmd, cli_shown(name), cmd, search ? "search for" : "pass",
+                  search ? "query" : "words", cli_shown(dash), also);
+        return EXIT_USAGE;
+    }
+    cli_error("%s: unknown option %s (mnemo %s --help lists them)", cmd, cli_shown(name), cmd);
+    return EXIT_USAGE;
+}
+
 int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const cli_opt *opts,
               cli_args *a)
 {
     memset(a, 0, sizeof *a);
+    if (describe_fn) {
+        describe_fn(describe_ud, cmd, usage, opts);
+        return -1;
+    }
     int only_pos = 0;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
@@ -203,65 +404,42 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const c
             only_pos = 1;
             continue;
         }
-        const char *name = arg + (arg[1] == '-' ? 2 : 1);
-        int is_long = arg[1] == '-';
-        if (!is_long && strlen(name) != 1) {
-            cli_error("%s: unknown option %s (options are --long; try mnemo %s --help)", cmd,
-                      cli_shown(arg),
-                      cmd);
+        opt_hit hits[CLI_MAX_BUNDLE];
+        int nhits = 0;
+        const char *bad = NULL;
+        size_t badlen = 0;
+        int took = take_opt(argc, argv, i, cmd, opts, hits, &nhits, &bad, &badlen, 0);
+        if (took < 0)
             return EXIT_USAGE;
-        }
-        const char *eq = is_long ? strchr(name, '=') : NULL;
-        size_t n = eq ? (size_t)(eq - name) : strlen(name);
-        char sc = is_long ? 0 : name[0];
-        int gi = find_opt(global_opts, name, n, sc);
-        int ci = gi < 0 ? find_opt(opts, name, n, sc) : -1;
-        if (gi < 0 && ci < 0) {
-            cli_error("%s: unknown option %s (try mnemo %s --help)", cmd, cli_shown(arg), cmd);
-            return EXIT_USAGE;
-        }
-        const cli_opt *o = gi >= 0 ? &global_opts[gi] : &opts[ci];
-        const char *val = "";
-        if (o->arg) {
-            if (eq)
-                val = eq + 1;
-            else if (i + 1 < argc)
-                val = argv[++i];
-            else {
-                cli_error("%s: option --%s needs %s", cmd, o->name, o->arg);
-                return EXIT_USAGE;
+        if (took == 0)
+            return unknown_opt(argc, argv, cmd, usage, opts, bad, badlen);
+        i += took - 1;
+        for (int k = 0; k < nhits; k++) {
+            const char *val = hits[k].val;
+            if (hits[k].ci >= 0) {
+                a->val[hits[k].ci] = val;
+                continue;
             }
-        } else if (eq) {
-            cli_error("%s: option --%s takes no value", cmd, o->name);
-            return EXIT_USAGE;
-        }
-        if (gi >= 0) {
-            if (strcmp(o->name, "help") == 0) {
-                printf("usage: %s\n\noptions:\n", usage);
-                print_opts(stdout, opts);
-                print_opts(stdout, global_opts);
-                printf("\nEvery configuration key can also be set in mnemo.json, with an "
-                       "MNEMO_* environment\nvariable, or with --set KEY=VALUE; see: mnemo "
-                       "config keys\n");
+            const char *name = global_opts[hits[k].gi].name;
+            if (strcmp(name, "help") == 0) {
+                print_help(usage, opts);
                 return -1;
             }
-            if (strcmp(o->name, "workspace") == 0)
+            if (strcmp(name, "workspace") == 0)
                 a->workspace = val;
-            else if (strcmp(o->name, "db") == 0)
+            else if (strcmp(name, "db") == 0)
                 a->db = val;
-            else if (strcmp(o->name, "store") == 0)
+            else if (strcmp(name, "store") == 0)
                 a->store = val;
-            else if (strcmp(o->name, "config") == 0)
+            else if (strcmp(name, "config") == 0)
                 a->config = val;
-            else if (strcmp(o->name, "set") == 0) {
+            else if (strcmp(name, "set") == 0) {
                 if (a->nsets >= 64) {
                     cli_error("%s: too many --set options", cmd);
                     return EXIT_USAGE;
                 }
                 a->sets[a->nsets++] = val;
             }
-        } else {
-            a->val[ci] = val;
         }
     }
     return EXIT_OK;
@@ -398,9 +576,11 @@ char *cli_shell_word(const char *s, char *out, size_t n)
     if (!n)
         return out;
     int plain = *s != 0;
+    /* '#' starts a comment only at the start of a word: a citation
+     * (notes/a.md#L3-L5) needs no quotes. */
     for (const char *p = s; *p && plain; p++)
         plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                (*p >= '0' && *p <= '9') || strchr("_./:@%+=,-", *p);
+                (*p >= '0' && *p <= '9') || strchr("_./:@%+=,-", *p) || (*p == '#' && p > s);
     if (plain) {
         snprintf(out, n, "%s", s);
         return out;
@@ -419,4 +599,30 @@ char *cli_shell_word(const char *s, char *out, size_t n)
         out[o++] = '\'';
     out[o < n ? o : n - 1] = 0;
     return out;
+}
+
+void cli_values(const char *arg, char *out, size_t n)
+{
+    /* The categories mem_default_importance knows (docs/memories.md). */
+    static const char categories[] = "identity configuration rule preference decision "
+                                     "technical relationship project operational";
+    *out = 0;
+    if (!n || !arg)
+        return;
+    if (!strcmp(arg, "FILE"))
+        snprintf(out, n, "<file>");
+    else if (!strcmp(arg, "DIR"))
+        snprintf(out, n, "<dir>");
+    else if (!strcmp(arg, "KEY=VALUE"))
+        snprintf(out, n, "<key=>");
+    else if (!strcmp(arg, "CATEGORY") || !strcmp(arg, "CATEGORY,..."))
+        snprintf(out, n, "%s", categories);
+    else if (!strcmp(arg, "TYPE"))
+        snprintf(out, n, "fact preference summary context raw all");
+    else if (strchr(arg, '|')) {
+        snprintf(out, n, "%s", arg);
+        for (char *p = out; *p; p++)
+            if (*p == '|')
+                *p = ' ';
+    }
 }

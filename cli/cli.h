@@ -15,18 +15,37 @@ enum {
     EXIT_OK = 0,
     EXIT_ERROR = 1,    /* runtime failure: I/O, database, out of memory */
     EXIT_USAGE = 2,    /* bad command line or configuration */
-    EXIT_NOTFOUND = 3, /* no index yet, no such file */
+    EXIT_NOTFOUND = 3, /* no such file, workspace or memory */
     EXIT_DENIED = 4,   /* path outside the memory roots */
     EXIT_CORRUPT = 5,  /* index damaged, foreign or from a newer mnemo */
-    EXIT_BUSY = 6      /* index locked by another process */
+    EXIT_BUSY = 6,     /* index locked by another process */
+    EXIT_INVALID = 7   /* a file that cannot be read as a note: binary, too large, a FIFO */
 };
 
 typedef struct cli_opt {
     const char *name;  /* long name without dashes */
     char short_name;   /* 0 if none */
-    const char *arg;   /* argument name, NULL for a flag */
+    const char *arg;   /* argument name, NULL for a flag; see cli_values */
     const char *help;
 } cli_opt;
+
+/* What shell completion offers for a value, by its argument name: the
+ * words of a name such as "note|fact|all"; files for FILE, folders for DIR,
+ * configuration keys for KEY=VALUE, the memory categories for CATEGORY and
+ * CATEGORY,... (those with a default importance of their own; any other
+ * name is a category too), the memory types for TYPE; nothing for free text (N, TEXT). Into OUT (N
+ * bytes) as words, or one of "<file>", "<dir>", "<key=>" ; "" for
+ * nothing. */
+void cli_values(const char *arg, char *out, size_t n);
+
+/* A command of cli/main.c's table. */
+typedef struct cli_command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+    const char *subs;  /* its subcommands, space-separated; NULL if none */
+    const char *files; /* the subcommands whose arguments are files ("*": all) */
+} cli_command;
 
 /* A parsed command line: options by index into the command's table. */
 typedef struct cli_args {
@@ -44,6 +63,16 @@ typedef struct cli_args {
  * was printed. */
 int cli_parse(int argc, char **argv, const char *cmd, const char *usage, const cli_opt *opts,
               cli_args *a);
+
+/* Instead of parsing, cli_parse hands the command's name, usage and
+ * option table to FN and returns -1 while FN is set (for mnemo completion,
+ * which reads every command's table by calling it with --help). */
+typedef void (*cli_describe_fn)(void *ud, const char *cmd, const char *usage,
+                                const cli_opt *opts);
+void cli_set_describe(cli_describe_fn fn, void *ud);
+
+/* The options every command takes (--workspace, --db, ...). */
+const cli_opt *cli_global_opts(void);
 
 /* Builds the configuration (defaults, files, environment, flags) and opens
  * the handle. Prints errors. Returns an exit code. */
@@ -94,7 +123,7 @@ char *cli_join(const cli_args *a);
 int cli_int(const char *s, const char *name, int lo, int hi, int *out);
 
 /* S as one word of a shell command line, for hints to copy: S itself when
- * it holds only characters no shell reads specially, else 'S' (a ' inside
+ * it holds only characters no shell reads specially (a '#' but first), else 'S' (a ' inside
  * as '\''). Into OUT (N bytes, cut to fit). Returns OUT. */
 char *cli_shell_word(const char *s, char *out, size_t n);
 int cli_double(const char *s, const char *name, double lo, double hi, double *out);
@@ -114,5 +143,9 @@ int cmd_hook(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+
+/* The bash or zsh completion script for the commands CMDS (N of them),
+ * from their option tables. Returns an exit code. */
+int cli_completion(FILE *f, const char *shell, const cli_command *cmds, size_t n);
 
 #endif

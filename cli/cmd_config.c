@@ -370,7 +370,7 @@ int cmd_config(int argc, char **argv)
     cli_args a;
     int code = cli_parse(argc, argv, "config",
                          "mnemo config show [--sources] | keys | set KEY VALUE [--global] | "
-                         "unset KEY [--global] | path [--global]\n\n"
+                         "unset KEY [--global] | path [--global]   [--json]\n\n"
                          "set and unset write --config FILE, or with --global the user file, "
                          "else the\nworkspace's mnemo.json; the value is checked as the "
                          "loader checks it.",

@@ -31,6 +31,7 @@
 typedef struct report {
     json_t *checks; /* [{"name","status","detail","fix"}] */
     int failed;
+    int warned; /* checks that warn */
 } report;
 
 /* Adds a check to R. FIX may be NULL; DETAIL is printf-style. */
@@ -49,6 +50,7 @@ static void add(report *r, const char *name, const char *status, const char *fix
         json_object_set_new(c, "fix", json_string(fix));
     json_array_append_new(r->checks, c);
     r->failed |= strcmp(status, "fail") == 0;
+    r->warned += strcmp(status, "warn") == 0;
 }
 
 static int is_file(const char *p)
@@ -255,9 +257,37 @@ static void check_workspace(report *r, const char *ws)
         add(r, "workspace", "ok", NULL, "%s (%s)", ws, found);
 }
 
+/* The fix for an index that cannot be opened, with the message ERR: the
+ * rebuild command where mnemo index --force does rebuild it (the message
+ * says so), else moving the file away, which --force refuses to replace
+ * (a file that is not a mnemo index, or damaged beyond telling). */
+static const char *index_fix(const cli_args *a, const char *path, const char *err, char *out,
+                             size_t n)
+{
+    char ws[2048] = "", db[2048] = "", w1[1024], w2[1024];
+    if (a->workspace)
+        snprintf(ws, sizeof ws, " --workspace %s", cli_shell_word(a->workspace, w1, sizeof w1));
+    if (a->db)
+        snprintf(db, sizeof db, " --db %s", cli_shell_word(a->db, w2, sizeof w2));
+    if (err && strstr(err, "mnemo index --force"))
+        snprintf(out, n, "mnemo%s%s index --force", ws, db);
+    else if (err && strstr(err, "memory store"))
+        snprintf(out, n, "move the memory store away as the message says; mnemo memory recover "
+                         "MOVED-FILE salvages its memories");
+    else {
+        char moved[1100];
+        snprintf(moved, sizeof moved, "%s.bad", path);
+        snprintf(out, n,
+                 "mv %s %s, or choose another index path with --db (a rebuild does not "
+                 "replace a file that is not a mnemo index)",
+                 cli_shell_word(path, w1, sizeof w1), cli_shell_word(moved, w2, sizeof w2));
+    }
+    return out;
+}
+
 /* The index and the provider, from the status report (with a probe of
  * the provider). */
-static void check_index(report *r, mnemo *m)
+static void check_index(report *r, mnemo *m, const cli_args *a)
 {
     char *s = NULL;
     int rc = mnemo_status_json(m, 1, &s);
@@ -276,13 +306,12 @@ static void check_index(report *r, mnemo *m)
         const char *err = json_string_value(json_object_get(j, "error"));
         int unreachable = json_is_false(
             json_object_get(json_object_get(j, "server"), "reachable"));
+        char fix[8192];
         add(r, "index", "fail",
             es == MNEMO_BUSY ? "wait for the other writer, or stop it"
             : unreachable    ? "start the PostgreSQL server, or check the store setting "
                                "(mnemo config show)"
-                             : "the message names the fix (a plain mnemo index rebuilds a "
-                               "damaged index; mnemo memory recover salvages a damaged "
-                               "memory store)",
+                             : index_fix(a, path ? path : "index", err, fix, sizeof fix),
             "%s: %s", path ? path : "index", err ? err : "cannot be opened");
     } else if (!json_is_true(json_object_get(j, "indexed"))) {
         add(r, "index", "fail", "mnemo index", "no index yet at %s (search builds one; the "
@@ -575,8 +604,14 @@ static void print_text(const report *r)
         if (fix && strcmp(st, "ok") != 0)
             printf("      %-16s fix: %s\n", "", fix);
     }
-    printf("%s\n", r->failed ? "Something is wrong: see the fixes above."
-                             : "No problems found.");
+    /* A warning is a problem too, if not a failing one. */
+    if (r->failed)
+        printf("Something is wrong: see the fixes above.\n");
+    else if (r->warned)
+        printf("No check failed; %d warning%s: see the fixes above.\n", r->warned,
+               r->warned == 1 ? "" : "s");
+    else
+        printf("No problems found.\n");
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -598,7 +633,7 @@ int cmd_doctor(int argc, char **argv)
         cli_error("doctor: unexpected argument '%s'", cli_shown(a.pos[0]));
         return EXIT_USAGE;
     }
-    report r = {json_array(), 0};
+    report r = {json_array(), 0, 0};
     if (!r.checks) {
         cli_error("out of memory");
         return EXIT_ERROR;
@@ -615,7 +650,7 @@ int cmd_doctor(int argc, char **argv)
         } else {
             snprintf(ws, sizeof ws, "%s", mnemo_workspace(m));
             check_workspace(&r, ws);
-            check_index(&r, m);
+            check_index(&r, m, &a);
         }
     } else {
         add(&r, "index", "skip", NULL, "needs a configuration that loads");

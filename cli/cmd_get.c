@@ -21,7 +21,7 @@ int cmd_get(int argc, char **argv)
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
-    if (a.npos != 1) {
+    if (a.npos != 1 || !*a.pos[0]) {
         cli_error("get: expected one PATH (usage: mnemo get PATH [--from N] [--lines M])");
         return EXIT_USAGE;
     }
@@ -61,6 +61,10 @@ int cmd_get(int argc, char **argv)
     int rc = mnemo_get(m, a.pos[0], from, lines, &e);
     if (rc) {
         code = cli_fail(m, rc, json);
+        /* The command line was fine (cli_parse checked it): the file it names
+         * is what cannot be read as a note. */
+        if (rc == MNEMO_INVALID)
+            code = EXIT_INVALID;
         mnemo_close(m);
         return code;
     }

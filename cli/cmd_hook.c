@@ -342,7 +342,10 @@ static int write_hits(FILE *f, mnemo *m, const nudge_candidate *c, size_t nc,
             free(v);
             return -1;
         }
-        fprintf(f, "- %s (", v[k].r->citation);
+        /* The citation as mnemo get takes it, quoted where the shell would
+         * split it (a path with a space). */
+        char word[4096];
+        fprintf(f, "- %s (", cli_shell_word(v[k].r->citation, word, sizeof word));
         for (size_t j = 0; j < v[k].nterms; j++)
             fprintf(f, "%s%s", j ? ", " : "", c[v[k].terms[j]].term);
         fprintf(f, "): %s\n", unbullet(snip));
@@ -463,7 +466,7 @@ char *hook_reply(mnemo *m, const char *prompt, const nudge_candidate *cand, size
         goto done;
     if (found) {
         fputs("Local memory (mnemo) has notes on terms in this prompt; read more with "
-              "`mnemo get PATH --from LINE`:\n",
+              "`mnemo get CITATION` (path#Lx-Ly):\n",
               f);
         if (write_hits(f, m, cand, ncand, res, s->max_hits) < 0)
             goto done;

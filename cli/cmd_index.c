@@ -148,7 +148,7 @@ int cmd_index(int argc, char **argv)
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
-    int code = cli_parse(argc, argv, "index", "mnemo index [--force] [--watch] [--json]", opts, &a);
+    int code = cli_parse(argc, argv, "index", "mnemo index [--force] [--watch] [--quiet] [--json]", opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
     if (a.npos) {

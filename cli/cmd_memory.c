@@ -17,11 +17,11 @@ enum {
 };
 
 static const cli_opt opts[] = {
-    [O_CATEGORY] = {"category", 0, "C", "identity, configuration, rule, preference, decision, "
+    [O_CATEGORY] = {"category", 0, "CATEGORY", "identity, configuration, rule, preference, decision, "
                                          "technical, relationship, project, operational, or "
                                          "your own"},
     [O_IMPORTANCE] = {"importance", 0, "X", "0..1 (default: by category)"},
-    [O_TYPE] = {"type", 0, "T", "fact, preference, summary, context, raw (search: also all)"},
+    [O_TYPE] = {"type", 0, "TYPE", "fact, preference, summary, context, raw (search: also all)"},
     [O_SUBJECT] = {"subject", 0, "S", "who it is about: user (default) or a name"},
     [O_USER] = {"user", 0, "U", "user id (default: config userId)"},
     [O_AGENT] = {"agent", 0, "A", "agent id"},
@@ -30,8 +30,8 @@ static const cli_opt opts[] = {
     [O_TRIGGERS] = {"triggers", 0, "LIST", "trigger phrases, comma-separated"},
     [O_EXPIRES] = {"expires", 0, "WHEN", "ISO 8601 time, YYYY-MM-DD or +N[dhmw]"},
     [O_JSON] = {"json", 'j', NULL, "print JSON"},
-    [O_SCOPE] = {"scope", 0, "S", "all, session or long-term"},
-    [O_CATEGORIES] = {"categories", 0, "LIST", "only these categories (a,b)"},
+    [O_SCOPE] = {"scope", 0, "all|session|long-term", "all, session or long-term"},
+    [O_CATEGORIES] = {"categories", 0, "CATEGORY,...", "only these categories (a,b)"},
     [O_FILTERS] = {"filters", 0, "JSON", "filter expression (see docs/memories.md)"},
     [O_LIMIT] = {"limit", 'n', "N", "how many (search: 10 by default, at most 50)"},
     [O_OFFSET] = {"offset", 0, "N", "skip this many (list)"},
@@ -43,21 +43,21 @@ static const cli_opt opts[] = {
 };
 
 static const char usage[] =
-    "mnemo memory add TEXT... [--category C] [--importance X] [--type T] [--subject S]\n"
-    "                 [--user U] [--agent A] [--run R] [--metadata JSON] [--triggers LIST]\n"
-    "                 [--expires WHEN]\n"
-    "       mnemo memory update ID [--text T] [--category C] [...]\n"
+    "mnemo memory add TEXT... [--category CATEGORY] [--importance X] [--type TYPE]\n"
+    "                 [--subject S] [--user U] [--agent A] [--run R] [--metadata JSON]\n"
+    "                 [--triggers LIST] [--expires WHEN]\n"
+    "       mnemo memory update ID [--text T] [--category CATEGORY] [...]\n"
     "       mnemo memory delete ID | --query Q     (soft; purge removes for good)\n"
     "       mnemo memory purge [ID]\n"
     "       mnemo memory get|history|confirm|restore ID\n"
-    "       mnemo memory list [--user U] [--agent A] [--run R] [--scope S] [--categories LIST]\n"
-    "                 [--filters JSON] [--type T] [--subject S] [--limit N] [--offset N]\n"
-    "                 [--deleted]\n"
+    "       mnemo memory list [--user U] [--agent A] [--run R] [--scope all|session|long-term]\n"
+    "                 [--categories CATEGORY,...] [--filters JSON] [--type TYPE] [--subject S]\n"
+    "                 [--limit N] [--offset N] [--deleted]\n"
     "       mnemo memory search QUERY... [the list options] [--min-score X]\n"
     "       mnemo memory export [FILE]\n"
     "       mnemo memory import FILE|-\n"
     "       mnemo memory recover DAMAGED-FILE\n"
-    "  (--json on any of them prints JSON)";
+"  (--json on any of them prints JSON)";
 
 /* Adds the record fields given as options to O. */
 static int record_fields(const cli_args *a, json_t *o)

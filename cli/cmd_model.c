@@ -97,12 +97,15 @@ static int pull(cli_args *a, const char *repo, const char *name, const char *rev
         mnemo_close(m);
         return code;
     }
-    if (json)
+    if (json) {
         puts(out);
-    else
-        printf("pulled %s as '%s'\n%s\nuse it with: mnemo --set model=%s index\n"
+    } else {
+        char set[512], word[1100];
+        snprintf(set, sizeof set, "model=%s", name);
+        printf("pulled %s as '%s'\n%s\nuse it with: mnemo --set %s index\n"
                "or in mnemo.json: {\"provider\": \"local\", \"model\": \"%s\"}\n",
-               repo, name, out, name, name);
+               repo, name, out, cli_shell_word(set, word, sizeof word), name);
+    }
     mnemo_free(out);
     mnemo_close(m);
     return EXIT_OK;
@@ -154,9 +157,11 @@ int cmd_model(int argc, char **argv)
     } else {
         printf("imported %s as '%s'\n%s\n", a.pos[1], name, out);
         const char *prov = strstr(out, "\"provider\":\"local\"") ? "local" : "static";
-        printf("use it with: mnemo --set provider=%s --set model=%s index\n"
+        char set[512], word[1100];
+        snprintf(set, sizeof set, "model=%s", name);
+        printf("use it with: mnemo --set provider=%s --set %s index\n"
                "or in mnemo.json: {\"provider\": \"%s\", \"model\": \"%s\"}\n",
-               prov, name, prov, name);
+               prov, cli_shell_word(set, word, sizeof word), prov, name);
     }
     mnemo_free(out);
     mnemo_close(m);

@@ -36,7 +36,7 @@ int cmd_recall(int argc, char **argv)
         {"agent", 0, "A", "agent id"},
         {"run", 0, "R", "run (session) id, for --strategy always"},
         {"message", 'm', "TEXT", "the inbound message (- reads standard input)"},
-        {"strategy", 0, "S", "smart (default), always (adds session memory), manual (nothing)"},
+        {"strategy", 0, "smart|always|manual", "smart (default), always (adds session memory), manual (nothing)"},
         {"json", 'j', NULL, "print {\"recalled\",\"triggers\"} (both kinds, as POST /v1/recall)"},
         {NULL, 0, NULL, NULL},
     };
@@ -47,8 +47,11 @@ int cmd_recall(int argc, char **argv)
                          "       mnemo recall --triggers MESSAGE... (or - for stdin)\n"
                          "       mnemo recall --json [--triggers] --message TEXT ...",
                          opts, &a);
+    /* Hooks run recall before every prompt: an unknown option (a newer
+     * hook's, a typo in its settings) is a warning on stderr, no output and
+     * exit code 0, as any other failure here. */
     if (code)
-        return code < 0 ? EXIT_OK : code;
+        return EXIT_OK;
     int triggers = a.val[0] != NULL;
     int json = a.val[6] != NULL;
     if (triggers && a.npos == 0 && !(json && a.val[4])) {

@@ -83,15 +83,15 @@ int cmd_search(int argc, char **argv)
         {"json", 'j', NULL, "print memory_search JSON"},
         {"strict", 0, NULL, "return nothing when no result clears the threshold"},
         {"explain", 0, NULL, "show each result's scores, factors and ranks"},
-        {"corpus", 0, "WHAT", "memory (default), sessions or all"},
+        {"corpus", 0, "memory|sessions|all", "memory (default), sessions or all"},
         {"source-table", 0, "TABLE", "search this existing PostgreSQL table (config sourceTable)"},
-        {"kinds", 0, "WHAT", "note, fact or all (default): the notes, the stored facts, or both"},
+        {"kinds", 0, "note|fact|all", "note, fact or all (default): the notes, the stored facts, or both"},
         {"user", 0, "U", "facts of this user (default: config userId)"},
         {"agent", 0, "A", "facts of this agent"},
         {"run", 0, "R", "facts of this run (session)"},
-        {"scope", 0, "S", "facts: all (default), session or long-term"},
-        {"categories", 0, "C,...", "facts of these categories only"},
-        {"type", 0, "T", "facts of this type: fact, preference, summary, context, raw or all"},
+        {"scope", 0, "all|session|long-term", "facts: all (default), session or long-term"},
+        {"categories", 0, "CATEGORY,...", "facts of these categories only"},
+        {"type", 0, "TYPE", "facts of this type: fact, preference, summary, context, raw or all"},
         {"subject", 0, "S", "facts about this subject: user or a name"},
         {"filters", 0, "JSON", "facts matching this filter (docs/memories.md)"},
         {NULL, 0, NULL, NULL},
@@ -101,7 +101,8 @@ int cmd_search(int argc, char **argv)
                          "mnemo search QUERY... [--max-results N] [--min-score X] [--strict] "
                          "[--explain] [--corpus memory|sessions|all] "
                          "[--source-table TABLE] [--kinds note|fact|all] [--user U] [--agent A] "
-                         "[--run R] [--scope S] [--categories C,...] [--type T] [--subject S] "
+                         "[--run R] [--scope all|session|long-term] [--categories CATEGORY,...] "
+                         "[--type TYPE] [--subject S] "
                          "[--filters JSON] [--json]",
                          opts,
                          &a);

@@ -900,6 +900,16 @@ static int listen_on(const char *addr, int *loopback, int *family, uint16_t *por
         }
         snprintf(serv, sizeof serv, "%s", colon + 1);
     }
+    /* getaddrinfo takes 99999 and binds 99999 % 65536: refuse what no port is. */
+    char *end;
+    errno = 0;
+    long pn = strtol(serv, &end, 10);
+    if (!serv[0] || *end || errno || pn < 0 || pn > 65535 || serv[0] == '-' || serv[0] == '+') {
+        cli_error("serve: --listen %s: the port must be a number from 0 to 65535 (0 picks a free "
+                  "one)",
+                  addr);
+        return -1;
+    }
     struct addrinfo hints = {0}, *ai = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -932,8 +942,10 @@ static int listen_on(const char *addr, int *loopback, int *family, uint16_t *por
 }
 
 /* The URL that reaches the socket FD: its own address (127.0.0.2 stays
- * 127.0.0.2), the loopback one for a wildcard. */
-static void bound_url(int fd, char *url, size_t n, char *self, size_t selfn)
+ * 127.0.0.2), the loopback one for a wildcard. BOUND: the address as bound,
+ * wildcard and all, with the port the kernel gave ("0.0.0.0:41873"). */
+static void bound_url(int fd, char *url, size_t n, char *self, size_t selfn, char *bound,
+                      size_t boundn)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -942,6 +954,7 @@ static void bound_url(int fd, char *url, size_t n, char *self, size_t selfn)
         getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, serv, sizeof serv,
                     NI_NUMERICHOST | NI_NUMERICSERV);
     int v6 = ss.ss_family == AF_INET6;
+    snprintf(bound, boundn, "%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", serv);
     if (!strcmp(host, "0.0.0.0"))
         snprintf(host, sizeof host, "127.0.0.1");
     else if (!strcmp(host, "::"))
@@ -1144,7 +1157,12 @@ int cmd_serve(int argc, char **argv)
     cli_args a;
     int code = cli_parse(argc, argv, "serve",
                          "mnemo [--workspace DIR] serve [--listen HOST:PORT] [--workers N] "
-                         "[--token-file FILE] [--no-watch] [--parent PID] [--verbose]",
+                         "[--token-file FILE]\n"
+                         "       [--max-body BYTES] [--timeout SECONDS] [--request-timeout "
+                         "SECONDS]\n"
+                         "       [--keepalive-timeout SECONDS] [--max-connections N] "
+                         "[--max-per-client N]\n"
+                         "       [--no-watch] [--parent PID] [--verbose]",
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
@@ -1198,8 +1216,8 @@ int cmd_serve(int argc, char **argv)
         code = EXIT_USAGE;
         goto out;
     }
-    char url[NI_MAXHOST + NI_MAXSERV + 16];
-    bound_url(lfd, url, sizeof url, s.self, sizeof s.self); /* before any request */
+    char url[NI_MAXHOST + NI_MAXSERV + 16], bound[NI_MAXHOST + NI_MAXSERV + 8];
+    bound_url(lfd, url, sizeof url, s.self, sizeof s.self, bound, sizeof bound); /* before any request */
     if (!loopback && !s.token) {
         cli_error("serve: %s is not a loopback address: set MNEMO_TOKEN or --token-file so "
                   "requests must carry a bearer token", addr);
@@ -1275,8 +1293,14 @@ int cmd_serve(int argc, char **argv)
         else
             fprintf(stderr, "mnemo serve: cannot start watching; the index will not follow edits\n");
     }
-    fprintf(stderr, "mnemo serve: listening on %s (%d workers, %d connections%s)\n", url,
-            workers, s.max_conns, s.token ? ", bearer token required" : "");
+    /* The address as bound; for a wildcard also the URL this host reaches it at. */
+    if (strncmp(url + 7, bound, strlen(bound)) != 0)
+        fprintf(stderr, "mnemo serve: listening on %s, %s from this host (%d workers, %d "
+                        "connections%s)\n",
+                bound, url, workers, s.max_conns, s.token ? ", bearer token required" : "");
+    else
+        fprintf(stderr, "mnemo serve: listening on %s (%d workers, %d connections%s)\n", url,
+                workers, s.max_conns, s.token ? ", bearer token required" : "");
 
     int sig = 0;
     if (parent > 0)

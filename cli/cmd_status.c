@@ -163,8 +163,13 @@ int cmd_status(int argc, char **argv)
         }
         size_t i;
         json_t *v;
+        /* An error the index gives is also among the warnings: print it once. */
+        const char *error = json_string_value(json_object_get(j, "error"));
         json_array_foreach(json_object_get(j, "warnings"), i, v)
-            printf("warning:    %s\n", json_string_value(v));
+        {
+            if (!error || strcmp(error, json_string_value(v)) != 0)
+                printf("warning:    %s\n", json_string_value(v));
+        }
         json_decref(j);
     }
     mnemo_free(s);

@@ -6,26 +6,34 @@
 
 #include "cli.h"
 
-static const struct {
-    const char *name;
-    int (*fn)(int, char **);
-    const char *help;
-} commands[] = {
-    {"index", cmd_index, "index the workspace's memory (incremental; --force, --watch)"},
-    {"search", cmd_search, "search the memory index"},
-    {"get", cmd_get, "read lines of a memory file"},
-    {"status", cmd_status, "show the index, its last sync and skipped files"},
-    {"config", cmd_config, "show the configuration, list its keys, set or unset one in a file"},
-    {"tokenize", cmd_tokenize, "show how text is tokenized (debugging)"},
-    {"model", cmd_model, "import a static embedding table (GloVe, word2vec, model2vec)"},
-    {"embed", cmd_embed, "the vectors the configured provider gives, as JSON"},
-    {"recall", cmd_recall, "the <recalled-memories> block, or trigger recall (--triggers)"},
-    {"memory", cmd_memory, "store, search, list, change and export structured memories"},
-    {"skill", cmd_skill, "the memory_search skill (arguments in SKILL_ARGS)"},
-    {"serve", cmd_serve, "the HTTP daemon: JSON API and MCP at /mcp, on loopback"},
-    {"mcp", cmd_mcp, "MCP server over standard input and output"},
-    {"hook", cmd_hook, "agent hooks: claude-code (the recall nudge for UserPromptSubmit)"},
-    {"doctor", cmd_doctor, "check the config, index, provider, daemon and agent wiring"},
+static int cmd_completion(int argc, char **argv);
+
+static const cli_command commands[] = {
+    {"index", cmd_index, "index the workspace's memory (incremental; --force, --watch)", NULL, NULL},
+    {"search", cmd_search, "search the memory index", NULL, NULL},
+    {"get", cmd_get, "read lines of a memory file", NULL, "*"},
+    {"status", cmd_status, "show the index, its last sync and skipped files", NULL, NULL},
+    {"config", cmd_config, "show the configuration, list its keys, set or unset one in a file",
+     "show keys set unset path", NULL},
+    {"tokenize", cmd_tokenize, "show how text is tokenized (debugging)", NULL, NULL},
+    {"model", cmd_model,
+     "import an embedding model (a transformer model folder, or a static table: GloVe, "
+     "word2vec, model2vec) or pull one from the Hugging Face hub",
+     "import pull", "import"},
+    {"embed", cmd_embed, "the vectors the configured provider gives, as JSON", NULL, NULL},
+    {"recall", cmd_recall, "the <recalled-memories> block, or trigger recall (--triggers)", NULL,
+     NULL},
+    {"memory", cmd_memory, "store, search, list, change and export structured memories",
+     "add update delete purge get list history confirm search export import recover",
+     "export import recover"},
+    {"skill", cmd_skill, "the memory_search skill (arguments in SKILL_ARGS)", NULL, NULL},
+    {"serve", cmd_serve, "the HTTP daemon: JSON API and MCP at /mcp, on loopback", NULL, NULL},
+    {"mcp", cmd_mcp, "MCP server over standard input and output", NULL, NULL},
+    {"hook", cmd_hook, "agent hooks: claude-code (the recall nudge for UserPromptSubmit)",
+     "claude-code", NULL},
+    {"doctor", cmd_doctor, "check the config, index, provider, daemon and agent wiring", NULL,
+     NULL},
+    {"completion", cmd_completion, "print the bash or zsh completion script", "bash zsh", NULL},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
@@ -36,7 +44,27 @@ static void usage(FILE *f)
             mnemo_version());
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "  %-10s %s\n", "help", "help COMMAND [SUBCOMMAND] is COMMAND [SUBCOMMAND] --help");
     fprintf(f, "\nRun 'mnemo COMMAND --help' for a command's options.\n");
+}
+
+static int cmd_completion(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{NULL, 0, NULL, NULL}};
+    cli_args a;
+    int code = cli_parse(argc, argv, "completion",
+                         "mnemo completion bash|zsh\n\n"
+                         "Prints the completion script, made from the commands' option "
+                         "tables:\n  source <(mnemo completion bash)      (in ~/.bashrc)\n"
+                         "  mnemo completion zsh > ~/.zfunc/_mnemo  (a folder in $fpath)",
+                         opts, &a);
+    if (code)
+        return code < 0 ? EXIT_OK : code;
+    if (a.npos != 1) {
+        cli_error("completion: name the shell: mnemo completion bash|zsh");
+        return EXIT_USAGE;
+    }
+    return cli_completion(stdout, a.pos[0], commands, NCOMMANDS);
 }
 
 /* Does the command line ask for JSON (--json, or -j, before any "--")? */
@@ -45,7 +73,8 @@ static int wants_json(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--"))
             break;
-        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
+        /* -j alone or first in a bundle (-jn5); every command's -j is --json. */
+        if (!strcmp(argv[i], "--json") || !strncmp(argv[i], "-j", 2))
             return 1;
     }
     return 0;
@@ -91,8 +120,19 @@ static int run(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (!strcmp(cmd, "help")) {
-        usage(stdout);
-        return EXIT_OK;
+        /* help COMMAND [SUBCOMMAND]: the same as COMMAND [SUBCOMMAND] --help. */
+        for (int i = 0; i < n; i++) {
+            if (args[i][0] != '-') {
+                cmd = args[i];
+                memmove(args + i, args + i + 1, (size_t)(n - i - 1) * sizeof *args);
+                args[n - 1] = "--help";
+                break;
+            }
+        }
+        if (!strcmp(cmd, "help")) {
+            usage(stdout);
+            return EXIT_OK;
+        }
     }
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(cmd, commands[i].name))

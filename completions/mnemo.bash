@@ -1,5 +1,6 @@
 # bash completion for mnemo(1); installed as share/bash-completion/completions/mnemo.
-# tests/test_cliux.c checks that it lists every command of cli/main.c.
+# Written by `mnemo completion bash` from the commands' option tables: do not edit,
+# run `make completions` (tests/test_cliux.c fails when this file drifts).
 
 _mnemo()
 {
@@ -14,103 +15,302 @@ _mnemo()
         cword=$COMP_CWORD
     fi
 
-    local commands="index search get status config tokenize model embed recall memory skill serve mcp hook doctor help"
-    local global="--workspace -w --db --store --config -c --set --help -h --version -V"
-
-    case $prev in
-    --workspace | -w)
-        COMPREPLY=($(compgen -d -- "$cur"))
-        return
-        ;;
-    --db | --config | -c | --token-file)
-        COMPREPLY=($(compgen -f -- "$cur"))
-        return
-        ;;
-    --set)
-        local keys
-        keys=$(mnemo config keys 2>/dev/null | awk '{print $1 "="}')
-        COMPREPLY=($(compgen -W "$keys" -- "$cur"))
-        compopt -o nospace 2>/dev/null
-        return
-        ;;
-    --corpus)
-        COMPREPLY=($(compgen -W "memory sessions all" -- "$cur"))
-        return
-        ;;
-    --strategy)
-        COMPREPLY=($(compgen -W "smart always manual" -- "$cur"))
-        return
-        ;;
-    --scope)
-        COMPREPLY=($(compgen -W "all session long-term" -- "$cur"))
-        return
-        ;;
-    --store | --listen | -l | -n | --max-results | --min-score | --from | --lines | --name | \
-        --max-words | --user | --agent | --run | --message | -m | --category | --importance | \
-        --type | --subject | --metadata | --triggers | --expires | --categories | --filters | \
-        --limit | --offset | --text | --query | -q | --workers | --max-body | --timeout | \
-        --request-timeout | --max-per-client | --max-connections | --keepalive-timeout | --source-table)
-        return
-        ;;
-    esac
+    local commands="index search get status config tokenize model embed recall memory skill serve mcp hook doctor completion help"
+    local global="--workspace -w --db --config -c --store --set --help -h"
+    local gtakes="|--workspace|-w||--db||--config|-c||--store||--set|"
 
     # The command: the first word that is neither an option nor an option's value.
-    local cmd="" i
+    local cmd="" sub="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-        --workspace | -w | --db | --store | --config | -c | --set) ((i++)) ;;
-        -*) ;;
+        -*) [[ $gtakes == *"|${words[i]}|"* ]] && ((i++)) ;;
         *) cmd=${words[i]}; break ;;
         esac
     done
 
+    case $cmd:$prev in
+    *:--workspace | *:-w)
+        COMPREPLY=($(compgen -d -- "$cur"))
+        return
+        ;;
+    *:--db)
+        COMPREPLY=($(compgen -f -- "$cur"))
+        return
+        ;;
+    *:--config | *:-c)
+        COMPREPLY=($(compgen -f -- "$cur"))
+        return
+        ;;
+    *:--store)
+        return
+        ;;
+    *:--set)
+        COMPREPLY=($(compgen -W "$(mnemo config keys 2>/dev/null | awk '{print $1 "="}')" -- "$cur"))
+        compopt -o nospace 2>/dev/null
+        return
+        ;;
+    search:--max-results | search:-n)
+        return
+        ;;
+    search:--min-score)
+        return
+        ;;
+    search:--corpus)
+        COMPREPLY=($(compgen -W "memory sessions all" -- "$cur"))
+        return
+        ;;
+    search:--source-table)
+        return
+        ;;
+    search:--kinds)
+        COMPREPLY=($(compgen -W "note fact all" -- "$cur"))
+        return
+        ;;
+    search:--user)
+        return
+        ;;
+    search:--agent)
+        return
+        ;;
+    search:--run)
+        return
+        ;;
+    search:--scope)
+        COMPREPLY=($(compgen -W "all session long-term" -- "$cur"))
+        return
+        ;;
+    search:--categories)
+        COMPREPLY=($(compgen -W "identity configuration rule preference decision technical relationship project operational" -- "$cur"))
+        return
+        ;;
+    search:--type)
+        COMPREPLY=($(compgen -W "fact preference summary context raw all" -- "$cur"))
+        return
+        ;;
+    search:--subject)
+        return
+        ;;
+    search:--filters)
+        return
+        ;;
+    get:--from)
+        return
+        ;;
+    get:--lines | get:-n)
+        return
+        ;;
+    model:--name)
+        return
+        ;;
+    model:--max-words)
+        return
+        ;;
+    model:--revision)
+        return
+        ;;
+    recall:--user)
+        return
+        ;;
+    recall:--agent)
+        return
+        ;;
+    recall:--run)
+        return
+        ;;
+    recall:--message | recall:-m)
+        return
+        ;;
+    recall:--strategy)
+        COMPREPLY=($(compgen -W "smart always manual" -- "$cur"))
+        return
+        ;;
+    memory:--category)
+        COMPREPLY=($(compgen -W "identity configuration rule preference decision technical relationship project operational" -- "$cur"))
+        return
+        ;;
+    memory:--importance)
+        return
+        ;;
+    memory:--type)
+        COMPREPLY=($(compgen -W "fact preference summary context raw all" -- "$cur"))
+        return
+        ;;
+    memory:--subject)
+        return
+        ;;
+    memory:--user)
+        return
+        ;;
+    memory:--agent)
+        return
+        ;;
+    memory:--run)
+        return
+        ;;
+    memory:--metadata)
+        return
+        ;;
+    memory:--triggers)
+        return
+        ;;
+    memory:--expires)
+        return
+        ;;
+    memory:--scope)
+        COMPREPLY=($(compgen -W "all session long-term" -- "$cur"))
+        return
+        ;;
+    memory:--categories)
+        COMPREPLY=($(compgen -W "identity configuration rule preference decision technical relationship project operational" -- "$cur"))
+        return
+        ;;
+    memory:--filters)
+        return
+        ;;
+    memory:--limit | memory:-n)
+        return
+        ;;
+    memory:--offset)
+        return
+        ;;
+    memory:--text)
+        return
+        ;;
+    memory:--query | memory:-q)
+        return
+        ;;
+    memory:--min-score)
+        return
+        ;;
+    serve:--listen | serve:-l)
+        return
+        ;;
+    serve:--workers)
+        return
+        ;;
+    serve:--token-file)
+        COMPREPLY=($(compgen -f -- "$cur"))
+        return
+        ;;
+    serve:--max-body)
+        return
+        ;;
+    serve:--timeout)
+        return
+        ;;
+    serve:--request-timeout)
+        return
+        ;;
+    serve:--keepalive-timeout)
+        return
+        ;;
+    serve:--max-connections)
+        return
+        ;;
+    serve:--max-per-client)
+        return
+        ;;
+    serve:--parent)
+        return
+        ;;
+    esac
+
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "$global" -- "$cur"))
+            COMPREPLY=($(compgen -W "$global --version -V" -- "$cur"))
         else
             COMPREPLY=($(compgen -W "$commands" -- "$cur"))
         fi
         return
     fi
 
-    local opts="" subs=""
+    local opts="" takes="" subs="" files=""
     case $cmd in
-    index) opts="--force -f --watch --quiet -q --json" ;;
-    search) opts="--max-results -n --min-score --json -j --strict --explain --corpus --source-table" ;;
-    get) opts="--from --lines -n --json -j" ;;
-    status) opts="--json -j --deep" ;;
+    index)
+        opts="--force -f --watch --quiet -q --json"
+        takes=""
+        ;;
+    search)
+        opts="--max-results -n --min-score --json -j --strict --explain --corpus --source-table --kinds --user --agent --run --scope --categories --type --subject --filters"
+        takes="|--max-results|-n||--min-score||--corpus||--source-table||--kinds||--user||--agent||--run||--scope||--categories||--type||--subject||--filters|"
+        ;;
+    get)
+        opts="--from --lines -n --json -j"
+        takes="|--from||--lines|-n|"
+        files="*"
+        ;;
+    status)
+        opts="--json -j --deep"
+        takes=""
+        ;;
     config)
         opts="--sources -s --global -g --json -j"
+        takes=""
         subs="show keys set unset path"
         ;;
-    tokenize) opts="--query -q" ;;
-    model)
-        opts="--name --max-words --revision --json -j"
-        subs="import pull"
+    tokenize)
+        opts="--query -q"
+        takes=""
         ;;
-    embed) opts="--query -q --document -d" ;;
-    recall) opts="--triggers -t --user --agent --run --message -m --strategy --json -j" ;;
+    model)
+        opts="--name --max-words --json -j --revision"
+        takes="|--name||--max-words||--revision|"
+        subs="import pull"
+        files="import"
+        ;;
+    embed)
+        opts="--query -q --document -d"
+        takes=""
+        ;;
+    recall)
+        opts="--triggers -t --user --agent --run --message -m --strategy --json -j"
+        takes="|--user||--agent||--run||--message|-m||--strategy|"
+        ;;
     memory)
         opts="--category --importance --type --subject --user --agent --run --metadata --triggers --expires --json -j --scope --categories --filters --limit -n --offset --deleted --text --query -q --min-score"
+        takes="|--category||--importance||--type||--subject||--user||--agent||--run||--metadata||--triggers||--expires||--scope||--categories||--filters||--limit|-n||--offset||--text||--query|-q||--min-score|"
         subs="add update delete purge get list history confirm search export import recover"
+        files="export import recover"
         ;;
-    serve) opts="--listen -l --workers --token-file --max-body --timeout --request-timeout --max-per-client --max-connections --keepalive-timeout --no-watch --parent --verbose -v" ;;
+    skill)
+        opts=""
+        takes=""
+        ;;
+    serve)
+        opts="--listen -l --workers --token-file --max-body --timeout --request-timeout --keepalive-timeout --max-connections --max-per-client --no-watch --parent --verbose -v"
+        takes="|--listen|-l||--workers||--token-file||--max-body||--timeout||--request-timeout||--keepalive-timeout||--max-connections||--max-per-client||--parent|"
+        ;;
+    mcp)
+        opts=""
+        takes=""
+        ;;
     hook)
         opts="--triggers --recall"
+        takes=""
         subs="claude-code"
         ;;
-    doctor) opts="--json -j" ;;
+    doctor)
+        opts="--json -j"
+        takes=""
+        ;;
+    completion)
+        opts=""
+        takes=""
+        subs="bash zsh"
+        ;;
+    help)
+        subs="${commands% help}"
+        ;;
     esac
 
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
         return
     fi
-    # The subcommand, right after the command.
-    local sub=""
+    # The subcommand: the first word after the command that is not an option.
     for ((i = i + 1; i < cword; i++)); do
         case ${words[i]} in
-        -*) ;;
+        -*) [[ $takes$gtakes == *"|${words[i]}|"* ]] && ((i++)) ;;
         *) sub=${words[i]}; break ;;
         esac
     done
@@ -118,14 +318,13 @@ _mnemo()
         COMPREPLY=($(compgen -W "$subs" -- "$cur"))
         return
     fi
-    case $cmd/$sub in
-    config/set | config/unset)
-        local keys
-        keys=$(mnemo config keys 2>/dev/null | awk '{print $1}')
-        [[ ${words[cword-1]} == "$sub" ]] && COMPREPLY=($(compgen -W "$keys" -- "$cur"))
-        ;;
-    get/* | model/import | memory/import | memory/export | memory/recover)
-        COMPREPLY=($(compgen -f -- "$cur"))
+    if [[ $cmd == config && ( $sub == set || $sub == unset ) && $prev == "$sub" ]]; then
+        COMPREPLY=($(compgen -W "$(mnemo config keys 2>/dev/null | awk '{print $1}')" -- "$cur"))
+        return
+    fi
+    case " $files " in
+    *" * "* | *" $sub "*)
+        [[ -n $sub || $files == "*" ]] && COMPREPLY=($(compgen -f -- "$cur"))
         ;;
     esac
 }

@@ -7,10 +7,12 @@
  * install` kept in step with cli/main.c's command table.
  */
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -404,6 +406,77 @@ TEST(cli_doctor_broken)
     free(err);
 }
 
+/* The fix doctor gives for the index at DB (in a folder with a space). */
+static char *doctor_index_fix(const char *db)
+{
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "--set",
+                       "provider=none", "doctor", "--json", NULL),
+              1);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(j != NULL);
+    ASSERT_STR_EQ(status_of(j, "index"), "fail");
+    char *fix = strdup(json_string_value(json_object_get(check(j, "index"), "fix")));
+    json_decref(j);
+    free(out);
+    return fix;
+}
+
+TEST(cli_doctor_fixes_work_and_warnings_count)
+{
+    workspace();
+    unsetenv("MNEMO_URL");
+    test_mkdir("my dbs");
+    char db[1200], cmd[4096];
+    snprintf(db, sizeof db, "%s", test_path("my dbs/db.sqlite"));
+    /* A file that is not a mnemo index: index --force refuses it, so the
+     * fix is moving it away, quoted for the shell. */
+    test_write("my dbs/db.sqlite", "not a database, just text\n");
+    char *fix = doctor_index_fix(db);
+    ASSERT_NOT_CONTAINS(fix, "index --force");
+    ASSERT_CONTAINS(fix, "mv '");
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "index",
+                       "--force", NULL),
+              5);
+    /* The fix as given works: afterwards the index builds. */
+    char *semi = strchr(fix, ',');
+    ASSERT(semi != NULL);
+    *semi = 0;
+    ASSERT_EQ(sh(fix, NULL), 0);
+    free(fix);
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "index",
+                       "--quiet", NULL),
+              0);
+    /* An index from a newer mnemo: index --force rebuilds it, and the fix
+     * is that command, which works as given. */
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", NULL,
+                           NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(h);
+    fix = doctor_index_fix(db);
+    ASSERT(strncmp(fix, "mnemo ", 6) == 0);
+    ASSERT_CONTAINS(fix, " index --force");
+    ASSERT_CONTAINS(fix, "--db '");
+    snprintf(cmd, sizeof cmd, "PATH=\"$(dirname '%s'):$PATH\" %s >/dev/null 2>&1", test_bin(),
+             fix);
+    ASSERT_EQ(sh(cmd, NULL), 0);
+    free(fix);
+    /* Warnings only (Claude Code without the hook): the summary counts
+     * them, not "No problems found". */
+    test_write("home/.claude/settings.json", "{}");
+    char *out;
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db", db, "--set",
+                       "provider=none", "doctor", NULL),
+              0);
+    ASSERT_CONTAINS(out, "warn ");
+    ASSERT_NOT_CONTAINS(out, "No problems found");
+    ASSERT_CONTAINS(out, "No check failed; ");
+    ASSERT_CONTAINS(out, " warning");
+    free(out);
+}
+
 /* ------------------------------------------------------------------------
  * Credentials in configured URLs
  * ---------------------------------------------------------------------- */
@@ -671,4 +744,372 @@ TEST(cli_make_install_puts_the_files_in_place)
     ASSERT_EQ(sh(cmd, &out), 0);
     ASSERT_STR_EQ(out, "0\n");
     free(out);
+}
+
+/* ------------------------------------------------------------------------
+ * getopt-style options, help, usage lines, completion
+ * ---------------------------------------------------------------------- */
+
+TEST(cli_options_parse_as_getopt_does)
+{
+    workspace();
+    char *want, *out;
+    ASSERT_EQ(WS(&want, NULL, "search", "--max-results", "1", "--json", "gateway"), 0);
+    ASSERT_EQ(WS(&out, NULL, "search", "--max-results", "2", "--json", "gateway"), 0);
+    ASSERT(strcmp(out, want) != 0); /* the count does show */
+    free(out);
+    ASSERT_CONTAINS(want, "\"results\"");
+    /* -n1, -n 1, --max-results=1 and bundled -jn1 all give the same. */
+    char *got[5];
+    ASSERT_EQ(WS(&got[0], NULL, "search", "-n1", "-j", "gateway"), 0);
+    ASSERT_EQ(WS(&got[1], NULL, "search", "-n", "1", "-j", "gateway"), 0);
+    ASSERT_EQ(WS(&got[2], NULL, "search", "--max-results=1", "--json", "gateway"), 0);
+    ASSERT_EQ(WS(&got[3], NULL, "search", "-jn1", "gateway"), 0);
+    ASSERT_EQ(WS(&got[4], NULL, "search", "-jn", "1", "gateway"), 0);
+    for (size_t i = 0; i < 5; i++) {
+        ASSERT_STR_EQ(got[i], want);
+        free(got[i]);
+    }
+    free(want);
+    /* get -n5 and --lines 5 read the same lines. */
+    ASSERT_EQ(WS(&want, NULL, "get", "MEMORY.md", "--lines", "2"), 0);
+    ASSERT_EQ(WS(&out, NULL, "get", "MEMORY.md", "-n2"), 0);
+    ASSERT_STR_EQ(out, want);
+    free(out);
+    ASSERT_EQ(WS(&out, NULL, "get", "-n", "2", "MEMORY.md"), 0);
+    ASSERT_STR_EQ(out, want);
+    free(out);
+    free(want);
+    /* A flag given a value, a value missing, a letter that is no option. */
+    char *err;
+    ASSERT_EQ(WS(NULL, &err, "search", "--json=1", "x"), 2);
+    ASSERT_CONTAINS(err, "option --json takes no value");
+    free(err);
+    ASSERT_EQ(WS(NULL, &err, "search", "x", "-n"), 2);
+    ASSERT_CONTAINS(err, "option -n (--max-results) needs N");
+    free(err);
+    ASSERT_EQ(WS(NULL, &err, "search", "-jz", "x"), 2);
+    ASSERT_CONTAINS(err, "unknown option -z");
+    free(err);
+    /* "--" still ends the options: -n1 after it is a word of the query. */
+    ASSERT_EQ(WS(&out, NULL, "search", "-j", "--", "gateway", "-n1"), 0);
+    ASSERT_CONTAINS(out, "\"results\"");
+    free(out);
+}
+
+TEST(cli_dash_word_gets_the_dashdash_hint)
+{
+    workspace();
+    char *out, *err;
+    ASSERT_EQ(WS(&out, &err, "search", "gateway", "-priya"), 2);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_CONTAINS(err, "unknown option -priya");
+    ASSERT_CONTAINS(err, "to search for a word that starts with -, put -- before the query: "
+                         "mnemo search");
+    ASSERT_CONTAINS(err, " -- gateway -priya\n");
+    ASSERT_CONTAINS(err, "or quote the query as one argument: mnemo search");
+    ASSERT_CONTAINS(err, " 'gateway -priya'\n");
+    ASSERT_NOT_CONTAINS(err, "options are --long");
+    free(out);
+    free(err);
+    /* The hint works as given: options stay before "--". */
+    ASSERT_EQ(WS(&out, NULL, "search", "-n", "1", "--", "gateway", "-priya"), 0);
+    ASSERT_CONTAINS(out, "MEMORY.md");
+    free(out);
+    /* A word first: quotes would not help, and the hint says so. */
+    ASSERT_EQ(WS(NULL, &err, "search", "-priya", "gateway"), 2);
+    ASSERT_CONTAINS(err, " -- -priya gateway\n");
+    ASSERT_CONTAINS(err, "quotes alone do not help");
+    free(err);
+    /* A mistyped option is named, not taken for a word. */
+    ASSERT_EQ(WS(NULL, &err, "search", "--max-reslts", "3", "x"), 2);
+    ASSERT_CONTAINS(err, "did you mean --max-results?");
+    ASSERT_NOT_CONTAINS(err, "put --");
+    free(err);
+}
+
+TEST(cli_recall_never_fails_on_a_bad_option)
+{
+    workspace();
+    char *out, *err;
+    ASSERT_EQ(WS(&out, &err, "recall", "--bogus", "hello"), 0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_CONTAINS(err, "unknown option --bogus");
+    free(out);
+    free(err);
+    ASSERT_EQ(WS(&out, &err, "recall", "--json", "--user"), 0); /* a value missing */
+    ASSERT_STR_EQ(out, "");
+    ASSERT_CONTAINS(err, "needs U");
+    free(out);
+    free(err);
+}
+
+/* The golden file of CMD's --help; NULL when there is none. */
+static char *golden_help(const char *cmd)
+{
+    char path[1400];
+    snprintf(path, sizeof path, "%s/tests/golden/help/%s.txt", test_src_dir(), cmd);
+    return test_read(path, NULL);
+}
+
+TEST(cli_help_matches_the_golden_files)
+{
+    const char **cmds = commands();
+    for (size_t i = 0; cmds[i]; i++) {
+        char *out, *via_help, *golden = golden_help(cmds[i]);
+        ASSERT_EQ(test_cli(&out, NULL, NULL, cmds[i], "--help", NULL), 0);
+        if (!golden || strcmp(out, golden) != 0)
+            test_fail(__FILE__, __LINE__,
+                      "mnemo %s --help differs from tests/golden/help/%s.txt; if the change "
+                      "is meant, run: make golden-help\n--- got:\n%s",
+                      cmds[i], cmds[i], out);
+        /* mnemo help CMD is mnemo CMD --help. */
+        ASSERT_EQ(test_cli(&via_help, NULL, NULL, "help", cmds[i], NULL), 0);
+        if (strcmp(via_help, out) != 0)
+            test_fail(__FILE__, __LINE__, "mnemo help %s is not mnemo %s --help:\n%s", cmds[i],
+                      cmds[i], via_help);
+        /* Every option of the table is in the usage line. */
+        const char *opts = strstr(out, "\n\noptions:\n");
+        ASSERT(opts != NULL);
+        const char *globals = strstr(opts, "--workspace DIR");
+        for (const char *p = opts; (p = strstr(p, "  --")) != NULL && p < globals; p++) {
+            char name[48];
+            size_t l = 2;
+            while (p[2 + l] == '-' || (p[2 + l] >= 'a' && p[2 + l] <= 'z'))
+                l++;
+            snprintf(name, sizeof name, "%.*s", (int)l, p + 2);
+            const char *u = strstr(out, name);
+            if (!u || u > opts)
+                test_fail(__FILE__, __LINE__, "the usage of mnemo %s does not list %s", cmds[i],
+                          name);
+        }
+        free(via_help);
+        free(golden);
+        free(out);
+    }
+    /* Subcommands too. */
+    char *a, *b;
+    ASSERT_EQ(test_cli(&a, NULL, NULL, "help", "memory", "add", NULL), 0);
+    ASSERT_EQ(test_cli(&b, NULL, NULL, "memory", "add", "--help", NULL), 0);
+    ASSERT_STR_EQ(a, b);
+    ASSERT_CONTAINS(a, "usage: mnemo memory add");
+    free(a);
+    free(b);
+    /* help alone is the overview, which describes model as it is. */
+    ASSERT_EQ(test_cli(&a, NULL, NULL, "help", NULL), 0);
+    ASSERT_CONTAINS(a, "commands:");
+    ASSERT_CONTAINS(a, "pull one from the Hugging Face hub");
+    ASSERT_NOT_CONTAINS(a, "import a static embedding table (");
+    free(a);
+}
+
+/* What the bash completion offers after the words WORDS (cur last). */
+static char *bash_complete(const char *words, int cword)
+{
+    char cmd[2400], *out;
+    snprintf(cmd, sizeof cmd,
+             "PATH=\"$(dirname '%s'):$PATH\" bash -c 'source \"%s/completions/mnemo.bash\"; "
+             "COMP_WORDS=(%s); COMP_CWORD=%d; _mnemo; echo \"${COMPREPLY[*]}\"'",
+             test_bin(), test_src_dir(), words, cword);
+    ASSERT_EQ(sh(cmd, &out), 0);
+    return out;
+}
+
+TEST(cli_completion_follows_the_option_tables)
+{
+    /* The files are what mnemo completion writes. */
+    static const char *const shells[][2] = {{"bash", "mnemo.bash"}, {"zsh", "_mnemo"}};
+    for (size_t s = 0; s < 2; s++) {
+        char path[1400], *out;
+        snprintf(path, sizeof path, "%s/completions/%s", test_src_dir(), shells[s][1]);
+        char *file = test_read(path, NULL);
+        ASSERT(file != NULL);
+        ASSERT_EQ(test_cli(&out, NULL, NULL, "completion", shells[s][0], NULL), 0);
+        if (strcmp(out, file) != 0)
+            test_fail(__FILE__, __LINE__,
+                      "completions/%s is not what mnemo completion %s prints: run make "
+                      "completions",
+                      shells[s][1], shells[s][0]);
+        free(out);
+        free(file);
+    }
+    /* For each command, bash offers exactly the long options of its --help. */
+    const char **cmds = commands();
+    for (size_t i = 0; cmds[i]; i++) {
+        char opts[64][40], words[128];
+        size_t n = help_options(cmds[i], opts, 64), distinct = 0;
+        for (size_t k = 0; k < n; k++) {
+            size_t j = 0;
+            while (j < k && strcmp(opts[j], opts[k]) != 0)
+                j++;
+            distinct += j == k;
+        }
+        snprintf(words, sizeof words, "mnemo %s --", cmds[i]);
+        char *got = bash_complete(words, 2);
+        size_t offered = 0;
+        for (const char *p = got; (p = strstr(p, "--")) != NULL; p += 2)
+            offered += p == got || p[-1] == ' ';
+        for (size_t k = 0; k < n; k++) {
+            char *line = malloc(strlen(got) + 3);
+            ASSERT(line != NULL);
+            sprintf(line, " %s", got);
+            line[strlen(line) - 1] = ' '; /* the newline */
+            char needle[48];
+            snprintf(needle, sizeof needle, " %.40s ", opts[k]);
+            if (!strstr(line, needle))
+                test_fail(__FILE__, __LINE__, "bash completion of mnemo %s lacks %s: %s",
+                          cmds[i], opts[k], got);
+            free(line);
+        }
+        if (offered != distinct)
+            test_fail(__FILE__, __LINE__, "bash offers %zu options for mnemo %s, --help lists %zu",
+                      offered, cmds[i], distinct);
+        free(got);
+    }
+    /* Values: the enumerations, the memory categories; none after a flag. */
+    static const struct {
+        const char *words;
+        int cword;
+        const char *want;
+    } cases[] = {
+        {"mnemo search --kinds \"\"", 3, "note fact all\n"},
+        {"mnemo search --corpus \"\"", 3, "memory sessions all\n"},
+        {"mnemo memory add --category \"\"", 4,
+         "identity configuration rule preference decision technical relationship project "
+         "operational\n"},
+        {"mnemo memory list --categories p", 4, "preference project\n"},
+        {"mnemo recall --strategy \"\"", 3, "smart always manual\n"},
+        {"mnemo search --us", 2, "--user\n"},
+        {"mnemo search --fil", 2, "--filters\n"},
+        {"mnemo index -q \"\"", 3, "\n"},                 /* -q is a flag, no value */
+        {"mnemo recall --triggers \"\"", 3, "\n"},        /* a flag here too */
+        {"mnemo memory --triggers x \"\"", 4,             /* a value there */
+         "add update delete purge get list history confirm search export import recover\n"},
+        {"mnemo -w /tmp memory a", 4, "add\n"},
+        {"mnemo help me", 2, "memory\n"},
+        {"mnemo completion \"\"", 2, "bash zsh\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *got = bash_complete(cases[i].words, cases[i].cword);
+        if (strcmp(got, cases[i].want) != 0)
+            test_fail(__FILE__, __LINE__, "completing %s: got '%s', want '%s'", cases[i].words,
+                      got, cases[i].want);
+        free(got);
+    }
+    /* The categories offered are the library's: each gets an importance of
+     * its own, not the 0.5 of a category it does not know. */
+    char *out;
+    test_mkdir("ws");
+    static const char *const cats[] = {"identity", "configuration", "rule",
+                                       "preference", "decision", "technical",
+                                       "relationship", "project", "operational"};
+    for (size_t i = 0; i < sizeof cats / sizeof *cats; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "the %s fact number %zu", cats[i], i);
+        ASSERT_EQ(WS(&out, NULL, "memory", "add", "--json", "--category", cats[i], text), 0);
+        json_t *j = json_loads(out, 0, NULL);
+        json_t *mem = json_object_get(j, "memory") ? json_object_get(j, "memory") : j;
+        double imp = json_number_value(json_object_get(mem, "importance"));
+        if (imp == 0.5 || imp == 0)
+            test_fail(__FILE__, __LINE__, "category %s has no importance of its own: %s",
+                      cats[i], out);
+        json_decref(j);
+        free(out);
+    }
+}
+
+/* The exit code of each class in README.md's table, read from the table
+ * itself ("| 3 | not found: ..."), so that the test follows the document. */
+static int documented_exit(const char *readme, const char *klass)
+{
+    const char *t = strstr(readme, "## Exit codes");
+    ASSERT(t != NULL);
+    const char *end = strstr(t + 1, "\n## ");
+    for (const char *p = t; (p = strstr(p, "\n| ")) != NULL && (!end || p < end); p++) {
+        int code;
+        char rest[64];
+        if (sscanf(p, "\n| %d | %63[^\n]", &code, rest) == 2 &&
+            !strncmp(rest, klass, strlen(klass)))
+            return code;
+    }
+    test_fail(__FILE__, __LINE__, "README.md's exit code table has no row '%s'", klass);
+    return -1;
+}
+
+TEST(cli_exit_codes_follow_the_documented_table)
+{
+    char path[1400];
+    snprintf(path, sizeof path, "%s/README.md", test_src_dir());
+    char *readme = test_read(path, NULL);
+    ASSERT(readme != NULL);
+    workspace();
+    test_write("ws/memory/blob.md", "text\0with a NUL byte\n");
+    test_write_n("ws/memory/blob.md", "text\0with a NUL byte\n", 21);
+    char big[4096];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    test_write("ws/memory/big.md", big);
+    ASSERT_EQ(mkfifo(test_path("ws/memory/pipe.md"), 0600), 0);
+    test_write("garbage.sqlite", "this is not a database at all, just some text\n");
+    char *out, *err;
+    ASSERT_EQ(WS(NULL, NULL, "index", "-q"), 0);
+    static const struct {
+        const char *klass; /* the start of the table row's meaning */
+        const char *args[8];
+        const char *says;
+    } cases[] = {
+        {"success", {"status", NULL}, ""},
+        {"runtime failure", {"memory", "export", "/nonexistent-dir/out.jsonl", NULL},
+         "cannot write"},
+        {"usage", {"search", "--bogus", "x", NULL}, "unknown option --bogus"},
+        {"usage", {"get", "-n", "0", "MEMORY.md", NULL}, "--lines"},
+        {"not found", {"get", "memory/nope.md", NULL}, "no such memory file"},
+        {"not found", {"-w", "/nonexistent-mnemo-ws", "status", NULL}, "/nonexistent-mnemo-ws"},
+        {"denied", {"get", "../../Makefile", NULL}, "outside the memory roots"},
+        {"index or memory store damaged",
+         {"--db", "GARBAGE", "search", "gateway", NULL},
+         "not a SQLite database"},
+        {"invalid input", {"get", "memory/blob.md", NULL}, "binary"},
+        {"invalid input", {"--set", "maxFileBytes=1024", "get", "memory/big.md", NULL},
+         "too large"},
+        {"invalid input", {"get", "memory/pipe.md", NULL}, "not a regular file"},
+        {"success", {"recall", "--bogus", "x", NULL}, "unknown option --bogus"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *const *v = cases[i].args;
+        const char *args[8];
+        for (size_t k = 0; k < 8; k++)
+            args[k] = v[k] && !strcmp(v[k], "GARBAGE") ? test_path("garbage.sqlite") : v[k];
+        int want = documented_exit(readme, cases[i].klass);
+        int got = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                           test_path("db.sqlite"), args[0], args[1], args[2], args[3], args[4],
+                           args[5], args[6], args[7]);
+        if (got != want || !strstr(err, cases[i].says))
+            test_fail(__FILE__, __LINE__, "mnemo %s %s %s: exit %d, the table says %d (%s)\n%s",
+                      args[0], args[1] ? args[1] : "", args[2] ? args[2] : "", got, want,
+                      cases[i].klass, err);
+        free(out);
+        free(err);
+    }
+    /* Busy: the index held by another writer past busyTimeoutMs. */
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE", NULL, NULL, NULL),
+              SQLITE_OK);
+    int got = WS(&out, &err, "--set", "busyTimeoutMs=100", "search", "gateway");
+    sqlite3_close(db);
+    if (got != documented_exit(readme, "busy"))
+        test_fail(__FILE__, __LINE__, "search on a locked index: exit %d\n%s", got, err);
+    free(out);
+    free(err);
+    /* status reports a damaged index once, and exits with its class. */
+    ASSERT_EQ(test_cli(&out, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("garbage.sqlite"), "status", NULL),
+              documented_exit(readme, "index or memory store damaged"));
+    const char *first = strstr(out, "not a SQLite database");
+    ASSERT(first != NULL);
+    if (strstr(first + 1, "not a SQLite database"))
+        test_fail(__FILE__, __LINE__, "status prints the error twice:\n%s", out);
+    free(out);
+    free(readme);
 }

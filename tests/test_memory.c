@@ -211,6 +211,43 @@ TEST(memory_validation_and_credentials)
     mnemo_close(m);
 }
 
+/* An expiry already past is refused on add and update (the memory would be
+ * hidden at once), with nothing stored; an import keeps its expired ones. */
+TEST(memory_past_expiry_is_refused)
+{
+    at("2026-11-01T09:00:00Z");
+    mnemo *m = open_ws();
+    char *out = NULL;
+    static const char *const past[] = {
+        "{\"text\":\"Parking spot B12\",\"expires_at\":\"2026-10-31\"}",
+        "{\"text\":\"Parking spot B12\",\"expires_at\":\"2026-11-01T08:59:59Z\"}",
+        "{\"text\":\"Parking spot B12\",\"expires_at\":1700000000}",
+    };
+    for (size_t i = 0; i < sizeof past / sizeof *past; i++) {
+        ASSERT_EQ(mnemo_memory_add(m, past[i], &out), MNEMO_INVALID);
+        ASSERT_CONTAINS(mnemo_errmsg(m), "expires_at is in the past");
+    }
+    char *t = list_texts(m, "{}");
+    ASSERT_NOT_CONTAINS(t, "B12");
+    free(t);
+    char *id = add(m, "{\"text\":\"Parking spot B12\",\"expires_at\":\"2026-11-02\"}");
+    ASSERT_EQ(mnemo_memory_update(m, id, "{\"expires_at\":\"2026-01-01\"}", &out),
+              MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "in the past");
+    ASSERT_OK(mnemo_memory_get(m, id, &out));
+    ASSERT_CONTAINS(out, "\"expires_at\":\"2026-11-02T00:00:00Z\"");
+    mnemo_free(out);
+    free(id);
+    /* A backup restored later still holds the memories that expired since. */
+    const char *line = "{\"id\":\"old-1\",\"text\":\"Old parking spot A1\","
+                       "\"created_at\":\"2026-01-01T00:00:00Z\","
+                       "\"expires_at\":\"2026-02-01T00:00:00Z\"}\n";
+    size_t in = 0, skip = 0;
+    ASSERT_OK(mnemo_memory_import(m, line, strlen(line), &in, &skip));
+    ASSERT_EQ(in, 1);
+    mnemo_close(m);
+}
+
 TEST(memory_update_delete_history_purge)
 {
     at("2026-11-01T09:00:00Z");

@@ -360,6 +360,38 @@ TEST(nudge_cli_hits)
     free(in);
 }
 
+/* A hit in a file whose path has a space: the citation is quoted as the
+ * shell needs it, and mnemo get reads it as given. */
+TEST(nudge_cli_quotes_paths_with_spaces)
+{
+    workspace();
+    test_write("ws/memory/team notes.md", "# Team\n\nZanzibarGateway is owned by Ola.\n");
+    ASSERT_EQ(test_cli(NULL, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "index", "--quiet", NULL),
+              0);
+    char *in = input("Who owns ZanzibarGateway?");
+    char *out;
+    ASSERT_EQ(hook(&out, in, NULL), 0);
+    char *ctx = context(out);
+    const char *hit = strstr(ctx, "\n- 'memory/team notes.md#L");
+    if (!hit)
+        test_fail(__FILE__, __LINE__, "no quoted hit line:\n%s", ctx);
+    /* The quoted citation, unquoted as a shell would, reads the line. */
+    char cit[256];
+    ASSERT_EQ(sscanf(hit, "\n- '%255[^']'", cit), 1);
+    char *got;
+    ASSERT_EQ(test_cli(&got, NULL, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "get", cit, NULL),
+              0);
+    ASSERT_CONTAINS(got, "ZanzibarGateway is owned by Ola.");
+    free(got);
+    /* A plain path stays as it is. */
+    ASSERT_NOT_CONTAINS(ctx, "'MEMORY.md");
+    free(ctx);
+    free(out);
+    free(in);
+}
+
 /* The hit line quotes the line that matched, not the passage's first
  * (a heading and long lines before it), and inside a long line the part
  * around the match. */

@@ -646,6 +646,47 @@ TEST(serve_token)
     free(log);
 }
 
+TEST(serve_listen_port_range_and_bound_address)
+{
+    workspace();
+    daemon_proc d;
+    /* A port past 65535 is refused, not taken modulo 65536. */
+    static const char *const bad[] = {"127.0.0.1:99999", "127.0.0.1:65536", "127.0.0.1:-1",
+                                      "127.0.0.1:", "127.0.0.1:http"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        unlink(test_path("serve.log"));
+        ASSERT_EQ(start_daemon(&d, "--listen", bad[i], NULL), 2);
+        char *log = test_read(test_path("serve.log"), NULL);
+        ASSERT(log != NULL);
+        ASSERT_CONTAINS(log, "the port must be a number from 0 to 65535");
+        free(log);
+    }
+    /* A wildcard: the log names it and the port the kernel gave, and the
+     * URL this host reaches it at. */
+    test_write("token", "0123456789abcdef0123\n");
+    chmod(test_path("token"), 0600);
+    unlink(test_path("serve.log"));
+    ASSERT_EQ(start_daemon(&d, "--listen", "0.0.0.0:0", "--token-file", test_path("token"), NULL),
+              0);
+    ASSERT(d.port > 0 && d.port <= 65535);
+    char want[128], url[128];
+    snprintf(want, sizeof want, "listening on 0.0.0.0:%d, ", d.port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d from this host", d.port);
+    char *log = NULL;
+    for (int i = 0; i < 500; i++) { /* the line follows the pid file */
+        free(log);
+        log = test_read(test_path("serve.log"), NULL);
+        if (log && strstr(log, "listening on"))
+            break;
+        usleep(10000);
+    }
+    ASSERT(log != NULL);
+    ASSERT_CONTAINS(log, want);
+    ASSERT_CONTAINS(log, url);
+    free(log);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
 TEST(serve_pid_lock)
 {
     workspace();

@@ -4,6 +4,9 @@
  * and crash safety, watch mode, and the status of an index that cannot be
  * reached.
  */
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -567,4 +570,85 @@ TEST(status_postgres_unreachable_exits_nonzero)
     ASSERT_NOT_CONTAINS(out, "Hunter2-Secret");
     free(out);
     free(err);
+}
+
+/* Runs mnemo on workspace "ws" and index "db.sqlite" with ARGS (NULL-ended)
+ * as a user the permission bits apply to: root reads a mode-000 folder, so
+ * under root the command runs as nobody (the test folder given to it).
+ * Its standard output in *OUT (caller frees); returns the exit status. */
+static int mnemo_unprivileged(char **out, const char *const *args)
+{
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)test_bin();
+    argv[n++] = "--workspace";
+    argv[n++] = (char *)test_path("ws");
+    argv[n++] = "--db";
+    argv[n++] = (char *)test_path("db.sqlite");
+    for (; *args && n < 15; args++)
+        argv[n++] = (char *)*args;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        int fd = open(test_path("out.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (fd < 0 || dup2(fd, 1) < 0)
+            _exit(126);
+        if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(126);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    *out = test_read(test_path("out.txt"), NULL);
+    ASSERT(*out != NULL);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A folder under the memory roots that cannot be read is listed as
+ * skipped, with why, in the sync statistics and status: not dropped as if
+ * its notes were deleted. */
+TEST(sync_unreadable_folder_is_skipped)
+{
+    test_write("ws/memory/ok.md", "a note about herons\n");
+    test_write("ws/memory/secret/a.md", "a note about egrets\n");
+    test_write("out.txt", "");
+    if (geteuid() == 0) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", test_dir());
+        ASSERT_EQ(system(cmd), 0);
+    }
+    char *out;
+    static const char *const index_json[] = {"index", "--json", NULL};
+    static const char *const status_json[] = {"status", "--json", NULL};
+    ASSERT_EQ(mnemo_unprivileged(&out, index_json), 0);
+    ASSERT_CONTAINS(out, "\"filesAdded\":2");
+    free(out);
+    ASSERT_EQ(chmod(test_path("ws/memory/secret"), 0), 0);
+    ASSERT_EQ(mnemo_unprivileged(&out, index_json), 0);
+    ASSERT_CONTAINS(out, "\"filesSkipped\":1");
+    free(out);
+    ASSERT_EQ(mnemo_unprivileged(&out, status_json), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ASSERT(j != NULL);
+    json_t *sk = json_object_get(j, "skipped");
+    ASSERT_EQ(json_array_size(sk), 1);
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(sk, 0), "path")),
+                  "memory/secret");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(sk, 0), "reason")),
+                  "unreadable folder: Permission denied");
+    json_decref(j);
+    free(out);
+    /* The text report lists it too. */
+    static const char *const status_text[] = {"status", NULL};
+    ASSERT_EQ(mnemo_unprivileged(&out, status_text), 0);
+    ASSERT_CONTAINS(out, "memory/secret: unreadable folder: Permission denied");
+    free(out);
+    /* Readable again: its note comes back, nothing is skipped. */
+    ASSERT_EQ(chmod(test_path("ws/memory/secret"), 0755), 0);
+    ASSERT_EQ(mnemo_unprivileged(&out, index_json), 0);
+    ASSERT_CONTAINS(out, "\"filesAdded\":1");
+    ASSERT_CONTAINS(out, "\"filesSkipped\":0");
+    free(out);
 }

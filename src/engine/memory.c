@@ -545,6 +545,12 @@ int mem_fields_parse(mnemo *m, json_t *o, int importing, mem_fields *f)
         (rc = str_field(m, o, "run_id", &f->run, 1)) ||
         (rc = time_field(m, o, "expires_at", &f->expires)))
         return rc;
+    /* A past expiry would store a memory nothing ever shows (an import keeps
+     * its own: a backup holds memories that have expired since). */
+    if (!importing && !isnan(f->expires) && f->expires <= core_now())
+        return core_error(m, MNEMO_INVALID, "memory field expires_at is in the past: the memory "
+                                            "would be hidden at once (give a later time, or "
+                                            "delete the memory)");
     /* The short names (user, agent, run) are accepted too. */
     if ((!f->user && (rc = str_field(m, o, "user", &f->user, 1))) ||
         (!f->agent && (rc = str_field(m, o, "agent", &f->agent, 1))) ||
