@@ -346,9 +346,12 @@ static void check_index(report *r, mnemo *m, const cli_args *a)
                                                                   json_object_get(e, "reason"))
                                                             : "keyword only");
     } else if (err) {
+        /* The error names its provider first already ("local: ..."). */
+        size_t pl = strlen(prov);
+        int named = !strncmp(err, prov, pl) && err[pl] == ':';
         add(r, "embedding", "fail", "check provider, model and the API key variable "
                                     "(docs/semantic.md)",
-            "%s: %s", prov, err);
+            "%s%s%s", named ? "" : prov, named ? "" : ": ", err);
     } else if (probe && !json_is_true(json_object_get(probe, "ok"))) {
         const char *pe = json_string_value(json_object_get(probe, "error"));
         add(r, "embedding", "fail",
