@@ -126,6 +126,8 @@ static void writes_beside_a_sync(int force)
     char *out = NULL;
     ASSERT_OK(mnemo_memory_list(m, "{\"user_id\":\"alice\",\"deleted\":true}", &out));
     ASSERT_CONTAINS(out, force ? "the user likes rebuild tea" : "the user likes sync tea");
+    mnemo_free(out);
+    ASSERT_OK(mnemo_memory_list(m, "{\"user_id\":\"alice\"}", &out));
     ASSERT_CONTAINS(out, "imported");
     mnemo_free(out);
     mnemo_close(m);
