@@ -735,6 +735,16 @@ static int clean_query(mnemo *m, const char *text, buf *qt)
     return MNEMO_OK;
 }
 
+int search_vector_failed(mnemo *m, mnemo_results *res, const char *provider, int explicit_,
+                         int rc, const buf *err)
+{
+    const char *msg = err->len ? err->data : errcode_text(rc);
+    if (explicit_)
+        return core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
+                          "memory search unavailable: %s", msg);
+    return results_set_fallback(res, provider, msg);
+}
+
 int search_max_results(mnemo *m, const mnemo_search_opts *opts)
 {
     return opts && opts->max_results > 0 ? opts->max_results

@@ -178,6 +178,13 @@ int search_notes(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
  * that score the threshold or more, its timings laps of l->lap. */
 int search_rank(mnemo *m, search_legs *l, const mnemo_search_opts *opts);
 
+/* A vector leg whose provider failed with RC (the message in ERR): the
+ * search's error ("memory search unavailable: ...") when the provider or
+ * model was asked for by name (EXPLICIT_), else the results' fallback
+ * (keyword only, and why). Returns what the leg returns. */
+int search_vector_failed(mnemo *m, mnemo_results *res, const char *provider, int explicit_,
+                         int rc, const buf *err);
+
 /* The results asked for and the threshold, from OPTS or the config. */
 int search_max_results(mnemo *m, const mnemo_search_opts *opts);
 

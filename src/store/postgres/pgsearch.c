@@ -454,12 +454,7 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     if (!rc)
         rc = embed_texts(e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err);
     if (rc) {
-        const char *msg = err.len ? err.data : errcode_text(rc);
-        if (explicit_)
-            rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
-                            "memory search unavailable: %s", msg);
-        else
-            rc = results_set_fallback(res, name, msg);
+        rc = search_vector_failed(m, res, name, explicit_, rc, &err);
         buf_cleanup(&err);
         return rc;
     }

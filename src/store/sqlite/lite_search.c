@@ -273,12 +273,7 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
             rc = embed_texts(v->e, EMBED_QUERY, &qtext, &qlen, 1, &v->qv, &err);
     }
     if (rc) {
-        const char *msg = err.len ? err.data : errcode_text(rc);
-        if (explicit_)
-            rc = core_error(m, rc == MNEMO_INVALID ? MNEMO_UNAVAILABLE : rc,
-                            "memory search unavailable: %s", msg);
-        else
-            rc = results_set_fallback(res, name, msg);
+        rc = search_vector_failed(m, res, name, explicit_, rc, &err);
         buf_cleanup(&err);
         return rc;
     }
