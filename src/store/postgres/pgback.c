@@ -28,7 +28,7 @@ static void pgback_close(mnemo *m)
     pgstore_close(m);
     pgmpost_wait(m); /* a merge of the memories' index on its thread */
     pgmem_close(m);
-    pgschema_close(m);
+    pgconn_disconnect(m);
     pgconn_close(m);
 }
 

@@ -25,7 +25,7 @@
  *   mnemo_memory_terms    per tenant and lexeme: the live merged memories
  *                         holding it (document frequency), kept likewise.
  *                         Both in slots: each writer counts into the slot of
- *                         its connection (pgschema_slot), so writers at once
+ *                         its connection (pgquery_slot), so writers at once
  *                         never wait for one another's counter rows; readers
  *                         sum the slots in their one snapshot, which is as
  *                         exact as one row; purge folds them into slot 0.
@@ -71,6 +71,7 @@
 
 #include "engine/memory.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgquery.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgtext.h"
 #include "engine/provider.h"
@@ -120,7 +121,7 @@ const char *const pgmem_ddl4[] = {
     "GROUP BY tenant, l ON CONFLICT DO NOTHING",
     NULL};
 
-/* Migration 7: the statistics in slots (pgschema_slot); what was counted
+/* Migration 7: the statistics in slots (pgquery_slot); what was counted
  * before is slot 0. */
 const char *const pgmem_ddl7[] = {
     "ALTER TABLE mnemo_memory_stats ADD COLUMN slot int NOT NULL DEFAULT 0, "
@@ -206,13 +207,13 @@ struct pgmem *pm_state(mnemo *m)
 int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
          pg_rows **out)
 {
-    return pgschema_q(m, what, sql, n, p, out);
+    return pgquery_q(m, what, sql, n, p, out);
 }
 
 int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
           pg_rows **out)
 {
-    return pgschema_qp(m, what, sql, n, p, out);
+    return pgquery_qp(m, what, sql, n, p, out);
 }
 
 const char *pm_sqlstate(mnemo *m)
@@ -629,7 +630,7 @@ static const char stats_one_sql[] =
 int pm_stats_one(mnemo *m, const char *id, int sign)
 {
     int slot;
-    int rc = pgschema_slot(m, &slot);
+    int rc = pgquery_slot(m, &slot);
     char sl[16];
     snprintf(sl, sizeof sl, "%d", slot);
     const char *p[4] = {pgconn_tenant(m), id, sl, sign < 0 ? "-1" : "1"};
@@ -654,7 +655,7 @@ static const char stats_merged_sql[] =
 int pm_stats_merged(mnemo *m, int64_t from, int64_t to)
 {
     int slot;
-    int rc = pgschema_slot(m, &slot);
+    int rc = pgquery_slot(m, &slot);
     char a[32], b[32], sl[16];
     snprintf(a, sizeof a, "%lld", (long long)from);
     snprintf(b, sizeof b, "%lld", (long long)to);

@@ -126,7 +126,7 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param);
  * SRC (a CTE or table alias with columns tsv, ntok, deleted_at) that are
  * live, counted into the tenant's ($1) counters of slot SLOT (SQL text, a
  * parameter), each count multiplied by MULT ("" or "$n::int * "). The
- * counters are per writer slot (pgschema_slot), so concurrent writers do
+ * counters are per writer slot (pgquery_slot), so concurrent writers do
  * not wait for each other; readers sum the slots. Terms are upserted in
  * lexeme order, so that writers sharing a slot lock them in one order. */
 #define PM_STATS_CTES(src, slot, mult)                                                         \

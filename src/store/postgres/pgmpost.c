@@ -24,7 +24,7 @@
  * larger); then, in a transaction of its own under the merge lock, it
  * merges the memories up to that seq and moves the mark there, while adds
  * go on. After an add the merge runs on a thread with a connection of its
- * own (pgschema_worker), so that the writer does not wait for it. A merge
+ * own (pgquery_worker), so that the writer does not wait for it. A merge
  * writes one segment per key at the next generation; every MERGE_GENS
  * generations the keys with more segments are folded into one; when the
  * dead pass a share of the memories, the index is built again. A merge
@@ -49,6 +49,7 @@
 #include "store/postgres/pgmem_int.h"
 #include "store/postgres/pgmpost.h"
 #include "store/postgres/pgpost.h"
+#include "store/postgres/pgquery.h"
 #include "store/postgres/pgschema.h"
 #include "text/bm25.h"
 
@@ -450,7 +451,7 @@ static int merge(mnemo *m, int64_t *mark)
 /* A merge on a thread of its own, with a handle of its own. */
 typedef struct pgmerger {
     pthread_t thread;
-    mnemo *w;        /* pgschema_worker's */
+    mnemo *w;        /* pgquery_worker's */
     int64_t mark;    /* the mark after it, -1 when it failed */
     atomic_int done; /* set as the thread ends */
 } pgmerger;
@@ -469,13 +470,13 @@ static void *merger_main(void *ud)
 static int merger_start(mnemo *m, struct pgmem *ps)
 {
     pgmerger *g = calloc(1, sizeof *g);
-    if (!g || !(g->w = pgschema_worker(m))) {
+    if (!g || !(g->w = pgquery_worker(m))) {
         free(g);
         return 0;
     }
     atomic_init(&g->done, 0);
     if (pthread_create(&g->thread, NULL, merger_main, g) != 0) {
-        pgschema_worker_free(g->w);
+        pgquery_worker_free(g->w);
         free(g);
         return 0;
     }
@@ -498,7 +499,7 @@ static void merger_reap(struct pgmem *ps, int wait)
         ps->bg_off = 1;
     }
     pgmem_close(g->w);
-    pgschema_worker_free(g->w);
+    pgquery_worker_free(g->w);
     free(g);
     ps->bg = NULL;
 }

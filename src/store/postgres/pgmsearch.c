@@ -17,6 +17,7 @@
 
 #include "engine/memory.h"
 #include "store/postgres/pgconn.h"
+#include "store/postgres/pgquery.h"
 #include "store/postgres/pgmaxscore.h"
 #include "store/postgres/pgtext.h"
 #include "engine/rank.h"
@@ -539,7 +540,7 @@ static int kleg_postings(mnemo *m, search_ctx *x, kleg *k, const char *lexs, con
 
 /* The statistics: N, the mean length and each phrase's document frequency
  * (every phrase a single lexeme): the stored counts of the merged memories,
- * each the sum of the writers' slots (pgschema_slot), plus the live
+ * each the sum of the writers' slots (pgquery_slot), plus the live
  * memories above the mark, counted from their rows (pm_stats_merged), in
  * one statement: one snapshot. The rows above the mark are bounded above
  * too (by the newest), so that the planner, which knows neither bound,

@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/postgres/pgquery.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgtext.h"
 
@@ -320,9 +321,9 @@ int pgpost_segs_write(mnemo *m, pgpost_segs *g)
         lens[1 + i] = (int)g->a[i].b.len;
         fmt[1 + i] = 1;
     }
-    int rc = pgschema_send(m, g->t->write, g->t->insert, 1 + na, prm, lens, fmt);
+    int rc = pgquery_send(m, g->t->write, g->t->insert, 1 + na, prm, lens, fmt);
     if (!rc)
-        rc = pgschema_collect(m, g->t->write, NULL);
+        rc = pgquery_collect(m, g->t->write, NULL);
     segs_start(g);
     return rc;
 }
@@ -363,7 +364,7 @@ int pgpost_pages(mnemo *m, const char *what, const char *sql, int n, const char 
         snprintf(from, sizeof from, "%lld", (long long)*after);
         prm[1] = from;
         pg_rows *r = NULL;
-        if ((rc = pgschema_q(m, what, sql, n, prm, &r)))
+        if ((rc = pgquery_q(m, what, sql, n, prm, &r)))
             break;
         got = pg_nrows(r);
         if (got)
@@ -379,7 +380,7 @@ int pgpost_ids(mnemo *m, const char *what, const char *sql, const char *tenant, 
 {
     const char *prm[1] = {tenant};
     pg_rows *r = NULL;
-    int rc = pgschema_q(m, what, sql, 1, prm, &r);
+    int rc = pgquery_q(m, what, sql, 1, prm, &r);
     if (rc)
         return rc;
     *n = pg_nrows(r);

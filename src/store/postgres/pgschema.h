@@ -1,6 +1,6 @@
 /*
- * pgschema.h - mnemo's own schema on PostgreSQL: the handle's connection,
- * migrations, and whether pgvector is there.
+ * pgschema.h - mnemo's own schema on PostgreSQL: migrations, run on each
+ * new connection to the primary, and whether pgvector is there.
  *
  * Every table has a tenant column first in its primary key (usable as a
  * Citus distribution column; see docs/scaling.md). Migrations are numbered
@@ -69,13 +69,6 @@ extern const char *const pgstore_ddl10[];
 extern const char *const pgmem_ddl11[];
 extern const char *const pgmem_ddl12[];
 
-/* The handle's writable connection, connected and migrated on first use and
- * again after the server went away. *OUT belongs to the handle. Errors
- * (with the message on the handle, credentials redacted): MNEMO_UNAVAILABLE
- * when the server cannot be reached, MNEMO_CORRUPT for a schema newer than
- * this build, MNEMO_DB otherwise. */
-int pgschema_conn(mnemo *m, pg_conn **out);
-
 /* 1 when pgvector is usable on the connection (CREATE EXTENSION IF NOT
  * EXISTS vector is tried once per connection); else 0 with the reason in
  * *WHY (static or handle-owned text). */
@@ -93,88 +86,25 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
                        int *deferred);
 int pgschema_vec_index(mnemo *m, const char *name);
 
-/* The writer slot of the connection, 1..64: the first one no other
- * connection holds, claimed with a session advisory lock on first use and
- * kept while the connection lives (a new connection claims again); when
- * all are taken, one chosen by the server process id. Rows that writers
- * update in every transaction (counters) are kept per slot, so that
- * concurrent writers do not wait for each other's row locks; sharing a
- * slot costs only that wait. */
-int pgschema_slot(mnemo *m, int *slot);
-
-/* Runs SQL with text parameters on the handle's connection with the
- * default deadline; on failure records "WHAT: <server message>" on the
- * handle. *OUT may be NULL when the rows are not wanted. */
-int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-               pg_rows **out);
+/* The connection the current operation's statements run on: a replica's
+ * during a read routed there (pgroute.c), else the handle's writable
+ * connection, connected (pgconn_open) and migrated on first use and again
+ * after the server went away. *OUT belongs to the handle. Errors
+ * (with the message on the handle, credentials redacted): MNEMO_UNAVAILABLE
+ * when the server cannot be reached, MNEMO_CORRUPT for a schema newer than
+ * this build, MNEMO_DB otherwise. */
+int pgschema_conn(mnemo *m, pg_conn **out);
 
 /* The primary's connection whatever the current route (pgschema_conn
  * gives a replica's during a read routed there). */
 int pgschema_primary(mnemo *m, pg_conn **out);
 
-/* A read replica's state (*IO, made if NULL): connected read-only to DSN
- * unless it still is. MNEMO_UNAVAILABLE when it cannot be reached, the
- * reason (redacted) in ERR. */
 struct pgstate;
-int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *err);
-
 /* Checks a replica's schema version (never migrates it): MNEMO_OK when it
  * is this build's (then not asked again on this connection),
  * MNEMO_UNAVAILABLE when behind (the primary's migration not replayed
  * yet, or no mnemo schema at all), MNEMO_CORRUPT when newer; the reason
  * in ERR. */
 int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err);
-pg_conn *pgschema_state_conn(const struct pgstate *s);
-void pgschema_state_free(struct pgstate *s);
-/* pgschema_q for a statement run often (pg_query_prepared: SQL stays at
- * its address while the handle lives). */
-int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-                pg_rows **out);
-
-/* Sends SQL to the primary without waiting (pg_send: PARAMS[i] of
- * LENS[i] bytes in FORMATS[i], NULLs for all text); pgschema_collect
- * takes its answer, recording "WHAT: <message>" on failure, and must come
- * before any other statement on the handle (pgschema_inflight says
- * whether one is on its way). */
-int pgschema_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-                  const int *lens, const int *formats);
-int pgschema_collect(mnemo *m, const char *what, pg_rows **out);
-int pgschema_inflight(mnemo *m);
-
-/* A second read-only connection to the server the current operation reads
- * from, for a statement to run beside the handle's own (the vector leg of
- * a hybrid search beside its keyword leg): 1 and *OUT, or 0 when there is
- * none. It is opened on the second ask, so that a handle that reads once
- * (a command) never opens it; not inside a transaction; never on a server
- * that runs every connection in one session (PGlite); and not again after
- * it failed to open or pgschema_side_failed. */
-int pgschema_side(mnemo *m, pg_conn **out);
-
-/* Sends SQL (PREPARED: pg_send_prepared, SQL stays at its address; else
- * pg_send) with N text parameters on the side connection C without
- * waiting; pgschema_side_collect takes the answer. Neither records an
- * error on the handle: the caller runs the statement on the handle's own
- * connection instead. A connection lost is closed and not opened again. */
-int pgschema_side_send(mnemo *m, pg_conn *c, const char *sql, int prepared, int n,
-                       const char *const *params);
-int pgschema_side_collect(mnemo *m, pg_conn *c, pg_rows **out);
-
-/* Closes the side connection C (a statement left on it unanswered); OFF:
- * not opened again on this connection. */
-void pgschema_side_drop(mnemo *m, pg_conn *c, int off);
-
-/* A handle of its own for work on another thread beside M (a merge of
- * the memories' index): only a writable connection to M's primary (its
- * schema checked through M's), made by its first statement, and M's
- * tenant, no configuration; never connected again once lost (its
- * statements fail). NULL when it cannot be made (inside a transaction, on
- * a server that runs every connection in one session), M's error
- * untouched. What the caller hangs on it (PGB(m)->mem)
- * it frees before pgschema_worker_free. */
-mnemo *pgschema_worker(mnemo *m);
-void pgschema_worker_free(mnemo *w);
-
-/* Frees the connection state kept on the handle. Accepts a handle without. */
-void pgschema_close(mnemo *m);
 
 #endif

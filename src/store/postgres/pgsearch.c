@@ -18,6 +18,7 @@
 #include "engine/search.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgnpost.h"
+#include "store/postgres/pgquery.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
@@ -242,7 +243,7 @@ static void pgsearch_cleanup(pgsearch *s)
     /* A search that stopped before its vector leg's answer: the side
      * connection is closed (opened again by the next search). */
     if (s->vside)
-        pgschema_side_drop(s->m, s->vside, 0);
+        pgquery_side_drop(s->m, s->vside, 0);
 }
 
 static const hitrow *hit_of(const pgsearch *s, int64_t id)
@@ -561,8 +562,8 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     s->vec = 1; /* candidates' cosines may be fetched from here on */
     /* On the side connection, answered while the keyword leg runs. */
     pg_conn *side;
-    if (beside && pgschema_side(m, &side) &&
-        !pgschema_side_send(m, side, s->vq, s->vq != sql, s->vnp, s->vp))
+    if (beside && pgquery_side(m, &side) &&
+        !pgquery_side_send(m, side, s->vq, s->vq != sql, s->vnp, s->vp))
         s->vside = side;
     return MNEMO_OK;
 }
@@ -578,7 +579,7 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
     pg_rows *r = NULL;
     int rc = MNEMO_NOTFOUND, own = s->vown;
     if (s->vside) {
-        rc = pgschema_side_collect(m, s->vside, &r);
+        rc = pgquery_side_collect(m, s->vside, &r);
         s->vside = NULL;
     }
     if (rc) /* not sent beside, or lost there: on the handle's connection */

@@ -69,6 +69,7 @@
 #include "engine/recall.h"
 #include "store/postgres/pgconn.h"
 #include "store/postgres/pgroute.h"
+#include "store/postgres/pgquery.h"
 #include "store/postgres/pgschema.h"
 #include "store/postgres/pgstore.h"
 #include "store/postgres/pgstore_int.h"
@@ -509,24 +510,24 @@ double ps_hit_bm25(const pgsearch *s, const hitrow *h)
 int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
          pg_rows **out)
 {
-    return pgschema_q(m, what, sql, n, params, out);
+    return pgquery_q(m, what, sql, n, params, out);
 }
 
 int ps_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
           pg_rows **out)
 {
-    return pgschema_qp(m, what, sql, n, params, out);
+    return pgquery_qp(m, what, sql, n, params, out);
 }
 
 int ps_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
             const int *lens, const int *formats)
 {
-    return pgschema_send(m, what, sql, n, params, lens, formats);
+    return pgquery_send(m, what, sql, n, params, lens, formats);
 }
 
 int ps_collect(mnemo *m, const char *what, pg_rows **out)
 {
-    return pgschema_collect(m, what, out);
+    return pgquery_collect(m, what, out);
 }
 
 long long ps_ll(const pg_rows *r, size_t row, int col)

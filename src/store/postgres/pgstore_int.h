@@ -97,14 +97,14 @@ int ps_tsvector_text(tok *t, const char *text, buf *out);
 /* Lowercase (ASCII, as SQLite's lower()) of S[0..N) into OUT. */
 void ps_ascii_lower(buf *out, const char *s, size_t n);
 
-/* One statement on the backend's connection (pgschema_q); ps_qp for one a
+/* One statement on the backend's connection (pgquery_q); ps_qp for one a
  * search runs every time (prepared on the connection: SQL must be a string
  * literal or otherwise stay at its address). */
 int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
          pg_rows **out);
 int ps_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
           pg_rows **out);
-/* pgschema_send and pgschema_collect on the backend's connection. */
+/* pgquery_send and pgquery_collect on the backend's connection. */
 int ps_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
             const int *lens, const int *formats);
 int ps_collect(mnemo *m, const char *what, pg_rows **out);
