@@ -36,6 +36,6 @@ typedef struct pgms {
 } pgms;
 
 /* Runs the rounds of MS (read's errors are returned). */
-int pgms_run(mnemo *m, const pgms *ms);
+int pgmaxscore_run(mnemo *m, const pgms *ms);
 
 #endif

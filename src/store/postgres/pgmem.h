@@ -13,8 +13,8 @@
 
 /* The storage steps of the memory operations (pgmwrite.c, pgmem.c) and
  * memory search's legs (pgmsearch.c), run by the engine (memory.h). */
-extern const mem_store pg_mem_store;
-extern const mem_searcher pg_searcher;
+extern const mem_store pgmwrite_store;
+extern const mem_searcher pgmsearch_searcher;
 
 
 /* Frees the memory-side state kept on the handle. */

@@ -72,54 +72,54 @@ typedef struct params {
     int n;
 } params;
 
-struct pgmem *pm_state(mnemo *m);
+struct pgmem *pgmem_state(mnemo *m);
 
-int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
-         pg_rows **out);
+int pgmem_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+            pg_rows **out);
 
-/* pm_q for a statement run often, prepared on the connection from its
+/* pgmem_q for a statement run often, prepared on the connection from its
  * second use: SQL is a string literal or static array (pg_query_prepared). */
-int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
-          pg_rows **out);
+int pgmem_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+             pg_rows **out);
 
-const char *pm_sqlstate(mnemo *m);
+const char *pgmem_sqlstate(mnemo *m);
 
-double pm_num_at(const pg_rows *r, size_t i, int c);
+double pgmem_num_at(const pg_rows *r, size_t i, int c);
 
-const char *pm_fmt_num(double x, char tmp[32]);
+const char *pgmem_fmt_num(double x, char tmp[32]);
 
 /* Runs FN in a transaction opened by BEGIN, again after a serialization
  * failure or a deadlock (FN starts from scratch each time). BEGIN NULL:
  * FN is one statement, its own transaction, retried the same way. */
-int pm_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud);
+int pgmem_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud);
 
 /* The record at columns C.. (COLS) of row I as JSON. */
-json_t *pm_row_json(const pg_rows *r, size_t i, int c);
+json_t *pgmem_row_json(const pg_rows *r, size_t i, int c);
 
-/* The memory ID (any pm_state) as JSON; FOR_UPDATE locks its row. */
-int pm_load(mnemo *m, const char *id, int for_update, json_t **out);
+/* The memory ID (any pgmem_state) as JSON; FOR_UPDATE locks its row. */
+int pgmem_load(mnemo *m, const char *id, int for_update, json_t **out);
 
-int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
-               const char *new_text, double at, const char *detail);
+int pgmem_history(mnemo *m, const char *id, const char *event, const char *old_text,
+                  const char *new_text, double at, const char *detail);
 
-void pm_derived_cleanup(derived *d);
+void pgmem_derived_cleanup(derived *d);
 
 /* TEXT (may be NULL: not changed) and METADATA (JSON text, may be NULL). */
-int pm_derive(mnemo *m, const char *text, const char *metadata, derived *d);
+int pgmem_derive(mnemo *m, const char *text, const char *metadata, derived *d);
 
-int pm_vec_setup(mnemo *m, vecsetup *v);
+int pgmem_vec_setup(mnemo *m, vecsetup *v);
 
 /* Embeds memory ID's TEXT when a provider is configured; failures leave it
  * without a vector (embed_missing catches up). */
-void pm_embed_one(mnemo *m, const char *id, const char *text);
+void pgmem_embed_one(mnemo *m, const char *id, const char *text);
 
 /* Embeds the tenant's live memories that have no vector of the current
  * setup, in batches. */
-void pm_embed_missing(mnemo *m, const vecsetup *vs);
+void pgmem_embed_missing(mnemo *m, const vecsetup *vs);
 
 /* Deletes vectors of the memories matching COND (over alias m, with $1 the
  * tenant and $2 PARAM) from every memory vector table. */
-int pm_drop_vectors(mnemo *m, const char *cond, const char *param);
+int pgmem_drop_vectors(mnemo *m, const char *cond, const char *param);
 
 /* The statistics kept with the writes, as CTEs named tm (document
  * frequencies) and st (documents and tokens) of one statement: the rows of
@@ -142,7 +142,7 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param);
 /* The statistics (N, the mean length, document frequencies) count the
  * live memories the memories' index has merged (seq up to its mark,
  * pgmpost.c), not each add: an add writes no counter row, the merge counts
- * the memories it merges (pm_stats_merged), and a search adds the live
+ * the memories it merges (pgmem_stats_merged), and a search adds the live
  * memories above the mark from their rows (at most about MERGE_AT of
  * them), in the same statement that reads the counters and the mark. The
  * tenant's ($1) mark as SQL, -1 before the first merge: */
@@ -151,35 +151,35 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param);
 
 /* Counts the live memories of seq in (FROM, TO] into the statistics of the
  * handle's writer slot: the merge's, under the exclusive lock. */
-int pm_stats_merged(mnemo *m, int64_t from, int64_t to);
+int pgmem_stats_merged(mnemo *m, int64_t from, int64_t to);
 
 /* Drops the tenant's statistics (a merge that starts from no mark). */
-int pm_stats_reset(mnemo *m);
+int pgmem_stats_reset(mnemo *m);
 
 /* Counts memory ID, when live and merged, into the statistics (SIGN 1) or
  * out of them (SIGN -1): call it after a memory becomes live or its text
  * changed, and before it stops being live or its text changes, under the
  * shared lock (so that the mark stays). */
-int pm_stats_one(mnemo *m, const char *id, int sign);
+int pgmem_stats_one(mnemo *m, const char *id, int sign);
 
 /* Folds the tenant's per-slot counters into slot 0 (rows a writer holds
  * are skipped) and drops those at 0. */
-int pm_stats_fold(mnemo *m);
+int pgmem_stats_fold(mnemo *m);
 
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
-json_t *pm_history_from_agg(const char *agg);
+json_t *pgmem_history_from_agg(const char *agg);
 
 /* The reads the engine runs (mem_store's read_history, list and count). */
-int pm_read_history(mnemo *m, const char *id, json_t **out);
-int pm_list(mnemo *m, const mem_opts *o, double now, json_t *out);
-int pm_count(mnemo *m, const mem_opts *o, double now, long long *n);
+int pgmem_read_history(mnemo *m, const char *id, json_t **out);
+int pgmem_list(mnemo *m, const mem_opts *o, double now, json_t *out);
+int pgmem_count(mnemo *m, const mem_opts *o, double now, long long *n);
 
-int pm_params_make(mnemo *m, const mfilter *args, int extra, params *p);
+int pgmem_params_make(mnemo *m, const mfilter *args, int extra, params *p);
 
 /* Appends a parameter; returns its number. */
-int pm_params_add(params *p, const char *v);
+int pgmem_params_add(params *p, const char *v);
 
-void pm_params_free(params *p);
+void pgmem_params_free(params *p);
 
 /* ----------------------------------------------------------------------
  * Interface to pgmpost.c: the memories' inverted index

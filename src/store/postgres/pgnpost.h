@@ -35,7 +35,7 @@ void pgnpost_free(pgnpost *p);
 
 /* Chunk ID of SOURCE, NTOK long, whose tsvector text is TSV, to be merged. */
 int pgnpost_add(pgnpost *p, int64_t id, const char *source, int ntok, const char *tsv);
-/* The same from the binary tsvector T[0..N) (ps_tsvector_bin). */
+/* The same from the binary tsvector T[0..N) (pgstore_tsvector_bin). */
 int pgnpost_add_bin(pgnpost *p, int64_t id, const char *source, int ntok, const unsigned char *t,
                     size_t n);
 

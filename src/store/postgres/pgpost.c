@@ -148,7 +148,7 @@ int pgpost_unhex(const char *s, buf *out)
     size_t n = strlen(s + 2) / 2;
     if (buf_reserve(out, n + 1))
         return 0;
-    long got = pg_unhex(s, out->data, n);
+    long got = pgtext_unhex(s, out->data, n);
     if (got < 0)
         return 0;
     out->len = (size_t)got;
@@ -219,7 +219,7 @@ static int terms_grow(pgterms *p)
     return MNEMO_OK;
 }
 
-pgterm *pgterms_get(pgterms *p, const char *key, size_t n)
+pgterm *pgpost_terms_get(pgterms *p, const char *key, size_t n)
 {
     if ((p->used + 1) * 2 > p->cap && terms_grow(p))
         return NULL;
@@ -241,7 +241,7 @@ pgterm *pgterms_get(pgterms *p, const char *key, size_t n)
     return e;
 }
 
-void pgterms_cleanup(pgterms *p)
+void pgpost_terms_cleanup(pgterms *p)
 {
     for (size_t i = 0; i < p->cap; i++) {
         free(p->t[i].key);
@@ -251,13 +251,13 @@ void pgterms_cleanup(pgterms *p)
     memset(p, 0, sizeof *p);
 }
 
-int pgterms_post(pgterms *p, buf *key, size_t scope, const char *lex, size_t n, int64_t id,
-                 int npos, int ntok)
+int pgpost_terms_post(pgterms *p, buf *key, size_t scope, const char *lex, size_t n, int64_t id,
+                      int npos, int ntok)
 {
     key->len = scope;
     buf_append(key, lex, n);
     buf_putc(key, 0);
-    pgterm *e = buf_err(key) ? NULL : pgterms_get(p, key->data, key->len);
+    pgterm *e = buf_err(key) ? NULL : pgpost_terms_get(p, key->data, key->len);
     if (!e)
         return MNEMO_NOMEM;
     pgpost_put(&e->data, &e->last, id, npos, ntok);
@@ -288,7 +288,7 @@ static uint32_t seg_oid(const pgpost_table *t, int i)
 static void segs_start(pgpost_segs *g)
 {
     for (int i = 0; i < g->t->nkey + 3; i++)
-        pg_barr_start(&g->a[i], seg_oid(g->t, i));
+        pgtext_barr_start(&g->a[i], seg_oid(g->t, i));
 }
 
 void pgpost_segs_init(pgpost_segs *g, const pgpost_table *t, const char *tenant)
@@ -296,14 +296,14 @@ void pgpost_segs_init(pgpost_segs *g, const pgpost_table *t, const char *tenant)
     g->t = t;
     g->tenant = tenant;
     for (int i = 0; i < t->nkey + 3; i++)
-        pg_barr_init(&g->a[i]);
+        pgtext_barr_init(&g->a[i]);
     segs_start(g);
 }
 
 void pgpost_segs_cleanup(pgpost_segs *g)
 {
     for (int i = 0; i < g->t->nkey + 3; i++)
-        pg_barr_cleanup(&g->a[i]);
+        pgtext_barr_cleanup(&g->a[i]);
 }
 
 int pgpost_segs_write(mnemo *m, pgpost_segs *g)
@@ -314,7 +314,7 @@ int pgpost_segs_write(mnemo *m, pgpost_segs *g)
     const char *prm[PGPOST_MAX_KEY + 4] = {g->tenant};
     int lens[PGPOST_MAX_KEY + 4] = {0}, fmt[PGPOST_MAX_KEY + 4] = {0};
     for (int i = 0; i < na; i++) {
-        pg_barr_end(&g->a[i]);
+        pgtext_barr_end(&g->a[i]);
         if (buf_err(&g->a[i].b))
             return core_error(m, MNEMO_NOMEM, "out of memory");
         prm[1 + i] = g->a[i].b.data;
@@ -333,10 +333,10 @@ int pgpost_segs_add(mnemo *m, pgpost_segs *g, const char *const *part, long long
 {
     int k = g->t->nkey;
     for (int i = 0; i < k; i++)
-        pg_barr_bytes(&g->a[i], part[i], strlen(part[i]));
-    pg_barr_int8(&g->a[k], gen);
-    pg_barr_int4(&g->a[k + 1], (int32_t)n);
-    pg_barr_bytes(&g->a[k + 2], data, len);
+        pgtext_barr_bytes(&g->a[i], part[i], strlen(part[i]));
+    pgtext_barr_int8(&g->a[k], gen);
+    pgtext_barr_int4(&g->a[k + 1], (int32_t)n);
+    pgtext_barr_bytes(&g->a[k + 2], data, len);
     return g->a[k + 2].b.len >= PGPOST_WRITE ? pgpost_segs_write(m, g) : MNEMO_OK;
 }
 

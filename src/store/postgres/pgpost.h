@@ -87,18 +87,18 @@ typedef struct pgterm {
 typedef struct pgterms {
     pgterm *t;
     size_t cap, used;
-    size_t posts; /* postings put by pgterms_post since the last cleanup */
+    size_t posts; /* postings put by pgpost_terms_post since the last cleanup */
 } pgterms;
 
 /* The entry of KEY[0..N), made if new; NULL out of memory. */
-pgterm *pgterms_get(pgterms *p, const char *key, size_t n);
-void pgterms_cleanup(pgterms *p);
+pgterm *pgpost_terms_get(pgterms *p, const char *key, size_t n);
+void pgpost_terms_cleanup(pgterms *p);
 
 /* Puts the posting of document ID (NTOK long, NPOS positions of the
  * lexeme) under the key of the scope in KEY[0..SCOPE) and lexeme
  * LEX[0..N) (KEY is scratch past SCOPE): MNEMO_NOMEM or MNEMO_OK. */
-int pgterms_post(pgterms *p, buf *key, size_t scope, const char *lex, size_t n, int64_t id,
-                 int npos, int ntok);
+int pgpost_terms_post(pgterms *p, buf *key, size_t scope, const char *lex, size_t n, int64_t id,
+                      int npos, int ntok);
 
 /* The first N columns of KEY. */
 void pgpost_key_parts(const char *key, int n, const char **part);
@@ -119,12 +119,12 @@ typedef struct pgpost_table {
     int (*tail)(const unsigned char **p, const unsigned char *end);
 } pgpost_table;
 
-/* A batch of segments for one INSERT, as binary arrays (pg_barr), which
+/* A batch of segments for one INSERT, as binary arrays (pgtext_barr), which
  * the server reads without parsing text. */
 typedef struct pgpost_segs {
     const pgpost_table *t;
     const char *tenant;
-    pg_barr a[PGPOST_MAX_KEY + 3];
+    pgtext_barr a[PGPOST_MAX_KEY + 3];
 } pgpost_segs;
 
 void pgpost_segs_init(pgpost_segs *g, const pgpost_table *t, const char *tenant);

@@ -297,7 +297,7 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
         pg_quote_ident(&sql, c.prio);
         buf_puts(&sql, " p ON p.source_type::text = t.stype");
     }
-    pg_vector_literal(&vec, qv, qdims);
+    pgtext_vector_literal(&vec, qv, qdims);
     if (buf_err(&sql) || buf_err(&vec)) {
         rc = MNEMO_NOMEM;
         goto done;

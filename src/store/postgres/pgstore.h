@@ -11,9 +11,9 @@
 
 #include "mnemo.h"
 
-extern const struct sync_store pg_sync_store; /* pgsync.c: the steps of a sync */
+extern const struct sync_store pgsync_store; /* pgsync.c: the steps of a sync */
 /* Note search's legs (pgsearch.c), run by the engine (search.h). */
-extern const struct search_store pgstore_notes;
+extern const struct search_store pgsearch_notes;
 int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
 int pgstore_status_json(mnemo *m, int deep, char **out);
 int pgstore_index_count(mnemo *m, long long *files);

@@ -41,7 +41,7 @@ struct pgstore {
     int stop_words;
     int64_t post_mark; /* the postings' merged mark last seen (pgnpost.c) */
     int post_seen;
-    char *live;        /* the live generation's key (ps_live) */
+    char *live;        /* the live generation's key (pgstore_live) */
     /* Factors cache: the generation key and stamp it belongs to, and an
      * open-addressing table of fc_cap (a power of two) slots. */
     char *fc_key;
@@ -68,51 +68,51 @@ struct pgstore {
 };
 
 /* The handle's chunk-side state, made on first use; NULL out of memory. */
-struct pgstore *ps_state(mnemo *m);
+struct pgstore *pgstore_state(mnemo *m);
 
 /* The key of TENANT's live generation of files and chunks (mnemo_live,
  * pgstore.c: the tenant itself unless a rebuild switched it), owned by the
  * handle until the next call; NULL on an error (set on M). */
-const char *ps_live(mnemo *m, const char *tenant);
+const char *pgstore_live(mnemo *m, const char *tenant);
 
 /* The query and document tokenizers for the configured language. */
-int ps_tokenizers(mnemo *m, tok **qt, tok **dt);
+int pgstore_tokenizers(mnemo *m, tok **qt, tok **dt);
 
 /* Appends one element to an array literal being built in B ("{" first):
  * S (N bytes) as text, or V. */
-void ps_arr_add(buf *b, const char *s, size_t n);
-void ps_arr_int(buf *b, long long v);
+void pgstore_arr_add(buf *b, const char *s, size_t n);
+void pgstore_arr_int(buf *b, long long v);
 
 /* B reset to the bigint[] literal of IDS[0..N). */
-void ps_ids_literal(buf *b, const int64_t *ids, size_t n);
+void pgstore_ids_literal(buf *b, const int64_t *ids, size_t n);
 
 /* The tsvector text of pre-tokenized data TOKS[0..N): positions as FTS5
  * counts them (colocated tokens share one); *NTOK: the length in
  * positions. Or of TEXT, tokenized by T. */
-int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok);
+int pgstore_tsvector_of(const char *toks, size_t n, buf *out, int *ntok);
 /* The same in binary form (tsvectorrecv's input; pgnpost_add_bin reads it). */
-int ps_tsvector_bin(const char *toks, size_t n, buf *out, int *ntok);
-int ps_tsvector_text(tok *t, const char *text, buf *out);
+int pgstore_tsvector_bin(const char *toks, size_t n, buf *out, int *ntok);
+int pgstore_tsvector_text(tok *t, const char *text, buf *out);
 
 /* Lowercase (ASCII, as SQLite's lower()) of S[0..N) into OUT. */
-void ps_ascii_lower(buf *out, const char *s, size_t n);
+void pgstore_ascii_lower(buf *out, const char *s, size_t n);
 
-/* One statement on the backend's connection (pgquery_q); ps_qp for one a
+/* One statement on the backend's connection (pgquery_q); pgstore_qp for one a
  * search runs every time (prepared on the connection: SQL must be a string
  * literal or otherwise stay at its address). */
-int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-         pg_rows **out);
-int ps_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-          pg_rows **out);
+int pgstore_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+              pg_rows **out);
+int pgstore_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+               pg_rows **out);
 /* pgquery_send and pgquery_collect on the backend's connection. */
-int ps_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-            const int *lens, const int *formats);
-int ps_collect(mnemo *m, const char *what, pg_rows **out);
+int pgstore_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                 const int *lens, const int *formats);
+int pgstore_collect(mnemo *m, const char *what, pg_rows **out);
 
 /* Column COL of row ROW as an integer; an int array literal {1,2,3}
  * parsed into V (at most CAP), the count. */
-long long ps_ll(const pg_rows *r, size_t row, int col);
-size_t ps_int_array(const char *s, long long *v, size_t cap);
+long long pgstore_ll(const pg_rows *r, size_t row, int col);
+size_t pgstore_int_array(const char *s, long long *v, size_t cap);
 
 /* The query as PostgreSQL sees it: per phrase its lexemes (space
  * separated) and prefix flag, the tsquery of the whole query and of each
@@ -187,14 +187,14 @@ typedef struct pgsearch {
 } pgsearch;
 
 /* BM25 of hit H, as bm25_score() computes it (every weight 1). */
-double ps_hit_bm25(const pgsearch *s, const hitrow *h);
+double pgstore_hit_bm25(const pgsearch *s, const hitrow *h);
 
 /* The keyword leg (pgkeyword.c): the POOL best rows of SOURCE ("" for all)
  * by BM25 into s->hits, and the rows of EXTRA (vector candidates) that
  * match, with their frequencies; *SUM_IDF scales BM25 to 0..1. The postings
  * when every positive phrase is one word matched whole, else every
  * matching row is read and scored. */
-int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
-                   const int64_t *extra, size_t nextra, double *sum_idf);
+int pgkeyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+                  const int64_t *extra, size_t nextra, double *sum_idf);
 
 #endif

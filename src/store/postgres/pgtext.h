@@ -15,50 +15,50 @@
 #include "util/buf.h"
 
 /* Appends S (N bytes) as a quoted lexeme of tsvector or tsquery input. */
-void pg_lexeme(buf *b, const char *s, size_t n);
+void pgtext_lexeme(buf *b, const char *s, size_t n);
 
 /* Appends V (DIMS floats) as a pgvector literal, [x,y,...], each with the
  * nine significant digits that bring a float back exactly. */
-void pg_vector_literal(buf *b, const float *v, int dims);
+void pgtext_vector_literal(buf *b, const float *v, int dims);
 
 /* Decodes the hex text form of a bytea (S, with or without its "\\x") into
  * OUT, at most CAP bytes. Returns the bytes written, or -1 when S is not
  * hex or would not fit. */
-long pg_unhex(const char *s, void *out, size_t cap);
+long pgtext_unhex(const char *s, void *out, size_t cap);
 
 /* The numbers of the text form of a float8[] (S, "{0.1,-2e-05,...}")
  * into OUT, at most MAX of them; returns how many. */
-size_t pg_float_array(const char *s, double *out, size_t max);
+size_t pgtext_float_array(const char *s, double *out, size_t max);
 
 /* The element types of the binary arrays (pg_type's fixed oids). */
 enum { PG_INT8OID = 20, PG_INT4OID = 23, PG_TEXTOID = 25, PG_BYTEAOID = 17,
        PG_FLOAT8OID = 701, PG_TSVECTOROID = 3614 };
 
-/* A one-dimensional array in binary form being built: pg_barr_start, then
- * its elements, then pg_barr_end; the bytes are B (B.len of them), sent
+/* A one-dimensional array in binary form being built: pgtext_barr_start, then
+ * its elements, then pgtext_barr_end; the bytes are B (B.len of them), sent
  * with format 1 as a parameter cast to the element type's array. */
-typedef struct pg_barr {
+typedef struct pgtext_barr {
     buf b;
     uint32_t n;    /* elements */
     size_t open;   /* where the length of the element being written is */
-} pg_barr;
+} pgtext_barr;
 
-void pg_barr_init(pg_barr *a);
-void pg_barr_cleanup(pg_barr *a);
-void pg_barr_start(pg_barr *a, uint32_t elem_oid);
-void pg_barr_int4(pg_barr *a, int32_t v);
-void pg_barr_int8(pg_barr *a, int64_t v);
-void pg_barr_float8(pg_barr *a, double v);
+void pgtext_barr_init(pgtext_barr *a);
+void pgtext_barr_cleanup(pgtext_barr *a);
+void pgtext_barr_start(pgtext_barr *a, uint32_t elem_oid);
+void pgtext_barr_int4(pgtext_barr *a, int32_t v);
+void pgtext_barr_int8(pgtext_barr *a, int64_t v);
+void pgtext_barr_float8(pgtext_barr *a, double v);
 /* A text or bytea element of N bytes. */
-void pg_barr_bytes(pg_barr *a, const void *p, size_t n);
+void pgtext_barr_bytes(pgtext_barr *a, const void *p, size_t n);
 /* An element written piece by piece between these two (a tsvector's). */
-void pg_barr_open(pg_barr *a);
-void pg_barr_close(pg_barr *a);
+void pgtext_barr_open(pgtext_barr *a);
+void pgtext_barr_close(pgtext_barr *a);
 /* Ends the array: its element count written into the header. */
-void pg_barr_end(pg_barr *a);
+void pgtext_barr_end(pgtext_barr *a);
 
 /* Big-endian appends: the binary forms' integers (in place while they fit). */
-static inline void pg_put16(buf *b, uint16_t v)
+static inline void pgtext_put16(buf *b, uint16_t v)
 {
     unsigned char x[2] = {(unsigned char)(v >> 8), (unsigned char)v};
     if (b->err || b->len + 3 > b->cap || b->len + 2 > b->max) {
@@ -71,7 +71,7 @@ static inline void pg_put16(buf *b, uint16_t v)
     b->data[b->len] = 0;
 }
 
-static inline void pg_put32(buf *b, uint32_t v)
+static inline void pgtext_put32(buf *b, uint32_t v)
 {
     unsigned char x[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
                           (unsigned char)(v >> 8), (unsigned char)v};
