@@ -15,9 +15,7 @@
 #include <unistd.h>
 
 #include "pg_server.h"
-#include "store/postgres/pg.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "test.h"
 #include "text/tok.h"
 

@@ -12,8 +12,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "util/buf.h"
 
 static long count_rows(const char *sql)

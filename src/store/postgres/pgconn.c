@@ -1,10 +1,10 @@
 /*
- * pgconn.c - what every PostgreSQL user of the handle needs (see pgconn.h):
+ * pgconn.c - what every PostgreSQL user of the handle needs (see pgint.h):
  * a connection to the configured server, the state kept on each of the
  * handle's connections (the primary's, the replicas'), and the tenant its
  * rows carry.
  */
-#include "store/postgres/pgconn.h"
+#include "store/postgres/pgint.h"
 
 #include <stdio.h>
 #include <stdlib.h>

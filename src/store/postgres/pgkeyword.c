@@ -10,10 +10,7 @@
 
 #include <jansson.h>
 
-#include "store/postgres/pgnpost.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 
 static int by_hit(const void *a, const void *b)
 {

@@ -1,9 +1,8 @@
 /*
- * pgmaxscore.c - MaxScore's rounds over PostgreSQL (see pgmaxscore.h).
+ * pgmaxscore.c - MaxScore's rounds over PostgreSQL (see pgint.h).
  */
-#include "store/postgres/pgmaxscore.h"
+#include "store/postgres/pgint.h"
 
-#include "store/postgres/pgtext.h"
 #include "util/buf.h"
 
 #include <string.h>

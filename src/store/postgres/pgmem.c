@@ -1,7 +1,7 @@
 /*
- * pgmem.c - structured memories on PostgreSQL (see pgmem.h).
+ * pgmem.c - structured memories on PostgreSQL (see pgint.h).
  *
- * In three files sharing pgmem_int.h: this one (schema, queries and
+ * In three files sharing their section of pgint.h: this one (schema, queries and
  * transactions, derived columns, vectors, statistics, reading), pgmwrite.c
  * (the writes, export and import) and pgmsearch.c (search).
  *
@@ -60,8 +60,7 @@
  * connection): one round trip, one commit. An import sends its rows in batches, one
  * statement each, in one transaction.
  */
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
+#include "store/postgres/pgint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -70,10 +69,6 @@
 #include <time.h>
 
 #include "engine/memory.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgquery.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgtext.h"
 #include "engine/provider.h"
 
 #define RETRIES 5
@@ -751,7 +746,7 @@ int pgmem_read_history(mnemo *m, const char *id, json_t **out)
 
 /* The parameters: $1 the tenant, then ARGS. */
 
-int pgmem_params_make(mnemo *m, const mfilter *args, int extra, params *p)
+int pgmem_params_make(mnemo *m, const mfilter *args, int extra, pgmem_params *p)
 {
     p->n = 1 + (int)args->nargs;
     p->v = calloc((size_t)(p->n + extra), sizeof *p->v);
@@ -768,13 +763,13 @@ int pgmem_params_make(mnemo *m, const mfilter *args, int extra, params *p)
 }
 
 /* Appends a parameter; returns its number. */
-int pgmem_params_add(params *p, const char *v)
+int pgmem_params_add(pgmem_params *p, const char *v)
 {
     p->v[p->n++] = v;
     return p->n;
 }
 
-void pgmem_params_free(params *p)
+void pgmem_params_free(pgmem_params *p)
 {
     free(p->v);
     free(p->tmp);
@@ -790,7 +785,7 @@ static int select_where(mnemo *m, const mem_opts *o, double now, const char *wha
     buf_init(&sql, 1 << 20);
     mfilter args;
     mfilter_init(&args);
-    params p = {0};
+    pgmem_params p = {0};
     int rc = mem_where_pg(o, now, 2, &w, &args);
     if (!rc)
         rc = pgmem_params_make(m, &args, 0, &p);

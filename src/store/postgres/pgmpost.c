@@ -1,6 +1,6 @@
 /*
- * pgmpost.c - the memories in the inverted index (pgpost.h; interface in
- * pgmem_int.h): per tenant, scope (user, agent, run, type) and lexeme,
+ * pgmpost.c - the memories in the inverted index (pgpost.c; interface in
+ * pgint.h): per tenant, scope (user, agent, run, type) and lexeme,
  * posting segments (seq, frequency, length), so that a search reads the
  * postings of its words in its scope instead of every matching row's
  * tsvector; and per scope, factor segments of each memory's score factor
@@ -44,13 +44,7 @@
 #include <string.h>
 
 #include "engine/core.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
-#include "store/postgres/pgmpost.h"
-#include "store/postgres/pgpost.h"
-#include "store/postgres/pgquery.h"
-#include "store/postgres/pgschema.h"
+#include "store/postgres/pgint.h"
 #include "text/bm25.h"
 
 #define MERGE_AT 2000          /* memories above the mark before a write merges them */
@@ -68,7 +62,7 @@
 /* A memory's factor inputs in a factor segment: its seq's distance from
  * the previous one (varint), importance, creation and confirmation times
  * (the doubles' bits, little-endian), confirmations (varint) and whether it
- * is about the user (a byte). Varints as pgpost.h writes them. */
+ * is about the user (a byte). Varints as pgpost.c writes them. */
 static void put_f64(buf *b, double x)
 {
     uint64_t u;
@@ -607,7 +601,7 @@ static int in_sorted(const int64_t *v, size_t n, int64_t x)
 /* The statement of Q: rows (kind, lexeme, seq or gen, text). */
 static int read_rows(mnemo *m, const pgmpost_query *q, pg_rows **out)
 {
-    params *pp = q->p;
+    pgmem_params *pp = q->p;
     int n0 = pp->n;
     int L = pgmem_params_add(pp, q->lexs), Q = pgmem_params_add(pp, q->tsq),
         N = pgmem_params_add(pp, q->now);

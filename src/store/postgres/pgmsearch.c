@@ -6,8 +6,7 @@
  * the ranking reaches, feeding the shared fusion (msearch.c) through
  * mem_searcher (see pgmem.c).
  */
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
+#include "store/postgres/pgint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,10 +15,6 @@
 #include <time.h>
 
 #include "engine/memory.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgquery.h"
-#include "store/postgres/pgmaxscore.h"
-#include "store/postgres/pgtext.h"
 #include "engine/rank.h"
 
 #define POOL 200          /* vector candidates, as on SQLite */
@@ -323,7 +318,7 @@ static int phrase_tf(const qphr *p, const lexpos *l, int k)
  * provider knows nothing of) has NaN distance, cosine 0 as on SQLite. */
 typedef struct search_ctx {
     const char *where;  /* over alias m, $2.. */
-    params *p;          /* $1 tenant, then the where's */
+    pgmem_params *p;    /* $1 tenant, then the where's */
     vecsetup vs;
     int vectors;        /* the vector leg can run */
     buf qvec;           /* the query vector literal */
@@ -1209,7 +1204,7 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     buf_init(&where, 1 << 20);
     mfilter args;
     mfilter_init(&args);
-    params p = {0};
+    pgmem_params p = {0};
     query pq;
     memset(&pq, 0, sizeof pq);
     tok *t = NULL;

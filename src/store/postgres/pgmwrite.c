@@ -4,8 +4,7 @@
  * confirm, purge, get and history, which the engine runs (mem_store,
  * memory.h), and the JSONL export and import (see pgmem.c).
  */
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
+#include "store/postgres/pgint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,8 +13,6 @@
 #include <time.h>
 
 #include "engine/memory.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgschema.h"
 
 #define EXPORT_PAGE "500" /* rows per export query */
 

@@ -1,5 +1,5 @@
 /*
- * pgnpost.c - the notes' chunks in the inverted index (see pgnpost.h): the
+ * pgnpost.c - the notes' chunks in the inverted index (see pgint.h): the
  * sync's merge policy and the keyword leg's reading, over pgpost.c's
  * segments, folding and lists. The scope of a key is the chunk's source
  * (memory or sessions); a document is a chunk id.
@@ -23,14 +23,13 @@
  * fts.c computes it) and the best kept (topk.h): the pool is exact
  * without bounds or rounds.
  */
-#include "store/postgres/pgnpost.h"
+#include "store/postgres/pgint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/topk.h"
-#include "store/postgres/pgpost.h"
 #include "util/utf8.h"
 
 #define POST_FLUSH (4u << 20) /* postings waiting before a batch writes them */

@@ -1,5 +1,5 @@
 /*
- * pgpost.c - the inverted index on PostgreSQL (see pgpost.h): what the
+ * pgpost.c - the inverted index on PostgreSQL (see pgint.h): what the
  * notes' chunks (pgnpost.c) and the memories (pgmpost.c) index the same way.
  *
  * A segment is one row per key (tenant, scope, lexeme): the postings of the
@@ -52,15 +52,12 @@
  * rounds over the GIN index (pgmaxscore.c) serve the memory searches these
  * lists do not.
  */
-#include "store/postgres/pgpost.h"
+#include "store/postgres/pgint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/postgres/pgquery.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgtext.h"
 
 #define PGPOST_WRITE (4u << 20) /* bytes of segments per INSERT statement */
 

@@ -1,17 +1,15 @@
 /*
  * pgquery.c - statements on the handle's PostgreSQL connection (see
- * pgquery.h): run at once, prepared, or sent and collected later; the
+ * pgint.h): run at once, prepared, or sent and collected later; the
  * side connection beside it, the worker handle for another thread, and the
  * writer slot.
  */
-#include "store/postgres/pgquery.h"
+#include "store/postgres/pgint.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/core.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgschema.h"
 
 /* pg_try_advisory_lock(class, slot) of the writers' slots; not the class of
  * the syncs' locks (SYNC_LOCK, 7170532), whose second key is a hash. */

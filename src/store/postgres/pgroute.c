@@ -1,5 +1,5 @@
 /*
- * pgroute.c - read replicas (see pgroute.h): the configured servers, their
+ * pgroute.c - read replicas (see pgint.h): the configured servers, their
  * state, the choice of a server for each read, and the WAL position a
  * process's reads wait for.
  *
@@ -11,7 +11,7 @@
  * before a read when it was last probed more than PROBE_MS ago, or when it
  * had not reached the position this process waits for.
  */
-#include "store/postgres/pgroute.h"
+#include "store/postgres/pgint.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -22,8 +22,6 @@
 #include <time.h>
 
 #include "engine/core.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgschema.h"
 #include "text/dsn.h"
 #include "util/hash.h"
 #include "util/time.h"

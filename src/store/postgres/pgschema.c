@@ -1,8 +1,8 @@
 /*
  * pgschema.c - mnemo's schema on PostgreSQL: migrations, run on each new
- * connection of the handle, and the pgvector check (see pgschema.h).
+ * connection of the handle, and the pgvector check (see pgint.h).
  */
-#include "store/postgres/pgschema.h"
+#include "store/postgres/pgint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 
 #include "engine/backend.h"
 #include "engine/core.h"
-#include "store/postgres/pgconn.h"
 
 #define BUILD_TIMEOUT_MS (6 * 3600 * 1000) /* an index built over a table's rows */
 #define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
@@ -272,7 +271,7 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     char sql[1024];
     /* A chunk has a vector for each of its parts (chunk_parts). The fixed
      * texts' vectors (engine/calib.h) are few and read whole: no index. */
-    int chunk = !strcmp(kind, "chunk"), calib = !strcmp(kind, "calib");
+    int parts = !strcmp(kind, "chunk"), calib = !strcmp(kind, "calib");
     if (calib)
         snprintf(sql, sizeof sql,
                  "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, identity text NOT NULL, "
@@ -284,9 +283,9 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
                  "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, %s NOT NULL, %s"
                  "model text NOT NULL, embedding vector(%d) NOT NULL, "
                  "PRIMARY KEY (tenant, %s))",
-                 name, chunk ? "chunk_id bigint" : "memory_id text",
-                 chunk ? "part smallint NOT NULL DEFAULT 0, " : "", dims,
-                 chunk ? "chunk_id, part" : "memory_id");
+                 name, parts ? "chunk_id bigint" : "memory_id text",
+                 parts ? "part smallint NOT NULL DEFAULT 0, " : "", dims,
+                 parts ? "chunk_id, part" : "memory_id");
     int rc = q(m, s->c, "vector table", "BEGIN", 0, NULL, NULL);
     if (!rc)
         rc = q(m, s->c, "vector table",

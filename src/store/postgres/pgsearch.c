@@ -16,13 +16,7 @@
 #include "engine/provider.h"
 #include "engine/rank.h"
 #include "engine/search.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgnpost.h"
-#include "store/postgres/pgquery.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "util/errcode.h"
 
 /* ----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 /*
- * pgstore.c - the PostgreSQL backend for files and chunks (see pgstore.h).
+ * pgstore.c - the PostgreSQL backend for files and chunks (see pgint.h).
  *
- * In five files sharing pgstore_int.h: this one (schema, helpers, status,
+ * In five files sharing their section of pgint.h: this one (schema, helpers, status,
  * recall), pgsync.c (sync), pgsearch.c (search), pgkeyword.c (the keyword
  * leg) and pgnpost.c (the chunks in the inverted index, pgpost.c).
  *
@@ -67,13 +67,7 @@
 #include "engine/get.h"
 #include "engine/provider.h"
 #include "engine/recall.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgroute.h"
-#include "store/postgres/pgquery.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "text/dsn.h"
 
 const char *const pgstore_ddl[] = {

@@ -1,7 +1,7 @@
 /*
- * pgtext.c - PostgreSQL's text forms (see pgtext.h).
+ * pgtext.c - PostgreSQL's text forms (see pgint.h).
  */
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 
 #include <stdlib.h>
 #include <string.h>
