@@ -36,7 +36,7 @@ static const char *const state_names[] = {"unknown", "ok", "lagging", "down"};
 
 typedef struct replica {
     char *dsn, *label;     /* label: the DSN without credentials */
-    struct pgstate *st;    /* its connection (pgschema.c) */
+    struct pgstate *st;    /* its connection (pgconn.c) */
     int state;
     char reason[REASON_MAX];
     double retry_at;       /* a skipped replica is tried again from then */
