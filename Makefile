@@ -66,7 +66,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/store/sqlite/lite_recall.c src/store/sqlite/lite_search.c \
           src/store/sqlite/status.c \
           src/store/postgres/pg.c src/store/postgres/pgsource.c src/store/postgres/pgconn.c src/store/postgres/pgback.c \
-          src/store/postgres/pgschema.c src/store/postgres/pgroute.c src/store/postgres/pgstore.c \
+          src/store/postgres/pgschema.c src/store/postgres/pgquery.c src/store/postgres/pgroute.c src/store/postgres/pgstore.c \
           src/store/postgres/pgsync.c src/store/postgres/pgsearch.c \
           src/store/postgres/pgkeyword.c src/store/postgres/pgmaxscore.c src/store/postgres/pgpost.c \
           src/store/postgres/pgnpost.c \

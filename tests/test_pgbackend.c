@@ -15,9 +15,7 @@
 #include <unistd.h>
 
 #include "pg_server.h"
-#include "store/postgres/pg.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "test.h"
 #include "text/tok.h"
 
@@ -601,20 +599,20 @@ TEST(pgbackend_sync_batch_failure_on_its_way)
 /* The binary forms a sync sends (arrays, tsvectors) read by the server as
  * the text forms are. */
 /* The hex text form of bytea, as the server sends it. */
-TEST(pgtext_unhex)
+TEST(pgtext_unhex_decodes)
 {
     unsigned char b[8];
-    ASSERT_EQ(pg_unhex("\\x00ff7fA0", b, sizeof b), 4);
+    ASSERT_EQ(pgtext_unhex("\\x00ff7fA0", b, sizeof b), 4);
     ASSERT(b[0] == 0 && b[1] == 0xff && b[2] == 0x7f && b[3] == 0xa0);
-    ASSERT_EQ(pg_unhex("deadBEEF", b, sizeof b), 4); /* no prefix, either case */
+    ASSERT_EQ(pgtext_unhex("deadBEEF", b, sizeof b), 4); /* no prefix, either case */
     ASSERT(b[0] == 0xde && b[3] == 0xef);
-    ASSERT_EQ(pg_unhex("\\x", b, sizeof b), 0);
-    ASSERT_EQ(pg_unhex("\\x0", b, sizeof b), -1);         /* half a byte */
-    ASSERT_EQ(pg_unhex("\\x0g", b, sizeof b), -1);        /* not hex */
-    ASSERT_EQ(pg_unhex("\\x:0", b, sizeof b), -1);        /* next to '9' */
-    ASSERT_EQ(pg_unhex("\\x0@", b, sizeof b), -1);        /* next to 'A' */
-    ASSERT_EQ(pg_unhex("\\x000102030405060708", b, sizeof b), -1); /* 9 bytes into 8 */
-    ASSERT_EQ(pg_unhex("0001020304050607", b, sizeof b), 8);
+    ASSERT_EQ(pgtext_unhex("\\x", b, sizeof b), 0);
+    ASSERT_EQ(pgtext_unhex("\\x0", b, sizeof b), -1);         /* half a byte */
+    ASSERT_EQ(pgtext_unhex("\\x0g", b, sizeof b), -1);        /* not hex */
+    ASSERT_EQ(pgtext_unhex("\\x:0", b, sizeof b), -1);        /* next to '9' */
+    ASSERT_EQ(pgtext_unhex("\\x0@", b, sizeof b), -1);        /* next to 'A' */
+    ASSERT_EQ(pgtext_unhex("\\x000102030405060708", b, sizeof b), -1); /* 9 bytes into 8 */
+    ASSERT_EQ(pgtext_unhex("0001020304050607", b, sizeof b), 8);
     ASSERT_EQ(b[7], 7);
 }
 
@@ -649,8 +647,8 @@ TEST(pgtext_binary_forms)
         int ntok = 0, ntok2 = 0;
         buf_reset(&pre);
         ASSERT_OK(tok_pretokenize(tk, texts[i], strlen(texts[i]), &pre));
-        ASSERT_OK(ps_tsvector_of(pre.data ? pre.data : "", pre.len, &text, &ntok));
-        ASSERT_OK(ps_tsvector_bin(pre.data ? pre.data : "", pre.len, &bin, &ntok2));
+        ASSERT_OK(pgstore_tsvector_of(pre.data ? pre.data : "", pre.len, &text, &ntok));
+        ASSERT_OK(pgstore_tsvector_bin(pre.data ? pre.data : "", pre.len, &bin, &ntok2));
         ASSERT_EQ(ntok, ntok2);
         const char *p[2] = {text.data ? text.data : "", bin.data};
         int lens[2] = {0, (int)bin.len}, fmt[2] = {0, 1};
@@ -666,31 +664,31 @@ TEST(pgtext_binary_forms)
         pg_rows_free(r);
     }
     /* Arrays of each element type, and an empty one. */
-    pg_barr a[6];
+    pgtext_barr a[6];
     for (int i = 0; i < 6; i++)
-        pg_barr_init(&a[i]);
-    pg_barr_start(&a[0], PG_INT4OID);
-    pg_barr_int4(&a[0], 1);
-    pg_barr_int4(&a[0], -2);
-    pg_barr_int4(&a[0], 2147483647);
-    pg_barr_start(&a[1], PG_INT8OID);
-    pg_barr_int8(&a[1], -9000000000LL);
-    pg_barr_int8(&a[1], 0);
-    pg_barr_start(&a[2], PG_FLOAT8OID);
-    pg_barr_float8(&a[2], 0.5);
-    pg_barr_float8(&a[2], -1e300);
-    pg_barr_start(&a[3], PG_TEXTOID);
-    pg_barr_bytes(&a[3], "a\"b", 3);
-    pg_barr_bytes(&a[3], "", 0);
-    pg_barr_bytes(&a[3], "中文", strlen("中文"));
-    pg_barr_start(&a[4], PG_BYTEAOID);
-    pg_barr_bytes(&a[4], "\x00\x01\xff", 3);
-    pg_barr_bytes(&a[4], "", 0);
-    pg_barr_start(&a[5], PG_INT4OID);
+        pgtext_barr_init(&a[i]);
+    pgtext_barr_start(&a[0], PG_INT4OID);
+    pgtext_barr_int4(&a[0], 1);
+    pgtext_barr_int4(&a[0], -2);
+    pgtext_barr_int4(&a[0], 2147483647);
+    pgtext_barr_start(&a[1], PG_INT8OID);
+    pgtext_barr_int8(&a[1], -9000000000LL);
+    pgtext_barr_int8(&a[1], 0);
+    pgtext_barr_start(&a[2], PG_FLOAT8OID);
+    pgtext_barr_float8(&a[2], 0.5);
+    pgtext_barr_float8(&a[2], -1e300);
+    pgtext_barr_start(&a[3], PG_TEXTOID);
+    pgtext_barr_bytes(&a[3], "a\"b", 3);
+    pgtext_barr_bytes(&a[3], "", 0);
+    pgtext_barr_bytes(&a[3], "中文", strlen("中文"));
+    pgtext_barr_start(&a[4], PG_BYTEAOID);
+    pgtext_barr_bytes(&a[4], "\x00\x01\xff", 3);
+    pgtext_barr_bytes(&a[4], "", 0);
+    pgtext_barr_start(&a[5], PG_INT4OID);
     const char *p[6];
     int lens[6], fmt[6];
     for (int i = 0; i < 6; i++) {
-        pg_barr_end(&a[i]);
+        pgtext_barr_end(&a[i]);
         ASSERT(!buf_err(&a[i].b));
         p[i] = a[i].b.data;
         lens[i] = (int)a[i].b.len;
@@ -721,7 +719,7 @@ TEST(pgtext_binary_forms)
     pg_rows_free(r);
     ASSERT(pg_collect(c, 10000, &r, &err) != MNEMO_OK);
     for (int i = 0; i < 6; i++)
-        pg_barr_cleanup(&a[i]);
+        pgtext_barr_cleanup(&a[i]);
     buf_cleanup(&many);
     buf_cleanup(&pre);
     buf_cleanup(&text);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/postgres/pg.h"
+#include "store/postgres/pgint.h"
 #include "pg_server.h"
 #include "provider_server.h"
 #include "test.h"

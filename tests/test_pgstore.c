@@ -12,8 +12,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "util/buf.h"
 
 static long count_rows(const char *sql)
@@ -1045,7 +1044,7 @@ TEST(pgtext_tsvector_sorted)
         x = x * 1103515245u + 12345u;
         buf_printf(&text, "%s%c ", stem[(x >> 16) % 9], "qrs"[(x >> 8) % 3]);
     }
-    ASSERT_OK(ps_tsvector_text(t, text.data, &out));
+    ASSERT_OK(pgstore_tsvector_text(t, text.data, &out));
     /* 'lexeme':p,p,... separated by spaces */
     const char *p = out.data, *prev = NULL;
     size_t prevlen = 0;
@@ -1098,7 +1097,7 @@ TEST(pgtext_forms)
     }
     buf b;
     buf_init(&b, 1 << 20);
-    pg_vector_literal(&b, v, (int)(sizeof v / sizeof *v));
+    pgtext_vector_literal(&b, v, (int)(sizeof v / sizeof *v));
     ASSERT(b.data[0] == '[' && b.data[b.len - 1] == ']');
     const char *p = b.data + 1;
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
@@ -1111,7 +1110,7 @@ TEST(pgtext_forms)
         p = end + 1;
     }
     buf_reset(&b);
-    pg_lexeme(&b, "it's a\\b", 8);
+    pgtext_lexeme(&b, "it's a\\b", 8);
     ASSERT_STR_EQ(b.data, "'it''s a\\\\b'");
     buf_cleanup(&b);
 }

@@ -20,7 +20,7 @@ struct mnemo {
     char *qtok_lang;
     embedder *emb;     /* the embedding provider, opened on first use */
     const struct backend_ops *be; /* where rows live (backend.h), never NULL */
-    void *store;       /* the backend's state, of its own type (lite.h, pgconn.h) */
+    void *store;       /* the backend's state, of its own type (lite.h, store/postgres/pgint.h) */
     void *wrap;        /* a wrapping backend's (sourceTable's, pgsource.c), or NULL */
     struct watch_set *watch; /* mnemo_refresh's watch (watch.c), or NULL */
     buf err;           /* last error message */

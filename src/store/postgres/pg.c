@@ -1,12 +1,12 @@
 /*
- * pg.c - PostgreSQL connections through libpq loaded at run time (see pg.h).
+ * pg.c - PostgreSQL connections through libpq loaded at run time (see pgint.h).
  *
  * libpq is opened with dlopen("libpq.so.5") the first time a connection is
  * made; its headers are only needed to build. Queries are sent
  * asynchronously and waited for with poll(), so a server that stops
  * answering costs at most the query's deadline, never a hung search.
  */
-#include "store/postgres/pg.h"
+#include "store/postgres/pgint.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /*
  * pgback.c - the PostgreSQL backend's table of operations (backend.h):
  * files and chunks in pgstore.c, memories in pgmem.c, its state made here
- * and freed part by part by the files that own the parts (pgconn.h). With
- * read replicas (pgroute.h), the dispatcher routes each read to the server
+ * and freed part by part by the files that own the parts (pgint.h, pgconn.c). With
+ * read replicas (pgroute.c), the dispatcher routes each read to the server
  * the routing chooses, again to another one when theirs fails under it;
  * writes to the primary. Export is not routed: its output is written as it
  * is read, so it cannot run again.
@@ -10,12 +10,7 @@
 #include "engine/backend.h"
 #include "engine/core.h"
 #include "engine/search.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmpost.h"
-#include "store/postgres/pgroute.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore.h"
+#include "store/postgres/pgint.h"
 
 static int pgback_open(mnemo *m)
 {
@@ -28,7 +23,7 @@ static void pgback_close(mnemo *m)
     pgstore_close(m);
     pgmpost_wait(m); /* a merge of the memories' index on its thread */
     pgmem_close(m);
-    pgschema_close(m);
+    pgconn_disconnect(m);
     pgconn_close(m);
 }
 
@@ -53,15 +48,15 @@ const backend_ops backend_postgres = {
     "postgres",
     pgback_open,
     pgconn_qtok,
-    &pg_sync_store,
+    &pgsync_store,
     search_notes,
-    &pgstore_notes,
+    &pgsearch_notes,
     pgstore_get,
     pgstore_status_json,
     pgstore_index_count,
     pgstore_recall_triggers,
-    &pg_mem_store,
-    &pg_searcher,
+    &pgmwrite_store,
+    &pgmsearch_searcher,
     NULL,
     pgback_close,
     pgback_route,

@@ -10,10 +10,7 @@
 
 #include <jansson.h>
 
-#include "store/postgres/pgnpost.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 
 static int by_hit(const void *a, const void *b)
 {
@@ -46,8 +43,8 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
     buf ex, ids;
     buf_init(&ex, 0);
     buf_init(&ids, 0);
-    ps_ids_literal(&ex, extra, nextra);
-    ps_ids_literal(&ids, cand, ncand);
+    pgstore_ids_literal(&ex, extra, nextra);
+    pgstore_ids_literal(&ids, cand, ncand);
     free(cand);
     const char *p[12] = {s->tenant, pq->tsq.data, pq->phrases.data, pq->prefix.data,
                          k1,        b,            lim,              source,
@@ -55,7 +52,7 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
     pg_rows *r = NULL;
     rc = buf_err(&ex) || buf_err(&ids) ? MNEMO_NOMEM : MNEMO_OK;
     if (!rc)
-        rc = ps_q(s->m, "search",
+        rc = pgstore_q(s->m, "search",
                "WITH q AS (SELECT x.k::int AS k, string_to_array(x.p, ' ') AS toks, x.pf "
                "FROM unnest($3::text[], $4::bool[]) WITH ORDINALITY AS x(p, pf, k)), "
                "m AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv FROM mnemo_chunks c "
@@ -102,7 +99,7 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
         if (pg_isnull(r, i, 0))
             last = i;
     long long df[BM25_MAX_PHRASES] = {0};
-    size_t ndf = last < n ? ps_int_array(pg_value(r, last, 4), df, BM25_MAX_PHRASES) : 0;
+    size_t ndf = last < n ? pgstore_int_array(pg_value(r, last, 4), df, BM25_MAX_PHRASES) : 0;
     double N = last < n ? strtod(pg_value(r, last, 5), NULL) : 0;
     s->avgdl = last == n || pg_isnull(r, last, 6) ? 1.0 : strtod(pg_value(r, last, 6), NULL);
     s->np = (int)ndf;
@@ -122,11 +119,11 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
         if (i == last)
             continue;
         hitrow *h = &s->hits[s->nhits++];
-        h->id = ps_ll(r, i, 0);
-        h->ntok = (int)ps_ll(r, i, 1);
+        h->id = pgstore_ll(r, i, 0);
+        h->ntok = (int)pgstore_ll(r, i, 1);
         long long ks[BM25_MAX_PHRASES] = {0}, tf[BM25_MAX_PHRASES] = {0};
-        size_t nk = ps_int_array(pg_value(r, i, 2), ks, BM25_MAX_PHRASES);
-        size_t nt = ps_int_array(pg_value(r, i, 3), tf, BM25_MAX_PHRASES);
+        size_t nk = pgstore_int_array(pg_value(r, i, 2), ks, BM25_MAX_PHRASES);
+        size_t nt = pgstore_int_array(pg_value(r, i, 3), tf, BM25_MAX_PHRASES);
         for (size_t j = 0; j < nk && j < nt; j++)
             if (ks[j] >= 1 && ks[j] <= BM25_MAX_PHRASES)
                 h->tf[ks[j] - 1] = (uint8_t)(tf[j] > 255 ? 255 : tf[j]);
@@ -140,8 +137,8 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
 /* The keyword leg: the postings (pgnpost.c) for whole words (excluded
  * phrases too), else (phrases, prefixes, or a tenant not synced since the
  * postings exist) every match. */
-int ps_keyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
-                   const int64_t *extra, size_t nextra, double *sum_idf)
+int pgkeyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+                  const int64_t *extra, size_t nextra, double *sum_idf)
 {
     if (pq->simple && pq->npos > 0 && pool > 0) {
         int rc = pgnpost_leg(s, pq, source, pool, extra, nextra, sum_idf);

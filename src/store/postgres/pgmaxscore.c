@@ -1,9 +1,8 @@
 /*
- * pgmaxscore.c - MaxScore's rounds over PostgreSQL (see pgmaxscore.h).
+ * pgmaxscore.c - MaxScore's rounds over PostgreSQL (see pgint.h).
  */
-#include "store/postgres/pgmaxscore.h"
+#include "store/postgres/pgint.h"
 
-#include "store/postgres/pgtext.h"
 #include "util/buf.h"
 
 #include <string.h>
@@ -53,7 +52,7 @@ static void terms_tsq(buf *b, const pgms *ms, int from, int to)
     for (int i = from; i < to; i++) {
         if (i > from)
             buf_puts(b, " | ");
-        pg_lexeme(b, ms->lex[i], strlen(ms->lex[i]));
+        pgtext_lexeme(b, ms->lex[i], strlen(ms->lex[i]));
     }
     buf_putc(b, ')');
 }
@@ -70,7 +69,7 @@ static void sets_tsq(buf *b, const pgms *ms, int read, const unsigned *sets, int
                 continue;
             if (!first)
                 buf_puts(b, " & ");
-            pg_lexeme(b, ms->lex[read + i], strlen(ms->lex[read + i]));
+            pgtext_lexeme(b, ms->lex[read + i], strlen(ms->lex[read + i]));
             first = 0;
         }
         buf_putc(b, ')');
@@ -78,7 +77,7 @@ static void sets_tsq(buf *b, const pgms *ms, int read, const unsigned *sets, int
     buf_putc(b, ')');
 }
 
-int pgms_run(mnemo *m, const pgms *ms)
+int pgmaxscore_run(mnemo *m, const pgms *ms)
 {
     unsigned sets[PGMS_SETS];
     int nsets = 0, read = 0, first = ms->first, round = 0, rc = MNEMO_OK;

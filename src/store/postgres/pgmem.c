@@ -1,7 +1,7 @@
 /*
- * pgmem.c - structured memories on PostgreSQL (see pgmem.h).
+ * pgmem.c - structured memories on PostgreSQL (see pgint.h).
  *
- * In three files sharing pgmem_int.h: this one (schema, queries and
+ * In three files sharing their section of pgint.h: this one (schema, queries and
  * transactions, derived columns, vectors, statistics, reading), pgmwrite.c
  * (the writes, export and import) and pgmsearch.c (search).
  *
@@ -20,12 +20,12 @@
  *   mnemo_memory_history  the events of each memory.
  *   mnemo_memory_stats    per tenant: live memories and their tokens (BM25's
  *                         N and mean length), of the memories the inverted
- *                         index has merged (pm_stats_merged; a search adds
+ *                         index has merged (pgmem_stats_merged; a search adds
  *                         those above the mark from their rows).
  *   mnemo_memory_terms    per tenant and lexeme: the live merged memories
  *                         holding it (document frequency), kept likewise.
  *                         Both in slots: each writer counts into the slot of
- *                         its connection (pgschema_slot), so writers at once
+ *                         its connection (pgquery_slot), so writers at once
  *                         never wait for one another's counter rows; readers
  *                         sum the slots in their one snapshot, which is as
  *                         exact as one row; purge folds them into slot 0.
@@ -60,8 +60,7 @@
  * connection): one round trip, one commit. An import sends its rows in batches, one
  * statement each, in one transaction.
  */
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
+#include "store/postgres/pgint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -70,9 +69,6 @@
 #include <time.h>
 
 #include "engine/memory.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgtext.h"
 #include "engine/provider.h"
 
 #define RETRIES 5
@@ -120,7 +116,7 @@ const char *const pgmem_ddl4[] = {
     "GROUP BY tenant, l ON CONFLICT DO NOTHING",
     NULL};
 
-/* Migration 7: the statistics in slots (pgschema_slot); what was counted
+/* Migration 7: the statistics in slots (pgquery_slot); what was counted
  * before is slot 0. */
 const char *const pgmem_ddl7[] = {
     "ALTER TABLE mnemo_memory_stats ADD COLUMN slot int NOT NULL DEFAULT 0, "
@@ -158,7 +154,7 @@ const char *const pgmem_ddl8[] = {
     NULL};
 
 /* Migration 11: the statistics count the merged memories only (see
- * pm_stats_merged); counted again from the rows, into slot 0. */
+ * pgmem_stats_merged); counted again from the rows, into slot 0. */
 const char *const pgmem_ddl11[] = {
     "DELETE FROM mnemo_memory_terms",
     "DELETE FROM mnemo_memory_stats",
@@ -191,7 +187,7 @@ void pgmem_close(mnemo *m)
     PGB(m)->mem = NULL;
 }
 
-struct pgmem *pm_state(mnemo *m)
+struct pgmem *pgmem_state(mnemo *m)
 {
     pgback *b = pgconn_state(m);
     if (b && !b->mem)
@@ -203,19 +199,19 @@ struct pgmem *pm_state(mnemo *m)
  * Queries and transactions
  * -------------------------------------------------------------------- */
 
-int pm_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
-         pg_rows **out)
+int pgmem_q(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+            pg_rows **out)
 {
-    return pgschema_q(m, what, sql, n, p, out);
+    return pgquery_q(m, what, sql, n, p, out);
 }
 
-int pm_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
-          pg_rows **out)
+int pgmem_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *p,
+             pg_rows **out)
 {
-    return pgschema_qp(m, what, sql, n, p, out);
+    return pgquery_qp(m, what, sql, n, p, out);
 }
 
-const char *pm_sqlstate(mnemo *m)
+const char *pgmem_sqlstate(mnemo *m)
 {
     pg_conn *c = NULL;
     if (!PGB(m) || !PGB(m)->conn || pgschema_conn(m, &c) != MNEMO_OK)
@@ -223,12 +219,12 @@ const char *pm_sqlstate(mnemo *m)
     return pg_sqlstate(c);
 }
 
-double pm_num_at(const pg_rows *r, size_t i, int c)
+double pgmem_num_at(const pg_rows *r, size_t i, int c)
 {
     return pg_isnull(r, i, c) ? NAN : strtod(pg_value(r, i, c), NULL);
 }
 
-const char *pm_fmt_num(double x, char tmp[32])
+const char *pgmem_fmt_num(double x, char tmp[32])
 {
     if (isnan(x))
         return NULL;
@@ -239,27 +235,27 @@ const char *pm_fmt_num(double x, char tmp[32])
 
 /* Runs FN in a transaction (or as one statement), again after a
  * serialization failure or a deadlock (FN starts from scratch each time). */
-int pm_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud)
+int pgmem_in_tx(mnemo *m, const char *begin, tx_fn fn, void *ud)
 {
     /* The pgvector check may try CREATE EXTENSION: never inside ours. */
     const char *why;
     pgschema_vectors(m, &why);
     for (int attempt = 0;; attempt++) {
-        int rc = begin ? pm_q(m, "memories", begin, 0, NULL, NULL) : MNEMO_OK;
+        int rc = begin ? pgmem_q(m, "memories", begin, 0, NULL, NULL) : MNEMO_OK;
         if (rc)
             return rc;
         rc = fn(m, ud);
         if (!rc && begin)
-            rc = pm_q(m, "memories", "COMMIT", 0, NULL, NULL);
+            rc = pgmem_q(m, "memories", "COMMIT", 0, NULL, NULL);
         if (!rc)
             return MNEMO_OK;
         char state_[8];
-        snprintf(state_, sizeof state_, "%s", pm_sqlstate(m));
+        snprintf(state_, sizeof state_, "%s", pgmem_sqlstate(m));
         if (begin) {
             buf keep;
             buf_init(&keep, 0);
             buf_puts(&keep, m->err.data ? m->err.data : "");
-            pm_q(m, "memories", "ROLLBACK", 0, NULL, NULL);
+            pgmem_q(m, "memories", "ROLLBACK", 0, NULL, NULL);
             core_error(m, rc, "%s", keep.data ? keep.data : "failed");
             buf_cleanup(&keep);
         }
@@ -324,7 +320,7 @@ static char *big_integers_as_reals(const char *s)
 }
 
 /* The record at columns C.. (COLS) of row I as JSON. */
-json_t *pm_row_json(const pg_rows *r, size_t i, int c)
+json_t *pgmem_row_json(const pg_rows *r, size_t i, int c)
 {
     /* jsonb orders keys its own way: back to sorted, as stored on SQLite.
      * Metadata jansson cannot read goes on as it is, for mem_row_json to
@@ -337,25 +333,35 @@ json_t *pm_row_json(const pg_rows *r, size_t i, int c)
     }
     char *mds = md ? json_dumps(md, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(md);
-    mem_row row = {pg_value(r, i, c),     pg_value(r, i, c + 1),  pg_value(r, i, c + 2),
-                   pg_value(r, i, c + 4), pg_value(r, i, c + 5),  pg_value(r, i, c + 6),
-                   pg_value(r, i, c + 7), pg_value(r, i, c + 8),
+    mem_row row = {pg_value(r, i, c),
+                   pg_value(r, i, c + 1),
+                   pg_value(r, i, c + 2),
+                   pg_value(r, i, c + 4),
+                   pg_value(r, i, c + 5),
+                   pg_value(r, i, c + 6),
+                   pg_value(r, i, c + 7),
+                   pg_value(r, i, c + 8),
                    mds ? mds : pg_value(r, i, c + 9),
-                   pg_value(r, i, c + 10), pm_num_at(r, i, c + 3),   pm_num_at(r, i, c + 11),
-                   pm_num_at(r, i, c + 12),  pm_num_at(r, i, c + 13),   pm_num_at(r, i, c + 15),
-                   pm_num_at(r, i, c + 16),  strtoll(pg_value(r, i, c + 14), NULL, 10)};
+                   pg_value(r, i, c + 10),
+                   pgmem_num_at(r, i, c + 3),
+                   pgmem_num_at(r, i, c + 11),
+                   pgmem_num_at(r, i, c + 12),
+                   pgmem_num_at(r, i, c + 13),
+                   pgmem_num_at(r, i, c + 15),
+                   pgmem_num_at(r, i, c + 16),
+                   strtoll(pg_value(r, i, c + 14), NULL, 10)};
     json_t *j = mem_row_json(&row);
     free(mds);
     return j;
 }
 
-/* The memory ID (any pm_state) as JSON; FOR_UPDATE locks its row. */
-int pm_load(mnemo *m, const char *id, int for_update, json_t **out)
+/* The memory ID (any pgmem_state) as JSON; FOR_UPDATE locks its row. */
+int pgmem_load(mnemo *m, const char *id, int for_update, json_t **out)
 {
     *out = NULL;
     const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "reading a memory",
+    int rc = pgmem_q(m, "reading a memory",
                for_update ? "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
                             "m.id = $2 FOR UPDATE"
                           : "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
@@ -363,19 +369,19 @@ int pm_load(mnemo *m, const char *id, int for_update, json_t **out)
                2, p, &r);
     if (!rc && pg_nrows(r) == 0)
         rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
-    else if (!rc && !(*out = pm_row_json(r, 0, 0)))
+    else if (!rc && !(*out = pgmem_row_json(r, 0, 0)))
         rc = MNEMO_NOMEM;
     pg_rows_free(r);
     return rc;
 }
 
-int pm_history(mnemo *m, const char *id, const char *event, const char *old_text,
-               const char *new_text, double at, const char *detail)
+int pgmem_history(mnemo *m, const char *id, const char *event, const char *old_text,
+                  const char *new_text, double at, const char *detail)
 {
     char t[32];
-    const char *p[7] = {pgconn_tenant(m), id, event, old_text, new_text, pm_fmt_num(at, t),
+    const char *p[7] = {pgconn_tenant(m), id, event, old_text, new_text, pgmem_fmt_num(at, t),
                         detail};
-    return pm_q(m, "recording history",
+    return pgmem_q(m, "recording history",
              "INSERT INTO mnemo_memory_history(tenant, memory_id, event, old_text, new_text, "
              "at, detail) VALUES ($1, $2, $3, $4, $5, $6::float8, $7)",
              7, p, NULL);
@@ -388,7 +394,7 @@ int pm_history(mnemo *m, const char *id, const char *event, const char *old_text
 /* The document tokenizer for the configured language. */
 static int doc_tok(mnemo *m, tok **out)
 {
-    struct pgmem *s = pm_state(m);
+    struct pgmem *s = pgmem_state(m);
     if (!s)
         return core_error(m, MNEMO_NOMEM, "out of memory");
     const char *lang = cfg_str(m->cfg, CFG_LANGUAGE);
@@ -422,13 +428,13 @@ static int tsv_fn(void *ud, int flags, const char *token, int len, int start, in
         return 0;
     if (c->b->len)
         buf_putc(c->b, ' ');
-    pg_lexeme(c->b, token, (size_t)len);
+    pgtext_lexeme(c->b, token, (size_t)len);
     buf_printf(c->b, ":%d", c->pos > 16383 ? 16383 : c->pos);
     return 0;
 }
 
 
-void pm_derived_cleanup(derived *d)
+void pgmem_derived_cleanup(derived *d)
 {
     buf_cleanup(&d->tsv);
     free(d->text_fold);
@@ -436,7 +442,7 @@ void pm_derived_cleanup(derived *d)
 }
 
 /* TEXT (may be NULL: not changed) and METADATA (JSON text, may be NULL). */
-int pm_derive(mnemo *m, const char *text, const char *metadata, derived *d)
+int pgmem_derive(mnemo *m, const char *text, const char *metadata, derived *d)
 {
     memset(d, 0, sizeof *d);
     buf_init(&d->tsv, 1 << 22);
@@ -472,7 +478,7 @@ int pm_derive(mnemo *m, const char *text, const char *metadata, derived *d)
  * -------------------------------------------------------------------- */
 
 
-int pm_vec_setup(mnemo *m, vecsetup *v)
+int pgmem_vec_setup(mnemo *m, vecsetup *v)
 {
     memset(v, 0, sizeof *v);
     char name[32];
@@ -524,13 +530,13 @@ static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
                vs->table);
     for (size_t i = 0; !rc && i < n; i++) {
         buf_reset(&lit);
-        pg_vector_literal(&lit, v + i * (size_t)dims, dims);
+        pgtext_vector_literal(&lit, v + i * (size_t)dims, dims);
         if (buf_err(&lit) || buf_err(&sql)) {
             rc = MNEMO_NOMEM;
             break;
         }
         const char *p[4] = {pgconn_tenant(m), ids[i], vs->ident, lit.data};
-        rc = pm_q(m, "memory vectors", sql.data, 4, p, NULL);
+        rc = pgmem_q(m, "memory vectors", sql.data, 4, p, NULL);
     }
     free(v);
     free(lens);
@@ -542,17 +548,17 @@ static int embed_store(mnemo *m, const vecsetup *vs, const char *const *ids,
 
 /* Embeds memory ID's TEXT when a provider is configured; failures leave it
  * without a vector (embed_missing catches up). */
-void pm_embed_one(mnemo *m, const char *id, const char *text)
+void pgmem_embed_one(mnemo *m, const char *id, const char *text)
 {
     vecsetup vs;
-    if (pm_vec_setup(m, &vs))
+    if (pgmem_vec_setup(m, &vs))
         embed_store(m, &vs, &id, &text, 1);
     core_clear(m);
 }
 
 /* Embeds the tenant's live memories that have no vector of the current
  * setup, in batches. */
-void pm_embed_missing(mnemo *m, const vecsetup *vs)
+void pgmem_embed_missing(mnemo *m, const vecsetup *vs)
 {
     buf sql;
     buf_init(&sql, 0);
@@ -564,7 +570,7 @@ void pm_embed_missing(mnemo *m, const vecsetup *vs)
     for (int round = 0; round < 1000 && !buf_err(&sql); round++) {
         const char *p[2] = {pgconn_tenant(m), vs->ident};
         pg_rows *r = NULL;
-        if (pm_q(m, "memory vectors", sql.data, 2, p, &r)) {
+        if (pgmem_q(m, "memory vectors", sql.data, 2, p, &r)) {
             pg_rows_free(r);
             break;
         }
@@ -585,13 +591,13 @@ void pm_embed_missing(mnemo *m, const vecsetup *vs)
 
 /* Deletes vectors of the memories matching COND (over alias m, with $1 the
  * tenant and $2 PARAM) from every memory vector table. */
-int pm_drop_vectors(mnemo *m, const char *cond, const char *param)
+int pgmem_drop_vectors(mnemo *m, const char *cond, const char *param)
 {
     const char *why;
     if (!pgschema_vectors(m, &why))
         return MNEMO_OK;
     pg_rows *r = NULL;
-    int rc = pm_q(m, "memory vectors",
+    int rc = pgmem_q(m, "memory vectors",
                "SELECT c.relname FROM pg_class c WHERE c.relkind = 'r' AND "
                "c.relname ~ '^mnemo_memory_vec_[0-9]+$' AND pg_table_is_visible(c.oid)",
                0, NULL, &r);
@@ -607,7 +613,7 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param)
                    "m.tenant = v.tenant AND m.id = v.memory_id AND %s",
                    name, cond);
         const char *p[2] = {pgconn_tenant(m), param};
-        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "memory vectors", sql.data, 2, p, NULL);
+        rc = buf_err(&sql) ? MNEMO_NOMEM : pgmem_q(m, "memory vectors", sql.data, 2, p, NULL);
     }
     buf_cleanup(&sql);
     pg_rows_free(r);
@@ -619,26 +625,26 @@ int pm_drop_vectors(mnemo *m, const char *cond, const char *param)
  * -------------------------------------------------------------------- */
 
 /* Counts memory $2 of tenant $1, when live and merged (the statistics
- * count only those: see pm_stats_merged), into the statistics of slot $3
+ * count only those: see pgmem_stats_merged), into the statistics of slot $3
  * ($4 1) or out of them ($4 -1). */
 static const char stats_one_sql[] =
     "WITH d AS (SELECT m.tsv, m.ntok, m.deleted_at FROM mnemo_memories m WHERE m.tenant = $1 "
     "AND m.id = $2 AND m.seq <= " PM_MARK_SQL "), " PM_STATS_CTES("d", "$3::int", "$4::int * ")
     " SELECT 1";
 
-int pm_stats_one(mnemo *m, const char *id, int sign)
+int pgmem_stats_one(mnemo *m, const char *id, int sign)
 {
     int slot;
-    int rc = pgschema_slot(m, &slot);
+    int rc = pgquery_slot(m, &slot);
     char sl[16];
     snprintf(sl, sizeof sl, "%d", slot);
     const char *p[4] = {pgconn_tenant(m), id, sl, sign < 0 ? "-1" : "1"};
     if (!rc)
-        rc = pm_qp(m, "memory statistics", stats_one_sql, 4, p, NULL);
+        rc = pgmem_qp(m, "memory statistics", stats_one_sql, 4, p, NULL);
     /* A slot's count back to 0 is no row (a sum over the slots reads the
      * same either way). */
     if (!rc && sign < 0)
-        rc = pm_qp(m, "memory statistics",
+        rc = pgmem_qp(m, "memory statistics",
                   "DELETE FROM mnemo_memory_terms t WHERE t.tenant = $1 AND t.slot = $3::int "
                   "AND t.df = 0 AND t.lexeme IN (SELECT l FROM mnemo_memories m, "
                   "unnest(tsvector_to_array(m.tsv)) l WHERE m.tenant = $1 AND m.id = $2)",
@@ -651,32 +657,32 @@ static const char stats_merged_sql[] =
     "AND m.seq > $2::bigint AND m.seq <= $3::bigint), " PM_STATS_CTES("d", "$4::int", "")
     " SELECT 1";
 
-int pm_stats_merged(mnemo *m, int64_t from, int64_t to)
+int pgmem_stats_merged(mnemo *m, int64_t from, int64_t to)
 {
     int slot;
-    int rc = pgschema_slot(m, &slot);
+    int rc = pgquery_slot(m, &slot);
     char a[32], b[32], sl[16];
     snprintf(a, sizeof a, "%lld", (long long)from);
     snprintf(b, sizeof b, "%lld", (long long)to);
     snprintf(sl, sizeof sl, "%d", slot);
     const char *p[4] = {pgconn_tenant(m), a, b, sl};
-    return rc ? rc : pm_q(m, "memory statistics", stats_merged_sql, 4, p, NULL);
+    return rc ? rc : pgmem_q(m, "memory statistics", stats_merged_sql, 4, p, NULL);
 }
 
-int pm_stats_reset(mnemo *m)
+int pgmem_stats_reset(mnemo *m)
 {
     const char *p[1] = {pgconn_tenant(m)};
-    int rc = pm_q(m, "memory statistics", "DELETE FROM mnemo_memory_terms WHERE tenant = $1", 1,
-                  p, NULL);
+    int rc = pgmem_q(m, "memory statistics", "DELETE FROM mnemo_memory_terms WHERE tenant = $1", 1,
+                     p, NULL);
     return rc ? rc
-              : pm_q(m, "memory statistics", "DELETE FROM mnemo_memory_stats WHERE tenant = $1",
-                     1, p, NULL);
+              : pgmem_q(m, "memory statistics", "DELETE FROM mnemo_memory_stats WHERE tenant = $1",
+                        1, p, NULL);
 }
 
 /* Moves the tenant's counts of every slot into slot 0, skipping rows a
  * writer holds right now (they stay where they are; the sums read the same
  * either way), and drops the counts that reached 0. */
-int pm_stats_fold(mnemo *m)
+int pgmem_stats_fold(mnemo *m)
 {
     const char *p[1] = {pgconn_tenant(m)};
     static const char *const sql[] = {
@@ -695,7 +701,7 @@ int pm_stats_fold(mnemo *m)
         NULL};
     int rc = MNEMO_OK;
     for (const char *const *q = sql; !rc && *q; q++)
-        rc = pm_q(m, "memory statistics", *q, 1, p, NULL);
+        rc = pgmem_q(m, "memory statistics", *q, 1, p, NULL);
     return rc;
 }
 
@@ -704,7 +710,7 @@ int pm_stats_fold(mnemo *m)
  * -------------------------------------------------------------------- */
 
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
-json_t *pm_history_from_agg(const char *agg)
+json_t *pgmem_history_from_agg(const char *agg)
 {
     json_t *a = json_array();
     json_t *rows = agg && *agg ? json_loads(agg, 0, NULL) : NULL;
@@ -723,24 +729,24 @@ json_t *pm_history_from_agg(const char *agg)
 
 
 /* In one statement: whether the memory is there, and its entries. */
-int pm_read_history(mnemo *m, const char *id, json_t **out)
+int pgmem_read_history(mnemo *m, const char *id, json_t **out)
 {
     const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "reading history",
+    int rc = pgmem_q(m, "reading history",
                "SELECT " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 AND m.id = $2",
                2, p, &r);
     if (!rc && pg_nrows(r) == 0)
         rc = core_error(m, MNEMO_NOTFOUND, "no memory with id %s", id);
     if (!rc)
-        *out = pm_history_from_agg(pg_value(r, 0, 0));
+        *out = pgmem_history_from_agg(pg_value(r, 0, 0));
     pg_rows_free(r);
     return rc;
 }
 
 /* The parameters: $1 the tenant, then ARGS. */
 
-int pm_params_make(mnemo *m, const mfilter *args, int extra, params *p)
+int pgmem_params_make(mnemo *m, const mfilter *args, int extra, pgmem_params *p)
 {
     p->n = 1 + (int)args->nargs;
     p->v = calloc((size_t)(p->n + extra), sizeof *p->v);
@@ -757,13 +763,13 @@ int pm_params_make(mnemo *m, const mfilter *args, int extra, params *p)
 }
 
 /* Appends a parameter; returns its number. */
-int pm_params_add(params *p, const char *v)
+int pgmem_params_add(pgmem_params *p, const char *v)
 {
     p->v[p->n++] = v;
     return p->n;
 }
 
-void pm_params_free(params *p)
+void pgmem_params_free(pgmem_params *p)
 {
     free(p->v);
     free(p->tmp);
@@ -779,23 +785,23 @@ static int select_where(mnemo *m, const mem_opts *o, double now, const char *wha
     buf_init(&sql, 1 << 20);
     mfilter args;
     mfilter_init(&args);
-    params p = {0};
+    pgmem_params p = {0};
     int rc = mem_where_pg(o, now, 2, &w, &args);
     if (!rc)
-        rc = pm_params_make(m, &args, 0, &p);
+        rc = pgmem_params_make(m, &args, 0, &p);
     if (!rc) {
         buf_printf(&sql, "SELECT %s FROM mnemo_memories m WHERE m.tenant = $1 AND %s%s", what,
                    w.data, tail);
-        rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "listing memories", sql.data, p.n, p.v, r);
+        rc = buf_err(&sql) ? MNEMO_NOMEM : pgmem_q(m, "listing memories", sql.data, p.n, p.v, r);
     }
-    pm_params_free(&p);
+    pgmem_params_free(&p);
     mfilter_cleanup(&args);
     buf_cleanup(&w);
     buf_cleanup(&sql);
     return rc;
 }
 
-int pm_list(mnemo *m, const mem_opts *o, double now, json_t *out)
+int pgmem_list(mnemo *m, const mem_opts *o, double now, json_t *out)
 {
     char tail[96];
     snprintf(tail, sizeof tail, " ORDER BY m.created_at DESC, m.seq DESC LIMIT %d OFFSET %d",
@@ -803,7 +809,7 @@ int pm_list(mnemo *m, const mem_opts *o, double now, json_t *out)
     pg_rows *r = NULL;
     int rc = select_where(m, o, now, COLS, tail, &r);
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
-        json_t *rec = pm_row_json(r, i, 0);
+        json_t *rec = pgmem_row_json(r, i, 0);
         if (!rec)
             rc = core_error(m, MNEMO_NOMEM, "out of memory");
         else
@@ -813,7 +819,7 @@ int pm_list(mnemo *m, const mem_opts *o, double now, json_t *out)
     return rc;
 }
 
-int pm_count(mnemo *m, const mem_opts *o, double now, long long *n)
+int pgmem_count(mnemo *m, const mem_opts *o, double now, long long *n)
 {
     pg_rows *r = NULL;
     int rc = select_where(m, o, now, "count(*)", "", &r);

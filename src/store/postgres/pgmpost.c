@@ -1,6 +1,6 @@
 /*
- * pgmpost.c - the memories in the inverted index (pgpost.h; interface in
- * pgmem_int.h): per tenant, scope (user, agent, run, type) and lexeme,
+ * pgmpost.c - the memories in the inverted index (pgpost.c; interface in
+ * pgint.h): per tenant, scope (user, agent, run, type) and lexeme,
  * posting segments (seq, frequency, length), so that a search reads the
  * postings of its words in its scope instead of every matching row's
  * tsvector; and per scope, factor segments of each memory's score factor
@@ -24,7 +24,7 @@
  * larger); then, in a transaction of its own under the merge lock, it
  * merges the memories up to that seq and moves the mark there, while adds
  * go on. After an add the merge runs on a thread with a connection of its
- * own (pgschema_worker), so that the writer does not wait for it. A merge
+ * own (pgquery_worker), so that the writer does not wait for it. A merge
  * writes one segment per key at the next generation; every MERGE_GENS
  * generations the keys with more segments are folded into one; when the
  * dead pass a share of the memories, the index is built again. A merge
@@ -44,12 +44,7 @@
 #include <string.h>
 
 #include "engine/core.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
-#include "store/postgres/pgmpost.h"
-#include "store/postgres/pgpost.h"
-#include "store/postgres/pgschema.h"
+#include "store/postgres/pgint.h"
 #include "text/bm25.h"
 
 #define MERGE_AT 2000          /* memories above the mark before a write merges them */
@@ -67,7 +62,7 @@
 /* A memory's factor inputs in a factor segment: its seq's distance from
  * the previous one (varint), importance, creation and confirmation times
  * (the doubles' bits, little-endian), confirmations (varint) and whether it
- * is about the user (a byte). Varints as pgpost.h writes them. */
+ * is about the user (a byte). Varints as pgpost.c writes them. */
 static void put_f64(buf *b, double x)
 {
     uint64_t u;
@@ -159,11 +154,11 @@ static int decode_factors(const unsigned char *p, size_t n, const int64_t *dead,
 static pgmpost_factors factors_at(const pg_rows *r, size_t i, int c)
 {
     pgmpost_factors f;
-    f.importance = pm_num_at(r, i, c);
+    f.importance = pgmem_num_at(r, i, c);
     f.about_user = strcmp(pg_value(r, i, c + 1), "user") == 0;
-    f.created = pm_num_at(r, i, c + 2);
-    f.confirmed = pg_isnull(r, i, c + 3) ? 0 : pm_num_at(r, i, c + 3);
-    f.confirmations = pm_num_at(r, i, c + 4);
+    f.created = pgmem_num_at(r, i, c + 2);
+    f.confirmed = pg_isnull(r, i, c + 3) ? 0 : pgmem_num_at(r, i, c + 3);
+    f.confirmations = pgmem_num_at(r, i, c + 4);
     f.known = 1;
     return f;
 }
@@ -225,27 +220,28 @@ static int fold(mnemo *m, int fac)
     const char *p[1] = {t};
     pg_rows *r = NULL;
     if (!rc && !fac)
-        rc = pm_q(m, "folding the memory index",
-                  "WITH k AS MATERIALIZED (SELECT user_id, agent_id, run_id, type, lexeme FROM "
-                  "mnemo_memory_postings WHERE tenant = $1 GROUP BY 1, 2, 3, 4, 5 HAVING "
-                  "count(*) > " MERGE_GENS_S ") DELETE FROM mnemo_memory_postings p WHERE "
-                  "p.ctid = ANY (ARRAY(SELECT q.ctid FROM k CROSS JOIN LATERAL (SELECT x.ctid "
-                  "FROM mnemo_memory_postings x WHERE x.tenant = $1 AND x.lexeme = k.lexeme AND "
-                  "x.user_id = k.user_id AND x.agent_id = k.agent_id AND x.run_id = k.run_id "
-                  "AND x.type = k.type OFFSET 0) q)) RETURNING p.user_id, p.agent_id, "
-                  "p.run_id, p.type, p.lexeme, p.gen, p.data::text",
-                  1, p, &r);
+        rc = pgmem_q(m, "folding the memory index",
+                     "WITH k AS MATERIALIZED (SELECT user_id, agent_id, run_id, type, lexeme FROM "
+                     "mnemo_memory_postings WHERE tenant = $1 GROUP BY 1, 2, 3, 4, 5 HAVING "
+                     "count(*) > " MERGE_GENS_S ") DELETE FROM mnemo_memory_postings p WHERE "
+                     "p.ctid = ANY (ARRAY(SELECT q.ctid FROM k CROSS JOIN LATERAL (SELECT x.ctid "
+                     "FROM mnemo_memory_postings x WHERE x.tenant = $1 AND x.lexeme = k.lexeme AND "
+                     "x.user_id = k.user_id AND x.agent_id = k.agent_id AND x.run_id = k.run_id "
+                     "AND x.type = k.type OFFSET 0) q)) RETURNING p.user_id, p.agent_id, "
+                     "p.run_id, p.type, p.lexeme, p.gen, p.data::text",
+                     1, p, &r);
     else if (!rc)
-        rc = pm_q(m, "folding the memory index",
-                  "WITH k AS MATERIALIZED (SELECT user_id, agent_id, run_id, type FROM "
-                  "mnemo_memory_factors WHERE tenant = $1 GROUP BY 1, 2, 3, 4 HAVING count(*) > "
-                  MERGE_GENS_S ") DELETE FROM mnemo_memory_factors p WHERE p.ctid = ANY "
-                  "(ARRAY(SELECT q.ctid FROM k CROSS JOIN LATERAL (SELECT x.ctid FROM "
-                  "mnemo_memory_factors x WHERE x.tenant = $1 AND x.user_id = k.user_id AND "
-                  "x.agent_id = k.agent_id AND x.run_id = k.run_id AND x.type = k.type OFFSET 0) "
-                  "q)) RETURNING p.user_id, p.agent_id, p.run_id, p.type, '', p.gen, "
-                  "p.data::text",
-                  1, p, &r);
+        rc =
+            pgmem_q(m, "folding the memory index",
+                    "WITH k AS MATERIALIZED (SELECT user_id, agent_id, run_id, type FROM "
+                    "mnemo_memory_factors WHERE tenant = $1 GROUP BY 1, 2, 3, 4 HAVING count(*) "
+                    "> " MERGE_GENS_S ") DELETE FROM mnemo_memory_factors p WHERE p.ctid = ANY "
+                    "(ARRAY(SELECT q.ctid FROM k CROSS JOIN LATERAL (SELECT x.ctid FROM "
+                    "mnemo_memory_factors x WHERE x.tenant = $1 AND x.user_id = k.user_id AND "
+                    "x.agent_id = k.agent_id AND x.run_id = k.run_id AND x.type = k.type OFFSET 0) "
+                    "q)) RETURNING p.user_id, p.agent_id, p.run_id, p.type, '', p.gen, "
+                    "p.data::text",
+                    1, p, &r);
     if (!rc)
         rc = pgpost_fold(m, fac ? &factors : &postings, t, r, 5, dead, ndead);
     free(dead);
@@ -267,7 +263,7 @@ typedef struct madd {
 static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
 {
     madd *a = ud;
-    return pgterms_post(&a->map, &a->key, a->scope, lex, n, a->seq, npos, a->ntok);
+    return pgpost_terms_post(&a->map, &a->key, a->scope, lex, n, a->seq, npos, a->ntok);
 }
 
 /* A page of memories (seq, user, agent, run, type, ntok, tsv, the factor
@@ -291,7 +287,8 @@ static int add_rows(void *ud, const pg_rows *r, int more)
         if (!rc && !strcmp(pg_value(r, i, 12), "t")) { /* live: its factors */
             a->key.len = a->scope;
             buf_putc(&a->key, 0); /* no lexeme */
-            pgterm *e = buf_err(&a->key) ? NULL : pgterms_get(&a->fmap, a->key.data, a->key.len);
+            pgterm *e =
+                buf_err(&a->key) ? NULL : pgpost_terms_get(&a->fmap, a->key.data, a->key.len);
             pgmpost_factors f = factors_at(r, i, 7);
             if (e) {
                 put_factors(&e->data, &e->last, a->seq, &f);
@@ -333,8 +330,8 @@ static int merge_rows(mnemo *m, int64_t *after, int64_t to, long long gen)
     if (!rc)
         rc = pgpost_segs_terms(m, &g, &a.fmap, gen);
     pgpost_segs_cleanup(&g);
-    pgterms_cleanup(&a.map);
-    pgterms_cleanup(&a.fmap);
+    pgpost_terms_cleanup(&a.map);
+    pgpost_terms_cleanup(&a.fmap);
     buf_cleanup(&a.key);
     buf_cleanup(&a.w);
     return rc;
@@ -347,12 +344,12 @@ static int merge_tx(mnemo *m, int64_t to, int64_t *mark)
     const char *t = pgconn_tenant(m);
     const char *p[1] = {t};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "merging the memory index",
-                  "SELECT (SELECT merged FROM mnemo_memory_post_state WHERE tenant = $1), "
-                  "(SELECT gen FROM mnemo_memory_post_state WHERE tenant = $1), "
-                  "(SELECT count(*) FROM mnemo_memory_post_dead WHERE tenant = $1), "
-                  "(SELECT coalesce(sum(docs), 0) FROM mnemo_memory_stats WHERE tenant = $1)",
-                  1, p, &r);
+    int rc = pgmem_q(m, "merging the memory index",
+                     "SELECT (SELECT merged FROM mnemo_memory_post_state WHERE tenant = $1), "
+                     "(SELECT gen FROM mnemo_memory_post_state WHERE tenant = $1), "
+                     "(SELECT count(*) FROM mnemo_memory_post_dead WHERE tenant = $1), "
+                     "(SELECT coalesce(sum(docs), 0) FROM mnemo_memory_stats WHERE tenant = $1)",
+                     1, p, &r);
     if (rc)
         return rc;
     int fresh = pg_isnull(r, 0, 0);
@@ -363,22 +360,22 @@ static int merge_tx(mnemo *m, int64_t to, int64_t *mark)
         *mark = merged;
         return MNEMO_OK;
     }
-    /* The statistics count the merged memories (pm_stats_merged): none
+    /* The statistics count the merged memories (pgmem_stats_merged): none
      * before the first merge, and a rebuild counts them all again. */
     if (fresh)
-        rc = pm_stats_reset(m);
+        rc = pgmem_stats_reset(m);
     if (!rc && !fresh && ndead > DEAD_MIN && ndead > live / DEAD_SHARE) {
         /* Built again from every row: the dead go with the old segments. */
-        rc = pm_q(m, "merging the memory index",
-                  "DELETE FROM mnemo_memory_postings WHERE tenant = $1", 1, p, NULL);
+        rc = pgmem_q(m, "merging the memory index",
+                     "DELETE FROM mnemo_memory_postings WHERE tenant = $1", 1, p, NULL);
         if (!rc)
-            rc = pm_q(m, "merging the memory index",
-                      "DELETE FROM mnemo_memory_factors WHERE tenant = $1", 1, p, NULL);
+            rc = pgmem_q(m, "merging the memory index",
+                         "DELETE FROM mnemo_memory_factors WHERE tenant = $1", 1, p, NULL);
         if (!rc)
-            rc = pm_q(m, "merging the memory index",
-                      "DELETE FROM mnemo_memory_post_dead WHERE tenant = $1", 1, p, NULL);
+            rc = pgmem_q(m, "merging the memory index",
+                         "DELETE FROM mnemo_memory_post_dead WHERE tenant = $1", 1, p, NULL);
         if (!rc)
-            rc = pm_stats_reset(m);
+            rc = pgmem_stats_reset(m);
         merged = -1;
     }
     int64_t first = merged, after = merged;
@@ -389,13 +386,13 @@ static int merge_tx(mnemo *m, int64_t to, int64_t *mark)
     snprintf(g1, sizeof g1, "%lld", (long long)(gen + 1));
     const char *p3[3] = {t, num, g1};
     if (!rc && after > first)
-        rc = pm_stats_merged(m, first, after);
+        rc = pgmem_stats_merged(m, first, after);
     if (!rc)
-        rc = pm_q(m, "merging the memory index",
-                  "INSERT INTO mnemo_memory_post_state(tenant, merged, gen) VALUES ($1, "
-                  "$2::bigint, $3::bigint) ON CONFLICT (tenant) DO UPDATE SET merged = "
-                  "excluded.merged, gen = excluded.gen",
-                  3, p3, NULL);
+        rc = pgmem_q(m, "merging the memory index",
+                     "INSERT INTO mnemo_memory_post_state(tenant, merged, gen) VALUES ($1, "
+                     "$2::bigint, $3::bigint) ON CONFLICT (tenant) DO UPDATE SET merged = "
+                     "excluded.merged, gen = excluded.gen",
+                     3, p3, NULL);
     if (!rc && (gen + 1) % MERGE_GENS == 0)
         rc = fold(m, 0);
     if (!rc && (gen + 1) % MERGE_GENS == 0)
@@ -412,20 +409,20 @@ static int merge_bound(mnemo *m, int64_t *to)
 {
     const char *p[1] = {pgconn_tenant(m)};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "merging the memory index", "BEGIN", 0, NULL, NULL);
+    int rc = pgmem_q(m, "merging the memory index", "BEGIN", 0, NULL, NULL);
     if (!rc)
-        rc = pm_q(m, "merging the memory index",
-                  "SELECT pg_advisory_xact_lock(" PM_POST_LOCK ", hashtext($1))", 1, p, NULL);
+        rc = pgmem_q(m, "merging the memory index",
+                     "SELECT pg_advisory_xact_lock(" PM_POST_LOCK ", hashtext($1))", 1, p, NULL);
     if (!rc) /* a statement of its own: its snapshot is taken under the lock */
-        rc = pm_q(m, "merging the memory index",
-                  "SELECT coalesce(max(seq), -1) FROM mnemo_memories WHERE tenant = $1", 1, p,
-                  &r);
+        rc = pgmem_q(m, "merging the memory index",
+                     "SELECT coalesce(max(seq), -1) FROM mnemo_memories WHERE tenant = $1", 1, p,
+                     &r);
     if (!rc)
         *to = ll(r, 0, 0);
     pg_rows_free(r);
     if (!rc)
-        return pm_q(m, "merging the memory index", "COMMIT", 0, NULL, NULL);
-    pm_q(m, "merging the memory index", "ROLLBACK", 0, NULL, NULL);
+        return pgmem_q(m, "merging the memory index", "COMMIT", 0, NULL, NULL);
+    pgmem_q(m, "merging the memory index", "ROLLBACK", 0, NULL, NULL);
     return rc;
 }
 
@@ -435,22 +432,22 @@ static int merge(mnemo *m, int64_t *mark)
     const char *p[1] = {pgconn_tenant(m)};
     int64_t to = -1;
     int rc = merge_bound(m, &to);
-    if (rc || (rc = pm_q(m, "merging the memory index", "BEGIN", 0, NULL, NULL)))
+    if (rc || (rc = pgmem_q(m, "merging the memory index", "BEGIN", 0, NULL, NULL)))
         return rc;
-    rc = pm_q(m, "merging the memory index",
-              "SELECT pg_advisory_xact_lock(" PM_MERGE_LOCK ", hashtext($1))", 1, p, NULL);
+    rc = pgmem_q(m, "merging the memory index",
+                 "SELECT pg_advisory_xact_lock(" PM_MERGE_LOCK ", hashtext($1))", 1, p, NULL);
     if (!rc)
         rc = merge_tx(m, to, mark);
     if (!rc)
-        return pm_q(m, "merging the memory index", "COMMIT", 0, NULL, NULL);
-    pm_q(m, "merging the memory index", "ROLLBACK", 0, NULL, NULL);
+        return pgmem_q(m, "merging the memory index", "COMMIT", 0, NULL, NULL);
+    pgmem_q(m, "merging the memory index", "ROLLBACK", 0, NULL, NULL);
     return rc;
 }
 
 /* A merge on a thread of its own, with a handle of its own. */
 typedef struct pgmerger {
     pthread_t thread;
-    mnemo *w;        /* pgschema_worker's */
+    mnemo *w;        /* pgquery_worker's */
     int64_t mark;    /* the mark after it, -1 when it failed */
     atomic_int done; /* set as the thread ends */
 } pgmerger;
@@ -469,13 +466,13 @@ static void *merger_main(void *ud)
 static int merger_start(mnemo *m, struct pgmem *ps)
 {
     pgmerger *g = calloc(1, sizeof *g);
-    if (!g || !(g->w = pgschema_worker(m))) {
+    if (!g || !(g->w = pgquery_worker(m))) {
         free(g);
         return 0;
     }
     atomic_init(&g->done, 0);
     if (pthread_create(&g->thread, NULL, merger_main, g) != 0) {
-        pgschema_worker_free(g->w);
+        pgquery_worker_free(g->w);
         free(g);
         return 0;
     }
@@ -498,7 +495,7 @@ static void merger_reap(struct pgmem *ps, int wait)
         ps->bg_off = 1;
     }
     pgmem_close(g->w);
-    pgschema_worker_free(g->w);
+    pgquery_worker_free(g->w);
     free(g);
     ps->bg = NULL;
 }
@@ -511,7 +508,7 @@ void pgmpost_wait(mnemo *m)
 
 int pgmpost_catch_up(mnemo *m, int64_t seq)
 {
-    struct pgmem *ps = pm_state(m);
+    struct pgmem *ps = pgmem_state(m);
     if (!ps)
         return MNEMO_OK;
     int after_add = seq >= 0;
@@ -522,10 +519,11 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
     const char *p[1] = {pgconn_tenant(m)};
     pg_rows *r = NULL;
     if (!ps->post_known || !after_add) {
-        if (pm_q(m, "reading the memory index",
-                 "SELECT coalesce((SELECT merged FROM mnemo_memory_post_state WHERE tenant = "
-                 "$1), -1), (SELECT coalesce(max(seq), -1) FROM mnemo_memories WHERE tenant = $1)",
-                 1, p, &r)) {
+        if (pgmem_q(
+                m, "reading the memory index",
+                "SELECT coalesce((SELECT merged FROM mnemo_memory_post_state WHERE tenant = "
+                "$1), -1), (SELECT coalesce(max(seq), -1) FROM mnemo_memories WHERE tenant = $1)",
+                1, p, &r)) {
             core_clear(m);
             return MNEMO_OK;
         }
@@ -553,20 +551,20 @@ int pgmpost_catch_up(mnemo *m, int64_t seq)
 int pgmpost_lock_shared(mnemo *m)
 {
     const char *p[1] = {pgconn_tenant(m)};
-    return pm_q(m, "memories",
-                "SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1)), "
-                "pg_advisory_xact_lock_shared(" PM_MERGE_LOCK ", hashtext($1))",
-                1, p, NULL);
+    return pgmem_q(m, "memories",
+                   "SELECT pg_advisory_xact_lock_shared(" PM_POST_LOCK ", hashtext($1)), "
+                   "pg_advisory_xact_lock_shared(" PM_MERGE_LOCK ", hashtext($1))",
+                   1, p, NULL);
 }
 
 int pgmpost_dead(mnemo *m, const char *id)
 {
     const char *p[2] = {pgconn_tenant(m), id};
-    return pm_q(m, "memories",
-                "INSERT INTO mnemo_memory_post_dead(tenant, seq) SELECT m.tenant, m.seq FROM "
-                "mnemo_memories m JOIN mnemo_memory_post_state s ON s.tenant = m.tenant WHERE "
-                "m.tenant = $1 AND m.id = $2 AND m.seq <= s.merged ON CONFLICT DO NOTHING",
-                2, p, NULL);
+    return pgmem_q(m, "memories",
+                   "INSERT INTO mnemo_memory_post_dead(tenant, seq) SELECT m.tenant, m.seq FROM "
+                   "mnemo_memories m JOIN mnemo_memory_post_state s ON s.tenant = m.tenant WHERE "
+                   "m.tenant = $1 AND m.id = $2 AND m.seq <= s.merged ON CONFLICT DO NOTHING",
+                   2, p, NULL);
 }
 /* ----------------------------------------------------------------------
  * Reading
@@ -603,10 +601,10 @@ static int in_sorted(const int64_t *v, size_t n, int64_t x)
 /* The statement of Q: rows (kind, lexeme, seq or gen, text). */
 static int read_rows(mnemo *m, const pgmpost_query *q, pg_rows **out)
 {
-    params *pp = q->p;
+    pgmem_params *pp = q->p;
     int n0 = pp->n;
-    int L = pm_params_add(pp, q->lexs), Q = pm_params_add(pp, q->tsq),
-        N = pm_params_add(pp, q->now);
+    int L = pgmem_params_add(pp, q->lexs), Q = pgmem_params_add(pp, q->tsq),
+        N = pgmem_params_add(pp, q->now);
     buf sql;
     buf_init(&sql, 1 << 20);
 /* A row's factor inputs (factors_at's columns), its length and its vector
@@ -636,7 +634,7 @@ static int read_rows(mnemo *m, const pgmpost_query *q, pg_rows **out)
                L, q->scope, L, Q, q->where, L, Q, q->where, N, q->scope);
 #undef TAIL_COLS
     int rc = buf_err(&sql) ? core_error(m, MNEMO_NOMEM, "out of memory")
-                           : pm_q(m, "memory search", sql.data, pp->n, pp->v, out);
+                           : pgmem_q(m, "memory search", sql.data, pp->n, pp->v, out);
     pp->n = n0;
     buf_cleanup(&sql);
     return rc;

@@ -6,8 +6,7 @@
  * the ranking reaches, feeding the shared fusion (msearch.c) through
  * mem_searcher (see pgmem.c).
  */
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
+#include "store/postgres/pgint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,9 +15,6 @@
 #include <time.h>
 
 #include "engine/memory.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgmaxscore.h"
-#include "store/postgres/pgtext.h"
 #include "engine/rank.h"
 
 #define POOL 200          /* vector candidates, as on SQLite */
@@ -131,7 +127,7 @@ static void phrase_tsq(const qphr *p, int k, buf *b)
         int x = p->tok[p->first[k] + j];
         if (j)
             buf_puts(b, " <-> ");
-        pg_lexeme(b, p->lex[x], strlen(p->lex[x]));
+        pgtext_lexeme(b, p->lex[x], strlen(p->lex[x]));
         if (p->pre[x])
             buf_puts(b, ":*");
     }
@@ -322,7 +318,7 @@ static int phrase_tf(const qphr *p, const lexpos *l, int k)
  * provider knows nothing of) has NaN distance, cosine 0 as on SQLite. */
 typedef struct search_ctx {
     const char *where;  /* over alias m, $2.. */
-    params *p;          /* $1 tenant, then the where's */
+    pgmem_params *p;    /* $1 tenant, then the where's */
     vecsetup vs;
     int vectors;        /* the vector leg can run */
     buf qvec;           /* the query vector literal */
@@ -340,13 +336,13 @@ static mcand *push_row(mset *s, const pg_rows *r, size_t i)
     mcand *c = mset_push(s, strtoll(pg_value(r, i, 17), NULL, 10));
     if (!c)
         return NULL;
-    c->importance = pm_num_at(r, i, 3);
+    c->importance = pgmem_num_at(r, i, 3);
     c->about_user = strcmp(pg_value(r, i, 5), "user") == 0;
-    c->created = pm_num_at(r, i, 11);
-    c->confirmed = pg_isnull(r, i, 15) ? 0 : pm_num_at(r, i, 15);
-    c->confirmations = pm_num_at(r, i, 14);
+    c->created = pgmem_num_at(r, i, 11);
+    c->confirmed = pg_isnull(r, i, 15) ? 0 : pgmem_num_at(r, i, 15);
+    c->confirmations = pgmem_num_at(r, i, 14);
     c->has_factors = 1;
-    c->rec = pm_row_json(r, i, 0);
+    c->rec = pgmem_row_json(r, i, 0);
     return c;
 }
 
@@ -411,8 +407,8 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
                      const char *pres, int any_prefix)
 {
     int n0 = x->p->n;
-    int a = pm_params_add(x->p, tq), b = pm_params_add(x->p, lexs);
-    int c = any_prefix ? pm_params_add(x->p, pres) : 0;
+    int a = pgmem_params_add(x->p, tq), b = pgmem_params_add(x->p, lexs);
+    int c = any_prefix ? pgmem_params_add(x->p, pres) : 0;
     buf sql, w;
     buf_init(&sql, 1 << 20);
     buf_init(&w, 0);
@@ -430,7 +426,7 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
         buf_printf(&sql, "SELECT " KCOLS ", ts_filter(setweight(m.tsv, 'A', $%d::text[]), "
                    "'{a}')::text", b);
     if (x->vectors) {
-        int v = pm_params_add(x->p, x->qvec.data), id = pm_params_add(x->p, x->vs.ident);
+        int v = pgmem_params_add(x->p, x->qvec.data), id = pgmem_params_add(x->p, x->vs.ident);
         buf_printf(&sql,
                    ", (SELECT 1 - coalesce(nullif(v.embedding <=> $%d::vector, 'NaN'), 1) "
                    "FROM %s v WHERE v.tenant = m.tenant AND v.memory_id = m.id AND "
@@ -443,7 +439,7 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
     pg_rows *r = NULL;
     int rc = buf_err(&sql)
                  ? core_error(m, MNEMO_NOMEM, "out of memory")
-                 : pm_q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
+                 : pgmem_q(m, "memory search", sql.data, x->p->n, x->p->v, &r);
     x->p->n = n0;
     bm25_hits *h = k->hits;
     qphr *ph = k->ph;
@@ -469,11 +465,11 @@ static int kleg_read(mnemo *m, search_ctx *x, kleg *k, const char *tq, const cha
         mcand *row = &k->row[j];
         memset(row, 0, sizeof *row);
         row->mid = strtoll(pg_value(r, i, 0), NULL, 10);
-        row->importance = pm_num_at(r, i, 2);
+        row->importance = pgmem_num_at(r, i, 2);
         row->about_user = strcmp(pg_value(r, i, 3), "user") == 0;
-        row->created = pm_num_at(r, i, 4);
-        row->confirmed = pg_isnull(r, i, 5) ? 0 : pm_num_at(r, i, 5);
-        row->confirmations = pm_num_at(r, i, 6);
+        row->created = pgmem_num_at(r, i, 4);
+        row->confirmed = pg_isnull(r, i, 5) ? 0 : pgmem_num_at(r, i, 5);
+        row->confirmations = pgmem_num_at(r, i, 6);
         row->has_factors = 1;
         k->cos[j] = x->vectors && !pg_isnull(r, i, NKCOLS + 1)
                         ? strtod(pg_value(r, i, NKCOLS + 1), NULL)
@@ -539,8 +535,8 @@ static int kleg_postings(mnemo *m, search_ctx *x, kleg *k, const char *lexs, con
 
 /* The statistics: N, the mean length and each phrase's document frequency
  * (every phrase a single lexeme): the stored counts of the merged memories,
- * each the sum of the writers' slots (pgschema_slot), plus the live
- * memories above the mark, counted from their rows (pm_stats_merged), in
+ * each the sum of the writers' slots (pgquery_slot), plus the live
+ * memories above the mark, counted from their rows (pgmem_stats_merged), in
  * one statement: one snapshot. The rows above the mark are bounded above
  * too (by the newest), so that the planner, which knows neither bound,
  * takes the range as narrow and reads it through mnemo_memories_seq: with
@@ -573,8 +569,8 @@ static int stored_stats(mnemo *m, const char *lexs, kleg *k, const char *now, in
 {
     const char *p[3] = {pgconn_tenant(m), lexs, now};
     pg_rows *r = NULL;
-    int rc = now ? pm_qp(m, "memory search", stats_sql, 3, p, &r)
-                 : pm_qp(m, "memory search", stats_n_sql, 1, p, &r);
+    int rc = now ? pgmem_qp(m, "memory search", stats_sql, 3, p, &r)
+                 : pgmem_qp(m, "memory search", stats_n_sql, 1, p, &r);
     if (expired)
         *expired = 0;
     bm25_hits *h = k->hits;
@@ -657,7 +653,7 @@ static int kround_reach(void *ud, double theta, double bound)
 }
 
 /* Reads the matches of plain terms rarest (by their most to BM25) first
- * (pgms_run): each term's rows without the terms read before, until the
+ * (pgmaxscore_run): each term's rows without the terms read before, until the
  * NEED-th best score so far beats what a memory holding only the terms
  * left could score. Scores of the rows read are exact: positions of every
  * query lexeme come with each row. */
@@ -716,7 +712,7 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     if (!r.top || buf_err(&neg))
         rc = core_error(m, MNEMO_NOMEM, "out of memory");
     else
-        rc = pgms_run(m, &ms);
+        rc = pgmaxscore_run(m, &ms);
     free(r.top);
     buf_cleanup(&neg);
     return rc;
@@ -744,7 +740,7 @@ static int pg_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_me
     "(p.created_at, p.seq) " OP " (o.created_at, o.seq) ORDER BY " ORDER " LIMIT 2)"
     const char *p[2] = {pgconn_tenant(m), ids.data};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "memory episodes",
+    int rc = pgmem_q(m, "memory episodes",
                "SELECT o.seq, o.created_at, o.text, n.dir, n.seq, n.created_at, n.text "
                "FROM mnemo_memories o LEFT JOIN LATERAL (SELECT -1 AS dir, b.* FROM " SIDE(
                    "<", "p.created_at DESC, p.seq DESC") " b UNION ALL SELECT 1, a.* FROM " SIDE(">",
@@ -938,7 +934,7 @@ static int load_recs(mnemo *m, mset *s, size_t n)
     pg_rows *r = NULL;
     const char *p[2] = {pgconn_tenant(m), ids.data};
     if (!rc && want)
-        rc = pm_q(m, "memory search",
+        rc = pgmem_q(m, "memory search",
                "SELECT " COLS " FROM mnemo_memories m WHERE m.tenant = $1 AND "
                "m.seq = ANY($2::bigint[])",
                2, p, &r);
@@ -946,7 +942,7 @@ static int load_recs(mnemo *m, mset *s, size_t n)
         int64_t seq = strtoll(pg_value(r, j, 17), NULL, 10);
         for (size_t i = 0; i < n; i++) {
             if (s->v[i].mid == seq && !s->v[i].rec) {
-                if (!(s->v[i].rec = pm_row_json(r, j, 0)))
+                if (!(s->v[i].rec = pgmem_row_json(r, j, 0)))
                     rc = core_error(m, MNEMO_NOMEM, "out of memory");
                 break;
             }
@@ -977,8 +973,8 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
 {
     *ran = 0;
     int n0 = x->p->n;
-    int v = pm_params_add(x->p, x->qvec.data), id = pm_params_add(x->p, x->vs.ident);
-    int cid = pm_params_add(x->p, x->vs.cident);
+    int v = pgmem_params_add(x->p, x->qvec.data), id = pgmem_params_add(x->p, x->vs.ident);
+    int cid = pgmem_params_add(x->p, x->vs.cident);
     buf sql;
     buf_init(&sql, 1 << 20);
     /* And the query's cosines with the fixed texts (engine/calib.h). */
@@ -999,12 +995,13 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
                "LIMIT %d) v) z0) z CROSS JOIN %s",
                v, x->vs.table, id, x->where, CALIBRATION, rf);
     pg_rows *st = NULL, *r = NULL;
-    int rc = buf_err(&sql) ? MNEMO_NOMEM : pm_q(m, "memory vectors", sql.data, x->p->n, x->p->v, &st);
+    int rc =
+        buf_err(&sql) ? MNEMO_NOMEM : pgmem_q(m, "memory vectors", sql.data, x->p->n, x->p->v, &st);
     size_t n = rc ? 0 : (size_t)strtoull(pg_value(st, 0, 0), NULL, 10);
     double sum = n ? strtod(pg_value(st, 0, 1), NULL) : 0;
     double sum2 = n ? strtod(pg_value(st, 0, 2), NULL) : 0;
     double rcs[CALIB_NTEXTS];
-    size_t rn = n ? pg_float_array(pg_value(st, 0, 3), rcs, CALIB_NTEXTS) : 0;
+    size_t rn = n ? pgtext_float_array(pg_value(st, 0, 3), rcs, CALIB_NTEXTS) : 0;
     x->p->n = cid - 1; /* the fixed texts' setup: not a parameter of what follows */
     if (!rc && n) {
         buf_reset(&sql);
@@ -1015,7 +1012,7 @@ static int vector_leg(mnemo *m, search_ctx *x, mset *s, size_t nk, const double 
                    "LIMIT %d",
                    v, x->vs.table, id, x->where, v, POOL);
         rc = buf_err(&sql) ? MNEMO_NOMEM
-                           : pm_q(m, "memory vectors", sql.data, x->p->n, x->p->v, &r);
+                           : pgmem_q(m, "memory vectors", sql.data, x->p->n, x->p->v, &r);
     }
     x->p->n = n0;
     if (!rc && n) {
@@ -1076,10 +1073,10 @@ static int load_factors(mnemo *m, mcand **c, size_t n)
     const char *p[2] = {pgconn_tenant(m), ids.data};
     pg_rows *r = NULL;
     int rc = buf_err(&ids) ? core_error(m, MNEMO_NOMEM, "out of memory")
-                           : pm_q(m, "memory search",
-                                  "SELECT " KCOLS " FROM mnemo_memories m WHERE m.tenant = $1 "
-                                  "AND m.seq = ANY ($2::bigint[])",
-                                  2, p, &r);
+                           : pgmem_q(m, "memory search",
+                                     "SELECT " KCOLS " FROM mnemo_memories m WHERE m.tenant = $1 "
+                                     "AND m.seq = ANY ($2::bigint[])",
+                                     2, p, &r);
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
         mcand key = {0}, *kp = &key;
         key.mid = strtoll(pg_value(r, i, 0), NULL, 10);
@@ -1087,11 +1084,11 @@ static int load_factors(mnemo *m, mcand **c, size_t n)
         if (!f)
             continue;
         mcand *row = *f;
-        row->importance = pm_num_at(r, i, 2);
+        row->importance = pgmem_num_at(r, i, 2);
         row->about_user = strcmp(pg_value(r, i, 3), "user") == 0;
-        row->created = pm_num_at(r, i, 4);
-        row->confirmed = pg_isnull(r, i, 5) ? 0 : pm_num_at(r, i, 5);
-        row->confirmations = pm_num_at(r, i, 6);
+        row->created = pgmem_num_at(r, i, 4);
+        row->confirmed = pg_isnull(r, i, 5) ? 0 : pgmem_num_at(r, i, 5);
+        row->confirmations = pgmem_num_at(r, i, 6);
         row->has_factors = 1;
     }
     pg_rows_free(r);
@@ -1181,11 +1178,11 @@ static int pg_load(mnemo *m, mcand *c)
 static int search_end(mnemo *m, int rc)
 {
     if (!rc)
-        return pm_q(m, "memory search", "COMMIT", 0, NULL, NULL);
+        return pgmem_q(m, "memory search", "COMMIT", 0, NULL, NULL);
     buf keep;
     buf_init(&keep, 0);
     buf_puts(&keep, m->err.data ? m->err.data : "");
-    pm_q(m, "memory search", "ROLLBACK", 0, NULL, NULL);
+    pgmem_q(m, "memory search", "ROLLBACK", 0, NULL, NULL);
     core_error(m, rc, "%s", keep.data ? keep.data : "memory search failed");
     buf_cleanup(&keep);
     return rc;
@@ -1207,7 +1204,7 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     buf_init(&where, 1 << 20);
     mfilter args;
     mfilter_init(&args);
-    params p = {0};
+    pgmem_params p = {0};
     query pq;
     memset(&pq, 0, sizeof pq);
     tok *t = NULL;
@@ -1219,10 +1216,10 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         rc = mem_where_pg(o, floor(now), 2, &where, &args);
     if (!rc)
         rc = mem_where_scope_pg(o, 2, &scope, &x.post_ok);
-    pm_fmt_num(floor(now), x.now_s);
+    pgmem_fmt_num(floor(now), x.now_s);
     x.scope = scope.data;
     if (!rc)
-        rc = pm_params_make(m, &args, 10, &p);
+        rc = pgmem_params_make(m, &args, 10, &p);
     x.where = where.data;
     x.p = &p;
     x.need = need;
@@ -1230,18 +1227,18 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     x.now = now;
     /* The query vector, when a provider is configured and pgvector is there
      * (vec_setup runs its own transactions: before ours). */
-    if (!rc && *qtext && pm_vec_setup(m, &x.vs)) {
-        struct pgmem *ps = pm_state(m);
+    if (!rc && *qtext && pgmem_vec_setup(m, &x.vs)) {
+        struct pgmem *ps = pgmem_state(m);
         if (ps && !ps->embedded) {
             ps->embedded = 1;
-            pm_embed_missing(m, &x.vs); /* memories stored before vectors were possible */
+            pgmem_embed_missing(m, &x.vs); /* memories stored before vectors were possible */
         }
         float *qv = NULL;
         size_t qlen = strlen(qtext);
         buf err;
         buf_init(&err, 4096);
         if (embed_texts(x.vs.e, EMBED_QUERY, &qtext, &qlen, 1, &qv, &err) == MNEMO_OK) {
-            pg_vector_literal(&x.qvec, qv, embed_dims(x.vs.e));
+            pgtext_vector_literal(&x.qvec, qv, embed_dims(x.vs.e));
             x.vectors = !buf_err(&x.qvec);
         }
         free(qv);
@@ -1249,11 +1246,11 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         core_clear(m);
     }
     int began = 0;
-    if (!rc && !(rc = pm_q(m, "memory search", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    if (!rc && !(rc = pgmem_q(m, "memory search", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                         0, NULL, NULL)))
         began = 1;
     if (!rc && x.vectors)
-        rc = pm_q(m, "memory search", "SET LOCAL hnsw.ef_search = 200", 0, NULL, NULL);
+        rc = pgmem_q(m, "memory search", "SET LOCAL hnsw.ef_search = 200", 0, NULL, NULL);
     double *kcos = NULL;
     kept kk = {0};
     if (!rc && pq.match)
@@ -1276,7 +1273,7 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
         rc = search_end(m, rc);
     free(kcos);
     query_cleanup(&pq);
-    pm_params_free(&p);
+    pgmem_params_free(&p);
     mfilter_cleanup(&args);
     buf_cleanup(&where);
     buf_cleanup(&scope);
@@ -1285,5 +1282,5 @@ static int pg_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
     return rc;
 }
 
-const mem_searcher pg_searcher = {pg_run, pg_load};
+const mem_searcher pgmsearch_searcher = {pg_run, pg_load};
 

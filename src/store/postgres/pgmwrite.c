@@ -4,8 +4,7 @@
  * confirm, purge, get and history, which the engine runs (mem_store,
  * memory.h), and the JSONL export and import (see pgmem.c).
  */
-#include "store/postgres/pgmem.h"
-#include "store/postgres/pgmem_int.h"
+#include "store/postgres/pgint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,8 +13,6 @@
 #include <time.h>
 
 #include "engine/memory.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgschema.h"
 
 #define EXPORT_PAGE "500" /* rows per export query */
 
@@ -53,7 +50,7 @@ static int find_duplicate(mnemo *m, const char *hash, const char *user, const ch
     id[0] = 0;
     const char *p[5] = {pgconn_tenant(m), hash, user, agent, run};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "reading a memory",
+    int rc = pgmem_q(m, "reading a memory",
                "SELECT id FROM mnemo_memories WHERE tenant = $1 AND hash = $2 AND user_id = $3 "
                "AND agent_id = $4 AND run_id = $5 AND deleted_at IS NULL",
                5, p, &r);
@@ -71,7 +68,7 @@ static int add_row(mnemo *m, const mem_fields *f, double now, char id[64], int64
     *rec = NULL;
     derived d;
     pg_rows *res = NULL;
-    int rc = pm_derive(m, f->text, f->metadata ? f->metadata : "{}", &d);
+    int rc = pgmem_derive(m, f->text, f->metadata ? f->metadata : "{}", &d);
     for (int tries = 0; !rc && tries < 3; tries++) {
         if (tries)
             mem_uuid(id);
@@ -85,7 +82,7 @@ static int add_row(mnemo *m, const mem_fields *f, double now, char id[64], int64
                              d.text_fold,
                              f->hash,
                              r.category,
-                             pm_fmt_num(r.importance, t[0]),
+                             pgmem_fmt_num(r.importance, t[0]),
                              r.type,
                              r.subject,
                              r.user,
@@ -94,23 +91,23 @@ static int add_row(mnemo *m, const mem_fields *f, double now, char id[64], int64
                              r.metadata,
                              d.meta_fold,
                              r.triggers,
-                             pm_fmt_num(r.created, t[1]),
-                             pm_fmt_num(r.updated, t[2]),
-                             pm_fmt_num(r.expires, t[3]),
+                             pgmem_fmt_num(r.created, t[1]),
+                             pgmem_fmt_num(r.updated, t[2]),
+                             pgmem_fmt_num(r.expires, t[3]),
                              conf,
-                             pm_fmt_num(r.confirmed, t[4]),
+                             pgmem_fmt_num(r.confirmed, t[4]),
                              NULL,
-                             pm_state(m) ? pm_state(m)->lang : "",
+                             pgmem_state(m) ? pgmem_state(m)->lang : "",
                              d.ntok,
                              d.tsv.data,
-                             pm_fmt_num(now, t[5])};
-        if ((rc = pm_qp(m, "storing a memory", ADD_SQL, 25, p, &res)))
+                             pgmem_fmt_num(now, t[5])};
+        if ((rc = pgmem_qp(m, "storing a memory", ADD_SQL, 25, p, &res)))
             break;
         if (pg_nrows(res) == 1) {
             *dup = strcmp(pg_value(res, 0, 0), "1") != 0;
             snprintf(id, 64, "%s", pg_value(res, 0, 1));
             *mid = strtoll(pg_value(res, 0, 18), NULL, 10);
-            if (!(*rec = pm_row_json(res, 0, 1)))
+            if (!(*rec = pgmem_row_json(res, 0, 1)))
                 rc = core_error(m, MNEMO_NOMEM, "out of memory");
             goto done;
         }
@@ -131,7 +128,7 @@ static int add_row(mnemo *m, const mem_fields *f, double now, char id[64], int64
         rc = core_error(m, MNEMO_DB, "storing a memory: conflicting writers; try again");
 done:
     pg_rows_free(res);
-    pm_derived_cleanup(&d);
+    pgmem_derived_cleanup(&d);
     return rc;
 }
 
@@ -143,7 +140,7 @@ done:
  * failure or a deadlock; an add is one statement, its own transaction. */
 static int in_write(mnemo *m, int one_insert, mem_write_fn fn, void *ud)
 {
-    return pm_in_tx(m, one_insert ? NULL : "BEGIN", fn, ud);
+    return pgmem_in_tx(m, one_insert ? NULL : "BEGIN", fn, ud);
 }
 
 /* mem_store.load: a memory about to change is read after both of the
@@ -154,7 +151,7 @@ static int load(mnemo *m, const char *id, int lock, json_t **out, int64_t *mid)
     if (mid)
         *mid = 0;
     int rc = lock ? pgmpost_lock_shared(m) : MNEMO_OK;
-    return rc ? rc : pm_load(m, id, lock, out);
+    return rc ? rc : pgmem_load(m, id, lock, out);
 }
 
 static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f,
@@ -162,9 +159,9 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
 {
     (void)mid;
     derived d;
-    int rc = pm_derive(m, old_text ? f->text : NULL, f->metadata, &d);
+    int rc = pgmem_derive(m, old_text ? f->text : NULL, f->metadata, &d);
     if (!rc && old_text)
-        rc = pm_stats_one(m, id, -1);
+        rc = pgmem_stats_one(m, id, -1);
     if (!rc) {
         char t[3][32];
         const char *p[21] = {pgconn_tenant(m),
@@ -173,7 +170,7 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                              old_text ? d.text_fold : NULL,
                              old_text ? f->hash : NULL,
                              f->category,
-                             importance >= 0 ? pm_fmt_num(importance, t[0]) : NULL,
+                             importance >= 0 ? pgmem_fmt_num(importance, t[0]) : NULL,
                              f->type,
                              f->subject,
                              f->user,
@@ -183,12 +180,12 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                              f->metadata ? d.meta_fold : NULL,
                              f->triggers,
                              set_expires ? "true" : "false",
-                             set_expires ? pm_fmt_num(f->expires, t[1]) : NULL,
-                             pm_fmt_num(now, t[2]),
+                             set_expires ? pgmem_fmt_num(f->expires, t[1]) : NULL,
+                             pgmem_fmt_num(now, t[2]),
                              old_text ? d.ntok : NULL,
                              old_text ? d.tsv.data : NULL,
-                             old_text && pm_state(m) ? pm_state(m)->lang : NULL};
-        rc = pm_q(m, "updating a memory",
+                             old_text && pgmem_state(m) ? pgmem_state(m)->lang : NULL};
+        rc = pgmem_q(m, "updating a memory",
                "UPDATE mnemo_memories SET text = coalesce($3, text), "
                "text_fold = coalesce($4, text_fold), hash = coalesce($5, hash), "
                "category = coalesce($6, category), "
@@ -203,14 +200,14 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                "tsv = coalesce($20::tsvector, tsv), lang = coalesce($21, lang) "
                "WHERE tenant = $1 AND id = $2",
                21, p, NULL);
-        if (rc == MNEMO_DB && !strcmp(pm_sqlstate(m), "23505"))
+        if (rc == MNEMO_DB && !strcmp(pgmem_sqlstate(m), "23505"))
             rc = core_error(m, MNEMO_INVALID, "another memory already says that");
     }
     if (!rc && old_text)
-        rc = pm_stats_one(m, id, 1);
+        rc = pgmem_stats_one(m, id, 1);
     if (!rc) /* its text or scope may have changed: read from its row */
         rc = pgmpost_dead(m, id);
-    pm_derived_cleanup(&d);
+    pgmem_derived_cleanup(&d);
     return rc;
 }
 
@@ -218,16 +215,16 @@ static int mark_deleted(mnemo *m, const char *id, int64_t mid, const char *text,
 {
     (void)mid;
     (void)text;
-    int rc = pm_stats_one(m, id, -1);
+    int rc = pgmem_stats_one(m, id, -1);
     if (!rc)
         rc = pgmpost_dead(m, id);
     char t[32];
-    const char *p[3] = {pgconn_tenant(m), id, pm_fmt_num(now, t)};
+    const char *p[3] = {pgconn_tenant(m), id, pgmem_fmt_num(now, t)};
     return rc ? rc
-              : pm_q(m, "deleting a memory",
-                     "UPDATE mnemo_memories SET deleted_at = $3::float8, tsv = ''::tsvector, "
-                     "ntok = 0 WHERE tenant = $1 AND id = $2",
-                     3, p, NULL);
+              : pgmem_q(m, "deleting a memory",
+                        "UPDATE mnemo_memories SET deleted_at = $3::float8, tsv = ''::tsvector, "
+                        "ntok = 0 WHERE tenant = $1 AND id = $2",
+                        3, p, NULL);
 }
 
 static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text, double now)
@@ -235,22 +232,22 @@ static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text
     (void)mid;
     (void)now;
     derived d;
-    int rc = pm_derive(m, text, NULL, &d);
+    int rc = pgmem_derive(m, text, NULL, &d);
     if (!rc) {
         const char *p[5] = {pgconn_tenant(m), id, d.ntok, d.tsv.data,
-                            pm_state(m) ? pm_state(m)->lang : NULL};
-        rc = pm_q(m, "restoring a memory",
-                  "UPDATE mnemo_memories SET deleted_at = NULL, ntok = $3::int, "
-                  "tsv = $4::tsvector, lang = coalesce($5, lang) WHERE tenant = $1 AND id = $2",
-                  5, p, NULL);
-        if (rc == MNEMO_DB && !strcmp(pm_sqlstate(m), "23505"))
+                            pgmem_state(m) ? pgmem_state(m)->lang : NULL};
+        rc = pgmem_q(m, "restoring a memory",
+                     "UPDATE mnemo_memories SET deleted_at = NULL, ntok = $3::int, "
+                     "tsv = $4::tsvector, lang = coalesce($5, lang) WHERE tenant = $1 AND id = $2",
+                     5, p, NULL);
+        if (rc == MNEMO_DB && !strcmp(pgmem_sqlstate(m), "23505"))
             rc = core_error(m, MNEMO_INVALID, "another memory already says that");
     }
     if (!rc)
-        rc = pm_stats_one(m, id, 1);
+        rc = pgmem_stats_one(m, id, 1);
     if (!rc) /* back in the index: read from its row */
         rc = pgmpost_dead(m, id);
-    pm_derived_cleanup(&d);
+    pgmem_derived_cleanup(&d);
     return rc;
 }
 
@@ -259,24 +256,24 @@ static int mark_confirmed(mnemo *m, const char *id, int64_t mid, double now)
     (void)mid;
     int rc = pgmpost_dead(m, id); /* its factors changed: read from its row */
     char t[32];
-    const char *p[3] = {pgconn_tenant(m), id, pm_fmt_num(now, t)};
+    const char *p[3] = {pgconn_tenant(m), id, pgmem_fmt_num(now, t)};
     return rc ? rc
-              : pm_q(m, "confirming a memory",
-                     "UPDATE mnemo_memories SET confirmations = confirmations + 1, "
-                     "last_confirmed_at = $3::float8 WHERE tenant = $1 AND id = $2",
-                     3, p, NULL);
+              : pgmem_q(m, "confirming a memory",
+                        "UPDATE mnemo_memories SET confirmations = confirmations + 1, "
+                        "last_confirmed_at = $3::float8 WHERE tenant = $1 AND id = $2",
+                        3, p, NULL);
 }
 
 static int drop_vector(mnemo *m, const char *id, int64_t mid)
 {
     (void)mid;
-    return pm_drop_vectors(m, "m.id = $2", id);
+    return pgmem_drop_vectors(m, "m.id = $2", id);
 }
 
 static void embed(mnemo *m, const char *id, int64_t mid, const char *text)
 {
     (void)mid;
-    pm_embed_one(m, id, text);
+    pgmem_embed_one(m, id, text);
 }
 
 static void catch_up(mnemo *m, int64_t mid) { pgmpost_catch_up(m, mid); }
@@ -289,7 +286,7 @@ static int count_deleted(mnemo *m, const char *id, size_t *n)
     *n = 0;
     const char *p[2] = {pgconn_tenant(m), id};
     pg_rows *r = NULL;
-    int rc = pm_q(m, "purging memories",
+    int rc = pgmem_q(m, "purging memories",
                "SELECT count(*) FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p,
                &r);
     if (!rc)
@@ -302,18 +299,18 @@ static int count_deleted(mnemo *m, const char *id, size_t *n)
 static int purge(mnemo *m, const char *id)
 {
     const char *p[2] = {pgconn_tenant(m), id};
-    int rc = pm_q(m, "purging memories",
+    int rc = pgmem_q(m, "purging memories",
                "DELETE FROM mnemo_memory_history h USING mnemo_memories m WHERE h.tenant = $1 "
                "AND m.tenant = h.tenant AND m.id = h.memory_id AND " PURGE_COND,
                2, p, NULL);
     if (!rc)
-        rc = pm_drop_vectors(m, PURGE_COND, id);
+        rc = pgmem_drop_vectors(m, PURGE_COND, id);
     if (!rc)
-        rc = pm_q(m, "purging memories",
+        rc = pgmem_q(m, "purging memories",
                "DELETE FROM mnemo_memories m WHERE m.tenant = $1 AND " PURGE_COND, 2, p, NULL);
     /* Maintenance: the writers' counters folded together. */
     if (!rc)
-        rc = pm_stats_fold(m);
+        rc = pgmem_stats_fold(m);
     return rc;
 }
 
@@ -321,13 +318,13 @@ static int export_rows(mnemo *m, mem_export_fn fn, void *ud);
 static int import(mnemo *m, const char *jsonl, size_t len, size_t *nin, size_t *nskip);
 static void imported(mnemo *m);
 
-const mem_store pg_mem_store = {
+const mem_store pgmwrite_store = {
     .open = NULL,
     .write = in_write,
     .load = load,
     .find_duplicate = find_duplicate,
     .insert = add_row,
-    .history = pm_history,
+    .history = pgmem_history,
     .update_row = update_row,
     .mark_deleted = mark_deleted,
     .mark_restored = mark_restored,
@@ -337,9 +334,9 @@ const mem_store pg_mem_store = {
     .catch_up = catch_up,
     .count_deleted = count_deleted,
     .purge = purge,
-    .read_history = pm_read_history,
-    .list = pm_list,
-    .count = pm_count,
+    .read_history = pgmem_read_history,
+    .list = pgmem_list,
+    .count = pgmem_count,
     .export_rows = export_rows,
     .import = import,
     .imported = imported,
@@ -362,19 +359,19 @@ static int export_tx(mnemo *m, void *ud)
     while (!rc) {
         const char *p[2] = {pgconn_tenant(m), after};
         pg_rows *r = NULL;
-        rc = pm_q(m, "exporting memories",
-                  "SELECT " COLS ", " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 "
-                  "AND m.seq > $2::bigint ORDER BY m.seq LIMIT " EXPORT_PAGE,
-                  2, p, &r);
+        rc = pgmem_q(m, "exporting memories",
+                     "SELECT " COLS ", " HISTORY_AGG " FROM mnemo_memories m WHERE m.tenant = $1 "
+                     "AND m.seq > $2::bigint ORDER BY m.seq LIMIT " EXPORT_PAGE,
+                     2, p, &r);
         size_t n = pg_nrows(r);
         for (size_t i = 0; !rc && i < n; i++) {
-            json_t *j = pm_row_json(r, i, 0);
+            json_t *j = pgmem_row_json(r, i, 0);
             snprintf(after, sizeof after, "%s", pg_value(r, i, 17));
             if (!j) {
                 rc = core_error(m, MNEMO_NOMEM, "out of memory");
                 break;
             }
-            rc = e->fn(m, e->ud, j, pm_history_from_agg(pg_value(r, i, NCOLS)));
+            rc = e->fn(m, e->ud, j, pgmem_history_from_agg(pg_value(r, i, NCOLS)));
         }
         pg_rows_free(r);
         if (n == 0)
@@ -388,7 +385,7 @@ static int export_tx(mnemo *m, void *ud)
 static int export_rows(mnemo *m, mem_export_fn fn, void *ud)
 {
     export_ctx e = {fn, ud};
-    return pm_in_tx(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", export_tx, &e);
+    return pgmem_in_tx(m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", export_tx, &e);
 }
 
 /* Imported memories go in batches of at most IMPORT_ROWS rows or about
@@ -453,7 +450,7 @@ static int import_flush(mnemo *m, import_ctx *ic, const char *want, int *inserte
     char *hist = json_dumps(ic->hist, JSON_COMPACT);
     const char *p[3] = {pgconn_tenant(m), rows, hist};
     pg_rows *r = NULL;
-    int rc = rows && hist ? pm_qp(m, "importing memories", IMPORT_SQL, 3, p, &r)
+    int rc = rows && hist ? pgmem_qp(m, "importing memories", IMPORT_SQL, 3, p, &r)
                           : core_error(m, MNEMO_NOMEM, "out of memory");
     size_t in = pg_nrows(r);
     if (!rc) {
@@ -479,7 +476,7 @@ static int import_history_fn(mnemo *m, void *ud, const char *event, const char *
     json_t *h = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "o",
                           (json_int_t)json_array_size(ic->hist), "memory_id", jstr(ic->id),
                           "event", jstr(event), "old_text", jstr(old_text), "new_text",
-                          jstr(new_text), "at", jstr(pm_fmt_num(at, t)), "detail", jstr(detail));
+                          jstr(new_text), "at", jstr(pgmem_fmt_num(at, t)), "detail", jstr(detail));
     if (!h || json_array_append_new(ic->hist, h))
         ic->nomem = 1;
     return ic->nomem ? MNEMO_NOMEM : MNEMO_OK;
@@ -495,8 +492,8 @@ static int import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line
     mem_row r;
     mem_fields_row(m, f, f->id, mem_now(), &r);
     derived d;
-    if ((rc = pm_derive(m, r.text, r.metadata, &d))) {
-        pm_derived_cleanup(&d);
+    if ((rc = pgmem_derive(m, r.text, r.metadata, &d))) {
+        pgmem_derived_cleanup(&d);
         return rc;
     }
     int live = isnan(r.deleted);
@@ -507,17 +504,17 @@ static int import_line(mnemo *m, void *ud, json_t *o, mem_fields *f, size_t line
         "s:o,s:o,s:o}",
         "o", (json_int_t)json_array_size(ic->rows), "id", jstr(r.id), "text", jstr(r.text),
         "text_fold", jstr(d.text_fold), "hash", jstr(f->hash), "category", jstr(r.category),
-        "importance", jstr(pm_fmt_num(r.importance, t[0])), "type", jstr(r.type), "subject",
+        "importance", jstr(pgmem_fmt_num(r.importance, t[0])), "type", jstr(r.type), "subject",
         jstr(r.subject), "user_id", jstr(r.user), "agent_id", jstr(r.agent), "run_id",
         jstr(r.run), "metadata", jstr(r.metadata), "metadata_fold", jstr(d.meta_fold),
-        "triggers", jstr(r.triggers), "created_at", jstr(pm_fmt_num(r.created, t[1])),
-        "updated_at", jstr(pm_fmt_num(r.updated, t[2])), "expires_at",
-        jstr(pm_fmt_num(r.expires, t[3])), "confirmations", jstr(conf), "last_confirmed_at",
-        jstr(pm_fmt_num(r.confirmed, t[4])), "deleted_at", jstr(pm_fmt_num(r.deleted, t[5])),
-        "lang", jstr(pm_state(m) ? pm_state(m)->lang : ""), "ntok", jstr(live ? d.ntok : "0"),
+        "triggers", jstr(r.triggers), "created_at", jstr(pgmem_fmt_num(r.created, t[1])),
+        "updated_at", jstr(pgmem_fmt_num(r.updated, t[2])), "expires_at",
+        jstr(pgmem_fmt_num(r.expires, t[3])), "confirmations", jstr(conf), "last_confirmed_at",
+        jstr(pgmem_fmt_num(r.confirmed, t[4])), "deleted_at", jstr(pgmem_fmt_num(r.deleted, t[5])),
+        "lang", jstr(pgmem_state(m) ? pgmem_state(m)->lang : ""), "ntok", jstr(live ? d.ntok : "0"),
         "tsv", jstr(live ? d.tsv.data : ""));
     ic->bytes += strlen(r.text) * 2 + d.tsv.len + strlen(r.metadata) * 2 + 512;
-    pm_derived_cleanup(&d);
+    pgmem_derived_cleanup(&d);
     if (!row || json_array_append_new(ic->rows, row) ||
         json_object_set_new(ic->ids, f->id, json_true()))
         return core_error(m, MNEMO_NOMEM, "out of memory");
@@ -562,7 +559,7 @@ static int import_tx(mnemo *m, void *ud)
 static int import(mnemo *m, const char *jsonl, size_t len, size_t *nin, size_t *nskip)
 {
     import_ctx ic = {jsonl, len, 0, 0, NULL, NULL, NULL, 0, NULL, 0};
-    int rc = pm_in_tx(m, "BEGIN", import_tx, &ic);
+    int rc = pgmem_in_tx(m, "BEGIN", import_tx, &ic);
     json_decref(ic.rows);
     json_decref(ic.hist);
     json_decref(ic.ids);
@@ -576,6 +573,6 @@ static void imported(mnemo *m)
 {
     pgmpost_catch_up(m, -1);
     vecsetup vs;
-    if (pm_vec_setup(m, &vs))
-        pm_embed_missing(m, &vs);
+    if (pgmem_vec_setup(m, &vs))
+        pgmem_embed_missing(m, &vs);
 }

@@ -1,5 +1,5 @@
 /*
- * pgnpost.c - the notes' chunks in the inverted index (see pgnpost.h): the
+ * pgnpost.c - the notes' chunks in the inverted index (see pgint.h): the
  * sync's merge policy and the keyword leg's reading, over pgpost.c's
  * segments, folding and lists. The scope of a key is the chunk's source
  * (memory or sessions); a document is a chunk id.
@@ -23,14 +23,13 @@
  * fts.c computes it) and the best kept (topk.h): the pool is exact
  * without bounds or rounds.
  */
-#include "store/postgres/pgnpost.h"
+#include "store/postgres/pgint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/topk.h"
-#include "store/postgres/pgpost.h"
 #include "util/utf8.h"
 
 #define POST_FLUSH (4u << 20) /* postings waiting before a batch writes them */
@@ -83,7 +82,7 @@ static void chunk_start(pgnpost *p, int64_t id, const char *source, int ntok)
 static int add_lexeme(void *ud, const char *lex, size_t n, int npos)
 {
     pgnpost *p = ud;
-    return pgterms_post(&p->terms, &p->key, p->scope, lex, n, p->id, npos, p->ntok);
+    return pgpost_terms_post(&p->terms, &p->key, p->scope, lex, n, p->id, npos, p->ntok);
 }
 
 int pgnpost_add(pgnpost *p, int64_t id, const char *source, int ntok, const char *tsv)
@@ -123,7 +122,8 @@ static int fold_keys(pgnpost *p, const char *srcs, const char *lexs, const int64
 {
     const char *prm[3] = {p->tenant, srcs, lexs};
     pg_rows *r = NULL;
-    int rc = ps_q(p->m, "folding the index",
+    int rc =
+        pgstore_q(p->m, "folding the index",
                   "DELETE FROM mnemo_postings p USING unnest($2::text[], $3::text[]) AS k(s, l) "
                   "WHERE p.tenant = $1 AND p.source = k.s AND p.lexeme = k.l "
                   "RETURNING p.source, p.lexeme, p.gen, p.data::text",
@@ -149,16 +149,17 @@ static int fold(pgnpost *p, int all, const char *ksrc, const char *klex)
     const char *prm[4] = {p->tenant, gens, ksrc, klex};
     pg_rows *r = NULL;
     if (!rc && (all || !ksrc))
-        rc = ps_q(p->m, "folding the index",
-                  "SELECT source, lexeme FROM mnemo_postings WHERE tenant = $1 GROUP BY 1, 2 "
-                  "HAVING count(*) > $2::int",
-                  2, prm, &r);
+        rc = pgstore_q(p->m, "folding the index",
+                       "SELECT source, lexeme FROM mnemo_postings WHERE tenant = $1 GROUP BY 1, 2 "
+                       "HAVING count(*) > $2::int",
+                       2, prm, &r);
     else if (!rc)
-        rc = ps_q(p->m, "folding the index",
-                  "SELECT p.source, p.lexeme FROM mnemo_postings p JOIN unnest($3::text[], "
-                  "$4::text[]) AS k(s, l) ON p.source = k.s AND p.lexeme = k.l WHERE p.tenant = "
-                  "$1 GROUP BY 1, 2 HAVING count(*) > $2::int",
-                  4, prm, &r);
+        rc = pgstore_q(
+            p->m, "folding the index",
+            "SELECT p.source, p.lexeme FROM mnemo_postings p JOIN unnest($3::text[], "
+            "$4::text[]) AS k(s, l) ON p.source = k.s AND p.lexeme = k.l WHERE p.tenant = "
+            "$1 GROUP BY 1, 2 HAVING count(*) > $2::int",
+            4, prm, &r);
     buf srcs, lexs;
     buf_init(&srcs, 0);
     buf_init(&lexs, 0);
@@ -169,8 +170,8 @@ static int fold(pgnpost *p, int all, const char *ksrc, const char *klex)
         buf_putc(&srcs, '{');
         buf_putc(&lexs, '{');
         for (size_t j = i; j < rows && j < i + POST_FOLD; j++) {
-            ps_arr_add(&srcs, pg_value(r, j, 0), strlen(pg_value(r, j, 0)));
-            ps_arr_add(&lexs, pg_value(r, j, 1), strlen(pg_value(r, j, 1)));
+            pgstore_arr_add(&srcs, pg_value(r, j, 0), strlen(pg_value(r, j, 0)));
+            pgstore_arr_add(&lexs, pg_value(r, j, 1), strlen(pg_value(r, j, 1)));
         }
         buf_putc(&srcs, '}');
         buf_putc(&lexs, '}');
@@ -181,8 +182,8 @@ static int fold(pgnpost *p, int all, const char *ksrc, const char *klex)
     }
     if (!rc && all) {
         const char *p1[1] = {p->tenant};
-        rc = ps_q(p->m, "folding the index", "DELETE FROM mnemo_post_dead WHERE tenant = $1", 1,
-                  p1, NULL);
+        rc = pgstore_q(p->m, "folding the index", "DELETE FROM mnemo_post_dead WHERE tenant = $1",
+                       1, p1, NULL);
     }
     pg_rows_free(r);
     buf_cleanup(&srcs);
@@ -197,13 +198,13 @@ static int fold_due(pgnpost *p, int wrote, const char *ksrc, const char *klex)
 {
     const char *prm[1] = {p->tenant};
     pg_rows *r = NULL;
-    int rc = ps_q(p->m, "writing the index",
-                  "SELECT (SELECT count(*) FROM mnemo_post_dead WHERE tenant = $1), "
-                  "(SELECT nchunks FROM mnemo_corpus WHERE tenant = $1)",
-                  1, prm, &r);
+    int rc = pgstore_q(p->m, "writing the index",
+                       "SELECT (SELECT count(*) FROM mnemo_post_dead WHERE tenant = $1), "
+                       "(SELECT nchunks FROM mnemo_corpus WHERE tenant = $1)",
+                       1, prm, &r);
     if (rc)
         return rc;
-    long long ndead = ps_ll(r, 0, 0), nchunks = ps_ll(r, 0, 1);
+    long long ndead = pgstore_ll(r, 0, 0), nchunks = pgstore_ll(r, 0, 1);
     pg_rows_free(r);
     int all = ndead > POST_DEAD_MIN && ndead > nchunks / POST_DEAD_SHARE;
     return all || wrote ? fold(p, all, ksrc, klex) : MNEMO_OK;
@@ -219,8 +220,8 @@ static void key_arrays(const pgterms *t, buf *ksrc, buf *klex)
         if (!t->t[i].key)
             continue;
         pgpost_key_parts(t->t[i].key, 2, part);
-        ps_arr_add(ksrc, part[0], strlen(part[0]));
-        ps_arr_add(klex, part[1], strlen(part[1]));
+        pgstore_arr_add(ksrc, part[0], strlen(part[0]));
+        pgstore_arr_add(klex, part[1], strlen(part[1]));
     }
     buf_putc(ksrc, '}');
     buf_putc(klex, '}');
@@ -238,10 +239,10 @@ static int write_terms(pgnpost *p, int64_t gen)
     snprintf(mark, sizeof mark, "%lld", (long long)gen);
     const char *prm[2] = {p->tenant, mark};
     if (!rc)
-        rc = ps_q(p->m, "writing the index",
-                  "INSERT INTO mnemo_post_state(tenant, merged) VALUES ($1, $2::bigint) "
-                  "ON CONFLICT (tenant) DO UPDATE SET merged = excluded.merged",
-                  2, prm, NULL);
+        rc = pgstore_q(p->m, "writing the index",
+                       "INSERT INTO mnemo_post_state(tenant, merged) VALUES ($1, $2::bigint) "
+                       "ON CONFLICT (tenant) DO UPDATE SET merged = excluded.merged",
+                       2, prm, NULL);
     return rc;
 }
 
@@ -275,7 +276,7 @@ int pgnpost_flush(pgnpost *p, int final)
         rc = core_error(p->m, MNEMO_NOMEM, "out of memory");
     if (!rc) {
         p->merged = gen;
-        pgterms_cleanup(&p->terms);
+        pgpost_terms_cleanup(&p->terms);
         rc = fold_due(p, wrote, keys ? ksrc.data : NULL, keys ? klex.data : NULL);
     }
     buf_cleanup(&ksrc);
@@ -286,14 +287,16 @@ int pgnpost_flush(pgnpost *p, int final)
 int pgnpost_reset(mnemo *m, const char *tenant)
 {
     const char *prm[1] = {tenant};
-    int rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_postings WHERE tenant = $1", 1, prm, NULL);
+    int rc =
+        pgstore_q(m, "rebuilding", "DELETE FROM mnemo_postings WHERE tenant = $1", 1, prm, NULL);
     if (!rc)
-        rc = ps_q(m, "rebuilding", "DELETE FROM mnemo_post_dead WHERE tenant = $1", 1, prm, NULL);
+        rc = pgstore_q(m, "rebuilding", "DELETE FROM mnemo_post_dead WHERE tenant = $1", 1, prm,
+                       NULL);
     if (!rc)
-        rc = ps_q(m, "rebuilding",
-                  "INSERT INTO mnemo_post_state(tenant, merged) VALUES ($1, 0) ON CONFLICT "
-                  "(tenant) DO UPDATE SET merged = 0",
-                  1, prm, NULL);
+        rc = pgstore_q(m, "rebuilding",
+                       "INSERT INTO mnemo_post_state(tenant, merged) VALUES ($1, 0) ON CONFLICT "
+                       "(tenant) DO UPDATE SET merged = 0",
+                       1, prm, NULL);
     return rc;
 }
 
@@ -301,7 +304,7 @@ void pgnpost_free(pgnpost *p)
 {
     if (!p)
         return;
-    pgterms_cleanup(&p->terms);
+    pgpost_terms_cleanup(&p->terms);
     buf_cleanup(&p->key);
     buf_cleanup(&p->w);
     free(p);
@@ -312,12 +315,12 @@ static int flush_alone(pgnpost *p)
 {
     if (p->merged < 0)
         p->merged = 0;
-    int rc = ps_q(p->m, "merging the index", "BEGIN", 0, NULL, NULL);
+    int rc = pgstore_q(p->m, "merging the index", "BEGIN", 0, NULL, NULL);
     if (!rc)
         rc = pgnpost_flush(p, 1);
     if (!rc)
-        return ps_q(p->m, "merging the index", "COMMIT", 0, NULL, NULL);
-    ps_q(p->m, "merging the index", "ROLLBACK", 0, NULL, NULL);
+        return pgstore_q(p->m, "merging the index", "COMMIT", 0, NULL, NULL);
+    pgstore_q(p->m, "merging the index", "ROLLBACK", 0, NULL, NULL);
     return rc;
 }
 
@@ -329,7 +332,7 @@ static int add_page(void *ud, const pg_rows *r, int more)
     pgnpost *p = ud;
     int rc = MNEMO_OK;
     for (size_t i = 0; !rc && i < pg_nrows(r); i++)
-        rc = pgnpost_add(p, ps_ll(r, i, 0), pg_value(r, i, 1), (int)ps_ll(r, i, 2),
+        rc = pgnpost_add(p, pgstore_ll(r, i, 0), pg_value(r, i, 1), (int)pgstore_ll(r, i, 2),
                          pg_value(r, i, 3));
     if (!rc && more && p->terms.posts >= POST_FLUSH)
         rc = flush_alone(p);
@@ -348,11 +351,11 @@ int pgnpost_open(mnemo *m, const char *tenant, pgnpost **out)
     buf_init(&p->w, 0);
     const char *prm[2] = {tenant, NULL};
     pg_rows *r = NULL;
-    int rc = ps_q(m, "reading the index",
-                  "SELECT coalesce((SELECT merged FROM mnemo_post_state WHERE tenant = $1), -1)",
-                  1, prm, &r);
+    int rc = pgstore_q(
+        m, "reading the index",
+        "SELECT coalesce((SELECT merged FROM mnemo_post_state WHERE tenant = $1), -1)", 1, prm, &r);
     if (!rc) {
-        p->merged = ps_ll(r, 0, 0);
+        p->merged = pgstore_ll(r, 0, 0);
         pg_rows_free(r);
     }
     /* Chunks above the mark: a batch an earlier sync did not merge, or
@@ -368,10 +371,10 @@ int pgnpost_open(mnemo *m, const char *tenant, pgnpost **out)
         if (!rc) {
             /* The state row exists now even when there was nothing. */
             const char *p2[2] = {tenant, "0"};
-            rc = ps_q(m, "merging the index",
-                      "INSERT INTO mnemo_post_state(tenant, merged) VALUES ($1, $2::bigint) "
-                      "ON CONFLICT (tenant) DO NOTHING",
-                      2, p2, NULL);
+            rc = pgstore_q(m, "merging the index",
+                           "INSERT INTO mnemo_post_state(tenant, merged) VALUES ($1, $2::bigint) "
+                           "ON CONFLICT (tenant) DO NOTHING",
+                           2, p2, NULL);
         }
     }
     if (rc) {
@@ -401,7 +404,7 @@ static int by_hitid(const void *a, const void *b)
 /* The mark this handle saw last (-1: none seen), kept across searches. */
 static int64_t *s_mark(pgsearch *s)
 {
-    struct pgstore *st = ps_state(s->m);
+    struct pgstore *st = pgstore_state(s->m);
     if (st && !st->post_seen) {
         st->post_mark = -1;
         st->post_seen = 1;
@@ -433,7 +436,7 @@ static int read_snapshot(pgsearch *s, const pgquery *pq, const char *source, int
     char w[32];
     snprintf(w, sizeof w, "%lld", (long long)mark);
     const char *prm[5] = {s->tenant, pq->lexs.data, source, pq->tsq.data, w};
-    return ps_qp(s->m, "search", sql, 5, prm, out);
+    return pgstore_qp(s->m, "search", sql, 5, prm, out);
 }
 
 /* Drops the postings of L whose ids are in the sorted OUT[0..NOUT). */
@@ -463,7 +466,7 @@ static int excluded_ids(pgsearch *s, const pgquery *pq, const char *source, int6
         return rc;
     buf ids;
     buf_init(&ids, 0);
-    ps_ids_literal(&ids, *out, *nout);
+    pgstore_ids_literal(&ids, *out, *nout);
     free(*out);
     *out = NULL;
     *nout = 0;
@@ -473,10 +476,10 @@ static int excluded_ids(pgsearch *s, const pgquery *pq, const char *source, int6
     }
     const char *prm[3] = {s->tenant, ids.data, pq->neg.data};
     pg_rows *r = NULL;
-    rc = ps_qp(s->m, "search",
-               "SELECT id FROM mnemo_chunks WHERE tenant = $1 AND id = ANY ($2::bigint[]) AND "
-               "tsv @@ $3::tsquery ORDER BY id",
-               3, prm, &r);
+    rc = pgstore_qp(s->m, "search",
+                    "SELECT id FROM mnemo_chunks WHERE tenant = $1 AND id = ANY ($2::bigint[]) AND "
+                    "tsv @@ $3::tsquery ORDER BY id",
+                    3, prm, &r);
     buf_cleanup(&ids);
     if (rc)
         return rc;
@@ -486,7 +489,7 @@ static int excluded_ids(pgsearch *s, const pgquery *pq, const char *source, int6
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++)
-        (*out)[i] = ps_ll(r, i, 0);
+        (*out)[i] = pgstore_ll(r, i, 0);
     *nout = n;
     pg_rows_free(r);
     return MNEMO_OK;
@@ -496,7 +499,7 @@ static int excluded_ids(pgsearch *s, const pgquery *pq, const char *source, int6
 static int64_t snapshot_mark(const pg_rows *r)
 {
     size_t n = pg_nrows(r);
-    return n && ps_ll(r, n - 1, 0) == 3 ? ps_ll(r, n - 1, 3) : -1;
+    return n && pgstore_ll(r, n - 1, 0) == 3 ? pgstore_ll(r, n - 1, 3) : -1;
 }
 
 /* The snapshot at the handle's mark, read again while a sync moves the
@@ -510,12 +513,13 @@ static int read_marked(pgsearch *s, const pgquery *pq, const char *source, pg_ro
     int rc = MNEMO_OK;
     if (*mark < 0) {
         const char *prm[1] = {s->tenant};
-        rc = ps_q(s->m, "search",
-                  "SELECT coalesce((SELECT merged FROM mnemo_post_state WHERE tenant = $1), -1)",
-                  1, prm, &r);
+        rc = pgstore_q(
+            s->m, "search",
+            "SELECT coalesce((SELECT merged FROM mnemo_post_state WHERE tenant = $1), -1)", 1, prm,
+            &r);
         if (rc)
             return rc;
-        *mark = ps_ll(r, 0, 0);
+        *mark = pgstore_ll(r, 0, 0);
         pg_rows_free(r);
         r = NULL;
         if (*mark < 0)
@@ -563,14 +567,14 @@ static int lists_of(pgsearch *s, const pgquery *pq, const pg_rows *r, const int6
     buf_init(&w, 0);
     /* Segments (kind 0), then the dead ids (kind 1): find them first. */
     size_t d0 = 0;
-    while (d0 < rows && ps_ll(r, d0, 0) == 0)
+    while (d0 < rows && pgstore_ll(r, d0, 0) == 0)
         d0++;
     size_t d1 = d0;
-    while (d1 < rows && ps_ll(r, d1, 0) == 1)
+    while (d1 < rows && pgstore_ll(r, d1, 0) == 1)
         d1++;
     int rc = (dead = malloc((d1 - d0 + 1) * sizeof *dead)) ? MNEMO_OK : MNEMO_NOMEM;
     for (size_t j = d0; !rc && j < d1; j++)
-        dead[ndead++] = ps_ll(r, j, 3);
+        dead[ndead++] = pgstore_ll(r, j, 3);
     for (size_t i = 0; !rc && i < d0; i++)
         rc = pgpost_lists_segment(t, lex, pq->npos, pg_value(r, i, 2), pg_value(r, i, 4), &raw,
                                   dead, ndead);
@@ -580,7 +584,7 @@ static int lists_of(pgsearch *s, const pgquery *pq, const pg_rows *r, const int6
     /* Chunks above the mark (ids above every segment's), then the
      * statistics. */
     for (size_t i = d1; !rc && i < rows; i++) {
-        if (ps_ll(r, i, 0) == 3) {
+        if (pgstore_ll(r, i, 0) == 3) {
             *N = strtod(pg_value(r, i, 2), NULL);
             s->avgdl = strtod(pg_value(r, i, 4), NULL);
             /* The corpus row is updated by every sync commit: its
@@ -590,7 +594,7 @@ static int lists_of(pgsearch *s, const pgquery *pq, const pg_rows *r, const int6
         }
         char *end;
         long ntok = strtol(pg_value(r, i, 4), &end, 10);
-        rc = pgpost_lists_tsv(t, lex, pq->npos, ps_ll(r, i, 3), (int)ntok, end, &w);
+        rc = pgpost_lists_tsv(t, lex, pq->npos, pgstore_ll(r, i, 3), (int)ntok, end, &w);
     }
     free(dead);
     buf_cleanup(&raw);
@@ -717,7 +721,7 @@ int pgnpost_walk(pgsearch *s, const pgquery *pq, pgnpost_lists *l, size_t pool,
             break;
         if ((mask & req) != req)
             continue;
-        size_t slot = topk_offer(&best, ps_hit_bm25(s, &h), h.id);
+        size_t slot = topk_offer(&best, pgstore_hit_bm25(s, &h), h.id);
         if (slot != TOPK_NONE)
             rows[slot] = h;
         while (xat < nextra && ex[xat] < h.id)
@@ -831,10 +835,10 @@ int pgnpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const cha
     buf_putc(&ks, '{');
     buf_putc(&srcs, '{');
     if (*source)
-        ps_arr_add(&srcs, source, strlen(source));
+        pgstore_arr_add(&srcs, source, strlen(source));
     else {
-        ps_arr_add(&srcs, "memory", 6);
-        ps_arr_add(&srcs, "sessions", 8);
+        pgstore_arr_add(&srcs, "memory", 6);
+        pgstore_arr_add(&srcs, "sessions", 8);
     }
     buf_putc(&srcs, '}');
     /* The slots' lexemes, NUL-terminated one after another. */
@@ -856,11 +860,11 @@ int pgnpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const cha
                     full = 1;
                     break;
                 }
-                ps_arr_add(&los, t, len);
-                ps_arr_add(&his, hi.data, hi.len);
-                ps_arr_int(&ks, (long long)ns);
+                pgstore_arr_add(&los, t, len);
+                pgstore_arr_add(&his, hi.data, hi.len);
+                pgstore_arr_int(&ks, (long long)ns);
             } else
-                ps_arr_add(&words, t, len);
+                pgstore_arr_add(&words, t, len);
             t += len;
             while (*t == ' ')
                 t++;
@@ -880,7 +884,7 @@ int pgnpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const cha
     const char *prm[6] = {s->tenant, srcs.data, words.data, los.data, his.data, ks.data};
     int qrc = MNEMO_OK;
     if (!rc)
-        rc = qrc = ps_qp(s->m, "search",
+        rc = qrc = pgstore_qp(s->m, "search",
                    "SELECT 0, p.lexeme, p.data::text FROM mnemo_postings p WHERE p.tenant = $1 "
                    "AND p.source = ANY ($2::text[]) AND p.lexeme = ANY ($3::text[]) "
                    "UNION ALL SELECT r.k, p.lexeme, p.data::text FROM unnest($4::text[], "
@@ -892,9 +896,9 @@ int pgnpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const cha
                    6, prm, &r);
     size_t rows = rc ? 0 : pg_nrows(r);
     for (size_t i = 0; !rc && i < rows; i++) {
-        long long k = ps_ll(r, i, 0);
+        long long k = pgstore_ll(r, i, 0);
         if (k < 0) {
-            *mark = ps_ll(r, i, 2);
+            *mark = pgstore_ll(r, i, 2);
             continue;
         }
         const char *lex = pg_value(r, i, 1);

@@ -1,5 +1,5 @@
 /*
- * pgpost.c - the inverted index on PostgreSQL (see pgpost.h): what the
+ * pgpost.c - the inverted index on PostgreSQL (see pgint.h): what the
  * notes' chunks (pgnpost.c) and the memories (pgmpost.c) index the same way.
  *
  * A segment is one row per key (tenant, scope, lexeme): the postings of the
@@ -52,14 +52,12 @@
  * rounds over the GIN index (pgmaxscore.c) serve the memory searches these
  * lists do not.
  */
-#include "store/postgres/pgpost.h"
+#include "store/postgres/pgint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgtext.h"
 
 #define PGPOST_WRITE (4u << 20) /* bytes of segments per INSERT statement */
 
@@ -147,7 +145,7 @@ int pgpost_unhex(const char *s, buf *out)
     size_t n = strlen(s + 2) / 2;
     if (buf_reserve(out, n + 1))
         return 0;
-    long got = pg_unhex(s, out->data, n);
+    long got = pgtext_unhex(s, out->data, n);
     if (got < 0)
         return 0;
     out->len = (size_t)got;
@@ -218,7 +216,7 @@ static int terms_grow(pgterms *p)
     return MNEMO_OK;
 }
 
-pgterm *pgterms_get(pgterms *p, const char *key, size_t n)
+pgterm *pgpost_terms_get(pgterms *p, const char *key, size_t n)
 {
     if ((p->used + 1) * 2 > p->cap && terms_grow(p))
         return NULL;
@@ -240,7 +238,7 @@ pgterm *pgterms_get(pgterms *p, const char *key, size_t n)
     return e;
 }
 
-void pgterms_cleanup(pgterms *p)
+void pgpost_terms_cleanup(pgterms *p)
 {
     for (size_t i = 0; i < p->cap; i++) {
         free(p->t[i].key);
@@ -250,13 +248,13 @@ void pgterms_cleanup(pgterms *p)
     memset(p, 0, sizeof *p);
 }
 
-int pgterms_post(pgterms *p, buf *key, size_t scope, const char *lex, size_t n, int64_t id,
-                 int npos, int ntok)
+int pgpost_terms_post(pgterms *p, buf *key, size_t scope, const char *lex, size_t n, int64_t id,
+                      int npos, int ntok)
 {
     key->len = scope;
     buf_append(key, lex, n);
     buf_putc(key, 0);
-    pgterm *e = buf_err(key) ? NULL : pgterms_get(p, key->data, key->len);
+    pgterm *e = buf_err(key) ? NULL : pgpost_terms_get(p, key->data, key->len);
     if (!e)
         return MNEMO_NOMEM;
     pgpost_put(&e->data, &e->last, id, npos, ntok);
@@ -287,7 +285,7 @@ static uint32_t seg_oid(const pgpost_table *t, int i)
 static void segs_start(pgpost_segs *g)
 {
     for (int i = 0; i < g->t->nkey + 3; i++)
-        pg_barr_start(&g->a[i], seg_oid(g->t, i));
+        pgtext_barr_start(&g->a[i], seg_oid(g->t, i));
 }
 
 void pgpost_segs_init(pgpost_segs *g, const pgpost_table *t, const char *tenant)
@@ -295,14 +293,14 @@ void pgpost_segs_init(pgpost_segs *g, const pgpost_table *t, const char *tenant)
     g->t = t;
     g->tenant = tenant;
     for (int i = 0; i < t->nkey + 3; i++)
-        pg_barr_init(&g->a[i]);
+        pgtext_barr_init(&g->a[i]);
     segs_start(g);
 }
 
 void pgpost_segs_cleanup(pgpost_segs *g)
 {
     for (int i = 0; i < g->t->nkey + 3; i++)
-        pg_barr_cleanup(&g->a[i]);
+        pgtext_barr_cleanup(&g->a[i]);
 }
 
 int pgpost_segs_write(mnemo *m, pgpost_segs *g)
@@ -313,16 +311,16 @@ int pgpost_segs_write(mnemo *m, pgpost_segs *g)
     const char *prm[PGPOST_MAX_KEY + 4] = {g->tenant};
     int lens[PGPOST_MAX_KEY + 4] = {0}, fmt[PGPOST_MAX_KEY + 4] = {0};
     for (int i = 0; i < na; i++) {
-        pg_barr_end(&g->a[i]);
+        pgtext_barr_end(&g->a[i]);
         if (buf_err(&g->a[i].b))
             return core_error(m, MNEMO_NOMEM, "out of memory");
         prm[1 + i] = g->a[i].b.data;
         lens[1 + i] = (int)g->a[i].b.len;
         fmt[1 + i] = 1;
     }
-    int rc = pgschema_send(m, g->t->write, g->t->insert, 1 + na, prm, lens, fmt);
+    int rc = pgquery_send(m, g->t->write, g->t->insert, 1 + na, prm, lens, fmt);
     if (!rc)
-        rc = pgschema_collect(m, g->t->write, NULL);
+        rc = pgquery_collect(m, g->t->write, NULL);
     segs_start(g);
     return rc;
 }
@@ -332,10 +330,10 @@ int pgpost_segs_add(mnemo *m, pgpost_segs *g, const char *const *part, long long
 {
     int k = g->t->nkey;
     for (int i = 0; i < k; i++)
-        pg_barr_bytes(&g->a[i], part[i], strlen(part[i]));
-    pg_barr_int8(&g->a[k], gen);
-    pg_barr_int4(&g->a[k + 1], (int32_t)n);
-    pg_barr_bytes(&g->a[k + 2], data, len);
+        pgtext_barr_bytes(&g->a[i], part[i], strlen(part[i]));
+    pgtext_barr_int8(&g->a[k], gen);
+    pgtext_barr_int4(&g->a[k + 1], (int32_t)n);
+    pgtext_barr_bytes(&g->a[k + 2], data, len);
     return g->a[k + 2].b.len >= PGPOST_WRITE ? pgpost_segs_write(m, g) : MNEMO_OK;
 }
 
@@ -363,7 +361,7 @@ int pgpost_pages(mnemo *m, const char *what, const char *sql, int n, const char 
         snprintf(from, sizeof from, "%lld", (long long)*after);
         prm[1] = from;
         pg_rows *r = NULL;
-        if ((rc = pgschema_q(m, what, sql, n, prm, &r)))
+        if ((rc = pgquery_q(m, what, sql, n, prm, &r)))
             break;
         got = pg_nrows(r);
         if (got)
@@ -379,7 +377,7 @@ int pgpost_ids(mnemo *m, const char *what, const char *sql, const char *tenant, 
 {
     const char *prm[1] = {tenant};
     pg_rows *r = NULL;
-    int rc = pgschema_q(m, what, sql, 1, prm, &r);
+    int rc = pgquery_q(m, what, sql, 1, prm, &r);
     if (rc)
         return rc;
     *n = pg_nrows(r);

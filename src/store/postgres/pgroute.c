@@ -1,5 +1,5 @@
 /*
- * pgroute.c - read replicas (see pgroute.h): the configured servers, their
+ * pgroute.c - read replicas (see pgint.h): the configured servers, their
  * state, the choice of a server for each read, and the WAL position a
  * process's reads wait for.
  *
@@ -11,7 +11,7 @@
  * before a read when it was last probed more than PROBE_MS ago, or when it
  * had not reached the position this process waits for.
  */
-#include "store/postgres/pgroute.h"
+#include "store/postgres/pgint.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -22,8 +22,6 @@
 #include <time.h>
 
 #include "engine/core.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgschema.h"
 #include "text/dsn.h"
 #include "util/hash.h"
 #include "util/time.h"
@@ -38,7 +36,7 @@ static const char *const state_names[] = {"unknown", "ok", "lagging", "down"};
 
 typedef struct replica {
     char *dsn, *label;     /* label: the DSN without credentials */
-    struct pgstate *st;    /* its connection (pgschema.c) */
+    struct pgstate *st;    /* its connection (pgconn.c) */
     int state;
     char reason[REASON_MAX];
     double retry_at;       /* a skipped replica is tried again from then */
@@ -220,7 +218,7 @@ static void mark_down(struct pgroute *r, replica *x, const char *why)
             x->label, x->reason, r->retry_ms);
     x->state = ST_DOWN;
     x->retry_at = time_mono() + r->retry_ms / 1000.0;
-    pgschema_state_free(x->st);
+    pgconn_state_free(x->st);
     x->st = NULL;
 }
 
@@ -249,10 +247,10 @@ static int probe(mnemo *m, struct pgroute *r, replica *x)
 {
     buf err;
     buf_init(&err, 4096);
-    int rc = pgschema_replica_open(m, x->dsn, &x->st, &err);
+    int rc = pgconn_replica_open(m, x->dsn, &x->st, &err);
     pg_rows *rows = NULL;
     if (!rc)
-        rc = pg_query(pgschema_state_conn(x->st),
+        rc = pg_query(pgconn_state_conn(x->st),
                       "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
                       "ELSE pg_current_wal_lsn() END)::text, "
                       "(CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() IS NULL "
@@ -325,7 +323,7 @@ static void pick(mnemo *m, struct pgroute *r, uint64_t need)
         replica *x = &r->r[i];
         if ((x->state == ST_DOWN || x->state == ST_LAGGING) && now < x->retry_at)
             continue;
-        if (!x->st || !pg_ok(pgschema_state_conn(x->st)) || x->state != ST_OK ||
+        if (!x->st || !pg_ok(pgconn_state_conn(x->st)) || x->state != ST_OK ||
             x->lsn < need || now - x->probed_at >= PROBE_MS / 1000.0) {
             if (probe(m, r, x))
                 continue;
@@ -439,7 +437,7 @@ int pgroute_read_again(mnemo *m, int rc)
     }
     if (r->server >= 0) {
         replica *x = &r->r[r->server];
-        pg_conn *c = pgschema_state_conn(x->st);
+        pg_conn *c = pgconn_state_conn(x->st);
         if (rc == MNEMO_UNAVAILABLE || rc == MNEMO_TIMEOUT || !pg_ok(c) ||
             server_failed(pg_sqlstate(c))) {
             mark_down(r, x, core_errmsg(m));
@@ -487,7 +485,7 @@ int pgroute_write_end(mnemo *m, int rc)
     PGB(m)->read = r->saved;
     r->saved = NULL;
     /* Whatever committed, committed before this position. */
-    pg_conn *c = pgschema_state_conn(PGB(m)->conn);
+    pg_conn *c = pgconn_state_conn(PGB(m)->conn);
     if (pg_ok(c)) {
         pg_rows *rows = NULL;
         buf err;
@@ -617,7 +615,7 @@ void pgroute_close(mnemo *m)
         return;
     struct pgroute *r = PGB(m)->route;
     for (size_t i = 0; i < r->n; i++) {
-        pgschema_state_free(r->r[i].st);
+        pgconn_state_free(r->r[i].st);
         free(r->r[i].dsn);
         free(r->r[i].label);
     }

@@ -1,8 +1,8 @@
 /*
- * pgschema.c - the handle's PostgreSQL connection, migrations and the
- * pgvector check (see pgschema.h).
+ * pgschema.c - mnemo's schema on PostgreSQL: migrations, run on each new
+ * connection of the handle, and the pgvector check (see pgint.h).
  */
-#include "store/postgres/pgschema.h"
+#include "store/postgres/pgint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,86 +10,18 @@
 
 #include "engine/backend.h"
 #include "engine/core.h"
-#include "store/postgres/pgconn.h"
 
-#define STATEMENT_TIMEOUT_MS 60000
-#define QUERY_TIMEOUT_MS 60000
 #define BUILD_TIMEOUT_MS (6 * 3600 * 1000) /* an index built over a table's rows */
 #define MIGRATION_LOCK "7170531" /* pg_advisory_xact_lock key of migrations */
-#define MAX_VEC_TABLES 8
-/* pg_try_advisory_lock(class, slot) of the writers' slots; not the class of
- * the syncs' locks (SYNC_LOCK, 7170532), whose second key is a hash. */
-#define SLOT_LOCK "7170533"
-#define WRITER_SLOTS "64"
-
-/* One server's connection and what is known on it: the primary's
- * (PGB(m)->conn) or a replica's (pgroute.c). */
-struct pgstate {
-    pg_conn *c;
-    int replica;   /* read-only: never migrated, nothing created */
-    int schema_ok; /* a replica's schema version is this build's */
-    int vec_checked, vec_ok;
-    char vec_why[512];
-    char vec_tables[MAX_VEC_TABLES][64]; /* created or seen on this connection */
-    int nvec;
-    int slot; /* pgschema_slot's, 0 until claimed */
-    /* The side connection (pgschema_side): to the same server, read-only. */
-    pg_conn *side;
-    char *dsn;      /* a replica's DSN (NULL: the configured primary) */
-    int side_asks;  /* times it was asked for */
-    int side_off;   /* not to be opened again on this connection */
-    /* A worker's (pgschema_worker): connected once, on first use, to the
-     * primary's DSN (dsn) with the env file at env; never again. */
-    int fixed, tried;
-    char *env;
-};
-
-/* Closes S's connections and clears it. */
-static void state_clear(struct pgstate *s)
-{
-    pg_close(s->side);
-    pg_close(s->c);
-    free(s->dsn);
-    free(s->env);
-    memset(s, 0, sizeof *s);
-}
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
     NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6,
     pgmem_ddl7, pgmem_ddl8, pgstore_ddl9, pgstore_ddl10, pgmem_ddl11, pgmem_ddl12};
 
-static int fail(mnemo *m, int rc, const char *what, buf *err)
-{
-    rc = core_error(m, rc, "PostgreSQL %s: %s", what, err->data ? err->data : "failed");
-    buf_reset(err);
-    return rc;
-}
-
-static int q_as(mnemo *m, pg_conn *c, int prepared, const char *what, const char *sql, int n,
-                const char *const *params, pg_rows **out)
-{
-    pg_rows *r = NULL;
-    buf err;
-    buf_init(&err, 0);
-    int rc = prepared ? pg_query_prepared(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err)
-                      : pg_query(c, sql, n, params, QUERY_TIMEOUT_MS, &r, &err);
-    if (rc) {
-        rc = fail(m, rc, what, &err);
-        buf_cleanup(&err);
-        return rc;
-    }
-    buf_cleanup(&err);
-    if (out)
-        *out = r;
-    else
-        pg_rows_free(r);
-    return MNEMO_OK;
-}
-
 static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
              const char *const *params, pg_rows **out)
 {
-    return q_as(m, c, 0, what, sql, n, params, out);
+    return pgconn_query(m, c, 0, what, sql, n, params, out);
 }
 
 /* A statement without parameters that may run long (an index build). */
@@ -100,7 +32,7 @@ static int q_long(mnemo *m, pg_conn *c, const char *what, const char *sql)
     buf_init(&err, 0);
     int rc = pg_query(c, sql, 0, NULL, BUILD_TIMEOUT_MS, &r, &err);
     if (rc)
-        rc = fail(m, rc, what, &err);
+        rc = pgconn_fail(m, rc, what, &err);
     pg_rows_free(r);
     buf_cleanup(&err);
     return rc;
@@ -113,14 +45,14 @@ static int version_of(mnemo *m, pg_conn *c, int *v)
     buf err;
     buf_init(&err, 0);
     int rc = pg_query(c, "SELECT coalesce(max(version), 0) FROM mnemo_migrations", 0, NULL,
-                      QUERY_TIMEOUT_MS, &r, &err);
+                      PGCONN_QUERY_TIMEOUT_MS, &r, &err);
     *v = 0;
     if (rc == MNEMO_DB && !strcmp(pg_sqlstate(c), "42P01")) /* undefined_table */
         rc = MNEMO_OK;
     else if (!rc)
         *v = (int)strtol(pg_value(r, 0, 0), NULL, 10);
     if (rc)
-        fail(m, rc, "schema version", &err);
+        pgconn_fail(m, rc, "schema version", &err);
     pg_rows_free(r);
     buf_cleanup(&err);
     return rc;
@@ -168,10 +100,6 @@ static int migrate(mnemo *m, pg_conn *c)
     return q(m, c, "migration", "COMMIT", 0, NULL, NULL);
 }
 
-/* The state the current operation uses: a replica's during a read routed
- * there, else the primary's. */
-static struct pgstate *cur(mnemo *m) { return PGB(m)->read ? PGB(m)->read : PGB(m)->conn; }
-
 int pgschema_conn(mnemo *m, pg_conn **out)
 {
     *out = NULL;
@@ -189,44 +117,14 @@ int pgschema_conn(mnemo *m, pg_conn **out)
 
 int pgschema_primary(mnemo *m, pg_conn **out)
 {
-    *out = NULL;
-    pgback *b = pgconn_state(m);
-    if (!b || (!b->conn && !(b->conn = calloc(1, sizeof *b->conn))))
-        return core_error(m, MNEMO_NOMEM, "out of memory");
-    struct pgstate *s = b->conn;
-    if (s->c && pg_ok(s->c)) {
-        *out = s->c;
-        return MNEMO_OK;
-    }
-    if (s->fixed) {
-        buf err;
-        buf_init(&err, 0);
-        pg_target t = {s->dsn, s->env, 3, 1};
-        int rc = s->tried ? MNEMO_UNAVAILABLE : pg_connect(&t, STATEMENT_TIMEOUT_MS, &s->c, &err);
-        s->tried = 1;
-        if (!rc)
-            *out = s->c;
-        else
-            core_error(m, rc, "%s", err.data ? err.data : "PostgreSQL: connection lost");
-        buf_cleanup(&err);
+    int fresh, rc = pgconn_open(m, out, &fresh);
+    if (rc || !fresh)
+        return rc;
+    if ((rc = migrate(m, *out))) {
+        pg_close(*out);
+        *out = PGB(m)->conn->c = NULL;
         return rc;
     }
-    state_clear(s);
-    buf err;
-    buf_init(&err, 0);
-    int rc = pgconn_connect(m, 1, STATEMENT_TIMEOUT_MS, &s->c, &err);
-    if (rc) {
-        rc = core_error(m, rc, "%s", err.data ? err.data : "cannot connect to PostgreSQL");
-        buf_cleanup(&err);
-        return rc;
-    }
-    buf_cleanup(&err);
-    if ((rc = migrate(m, s->c))) {
-        pg_close(s->c);
-        s->c = NULL;
-        return rc;
-    }
-    *out = s->c;
     return MNEMO_OK;
 }
 
@@ -239,7 +137,7 @@ int pgschema_vectors(mnemo *m, const char **why)
         *why = m->err.data ? m->err.data : "PostgreSQL is unavailable";
         return 0;
     }
-    struct pgstate *s = cur(m);
+    struct pgstate *s = pgconn_cur(m);
     if (!s->vec_checked) {
         pg_rows *r = NULL;
         s->vec_checked = 1;
@@ -348,7 +246,7 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     if (!pgschema_vectors(m, &why))
         return core_error(m, MNEMO_UNAVAILABLE, "%s", why);
     snprintf(name, size, "mnemo_%s_vec_%d", kind, dims);
-    struct pgstate *s = cur(m);
+    struct pgstate *s = pgconn_cur(m);
     for (int i = 0; i < s->nvec; i++)
         if (!strcmp(s->vec_tables[i], name))
             return MNEMO_OK;
@@ -363,7 +261,7 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
             return rc;
         if (!found)
             return core_error(m, MNEMO_UNAVAILABLE, "vector table %s: not created yet", name);
-        if (s->nvec < MAX_VEC_TABLES)
+        if (s->nvec < PGCONN_VEC_TABLES)
             snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
         return MNEMO_OK;
     }
@@ -373,7 +271,7 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
     char sql[1024];
     /* A chunk has a vector for each of its parts (chunk_parts). The fixed
      * texts' vectors (engine/calib.h) are few and read whole: no index. */
-    int chunk = !strcmp(kind, "chunk"), calib = !strcmp(kind, "calib");
+    int parts = !strcmp(kind, "chunk"), calib = !strcmp(kind, "calib");
     if (calib)
         snprintf(sql, sizeof sql,
                  "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, identity text NOT NULL, "
@@ -385,9 +283,9 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
                  "CREATE TABLE IF NOT EXISTS %s(tenant text NOT NULL, %s NOT NULL, %s"
                  "model text NOT NULL, embedding vector(%d) NOT NULL, "
                  "PRIMARY KEY (tenant, %s))",
-                 name, chunk ? "chunk_id bigint" : "memory_id text",
-                 chunk ? "part smallint NOT NULL DEFAULT 0, " : "", dims,
-                 chunk ? "chunk_id, part" : "memory_id");
+                 name, parts ? "chunk_id bigint" : "memory_id text",
+                 parts ? "part smallint NOT NULL DEFAULT 0, " : "", dims,
+                 parts ? "chunk_id, part" : "memory_id");
     int rc = q(m, s->c, "vector table", "BEGIN", 0, NULL, NULL);
     if (!rc)
         rc = q(m, s->c, "vector table",
@@ -417,14 +315,14 @@ int pgschema_vec_table(mnemo *m, const char *kind, int dims, char *name, size_t 
         return rc;
     if (deferred)
         *deferred = later;
-    if (s->nvec < MAX_VEC_TABLES && !later)
+    if (s->nvec < PGCONN_VEC_TABLES && !later)
         snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
     return MNEMO_OK;
 }
 
 int pgschema_vec_index(mnemo *m, const char *name)
 {
-    struct pgstate *s = cur(m);
+    struct pgstate *s = pgconn_cur(m);
     int rc = q(m, s->c, "vector index", "BEGIN", 0, NULL, NULL);
     if (!rc)
         rc = q(m, s->c, "vector index", "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", 0,
@@ -435,62 +333,9 @@ int pgschema_vec_index(mnemo *m, const char *name)
         rc = q(m, s->c, "vector index", "COMMIT", 0, NULL, NULL);
     if (rc)
         return rollback_keep(m, s->c, "vector index", rc);
-    if (s->nvec < MAX_VEC_TABLES)
+    if (s->nvec < PGCONN_VEC_TABLES)
         snprintf(s->vec_tables[s->nvec++], sizeof s->vec_tables[0], "%s", name);
     return MNEMO_OK;
-}
-
-int pgschema_slot(mnemo *m, int *slot)
-{
-    pg_conn *c;
-    *slot = 0;
-    int rc = pgschema_primary(m, &c); /* writes go to the primary */
-    if (rc)
-        return rc;
-    struct pgstate *s = PGB(m)->conn;
-    if (!s->slot) {
-        /* The first free slot (a session lock, released when the connection
-         * ends), else one shared by the process id. */
-        pg_rows *r = NULL;
-        rc = q(m, c, "writer slot",
-               "SELECT coalesce((SELECT s FROM generate_series(1, " WRITER_SLOTS ") s WHERE "
-               "pg_try_advisory_lock(" SLOT_LOCK ", s) LIMIT 1), 1 + pg_backend_pid() % "
-               WRITER_SLOTS ")",
-               0, NULL, &r);
-        if (!rc)
-            s->slot = (int)strtol(pg_value(r, 0, 0), NULL, 10);
-        pg_rows_free(r);
-        if (!rc && s->slot <= 0)
-            rc = core_error(m, MNEMO_DB, "PostgreSQL writer slot: no answer");
-        if (rc)
-            return rc;
-    }
-    *slot = s->slot;
-    return MNEMO_OK;
-}
-
-int pgschema_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-               pg_rows **out)
-{
-    pg_conn *c;
-    if (out)
-        *out = NULL;
-    int rc = pgschema_conn(m, &c);
-    return rc ? rc : q(m, c, what, sql, n, params, out);
-}
-
-int pgschema_replica_open(mnemo *m, const char *dsn, struct pgstate **io, buf *err)
-{
-    struct pgstate *s = *io;
-    if (s && s->c && pg_ok(s->c))
-        return MNEMO_OK;
-    if (!s && !(s = *io = calloc(1, sizeof *s)))
-        return MNEMO_NOMEM;
-    state_clear(s);
-    s->replica = 1;
-    if (!(s->dsn = strdup(dsn)))
-        return MNEMO_NOMEM;
-    return pgconn_connect_to(m, dsn, 0, STATEMENT_TIMEOUT_MS, &s->c, err);
 }
 
 int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err)
@@ -514,220 +359,4 @@ int pgschema_replica_schema(mnemo *m, struct pgstate *s, buf *err)
     core_clear(m);
     s->schema_ok = rc == MNEMO_OK;
     return rc;
-}
-
-pg_conn *pgschema_state_conn(const struct pgstate *s) { return s ? s->c : NULL; }
-
-void pgschema_state_free(struct pgstate *s)
-{
-    if (!s)
-        return;
-    state_clear(s);
-    free(s);
-}
-
-/* Whether C's server runs every connection in one session (PGlite): a
- * second connection's settings would be the first one's too. */
-static int shared_session(mnemo *m, pg_conn *c)
-{
-    pg_rows *r = NULL;
-    int rc = q(m, c, "side connection", "SELECT version() ILIKE '%emscripten%'", 0, NULL, &r);
-    int shared = rc || strcmp(pg_value(r, 0, 0), "f") != 0;
-    pg_rows_free(r);
-    core_clear(m);
-    return shared;
-}
-
-int pgschema_side(mnemo *m, pg_conn **out)
-{
-    *out = NULL;
-    pg_conn *c;
-    if (pgschema_conn(m, &c)) {
-        core_clear(m);
-        return 0;
-    }
-    struct pgstate *s = cur(m);
-    if (s->side && pg_ok(s->side) && !pg_inflight(s->side)) {
-        *out = s->side;
-        return 1;
-    }
-    /* Not for a handle's first read, nor inside a transaction (the side
-     * sees only what is committed). */
-    if (s->side_off || ++s->side_asks < 2 || pg_in_transaction(c))
-        return 0;
-    pg_close(s->side);
-    s->side = NULL;
-    if (shared_session(m, c)) {
-        s->side_off = 1;
-        return 0;
-    }
-    buf err;
-    buf_init(&err, 0);
-    int rc = s->dsn ? pgconn_connect_to(m, s->dsn, 0, STATEMENT_TIMEOUT_MS, &s->side, &err)
-                    : pgconn_connect(m, 0, STATEMENT_TIMEOUT_MS, &s->side, &err);
-    buf_cleanup(&err);
-    if (rc) {
-        /* The server may be at its connection limit: the handle's own
-         * connection does the work, as before. */
-        s->side = NULL;
-        s->side_off = 1;
-        return 0;
-    }
-    *out = s->side;
-    return 1;
-}
-
-mnemo *pgschema_worker(mnemo *m)
-{
-    pg_conn *c;
-    if (pgschema_primary(m, &c) || pg_in_transaction(c) || shared_session(m, c)) {
-        core_clear(m);
-        return NULL;
-    }
-    mnemo *w = calloc(1, sizeof *w);
-    pgback *b = w ? calloc(1, sizeof *b) : NULL;
-    struct pgstate *s = b ? calloc(1, sizeof *s) : NULL;
-    if (w)
-        w->store = b;
-    if (b)
-        b->conn = s;
-    if (!s || !(b->tenant = strdup(pgconn_tenant(m)))) {
-        pgschema_worker_free(w);
-        return NULL;
-    }
-    buf_init(&w->err, 0);
-    buf_init(&w->warn, 0);
-    s->fixed = 1;
-    if (pgconn_primary_target(m, &s->dsn, &s->env)) {
-        pgschema_worker_free(w);
-        return NULL;
-    }
-    return w;
-}
-
-void pgschema_worker_free(mnemo *w)
-{
-    if (!w)
-        return;
-    pgback *b = PGB(w);
-    if (b) {
-        pgschema_state_free(b->conn);
-        free(b->tenant);
-        free(b);
-    }
-    buf_cleanup(&w->err);
-    buf_cleanup(&w->warn);
-    free(w);
-}
-
-/* The state whose side connection is C, NULL when none is (any more). */
-static struct pgstate *side_owner(mnemo *m, const pg_conn *c)
-{
-    pgback *b = PGB(m);
-    if (!b || !c)
-        return NULL;
-    if (b->read && b->read->side == c)
-        return b->read;
-    return b->conn && b->conn->side == c ? b->conn : NULL;
-}
-
-void pgschema_side_drop(mnemo *m, pg_conn *c, int off)
-{
-    struct pgstate *s = side_owner(m, c);
-    if (!s)
-        return;
-    pg_close(s->side);
-    s->side = NULL;
-    s->side_off |= off;
-}
-
-/* After a failure on C: the server's error leaves the connection as it
- * was; a lost one is closed and not opened again. */
-static int side_fail(mnemo *m, pg_conn *c, int rc)
-{
-    if (!pg_ok(c))
-        pgschema_side_drop(m, c, 1);
-    return rc;
-}
-
-int pgschema_side_send(mnemo *m, pg_conn *c, const char *sql, int prepared, int n,
-                       const char *const *params)
-{
-    buf err;
-    buf_init(&err, 0);
-    int rc = prepared ? pg_send_prepared(c, sql, n, params, QUERY_TIMEOUT_MS, &err)
-                      : pg_send(c, sql, n, params, NULL, NULL, &err);
-    buf_cleanup(&err);
-    return rc ? side_fail(m, c, rc) : MNEMO_OK;
-}
-
-int pgschema_side_collect(mnemo *m, pg_conn *c, pg_rows **out)
-{
-    buf err;
-    buf_init(&err, 0);
-    int rc = pg_collect(c, QUERY_TIMEOUT_MS, out, &err);
-    buf_cleanup(&err);
-    return rc ? side_fail(m, c, rc) : MNEMO_OK;
-}
-
-int pgschema_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-                pg_rows **out)
-{
-    pg_conn *c;
-    if (out)
-        *out = NULL;
-    int rc = pgschema_conn(m, &c);
-    return rc ? rc : q_as(m, c, 1, what, sql, n, params, out);
-}
-
-int pgschema_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-                  const int *lens, const int *formats)
-{
-    pg_conn *c;
-    int rc = pgschema_primary(m, &c);
-    if (rc)
-        return rc;
-    buf err;
-    buf_init(&err, 0);
-    if ((rc = pg_send(c, sql, n, params, lens, formats, &err)))
-        rc = fail(m, rc, what, &err);
-    buf_cleanup(&err);
-    return rc;
-}
-
-int pgschema_collect(mnemo *m, const char *what, pg_rows **out)
-{
-    if (out)
-        *out = NULL;
-    pgback *b = PGB(m);
-    pg_conn *c = b && b->conn ? b->conn->c : NULL;
-    pg_rows *r = NULL;
-    buf err;
-    buf_init(&err, 0);
-    int rc = c ? pg_collect(c, QUERY_TIMEOUT_MS, &r, &err) : MNEMO_UNAVAILABLE;
-    if (!c)
-        buf_puts(&err, "PostgreSQL connection lost");
-    if (rc)
-        rc = fail(m, rc, what, &err);
-    else if (out)
-        *out = r;
-    else
-        pg_rows_free(r);
-    buf_cleanup(&err);
-    return rc;
-}
-
-int pgschema_inflight(mnemo *m)
-{
-    pgback *b = PGB(m);
-    return b && b->conn && pg_inflight(b->conn->c);
-}
-
-void pgschema_close(mnemo *m)
-{
-    if (!m || !PGB(m) || !PGB(m)->conn)
-        return;
-    state_clear(PGB(m)->conn);
-    free(PGB(m)->conn);
-    PGB(m)->conn = NULL;
 }

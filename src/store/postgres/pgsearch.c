@@ -1,5 +1,5 @@
 /*
- * pgsearch.c - the PostgreSQL backend's steps of note search (pgstore_notes,
+ * pgsearch.c - the PostgreSQL backend's steps of note search (pgsearch_notes,
  * a search_store: search.c runs the search): the query as PostgreSQL sees
  * it, the keyword leg (postings, pgnpost.c, or pgkeyword.c) interleaved
  * with the vector leg on a second connection, the file-name legs, and the
@@ -16,12 +16,7 @@
 #include "engine/provider.h"
 #include "engine/rank.h"
 #include "engine/search.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgnpost.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "util/errcode.h"
 
 /* ----------------------------------------------------------------------
@@ -47,7 +42,7 @@ static int lex_fn(void *ud, int flags, const char *token, int len, int start, in
     buf_append(x->lex, token, (size_t)len);
     if (x->n)
         buf_puts(x->tsq, " <-> ");
-    pg_lexeme(x->tsq, token, (size_t)len);
+    pgtext_lexeme(x->tsq, token, (size_t)len);
     x->n++;
     return 0;
 }
@@ -111,19 +106,19 @@ static int pgquery_build(tok *t, const query *qy, pgquery *pq)
             if (k)
                 buf_puts(&pq->tsq, " | ");
             buf_printf(&pq->tsq, "(%s)", tq.data);
-            ps_arr_add(&pq->phrases, lex.data ? lex.data : "", lex.len);
+            pgstore_arr_add(&pq->phrases, lex.data ? lex.data : "", lex.len);
             if (pq->prefix.len > 1)
                 buf_putc(&pq->prefix, ',');
             buf_puts(&pq->prefix, prefix && x.n == 1 ? "t" : "f");
-            ps_arr_add(&pq->ptsq, tq.data, tq.len);
+            pgstore_arr_add(&pq->ptsq, tq.data, tq.len);
             if (qy->required & ((uint64_t)1 << k))
-                ps_arr_int(&pq->req, k + 1);
+                pgstore_arr_int(&pq->req, k + 1);
             if (x.n > 1 || (x.n == 1 && prefix))
                 pq->simple = 0;
             pq->woff[k] = pq->words.len;
             if (x.n == 1) {
                 buf_append(&pq->words, lex.data, lex.len);
-                ps_arr_add(&pq->lexs, lex.data, lex.len);
+                pgstore_arr_add(&pq->lexs, lex.data, lex.len);
             }
             buf_putc(&pq->words, '\0');
         } else {
@@ -242,7 +237,7 @@ static void pgsearch_cleanup(pgsearch *s)
     /* A search that stopped before its vector leg's answer: the side
      * connection is closed (opened again by the next search). */
     if (s->vside)
-        pgschema_side_drop(s->m, s->vside, 0);
+        pgquery_side_drop(s->m, s->vside, 0);
 }
 
 static const hitrow *hit_of(const pgsearch *s, int64_t id)
@@ -271,8 +266,8 @@ static int unused_vectors(pgsearch *s, mnemo_results *res)
     }
     const char *p1[1] = {s->tenant};
     pg_rows *r = NULL;
-    int rc = ps_q(m, "search", "SELECT vec_identity FROM mnemo_corpus WHERE tenant = $1", 1, p1,
-                  &r);
+    int rc = pgstore_q(m, "search", "SELECT vec_identity FROM mnemo_corpus WHERE tenant = $1", 1,
+                       p1, &r);
     const char *ident = !rc && pg_nrows(r) == 1 ? pg_value(r, 0, 0) : "";
     if (!rc && *ident) {
         char from[32];
@@ -356,7 +351,7 @@ static int cal_fetch(pgsearch *s, struct pgstore *st, const char *key)
     snprintf(lim, sizeof lim, "%d", cal_rows(s->dims));
     const char *p[3] = {s->tenant, s->ident, lim};
     pg_rows *r = NULL;
-    int rc = ps_q(s->m, "vector search", sql, 3, p, &r);
+    int rc = pgstore_q(s->m, "vector search", sql, 3, p, &r);
     if (rc)
         return rc;
     size_t n = pg_nrows(r), d = (size_t)s->dims, got = 0;
@@ -405,7 +400,7 @@ static void cal_stats(const struct pgstore *st, const float *q, search_vstats *v
  * version XMIN (fetching the sample on the second search of a version). */
 static int cal_ready(pgsearch *s, const char *xmin)
 {
-    struct pgstore *st = ps_state(s->m);
+    struct pgstore *st = pgstore_state(s->m);
     if (!st)
         return 0;
     buf key;
@@ -466,10 +461,10 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     snprintf(ctable, sizeof ctable, "mnemo_calib_vec_%d", s->dims);
     const char *p1[2] = {s->tenant, ctable};
     pg_rows *r = NULL;
-    rc = ps_q(m, "search",
-              "SELECT vec_identity, xmin::text, to_regclass($2) IS NOT NULL FROM mnemo_corpus "
-              "WHERE tenant = $1",
-              2, p1, &r);
+    rc = pgstore_q(m, "search",
+                   "SELECT vec_identity, xmin::text, to_regclass($2) IS NOT NULL FROM mnemo_corpus "
+                   "WHERE tenant = $1",
+                   2, p1, &r);
     int same = !rc && pg_nrows(r) == 1 && !strcmp(pg_value(r, 0, 0), s->ident);
     s->ccal = same && !strcmp(pg_value(r, 0, 2), "t");
     const char *stored = !rc && pg_nrows(r) == 1 ? pg_value(r, 0, 0) : "";
@@ -498,9 +493,9 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     if (own && !s->qunit)
         own = 0;
     if (own)
-        cal_stats(ps_state(m), s->qunit, vs);
+        cal_stats(pgstore_state(m), s->qunit, vs);
     buf_init(&s->qvec, 0);
-    pg_vector_literal(&s->qvec, qv, s->dims);
+    pgtext_vector_literal(&s->qvec, qv, s->dims);
     free(qv);
     char *lim = s->vlim, *cal = s->vcal, *sql = s->vsql;
     snprintf(lim, sizeof s->vlim, "%zu", k);
@@ -556,8 +551,8 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     s->vec = 1; /* candidates' cosines may be fetched from here on */
     /* On the side connection, answered while the keyword leg runs. */
     pg_conn *side;
-    if (beside && pgschema_side(m, &side) &&
-        !pgschema_side_send(m, side, s->vq, s->vq != sql, s->vnp, s->vp))
+    if (beside && pgquery_side(m, &side) &&
+        !pgquery_side_send(m, side, s->vq, s->vq != sql, s->vnp, s->vp))
         s->vside = side;
     return MNEMO_OK;
 }
@@ -573,12 +568,12 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
     pg_rows *r = NULL;
     int rc = MNEMO_NOTFOUND, own = s->vown;
     if (s->vside) {
-        rc = pgschema_side_collect(m, s->vside, &r);
+        rc = pgquery_side_collect(m, s->vside, &r);
         s->vside = NULL;
     }
     if (rc) /* not sent beside, or lost there: on the handle's connection */
-        rc = s->vq == s->vsql ? ps_q(m, "vector search", s->vsql, s->vnp, s->vp, &r)
-                              : ps_qp(m, "vector search", s->vq, s->vnp, s->vp, &r);
+        rc = s->vq == s->vsql ? pgstore_q(m, "vector search", s->vsql, s->vnp, s->vp, &r)
+                              : pgstore_qp(m, "vector search", s->vq, s->vnp, s->vp, &r);
     if (rc) {
         /* No table yet (no vectors stored): keyword only, and no cosine
          * fetched meanwhile counts. */
@@ -601,15 +596,16 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
         if (i == 0 && !own) {
             vs->null.mean = strtod(pg_value(r, 0, 3), NULL);
             vs->null.sd = strtod(pg_value(r, 0, 4), NULL);
-            vs->null.n = (size_t)ps_ll(r, 0, 5);
+            vs->null.n = (size_t)pgstore_ll(r, 0, 5);
         }
         if (i == 0) {
             double cs[CALIB_NTEXTS];
-            calib_ref_cosines(&vs->null, cs, pg_float_array(pg_value(r, 0, 6), cs, CALIB_NTEXTS));
+            calib_ref_cosines(&vs->null, cs,
+                              pgtext_float_array(pg_value(r, 0, 6), cs, CALIB_NTEXTS));
         }
         if (pg_isnull(r, i, 0))
             continue;
-        (*ids)[(*nids)++] = ps_ll(r, i, 0); /* a chunk once for each part */
+        (*ids)[(*nids)++] = pgstore_ll(r, i, 0); /* a chunk once for each part */
     }
     if (*nids > 1) { /* one id a chunk */
         qsort(*ids, *nids, sizeof **ids, by_id64);
@@ -626,9 +622,9 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
         return core_error(m, MNEMO_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        prow *w = pg_isnull(r, i, 0) ? NULL : row_of(s, ps_ll(r, i, 0));
+        prow *w = pg_isnull(r, i, 0) ? NULL : row_of(s, pgstore_ll(r, i, 0));
         if (w)
-            row_cos(w, (int)ps_ll(r, i, 2), strtof(pg_value(r, i, 1), NULL));
+            row_cos(w, (int)pgstore_ll(r, i, 2), strtof(pg_value(r, i, 1), NULL));
     }
     pg_rows_free(r);
     vs->ran = 1;
@@ -648,7 +644,7 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
     int rc;
     if (qy->filename[0]) {
         const char *p[3] = {s->tenant, qy->filename, source};
-        rc = ps_qp(s->m, "search",
+        rc = pgstore_qp(s->m, "search",
                "SELECT x.id, x.tier, c.id, c.seq FROM (SELECT id, CASE WHEN path_lc = $2 "
                "THEN 3 WHEN name_lc = $2 THEN 2 ELSE 1 END AS tier FROM mnemo_files "
                "WHERE tenant = $1 AND status = 0 AND (path_lc = $2 OR name_lc = $2 OR "
@@ -658,8 +654,8 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
         if (rc)
             return rc;
         for (size_t i = 0; i < pg_nrows(r); i++)
-            if (search_file_hit_add(fh, ps_ll(r, i, 0), ps_ll(r, i, 2), ps_ll(r, i, 3), 1.0,
-                                    (int)ps_ll(r, i, 1))) {
+            if (search_file_hit_add(fh, pgstore_ll(r, i, 0), pgstore_ll(r, i, 2),
+                                    pgstore_ll(r, i, 3), 1.0, (int)pgstore_ll(r, i, 1))) {
                 pg_rows_free(r);
                 return core_error(s->m, MNEMO_NOMEM, "out of memory");
             }
@@ -672,7 +668,7 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
     char lim[32];
     snprintf(lim, sizeof lim, "%d", PATH_ROWS_MAX);
     const char *p[5] = {s->tenant, pq->tsq.data, pq->ptsq.data, source, lim};
-    rc = ps_qp(s->m, "search",
+    rc = pgstore_qp(s->m, "search",
            "SELECT f.id, f.hits, c.id, c.seq FROM (SELECT id, (SELECT count(*) FROM "
            "unnest($3::tsquery[]) x WHERE path_tsv @@ x) AS hits FROM mnemo_files "
            "WHERE tenant = $1 AND status = 0 AND path_tsv @@ $2::tsquery AND "
@@ -682,8 +678,9 @@ static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char
     if (rc)
         return rc;
     for (size_t i = 0; i < pg_nrows(r); i++) {
-        double frac = (double)ps_ll(r, i, 1) / pq->npos;
-        if (search_file_hit_add(fh, ps_ll(r, i, 0), ps_ll(r, i, 2), ps_ll(r, i, 3), frac, 0)) {
+        double frac = (double)pgstore_ll(r, i, 1) / pq->npos;
+        if (search_file_hit_add(fh, pgstore_ll(r, i, 0), pgstore_ll(r, i, 2), pgstore_ll(r, i, 3),
+                                frac, 0)) {
             pg_rows_free(r);
             return core_error(s->m, MNEMO_NOMEM, "out of memory");
         }
@@ -709,7 +706,7 @@ static size_t fc_hash(int64_t id) { return (size_t)((uint64_t)id * 0x9E3779B97F4
  * not to be used. */
 static struct pgstore *fc_open(pgsearch *s)
 {
-    struct pgstore *st = s->stamp[0] ? ps_state(s->m) : NULL;
+    struct pgstore *st = s->stamp[0] ? pgstore_state(s->m) : NULL;
     if (!st)
         return NULL;
     size_t nt = strlen(s->tenant), ns = strlen(s->stamp);
@@ -806,7 +803,7 @@ static int unit_of_hex(const char *hx, float *v, size_t d)
 {
     if (hx[0] == '\\' && hx[1] == 'x')
         hx += 2;
-    if (strlen(hx) != 8 + 8 * d || pg_unhex(hx + 8, v, 4 * d) != (long)(4 * d))
+    if (strlen(hx) != 8 + 8 * d || pgtext_unhex(hx + 8, v, 4 * d) != (long)(4 * d))
         return 0;
     for (size_t j = 0; j < d; j++) {
         uint32_t u;
@@ -861,7 +858,7 @@ static void vc_put(const pgsearch *s, struct pgstore *st, prow *w, int part, con
  * SQL itself when that cannot be had. */
 static const char *stable_sql(pgsearch *s, const char *sql)
 {
-    struct pgstore *st = ps_state(s->m);
+    struct pgstore *st = pgstore_state(s->m);
     if (!st)
         return sql;
     for (int i = 0; i < st->nfsql; i++)
@@ -884,7 +881,7 @@ static void part_cos(const pgsearch *s, struct pgstore *fc, prow *w, const pg_ro
 {
     if (pg_isnull(r, i, 6) || pg_isnull(r, i, 7) || (w->have_cos && !w->fetching))
         return;
-    int part = (int)ps_ll(r, i, 7);
+    int part = (int)pgstore_ll(r, i, 7);
     w->fetching = 1;
     if (fill)
         vc_put(s, fc, w, part, pg_value(r, i, 6));
@@ -944,8 +941,8 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         if (kind != 'f' || !w->have_f)
             need[nf++] = need[i];
     }
-    ps_ids_literal(&idl, need, nf);
-    ps_ids_literal(&cosl, cos, ncos);
+    pgstore_ids_literal(&idl, need, nf);
+    pgstore_ids_literal(&cosl, cos, ncos);
     free(need);
     free(cos);
     const char *p[5] = {s->tenant, idl.data, s->ident, s->qvec.data ? s->qvec.data : "",
@@ -993,26 +990,26 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     }
 #undef FILE_OF
     rc = buf_err(&idl) || buf_err(&cosl) ? core_error(s->m, MNEMO_NOMEM, "out of memory")
-         : q == sql                      ? ps_q(s->m, "search", sql, 5, p, &r)
-                                         : ps_qp(s->m, "search", q, 5, p, &r);
+         : q == sql                      ? pgstore_q(s->m, "search", sql, 5, p, &r)
+                                         : pgstore_qp(s->m, "search", q, 5, p, &r);
     buf_cleanup(&idl);
     buf_cleanup(&cosl);
     if (rc)
         return rc;
     for (size_t i = 0; i < pg_nrows(r); i++) {
-        prow *w = row_of(s, ps_ll(r, i, 0));
+        prow *w = row_of(s, pgstore_ll(r, i, 0));
         if (!w)
             continue;
         if (kind == 'f' && pg_isnull(r, i, 1)) { /* a cosine alone */
             part_cos(s, fc, w, r, i, fill);
         } else if (kind == 'f') {
             w->have_f = 1;
-            w->importance = (int)ps_ll(r, i, 1);
+            w->importance = (int)pgstore_ll(r, i, 1);
             const char *src = pg_value(r, i, 3);
             if (!strcmp(src, "sessions")) {
                 w->when = strtod(pg_value(r, i, 5), NULL);
                 if (w->when <= 0)
-                    w->when = (double)ps_ll(r, i, 4) / 1e9;
+                    w->when = (double)pgstore_ll(r, i, 4) / 1e9;
             } else {
                 w->when = rank_path_date(pg_value(r, i, 2));
             }
@@ -1021,18 +1018,18 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
         } else {
             w->have_r = 1;
             w->text = strdup(pg_value(r, i, 1));
-            w->first_line = (int)ps_ll(r, i, 2);
+            w->first_line = (int)pgstore_ll(r, i, 2);
             w->path = strdup(pg_value(r, i, 3));
             w->source = strdup(pg_value(r, i, 5));
             if (!pg_isnull(r, i, 6)) {
                 w->next = strdup(pg_value(r, i, 6));
-                w->next_first_line = (int)ps_ll(r, i, 7);
+                w->next_first_line = (int)pgstore_ll(r, i, 7);
             }
             const char *hx = pg_value(r, i, 4);
             size_t nb = strlen(hx) / 2;
             long got = -1;
             if (nb >= sizeof(uint32_t) && (w->map = malloc(nb)))
-                got = pg_unhex(hx, w->map, nb);
+                got = pgtext_unhex(hx, w->map, nb);
             if (got >= (long)sizeof(uint32_t)) {
                 w->nmap = (size_t)got / sizeof(uint32_t);
             } else {
@@ -1049,7 +1046,7 @@ static double pg_bm25(void *ud, int64_t chunk_id)
 {
     pgsearch *s = ud;
     const hitrow *h = hit_of(s, chunk_id);
-    return h ? ps_hit_bm25(s, h) : 0;
+    return h ? pgstore_hit_bm25(s, h) : 0;
 }
 
 static int pg_cosines(void *ud, int64_t chunk_id, float *cs, int max)
@@ -1136,7 +1133,7 @@ static int pg_legs(mnemo *m, search_legs *l)
     if (qy->match && (rc = pgquery_build(l->t, qy, &x->pq)))
         return rc;
     s->m = m;
-    if (!(s->tenant = ps_live(m, pgconn_tenant(m))))
+    if (!(s->tenant = pgstore_live(m, pgconn_tenant(m))))
         return MNEMO_DB;
     s->qy = qy;
     s->k1 = cfg_num(m->cfg, CFG_BM25_K1);
@@ -1182,7 +1179,7 @@ static int pg_legs(mnemo *m, search_legs *l)
     if (x->lists)
         rc = pgnpost_walk(s, &x->pq, x->lists, pool, x->vids, nvids);
     else if (qy->match)
-        rc = ps_keyword_leg(s, &x->pq, source, pool, x->vids, nvids, &l->bm.sum_idf);
+        rc = pgkeyword_leg(s, &x->pq, source, pool, x->vids, nvids, &l->bm.sum_idf);
     if (rc || (!filed && (rc = file_legs(s, qy, &x->pq, source, &l->fh))))
         return rc;
     res->timing.keyword_ms += search_lap(l->lap);
@@ -1192,7 +1189,7 @@ static int pg_legs(mnemo *m, search_legs *l)
         return MNEMO_NOMEM;
     for (size_t i = 0; i < s->nhits; i++)
         x->kw[i] = (search_cand){.chunk_id = s->hits[i].id,
-                                 .raw = ps_hit_bm25(s, &s->hits[i]),
+                                 .raw = pgstore_hit_bm25(s, &s->hits[i]),
                                  .vec = -1};
     l->kw = x->kw;
     l->nkw = s->nhits;
@@ -1247,4 +1244,4 @@ static void pg_end(mnemo *m, search_legs *l)
     l->ud = NULL;
 }
 
-const search_store pgstore_notes = {pg_legs, pg_io, pg_end};
+const search_store pgsearch_notes = {pg_legs, pg_io, pg_end};

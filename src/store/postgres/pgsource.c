@@ -35,9 +35,7 @@
 
 #include "engine/core.h"
 #include "util/errcode.h"
-#include "store/postgres/pg.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "engine/results.h"
 #include "util/time.h"
 #include "util/utf8.h"
@@ -223,7 +221,7 @@ static int make_result(const source_cfg *c, const hit *h, int snippet_chars, mne
 }
 
 /* The search itself; on failure ERR says why (credentials redacted). */
-static int search_table(mnemo *m, const char *query, const mnemo_search_opts *opts,
+static int search_table(mnemo *m, const char *qtext, const mnemo_search_opts *opts,
                         mnemo_results *res, buf *err)
 {
     double t0 = time_mono();
@@ -239,10 +237,10 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
     }
     embedder *e = NULL;
     float *qv = NULL;
-    size_t qlen = strlen(query);
+    size_t qlen = strlen(qtext);
     int rc = provider_embedder(m, name, &e, err);
     if (!rc)
-        rc = embed_texts(e, EMBED_QUERY, &query, &qlen, 1, &qv, err);
+        rc = embed_texts(e, EMBED_QUERY, &qtext, &qlen, 1, &qv, err);
     if (rc)
         return rc;
     int qdims = embed_dims(e);
@@ -297,7 +295,7 @@ static int search_table(mnemo *m, const char *query, const mnemo_search_opts *op
         pg_quote_ident(&sql, c.prio);
         buf_puts(&sql, " p ON p.source_type::text = t.stype");
     }
-    pg_vector_literal(&vec, qv, qdims);
+    pgtext_vector_literal(&vec, qv, qdims);
     if (buf_err(&sql) || buf_err(&vec)) {
         rc = MNEMO_NOMEM;
         goto done;
@@ -367,16 +365,16 @@ done:
 }
 
 /* The wrapper's search (backend.h): the table, else the wrapped backend's. */
-static int source_search(mnemo *m, const char *query, const mnemo_search_opts *opts,
+static int source_search(mnemo *m, const char *qtext, const mnemo_search_opts *opts,
                          mnemo_results **out)
 {
     *out = NULL;
     core_clear(m);
-    if (!query)
+    if (!qtext)
         return core_error(m, MNEMO_INVALID, "empty query");
     buf q;
     buf_init(&q, 1 << 16);
-    if (utf8_repair(&q, query, strlen(query))) {
+    if (utf8_repair(&q, qtext, strlen(qtext))) {
         buf_cleanup(&q);
         return core_error(m, MNEMO_INVALID, "query too long (limit 64 KiB)");
     }
@@ -413,7 +411,7 @@ static int source_search(mnemo *m, const char *query, const mnemo_search_opts *o
     buf_init(&reason, 8192);
     dsn_redact(&reason, err.len ? err.data : errcode_text(rc), NULL);
     buf_cleanup(&err);
-    rc = SOURCE(m)->inner->search(m, query, opts, out);
+    rc = SOURCE(m)->inner->search(m, qtext, opts, out);
     if (rc == MNEMO_OK)
         rc = results_set_fallback(*out, "postgres", reason.data ? reason.data : "");
     if (rc == MNEMO_NOMEM) {

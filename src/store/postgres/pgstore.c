@@ -1,7 +1,7 @@
 /*
- * pgstore.c - the PostgreSQL backend for files and chunks (see pgstore.h).
+ * pgstore.c - the PostgreSQL backend for files and chunks (see pgint.h).
  *
- * In five files sharing pgstore_int.h: this one (schema, helpers, status,
+ * In five files sharing their section of pgint.h: this one (schema, helpers, status,
  * recall), pgsync.c (sync), pgsearch.c (search), pgkeyword.c (the keyword
  * leg) and pgnpost.c (the chunks in the inverted index, pgpost.c).
  *
@@ -67,12 +67,7 @@
 #include "engine/get.h"
 #include "engine/provider.h"
 #include "engine/recall.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgroute.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore.h"
-#include "store/postgres/pgstore_int.h"
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 #include "text/dsn.h"
 
 const char *const pgstore_ddl[] = {
@@ -203,7 +198,7 @@ const char *const pgstore_ddl10[] = {
  * Helpers
  * -------------------------------------------------------------------- */
 
-struct pgstore *ps_state(mnemo *m)
+struct pgstore *pgstore_state(mnemo *m)
 {
     pgback *b = pgconn_state(m);
     if (b && !b->files)
@@ -211,17 +206,18 @@ struct pgstore *ps_state(mnemo *m)
     return b ? b->files : NULL;
 }
 
-const char *ps_live(mnemo *m, const char *tenant)
+const char *pgstore_live(mnemo *m, const char *tenant)
 {
-    struct pgstore *s = ps_state(m);
+    struct pgstore *s = pgstore_state(m);
     if (!s) {
         core_error(m, MNEMO_NOMEM, "out of memory");
         return NULL;
     }
     const char *p[1] = {tenant};
     pg_rows *r = NULL;
-    if (ps_qp(m, "reading the index",
-              "SELECT coalesce((SELECT live FROM mnemo_live WHERE tenant = $1), $1)", 1, p, &r))
+    if (pgstore_qp(m, "reading the index",
+                   "SELECT coalesce((SELECT live FROM mnemo_live WHERE tenant = $1), $1)", 1, p,
+                   &r))
         return NULL;
     free(s->live);
     s->live = strdup(pg_value(r, 0, 0));
@@ -232,9 +228,9 @@ const char *ps_live(mnemo *m, const char *tenant)
 }
 
 /* The tokenizers for the configured language. */
-int ps_tokenizers(mnemo *m, tok **qt, tok **dt)
+int pgstore_tokenizers(mnemo *m, tok **qt, tok **dt)
 {
-    struct pgstore *s = ps_state(m);
+    struct pgstore *s = pgstore_state(m);
     if (!s)
         return core_error(m, MNEMO_NOMEM, "out of memory");
     const char *lang = cfg_str(m->cfg, CFG_LANGUAGE);
@@ -259,7 +255,7 @@ int ps_tokenizers(mnemo *m, tok **qt, tok **dt)
 }
 
 /* Appends one element to an array literal being built in B ("{" first). */
-void ps_arr_add(buf *b, const char *s, size_t n)
+void pgstore_arr_add(buf *b, const char *s, size_t n)
 {
     if (buf_reserve(b, 2 * n + 3))
         return;
@@ -277,7 +273,7 @@ void ps_arr_add(buf *b, const char *s, size_t n)
     b->len = (size_t)(o - b->data);
 }
 
-void ps_arr_int(buf *b, long long v)
+void pgstore_arr_int(buf *b, long long v)
 {
     if (b->len > 1)
         buf_putc(b, ',');
@@ -405,7 +401,7 @@ static int tsvector_build(const char *toks, size_t n, buf *out, int *ntok, int b
     buf_reset(out);
     uint32_t nlex = 0;
     if (binary)
-        pg_put32(out, 0); /* the count, written at the end */
+        pgtext_put32(out, 0); /* the count, written at the end */
     for (size_t i = 0; i < cnt;) {
         size_t j = i;
         if (binary) {
@@ -414,18 +410,18 @@ static int tsvector_build(const char *toks, size_t n, buf *out, int *ntok, int b
         } else {
             if (out->len)
                 buf_putc(out, ' ');
-            pg_lexeme(out, v[i].tok, (size_t)v[i].len);
+            pgtext_lexeme(out, v[i].tok, (size_t)v[i].len);
         }
         size_t at = out->len;
         if (binary)
-            pg_put16(out, 0);
+            pgtext_put16(out, 0);
         int npos = 0, last = -1;
         for (; j < cnt && v[j].len == v[i].len && !memcmp(v[j].tok, v[i].tok, (size_t)v[i].len);
              j++) {
             if (v[j].pos == last || npos == MAX_POSITIONS)
                 continue;
             if (binary) {
-                pg_put16(out, (uint16_t)v[j].pos);
+                pgtext_put16(out, (uint16_t)v[j].pos);
             } else {
                 buf_putc(out, npos ? ',' : ':');
                 buf_int(out, v[j].pos);
@@ -451,40 +447,40 @@ static int tsvector_build(const char *toks, size_t n, buf *out, int *ntok, int b
     return buf_err(out);
 }
 
-int ps_tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
+int pgstore_tsvector_of(const char *toks, size_t n, buf *out, int *ntok)
 {
     return tsvector_build(toks, n, out, ntok, 0);
 }
 
-int ps_tsvector_bin(const char *toks, size_t n, buf *out, int *ntok)
+int pgstore_tsvector_bin(const char *toks, size_t n, buf *out, int *ntok)
 {
     return tsvector_build(toks, n, out, ntok, 1);
 }
 
 /* Document-mode tokens of TEXT as a tsvector (for paths). */
-int ps_tsvector_text(tok *t, const char *text, buf *out)
+int pgstore_tsvector_text(tok *t, const char *text, buf *out)
 {
     buf pre;
     buf_init(&pre, 0);
     int ntok, rc = tok_pretokenize(t, text, strlen(text), &pre);
     if (!rc)
-        rc = ps_tsvector_of(pre.data ? pre.data : "", pre.len, out, &ntok);
+        rc = pgstore_tsvector_of(pre.data ? pre.data : "", pre.len, out, &ntok);
     buf_cleanup(&pre);
     return rc;
 }
 
 /* B reset to the bigint[] literal of IDS[0..N). */
-void ps_ids_literal(buf *b, const int64_t *ids, size_t n)
+void pgstore_ids_literal(buf *b, const int64_t *ids, size_t n)
 {
     buf_reset(b);
     buf_putc(b, '{');
     for (size_t i = 0; i < n; i++)
-        ps_arr_int(b, (long long)ids[i]);
+        pgstore_arr_int(b, (long long)ids[i]);
     buf_putc(b, '}');
 }
 
 /* Lowercase (ASCII, as SQLite's lower()) of S[0..N) into OUT. */
-void ps_ascii_lower(buf *out, const char *s, size_t n)
+void pgstore_ascii_lower(buf *out, const char *s, size_t n)
 {
     buf_reset(out);
     for (size_t i = 0; i < n; i++)
@@ -494,7 +490,7 @@ void ps_ascii_lower(buf *out, const char *s, size_t n)
 }
 
 /* BM25 of hit H, as bm25_score() computes it (every weight 1). */
-double ps_hit_bm25(const pgsearch *s, const hitrow *h)
+double pgstore_hit_bm25(const pgsearch *s, const hitrow *h)
 {
     double norm = bm25_norm(s->k1, s->b, (double)h->ntok, s->avgdl);
     double score = 0;
@@ -506,36 +502,36 @@ double ps_hit_bm25(const pgsearch *s, const hitrow *h)
     return score;
 }
 
-int ps_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-         pg_rows **out)
+int pgstore_q(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+              pg_rows **out)
 {
-    return pgschema_q(m, what, sql, n, params, out);
+    return pgquery_q(m, what, sql, n, params, out);
 }
 
-int ps_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-          pg_rows **out)
+int pgstore_qp(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+               pg_rows **out)
 {
-    return pgschema_qp(m, what, sql, n, params, out);
+    return pgquery_qp(m, what, sql, n, params, out);
 }
 
-int ps_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
-            const int *lens, const int *formats)
+int pgstore_send(mnemo *m, const char *what, const char *sql, int n, const char *const *params,
+                 const int *lens, const int *formats)
 {
-    return pgschema_send(m, what, sql, n, params, lens, formats);
+    return pgquery_send(m, what, sql, n, params, lens, formats);
 }
 
-int ps_collect(mnemo *m, const char *what, pg_rows **out)
+int pgstore_collect(mnemo *m, const char *what, pg_rows **out)
 {
-    return pgschema_collect(m, what, out);
+    return pgquery_collect(m, what, out);
 }
 
-long long ps_ll(const pg_rows *r, size_t row, int col)
+long long pgstore_ll(const pg_rows *r, size_t row, int col)
 {
     return strtoll(pg_value(r, row, col), NULL, 10);
 }
 
 /* Parses an int array literal {1,2,3} into V (at most CAP). */
-size_t ps_int_array(const char *s, long long *v, size_t cap)
+size_t pgstore_int_array(const char *s, long long *v, size_t cap)
 {
     size_t n = 0;
     if (*s == '{')
@@ -580,19 +576,19 @@ int pgstore_index_count(mnemo *m, long long *files)
 {
     *files = 0;
     core_clear(m);
-    const char *live = ps_live(m, pgconn_tenant(m));
+    const char *live = pgstore_live(m, pgconn_tenant(m));
     if (!live)
         return MNEMO_DB;
     const char *p[1] = {live};
     pg_rows *r = NULL;
-    int rc = ps_q(m, "status",
-                  "SELECT (SELECT count(*) FROM mnemo_files WHERE tenant = $1 AND status = 0) "
-                  "FROM mnemo_corpus WHERE tenant = $1",
-                  1, p, &r);
+    int rc = pgstore_q(m, "status",
+                       "SELECT (SELECT count(*) FROM mnemo_files WHERE tenant = $1 AND status = 0) "
+                       "FROM mnemo_corpus WHERE tenant = $1",
+                       1, p, &r);
     if (!rc && pg_nrows(r) != 1)
         rc = core_error(m, MNEMO_NOTFOUND, "no index yet; run: mnemo index");
     if (!rc)
-        *files = ps_ll(r, 0, 0);
+        *files = pgstore_ll(r, 0, 0);
     pg_rows_free(r);
     return rc;
 }
@@ -627,16 +623,17 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
         goto emit;
     }
     json_t *server = json_object();
-    if (!ps_q(m, "status", "SELECT current_setting('server_version'), (SELECT max(version) FROM "
-                        "mnemo_migrations)",
-           0, NULL, &r)) {
+    if (!pgstore_q(m, "status",
+                   "SELECT current_setting('server_version'), (SELECT max(version) FROM "
+                   "mnemo_migrations)",
+                   0, NULL, &r)) {
         json_object_set_new(server, "version", json_string(pg_value(r, 0, 0)));
-        json_object_set_new(server, "schemaVersion", json_integer(ps_ll(r, 0, 1)));
+        json_object_set_new(server, "schemaVersion", json_integer(pgstore_ll(r, 0, 1)));
     }
     pg_rows_free(r);
     r = NULL;
     json_object_set_new(root, "server", server);
-    if (!(live = ps_live(m, tenant))) {
+    if (!(live = pgstore_live(m, tenant))) {
         rc = MNEMO_DB;
         json_object_set_new(root, "errorStatus", json_integer(rc));
         json_object_set_new(root, "error", json_string(core_errmsg(m)));
@@ -646,7 +643,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     if (strcmp(live, tenant) != 0)
         json_object_set_new(root, "generation", json_string(live));
     p[0] = live;
-    if ((rc = ps_q(m, "status",
+    if ((rc = pgstore_q(m, "status",
                 "SELECT nchunks, language, chunk_tokens, chunk_overlap, last_sync_at, "
                 "last_sync_ms, last_sync, vec_identity, vec_note, "
                 "(SELECT count(*) FROM mnemo_files WHERE tenant = $1 AND status = 0), "
@@ -664,9 +661,9 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     if (!indexed) {
         json_array_append_new(warnings, json_string("no index yet; run: mnemo index"));
     } else {
-        json_object_set_new(root, "files", json_integer(ps_ll(r, 0, 9)));
-        json_object_set_new(root, "chunks", json_integer(ps_ll(r, 0, 11)));
-        json_object_set_new(root, "bytes", json_integer(ps_ll(r, 0, 10)));
+        json_object_set_new(root, "files", json_integer(pgstore_ll(r, 0, 9)));
+        json_object_set_new(root, "chunks", json_integer(pgstore_ll(r, 0, 11)));
+        json_object_set_new(root, "bytes", json_integer(pgstore_ll(r, 0, 10)));
         json_t *last = json_object();
         json_object_set_new(last, "at", pg_isnull(r, 0, 4) ? json_null()
                                                            : json_string(pg_value(r, 0, 4)));
@@ -692,8 +689,8 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
                                       "k1", cfg_num(m->cfg, CFG_BM25_K1), "b",
                                       cfg_num(m->cfg, CFG_BM25_B)));
         json_object_set_new(root, "chunking",
-                            json_pack("{s:I,s:I}", "tokens", (json_int_t)ps_ll(r, 0, 2), "overlap",
-                                      (json_int_t)ps_ll(r, 0, 3)));
+                            json_pack("{s:I,s:I}", "tokens", (json_int_t)pgstore_ll(r, 0, 2),
+                                      "overlap", (json_int_t)pgstore_ll(r, 0, 3)));
     }
     /* Vectors. */
     {
@@ -713,7 +710,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
             /* The table of the identity's dimensions: name from a number. */
             pg_rows *tr = NULL;
             const char *pi[2] = {tenant, ident};
-            if (!ps_q(m, "status",
+            if (!pgstore_q(m, "status",
                    "SELECT table_name FROM information_schema.tables WHERE table_name LIKE "
                    "'mnemo\\_chunk\\_vec\\_%' AND table_schema = current_schema()",
                    0, NULL, &tr)) {
@@ -726,8 +723,8 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
                              "model = $2 AND part = 0",
                              dims);
                     pg_rows *cr = NULL;
-                    if (dims > 0 && !ps_q(m, "status", sql, 2, pi, &cr))
-                        nvec += ps_ll(cr, 0, 0);
+                    if (dims > 0 && !pgstore_q(m, "status", sql, 2, pi, &cr))
+                        nvec += pgstore_ll(cr, 0, 0);
                     pg_rows_free(cr);
                 }
             }
@@ -783,7 +780,7 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
     /* Skipped files. */
     pg_rows_free(r);
     r = NULL;
-    if (indexed && !ps_q(m, "status",
+    if (indexed && !pgstore_q(m, "status",
                       "SELECT path, coalesce(reason, 'skipped') FROM mnemo_files WHERE "
                       "tenant = $1 AND status <> 0 ORDER BY path",
                       1, p, &r)) {
@@ -814,11 +811,11 @@ static int recall_next(void *ud, recall_entry *e)
     if (x->i >= pg_nrows(x->r))
         return 0;
     size_t i = x->i++;
-    e->id = ps_ll(x->r, i, 0);
+    e->id = pgstore_ll(x->r, i, 0);
     e->text = pg_value(x->r, i, 1);
     e->triggers = pg_value(x->r, i, 2);
-    e->line = (int)ps_ll(x->r, i, 3);
-    e->importance = (int)ps_ll(x->r, i, 4);
+    e->line = (int)pgstore_ll(x->r, i, 3);
+    e->importance = (int)pgstore_ll(x->r, i, 4);
     e->path = pg_value(x->r, i, 5);
     return 1;
 }
@@ -828,14 +825,14 @@ int pgstore_recall_triggers(mnemo *m, const char *message, char **out)
     *out = NULL;
     core_clear(m);
     tok *t;
-    int rc = ps_tokenizers(m, &t, NULL);
+    int rc = pgstore_tokenizers(m, &t, NULL);
     if (rc)
         return rc;
-    const char *p[1] = {ps_live(m, pgconn_tenant(m))};
+    const char *p[1] = {pgstore_live(m, pgconn_tenant(m))};
     if (!p[0])
         return MNEMO_DB;
     recall_rows x = {NULL, 0};
-    rc = ps_q(m, "recall",
+    rc = pgstore_q(m, "recall",
            "SELECT c.id, c.text, c.triggers, c.start_line, c.importance, f.path "
            "FROM mnemo_files f JOIN mnemo_chunks c ON c.tenant = f.tenant AND c.file_id = f.id "
            "WHERE f.tenant = $1 AND f.path IN ('MEMORY.md', 'USER.md', 'memory.md', 'user.md') "

@@ -14,13 +14,8 @@
 #include "engine/calib.h"
 #include "engine/provider.h"
 #include "engine/sync.h"
-#include "store/postgres/pgconn.h"
-#include "store/postgres/pgnpost.h"
-#include "store/postgres/pgschema.h"
-#include "store/postgres/pgstore.h"
-#include "store/postgres/pgstore_int.h"
+#include "store/postgres/pgint.h"
 #include "text/chunk.h"
-#include "store/postgres/pgtext.h"
 #include "util/errcode.h"
 #include "util/time.h"
 
@@ -71,7 +66,7 @@ static int stmt(psync *s)
 {
     begin(s);
     int rc = settle(s);
-    if (!rc && !s->begun && !(rc = ps_q(s->m, "sync", "BEGIN", 0, NULL, NULL)))
+    if (!rc && !s->begun && !(rc = pgstore_q(s->m, "sync", "BEGIN", 0, NULL, NULL)))
         s->begun = 1;
     return rc;
 }
@@ -90,7 +85,7 @@ static int commit(psync *s)
         s->in_txn = 0;
         return writes_send(s);
     }
-    if (!rc && !s->begun && !(rc = ps_q(s->m, "sync", "BEGIN", 0, NULL, NULL)))
+    if (!rc && !s->begun && !(rc = pgstore_q(s->m, "sync", "BEGIN", 0, NULL, NULL)))
         s->begun = 1;
     if (!rc && !(rc = writes_send(s)))
         rc = settle(s);
@@ -101,13 +96,13 @@ static int commit(psync *s)
         snprintf(dc, sizeof dc, "%lld", s->d_chunks);
         snprintf(dt, sizeof dt, "%lld", s->d_tokens);
         const char *p[3] = {s->tenant, dc, dt};
-        rc = ps_q(s->m, "sync",
+        rc = pgstore_q(s->m, "sync",
                "UPDATE mnemo_corpus SET nchunks = nchunks + $2::bigint, "
                "ntokens = ntokens + $3::bigint WHERE tenant = $1",
                3, p, NULL);
     }
     if (!rc)
-        rc = ps_q(s->m, "sync", "COMMIT", 0, NULL, NULL);
+        rc = pgstore_q(s->m, "sync", "COMMIT", 0, NULL, NULL);
     if (!rc)
         s->in_txn = s->begun = 0;
     return rc;
@@ -122,7 +117,7 @@ static void rollback(psync *s)
     buf_puts(&keep, s->m->err.data ? s->m->err.data : "");
     settle(s);
     if (s->begun)
-        ps_q(s->m, "sync", "ROLLBACK", 0, NULL, NULL);
+        pgstore_q(s->m, "sync", "ROLLBACK", 0, NULL, NULL);
     core_error(s->m, MNEMO_DB, "%s", keep.data ? keep.data : "sync failed");
     buf_cleanup(&keep);
     s->in_txn = s->begun = 0;
@@ -146,11 +141,11 @@ static int path_forms(psync *s, const char *path)
     b = b ? b + 1 : path;
     const char *dot = strrchr(b, '.');
     size_t stem = dot && dot != b ? (size_t)(dot - b) : strlen(b);
-    ps_ascii_lower(&s->lc, path, strlen(path));
-    ps_ascii_lower(&s->name, b, strlen(b));
-    ps_ascii_lower(&s->stem, b, stem);
+    pgstore_ascii_lower(&s->lc, path, strlen(path));
+    pgstore_ascii_lower(&s->name, b, strlen(b));
+    pgstore_ascii_lower(&s->stem, b, stem);
     const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
-    int rc = ps_tsvector_text(s->dt, words, &s->tsv);
+    int rc = pgstore_tsvector_text(s->dt, words, &s->tsv);
     return rc ? rc : buf_err(&s->lc) | buf_err(&s->name) | buf_err(&s->stem);
 }
 
@@ -161,7 +156,7 @@ static int ps_load(void *ud, sync_file **out, size_t *n)
     const char *p[1] = {s->tenant};
     *out = NULL;
     *n = 0;
-    int rc = ps_q(s->m, "reading files",
+    int rc = pgstore_q(s->m, "reading files",
                "SELECT id, path, size, mtime_ns, hash, status, source, reason FROM mnemo_files "
                "WHERE tenant = $1",
                1, p, &r);
@@ -175,12 +170,12 @@ static int ps_load(void *ud, sync_file **out, size_t *n)
     }
     for (size_t i = 0; i < cnt; i++) {
         sync_file *f = &v[i];
-        f->id = ps_ll(r, i, 0);
+        f->id = pgstore_ll(r, i, 0);
         f->path = strdup(pg_value(r, i, 1));
-        f->size = ps_ll(r, i, 2);
-        f->mtime_ns = ps_ll(r, i, 3);
+        f->size = pgstore_ll(r, i, 2);
+        f->mtime_ns = pgstore_ll(r, i, 3);
         snprintf(f->hash, sizeof f->hash, "%s", pg_value(r, i, 4));
-        f->ok = ps_ll(r, i, 5) == SYNC_FILE_OK;
+        f->ok = pgstore_ll(r, i, 5) == SYNC_FILE_OK;
         f->sessions = !strcmp(pg_value(r, i, 6), "sessions");
         if (!f->ok && !pg_isnull(r, i, 7)) /* sync_walk: does a limit still hold? */
             f->reason = strdup(pg_value(r, i, 7));
@@ -200,7 +195,7 @@ static int ps_load(void *ud, sync_file **out, size_t *n)
  * in row 0. */
 static void removed_from(psync *s, pg_rows *r, int64_t *removed)
 {
-    long long c = ps_ll(r, 0, 0), t = ps_ll(r, 0, 1);
+    long long c = pgstore_ll(r, 0, 0), t = pgstore_ll(r, 0, 1);
     s->d_chunks -= c;
     s->d_tokens -= t;
     if (removed)
@@ -224,7 +219,7 @@ static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t s
                          s->stem.data, s->tsv.data ? s->tsv.data : "", sessions ? "sessions" : "memory",
                          sz,        mt,     reason ? reason : "skipped"};
     pg_rows *r = NULL;
-    rc = ps_q(s->m, "recording a skipped file",
+    rc = pgstore_q(s->m, "recording a skipped file",
            "WITH f AS (INSERT INTO mnemo_files(tenant, path, path_lc, name_lc, stem_lc, "
            "path_tsv, source, size, mtime_ns, hash, status, reason) VALUES ($1, $2, $3, $4, $5, "
            "$6::tsvector, $7, $8::bigint, $9::bigint, '', 1, $10) ON CONFLICT (tenant, path) DO "
@@ -253,7 +248,7 @@ static int ps_touch(void *ud, const sync_file *f, int64_t size, int64_t mtime_ns
     const char *p[5] = {s->tenant, id, sz, mt, hash};
     int rc = stmt(s);
     if (!rc)
-        rc = ps_q(s->m, "updating a file",
+        rc = pgstore_q(s->m, "updating a file",
                "UPDATE mnemo_files SET size = $3::bigint, mtime_ns = $4::bigint, hash = $5, "
                "status = 0, reason = NULL, indexed_at = now() WHERE tenant = $1 AND id = "
                "$2::bigint",
@@ -275,7 +270,7 @@ static int ps_rename(void *ud, const sync_file *f, const char *path, int64_t siz
     const char *p[10] = {s->tenant,   id,           path, s->lc.data, s->name.data,
                          s->stem.data, s->tsv.data ? s->tsv.data : "", sz, mt, hash};
     if (!rc)
-        rc = ps_q(s->m, "renaming a file",
+        rc = pgstore_q(s->m, "renaming a file",
                "UPDATE mnemo_files SET path = $3, path_lc = $4, name_lc = $5, stem_lc = $6, "
                "path_tsv = $7::tsvector, size = $8::bigint, mtime_ns = $9::bigint, hash = $10, "
                "status = 0, reason = NULL WHERE tenant = $1 AND id = $2::bigint",
@@ -296,7 +291,7 @@ static const uint32_t c_oid[C_N] = {
 
 typedef struct pwrites {
     buf f[F_N];
-    pg_barr c[C_N];
+    pgtext_barr c[C_N];
     size_t files, chunks;
     long long tokens;        /* the new chunks' */
     int *ntok;               /* each chunk's length */
@@ -311,7 +306,7 @@ static void pw_start(pwrites *w)
         buf_putc(&w->f[i], '{');
     }
     for (int i = 0; i < C_N; i++)
-        pg_barr_start(&w->c[i], c_oid[i]);
+        pgtext_barr_start(&w->c[i], c_oid[i]);
     w->files = w->chunks = 0;
     w->tokens = 0;
 }
@@ -322,7 +317,7 @@ static void pw_init(pwrites *w)
     for (int i = 0; i < F_N; i++)
         buf_init(&w->f[i], 0);
     for (int i = 0; i < C_N; i++)
-        pg_barr_init(&w->c[i]);
+        pgtext_barr_init(&w->c[i]);
     pw_start(w);
 }
 
@@ -331,7 +326,7 @@ static void pw_cleanup(pwrites *w)
     for (int i = 0; i < F_N; i++)
         buf_cleanup(&w->f[i]);
     for (int i = 0; i < C_N; i++)
-        pg_barr_cleanup(&w->c[i]);
+        pgtext_barr_cleanup(&w->c[i]);
     free(w->ntok);
     free(w->sessions);
 }
@@ -377,48 +372,48 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
     for (size_t i = 0; i < l->n; i++) {
         const chunk *c = &l->items[i];
         int ntok = 0;
-        if ((rc = ps_tsvector_bin(it->toks.data + it->tok_off[i],
-                                  it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
+        if ((rc = pgstore_tsvector_bin(it->toks.data + it->tok_off[i],
+                                       it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
             return core_error(s->m, rc, "out of memory");
         tokens += ntok;
         w->ntok[w->chunks] = ntok;
         w->sessions[w->chunks] = (unsigned char)(sessions != 0);
         w->chunks++;
-        pg_barr_int4(&w->c[C_K], k);
-        pg_barr_int4(&w->c[C_SEQ], (int32_t)i);
-        pg_barr_int4(&w->c[C_SL], c->start_line);
-        pg_barr_int4(&w->c[C_EL], c->end_line);
-        pg_barr_bytes(&w->c[C_HASH], c->hash, strlen(c->hash));
-        pg_barr_int4(&w->c[C_IMP], c->importance);
-        pg_barr_bytes(&w->c[C_TRIG], l->text.data + c->trig_off, c->trig_len);
+        pgtext_barr_int4(&w->c[C_K], k);
+        pgtext_barr_int4(&w->c[C_SEQ], (int32_t)i);
+        pgtext_barr_int4(&w->c[C_SL], c->start_line);
+        pgtext_barr_int4(&w->c[C_EL], c->end_line);
+        pgtext_barr_bytes(&w->c[C_HASH], c->hash, strlen(c->hash));
+        pgtext_barr_int4(&w->c[C_IMP], c->importance);
+        pgtext_barr_bytes(&w->c[C_TRIG], l->text.data + c->trig_off, c->trig_len);
         /* The line map's bytes as they are in memory (read back the same way). */
         if (sessions && it->map_off)
-            pg_barr_bytes(&w->c[C_MAP],
-                          (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
-                          (it->map_off[i + 1] - it->map_off[i]) * sizeof(uint32_t));
+            pgtext_barr_bytes(&w->c[C_MAP],
+                              (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
+                              (it->map_off[i + 1] - it->map_off[i]) * sizeof(uint32_t));
         else
-            pg_barr_bytes(&w->c[C_MAP], "", 0);
-        pg_barr_bytes(&w->c[C_TEXT], chunk_text(l, c), c->text_len);
-        pg_barr_int4(&w->c[C_NTOK], ntok);
-        pg_barr_bytes(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
+            pgtext_barr_bytes(&w->c[C_MAP], "", 0);
+        pgtext_barr_bytes(&w->c[C_TEXT], chunk_text(l, c), c->text_len);
+        pgtext_barr_int4(&w->c[C_NTOK], ntok);
+        pgtext_barr_bytes(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
     }
     /* The path's words (s->tsv held the chunks'). */
     const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
-    if ((rc = ps_tsvector_text(s->dt, words, &s->tmp)))
+    if ((rc = pgstore_tsvector_text(s->dt, words, &s->tmp)))
         return core_error(s->m, rc, "out of memory");
     char num[32];
-    ps_arr_add(&w->f[F_PATH], path, strlen(path));
-    ps_arr_add(&w->f[F_LC], s->lc.data, s->lc.len);
-    ps_arr_add(&w->f[F_NAME], s->name.data, s->name.len);
-    ps_arr_add(&w->f[F_STEM], s->stem.data, s->stem.len);
-    ps_arr_add(&w->f[F_PTSV], s->tmp.data ? s->tmp.data : "", s->tmp.len);
-    ps_arr_add(&w->f[F_SRC], sessions ? "sessions" : "memory", sessions ? 8 : 6);
-    ps_arr_int(&w->f[F_SIZE], (long long)size);
-    ps_arr_int(&w->f[F_MT], (long long)mtime_ns);
-    ps_arr_add(&w->f[F_HASH], it->hash, strlen(it->hash));
-    ps_arr_int(&w->f[F_NC], (long long)l->n);
+    pgstore_arr_add(&w->f[F_PATH], path, strlen(path));
+    pgstore_arr_add(&w->f[F_LC], s->lc.data, s->lc.len);
+    pgstore_arr_add(&w->f[F_NAME], s->name.data, s->name.len);
+    pgstore_arr_add(&w->f[F_STEM], s->stem.data, s->stem.len);
+    pgstore_arr_add(&w->f[F_PTSV], s->tmp.data ? s->tmp.data : "", s->tmp.len);
+    pgstore_arr_add(&w->f[F_SRC], sessions ? "sessions" : "memory", sessions ? 8 : 6);
+    pgstore_arr_int(&w->f[F_SIZE], (long long)size);
+    pgstore_arr_int(&w->f[F_MT], (long long)mtime_ns);
+    pgstore_arr_add(&w->f[F_HASH], it->hash, strlen(it->hash));
+    pgstore_arr_int(&w->f[F_NC], (long long)l->n);
     snprintf(num, sizeof num, "%.17g", sessions ? it->time : 0.0);
-    ps_arr_add(&w->f[F_TM], num, strlen(num));
+    pgstore_arr_add(&w->f[F_TM], num, strlen(num));
     if (pw_err(w))
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
     *added = l->n;
@@ -439,7 +434,7 @@ static int writes_send(psync *s)
     for (int i = 0; i < F_N; i++)
         buf_putc(&w->f[i], '}');
     for (int i = 0; i < C_N; i++)
-        pg_barr_end(&w->c[i]);
+        pgtext_barr_end(&w->c[i]);
     if (pw_err(w))
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
     char nc[32], nt[32];
@@ -460,7 +455,7 @@ static int writes_send(psync *s)
     }
     p[1 + F_N + C_N] = nc;
     p[2 + F_N + C_N] = nt;
-    int rc = ps_send(s->m, "writing chunks",
+    int rc = pgstore_send(s->m, "writing chunks",
            "WITH x AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], "
            "$6::tsvector[], $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::int[], "
            "$12::float8[]) WITH ORDINALITY AS x(path, lc, name, stem, ptsv, src, size, mt, hash, "
@@ -510,12 +505,12 @@ static int settle(psync *s)
         return MNEMO_OK;
     s->sent = NULL;
     pg_rows *r = NULL;
-    int rc = ps_collect(s->m, "writing chunks", &r);
+    int rc = pgstore_collect(s->m, "writing chunks", &r);
     if (!rc) {
-        s->stats->chunks_removed += (size_t)ps_ll(r, 0, 0);
-        if ((size_t)ps_ll(r, 0, 3) != w->chunks)
+        s->stats->chunks_removed += (size_t)pgstore_ll(r, 0, 0);
+        if ((size_t)pgstore_ll(r, 0, 3) != w->chunks)
             rc = core_error(s->m, MNEMO_DB, "writing chunks: %lld of %zu stored",
-                            ps_ll(r, 0, 3), w->chunks);
+                            pgstore_ll(r, 0, 3), w->chunks);
         /* The tsvectors are the elements of the last array, in order. */
         const unsigned char *t = (const unsigned char *)w->c[C_TSV].b.data + 20,
                             *end = (const unsigned char *)w->c[C_TSV].b.data + w->c[C_TSV].b.len;
@@ -553,7 +548,7 @@ static int ps_remove(void *ud, const sync_file *f)
     pg_rows *r = NULL;
     int rc = stmt(s);
     if (!rc)
-        rc = ps_q(s->m, "removing a file",
+        rc = pgstore_q(s->m, "removing a file",
                "WITH d AS (DELETE FROM mnemo_chunks WHERE tenant = $1 AND file_id = $2::bigint "
                "RETURNING id, ntok), f AS (DELETE FROM mnemo_files WHERE tenant = $1 AND "
                "id = $2::bigint), " PGNPOST_DEAD
@@ -618,7 +613,7 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
                  table, EMBED_ROWS);
         const char *p[3] = {tenant, ident, from};
         pg_rows *r = NULL;
-        if ((rc = ps_q(m, "embedding", sql, 3, p, &r)))
+        if ((rc = pgstore_q(m, "embedding", sql, 3, p, &r)))
             break;
         size_t n = pg_nrows(r);
         if (n == 0) {
@@ -685,17 +680,17 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
             buf tmp;
             buf_init(&tmp, 0);
             for (size_t i = 0; i < np; i++) {
-                ps_arr_int(&ids, ps_ll(r, of[i], 0));
-                ps_arr_int(&parts, num[i]);
+                pgstore_arr_int(&ids, pgstore_ll(r, of[i], 0));
+                pgstore_arr_int(&parts, num[i]);
                 buf_reset(&tmp);
-                pg_vector_literal(&tmp, out + i * (size_t)dims, dims);
-                ps_arr_add(&vecs, tmp.data, tmp.len);
+                pgtext_vector_literal(&tmp, out + i * (size_t)dims, dims);
+                pgstore_arr_add(&vecs, tmp.data, tmp.len);
             }
             buf_cleanup(&tmp);
             buf_putc(&ids, '}');
             buf_putc(&vecs, '}');
             buf_putc(&parts, '}');
-            after = ps_ll(r, n - 1, 0);
+            after = pgstore_ll(r, n - 1, 0);
             /* A chunk's rows of another setup go with the new ones in. */
             char del[512];
             snprintf(del, sizeof del,
@@ -710,14 +705,14 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
             const char *p2[5] = {tenant, ident, ids.data, vecs.data, parts.data};
             if (buf_err(&ids) || buf_err(&vecs) || buf_err(&parts))
                 rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            else if (!(rc = ps_q(m, "storing vectors", "BEGIN", 0, NULL, NULL))) {
-                rc = ps_q(m, "storing vectors", del, 2, p1, NULL);
+            else if (!(rc = pgstore_q(m, "storing vectors", "BEGIN", 0, NULL, NULL))) {
+                rc = pgstore_q(m, "storing vectors", del, 2, p1, NULL);
                 if (!rc)
-                    rc = ps_q(m, "storing vectors", sql, 5, p2, NULL);
+                    rc = pgstore_q(m, "storing vectors", sql, 5, p2, NULL);
                 if (!rc)
-                    rc = ps_q(m, "storing vectors", "COMMIT", 0, NULL, NULL);
+                    rc = pgstore_q(m, "storing vectors", "COMMIT", 0, NULL, NULL);
                 if (rc)
-                    ps_q(m, "storing vectors", "ROLLBACK", 0, NULL, NULL);
+                    pgstore_q(m, "storing vectors", "ROLLBACK", 0, NULL, NULL);
             }
             if (!rc)
                 stats->chunks_embedded += np;
@@ -738,15 +733,15 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
                  "mnemo_chunks c WHERE c.tenant = v.tenant AND c.id = v.chunk_id)",
                  table);
         const char *p[1] = {tenant};
-        rc = ps_q(m, "removing old vectors", sql, 1, p, NULL);
+        rc = pgstore_q(m, "removing old vectors", sql, 1, p, NULL);
     }
     if (!rc) {
         snprintf(sql, sizeof sql,
                  "SELECT count(*) FROM %s WHERE tenant = $1 AND model = $2 AND part = 0", table);
         const char *p[2] = {tenant, ident};
         pg_rows *r = NULL;
-        if (!ps_q(m, "counting vectors", sql, 2, p, &r))
-            stats->vectors_total = (size_t)ps_ll(r, 0, 0);
+        if (!pgstore_q(m, "counting vectors", sql, 2, p, &r))
+            stats->vectors_total = (size_t)pgstore_ll(r, 0, 0);
         pg_rows_free(r);
     }
     /* The first load of the table: its index now, over what was stored
@@ -784,9 +779,9 @@ static int calib_store(mnemo *m, const char *tenant, embedder *e)
              table);
     const char *p[4] = {tenant, ident, NULL, NULL};
     pg_rows *r = NULL;
-    if ((rc = ps_q(m, "calibration vectors", sql, 2, p, &r)))
+    if ((rc = pgstore_q(m, "calibration vectors", sql, 2, p, &r)))
         return rc;
-    long long have = ps_ll(r, 0, 0);
+    long long have = pgstore_ll(r, 0, 0);
     pg_rows_free(r);
     if (have > 0)
         return MNEMO_OK;
@@ -807,30 +802,30 @@ static int calib_store(mnemo *m, const char *tenant, embedder *e)
     buf_putc(&is, '{');
     buf_putc(&vecs, '{');
     for (size_t i = 0; i < k; i++) {
-        ps_arr_int(&is, (long long)i);
+        pgstore_arr_int(&is, (long long)i);
         buf_reset(&tmp);
-        pg_vector_literal(&tmp, v + i * (size_t)dims, dims);
-        ps_arr_add(&vecs, tmp.data, tmp.len);
+        pgtext_vector_literal(&tmp, v + i * (size_t)dims, dims);
+        pgstore_arr_add(&vecs, tmp.data, tmp.len);
     }
     buf_putc(&is, '}');
     buf_putc(&vecs, '}');
     if (!rc && (buf_err(&is) || buf_err(&vecs) || buf_err(&tmp)))
         rc = core_error(m, MNEMO_NOMEM, "out of memory");
-    if (!rc && k && !(rc = ps_q(m, "calibration vectors", "BEGIN", 0, NULL, NULL))) {
+    if (!rc && k && !(rc = pgstore_q(m, "calibration vectors", "BEGIN", 0, NULL, NULL))) {
         p[2] = is.data;
         p[3] = vecs.data;
         snprintf(sql, sizeof sql, "DELETE FROM %s WHERE tenant = $1", table);
-        rc = ps_q(m, "calibration vectors", sql, 1, p, NULL);
+        rc = pgstore_q(m, "calibration vectors", sql, 1, p, NULL);
         snprintf(sql, sizeof sql,
                  "INSERT INTO %s(tenant, identity, i, embedding) SELECT $1, $2, x.i, x.e FROM "
                  "unnest($3::int[], $4::vector[]) AS x(i, e)",
                  table);
         if (!rc)
-            rc = ps_q(m, "calibration vectors", sql, 4, p, NULL);
+            rc = pgstore_q(m, "calibration vectors", sql, 4, p, NULL);
         if (!rc)
-            rc = ps_q(m, "calibration vectors", "COMMIT", 0, NULL, NULL);
+            rc = pgstore_q(m, "calibration vectors", "COMMIT", 0, NULL, NULL);
         if (rc)
-            ps_q(m, "calibration vectors", "ROLLBACK", 0, NULL, NULL);
+            pgstore_q(m, "calibration vectors", "ROLLBACK", 0, NULL, NULL);
     }
     free(v);
     buf_cleanup(&err);
@@ -858,14 +853,14 @@ static int check_settings(mnemo *m, const char *key, int force, const char **why
     settings_params(m, ct, co, sizeof ct, &lang);
     const char *p[5] = {key, lang, ct, co, PREP_INDEX_RULES};
     pg_rows *r = NULL;
-    int rc = ps_q(m, "reading the corpus",
+    int rc = pgstore_q(m, "reading the corpus",
                "SELECT language, chunk_tokens, chunk_overlap, index_rules, (SELECT count(*) FROM "
                "mnemo_files WHERE tenant = $1) FROM mnemo_corpus WHERE tenant = $1",
                1, p, &r);
     if (rc)
         return rc;
     *why = force ? "--force" : NULL;
-    *fresh = pg_nrows(r) == 0 || ps_ll(r, 0, 4) == 0;
+    *fresh = pg_nrows(r) == 0 || pgstore_ll(r, 0, 4) == 0;
     if (pg_nrows(r) == 0) {
         *why = NULL; /* nothing stored yet */
     } else if (!*why) {
@@ -882,7 +877,7 @@ static int check_settings(mnemo *m, const char *key, int force, const char **why
     pg_rows_free(r);
     if (*fresh && *why) {
         /* Nothing to keep: the empty generation takes the new settings. */
-        rc = ps_q(m, "rebuilding",
+        rc = pgstore_q(m, "rebuilding",
                "UPDATE mnemo_corpus SET nchunks = 0, ntokens = 0, language = $2, "
                "chunk_tokens = $3::int, chunk_overlap = $4::int, index_rules = $5 "
                "WHERE tenant = $1",
@@ -892,7 +887,7 @@ static int check_settings(mnemo *m, const char *key, int force, const char **why
         return rc;
     }
     if (!exists)
-        rc = ps_q(m, "creating the corpus",
+        rc = pgstore_q(m, "creating the corpus",
                "INSERT INTO mnemo_corpus(tenant, language, chunk_tokens, chunk_overlap, "
                "index_rules) VALUES ($1, $2, $3::int, $4::int, $5) ON CONFLICT (tenant) DO "
                "NOTHING",
@@ -911,25 +906,25 @@ static int drop_generation(mnemo *m, const char *key)
         "DELETE FROM mnemo_post_state WHERE tenant = $1",
         "DELETE FROM mnemo_corpus WHERE tenant = $1", NULL};
     const char *p[1] = {key};
-    int rc = ps_q(m, "removing an old index", "BEGIN", 0, NULL, NULL);
+    int rc = pgstore_q(m, "removing an old index", "BEGIN", 0, NULL, NULL);
     for (int i = 0; !rc && sql[i]; i++)
-        rc = ps_q(m, "removing an old index", sql[i], 1, p, NULL);
+        rc = pgstore_q(m, "removing an old index", sql[i], 1, p, NULL);
     /* The vector tables of every dimension count. */
     pg_rows *r = NULL;
     if (!rc)
-        rc = ps_q(m, "removing an old index",
+        rc = pgstore_q(m, "removing an old index",
                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND "
                "tablename ~ '^mnemo_chunk_vec_[0-9]+$'",
                0, NULL, &r);
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
         char q[128];
         snprintf(q, sizeof q, "DELETE FROM %s WHERE tenant = $1", pg_value(r, i, 0));
-        rc = ps_q(m, "removing an old index", q, 1, p, NULL);
+        rc = pgstore_q(m, "removing an old index", q, 1, p, NULL);
     }
     pg_rows_free(r);
     if (!rc)
-        return ps_q(m, "removing an old index", "COMMIT", 0, NULL, NULL);
-    ps_q(m, "removing an old index", "ROLLBACK", 0, NULL, NULL);
+        return pgstore_q(m, "removing an old index", "COMMIT", 0, NULL, NULL);
+    pgstore_q(m, "removing an old index", "ROLLBACK", 0, NULL, NULL);
     return rc;
 }
 
@@ -944,7 +939,7 @@ static int choose_generation(mnemo *m, const char *tenant, int force, char **key
     *build = 0;
     const char *p[3] = {tenant, NULL, NULL};
     pg_rows *r = NULL;
-    int rc = ps_q(m, "reading the index",
+    int rc = pgstore_q(m, "reading the index",
                "SELECT live, building, previous FROM mnemo_live WHERE tenant = $1", 1, p, &r);
     if (rc)
         return rc;
@@ -957,7 +952,7 @@ static int choose_generation(mnemo *m, const char *tenant, int force, char **key
     if (!live)
         return core_error(m, MNEMO_NOMEM, "out of memory");
     if (!rc && had)
-        rc = ps_q(m, "reading the index",
+        rc = pgstore_q(m, "reading the index",
                "UPDATE mnemo_live SET building = NULL, previous = NULL WHERE tenant = $1", 1, p,
                NULL);
     int fresh = 0;
@@ -977,7 +972,7 @@ static int choose_generation(mnemo *m, const char *tenant, int force, char **key
     snprintf(next, n, "%s#gen%.0f", tenant, time_wall() * 1000.0);
     p[1] = live;
     p[2] = next;
-    rc = ps_q(m, "rebuilding",
+    rc = pgstore_q(m, "rebuilding",
            "INSERT INTO mnemo_live(tenant, live, building) VALUES ($1, $2, $3) ON CONFLICT "
            "(tenant) DO UPDATE SET building = excluded.building",
            3, p, NULL);
@@ -1008,7 +1003,7 @@ static int release(psync *s, int rc)
     buf_init(&keep, 0);
     buf_puts(&keep, m->err.data ? m->err.data : "");
     const char *p[1] = {s->logical};
-    ps_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
+    pgstore_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
     if (rc)
         core_error(m, rc, "%s", keep.data ? keep.data : "sync failed");
     else
@@ -1041,17 +1036,17 @@ static int pg_begin(mnemo *m, const mnemo_sync_opts *opts, int again, mnemo_sync
     int rc = pgschema_conn(m, &c);
     if (rc)
         return rc;
-    if ((rc = ps_tokenizers(m, NULL, &dt)))
+    if ((rc = pgstore_tokenizers(m, NULL, &dt)))
         return rc;
     const char *p[1] = {logical};
-    if ((rc = ps_q(m, "waiting for another sync",
-                   "SELECT pg_advisory_lock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL)))
+    if ((rc = pgstore_q(m, "waiting for another sync",
+                        "SELECT pg_advisory_lock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL)))
         return rc;
     psync *s = calloc(1, sizeof *s);
     pwrites *pws = s ? calloc(2, sizeof *pws) : NULL;
     if (!pws) {
         free(s);
-        ps_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
+        pgstore_q(m, "sync", "SELECT pg_advisory_unlock(" SYNC_LOCK ", hashtext($1))", 1, p, NULL);
         return core_error(m, MNEMO_NOMEM, "out of memory");
     }
     s->m = m;
@@ -1103,23 +1098,24 @@ static int pg_commit(void *ud, const sync_record *rec)
         return rc;
     }
     const char *p4[4] = {s->tenant, rec->when, rec->ms, rec->json ? rec->json : "{}"};
-    rc = ps_q(m, "recording the sync",
-              "UPDATE mnemo_corpus SET last_sync_at = $2, last_sync_ms = $3::float8, "
-              "last_sync = $4 WHERE tenant = $1",
-              4, p4, NULL);
+    rc = pgstore_q(m, "recording the sync",
+                   "UPDATE mnemo_corpus SET last_sync_at = $2, last_sync_ms = $3::float8, "
+                   "last_sync = $4 WHERE tenant = $1",
+                   4, p4, NULL);
     if (!rc && (stats->files_added || stats->files_changed || stats->files_removed ||
                 stats->chunks_removed || stats->rebuilt))
-        rc = ps_q(m, "counting chunks",
-                  "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t FROM (SELECT count(*) AS n, "
-                  "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
-                  "WHERE tenant = $1",
-                  1, (const char *const[]){s->tenant}, NULL);
+        rc = pgstore_q(
+            m, "counting chunks",
+            "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t FROM (SELECT count(*) AS n, "
+            "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
+            "WHERE tenant = $1",
+            1, (const char *const[]){s->tenant}, NULL);
     /* Fresh statistics after a large change, so that the planner reads
      * candidates' rows by id rather than scanning a tenant's. */
     if (!rc && stats->chunks_added + stats->chunks_removed >= 1000) {
-        rc = ps_q(m, "analyzing", "ANALYZE mnemo_chunks", 0, NULL, NULL);
+        rc = pgstore_q(m, "analyzing", "ANALYZE mnemo_chunks", 0, NULL, NULL);
         if (!rc)
-            rc = ps_q(m, "analyzing", "ANALYZE mnemo_files", 0, NULL, NULL);
+            rc = pgstore_q(m, "analyzing", "ANALYZE mnemo_files", 0, NULL, NULL);
     }
     return rc;
 }
@@ -1165,10 +1161,11 @@ static int pg_vectors_done(void *ud, int ran, int rc, const char *why)
     else if (rc)
         buf_printf(&note, "last embedding failed: %s", why);
     const char *p[3] = {s->tenant, s->ident, note.data ? note.data : ""};
-    int rc2 = ps_q(s->m, "recording vectors",
-                   "UPDATE mnemo_corpus SET vec_identity = CASE WHEN $2 = '' THEN vec_identity "
-                   "ELSE $2 END, vec_note = $3 WHERE tenant = $1",
-                   3, p, NULL);
+    int rc2 =
+        pgstore_q(s->m, "recording vectors",
+                  "UPDATE mnemo_corpus SET vec_identity = CASE WHEN $2 = '' THEN vec_identity "
+                  "ELSE $2 END, vec_note = $3 WHERE tenant = $1",
+                  3, p, NULL);
     buf_cleanup(&note);
     return rc2;
 }
@@ -1188,10 +1185,11 @@ static int pg_end(void *ud, int rc, int committed)
         buf_init(&keep, 0);
         buf_puts(&keep, rc && m->err.data ? m->err.data : "");
         const char *p[1] = {s->logical};
-        int rc2 = ps_q(m, "switching to the new index",
-                       "UPDATE mnemo_live SET previous = live, live = building, building = NULL "
-                       "WHERE tenant = $1 AND building IS NOT NULL",
-                       1, p, NULL);
+        int rc2 =
+            pgstore_q(m, "switching to the new index",
+                      "UPDATE mnemo_live SET previous = live, live = building, building = NULL "
+                      "WHERE tenant = $1 AND building IS NOT NULL",
+                      1, p, NULL);
         if (rc && !rc2)
             core_error(m, rc, "%s", keep.data ? keep.data : "embedding failed");
         else
@@ -1201,5 +1199,5 @@ static int pg_end(void *ud, int rc, int committed)
     return release(s, rc);
 }
 
-const sync_store pg_sync_store = {pg_begin,   pg_commit,       pg_no_vectors,
+const sync_store pgsync_store = {pg_begin,   pg_commit,       pg_no_vectors,
                                   pg_vectors, pg_vectors_done, pg_end};

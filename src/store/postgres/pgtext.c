@@ -1,12 +1,12 @@
 /*
- * pgtext.c - PostgreSQL's text forms (see pgtext.h).
+ * pgtext.c - PostgreSQL's text forms (see pgint.h).
  */
-#include "store/postgres/pgtext.h"
+#include "store/postgres/pgint.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void pg_lexeme(buf *b, const char *s, size_t n)
+void pgtext_lexeme(buf *b, const char *s, size_t n)
 {
     buf_putc(b, '\'');
     for (size_t i = 0; i < n; i++) {
@@ -17,7 +17,7 @@ void pg_lexeme(buf *b, const char *s, size_t n)
     buf_putc(b, '\'');
 }
 
-void pg_vector_literal(buf *b, const float *v, int dims)
+void pgtext_vector_literal(buf *b, const float *v, int dims)
 {
     buf_putc(b, '[');
     for (int i = 0; i < dims; i++)
@@ -33,63 +33,63 @@ void pg_vector_literal(buf *b, const float *v, int dims)
 
 static void put64(buf *b, uint64_t v)
 {
-    pg_put32(b, (uint32_t)(v >> 32));
-    pg_put32(b, (uint32_t)v);
+    pgtext_put32(b, (uint32_t)(v >> 32));
+    pgtext_put32(b, (uint32_t)v);
 }
 
-void pg_barr_init(pg_barr *a)
+void pgtext_barr_init(pgtext_barr *a)
 {
     memset(a, 0, sizeof *a);
     buf_init(&a->b, 0);
 }
 
-void pg_barr_cleanup(pg_barr *a) { buf_cleanup(&a->b); }
+void pgtext_barr_cleanup(pgtext_barr *a) { buf_cleanup(&a->b); }
 
-void pg_barr_start(pg_barr *a, uint32_t elem_oid)
+void pgtext_barr_start(pgtext_barr *a, uint32_t elem_oid)
 {
     buf_reset(&a->b);
     a->n = 0;
-    pg_put32(&a->b, 1);
-    pg_put32(&a->b, 0);
-    pg_put32(&a->b, elem_oid);
-    pg_put32(&a->b, 0); /* the size, at 12 (pg_barr_end) */
-    pg_put32(&a->b, 1);
+    pgtext_put32(&a->b, 1);
+    pgtext_put32(&a->b, 0);
+    pgtext_put32(&a->b, elem_oid);
+    pgtext_put32(&a->b, 0); /* the size, at 12 (pgtext_barr_end) */
+    pgtext_put32(&a->b, 1);
 }
 
-void pg_barr_int4(pg_barr *a, int32_t v)
+void pgtext_barr_int4(pgtext_barr *a, int32_t v)
 {
-    pg_put32(&a->b, 4);
-    pg_put32(&a->b, (uint32_t)v);
+    pgtext_put32(&a->b, 4);
+    pgtext_put32(&a->b, (uint32_t)v);
     a->n++;
 }
 
-void pg_barr_int8(pg_barr *a, int64_t v)
+void pgtext_barr_int8(pgtext_barr *a, int64_t v)
 {
-    pg_put32(&a->b, 8);
+    pgtext_put32(&a->b, 8);
     put64(&a->b, (uint64_t)v);
     a->n++;
 }
 
-void pg_barr_float8(pg_barr *a, double v)
+void pgtext_barr_float8(pgtext_barr *a, double v)
 {
     uint64_t u;
     memcpy(&u, &v, sizeof u);
-    pg_put32(&a->b, 8);
+    pgtext_put32(&a->b, 8);
     put64(&a->b, u);
     a->n++;
 }
 
-void pg_barr_bytes(pg_barr *a, const void *p, size_t n)
+void pgtext_barr_bytes(pgtext_barr *a, const void *p, size_t n)
 {
-    pg_put32(&a->b, (uint32_t)n);
+    pgtext_put32(&a->b, (uint32_t)n);
     buf_append(&a->b, p, n);
     a->n++;
 }
 
-void pg_barr_open(pg_barr *a)
+void pgtext_barr_open(pgtext_barr *a)
 {
     a->open = a->b.len;
-    pg_put32(&a->b, 0);
+    pgtext_put32(&a->b, 0);
 }
 
 static void patch32(buf *b, size_t at, uint32_t v)
@@ -103,13 +103,13 @@ static void patch32(buf *b, size_t at, uint32_t v)
     x[3] = (unsigned char)v;
 }
 
-void pg_barr_close(pg_barr *a)
+void pgtext_barr_close(pgtext_barr *a)
 {
     patch32(&a->b, a->open, (uint32_t)(a->b.len - a->open - 4));
     a->n++;
 }
 
-void pg_barr_end(pg_barr *a)
+void pgtext_barr_end(pgtext_barr *a)
 {
     if (a->n == 0) {
         /* An empty array has no dimensions. */
@@ -141,7 +141,7 @@ static const unsigned char hexval[256] = {
     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
 };
 
-size_t pg_float_array(const char *s, double *out, size_t max)
+size_t pgtext_float_array(const char *s, double *out, size_t max)
 {
     size_t n = 0;
     if (*s == '{')
@@ -157,7 +157,7 @@ size_t pg_float_array(const char *s, double *out, size_t max)
     return n;
 }
 
-long pg_unhex(const char *s, void *out, size_t cap)
+long pgtext_unhex(const char *s, void *out, size_t cap)
 {
     if (s[0] == '\\' && s[1] == 'x')
         s += 2;
