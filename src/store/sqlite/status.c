@@ -123,7 +123,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
     if (strcmp(name, "none") == 0) {
         int is_auto = strcmp(cfg_str(m->cfg, CFG_PROVIDER), "none") != 0;
         json_object_set_new(e, "reason", json_string(is_auto
-                                                         ? "no provider configured (keyword only)"
+                                                         ? "keyword only: no provider configured"
                                                          : "provider none (keyword only)"));
         /* Vectors from an index run with --set provider=...: say that
          * searches leave them unused, and how to use them. */
