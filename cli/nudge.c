@@ -678,25 +678,16 @@ static void find_words(const char *s, size_t len, const word *w, size_t nw, int 
                 if (run_hi - run_lo >= 3)
                     continue;
             }
-        } else if (kind == K_START) {
-            /* A name that starts a sentence ("Priya wants an update"): not a
-             * common word, and a lower-case word follows on its line. */
-            if (!capital_shape(s, a, b) || !sentence_start(s, a) ||
-                IN_LIST(s + a, b - a, capital_stop, 0) || IN_LIST(s + a, b - a, start_stop, 0))
-                continue;
-            if (k + 1 >= nw || !adjacent(s, &w[k], &w[k + 1]) ||
-                !is_lower((unsigned char)s[w[k + 1].start]))
-                continue;
-            if (k >= line_next)
-                title = title_case_line(s, len, w, nw, k, &line_next);
-            if (title)
-                continue;
-            if (b + 1 < len && s[b] == '\'' && is_letter((unsigned char)s[b + 1]) &&
-                !(s[b + 1] == 's' && (b + 2 >= len || !word_char((unsigned char)s[b + 2]))))
-                continue;
         } else {
+            /* Capitalised words: inside a sentence (capital), or a name that
+             * starts one (start: "Priya wants an update"), which must not be a
+             * common opener and must have a lower-case word after it. */
             if (!capital_shape(s, a, b) || IN_LIST(s + a, b - a, capital_stop, 0) ||
-                sentence_start(s, a))
+                sentence_start(s, a) != (kind == K_START))
+                continue;
+            if (kind == K_START &&
+                (IN_LIST(s + a, b - a, start_stop, 0) || k + 1 >= nw ||
+                 !adjacent(s, &w[k], &w[k + 1]) || !is_lower((unsigned char)s[w[k + 1].start])))
                 continue;
             if (k >= line_next)
                 title = title_case_line(s, len, w, nw, k, &line_next);
