@@ -765,14 +765,6 @@ static int cjk_context(int32_t cp)
     return (cp >= 0x3000 && cp <= 0x30FF) || (cp >= 0xFF00 && cp <= 0xFFEF);
 }
 
-static int in_han_list(const char *s, size_t n, const char *const *list, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        if (strlen(list[i]) == n && memcmp(s, list[i], n) == 0)
-            return 1;
-    return 0;
-}
-
 /* Names in Han script: a run of two to four Han characters set among other
  * words (王芳 owns the cutover), or in Chinese text a common surname with
  * the one or two characters before a verb or particle (王芳负责, 李明说). */
@@ -805,8 +797,7 @@ static void find_han(const char *s, size_t len, size_t rank, spans *out, int *no
         }
         for (size_t k = 0; k + 1 < nc; k++) {
             size_t sl = at[k + 1] - at[k];
-            if (!in_han_list(s + at[k], sl, han_surnames,
-                             sizeof han_surnames / sizeof *han_surnames))
+            if (!IN_LIST(s + at[k], sl, han_surnames, 0))
                 continue;
             /* Surname and one character, or two, before what ends a name. */
             size_t end = 0;
@@ -816,8 +807,7 @@ static void find_han(const char *s, size_t len, size_t rank, spans *out, int *no
                 size_t after_len = next + 1 < nc ? at[next + 1] - stop : e - stop;
                 if (next > nc)
                     break;
-                if (next == nc || in_han_list(s + stop, after_len, han_after,
-                                              sizeof han_after / sizeof *han_after))
+                if (next == nc || IN_LIST(s + stop, after_len, han_after, 0))
                     end = stop;
             }
             if (end && add_span(out, at[k], end, rank, nomem))
