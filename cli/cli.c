@@ -305,10 +305,14 @@ static void dashdash_hint(int argc, char **argv, const char *cmd, const cli_opt 
         if (j < sizeof joined)
             j += (size_t)snprintf(joined + j, sizeof joined - j, "%s%s", j ? " " : "", arg);
     }
-    snprintf(dash, n, "mnemo %s%s --%s", cmd, optw, words);
+    /* A command line too long for N is cut: the hint still shows the way. */
+    if (snprintf(dash, n, "mnemo %s%s --%s", cmd, optw, words) >= (int)n)
+        dash[n - 1] = 0;
     *quoted = 0;
-    if (joined[0] && joined[0] != '-')
-        snprintf(quoted, n, "mnemo %s%s %s", cmd, optw, cli_shell_word(joined, word, sizeof word));
+    if (joined[0] && joined[0] != '-' &&
+        snprintf(quoted, n, "mnemo %s%s %s", cmd, optw,
+                 cli_shell_word(joined, word, sizeof word)) >= (int)n)
+        quoted[n - 1] = 0;
 }
 
 static void print_help(const char *usage, const cli_opt *opts)

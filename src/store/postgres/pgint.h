@@ -869,13 +869,13 @@ size_t pgstore_int_array(const char *s, long long *v, size_t cap);
  * `toks` holds each phrase's lexemes (the excluded ones from npos on) at
  * toff[k] (space separated, NUL-terminated) and pfx[k] says whether it is
  * one lexeme as a prefix. */
-typedef struct pgquery {
+typedef struct pgsearch_query {
     buf phrases, prefix, tsq, ptsq, one, req, neg, words, lexs, toks;
     size_t woff[BM25_MAX_PHRASES], toff[BM25_MAX_PHRASES];
     unsigned char pfx[BM25_MAX_PHRASES];
     int np, npos, simple;
     int negmulti; /* an excluded phrase is not one whole lexeme */
-} pgquery;
+} pgsearch_query;
 
 typedef struct hitrow {
     int64_t id;
@@ -995,7 +995,7 @@ int pgnpost_reset(mnemo *m, const char *tenant);
 /* The keyword leg from the postings (pgkeyword.c's contract), for queries
  * of whole words without excluded phrases. MNEMO_NOTFOUND when the tenant
  * has no postings yet (never synced since migration 6): use another leg. */
-int pgnpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+int pgnpost_leg(pgsearch *s, const pgsearch_query *pq, const char *source, size_t pool,
                 const int64_t *extra, size_t nextra, double *sum_idf);
 
 /* pgnpost_leg in two steps, so that other work can run between them:
@@ -1004,9 +1004,9 @@ int pgnpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
  * the EXTRA ids known by then into s->hits (again, replacing them, when
  * called again: the best POOL are the same whatever the extra ids). */
 typedef struct pgnpost_lists pgnpost_lists;
-int pgnpost_read(pgsearch *s, const pgquery *pq, const char *source, pgnpost_lists **out,
+int pgnpost_read(pgsearch *s, const pgsearch_query *pq, const char *source, pgnpost_lists **out,
                  double *sum_idf);
-int pgnpost_walk(pgsearch *s, const pgquery *pq, pgnpost_lists *l, size_t pool,
+int pgnpost_walk(pgsearch *s, const pgsearch_query *pq, pgnpost_lists *l, size_t pool,
                  const int64_t *extra, size_t nextra);
 void pgnpost_lists_free(pgnpost_lists *l);
 
@@ -1017,7 +1017,7 @@ void pgnpost_lists_free(pgnpost_lists *l);
  * *MARK: the mark they were read at (every chunk above it may match as
  * well), -1 when the tenant has no postings yet; MNEMO_NOTFOUND when the
  * query is too long to be looked up this way. The caller frees *IDS. */
-int pgnpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const char *source,
+int pgnpost_candidates(pgsearch *s, const pgsearch_query *pq, int k0, int k1, const char *source,
                        int64_t **ids, size_t *nids, int64_t *mark);
 
 /* ======================================================================
@@ -1036,7 +1036,7 @@ extern const struct sync_store pgsync_store;
  * match, with their frequencies; *SUM_IDF scales BM25 to 0..1. The postings
  * when every positive phrase is one word matched whole, else every
  * matching row is read and scored. */
-int pgkeyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+int pgkeyword_leg(pgsearch *s, const pgsearch_query *pq, const char *source, size_t pool,
                   const int64_t *extra, size_t nextra, double *sum_idf);
 
 /* ======================================================================

@@ -23,7 +23,7 @@ static int by_hit(const void *a, const void *b)
  * EXTRA (vector candidates) that match, with their frequencies. The rows
  * are found by id, among the candidates of the postings (pgnpost.c) and the
  * chunks above their mark; without postings, among all the tenant's. */
-static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+static int keyword_all(pgsearch *s, const pgsearch_query *pq, const char *source, size_t pool,
                        const int64_t *extra, size_t nextra, double *sum_idf)
 {
     int64_t *cand = NULL, mark = -1;
@@ -137,7 +137,7 @@ static int keyword_all(pgsearch *s, const pgquery *pq, const char *source, size_
 /* The keyword leg: the postings (pgnpost.c) for whole words (excluded
  * phrases too), else (phrases, prefixes, or a tenant not synced since the
  * postings exist) every match. */
-int pgkeyword_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+int pgkeyword_leg(pgsearch *s, const pgsearch_query *pq, const char *source, size_t pool,
                   const int64_t *extra, size_t nextra, double *sum_idf)
 {
     if (pq->simple && pq->npos > 0 && pool > 0) {

@@ -414,7 +414,7 @@ static int64_t *s_mark(pgsearch *s)
 
 /* One snapshot of what the leg needs for the mark MARK: rows (kind, source,
  * lexeme, gen or id, text). */
-static int read_snapshot(pgsearch *s, const pgquery *pq, const char *source, int64_t mark,
+static int read_snapshot(pgsearch *s, const pgsearch_query *pq, const char *source, int64_t mark,
                          pg_rows **out)
 {
 #define SNAPSHOT                                                                                  \
@@ -457,7 +457,7 @@ static void drop_ids(pgpost_list *l, const int64_t *out, size_t nout)
 /* The ids, sorted, of the merged chunks that hold an excluded phrase of
  * PQ, as SQLite counts them: the postings of each one's lexemes, and where
  * a phrase has more than one, the rows holding them all checked. */
-static int excluded_ids(pgsearch *s, const pgquery *pq, const char *source, int64_t **out,
+static int excluded_ids(pgsearch *s, const pgsearch_query *pq, const char *source, int64_t **out,
                         size_t *nout)
 {
     int64_t mark;
@@ -504,7 +504,7 @@ static int64_t snapshot_mark(const pg_rows *r)
 
 /* The snapshot at the handle's mark, read again while a sync moves the
  * mark: MNEMO_NOTFOUND when there are no postings yet. */
-static int read_marked(pgsearch *s, const pgquery *pq, const char *source, pg_rows **out)
+static int read_marked(pgsearch *s, const pgsearch_query *pq, const char *source, pg_rows **out)
 {
     int64_t *mark = s_mark(s);
     if (!mark)
@@ -556,7 +556,7 @@ void pgnpost_lists_free(pgnpost_lists *l)
 
 /* The snapshot's rows into the lists of L (PQ's words LEX), the excluded
  * NEGS left out of the merged ones, and its statistics into S and *N. */
-static int lists_of(pgsearch *s, const pgquery *pq, const pg_rows *r, const int64_t *negs,
+static int lists_of(pgsearch *s, const pgsearch_query *pq, const pg_rows *r, const int64_t *negs,
                     size_t nneg, const char *const *lex, pgpost_list *t, double *N)
 {
     size_t rows = pg_nrows(r);
@@ -602,7 +602,7 @@ static int lists_of(pgsearch *s, const pgquery *pq, const pg_rows *r, const int6
     return rc;
 }
 
-int pgnpost_read(pgsearch *s, const pgquery *pq, const char *source, pgnpost_lists **out,
+int pgnpost_read(pgsearch *s, const pgsearch_query *pq, const char *source, pgnpost_lists **out,
                  double *sum_idf)
 {
     *out = NULL;
@@ -687,7 +687,7 @@ static int hits_of(pgsearch *s, const topk *best, const hitrow *rows, const hitr
     return MNEMO_OK;
 }
 
-int pgnpost_walk(pgsearch *s, const pgquery *pq, pgnpost_lists *l, size_t pool,
+int pgnpost_walk(pgsearch *s, const pgsearch_query *pq, pgnpost_lists *l, size_t pool,
                  const int64_t *extra, size_t nextra)
 {
     pgpost_list *t = l->t;
@@ -738,7 +738,7 @@ int pgnpost_walk(pgsearch *s, const pgquery *pq, pgnpost_lists *l, size_t pool,
     return rc ? core_error(s->m, rc, "out of memory") : MNEMO_OK;
 }
 
-int pgnpost_leg(pgsearch *s, const pgquery *pq, const char *source, size_t pool,
+int pgnpost_leg(pgsearch *s, const pgsearch_query *pq, const char *source, size_t pool,
                 const int64_t *extra, size_t nextra, double *sum_idf)
 {
     pgnpost_lists *l;
@@ -810,7 +810,7 @@ static void ids_and(pgposting *a, size_t *na, const pgposting *b, size_t nb)
     *na = k;
 }
 
-int pgnpost_candidates(pgsearch *s, const pgquery *pq, int k0, int k1, const char *source,
+int pgnpost_candidates(pgsearch *s, const pgsearch_query *pq, int k0, int k1, const char *source,
                       int64_t **ids, size_t *nids, int64_t *mark)
 {
     *ids = NULL;

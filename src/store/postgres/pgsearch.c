@@ -47,7 +47,7 @@ static int lex_fn(void *ud, int flags, const char *token, int len, int start, in
     return 0;
 }
 
-static void pgquery_cleanup(pgquery *pq)
+static void pgquery_cleanup(pgsearch_query *pq)
 {
     buf_cleanup(&pq->phrases);
     buf_cleanup(&pq->prefix);
@@ -62,7 +62,7 @@ static void pgquery_cleanup(pgquery *pq)
 }
 
 /* Builds PQ from Q (Q->match not NULL). */
-static int pgquery_build(tok *t, const query *qy, pgquery *pq)
+static int pgquery_build(tok *t, const query *qy, pgsearch_query *pq)
 {
     memset(pq, 0, sizeof *pq);
     buf_init(&pq->phrases, 0);
@@ -637,7 +637,7 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
 
 /* The file-name legs: files the query names, and files whose path words
  * hold query terms, with their chunks. */
-static int file_legs(pgsearch *s, const query *qy, const pgquery *pq, const char *source,
+static int file_legs(pgsearch *s, const query *qy, const pgsearch_query *pq, const char *source,
                      search_file_hits *fh)
 {
     pg_rows *r = NULL;
@@ -1104,7 +1104,7 @@ static int pg_row(void *ud, int64_t chunk_id, search_row *out)
 /* A search's state (search_legs.ud). */
 typedef struct pglegs {
     pgsearch s;
-    pgquery pq;
+    pgsearch_query pq;
     int built;              /* pq was built (or its build began) */
     pgnpost_lists *lists;
     search_cand *kw;        /* s.hits, scored, for the engine */
