@@ -651,4 +651,15 @@ TEST(sync_unreadable_folder_is_skipped)
     ASSERT_CONTAINS(out, "\"filesAdded\":1");
     ASSERT_CONTAINS(out, "\"filesSkipped\":0");
     free(out);
+    /* A folder that can be listed but not entered: its notes are named
+     * as skipped, one by one, not dropped without a word. */
+    ASSERT_EQ(chmod(test_path("ws/memory/secret"), 0444), 0);
+    ASSERT_EQ(mnemo_unprivileged(&out, index_json), 0);
+    ASSERT_CONTAINS(out, "\"filesSkipped\":1");
+    free(out);
+    ASSERT_EQ(mnemo_unprivileged(&out, status_text), 0);
+    ASSERT_CONTAINS(out, "memory/secret/a.md: unreadable: Permission denied (its folder cannot be "
+                         "entered)");
+    free(out);
+    ASSERT_EQ(chmod(test_path("ws/memory/secret"), 0755), 0);
 }

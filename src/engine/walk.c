@@ -259,8 +259,29 @@ static int scan_dir(scan *s, int dfd, int depth)
         struct stat st;
         int have_stat = 0;
         if (type == DT_UNKNOWN || type == DT_REG) {
-            if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                continue; /* vanished */
+            if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                int err = errno;
+                if (err == ENOENT)
+                    continue; /* vanished */
+                /* Listed but not reachable (a folder that can be read but
+                 * not entered): skipped with why, never dropped unsaid. */
+                if (!glob_match(s->root->pattern, s->rel.data))
+                    continue;
+                buf full;
+                buf_init(&full, PATH_MAX * 2);
+                buf_printf(&full, "%s/%s", s->root->display, s->rel.data);
+                rc = buf_err(&full)
+                         ? MNEMO_NOMEM
+                         : add_entry(s->out, full.data, NULL, 0,
+                                     err == EACCES || err == EPERM
+                                         ? "unreadable: Permission denied (its folder cannot be "
+                                           "entered)"
+                                         : "unreadable");
+                buf_cleanup(&full);
+                if (rc)
+                    break;
+                continue;
+            }
             have_stat = 1;
             type = S_ISDIR(st.st_mode)   ? DT_DIR
                    : S_ISREG(st.st_mode) ? DT_REG
