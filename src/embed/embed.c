@@ -41,6 +41,8 @@ static const provider_def providers[] = {
      1024, 1000, 0},
     {"mistral", WIRE_OPENAI, "https://api.mistral.ai/v1", "MISTRAL_API_KEY", NULL,
      "mistral-embed", 1024, 512, 0},
+    /* the URL comes from the region; the bearer token is optional (else AWS keys) */
+    {"bedrock", WIRE_BEDROCK, "", NULL, NULL, "amazon.titan-embed-text-v2:0", 1024, 1, 0},
 };
 
 /* Dimensions of well-known models, for providers that serve several. */
@@ -247,6 +249,61 @@ static int local_open(embedder *e, const embed_cfg *c, buf *err)
     return MNEMO_OK;
 }
 
+/* Provider "bedrock": the model's family, the region and endpoint, and
+ * the credentials: a bearer token (AWS_BEARER_TOKEN_BEDROCK, or the
+ * variable apiKeyEnv names), else AWS keys to sign each request with. */
+static int bedrock_open(embedder *e, const embed_cfg *c, buf *err)
+{
+    e->bedrock = bedrock_find(e->model);
+    if (!e->bedrock) {
+        buf_printf(err, "bedrock: unknown embedding model '%s' (known: %s; an inference-profile "
+                        "prefix such as us. is allowed)",
+                   e->model, bedrock_models());
+        return MNEMO_INVALID;
+    }
+    e->dims = c->dims > 0 ? c->dims : e->bedrock->dims;
+    if (!bedrock_size_ok(e->bedrock, e->dims)) {
+        buf_printf(err, "bedrock: %s makes vectors of %s dimensions, not %d", e->model,
+                   e->bedrock->sizes, e->dims);
+        return MNEMO_INVALID;
+    }
+    e->dims_fixed = 1;
+    e->max_inputs = e->bedrock->max_inputs;
+    /* A configured endpoint wins; the region then comes from its host or
+     * the environment (it is part of the signature). */
+    bedrock_region(e->base_url, e->region, sizeof e->region);
+    if (!*e->base_url) {
+        buf u;
+        buf_init(&u, 4096);
+        buf_printf(&u, "https://bedrock-runtime.%s.amazonaws.com", e->region);
+        free(e->base_url);
+        if (!(e->base_url = buf_detach(&u)))
+            return MNEMO_NOMEM;
+    } else {
+        size_t n = strlen(e->base_url);
+        while (n && e->base_url[n - 1] == '/')
+            e->base_url[--n] = 0;
+    }
+    const char *var = c->api_key_env && *c->api_key_env ? c->api_key_env
+                                                        : "AWS_BEARER_TOKEN_BEDROCK";
+    const char *token = getenv(var);
+    if (token && *token) {
+        if (!(e->key = strdup(token)))
+            return MNEMO_NOMEM;
+        snprintf(e->key_source, sizeof e->key_source, "%s", var);
+    } else {
+        if (!(e->aws = calloc(1, sizeof *e->aws)))
+            return MNEMO_NOMEM;
+        int rc = aws_creds_load(e->aws, err);
+        if (rc) {
+            free(e->aws);
+            e->aws = NULL;
+            return rc;
+        }
+    }
+    return embed_http_open(e, err);
+}
+
 void embed_close(embedder *e)
 {
     if (!e)
@@ -262,6 +319,10 @@ void embed_close(embedder *e)
     if (e->key) {
         memset(e->key, 0, strlen(e->key)); /* do not leave keys in freed memory */
         free(e->key);
+    }
+    if (e->aws) {
+        aws_creds_clear(e->aws);
+        free(e->aws);
     }
     free(e->headers_json);
     free(e->qtype);
@@ -279,7 +340,8 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
     const provider_def *p = find_provider(c->provider ? c->provider : "");
     if (!p) {
         buf_printf(err, "unknown embedding provider '%s' (local, static, openai, "
-                        "openai-compatible, ollama, gemini, voyage, mistral, none, auto)",
+                        "openai-compatible, ollama, gemini, voyage, mistral, bedrock, none, "
+                        "auto)",
                    c->provider ? c->provider : "");
         return MNEMO_INVALID;
     }
@@ -346,6 +408,13 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
 
     if (p->wire == WIRE_LOCAL) {
         if ((rc = local_open(e, c, err)))
+            goto fail;
+        *out = e;
+        return MNEMO_OK;
+    }
+
+    if (p->wire == WIRE_BEDROCK) {
+        if ((rc = bedrock_open(e, c, err)))
             goto fail;
         *out = e;
         return MNEMO_OK;

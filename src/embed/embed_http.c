@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "embed/bedrock.h"
 #include "embed/curl_dl.h"
 #include "embed/embed_http.h"
 #include "util/jsonvec.h"
@@ -52,6 +53,8 @@ typedef struct slot {
     CURL *easy;
     job j;
     buf req, resp;
+    struct curl_slist *signed_hd; /* this request's headers when each is signed */
+    char errtype[64];   /* x-amzn-ErrorType, AWS's name for an error */
     double retry_after; /* seconds, < 0 when absent */
     int busy;
 } slot;
@@ -88,6 +91,9 @@ struct wire_ops {
     void (*url)(const embedder *e, buf *url);
     /* The body of batch J: its inputs, typed ITYPE (NULL: none). */
     json_t *(*body)(const call *c, const job *j, const char *itype);
+    /* Reads the answer when jsonvec_scan does not know its shape (NULL: it does). */
+    long (*scan)(const char *s, size_t n, float *scratch, size_t cap, jsonvec_fn fn, void *ud,
+                 char *err, size_t errlen);
 };
 
 /* Input I with the configured prefix of its type. */
@@ -146,6 +152,7 @@ static const wire_ops openai_wire = {
     JSONVEC_OPENAI,
     openai_url,
     openai_body,
+    NULL,
 };
 
 /* Ollama's /api/embed: no input types. */
@@ -170,6 +177,7 @@ static const wire_ops ollama_wire = {
     JSONVEC_OLLAMA,
     ollama_url,
     ollama_body,
+    NULL,
 };
 
 /* Gemini's batchEmbedContents: one request per input, each naming the
@@ -207,6 +215,74 @@ static const wire_ops gemini_wire = {
     JSONVEC_GEMINI,
     gemini_url,
     gemini_body,
+    NULL,
+};
+
+/* Amazon Bedrock's InvokeModel: the body is the model family's own; Titan
+ * and Nova take one input a request, Cohere a batch. */
+static void bedrock_url(const embedder *e, buf *url)
+{
+    /* The id's ':' (and any other reserved byte) is sent percent-encoded. */
+    buf_printf(url, "%s/model/", e->base_url);
+    for (const char *p = e->model; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~')
+            buf_putc(url, (char)ch);
+        else
+            buf_printf(url, "%%%02X", ch);
+    }
+    buf_puts(url, "/invoke");
+}
+
+static json_t *bedrock_body(const call *c, const job *j, const char *itype)
+{
+    const embedder *e = c->e;
+    json_t *root = json_object();
+    switch (e->bedrock->family) {
+    case BEDROCK_TITAN_V2:
+        json_object_set_new(root, "inputText", input_text(c, j->first));
+        json_object_set_new(root, "dimensions", json_integer(e->dims));
+        json_object_set_new(root, "normalize", json_true());
+        break;
+    case BEDROCK_TITAN_V1:
+        json_object_set_new(root, "inputText", input_text(c, j->first));
+        break;
+    case BEDROCK_NOVA: {
+        const char *purpose = c->type == EMBED_QUERY ? "GENERIC_RETRIEVAL" : "GENERIC_INDEX";
+        json_t *text = json_pack("{s:s,s:o}", "truncationMode", "END", "value",
+                                 input_text(c, j->first));
+        json_object_set_new(root, "taskType", json_string("SINGLE_EMBEDDING"));
+        json_object_set_new(root, "singleEmbeddingParams",
+                            json_pack("{s:s,s:i,s:o}", "embeddingPurpose", purpose,
+                                      "embeddingDimension", e->dims, "text", text));
+        break;
+    }
+    default: { /* Cohere */
+        json_t *texts = json_array();
+        for (size_t i = j->first; i < j->first + j->count; i++)
+            json_array_append_new(texts, input_text(c, i));
+        json_object_set_new(root, "texts", texts);
+        json_object_set_new(root, "input_type", json_string(itype ? itype : "search_document"));
+        json_object_set_new(root, "truncate", json_string("END"));
+        if (e->bedrock->family == BEDROCK_COHERE_V4) {
+            json_object_set_new(root, "embedding_types", json_pack("[s]", "float"));
+            json_object_set_new(root, "output_dimension", json_integer(e->dims));
+        }
+        break;
+    }
+    }
+    return root;
+}
+
+static const wire_ops bedrock_wire = {
+    "Authorization: Bearer ",
+    "search_query",
+    "search_document",
+    JSONVEC_OPENAI, /* unused: bedrock_scan reads the answer */
+    bedrock_url,
+    bedrock_body,
+    bedrock_scan,
 };
 
 /* The table of each remote provider's wire (embed.c's provider table
@@ -215,6 +291,7 @@ static const wire_ops *const wires[] = {
     [WIRE_OPENAI] = &openai_wire,
     [WIRE_OLLAMA] = &ollama_wire,
     [WIRE_GEMINI] = &gemini_wire,
+    [WIRE_BEDROCK] = &bedrock_wire,
 };
 
 /* ----------------------------------------------------------------------
@@ -311,6 +388,22 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
     slot *s = ud;
     size_t len = size * n;
+    if (len > 17 && strncasecmp(p, "x-amzn-errortype:", 17) == 0) {
+        /* "ExpiredTokenException:http://internal.amazon.com/..." */
+        const char *v = p + 17;
+        size_t vl = len - 17;
+        while (vl && *v == ' ') {
+            v++;
+            vl--;
+        }
+        size_t m = 0; /* curl's header line is not NUL-terminated */
+        while (m < vl && v[m] != ':' && v[m] != '\r' && v[m] != '\n')
+            m++;
+        if (m >= sizeof s->errtype)
+            m = sizeof s->errtype - 1;
+        memcpy(s->errtype, v, m);
+        s->errtype[m] = 0;
+    }
     if (len > 12 && strncasecmp(p, "retry-after:", 12) == 0) {
         char tmp[32];
         size_t m = len - 12 < sizeof tmp - 1 ? len - 12 : sizeof tmp - 1;
@@ -475,8 +568,11 @@ static int parse_response(call *c, const job *j, const buf *body)
         goto done;
     }
     char jerr[256] = "";
-    long got = jsonvec_scan(body->data ? body->data : "", body->len, e->ops->response, scratch,
-                            cap, take_vector, &r, jerr, sizeof jerr);
+    long got = e->ops->scan ? e->ops->scan(body->data ? body->data : "", body->len, scratch, cap,
+                                           take_vector, &r, jerr, sizeof jerr)
+                            : jsonvec_scan(body->data ? body->data : "", body->len,
+                                           e->ops->response, scratch, cap, take_vector, &r, jerr,
+                                           sizeof jerr);
     if (got < 0) {
         if (r.msg[0])
             buf_printf(c->err, "%s", r.msg);
@@ -558,6 +654,44 @@ static double backoff(call *c, int tries)
     return d > BACKOFF_MAX ? BACKOFF_MAX : d;
 }
 
+static void free_signed(slot *s)
+{
+    /* The lines hold a session token: wipe them before freeing. */
+    for (struct curl_slist *l = s->signed_hd; l; l = l->next)
+        memset(l->data, 0, strlen(l->data));
+    if (s->signed_hd)
+        C->slist_free_all(s->signed_hd);
+    s->signed_hd = NULL;
+}
+
+/* Bedrock with AWS keys: this request's headers, the shared ones and its
+ * SigV4 signature (each request has its own: the signature covers the
+ * body and the time). */
+static int sign(const embedder *e, slot *s, const char *url)
+{
+    buf lines;
+    buf_init(&lines, 1u << 16);
+    int rc = sigv4_sign(e->aws, e->region, "bedrock", "POST", url, "application/json",
+                        s->req.data ? s->req.data : "", s->req.len, (time_t)time_wall(), &lines);
+    struct curl_slist *hd = NULL;
+    for (struct curl_slist *l = e->http->headers; l && !rc; l = l->next)
+        if (!(hd = C->slist_append(hd, l->data)))
+            rc = MNEMO_NOMEM;
+    /* No "Expect: 100-continue" round trip for larger bodies. */
+    if (!rc && !(hd = C->slist_append(hd, "Expect:")))
+        rc = MNEMO_NOMEM;
+    for (char *p = lines.data, *nl; !rc && p && (nl = strchr(p, '\n')); p = nl + 1) {
+        *nl = 0;
+        if (!(hd = C->slist_append(hd, p)))
+            rc = MNEMO_NOMEM;
+    }
+    if (lines.data)
+        memset(lines.data, 0, lines.len);
+    buf_cleanup(&lines);
+    s->signed_hd = hd;
+    return rc;
+}
+
 static int start(call *c, slot *s, const job *j)
 {
     buf url;
@@ -576,9 +710,15 @@ static int start(call *c, slot *s, const job *j)
     buf_reset(&s->resp);
     s->resp.err = 0;
     s->retry_after = -1;
+    s->errtype[0] = 0;
     s->j = *j;
+    free_signed(s);
+    if (c->e->aws && (rc = sign(c->e, s, url.data))) {
+        buf_cleanup(&url);
+        return rc;
+    }
     C->easy_setopt(h, CURLOPT_URL, url.data);
-    C->easy_setopt(h, CURLOPT_HTTPHEADER, c->e->http->headers);
+    C->easy_setopt(h, CURLOPT_HTTPHEADER, s->signed_hd ? s->signed_hd : c->e->http->headers);
     C->easy_setopt(h, CURLOPT_POSTFIELDS, s->req.data);
     C->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
     C->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -641,7 +781,7 @@ static int finish(call *c, slot *s, CURLcode cc)
     }
     char msg[512];
     error_message(e, &s->resp, msg, sizeof msg);
-    if (status == 429) {
+    if (status == 429 || !strcmp(s->errtype, "ThrottlingException")) {
         j.rate_tries++;
         if (j.rate_tries >= RATE_TRIES)
             return fail(c, MNEMO_HTTP, "%s: 429 rate limited (%d tries): %s", e->provider,
@@ -672,6 +812,16 @@ static int finish(call *c, slot *s, CURLcode cc)
         a.not_before = b.not_before = 0;
         int rc = push(c, b, 1);
         return rc ? rc : push(c, a, 1);
+    }
+    if (e->wire == WIRE_BEDROCK && status == 403) {
+        const char *src = e->aws ? e->aws->source : e->key_source;
+        if (!strcmp(s->errtype, "ExpiredTokenException") || strstr(msg, "expired"))
+            return fail(c, MNEMO_UNAVAILABLE,
+                        "%s: 403 ExpiredTokenException: the AWS credentials from %s have "
+                        "expired; renew them (a new session token, or aws sso login): %s",
+                        e->provider, src, msg);
+        return fail(c, MNEMO_UNAVAILABLE, "%s: 403 %s%s%s (credentials from %s)", e->provider,
+                    s->errtype, *s->errtype ? ": " : "", *msg ? msg : "request refused", src);
     }
     return fail(c, status == 401 || status == 403 ? MNEMO_UNAVAILABLE : MNEMO_HTTP,
                 "%s: %ld %s", e->provider, status, *msg ? msg : "request refused");
@@ -781,6 +931,7 @@ int embed_http_texts(embedder *e, int type, const char *const *texts, const size
             C->multi_remove_handle(multi, c.slots[i].easy);
         if (c.slots[i].easy)
             C->easy_cleanup(c.slots[i].easy);
+        free_signed(&c.slots[i]);
         buf_cleanup(&c.slots[i].req);
         buf_cleanup(&c.slots[i].resp);
     }

@@ -8,9 +8,11 @@
 
 #include <stddef.h>
 
+#include "embed/bedrock.h"
 #include "embed/bert.h"
 #include "embed/embed_types.h"
 #include "embed/model.h"
+#include "embed/sigv4.h"
 #include "text/tok.h"
 #include "util/buf.h"
 
@@ -19,7 +21,7 @@ typedef struct wire_ops wire_ops;
 
 /* What computes the vectors: a static table, a local model, or a remote
  * provider through the steps of its wire format (embed_http.c). */
-enum { WIRE_STATIC, WIRE_LOCAL, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI };
+enum { WIRE_STATIC, WIRE_LOCAL, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI, WIRE_BEDROCK };
 
 struct embedder {
     char *provider, *model, *base_url, *key, *headers_json;
@@ -37,6 +39,10 @@ struct embedder {
     bert *enc;         /* local */
     char version[40];  /* local: the weights' fingerprint, "+int8d" when quantized */
     http_state *http;  /* remote */
+    aws_creds *aws;    /* bedrock: the keys requests are signed with (NULL: a bearer token) */
+    const bedrock_model *bedrock; /* bedrock: the model's family and limits */
+    char region[32];   /* bedrock */
+    char key_source[64]; /* where the API key came from, for messages */
     char *last_q;      /* the last query embedded and its vector: a search of */
     size_t last_qlen;  /* notes and facts asks for the same one twice */
     float *last_qv;

@@ -80,17 +80,19 @@ static const keydef keys[CFG__COUNT] = {
                              600000, "how long to wait for a locked database"},
     [CFG_PROVIDER] = {"provider", "MNEMO_PROVIDER", T_STR, "auto", 0, 0,
                       "embedding provider: auto, none, local, static, openai, "
-                      "openai-compatible, ollama, gemini, voyage, mistral",
+                      "openai-compatible, ollama, gemini, voyage, mistral, bedrock",
                       "auto,none,local,static,openai,openai-compatible,ollama,gemini,voyage,"
-                      "mistral"},
+                      "mistral,bedrock"},
     [CFG_MODEL] = {"model", "MNEMO_MODEL", T_STR, "", 0, 0,
                    "embedding model (static: an imported table's name or path; default: the "
                    "provider's)"},
     [CFG_BASE_URL] = {"baseUrl", "MNEMO_BASE_URL", T_STR, "", 0, 0,
-                      "provider endpoint (required for openai-compatible)"},
+                      "provider endpoint (required for openai-compatible; bedrock: replaces "
+                      "https://bedrock-runtime.REGION.amazonaws.com)"},
     [CFG_API_KEY_ENV] = {"apiKeyEnv", "MNEMO_API_KEY_ENV", T_STR, "", 0, 0,
                          "environment variable holding the API key (default: OPENAI_API_KEY, "
-                         "GEMINI_API_KEY, VOYAGE_API_KEY, MISTRAL_API_KEY)"},
+                         "GEMINI_API_KEY, VOYAGE_API_KEY, MISTRAL_API_KEY; bedrock: "
+                         "AWS_BEARER_TOKEN_BEDROCK, else AWS keys)"},
     [CFG_HEADERS] = {"headers", "MNEMO_HEADERS", T_OBJECT, "{}", 0, 0,
                      "extra HTTP headers for the provider, a JSON object"},
     [CFG_DIMENSIONS] = {"dimensions", "MNEMO_DIMENSIONS", T_INT, "0", 0, 8192,

@@ -141,7 +141,7 @@ void sha_update(sha_ctx *c, const void *data, size_t n)
     c->fill = n;
 }
 
-void sha_final_hex(sha_ctx *c, char hex[65])
+void sha_final(sha_ctx *c, unsigned char out[32])
 {
     uint64_t bits = c->len * 8;
     unsigned char pad[72] = {0x80};
@@ -151,6 +151,45 @@ void sha_final_hex(sha_ctx *c, char hex[65])
     sha_update(c, pad, padn + 8);
     int words = c->sha1 ? 5 : 8;
     for (int i = 0; i < words; i++)
-        snprintf(hex + 8 * i, 9, "%08x", c->h[i]);
-    hex[8 * words] = 0;
+        for (int k = 0; k < 4; k++)
+            out[4 * i + k] = (unsigned char)(c->h[i] >> (24 - 8 * k));
+}
+
+void sha_final_hex(sha_ctx *c, char hex[65])
+{
+    unsigned char d[32];
+    int n = c->sha1 ? 20 : 32;
+    sha_final(c, d);
+    for (int i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    hex[2 * n] = 0;
+}
+
+void hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+                 unsigned char out[32])
+{
+    unsigned char k[64] = {0}, pad[64];
+    sha_ctx c;
+    if (klen > 64) {
+        sha256_init(&c);
+        sha_update(&c, key, klen);
+        sha_final(&c, k);
+    } else {
+        memcpy(k, key, klen);
+    }
+    for (int i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x36;
+    sha256_init(&c);
+    sha_update(&c, pad, 64);
+    sha_update(&c, msg, mlen);
+    sha_final(&c, out);
+    for (int i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x5c;
+    sha256_init(&c);
+    sha_update(&c, pad, 64);
+    sha_update(&c, out, 32);
+    sha_final(&c, out);
+    /* K is derived from a secret key: do not leave it on the stack. */
+    memset(k, 0, sizeof k);
+    memset(pad, 0, sizeof pad);
 }
