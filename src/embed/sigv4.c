@@ -221,12 +221,13 @@ static int cmp_str(const void *a, const void *b)
 /* The query's parameters sorted (they are sent encoded already). */
 static void canonical_query(buf *b, const char *q, size_t n)
 {
-    char *copy = strndup(q, n), *parts[128];
+    char *copy = strndup(q, n), *parts[128] = {NULL};
     size_t k = 0;
     for (char *save = NULL, *p = copy ? strtok_r(copy, "&", &save) : NULL; p && k < 128;
          p = strtok_r(NULL, "&", &save))
         parts[k++] = p;
-    qsort(parts, k, sizeof *parts, cmp_str);
+    if (k > 1)
+        qsort(parts, k, sizeof *parts, cmp_str);
     for (size_t i = 0; i < k; i++)
         buf_printf(b, "%s%s%s", i ? "&" : "", parts[i], strchr(parts[i], '=') ? "" : "=");
     free(copy);
