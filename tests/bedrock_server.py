@@ -135,6 +135,12 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    def handle(self):
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a failed call stops its other requests)
+
     def reply(self, status, obj, errtype=None, entry=None):
         data = json.dumps(obj).encode()
         self.send_response(status)

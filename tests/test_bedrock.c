@@ -148,7 +148,7 @@ TEST(bedrock_titan_signed_requests)
     clean_env();
     env_keys();
     notes();
-    server s = start("--access-key " AKID " --secret '" SECRET "' --delay-ms 300");
+    server s = start("--access-key " AKID " --secret '" SECRET "' --delay-ms 100");
     mnemo_sync_stats st = sync_with(&s, "embedConcurrency=3", NULL);
     ASSERT_EQ(st.chunks_embedded, 3);
     /* The notes and the engine's own fixed texts, one request each. */
@@ -479,4 +479,28 @@ TEST(bedrock_cli_end_to_end)
             ASSERT(memmem(t, n, secrets[i], strlen(secrets[i])) == NULL);
         free(t);
     }
+}
+
+/* provider auto never sends notes to Bedrock on its own, whatever AWS
+ * credentials the environment holds: only a provider named bedrock does. */
+TEST(bedrock_auto_does_not_pick_it)
+{
+    clean_env();
+    env_keys();
+    setenv("AWS_BEARER_TOKEN_BEDROCK", BEARER, 1);
+    static const char *const keys[] = {"OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                                       "VOYAGE_API_KEY", "MISTRAL_API_KEY"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        unsetenv(keys[i]);
+    notes();
+    server s = start("--bearer " BEARER);
+    mnemo *m = test_open("ws", "db.sqlite", s.url, NULL);
+    test_sync(m);
+    char *j = test_search_json(m, "apple pie", 5);
+    ASSERT_CONTAINS(j, "\"mode\":\"keyword\"");
+    ASSERT_CONTAINS(j, "memory/b.md");
+    free(j);
+    mnemo_close(m);
+    ASSERT_EQ(logged(&s, "\"n\":"), 0);
+    stop(&s);
 }
