@@ -127,9 +127,14 @@ void cli_json_error(int rc, const char *message)
 
 int cli_fail(mnemo *m, int rc, int json)
 {
+    const char *msg = mnemo_errmsg(m);
     if (json)
-        cli_json_error(rc, mnemo_errmsg(m));
-    cli_error("%s", mnemo_errmsg(m));
+        cli_json_error(rc, msg);
+    /* The message may quote what was given (a path, an id): shown safely. */
+    fputs("mnemo: ", stderr);
+    cli_print_safe(stderr, msg, strlen(msg));
+    fputc('\n', stderr);
+    snprintf(last_error, sizeof last_error, "%s", msg);
     return cli_exit_code(rc);
 }
 
@@ -553,18 +558,36 @@ int cli_double(const char *s, const char *name, double lo, double hi, double *ou
     return EXIT_OK;
 }
 
+/* The length of the valid UTF-8 sequence at P (N bytes left), 0 when it
+ * is not one. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    size_t len = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2
+                 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+    return len;
+}
+
 void cli_print_safe(FILE *f, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = p[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+        size_t l = utf8_seq(p + i, n - i);
+        if (!l) { /* not UTF-8: the byte, escaped */
             fprintf(f, "\\x%02x", c);
-        } else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
+        } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            fprintf(f, "\\x%02x", c);
+        } else if (c == 0xc2 && p[i + 1] <= 0x9f) { /* a C1 control */
             fprintf(f, "\\u%04x", p[i + 1]);
             i++;
         } else {
-            fputc(c, f);
+            fwrite(p + i, 1, l, f);
+            i += l - 1;
         }
     }
 }

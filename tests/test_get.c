@@ -207,6 +207,13 @@ TEST(get_citations_round_trip)
     mnemo_excerpt_cleanup(&e);
     ASSERT_EQ(mnemo_get(m, "memory/2026-11-02.md#L4-L3", 0, 0, &e), MNEMO_INVALID);
     ASSERT_CONTAINS(mnemo_errmsg(m), "run backwards");
+    /* Line numbers out of range are a bad citation, not a path elsewhere. */
+    const char *bad[] = {"memory/2026-11-02.md#L0-L2", "memory/2026-11-02.md:99999999999:1",
+                         "memory/2026-11-02.md:0", "memory/2026-11-02.md#L2-L99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ASSERT_EQ(mnemo_get(m, bad[i], 0, 0, &e), MNEMO_INVALID);
+        ASSERT_CONTAINS(mnemo_errmsg(m), "numbered from 1");
+    }
     /* A citation is confined as a path is. */
     test_write("outside.md", "one\ntwo\n");
     ASSERT_EQ(mnemo_get(m, "../outside.md#L1-L2", 0, 0, &e), MNEMO_DENIED);

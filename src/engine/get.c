@@ -79,23 +79,28 @@ static void excerpt_cleanup(mnemo_excerpt *e)
 
 void mnemo_excerpt_cleanup(mnemo_excerpt *e) { excerpt_cleanup(e); }
 
-/* The number at *S (decimal, 1 to 2^30), S moved past it; 0 when none. */
+/* The number at *S (decimal), S moved past its digits: 1 to 2^30, -1 for
+ * another number (0, too large), 0 when there are no digits. */
 static int line_number(const char **s)
 {
     long v = 0;
     const char *p = *s;
-    while (*p >= '0' && *p <= '9' && v <= (1L << 30))
-        v = v * 10 + (*p++ - '0');
-    if (p == *s || v < 1 || v > (1L << 30))
+    while (*p >= '0' && *p <= '9') {
+        if (v <= (1L << 30))
+            v = v * 10 + (*p - '0');
+        p++;
+    }
+    if (p == *s)
         return 0;
     *s = p;
-    return (int)v;
+    return v < 1 || v > (1L << 30) ? -1 : (int)v;
 }
 
 /* Whether S ends in a citation's lines, as results and other tools give
  * them: "#Lx-Ly" (or "#Lx-y"), "#Lx" (that line), ":FROM:COUNT" or
  * ":FROM". The path's length into *PLEN, the lines into *FROM and *LINES
- * (0: to the default), or -1 when the lines run backwards. */
+ * (0: to the default), or -1 when the lines run backwards, -2 when a line
+ * number is 0 or beyond 2^30. */
 static int citation(const char *s, size_t *plen, int *from, int *lines)
 {
     const char *h = strrchr(s, '#');
@@ -109,7 +114,7 @@ static int citation(const char *s, size_t *plen, int *from, int *lines)
         if (a && b && !*p) {
             *plen = (size_t)(h - s);
             *from = a;
-            *lines = b >= a ? b - a + 1 : -1;
+            *lines = a < 0 || b < 0 ? -2 : b >= a ? b - a + 1 : -1;
             return 1;
         }
     }
@@ -130,13 +135,13 @@ static int citation(const char *s, size_t *plen, int *from, int *lines)
         if (f && p == c) {
             *plen = (size_t)(c2 - s);
             *from = f;
-            *lines = n;
+            *lines = f < 0 || n < 0 ? -2 : n;
             return 1;
         }
     }
     *plen = (size_t)(c - s);
     *from = n;
-    *lines = 0;
+    *lines = n < 0 ? -2 : 0;
     return 1;
 }
 
@@ -163,6 +168,9 @@ int get_file(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *ou
     free(abs);
     if (literal)
         return get_lines(m, path, from, nlines, out);
+    if (clines == -2)
+        return core_error(m, MNEMO_INVALID,
+                          "%s: the lines of a citation are numbered from 1 to 1073741824", path);
     if (clines < 0)
         return core_error(m, MNEMO_INVALID, "%s: the lines of the citation run backwards",
                           path);
