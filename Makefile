@@ -50,7 +50,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/util/errcode.c \
           src/text/tok.c src/text/bm25.c src/text/chunk.c src/text/query.c src/text/dsn.c \
           src/text/mfilter.c src/text/secrets.c src/text/sanitize.c src/text/transcript.c \
-          src/text/snippet.c \
+          src/text/snippet.c src/text/media.c \
           src/embed/vec.c src/embed/model.c src/embed/gemm.c src/embed/safetensors.c \
           src/embed/wordpiece.c src/embed/vocab.c src/embed/unigram.c src/embed/pull.c src/embed/gguf.c src/embed/spm.c src/embed/tpool.c src/embed/gemma.c src/embed/bert.c src/embed/embed.c src/embed/curl_dl.c \
           src/embed/embed_http.c src/embed/sigv4.c src/embed/bedrock.c \
@@ -86,7 +86,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/provider_server.c tests/test_vec.c tests/test_model.c tests/test_embed.c \
            tests/test_hybrid.c tests/test_bedrock.c tests/test_meaning.c tests/test_local.c tests/test_pull.c tests/test_rank.c tests/test_transcript.c \
            tests/test_mfilter.c tests/test_memory.c \
-           tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c \
+           tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c tests/test_media.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \
            tests/test_pgstore.c tests/test_safety.c tests/test_writes.c tests/test_damage.c tests/test_cliux.c \
            tests/test_typed.c

@@ -85,7 +85,8 @@ int cmd_search(int argc, char **argv)
         {"explain", 0, NULL, "show each result's scores, factors and ranks"},
         {"corpus", 0, "memory|sessions|all", "memory (default), sessions or all"},
         {"source-table", 0, "TABLE", "search this existing PostgreSQL table (config sourceTable)"},
-        {"kinds", 0, "note|fact|all", "note, fact or all (default): the notes, the stored facts, or both"},
+        {"kinds", 0, "note|fact|media|all",
+         "note, fact, media or all (default), or a comma list: the notes, the stored facts, the images and audio (multimodal)"},
         {"user", 0, "U", "facts of this user (default: config userId)"},
         {"agent", 0, "A", "facts of this agent"},
         {"run", 0, "R", "facts of this run (session)"},
@@ -100,7 +101,7 @@ int cmd_search(int argc, char **argv)
     int code = cli_parse(argc, argv, "search",
                          "mnemo search QUERY... [--max-results N] [--min-score X] [--strict] "
                          "[--explain] [--corpus memory|sessions|all] "
-                         "[--source-table TABLE] [--kinds note|fact|all] [--user U] [--agent A] "
+                         "[--source-table TABLE] [--kinds note|fact|media|all] [--user U] [--agent A] "
                          "[--run R] [--scope all|session|long-term] [--categories CATEGORY,...] "
                          "[--type TYPE] [--subject S] "
                          "[--filters JSON] [--json]",

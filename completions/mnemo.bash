@@ -63,7 +63,7 @@ _mnemo()
         return
         ;;
     search:--kinds)
-        COMPREPLY=($(compgen -W "note fact all" -- "$cur"))
+        COMPREPLY=($(compgen -W "note fact media all" -- "$cur"))
         return
         ;;
     search:--user)

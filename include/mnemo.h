@@ -237,6 +237,8 @@ typedef struct mnemo_search_opts {
     int strict;         /* < 0: config strictMinScore; 1: nothing when nothing clears minScore */
     int explain;        /* fill the explain fields of each result */
     const char *corpus; /* "memory" (NULL), "sessions" or "all" */
+    int media;          /* images and audio (multimodal): 0 with the notes, 1 only them,
+                           -1 none */
 } mnemo_search_opts;
 
 /* Fills OPTS with "use the configuration" values. */
@@ -261,6 +263,8 @@ typedef struct mnemo_result {
     int rank_before;      /* 1-based position before the diversity pass */
     int rank_after;       /* 1-based position in the results */
     const char *date;     /* YYYY-MM-DD a dated note is about (from its path), else NULL */
+    const char *kind;     /* "note", or "media" for an image or audio file */
+    const char *mime;     /* media: the MIME type its content sniffed as, else NULL */
 } mnemo_result;
 
 typedef struct mnemo_results mnemo_results;
@@ -605,17 +609,19 @@ MNEMO_API void mnemo_memories_free(mnemo_memories *s);
  * Notes and facts together, typed
  * ---------------------------------------------------------------------- */
 
-/* What mnemo_search_all_typed searches (a bit set; 0: both). */
-enum { MNEMO_KIND_NOTE = 1, MNEMO_KIND_FACT = 2 };
+/* What mnemo_search_all_typed searches (a bit set; 0: all). MEDIA: the
+ * images and audio of the extra paths (multimodal), which NOTE alone
+ * leaves out; their results are notes whose kind is "media". */
+enum { MNEMO_KIND_NOTE = 1, MNEMO_KIND_FACT = 2, MNEMO_KIND_MEDIA = 4 };
 
 typedef struct mnemo_search_all_opts {
-    int kinds;                /* MNEMO_KIND_NOTE, MNEMO_KIND_FACT or both; 0: both */
+    int kinds;                /* MNEMO_KIND_* bits; 0: all */
     mnemo_search_opts notes;  /* max_results is the list's length, min_score a bar on the
                                  facts' scores too */
     mnemo_memory_opts facts;  /* which facts; its limit and min_score are the notes' */
 } mnemo_search_all_opts;
 
-/* The kinds TEXT names ("note", "fact", "all", "notes", "facts" or a comma
+/* The kinds TEXT names ("note", "fact", "media", "all", "notes", "facts" or a comma
  * list of them, as mnemo_search_all's "kinds") into *KINDS. MNEMO_INVALID
  * with mnemo_errmsg naming the word that is not one. */
 MNEMO_API int mnemo_search_kinds(mnemo *m, const char *text, int *kinds);

@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "util/buf.h"
+
 #define PS_MAX_BODY ((size_t)16 << 20)
 #define PS_DEFAULT_DIMS 8
 /* Far above any real model; only keeps a typo in a test from eating memory. */
@@ -71,12 +73,14 @@ typedef struct input {
     char *text;
     size_t len;
     int dims;
+    char *caption; /* a Gemini media part's: what the "model" sees in it, or NULL */
 } input;
 
 typedef struct batch {
     input *v;
     size_t n;
     size_t bytes;
+    int media_model; /* Gemini: the model takes images and audio (gemini-embedding-2*) */
     char err[200]; /* why the request is malformed */
 } batch;
 
@@ -213,8 +217,10 @@ static enum MHD_Result send_error(struct MHD_Connection *c, enum api api, int st
 
 static void batch_free(batch *b)
 {
-    for (size_t i = 0; i < b->n; i++)
+    for (size_t i = 0; i < b->n; i++) {
         free(b->v[i].text);
+        free(b->v[i].caption);
+    }
     free(b->v);
 }
 
@@ -232,6 +238,7 @@ static int batch_add(batch *b, const char *text, size_t len, int dims)
     in->text[len] = '\0';
     in->len = len;
     in->dims = dims;
+    in->caption = NULL;
     b->n++;
     b->bytes += len;
     return 0;
@@ -333,6 +340,82 @@ static int known_task_type(const char *t)
     return 0;
 }
 
+/* Decodes base64 S (padded, RFC 4648) into a malloc'd *OUT; -1 when S is
+ * not base64. */
+static int unbase64(const char *s, size_t n, unsigned char **out, size_t *outlen)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (n % 4)
+        return -1;
+    unsigned char *o = malloc(n / 4 * 3 + 1);
+    if (!o)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int j = 0; j < 4; j++) {
+            const char *p = s[i + j] ? strchr(tab, s[i + j]) : NULL;
+            if (s[i + j] == '=' && i + 4 == n && j >= 2) {
+                pad++;
+                v <<= 6;
+                continue;
+            }
+            if (!p || pad) {
+                free(o);
+                return -1;
+            }
+            v = v << 6 | (uint32_t)(p - tab);
+        }
+        o[k++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            o[k++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            o[k++] = (unsigned char)v;
+    }
+    *out = o;
+    *outlen = k;
+    return 0;
+}
+
+/* A media part (inlineData): checked as Gemini does (a MIME type of an
+ * image or audio, base64 data), its bytes' FNV hash appended to TEXT, and
+ * what the "model" sees in it: the line after "caption:" in the bytes. */
+static int gemini_media(batch *b, json_t *inl, size_t k, size_t i, buf *text, char **caption)
+{
+    const char *mime = json_string_value(json_object_get(inl, "mimeType"));
+    json_t *data = json_object_get(inl, "data");
+    if (!mime || (strncmp(mime, "image/", 6) != 0 && strncmp(mime, "audio/", 6) != 0)) {
+        snprintf(b->err, sizeof b->err,
+                 "requests[%zu].content.parts[%zu].inline_data.mime_type is not supported", k, i);
+        return -1;
+    }
+    unsigned char *bytes = NULL;
+    size_t n = 0;
+    if (!json_is_string(data) ||
+        unbase64(json_string_value(data), json_string_length(data), &bytes, &n) || n == 0) {
+        free(bytes);
+        snprintf(b->err, sizeof b->err,
+                 "Invalid value at 'requests[%zu].content.parts[%zu].inline_data.data' (TYPE_BYTES),"
+                 " Base64 decoding failed",
+                 k, i);
+        return -1;
+    }
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t j = 0; j < n; j++)
+        h = (h ^ bytes[j]) * 0x100000001b3ull;
+    buf_printf(text, "[%s %016llx]", mime, (unsigned long long)h);
+    const char *c = memmem(bytes, n, "caption:", 8);
+    if (c && !*caption) {
+        c += 8;
+        const char *end = memchr(c, '\n', n - (size_t)(c - (const char *)bytes));
+        size_t len = end ? (size_t)(end - c) : n - (size_t)(c - (const char *)bytes);
+        *caption = strndup(c, len);
+    }
+    free(bytes);
+    return buf_err(text) ? -2 : 0;
+}
+
 /* Appends the texts of a Gemini content's parts to B as one input. */
 static int gemini_content(batch *b, json_t *content, size_t k, int dims)
 {
@@ -342,28 +425,41 @@ static int gemini_content(batch *b, json_t *content, size_t k, int dims)
                  k);
         return -1;
     }
-    size_t total = 0, i;
+    size_t i;
     json_t *p;
+    buf text;
+    buf_init(&text, 0);
+    char *caption = NULL;
+    int rc = 0;
     json_array_foreach(parts, i, p) {
-        json_t *t = json_object_get(p, "text");
-        if (!json_is_string(t)) {
+        json_t *t = json_object_get(p, "text"), *inl = json_object_get(p, "inlineData");
+        if (json_is_object(inl)) {
+            if (!b->media_model) {
+                snprintf(b->err, sizeof b->err,
+                         "requests[%zu].content.parts[%zu]: this model embeds text only", k, i);
+                rc = -1;
+            } else {
+                rc = gemini_media(b, inl, k, i, &text, &caption);
+            }
+        } else if (!json_is_string(t)) {
             snprintf(b->err, sizeof b->err, "requests[%zu].content.parts[%zu].text is missing",
                      k, i);
-            return -1;
+            rc = -1;
+        } else {
+            buf_append(&text, json_string_value(t), json_string_length(t));
         }
-        total += json_string_length(t);
+        if (rc)
+            break;
     }
-    char *text = malloc(total + 1);
-    if (!text)
-        return -2;
-    size_t off = 0;
-    json_array_foreach(parts, i, p) {
-        json_t *t = json_object_get(p, "text");
-        memcpy(text + off, json_string_value(t), json_string_length(t));
-        off += json_string_length(t);
-    }
-    int rc = batch_add(b, text, total, dims) ? -2 : 0;
-    free(text);
+    if (!rc && buf_err(&text))
+        rc = -2;
+    if (!rc && batch_add(b, text.data ? text.data : "", text.len, dims))
+        rc = -2;
+    if (!rc)
+        b->v[b->n - 1].caption = caption;
+    else
+        free(caption);
+    buf_cleanup(&text);
     return rc;
 }
 
@@ -376,6 +472,7 @@ static int parse_gemini(batch *b, json_t *j, const char *model, int dims)
     }
     size_t k;
     json_t *r;
+    b->media_model = !strncmp(model, "gemini-embedding-2", 18);
     json_array_foreach(reqs, k, r) {
         /* Gemini insists that every request names the model of the URL. */
         json_t *m = json_object_get(r, "model");
@@ -414,6 +511,23 @@ static json_t *vector_json(const input *in, int wrong_dims)
         return NULL;
     }
     ps_vector(in->text, in->len, dims, v);
+    if (in->caption) {
+        /* A medium's vector leans towards its caption's, as far as a real
+         * model's image and text vectors do (cosine about 0.5): clearly
+         * related, far below a text about the same. */
+        float *c = malloc((size_t)dims * sizeof *c);
+        double norm = 0;
+        if (c) {
+            ps_vector(in->caption, strlen(in->caption), dims, c);
+            for (int i = 0; i < dims; i++) {
+                v[i] = 0.5f * c[i] + 0.866f * v[i];
+                norm += (double)v[i] * v[i];
+            }
+            for (int i = 0; i < dims && norm > 0; i++)
+                v[i] = (float)(v[i] / sqrt(norm));
+            free(c);
+        }
+    }
     for (int i = 0; i < dims; i++) {
         if (json_array_append_new(a, json_real(v[i]))) {
             json_decref(a);

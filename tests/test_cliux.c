@@ -972,7 +972,7 @@ TEST(cli_completion_follows_the_option_tables)
         int cword;
         const char *want;
     } cases[] = {
-        {"mnemo search --kinds \"\"", 3, "note fact all\n"},
+        {"mnemo search --kinds \"\"", 3, "note fact media all\n"},
         {"mnemo search --corpus \"\"", 3, "memory sessions all\n"},
         {"mnemo memory add --category \"\"", 4,
          "identity configuration rule preference decision technical relationship project "

@@ -169,6 +169,7 @@ static void to_schema5(void)
         "INSERT INTO main.memories_fts(memories_fts) VALUES('rebuild');"
         "DETACH old;"
         "ALTER TABLE main.chunk_vectors DROP COLUMN parts;"
+        "ALTER TABLE main.files DROP COLUMN mime;"
         "DROP TABLE main.vec_calib;"
         "UPDATE main.meta SET value = '5' WHERE key = 'schema_version';"
         "PRAGMA main.application_id = 0;",

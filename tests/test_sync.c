@@ -267,6 +267,7 @@ TEST(sync_migrates_older_schema_in_place)
     ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
     ASSERT_EQ(fts_register(db, NULL, NULL), SQLITE_OK); /* to drop memories_fts */
     ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE files DROP COLUMN time; "
+                               "ALTER TABLE files DROP COLUMN mime; "
                                "ALTER TABLE chunk_vectors DROP COLUMN parts; "
                                "DROP TABLE vec_calib; "
                                "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
@@ -281,7 +282,8 @@ TEST(sync_migrates_older_schema_in_place)
     ASSERT(!s.rebuilt);
     ASSERT_EQ(s.files_unchanged, s.files_seen);
     mnemo_close(m);
-    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 8);
+    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 9);
+    ASSERT_EQ(db_int("SELECT count(*) FROM pragma_table_info('files') WHERE name = 'mime'"), 1);
     ASSERT_EQ(db_int("SELECT count(*) FROM pragma_table_info('chunk_vectors') WHERE name = "
                      "'parts'"),
               1);

@@ -15,6 +15,7 @@
 #include "util/errcode.h"
 #include "mnemo.h"
 #include "embed/vec.h"
+#include "text/media.h"
 
 typedef struct provider_def {
     const char *name;
@@ -52,7 +53,8 @@ static const struct {
 } known_models[] = {
     {"text-embedding-3-small", 1536}, {"text-embedding-3-large", 3072},
     {"text-embedding-ada-002", 1536}, {"text-embedding-004", 768},
-    {"gemini-embedding-001", 3072},   {"voyage-3", 1024},
+    {"gemini-embedding-001", 3072},   {"gemini-embedding-2-preview", 3072},
+    {"voyage-3", 1024},
     {"voyage-3.5", 1024},             {"voyage-3-lite", 512},
     {"voyage-3.5-lite", 1024},        {"mistral-embed", 1024},
 };
@@ -581,6 +583,27 @@ int embed_texts(embedder *e, int type, const char *const *texts, const size_t *l
         }
     }
     return rc;
+}
+
+int embed_media_support(const char *provider, const char *model_name)
+{
+    /* Gemini's second embedding model takes images and audio beside text
+     * in one space; the first and the other providers' text models do not. */
+    if (strcmp(provider, "gemini") == 0 && !strncmp(model_name, "gemini-embedding-2", 18))
+        return MEDIA_IMAGE | MEDIA_AUDIO;
+    return 0;
+}
+
+int embed_media_docs(embedder *e, const char *const *texts, const size_t *lens,
+                     const embed_media *media, size_t n, float **out, buf *err)
+{
+    *out = NULL;
+    if (!embed_media_support(e->provider, e->model)) {
+        buf_printf(err, "%s: model %s embeds no images or audio (multimodal needs gemini "
+                        "with gemini-embedding-2-preview)", e->provider, e->model);
+        return MNEMO_INVALID;
+    }
+    return embed_http_media(e, texts, lens, media, n, out, err);
 }
 
 /* Whether a thread for the query pays: a provider's round trip always

@@ -61,6 +61,15 @@ int embed_dims(const embedder *e);
 int embed_texts(embedder *e, int type, const char *const *texts, const size_t *lens, size_t n,
                 float **out, buf *err);
 
+/* The media (MEDIA_IMAGE | MEDIA_AUDIO, text/media.h) PROVIDER's MODEL
+ * ("" its default) embeds beside text: 0 for text only. */
+int embed_media_support(const char *provider, const char *model_name);
+
+/* Embeds documents TEXTS[0..N) (their labels) each with MEDIA[i], as
+ * embed_texts does texts. MNEMO_INVALID when E embeds no media. */
+int embed_media_docs(embedder *e, const char *const *texts, const size_t *lens,
+                     const embed_media *media, size_t n, float **out, buf *err);
+
 /* One query embedded while the caller does other work (the keyword leg of
  * a search): embed_start hands TEXT (LEN bytes, kept alive by the caller
  * until embed_finish) to a thread where that pays (a provider's round

@@ -64,6 +64,7 @@ typedef struct call {
     int type;
     const char *const *texts;
     const size_t *lens;
+    const embed_media *media; /* beside each text, or NULL */
     size_t n;
     float *out;
     job *queue;
@@ -197,6 +198,18 @@ static json_t *gemini_body(const call *c, const job *j, const char *itype)
     for (size_t i = j->first; i < j->first + j->count; i++) {
         json_t *r = json_pack("{s:s,s:{s:[{s:o}]}}", "model", name.data ? name.data : "",
                               "content", "parts", "text", input_text(c, i));
+        if (c->media && c->media[i].data) {
+            /* The file itself beside its label, as inline data. */
+            buf b64;
+            buf_init(&b64, 0);
+            buf_base64(&b64, c->media[i].data, c->media[i].len);
+            json_t *parts = json_object_get(json_object_get(r, "content"), "parts");
+            json_array_append_new(parts, buf_err(&b64) ? NULL
+                                                       : json_pack("{s:{s:s,s:s%}}", "inlineData",
+                                                                   "mimeType", c->media[i].mime,
+                                                                   "data", b64.data, b64.len));
+            buf_cleanup(&b64);
+        }
         if (itype)
             json_object_set_new(r, "taskType", json_string(itype));
         if (e->send_dims)
@@ -832,7 +845,8 @@ static void plan(call *c)
     size_t i = 0;
     while (i < c->n && !c->rc) {
         size_t bytes = 0, k = i;
-        while (k < c->n && (k == i || (bytes + c->lens[k] <= (size_t)c->e->batch_bytes &&
+        /* A file of several megabytes goes alone. */
+        while (k < c->n && (k == i || (!c->media && bytes + c->lens[k] <= (size_t)c->e->batch_bytes &&
                                        k - i < (size_t)c->e->max_inputs))) {
             bytes += c->lens[k];
             k++;
@@ -844,8 +858,8 @@ static void plan(call *c)
     }
 }
 
-int embed_http_texts(embedder *e, int type, const char *const *texts, const size_t *lens,
-                     size_t n, float **out, buf *err)
+static int run(embedder *e, int type, const char *const *texts, const size_t *lens,
+               const embed_media *media, size_t n, float **out, buf *err)
 {
     *out = NULL;
     call c;
@@ -854,6 +868,7 @@ int embed_http_texts(embedder *e, int type, const char *const *texts, const size
     c.type = type;
     c.texts = texts;
     c.lens = lens;
+    c.media = media;
     c.n = n;
     c.err = err;
     int query = type == EMBED_QUERY && n <= 4;
@@ -944,4 +959,16 @@ int embed_http_texts(embedder *e, int type, const char *const *texts, const size
     }
     *out = c.out;
     return MNEMO_OK;
+}
+
+int embed_http_texts(embedder *e, int type, const char *const *texts, const size_t *lens,
+                     size_t n, float **out, buf *err)
+{
+    return run(e, type, texts, lens, NULL, n, out, err);
+}
+
+int embed_http_media(embedder *e, const char *const *texts, const size_t *lens,
+                     const embed_media *media, size_t n, float **out, buf *err)
+{
+    return run(e, EMBED_DOCUMENT, texts, lens, media, n, out, err);
 }

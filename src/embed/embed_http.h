@@ -52,5 +52,8 @@ int embed_http_open(embedder *e, buf *err);
 void embed_http_close(embedder *e);
 int embed_http_texts(embedder *e, int type, const char *const *texts, const size_t *lens,
                      size_t n, float **out, buf *err);
+/* Documents with media beside their labels (MEDIA[i]), one a request. */
+int embed_http_media(embedder *e, const char *const *texts, const size_t *lens,
+                     const embed_media *media, size_t n, float **out, buf *err);
 
 #endif

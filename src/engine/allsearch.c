@@ -124,17 +124,23 @@ int allsearch_run(mnemo *m, const char *text, const mnemo_search_all_opts *o, al
         allsearch_opts_defaults(&defaults);
         o = &defaults;
     }
-    if (o->kinds & ~(MNEMO_KIND_NOTE | MNEMO_KIND_FACT))
-        return core_error(m, MNEMO_INVALID, "kinds must name note, fact or both");
-    int notes = !o->kinds || (o->kinds & MNEMO_KIND_NOTE);
-    int facts = !o->kinds || (o->kinds & MNEMO_KIND_FACT);
+    if (o->kinds & ~(MNEMO_KIND_NOTE | MNEMO_KIND_FACT | MNEMO_KIND_MEDIA))
+        return core_error(m, MNEMO_INVALID, "kinds must name note, fact, media or all");
+    int all = !o->kinds, media = all || (o->kinds & MNEMO_KIND_MEDIA);
+    int notes = all || (o->kinds & MNEMO_KIND_NOTE);
+    int facts = all || (o->kinds & MNEMO_KIND_FACT);
     mnemo_search_opts so = o->notes;
+    if (!all) /* images and audio are searched with the notes, or alone */
+        so.media = notes && media ? 0 : notes ? -1 : 1;
+    notes |= media;
     if (so.max_results <= 0)
         so.max_results = (int)cfg_num(m->cfg, CFG_MAX_RESULTS);
     mnemo_hits *h = calloc(1, sizeof *h);
     if (!h)
         return MNEMO_NOMEM;
-    h->kinds = (notes ? MNEMO_KIND_NOTE : 0) | (facts ? MNEMO_KIND_FACT : 0);
+    /* Media are named when asked for, or when multimodal is on. */
+    h->kinds = (notes && so.media <= 0 ? MNEMO_KIND_NOTE : 0) | (facts ? MNEMO_KIND_FACT : 0) |
+               (notes && so.media >= 0 && (!all || core_media(m)) ? MNEMO_KIND_MEDIA : 0);
     int rc = MNEMO_OK;
     char warning[600] = "";
     double bar = -1; /* the facts' min_score: a bar on their score on the one scale */
@@ -231,9 +237,11 @@ void allsearch_json(buf *b, const mnemo_hits *h)
         results_write_tail(b, h->notes);
     else
         put_str(b, "mode", h->mode);
-    int notes = h->kinds & MNEMO_KIND_NOTE, facts = h->kinds & MNEMO_KIND_FACT;
-    buf_printf(b, ",\"kinds\":[%s%s%s]", notes ? "\"note\"" : "", notes && facts ? "," : "",
-               facts ? "\"fact\"" : "");
+    int notes = h->kinds & MNEMO_KIND_NOTE, facts = h->kinds & MNEMO_KIND_FACT,
+        media = h->kinds & MNEMO_KIND_MEDIA;
+    buf_printf(b, ",\"kinds\":[%s%s%s%s%s]", notes ? "\"note\"" : "", notes && facts ? "," : "",
+               facts ? "\"fact\"" : "", (notes || facts) && media ? "," : "",
+               media ? "\"media\"" : "");
     if (h->warning)
         put_str(b, "warning", h->warning);
     buf_putc(b, '}');

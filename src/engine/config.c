@@ -54,6 +54,14 @@ static const keydef keys[CFG__COUNT] = {
                          "more files or folders to index: [\"notes\", {\"path\":\"docs\","
                          "\"pattern\":\"**/*.md\"}]; env/flag form: a JSON array or "
                          "comma-separated path[=pattern]"},
+    [CFG_MULTIMODAL] = {"multimodal", "MNEMO_MULTIMODAL", T_OBJECT,
+                        "{\"enabled\":false,\"maxFileBytes\":10485760,\"modalities\":[\"image\","
+                        "\"audio\"]}",
+                        0, 0,
+                        "images and audio under extraPaths, embedded by a provider that "
+                        "embeds media (gemini-embedding-2-preview): {\"enabled\":true,"
+                        "\"modalities\":[\"image\",\"audio\"],\"maxFileBytes\":10485760}; "
+                        "one field: --set multimodal.enabled=true (docs/search.md)"},
     [CFG_CHUNK_TOKENS] = {"chunkTokens", "MNEMO_CHUNK_TOKENS", T_INT, "400", 32, 8192,
                           "target chunk size in tokens"},
     [CFG_CHUNK_OVERLAP] = {"chunkOverlap", "MNEMO_CHUNK_OVERLAP", T_INT, "80", 0, 4096,
@@ -605,10 +613,177 @@ static int check_pg_key(int k, const char *value, char **norm, char **err)
     return *norm ? MNEMO_OK : MNEMO_NOMEM;
 }
 
-/* store.FIELD=VALUE: one field of the store object, the others kept
- * (readDsns as a comma-separated list or a JSON array). */
+/* The largest media file multimodal.maxFileBytes allows: a request carries
+ * it base64-encoded (a third larger), and providers take about 20 MB. */
+#define MEDIA_MAX_BYTES (15 << 20)
+
+/* A boolean as JSON or as text ("true", "on", "1"...); -1 when neither. */
+static int bool_of(const json_t *v)
+{
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    const char *s = json_string_value(v);
+    if (!s)
+        return -1;
+    if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "on"))
+        return 1;
+    if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "off"))
+        return 0;
+    return -1;
+}
+
+/* The modalities of V (an array of names, or a comma-separated string)
+ * into *IMAGE and *AUDIO; -1 when a name is not image, audio or all. */
+static int modalities_of(const json_t *v, int *image, int *audio, char **err)
+{
+    json_t *arr = NULL;
+    if (json_is_string(v)) {
+        arr = json_array();
+        const char *p = json_string_value(v);
+        while (arr && *p) {
+            size_t n = strcspn(p, ",");
+            char name[32];
+            snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), p);
+            json_array_append_new(arr, json_string(name));
+            p += n + (p[n] == ',');
+        }
+    } else if (json_is_array(v)) {
+        arr = json_incref((json_t *)v);
+    }
+    if (!arr) {
+        seterr(err, "multimodal.modalities: expected a list of image, audio or all");
+        return -1;
+    }
+    *image = *audio = 0;
+    size_t i;
+    json_t *e;
+    int rc = 0;
+    json_array_foreach(arr, i, e) {
+        const char *s = json_string_value(e);
+        if (s && !strcmp(s, "image"))
+            *image = 1;
+        else if (s && !strcmp(s, "audio"))
+            *audio = 1;
+        else if (s && !strcmp(s, "all"))
+            *image = *audio = 1;
+        else {
+            seterr(err, "multimodal.modalities: '%s' is not image, audio or all",
+                   s ? s : "(not a string)");
+            rc = -1;
+            break;
+        }
+    }
+    json_decref(arr);
+    if (!rc && !*image && !*audio) {
+        seterr(err, "multimodal.modalities: empty (image, audio or all)");
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Validates the multimodal object VALUE (or just true/false) into *NORM:
+ * {"enabled","maxFileBytes","modalities"}, missing fields at their
+ * defaults. */
+static int check_multimodal(const char *value, char **norm, char **err)
+{
+    json_t *o = json_loads(value, JSON_DECODE_ANY, NULL);
+    int on = bool_of(o);
+    if (on >= 0) {
+        json_decref(o);
+        o = json_pack("{s:b}", "enabled", on);
+    }
+    if (!json_is_object(o)) {
+        json_decref(o);
+        seterr(err, "multimodal: expected a JSON object {\"enabled\",\"modalities\","
+                    "\"maxFileBytes\"} or true/false");
+        return MNEMO_INVALID;
+    }
+    int enabled = 0, image = 1, audio = 1, bad = 0;
+    json_int_t max = 10 << 20;
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        if (!strcmp(key, "enabled")) {
+            if ((enabled = bool_of(v)) < 0) {
+                seterr(err, "multimodal.enabled: expected true or false");
+                bad = 1;
+            }
+        } else if (!strcmp(key, "modalities")) {
+            bad |= modalities_of(v, &image, &audio, err) != 0;
+        } else if (!strcmp(key, "maxFileBytes")) {
+            const char *s = json_string_value(v);
+            char *end = NULL;
+            max = json_is_integer(v) ? json_integer_value(v)
+                  : s               ? (json_int_t)strtoll(s, &end, 10)
+                                    : -1;
+            if ((s && (!*s || *end)) || max < 1 || max > MEDIA_MAX_BYTES) {
+                seterr(err, "multimodal.maxFileBytes: expected a number of bytes from 1 to %d",
+                       MEDIA_MAX_BYTES);
+                bad = 1;
+            }
+        } else {
+            seterr(err, "multimodal: unknown field '%s' (enabled, modalities, maxFileBytes)",
+                   key);
+            bad = 1;
+        }
+        if (bad)
+            break;
+    }
+    json_decref(o);
+    if (bad)
+        return MNEMO_INVALID;
+    json_t *n = json_pack("{s:b,s:I,s:[]}", "enabled", enabled, "maxFileBytes", max,
+                          "modalities");
+    json_t *mods = json_object_get(n, "modalities");
+    if (mods && image)
+        json_array_append_new(mods, json_string("image"));
+    if (mods && audio)
+        json_array_append_new(mods, json_string("audio"));
+    *norm = n ? json_dumps(n, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(n);
+    return *norm ? MNEMO_OK : MNEMO_NOMEM;
+}
+
+void cfg_multimodal(const mnemo_config *c, cfg_media *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *o = json_loads(c->val[CFG_MULTIMODAL], 0, NULL);
+    out->enabled = json_is_true(json_object_get(o, "enabled"));
+    out->max_bytes = json_integer_value(json_object_get(o, "maxFileBytes"));
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "modalities"), i, e) {
+        out->image |= !strcmp(json_string_value(e), "image");
+        out->audio |= !strcmp(json_string_value(e), "audio");
+    }
+    json_decref(o);
+    if (!o) /* out of memory: as if off */
+        out->enabled = 0;
+}
+
+/* multimodal.FIELD=VALUE: one field, the others kept. */
 static int config_set(mnemo_config *c, const char *name, const char *value, const char *source,
                       char **err);
+static int set_media_field(mnemo_config *c, const char *field, const char *value,
+                           const char *source, char **err)
+{
+    json_t *o = json_loads(c->val[CFG_MULTIMODAL], 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    json_object_set_new(o, field, json_string(value));
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!s)
+        return MNEMO_NOMEM;
+    int rc = config_set(c, "multimodal", s, source, err);
+    free(s);
+    return rc;
+}
+
+/* store.FIELD=VALUE: one field of the store object, the others kept
+ * (readDsns as a comma-separated list or a JSON array). */
 static int set_store_field(mnemo_config *c, const char *field, const char *value,
                            const char *source, char **err)
 {
@@ -655,6 +830,12 @@ static int config_set(mnemo_config *c, const char *name, const char *value, cons
             if (!strcmp(name + 6, fields[i]))
                 return set_store_field(c, fields[i], value, source, err);
     }
+    if (k < 0 && !strncmp(name, "multimodal.", 11) && name[11]) {
+        static const char *const fields[] = {"enabled", "modalities", "maxFileBytes"};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+            if (!strcmp(name + 11, fields[i]))
+                return set_media_field(c, fields[i], value, source, err);
+    }
     if (k < 0) {
         seterr(err, "unknown configuration key '%s' (mnemo config keys lists them)", name);
         return MNEMO_INVALID;
@@ -663,12 +844,12 @@ static int config_set(mnemo_config *c, const char *name, const char *value, cons
     char *norm = NULL;
     int pg_key = k == CFG_STORE || k == CFG_SOURCE_COLUMNS || k == CFG_SOURCE_TABLE ||
                  k == CFG_SOURCE_PRIORITIES;
-    if (pg_key) {
-        int rc = check_pg_key(k, value, &norm, err);
+    if (pg_key || k == CFG_MULTIMODAL) {
+        int rc = pg_key ? check_pg_key(k, value, &norm, err) : check_multimodal(value, &norm, err);
         if (rc)
             return rc;
     }
-    switch (pg_key ? -1 : d->type) {
+    switch (pg_key || k == CFG_MULTIMODAL ? -1 : d->type) {
     case T_STR:
         if (d->choices) {
             size_t vl = strlen(value);
@@ -967,7 +1148,7 @@ char *mnemo_config_json(const mnemo_config *c, int with_sources)
             break;
         case T_OBJECT: {
             jv = json_loads(v, 0, NULL);
-            if (i == CFG_SOURCE_COLUMNS)
+            if (i == CFG_SOURCE_COLUMNS || i == CFG_MULTIMODAL)
                 break;
             if (i == CFG_STORE) {
                 json_t *dsn = json_object_get(jv, "dsn");

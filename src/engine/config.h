@@ -5,6 +5,8 @@
 #ifndef MNEMO_CONFIG_H
 #define MNEMO_CONFIG_H
 
+#include <stdint.h>
+
 #include "mnemo.h"
 
 enum cfg_key {
@@ -14,6 +16,7 @@ enum cfg_key {
     CFG_MEMORY_BACKUPS,
     CFG_MEMORY_BACKUP_EVERY,
     CFG_EXTRA_PATHS,
+    CFG_MULTIMODAL,
     CFG_CHUNK_TOKENS,
     CFG_CHUNK_OVERLAP,
     CFG_LANGUAGE,
@@ -83,6 +86,14 @@ const char *cfg_str(const mnemo_config *c, int key); /* "" when unset */
 long cfg_int(const mnemo_config *c, int key);
 double cfg_num(const mnemo_config *c, int key);
 int cfg_bool(const mnemo_config *c, int key);
+
+/* The multimodal setting (images and audio under extraPaths), parsed. */
+typedef struct cfg_media {
+    int enabled;
+    int image, audio;  /* the modalities asked for (both for "all") */
+    int64_t max_bytes; /* maxFileBytes */
+} cfg_media;
+void cfg_multimodal(const mnemo_config *c, cfg_media *out);
 
 /* A deep copy, or NULL on out-of-memory. */
 mnemo_config *cfg_copy(const mnemo_config *c);

@@ -4,6 +4,7 @@
  * and closed in mnemo.c.
  */
 #include "engine/core.h"
+#include "text/media.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +63,13 @@ const char *core_sessions_dir(mnemo *m)
 {
     const char *dir = cfg_str(m->cfg, CFG_SESSIONS_DIR);
     return *dir && strstr(cfg_str(m->cfg, CFG_SOURCES), "\"sessions\"") ? dir : NULL;
+}
+
+int core_media(mnemo *m)
+{
+    cfg_media mm;
+    cfg_multimodal(m->cfg, &mm);
+    return mm.enabled ? (mm.image ? MEDIA_IMAGE : 0) | (mm.audio ? MEDIA_AUDIO : 0) : 0;
 }
 
 double core_now(void)

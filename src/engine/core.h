@@ -43,6 +43,10 @@ int core_qtok(mnemo *m, const char *lang, tok **out);
 /* The transcripts folder when `sources` includes "sessions", else NULL. */
 const char *core_sessions_dir(mnemo *m);
 
+/* The modalities (MEDIA_IMAGE | MEDIA_AUDIO, text/media.h) the extra paths
+ * list under the multimodal setting; 0 when it is off. */
+int core_media(mnemo *m);
+
 /* Current time as Unix seconds (honours MNEMO_NOW, ISO 8601). */
 double core_now(void);
 

@@ -16,7 +16,9 @@
 
 #include "get.h"
 #include "core.h"
+#include "text/media.h"
 #include "util/glob.h"
+#include "util/time.h"
 #include "util/utf8.h"
 #include "walk.h"
 
@@ -34,7 +36,7 @@ static int indexable(const walk_root *r, const char *rel)
             break;
         p = slash + 1;
     }
-    return glob_match(r->pattern, rel);
+    return glob_match(r->pattern, rel) || (r->media & media_of_name(rel));
 }
 
 /* Resolves "." and ".." in the absolute path P lexically, in place. Used
@@ -182,6 +184,40 @@ int get_file(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *ou
     return rc;
 }
 
+/* An image or audio file (multimodal) read as a note: what it is, in
+ * lines, never its bytes. */
+static int get_media(mnemo *m, int fd, const struct stat *st, const char *real, const char *path,
+                     mnemo_excerpt *out)
+{
+    unsigned char head[64];
+    ssize_t n = pread(fd, head, sizeof head, 0);
+    const char *mime = n > 0 ? media_sniff(head, (size_t)n) : NULL;
+    if (!mime)
+        return core_error(m, MNEMO_INVALID,
+                          "%s is not an image or audio file: its content is no format mnemo "
+                          "knows",
+                          path);
+    size_t wl = strlen(m->workspace);
+    const char *shown = strncmp(real, m->workspace, wl) == 0 && real[wl] == '/' ? real + wl + 1
+                                                                               : real;
+    char when[32];
+    time_format_iso((double)st->st_mtim.tv_sec, when);
+    buf t;
+    buf_init(&t, 0);
+    media_label(&t, media_of_mime(mime), shown);
+    buf_printf(&t, "\nType: %s\nSize: %lld bytes\nModified: %s\n", mime,
+               (long long)st->st_size, when);
+    if (buf_err(&t)) {
+        buf_cleanup(&t);
+        return MNEMO_NOMEM;
+    }
+    out->from = 1;
+    out->to = out->total_lines = 4;
+    out->text = buf_detach(&t);
+    out->path = strdup(shown);
+    return out->text && out->path ? MNEMO_OK : MNEMO_NOMEM;
+}
+
 /* Lines FROM.. (NLINES of them) of the memory file PATH. */
 static int get_lines(mnemo *m, const char *path, int from, int nlines, mnemo_excerpt *out)
 {
@@ -201,7 +237,7 @@ static int get_lines(mnemo *m, const char *path, int from, int nlines, mnemo_exc
         rc = MNEMO_NOMEM;
         goto done;
     }
-    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), &roots,
+    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), core_media(m), &roots,
                                 &m->err)))
         goto done;
     if (!realpath(abs, real)) {
@@ -232,6 +268,10 @@ static int get_lines(mnemo *m, const char *path, int from, int nlines, mnemo_exc
     }
     if (!S_ISREG(st.st_mode)) {
         rc = core_error(m, MNEMO_INVALID, "%s is not a regular file", path);
+        goto done;
+    }
+    if (root->media & media_of_name(real)) {
+        rc = get_media(m, fd, &st, real, path, out);
         goto done;
     }
     if (st.st_size > cfg_int(m->cfg, CFG_MAX_FILE_BYTES)) {

@@ -244,10 +244,12 @@ static int kinds_text(mnemo *m, const char *s, int *kind)
             *kind |= MNEMO_KIND_NOTE;
         else if ((l == 4 && !strncmp(s, "fact", 4)) || (l == 5 && !strncmp(s, "facts", 5)))
             *kind |= MNEMO_KIND_FACT;
+        else if (l == 5 && !strncmp(s, "media", 5))
+            *kind |= MNEMO_KIND_MEDIA;
         else if (l == 3 && !strncmp(s, "all", 3))
-            *kind |= MNEMO_KIND_NOTE | MNEMO_KIND_FACT;
+            *kind |= MNEMO_KIND_NOTE | MNEMO_KIND_FACT | MNEMO_KIND_MEDIA;
         else
-            return core_error(m, MNEMO_INVALID, "kinds: '%.*s' is not note, fact or all",
+            return core_error(m, MNEMO_INVALID, "kinds: '%.*s' is not note, fact, media or all",
                               (int)l, s);
         s += l + (s[l] == ',');
     }
@@ -263,13 +265,13 @@ static int parse_kinds(mnemo *m, json_t *k, int *kind)
         json_t *e = json_is_array(k) ? json_array_get(k, i) : k;
         const char *s = json_string_value(e);
         if (!s)
-            return core_error(m, MNEMO_INVALID, "kinds must be \"note\", \"fact\" or both");
+            return core_error(m, MNEMO_INVALID, "kinds must be \"note\", \"fact\", \"media\" or all");
         int rc = kinds_text(m, s, kind);
         if (rc)
             return rc;
     }
     if (!*kind)
-        return core_error(m, MNEMO_INVALID, "kinds must name note, fact or both");
+        return core_error(m, MNEMO_INVALID, "kinds must name note, fact, media or all");
     return MNEMO_OK;
 }
 
@@ -279,7 +281,7 @@ int mnemo_search_kinds(mnemo *m, const char *text, int *kinds)
     core_clear(m);
     int rc = kinds_text(m, text ? text : "", kinds);
     if (!rc && !*kinds)
-        rc = core_error(m, MNEMO_INVALID, "kinds must name note, fact or both");
+        rc = core_error(m, MNEMO_INVALID, "kinds must name note, fact, media or all");
     return rc;
 }
 

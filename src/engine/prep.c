@@ -16,6 +16,7 @@
 #include "mnemo.h"
 #include "text/tok.h"
 #include "text/transcript.h"
+#include "text/media.h"
 #include "util/utf8.h"
 
 #define RING 16
@@ -61,7 +62,7 @@ int prep_skip_current(const char *reason, int64_t size, int64_t max_bytes)
 
 /* Reads a file into p->raw. MNEMO_OK, MNEMO_NOTFOUND (vanished), MNEMO_NOMEM,
  * or MNEMO_INVALID with it->reason set. */
-static int read_file(prep *p, const char *abs, prep_item *it)
+static int read_file(prep *p, const char *abs, int64_t max_bytes, int binary, prep_item *it)
 {
     buf *b = &p->raw;
     buf_reset(b);
@@ -87,8 +88,8 @@ static int read_file(prep *p, const char *abs, prep_item *it)
         rc = MNEMO_INVALID;
         goto done;
     }
-    if (it->st.st_size > p->o.max_bytes) {
-        too_large(it->reason, sizeof it->reason, it->st.st_size, p->o.max_bytes);
+    if (it->st.st_size > max_bytes) {
+        too_large(it->reason, sizeof it->reason, it->st.st_size, max_bytes);
         rc = MNEMO_INVALID;
         goto done;
     }
@@ -97,8 +98,8 @@ static int read_file(prep *p, const char *abs, prep_item *it)
         goto done;
     }
     for (;;) {
-        if (b->len > (size_t)p->o.max_bytes) {
-            too_large(it->reason, sizeof it->reason, -1, p->o.max_bytes);
+        if (b->len > (size_t)max_bytes) {
+            too_large(it->reason, sizeof it->reason, -1, max_bytes);
             rc = MNEMO_INVALID;
             goto done;
         }
@@ -119,7 +120,7 @@ static int read_file(prep *p, const char *abs, prep_item *it)
         b->len += (size_t)n;
     }
     b->data[b->len] = 0;
-    if (memchr(b->data, 0, b->len)) {
+    if (!binary && memchr(b->data, 0, b->len)) {
         snprintf(it->reason, sizeof it->reason, "binary (contains NUL bytes)");
         rc = MNEMO_INVALID;
     }
@@ -204,6 +205,57 @@ static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
     return MNEMO_OK;
 }
 
+/* An image or audio file in p->raw: admitted by what its bytes are, one
+ * chunk of its label whose hash changes with its content. */
+static int prepare_media(prep *p, const prep_input *in, prep_item *it)
+{
+    const char *mime = media_sniff(p->raw.data, p->raw.len);
+    int modality = media_of_mime(mime);
+    if (!modality) {
+        snprintf(it->reason, sizeof it->reason,
+                 "not an %s file: its content is no image or audio format mnemo knows",
+                 media_name(in->media));
+        return MNEMO_INVALID;
+    }
+    if (!(modality & p->o.media_allowed)) {
+        snprintf(it->reason, sizeof it->reason,
+                 "%s content (%s), and multimodal.modalities leaves out %s",
+                 media_name(modality), mime, media_name(modality));
+        return MNEMO_INVALID;
+    }
+    snprintf(it->mime, sizeof it->mime, "%s", mime);
+    if (in->known_hash && strcmp(in->known_hash, it->hash) == 0)
+        return MNEMO_OK;
+    buf_reset(&p->text);
+    p->text.err = 0;
+    int rc = media_label(&p->text, modality, in->path);
+    if (rc)
+        return rc;
+    char h[HASH_HEX_LEN + 1];
+    buf_printf(&p->text, "\n%s", it->hash); /* hashed with the label, not stored */
+    if ((rc = buf_err(&p->text)))
+        return rc;
+    hash_hex(p->text.data, p->text.len, h);
+    p->text.len -= 1 + strlen(it->hash);
+    if ((rc = chunk_single(&it->chunks, p->text.data, p->text.len, h)))
+        return rc;
+    if (it->tok_cap < 2) {
+        size_t *v = realloc(it->tok_off, 2 * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        it->tok_off = v;
+        it->tok_cap = 2;
+    }
+    buf_reset(&it->toks);
+    it->toks.err = 0;
+    it->tok_off[0] = 0;
+    if ((rc = tok_pretokenize(p->t, p->text.data, p->text.len, &it->toks)))
+        return rc;
+    it->tok_off[1] = it->toks.len;
+    it->chunked = 1;
+    return MNEMO_OK;
+}
+
 static void prepare(prep *p, size_t i, prep_item *it)
 {
     const prep_input *in = &p->in[i];
@@ -216,13 +268,19 @@ static void prepare(prep *p, size_t i, prep_item *it)
     it->time = 0;
     free(it->map_off);
     it->map_off = NULL;
-    int rc = read_file(p, in->abs, it);
+    it->mime[0] = 0;
+    int rc = read_file(p, in->abs, in->media ? p->o.media_max_bytes : p->o.max_bytes,
+                       in->media, it);
     if (rc) {
         it->status = rc;
         return;
     }
     it->bytes = p->raw.len;
     hash_hex(p->raw.data ? p->raw.data : "", p->raw.len, it->hash);
+    if (in->media) {
+        it->status = prepare_media(p, in, it);
+        return;
+    }
     if (in->known_hash && strcmp(in->known_hash, it->hash) == 0)
         return; /* same content: nothing to chunk */
     it->status = chunk_and_tokenize(p, in, it);

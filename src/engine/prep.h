@@ -28,6 +28,8 @@ typedef struct prep_input {
     int entries;            /* entry-mode chunking */
     int sessions;           /* a JSONL transcript: flattened first, line maps kept */
     const char *known_hash; /* content hash in the index, or NULL: equal content is not chunked */
+    int media;              /* an image or audio file by its name: sniffed, one labelled chunk */
+    const char *path;       /* media: the stored path its label names */
 } prep_input;
 
 /* Whether REASON, why a file of SIZE bytes was skipped, still holds with
@@ -41,6 +43,8 @@ typedef struct prep_opts {
     int64_t max_bytes;
     const char *language;
     int threaded; /* 0: prepare each item on demand in the caller's thread */
+    int64_t media_max_bytes; /* multimodal.maxFileBytes */
+    int media_allowed;       /* the modalities multimodal admits (MEDIA_*) */
 } prep_opts;
 
 typedef struct prep_item {
@@ -60,6 +64,7 @@ typedef struct prep_item {
     buf maps;
     size_t *map_off;
     double time;       /* transcripts: newest message, Unix seconds */
+    char mime[32];     /* media: the type its content sniffed as */
 } prep_item;
 
 typedef struct prep prep;

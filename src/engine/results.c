@@ -44,6 +44,7 @@ void results_free(mnemo_results *r)
         free((char *)r->v[i].snippet);
         free((char *)r->v[i].citation);
         free((char *)r->v[i].date);
+        free((char *)r->v[i].mime);
     }
     free(r->v);
     free(r->mode);
@@ -59,7 +60,10 @@ void mnemo_results_free(mnemo_results *r) { results_free(r); }
 void results_write_item(buf *b, const mnemo_results *r, size_t i, int kind)
 {
     const mnemo_result *x = &r->v[i];
-    buf_puts(b, kind ? "{\"kind\":\"note\",\"path\":" : "{\"path\":");
+    int media = x->mime != NULL;
+    buf_puts(b, media  ? "{\"kind\":\"media\",\"path\":"
+                : kind ? "{\"kind\":\"note\",\"path\":"
+                       : "{\"path\":");
     buf_json_str(b, x->path, strlen(x->path));
     buf_printf(b, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.4f,", x->start_line,
                x->end_line, x->score);
@@ -73,6 +77,10 @@ void results_write_item(buf *b, const mnemo_results *r, size_t i, int kind)
     buf_json_str(b, x->citation, strlen(x->citation));
     if (x->date)
         buf_printf(b, ",\"date\":\"%s\"", x->date);
+    if (media) {
+        buf_puts(b, ",\"mimeType\":");
+        buf_json_str(b, x->mime, strlen(x->mime));
+    }
     if (r->explain) {
         buf_printf(b, ",\"explain\":{\"textScore\":%.4f,\"vectorScore\":", x->text_score);
         if (x->vector_score >= 0)

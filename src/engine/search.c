@@ -91,6 +91,22 @@ void mnemo_search_opts_init(mnemo_search_opts *o)
     o->strict = -1;
     o->explain = 0;
     o->corpus = NULL;
+    o->media = 0;
+}
+
+/* Whether chunk ID is an image or audio file's. */
+static int is_media(const search_legs *l, int64_t id) { return l->media_lo && id >= l->media_lo; }
+
+/* Whether L's search keeps chunk ID: media only, notes only or both. */
+static int kept_kind(const search_legs *l, int64_t id)
+{
+    return l->media > 0 ? is_media(l, id) : l->media < 0 ? !is_media(l, id) : 1;
+}
+
+/* The vector statistics chunk ID's cosines are measured by. */
+static const search_vstats *vstats_of(const search_legs *l, int64_t id)
+{
+    return is_media(l, id) ? &l->mvs : &l->vs;
 }
 
 
@@ -306,6 +322,7 @@ typedef struct ptext {
     size_t nmap;
     int sessions;
     int gone;
+    char *mime;     /* media */
 } ptext;
 
 typedef struct pass {
@@ -321,6 +338,7 @@ static void ptext_cleanup(ptext *x)
     buf_cleanup(&x->text);
     free(x->path);
     free(x->map);
+    free(x->mime);
 }
 
 static int count_lines(const char *s, size_t n)
@@ -336,6 +354,7 @@ static int count_lines(const char *s, size_t n)
 static int ptext_load(const search_io *io, const cand *c, ptext *x)
 {
     search_row row;
+    memset(&row, 0, sizeof row); /* a store sets what it has */
     memset(x, 0, sizeof *x);
     buf_init(&x->text, 0);
     int rc = io->row(io->ud, c->chunk_id, &row);
@@ -351,6 +370,8 @@ static int ptext_load(const search_io *io, const cand *c, ptext *x)
     x->first_line = row.first_line;
     x->sessions = row.source && strcmp(row.source, "sessions") == 0;
     x->path = strdup(row.path ? row.path : "");
+    if (row.mime && !(x->mime = strdup(row.mime)))
+        return MNEMO_NOMEM;
     if (row.map && row.nmap) {
         x->map = malloc(row.nmap * sizeof *x->map);
         if (x->map)
@@ -502,6 +523,9 @@ static int make_result(const snippet_ctx *sc, const cand *c, const ptext *x, con
     r->snippet = buf_detach(&snip);
     r->source = x->sessions ? "sessions" : "memory";
     r->citation = buf_detach(&cit);
+    r->kind = x->mime ? "media" : "note";
+    if (x->mime && !(r->mime = strdup(x->mime)))
+        rc = MNEMO_NOMEM;
     if (!x->sessions) {
         double when = rank_path_date(x->path);
         if (when > 0) {
@@ -594,6 +618,7 @@ static void result_cleanup(mnemo_result *r)
     free((char *)r->snippet);
     free((char *)r->citation);
     free((char *)r->date);
+    free((char *)r->mime);
 }
 
 /* ----------------------------------------------------------------------
@@ -793,7 +818,7 @@ int search_rank(mnemo *m, search_legs *l, const mnemo_search_opts *opts)
                 if (j == 0 || cs[j] > c->cosine)
                     c->cosine = cs[j];
             if (np)
-                c->vec = vec_score(vs, c->cosine, &c->gate);
+                c->vec = vec_score(vstats_of(l, c->chunk_id), c->cosine, &c->gate);
         }
         c->score = c->fused = k.rrf ? 0 : fuse(&k, c, c->text);
         if (fh->n)
@@ -856,7 +881,7 @@ int search_rank(mnemo *m, search_legs *l, const mnemo_search_opts *opts)
             best->tier = hit->tier;
         } else if (hit->tier || (!best && hit->frac > 0)) {
             int64_t cid = hit->first_chunk;
-            if (cid)
+            if (cid && kept_kind(l, cid))
                 all[n++] = (cand){.chunk_id = cid,
                                   .file_id = hit->file_id,
                                   .vec = -1,
@@ -940,7 +965,7 @@ int search_rank(mnemo *m, search_legs *l, const mnemo_search_opts *opts)
         int np = 0;
         double *lv = NULL;
         pworth pw = {&k, all[i].raw > 0 ? all[i].raw / k.sum_idf : 0};
-        if (vs->ran && (rc = line_scores(io, vs, vc, &all[i], x, &lv)))
+        if (vs->ran && (rc = line_scores(io, vstats_of(l, all[i].chunk_id), vc, &all[i], x, &lv)))
             break;
         sc.lv = lv;
         sc.ud = &pw;
@@ -1045,10 +1070,12 @@ static int cands_of(search_legs *l)
     }
     size_t n = 0;
     for (size_t i = 0; i < best.n; i++)
-        l->all[n++] = (cand){.chunk_id = best.v[i].id, .raw = best.v[i].score, .vec = -1};
+        if (kept_kind(l, best.v[i].id))
+            l->all[n++] = (cand){.chunk_id = best.v[i].id, .raw = best.v[i].score, .vec = -1};
     topk_cleanup(&best);
     for (size_t i = 0; i < l->nvids; i++)
-        l->all[n++] = (cand){.chunk_id = l->vids[i], .raw = -1};
+        if (kept_kind(l, l->vids[i]))
+            l->all[n++] = (cand){.chunk_id = l->vids[i], .raw = -1};
     l->n = cands_union(l->all, n);
     return MNEMO_OK;
 }
@@ -1082,6 +1109,7 @@ int search_notes(mnemo *m, const char *text, const mnemo_search_opts *opts, mnem
     l.q = &q;
     l.text = qt.data;
     l.corpus = opts ? opts->corpus : NULL;
+    l.media = opts ? opts->media : 0;
     l.pool = search_pool_size(m, opts);
     l.res = res;
     l.lap = &tm;

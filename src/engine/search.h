@@ -77,6 +77,7 @@ typedef struct search_row {
     const uint32_t *map; /* transcripts: JSONL line of each text line, else NULL */
     size_t nmap;
     const char *source;  /* "memory" or "sessions" */
+    const char *mime;    /* an image or audio file's MIME type, else NULL */
     /* The next chunk of the same file when it shares lines with this one
      * (passages may run on into it), else NULL. */
     const char *next;
@@ -130,6 +131,7 @@ typedef struct search_legs {
     const query *q;     /* the parsed query; q->match NULL: no keyword leg */
     const char *text;   /* the cleaned query, to embed */
     const char *corpus; /* mnemo_search_opts.corpus: NULL (memory), "sessions", "all" */
+    int media;          /* mnemo_search_opts.media: 0 with the notes, 1 only, -1 none */
     size_t pool;        /* candidates each leg brings (search_pool_size) */
     mnemo_results *res; /* the legs set mode, provider, model and fallback */
     double *lap;        /* the search's clock: timing.keyword_ms and vector_ms are
@@ -144,6 +146,11 @@ typedef struct search_legs {
     search_file_hits fh; /* the file-name legs' files, finished; freed by the engine */
     search_bm25 bm;      /* sum_idf and avgdl 1 until the keyword leg sets them */
     search_vstats vs;
+    /* Images and audio (multimodal): chunk ids from MEDIA_LO up are media
+     * (0: the store keeps none), whose vector scores are measured by their
+     * own leg's cosines (MVS): text and media vectors sit apart. */
+    int64_t media_lo;
+    search_vstats mvs;
     /* The engine's: the union of the candidates, one per chunk, with room
      * for fh.n more (path hits without a candidate are added), and how the
      * ranking reads their rows (the io step's). */

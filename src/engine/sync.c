@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/backend.h"
 #include "engine/core.h"
 #include "engine/provider.h"
 #include "util/errcode.h"
@@ -21,6 +22,10 @@
 #include "util/time.h"
 #include "engine/walk.h"
 
+/* How a media file's skip reason starts when no provider or store takes
+ * media: it is looked at again once one does. */
+#define MEDIA_OFF "images and audio are not indexed"
+
 typedef struct sync_ctx {
     mnemo *m;
     const mnemo_sync_opts *opts;
@@ -28,6 +33,7 @@ typedef struct sync_ctx {
     prep_opts popts;
     const sync_sink *sink;
     void *ud; /* the sink's */
+    char media_off[200]; /* why images and audio are not indexed, "" when they are */
 } sync_ctx;
 
 static void progress(sync_ctx *c, const char *phase, size_t done, size_t total)
@@ -50,11 +56,36 @@ int sync_is_entries_path(const char *path) { return is_entries_path(path); }
  * again because maxFileBytes moved across it: indexed and now over the
  * limit, or skipped as too large under another limit. It then goes as a
  * new file would: indexed, or skipped with the limit in force named. */
-static int limit_moved(const sync_ctx *c, const sync_file *f)
+static int limit_moved(const sync_ctx *c, const sync_file *f, const walk_entry *e)
 {
+    int64_t max = e->media ? c->popts.media_max_bytes : c->popts.max_bytes;
     if (f->ok)
-        return f->size > c->popts.max_bytes;
-    return !prep_skip_current(f->reason, f->size, c->popts.max_bytes);
+        return f->size > max;
+    if (e->media && f->reason && !strncmp(f->reason, MEDIA_OFF, sizeof MEDIA_OFF - 1))
+        return 1; /* media can be embedded now (else it is skipped before this) */
+    return !prep_skip_current(f->reason, f->size, max);
+}
+
+/* Why the media the walk lists cannot be indexed, into c->media_off: the
+ * store keeps none, or the provider embeds none. */
+static void media_policy(sync_ctx *c)
+{
+    c->media_off[0] = 0;
+    if (!core_media(c->m))
+        return;
+    char name[32];
+    int explicit_;
+    provider_resolve(c->m, name, &explicit_);
+    const char *model = cfg_str(c->m->cfg, CFG_MODEL);
+    if (!c->sink->media)
+        snprintf(c->media_off, sizeof c->media_off,
+                 MEDIA_OFF ": this store (%s) keeps no images or audio yet; the SQLite index does",
+                 c->m->be->name);
+    else if (!embed_media_support(name, model))
+        snprintf(c->media_off, sizeof c->media_off,
+                 MEDIA_OFF ": provider %s%s%s embeds no images or audio (gemini with model "
+                 "gemini-embedding-2-preview does)",
+                 name, *model ? " model " : "", model);
 }
 
 /* The body of a sync: what changed under the roots, written to the sink. */
@@ -77,7 +108,7 @@ static int sync_files(sync_ctx *c)
     int rc;
 
     progress(c, "scan", 0, 0);
-    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), &roots,
+    if ((rc = walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), core_media(m), &roots,
                                 &m->err)))
         goto done;
     if ((rc = walk_scan(m->workspace, &roots, &list))) {
@@ -86,6 +117,7 @@ static int sync_files(sync_ctx *c)
     }
     if ((rc = sk->load(ud, &files, &nfiles)))
         goto done;
+    media_policy(c);
     for (size_t i = 0; i < nfiles; i++)
         if ((rc = map_put(&bypath, files[i].path, i)))
             goto done;
@@ -102,19 +134,21 @@ static int sync_files(sync_ctx *c)
         int known = map_get(&bypath, e->path, &fi);
         if (known)
             files[fi].seen = 1;
-        if (e->skip) {
+        const char *skip = e->skip ? e->skip : e->media && c->media_off[0] ? c->media_off : NULL;
+        if (skip) {
             c->stats->files_skipped++;
             if (known && !files[fi].ok && files[fi].size == e->size &&
-                files[fi].mtime_ns == e->mtime_ns)
+                files[fi].mtime_ns == e->mtime_ns && files[fi].reason &&
+                strcmp(files[fi].reason, skip) == 0)
                 continue;
             if ((rc = sk->skip(ud, known ? &files[fi] : NULL, e->path, e->size, e->mtime_ns,
-                               e->skip, e->sessions)))
+                               skip, e->sessions)))
                 goto done;
             continue;
         }
         c->stats->files_seen++;
         if (known && files[fi].size == e->size && files[fi].mtime_ns == e->mtime_ns &&
-            !limit_moved(c, &files[fi])) {
+            !limit_moved(c, &files[fi], e)) {
             if (files[fi].ok)
                 c->stats->files_unchanged++;
             else
@@ -141,6 +175,8 @@ static int sync_files(sync_ctx *c)
         inputs[w].abs = walk_abs(m->workspace, e->path);
         inputs[w].entries = !e->sessions && (e->entries || is_entries_path(e->path));
         inputs[w].sessions = e->sessions;
+        inputs[w].media = e->media;
+        inputs[w].path = e->path;
         if (map_get(&bypath, e->path, &fi) && files[fi].ok)
             inputs[w].known_hash = files[fi].hash;
         if (!inputs[w].abs) {
@@ -194,7 +230,7 @@ static int sync_files(sync_ctx *c)
             continue;
         }
         size_t old;
-        if (!known && map_get(&byhash, it->hash, &old) && !files[old].seen &&
+        if (!known && !e->media && map_get(&byhash, it->hash, &old) && !files[old].seen &&
             files[old].sessions == e->sessions &&
             is_entries_path(files[old].path) == inputs[w].entries) {
             /* Renamed: same content under a new path; keep its chunks. */
@@ -248,6 +284,10 @@ void sync_prep_opts(mnemo *m, prep_opts *o)
     o->chunking.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
     o->max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
     o->language = cfg_str(m->cfg, CFG_LANGUAGE);
+    cfg_media mm;
+    cfg_multimodal(m->cfg, &mm);
+    o->media_max_bytes = mm.max_bytes;
+    o->media_allowed = core_media(m);
 }
 
 int sync_walk(mnemo *m, const sync_sink *sink, void *ud, const mnemo_sync_opts *opts,

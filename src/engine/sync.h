@@ -59,6 +59,9 @@ typedef struct sync_sink {
                  size_t *added);
     /* F left the roots. */
     int (*remove)(void *ud, const sync_file *f);
+    /* Images and audio (multimodal) can be kept: write stores their MIME
+     * type (it->mime) and embeds their content. 0: they are skipped. */
+    int media;
 } sync_sink;
 
 /* What a sync records for status: when it started (ISO 8601), how long the

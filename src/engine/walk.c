@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mnemo.h"
+#include "text/media.h"
 #include "util/glob.h"
 
 #define MAX_DEPTH 64
@@ -47,6 +48,7 @@ static int add_root2(walk_roots *r, const char *abs, const char *display, const 
     x->pattern = pattern ? strdup(pattern) : NULL;
     x->is_dir = is_dir;
     x->sessions = sessions;
+    x->media = 0;
     if (!x->abs || !x->display || (pattern && !x->pattern)) {
         free(x->abs);
         free(x->display);
@@ -90,7 +92,7 @@ static const char *display_of(const char *workspace, const char *abs)
 }
 
 int walk_roots_build(const char *workspace, const char *extra_json, const char *sessions_dir,
-                     walk_roots *out, buf *err)
+                     int media, walk_roots *out, buf *err)
 {
     memset(out, 0, sizeof *out);
     int rc = MNEMO_OK;
@@ -141,6 +143,7 @@ int walk_roots_build(const char *workspace, const char *extra_json, const char *
         }
         if (rc)
             break;
+        out->v[out->n - 1].media = media;
     }
     json_decref(arr);
     if (!rc && sessions_dir && *sessions_dir) {
@@ -315,15 +318,19 @@ static int scan_dir(scan *s, int dfd, int depth)
                                "folder nested more than 64 levels deep (not read)");
             }
         } else if (type == DT_REG) {
-            if (glob_match(s->root->pattern, s->rel.data)) {
+            int media = s->root->media & media_of_name(name);
+            if (glob_match(s->root->pattern, s->rel.data) || media) {
                 rc = add_entry(s->out, full.data, have_stat ? &st : NULL, 0, NULL);
-                if (!rc)
+                if (!rc) {
                     s->out->v[s->out->n - 1].sessions = s->root->sessions;
+                    s->out->v[s->out->n - 1].media = media;
+                }
             }
         } else if (type == DT_LNK) {
             struct stat target;
             int is_dir = fstatat(dirfd(d), name, &target, 0) == 0 && S_ISDIR(target.st_mode);
-            if (is_dir || glob_match(s->root->pattern, s->rel.data)) {
+            if (is_dir || glob_match(s->root->pattern, s->rel.data) ||
+                (s->root->media & media_of_name(name))) {
                 struct stat ls;
                 rc = add_entry(s->out, full.data,
                                fstatat(dirfd(d), name, &ls, AT_SYMLINK_NOFOLLOW) == 0 ? &ls : NULL,
@@ -364,7 +371,10 @@ static int scan_root(const walk_root *r, walk_list *out, int builtin)
     if (!r->is_dir) {
         if (!S_ISREG(st.st_mode))
             return add_entry(out, r->display, &st, 0, "not a regular file");
-        return add_entry(out, r->display, &st, builtin && is_root_file(r->display), NULL);
+        int rc = add_entry(out, r->display, &st, builtin && is_root_file(r->display), NULL);
+        if (!rc)
+            out->v[out->n - 1].media = r->media & media_of_name(r->display);
+        return rc;
     }
     if (!S_ISDIR(st.st_mode))
         return MNEMO_OK;

@@ -22,6 +22,7 @@ typedef struct walk_root {
     char *pattern; /* folders: glob for relative paths; files: NULL */
     int is_dir;
     int sessions;  /* a folder of JSONL session transcripts */
+    int media;     /* extra paths: the modalities (text/media.h) listed beside the pattern */
 } walk_root;
 
 typedef struct walk_roots {
@@ -37,6 +38,7 @@ typedef struct walk_entry {
     ino_t ino;
     int entries;       /* MEMORY.md / USER.md: entry-mode chunking */
     int sessions;      /* a session transcript */
+    int media;         /* an image or audio file by its name (MEDIA_*), 0 for notes */
     const char *skip;  /* NULL, or why the file is not indexed (static text) */
 } walk_entry;
 
@@ -47,9 +49,11 @@ typedef struct walk_list {
 
 /* Builds the roots of WORKSPACE (absolute) with EXTRA_JSON (the extraPaths
  * value) and, if SESSIONS_DIR is not NULL, that folder of transcripts (all
- * .jsonl files; Claude Code's subagents/ folders left out). */
+ * .jsonl files; Claude Code's subagents/ folders left out). MEDIA: the
+ * modalities (MEDIA_IMAGE | MEDIA_AUDIO) whose files the extra paths list
+ * too, 0 for none (multimodal off). */
 int walk_roots_build(const char *workspace, const char *extra_json, const char *sessions_dir,
-                     walk_roots *out, buf *err);
+                     int media, walk_roots *out, buf *err);
 void walk_roots_cleanup(walk_roots *r);
 
 /* Lists the files under ROOTS, sorted by path. */

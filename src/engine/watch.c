@@ -27,6 +27,7 @@
 #include "engine/backend.h"
 #include "engine/sync.h"
 #include "engine/core.h"
+#include "text/media.h"
 #include "util/time.h"
 #include "engine/walk.h"
 #include "engine/watch.h"
@@ -84,7 +85,7 @@ static void watch_tree(watch_set *w, const char *dir, int depth)
 static void watch_roots(mnemo *m, watch_set *w)
 {
     walk_roots roots = {0};
-    if (walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m),
+    if (walk_roots_build(m->workspace, cfg_str(m->cfg, CFG_EXTRA_PATHS), core_sessions_dir(m), core_media(m),
                          &roots, &m->err))
         return;
     mark(w, inotify_add_watch(w->fd, m->workspace, WATCH_MASK), 1);
@@ -114,7 +115,7 @@ static int relevant_name(const char *name)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(name, names[i]) == 0)
             return 1;
-    return name[0] != '.' && strstr(name, ".md") != NULL;
+    return name[0] != '.' && (strstr(name, ".md") != NULL || media_of_name(name));
 }
 
 /* Reads the events waiting on W: 1 when one of them may change what is

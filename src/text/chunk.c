@@ -9,6 +9,7 @@
  */
 #include "text/chunk.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,6 +302,31 @@ static int emit_chunk(state *st, size_t from, size_t to, int ent_importance, siz
         return buf_err(&l->text);
     hash_hex(l->text.data + c->text_off, c->text_len, c->hash);
     l->n++;
+    return MNEMO_OK;
+}
+
+int chunk_single(chunk_list *l, const char *text, size_t len, const char *hash)
+{
+    l->n = 0;
+    buf_reset(&l->text);
+    l->text.err = 0;
+    if (!l->cap) {
+        if (!(l->items = malloc(16 * sizeof *l->items)))
+            return MNEMO_NOMEM;
+        l->cap = 16;
+    }
+    chunk *c = &l->items[0];
+    memset(c, 0, sizeof *c);
+    c->start_line = c->end_line = 1;
+    buf_append(&l->text, text, len);
+    buf_putc(&l->text, 0);
+    c->text_len = len;
+    c->trig_off = l->text.len;
+    buf_putc(&l->text, 0);
+    snprintf(c->hash, sizeof c->hash, "%s", hash);
+    if (buf_err(&l->text))
+        return buf_err(&l->text);
+    l->n = 1;
     return MNEMO_OK;
 }
 

@@ -45,6 +45,10 @@ void chunk_list_cleanup(chunk_list *l);
  * Returns MNEMO_OK or MNEMO_NOMEM. */
 int chunk_markdown(const char *text, size_t len, const chunk_opts *o, chunk_list *l);
 
+/* Sets L to one chunk, line 1, of TEXT[0..LEN) whose hash is HASH (a file
+ * that is not text: its label, and a hash of its content). */
+int chunk_single(chunk_list *l, const char *text, size_t len, const char *hash);
+
 /* A run of whole lines of a chunk that one vector covers. */
 typedef struct chunk_part {
     int first, last; /* 0-based line indices in the chunk's text, inclusive */

@@ -32,6 +32,8 @@ int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 int buf_vprintf(buf *b, const char *fmt, va_list ap);
 /* Appends S as a JSON string literal, quotes included. */
 int buf_json_str(buf *b, const char *s, size_t n);
+/* Appends P[0..N) in base64 (RFC 4648, padded). */
+int buf_base64(buf *b, const void *p, size_t n);
 /* Hands the data to the caller (never NULL unless out of memory) and resets B. */
 char *buf_detach(buf *b);
 static inline int buf_err(const buf *b) { return b->err; }

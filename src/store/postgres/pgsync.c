@@ -561,7 +561,8 @@ static int ps_remove(void *ud, const sync_file *f)
     return rc ? rc : written(s, 0);
 }
 
-static const sync_sink pg_sink = {ps_load, ps_skip, ps_touch, ps_rename, ps_write, ps_remove};
+static const sync_sink pg_sink = {ps_load,  ps_skip,   ps_touch, ps_rename,
+                                  ps_write, ps_remove, 0};
 
 /* The vector table's name for the embedder, created if needed. */
 static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size, int *deferred)

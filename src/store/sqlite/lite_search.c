@@ -40,12 +40,18 @@ typedef struct corpus {
     const char *source; /* files.source, or NULL for all */
 } corpus;
 
-static corpus corpus_of(const char *name)
+/* The text of corpus NAME; MEDIA 1: its images and audio instead (they
+ * belong to the memory files), which a search of the sessions has none of. */
+static corpus corpus_of(const char *name, int media)
 {
-    if (name && strcmp(name, "sessions") == 0)
-        return (corpus){STORE_SESSION_ID_BASE, INT64_MAX, "sessions"};
-    if (name && strcmp(name, "all") == 0)
-        return (corpus){0, INT64_MAX, NULL};
+    int sessions = name && strcmp(name, "sessions") == 0, all = name && strcmp(name, "all") == 0;
+    if (media > 0)
+        return sessions ? (corpus){0, 0, "sessions"}
+                        : (corpus){STORE_MEDIA_ID_BASE, INT64_MAX, all ? NULL : "memory"};
+    if (sessions)
+        return (corpus){STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE, "sessions"};
+    if (all)
+        return (corpus){0, STORE_MEDIA_ID_BASE, NULL};
     return (corpus){0, STORE_SESSION_ID_BASE, "memory"};
 }
 
@@ -192,6 +198,8 @@ typedef struct vleg {
     vec_match *matches;
     size_t nmatches;
     calib_null null; /* the query's cosines: every vector's, the fixed texts' */
+    int mran;        /* the media leg ran: its matches follow the text's */
+    calib_null mnull; /* the query's cosines with the media, the media's baseline */
 } vleg;
 
 static void vleg_cleanup(vleg *v)
@@ -253,7 +261,7 @@ static void vector_start(mnemo *m, const char *qtext, vleg *v)
 
 /* Runs the vector leg. Returns an error only for a named provider that
  * fails; otherwise a failure becomes res->fallback and v->ran stays 0. */
-static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
+static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, int media, size_t k,
                       mnemo_results *res, vleg *v)
 {
     const char *name = v->name;
@@ -305,14 +313,30 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, size_t k,
         return rc;
     }
     buf_cleanup(&err);
-    v->matches = malloc(k * sizeof *v->matches);
+    v->matches = malloc(2 * k * sizeof *v->matches);
     if (!v->matches)
         return MNEMO_NOMEM;
-    v->nmatches = vecfile_search(v->vf, v->qv, cp->lo, cp->hi, k, quant, v->matches,
-                                 &v->null.mean, &v->null.sd);
-    v->null.n = vecfile_count(v->vf);
-    if ((rc = vectors_calib(m, LITE(m)->st, &LITE(m)->calib, v->e, v->qv, &v->null)))
-        return rc;
+    if (media <= 0) {
+        v->nmatches = vecfile_search(v->vf, v->qv, cp->lo, cp->hi, k, quant, v->matches,
+                                     &v->null.mean, &v->null.sd);
+        v->null.n = vecfile_count(v->vf) - vecfile_media_count(v->vf);
+        if ((rc = vectors_calib(m, LITE(m)->st, &LITE(m)->calib, v->e, v->qv, &v->null)))
+            return rc;
+    }
+    /* Images and audio: a leg of their own, measured against themselves
+     * and the fixed texts' cosines with them. */
+    size_t nm = 0;
+    if (media >= 0 && cp->hi != 0 && (cp->source == NULL || !strcmp(cp->source, "memory")))
+        nm = vecfile_search(v->vf, v->qv, STORE_MEDIA_ID_BASE, INT64_MAX, k, quant,
+                            v->matches + v->nmatches, &v->mnull.mean, &v->mnull.sd);
+    if (nm) {
+        if ((rc = vectors_media_calib(m, LITE(m)->st, &LITE(m)->calib, v->e, v->qv, v->vf,
+                                      &v->mnull)))
+            return rc;
+        v->mnull.n = vecfile_media_count(v->vf);
+        v->nmatches += nm;
+        v->mran = 1;
+    }
     v->ran = 1;
     free(res->mode);
     res->mode = strdup("hybrid");
@@ -423,6 +447,7 @@ static int lite_row(void *ud, int64_t chunk_id, search_row *out)
     out->next = (const char *)sqlite3_column_text(row, 5);
     out->next_len = (size_t)sqlite3_column_bytes(row, 5);
     out->next_first_line = sqlite3_column_int(row, 6);
+    out->mime = (const char *)sqlite3_column_text(row, 7);
     return MNEMO_OK;
 }
 
@@ -446,14 +471,16 @@ static int lite_legs(mnemo *m, search_legs *l)
     int rc = topk_init(&x->pool, l->pool);
     if (rc)
         return rc;
-    corpus cp = corpus_of(l->corpus);
+    corpus cp = corpus_of(l->corpus, l->media);
+    l->media_lo = STORE_MEDIA_ID_BASE;
     vector_start(m, l->text, &x->vl);
     if (l->q->match && (rc = content_leg(m, l->q, &cp, &x->pool, &l->bm)))
         return rc;
     if ((rc = file_legs(m, l->q, &cp, &l->fh)))
         return rc;
     l->res->timing.keyword_ms = search_lap(l->lap);
-    if ((rc = vector_leg(m, l->text, &cp, l->pool, l->res, &x->vl)))
+    corpus tc = corpus_of(l->corpus, 0);
+    if ((rc = vector_leg(m, l->text, &tc, l->media, l->pool, l->res, &x->vl)))
         return rc;
     l->res->timing.vector_ms = search_lap(l->lap);
     x->kw = malloc((x->pool.n + 1) * sizeof *x->kw);
@@ -469,6 +496,7 @@ static int lite_legs(mnemo *m, search_legs *l)
     l->vids = x->vids;
     l->nvids = x->vl.nmatches;
     l->vs = (search_vstats){x->vl.ran, x->vl.null};
+    l->mvs = (search_vstats){x->vl.mran, x->vl.mnull};
     return MNEMO_OK;
 }
 
@@ -480,7 +508,7 @@ static int lite_io_of(mnemo *m, search_legs *l)
     fts_rank *fr = store_rank(LITE(m)->st);
     /* With the next chunk of the file when it shares lines with this one. */
     x->row = fts_stmt(fr, "SELECT c.text, c.start_line, f.path, c.line_map, f.source, n.text, "
-                          "n.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
+                          "n.start_line, f.mime FROM chunks c JOIN files f ON f.id = c.file_id "
                           "LEFT JOIN chunks n ON n.file_id = c.file_id AND n.seq = c.seq + 1 "
                           "AND n.start_line <= c.end_line WHERE c.id = ?1");
     x->factors = fts_stmt(fr, "SELECT c.importance, f.path, f.source, f.mtime_ns, f.time "

@@ -113,10 +113,13 @@ static int lite_write(void *ud, const sync_file *known, const char *path, int64_
                       sessions ? (const uint32_t *)(const void *)it->maps.data : NULL,
                       it->map_off,
                       sessions,
+                      it->mime[0] != 0,
                       known != NULL};
     rc = store_chunks_write(c->st, id, &w, removed, added);
     if (!rc && sessions)
         rc = store_file_set_time(c->st, id, it->time);
+    if (!rc && (it->mime[0] || known))
+        rc = store_file_set_mime(c->st, id, it->mime[0] ? it->mime : NULL);
     return rc ? db_fail(c, rc, "writing chunks") : MNEMO_OK;
 }
 
@@ -127,8 +130,8 @@ static int lite_remove(void *ud, const sync_file *f)
     return rc ? db_fail(c, rc, "removing a file") : MNEMO_OK;
 }
 
-static const sync_sink lite_sink = {lite_load,  lite_skip,  lite_touch,
-                                    lite_rename, lite_write, lite_remove};
+static const sync_sink lite_sink = {lite_load,   lite_skip,  lite_touch,
+                                    lite_rename, lite_write, lite_remove, 1};
 
 /* Whether NAME (in DIR, beside index BASE) is a temporary file of a build
  * by a process that is gone: "<base>.tmp-<pid>" with a SQLite header

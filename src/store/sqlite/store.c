@@ -53,6 +53,7 @@ static const char *const sql_text[S__COUNT] = {
     [S_FTS_FILE_DELETE] = "INSERT INTO files_fts(files_fts, rowid, path) VALUES('delete', ?1, ?2)",
     [S_FILE_PATH] = "SELECT path FROM files WHERE id = ?1",
     [S_FILE_TIME] = "UPDATE files SET time = ?2 WHERE id = ?1",
+    [S_FILE_MIME] = "UPDATE files SET mime = ?2 WHERE id = ?1",
 };
 
 /* Schema version 1. The tokenizer language is substituted for %s. */
@@ -147,6 +148,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "DROP TABLE embed_cache;\n"
     "ALTER TABLE embed_cache_new RENAME TO embed_cache;\n"
     "CREATE INDEX embed_cache_used ON embed_cache(used_at);\n",
+    /* 8 -> 9: images and audio (multimodal): a media file's MIME type, as
+     * its content sniffed; NULL for notes. Their chunks have ids from
+     * STORE_MEDIA_ID_BASE up. */
+    "ALTER TABLE files ADD COLUMN mime TEXT;\n",
 };
 
 /* The memory store: structured memories, their history and vectors, in a

@@ -13,7 +13,7 @@
 #include "store/sqlite/fts.h"
 #include "util/hash.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 /* SQLite application ids ("mnmo", "mnmm"): only a file that carries one
  * (or, written before they were set, has an index's tables and schema
@@ -114,9 +114,14 @@ int store_file_rename(store *s, int64_t id, const char *path);
 int store_file_delete(store *s, int64_t id);
 /* Deletes a file's chunks (the FTS index follows by trigger). */
 int store_chunks_delete(store *s, int64_t file_id, int64_t *removed);
-/* Transcript chunks get ids from here up (memory chunks below), so one
- * corpus is a rowid range. */
+/* Transcript chunks get ids from here up (memory chunks below), media
+ * (images and audio under the extra paths) from STORE_MEDIA_ID_BASE up,
+ * so one corpus, and the media, are a rowid range. */
 #define STORE_SESSION_ID_BASE ((int64_t)1 << 40)
+#define STORE_MEDIA_ID_BASE ((int64_t)1 << 41)
+
+/* Sets the MIME type of a media file (NULL: not media). */
+int store_file_set_mime(store *s, int64_t id, const char *mime);
 
 /* What to write for one file. */
 typedef struct store_chunks {
@@ -126,6 +131,7 @@ typedef struct store_chunks {
     const uint32_t *maps;    /* transcripts: JSONL line per text line, or NULL */
     const size_t *map_off;
     int sessions;            /* a transcript */
+    int media;               /* an image or audio file's one labelled chunk */
     int replace;             /* the file had chunks: keep its unchanged leading ones */
 } store_chunks;
 

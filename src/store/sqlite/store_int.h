@@ -13,6 +13,7 @@
 enum {
     S_FILE_INSERT,
     S_FILE_UPDATE,
+    S_FILE_MIME,
     S_FILE_RENAME,
     S_FILE_DELETE,
     S_CHUNKS_DELETE,
@@ -38,7 +39,7 @@ struct store {
     fts_rank mrank; /* for memories_fts */
     fts_feed feed;
     int fresh;
-    int64_t next_id[2]; /* next chunk id for memory / sessions, 0 until read */
+    int64_t next_id[3]; /* next chunk id for memory / sessions / media, 0 until read */
 };
 
 /* The prepared statement ID of S, reset and unbound; NULL on error. */

@@ -172,6 +172,19 @@ int store_file_set_time(store *s, int64_t id, double when)
     return store_run(s, st);
 }
 
+int store_file_set_mime(store *s, int64_t id, const char *mime)
+{
+    sqlite3_stmt *st = store_stmt(s, S_FILE_MIME);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        if (mime)
+            sqlite3_bind_text(st, 2, mime, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 2);
+    }
+    return store_run(s, st);
+}
+
 int store_file_rename(store *s, int64_t id, const char *path)
 {
     int rc = fts_file_delete(s, id);
@@ -244,32 +257,33 @@ int store_file_delete(store *s, int64_t id)
     return store_run(s, st);
 }
 
-/* Next free chunk id in the range of a source: memory chunks have ids
- * below STORE_SESSION_ID_BASE, transcript chunks at or above it, so that a
+/* Next free chunk id in the range of a source (0 memory, 1 sessions, 2
+ * media): memory chunks have ids below STORE_SESSION_ID_BASE, transcript
+ * chunks from there to STORE_MEDIA_ID_BASE, media chunks above, so that a
  * search can restrict itself to one corpus with a rowid range. Never the
  * id of a chunk whose vectors are still kept (a chunk removed since the
  * last embedding): a new chunk would take its vectors for its own. */
-static int next_chunk_id(store *s, int sessions, int64_t *id)
+static int next_chunk_id(store *s, int range, int64_t *id)
 {
-    if (!s->next_id[sessions]) {
+    static const int64_t lo[3] = {1, STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE};
+    static const int64_t hi[3] = {STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE, INT64_MAX};
+    if (!s->next_id[range]) {
         sqlite3_stmt *q = NULL;
         const char *sql =
-            sessions ? "SELECT max(coalesce((SELECT max(id) FROM chunks WHERE id >= ?1), 0), "
-                       "coalesce((SELECT max(chunk_id) FROM chunk_vectors WHERE chunk_id >= ?1), "
-                       "0))"
-                     : "SELECT max(coalesce((SELECT max(id) FROM chunks WHERE id < ?1), 0), "
-                       "coalesce((SELECT max(chunk_id) FROM chunk_vectors WHERE chunk_id < ?1), "
-                       "0))";
+            "SELECT max(coalesce((SELECT max(id) FROM chunks WHERE id >= ?1 AND id < ?2), 0), "
+            "coalesce((SELECT max(chunk_id) FROM chunk_vectors WHERE chunk_id >= ?1 AND "
+            "chunk_id < ?2), 0))";
         if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
             return store_code(sqlite3_errcode(s->db));
-        sqlite3_bind_int64(q, 1, STORE_SESSION_ID_BASE);
+        sqlite3_bind_int64(q, 1, lo[range]);
+        sqlite3_bind_int64(q, 2, hi[range]);
         int64_t max = 0;
         if (sqlite3_step(q) == SQLITE_ROW)
             max = sqlite3_column_int64(q, 0);
         sqlite3_finalize(q);
-        s->next_id[sessions] = max ? max + 1 : sessions ? STORE_SESSION_ID_BASE : 1;
+        s->next_id[range] = max ? max + 1 : lo[range];
     }
-    *id = s->next_id[sessions]++;
+    *id = s->next_id[range]++;
     return MNEMO_OK;
 }
 
@@ -305,7 +319,7 @@ int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t
     for (size_t i = keep; i < l->n; i++) {
         const chunk *c = &l->items[i];
         int64_t id = 0;
-        if ((rc = next_chunk_id(s, w->sessions, &id)))
+        if ((rc = next_chunk_id(s, w->media ? 2 : w->sessions ? 1 : 0, &id)))
             return rc;
         sqlite3_stmt *st = store_stmt(s, S_CHUNK_INSERT);
         if (st) {

@@ -30,6 +30,7 @@
 #include "engine/calib.h"
 #include "engine/core.h"
 #include "engine/provider.h"
+#include "engine/walk.h"
 #include "util/errcode.h"
 #include "text/chunk.h"
 #include "util/hash.h"
@@ -39,6 +40,8 @@
 #define VF_MAGIC "MNEMOVF1"
 #define VF_INT8 1
 #define EMBED_BATCH 4096 /* chunks per embedding call and commit */
+#define MEDIA_BATCH 4    /* media files per embedding call: each is held in memory */
+#define MEDIA_REF 64     /* media measured against the fixed texts for their baseline */
 
 /* ----------------------------------------------------------------------
  * Embedding missing chunks
@@ -74,6 +77,11 @@ typedef struct pending {
     int64_t id;
     char *text;
     size_t len;
+    /* Media: the file beside its label (data NULL for text), and the
+     * chunk's hash (of the label and the content) that keys its vector. */
+    embed_media media;
+    char hash[HASH_HEX_LEN + 1];
+    char mime[32];
 } pending;
 
 /* The statements embedding uses: a part's vector by its key among the
@@ -113,8 +121,9 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
     *failed = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         chunk_part cp[CHUNK_MAX_PARTS];
-        int k = chunk_parts(batch[i].text, batch[i].len, vc, cp);
-        if (k == 0) { /* blank: one vector of the whole text, as before parts */
+        int media = batch[i].media.data != NULL;
+        int k = media ? 0 : chunk_parts(batch[i].text, batch[i].len, vc, cp);
+        if (k == 0) { /* blank, or media: one vector of the whole text */
             cp[0] = (chunk_part){0, 0, 0, batch[i].len};
             k = 1;
         }
@@ -135,7 +144,13 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
             p->len = cp[j].len;
             p->vec = NULL;
             char h[HASH_HEX_LEN + 1];
-            hash_hex(p->text, p->len, h);
+            if (media) { /* the label with the file: never a text's key */
+                char mk[8 + HASH_HEX_LEN + 1];
+                snprintf(mk, sizeof mk, "media:%s", batch[i].hash);
+                hash_hex(mk, strlen(mk), h);
+            } else {
+                hash_hex(p->text, p->len, h);
+            }
             cache_key(e, cfg_dims, vs->prefix, h, p->key);
         }
     }
@@ -170,21 +185,25 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
         }
     }
     /* The provider. */
+    embed_media *media = NULL; /* a batch is all media or all text */
     if (!rc && np) {
         texts = malloc(np * sizeof *texts);
         lens = malloc(np * sizeof *lens);
-        if (!texts || !lens)
+        if (!texts || !lens || (batch[0].media.data && !(media = malloc(np * sizeof *media))))
             rc = MNEMO_NOMEM;
     }
     for (size_t i = 0; !rc && i < np; i++) {
         if (ps[i].vec)
             continue;
         ps[i].miss = nmiss;
+        if (media)
+            media[nmiss] = batch[ps[i].chunk].media;
         texts[nmiss] = ps[i].text;
         lens[nmiss++] = ps[i].len;
     }
     if (!rc && nmiss) {
-        int erc = embed_texts(e, EMBED_DOCUMENT, texts, lens, nmiss, &vecs, err);
+        int erc = media ? embed_media_docs(e, texts, lens, media, nmiss, &vecs, err)
+                        : embed_texts(e, EMBED_DOCUMENT, texts, lens, nmiss, &vecs, err);
         if (erc) {
             *failed = erc; /* write only the chunks the cache covered */
         } else if (dims && embed_dims(e) != dims) {
@@ -241,6 +260,7 @@ static int embed_batch(mnemo *m, embedder *e, const vstmts *vs, const pending *b
     free(first);
     free(texts);
     free(lens);
+    free(media);
     free(vecs);
     free(row);
     return rc;
@@ -303,6 +323,9 @@ struct vec_calib {
     float *vecs; /* n x dims, calib_distinct's; NULL when the index has none */
     size_t n;
     int dims;
+    /* The media's baseline (vectors_media_calib) for the matrix of STAMP. */
+    uint64_t mstamp;
+    calib_null mref;
 };
 
 void vectors_calib_free(vec_calib *c)
@@ -356,10 +379,73 @@ int vectors_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const flo
     "INSERT OR REPLACE INTO embed_cache(key, vec, used_at) SELECT k.key, " PART_VEC               \
     ", unixepoch() FROM vec_keys k JOIN chunk_vectors v ON v.chunk_id = k.chunk_id WHERE "
 
+/* Reads the media file of chunk row SEL (columns: id, text, chunk hash,
+ * path, file hash, MIME type) into P, as the sync found it: MNEMO_OK,
+ * MNEMO_NOTFOUND when it is gone, changed or too large now (the next sync
+ * looks at it again), MNEMO_NOMEM. */
+static int read_media(mnemo *m, sqlite3_stmt *sel, pending *p)
+{
+    const char *path = (const char *)sqlite3_column_text(sel, 3);
+    const char *fhash = (const char *)sqlite3_column_text(sel, 4);
+    const char *mime = (const char *)sqlite3_column_text(sel, 5);
+    const char *chash = (const char *)sqlite3_column_text(sel, 2);
+    if (!path || !fhash || !mime || !chash)
+        return MNEMO_NOTFOUND;
+    char *abs = walk_abs(m->workspace, path);
+    if (!abs)
+        return MNEMO_NOMEM;
+    cfg_media mm;
+    cfg_multimodal(m->cfg, &mm);
+    buf b;
+    buf_init(&b, (size_t)mm.max_bytes + 1);
+    int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    free(abs);
+    struct stat st;
+    int rc = fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > mm.max_bytes
+                 ? MNEMO_NOTFOUND
+             : buf_reserve(&b, (size_t)st.st_size) ? MNEMO_NOMEM
+                                                   : MNEMO_OK;
+    while (!rc) {
+        if (b.len >= b.cap - 1 && buf_reserve(&b, 1)) {
+            rc = b.err == MNEMO_NOMEM ? MNEMO_NOMEM : MNEMO_NOTFOUND; /* grew past the limit */
+            break;
+        }
+        ssize_t k = read(fd, b.data + b.len, b.cap - b.len - 1);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            rc = k < 0 ? MNEMO_NOTFOUND : MNEMO_OK;
+            break;
+        }
+        b.len += (size_t)k;
+    }
+    if (fd >= 0)
+        close(fd);
+    char h[HASH_HEX_LEN + 1];
+    if (!rc) {
+        hash_hex(b.data ? b.data : "", b.len, h);
+        if (strcmp(h, fhash) != 0)
+            rc = MNEMO_NOTFOUND;
+    }
+    if (rc) {
+        buf_cleanup(&b);
+        return rc;
+    }
+    snprintf(p->hash, sizeof p->hash, "%s", chash);
+    snprintf(p->mime, sizeof p->mime, "%s", mime);
+    p->media.mime = p->mime;
+    p->media.data = b.data; /* the pending's now */
+    p->media.len = b.len;
+    return MNEMO_OK;
+}
+
 static void free_pending(pending *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(p[i].text);
+        free((void *)p[i].media.data);
+        p[i].media.data = NULL;
+    }
 }
 
 static int write_file(store *st, const char *db_path, int quantize, buf *err);
@@ -430,7 +516,8 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
     }
 
     if (sqlite3_prepare_v2(db,
-                           "SELECT c.id, c.text FROM chunks c WHERE c.id > ?2 AND "
+                           "SELECT c.id, c.text, c.hash, f.path, f.hash, f.mime FROM chunks c "
+                           "JOIN files f ON f.id = c.file_id WHERE c.id > ?2 AND "
                            "NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id) "
                            "ORDER BY c.id LIMIT ?1",
                            -1, &sel, NULL) ||
@@ -477,7 +564,23 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
         sqlite3_bind_int64(sel, 2, after);
         while (sqlite3_step(sel) == SQLITE_ROW && n < EMBED_BATCH) {
             pending *p = &batch[n];
+            memset(p, 0, sizeof *p);
             p->id = sqlite3_column_int64(sel, 0);
+            /* Media come last (their ids are the highest), a few at a
+             * time: each holds its file. */
+            int media = p->id >= STORE_MEDIA_ID_BASE;
+            if (media && n && (!batch[0].media.data || n == MEDIA_BATCH))
+                break;
+            after = p->id;
+            if (media) {
+                int mrc = read_media(m, sel, p);
+                if (mrc == MNEMO_NOMEM) {
+                    rc = mrc;
+                    break;
+                }
+                if (mrc) /* changed or gone since the sync read it: the next one */
+                    continue;
+            }
             p->len = (size_t)sqlite3_column_bytes(sel, 1);
             p->text = malloc(p->len + 1);
             if (!p->text) {
@@ -486,7 +589,6 @@ int vectors_sync(mnemo *m, store *st, const char *db_path, embedder *e,
             }
             memcpy(p->text, sqlite3_column_text(sel, 1), p->len);
             p->text[p->len] = 0;
-            after = p->id;
             n++;
         }
         sqlite3_reset(sel);
@@ -958,4 +1060,52 @@ int vecfile_cosines(const vec_file *f, int64_t chunk_id, const float *q, float *
     for (; i < f->h->count && f->ids[i] == chunk_id && k < max; i++)
         cs[k++] = vec_dot_f32(f->vecs + i * d, q, d);
     return k;
+}
+
+int vectors_media_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const float *q,
+                        const vec_file *f, calib_null *nl)
+{
+    calib_null text;
+    int rc = vectors_calib(m, st, cache, e, q, &text); /* loads the fixed texts */
+    if (rc)
+        return rc;
+    vec_calib *c = *cache;
+    if (c->mstamp != f->h->stamp || !c->mstamp) {
+        /* Unrelated text against media: every fixed text with the first
+         * MEDIA_REF media, robustly (calib_ref_cosines). */
+        int dims = (int)f->h->dims;
+        size_t lo = lower_bound(f, STORE_MEDIA_ID_BASE), nm = f->h->count - lo;
+        if (nm > MEDIA_REF)
+            nm = MEDIA_REF;
+        double *cs = malloc((nm * c->n + 1) * sizeof *cs);
+        if (!cs)
+            return MNEMO_NOMEM;
+        size_t k = 0;
+        for (size_t r = 0; c->vecs && dims == c->dims && r < nm; r++) {
+            const float *mv = f->vecs + (lo + r) * (size_t)dims;
+            for (size_t t = 0; t < c->n; t++) {
+                const float *tv = c->vecs + t * (size_t)dims;
+                double dot = 0, tt = 0;
+                for (int j = 0; j < dims; j++) {
+                    dot += (double)mv[j] * tv[j];
+                    tt += (double)tv[j] * tv[j];
+                }
+                if (tt > 0)
+                    cs[k++] = dot / sqrt(tt); /* the matrix's vectors are unit length */
+            }
+        }
+        memset(&c->mref, 0, sizeof c->mref);
+        calib_ref_cosines(&c->mref, cs, k);
+        free(cs);
+        c->mstamp = f->h->stamp;
+    }
+    nl->ref_mean = c->mref.ref_mean;
+    nl->ref_sd = c->mref.ref_sd;
+    nl->ref_n = c->mref.ref_n;
+    return MNEMO_OK;
+}
+
+size_t vecfile_media_count(const vec_file *f)
+{
+    return f->h->count - lower_bound(f, STORE_MEDIA_ID_BASE);
 }

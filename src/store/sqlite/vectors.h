@@ -34,12 +34,20 @@ void vectors_calib_free(vec_calib *c);
 int vectors_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const float *q,
                   calib_null *nl);
 
+/* The media's baseline for the vector leg of images and audio
+ * (multimodal): their cosines with the fixed texts (unrelated text against
+ * media, which sit apart from text: a query's cosine with a matching image
+ * is far below one with a matching note) into NL's ref fields, kept in
+ * *CACHE for F's vectors. Q is the query's vector (as vectors_calib). */
+typedef struct vec_file vec_file;
+int vectors_media_calib(mnemo *m, store *st, vec_calib **cache, embedder *e, const float *q,
+                        const vec_file *f, calib_null *nl);
+
 /* Copies the embedding cache of the database at OLD_PATH into ST (a
  * fresh build keeps what was paid for). Best effort. */
 void vectors_carry_cache(store *st, const char *old_path);
 
 /* The memory-mapped matrix of an index. */
-typedef struct vec_file vec_file;
 
 /* Opens DB_PATH.vec if it matches the index (same stamp); otherwise
  * rebuilds it from the database first. MNEMO_NOTFOUND when the index has
@@ -52,6 +60,8 @@ void vecfile_close(vec_file *f);
  * replaced otherwise. The caller closes *CACHE when done with the index. */
 int vecfile_get(store *st, const char *db_path, int quantize, vec_file **cache, buf *err);
 size_t vecfile_count(const vec_file *f);
+/* The rows of images and audio (chunk ids from STORE_MEDIA_ID_BASE up). */
+size_t vecfile_media_count(const vec_file *f);
 int vecfile_dims(const vec_file *f);
 
 /* The vector leg: the best K vectors (a chunk's parts may come more than
