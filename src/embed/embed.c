@@ -15,6 +15,7 @@
 #include "util/errcode.h"
 #include "mnemo.h"
 #include "embed/vec.h"
+#include "util/time.h"
 
 typedef struct provider_def {
     const char *name;
@@ -41,8 +42,12 @@ static const provider_def providers[] = {
      1024, 1000, 0},
     {"mistral", WIRE_OPENAI, "https://api.mistral.ai/v1", "MISTRAL_API_KEY", NULL,
      "mistral-embed", 1024, 512, 0},
+    {"deepinfra", WIRE_OPENAI, "https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY",
+     NULL, "BAAI/bge-m3", 1024, 512, 0},
     /* the URL comes from the region; the bearer token is optional (else AWS keys) */
     {"bedrock", WIRE_BEDROCK, "", NULL, NULL, "amazon.titan-embed-text-v2:0", 1024, 1, 0},
+    /* the URL comes from the Copilot token; the key is a GitHub token exchanged for it */
+    {"github-copilot", WIRE_COPILOT, "", NULL, NULL, "text-embedding-3-small", 0, 512, 0},
 };
 
 /* Dimensions of well-known models, for providers that serve several. */
@@ -55,6 +60,7 @@ static const struct {
     {"gemini-embedding-001", 3072},   {"voyage-3", 1024},
     {"voyage-3.5", 1024},             {"voyage-3-lite", 512},
     {"voyage-3.5-lite", 1024},        {"mistral-embed", 1024},
+    {"BAAI/bge-m3", 1024},
 };
 
 static const provider_def *find_provider(const char *name)
@@ -304,6 +310,59 @@ static int bedrock_open(embedder *e, const embed_cfg *c, buf *err)
     return embed_http_open(e, err);
 }
 
+/* Provider "github-copilot": the GitHub token, a Copilot token (the
+ * cached one while it lasts, else an exchange), the API base it names
+ * (baseUrl wins), and the model among the embedding models offered. */
+static int copilot_embed_open(embedder *e, const embed_cfg *c, buf *err)
+{
+    int rc = copilot_open(&e->copilot, c->api_key_env, c->copilot_token_url,
+                          e->query_timeout_ms, err);
+    if (rc)
+        return rc;
+    copilot *cp = e->copilot;
+    if (copilot_stale(cp, time_wall()) && (rc = copilot_exchange(cp, e->headers_json, err)))
+        return rc;
+    if (!*e->base_url) {
+        char base[512];
+        copilot_api_base(cp->token, base, sizeof base);
+        free(e->base_url);
+        if (!(e->base_url = strdup(base)))
+            return MNEMO_NOMEM;
+    }
+    size_t n = strlen(e->base_url);
+    while (n && e->base_url[n - 1] == '/')
+        e->base_url[--n] = 0;
+    if ((!cp->models || !cp->models_base || strcmp(cp->models_base, e->base_url) != 0) &&
+        (rc = copilot_list_models(cp, e->base_url, e->headers_json, err)))
+        return rc;
+    if (!*cp->models) {
+        buf_printf(err, "github-copilot: this account is offered no embedding model at %s",
+                   e->base_url);
+        return MNEMO_UNAVAILABLE;
+    }
+    if (!copilot_offers(cp->models, e->model)) {
+        if (c->model && *c->model) {
+            buf_printf(err, "github-copilot: model '%s' is not offered for embeddings (offered: "
+                            "%s)",
+                       e->model, cp->models);
+            return MNEMO_INVALID;
+        }
+        /* The preferred default is not offered: the first model that is. */
+        free(e->model);
+        if (!(e->model = strndup(cp->models, strcspn(cp->models, ","))))
+            return MNEMO_NOMEM;
+    }
+    if (c->dims > 0) {
+        e->dims = c->dims;
+        e->dims_fixed = 1;
+        e->send_dims = 1;
+    } else if (strcmp(e->model, "text-embedding-3-small") == 0) {
+        e->dims = 1536;
+        e->dims_fixed = 1;
+    }
+    return embed_http_open(e, err);
+}
+
 void embed_close(embedder *e)
 {
     if (!e)
@@ -324,6 +383,7 @@ void embed_close(embedder *e)
         aws_creds_clear(e->aws);
         free(e->aws);
     }
+    copilot_free(e->copilot);
     free(e->headers_json);
     free(e->qtype);
     free(e->dtype);
@@ -340,8 +400,8 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
     const provider_def *p = find_provider(c->provider ? c->provider : "");
     if (!p) {
         buf_printf(err, "unknown embedding provider '%s' (local, static, openai, "
-                        "openai-compatible, ollama, gemini, voyage, mistral, bedrock, none, "
-                        "auto)",
+                        "openai-compatible, ollama, gemini, voyage, mistral, deepinfra, bedrock, "
+                        "github-copilot, none, auto)",
                    c->provider ? c->provider : "");
         return MNEMO_INVALID;
     }
@@ -415,6 +475,13 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
 
     if (p->wire == WIRE_BEDROCK) {
         if ((rc = bedrock_open(e, c, err)))
+            goto fail;
+        *out = e;
+        return MNEMO_OK;
+    }
+
+    if (p->wire == WIRE_COPILOT) {
+        if ((rc = copilot_embed_open(e, c, err)))
             goto fail;
         *out = e;
         return MNEMO_OK;

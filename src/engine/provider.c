@@ -218,6 +218,10 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
     embed_close(m->emb);
     m->emb = NULL;
     char *dir = models_dir(m);
+    /* inputType sets both kinds where the specific key is not set. */
+    const char *both = cfg_str(m->cfg, CFG_INPUT_TYPE);
+    const char *qt = cfg_str(m->cfg, CFG_QUERY_INPUT_TYPE);
+    const char *dt = cfg_str(m->cfg, CFG_DOCUMENT_INPUT_TYPE);
     embed_cfg c = {
         name,
         cfg_str(m->cfg, CFG_MODEL),
@@ -225,8 +229,8 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
         cfg_str(m->cfg, CFG_API_KEY_ENV),
         cfg_str(m->cfg, CFG_HEADERS),
         (int)cfg_int(m->cfg, CFG_DIMENSIONS),
-        cfg_str(m->cfg, CFG_QUERY_INPUT_TYPE),
-        cfg_str(m->cfg, CFG_DOCUMENT_INPUT_TYPE),
+        *qt ? qt : both,
+        *dt ? dt : both,
         cfg_str(m->cfg, CFG_QUERY_PREFIX),
         cfg_str(m->cfg, CFG_DOCUMENT_PREFIX),
         (int)cfg_int(m->cfg, CFG_EMBED_BATCH_BYTES),
@@ -236,6 +240,7 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
         dir,
         (int)cfg_int(m->cfg, CFG_LOCAL_THREADS),
         strcmp(cfg_str(m->cfg, CFG_LOCAL_QUANTIZATION), "int8") == 0,
+        cfg_str(m->cfg, CFG_COPILOT_TOKEN_URL),
     };
     int rc = embed_open(&c, &m->emb, err);
     free(dir);
