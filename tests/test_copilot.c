@@ -525,3 +525,88 @@ TEST(copilot_provider_policy)
     ASSERT_CONTAINS(msg, "github-copilot: cannot reach http://127.0.0.1:");
     free(msg);
 }
+
+/* mnemo doctor --json ARG (e.g. --no-probe) on the test workspace with
+ * the settings A, B and C (NULL: none); returns its output (to free). */
+static char *doctor(const char *arg, const char *a, const char *b, const char *c)
+{
+    char *out = NULL, *err = NULL;
+    test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db", test_path("doctor.sqlite"),
+             "--set", a ? a : "maxResults=6", "--set", b ? b : "maxResults=6", "--set",
+             c ? c : "maxResults=6", "doctor", "--json", arg, NULL);
+    ASSERT(out != NULL);
+    ASSERT_NOT_CONTAINS(err, GH);
+    free(err);
+    return out;
+}
+
+#define CREDS "\"name\":\"credentials\",\"status\":"
+
+/* doctor's credentials line, found without a request: what is missing and
+ * the fix, an API key's variable, an AWS profile, Copilot's GitHub token
+ * and cached token; never a secret. --no-probe sends no test query. */
+TEST(copilot_doctor_credentials)
+{
+    clean_env();
+    notes();
+    char *out = doctor("--no-probe", "provider=openai", NULL, NULL);
+    ASSERT_CONTAINS(out, CREDS "\"fail\",\"detail\":\"no API key (OPENAI_API_KEY unset)\","
+                         "\"fix\":\"export OPENAI_API_KEY=...");
+    free(out);
+    setenv("OPENAI_API_KEY", "sk-doctor-SECRET-0123456789", 1);
+    out = doctor("--no-probe", "provider=openai", NULL, NULL);
+    ASSERT_CONTAINS(out, CREDS "\"ok\",\"detail\":\"API key from OPENAI_API_KEY\"");
+    ASSERT_CONTAINS(out, "(not probed: --no-probe)");
+    ASSERT_NOT_CONTAINS(out, "SECRET");
+    free(out);
+    unsetenv("OPENAI_API_KEY");
+    /* Bedrock: nothing, then a profile in the shared credentials file. */
+    setenv("AWS_SHARED_CREDENTIALS_FILE", test_path("aws/credentials"), 1);
+    setenv("AWS_CONFIG_FILE", test_path("aws/config"), 1);
+    out = doctor("--no-probe", "provider=bedrock", NULL, NULL);
+    ASSERT_CONTAINS(out, CREDS "\"fail\",\"detail\":\"bedrock: no AWS credentials");
+    ASSERT_CONTAINS(out, "\"fix\":\"set AWS_BEARER_TOKEN_BEDROCK, or AWS_ACCESS_KEY_ID");
+    free(out);
+    test_write("aws/credentials", "[work]\naws_access_key_id = AKIDDOCTOR00000000\n"
+                                  "aws_secret_access_key = doctor-SECRET-aws-0000000000\n");
+    setenv("AWS_PROFILE", "work", 1);
+    out = doctor("--no-probe", "provider=bedrock", NULL, NULL);
+    ASSERT_CONTAINS(out, CREDS "\"ok\",\"detail\":\"AWS keys from profile 'work' in ");
+    ASSERT_NOT_CONTAINS(out, "SECRET");
+    ASSERT_NOT_CONTAINS(out, "AKIDDOCTOR");
+    free(out);
+    unsetenv("AWS_PROFILE");
+    /* Copilot: no GitHub token; then one, and no cached Copilot token. */
+    server s = start("");
+    out = doctor("--no-probe", "provider=github-copilot", s.base, s.xurl);
+    ASSERT_CONTAINS(out, CREDS "\"fail\",\"detail\":\"no GitHub token (COPILOT_GITHUB_TOKEN, "
+                         "GH_TOKEN or GITHUB_TOKEN unset)\"");
+    ASSERT_CONTAINS(out, "export GH_TOKEN=$(gh auth token)");
+    free(out);
+    ASSERT_EQ(logged(&s, "\"path\""), 0);
+    setenv("GH_TOKEN", GH, 1);
+    out = doctor("--no-probe", "provider=github-copilot", s.base, s.xurl);
+    ASSERT_CONTAINS(out, CREDS "\"ok\",\"detail\":\"GitHub token from GH_TOKEN; no cached "
+                         "Copilot token: the next request exchanges it at http://127.0.0.1:");
+    free(out);
+    /* Opening the provider exchanged it (no test query): now it is cached. */
+    ASSERT_EQ(logged(&s, EXCHANGED), 1);
+    ASSERT_EQ(logged(&s, EMBEDDED), 0);
+    int before = logged(&s, "\"path\"");
+    out = doctor("--no-probe", "provider=github-copilot", s.base, s.xurl);
+    ASSERT_CONTAINS(out, CREDS "\"ok\",\"detail\":\"GitHub token from GH_TOKEN; cached "
+                         "Copilot token valid until 20");
+    char *tok = cached_token();
+    ASSERT_NOT_CONTAINS(out, tok);
+    ASSERT_NOT_CONTAINS(out, GH);
+    free(out);
+    ASSERT_EQ(logged(&s, "\"path\""), before); /* no request at all */
+    /* Without --no-probe: one test query. */
+    out = doctor("--json", "provider=github-copilot", s.base, s.xurl);
+    ASSERT_CONTAINS(out, "answers a test query");
+    ASSERT_NOT_CONTAINS(out, tok);
+    free(out);
+    ASSERT_EQ(logged(&s, EMBEDDED), 1);
+    free(tok);
+    stop(&s);
+}

@@ -15,6 +15,7 @@
 #include "util/errcode.h"
 #include "mnemo.h"
 #include "embed/vec.h"
+#include "text/dsn.h"
 #include "util/time.h"
 
 typedef struct provider_def {
@@ -523,6 +524,103 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
 fail:
     embed_close(e);
     return rc;
+}
+
+/* Bedrock: the bearer token, else AWS keys from where the SDKs look. */
+static int bedrock_credentials(const embed_cfg *c, buf *source, buf *fix)
+{
+    const char *var = c->api_key_env && *c->api_key_env ? c->api_key_env
+                                                        : "AWS_BEARER_TOKEN_BEDROCK";
+    const char *token = getenv(var);
+    if (token && *token) {
+        buf_printf(source, "bearer token from %s", var);
+        return 1;
+    }
+    aws_creds a;
+    int rc = aws_creds_load(&a, source);
+    if (rc == MNEMO_OK) {
+        buf_printf(source, "AWS keys from %s", a.source);
+        aws_creds_clear(&a);
+        return 1;
+    }
+    buf_printf(fix, "set %s, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or keys for the "
+                    "profile in ~/.aws/credentials (AWS_PROFILE; aws configure)",
+               var);
+    return rc == MNEMO_NOMEM ? -1 : 0;
+}
+
+/* Copilot: the GitHub token's variable, and the cached Copilot token: until
+ * when it serves, or that the next request exchanges one. */
+static int copilot_credentials(const embed_cfg *c, buf *source, buf *fix)
+{
+    copilot *cp = NULL;
+    buf err;
+    buf_init(&err, 4096);
+    int rc = copilot_open(&cp, c->api_key_env, c->copilot_token_url, 0, &err);
+    buf_cleanup(&err);
+    if (rc) {
+        const char *var;
+        copilot_github_token(c->api_key_env, &var);
+        buf_printf(source, "no GitHub token (%s unset)", var);
+        buf_printf(fix, "export %s=... with a token of an account with Copilot (e.g. export "
+                        "%s=$(gh auth token))",
+                   c->api_key_env && *c->api_key_env ? c->api_key_env : "GH_TOKEN",
+                   c->api_key_env && *c->api_key_env ? c->api_key_env : "GH_TOKEN");
+        return rc == MNEMO_NOMEM ? -1 : 0;
+    }
+    char when[32];
+    double now = time_wall();
+    buf url;
+    buf_init(&url, 8192);
+    dsn_redact(&url, cp->token_url, NULL);
+    const char *shown = url.data ? url.data : "";
+    buf_printf(source, "GitHub token from %s; ", cp->gh_source);
+    if (cp->token && !copilot_stale(cp, now)) {
+        time_format_iso(cp->expires_at, when);
+        buf_printf(source, "cached Copilot token valid until %s", when);
+    } else if (cp->token) {
+        time_format_iso(cp->expires_at, when);
+        buf_printf(source, "the cached Copilot token %s %s: the next request exchanges a new one "
+                           "at %s",
+                   cp->expires_at <= now ? "expired at" : "expires soon, at", when, shown);
+    } else {
+        buf_printf(source, "no cached Copilot token: the next request exchanges it at %s",
+                   shown);
+    }
+    buf_cleanup(&url);
+    copilot_free(cp);
+    return 1;
+}
+
+int embed_credentials(const embed_cfg *c, buf *source, buf *fix)
+{
+    const provider_def *p = find_provider(c->provider ? c->provider : "");
+    if (!p) {
+        buf_printf(source, "unknown provider '%s'", c->provider ? c->provider : "");
+        return -1;
+    }
+    if (p->wire == WIRE_BEDROCK)
+        return bedrock_credentials(c, source, fix);
+    if (p->wire == WIRE_COPILOT)
+        return copilot_credentials(c, source, fix);
+    const char *var;
+    const char *key = embed_api_key(p->name, c->api_key_env, &var);
+    if (!var) {
+        buf_printf(source, "%s takes no API key%s", p->name,
+                   p->wire == WIRE_OPENAI ? " (none configured: apiKeyEnv is unset)" : "");
+        return -1;
+    }
+    if (key) {
+        /* Gemini's second variable when the first is unset. */
+        const char *from = getenv(var) && *getenv(var) ? var : p->key_env_also;
+        buf_printf(source, "API key from %s", from ? from : var);
+        return 1;
+    }
+    buf_printf(source, "no API key (%s%s%s unset)", var,
+               p->key_env_also && (!c->api_key_env || !*c->api_key_env) ? " and " : "",
+               p->key_env_also && (!c->api_key_env || !*c->api_key_env) ? p->key_env_also : "");
+    buf_printf(fix, "export %s=... (or name another variable with apiKeyEnv)", var);
+    return 0;
 }
 
 const char *embed_provider(const embedder *e) { return e->provider; }
