@@ -399,6 +399,15 @@ TEST(copilot_exchange_errors)
     free(msg);
     stop(&s);
     unsetenv("COPILOT_GITHUB_TOKEN");
+    /* A token that has expired when it arrives (a clock that is wrong). */
+    s = start("--reported-ttl -60");
+    msg = sync_fails(&s, NULL, NULL);
+    ASSERT_CONTAINS(msg, "the Copilot token from http://127.0.0.1:");
+    ASSERT_CONTAINS(msg, "has expired already");
+    free(msg);
+    ASSERT_EQ(logged(&s, LISTED), 0);
+    ASSERT_EQ(cache_files(NULL, 0), 1); /* the earlier server's only */
+    stop(&s);
     static const char *const refusals[] = {"--exchange-status 403", "--exchange-status 404"};
     for (size_t i = 0; i < 2; i++) {
         s = start(refusals[i]);
