@@ -53,7 +53,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/text/snippet.c src/text/media.c \
           src/embed/vec.c src/embed/model.c src/embed/gemm.c src/embed/safetensors.c \
           src/embed/wordpiece.c src/embed/vocab.c src/embed/unigram.c src/embed/pull.c src/embed/gguf.c src/embed/spm.c src/embed/tpool.c src/embed/gemma.c src/embed/bert.c src/embed/embed.c src/embed/curl_dl.c \
-          src/embed/embed_http.c src/embed/sigv4.c src/embed/bedrock.c \
+          src/embed/embed_http.c src/embed/sigv4.c src/embed/bedrock.c src/embed/copilot.c \
           src/engine/config.c src/engine/core.c src/engine/walk.c src/engine/prep.c \
           src/engine/sync.c src/engine/memory.c src/engine/mport.c src/engine/msearch.c src/engine/mrecall.c \
           src/engine/provider.c src/engine/calib.c src/engine/rank.c src/engine/recall.c src/engine/results.c \
@@ -84,7 +84,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
            tests/provider_server.c tests/test_vec.c tests/test_model.c tests/test_embed.c \
-           tests/test_hybrid.c tests/test_bedrock.c tests/test_meaning.c tests/test_local.c tests/test_pull.c tests/test_rank.c tests/test_transcript.c \
+           tests/test_hybrid.c tests/test_bedrock.c tests/test_copilot.c tests/test_meaning.c tests/test_local.c tests/test_pull.c tests/test_rank.c tests/test_transcript.c \
            tests/test_mfilter.c tests/test_memory.c \
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c tests/test_media.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \

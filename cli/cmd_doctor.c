@@ -285,12 +285,30 @@ static const char *index_fix(const cli_args *a, const char *path, const char *er
     return out;
 }
 
+/* The provider's credentials, as the status report found them without a
+ * request: where they come from, or what is missing and the fix. */
+static void check_credentials(report *r, json_t *e)
+{
+    json_t *c = json_object_get(e, "credentials");
+    const char *st = json_string_value(json_object_get(c, "status"));
+    const char *detail = json_string_value(json_object_get(c, "detail"));
+    if (!st)
+        return;
+    if (!strcmp(st, "ok"))
+        add(r, "credentials", "ok", NULL, "%s", detail ? detail : "found");
+    else if (!strcmp(st, "missing"))
+        add(r, "credentials", "fail", json_string_value(json_object_get(c, "fix")), "%s",
+            detail ? detail : "missing");
+    else
+        add(r, "credentials", "skip", NULL, "%s", detail ? detail : "none needed");
+}
+
 /* The index and the provider, from the status report (with a probe of
- * the provider). */
+ * the provider unless --no-probe). */
 static void check_index(report *r, mnemo *m, const cli_args *a)
 {
     char *s = NULL;
-    int rc = mnemo_status_json(m, 1, &s);
+    int rc = mnemo_status_json(m, a->val[1] ? 1 | MNEMO_STATUS_NO_PROBE : 1, &s);
     json_t *j = rc == MNEMO_OK ? json_loads(s, 0, NULL) : NULL;
     mnemo_free(s);
     if (!j) {
@@ -335,6 +353,7 @@ static void check_index(report *r, mnemo *m, const cli_args *a)
     const char *prov = json_string_value(json_object_get(e, "provider"));
     const char *err = json_string_value(json_object_get(e, "error"));
     json_t *probe = json_object_get(e, "probe");
+    check_credentials(r, e);
     if (!prov) {
         add(r, "embedding", "skip", NULL, "not reported by this backend");
     } else if (json_object_get(e, "unused")) {
@@ -372,7 +391,7 @@ static void check_index(report *r, mnemo *m, const cli_args *a)
                                                            : "",
             (long long)json_integer_value(json_object_get(e, "dims")),
             (long long)json_integer_value(json_object_get(e, "vectors")),
-            probe ? ", answers a test query" : "");
+            probe ? ", answers a test query" : a->val[1] ? " (not probed: --no-probe)" : "");
     }
     const char *le = json_string_value(json_object_get(e, "lastError"));
     if (le && !err && !(probe && !json_is_true(json_object_get(probe, "ok"))))
@@ -621,14 +640,16 @@ int cmd_doctor(int argc, char **argv)
 {
     static const cli_opt opts[] = {
         {"json", 'j', NULL, "print {\"ok\",\"checks\":[{\"name\",\"status\",\"detail\",\"fix\"}]}"},
+        {"no-probe", 0, NULL, "check the provider's credentials without sending it a test query"},
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
     int code = cli_parse(argc, argv, "doctor",
-                         "mnemo doctor [--json]\n\nChecks the configuration, the workspace, the "
-                         "index, the embedding provider (one\ntest query), the daemon if one is "
-                         "configured, and the OpenClaw and Claude Code\nwiring, and says what to "
-                         "fix. Exit code 1 when a check fails.",
+                         "mnemo doctor [--json] [--no-probe]\n\nChecks the configuration, the "
+                         "workspace, the index, the embedding provider (its\ncredentials, and one "
+                         "test query unless --no-probe), the daemon if one is\nconfigured, and "
+                         "the OpenClaw and Claude Code wiring, and says what to fix.\nExit code 1 "
+                         "when a check fails.",
                          opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;

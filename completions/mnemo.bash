@@ -290,7 +290,7 @@ _mnemo()
         subs="claude-code"
         ;;
     doctor)
-        opts="--json -j"
+        opts="--json -j --no-probe"
         takes=""
         ;;
     completion)

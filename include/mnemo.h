@@ -667,9 +667,14 @@ MNEMO_API void mnemo_hits_free(mnemo_hits *h);
 /* A JSON object describing the workspace, database (path, size, schema),
  * file and chunk counts, last sync time and duration, tokenizer settings,
  * the files skipped with their reasons, and the embedding setup (provider,
- * model, vectors, staleness, last error). With DEEP, the provider is also
- * probed with a test query: dimensions and latency, or the error. Works
+ * model, vectors, staleness, last error, and "credentials": where the
+ * provider's credentials come from, found without a request, as
+ * {"status":"ok"|"missing"|"none","detail","fix"}, never a secret). With
+ * DEEP, the index is checked page by page and the provider is probed with
+ * a test query: dimensions and latency, or the error; DEEP |
+ * MNEMO_STATUS_NO_PROBE leaves the probe (a paid request) out. Works
  * without an index ("indexed": false). Caller frees *out. */
+#define MNEMO_STATUS_NO_PROBE 2
 MNEMO_API int mnemo_status_json(mnemo *m, int deep, char **out);
 
 /* The files the index holds, into *FILES: what mnemo_status_json calls

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "embed/embed.h"
+#include "embed/embed_http.h"
 #include "provider_server.h"
 #include "test.h"
 #include "util/time.h"
@@ -434,4 +435,96 @@ TEST(embed_error_bodies_never_leak_a_key_at_any_offset)
     ASSERT(tried > 200);
     ps_stop(s);
     unsetenv("MNEMO_TEST_ECHO_KEY");
+}
+
+/* DeepInfra: OpenAI's wire at its own base, DEEPINFRA_API_KEY as the
+ * bearer, BAAI/bge-m3 (1024 dimensions) unless a model is set. */
+TEST(embed_deepinfra_provider)
+{
+    ps_options o = {.dims = 1024, .require_key = "di-test-KEY-42"};
+    provider_server *s = ps_start(&o);
+    ASSERT(s != NULL);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1/openai", ps_url(s));
+    unsetenv("DEEPINFRA_API_KEY");
+    embed_cfg c = cfg_for("deepinfra", url);
+    c.model = "";
+    buf err;
+    buf_init(&err, 0);
+    embedder *e = NULL;
+    ASSERT_EQ(embed_open(&c, &e, &err), MNEMO_UNAVAILABLE);
+    ASSERT_CONTAINS(err.data, "deepinfra: no API key (set DEEPINFRA_API_KEY)");
+    setenv("DEEPINFRA_API_KEY", "di-test-KEY-42", 1);
+    e = open_or_fail(&c);
+    ASSERT_STR_EQ(embed_model(e), "BAAI/bge-m3");
+    ASSERT_EQ(embed_dims(e), 1024);
+    const char *text = "apple pie";
+    size_t len = strlen(text);
+    float *v = NULL;
+    buf_reset(&err);
+    ASSERT_OK(embed_texts(e, EMBED_DOCUMENT, &text, &len, 1, &v, &err));
+    static float want[1024];
+    ps_vector(text, len, 1024, want);
+    for (int d = 0; d < 1024; d += 97)
+        ASSERT_NEAR(v[d], want[d], 1e-5);
+    free(v);
+    embed_close(e);
+    char *body = ps_last_body(s), *auth = ps_last_header(s, "Authorization");
+    ASSERT_CONTAINS(body, "\"model\":\"BAAI/bge-m3\"");
+    ASSERT_STR_EQ(auth, "Bearer di-test-KEY-42");
+    free(body);
+    free(auth);
+    ASSERT_EQ(ps_requests(s), 1);
+    /* Its own address when no baseUrl is set. */
+    c.base_url = "";
+    e = open_or_fail(&c);
+    ASSERT_STR_EQ(e->base_url, "https://api.deepinfra.com/v1/openai");
+    embed_close(e);
+    buf_cleanup(&err);
+    unsetenv("DEEPINFRA_API_KEY");
+    ps_stop(s);
+}
+
+/* inputType sets the input type of queries and documents alike;
+ * queryInputType and documentInputType win over it for their kind. */
+TEST(embed_input_type_setting)
+{
+    ps_options o = {.dims = 8};
+    provider_server *s = ps_start(&o);
+    ASSERT(s != NULL);
+    char base[160];
+    snprintf(base, sizeof base, "baseUrl=%s/v1", ps_url(s));
+    test_write("ws/memory/a.md", "The deploy key rotates every Monday.\n");
+    mnemo *m = test_open("ws", "db1.sqlite", "provider=openai-compatible", base,
+                         "inputType=document", NULL);
+    test_sync(m);
+    char *body = ps_last_body(s);
+    ASSERT_CONTAINS(body, "\"input_type\":\"document\"");
+    free(body);
+    free(test_search_json(m, "deploy key", 5));
+    body = ps_last_body(s);
+    ASSERT_CONTAINS(body, "\"input\":[\"deploy key\"]");
+    ASSERT_CONTAINS(body, "\"input_type\":\"document\"");
+    free(body);
+    mnemo_close(m);
+    m = test_open("ws", "db2.sqlite", "provider=openai-compatible", base, "inputType=document",
+                  "queryInputType=query", NULL);
+    test_sync(m);
+    body = ps_last_body(s);
+    ASSERT_CONTAINS(body, "\"input_type\":\"document\"");
+    free(body);
+    free(test_search_json(m, "deploy key", 5));
+    body = ps_last_body(s);
+    ASSERT_CONTAINS(body, "\"input\":[\"deploy key\"]");
+    ASSERT_CONTAINS(body, "\"input_type\":\"query\"");
+    free(body);
+    mnemo_close(m);
+    /* Neither: none is sent. */
+    m = test_open("ws", "db3.sqlite", "provider=openai-compatible", base, NULL);
+    test_sync(m);
+    body = ps_last_body(s);
+    ASSERT_NOT_CONTAINS(body, "input_type");
+    free(body);
+    mnemo_close(m);
+    ps_stop(s);
 }

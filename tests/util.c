@@ -89,6 +89,7 @@ void test_setup(const char *name)
     setenv("HOME", test_path("home"), 1);
     setenv("XDG_CONFIG_HOME", test_path("home/.config"), 1);
     setenv("XDG_DATA_HOME", test_path("home/.local/share"), 1);
+    setenv("XDG_CACHE_HOME", test_path("home/.cache"), 1);
     test_mkdir("home");
     if (chdir(dir) != 0)
         exit(2);

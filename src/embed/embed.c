@@ -15,7 +15,9 @@
 #include "util/errcode.h"
 #include "mnemo.h"
 #include "embed/vec.h"
+#include "text/dsn.h"
 #include "text/media.h"
+#include "util/time.h"
 
 typedef struct provider_def {
     const char *name;
@@ -42,8 +44,12 @@ static const provider_def providers[] = {
      1024, 1000, 0},
     {"mistral", WIRE_OPENAI, "https://api.mistral.ai/v1", "MISTRAL_API_KEY", NULL,
      "mistral-embed", 1024, 512, 0},
+    {"deepinfra", WIRE_OPENAI, "https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY",
+     NULL, "BAAI/bge-m3", 1024, 512, 0},
     /* the URL comes from the region; the bearer token is optional (else AWS keys) */
     {"bedrock", WIRE_BEDROCK, "", NULL, NULL, "amazon.titan-embed-text-v2:0", 1024, 1, 0},
+    /* the URL comes from the Copilot token; the key is a GitHub token exchanged for it */
+    {"github-copilot", WIRE_COPILOT, "", NULL, NULL, "text-embedding-3-small", 0, 512, 0},
 };
 
 /* Dimensions of well-known models, for providers that serve several. */
@@ -57,6 +63,7 @@ static const struct {
     {"voyage-3", 1024},
     {"voyage-3.5", 1024},             {"voyage-3-lite", 512},
     {"voyage-3.5-lite", 1024},        {"mistral-embed", 1024},
+    {"BAAI/bge-m3", 1024},
 };
 
 static const provider_def *find_provider(const char *name)
@@ -306,6 +313,59 @@ static int bedrock_open(embedder *e, const embed_cfg *c, buf *err)
     return embed_http_open(e, err);
 }
 
+/* Provider "github-copilot": the GitHub token, a Copilot token (the
+ * cached one while it lasts, else an exchange), the API base it names
+ * (baseUrl wins), and the model among the embedding models offered. */
+static int copilot_embed_open(embedder *e, const embed_cfg *c, buf *err)
+{
+    int rc = copilot_open(&e->copilot, c->api_key_env, c->copilot_token_url,
+                          e->query_timeout_ms, err);
+    if (rc)
+        return rc;
+    copilot *cp = e->copilot;
+    if (copilot_stale(cp, time_wall()) && (rc = copilot_exchange(cp, e->headers_json, err)))
+        return rc;
+    if (!*e->base_url) {
+        char base[512];
+        copilot_api_base(cp->token, base, sizeof base);
+        free(e->base_url);
+        if (!(e->base_url = strdup(base)))
+            return MNEMO_NOMEM;
+    }
+    size_t n = strlen(e->base_url);
+    while (n && e->base_url[n - 1] == '/')
+        e->base_url[--n] = 0;
+    if ((!cp->models || !cp->models_base || strcmp(cp->models_base, e->base_url) != 0) &&
+        (rc = copilot_list_models(cp, e->base_url, e->headers_json, err)))
+        return rc;
+    if (!*cp->models) {
+        buf_printf(err, "github-copilot: this account is offered no embedding model at %s",
+                   e->base_url);
+        return MNEMO_UNAVAILABLE;
+    }
+    if (!copilot_offers(cp->models, e->model)) {
+        if (c->model && *c->model) {
+            buf_printf(err, "github-copilot: model '%s' is not offered for embeddings (offered: "
+                            "%s)",
+                       e->model, cp->models);
+            return MNEMO_INVALID;
+        }
+        /* The preferred default is not offered: the first model that is. */
+        free(e->model);
+        if (!(e->model = strndup(cp->models, strcspn(cp->models, ","))))
+            return MNEMO_NOMEM;
+    }
+    if (c->dims > 0) {
+        e->dims = c->dims;
+        e->dims_fixed = 1;
+        e->send_dims = 1;
+    } else if (strcmp(e->model, "text-embedding-3-small") == 0) {
+        e->dims = 1536;
+        e->dims_fixed = 1;
+    }
+    return embed_http_open(e, err);
+}
+
 void embed_close(embedder *e)
 {
     if (!e)
@@ -326,6 +386,7 @@ void embed_close(embedder *e)
         aws_creds_clear(e->aws);
         free(e->aws);
     }
+    copilot_free(e->copilot);
     free(e->headers_json);
     free(e->qtype);
     free(e->dtype);
@@ -342,8 +403,8 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
     const provider_def *p = find_provider(c->provider ? c->provider : "");
     if (!p) {
         buf_printf(err, "unknown embedding provider '%s' (local, static, openai, "
-                        "openai-compatible, ollama, gemini, voyage, mistral, bedrock, none, "
-                        "auto)",
+                        "openai-compatible, ollama, gemini, voyage, mistral, deepinfra, bedrock, "
+                        "github-copilot, none, auto)",
                    c->provider ? c->provider : "");
         return MNEMO_INVALID;
     }
@@ -422,6 +483,13 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
         return MNEMO_OK;
     }
 
+    if (p->wire == WIRE_COPILOT) {
+        if ((rc = copilot_embed_open(e, c, err)))
+            goto fail;
+        *out = e;
+        return MNEMO_OK;
+    }
+
     if (!*e->base_url) {
         buf_printf(err, "%s: baseUrl is required (e.g. http://127.0.0.1:8080/v1)", p->name);
         rc = MNEMO_INVALID;
@@ -458,6 +526,103 @@ int embed_open(const embed_cfg *c, embedder **out, buf *err)
 fail:
     embed_close(e);
     return rc;
+}
+
+/* Bedrock: the bearer token, else AWS keys from where the SDKs look. */
+static int bedrock_credentials(const embed_cfg *c, buf *source, buf *fix)
+{
+    const char *var = c->api_key_env && *c->api_key_env ? c->api_key_env
+                                                        : "AWS_BEARER_TOKEN_BEDROCK";
+    const char *token = getenv(var);
+    if (token && *token) {
+        buf_printf(source, "bearer token from %s", var);
+        return 1;
+    }
+    aws_creds a;
+    int rc = aws_creds_load(&a, source);
+    if (rc == MNEMO_OK) {
+        buf_printf(source, "AWS keys from %s", a.source);
+        aws_creds_clear(&a);
+        return 1;
+    }
+    buf_printf(fix, "set %s, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or keys for the "
+                    "profile in ~/.aws/credentials (AWS_PROFILE; aws configure)",
+               var);
+    return rc == MNEMO_NOMEM ? -1 : 0;
+}
+
+/* Copilot: the GitHub token's variable, and the cached Copilot token: until
+ * when it serves, or that the next request exchanges one. */
+static int copilot_credentials(const embed_cfg *c, buf *source, buf *fix)
+{
+    copilot *cp = NULL;
+    buf err;
+    buf_init(&err, 4096);
+    int rc = copilot_open(&cp, c->api_key_env, c->copilot_token_url, 0, &err);
+    buf_cleanup(&err);
+    if (rc) {
+        const char *var;
+        copilot_github_token(c->api_key_env, &var);
+        buf_printf(source, "no GitHub token (%s unset)", var);
+        buf_printf(fix, "export %s=... with a token of an account with Copilot (e.g. export "
+                        "%s=$(gh auth token))",
+                   c->api_key_env && *c->api_key_env ? c->api_key_env : "GH_TOKEN",
+                   c->api_key_env && *c->api_key_env ? c->api_key_env : "GH_TOKEN");
+        return rc == MNEMO_NOMEM ? -1 : 0;
+    }
+    char when[32];
+    double now = time_wall();
+    buf url;
+    buf_init(&url, 8192);
+    dsn_redact(&url, cp->token_url, NULL);
+    const char *shown = url.data ? url.data : "";
+    buf_printf(source, "GitHub token from %s; ", cp->gh_source);
+    if (cp->token && !copilot_stale(cp, now)) {
+        time_format_iso(cp->expires_at, when);
+        buf_printf(source, "cached Copilot token valid until %s", when);
+    } else if (cp->token) {
+        time_format_iso(cp->expires_at, when);
+        buf_printf(source, "the cached Copilot token %s %s: the next request exchanges a new one "
+                           "at %s",
+                   cp->expires_at <= now ? "expired at" : "expires soon, at", when, shown);
+    } else {
+        buf_printf(source, "no cached Copilot token: the next request exchanges it at %s",
+                   shown);
+    }
+    buf_cleanup(&url);
+    copilot_free(cp);
+    return 1;
+}
+
+int embed_credentials(const embed_cfg *c, buf *source, buf *fix)
+{
+    const provider_def *p = find_provider(c->provider ? c->provider : "");
+    if (!p) {
+        buf_printf(source, "unknown provider '%s'", c->provider ? c->provider : "");
+        return -1;
+    }
+    if (p->wire == WIRE_BEDROCK)
+        return bedrock_credentials(c, source, fix);
+    if (p->wire == WIRE_COPILOT)
+        return copilot_credentials(c, source, fix);
+    const char *var;
+    const char *key = embed_api_key(p->name, c->api_key_env, &var);
+    if (!var) {
+        buf_printf(source, "%s takes no API key%s", p->name,
+                   p->wire == WIRE_OPENAI ? " (none configured: apiKeyEnv is unset)" : "");
+        return -1;
+    }
+    if (key) {
+        /* Gemini's second variable when the first is unset. */
+        const char *from = getenv(var) && *getenv(var) ? var : p->key_env_also;
+        buf_printf(source, "API key from %s", from ? from : var);
+        return 1;
+    }
+    buf_printf(source, "no API key (%s%s%s unset)", var,
+               p->key_env_also && (!c->api_key_env || !*c->api_key_env) ? " and " : "",
+               p->key_env_also && (!c->api_key_env || !*c->api_key_env) ? p->key_env_also : "");
+    buf_printf(fix, "export %s=... (or name another variable with apiKeyEnv)", var);
+    return 0;
 }
 
 const char *embed_provider(const embedder *e) { return e->provider; }

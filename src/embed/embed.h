@@ -3,7 +3,8 @@
  *
  * Providers: "local" (a transformer model folder run in process, bert.h),
  * "static" (an imported table, in process), and over HTTP
- * "openai", "openai-compatible", "ollama", "gemini", "voyage", "mistral".
+ * "openai", "openai-compatible", "ollama", "gemini", "voyage", "mistral",
+ * "deepinfra", "bedrock" (bedrock.h) and "github-copilot" (copilot.h).
  * Every vector returned is L2-normalised, so cosine similarity is a dot
  * product. Remote providers batch inputs (by bytes and by the provider's
  * input limit), keep up to `concurrency` requests in flight on kept-alive
@@ -37,6 +38,7 @@ typedef struct embed_cfg {
     const char *models_dir;    /* where `mnemo model import` puts tables and model folders */
     int threads;               /* local: encoder threads, 0 = one per core */
     int int8;                  /* local: int8 weights (bert_quantize) */
+    const char *copilot_token_url; /* github-copilot: "" = from COPILOT_GITHUB_DOMAIN */
 } embed_cfg;
 
 
@@ -102,6 +104,13 @@ void embed_counters(const embedder *e, long *requests, long *inputs);
  * when the provider takes no key. *VAR (may be NULL) receives the variable
  * to name in an error, NULL for a provider without one. */
 const char *embed_api_key(const char *provider, const char *key_env, const char **var);
+
+/* Where PROVIDER's credentials come from, found without a request (the
+ * variable, the AWS profile or file, a cached Copilot token and until
+ * when), into SOURCE, or what is missing and how to fix it into FIX;
+ * never a secret. 1 when there are credentials, 0 when they are missing,
+ * -1 for a provider that takes none (SOURCE says so). */
+int embed_credentials(const embed_cfg *c, buf *source, buf *fix);
 
 /* Resolves a local model name to a folder: an existing folder (or any
  * name with a slash) as given, else MODELS_DIR/NAME. Caller frees. */

@@ -54,6 +54,7 @@ typedef struct slot {
     job j;
     buf req, resp;
     struct curl_slist *signed_hd; /* this request's headers when each is signed */
+    int gen;                      /* github-copilot: the exchange whose token it sent */
     char errtype[64];   /* x-amzn-ErrorType, AWS's name for an error */
     double retry_after; /* seconds, < 0 when absent */
     int busy;
@@ -75,6 +76,7 @@ typedef struct call {
     long timeout_ms;
     buf *err;
     int rc;
+    int reexchanged; /* github-copilot: a 401 led to a new token in this call */
 } call;
 
 /* ----------------------------------------------------------------------
@@ -136,7 +138,8 @@ static json_t *openai_body(const call *c, const job *j, const char *itype)
     json_t *root = model_and_input(c, j);
     int voyage = strcmp(e->provider, "voyage") == 0;
     int mistral = strcmp(e->provider, "mistral") == 0;
-    if (!voyage && !mistral)
+    /* Copilot's proxy takes the members its editors send, no more. */
+    if (!voyage && !mistral && e->wire != WIRE_COPILOT)
         json_object_set_new(root, "encoding_format", json_string("float"));
     if (e->send_dims)
         json_object_set_new(root, voyage ? "output_dimension" : "dimensions",
@@ -305,6 +308,7 @@ static const wire_ops *const wires[] = {
     [WIRE_OLLAMA] = &ollama_wire,
     [WIRE_GEMINI] = &gemini_wire,
     [WIRE_BEDROCK] = &bedrock_wire,
+    [WIRE_COPILOT] = &openai_wire, /* the token goes with each request (start) */
 };
 
 /* ----------------------------------------------------------------------
@@ -342,6 +346,16 @@ int embed_http_open(embedder *e, buf *err)
         buf_printf(&line, "%s%s", e->ops->key_header, e->key);
         hd = C->slist_append(hd, line.data);
         memset(line.data, 0, line.len);
+    }
+    if (e->wire == WIRE_COPILOT) {
+        buf ed;
+        buf_init(&ed, 1u << 16);
+        copilot_editor_headers(e->headers_json, 0, &ed);
+        for (char *p = ed.data, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+            *nl = 0;
+            hd = C->slist_append(hd, p);
+        }
+        buf_cleanup(&ed);
     }
     if (*e->headers_json) {
         json_error_t je;
@@ -495,6 +509,10 @@ static void error_message(const embedder *e, const buf *body, char *out, size_t 
         return;
     }
     mask(&t, e->key, 1);
+    if (e->copilot) {
+        mask(&t, e->copilot->token, 1);
+        mask(&t, e->copilot->gh_token, 1);
+    }
     json_t *h = *e->headers_json ? json_loads(e->headers_json, 0, NULL) : NULL;
     const char *k;
     json_t *v;
@@ -705,6 +723,29 @@ static int sign(const embedder *e, slot *s, const char *url)
     return rc;
 }
 
+/* github-copilot: this request's headers, the shared ones and the
+ * current Copilot token (a refresh replaces it while others are in
+ * flight with their own copy). */
+static int with_token(const embedder *e, slot *s)
+{
+    buf line;
+    buf_init(&line, 1u << 16);
+    buf_printf(&line, "Authorization: Bearer %s", e->copilot->token ? e->copilot->token : "");
+    struct curl_slist *hd = NULL;
+    int rc = buf_err(&line) ? MNEMO_NOMEM : MNEMO_OK;
+    for (struct curl_slist *l = e->http->headers; l && !rc; l = l->next)
+        if (!(hd = C->slist_append(hd, l->data)))
+            rc = MNEMO_NOMEM;
+    if (!rc && !(hd = C->slist_append(hd, line.data)))
+        rc = MNEMO_NOMEM;
+    if (line.data)
+        memset(line.data, 0, line.len);
+    buf_cleanup(&line);
+    s->signed_hd = hd;
+    s->gen = e->copilot->gen;
+    return rc;
+}
+
 static int start(call *c, slot *s, const job *j)
 {
     buf url;
@@ -727,6 +768,10 @@ static int start(call *c, slot *s, const job *j)
     s->j = *j;
     free_signed(s);
     if (c->e->aws && (rc = sign(c->e, s, url.data))) {
+        buf_cleanup(&url);
+        return rc;
+    }
+    if (c->e->copilot && (rc = with_token(c->e, s))) {
         buf_cleanup(&url);
         return rc;
     }
@@ -826,6 +871,29 @@ static int finish(call *c, slot *s, CURLcode cc)
         int rc = push(c, b, 1);
         return rc ? rc : push(c, a, 1);
     }
+    if (e->copilot && status == 401) {
+        /* The Copilot token was refused (expired early, revoked): a request
+         * sent with an older token than the current one is sent again; the
+         * first refusal of the current one gets a new token, once a call. */
+        if (s->gen != e->copilot->gen)
+            return push(c, j, 1);
+        if (!c->reexchanged) {
+            c->reexchanged = 1;
+            buf xerr;
+            buf_init(&xerr, 8192);
+            int rc = copilot_exchange(e->copilot, e->headers_json, &xerr);
+            if (rc) {
+                fail(c, rc, "%s", xerr.len ? xerr.data : "github-copilot: token exchange failed");
+                buf_cleanup(&xerr);
+                return rc;
+            }
+            buf_cleanup(&xerr);
+            return push(c, j, 1);
+        }
+        return fail(c, MNEMO_UNAVAILABLE,
+                    "%s: 401 the Copilot token was refused even after a new exchange: %s",
+                    e->provider, *msg ? msg : "unauthorized");
+    }
     if (e->wire == WIRE_BEDROCK && status == 403) {
         const char *src = e->aws ? e->aws->source : e->key_source;
         if (!strcmp(s->errtype, "ExpiredTokenException") || strstr(msg, "expired"))
@@ -871,6 +939,12 @@ static int run(embedder *e, int type, const char *const *texts, const size_t *le
     c.media = media;
     c.n = n;
     c.err = err;
+    /* A Copilot token about to expire is renewed before it is sent. */
+    if (e->copilot && n && copilot_stale(e->copilot, time_wall())) {
+        int rc = copilot_exchange(e->copilot, e->headers_json, err);
+        if (rc)
+            return rc;
+    }
     int query = type == EMBED_QUERY && n <= 4;
     c.timeout_ms = query ? e->query_timeout_ms : e->batch_timeout_ms;
     c.deadline = query ? time_mono() + e->query_timeout_ms / 1000.0 : 0;
@@ -883,6 +957,7 @@ static int run(embedder *e, int type, const char *const *texts, const size_t *le
         *out = malloc(sizeof(float));
         return *out ? MNEMO_OK : MNEMO_NOMEM;
     }
+
     if (e->dims && !(c.out = malloc(n * (size_t)e->dims * sizeof *c.out)))
         c.rc = MNEMO_NOMEM;
     if (!c.rc)

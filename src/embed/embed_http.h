@@ -10,6 +10,7 @@
 
 #include "embed/bedrock.h"
 #include "embed/bert.h"
+#include "embed/copilot.h"
 #include "embed/embed_types.h"
 #include "embed/model.h"
 #include "embed/sigv4.h"
@@ -21,7 +22,7 @@ typedef struct wire_ops wire_ops;
 
 /* What computes the vectors: a static table, a local model, or a remote
  * provider through the steps of its wire format (embed_http.c). */
-enum { WIRE_STATIC, WIRE_LOCAL, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI, WIRE_BEDROCK };
+enum { WIRE_STATIC, WIRE_LOCAL, WIRE_OPENAI, WIRE_OLLAMA, WIRE_GEMINI, WIRE_BEDROCK, WIRE_COPILOT };
 
 struct embedder {
     char *provider, *model, *base_url, *key, *headers_json;
@@ -42,6 +43,7 @@ struct embedder {
     aws_creds *aws;    /* bedrock: the keys requests are signed with (NULL: a bearer token) */
     const bedrock_model *bedrock; /* bedrock: the model's family and limits */
     char region[32];   /* bedrock */
+    copilot *copilot;  /* github-copilot: the tokens; each request sends the current one */
     char key_source[64]; /* where the API key came from, for messages */
     char *last_q;      /* the last query embedded and its vector: a search of */
     size_t last_qlen;  /* notes and facts asks for the same one twice */

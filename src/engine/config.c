@@ -88,21 +88,25 @@ static const keydef keys[CFG__COUNT] = {
                              600000, "how long to wait for a locked database"},
     [CFG_PROVIDER] = {"provider", "MNEMO_PROVIDER", T_STR, "auto", 0, 0,
                       "embedding provider: auto, none, local, static, openai, "
-                      "openai-compatible, ollama, gemini, voyage, mistral, bedrock",
+                      "openai-compatible, ollama, gemini, voyage, mistral, deepinfra, bedrock, "
+                      "github-copilot",
                       "auto,none,local,static,openai,openai-compatible,ollama,gemini,voyage,"
-                      "mistral,bedrock"},
+                      "mistral,deepinfra,bedrock,github-copilot"},
     [CFG_MODEL] = {"model", "MNEMO_MODEL", T_STR, "", 0, 0,
                    "embedding model (static: an imported table's name or path; default: the "
                    "provider's)"},
     [CFG_BASE_URL] = {"baseUrl", "MNEMO_BASE_URL", T_STR, "", 0, 0,
                       "provider endpoint (required for openai-compatible; bedrock: replaces "
-                      "https://bedrock-runtime.REGION.amazonaws.com)"},
+                      "https://bedrock-runtime.REGION.amazonaws.com; github-copilot: replaces "
+                      "the API base the Copilot token names)"},
     [CFG_API_KEY_ENV] = {"apiKeyEnv", "MNEMO_API_KEY_ENV", T_STR, "", 0, 0,
                          "environment variable holding the API key (default: OPENAI_API_KEY, "
-                         "GEMINI_API_KEY, VOYAGE_API_KEY, MISTRAL_API_KEY; bedrock: "
-                         "AWS_BEARER_TOKEN_BEDROCK, else AWS keys)"},
+                         "GEMINI_API_KEY, VOYAGE_API_KEY, MISTRAL_API_KEY, DEEPINFRA_API_KEY; "
+                         "bedrock: AWS_BEARER_TOKEN_BEDROCK, else AWS keys; github-copilot: "
+                         "a GitHub token from COPILOT_GITHUB_TOKEN, GH_TOKEN, GITHUB_TOKEN)"},
     [CFG_HEADERS] = {"headers", "MNEMO_HEADERS", T_OBJECT, "{}", 0, 0,
-                     "extra HTTP headers for the provider, a JSON object"},
+                     "extra HTTP headers for the provider, a JSON object (github-copilot: "
+                     "replaces the editor headers of the same name)"},
     [CFG_DIMENSIONS] = {"dimensions", "MNEMO_DIMENSIONS", T_INT, "0", 0, 8192,
                         "embedding dimensions to request (0: the model's default)"},
     [CFG_QUERY_INPUT_TYPE] = {"queryInputType", "MNEMO_QUERY_INPUT_TYPE", T_STR, "", 0, 0,
@@ -110,6 +114,13 @@ static const keydef keys[CFG__COUNT] = {
                               "RETRIEVAL_QUERY by default)"},
     [CFG_DOCUMENT_INPUT_TYPE] = {"documentInputType", "MNEMO_DOCUMENT_INPUT_TYPE", T_STR, "", 0,
                                  0, "input type sent with documents"},
+    [CFG_INPUT_TYPE] = {"inputType", "MNEMO_INPUT_TYPE", T_STR, "", 0, 0,
+                        "input type sent with queries and documents alike, where "
+                        "queryInputType or documentInputType is not set"},
+    [CFG_COPILOT_TOKEN_URL] = {"copilotTokenUrl", "MNEMO_COPILOT_TOKEN_URL", T_STR, "", 0, 0,
+                               "github-copilot: where the GitHub token is exchanged (default: "
+                               "https://api.github.com/copilot_internal/v2/token, api.DOMAIN "
+                               "with COPILOT_GITHUB_DOMAIN)"},
     [CFG_QUERY_PREFIX] = {"queryPrefix", "MNEMO_QUERY_PREFIX", T_STR, "", 0, 0,
                           "text put before each query (e.g. \"query: \")"},
     [CFG_DOCUMENT_PREFIX] = {"documentPrefix", "MNEMO_DOCUMENT_PREFIX", T_STR, "", 0, 0,

@@ -209,15 +209,14 @@ int mnemo_model_pull(mnemo *m, const char *repo, const char *revision, const cha
     return rc;
 }
 
-int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
+/* The embedding settings of the configuration for provider NAME; DIR is
+ * the models folder (kept by the caller). */
+static embed_cfg embed_settings(mnemo *m, const char *name, const char *dir)
 {
-    if (m->emb && strcmp(embed_provider(m->emb), name) == 0) {
-        *out = m->emb;
-        return MNEMO_OK;
-    }
-    embed_close(m->emb);
-    m->emb = NULL;
-    char *dir = models_dir(m);
+    /* inputType sets both kinds where the specific key is not set. */
+    const char *both = cfg_str(m->cfg, CFG_INPUT_TYPE);
+    const char *qt = cfg_str(m->cfg, CFG_QUERY_INPUT_TYPE);
+    const char *dt = cfg_str(m->cfg, CFG_DOCUMENT_INPUT_TYPE);
     embed_cfg c = {
         name,
         cfg_str(m->cfg, CFG_MODEL),
@@ -225,8 +224,8 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
         cfg_str(m->cfg, CFG_API_KEY_ENV),
         cfg_str(m->cfg, CFG_HEADERS),
         (int)cfg_int(m->cfg, CFG_DIMENSIONS),
-        cfg_str(m->cfg, CFG_QUERY_INPUT_TYPE),
-        cfg_str(m->cfg, CFG_DOCUMENT_INPUT_TYPE),
+        *qt ? qt : both,
+        *dt ? dt : both,
         cfg_str(m->cfg, CFG_QUERY_PREFIX),
         cfg_str(m->cfg, CFG_DOCUMENT_PREFIX),
         (int)cfg_int(m->cfg, CFG_EMBED_BATCH_BYTES),
@@ -236,11 +235,42 @@ int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
         dir,
         (int)cfg_int(m->cfg, CFG_LOCAL_THREADS),
         strcmp(cfg_str(m->cfg, CFG_LOCAL_QUANTIZATION), "int8") == 0,
+        cfg_str(m->cfg, CFG_COPILOT_TOKEN_URL),
     };
+    return c;
+}
+
+int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err)
+{
+    if (m->emb && strcmp(embed_provider(m->emb), name) == 0) {
+        *out = m->emb;
+        return MNEMO_OK;
+    }
+    embed_close(m->emb);
+    m->emb = NULL;
+    char *dir = models_dir(m);
+    embed_cfg c = embed_settings(m, name, dir);
     int rc = embed_open(&c, &m->emb, err);
     free(dir);
     *out = m->emb;
     return rc;
+}
+
+json_t *provider_credentials(mnemo *m, const char *name)
+{
+    embed_cfg c = embed_settings(m, name, "");
+    buf source, fix;
+    buf_init(&source, 8192);
+    buf_init(&fix, 8192);
+    int found = embed_credentials(&c, &source, &fix);
+    json_t *j = json_pack("{s:s,s:s}", "status",
+                          found > 0 ? "ok" : found == 0 ? "missing" : "none", "detail",
+                          source.data ? source.data : "");
+    if (j && found == 0 && fix.data)
+        json_object_set_new(j, "fix", json_string(fix.data));
+    buf_cleanup(&source);
+    buf_cleanup(&fix);
+    return j;
 }
 
 void provider_identity(mnemo *m, embedder *e, char *out, size_t n)

@@ -4,6 +4,7 @@
 #ifndef MNEMO_PROVIDER_H
 #define MNEMO_PROVIDER_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "embed/embed.h"
@@ -19,6 +20,12 @@ void provider_resolve(mnemo *m, char *name, int *explicit_);
 
 /* Opens (once per handle) the embedder for provider NAME. */
 int provider_embedder(mnemo *m, const char *name, embedder **out, buf *err);
+
+/* Where provider NAME's credentials come from, found without a request:
+ * {"status":"ok","detail":...}, {"status":"missing","detail":...,"fix":...}
+ * or {"status":"none"} for a provider that takes none; never a secret.
+ * NULL on out-of-memory. */
+json_t *provider_credentials(mnemo *m, const char *name);
 
 /* "provider|model|dims|chunking": vectors of another identity are stale. */
 void provider_identity(mnemo *m, embedder *e, char *out, size_t n);

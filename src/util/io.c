@@ -35,3 +35,15 @@ char *io_data_dir(const char *sub)
         snprintf(d, n, "%s%s%s%s", base, mid, sub ? "/" : "", sub ? sub : "");
     return d;
 }
+
+char *io_cache_dir(const char *sub)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *base = xdg && *xdg ? xdg : home && *home ? home : "/tmp";
+    const char *mid = xdg && *xdg ? "/mnemo" : home && *home ? "/.cache/mnemo" : "/mnemo-cache";
+    size_t n = strlen(base) + strlen(mid) + (sub ? strlen(sub) + 1 : 0) + 1;
+    char *d = malloc(n);
+    if (d)
+        snprintf(d, n, "%s%s%s%s", base, mid, sub ? "/" : "", sub ? sub : "");
+    return d;
+}

@@ -15,4 +15,9 @@ int io_write_all(int fd, const void *p, size_t n);
  * Caller frees; NULL on out-of-memory. */
 char *io_data_dir(const char *sub);
 
+/* mnemo's cache folder, for what can be fetched again: $XDG_CACHE_HOME/mnemo,
+ * else $HOME/.cache/mnemo, else /tmp/mnemo-cache; with "/SUB" after it when
+ * SUB is not NULL. Not created. Caller frees; NULL on out-of-memory. */
+char *io_cache_dir(const char *sub);
+
 #endif

@@ -738,6 +738,8 @@ int pgstore_status_json(mnemo *m, int deep, char **out)
         json_object_set_new(e, "configured", json_string(cfg_str(m->cfg, CFG_PROVIDER)));
         json_object_set_new(e, "vectors", json_integer(nvec));
         const char *mode = "keyword";
+        if (strcmp(name, "none") != 0)
+            json_object_set_new(e, "credentials", provider_credentials(m, name));
         if (strcmp(name, "none") != 0 && vectors_on) {
             buf err;
             buf_init(&err, 8192);

@@ -141,6 +141,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
         }
         return e;
     }
+    json_object_set_new(e, "credentials", provider_credentials(m, name));
     buf err;
     buf_init(&err, 8192);
     embedder *em = NULL;
@@ -152,7 +153,7 @@ static json_t *embedding_json(mnemo *m, int deep, json_t *warnings, const char *
         return e;
     }
     json_object_set_new(e, "model", json_string(embed_model(em)));
-    if (deep) {
+    if (deep && !(deep & MNEMO_STATUS_NO_PROBE)) {
         const char *probe = "mnemo status probe";
         size_t len = strlen(probe);
         float *v = NULL;
