@@ -157,6 +157,8 @@ type DaemonState = {
   /* the workspace and settings this daemon was last checked to serve */
   checked: string;
   mismatch: boolean;
+  /* the settings (workspace, provider, model) this daemon was found not to serve */
+  refused: Set<string>;
   /* the address of the daemon that already serves this index, when it is not url */
   redirect?: string;
 };
@@ -309,7 +311,7 @@ const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
 function stateOf(o: Resolved): DaemonState {
   let s = daemons.get(o.url);
   if (!s) {
-    s = { downUntil: 0, spawnedAt: 0, checked: "", mismatch: false };
+    s = { downUntil: 0, spawnedAt: 0, checked: "", mismatch: false, refused: new Set() };
     daemons.set(o.url, s);
   }
   return s;
@@ -420,9 +422,9 @@ export function mnemoSpawnedDaemons(): number[] {
 /* Returns the daemon's JSON, or throws DaemonUnavailable (caller falls back) or MnemoError (final). */
 async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: number, method = "POST"): Promise<unknown> {
   const s = stateOf(o);
-  if (!o.daemon || s.mismatch || Date.now() < s.downUntil) throw new DaemonUnavailable("daemon skipped");
-  const d = s.redirect ? { ...o, url: s.redirect } : o;
   const want = `${o.workspace ?? ""}\0${o.expect.provider ?? ""}\0${o.expect.model ?? ""}`;
+  if (!o.daemon || s.mismatch || s.refused.has(want) || Date.now() < s.downUntil) throw new DaemonUnavailable("daemon skipped");
+  const d = s.redirect ? { ...o, url: s.redirect } : o;
   try {
     if ((o.workspace || o.expect.provider || o.expect.model) && s.checked !== want) {
       /* once per daemon, workspace and settings: is this daemon serving our workspace, with
@@ -441,7 +443,7 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
       }
       const other = otherSettings(o, h.body);
       if (other) {
-        s.mismatch = true; /* started with other settings: the CLI runs with ours */
+        s.refused.add(want); /* started with other settings: the CLI runs with ours */
         warnOnce(
           `settings ${d.url} ${want}`,
           `mnemo: the daemon at ${d.url} runs ${other}; answering from the CLI (slower). ` +
@@ -462,6 +464,7 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
     if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { refused?: boolean }).refused) {
       s.downUntil = Date.now() + DAEMON_RETRY_MS;
       s.checked = "";
+      s.refused.clear(); /* a daemon started next runs with the settings of its start */
       if (s.redirect) s.redirect = undefined; /* that daemon is gone: back to the configured url */
       startDaemon(o, s);
     } else if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { timedOut?: boolean }).timedOut) {
