@@ -42,6 +42,7 @@ struct embedder {
     aws_creds *aws;    /* bedrock: the keys requests are signed with (NULL: a bearer token) */
     const bedrock_model *bedrock; /* bedrock: the model's family and limits */
     char region[32];   /* bedrock */
+    char region_source[320]; /* bedrock: where the region came from, for messages */
     char key_source[64]; /* where the API key came from, for messages */
     char *last_q;      /* the last query embedded and its vector: a search of */
     size_t last_qlen;  /* notes and facts asks for the same one twice */
