@@ -325,10 +325,11 @@ async function moduleChecks() {
   warnings.length = 0;
   client.setMnemoLogger({ warn: (m) => warnings.push(m) });
   const so = { bin: mnemoBin, workspace: ws, db: sdb, url: surl, autoStart: false, timeoutMs: 5000 };
-  const none = { ...so, env: { MNEMO_PROVIDER: "none" }, expect: { provider: "none" } };
+  /* the plugin's settings name provider none; the daemon runs auto */
+  const none = { ...so, settings: { provider: "none" } };
   const sr = [];
   for (let i = 0; i < 2; i++) sr.push((await tools.memorySearchPayload(none, {}, { query: "zephyr quokka" })).payload.debug?.route);
-  const same = (await tools.memorySearchPayload({ ...so, url: `${surl}/`, expect: { provider: "auto" } }, {}, { query: "zephyr quokka" })).payload;
+  const same = (await tools.memorySearchPayload({ ...so, settings: { provider: "auto" } }, {}, { query: "zephyr quokka" })).payload;
   check(sr.join() === "cli,cli" && warnings.filter((w) => w.includes("runs provider auto, not none")).length === 1 && same.debug?.route === "daemon",
     "a running daemon with another provider than the settings: the CLI answers, logged once; with the same, the daemon", { sr, warnings, same: same.debug });
   other.kill("SIGTERM");

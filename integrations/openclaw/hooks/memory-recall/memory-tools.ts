@@ -87,18 +87,23 @@ export function str(v: unknown): string {
   return typeof v === "string" ? v : "";
 }
 
-/* Settings per OpenClaw config object and agent: computed once, logged once. */
-const settingsCache = new WeakMap<object, Map<string, MnemoSettings>>();
+/* Settings per plugin config, OpenClaw config object and agent: computed once, logged once. */
+const settingsCache = new WeakMap<object, WeakMap<object, Map<string, MnemoSettings>>>();
 const NO_CONFIG = {};
 
 /** mnemo's settings for AGENTID from OpenClaw's config OCCFG and the plugin's config CFG. */
 export function settingsFor(cfg: PluginConfig, ocCfg: Record<string, any> | undefined, agentId: string | undefined): MnemoSettings {
   const id = agentId || "main";
   const holder = ocCfg ?? NO_CONFIG;
-  let byAgent = settingsCache.get(holder);
+  let byConfig = settingsCache.get(cfg);
+  if (!byConfig) {
+    byConfig = new WeakMap();
+    settingsCache.set(cfg, byConfig);
+  }
+  let byAgent = byConfig.get(holder);
   if (!byAgent) {
     byAgent = new Map();
-    settingsCache.set(holder, byAgent);
+    byConfig.set(holder, byAgent);
   }
   let s = byAgent.get(id);
   if (!s) {
