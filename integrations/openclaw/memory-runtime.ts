@@ -222,6 +222,15 @@ function finite(v: string, flag: string): number {
   return n;
 }
 
+/* The OpenClaw settings passed to mnemo (mnemo's key names) and those not used (OpenClaw's). */
+function settingsLines(s: { mapped?: string[]; ignored?: Array<{ key: string; why: string }> }): string[] {
+  const keys = [...new Set((s.mapped ?? []).map((l) => l.split(" -> ")[1]).filter(Boolean))];
+  return [
+    ...(keys.length ? [`  settings:  ${keys.join(", ")} (from OpenClaw's memory search config and the plugin's settings)`] : []),
+    ...(s.ignored ?? []).map((i) => `  not used:  ${i.key} (${i.why})`),
+  ];
+}
+
 function statusLines(agentId: string, s: ProviderStatus): string[] {
   const m = (s.custom?.mnemo ?? {}) as Record<string, any>;
   const r = (m.route ?? {}) as Record<string, any>;
@@ -238,6 +247,7 @@ function statusLines(agentId: string, s: ProviderStatus): string[] {
     `  mode:      ${m.mode ?? "keyword"}${s.provider && s.provider !== "none" ? ` (${s.provider}${s.model ? ` ${s.model}` : ""})` : ""}`,
     `  last sync: ${m.lastSync ?? "never"}`,
     `  route:     ${daemon} (url from ${r.source ?? "default"})`,
+    ...settingsLines((m.settings ?? {}) as { mapped?: string[]; ignored?: Array<{ key: string; why: string }> }),
     ...(Array.isArray(m.warnings) ? m.warnings.map((w: string) => `  warning:   ${w}`) : []),
   ];
 }

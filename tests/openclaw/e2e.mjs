@@ -817,9 +817,10 @@ async function providerSettings(gw) {
   check(docs.length > 0 && docs.every((q) => q.headers.authorization === `Bearer ${key}` && q.headers["x-e2e-team"] === "memory"),
     "  ... with remote.apiKey and remote.headers on the requests", docs[0]?.headers);
   const before = emb.requests.length;
-  const [se, st] = await Promise.all([
+  const [se, st, sx] = await Promise.all([
     gw.cli(["memory", "search", "--json", "ocelot tamarind"], env),
     gw.cli(["memory", "status", "--json"], env),
+    gw.cli(["memory", "status"], env),
   ]);
   const queries = emb.requests.slice(before).filter((q) => q.body?.input_type === "query-e2e");
   check(se.code === 0 && se.json?.results?.[0]?.path?.endsWith("extra-notes/runbook.md") && se.json?.mode === "hybrid" && queries.length > 0,
@@ -830,13 +831,16 @@ async function providerSettings(gw) {
   check(st.code === 0 && s0?.provider === "openai" && s0?.model === "e2e-embed-model" &&
     set?.mapped?.includes("memory.search.remote.apiKey -> apiKeyEnv") && set?.ignored?.some((i) => i.key === "memory.search.cache"),
     "  ... openclaw memory status: provider and model, the settings passed and those not used", s0 ?? st.out + st.err);
+  check(sx.code === 0 && /settings: +provider, model, baseUrl, headers, apiKeyEnv, queryInputType, documentInputType, extraPaths\b/.test(sx.out) &&
+    /not used: +memory\.search\.cache \(/.test(sx.out) && /mode: +hybrid \(openai e2e-embed-model\)/.test(sx.out),
+    "  ... openclaw memory status (text): the settings passed and those not used", sx.out + sx.err);
   const logs = st.out + st.err;
   check(logs.split("memory.search.fallback (gemini) has no equivalent").length === 2 && logs.includes("not used for agent main: memory.search.cache"),
     "  ... the fallback and the unused settings are logged once", logs.slice(-2000));
   const argv = fs.readFileSync(argvLog, "utf8");
   const files = fs.readdirSync(vdir).filter((f) => f !== "argv.log").map((f) => fs.readFileSync(path.join(vdir, f)));
   check(argv.includes("index --json") && !argv.includes(key) && !files.some((b) => b.includes(key)) &&
-    ![ix, se, st].some((x) => (x.out + x.err).includes(key)),
+    ![ix, se, st, sx].some((x) => (x.out + x.err).includes(key)),
     "  ... the API key is on no mnemo command line, in no index file and in no output", argv);
   emb.close();
 }

@@ -39,6 +39,7 @@ export type MnemoSettings = {
 
 /** The environment variable mnemo reads KEY from (config.c: MNEMO_ and the key in capitals). */
 export function mnemoEnvName(key: string): string {
+  if (key === "hubEndpoint") return "HF_ENDPOINT"; /* the hub's own variable */
   return `MNEMO_${key.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toUpperCase()}`;
 }
 
