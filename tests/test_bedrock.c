@@ -490,6 +490,9 @@ TEST(bedrock_credential_process)
         {"echo '{\"Version\": 1, \"AccessKeyId\": \"" AKID "\", \"SecretAccessKey\": \"" SECRET
          "\", \"Expiration\": \"2001-02-03T04:05:06Z\"}'",
          "expired at 2001-02-03T04:05:06Z"},
+        {"echo '{\"Version\": 1, \"AccessKeyId\": \"" AKID "\", \"SecretAccessKey\": \"" SECRET
+         "\", \"Expiration\": \"next tuesday\"}'",
+         "an Expiration that is not an ISO 8601 time"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(conf, sizeof conf, "[proc2]\ncredential_process = %s\n",

@@ -238,6 +238,7 @@ static int run_process(char **argv, buf *out, const char **why)
         dup2(fd[1], 1);
         close(fd[0]);
         close(fd[1]);
+        signal(SIGPIPE, SIG_DFL); /* the daemon ignores it; the helper should not */
         execvp(argv[0], argv);
         _exit(127);
     }
@@ -324,7 +325,9 @@ static int from_process(const char *cmd, const char *prof, const char *file, aws
         why = "printed a Version other than 1";
     else if (!id || !*id || !secret || !*secret)
         why = "printed no AccessKeyId or SecretAccessKey";
-    else if (exp && (time_parse_iso(exp, &t) != 0 || t <= time_wall())) {
+    else if (exp && time_parse_iso(exp, &t) != 0)
+        why = "printed an Expiration that is not an ISO 8601 time";
+    else if (exp && t <= time_wall()) {
         char at[32];
         snprintf(at, sizeof at, "%.31s", exp);
         buf_printf(err, "bedrock: credential_process of profile '%s' in %s: the credentials it "
