@@ -3,13 +3,15 @@
  * a loopback stand-in that checks each request's SigV4 signature with
  * botocore's signer (independent of ours) and each model family's body,
  * and refuses what the real service refuses. Credential sources and their
- * precedence, regions, model ids with prefixes and suffixes, throttling,
+ * precedence (credential_process too), regions (the profile's too), model
+ * ids with prefixes and suffixes, throttling,
  * an expired session, and that no key is ever printed or stored.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -339,8 +341,9 @@ TEST(bedrock_credential_sources)
     stop(&st);
 }
 
-/* The region signed for: AWS_REGION, then AWS_DEFAULT_REGION, then
- * us-east-1; a bedrock-runtime host in baseUrl names its own. */
+/* The region signed for: AWS_REGION, then AWS_DEFAULT_REGION, then the
+ * profile's region in the config file, then us-east-1; a bedrock-runtime
+ * host in baseUrl names its own. Failures say where the region came from. */
 TEST(bedrock_region_resolution)
 {
     clean_env();
@@ -350,7 +353,31 @@ TEST(bedrock_region_resolution)
     server east = start("--access-key " AKID " --secret '" SECRET "' --region us-east-1");
     char *msg = sync_fails(&west, NULL); /* signed for us-east-1 */
     ASSERT_CONTAINS(msg, "SignatureDoesNotMatch");
+    ASSERT_CONTAINS(msg, "region us-east-1 from the default");
     free(msg);
+    /* The default profile's region in ~/.aws/config */
+    test_write(".aws/config", "[default]\nregion = us-west-2\n[profile eu]\nregion = eu-west-1\n");
+    ASSERT_EQ(sync_with(&west, NULL, NULL).chunks_embedded, 3);
+    msg = sync_fails(&east, NULL);
+    ASSERT_CONTAINS(msg, "region us-west-2 from profile 'default' in ");
+    ASSERT_CONTAINS(msg, ".aws/config");
+    free(msg);
+    /* AWS_PROFILE's, in the file AWS_CONFIG_FILE names */
+    test_write("other/config", "[profile east]\nregion = us-east-1\n");
+    setenv("AWS_CONFIG_FILE", test_path("other/config"), 1);
+    setenv("AWS_PROFILE", "east", 1);
+    ASSERT_EQ(sync_with(&east, NULL, NULL).chunks_embedded, 3);
+    setenv("AWS_PROFILE", "nowhere", 1); /* a profile without a region: the default */
+    ASSERT_EQ(sync_with(&east, NULL, NULL).chunks_embedded, 3);
+    unsetenv("AWS_CONFIG_FILE");
+    setenv("AWS_PROFILE", "eu", 1);
+    char r[32], src[320];
+    bedrock_region("", r, sizeof r, src, sizeof src);
+    ASSERT_STR_EQ(r, "eu-west-1");
+    ASSERT_CONTAINS(src, "profile 'eu' in ");
+    unsetenv("AWS_PROFILE");
+    /* The environment over the profile (us-west-2) */
+    setenv("AWS_DEFAULT_REGION", "us-east-1", 1);
     ASSERT_EQ(sync_with(&east, NULL, NULL).chunks_embedded, 3);
     setenv("AWS_DEFAULT_REGION", "us-west-2", 1);
     ASSERT_EQ(sync_with(&west, NULL, NULL).chunks_embedded, 3);
@@ -358,17 +385,135 @@ TEST(bedrock_region_resolution)
     ASSERT_EQ(sync_with(&east, NULL, NULL).chunks_embedded, 3);
     stop(&west);
     stop(&east);
-    char r[32];
-    bedrock_region("https://bedrock-runtime.eu-central-1.amazonaws.com", r, sizeof r);
+    bedrock_region("https://bedrock-runtime.eu-central-1.amazonaws.com", r, sizeof r, src,
+                   sizeof src);
     ASSERT_STR_EQ(r, "eu-central-1");
-    bedrock_region("https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com/", r, sizeof r);
+    ASSERT_STR_EQ(src, "baseUrl");
+    bedrock_region("https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com/", r, sizeof r, NULL,
+                   0);
     ASSERT_STR_EQ(r, "us-gov-west-1");
-    bedrock_region("https://proxy.example.com/bedrock", r, sizeof r);
-    ASSERT_STR_EQ(r, "us-east-1"); /* AWS_REGION */
+    bedrock_region("https://proxy.example.com/bedrock", r, sizeof r, src, sizeof src);
+    ASSERT_STR_EQ(r, "us-east-1");
+    ASSERT_STR_EQ(src, "AWS_REGION");
     unsetenv("AWS_REGION");
     unsetenv("AWS_DEFAULT_REGION");
-    bedrock_region("", r, sizeof r);
+    bedrock_region("", r, sizeof r, src, sizeof src);
+    ASSERT_STR_EQ(r, "us-west-2"); /* the default profile's */
+    test_write(".aws/config", "[default]\n");
+    bedrock_region("", r, sizeof r, NULL, 0);
     ASSERT_STR_EQ(r, "us-east-1");
+}
+
+/* Writes an executable script REL that prints BODY (and records its
+ * arguments in REL.args); returns its path. */
+static const char *script(const char *rel, const char *body)
+{
+    static char path[1024];
+    char text[4096];
+    snprintf(path, sizeof path, "%s", test_path(rel));
+    snprintf(text, sizeof text, "#!/bin/sh\nprintf '%%s\\n' \"$@\" >'%s.args'\n%s\n", path, body);
+    test_write(rel, text);
+    ASSERT_EQ(chmod(path, 0755), 0);
+    return path;
+}
+
+/* Keys from a profile's credential_process: run without a shell (its
+ * words split as botocore splits them), after the environment, the
+ * credentials file and the config file's keys; its failures said without
+ * a secret. */
+TEST(bedrock_credential_process)
+{
+    clean_env();
+    notes();
+    server s = start("--access-key " AKID " --secret '" SECRET "'");
+    server st = start("--access-key " AKID " --secret '" SECRET "' --token " TOKEN);
+    server wrong = start("--access-key " AKID " --secret 'another-secret-0000000000000000000000'");
+    const char *good = script("bin/creds", "echo '{\"Version\": 1, \"AccessKeyId\": \"" AKID
+                                           "\", \"SecretAccessKey\": \"" SECRET
+                                           "\", \"SessionToken\": \"" TOKEN
+                                           "\", \"Expiration\": \"2999-01-01T00:00:00Z\"}'");
+    char conf[8192];
+    snprintf(conf, sizeof conf,
+             "[profile proc]\ncredential_process = %s --flag \"two words\" 'a $HOME' x\\ y\n"
+             "[profile both]\naws_access_key_id = " AKID "\naws_secret_access_key = " SECRET
+             "\ncredential_process = %s\n",
+             good, good);
+    test_write(".aws/config", conf);
+    setenv("AWS_PROFILE", "proc", 1);
+    ASSERT_EQ(sync_with(&st, NULL, NULL).chunks_embedded, 3);
+    int ok = logged(&st, "\"status\": 200");
+    ASSERT(ok >= 3);
+    ASSERT_EQ(logged(&st, "\"session\": true"), ok);
+    char *args = test_read(test_path("bin/creds.args"), NULL);
+    ASSERT_STR_EQ(args, "--flag\ntwo words\na $HOME\nx y\n"); /* no shell expanded $HOME */
+    free(args);
+    /* A refused request names the source of the keys */
+    char *msg = sync_fails(&wrong, NULL);
+    ASSERT_CONTAINS(msg, "bedrock: 403 ");
+    ASSERT_CONTAINS(msg, "credentials from credential_process of profile 'proc' in ");
+    free(msg);
+
+    /* Precedence: the config file's keys over its credential_process (no session), the
+     * credentials file's over both, the environment's over all */
+    setenv("AWS_PROFILE", "both", 1);
+    ASSERT_EQ(sync_with(&s, NULL, NULL).chunks_embedded, 3);
+    ASSERT_EQ(logged(&s, "\"session\": true"), 0);
+    test_write(".aws/credentials", "[both]\naws_access_key_id = AKIDFILEBOTH000000\n"
+                                   "aws_secret_access_key = file-both-secret-0000000000000\n");
+    msg = sync_fails(&s, NULL);
+    ASSERT_CONTAINS(msg, "UnrecognizedClientException");
+    ASSERT_CONTAINS(msg, "credentials from profile 'both' in ");
+    ASSERT_CONTAINS(msg, ".aws/credentials");
+    free(msg);
+    env_keys();
+    ASSERT_EQ(sync_with(&s, NULL, NULL).chunks_embedded, 3);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+
+    /* A credential_process in the credentials file is used too */
+    snprintf(conf, sizeof conf, "[proc2]\ncredential_process = %s\n", good);
+    test_write(".aws/credentials", conf);
+    setenv("AWS_PROFILE", "proc2", 1);
+    ASSERT_EQ(sync_with(&st, NULL, NULL).chunks_embedded, 3);
+
+    /* Failures: clear, and no secret from the output */
+    static const struct {
+        const char *body, *says;
+    } bad[] = {
+        {"exit 3", "exited with status 3"},
+        {"echo 'not json " SECRET "'", "printed no JSON object"},
+        {"echo '{\"Version\": 2, \"AccessKeyId\": \"" AKID "\", \"SecretAccessKey\": \"" SECRET
+         "\"}'",
+         "printed a Version other than 1"},
+        {"echo '{\"Version\": 1, \"AccessKeyId\": \"" AKID "\"}'",
+         "printed no AccessKeyId or SecretAccessKey"},
+        {"echo '{\"Version\": 1, \"AccessKeyId\": \"" AKID "\", \"SecretAccessKey\": \"" SECRET
+         "\", \"Expiration\": \"2001-02-03T04:05:06Z\"}'",
+         "expired at 2001-02-03T04:05:06Z"},
+        {"echo '{\"Version\": 1, \"AccessKeyId\": \"" AKID "\", \"SecretAccessKey\": \"" SECRET
+         "\", \"Expiration\": \"next tuesday\"}'",
+         "an Expiration that is not an ISO 8601 time"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(conf, sizeof conf, "[proc2]\ncredential_process = %s\n",
+                 script("bin/bad", bad[i].body));
+        test_write(".aws/credentials", conf);
+        msg = sync_fails(&st, NULL);
+        ASSERT_CONTAINS(msg, "bedrock: credential_process of profile 'proc2' in ");
+        ASSERT_CONTAINS(msg, bad[i].says);
+        free(msg);
+    }
+    test_write(".aws/credentials", "[proc2]\ncredential_process = /nonexistent/helper --x\n");
+    msg = sync_fails(&st, NULL);
+    ASSERT_CONTAINS(msg, "could not be run");
+    free(msg);
+    test_write(".aws/credentials", "[proc2]\ncredential_process = helper 'unclosed\n");
+    msg = sync_fails(&st, NULL);
+    ASSERT_CONTAINS(msg, "an unclosed quote");
+    free(msg);
+    stop(&s);
+    stop(&st);
+    stop(&wrong);
 }
 
 /* Inference-profile prefixes and throughput suffixes name the same

@@ -60,6 +60,13 @@ TEST(openclaw_e2e) {
   ASSERT_CONTAINS(out, "memory_search through the daemon");
   ASSERT_CONTAINS(out, "openclaw memory status --json: mnemo's files");
   ASSERT_CONTAINS(out, "openclaw status --json --all: \"memory\" is mnemo's state");
+  /* OpenClaw's memory search settings reach mnemo */
+  ASSERT_CONTAINS(out, "memory.search.extraPaths: memory_search finds the note");
+  ASSERT_CONTAINS(out, "the daemon the plugin started indexes memory.search.extraPaths");
+  ASSERT_CONTAINS(out, "memory.search provider openai, model, remote.baseUrl");
+  ASSERT_CONTAINS(out, "the API key is on no mnemo command line");
+  ASSERT_CONTAINS(out, "openclaw memory status (text): the settings passed");
+  ASSERT_CONTAINS(out, "a running daemon with another provider than the settings");
   ASSERT_NOT_CONTAINS(out, "FAIL");
   free(out);
 }

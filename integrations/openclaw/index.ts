@@ -59,8 +59,12 @@ const plugin = {
     if (mode === "cli-metadata") return;
 
     api.registerMemoryCapability({ runtime: createMemoryRuntime(cfg, host) });
-    api.registerTool((ctx: ToolContext) => createMemorySearchTool(cfg, ctx), { names: ["memory_search"] });
-    api.registerTool((ctx: ToolContext) => createMemoryGetTool(cfg, ctx), { names: ["memory_get"] });
+    /* a tool's context carries OpenClaw's config (memory.search: see openclaw-settings.ts);
+       the config the plugin was registered with stands in when it does not */
+    const withConfig = (ctx: ToolContext | undefined): ToolContext =>
+      ctx?.config || ctx?.runtimeConfig || ctx?.getRuntimeConfig ? ctx : { ...ctx, config: api.config };
+    api.registerTool((ctx: ToolContext) => createMemorySearchTool(cfg, withConfig(ctx)), { names: ["memory_search"] });
+    api.registerTool((ctx: ToolContext) => createMemoryGetTool(cfg, withConfig(ctx)), { names: ["memory_get"] });
 
     /* The Gateway's lifetime: a daemon this plugin starts is stopped with it (and, passed
        --parent, exits by itself if the Gateway dies without stopping it). */
@@ -86,7 +90,7 @@ const plugin = {
         if (!message.trim()) return;
         try {
           const r = await mnemoRecall(
-            { ...toolOptions(cfg, ctx), timeoutMs: recall.timeoutMs ?? 1500 },
+            { ...toolOptions(cfg, ctx, api.config), timeoutMs: recall.timeoutMs ?? 1500 },
             {
               message,
               triggers: recall.triggers === true,

@@ -35,7 +35,7 @@ fi
 case $state in "~"/*) state=${HOME:?}/${state#"~/"} ;; esac
 
 plugin_files="index.ts memory-runtime.ts openclaw.plugin.json package.json"
-hook_files="HOOK.md handler.ts package.json mnemo-client.ts memory-tools.ts"
+hook_files="HOOK.md handler.ts package.json mnemo-client.ts memory-tools.ts openclaw-settings.ts"
 
 # sync SRC_DIR DEST_DIR FILES...: DEST_DIR becomes exactly FILES from SRC_DIR, replaced at once
 sync_dir() {

@@ -61,12 +61,17 @@ export type RuntimeHost = {
 };
 
 function optionsFor(cfg: PluginConfig, host: RuntimeHost, ocCfg: AnyConfig | undefined, agentId?: string): MnemoOptions {
-  const opts = toolOptions(cfg, { workspaceDir: host.workspaceFor(ocCfg, agentId) });
+  const opts = toolOptions(cfg, { workspaceDir: host.workspaceFor(ocCfg, agentId), agentId: agentId || "main" }, ocCfg ?? {});
   return { ...opts, autoStart: host.mayStartDaemon() && cfg.autoStart !== false };
 }
 
 /* mnemo status --json -> OpenClaw's MemoryProviderStatus, with mnemo's own view in custom.mnemo. */
-export function providerStatus(st: Record<string, any>, route: ReturnType<typeof mnemoRoute>, answeredBy: string): ProviderStatus {
+export function providerStatus(
+  st: Record<string, any>,
+  route: ReturnType<typeof mnemoRoute>,
+  answeredBy: string,
+  settings?: MnemoOptions["openclaw"],
+): ProviderStatus {
   const emb = (st.embedding ?? {}) as Record<string, any>;
   const mode = typeof st.mode === "string" ? st.mode : "keyword";
   const vectors = typeof emb.vectors === "number" ? emb.vectors : 0;
@@ -97,6 +102,8 @@ export function providerStatus(st: Record<string, any>, route: ReturnType<typeof
         memories: st.memories?.count ?? 0,
         warnings: Array.isArray(st.warnings) ? st.warnings : [],
         route: { ...route, answeredBy },
+        /* which OpenClaw memory settings reached mnemo, and which did not (key names only) */
+        settings: { mapped: settings?.mapped ?? [], ignored: settings?.ignored ?? [] },
       },
     },
   };
@@ -150,7 +157,7 @@ class MnemoManager {
   }
   async refresh(): Promise<ProviderStatus> {
     const st = await mnemoStatus(this.opts);
-    this.last = providerStatus(st, mnemoRoute(this.opts), lastRoute());
+    this.last = providerStatus(st, mnemoRoute(this.opts), lastRoute(), this.opts.openclaw);
     return this.last;
   }
   async sync(p: { force?: boolean } = {}): Promise<void> {
@@ -176,7 +183,7 @@ export function createMemoryRuntime(cfg: PluginConfig, host: RuntimeHost) {
       const opts = optionsFor(cfg, host, params.cfg, params.agentId);
       try {
         const st = await mnemoStatus(opts);
-        const manager = new MnemoManager(opts, providerStatus(st, mnemoRoute(opts), lastRoute()));
+        const manager = new MnemoManager(opts, providerStatus(st, mnemoRoute(opts), lastRoute(), opts.openclaw));
         return { manager, debug: { backend: "builtin" as const, purpose: params.purpose as any, managerMs: Date.now() - started } };
       } catch (e) {
         return { manager: null, error: `mnemo: ${e instanceof Error ? e.message : String(e)}` };
@@ -215,6 +222,15 @@ function finite(v: string, flag: string): number {
   return n;
 }
 
+/* The OpenClaw settings passed to mnemo (mnemo's key names) and those not used (OpenClaw's). */
+function settingsLines(s: { mapped?: string[]; ignored?: Array<{ key: string; why: string }> }): string[] {
+  const keys = [...new Set((s.mapped ?? []).map((l) => l.split(" -> ")[1]).filter(Boolean))];
+  return [
+    ...(keys.length ? [`  settings:  ${keys.join(", ")} (from OpenClaw's memory search config and the plugin's settings)`] : []),
+    ...(s.ignored ?? []).map((i) => `  not used:  ${i.key} (${i.why})`),
+  ];
+}
+
 function statusLines(agentId: string, s: ProviderStatus): string[] {
   const m = (s.custom?.mnemo ?? {}) as Record<string, any>;
   const r = (m.route ?? {}) as Record<string, any>;
@@ -231,6 +247,7 @@ function statusLines(agentId: string, s: ProviderStatus): string[] {
     `  mode:      ${m.mode ?? "keyword"}${s.provider && s.provider !== "none" ? ` (${s.provider}${s.model ? ` ${s.model}` : ""})` : ""}`,
     `  last sync: ${m.lastSync ?? "never"}`,
     `  route:     ${daemon} (url from ${r.source ?? "default"})`,
+    ...settingsLines((m.settings ?? {}) as { mapped?: string[]; ignored?: Array<{ key: string; why: string }> }),
     ...(Array.isArray(m.warnings) ? m.warnings.map((w: string) => `  warning:   ${w}`) : []),
   ];
 }

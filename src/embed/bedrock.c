@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "embed/bedrock.h"
+#include "embed/sigv4.h"
 
 static const bedrock_model models[] = {
     {"amazon.titan-embed-text-v2:0", BEDROCK_TITAN_V2, 1024, 1, "256,512,1024"},
@@ -65,7 +66,7 @@ int bedrock_size_ok(const bedrock_model *m, int dims)
     return 0;
 }
 
-void bedrock_region(const char *base_url, char *out, size_t n)
+void bedrock_region(const char *base_url, char *out, size_t n, char *src, size_t srcn)
 {
     const char *h = base_url ? strstr(base_url, "://") : NULL;
     if (h) {
@@ -78,6 +79,8 @@ void bedrock_region(const char *base_url, char *out, size_t n)
             const char *r = h + l, *dot = strchr(r, '.');
             if (dot && dot > r && (size_t)(dot - r) < n && !strncmp(dot, ".amazonaws.com", 14)) {
                 snprintf(out, n, "%.*s", (int)(dot - r), r);
+                if (src)
+                    snprintf(src, srcn, "baseUrl");
                 return;
             }
         }
@@ -87,10 +90,16 @@ void bedrock_region(const char *base_url, char *out, size_t n)
         const char *v = getenv(vars[i]);
         if (v && *v) {
             snprintf(out, n, "%s", v);
+            if (src)
+                snprintf(src, srcn, "%s", vars[i]);
             return;
         }
     }
+    if (aws_config_region(out, n, src, srcn))
+        return;
     snprintf(out, n, "us-east-1");
+    if (src)
+        snprintf(src, srcn, "the default: no AWS_REGION, AWS_DEFAULT_REGION or profile region");
 }
 
 /* Hands the numbers of array V to FN as vector INDEX. */

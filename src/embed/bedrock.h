@@ -30,9 +30,10 @@ const char *bedrock_models(void);
 int bedrock_size_ok(const bedrock_model *m, int dims);
 
 /* The region: BASE_URL's host when it is bedrock-runtime.REGION.amazonaws.com
- * (or bedrock-runtime-fips), then AWS_REGION, AWS_DEFAULT_REGION, then
- * us-east-1. */
-void bedrock_region(const char *base_url, char *out, size_t n);
+ * (or bedrock-runtime-fips), then AWS_REGION, AWS_DEFAULT_REGION, the
+ * profile's region in the AWS config file, then us-east-1. SRC (may be
+ * NULL) says which, for messages. */
+void bedrock_region(const char *base_url, char *out, size_t n, char *src, size_t srcn);
 
 /* Reads the vectors of an answer as jsonvec_scan does: {"embedding":[...]}
  * (Titan), {"embeddings":[[...], ...]} or {"embeddings":{"float":[[...]]}}

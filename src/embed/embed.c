@@ -280,7 +280,8 @@ static int bedrock_open(embedder *e, const embed_cfg *c, buf *err)
     e->max_inputs = e->bedrock->max_inputs;
     /* A configured endpoint wins; the region then comes from its host or
      * the environment (it is part of the signature). */
-    bedrock_region(e->base_url, e->region, sizeof e->region);
+    bedrock_region(e->base_url, e->region, sizeof e->region, e->region_source,
+                   sizeof e->region_source);
     if (!*e->base_url) {
         buf u;
         buf_init(&u, 4096);

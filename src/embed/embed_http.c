@@ -901,8 +901,9 @@ static int finish(call *c, slot *s, CURLcode cc)
                         "%s: 403 ExpiredTokenException: the AWS credentials from %s have "
                         "expired; renew them (a new session token, or aws sso login): %s",
                         e->provider, src, msg);
-        return fail(c, MNEMO_UNAVAILABLE, "%s: 403 %s%s%s (credentials from %s)", e->provider,
-                    s->errtype, *s->errtype ? ": " : "", *msg ? msg : "request refused", src);
+        return fail(c, MNEMO_UNAVAILABLE, "%s: 403 %s%s%s (credentials from %s; region %s from %s)",
+                    e->provider, s->errtype, *s->errtype ? ": " : "",
+                    *msg ? msg : "request refused", src, e->region, e->region_source);
     }
     return fail(c, status == 401 || status == 403 ? MNEMO_UNAVAILABLE : MNEMO_HTTP,
                 "%s: %ld %s", e->provider, status, *msg ? msg : "request refused");

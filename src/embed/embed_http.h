@@ -44,6 +44,7 @@ struct embedder {
     const bedrock_model *bedrock; /* bedrock: the model's family and limits */
     char region[32];   /* bedrock */
     copilot *copilot;  /* github-copilot: the tokens; each request sends the current one */
+    char region_source[320]; /* bedrock: where the region came from, for messages */
     char key_source[64]; /* where the API key came from, for messages */
     char *last_q;      /* the last query embedded and its vector: a search of */
     size_t last_qlen;  /* notes and facts asks for the same one twice */

@@ -7,13 +7,21 @@
  * %253A. libcurl's CURLOPT_AWS_SIGV4 (7.88) signs such paths otherwise, and
  * AWS would refuse it.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "embed/sigv4.h"
 #include "mnemo.h"
 #include "util/sha.h"
+#include "util/time.h"
 
 /* ----------------------------------------------------------------------
  * Credentials
@@ -47,10 +55,27 @@ static char *trim(char *s)
     return s;
 }
 
+/* The settings of one profile that mnemo reads, from either shared file. */
+typedef struct profile {
+    char *access_key, *secret_key, *token, *region, *process;
+} profile;
+
+static void profile_clear(profile *p)
+{
+    char **v[] = {&p->access_key, &p->secret_key, &p->token, &p->region, &p->process};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        if (*v[i]) {
+            memset(*v[i], 0, strlen(*v[i]));
+            free(*v[i]);
+            *v[i] = NULL;
+        }
+    }
+}
+
 /* Reads the keys of section SECTION of the INI file PATH into C (the ones
  * not set yet). Returns 0 when the file is missing, 1 when it exists
  * without the section, 2 when the section is there. */
-static int read_profile(const char *path, const char *section, aws_creds *c)
+static int read_profile(const char *path, const char *section, profile *c)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -78,6 +103,8 @@ static int read_profile(const char *path, const char *section, aws_creds *c)
         char **dst = !strcmp(k, "aws_access_key_id")       ? &c->access_key
                      : !strcmp(k, "aws_secret_access_key") ? &c->secret_key
                      : !strcmp(k, "aws_session_token")     ? &c->token
+                     : !strcmp(k, "region")                ? &c->region
+                     : !strcmp(k, "credential_process")    ? &c->process
                                                            : NULL;
         if (dst && !*dst && *v)
             *dst = strdup(v);
@@ -87,7 +114,261 @@ static int read_profile(const char *path, const char *section, aws_creds *c)
     return found;
 }
 
-static int complete(const aws_creds *c) { return c->access_key && c->secret_key; }
+static int complete(const profile *c) { return c->access_key && c->secret_key; }
+
+/* The shared files and the profile, as the SDKs find them: AWS_PROFILE or
+ * "default"; AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials;
+ * AWS_CONFIG_FILE or ~/.aws/config, where the profile's section is
+ * "profile NAME" (but "default"). */
+typedef struct shared_files {
+    const char *profile;
+    char cred[2048], conf[2048], section[300];
+} shared_files;
+
+static void shared_files_find(shared_files *f)
+{
+    const char *home = env("HOME");
+    f->profile = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
+    if (env("AWS_SHARED_CREDENTIALS_FILE"))
+        snprintf(f->cred, sizeof f->cred, "%s", env("AWS_SHARED_CREDENTIALS_FILE"));
+    else
+        snprintf(f->cred, sizeof f->cred, "%s/.aws/credentials", home ? home : "");
+    if (env("AWS_CONFIG_FILE"))
+        snprintf(f->conf, sizeof f->conf, "%s", env("AWS_CONFIG_FILE"));
+    else
+        snprintf(f->conf, sizeof f->conf, "%s/.aws/config", home ? home : "");
+    snprintf(f->section, sizeof f->section, "%s%s", strcmp(f->profile, "default") ? "profile " : "",
+             f->profile);
+}
+
+int aws_config_region(char *out, size_t n, char *src, size_t srcn)
+{
+    shared_files f;
+    shared_files_find(&f);
+    profile p = {0};
+    read_profile(f.conf, f.section, &p);
+    int found = p.region && *p.region;
+    if (found) {
+        snprintf(out, n, "%s", p.region);
+        if (src)
+            snprintf(src, srcn, "profile '%.200s' in %.1000s", f.profile, f.conf);
+    }
+    profile_clear(&p);
+    return found;
+}
+
+/* ----------------------------------------------------------------------
+ * credential_process
+ * -------------------------------------------------------------------- */
+
+/* How long a credential_process may take (an SSO helper may ask a browser). */
+#define PROCESS_TIMEOUT_MS 60000
+#define PROCESS_MAX_OUTPUT 65536
+
+/* Splits CMD into words as botocore does (shlex, POSIX rules): blanks
+ * separate, '...' is literal, "..." keeps \" and \\, a backslash outside
+ * quotes escapes the next byte. Writes the words into OUT (NUL-separated)
+ * and their starts into ARGV. Returns the count, or -1 for an unterminated
+ * quote or too many words. */
+static int split_words(const char *cmd, char *out, char **argv, int max)
+{
+    int argc = 0;
+    const char *s = cmd;
+    char *o = out;
+    for (;;) {
+        while (*s == ' ' || *s == '\t' || *s == '\n')
+            s++;
+        if (!*s)
+            break;
+        if (argc == max - 1)
+            return -1;
+        argv[argc++] = o;
+        while (*s && *s != ' ' && *s != '\t' && *s != '\n') {
+            if (*s == '\'') {
+                const char *e = strchr(s + 1, '\'');
+                if (!e)
+                    return -1;
+                memcpy(o, s + 1, (size_t)(e - s - 1));
+                o += e - s - 1;
+                s = e + 1;
+            } else if (*s == '"') {
+                for (s++; *s && *s != '"'; s++) {
+                    if (*s == '\\' && (s[1] == '"' || s[1] == '\\' || s[1] == '$' || s[1] == '`'))
+                        s++;
+                    *o++ = *s;
+                }
+                if (*s != '"')
+                    return -1;
+                s++;
+            } else if (*s == '\\' && s[1]) {
+                *o++ = s[1];
+                s += 2;
+            } else {
+                *o++ = *s++;
+            }
+        }
+        *o++ = 0;
+    }
+    argv[argc] = NULL;
+    return argc;
+}
+
+/* Runs ARGV without a shell, its standard output into OUT (at most
+ * PROCESS_MAX_OUTPUT bytes); its standard error is the caller's, so a
+ * helper's own advice (such as "run aws sso login") reaches the user.
+ * Returns the exit status, or -1 with WHY set. */
+static int run_process(char **argv, buf *out, const char **why)
+{
+    int fd[2];
+    if (pipe(fd) != 0) {
+        *why = strerror(errno);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        *why = strerror(errno);
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        if (in >= 0)
+            dup2(in, 0);
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        signal(SIGPIPE, SIG_DFL); /* the daemon ignores it; the helper should not */
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    double until = time_mono() + PROCESS_TIMEOUT_MS / 1000.0;
+    char chunk[4096];
+    int timed_out = 0;
+    for (;;) {
+        int left = (int)((until - time_mono()) * 1000);
+        struct pollfd p = {fd[0], POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) == 0) {
+            timed_out = 1;
+            break;
+        }
+        ssize_t r = read(fd[0], chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (out->len + (size_t)r <= PROCESS_MAX_OUTPUT)
+            buf_append(out, chunk, (size_t)r);
+    }
+    memset(chunk, 0, sizeof chunk);
+    close(fd[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (timed_out) {
+        *why = "did not finish within 60 s";
+        return -1;
+    }
+    if (WIFSIGNALED(st)) {
+        *why = "was killed by a signal";
+        return -1;
+    }
+    return WEXITSTATUS(st);
+}
+
+/* Keys from credential_process CMD of profile P in FILE: its output is
+ * {"Version": 1, "AccessKeyId", "SecretAccessKey", "SessionToken"?,
+ * "Expiration"?}. Messages name the profile and file, never the command
+ * (it may carry a secret) nor the output. */
+static int from_process(const char *cmd, const char *prof, const char *file, aws_creds *c,
+                        buf *err)
+{
+    size_t n = strlen(cmd);
+    char *words = malloc(n + 1), *argv[64];
+    if (!words)
+        return MNEMO_NOMEM;
+    int rc = MNEMO_UNAVAILABLE;
+    buf out;
+    buf_init(&out, 4096);
+    json_t *j = NULL;
+    const char *why = NULL;
+    int argc = split_words(cmd, words, argv, 64);
+    if (argc <= 0) {
+        why = argc < 0 ? "cannot be split into words (an unclosed quote?)" : "is empty";
+        goto done;
+    }
+    int st = run_process(argv, &out, &why);
+    if (st < 0)
+        goto done;
+    if (st == 127) {
+        why = "could not be run (exit status 127: command not found?)";
+        goto done;
+    }
+    if (st != 0) {
+        buf_printf(err, "bedrock: credential_process of profile '%s' in %s exited with status %d",
+                   prof, file, st);
+        goto done;
+    }
+    j = json_loadb(out.data ? out.data : "", out.len, 0, NULL);
+    json_t *ver = json_object_get(j, "Version");
+    const char *id = json_string_value(json_object_get(j, "AccessKeyId"));
+    const char *secret = json_string_value(json_object_get(j, "SecretAccessKey"));
+    const char *tok = json_string_value(json_object_get(j, "SessionToken"));
+    const char *exp = json_string_value(json_object_get(j, "Expiration"));
+    double t;
+    if (!json_is_object(j))
+        why = "printed no JSON object";
+    else if (!json_is_integer(ver) || json_integer_value(ver) != 1)
+        why = "printed a Version other than 1";
+    else if (!id || !*id || !secret || !*secret)
+        why = "printed no AccessKeyId or SecretAccessKey";
+    else if (exp && time_parse_iso(exp, &t) != 0)
+        why = "printed an Expiration that is not an ISO 8601 time";
+    else if (exp && t <= time_wall()) {
+        char at[32];
+        snprintf(at, sizeof at, "%.31s", exp);
+        buf_printf(err, "bedrock: credential_process of profile '%s' in %s: the credentials it "
+                        "printed expired at %s",
+                   prof, file, at);
+        goto done;
+    }
+    if (why)
+        goto done;
+    c->access_key = strdup(id);
+    c->secret_key = strdup(secret);
+    c->token = tok && *tok ? strdup(tok) : NULL;
+    if (!c->access_key || !c->secret_key || (tok && *tok && !c->token)) {
+        aws_creds_clear(c);
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    snprintf(c->source, sizeof c->source, "credential_process of profile '%.200s' in %.250s",
+             prof, file);
+    rc = MNEMO_OK;
+done:
+    if (why)
+        buf_printf(err, "bedrock: credential_process of profile '%s' in %s %s", prof, file, why);
+    if (j) {
+        /* the secret strings live in J: wipe them before freeing */
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+        {
+            if (json_is_string(v))
+                memset((char *)json_string_value(v), 0, json_string_length(v));
+        }
+        json_decref(j);
+    }
+    if (out.data)
+        memset(out.data, 0, out.len);
+    buf_cleanup(&out);
+    memset(words, 0, n + 1);
+    free(words);
+    return rc;
+}
 
 int aws_creds_load(aws_creds *c, buf *err)
 {
@@ -106,37 +387,38 @@ int aws_creds_load(aws_creds *c, buf *err)
                  tok ? ", AWS_SESSION_TOKEN" : "");
         return MNEMO_OK;
     }
-    const char *profile = env("AWS_PROFILE");
-    if (!profile)
-        profile = "default";
-    const char *home = env("HOME");
-    char cred[2048], conf[2048], section[300];
-    if (env("AWS_SHARED_CREDENTIALS_FILE"))
-        snprintf(cred, sizeof cred, "%s", env("AWS_SHARED_CREDENTIALS_FILE"));
-    else
-        snprintf(cred, sizeof cred, "%s/.aws/credentials", home ? home : "");
-    if (env("AWS_CONFIG_FILE"))
-        snprintf(conf, sizeof conf, "%s", env("AWS_CONFIG_FILE"));
-    else
-        snprintf(conf, sizeof conf, "%s/.aws/config", home ? home : "");
-    /* The credentials file names a profile as it is; the config file as
-     * "profile NAME", except the default one. */
-    int in_cred = read_profile(cred, profile, c);
-    const char *where = cred;
+    /* Static keys from the credentials file, then the config file (a key
+     * set in the first is not read from the second), then the profile's
+     * credential_process: in the order AWS's SDKs take them. */
+    shared_files f;
+    shared_files_find(&f);
+    profile p = {0};
+    int in_cred = read_profile(f.cred, f.profile, &p);
+    const char *where = f.cred, *proc_file = p.process ? f.cred : NULL;
     int in_conf = -1;
-    if (!complete(c)) {
-        snprintf(section, sizeof section, "%s%s", strcmp(profile, "default") ? "profile " : "",
-                 profile);
-        in_conf = read_profile(conf, section, c);
-        where = conf;
+    if (!complete(&p)) {
+        in_conf = read_profile(f.conf, f.section, &p);
+        where = f.conf;
+        if (!proc_file && p.process)
+            proc_file = f.conf;
     }
-    if (complete(c)) {
-        snprintf(c->source, sizeof c->source, "profile '%.200s' in %.290s", profile, where);
-        return MNEMO_OK;
+    int rc = MNEMO_UNAVAILABLE;
+    if (complete(&p)) {
+        c->access_key = p.access_key;
+        c->secret_key = p.secret_key;
+        c->token = p.token;
+        p.access_key = p.secret_key = p.token = NULL;
+        snprintf(c->source, sizeof c->source, "profile '%.200s' in %.290s", f.profile, where);
+        rc = MNEMO_OK;
+        goto done;
+    }
+    if (proc_file) {
+        rc = from_process(p.process, f.profile, proc_file, c, err);
+        goto done;
     }
     static const char *const state[] = {"no such file", "no such profile",
                                         "the profile lacks aws_access_key_id or "
-                                        "aws_secret_access_key"};
+                                        "aws_secret_access_key, and credential_process"};
     buf_printf(err, "bedrock: no AWS credentials; tried AWS_BEARER_TOKEN_BEDROCK (unset), ");
     if (id || secret)
         buf_printf(err, "the environment (%s is set but %s is not), ",
@@ -144,11 +426,14 @@ int aws_creds_load(aws_creds *c, buf *err)
                    id ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
     else
         buf_printf(err, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (unset), ");
-    buf_printf(err, "profile '%s'%s in %s (%s) and %s (%s)", profile,
-               env("AWS_PROFILE") ? " (AWS_PROFILE)" : "", cred, state[in_cred], conf,
+    buf_printf(err, "profile '%s'%s in %s (%s) and %s (%s)", f.profile,
+               env("AWS_PROFILE") ? " (AWS_PROFILE)" : "", f.cred, state[in_cred], f.conf,
                state[in_conf < 0 ? 0 : in_conf]);
-    aws_creds_clear(c);
-    return MNEMO_UNAVAILABLE;
+done:
+    profile_clear(&p);
+    if (rc)
+        aws_creds_clear(c);
+    return rc;
 }
 
 /* ----------------------------------------------------------------------

@@ -20,6 +20,11 @@
  *     carry mnemo's trigger recall and <recalled-memories> block (before_prompt_build), and
  *     the memory_search call it makes (through Tool Search's tool_call) must be answered by
  *     mnemo.
+ *     OpenClaw's memory search settings: Gateway A's memory.search (extraPaths, query.maxResults)
+ *     reach mnemo through the tools and the daemon; `openclaw memory index|search|status`
+ *     with memory.search naming provider openai, a model, remote.baseUrl (a loopback fake
+ *     embedding server), remote.apiKey, remote.headers and input types: the server sees them,
+ *     and the key is on no command line and in no file.
  *  2. Gateway B: memory-core keeps the slot; the memory-recall hook pack, installed by
  *     install.sh into <state>/hooks/ (its gateway:startup handler must start the daemon)
  *     and a test plugin registers the hook's before_tool_call handler: memory_search is
@@ -161,6 +166,11 @@ fs.writeFileSync(
   "# 2026-11-29\n\n- Ran the OpenClaw check. The canary phrase is zephyr quokka lantern 4711.\n- Nothing else happened.\n",
 );
 
+/* a folder outside the workspace, indexed through memory.search.extraPaths */
+const extraDir = path.join(tmp, "extra-notes");
+fs.mkdirSync(extraDir, { recursive: true });
+fs.writeFileSync(path.join(extraDir, "runbook.md"), "# Runbook\n\n- The extra canary is ocelot tamarind 2718.\n");
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
@@ -262,6 +272,107 @@ async function moduleChecks() {
     "another daemon serves the index: later calls go to it, logged once (not the CLI every time)", { routes, runningUrl, warnings });
   running.kill("SIGTERM");
   client.setMnemoLogger(undefined);
+
+  /* OpenClaw's memory search config -> mnemo's settings (openclaw-settings.ts) */
+  const st = await import(pathToFileURL(path.join(src, "integrations/openclaw/hooks/memory-recall/openclaw-settings.ts")).href);
+  const oc = {
+    memorySearch: { provider: "gemini", chunkSize: 300 },
+    agents: {
+      defaults: { memorySearch: { provider: "voyage", maxResults: 4, extraPaths: ["notes"] } },
+      entries: { Ops: { memory: { search: { model: "agent-model", extraPaths: [{ path: "/srv/runbooks", pattern: "**/*.md" }] } } } },
+    },
+    memory: {
+      search: {
+        provider: "openai", inputType: "shared-type", documentInputType: "doc-type", fallback: "gemini", cache: { enabled: true },
+        remote: { baseUrl: "http://127.0.0.1:9/v1", apiKey: "sk-unit-secret", headers: { "X-Team": "ops" } },
+        multimodal: { enabled: true, modalities: ["image"], maxFileBytes: 1000 }, query: { minScore: 0.2 },
+      },
+    },
+  };
+  const mset = st.mnemoSettings(oc, "ops", { maxResults: 9 });
+  const ev = mset.env;
+  check(ev.MNEMO_PROVIDER === "openai" && ev.MNEMO_MODEL === "agent-model" && ev.MNEMO_BASE_URL === "http://127.0.0.1:9/v1" &&
+    ev.MNEMO_CHUNK_TOKENS === "300" && ev.MNEMO_MIN_SCORE === "0.2" && ev.MNEMO_MAX_RESULTS === "9",
+    "settings: memory.search over agents.defaults.memorySearch over top-level memorySearch, the agent's over all, the plugin's settings win", ev);
+  check(ev.MNEMO_EXTRA_PATHS === JSON.stringify(["notes", { path: "/srv/runbooks", pattern: "**/*.md" }]),
+    "settings: extraPaths of every level are concatenated (strings and {path, pattern})", ev.MNEMO_EXTRA_PATHS);
+  check(ev.MNEMO_QUERY_INPUT_TYPE === "shared-type" && ev.MNEMO_DOCUMENT_INPUT_TYPE === "doc-type" &&
+    ev.MNEMO_HEADERS === JSON.stringify({ "X-Team": "ops" }) && ev.MNEMO_MULTIMODAL === JSON.stringify(oc.memory.search.multimodal),
+    "settings: inputType fills the input type not set; headers and multimodal pass as JSON", ev);
+  check(ev.MNEMO_API_KEY_ENV === st.OPENCLAW_KEY_ENV && ev[st.OPENCLAW_KEY_ENV] === "sk-unit-secret" &&
+    !JSON.stringify([mset.mapped, mset.ignored, mset.notes]).includes("sk-unit-secret"),
+    "settings: remote.apiKey only in a variable apiKeyEnv names, in no log line", mset);
+  check(mset.notes.length === 1 && /fallback \(gemini\) has no equivalent/.test(mset.notes[0]) &&
+    mset.ignored.some((i) => i.key === "memory.search.cache"), "settings: fallback and cache are reported as not used", mset);
+  const copilot = st.mnemoSettings({ memory: { search: { provider: "github-copilot", remote: { apiKey: { source: "env", provider: "default", id: "MY_KEY" } } } } }, "main");
+  const deep = st.mnemoSettings({ memorySearch: { provider: "deepinfra" } }, "main");
+  check(!copilot.env.MNEMO_PROVIDER && copilot.ignored.some((i) => /github-copilot/.test(i.why)) && copilot.env.MNEMO_API_KEY_ENV === "MY_KEY" &&
+    deep.env.MNEMO_PROVIDER === "openai-compatible" && deep.env.MNEMO_API_KEY_ENV === "DEEPINFRA_API_KEY" && /deepinfra/.test(deep.env.MNEMO_BASE_URL),
+    "settings: an env secret reference names apiKeyEnv; github-copilot is not used; deepinfra is its OpenAI-compatible endpoint", { copilot, deep });
+  const off = st.mnemoSettings(oc, "ops", { model: "mine" }, false);
+  check(JSON.stringify(off.env) === JSON.stringify({ MNEMO_MODEL: "mine" }), "settings: openclawSettings false passes the plugin's settings only", off.env);
+
+  /* a daemon already running with another provider than the settings ask for: not used, logged once */
+  const sdb = path.join(tmp, "settings.sqlite");
+  daemonPidFiles.push(`${sdb}.serve.pid`);
+  const sport = await freePort();
+  const other = spawn(mnemoBin, ["--workspace", ws, "--db", sdb, "serve", "--listen", `127.0.0.1:${sport}`], {
+    stdio: "ignore",
+    env: { ...process.env, MNEMO_PROVIDER: "auto" },
+  });
+  const surl = `http://127.0.0.1:${sport}`;
+  for (let i = 0; i < 100 && !(await health(surl)); i++) await sleep(100);
+  warnings.length = 0;
+  client.setMnemoLogger({ warn: (m) => warnings.push(m) });
+  const so = { bin: mnemoBin, workspace: ws, db: sdb, url: surl, autoStart: false, timeoutMs: 5000 };
+  /* the plugin's settings name provider none; the daemon runs auto */
+  const none = { ...so, settings: { provider: "none" } };
+  const sr = [];
+  for (let i = 0; i < 2; i++) sr.push((await tools.memorySearchPayload(none, {}, { query: "zephyr quokka" })).payload.debug?.route);
+  const same = (await tools.memorySearchPayload({ ...so, settings: { provider: "auto" } }, {}, { query: "zephyr quokka" })).payload;
+  check(sr.join() === "cli,cli" && warnings.filter((w) => w.includes("runs provider auto, not none")).length === 1 && same.debug?.route === "daemon",
+    "a running daemon with another provider than the settings: the CLI answers, logged once; with the same, the daemon", { sr, warnings, same: same.debug });
+  other.kill("SIGTERM");
+  client.setMnemoLogger(undefined);
+}
+
+/*
+ * A fake OpenAI embedding server (POST /v1/embeddings): vectors made from the words of each
+ * input, every request kept (headers and body) for the checks.
+ */
+async function fakeEmbedder() {
+  const requests = [];
+  const dims = 64;
+  const vec = (text) => {
+    const v = new Array(dims).fill(0);
+    for (const w of String(text).toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+      let h = 2166136261;
+      for (const ch of w) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+      v[h % dims] += 1;
+    }
+    const n = Math.hypot(...v) || 1;
+    return v.map((x) => x / n);
+  };
+  const port = await freePort();
+  const server = http
+    .createServer((req, res) => {
+      let raw = "";
+      req.on("data", (c) => (raw += c));
+      req.on("end", () => {
+        let body = {};
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          /* keep {} */
+        }
+        requests.push({ url: req.url, headers: req.headers, body });
+        const inputs = Array.isArray(body.input) ? body.input : [body.input];
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ object: "list", model: body.model, data: inputs.map((t, index) => ({ object: "embedding", index, embedding: vec(t) })) }));
+      });
+    })
+    .listen(port, "127.0.0.1");
+  return { url: `http://127.0.0.1:${port}`, requests, close: () => server.close() };
 }
 
 /* ------------------------------------------------------------ a scripted model */
@@ -495,6 +606,8 @@ async function gatewayA() {
     http: { endpoints: { chatCompletions: { enabled: true } } },
     models: { mode: "merge", providers: { scripted: model.provider } },
     agents: { defaults: { workspace: ws, model: { primary: "scripted/scripted" } } },
+    /* OpenClaw's memory search settings, which the plugin passes to mnemo */
+    memory: { search: { extraPaths: [extraDir], query: { maxResults: 2 } } },
     plugins: {
       slots: { memory: "mnemo" },
       entries: {
@@ -523,8 +636,13 @@ async function gatewayA() {
     check(typeof r.text === "string" && JSON.parse(r.text).results.length === r.details.results.length,
       "  ... content[0].text is the same JSON for the model");
 
-    r = await gw.invoke("memory_search", { query: "postgres migration", maxResults: 2 });
-    check(r.details?.results?.length === 2, "maxResults 2 gives 2 results", r.details?.results?.length);
+    r = await gw.invoke("memory_search", { query: "ocelot tamarind" });
+    check(r.details?.results?.[0]?.path?.endsWith("extra-notes/runbook.md"),
+      "memory.search.extraPaths: memory_search finds the note in the extra folder", r.details?.results?.[0] ?? r.details);
+    r = await gw.invoke("memory_search", { query: "postgres" });
+    check(r.details?.results?.length === 2, "memory.search.query.maxResults 2: memory_search without maxResults gives 2 results", r.details?.results?.length);
+    r = await gw.invoke("memory_search", { query: "postgres migration", maxResults: 3 });
+    check(r.details?.results?.length === 3, "maxResults 3 gives 3 results", r.details?.results?.length);
     r = await gw.invoke("memory_search", { query: "postgres migration gateway deploy", minScore: 0.9 });
     check(r.details?.results?.length > 0 && r.details.results.every((h) => h.score >= 0.9), "minScore 0.9 keeps only scores >= 0.9",
       r.details?.results?.map((h) => h.score));
@@ -546,6 +664,9 @@ async function gatewayA() {
     }
     check(r.details?.debug?.route === "daemon" && r.details?.results?.[0]?.path === "memory/2026-11-29.md",
       "memory_search through the daemon", r.details?.debug);
+    r = await gw.invoke("memory_search", { query: "ocelot tamarind" });
+    check(r.details?.debug?.route === "daemon" && r.details?.results?.[0]?.path?.endsWith("extra-notes/runbook.md"),
+      "  ... the daemon the plugin started indexes memory.search.extraPaths too", r.details);
 
     /* the plugin started its daemon with --parent <a process of the Gateway> */
     const daemonPid = JSON.parse(fs.readFileSync(`${db}.serve.pid`, "utf8")).pid;
@@ -563,7 +684,8 @@ async function gatewayA() {
        the plugin: its memory runtime answers them (through the daemon the Gateway's plugin
        started). The status --all one reads a copy of the config whose Gateway port is closed:
        OpenClaw reports memory from the plugin only when it scans locally. */
-    const direct = JSON.parse(spawnSync(mnemoBin, ["--workspace", ws, "--db", db, "status", "--json"], { encoding: "utf8" }).stdout);
+    const direct = JSON.parse(spawnSync(mnemoBin, ["--workspace", ws, "--db", db, "status", "--json"],
+      { encoding: "utf8", env: { ...process.env, MNEMO_EXTRA_PATHS: JSON.stringify([extraDir]) } }).stdout);
     const offline = path.join(gw.state, "openclaw-offline.json");
     fs.writeFileSync(offline, JSON.stringify({ ...gw.config, gateway: { ...gw.config.gateway, port: await freePort() } }, null, 2));
     const otherUrl = `http://127.0.0.1:${await freePort()}`;
@@ -591,6 +713,8 @@ async function gatewayA() {
     check(all.json && am?.agentId === "main" && am?.files === direct.files && am?.chunks === direct.chunks && am?.custom?.mnemo?.mode === "keyword" &&
       am?.custom?.mnemo?.lastSync === direct.lastSync?.at && all.json?.memoryPlugin?.slot === "mnemo",
       "openclaw status --json --all: \"memory\" is mnemo's state (files, chunks, mode, last sync)", am ?? all.out.slice(0, 800) + all.err.slice(-800));
+
+    await providerSettings(gw);
 
     /* openclaw memory index: a new note, then a forced rebuild; the daemon keeps answering */
     fs.writeFileSync(path.join(ws, "memory/2026-11-30.md"), "# 2026-11-30\n\n- The second canary is marmot heliotrope 0815.\n");
@@ -651,6 +775,74 @@ async function gatewayA() {
     check(!/plugin.*mnemo.*(failed|error)/i.test(gw.log().split("\n").filter((l) => !/name conflict/.test(l)).join("\n")),
       "gateway A log has no mnemo plugin errors");
   };
+}
+
+/*
+ * `openclaw memory index|search|status` (separate CLI processes loading the plugin) with a
+ * config whose memory.search names provider openai, a model, remote.baseUrl (a fake embedding
+ * server), remote.apiKey, remote.headers, input types, a fallback and a cache setting. The
+ * plugin runs mnemo through a wrapper that records its command lines.
+ */
+async function providerSettings(gw) {
+  const emb = await fakeEmbedder();
+  const key = `e2e-secret-${Math.random().toString(36).slice(2)}`;
+  const vdir = path.join(tmp, "provider");
+  fs.mkdirSync(vdir, { recursive: true });
+  const vdb = path.join(vdir, "index.sqlite");
+  const argvLog = path.join(vdir, "argv.log");
+  const wrapper = path.join(vdir, "mnemo-wrapper.sh");
+  fs.writeFileSync(wrapper, `#!/bin/sh\nprintf '%s\\n' "$*" >>'${argvLog}'\nexec '${mnemoBin}' "$@"\n`, { mode: 0o755 });
+  const config = structuredClone(gw.config);
+  config.plugins.entries.mnemo.config = { bin: wrapper, db: vdb, daemon: false, timeoutMs: 20000 };
+  config.memory = {
+    search: {
+      provider: "openai",
+      model: "e2e-embed-model",
+      remote: { baseUrl: `${emb.url}/v1`, apiKey: key, headers: { "X-E2E-Team": "memory" } },
+      queryInputType: "query-e2e",
+      documentInputType: "passage-e2e",
+      extraPaths: [extraDir],
+      fallback: "gemini",
+      cache: { enabled: true },
+    },
+  };
+  const vcfg = path.join(gw.state, "openclaw-provider.json");
+  fs.writeFileSync(vcfg, JSON.stringify(config, null, 2));
+  const env = { OPENCLAW_CONFIG_PATH: vcfg };
+  const ix = await gw.cli(["memory", "index", "--json"], env);
+  const docs = emb.requests.filter((q) => q.body?.input_type === "passage-e2e");
+  check(ix.code === 0 && docs.length > 0 && docs.every((q) => q.body.model === "e2e-embed-model" && q.url === "/v1/embeddings"),
+    "memory.search provider openai, model, remote.baseUrl, documentInputType: openclaw memory index embeds through them",
+    { index: ix.json ?? ix.out + ix.err, requests: emb.requests.map((q) => ({ url: q.url, model: q.body?.model, type: q.body?.input_type })) });
+  check(docs.length > 0 && docs.every((q) => q.headers.authorization === `Bearer ${key}` && q.headers["x-e2e-team"] === "memory"),
+    "  ... with remote.apiKey and remote.headers on the requests", docs[0]?.headers);
+  const before = emb.requests.length;
+  const [se, st, sx] = await Promise.all([
+    gw.cli(["memory", "search", "--json", "ocelot tamarind"], env),
+    gw.cli(["memory", "status", "--json"], env),
+    gw.cli(["memory", "status"], env),
+  ]);
+  const queries = emb.requests.slice(before).filter((q) => q.body?.input_type === "query-e2e");
+  check(se.code === 0 && se.json?.results?.[0]?.path?.endsWith("extra-notes/runbook.md") && se.json?.mode === "hybrid" && queries.length > 0,
+    "  ... openclaw memory search: hybrid, the query embedded with queryInputType, the extraPaths note first",
+    { search: se.json ?? se.out + se.err, queries: queries.length });
+  const s0 = st.json?.[0]?.status;
+  const set = s0?.custom?.mnemo?.settings;
+  check(st.code === 0 && s0?.provider === "openai" && s0?.model === "e2e-embed-model" &&
+    set?.mapped?.includes("memory.search.remote.apiKey -> apiKeyEnv") && set?.ignored?.some((i) => i.key === "memory.search.cache"),
+    "  ... openclaw memory status: provider and model, the settings passed and those not used", s0 ?? st.out + st.err);
+  check(sx.code === 0 && /settings: +provider, model, baseUrl, headers, apiKeyEnv, queryInputType, documentInputType, extraPaths\b/.test(sx.out) &&
+    /not used: +memory\.search\.cache \(/.test(sx.out) && /mode: +hybrid \(openai e2e-embed-model\)/.test(sx.out),
+    "  ... openclaw memory status (text): the settings passed and those not used", sx.out + sx.err);
+  const logs = st.out + st.err;
+  check(logs.split("memory.search.fallback (gemini) has no equivalent").length === 2 && logs.includes("not used for agent main: memory.search.cache"),
+    "  ... the fallback and the unused settings are logged once", logs.slice(-2000));
+  const argv = fs.readFileSync(argvLog, "utf8");
+  const files = fs.readdirSync(vdir).filter((f) => f !== "argv.log").map((f) => fs.readFileSync(path.join(vdir, f)));
+  check(argv.includes("index --json") && !argv.includes(key) && !files.some((b) => b.includes(key)) &&
+    ![ix, se, st, sx].some((x) => (x.out + x.err).includes(key)),
+    "  ... the API key is on no mnemo command line, in no index file and in no output", argv);
+  emb.close();
 }
 
 async function gatewayB() {

@@ -14,7 +14,7 @@
 import os from "node:os";
 import path from "node:path";
 import { mnemoEnsureDaemon, mnemoStopDaemons, type MnemoOptions } from "./mnemo-client.ts";
-import { memorySearchPayload, type PluginConfig, type ToolContext } from "./memory-tools.ts";
+import { memorySearchPayload, settingsFor, type PluginConfig, type ToolContext } from "./memory-tools.ts";
 
 function expandHome(p: string | undefined): string | undefined {
   if (!p) return undefined;
@@ -39,10 +39,19 @@ type InternalHookEvent = {
 
 const mismatchLogged = new Set<string>();
 
+/* The mnemo plugin's settings and openclawSettings (plugins.entries.mnemo.config), if any. */
+function pluginSettings(cfg: any): Pick<PluginConfig, "settings" | "openclawSettings"> {
+  const entry = cfg?.plugins?.entries?.mnemo;
+  const plugin = entry && entry.enabled !== false ? (entry.config ?? {}) : {};
+  return { settings: plugin.settings, openclawSettings: plugin.openclawSettings };
+}
+
 /**
  * The hook's mnemo options: the mnemo plugin's config (plugins.entries.mnemo.config) where it
  * sets a key, else the hook's env (hooks.internal.entries.memory-recall.env), else the
- * process environment. A plugin url and a MNEMO_URL that differ are logged once.
+ * process environment. A plugin url and a MNEMO_URL that differ are logged once. The daemon
+ * gets the default agent's settings (OpenClaw's memory search config, the plugin's settings),
+ * as the tool calls do.
  */
 export function hookOptions(cfg: any, workspaceDir?: string): MnemoOptions {
   const hookEnv = cfg?.hooks?.internal?.entries?.["memory-recall"]?.env ?? {};
@@ -58,6 +67,9 @@ export function hookOptions(cfg: any, workspaceDir?: string): MnemoOptions {
     url: pick("url"),
     token: pick("token"),
   };
+  const s = settingsFor(pluginSettings(cfg), cfg ?? undefined, "main");
+  opts.env = s.env;
+  opts.expect = { provider: s.provider, model: s.model };
   if (typeof plugin.url === "string" && fromEnvs.url && plugin.url.replace(/\/+$/, "") !== fromEnvs.url.replace(/\/+$/, "")) {
     const key = `${plugin.url} ${fromEnvs.url}`;
     if (!mismatchLogged.has(key)) {
@@ -102,7 +114,7 @@ export function createBeforeToolCall(options: MnemoOptions = {}) {
   ): Promise<BeforeToolCallResult> {
     try {
       if (event?.toolName !== "memory_search") return undefined;
-      const cfg: PluginConfig = { timeoutMs: 1500, ...fromEnv(process.env), ...options };
+      const cfg: PluginConfig = { timeoutMs: 1500, ...pluginSettings(ctx?.config), ...fromEnv(process.env), ...options };
       cfg.workspace = expandHome(cfg.workspace);
       if (!cfg.workspace) return undefined;
       const toolCtx: ToolContext = { sessionKey: ctx?.sessionKey, config: ctx?.config };

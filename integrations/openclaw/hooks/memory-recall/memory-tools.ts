@@ -8,14 +8,20 @@
 import {
   MnemoError,
   lastRoute,
+  logOnce,
   mnemoGet,
   mnemoSearch,
   type MnemoOptions,
   type SearchHit,
 } from "./mnemo-client.ts";
+import { mnemoSettings, type MnemoSettings } from "./openclaw-settings.ts";
 
-export type PluginConfig = MnemoOptions & {
+export type PluginConfig = Omit<MnemoOptions, "env" | "expect" | "openclaw"> & {
   recall?: { triggers?: boolean; memories?: boolean; userId?: string; timeoutMs?: number };
+  /** mnemo settings by mnemo's key names; they win over OpenClaw's memory search config. */
+  settings?: Record<string, unknown>;
+  /** Map OpenClaw's memory search config (memory.search, agents.*.memorySearch) to mnemo (default true). */
+  openclawSettings?: boolean;
 };
 
 export type ToolContext = {
@@ -81,7 +87,42 @@ export function str(v: unknown): string {
   return typeof v === "string" ? v : "";
 }
 
-export function toolOptions(cfg: PluginConfig, ctx: ToolContext | undefined): MnemoOptions {
+/* Settings per plugin config, OpenClaw config object and agent: computed once, logged once. */
+const settingsCache = new WeakMap<object, WeakMap<object, Map<string, MnemoSettings>>>();
+const NO_CONFIG = {};
+
+/** mnemo's settings for AGENTID from OpenClaw's config OCCFG and the plugin's config CFG. */
+export function settingsFor(cfg: PluginConfig, ocCfg: Record<string, any> | undefined, agentId: string | undefined): MnemoSettings {
+  const id = agentId || "main";
+  const holder = ocCfg ?? NO_CONFIG;
+  let byConfig = settingsCache.get(cfg);
+  if (!byConfig) {
+    byConfig = new WeakMap();
+    settingsCache.set(cfg, byConfig);
+  }
+  let byAgent = byConfig.get(holder);
+  if (!byAgent) {
+    byAgent = new Map();
+    byConfig.set(holder, byAgent);
+  }
+  let s = byAgent.get(id);
+  if (!s) {
+    s = mnemoSettings(ocCfg, id, cfg.settings, cfg.openclawSettings !== false);
+    byAgent.set(id, s);
+    if (s.mapped.length) logOnce(`mapped ${id} ${s.mapped.join()}`, `mnemo: settings for agent ${id}: ${s.mapped.join(", ")}`, "info");
+    if (s.ignored.length)
+      logOnce(
+        `ignored ${id} ${s.ignored.map((i) => i.key).join()}`,
+        `mnemo: OpenClaw memory settings not used for agent ${id}: ${s.ignored.map((i) => `${i.key} (${i.why})`).join("; ")}`,
+      );
+    for (const n of s.notes) logOnce(`note ${n}`, n);
+  }
+  return s;
+}
+
+export function toolOptions(cfg: PluginConfig, ctx: ToolContext | undefined, ocCfg?: Record<string, any>): MnemoOptions {
+  const config = ctx?.getRuntimeConfig?.() ?? ctx?.runtimeConfig ?? ctx?.config ?? ocCfg;
+  const s = settingsFor(cfg, config, ctx?.agentId);
   return {
     bin: cfg.bin,
     workspace: cfg.workspace || ctx?.workspaceDir || process.env.MNEMO_WORKSPACE || undefined,
@@ -91,6 +132,9 @@ export function toolOptions(cfg: PluginConfig, ctx: ToolContext | undefined): Mn
     daemon: cfg.daemon,
     autoStart: cfg.autoStart,
     timeoutMs: cfg.timeoutMs,
+    env: s.env,
+    expect: { provider: s.provider, model: s.model },
+    openclaw: { mapped: s.mapped, ignored: s.ignored },
   };
 }
 

@@ -14,6 +14,12 @@
  * (it exits when this process is gone) and is stopped by mnemoStopDaemons() (Gateway stop).
  * When the start fails because another daemon already serves the index, the client reads
  * that daemon's address from the index's pid file, logs once and uses it.
+ *
+ * Settings (the `env` option: MNEMO_* variables made from OpenClaw's memory search config by
+ * openclaw-settings.ts, and an API key variable) reach every mnemo process the same way: the
+ * environment of the CLI calls and of the daemon this module starts. A daemon that is already
+ * running was started with its own environment: when it reports another provider or model
+ * than the settings ask for (the `expect` option), that is logged once and the CLI answers.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -37,6 +43,12 @@ export type MnemoOptions = {
   autoStart?: boolean;
   /** Hard deadline for one call, daemon and CLI fallback together (default 2000 ms). */
   timeoutMs?: number;
+  /** Environment variables for every mnemo process started (settings; an API key). */
+  env?: Record<string, string>;
+  /** The provider and model a running daemon must report to be used for these settings. */
+  expect?: { provider?: string; model?: string };
+  /** Which OpenClaw settings were passed and which were not (for status). */
+  openclaw?: { mapped: string[]; ignored: Array<{ key: string; why: string }> };
 };
 
 export type SearchParams = {
@@ -110,10 +122,15 @@ export function setMnemoLogger(l: Logger | undefined): void {
 }
 /* Logs MSG once per process for KEY (a daemon that cannot be used is not news on every call). */
 function warnOnce(key: string, msg: string): void {
+  logOnce(key, msg, "warn");
+}
+/** Logs MSG once per process for KEY, as a warning or (level "info") an information. */
+export function logOnce(key: string, msg: string, level: "warn" | "info" = "warn"): void {
   if (loggedOnce.has(key)) return;
   loggedOnce.add(key);
   try {
-    logger.warn?.(msg);
+    if (level === "info" && logger.info) logger.info(msg);
+    else logger.warn?.(msg);
   } catch {
     /* a logger that throws must not break a search */
   }
@@ -137,8 +154,11 @@ const SPAWN_INTERVAL_MS = 30000;
 type DaemonState = {
   downUntil: number;
   spawnedAt: number;
-  checkedWorkspace: string;
+  /* the workspace and settings this daemon was last checked to serve */
+  checked: string;
   mismatch: boolean;
+  /* the settings (workspace, provider, model) this daemon was found not to serve */
+  refused: Set<string>;
   /* the address of the daemon that already serves this index, when it is not url */
   redirect?: string;
 };
@@ -181,6 +201,8 @@ function resolved(opts: MnemoOptions) {
     daemon: opts.daemon !== false,
     autoStart: opts.autoStart !== false,
     timeoutMs: opts.timeoutMs && opts.timeoutMs > 0 ? opts.timeoutMs : DEFAULT_TIMEOUT_MS,
+    env: opts.env ?? {},
+    expect: opts.expect ?? {},
   };
 }
 type Resolved = ReturnType<typeof resolved>;
@@ -192,6 +214,22 @@ function isLoopback(url: string): boolean {
   } catch {
     return false;
   }
+}
+
+/*
+ * The environment of a mnemo process: this process's, with the settings over it. A setting
+ * that replaces a different MNEMO_* value inherited from the Gateway's environment is logged
+ * once (the value is not: it may be a header or a key).
+ */
+function childEnv(o: Resolved): NodeJS.ProcessEnv {
+  const e: NodeJS.ProcessEnv = { ...process.env };
+  for (const [k, v] of Object.entries(o.env)) {
+    const had = process.env[k];
+    if (had !== undefined && had !== v && k.startsWith("MNEMO_"))
+      warnOnce(`env ${k}`, `mnemo: ${k} from the environment is replaced by the setting the plugin passes (OpenClaw's memory search config or the plugin's settings)`);
+    e[k] = v;
+  }
+  return e;
 }
 
 function globalArgs(o: Resolved): string[] {
@@ -273,7 +311,7 @@ const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
 function stateOf(o: Resolved): DaemonState {
   let s = daemons.get(o.url);
   if (!s) {
-    s = { downUntil: 0, spawnedAt: 0, checkedWorkspace: "", mismatch: false };
+    s = { downUntil: 0, spawnedAt: 0, checked: "", mismatch: false, refused: new Set() };
     daemons.set(o.url, s);
   }
   return s;
@@ -304,6 +342,7 @@ function startDaemon(o: Resolved, s: DaemonState): void {
     const child = spawn(o.bin, [...globalArgs(o), "serve", "--listen", listen, "--parent", String(process.pid)], {
       detached: true,
       stdio: ["ignore", "ignore", "pipe"],
+      env: childEnv(o),
     });
     let err = "";
     child.stderr?.on("data", (c: Buffer) => {
@@ -383,15 +422,17 @@ export function mnemoSpawnedDaemons(): number[] {
 /* Returns the daemon's JSON, or throws DaemonUnavailable (caller falls back) or MnemoError (final). */
 async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: number, method = "POST"): Promise<unknown> {
   const s = stateOf(o);
-  if (!o.daemon || s.mismatch || Date.now() < s.downUntil) throw new DaemonUnavailable("daemon skipped");
+  const want = `${o.workspace ?? ""}\0${o.expect.provider ?? ""}\0${o.expect.model ?? ""}`;
+  if (!o.daemon || s.mismatch || s.refused.has(want) || Date.now() < s.downUntil) throw new DaemonUnavailable("daemon skipped");
   const d = s.redirect ? { ...o, url: s.redirect } : o;
   try {
-    if (o.workspace && s.checkedWorkspace !== o.workspace) {
-      /* once per daemon and workspace: is this daemon serving our workspace? */
+    if ((o.workspace || o.expect.provider || o.expect.model) && s.checked !== want) {
+      /* once per daemon, workspace and settings: is this daemon serving our workspace, with
+         the provider and model asked for? */
       const h = await httpJson(d, "GET", "/v1/status", undefined, Math.min(1000, (deadline - Date.now()) / 2));
       const ws = (h.body as { workspace?: string })?.workspace;
       if (h.status !== 200) throw new DaemonUnavailable(`daemon status HTTP ${h.status}`);
-      if (ws && path.resolve(ws) !== o.workspace) {
+      if (o.workspace && ws && path.resolve(ws) !== o.workspace) {
         s.mismatch = true; /* it serves another workspace: use the CLI from now on */
         warnOnce(
           `workspace ${d.url} ${o.workspace}`,
@@ -400,7 +441,17 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
         );
         throw new DaemonUnavailable(`daemon serves ${ws}, not ${o.workspace}`);
       }
-      s.checkedWorkspace = o.workspace;
+      const other = otherSettings(o, h.body);
+      if (other) {
+        s.refused.add(want); /* started with other settings: the CLI runs with ours */
+        warnOnce(
+          `settings ${d.url} ${want}`,
+          `mnemo: the daemon at ${d.url} runs ${other}; answering from the CLI (slower). ` +
+            "Stop that daemon (the plugin starts one with these settings) or give this agent its own url.",
+        );
+        throw new DaemonUnavailable(`daemon runs ${other}`);
+      }
+      s.checked = want;
       if (route === "/v1/status" && method === "GET") return h.body;
     }
     const r = await httpJson(d, method, route, method === "GET" ? undefined : body, deadline - Date.now());
@@ -412,7 +463,8 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
   } catch (e) {
     if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { refused?: boolean }).refused) {
       s.downUntil = Date.now() + DAEMON_RETRY_MS;
-      s.checkedWorkspace = "";
+      s.checked = "";
+      s.refused.clear(); /* a daemon started next runs with the settings of its start */
       if (s.redirect) s.redirect = undefined; /* that daemon is gone: back to the configured url */
       startDaemon(o, s);
     } else if (e instanceof DaemonUnavailable && (e as DaemonUnavailable & { timedOut?: boolean }).timedOut) {
@@ -420,6 +472,18 @@ async function viaDaemon(o: Resolved, route: string, body: unknown, deadline: nu
     }
     throw e;
   }
+}
+
+/* What differs between a daemon's status and the provider and model asked for, or "". */
+function otherSettings(o: Resolved, status: unknown): string {
+  const emb = ((status as { embedding?: Record<string, unknown> })?.embedding ?? {}) as Record<string, unknown>;
+  const diffs: string[] = [];
+  const p = o.expect.provider;
+  if (p && p !== "auto" && typeof emb.configured === "string" && emb.configured !== p)
+    diffs.push(`provider ${emb.configured}, not ${p}`);
+  const m = o.expect.model;
+  if (m && typeof emb.model === "string" && emb.model !== m) diffs.push(`model ${emb.model}, not ${m}`);
+  return diffs.join(" and ");
 }
 
 /* ---------------------------------------------------------------- CLI */
@@ -431,7 +495,7 @@ function runCli(o: Resolved, args: string[], deadline: number): Promise<string> 
     execFile(
       o.bin,
       [...globalArgs(o), ...args],
-      { timeout: ms, killSignal: "SIGKILL", maxBuffer: 16 * 1024 * 1024, windowsHide: true },
+      { timeout: ms, killSignal: "SIGKILL", maxBuffer: 16 * 1024 * 1024, windowsHide: true, env: childEnv(o) },
       (error, stdout, stderr) => {
         const out = String(stdout);
         if (error && (error as NodeJS.ErrnoException).code === "ENOENT") {
