@@ -560,7 +560,7 @@ static const api_op ops[] = {
          "from the request (names, topics, identifiers, dates), not the whole message\"},"
          "\"kinds\":{\"type\":[\"string\",\"array\"],\"items\":{\"type\":\"string\"},"
          "\"description\":\"what to search: note (the Markdown notes), fact (stored "
-         "memories), or all (default)\"},"
+         "memories), media (images and audio, when multimodal is on), or all (default)\"},"
          "\"maxResults\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
          "\"description\":\"at most this many results (default 6)\"},"
          "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"

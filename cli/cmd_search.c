@@ -49,6 +49,8 @@ static void print_hit(const mnemo_hits *h, size_t i, int explain, size_t nth)
         printf("  (score %.2f; fact, %s, importance %.2f, %.10s)\n", score,
                *f->category ? f->category : "uncategorised", as_printed_g(f->importance),
                day);
+    } else if (r->mime) {
+        printf("  (score %.2f; %s)\n", score, r->mime); /* an image or audio file */
     } else {
         printf("  (score %.2f)\n", score);
     }

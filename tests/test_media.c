@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "provider_server.h"
 #include "test.h"
 #include "text/media.h"
@@ -381,3 +382,53 @@ TEST(media_cli_search_and_get)
     free(err);
     ps_stop(s);
 }
+
+TEST(media_refresh_follows_a_new_picture)
+{
+    /* What mnemo mcp does before a search: only what changed is synced. */
+    ps_options o = {.dims = DIMS};
+    provider_server *s = ps_start(&o);
+    ASSERT(s != NULL);
+    media_workspace();
+    mnemo *m = open_media(s, "gemini-embedding-2-preview", NULL);
+    ASSERT_OK(mnemo_refresh(m, NULL, NULL)); /* the first call syncs */
+    write_image("ws/media/photos/img-0200.png", "a paper boat on a puddle");
+    int synced = 0;
+    ASSERT_OK(mnemo_refresh(m, &synced, NULL));
+    ASSERT_EQ(synced, 1);
+    json_t *j = search_json(m, "a paper boat on a puddle", "media");
+    ASSERT(result_for(j, "media/photos/img-0200.png") != NULL);
+    json_decref(j);
+    mnemo_close(m);
+    ps_stop(s);
+}
+
+/* The PostgreSQL store keeps no media: they are skipped there, saying so,
+ * and the notes beside them are indexed. */
+static void media_on_postgres(void)
+{
+    ps_options o = {.dims = DIMS};
+    provider_server *s = ps_start(&o);
+    ASSERT(s != NULL);
+    media_workspace();
+    char base[160];
+    snprintf(base, sizeof base, "baseUrl=%s/v1beta", ps_url(s));
+    setenv("GEMINI_API_KEY", "gemini-media-key", 1);
+    mnemo *m = be_open("ws", "provider=gemini", "model=gemini-embedding-2-preview", base,
+                       "dimensions=256", "extraPaths=[\"media\"]", "multimodal.enabled=true",
+                       NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT_EQ(st.files_skipped, 2);
+    char *js = NULL;
+    ASSERT_OK(mnemo_status_json(m, 0, &js));
+    ASSERT_CONTAINS(js, "images and audio are not indexed: this store (postgres) keeps no "
+                        "images or audio yet");
+    mnemo_free(js);
+    json_t *j = search_json(m, "Printer codes", "note");
+    ASSERT(result_for(j, "media/notes.md") != NULL);
+    json_decref(j);
+    mnemo_close(m);
+    ps_stop(s);
+}
+
+TEST(media_skipped_on_postgres) { be_run(BE_PG, media_on_postgres); }

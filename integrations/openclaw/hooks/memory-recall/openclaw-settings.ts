@@ -61,21 +61,14 @@ const PROVIDERS: Record<string, ProviderMap> = {
   bedrock: { provider: "bedrock" },
   "amazon-bedrock": { provider: "bedrock" },
   local: { provider: "local" },
-  /* DeepInfra's embeddings are OpenAI's wire format at its /v1/openai endpoint */
-  deepinfra: {
-    provider: "openai-compatible",
-    baseUrl: "https://api.deepinfra.com/v1/openai",
-    apiKeyEnv: "DEEPINFRA_API_KEY",
-    keyOwner: "deepinfra",
-  },
+  deepinfra: { provider: "deepinfra", keyOwner: "deepinfra" },
+  /* the GitHub token (COPILOT_GITHUB_TOKEN, GH_TOKEN, GITHUB_TOKEN) is exchanged by mnemo */
+  "github-copilot": { provider: "github-copilot" },
   /* legacy "auto" picked what was available, as mnemo's auto does (OpenClaw now reads it as openai) */
   auto: { provider: "auto" },
   none: { provider: "none" },
 };
 const UNSUPPORTED_PROVIDERS: Record<string, string> = {
-  "github-copilot":
-    "mnemo has no GitHub Copilot provider (its embeddings need Copilot's token exchange); " +
-    "mnemo's own provider choice applies",
   "lm-studio": "set provider openai-compatible with remote.baseUrl of the LM Studio server",
 };
 
