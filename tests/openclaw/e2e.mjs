@@ -285,7 +285,7 @@ async function moduleChecks() {
       search: {
         provider: "openai", inputType: "shared-type", documentInputType: "doc-type", fallback: "gemini", cache: { enabled: true },
         remote: { baseUrl: "http://127.0.0.1:9/v1", apiKey: "sk-unit-secret", headers: { "X-Team": "ops" } },
-        multimodal: { enabled: true, modalities: ["image"], maxFileBytes: 1000 }, query: { minScore: 0.2 },
+        multimodal: { enabled: true, modalities: ["image"], maxFileBytes: 1000, frames: 4 }, query: { minScore: 0.2 },
       },
     },
   };
@@ -297,8 +297,10 @@ async function moduleChecks() {
   check(ev.MNEMO_EXTRA_PATHS === JSON.stringify(["notes", { path: "/srv/runbooks", pattern: "**/*.md" }]),
     "settings: extraPaths of every level are concatenated (strings and {path, pattern})", ev.MNEMO_EXTRA_PATHS);
   check(ev.MNEMO_QUERY_INPUT_TYPE === "shared-type" && ev.MNEMO_DOCUMENT_INPUT_TYPE === "doc-type" &&
-    ev.MNEMO_HEADERS === JSON.stringify({ "X-Team": "ops" }) && ev.MNEMO_MULTIMODAL === JSON.stringify(oc.memory.search.multimodal),
-    "settings: inputType fills the input type not set; headers and multimodal pass as JSON", ev);
+    ev.MNEMO_HEADERS === JSON.stringify({ "X-Team": "ops" }) &&
+    ev.MNEMO_MULTIMODAL === JSON.stringify({ enabled: true, modalities: ["image"], maxFileBytes: 1000 }) &&
+    mset.ignored.some((i) => i.key.endsWith("multimodal.frames")),
+    "settings: inputType fills the input type not set; headers and multimodal pass as JSON (a field mnemo lacks is left out, said)", ev);
   check(ev.MNEMO_API_KEY_ENV === st.OPENCLAW_KEY_ENV && ev[st.OPENCLAW_KEY_ENV] === "sk-unit-secret" &&
     !JSON.stringify([mset.mapped, mset.ignored, mset.notes]).includes("sk-unit-secret"),
     "settings: remote.apiKey only in a variable apiKeyEnv names, in no log line", mset);

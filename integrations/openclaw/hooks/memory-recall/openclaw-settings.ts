@@ -239,8 +239,16 @@ export function mnemoSettings(
     const paths = ms.extraPaths.filter((p: unknown) => (typeof p === "string" && p.trim()) || (isRecord(p) && typeof p.path === "string"));
     if (paths.length) put("extraPaths", paths, at("extraPaths"));
   }
-  /* passed as it is: mnemo validates its multimodal setting */
-  if (isRecord(ms.multimodal)) put("multimodal", ms.multimodal, at("multimodal"));
+  /* mnemo's multimodal object has OpenClaw's fields; any other would make mnemo refuse the
+   * whole configuration, so it is left out and said */
+  if (isRecord(ms.multimodal)) {
+    const mm: AnyRecord = {};
+    for (const [k, v] of Object.entries(ms.multimodal)) {
+      if (k === "enabled" || k === "modalities" || k === "maxFileBytes") mm[k] = v;
+      else ignore(`multimodal.${k}`, "mnemo's multimodal setting has enabled, modalities and maxFileBytes");
+    }
+    put("multimodal", mm, at("multimodal"));
+  }
 
   /* ranking and chunking */
   const q = isRecord(ms.query) ? ms.query : {};
