@@ -309,16 +309,6 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
     return buf_append(b, p, size * n) ? 0 : size * n;
 }
 
-/* Masks SECRET (when set) wherever it is in B. */
-static void mask(buf *b, const char *secret)
-{
-    size_t sl = secret ? strlen(secret) : 0;
-    if (!sl || !b->data)
-        return;
-    for (char *p = b->data; (p = strstr(p, secret)) != NULL; p += sl)
-        memset(p, '*', sl);
-}
-
 /* The message of an error answer, without a token, on one line. */
 static void answer_message(const copilot *c, const buf *body, char *out, size_t n)
 {
@@ -341,8 +331,8 @@ static void answer_message(const copilot *c, const buf *body, char *out, size_t 
     else if (body->data)
         buf_append(&t, body->data, body->len > 200 ? 200 : body->len);
     json_decref(j);
-    mask(&t, c->gh_token);
-    mask(&t, c->token);
+    buf_mask(&t, c->gh_token, 1);
+    buf_mask(&t, c->token, 1);
     snprintf(out, n, "%s", t.data ? t.data : "");
     buf_cleanup(&t);
     for (char *p = out; *p; p++)

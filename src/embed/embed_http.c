@@ -469,16 +469,6 @@ static int build_request(call *c, const job *j, buf *out, buf *url)
     return buf_err(out) || buf_err(url) ? MNEMO_NOMEM : MNEMO_OK;
 }
 
-/* Masks every occurrence of SECRET (MIN bytes or more) in B. */
-static void mask(buf *b, const char *secret, size_t min)
-{
-    size_t sl = secret ? strlen(secret) : 0;
-    if (sl < min || sl == 0 || !b->data)
-        return;
-    for (char *p = b->data; (p = strstr(p, secret)) != NULL; p += sl)
-        memset(p, '*', sl);
-}
-
 /* Copies the provider's error message out of BODY without a secret: the
  * API key and every configured header value are masked in the whole text
  * first, and only then is it cut to size, so no part of one survives
@@ -508,10 +498,10 @@ static void error_message(const embedder *e, const buf *body, char *out, size_t 
         buf_cleanup(&t);
         return;
     }
-    mask(&t, e->key, 1);
+    buf_mask(&t, e->key, 1);
     if (e->copilot) {
-        mask(&t, e->copilot->token, 1);
-        mask(&t, e->copilot->gh_token, 1);
+        buf_mask(&t, e->copilot->token, 1);
+        buf_mask(&t, e->copilot->gh_token, 1);
     }
     json_t *h = *e->headers_json ? json_loads(e->headers_json, 0, NULL) : NULL;
     const char *k;
@@ -519,10 +509,10 @@ static void error_message(const embedder *e, const buf *body, char *out, size_t 
     json_object_foreach(h, k, v)
     {
         const char *hv = json_string_value(v);
-        mask(&t, hv, 8);
+        buf_mask(&t, hv, 8);
         /* "Bearer TOKEN": the token alone too */
         const char *sp = hv ? strrchr(hv, ' ') : NULL;
-        mask(&t, sp ? sp + 1 : NULL, 8);
+        buf_mask(&t, sp ? sp + 1 : NULL, 8);
     }
     json_decref(h);
     /* A proxy may quote the URL asked for, password and all. */

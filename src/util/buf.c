@@ -184,3 +184,12 @@ int buf_base64(buf *b, const void *p, size_t n)
     b->data[b->len] = 0;
     return MNEMO_OK;
 }
+
+void buf_mask(buf *b, const char *secret, size_t min)
+{
+    size_t sl = secret ? strlen(secret) : 0;
+    if (sl < min || sl == 0 || !b->data)
+        return;
+    for (char *p = b->data; (p = strstr(p, secret)) != NULL; p += sl)
+        memset(p, '*', sl);
+}

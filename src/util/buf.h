@@ -32,6 +32,9 @@ int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 int buf_vprintf(buf *b, const char *fmt, va_list ap);
 /* Appends S as a JSON string literal, quotes included. */
 int buf_json_str(buf *b, const char *s, size_t n);
+/* Overwrites every occurrence of SECRET in B with '*' (nothing for a
+ * SECRET shorter than MIN bytes, or NULL or empty). */
+void buf_mask(buf *b, const char *secret, size_t min);
 /* Appends P[0..N) in base64 (RFC 4648, padded). */
 int buf_base64(buf *b, const void *p, size_t n);
 /* Hands the data to the caller (never NULL unless out of memory) and resets B. */

@@ -24,11 +24,14 @@ int io_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-char *io_data_dir(const char *sub)
+/* mnemo's folder SUB under $VAR (an XDG base directory), else under
+ * $HOME/HOME_MID, else under /tmp/TMP_MID. */
+static char *xdg_dir(const char *var, const char *home_mid, const char *tmp_mid,
+                     const char *sub)
 {
-    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    const char *xdg = getenv(var), *home = getenv("HOME");
     const char *base = xdg && *xdg ? xdg : home && *home ? home : "/tmp";
-    const char *mid = xdg && *xdg ? "/mnemo" : home && *home ? "/.local/share/mnemo" : "/mnemo";
+    const char *mid = xdg && *xdg ? "/mnemo" : home && *home ? home_mid : tmp_mid;
     size_t n = strlen(base) + strlen(mid) + (sub ? strlen(sub) + 1 : 0) + 1;
     char *d = malloc(n);
     if (d)
@@ -36,14 +39,12 @@ char *io_data_dir(const char *sub)
     return d;
 }
 
+char *io_data_dir(const char *sub)
+{
+    return xdg_dir("XDG_DATA_HOME", "/.local/share/mnemo", "/mnemo", sub);
+}
+
 char *io_cache_dir(const char *sub)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    const char *base = xdg && *xdg ? xdg : home && *home ? home : "/tmp";
-    const char *mid = xdg && *xdg ? "/mnemo" : home && *home ? "/.cache/mnemo" : "/mnemo-cache";
-    size_t n = strlen(base) + strlen(mid) + (sub ? strlen(sub) + 1 : 0) + 1;
-    char *d = malloc(n);
-    if (d)
-        snprintf(d, n, "%s%s%s%s", base, mid, sub ? "/" : "", sub ? sub : "");
-    return d;
+    return xdg_dir("XDG_CACHE_HOME", "/.cache/mnemo", "/mnemo-cache", sub);
 }
