@@ -346,8 +346,9 @@ static void check_index(report *r, mnemo *m, const cli_args *a)
         json_t *sk = json_object_get(j, "skipped");
         if (json_array_size(sk))
             add(r, "files", "warn", "see mnemo status for each file and why",
-                "%zu files skipped (too large, binary, symlinks, unreadable)",
-                json_array_size(sk));
+                "%zu file%s skipped (too large, binary, symlinks, unreadable, or images and "
+                "audio without a model that embeds them)",
+                json_array_size(sk), json_array_size(sk) == 1 ? "" : "s");
     }
     json_t *e = json_object_get(j, "embedding");
     const char *prov = json_string_value(json_object_get(e, "provider"));

@@ -432,3 +432,23 @@ static void media_on_postgres(void)
 }
 
 TEST(media_skipped_on_postgres) { be_run(BE_PG, media_on_postgres); }
+
+TEST(media_search_says_when_multimodal_is_off)
+{
+    test_write("ws/MEMORY.md", "- The whiteboard photo is in media/.\n");
+    write_image("ws/media/whiteboard.png", "a whiteboard full of arrows");
+    mnemo *m = test_open("ws", "db.sqlite", "provider=none", "extraPaths=[\"media\"]", NULL);
+    test_sync(m);
+    json_t *j = search_json(m, "whiteboard", "media");
+    ASSERT_EQ(json_array_size(json_object_get(j, "results")), 0);
+    ASSERT_CONTAINS(json_string_value(json_object_get(j, "warning")),
+                    "no images or audio are indexed: multimodal is off");
+    json_decref(j);
+    /* A note search says nothing of it, and the picture is no note. */
+    j = search_json(m, "whiteboard", "note");
+    ASSERT(json_object_get(j, "warning") == NULL);
+    ASSERT(result_for(j, "MEMORY.md") != NULL);
+    ASSERT(result_for(j, "media/whiteboard.png") == NULL);
+    json_decref(j);
+    mnemo_close(m);
+}

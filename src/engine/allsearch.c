@@ -144,6 +144,10 @@ int allsearch_run(mnemo *m, const char *text, const mnemo_search_all_opts *o, al
     int rc = MNEMO_OK;
     char warning[600] = "";
     double bar = -1; /* the facts' min_score: a bar on their score on the one scale */
+    if (notes && so.media > 0 && !core_media(m))
+        snprintf(warning, sizeof warning,
+                 "no images or audio are indexed: multimodal is off (--set "
+                 "multimodal.enabled=true with extraPaths; docs/search.md)");
     if (notes)
         BACKEND_CALL(m, BACKEND_READ, rc, m->be->search(m, text, &so, &h->notes));
     if (!rc && facts) {
