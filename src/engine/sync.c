@@ -77,7 +77,9 @@ static void media_policy(sync_ctx *c)
     int explicit_;
     provider_resolve(c->m, name, &explicit_);
     const char *model = cfg_str(c->m->cfg, CFG_MODEL);
-    if (!c->sink->media)
+    if (!c->sink->media && c->sink->no_media)
+        snprintf(c->media_off, sizeof c->media_off, MEDIA_OFF ": %s", c->sink->no_media);
+    else if (!c->sink->media)
         snprintf(c->media_off, sizeof c->media_off,
                  MEDIA_OFF ": this store (%s) keeps no images or audio yet; the SQLite index does",
                  c->m->be->name);

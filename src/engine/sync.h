@@ -60,8 +60,10 @@ typedef struct sync_sink {
     /* F left the roots. */
     int (*remove)(void *ud, const sync_file *f);
     /* Images and audio (multimodal) can be kept: write stores their MIME
-     * type (it->mime) and embeds their content. 0: they are skipped. */
+     * type (it->mime) and embeds their content. 0: they are skipped, for
+     * the reason NO_MEDIA gives (NULL: the store keeps none yet). */
     int media;
+    const char *no_media;
 } sync_sink;
 
 /* What a sync records for status: when it started (ISO 8601), how long the

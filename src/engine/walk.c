@@ -21,6 +21,7 @@
 #include "mnemo.h"
 #include "text/media.h"
 #include "util/glob.h"
+#include "util/hash.h"
 
 #define MAX_DEPTH 64
 
@@ -80,6 +81,45 @@ char *walk_abs(const char *workspace, const char *path)
     else
         buf_printf(&b, "%s/%s", workspace, path);
     return buf_detach(&b);
+}
+
+int walk_media_read(const char *workspace, const char *path, int64_t max_bytes, const char *hash,
+                    buf *out)
+{
+    buf_init(out, (size_t)max_bytes + 1);
+    char *abs = walk_abs(workspace, path);
+    if (!abs)
+        return MNEMO_NOMEM;
+    int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    free(abs);
+    struct stat st;
+    int rc = fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > max_bytes
+                 ? MNEMO_NOTFOUND
+             : buf_reserve(out, (size_t)st.st_size) ? MNEMO_NOMEM
+                                                    : MNEMO_OK;
+    while (!rc) {
+        if (out->len >= out->cap - 1 && buf_reserve(out, 1)) {
+            rc = out->err == MNEMO_NOMEM ? MNEMO_NOMEM : MNEMO_NOTFOUND; /* grew past the limit */
+            break;
+        }
+        ssize_t k = read(fd, out->data + out->len, out->cap - out->len - 1);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            rc = k < 0 ? MNEMO_NOTFOUND : MNEMO_OK;
+            break;
+        }
+        out->len += (size_t)k;
+    }
+    if (fd >= 0)
+        close(fd);
+    char h[HASH_HEX_LEN + 1];
+    if (!rc) {
+        hash_hex(out->data ? out->data : "", out->len, h);
+        if (strcmp(h, hash) != 0)
+            rc = MNEMO_NOTFOUND;
+    }
+    return rc;
 }
 
 /* Stored-path prefix for ABS: relative when inside the workspace. */

@@ -63,6 +63,14 @@ void walk_list_cleanup(walk_list *l);
 /* Absolute path of a stored path. Caller frees. */
 char *walk_abs(const char *workspace, const char *path);
 
+/* The bytes of the media file at stored PATH into OUT (initialised here;
+ * the caller cleans it up), as the sync found them: MNEMO_OK when it is a
+ * regular file of at most MAX_BYTES whose content hashes to HASH,
+ * MNEMO_NOTFOUND when it is gone, changed or too large now (the next sync
+ * looks at it again), MNEMO_NOMEM. */
+int walk_media_read(const char *workspace, const char *path, int64_t max_bytes, const char *hash,
+                    buf *out);
+
 /* Returns the root ABS_REAL (a realpath) falls in, or NULL. */
 const walk_root *walk_root_of(const walk_roots *roots, const char *abs_real);
 

@@ -349,6 +349,9 @@ int pgconn_qtok(mnemo *m, tok **out);
  *      (pgmem.c: pgmem_ddl11)
  *  12  the memories' GIN index keeps a smaller pending list (pgmem.c:
  *      pgmem_ddl12)
+ *  13  images and audio (multimodal): a media file's MIME type, the
+ *      sequence of the media's chunk ids (from PGSTORE_MEDIA_ID_BASE up)
+ *      and each tenant's count of media chunks (pgstore.c: pgstore_ddl13)
  *
  * Vectors live in tables per dimension count, created on first use when the
  * vector extension is available: mnemo_chunk_vec_<d> (tenant, chunk_id,
@@ -358,7 +361,7 @@ int pgconn_qtok(mnemo *m, tok **out);
  * fixed texts vector scores are measured against (engine/calib.h).
  */
 
-#define PGSCHEMA_VERSION 12
+#define PGSCHEMA_VERSION 13
 
 /* The DDL of each migration, defined by the module that owns the tables. */
 extern const char *const pgstore_ddl[]; /* NULL-terminated statements */
@@ -373,6 +376,15 @@ extern const char *const pgstore_ddl9[];
 extern const char *const pgstore_ddl10[];
 extern const char *const pgmem_ddl11[];
 extern const char *const pgmem_ddl12[];
+extern const char *const pgstore_ddl13[];
+
+/* The chunks of images and audio (multimodal) have ids from here up (a
+ * sequence of their own; notes' ids are the identity's, far below), so
+ * that the media are a range of ids, as on SQLite. They are found by their
+ * vectors and their paths: their rows hold no words (an empty tsvector)
+ * and stay out of the postings. PGSTORE_MEDIA_IDS: the same in SQL. */
+#define PGSTORE_MEDIA_ID_BASE ((int64_t)1 << 41)
+#define PGSTORE_MEDIA_IDS "2199023255552"
 
 /* 1 when pgvector is usable on the connection (CREATE EXTENSION IF NOT
  * EXISTS vector is tried once per connection); else 0 with the reason in

@@ -359,12 +359,14 @@ int pgnpost_open(mnemo *m, const char *tenant, pgnpost **out)
         pg_rows_free(r);
     }
     /* Chunks above the mark: a batch an earlier sync did not merge, or
-     * chunks stored before the index existed. */
+     * chunks stored before the index existed (images and audio, above
+     * every note, are never merged: they hold no words). */
     int64_t from = p->merged, after = from;
     if (!rc)
         rc = pgpost_pages(m, "merging the index",
                           "SELECT id, source, ntok, tsv::text FROM mnemo_chunks WHERE tenant = $1 "
-                          "AND id > $2::bigint ORDER BY id LIMIT 2000",
+                          "AND id > $2::bigint AND id < " PGSTORE_MEDIA_IDS " ORDER BY id LIMIT "
+                          "2000",
                           2, prm, &after, add_page, p);
     if (!rc && (after > from || p->merged < 0)) {
         rc = flush_alone(p);

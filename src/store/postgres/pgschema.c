@@ -16,7 +16,8 @@
 
 static const char *const *const migrations[PGSCHEMA_VERSION + 1] = {
     NULL, pgstore_ddl, pgmem_ddl, pgstore_ddl3, pgmem_ddl4, pgstore_ddl5, pgstore_ddl6,
-    pgmem_ddl7, pgmem_ddl8, pgstore_ddl9, pgstore_ddl10, pgmem_ddl11, pgmem_ddl12};
+    pgmem_ddl7, pgmem_ddl8, pgstore_ddl9, pgstore_ddl10, pgmem_ddl11, pgmem_ddl12,
+    pgstore_ddl13};
 
 static int q(mnemo *m, pg_conn *c, const char *what, const char *sql, int n,
              const char *const *params, pg_rows **out)

@@ -194,6 +194,19 @@ const char *const pgstore_ddl10[] = {
     "END LOOP; END $$",
     NULL};
 
+/* Migration 13: images and audio (multimodal). A media file's MIME type,
+ * as its content sniffed (NULL for notes); its one chunk takes an id from
+ * a sequence of its own, from PGSTORE_MEDIA_ID_BASE up, above every note's
+ * (the identity's), so that the media are a range of ids as on SQLite;
+ * and each tenant's count of them, read with the corpus row, so that a
+ * search of an index without media runs no media leg. */
+const char *const pgstore_ddl13[] = {
+    "ALTER TABLE mnemo_files ADD COLUMN IF NOT EXISTS mime text",
+    "ALTER TABLE mnemo_corpus ADD COLUMN IF NOT EXISTS nmedia bigint NOT NULL DEFAULT 0",
+    "CREATE SEQUENCE IF NOT EXISTS mnemo_media_chunk_ids AS bigint MINVALUE " PGSTORE_MEDIA_IDS
+    " START WITH " PGSTORE_MEDIA_IDS,
+    NULL};
+
 /* ----------------------------------------------------------------------
  * Helpers
  * -------------------------------------------------------------------- */

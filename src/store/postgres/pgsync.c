@@ -44,6 +44,7 @@ typedef struct psync {
     pgnpost *post;               /* the postings of the chunks written */
     int final;                   /* the next commit is the sync's last */
     struct pwrites *pws;         /* the two batches of file writes */
+    sync_sink sink;              /* pg_sink, with media kept where vectors are */
 } psync;
 
 static int writes_send(psync *s);
@@ -224,7 +225,7 @@ static int ps_skip(void *ud, const sync_file *known, const char *path, int64_t s
            "path_tsv, source, size, mtime_ns, hash, status, reason) VALUES ($1, $2, $3, $4, $5, "
            "$6::tsvector, $7, $8::bigint, $9::bigint, '', 1, $10) ON CONFLICT (tenant, path) DO "
            "UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = '', status = 1, "
-           "reason = excluded.reason, nchunks = 0, indexed_at = now() RETURNING id), "
+           "reason = excluded.reason, nchunks = 0, mime = NULL, indexed_at = now() RETURNING id), "
            "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
            "c.file_id = ANY(ARRAY(SELECT id FROM f)) "
            "RETURNING c.id, c.ntok), " PGNPOST_DEAD
@@ -342,6 +343,73 @@ static int pw_err(const pwrites *w)
     return 0;
 }
 
+/* An image or audio file (multimodal): its row with its MIME type and its
+ * one labelled chunk, in a statement of its own in the open batch (media
+ * are few: the notes' writes stay as they are). The chunk's id is the
+ * media sequence's (PGSTORE_MEDIA_ID_BASE up) and its row holds no words:
+ * media are found by their vectors and their paths, as on SQLite. */
+static int media_write(psync *s, const char *path, int64_t size, int64_t mtime_ns,
+                       const prep_item *it, int64_t *removed, size_t *added)
+{
+    const chunk_list *l = &it->chunks;
+    if (l->n != 1)
+        return core_error(s->m, MNEMO_INVALID, "%s: a media file is one entry", path);
+    const chunk *c = &l->items[0];
+    int rc = stmt(s);
+    if (!rc && (rc = path_forms(s, path)))
+        return core_error(s->m, rc, "out of memory");
+    if (rc)
+        return rc;
+    char sz[32], mt[32], sl[16], el[16], imp[16];
+    snprintf(sz, sizeof sz, "%lld", (long long)size);
+    snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
+    snprintf(sl, sizeof sl, "%d", c->start_line);
+    snprintf(el, sizeof el, "%d", c->end_line);
+    snprintf(imp, sizeof imp, "%d", c->importance);
+    buf text, trig;
+    buf_init(&text, 0);
+    buf_init(&trig, 0);
+    buf_append(&text, chunk_text(l, c), c->text_len);
+    buf_append(&trig, l->text.data + c->trig_off, c->trig_len);
+    const char *p[15] = {s->tenant,   path,       s->lc.data, s->name.data,
+                         s->stem.data, s->tsv.data ? s->tsv.data : "",
+                         sz,          mt,         it->hash,   it->mime,
+                         sl,          el,         c->hash,    imp,
+                         trig.data ? trig.data : ""};
+    const char *pt[16];
+    memcpy(pt, p, sizeof p);
+    pt[15] = text.data ? text.data : "";
+    pg_rows *r = NULL;
+    if (buf_err(&text) || buf_err(&trig))
+        rc = core_error(s->m, MNEMO_NOMEM, "out of memory");
+    else
+        rc = pgstore_q(s->m, "writing a media file",
+               "WITH f AS (INSERT INTO mnemo_files(tenant, path, path_lc, name_lc, stem_lc, "
+               "path_tsv, source, size, mtime_ns, hash, status, reason, nchunks, time, mime) "
+               "VALUES ($1, $2, $3, $4, $5, $6::tsvector, 'memory', $7::bigint, $8::bigint, $9, "
+               "0, NULL, 1, 0, $10) ON CONFLICT (tenant, path) DO UPDATE SET size = "
+               "excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash, status = 0, "
+               "reason = NULL, nchunks = 1, time = 0, source = excluded.source, mime = "
+               "excluded.mime, indexed_at = now() RETURNING id), "
+               "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
+               "c.file_id = ANY(ARRAY(SELECT id FROM f)) RETURNING c.id, c.ntok), " PGNPOST_DEAD
+               ", i AS (INSERT INTO mnemo_chunks(tenant, id, file_id, seq, start_line, end_line, "
+               "hash, importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, "
+               "nextval('mnemo_media_chunk_ids'), f.id, 0, $11::int, $12::int, $13, $14::int, "
+               "$15, NULL, 'memory', $16, 0, ''::tsvector FROM f) "
+               "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), NULL",
+               16, pt, &r);
+    buf_cleanup(&text);
+    buf_cleanup(&trig);
+    if (!rc) {
+        removed_from(s, r, removed);
+        s->d_chunks++;
+        *added = 1;
+    }
+    pg_rows_free(r);
+    return rc ? rc : written(s, 1);
+}
+
 static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
                     int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
                     size_t *added)
@@ -350,6 +418,8 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
     pwrites *w = s->pw;
     (void)known;
     *removed = 0; /* counted when the batch is written */
+    if (it->mime[0])
+        return media_write(s, path, size, mtime_ns, it, removed, added);
     begin(s);
     int rc = path_forms(s, path);
     if (rc)
@@ -466,7 +536,7 @@ static int writes_send(psync *s)
            "ORDER BY x.k ON CONFLICT (tenant, path) DO UPDATE SET size = excluded.size, "
            "mtime_ns = excluded.mtime_ns, hash = excluded.hash, status = 0, reason = NULL, "
            "nchunks = excluded.nchunks, time = excluded.time, source = excluded.source, "
-           "indexed_at = now() RETURNING id, path), "
+           "mime = NULL, indexed_at = now() RETURNING id, path), "
            "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
            "c.file_id = ANY(ARRAY(SELECT id FROM f)) "
            "RETURNING c.id, c.ntok), " PGNPOST_DEAD ", "
@@ -561,8 +631,11 @@ static int ps_remove(void *ud, const sync_file *f)
     return rc ? rc : written(s, 0);
 }
 
-static const sync_sink pg_sink = {ps_load,  ps_skip,   ps_touch, ps_rename,
-                                  ps_write, ps_remove, 0};
+/* Images and audio are found by their vectors alone: without pgvector
+ * they are skipped, saying so (pg_begin). */
+static const sync_sink pg_sink = {
+    ps_load,   ps_skip, ps_touch, ps_rename, ps_write, ps_remove, 0,
+    "this PostgreSQL server has no pgvector, and images and audio are found by their vectors"};
 
 /* The vector table's name for the embedder, created if needed. */
 static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size, int *deferred)
@@ -1074,7 +1147,10 @@ static int pg_begin(mnemo *m, const mnemo_sync_opts *opts, int again, mnemo_sync
         stats->rebuilt = 1;
         stats->rebuild_reason = why;
     }
-    *sink = &pg_sink;
+    const char *off;
+    s->sink = pg_sink;
+    s->sink.media = pgschema_vectors(m, &off);
+    *sink = &s->sink;
     *ud = s;
     return MNEMO_OK;
 }
@@ -1107,9 +1183,9 @@ static int pg_commit(void *ud, const sync_record *rec)
                 stats->chunks_removed || stats->rebuilt))
         rc = pgstore_q(
             m, "counting chunks",
-            "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t FROM (SELECT count(*) AS n, "
-            "coalesce(sum(ntok), 0) AS t FROM mnemo_chunks WHERE tenant = $1) x "
-            "WHERE tenant = $1",
+            "UPDATE mnemo_corpus SET nchunks = x.n, ntokens = x.t, nmedia = x.m FROM (SELECT "
+            "count(*) AS n, coalesce(sum(ntok), 0) AS t, count(*) FILTER (WHERE id >= "
+            PGSTORE_MEDIA_IDS ") AS m FROM mnemo_chunks WHERE tenant = $1) x WHERE tenant = $1",
             1, (const char *const[]){s->tenant}, NULL);
     /* Fresh statistics after a large change, so that the planner reads
      * candidates' rows by id rather than scanning a tenant's. */

@@ -131,7 +131,7 @@ static int lite_remove(void *ud, const sync_file *f)
 }
 
 static const sync_sink lite_sink = {lite_load,   lite_skip,  lite_touch,
-                                    lite_rename, lite_write, lite_remove, 1};
+                                    lite_rename, lite_write, lite_remove, 1, NULL};
 
 /* Whether NAME (in DIR, beside index BASE) is a temporary file of a build
  * by a process that is gone: "<base>.tmp-<pid>" with a SQLite header

@@ -391,42 +391,10 @@ static int read_media(mnemo *m, sqlite3_stmt *sel, pending *p)
     const char *chash = (const char *)sqlite3_column_text(sel, 2);
     if (!path || !fhash || !mime || !chash)
         return MNEMO_NOTFOUND;
-    char *abs = walk_abs(m->workspace, path);
-    if (!abs)
-        return MNEMO_NOMEM;
     cfg_media mm;
     cfg_multimodal(m->cfg, &mm);
     buf b;
-    buf_init(&b, (size_t)mm.max_bytes + 1);
-    int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    free(abs);
-    struct stat st;
-    int rc = fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > mm.max_bytes
-                 ? MNEMO_NOTFOUND
-             : buf_reserve(&b, (size_t)st.st_size) ? MNEMO_NOMEM
-                                                   : MNEMO_OK;
-    while (!rc) {
-        if (b.len >= b.cap - 1 && buf_reserve(&b, 1)) {
-            rc = b.err == MNEMO_NOMEM ? MNEMO_NOMEM : MNEMO_NOTFOUND; /* grew past the limit */
-            break;
-        }
-        ssize_t k = read(fd, b.data + b.len, b.cap - b.len - 1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            rc = k < 0 ? MNEMO_NOTFOUND : MNEMO_OK;
-            break;
-        }
-        b.len += (size_t)k;
-    }
-    if (fd >= 0)
-        close(fd);
-    char h[HASH_HEX_LEN + 1];
-    if (!rc) {
-        hash_hex(b.data ? b.data : "", b.len, h);
-        if (strcmp(h, fhash) != 0)
-            rc = MNEMO_NOTFOUND;
-    }
+    int rc = walk_media_read(m->workspace, path, mm.max_bytes, fhash, &b);
     if (rc) {
         buf_cleanup(&b);
         return rc;
