@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "embed/embed.h"
+#include "engine/calib.h"
 #include "engine/core.h"
 #include "engine/memory.h"
 #include "mnemo.h"
@@ -778,6 +779,7 @@ void pgpost_lists_free(pgpost_list *l, int n);
 #define BATCH_FILES 200     /* files per commit */
 #define BATCH_CHUNKS 4000   /* chunks per commit */
 #define EMBED_ROWS 256      /* chunks per embedding round */
+#define MEDIA_BATCH 4       /* media files per embedding call: each is held in memory */
 #define MAX_POSITIONS 255   /* per lexeme; BM25's tf saturates there too */
 #define TSV_MAX_POS 16383   /* PostgreSQL's largest tsvector position */
 #define PATH_ROWS_MAX 2000
@@ -823,6 +825,10 @@ struct pgstore {
     float *cal;
     size_t cal_n;
     int cal_dims;
+    /* The media's baseline (the fixed texts' cosines with them, pgsearch.c)
+     * for the key mref_key (as cal_key). */
+    char *mref_key;
+    calib_null mref;
 };
 
 /* The handle's chunk-side state, made on first use; NULL out of memory. */
@@ -904,6 +910,7 @@ typedef struct prow {
     int ncos;
     int fetching; /* its parts' cosines are coming in a fetch */
     char *text, *path, *source, *next;
+    char *mime; /* an image or audio file's MIME type, else NULL */
     int first_line, next_first_line;
     uint32_t *map;
     size_t nmap;
@@ -939,6 +946,12 @@ typedef struct pgsearch {
     char cident[1200];
     int ccal;
     struct pg_conn *vside;
+    /* Images and audio: the tenant's media chunks (mnemo_corpus.nmedia;
+     * none: no media leg, and the text leg's statements as before), what
+     * the search keeps (search_legs.media), the corpus row's version. */
+    long long nmedia;
+    int media;
+    char xmin[32];
     /* rows fetched, sorted by id */
     prow *rows;
     size_t nrows, cap;

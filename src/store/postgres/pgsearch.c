@@ -228,6 +228,7 @@ static void pgsearch_cleanup(pgsearch *s)
         free(r->text);
         free(r->path);
         free(r->source);
+        free(r->mime);
         free(r->map);
     }
     free(s->rows);
@@ -301,6 +302,10 @@ static int unused_vectors(pgsearch *s, mnemo_results *res)
  * pgvector's distance is NaN. */
 #define COSINE(v, q) "coalesce(nullif(1 - (" v " <=> " q "::vector), 'NaN'::float8), 0)"
 #define CAL_FLOATS (1u << 20)  /* floats in the sample at most: 4 MiB */
+/* The text leg's vectors where the tenant keeps images and audio too
+ * (their own leg, media_leg, measures those); without media the
+ * statements are as they were. */
+#define NOTES_ONLY " AND chunk_id < " PGSTORE_MEDIA_IDS
 
 static const char *stable_sql(pgsearch *s, const char *sql);
 
@@ -346,8 +351,8 @@ static int cal_fetch(pgsearch *s, struct pgstore *st, const char *key)
 {
     char sql[256], lim[16];
     snprintf(sql, sizeof sql,
-             "SELECT embedding::text FROM %s WHERE tenant = $1 AND model = $2 LIMIT $3::int",
-             s->table);
+             "SELECT embedding::text FROM %s WHERE tenant = $1 AND model = $2%s LIMIT $3::int",
+             s->table, s->nmedia ? NOTES_ONLY : "");
     snprintf(lim, sizeof lim, "%d", cal_rows(s->dims));
     const char *p[3] = {s->tenant, s->ident, lim};
     pg_rows *r = NULL;
@@ -462,8 +467,8 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     const char *p1[2] = {s->tenant, ctable};
     pg_rows *r = NULL;
     rc = pgstore_q(m, "search",
-                   "SELECT vec_identity, xmin::text, to_regclass($2) IS NOT NULL FROM mnemo_corpus "
-                   "WHERE tenant = $1",
+                   "SELECT vec_identity, xmin::text, to_regclass($2) IS NOT NULL, nmedia FROM "
+                   "mnemo_corpus WHERE tenant = $1",
                    2, p1, &r);
     int same = !rc && pg_nrows(r) == 1 && !strcmp(pg_value(r, 0, 0), s->ident);
     s->ccal = same && !strcmp(pg_value(r, 0, 2), "t");
@@ -483,6 +488,9 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
         return rc;
     }
     snprintf(s->table, sizeof s->table, "mnemo_chunk_vec_%d", s->dims);
+    s->nmedia = pgstore_ll(r, 0, 3);
+    snprintf(s->xmin, sizeof s->xmin, "%s", pg_value(r, 0, 1));
+    const char *notes = s->nmedia ? NOTES_ONLY : "";
     int own = cal_ready(s, pg_value(r, 0, 1));
     pg_rows_free(r);
     if ((s->qunit = malloc((size_t)s->dims * sizeof *s->qunit))) {
@@ -505,7 +513,7 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
      * those. */
 #define NEAREST                                                                                   \
     "nr AS (SELECT v.chunk_id, " COSINE("v.embedding", "$2") " AS cos FROM %s v WHERE "         \
-    "v.tenant = $1 AND v.model = $3 ORDER BY v.embedding <=> $2::vector LIMIT 4 * $4::int), "   \
+    "v.tenant = $1 AND v.model = $3%s ORDER BY v.embedding <=> $2::vector LIMIT 4 * $4::int), " \
     "nn AS (SELECT nr.chunk_id FROM nr LEFT JOIN mnemo_chunks c ON c.tenant = $1 AND c.id = "   \
     "nr.chunk_id WHERE $5 = '' OR c.source = $5 GROUP BY nr.chunk_id ORDER BY max(nr.cos) "     \
     "DESC, nr.chunk_id LIMIT $4::int), "                                                         \
@@ -526,15 +534,15 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
         snprintf(sql, sizeof s->vsql,
                  "WITH %s" NEAREST "SELECT np.chunk_id, np.cos, np.part, NULL, NULL, NULL, rf.cs "
                  "FROM rf LEFT JOIN np ON true",
-                 rf, s->table, s->table);
+                 rf, s->table, notes, s->table);
     else /* the calibration's sample: all of a small index, where it matters most */
         snprintf(sql, sizeof s->vsql,
                  "WITH st AS (SELECT avg(" COSINE("embedding", "$2") ") AS mean, "
                  "stddev_pop(" COSINE("embedding", "$2") ") AS sd, count(*) AS n FROM "
-                 "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 LIMIT $6::int) x), "
-                 "%s" NEAREST "SELECT np.chunk_id, np.cos, np.part, st.mean, st.sd, st.n, rf.cs "
-                 "FROM st CROSS JOIN rf LEFT JOIN np ON true",
-                 s->table, rf, s->table, s->table);
+                 "(SELECT embedding FROM %s WHERE tenant = $1 AND model = $3%s LIMIT $6::int) "
+                 "x), %s" NEAREST "SELECT np.chunk_id, np.cos, np.part, st.mean, st.sd, st.n, "
+                 "rf.cs FROM st CROSS JOIN rf LEFT JOIN np ON true",
+                 s->table, notes, rf, s->table, notes, s->table);
 #undef NEAREST
     const char *p[7] = {s->tenant, s->qvec.data, s->ident, lim, source, own ? s->cident : cal,
                         s->cident};
@@ -551,10 +559,21 @@ static int vector_start(pgsearch *s, const char *qtext, const char *source, size
     s->vec = 1; /* candidates' cosines may be fetched from here on */
     /* On the side connection, answered while the keyword leg runs. */
     pg_conn *side;
-    if (beside && pgquery_side(m, &side) &&
+    if (beside && s->media <= 0 && pgquery_side(m, &side) &&
         !pgquery_side_send(m, side, s->vq, s->vq != sql, s->vnp, s->vp))
         s->vside = side;
     return MNEMO_OK;
+}
+
+/* The vector leg ran: the results say so. */
+static int leg_ran(pgsearch *s, mnemo_results *res, search_vstats *vs)
+{
+    vs->ran = 1;
+    free(res->mode);
+    res->mode = strdup("hybrid");
+    res->provider = strdup(s->vprov);
+    res->model = strdup(s->vmodel);
+    return res->mode && res->provider && res->model ? MNEMO_OK : MNEMO_NOMEM;
 }
 
 /* The vector leg's answer (vector_start's statement), into IDS. */
@@ -565,6 +584,11 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
     if (!s->vstate)
         return MNEMO_OK;
     s->vstate = 0;
+    if (s->media > 0) { /* images and audio only: their leg alone (media_leg) */
+        *ids = NULL;
+        *nids = 0;
+        return leg_ran(s, res, vs);
+    }
     pg_rows *r = NULL;
     int rc = MNEMO_NOTFOUND, own = s->vown;
     if (s->vside) {
@@ -627,12 +651,115 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
             row_cos(w, (int)pgstore_ll(r, i, 2), strtof(pg_value(r, i, 1), NULL));
     }
     pg_rows_free(r);
-    vs->ran = 1;
-    free(res->mode);
-    res->mode = strdup("hybrid");
-    res->provider = strdup(s->vprov);
-    res->model = strdup(s->vmodel);
-    return res->mode && res->provider && res->model ? MNEMO_OK : MNEMO_NOMEM;
+    return leg_ran(s, res, vs);
+}
+
+#define MEDIA_REF 64 /* media measured against the fixed texts for their baseline */
+
+/* The media's baseline (calib.h): the fixed texts' cosines with the first
+ * MEDIA_REF media (unrelated text against media, which sit apart from
+ * text), into NL's ref fields; kept by the handle for the corpus version.
+ * In the statement of media_leg when not kept: column 5 of R's row 0. */
+static int media_ref_kept(pgsearch *s, calib_null *nl, char **key)
+{
+    struct pgstore *st = pgstore_state(s->m);
+    buf k;
+    buf_init(&k, 0);
+    buf_printf(&k, "%s\n%s\n%s\n%s", s->tenant, s->xmin, s->ident, s->cident);
+    *key = buf_err(&k) ? NULL : buf_detach(&k);
+    buf_cleanup(&k);
+    if (!st || !*key || !st->mref_key || strcmp(st->mref_key, *key) != 0)
+        return 0;
+    nl->ref_mean = st->mref.ref_mean;
+    nl->ref_sd = st->mref.ref_sd;
+    nl->ref_n = st->mref.ref_n;
+    return 1;
+}
+
+/* The media leg: images and audio (chunk ids from PGSTORE_MEDIA_ID_BASE
+ * up) measured on their own, as SQLite's (lite_search.c): the K nearest
+ * media by an exact scan of theirs (few: every one is a file embedded,
+ * and an index scan filtered to them would find none behind the notes),
+ * the mean and spread of the query's cosines with all of them, and their
+ * baseline (media_ref_kept) into MVS. Their ids join *IDS. Runs only
+ * after a text leg that ran, on a tenant with media. */
+static int media_leg(pgsearch *s, size_t k, search_vstats *mvs, int64_t **ids, size_t *nids)
+{
+    mnemo *m = s->m;
+    char *key = NULL;
+    calib_null nl;
+    memset(&nl, 0, sizeof nl);
+    int kept = media_ref_kept(s, &nl, &key);
+    char sql[2048], rf[768], lim[32];
+    snprintf(lim, sizeof lim, "%zu", k);
+    if (kept || !s->ccal)
+        snprintf(rf, sizeof rf, "'{}'::float8[] AS cs WHERE $5 = $5");
+    else
+        snprintf(rf, sizeof rf,
+                 "coalesce(array_agg(" COSINE("c.embedding", "r.embedding") "), '{}') AS cs "
+                 "FROM (SELECT embedding FROM %s WHERE tenant = $1 AND model = $3 AND chunk_id "
+                 ">= " PGSTORE_MEDIA_IDS " ORDER BY chunk_id LIMIT %d) r CROSS JOIN "
+                 "mnemo_calib_vec_%d c WHERE c.tenant = $1 AND c.identity = $5",
+                 s->table, MEDIA_REF, s->dims);
+    snprintf(sql, sizeof sql,
+             "WITH md AS (SELECT v.chunk_id, " COSINE("v.embedding", "$2") " AS cos FROM %s v "
+             "WHERE v.tenant = $1 AND v.model = $3 AND v.chunk_id >= " PGSTORE_MEDIA_IDS "), "
+             "st AS (SELECT avg(cos) AS mean, stddev_pop(cos) AS sd, count(*) AS n FROM md), "
+             "top AS (SELECT chunk_id, cos FROM md ORDER BY cos DESC, chunk_id LIMIT $4::int), "
+             "rf AS (SELECT %s) "
+             "SELECT top.chunk_id, top.cos, st.mean, st.sd, st.n, rf.cs FROM st CROSS JOIN rf "
+             "LEFT JOIN top ON true",
+             s->table, rf);
+    const char *p[5] = {s->tenant, s->qvec.data, s->ident, lim, s->cident};
+    pg_rows *r = NULL;
+    const char *q = stable_sql(s, sql);
+    int rc = q == sql ? pgstore_q(m, "media search", sql, 5, p, &r)
+                      : pgstore_qp(m, "media search", q, 5, p, &r);
+    size_t n = rc ? 0 : pg_nrows(r);
+    double *cs = NULL;
+    if (!rc && n && !kept) {
+        size_t max = (size_t)MEDIA_REF * CALIB_NTEXTS;
+        if (!(cs = malloc(max * sizeof *cs)))
+            rc = core_error(m, MNEMO_NOMEM, "out of memory");
+        else
+            calib_ref_cosines(&nl, cs, pgtext_float_array(pg_value(r, 0, 5), cs, max));
+        struct pgstore *st = pgstore_state(m);
+        if (!rc && st && key) { /* kept for the next search of this version */
+            free(st->mref_key);
+            st->mref_key = key;
+            st->mref = nl;
+            key = NULL;
+        }
+    }
+    free(cs);
+    free(key);
+    int64_t *v = rc || !n ? NULL : realloc(*ids, (*nids + n) * sizeof *v);
+    if (!rc && n && !v)
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    size_t before = *nids;
+    if (v) {
+        *ids = v;
+        nl.mean = strtod(pg_value(r, 0, 2), NULL);
+        nl.sd = strtod(pg_value(r, 0, 3), NULL);
+        nl.n = (size_t)pgstore_ll(r, 0, 4);
+        for (size_t i = 0; i < n; i++)
+            if (!pg_isnull(r, i, 0))
+                v[(*nids)++] = pgstore_ll(r, i, 0);
+    }
+    /* Their cosines came along: the factors' fetch need not read them. */
+    if (!rc && *nids > before && rows_add(s, *ids + before, *nids - before))
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        prow *w = pg_isnull(r, i, 0) ? NULL : row_of(s, pgstore_ll(r, i, 0));
+        if (w)
+            row_cos(w, 0, strtof(pg_value(r, i, 1), NULL));
+    }
+    pg_rows_free(r);
+    if (!rc && *nids > before) {
+        mvs->ran = 1;
+        mvs->null = nl;
+    }
+    return rc;
 }
 
 /* The file-name legs: files the query names, and files whose path words
@@ -953,7 +1080,8 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     /* Each row's file by its key (OFFSET 0 keeps the subquery apart): a
      * join would hash every file of the tenant for a few hundred rows. */
 #define FILE_OF                                                                                   \
-    "CROSS JOIN LATERAL (SELECT f.path, f.source, f.mtime_ns, f.time FROM mnemo_files f WHERE "   \
+    "CROSS JOIN LATERAL (SELECT f.path, f.source, f.mtime_ns, f.time, f.mime FROM mnemo_files "   \
+    "f WHERE "                                                                                    \
     "f.tenant = c.tenant AND f.id = c.file_id OFFSET 0) f "
     /* Prepared, but for the vector join (its table's name is in the SQL). */
     static const char factors[] =
@@ -963,7 +1091,7 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     /* With the next chunk of the file when it shares lines with this one. */
     static const char rows[] =
         "SELECT c.id, c.text, c.start_line, f.path, encode(c.line_map, 'hex'), "
-        "f.source, n.text, n.start_line FROM mnemo_chunks c " FILE_OF
+        "f.source, n.text, n.start_line, f.mime FROM mnemo_chunks c " FILE_OF
         "LEFT JOIN mnemo_chunks n ON n.tenant = c.tenant AND n.file_id = c.file_id "
         "AND n.seq = c.seq + 1 AND n.start_line <= c.end_line "
         "WHERE c.tenant = $1 AND c.id = ANY ($2::bigint[]) AND $3 = $3 AND $4 = $4 AND "
@@ -1025,6 +1153,8 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
                 w->next = strdup(pg_value(r, i, 6));
                 w->next_first_line = (int)pgstore_ll(r, i, 7);
             }
+            if (!pg_isnull(r, i, 8))
+                w->mime = strdup(pg_value(r, i, 8));
             const char *hx = pg_value(r, i, 4);
             size_t nb = strlen(hx) / 2;
             long got = -1;
@@ -1098,6 +1228,7 @@ static int pg_row(void *ud, int64_t chunk_id, search_row *out)
     out->next = r->next;
     out->next_len = r->next ? strlen(r->next) : 0;
     out->next_first_line = r->next_first_line;
+    out->mime = r->mime;
     return MNEMO_OK;
 }
 
@@ -1136,6 +1267,8 @@ static int pg_legs(mnemo *m, search_legs *l)
     if (!(s->tenant = pgstore_live(m, pgconn_tenant(m))))
         return MNEMO_DB;
     s->qy = qy;
+    s->media = l->media;
+    l->media_lo = PGSTORE_MEDIA_ID_BASE; /* a range of their own (pgsync.c) */
     s->k1 = cfg_num(m->cfg, CFG_BM25_K1);
     s->b = cfg_num(m->cfg, CFG_BM25_B);
     buf_init(&s->qvec, 0);
@@ -1174,6 +1307,11 @@ static int pg_legs(mnemo *m, search_legs *l)
         res->timing.keyword_ms = search_lap(l->lap);
     }
     if ((rc = vector_end(s, res, &l->vs, &x->vids, &nvids)))
+        return rc;
+    /* Images and audio: a leg of their own where the tenant has them (as
+     * the memory files do: a search of the sessions has none). */
+    if (l->vs.ran && s->nmedia > 0 && l->media >= 0 && strcmp(source, "sessions") != 0 &&
+        (rc = media_leg(s, pool, &l->mvs, &x->vids, &nvids)))
         return rc;
     res->timing.vector_ms = search_lap(l->lap);
     if (x->lists)

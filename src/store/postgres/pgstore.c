@@ -871,6 +871,7 @@ void pgstore_close(mnemo *m)
     free(PGB(m)->files->vc);
     free(PGB(m)->files->cal_key);
     free(PGB(m)->files->cal_seen);
+    free(PGB(m)->files->mref_key);
     free(PGB(m)->files->cal);
     for (int i = 0; i < PGB(m)->files->nfsql; i++)
         free(PGB(m)->files->fsql[i]);

@@ -13,7 +13,9 @@
 
 #include "engine/calib.h"
 #include "engine/provider.h"
+#include "engine/config.h"
 #include "engine/sync.h"
+#include "engine/walk.h"
 #include "store/postgres/pgint.h"
 #include "text/chunk.h"
 #include "util/errcode.h"
@@ -661,6 +663,137 @@ static int vec_table_for(mnemo *m, embedder *e, char *name, size_t size, int *de
     return pgschema_vec_table(m, "chunk", dims, name, size, deferred);
 }
 
+/* Stores the vectors OUT[i] (DIMS each) of part PARTS[i] of chunk IDS[i],
+ * I < N, in TABLE under IDENT, in one transaction: a chunk's rows of
+ * another setup go with the new ones in. */
+static int put_vectors(mnemo *m, const char *table, const char *tenant, const char *ident,
+                       const long long *cids, const int *parts_of, const float *out, size_t n,
+                       int dims)
+{
+    buf ids, vecs, parts, tmp;
+    buf_init(&ids, 0);
+    buf_init(&vecs, 0);
+    buf_init(&parts, 0);
+    buf_init(&tmp, 0);
+    buf_putc(&ids, '{');
+    buf_putc(&vecs, '{');
+    buf_putc(&parts, '{');
+    for (size_t i = 0; i < n; i++) {
+        pgstore_arr_int(&ids, cids[i]);
+        pgstore_arr_int(&parts, parts_of[i]);
+        buf_reset(&tmp);
+        pgtext_vector_literal(&tmp, out + i * (size_t)dims, dims);
+        pgstore_arr_add(&vecs, tmp.data, tmp.len);
+    }
+    buf_putc(&ids, '}');
+    buf_putc(&vecs, '}');
+    buf_putc(&parts, '}');
+    char del[512], sql[1024];
+    snprintf(del, sizeof del, "DELETE FROM %s WHERE tenant = $1 AND chunk_id = ANY ($2::bigint[])",
+             table);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s(tenant, chunk_id, part, model, embedding) SELECT $1, x.id, "
+             "x.part, $2, x.e FROM unnest($3::bigint[], $5::smallint[], $4::vector[]) "
+             "AS x(id, part, e) ON CONFLICT (tenant, chunk_id, part) DO UPDATE SET "
+             "model = excluded.model, embedding = excluded.embedding",
+             table);
+    const char *p1[2] = {tenant, ids.data};
+    const char *p2[5] = {tenant, ident, ids.data, vecs.data, parts.data};
+    int rc;
+    if (buf_err(&ids) || buf_err(&vecs) || buf_err(&parts) || buf_err(&tmp))
+        rc = core_error(m, MNEMO_NOMEM, "out of memory");
+    else if (!(rc = pgstore_q(m, "storing vectors", "BEGIN", 0, NULL, NULL))) {
+        rc = pgstore_q(m, "storing vectors", del, 2, p1, NULL);
+        if (!rc)
+            rc = pgstore_q(m, "storing vectors", sql, 5, p2, NULL);
+        if (!rc)
+            rc = pgstore_q(m, "storing vectors", "COMMIT", 0, NULL, NULL);
+        if (rc)
+            pgstore_q(m, "storing vectors", "ROLLBACK", 0, NULL, NULL);
+    }
+    buf_cleanup(&ids);
+    buf_cleanup(&vecs);
+    buf_cleanup(&parts);
+    buf_cleanup(&tmp);
+    return rc;
+}
+
+/* Embeds the images and audio without a vector of IDENT (their chunks,
+ * from PGSTORE_MEDIA_ID_BASE up), MEDIA_BATCH at a time: each label with
+ * its file's bytes, read again from disk and checked against the hash the
+ * sync stored; a file changed or gone since is left for the next sync. */
+static int embed_media_missing(mnemo *m, const char *tenant, embedder *e, const char *ident,
+                               const char *table, mnemo_sync_stats *stats)
+{
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT c.id, c.text, f.path, f.hash, f.mime FROM mnemo_chunks c JOIN mnemo_files "
+             "f ON f.tenant = c.tenant AND f.id = c.file_id WHERE c.tenant = $1 AND c.id > "
+             "$3::bigint AND c.id >= " PGSTORE_MEDIA_IDS " AND NOT EXISTS (SELECT 1 FROM %s v "
+             "WHERE v.tenant = c.tenant AND v.chunk_id = c.id AND v.model = $2) ORDER BY c.id "
+             "LIMIT %d",
+             table, MEDIA_BATCH);
+    cfg_media mm;
+    cfg_multimodal(m->cfg, &mm);
+    int dims = embed_dims(e), rc = MNEMO_OK;
+    long long after = 0;
+    buf err;
+    buf_init(&err, 8192);
+    while (!rc) {
+        char from[32];
+        snprintf(from, sizeof from, "%lld", after);
+        const char *p[3] = {tenant, ident, from};
+        pg_rows *r = NULL;
+        if ((rc = pgstore_q(m, "embedding", sql, 3, p, &r)))
+            break;
+        size_t n = pg_nrows(r), k = 0;
+        if (n == 0) {
+            pg_rows_free(r);
+            break;
+        }
+        after = pgstore_ll(r, n - 1, 0);
+        const char *texts[MEDIA_BATCH];
+        size_t lens[MEDIA_BATCH];
+        embed_media media[MEDIA_BATCH];
+        long long cids[MEDIA_BATCH];
+        int zero[MEDIA_BATCH] = {0};
+        buf data[MEDIA_BATCH];
+        for (size_t i = 0; !rc && i < n && i < MEDIA_BATCH; i++) {
+            if (pg_isnull(r, i, 4))
+                continue;
+            int mrc = walk_media_read(m->workspace, pg_value(r, i, 2), mm.max_bytes,
+                                      pg_value(r, i, 3), &data[k]);
+            if (mrc) {
+                buf_cleanup(&data[k]);
+                if (mrc == MNEMO_NOMEM)
+                    rc = core_error(m, mrc, "out of memory");
+                continue; /* changed or gone since the sync read it: the next one */
+            }
+            texts[k] = pg_value(r, i, 1);
+            lens[k] = strlen(texts[k]);
+            media[k] = (embed_media){pg_value(r, i, 4), data[k].data, data[k].len};
+            cids[k++] = pgstore_ll(r, i, 0);
+        }
+        float *out = NULL;
+        if (!rc && k) {
+            buf_reset(&err);
+            rc = embed_media_docs(e, texts, lens, media, k, &out, &err);
+            if (rc)
+                core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
+        }
+        if (!rc && k)
+            rc = put_vectors(m, table, tenant, ident, cids, zero, out, k, dims);
+        if (!rc)
+            stats->chunks_embedded += k;
+        free(out);
+        for (size_t i = 0; i < k; i++)
+            buf_cleanup(&data[i]);
+        pg_rows_free(r);
+    }
+    buf_cleanup(&err);
+    return rc;
+}
+
 /* Embeds the chunks without a vector of the current identity. */
 static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *ident,
                          mnemo_sync_stats *stats)
@@ -671,10 +804,7 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
     if (rc)
         return rc;
     int dims = embed_dims(e), vc = (int)cfg_int(m->cfg, CFG_VECTOR_CHARS);
-    buf ids, vecs, parts, err;
-    buf_init(&ids, 0);
-    buf_init(&vecs, 0);
-    buf_init(&parts, 0);
+    buf err;
     buf_init(&err, 8192);
     long long after = 0;
     for (;;) {
@@ -682,8 +812,9 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
         snprintf(from, sizeof from, "%lld", after);
         snprintf(sql, sizeof sql,
                  "SELECT c.id, c.text FROM mnemo_chunks c WHERE c.tenant = $1 AND c.id > "
-                 "$3::bigint AND NOT EXISTS (SELECT 1 FROM %s v WHERE v.tenant = c.tenant AND "
-                 "v.chunk_id = c.id AND v.model = $2) ORDER BY c.id LIMIT %d",
+                 "$3::bigint AND c.id < " PGSTORE_MEDIA_IDS " AND NOT EXISTS (SELECT 1 FROM %s "
+                 "v WHERE v.tenant = c.tenant AND v.chunk_id = c.id AND v.model = $2) ORDER BY "
+                 "c.id LIMIT %d",
                  table, EMBED_ROWS);
         const char *p[3] = {tenant, ident, from};
         pg_rows *r = NULL;
@@ -745,49 +876,15 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
                 core_error(m, rc, "%s", err.len ? err.data : errcode_text(rc));
         }
         if (!rc) {
-            buf_reset(&ids);
-            buf_reset(&vecs);
-            buf_reset(&parts);
-            buf_putc(&ids, '{');
-            buf_putc(&vecs, '{');
-            buf_putc(&parts, '{');
-            buf tmp;
-            buf_init(&tmp, 0);
-            for (size_t i = 0; i < np; i++) {
-                pgstore_arr_int(&ids, pgstore_ll(r, of[i], 0));
-                pgstore_arr_int(&parts, num[i]);
-                buf_reset(&tmp);
-                pgtext_vector_literal(&tmp, out + i * (size_t)dims, dims);
-                pgstore_arr_add(&vecs, tmp.data, tmp.len);
-            }
-            buf_cleanup(&tmp);
-            buf_putc(&ids, '}');
-            buf_putc(&vecs, '}');
-            buf_putc(&parts, '}');
-            after = pgstore_ll(r, n - 1, 0);
-            /* A chunk's rows of another setup go with the new ones in. */
-            char del[512];
-            snprintf(del, sizeof del,
-                     "DELETE FROM %s WHERE tenant = $1 AND chunk_id = ANY ($2::bigint[])", table);
-            snprintf(sql, sizeof sql,
-                     "INSERT INTO %s(tenant, chunk_id, part, model, embedding) SELECT $1, x.id, "
-                     "x.part, $2, x.e FROM unnest($3::bigint[], $5::smallint[], $4::vector[]) "
-                     "AS x(id, part, e) ON CONFLICT (tenant, chunk_id, part) DO UPDATE SET "
-                     "model = excluded.model, embedding = excluded.embedding",
-                     table);
-            const char *p1[2] = {tenant, ids.data};
-            const char *p2[5] = {tenant, ident, ids.data, vecs.data, parts.data};
-            if (buf_err(&ids) || buf_err(&vecs) || buf_err(&parts))
+            long long *cids = malloc((np ? np : 1) * sizeof *cids);
+            if (!cids)
                 rc = core_error(m, MNEMO_NOMEM, "out of memory");
-            else if (!(rc = pgstore_q(m, "storing vectors", "BEGIN", 0, NULL, NULL))) {
-                rc = pgstore_q(m, "storing vectors", del, 2, p1, NULL);
-                if (!rc)
-                    rc = pgstore_q(m, "storing vectors", sql, 5, p2, NULL);
-                if (!rc)
-                    rc = pgstore_q(m, "storing vectors", "COMMIT", 0, NULL, NULL);
-                if (rc)
-                    pgstore_q(m, "storing vectors", "ROLLBACK", 0, NULL, NULL);
-            }
+            for (size_t i = 0; !rc && i < np; i++)
+                cids[i] = pgstore_ll(r, of[i], 0);
+            if (!rc)
+                rc = put_vectors(m, table, tenant, ident, cids, num, out, np, dims);
+            free(cids);
+            after = pgstore_ll(r, n - 1, 0);
             if (!rc)
                 stats->chunks_embedded += np;
         }
@@ -800,6 +897,8 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
         if (rc)
             break;
     }
+    if (!rc)
+        rc = embed_media_missing(m, tenant, e, ident, table, stats);
     if (!rc) {
         /* Vectors of chunks that are gone. */
         snprintf(sql, sizeof sql,
@@ -831,9 +930,6 @@ static int embed_missing(mnemo *m, const char *tenant, embedder *e, const char *
             rc = rc2;
         buf_cleanup(&keep);
     }
-    buf_cleanup(&ids);
-    buf_cleanup(&vecs);
-    buf_cleanup(&parts);
     buf_cleanup(&err);
     return rc;
 }
