@@ -416,6 +416,17 @@ BACKEND_TEST(media_change_on_disk_is_reindexed)
     j = search_json(m, "reminder to water the tomato plants", "media");
     ASSERT(result_for(j, "media/voice/memo.mp3") != NULL); /* the other one stays */
     json_decref(j);
+    /* Text under the audio's name: skipped, no longer media. */
+    test_write("ws/media/voice/memo.mp3", "tomato plants: water them on Sunday\n");
+    st = test_sync(m);
+    ASSERT_EQ(st.files_skipped, 1);
+    j = search_json(m, "reminder to water the tomato plants", "media");
+    ASSERT_EQ(json_array_size(json_object_get(j, "results")), 0);
+    json_decref(j);
+    if (be_kind() == BE_SQLITE)
+        ASSERT_EQ(test_sql_int(test_path("db.sqlite"),
+                               "SELECT count(*) FROM files WHERE mime IS NOT NULL"),
+                  0);
     mnemo_close(m);
     ps_stop(s);
 }

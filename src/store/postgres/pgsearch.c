@@ -658,8 +658,9 @@ static int vector_end(pgsearch *s, mnemo_results *res, search_vstats *vs, int64_
 
 /* The media's baseline (calib.h): the fixed texts' cosines with the first
  * MEDIA_REF media (unrelated text against media, which sit apart from
- * text), into NL's ref fields; kept by the handle for the corpus version.
- * In the statement of media_leg when not kept: column 5 of R's row 0. */
+ * text), as SQLite's vectors_media_calib. 1 with NL's ref fields set when
+ * the handle keeps it for this corpus version and setup (*KEY, the
+ * caller's); 0: media_leg's statement computes it. */
 static int media_ref_kept(pgsearch *s, calib_null *nl, char **key)
 {
     struct pgstore *st = pgstore_state(s->m);
@@ -1080,9 +1081,8 @@ static int pg_prefetch(void *ud, int kind, const int64_t *ids, size_t n)
     /* Each row's file by its key (OFFSET 0 keeps the subquery apart): a
      * join would hash every file of the tenant for a few hundred rows. */
 #define FILE_OF                                                                                   \
-    "CROSS JOIN LATERAL (SELECT f.path, f.source, f.mtime_ns, f.time, f.mime FROM mnemo_files "   \
-    "f WHERE "                                                                                    \
-    "f.tenant = c.tenant AND f.id = c.file_id OFFSET 0) f "
+    "CROSS JOIN LATERAL (SELECT f.path, f.source, f.mtime_ns, f.time, f.mime FROM mnemo_files f " \
+    "WHERE f.tenant = c.tenant AND f.id = c.file_id OFFSET 0) f "
     /* Prepared, but for the vector join (its table's name is in the SQL). */
     static const char factors[] =
         "SELECT c.id, c.importance, f.path, f.source, f.mtime_ns, f.time, NULL "
