@@ -197,6 +197,12 @@ BACKEND_TEST(media_indexed_embedded_and_found)
     ASSERT(result_for(j, "media/voice/memo.mp3") == NULL); /* unrelated */
     ASSERT_CONTAINS(json_dumps(json_object_get(j, "kinds"), JSON_COMPACT), "media");
     json_decref(j);
+    /* Its citation opens as what the file is, not its bytes. */
+    mnemo_excerpt e;
+    ASSERT_OK(mnemo_get(m, "media/photos/img-0142.png", 1, 1, &e));
+    ASSERT_CONTAINS(e.text, "Type: image/png");
+    ASSERT_NOT_CONTAINS(e.text, "PNG");
+    mnemo_excerpt_cleanup(&e);
 
     /* Audio the same way; media alone; notes alone. */
     j = search_json(m, "reminder to water the tomato plants", "media");
