@@ -142,6 +142,15 @@ class Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (a failed call stops its other requests)
 
     def reply(self, status, obj, errtype=None, entry=None):
+        # Logged before the answer leaves: a client that has its answer
+        # finds the request in the log.
+        if entry is not None:
+            entry["status"] = status
+            if errtype:
+                entry["error"] = errtype
+            with lock:
+                with open(args.log, "a") as f:
+                    f.write(json.dumps(entry) + "\n")
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -153,13 +162,6 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a failed call stops its other requests)
-        if entry is not None:
-            entry["status"] = status
-            if errtype:
-                entry["error"] = errtype
-            with lock:
-                with open(args.log, "a") as f:
-                    f.write(json.dumps(entry) + "\n")
 
     def check_sigv4(self, auth, body):
         """None when the signature is right, else (status, errtype, message)."""

@@ -73,6 +73,12 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def reply(self, status, obj, entry):
+        # Logged before the answer leaves: a client that has its answer
+        # finds the request in the log.
+        entry["status"] = status
+        with lock:
+            with open(args.log, "a") as f:
+                f.write(json.dumps(entry) + "\n")
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -82,10 +88,6 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        entry["status"] = status
-        with lock:
-            with open(args.log, "a") as f:
-                f.write(json.dumps(entry) + "\n")
 
     def editor_ok(self, entry):
         """None when the editor headers are there (and Editor-Version is the one expected)."""

@@ -71,6 +71,8 @@ static int lite_skip(void *ud, const sync_file *known, const char *path, int64_t
                                        reason)
                    : store_file_insert(c->st, path, size, mtime_ns, "", SYNC_FILE_SKIPPED,
                                        reason, sessions, NULL);
+    if (!rc && known) /* a skipped file is no image or audio any more */
+        rc = store_file_set_mime(c->st, known->id, NULL);
     return rc ? db_fail(c, rc, "recording a skipped file") : MNEMO_OK;
 }
 
