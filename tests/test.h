@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <string.h>
 
 #include "mnemo.h"
@@ -120,6 +121,17 @@ char *test_nested_json(int n);
  * feeding STDIN_TEXT (may be NULL). Returns the exit code; *out and *err
  * (may be NULL) receive stdout and stderr, to be freed. */
 int test_cli(char **out, char **err, const char *stdin_text, ...);
+/* A test server in Python (tests/SCRIPT), started with "--port-file F
+ * --log L ARGS": *PID, its port (returned) and the log's path LOG (LOGN
+ * bytes; the file exists, empty, before it starts). Fails the test when
+ * it exits or does not come up, saying HINT (may be NULL). */
+int test_py_server(const char *script, const char *args, const char *hint, pid_t *pid,
+                   char *log, size_t logn);
+/* Stops what test_py_server started. */
+void test_py_server_stop(pid_t pid);
+/* How many times NEEDLE is in the file PATH (0 when it is missing). */
+int test_count_in_file(const char *path, const char *needle);
+
 /* Where the source tree and the built mnemo binary are. */
 const char *test_src_dir(void);
 const char *test_bin(void);

@@ -33,55 +33,18 @@ typedef struct server {
 /* Starts bedrock_server.py with ARGS; fails the test when it does not come up. */
 static server start(const char *args)
 {
-    static int n;
     server s;
-    char portf[512], cmd[4096];
-    n++;
-    snprintf(portf, sizeof portf, "%s/port%d", test_dir(), n);
-    snprintf(s.log, sizeof s.log, "%s/server%d.log", test_dir(), n);
-    snprintf(cmd, sizeof cmd, "exec python3 '%s/tests/bedrock_server.py' --port-file '%s' --log '%s' %s",
-             test_src_dir(), portf, s.log, args);
-    FILE *f = fopen(s.log, "w");
-    ASSERT(f != NULL);
-    fclose(f);
-    s.pid = fork();
-    ASSERT(s.pid >= 0);
-    if (s.pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 300; i++) {
-        char *p = test_read(portf, NULL);
-        if (p) {
-            snprintf(s.url, sizeof s.url, "baseUrl=http://127.0.0.1:%d", atoi(p));
-            free(p);
-            return s;
-        }
-        int st;
-        if (waitpid(s.pid, &st, WNOHANG) == s.pid)
-            test_fail(__FILE__, __LINE__, "bedrock_server.py exited (is botocore installed? "
-                                          "scripts/install-deps installs it)");
-        usleep(50000);
-    }
-    test_fail(__FILE__, __LINE__, "bedrock_server.py did not start");
+    int port = test_py_server("bedrock_server.py", args,
+                              "(is botocore installed? scripts/install-deps installs it)", &s.pid,
+                              s.log, sizeof s.log);
+    snprintf(s.url, sizeof s.url, "baseUrl=http://127.0.0.1:%d", port);
+    return s;
 }
 
-static void stop(server *s)
-{
-    kill(s->pid, SIGTERM);
-    waitpid(s->pid, NULL, 0);
-}
+static void stop(server *s) { test_py_server_stop(s->pid); }
 
 /* How many times NEEDLE is in the server's log. */
-static int logged(const server *s, const char *needle)
-{
-    char *t = test_read(s->log, NULL);
-    int n = 0;
-    for (const char *p = t; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    free(t);
-    return n;
-}
+static int logged(const server *s, const char *needle) { return test_count_in_file(s->log, needle); }
 
 /* No AWS setting from the machine running the tests. */
 static void clean_env(void)

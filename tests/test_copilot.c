@@ -33,59 +33,20 @@ typedef struct server {
 /* Starts copilot_server.py with ARGS; fails the test when it does not come up. */
 static server start(const char *args)
 {
-    static int n;
     server s;
-    char portf[512], cmd[4096];
-    n++;
-    snprintf(portf, sizeof portf, "%s/port%d", test_dir(), n);
-    snprintf(s.log, sizeof s.log, "%s/server%d.log", test_dir(), n);
-    snprintf(cmd, sizeof cmd,
-             "exec python3 '%s/tests/copilot_server.py' --port-file '%s' --log '%s' "
-             "--gh-token " GH " %s",
-             test_src_dir(), portf, s.log, args);
-    FILE *f = fopen(s.log, "w");
-    ASSERT(f != NULL);
-    fclose(f);
-    s.pid = fork();
-    ASSERT(s.pid >= 0);
-    if (s.pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 300; i++) {
-        char *p = test_read(portf, NULL);
-        if (p) {
-            s.port = atoi(p);
-            snprintf(s.base, sizeof s.base, "baseUrl=http://127.0.0.1:%d", s.port);
-            snprintf(s.xurl, sizeof s.xurl,
-                     "copilotTokenUrl=http://127.0.0.1:%d/copilot_internal/v2/token", s.port);
-            free(p);
-            return s;
-        }
-        int st;
-        if (waitpid(s.pid, &st, WNOHANG) == s.pid)
-            test_fail(__FILE__, __LINE__, "copilot_server.py exited");
-        usleep(50000);
-    }
-    test_fail(__FILE__, __LINE__, "copilot_server.py did not start");
+    char all[4096];
+    snprintf(all, sizeof all, "--gh-token " GH " %s", args);
+    s.port = test_py_server("copilot_server.py", all, NULL, &s.pid, s.log, sizeof s.log);
+    snprintf(s.base, sizeof s.base, "baseUrl=http://127.0.0.1:%d", s.port);
+    snprintf(s.xurl, sizeof s.xurl,
+             "copilotTokenUrl=http://127.0.0.1:%d/copilot_internal/v2/token", s.port);
+    return s;
 }
 
-static void stop(server *s)
-{
-    kill(s->pid, SIGTERM);
-    waitpid(s->pid, NULL, 0);
-}
+static void stop(server *s) { test_py_server_stop(s->pid); }
 
 /* How many times NEEDLE is in the server's log. */
-static int logged(const server *s, const char *needle)
-{
-    char *t = test_read(s->log, NULL);
-    int n = 0;
-    for (const char *p = t; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    free(t);
-    return n;
-}
+static int logged(const server *s, const char *needle) { return test_count_in_file(s->log, needle); }
 
 #define EXCHANGED "\"path\": \"/copilot_internal/v2/token\", \"auth\": \"token\", \"editor_version\": \"vscode/1.96.2\", \"token_n\""
 #define LISTED "\"path\": \"/models\", \"auth\": \"bearer\""

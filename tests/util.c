@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -385,4 +387,57 @@ char *test_nested_json(int n)
     for (int i = 0; i < n; i++)
         buf_putc(&b, '}');
     return buf_detach(&b);
+}
+
+int test_py_server(const char *script, const char *args, const char *hint, pid_t *pid,
+                   char *log, size_t logn)
+{
+    static int n;
+    char portf[PATH_MAX + 32], cmd[3 * PATH_MAX + 4096];
+    n++;
+    snprintf(portf, sizeof portf, "%s/port%d", test_dir(), n);
+    snprintf(log, logn, "%s/server%d.log", test_dir(), n);
+    snprintf(cmd, sizeof cmd, "exec python3 '%s/tests/%s' --port-file '%s' --log '%s' %s",
+             test_src_dir(), script, portf, log, args);
+    FILE *f = fopen(log, "w");
+    if (!f)
+        test_fail(__FILE__, __LINE__, "cannot create %s", log);
+    fclose(f);
+    *pid = fork();
+    if (*pid < 0)
+        test_fail(__FILE__, __LINE__, "fork failed");
+    if (*pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 300; i++) {
+        char *p = test_read(portf, NULL);
+        if (p) {
+            int port = atoi(p);
+            free(p);
+            return port;
+        }
+        int st;
+        if (waitpid(*pid, &st, WNOHANG) == *pid)
+            test_fail(__FILE__, __LINE__, "%s exited%s%s", script, hint ? " " : "",
+                      hint ? hint : "");
+        usleep(50000);
+    }
+    test_fail(__FILE__, __LINE__, "%s did not start", script);
+}
+
+void test_py_server_stop(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+int test_count_in_file(const char *path, const char *needle)
+{
+    char *t = test_read(path, NULL);
+    int n = 0;
+    for (const char *p = t; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    free(t);
+    return n;
 }
