@@ -421,7 +421,7 @@ int mem_about_user(const char *q, const mem_opts *o);
  * largest value they can take. A candidate's score is its relevance times
  * its factors. */
 double mem_factors(mnemo *m, const mcand *c, int user_query, double now);
-double mem_max_factor(mnemo *m);
+double mem_max_factor(mnemo *m, int user_query);
 
 /* Fills C's factor inputs (has_factors); MNEMO_NOTFOUND: gone. */
 typedef int (*mem_factor_fn)(mnemo *m, void *ud, mcand *c);

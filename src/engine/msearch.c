@@ -368,10 +368,13 @@ double mem_factors(mnemo *m, const mcand *c, int user_query, double now)
     return act * reinforce * imp * boost;
 }
 
-double mem_max_factor(mnemo *m)
+double mem_max_factor(mnemo *m, int user_query)
 {
+    /* The user boost only for a query about the user: a bound that counts
+     * it for every query reads the factors of half again as many
+     * candidates as can make the results. */
     double imax = cfg_num(m->cfg, CFG_IMPORTANCE_MAX);
-    return (imax > 1 ? imax : 1) * 1.25 * USER_BOOST;
+    return (imax > 1 ? imax : 1) * 1.25 * (user_query ? USER_BOOST : 1.0);
 }
 
 static int by_rel(const void *a, const void *b)
@@ -421,7 +424,7 @@ int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, d
      * the NEED best scores. */
     if (s->n > 1)
         qsort(s->v, s->n, sizeof *s->v, by_rel);
-    double bound = mem_max_factor(m);
+    double bound = mem_max_factor(m, user_query);
     double *top = malloc((need ? need : 1) * sizeof *top);
     size_t ntop = 0;
     int rc = top ? MNEMO_OK : MNEMO_NOMEM;

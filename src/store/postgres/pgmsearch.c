@@ -685,7 +685,7 @@ static int kleg_maxscore(mnemo *m, const query *qr, search_ctx *x, kleg *k, cons
     if (nt > PGMS_MAX_TERMS)
         nt = PGMS_MAX_TERMS; /* not reached: phrases are fewer */
     krounds r = {m, x, k, kb, lexs, pres, NULL, cfg_num(m->cfg, CFG_VECTOR_WEIGHT),
-                 mem_max_factor(m), x->need ? x->need : 1, 0, 0};
+                 mem_max_factor(m, x->user_query), x->need ? x->need : 1, 0, 0};
     pgms ms;
     memset(&ms, 0, sizeof ms);
     ms.n = nt;
@@ -1122,7 +1122,7 @@ static int prefetch_factors(mnemo *m, search_ctx *x, mset *s, size_t need, int r
         miss += !s->v[i].has_factors;
     if (!miss)
         return MNEMO_OK;
-    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), bound = mem_max_factor(m);
+    double wv = cfg_num(m->cfg, CFG_VECTOR_WEIGHT), bound = mem_max_factor(m, x->user_query);
     relord *o = malloc(s->n * sizeof *o);
     mcand **batch = malloc((s->n + 1) * sizeof *batch);
     double *top = malloc((need ? need : 1) * sizeof *top);
