@@ -127,6 +127,8 @@ int test_cli(char **out, char **err, const char *stdin_text, ...);
  * it exits or does not come up, saying HINT (may be NULL). */
 int test_py_server(const char *script, const char *args, const char *hint, pid_t *pid,
                    char *log, size_t logn);
+/* "dbN.sqlite", another name each call: an index no earlier call built. */
+const char *test_fresh_db(void);
 /* Stops what test_py_server started. */
 void test_py_server_stop(pid_t pid);
 /* How many times NEEDLE is in the file PATH (0 when it is missing). */

@@ -72,13 +72,7 @@ static void notes(void)
 }
 
 /* A fresh index each time: no vector comes from an earlier one's cache. */
-static const char *fresh_db(void)
-{
-    static char name[32];
-    static int n;
-    snprintf(name, sizeof name, "db%d.sqlite", ++n);
-    return name;
-}
+#define fresh_db test_fresh_db
 
 /* Syncs with the provider and the settings given, expecting it to work. */
 static mnemo_sync_stats sync_with(const server *s, const char *a, const char *b)

@@ -70,13 +70,7 @@ static void notes(void)
     test_write("ws/memory/c.md", "Backups run nightly to the Frankfurt bucket.\n");
 }
 
-static const char *fresh_db(void)
-{
-    static char name[32];
-    static int n;
-    snprintf(name, sizeof name, "db%d.sqlite", ++n);
-    return name;
-}
+#define fresh_db test_fresh_db
 
 /* Syncs a fresh index with the server, expecting it to work. */
 static mnemo_sync_stats sync_with(const server *s, const char *a, const char *b)

@@ -441,3 +441,11 @@ int test_count_in_file(const char *path, const char *needle)
     free(t);
     return n;
 }
+
+const char *test_fresh_db(void)
+{
+    static char name[32];
+    static int n;
+    snprintf(name, sizeof name, "db%d.sqlite", ++n);
+    return name;
+}
