@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/core.h"
+#include "engine/blockmax.h"
 #include "store/sqlite/lite.h"
 #include "text/query.h"
 #include "test.h"
@@ -805,4 +806,369 @@ TEST(search_threshold_is_on_relevance_not_age)
     ASSERT_EQ(mnemo_results_count(r), 0);
     mnemo_results_free(r);
     mnemo_close(m);
+}
+
+/* ----------------------------------------------------------------------
+ * Top-k over the postings (kwpost.h, blockmax.h): the same pool, scores
+ * and results as ranking every row FTS5 returns.
+ * -------------------------------------------------------------------- */
+
+/* Block-max MaxScore over random lists (many equal scores, rows gone, a
+ * required phrase) keeps exactly what scoring every row keeps. */
+typedef struct fake_list {
+    int64_t *id;
+    uint8_t *tf;
+    int32_t *dl;
+    size_t n;
+    size_t nblocks;
+    int64_t *first, *last;
+    double *ub;
+    blockmax_bound *bound;
+} fake_list;
+
+typedef struct fake {
+    fake_list l[8];
+    int64_t gone[64];
+    size_t ngone;
+} fake;
+
+static int fake_read(void *ud, const blockmax_term *t, size_t b, blockmax_posts *out)
+{
+    fake *f = ud;
+    const fake_list *l = &f->l[t->phrase];
+    size_t from = b * 16, to = from + 16 < l->n ? from + 16 : l->n;
+    *out = (blockmax_posts){l->id + from, l->tf + from, l->dl + from, to - from};
+    return MNEMO_OK;
+}
+
+static int fake_gone(void *ud, int64_t id)
+{
+    fake *f = ud;
+    for (size_t i = 0; i < f->ngone; i++)
+        if (f->gone[i] == id)
+            return 1;
+    return 0;
+}
+
+TEST(blockmax_pool_equals_scoring_every_row)
+{
+    uint64_t s = 3;
+    size_t pruned = 0, total = 0;
+    for (int round = 0; round < 300; round++) {
+        fake f;
+        memset(&f, 0, sizeof f);
+        int np = 1 + (int)(gen_next(&s) % 5);
+        int64_t ndocs = 50 + (int64_t)(gen_next(&s) % 2000);
+        double w[BM25_MAX_PHRASES], idf[BM25_MAX_PHRASES], k1 = 1.2, b = 0.75, avgdl = 20;
+        uint64_t required = round % 7 == 0 ? 1 : 0;
+        for (int k = 0; k < np; k++) {
+            fake_list *l = &f.l[k];
+            l->id = malloc((size_t)ndocs * sizeof *l->id);
+            l->tf = malloc((size_t)ndocs);
+            l->dl = malloc((size_t)ndocs * sizeof *l->dl);
+            uint64_t density = 1 + gen_next(&s) % 90;
+            for (int64_t d = 1; d <= ndocs; d++) {
+                if (gen_next(&s) % 100 >= density)
+                    continue;
+                l->id[l->n] = d;
+                /* Few distinct values: many rows tie. */
+                l->tf[l->n] = (uint8_t)(1 + (d * 7 + k) % 3 + (gen_next(&s) % 50 == 0) * 20);
+                l->dl[l->n] = (int32_t)(10 + (d * 13) % 4 * 5);
+                l->n++;
+            }
+            idf[k] = bm25_idf((double)ndocs, (double)l->n);
+            w[k] = 1.0;
+            l->nblocks = (l->n + 15) / 16;
+            l->first = malloc((l->nblocks + 1) * sizeof *l->first);
+            l->last = malloc((l->nblocks + 1) * sizeof *l->last);
+            l->ub = malloc((l->nblocks + 1) * sizeof *l->ub);
+            l->bound = calloc(l->nblocks + 1, sizeof *l->bound);
+            for (size_t i = 0; i < l->n; i++) {
+                size_t bi = i / 16;
+                if (i % 16 == 0)
+                    l->first[bi] = l->id[i];
+                l->last[bi] = l->id[i];
+                blockmax_bound_add(&l->bound[bi], l->tf[i], (uint32_t)l->dl[i]);
+            }
+            for (size_t bi = 0; bi < l->nblocks; bi++)
+                l->ub[bi] = blockmax_bound_share(&l->bound[bi], w[k], idf[k], k1, b, avgdl);
+        }
+        for (int g = 0; g < 5; g++)
+            f.gone[f.ngone++] = 1 + (int64_t)(gen_next(&s) % (uint64_t)ndocs);
+        size_t cap = 1 + gen_next(&s) % 60;
+        /* Every row scored as bm25_score does, in phrase order. */
+        topk all;
+        ASSERT_OK(topk_init(&all, cap));
+        for (int64_t d = 1; d <= ndocs; d++) {
+            if (fake_gone(&f, d))
+                continue;
+            uint8_t tf[BM25_MAX_PHRASES] = {0};
+            int32_t dl = 0;
+            uint64_t mask = 0;
+            for (int k = 0; k < np; k++)
+                for (size_t i = 0; i < f.l[k].n; i++)
+                    if (f.l[k].id[i] == d) {
+                        tf[k] = f.l[k].tf[i];
+                        dl = f.l[k].dl[i];
+                        mask |= (uint64_t)1 << k;
+                    }
+            if (!mask || (mask & required) != required)
+                continue;
+            double norm = bm25_norm(k1, b, (double)dl, avgdl), score = 0;
+            for (int k = 0; k < np; k++)
+                if (tf[k])
+                    score += bm25_part(w[k], idf[k], (double)tf[k], k1, norm);
+            topk_offer(&all, score, d);
+        }
+        blockmax_term t[8];
+        int nt = 0;
+        for (int k = 0; k < np; k++)
+            if (f.l[k].nblocks)
+                t[nt++] = (blockmax_term){.phrase = k, .nblocks = f.l[k].nblocks,
+                                          .first = f.l[k].first, .last = f.l[k].last,
+                                          .ub = f.l[k].ub};
+        blockmax_query bq = {t, nt, np, w, idf, k1, b, avgdl, required, fake_read, fake_gone,
+                             &f, 0, 0};
+        topk top;
+        ASSERT_OK(topk_init(&top, cap));
+        ASSERT_OK(blockmax_run(&bq, &top));
+        ASSERT_EQ(top.n, all.n);
+        /* The same rows with the same scores, in the same heap order. */
+        while (all.n) {
+            ASSERT_EQ(top.v[0].id, all.v[0].id);
+            ASSERT(top.v[0].score == all.v[0].score);
+            topk_item x = all.v[0];
+            topk_item y = top.v[0];
+            (void)x;
+            (void)y;
+            /* Pop the worst of each by offering nothing better: rebuild. */
+            all.v[0] = all.v[--all.n];
+            top.v[0] = top.v[--top.n];
+            for (topk *h = &all; h; h = h == &all ? &top : NULL) {
+                size_t i = 0;
+                for (;;) {
+                    size_t l = 2 * i + 1, r = l + 1, m = i;
+                    if (l < h->n && topk_worse(&h->v[l], &h->v[m]))
+                        m = l;
+                    if (r < h->n && topk_worse(&h->v[r], &h->v[m]))
+                        m = r;
+                    if (m == i)
+                        break;
+                    topk_item tmp = h->v[i];
+                    h->v[i] = h->v[m];
+                    h->v[m] = tmp;
+                    i = m;
+                }
+            }
+        }
+        /* A row's score on its own, as the other legs' candidates get it. */
+        for (int64_t d = 1; d <= ndocs; d += 37) {
+            double one = 0;
+            ASSERT_OK(blockmax_score_of(&bq, d, &one));
+            ASSERT(one >= 0);
+        }
+        total += (size_t)ndocs;
+        pruned += (size_t)ndocs - bq.rows_scored;
+        topk_cleanup(&all);
+        topk_cleanup(&top);
+        for (int k = 0; k < np; k++) {
+            free(f.l[k].id);
+            free(f.l[k].tf);
+            free(f.l[k].dl);
+            free(f.l[k].first);
+            free(f.l[k].last);
+            free(f.l[k].ub);
+            free(f.l[k].bound);
+        }
+    }
+    /* The bounds let it leave rows unscored. */
+    ASSERT(pruned > total / 4);
+}
+
+/* Removes "timing" (wall times) from a results JSON text. */
+static char *untimed(char *s)
+{
+    json_t *j = json_loads(s, 0, NULL);
+    ASSERT(j != NULL);
+    json_object_del(j, "timing");
+    mnemo_free(s);
+    char *out = json_dumps(j, JSON_SORT_KEYS);
+    json_decref(j);
+    return out;
+}
+
+/* Copies index FROM to TO with the postings' marks dropped: searches of TO
+ * take FTS5's path alone. */
+static void copy_without_postings(const char *from, const char *to)
+{
+    sqlite3 *a = NULL, *b = NULL;
+    unlink(test_path(to));
+    ASSERT_EQ(sqlite3_open(test_path(from), &a), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(test_path(to), &b), SQLITE_OK);
+    sqlite3_backup *bk = sqlite3_backup_init(b, "main", a, "main");
+    ASSERT(bk != NULL);
+    ASSERT_EQ(sqlite3_backup_step(bk, -1), SQLITE_DONE);
+    sqlite3_backup_finish(bk);
+    ASSERT_EQ(sqlite3_exec(b, "DROP TABLE kw_mark", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(a);
+    sqlite3_close(b);
+}
+
+static int64_t count_rows(const char *db, const char *sql)
+{
+    sqlite3 *d = NULL;
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_open(test_path(db), &d), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(d, sql, -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return n;
+}
+
+TEST(search_postings_equal_fts5_through_changes)
+{
+    gen_workspace("ws", 1500, 21);
+    /* Equal notes: equal scores, the order by chunk id. */
+    for (int i = 0; i < 6; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "ws/memory/2025-01-0%d-same.md", 1 + i);
+        test_write(path, "- gateway deploy gateway nightly\n");
+    }
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    uint64_t s = 77;
+    size_t compared = 0, hits = 0;
+    for (int round = 0; round < 4; round++) {
+        ASSERT(count_rows("db.sqlite", "SELECT count(*) FROM kw_seg") > 0);
+        ASSERT(count_rows("db.sqlite", "SELECT mark FROM kw_mark WHERE range = 0") ==
+               count_rows("db.sqlite", "SELECT max(id) FROM chunks WHERE id < 1099511627776"));
+        copy_without_postings("db.sqlite", "ref.sqlite");
+        mnemo *ref = test_open("ws", "ref.sqlite", NULL);
+        for (int i = 0; i < 120; i++) {
+            char text[512];
+            if (i % 4 == 0)
+                snprintf(text, sizeof text, "%s", gen_word(&s));
+            else
+                gen_query(&s, text, sizeof text);
+            char *a = untimed(test_search_json(m, text, 40));
+            char *b = untimed(test_search_json(ref, text, 40));
+            if (strcmp(a, b) != 0)
+                test_fail(__FILE__, __LINE__, "round %d, query %s:\n%s\n!=\n%s", round, text,
+                          a, b);
+            hits += strstr(a, "\"path\"") != NULL;
+            compared++;
+            free(a);
+            free(b);
+        }
+        mnemo_close(ref);
+        /* Edits, removals and new notes, then a sync. */
+        for (int i = 0; i < 60; i++) {
+            char path[256];
+            int n = (int)(gen_next(&s) % 1500);
+            snprintf(path, sizeof path, "ws/memory/2026-%02d-%02d-n%d.md", 1 + n % 12,
+                     1 + n % 28, n);
+            if (i % 3 == 0)
+                unlink(test_path(path));
+            else
+                test_write(path, i % 3 == 1 ? "- deploy the gateway, then deploy again\n"
+                                            : "- nightly backup of orders\n- gateway\n");
+        }
+        for (int i = 0; i < 20; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "ws/memory/2027-01-01-r%d-%d.md", round, i);
+            test_write(path, "- release the worker queue; deploy deploy deploy\n");
+        }
+        test_sync(m);
+    }
+    ASSERT(count_rows("db.sqlite", "SELECT count(*) FROM kw_dead") > 0);
+    ASSERT(compared == 480);
+    ASSERT(hits > 300);
+    mnemo_close(m);
+}
+
+static void exec_on(const char *db, const char *sql)
+{
+    sqlite3 *d = NULL;
+    ASSERT_EQ(sqlite3_open(test_path(db), &d), SQLITE_OK);
+    char *err = NULL;
+    if (sqlite3_exec(d, sql, NULL, NULL, &err) != SQLITE_OK)
+        test_fail(__FILE__, __LINE__, "%s: %s", sql, err);
+    sqlite3_close(d);
+}
+
+/* A damaged segment of the postings is an error that says what to do,
+ * never "nothing found". */
+TEST(search_damaged_postings_say_so)
+{
+    mnemo *m = setup();
+    mnemo_close(m);
+    exec_on("db.sqlite", "UPDATE kw_seg SET data = x'01ff7f' WHERE term = 'gateway'");
+    m = test_open("ws", "db.sqlite", NULL);
+    mnemo_results *r = NULL;
+    ASSERT_EQ(mnemo_search(m, "gateway", NULL, &r), MNEMO_CORRUPT);
+    ASSERT(strstr(mnemo_errmsg(m), "damaged") != NULL);
+    ASSERT(strstr(mnemo_errmsg(m), "mnemo index --force") != NULL);
+    /* Words whose segments are sound are still found. */
+    ASSERT_EQ(mnemo_search(m, "pgbouncer", NULL, &r), MNEMO_OK);
+    ASSERT(mnemo_results_count(r) > 0);
+    mnemo_results_free(r);
+    mnemo_close(m);
+}
+
+/* An index from before the postings (schema 9) is searched through FTS5
+ * alone, and the next sync, even one with nothing to do, reads its chunks
+ * into the postings; results stay the same. So does an index whose sync
+ * was killed before it wrote them (chunks above the marks). */
+TEST(search_postings_built_for_an_older_index)
+{
+    gen_workspace("ws", 300, 5);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    const char *qs[] = {"gateway deploy", "nightly backup orders", "数据库迁移", "v2.4.1 cache"};
+    char *before[4];
+    for (int i = 0; i < 4; i++)
+        before[i] = untimed(test_search_json(m, qs[i], 30));
+    mnemo_close(m);
+    exec_on("db.sqlite", "DROP TABLE kw_seg; DROP TABLE kw_dead; DROP TABLE kw_mark; "
+                         "UPDATE meta SET value = '9' WHERE key = 'schema_version'");
+    m = test_open("ws", "db.sqlite", NULL);
+    for (int i = 0; i < 4; i++) {
+        char *now = untimed(test_search_json(m, qs[i], 30));
+        ASSERT_STR_EQ(now, before[i]);
+        free(now);
+    }
+    test_sync(m);
+    mnemo_close(m);
+    ASSERT(count_rows("db.sqlite", "SELECT count(*) FROM kw_seg") > 0);
+    ASSERT(count_rows("db.sqlite", "SELECT mark FROM kw_mark WHERE range = 0") ==
+           count_rows("db.sqlite", "SELECT max(id) FROM chunks"));
+    /* A killed sync: chunks written, their postings not. */
+    exec_on("db.sqlite", "DELETE FROM kw_seg WHERE last > 100; "
+                         "UPDATE kw_mark SET mark = (SELECT coalesce(max(last), 0) FROM kw_seg) "
+                         "WHERE range = 0");
+    m = test_open("ws", "db.sqlite", NULL);
+    for (int i = 0; i < 4; i++) {
+        char *now = untimed(test_search_json(m, qs[i], 30));
+        ASSERT_STR_EQ(now, before[i]);
+        free(now);
+    }
+    test_write("ws/memory/2027-02-02.md", "- the gateway deploy is done\n");
+    test_sync(m);
+    ASSERT(count_rows("db.sqlite", "SELECT mark FROM kw_mark WHERE range = 0") ==
+           count_rows("db.sqlite", "SELECT max(id) FROM chunks"));
+    copy_without_postings("db.sqlite", "ref.sqlite");
+    mnemo *ref = test_open("ws", "ref.sqlite", NULL);
+    for (int i = 0; i < 4; i++) {
+        char *a = untimed(test_search_json(m, qs[i], 30));
+        char *b = untimed(test_search_json(ref, qs[i], 30));
+        ASSERT_STR_EQ(a, b);
+        free(a);
+        free(b);
+    }
+    mnemo_close(ref);
+    mnemo_close(m);
+    for (int i = 0; i < 4; i++)
+        free(before[i]);
 }

@@ -105,6 +105,11 @@ typedef struct fts_feed {
     size_t toks_len;
 } fts_feed;
 
+/* The number of rows of chunks_fts and their average length in tokens, as
+ * FTS5 keeps them (what xRowCount() and xColumnTotalSize() answer), without
+ * a query. An SQLite result code. */
+int fts_totals(sqlite3 *db, int64_t *ndocs, double *avgdl);
+
 /* Registers the tokenizer and ranking function on DB. RANK and FEED (may be
  * NULL) must outlive DB. Returns an SQLite result code. */
 int fts_register(sqlite3 *db, fts_rank *rank, fts_feed *feed);

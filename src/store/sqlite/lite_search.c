@@ -15,6 +15,7 @@
 #include "engine/rank.h"
 #include "engine/search.h"
 #include "engine/topk.h"
+#include "store/sqlite/kwpost.h"
 #include "store/sqlite/vectors.h"
 
 #define PATH_ROWS_MAX 2000
@@ -98,6 +99,194 @@ static int content_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sear
 }
 
 
+
+/* ----------------------------------------------------------------------
+ * The BM25 leg over the postings (kwpost.h): top-k with block bounds
+ * -------------------------------------------------------------------- */
+
+/* A search's reading of the postings: the query's terms, their blocks and
+ * the walk over them, kept for the BM25 of the other legs' candidates. */
+typedef struct post_leg {
+    int on;
+    int64_t mark[KWPOST_RANGES];
+    kwread kr;
+    blockmax_term t[BM25_MAX_PHRASES];
+    blockmax_query bq;
+    double w[BM25_MAX_PHRASES], idf[BM25_MAX_PHRASES];
+} post_leg;
+
+/* Counts the tokens FTS5 would look up for a quoted phrase (identifier
+ * parts are not), keeping the first. */
+typedef struct one_tok {
+    char *term;
+    int n;
+} one_tok;
+
+static int one_fn(void *ud, int flags, const char *token, int len, int start, int end)
+{
+    (void)start;
+    (void)end;
+    one_tok *o = ud;
+    if (flags & TOKF_PART)
+        return 0;
+    if (o->n++ == 0) {
+        int n = len > TOK_MAX_BYTES ? TOK_MAX_BYTES : len;
+        memcpy(o->term, token, (size_t)n);
+        o->term[n] = 0;
+    }
+    return 0;
+}
+
+/* The term of each of Q's phrases into TERMS, when every phrase is one
+ * token FTS5 matches whole (no prefix, no phrase of several words, no
+ * exclusion): 1, else 0 (the query takes FTS5's path). */
+static int single_terms(mnemo *m, const query *q, char (*terms)[TOK_MAX_BYTES + 1])
+{
+    if (!q->match || q->nphrase <= 0 || q->npositive != q->nphrase ||
+        q->nphrase > BM25_MAX_PHRASES)
+        return 0;
+    tok *t = NULL;
+    if (lite_qtok(m, &t))
+        return 0;
+    buf ph;
+    buf_init(&ph, 1 << 16);
+    const char *p = q->match;
+    int ok = 1;
+    for (int i = 0; ok && i < q->nphrase; i++) {
+        int prefix = 0;
+        p = query_phrase_next(p, &ph, &prefix);
+        one_tok one = {terms[i], 0};
+        ok = p && !prefix && !buf_err(&ph) &&
+             tok_run(t, ph.data ? ph.data : "", ph.len, 0, one_fn, &one) == 0 && one.n == 1;
+    }
+    buf_cleanup(&ph);
+    return ok;
+}
+
+/* Runs the FTS5 side of the postings leg: mnemo_collect() over the chunks
+ * of [LO, HI), appended to the hits. */
+static int tail_rows(mnemo *m, const query *q, int64_t lo, int64_t hi)
+{
+    fts_rank *r = store_rank(LITE(m)->st);
+    sqlite3_stmt *st = fts_stmt(r, "SELECT mnemo_collect(chunks_fts) FROM chunks_fts "
+                                   "WHERE chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid < ?3");
+    if (!st)
+        return sql_fail(m, "prepare");
+    sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, lo);
+    sqlite3_bind_int64(st, 3, hi);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        ;
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return r->hits.nomem ? core_error(m, MNEMO_NOMEM, "out of memory")
+                             : lite_index_fail(m, rc, "keyword query");
+    return MNEMO_OK;
+}
+
+/* The chunk ids of corpus CP above range R's mark: [*LO, *HI), 0 when
+ * none (FTS5 would still read the whole lists of an OR query to find no
+ * row there). */
+static int tail_of(mnemo *m, const post_leg *pl, const corpus *cp, int r, int64_t *lo,
+                   int64_t *hi)
+{
+    static const int64_t rlo[KWPOST_RANGES] = {0, STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE};
+    static const int64_t rhi[KWPOST_RANGES] = {STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE,
+                                               INT64_MAX};
+    int64_t a = pl->mark[r] + 1, b = rhi[r];
+    if (a < rlo[r])
+        a = rlo[r];
+    if (a < cp->lo)
+        a = cp->lo;
+    if (b > cp->hi)
+        b = cp->hi;
+    *lo = a;
+    *hi = b;
+    if (a >= b)
+        return 0;
+    sqlite3_stmt *st = fts_stmt(store_rank(LITE(m)->st),
+                                "SELECT 1 FROM chunks WHERE id >= ?1 AND id < ?2 LIMIT 1");
+    if (!st)
+        return 1;
+    sqlite3_bind_int64(st, 1, a);
+    sqlite3_bind_int64(st, 2, b);
+    int any = sqlite3_step(st) != SQLITE_DONE;
+    sqlite3_reset(st);
+    return any;
+}
+
+/* BM25 over the postings: the chunks above the marks through FTS5 (their
+ * rows and counts in the hits), the rest by blockmax_run over the blocks;
+ * the pool is the one content_leg() makes. MNEMO_NOTFOUND: the query or
+ * the index is not for it (content_leg runs). */
+static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, search_bm25 *bm,
+                        post_leg *pl)
+{
+    char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
+    sqlite3 *db = store_db(LITE(m)->st);
+    if (!single_terms(m, q, terms) || kwpost_marks(db, pl->mark) != MNEMO_OK)
+        return MNEMO_NOTFOUND;
+    const char *tv[BM25_MAX_PHRASES];
+    int64_t df[BM25_MAX_PHRASES];
+    for (int i = 0; i < q->nphrase; i++)
+        tv[i] = terms[i];
+    int rc = kwread_load(&pl->kr, db, tv, q->nphrase, cp->lo, cp->hi, df);
+    pl->on = 1;
+    if (rc == MNEMO_CORRUPT)
+        return core_error(m, MNEMO_CORRUPT, "the keyword index is damaged (its postings); run "
+                                            "`mnemo index --force` to rebuild it");
+    if (rc)
+        return rc == MNEMO_NOMEM ? rc : sql_fail(m, "reading the postings");
+    fts_rank *r = store_rank(LITE(m)->st);
+    fts_rank_reset(r, q->nphrase);
+    for (int k = 0; k < KWPOST_RANGES; k++) {
+        int64_t lo, hi;
+        if (tail_of(m, pl, cp, k, &lo, &hi) && (rc = tail_rows(m, q, lo, hi)))
+            return rc;
+    }
+    bm25_hits *h = &r->hits;
+    int s = fts_totals(db, &h->ndocs, &h->avgdl);
+    if (s != SQLITE_OK)
+        return lite_index_fail(m, s, "reading the keyword statistics");
+    h->stats = 1;
+    for (int k = 0; k < q->nphrase; k++)
+        h->df[k] += df[k];
+    query_weights(q, pl->w);
+    bm25_idfs(h, pl->idf);
+    memcpy(bm->idf, pl->idf, sizeof pl->idf);
+    bm->k1 = cfg_num(m->cfg, CFG_BM25_K1);
+    bm->b = cfg_num(m->cfg, CFG_BM25_B);
+    bm->avgdl = h->avgdl;
+    for (size_t i = 0; i < h->n; i++)
+        if ((h->mask[i] & q->required) == q->required)
+            topk_offer(p, bm25_score(h, i, pl->w, pl->idf, bm->k1, bm->b), h->id[i]);
+    int nt = 0;
+    for (int k = 0; k < q->nphrase; k++) {
+        kwread_term *kt = &pl->kr.t[k];
+        if (!kt->nblocks)
+            continue;
+        if (!(kt->ub = malloc(kt->nblocks * sizeof *kt->ub)))
+            return MNEMO_NOMEM;
+        for (size_t b = 0; b < kt->nblocks; b++)
+            kt->ub[b] = blockmax_bound_share(&kt->bound[b], pl->w[k], pl->idf[k], bm->k1, bm->b,
+                                             h->avgdl);
+        pl->t[nt++] = (blockmax_term){.phrase = k, .nblocks = kt->nblocks, .first = kt->first,
+                                      .last = kt->last, .ub = kt->ub};
+    }
+    pl->bq = (blockmax_query){pl->t, nt, q->nphrase, pl->w, pl->idf, bm->k1, bm->b, h->avgdl,
+                              q->required, kwread_block, kwread_gone, &pl->kr, 0, 0};
+    if ((rc = blockmax_run(&pl->bq, p)) == MNEMO_CORRUPT)
+        return core_error(m, MNEMO_CORRUPT, "the keyword index is damaged (its postings); run "
+                                            "`mnemo index --force` to rebuild it");
+    if (rc)
+        return rc == MNEMO_NOMEM ? rc : sql_fail(m, "reading the postings");
+    double sum = 0;
+    for (int i = 0; i < q->npositive && i < h->np; i++)
+        sum += bm->idf[i];
+    bm->sum_idf = sum > 0 ? sum : 1.0;
+    return MNEMO_OK;
+}
 
 /* Adds the file of row ST (columns: file id, then chunk id and seq, NULL
  * without chunks) with FRAC and TIER. */
@@ -346,10 +535,14 @@ static int vector_leg(mnemo *m, const char *qtext, const corpus *cp, int media, 
 }
 
 /* BM25 of CHUNK_ID from the rows the keyword leg collected (they arrive in
- * rowid order), 0 when it did not match. */
-static double bm25_of(mnemo *m, const query *q, int64_t chunk_id)
+ * rowid order), or from the postings, 0 when it did not match. */
+static double bm25_of(mnemo *m, const query *q, post_leg *pl, int64_t chunk_id)
 {
     fts_rank *r = store_rank(LITE(m)->st);
+    if (pl->on && chunk_id <= pl->mark[kwpost_range(chunk_id)]) {
+        double score = 0;
+        return blockmax_score_of(&pl->bq, chunk_id, &score) ? 0 : score;
+    }
     const bm25_hits *h = &r->hits;
     size_t lo = 0, hi = h->n;
     while (lo < hi) {
@@ -377,6 +570,7 @@ typedef struct lite_io {
     const query *q;
     int txn;            /* the search's read transaction was begun */
     topk pool;          /* the BM25 leg's best rows */
+    post_leg pl;        /* the BM25 leg over the postings */
     cand *kw;           /* them, for the engine */
     int64_t *vids;      /* the vector leg's candidates */
     vleg vl;
@@ -386,7 +580,7 @@ typedef struct lite_io {
 static double lite_bm25(void *ud, int64_t chunk_id)
 {
     lite_io *x = ud;
-    return bm25_of(x->m, x->q, chunk_id);
+    return bm25_of(x->m, x->q, &x->pl, chunk_id);
 }
 
 static int lite_cosines(void *ud, int64_t chunk_id, float *cs, int max)
@@ -474,8 +668,16 @@ static int lite_legs(mnemo *m, search_legs *l)
     corpus cp = corpus_of(l->corpus, l->media);
     l->media_lo = STORE_MEDIA_ID_BASE;
     vector_start(m, l->text, &x->vl);
-    if (l->q->match && (rc = content_leg(m, l->q, &cp, &x->pool, &l->bm)))
-        return rc;
+    if (l->q->match) {
+        rc = postings_leg(m, l->q, &cp, &x->pool, &l->bm, &x->pl);
+        if (rc == MNEMO_NOTFOUND) {
+            kwread_cleanup(&x->pl.kr);
+            x->pl.on = 0;
+            rc = content_leg(m, l->q, &cp, &x->pool, &l->bm);
+        }
+        if (rc)
+            return rc;
+    }
     if ((rc = file_legs(m, l->q, &cp, &l->fh)))
         return rc;
     l->res->timing.keyword_ms = search_lap(l->lap);
@@ -535,6 +737,7 @@ static void lite_end(mnemo *m, search_legs *l)
     if (x) {
         vleg_cleanup(&x->vl);
         topk_cleanup(&x->pool);
+        kwread_cleanup(&x->pl.kr);
         free(x->kw);
         free(x->vids);
         free(x);

@@ -578,7 +578,10 @@ fail:
 static int lite_commit(void *ud, const sync_record *rec)
 {
     sync_ctx *c = ud;
-    int rc = store_meta_set(c->st, "last_sync_at", rec->when);
+    int rc = store_kw_flush(c->st);
+    if (rc)
+        return db_fail(c, rc, "writing the keyword postings");
+    rc = store_meta_set(c->st, "last_sync_at", rec->when);
     if (!rc)
         rc = store_meta_set(c->st, "last_sync_ms", rec->ms);
     if (!rc && rec->json)

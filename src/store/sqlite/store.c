@@ -14,6 +14,7 @@
 #include "store/sqlite/store_int.h"
 #include "engine/sync.h"
 
+#include "store/sqlite/kwpost.h"
 #include "store/sqlite/lite_filter.h"
 
 #include <errno.h>
@@ -152,6 +153,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
      * its content sniffed; NULL for notes. Their chunks have ids from
      * STORE_MEDIA_ID_BASE up. */
     "ALTER TABLE files ADD COLUMN mime TEXT;\n",
+    /* 9 -> 10: the chunks' postings in blocks with score bounds, beside
+     * FTS5's (kwpost.h). Empty after the upgrade: the next sync reads the
+     * chunks back into them, searches use FTS5 alone until then. */
+    KWPOST_SCHEMA,
 };
 
 /* The memory store: structured memories, their history and vectors, in a
@@ -295,6 +300,7 @@ void store_close(store *s)
         return;
     for (int i = 0; i < S__COUNT; i++)
         sqlite3_finalize(s->st[i]);
+    kwpost_free(s->kw);
     fts_rank_cleanup(&s->rank);
     fts_rank_cleanup(&s->mrank);
     if (s->db)
@@ -1010,6 +1016,8 @@ int store_begin_mem(store *s) { return begin_on(s, "mem", "memory_meta"); }
 int store_commit(store *s) { return store_exec(s, "COMMIT"); }
 void store_rollback(store *s)
 {
+    kwpost_free(s->kw); /* what waited is rolled back with its chunks */
+    s->kw = NULL;
     if (s->db && !sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }

@@ -13,7 +13,7 @@
 #include "store/sqlite/fts.h"
 #include "util/hash.h"
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 /* SQLite application ids ("mnmo", "mnmm"): only a file that carries one
  * (or, written before they were set, has an index's tables and schema
@@ -86,6 +86,10 @@ int store_begin_mem(store *s);
 int store_commit(store *s);
 void store_rollback(store *s);
 
+/* Writes the sync's postings that wait (kwpost.h) inside its transaction,
+ * before it commits. */
+int store_kw_flush(store *s);
+
 /* Whether the index still holds memories of its own (schema 5, not moved:
  * read-only, or the move failed). A rebuild must not replace it then. */
 int store_legacy_memories(store *s);
@@ -114,11 +118,8 @@ int store_file_rename(store *s, int64_t id, const char *path);
 int store_file_delete(store *s, int64_t id);
 /* Deletes a file's chunks (the FTS index follows by trigger). */
 int store_chunks_delete(store *s, int64_t file_id, int64_t *removed);
-/* Transcript chunks get ids from here up (memory chunks below), media
- * (images and audio under the extra paths) from STORE_MEDIA_ID_BASE up,
- * so one corpus, and the media, are a rowid range. */
-#define STORE_SESSION_ID_BASE ((int64_t)1 << 40)
-#define STORE_MEDIA_ID_BASE ((int64_t)1 << 41)
+/* The chunk id ranges: STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE. */
+#include "store/sqlite/idrange.h"
 
 /* Sets the MIME type of a media file (NULL: not media). */
 int store_file_set_mime(store *s, int64_t id, const char *mime);

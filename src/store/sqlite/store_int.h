@@ -40,6 +40,8 @@ struct store {
     fts_feed feed;
     int fresh;
     int64_t next_id[3]; /* next chunk id for memory / sessions / media, 0 until read */
+    struct kwpost *kw;  /* the sync's postings writer, opened at its first chunk */
+    int kw_none;        /* the index has no postings tables */
 };
 
 /* The prepared statement ID of S, reset and unbound; NULL on error. */

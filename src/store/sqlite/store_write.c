@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/sync.h"
+#include "store/sqlite/kwpost.h"
 #include "store/sqlite/store.h"
 #include "store/sqlite/store_int.h"
 
@@ -207,6 +208,37 @@ int store_file_rename(store *s, int64_t id, const char *path)
 
 static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64_t *removed);
 
+/* The sync's postings writer (kwpost.h), opened at its first use; NULL
+ * for an index without postings tables. */
+static int kw_of(store *s, kwpost **out)
+{
+    *out = s->kw;
+    if (s->kw || s->kw_none)
+        return MNEMO_OK;
+    char *lang = NULL;
+    store_meta_get(s, "language", &lang);
+    int rc = kwpost_open(s->db, lang, &s->kw);
+    free(lang);
+    if (rc == MNEMO_NOTFOUND) {
+        s->kw_none = 1;
+        return MNEMO_OK;
+    }
+    *out = s->kw;
+    return rc;
+}
+
+int store_kw_flush(store *s)
+{
+    kwpost *k = NULL;
+    int rc = kw_of(s, &k);
+    if (!rc && k)
+        rc = kwpost_flush(k);
+    kwpost_free(s->kw);
+    s->kw = NULL;
+    s->kw_none = 0;
+    return rc;
+}
+
 int store_chunks_delete(store *s, int64_t file_id, int64_t *removed)
 {
     return chunks_delete_from(s, file_id, 0, removed);
@@ -220,8 +252,17 @@ static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64
         return store_code(sqlite3_errcode(s->db));
     sqlite3_bind_int64(q, 1, file_id);
     sqlite3_bind_int64(q, 2, from_seq);
-    int rc, step;
+    kwpost *k = NULL;
+    int rc = kw_of(s, &k), step;
+    if (rc)
+        return rc;
     while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        if (k && (rc = kwpost_remove(k, sqlite3_column_int64(q, 0),
+                                     (const char *)sqlite3_column_text(q, 1),
+                                     (size_t)sqlite3_column_bytes(q, 1)))) {
+            sqlite3_reset(q);
+            return rc;
+        }
         sqlite3_stmt *st = store_stmt(s, S_FTS_CHUNK_DELETE);
         if (st) {
             sqlite3_bind_int64(st, 1, sqlite3_column_int64(q, 0));
@@ -282,6 +323,13 @@ static int next_chunk_id(store *s, int range, int64_t *id)
             max = sqlite3_column_int64(q, 0);
         sqlite3_finalize(q);
         s->next_id[range] = max ? max + 1 : lo[range];
+        /* Never an id the postings may hold, gone or not. */
+        kwpost *k = NULL;
+        int rc = kw_of(s, &k);
+        if (rc)
+            return rc;
+        if (k && s->next_id[range] < kwpost_floor(k, range))
+            s->next_id[range] = kwpost_floor(k, range);
     }
     *id = s->next_id[range]++;
     return MNEMO_OK;
@@ -353,6 +401,15 @@ int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t
         }
         rc = store_run(s, st);
         s->feed.toks = NULL;
+        kwpost *k = NULL;
+        if (!rc)
+            rc = kw_of(s, &k);
+        if (!rc && k)
+            rc = kwpost_add(k, id, chunk_text(l, c), c->text_len,
+                            w->toks ? w->toks + w->tok_off[i] : NULL,
+                            w->toks ? w->tok_off[i + 1] - w->tok_off[i] : 0);
+        if (!rc && k && kwpost_full(k))
+            rc = kwpost_flush(k);
         if (rc)
             return rc;
     }

@@ -1,0 +1,813 @@
+/*
+ * kwpost.c - the chunks' postings in blocks with score bounds (see
+ * kwpost.h).
+ *
+ * A segment (kw_seg.data): varints. The number of blocks; per block the
+ * distance of its first id from the previous block's last (from 0 for the
+ * first), its last id's from its first, its postings, its bound's pairs
+ * and the pairs (frequency, length), the size of its postings. Then the
+ * blocks' postings one after the other: per posting the distance of its
+ * id from the previous one (0 for the first, the block's first id), its
+ * frequency and length.
+ */
+#include "store/sqlite/kwpost.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mnemo.h"
+#include "store/sqlite/idrange.h"
+#include "text/tok.h"
+#include "util/hash.h"
+
+#define FLUSH_POSTS (4u << 20) /* postings waiting before a sync writes them */
+#define ARENA_BLOCK (64u << 10)
+
+static const int64_t range_lo[KWPOST_RANGES] = {0, STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE};
+static const int64_t range_hi[KWPOST_RANGES] = {STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE,
+                                                INT64_MAX};
+
+int kwpost_range(int64_t id)
+{
+    return id < STORE_SESSION_ID_BASE ? 0 : id < STORE_MEDIA_ID_BASE ? 1 : 2;
+}
+
+static void put_varint(buf *b, uint64_t v)
+{
+    unsigned char tmp[10];
+    int n = 0;
+    do {
+        tmp[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    buf_append(b, (const char *)tmp, (size_t)n);
+}
+
+/* Reads a varint at *P (before END) into *V; 0 when it runs past END. */
+static int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        unsigned char c = *(*p)++;
+        x |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *v = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int kwpost_marks(sqlite3 *db, int64_t mark[KWPOST_RANGES])
+{
+    for (int r = 0; r < KWPOST_RANGES; r++)
+        mark[r] = range_lo[r] - 1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT range, mark FROM kw_mark", -1, &st, NULL) != SQLITE_OK)
+        return MNEMO_NOTFOUND;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        int r = sqlite3_column_int(st, 0);
+        if (r >= 0 && r < KWPOST_RANGES)
+            mark[r] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return s == SQLITE_DONE ? MNEMO_OK : MNEMO_CORRUPT;
+}
+
+/* ----------------------------------------------------------------------
+ * Writing
+ * -------------------------------------------------------------------- */
+
+typedef struct post {
+    int64_t id;
+    int32_t dl;
+    uint32_t tf;
+} post;
+
+typedef struct acc {
+    const char *term;
+    int len;
+    post *v;
+    size_t n, cap;
+} acc;
+
+/* The terms' table: open addressing by hash, IDX is the term's acc + 1. */
+typedef struct slot {
+    uint64_t h;
+    size_t idx;
+} slot;
+
+/* A token of the chunk being added: at OFF in the tokens' buffer, at P
+ * once they are all read. */
+typedef struct dtok {
+    const char *p;
+    size_t off;
+    int len;
+} dtok;
+
+struct kwpost {
+    sqlite3 *db;
+    tok *tk;
+    int64_t mark[KWPOST_RANGES];
+    int64_t top[KWPOST_RANGES]; /* the largest id added per range */
+    int seen[KWPOST_RANGES];    /* chunks above the mark were read back */
+    slot *tab;                  /* term -> index in v */
+    size_t captab;
+    acc *v;
+    size_t nv, capv;
+    char **arena;               /* the terms' bytes, in blocks that never move */
+    size_t narena, arena_used;
+    int64_t *gone; /* ids added, then deleted before the flush */
+    size_t ngone, capgone;
+    size_t nposts;
+    buf text;      /* the chunk's tokens, back to back */
+    dtok *dt;
+    size_t ndt, capdt;
+    int dl;
+};
+
+int kwpost_open(sqlite3 *db, const char *language, kwpost **out)
+{
+    *out = NULL;
+    kwpost *k = calloc(1, sizeof *k);
+    if (!k)
+        return MNEMO_NOMEM;
+    k->db = db;
+    buf_init(&k->text, 1 << 20);
+    int rc = kwpost_marks(db, k->mark);
+    if (!rc && (rc = tok_new(language ? language : "english", 0, &k->tk)))
+        rc = rc == MNEMO_NOMEM ? MNEMO_NOMEM : MNEMO_INVALID;
+    if (rc) {
+        kwpost_free(k);
+        return rc;
+    }
+    *out = k;
+    return MNEMO_OK;
+}
+
+static void acc_reset(kwpost *k)
+{
+    for (size_t i = 0; i < k->nv; i++)
+        free(k->v[i].v);
+    k->nv = 0;
+    if (k->tab)
+        memset(k->tab, 0, k->captab * sizeof *k->tab);
+    for (size_t i = 0; i < k->narena; i++)
+        free(k->arena[i]);
+    k->narena = 0;
+    k->arena_used = 0;
+    k->ngone = 0;
+    k->nposts = 0;
+}
+
+void kwpost_free(kwpost *k)
+{
+    if (!k)
+        return;
+    acc_reset(k);
+    free(k->tab);
+    free(k->v);
+    free(k->arena);
+    free(k->gone);
+    free(k->dt);
+    buf_cleanup(&k->text);
+    tok_free(k->tk);
+    free(k);
+}
+
+/* A copy of TERM (LEN bytes) that stays put until the next flush. */
+static const char *intern(kwpost *k, const char *term, int len)
+{
+    if (!k->narena || k->arena_used + (size_t)len + 1 > ARENA_BLOCK) {
+        char **a = realloc(k->arena, (k->narena + 1) * sizeof *a);
+        if (!a)
+            return NULL;
+        k->arena = a;
+        if (!(a[k->narena] = malloc(ARENA_BLOCK)))
+            return NULL;
+        k->narena++;
+        k->arena_used = 0;
+    }
+    char *s = k->arena[k->narena - 1] + k->arena_used;
+    memcpy(s, term, (size_t)len);
+    s[len] = 0;
+    k->arena_used += (size_t)len + 1;
+    return s;
+}
+
+/* Appends a token of the chunk, counting its length as FTS5 does: a token
+ * at the previous one's position does not lengthen it. A token at P stays
+ * where it is (the chunk's pre-tokenized form); else it is copied. */
+static int doc_token(kwpost *k, const char *token, int len, int colocated, const char *p)
+{
+    if (!colocated || k->dl == 0)
+        k->dl++;
+    if (k->ndt == k->capdt) {
+        size_t cap = k->capdt ? k->capdt * 2 : 256;
+        dtok *v = realloc(k->dt, cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        k->dt = v;
+        k->capdt = cap;
+    }
+    k->dt[k->ndt++] = (dtok){p, k->text.len, len};
+    if (p)
+        return MNEMO_OK;
+    buf_append(&k->text, token, (size_t)len);
+    return buf_err(&k->text) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+static int doc_tok_fn(void *ud, int flags, const char *token, int len, int start, int end)
+{
+    (void)start;
+    (void)end;
+    return doc_token(ud, token, len, (flags & TOKF_COLOCATED) != 0, NULL);
+}
+
+static int dtok_cmp(const void *a, const void *b)
+{
+    const dtok *x = a, *y = b;
+    int n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->p, y->p, (size_t)n);
+    return c ? c : x->len - y->len;
+}
+
+/* Whether the chunk's tokens I and J are the same. */
+static int same_tok(const kwpost *k, size_t i, size_t j)
+{
+    return k->dt[i].len == k->dt[j].len &&
+           memcmp(k->dt[i].p, k->dt[j].p, (size_t)k->dt[i].len) == 0;
+}
+
+/* The tokens of a chunk: from TOKS when given, else TEXT tokenized as FTS5
+ * tokenizes a document. */
+static int doc_tokens(kwpost *k, const char *text, size_t len, const char *toks,
+                      size_t toks_len)
+{
+    k->ndt = 0;
+    k->dl = 0;
+    buf_reset(&k->text);
+    if (!toks)
+        return tok_run(k->tk, text, len, 0, doc_tok_fn, k);
+    const char *p = toks, *end = toks + toks_len;
+    tok_pre t;
+    int rc = MNEMO_OK;
+    while (!rc && tok_pre_next(&p, end, &t))
+        rc = doc_token(k, t.token, t.len, t.colocated, t.token);
+    return rc;
+}
+
+/* Where each of the chunk's tokens is, once they are all read. */
+static void doc_place(kwpost *k)
+{
+    for (size_t i = 0; i < k->ndt; i++)
+        if (!k->dt[i].p)
+            k->dt[i].p = k->text.data + k->dt[i].off;
+}
+
+/* Sorts the chunk's tokens so that equal ones are together. */
+static void doc_sort(kwpost *k)
+{
+    doc_place(k);
+    qsort(k->dt, k->ndt, sizeof *k->dt, dtok_cmp);
+}
+
+/* Doubles the terms' table. */
+static int tab_grow(kwpost *k)
+{
+    size_t cap = k->captab ? k->captab * 2 : 1 << 14;
+    slot *t = calloc(cap, sizeof *t);
+    if (!t)
+        return MNEMO_NOMEM;
+    for (size_t i = 0; i < k->captab; i++) {
+        if (!k->tab[i].idx)
+            continue;
+        size_t j = (size_t)k->tab[i].h & (cap - 1);
+        while (t[j].idx)
+            j = (j + 1) & (cap - 1);
+        t[j] = k->tab[i];
+    }
+    free(k->tab);
+    k->tab = t;
+    k->captab = cap;
+    return MNEMO_OK;
+}
+
+/* The postings of the term P[0..LEN), made when new. */
+static acc *term_acc(kwpost *k, const char *p, int len)
+{
+    if (2 * (k->nv + 1) > k->captab && tab_grow(k))
+        return NULL;
+    uint64_t h = hash64(p, (size_t)len);
+    size_t i = (size_t)h & (k->captab - 1);
+    for (; k->tab[i].idx; i = (i + 1) & (k->captab - 1)) {
+        acc *a = &k->v[k->tab[i].idx - 1];
+        if (k->tab[i].h == h && a->len == len && memcmp(a->term, p, (size_t)len) == 0)
+            return a;
+    }
+    if (k->nv == k->capv) {
+        size_t cap = k->capv ? k->capv * 2 : 4096;
+        acc *v = realloc(k->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        k->v = v;
+        k->capv = cap;
+    }
+    const char *s = intern(k, p, len);
+    if (!s)
+        return NULL;
+    k->tab[i] = (slot){h, k->nv + 1};
+    k->v[k->nv] = (acc){s, len, NULL, 0, 0};
+    return &k->v[k->nv++];
+}
+
+/* Adds chunk ID's postings, one per distinct token of the tokens read: a
+ * token whose term's last posting is this chunk's counts in it. */
+static int doc_add(kwpost *k, int64_t id)
+{
+    doc_place(k);
+    for (size_t i = 0; i < k->ndt; i++) {
+        int len = k->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : k->dt[i].len;
+        acc *a = term_acc(k, k->dt[i].p, len);
+        if (!a)
+            return MNEMO_NOMEM;
+        if (a->n && a->v[a->n - 1].id == id) {
+            a->v[a->n - 1].tf++;
+            continue;
+        }
+        if (a->n == a->cap) {
+            size_t cap = a->cap ? a->cap * 2 : 4;
+            post *v = realloc(a->v, cap * sizeof *v);
+            if (!v)
+                return MNEMO_NOMEM;
+            a->v = v;
+            a->cap = cap;
+        }
+        a->v[a->n++] = (post){id, k->dl, 1};
+        k->nposts++;
+    }
+    int r = kwpost_range(id);
+    if (id > k->top[r])
+        k->top[r] = id;
+    return MNEMO_OK;
+}
+
+/* Reads back the chunks of RANGE above the mark and below BELOW: written
+ * by a sync that did not get to write their postings. */
+static int catch_up(kwpost *k, int range, int64_t below)
+{
+    k->seen[range] = 1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(k->db, "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 "
+                                  "ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return MNEMO_DB;
+    int64_t hi = below < range_hi[range] ? below : range_hi[range];
+    sqlite3_bind_int64(st, 1, k->mark[range] < range_lo[range] ? range_lo[range] - 1
+                                                                 : k->mark[range]);
+    sqlite3_bind_int64(st, 2, hi);
+    int s, rc = MNEMO_OK;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(st, 1);
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
+        if (!(rc = doc_tokens(k, text ? text : "", len, NULL, 0)))
+            rc = doc_add(k, sqlite3_column_int64(st, 0));
+    }
+    if (!rc && s != SQLITE_DONE)
+        rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : MNEMO_DB;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *toks,
+               size_t toks_len)
+{
+    int r = kwpost_range(id), rc;
+    if (!k->seen[r] && (rc = catch_up(k, r, id)))
+        return rc;
+    if ((rc = doc_tokens(k, text, len, toks, toks_len)))
+        return rc;
+    return doc_add(k, id);
+}
+
+int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
+{
+    int r = kwpost_range(id);
+    if (id > k->mark[r]) {
+        if (!k->seen[r])
+            return MNEMO_OK; /* neither in the postings nor waiting */
+        if (k->ngone == k->capgone) {
+            size_t cap = k->capgone ? k->capgone * 2 : 256;
+            int64_t *v = realloc(k->gone, cap * sizeof *v);
+            if (!v)
+                return MNEMO_NOMEM;
+            k->gone = v;
+            k->capgone = cap;
+        }
+        k->gone[k->ngone++] = id;
+        return MNEMO_OK;
+    }
+    int rc = doc_tokens(k, text, len, NULL, 0);
+    if (rc)
+        return rc;
+    doc_sort(k);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(k->db, "INSERT OR IGNORE INTO kw_dead(term, id) VALUES(?1, ?2)", -1,
+                           &st, NULL) != SQLITE_OK)
+        return MNEMO_DB;
+    for (size_t i = 0; !rc && i < k->ndt; i++) {
+        if (i && same_tok(k, i - 1, i))
+            continue;
+        int n = k->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : k->dt[i].len;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, k->dt[i].p, n, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = MNEMO_DB;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int64_t kwpost_floor(kwpost *k, int range) { return k->mark[range] + 1; }
+
+int kwpost_full(const kwpost *k) { return k->nposts >= FLUSH_POSTS; }
+
+static int by_term(const void *a, const void *b)
+{
+    return strcmp(((const acc *)a)->term, ((const acc *)b)->term);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = ((const post *)a)->id, y = ((const post *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int is_gone(const kwpost *k, int64_t id)
+{
+    size_t lo = 0, hi = k->ngone;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (k->gone[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < k->ngone && k->gone[lo] == id;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Writes P[0..N) (ids ascending, one range) as a segment of TERM: its
+ * blocks' directory into DIR, their postings into DATA, one row. */
+static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p, size_t n,
+                     buf *dir, buf *data)
+{
+    buf_reset(dir);
+    buf_reset(data);
+    size_t nblocks = (n + KWPOST_BLOCK - 1) / KWPOST_BLOCK;
+    put_varint(dir, nblocks);
+    int64_t prev_last = 0;
+    for (size_t from = 0; from < n; from += KWPOST_BLOCK) {
+        size_t to = from + KWPOST_BLOCK < n ? from + KWPOST_BLOCK : n;
+        blockmax_bound bb = {0};
+        size_t start = data->len;
+        int64_t prev = p[from].id;
+        for (size_t i = from; i < to; i++) {
+            put_varint(data, (uint64_t)(p[i].id - prev));
+            put_varint(data, p[i].tf);
+            put_varint(data, (uint64_t)p[i].dl);
+            prev = p[i].id;
+            blockmax_bound_add(&bb, p[i].tf, (uint32_t)p[i].dl);
+        }
+        put_varint(dir, (uint64_t)(p[from].id - prev_last));
+        put_varint(dir, (uint64_t)(p[to - 1].id - p[from].id));
+        put_varint(dir, to - from);
+        put_varint(dir, (uint64_t)bb.n);
+        for (int i = 0; i < bb.n; i++) {
+            put_varint(dir, bb.tf[i]);
+            put_varint(dir, bb.dl[i]);
+        }
+        put_varint(dir, data->len - start);
+        prev_last = p[to - 1].id;
+    }
+    buf_append(dir, data->data, data->len);
+    if (buf_err(dir) || buf_err(data))
+        return MNEMO_NOMEM;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, term, len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, p[n - 1].id);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+    sqlite3_bind_blob(st, 4, dir->data, (int)dir->len, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    return s == SQLITE_DONE ? MNEMO_OK : s == SQLITE_FULL ? MNEMO_IO : MNEMO_DB;
+}
+
+int kwpost_flush(kwpost *k)
+{
+    int rc = MNEMO_OK;
+    for (int r = 0; r < KWPOST_RANGES && !rc; r++)
+        if (!k->seen[r])
+            rc = catch_up(k, r, INT64_MAX);
+    if (rc)
+        return rc;
+    qsort(k->gone, k->ngone, sizeof *k->gone, cmp_i64);
+    qsort(k->v, k->nv, sizeof *k->v, by_term);
+    sqlite3_stmt *seg = NULL, *mk = NULL;
+    buf dir, data;
+    buf_init(&dir, 1u << 30);
+    buf_init(&data, 1u << 30);
+    if (sqlite3_prepare_v2(k->db, "INSERT INTO kw_seg(term, last, n, data) "
+                                  "VALUES(?1, ?2, ?3, ?4)",
+                           -1, &seg, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(k->db, "INSERT INTO kw_mark(range, mark) VALUES(?1, ?2) "
+                                  "ON CONFLICT(range) DO UPDATE SET mark = excluded.mark",
+                           -1, &mk, NULL) != SQLITE_OK) {
+        rc = MNEMO_DB;
+        goto done;
+    }
+    for (size_t i = 0; i < k->nv && !rc; i++) {
+        acc *a = &k->v[i];
+        int sorted = 1;
+        for (size_t j = 1; j < a->n && sorted; j++)
+            sorted = a->v[j - 1].id < a->v[j].id;
+        if (!sorted)
+            qsort(a->v, a->n, sizeof *a->v, by_id);
+        size_t n = 0;
+        for (size_t j = 0; j < a->n; j++)
+            if (!k->ngone || !is_gone(k, a->v[j].id))
+                a->v[n++] = a->v[j];
+        /* A segment per id range. */
+        for (size_t from = 0; from < n && !rc;) {
+            size_t to = from + 1;
+            int r = kwpost_range(a->v[from].id);
+            while (to < n && kwpost_range(a->v[to].id) == r)
+                to++;
+            rc = write_seg(seg, a->term, a->len, a->v + from, to - from, &dir, &data);
+            from = to;
+        }
+    }
+    for (int r = 0; r < KWPOST_RANGES && !rc; r++) {
+        if (k->top[r] > k->mark[r])
+            k->mark[r] = k->top[r];
+        sqlite3_reset(mk);
+        sqlite3_bind_int(mk, 1, r);
+        sqlite3_bind_int64(mk, 2, k->mark[r]);
+        if (sqlite3_step(mk) != SQLITE_DONE)
+            rc = MNEMO_DB;
+    }
+done:
+    sqlite3_finalize(seg);
+    sqlite3_finalize(mk);
+    buf_cleanup(&dir);
+    buf_cleanup(&data);
+    acc_reset(k);
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Reading
+ * -------------------------------------------------------------------- */
+
+static int term_grow(kwread_term *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    int64_t *f = realloc(t->first, cap * sizeof *f);
+    if (f)
+        t->first = f;
+    int64_t *l = realloc(t->last, cap * sizeof *l);
+    if (l)
+        t->last = l;
+    blockmax_bound *b = realloc(t->bound, cap * sizeof *b);
+    if (b)
+        t->bound = b;
+    const unsigned char **d = realloc(t->data, cap * sizeof *d);
+    if (d)
+        t->data = d;
+    uint32_t *dl = realloc(t->dlen, cap * sizeof *dl);
+    if (dl)
+        t->dlen = dl;
+    uint32_t *n = realloc(t->n, cap * sizeof *n);
+    if (n)
+        t->n = n;
+    if (!f || !l || !b || !d || !dl || !n)
+        return MNEMO_NOMEM;
+    t->cap = cap;
+    return MNEMO_OK;
+}
+
+/* Adds the blocks of segment P[0..LEN) (a copy T keeps) to T: 0 when it is
+ * damaged. */
+static int read_seg(kwread_term *t, const unsigned char *p, size_t len, int64_t *df)
+{
+    const unsigned char *end = p + len;
+    uint64_t nb, first, span, n, nbound, dlen;
+    if (!get_varint(&p, end, &nb) || nb == 0)
+        return 0;
+    size_t from = t->nblocks;
+    int64_t prev = 0;
+    for (uint64_t i = 0; i < nb; i++) {
+        if (t->nblocks == t->cap && term_grow(t))
+            return -1;
+        size_t b = t->nblocks;
+        if (!get_varint(&p, end, &first) || !get_varint(&p, end, &span) ||
+            !get_varint(&p, end, &n) || !get_varint(&p, end, &nbound) || n == 0 ||
+            n > KWPOST_BLOCK || nbound == 0 || nbound > BLOCKMAX_BOUNDS)
+            return 0;
+        t->bound[b].n = (int)nbound;
+        for (uint64_t j = 0; j < nbound; j++) {
+            uint64_t tf, dl;
+            if (!get_varint(&p, end, &tf) || !get_varint(&p, end, &dl))
+                return 0;
+            t->bound[b].tf[j] = (uint32_t)tf;
+            t->bound[b].dl[j] = (uint32_t)dl;
+        }
+        if (!get_varint(&p, end, &dlen))
+            return 0;
+        t->first[b] = prev + (int64_t)first;
+        t->last[b] = t->first[b] + (int64_t)span;
+        if ((b && t->first[b] <= t->last[b - 1]) || (i && first == 0))
+            return 0;
+        t->n[b] = (uint32_t)n;
+        t->dlen[b] = (uint32_t)dlen;
+        prev = t->last[b];
+        *df += (int64_t)n;
+        t->nblocks++;
+    }
+    /* The postings follow the directory. */
+    for (size_t b = from; b < t->nblocks; b++) {
+        if ((size_t)(end - p) < t->dlen[b])
+            return 0;
+        t->data[b] = p;
+        p += t->dlen[b];
+    }
+    return p == end;
+}
+
+static int gone_add(kwread *r, int64_t id)
+{
+    if (r->ngone == r->capgone) {
+        size_t cap = r->capgone ? r->capgone * 2 : 64;
+        int64_t *v = realloc(r->gone, cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        r->gone = v;
+        r->capgone = cap;
+    }
+    r->gone[r->ngone++] = id;
+    return MNEMO_OK;
+}
+
+int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_t lo,
+                int64_t hi, int64_t *df)
+{
+    memset(r, 0, sizeof *r);
+    r->db = db;
+    r->nt = nt;
+    sqlite3_stmt *seg = NULL, *dead = NULL;
+    int rc = MNEMO_OK;
+    if (sqlite3_prepare_v2(db, "SELECT data FROM kw_seg WHERE term = ?1 AND last >= ?2 AND "
+                               "last < ?3 ORDER BY last",
+                           -1, &seg, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT id FROM kw_dead WHERE term = ?1 AND id >= ?2 AND id < ?3",
+                           -1, &dead, NULL) != SQLITE_OK) {
+        rc = MNEMO_DB;
+        goto done;
+    }
+    for (int i = 0; i < nt && !rc; i++) {
+        kwread_term *t = &r->t[i];
+        if (!(t->term = strdup(terms[i]))) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        df[i] = 0;
+        sqlite3_reset(seg);
+        sqlite3_bind_text(seg, 1, terms[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(seg, 2, lo);
+        sqlite3_bind_int64(seg, 3, hi);
+        int s;
+        while ((s = sqlite3_step(seg)) == SQLITE_ROW) {
+            size_t len = (size_t)sqlite3_column_bytes(seg, 0);
+            const void *blob = sqlite3_column_blob(seg, 0);
+            unsigned char **v = realloc(t->segs, (t->nsegs + 1) * sizeof *v);
+            if (v)
+                t->segs = v;
+            unsigned char *copy = v && len ? malloc(len) : NULL;
+            if (!copy) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            memcpy(copy, blob, len);
+            t->segs[t->nsegs++] = copy;
+            int ok = read_seg(t, copy, len, &df[i]);
+            if (ok <= 0) {
+                rc = ok < 0 ? MNEMO_NOMEM : MNEMO_CORRUPT;
+                r->damaged = ok == 0;
+                break;
+            }
+        }
+        if (!rc && s != SQLITE_DONE)
+            rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : s == SQLITE_CORRUPT ? MNEMO_CORRUPT : MNEMO_DB;
+        sqlite3_reset(dead);
+        sqlite3_bind_text(dead, 1, terms[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(dead, 2, lo);
+        sqlite3_bind_int64(dead, 3, hi);
+        while (!rc && (s = sqlite3_step(dead)) == SQLITE_ROW) {
+            df[i]--;
+            rc = gone_add(r, sqlite3_column_int64(dead, 0));
+        }
+        if (!rc && s != SQLITE_DONE)
+            rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : MNEMO_DB;
+    }
+    if (!rc) {
+        qsort(r->gone, r->ngone, sizeof *r->gone, cmp_i64);
+        size_t n = 0;
+        for (size_t i = 0; i < r->ngone; i++)
+            if (!n || r->gone[n - 1] != r->gone[i])
+                r->gone[n++] = r->gone[i];
+        r->ngone = n;
+    }
+done:
+    sqlite3_finalize(seg);
+    sqlite3_finalize(dead);
+    return rc;
+}
+
+int kwread_block(void *ud, const blockmax_term *bt, size_t b, blockmax_posts *out)
+{
+    kwread *r = ud;
+    kwread_term *t = &r->t[bt->phrase];
+    if (!t->ncap) {
+        t->id = malloc(KWPOST_BLOCK * sizeof *t->id);
+        t->tf = malloc(KWPOST_BLOCK);
+        t->dl = malloc(KWPOST_BLOCK * sizeof *t->dl);
+        if (!t->id || !t->tf || !t->dl)
+            return MNEMO_NOMEM;
+        t->ncap = KWPOST_BLOCK;
+    }
+    const unsigned char *p = t->data[b], *end = p + t->dlen[b];
+    size_t n = 0;
+    int64_t id = t->first[b];
+    int ok = 1;
+    while (p < end) {
+        uint64_t d, tf, dl;
+        if (n == t->n[b] || !get_varint(&p, end, &d) || !get_varint(&p, end, &tf) ||
+            !get_varint(&p, end, &dl) || (n && d == 0)) {
+            ok = 0;
+            break;
+        }
+        id += (int64_t)d;
+        t->id[n] = id;
+        t->tf[n] = (uint8_t)(tf > 255 ? 255 : tf);
+        t->dl[n++] = (int32_t)dl;
+    }
+    if (!ok || n != t->n[b] || t->id[n - 1] != t->last[b]) {
+        r->damaged = 1;
+        return MNEMO_CORRUPT;
+    }
+    *out = (blockmax_posts){t->id, t->tf, t->dl, n};
+    return MNEMO_OK;
+}
+
+int kwread_gone(void *ud, int64_t id)
+{
+    const kwread *r = ud;
+    size_t lo = 0, hi = r->ngone;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->gone[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->ngone && r->gone[lo] == id;
+}
+
+void kwread_cleanup(kwread *r)
+{
+    for (int i = 0; i < r->nt; i++) {
+        kwread_term *t = &r->t[i];
+        free(t->term);
+        free(t->first);
+        free(t->last);
+        free(t->bound);
+        free(t->ub);
+        free(t->data);
+        free(t->dlen);
+        free(t->n);
+        for (size_t j = 0; j < t->nsegs; j++)
+            free(t->segs[j]);
+        free(t->segs);
+        free(t->id);
+        free(t->tf);
+        free(t->dl);
+    }
+    free(r->gone);
+    memset(r, 0, sizeof *r);
+}

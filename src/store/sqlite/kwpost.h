@@ -1,0 +1,120 @@
+/*
+ * kwpost.h - the chunks' postings beside FTS5's, in blocks that carry score
+ * bounds, for top-k keyword search (engine/blockmax.h).
+ *
+ * FTS5's posting lists cannot be skipped by score, so the index also keeps
+ * its own: per term, blocks of up to KWPOST_BLOCK postings (chunk id,
+ * frequency, the chunk's length in tokens, as FTS5 counts them), each with
+ * its id range, size and bound. A sync writes a term's new blocks as one
+ * segment (kw_seg: a row per term, id range and write): the blocks'
+ * directory, then their postings, decoded only when a row in the block
+ * may reach the results.
+ *
+ * Per id range (memory, sessions, media: STORE_*_ID_BASE) a mark says
+ * which chunks the postings hold: those at or below it. Chunks above it
+ * are searched through FTS5 as before (a search reads both), so the
+ * postings never disagree with the chunks: a sync adds the chunks it
+ * writes (kwpost_add) and writes them as blocks with the mark moved, in
+ * its transaction (kwpost_flush); chunks a killed sync wrote are read back
+ * by the next. A chunk deleted at or below the mark is recorded gone under
+ * each of its terms (kw_dead): searches leave it out and do not count it.
+ * Ids at or below a mark are never given again.
+ */
+#ifndef MNEMO_KWPOST_H
+#define MNEMO_KWPOST_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/blockmax.h"
+#include "util/buf.h"
+
+#define KWPOST_BLOCK 128
+#define KWPOST_RANGES 3
+
+/* The tables (schema 10). */
+#define KWPOST_SCHEMA                                                                      \
+    "CREATE TABLE kw_seg(term TEXT NOT NULL, last INTEGER NOT NULL, n INTEGER NOT NULL,\n"  \
+    "  data BLOB NOT NULL, PRIMARY KEY(term, last)) WITHOUT ROWID;\n"                      \
+    "CREATE TABLE kw_dead(term TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY(term, id))\n" \
+    "  WITHOUT ROWID;\n"                                                                   \
+    "CREATE TABLE kw_mark(range INTEGER PRIMARY KEY, mark INTEGER NOT NULL);\n"
+
+/* The id range of chunk ID: 0 memory, 1 sessions, 2 media. */
+int kwpost_range(int64_t id);
+
+/* The marks of DB into MARK (a range's first id minus one when its
+ * postings hold nothing). MNEMO_NOTFOUND when DB has no postings at all
+ * (an index from before them). */
+int kwpost_marks(sqlite3 *db, int64_t mark[KWPOST_RANGES]);
+
+typedef struct kwpost kwpost;
+
+/* A sync's writer of postings on DB, tokenizing texts it reads back in
+ * LANGUAGE. MNEMO_OK, MNEMO_NOMEM or MNEMO_NOTFOUND (no postings tables). */
+int kwpost_open(sqlite3 *db, const char *language, kwpost **out);
+void kwpost_free(kwpost *k);
+
+/* Chunk ID (just inserted) with TEXT, or its pre-tokenized form TOKS
+ * (tok.h) when not NULL. */
+int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *toks,
+               size_t toks_len);
+
+/* Chunk ID with TEXT is being deleted. */
+int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len);
+
+/* The smallest id a new chunk of RANGE may have (above the mark). */
+int64_t kwpost_floor(kwpost *k, int range);
+
+/* Whether enough postings wait to be written now. */
+int kwpost_full(const kwpost *k);
+
+/* Writes what waits as blocks and moves the marks, in the caller's
+ * transaction; chunks above a mark this writer did not see are read back
+ * first. */
+int kwpost_flush(kwpost *k);
+
+/* ----------------------------------------------------------------------
+ * Reading: a query's terms over ids [lo, hi), for blockmax_run.
+ * -------------------------------------------------------------------- */
+
+typedef struct kwread_term {
+    char *term;
+    size_t nblocks, cap;
+    int64_t *first, *last;
+    blockmax_bound *bound;
+    double *ub;
+    const unsigned char **data; /* per block: its postings, in a segment kept */
+    uint32_t *dlen, *n;
+    unsigned char **segs; /* the segments' copies */
+    size_t nsegs;
+    /* the block read last */
+    int64_t *id;
+    uint8_t *tf;
+    int32_t *dl;
+    size_t ncap;
+} kwread_term;
+
+typedef struct kwread {
+    sqlite3 *db;
+    int nt;
+    kwread_term t[BM25_MAX_PHRASES];
+    int64_t *gone; /* the dead ids of the terms, sorted */
+    size_t ngone, capgone;
+    int damaged;
+} kwread;
+
+/* Reads the blocks of TERMS[0..NT) (phrase i has term i) with ids in [LO,
+ * HI) and their dead ids; DF[i] gets term i's live postings there.
+ * MNEMO_CORRUPT when a block is damaged. */
+int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_t lo,
+                int64_t hi, int64_t *df);
+
+/* The blockmax_query callbacks over R (ud = R). */
+int kwread_block(void *ud, const blockmax_term *t, size_t b, blockmax_posts *out);
+int kwread_gone(void *ud, int64_t id);
+
+void kwread_cleanup(kwread *r);
+
+#endif
