@@ -308,13 +308,11 @@ int blockmax_run(blockmax_query *q, topk *pool)
     return MNEMO_OK;
 }
 
-int blockmax_score_of(blockmax_query *q, int64_t id, double *score)
+int blockmax_row(blockmax_query *q, int64_t id, uint8_t *tf, int32_t *dl, uint64_t *mask)
 {
-    uint8_t tf[BM25_MAX_PHRASES];
-    int32_t dl = 0;
-    uint64_t mask = 0;
-    memset(tf, 0, sizeof tf);
-    *score = 0;
+    memset(tf, 0, BM25_MAX_PHRASES);
+    *dl = 0;
+    *mask = 0;
     if (q->gone(q->ud, id))
         return MNEMO_OK;
     for (int i = 0; i < q->nt; i++) {
@@ -339,11 +337,21 @@ int blockmax_score_of(blockmax_query *q, int64_t id, double *score)
         }
         if (lo < t->posts.n && t->posts.id[lo] == id) {
             tf[t->phrase] = t->posts.tf[lo];
-            dl = t->posts.dl[lo];
-            mask |= (uint64_t)1 << t->phrase;
+            *dl = t->posts.dl[lo];
+            *mask |= (uint64_t)1 << t->phrase;
         }
     }
-    if (mask && (mask & q->required) == q->required)
-        *score = exact(q, tf, dl);
     return MNEMO_OK;
+}
+
+int blockmax_score_of(blockmax_query *q, int64_t id, double *score)
+{
+    uint8_t tf[BM25_MAX_PHRASES];
+    int32_t dl;
+    uint64_t mask;
+    *score = 0;
+    int rc = blockmax_row(q, id, tf, &dl, &mask);
+    if (!rc && mask && (mask & q->required) == q->required)
+        *score = exact(q, tf, dl);
+    return rc;
 }

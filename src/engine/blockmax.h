@@ -92,6 +92,11 @@ typedef struct blockmax_query {
  * its best: the pool ends as an exhaustive scan would leave it. */
 int blockmax_run(blockmax_query *q, topk *pool);
 
+/* Row ID's frequencies by phrase (TF, BM25_MAX_PHRASES of them), length
+ * and phrases held, from Q's terms' lists (reading the blocks it may be
+ * in); all 0 when it holds none or is gone. */
+int blockmax_row(blockmax_query *q, int64_t id, uint8_t *tf, int32_t *dl, uint64_t *mask);
+
 /* BM25 of row ID over Q's terms' lists (reading the blocks it may be in),
  * 0 when it holds none of the terms, is gone or lacks a required phrase. */
 int blockmax_score_of(blockmax_query *q, int64_t id, double *score);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/blockmax.h"
 #include "engine/topk.h"
 #include "util/utf8.h"
 
@@ -689,6 +690,115 @@ static int hits_of(pgsearch *s, const topk *best, const hitrow *rows, const hitr
     return MNEMO_OK;
 }
 
+/* The lists as blockmax.h's blocks (KWBLOCK postings each, bounds from
+ * their frequencies and lengths), read straight from the lists. */
+#define KWBLOCK 128
+
+typedef struct bm_list {
+    const pgpost_list *l;
+    int64_t *first, *last;
+    double *ub;
+    int64_t id[KWBLOCK];
+    uint8_t tf[KWBLOCK];
+    int32_t dl[KWBLOCK];
+} bm_list;
+
+static int bm_read(void *ud, const blockmax_term *t, size_t b, blockmax_posts *out)
+{
+    bm_list *x = &((bm_list *)ud)[t->phrase];
+    size_t from = b * KWBLOCK, to = from + KWBLOCK;
+    if (to > x->l->n)
+        to = x->l->n;
+    for (size_t i = from; i < to; i++) {
+        const pgposting *p = &x->l->v[i];
+        x->id[i - from] = p->id;
+        x->tf[i - from] = (uint8_t)(p->tf > 255 ? 255 : p->tf);
+        x->dl[i - from] = p->ntok;
+    }
+    *out = (blockmax_posts){x->id, x->tf, x->dl, to - from};
+    return MNEMO_OK;
+}
+
+static int bm_gone(void *ud, int64_t id)
+{
+    (void)ud;
+    (void)id;
+    return 0; /* dead and excluded ids are out of the lists already */
+}
+
+/* Top-k with block bounds (blockmax.h) over the lists: the pool into
+ * BEST with its rows by slot in ROWS, and the rows of the extra ids EX
+ * into XS. MNEMO_NOTFOUND when a list is not strictly ascending (the
+ * caller walks every posting). */
+static int walk_blockmax(pgsearch *s, pgnpost_lists *l, uint64_t req, topk *best, hitrow *rows,
+                         const int64_t *ex, size_t nextra, hitrow *xs, size_t *nxs)
+{
+    bm_list *bl = calloc((size_t)s->np + 1, sizeof *bl);
+    blockmax_term t[BM25_MAX_PHRASES];
+    double w[BM25_MAX_PHRASES];
+    int nt = 0, rc = bl ? MNEMO_OK : MNEMO_NOMEM;
+    for (int k = 0; !rc && k < s->np; k++) {
+        const pgpost_list *pl = &l->t[k];
+        w[k] = 1.0;
+        bl[k].l = pl;
+        for (size_t i = 1; !rc && i < pl->n; i++)
+            if (pl->v[i].id <= pl->v[i - 1].id)
+                rc = MNEMO_NOTFOUND;
+        size_t nb = (pl->n + KWBLOCK - 1) / KWBLOCK;
+        if (rc || !nb)
+            continue;
+        bl[k].first = malloc(nb * sizeof *bl[k].first);
+        bl[k].last = malloc(nb * sizeof *bl[k].last);
+        bl[k].ub = malloc(nb * sizeof *bl[k].ub);
+        if (!bl[k].first || !bl[k].last || !bl[k].ub) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        for (size_t b = 0; b < nb; b++) {
+            size_t from = b * KWBLOCK, to = from + KWBLOCK < pl->n ? from + KWBLOCK : pl->n;
+            blockmax_bound bound = {0};
+            for (size_t i = from; i < to; i++)
+                blockmax_bound_add(&bound, (uint32_t)pl->v[i].tf, (uint32_t)pl->v[i].ntok);
+            bl[k].first[b] = pl->v[from].id;
+            bl[k].last[b] = pl->v[to - 1].id;
+            bl[k].ub[b] = blockmax_bound_share(&bound, 1.0, s->idf[k], s->k1, s->b, s->avgdl);
+        }
+        t[nt++] = (blockmax_term){.phrase = k, .nblocks = nb, .first = bl[k].first,
+                                  .last = bl[k].last, .ub = bl[k].ub};
+    }
+    blockmax_query q = {t, nt, s->np, w, s->idf, s->k1, s->b, s->avgdl, req, bm_read, bm_gone,
+                        bl, 0, 0};
+    if (!rc)
+        rc = blockmax_run(&q, best);
+    /* The rows of what was kept, and of the extra ids the lists hold. */
+    for (size_t i = 0; !rc && i < best->n; i++) {
+        hitrow *h = &rows[best->v[i].slot];
+        int32_t dl;
+        uint64_t mask;
+        h->id = best->v[i].id;
+        rc = blockmax_row(&q, h->id, h->tf, &dl, &mask);
+        h->ntok = dl;
+    }
+    for (size_t i = 0; !rc && i < nextra; i++) {
+        hitrow h = {.id = ex[i]};
+        int32_t dl;
+        uint64_t mask;
+        if (i && ex[i] == ex[i - 1])
+            continue;
+        rc = blockmax_row(&q, h.id, h.tf, &dl, &mask);
+        h.ntok = dl;
+        if (!rc && mask && (mask & req) == req)
+            xs[(*nxs)++] = h;
+    }
+    for (int k = 0; bl && k < s->np; k++) {
+        free(bl[k].first);
+        free(bl[k].last);
+        free(bl[k].ub);
+    }
+    free(bl);
+    return rc;
+}
+
 int pgnpost_walk(pgsearch *s, const pgsearch_query *pq, pgnpost_lists *l, size_t pool,
                  const int64_t *extra, size_t nextra)
 {
@@ -712,9 +822,20 @@ int pgnpost_walk(pgsearch *s, const pgsearch_query *pq, pgnpost_lists *l, size_t
     /* The extra ids in order, to be met while the lists are walked. */
     if (!rc)
         rc = sorted_copy(extra, nextra, &ex);
-    /* Document at a time: the smallest id at the lists' heads; the best
-     * POOL by BM25, then id (topk.h). */
-    while (!rc) {
+    /* The pool by block bounds when the lists allow it (as SQLite's). */
+    int walked = 0;
+    if (!rc) {
+        rc = walk_blockmax(s, l, req, &best, rows, ex, nextra, xs, &nxs);
+        walked = rc == MNEMO_OK;
+        if (rc == MNEMO_NOTFOUND) {
+            rc = MNEMO_OK;
+            best.n = 0;
+            nxs = 0;
+        }
+    }
+    /* Else document at a time: the smallest id at the lists' heads; the
+     * best POOL by BM25, then id (topk.h). */
+    while (!rc && !walked) {
         hitrow h;
         uint64_t mask;
         memset(&h, 0, sizeof h);

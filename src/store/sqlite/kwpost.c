@@ -12,6 +12,7 @@
  */
 #include "store/sqlite/kwpost.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,7 @@
 #include "text/tok.h"
 #include "util/hash.h"
 
-#define FLUSH_POSTS (4u << 20) /* postings waiting before a sync writes them */
+#define FLUSH_BYTES (64u << 20) /* chunks' tokens added before a sync writes their postings */
 #define ARENA_BLOCK (64u << 10)
 
 static const int64_t range_lo[KWPOST_RANGES] = {0, STORE_SESSION_ID_BASE, STORE_MEDIA_ID_BASE};
@@ -106,9 +107,24 @@ typedef struct dtok {
     int len;
 } dtok;
 
+/* A chunk's tokens as they are read, and its length. */
+typedef struct doc {
+    tok *tk;
+    buf text; /* the tokens that had to be copied, back to back */
+    dtok *dt;
+    size_t ndt, capdt;
+    int dl;
+} doc;
+
+/* What waits for the accumulating thread: per chunk its id, the length of
+ * its pre-tokenized form (tok.h) and that form. */
+typedef struct queue {
+    char *data;
+    size_t len, cap;
+} queue;
+
 struct kwpost {
     sqlite3 *db;
-    tok *tk;
     int64_t mark[KWPOST_RANGES];
     int64_t top[KWPOST_RANGES]; /* the largest id added per range */
     int seen[KWPOST_RANGES];    /* chunks above the mark were read back */
@@ -121,11 +137,20 @@ struct kwpost {
     int64_t *gone; /* ids added, then deleted before the flush */
     size_t ngone, capgone;
     size_t nposts;
-    buf text;      /* the chunk's tokens, back to back */
-    dtok *dt;
-    size_t ndt, capdt;
-    int dl;
+    doc fg; /* the sync thread's chunk (texts read back, deletions) */
+    /* The accumulating thread: the sync thread queues the chunks it
+     * writes, the thread adds their postings; the sync thread reads the
+     * postings only once the thread is idle and the queue empty. */
+    doc bg;
+    pthread_t th;
+    int started, stop, busy, err;
+    pthread_mutex_t mu;
+    pthread_cond_t work, idle;
+    queue q, taken;
+    size_t queued; /* bytes queued since the last flush */
 };
+
+static void *accumulate(void *arg);
 
 int kwpost_open(sqlite3 *db, const char *language, kwpost **out)
 {
@@ -134,9 +159,14 @@ int kwpost_open(sqlite3 *db, const char *language, kwpost **out)
     if (!k)
         return MNEMO_NOMEM;
     k->db = db;
-    buf_init(&k->text, 1 << 20);
+    buf_init(&k->fg.text, 1 << 20);
+    buf_init(&k->bg.text, 1 << 20);
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->work, NULL);
+    pthread_cond_init(&k->idle, NULL);
+    const char *lang = language ? language : "english";
     int rc = kwpost_marks(db, k->mark);
-    if (!rc && (rc = tok_new(language ? language : "english", 0, &k->tk)))
+    if (!rc && ((rc = tok_new(lang, 0, &k->fg.tk)) || (rc = tok_new(lang, 0, &k->bg.tk))))
         rc = rc == MNEMO_NOMEM ? MNEMO_NOMEM : MNEMO_INVALID;
     if (rc) {
         kwpost_free(k);
@@ -159,20 +189,39 @@ static void acc_reset(kwpost *k)
     k->arena_used = 0;
     k->ngone = 0;
     k->nposts = 0;
+    k->queued = 0;
+}
+
+static void doc_cleanup(doc *d)
+{
+    free(d->dt);
+    buf_cleanup(&d->text);
+    tok_free(d->tk);
 }
 
 void kwpost_free(kwpost *k)
 {
     if (!k)
         return;
+    if (k->started) {
+        pthread_mutex_lock(&k->mu);
+        k->stop = 1;
+        pthread_cond_signal(&k->work);
+        pthread_mutex_unlock(&k->mu);
+        pthread_join(k->th, NULL);
+    }
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->work);
+    pthread_cond_destroy(&k->idle);
+    free(k->q.data);
+    free(k->taken.data);
     acc_reset(k);
     free(k->tab);
     free(k->v);
     free(k->arena);
     free(k->gone);
-    free(k->dt);
-    buf_cleanup(&k->text);
-    tok_free(k->tk);
+    doc_cleanup(&k->fg);
+    doc_cleanup(&k->bg);
     free(k);
 }
 
@@ -199,23 +248,23 @@ static const char *intern(kwpost *k, const char *term, int len)
 /* Appends a token of the chunk, counting its length as FTS5 does: a token
  * at the previous one's position does not lengthen it. A token at P stays
  * where it is (the chunk's pre-tokenized form); else it is copied. */
-static int doc_token(kwpost *k, const char *token, int len, int colocated, const char *p)
+static int doc_token(doc *d, const char *token, int len, int colocated, const char *p)
 {
-    if (!colocated || k->dl == 0)
-        k->dl++;
-    if (k->ndt == k->capdt) {
-        size_t cap = k->capdt ? k->capdt * 2 : 256;
-        dtok *v = realloc(k->dt, cap * sizeof *v);
+    if (!colocated || d->dl == 0)
+        d->dl++;
+    if (d->ndt == d->capdt) {
+        size_t cap = d->capdt ? d->capdt * 2 : 256;
+        dtok *v = realloc(d->dt, cap * sizeof *v);
         if (!v)
             return MNEMO_NOMEM;
-        k->dt = v;
-        k->capdt = cap;
+        d->dt = v;
+        d->capdt = cap;
     }
-    k->dt[k->ndt++] = (dtok){p, k->text.len, len};
+    d->dt[d->ndt++] = (dtok){p, d->text.len, len};
     if (p)
         return MNEMO_OK;
-    buf_append(&k->text, token, (size_t)len);
-    return buf_err(&k->text) ? MNEMO_NOMEM : MNEMO_OK;
+    buf_append(&d->text, token, (size_t)len);
+    return buf_err(&d->text) ? MNEMO_NOMEM : MNEMO_OK;
 }
 
 static int doc_tok_fn(void *ud, int flags, const char *token, int len, int start, int end)
@@ -234,43 +283,33 @@ static int dtok_cmp(const void *a, const void *b)
 }
 
 /* Whether the chunk's tokens I and J are the same. */
-static int same_tok(const kwpost *k, size_t i, size_t j)
+static int same_tok(const doc *d, size_t i, size_t j)
 {
-    return k->dt[i].len == k->dt[j].len &&
-           memcmp(k->dt[i].p, k->dt[j].p, (size_t)k->dt[i].len) == 0;
+    return d->dt[i].len == d->dt[j].len &&
+           memcmp(d->dt[i].p, d->dt[j].p, (size_t)d->dt[i].len) == 0;
 }
 
 /* The tokens of a chunk: from TOKS when given, else TEXT tokenized as FTS5
  * tokenizes a document. */
-static int doc_tokens(kwpost *k, const char *text, size_t len, const char *toks,
-                      size_t toks_len)
+static int doc_tokens(doc *d, const char *text, size_t len, const char *toks, size_t toks_len)
 {
-    k->ndt = 0;
-    k->dl = 0;
-    buf_reset(&k->text);
-    if (!toks)
-        return tok_run(k->tk, text, len, 0, doc_tok_fn, k);
-    const char *p = toks, *end = toks + toks_len;
-    tok_pre t;
+    d->ndt = 0;
+    d->dl = 0;
+    buf_reset(&d->text);
     int rc = MNEMO_OK;
-    while (!rc && tok_pre_next(&p, end, &t))
-        rc = doc_token(k, t.token, t.len, t.colocated, t.token);
+    if (!toks) {
+        rc = tok_run(d->tk, text, len, 0, doc_tok_fn, d);
+    } else {
+        const char *p = toks, *end = toks + toks_len;
+        tok_pre t;
+        while (!rc && tok_pre_next(&p, end, &t))
+            rc = doc_token(d, t.token, t.len, t.colocated, t.token);
+    }
+    /* Where each token is, now that the copies have stopped moving. */
+    for (size_t i = 0; !rc && i < d->ndt; i++)
+        if (!d->dt[i].p)
+            d->dt[i].p = d->text.data + d->dt[i].off;
     return rc;
-}
-
-/* Where each of the chunk's tokens is, once they are all read. */
-static void doc_place(kwpost *k)
-{
-    for (size_t i = 0; i < k->ndt; i++)
-        if (!k->dt[i].p)
-            k->dt[i].p = k->text.data + k->dt[i].off;
-}
-
-/* Sorts the chunk's tokens so that equal ones are together. */
-static void doc_sort(kwpost *k)
-{
-    doc_place(k);
-    qsort(k->dt, k->ndt, sizeof *k->dt, dtok_cmp);
 }
 
 /* Doubles the terms' table. */
@@ -322,14 +361,13 @@ static acc *term_acc(kwpost *k, const char *p, int len)
     return &k->v[k->nv++];
 }
 
-/* Adds chunk ID's postings, one per distinct token of the tokens read: a
+/* Adds chunk ID's postings from D's tokens, one per distinct token: a
  * token whose term's last posting is this chunk's counts in it. */
-static int doc_add(kwpost *k, int64_t id)
+static int doc_add(kwpost *k, const doc *d, int64_t id)
 {
-    doc_place(k);
-    for (size_t i = 0; i < k->ndt; i++) {
-        int len = k->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : k->dt[i].len;
-        acc *a = term_acc(k, k->dt[i].p, len);
+    for (size_t i = 0; i < d->ndt; i++) {
+        int len = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
+        acc *a = term_acc(k, d->dt[i].p, len);
         if (!a)
             return MNEMO_NOMEM;
         if (a->n && a->v[a->n - 1].id == id) {
@@ -344,7 +382,7 @@ static int doc_add(kwpost *k, int64_t id)
             a->v = v;
             a->cap = cap;
         }
-        a->v[a->n++] = (post){id, k->dl, 1};
+        a->v[a->n++] = (post){id, d->dl, 1};
         k->nposts++;
     }
     int r = kwpost_range(id);
@@ -353,11 +391,116 @@ static int doc_add(kwpost *k, int64_t id)
     return MNEMO_OK;
 }
 
+/* ----------------------------------------------------------------------
+ * The accumulating thread
+ * -------------------------------------------------------------------- */
+
+#define QUEUE_MAX (8u << 20) /* bytes queued before the sync thread waits */
+
+/* A queued chunk: id, length, pre-tokenized form. */
+typedef struct qhead {
+    int64_t id;
+    size_t len;
+} qhead;
+
+static void *accumulate(void *arg)
+{
+    kwpost *k = arg;
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        while (!k->q.len && !k->stop)
+            pthread_cond_wait(&k->work, &k->mu);
+        if (!k->q.len)
+            break;
+        queue t = k->taken;
+        k->taken = k->q;
+        k->q = t;
+        k->q.len = 0;
+        k->busy = 1;
+        pthread_cond_broadcast(&k->idle);
+        pthread_mutex_unlock(&k->mu);
+        int rc = MNEMO_OK;
+        for (size_t at = 0; !rc && at < k->taken.len;) {
+            qhead h;
+            memcpy(&h, k->taken.data + at, sizeof h);
+            const char *toks = k->taken.data + at + sizeof h;
+            if (!(rc = doc_tokens(&k->bg, NULL, 0, toks, h.len)))
+                rc = doc_add(k, &k->bg, h.id);
+            at += sizeof h + h.len;
+        }
+        pthread_mutex_lock(&k->mu);
+        if (rc && !k->err)
+            k->err = rc;
+        k->busy = 0;
+        pthread_cond_broadcast(&k->idle);
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+/* Waits until the thread has added every queued chunk: the postings are
+ * the sync thread's until it queues again. */
+static int drain(kwpost *k)
+{
+    if (!k->started)
+        return MNEMO_OK;
+    pthread_mutex_lock(&k->mu);
+    while (k->q.len || k->busy)
+        pthread_cond_wait(&k->idle, &k->mu);
+    int rc = k->err;
+    pthread_mutex_unlock(&k->mu);
+    return rc;
+}
+
+/* Queues chunk ID's pre-tokenized form TOKS. */
+static int enqueue(kwpost *k, int64_t id, const char *toks, size_t len)
+{
+    if (!k->started) {
+        if (pthread_create(&k->th, NULL, accumulate, k) != 0)
+            return MNEMO_NOMEM;
+        k->started = 1;
+    }
+    size_t need = sizeof(qhead) + len;
+    pthread_mutex_lock(&k->mu);
+    while (k->q.len && k->q.len + need > QUEUE_MAX && !k->err)
+        pthread_cond_wait(&k->idle, &k->mu);
+    int rc = k->err;
+    if (!rc && k->q.len + need > k->q.cap) {
+        size_t cap = k->q.cap ? k->q.cap : 1 << 16;
+        while (cap < k->q.len + need)
+            cap *= 2;
+        char *v = realloc(k->q.data, cap);
+        if (v) {
+            k->q.data = v;
+            k->q.cap = cap;
+        } else {
+            rc = MNEMO_NOMEM;
+        }
+    }
+    if (!rc) {
+        qhead h = {id, len};
+        memcpy(k->q.data + k->q.len, &h, sizeof h);
+        memcpy(k->q.data + k->q.len + sizeof h, toks, len);
+        k->q.len += need;
+        pthread_cond_signal(&k->work);
+    }
+    pthread_mutex_unlock(&k->mu);
+    k->queued += need;
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * What a sync calls
+ * -------------------------------------------------------------------- */
+
 /* Reads back the chunks of RANGE above the mark and below BELOW: written
  * by a sync that did not get to write their postings. */
 static int catch_up(kwpost *k, int range, int64_t below)
 {
     k->seen[range] = 1;
+    int rc = drain(k);
+    if (rc)
+        return rc;
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(k->db, "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 "
                                   "ORDER BY id",
@@ -367,12 +510,12 @@ static int catch_up(kwpost *k, int range, int64_t below)
     sqlite3_bind_int64(st, 1, k->mark[range] < range_lo[range] ? range_lo[range] - 1
                                                                  : k->mark[range]);
     sqlite3_bind_int64(st, 2, hi);
-    int s, rc = MNEMO_OK;
+    int s = SQLITE_DONE;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *text = (const char *)sqlite3_column_text(st, 1);
         size_t len = (size_t)sqlite3_column_bytes(st, 1);
-        if (!(rc = doc_tokens(k, text ? text : "", len, NULL, 0)))
-            rc = doc_add(k, sqlite3_column_int64(st, 0));
+        if (!(rc = doc_tokens(&k->fg, text ? text : "", len, NULL, 0)))
+            rc = doc_add(k, &k->fg, sqlite3_column_int64(st, 0));
     }
     if (!rc && s != SQLITE_DONE)
         rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : MNEMO_DB;
@@ -386,9 +529,13 @@ int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *
     int r = kwpost_range(id), rc;
     if (!k->seen[r] && (rc = catch_up(k, r, id)))
         return rc;
-    if ((rc = doc_tokens(k, text, len, toks, toks_len)))
+    if (toks)
+        return enqueue(k, id, toks, toks_len);
+    /* Without a pre-tokenized form: tokenized here, in chunk order. */
+    if ((rc = drain(k)) || (rc = doc_tokens(&k->fg, text, len, NULL, 0)))
         return rc;
-    return doc_add(k, id);
+    k->queued += len;
+    return doc_add(k, &k->fg, id);
 }
 
 int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
@@ -408,20 +555,21 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
         k->gone[k->ngone++] = id;
         return MNEMO_OK;
     }
-    int rc = doc_tokens(k, text, len, NULL, 0);
+    doc *d = &k->fg;
+    int rc = doc_tokens(d, text, len, NULL, 0);
     if (rc)
         return rc;
-    doc_sort(k);
+    qsort(d->dt, d->ndt, sizeof *d->dt, dtok_cmp);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(k->db, "INSERT OR IGNORE INTO kw_dead(term, id) VALUES(?1, ?2)", -1,
                            &st, NULL) != SQLITE_OK)
         return MNEMO_DB;
-    for (size_t i = 0; !rc && i < k->ndt; i++) {
-        if (i && same_tok(k, i - 1, i))
+    for (size_t i = 0; !rc && i < d->ndt; i++) {
+        if (i && same_tok(d, i - 1, i))
             continue;
-        int n = k->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : k->dt[i].len;
+        int n = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
         sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, k->dt[i].p, n, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, d->dt[i].p, n, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, id);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = MNEMO_DB;
@@ -432,7 +580,7 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
 
 int64_t kwpost_floor(kwpost *k, int range) { return k->mark[range] + 1; }
 
-int kwpost_full(const kwpost *k) { return k->nposts >= FLUSH_POSTS; }
+int kwpost_full(const kwpost *k) { return k->queued >= FLUSH_BYTES; }
 
 static int by_term(const void *a, const void *b)
 {
@@ -511,7 +659,7 @@ static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p,
 
 int kwpost_flush(kwpost *k)
 {
-    int rc = MNEMO_OK;
+    int rc = drain(k);
     for (int r = 0; r < KWPOST_RANGES && !rc; r++)
         if (!k->seen[r])
             rc = catch_up(k, r, INT64_MAX);
