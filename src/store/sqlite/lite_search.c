@@ -330,11 +330,13 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
     int nterms = q->npositive;
     if (!q->match || nterms == 0)
         return MNEMO_OK;
-    st = fts_stmt(r, "SELECT f.rowid, mnemo_mask(files_fts), c.id, c.seq FROM files_fts f "
-                     "JOIN files ON files.id = f.rowid "
-                     "LEFT JOIN chunks c ON c.file_id = f.rowid "
-                     "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
-                     "(?2 IS NULL OR files.source = ?2)");
+    /* The mask once per file, not once per chunk row of the join. */
+    st = fts_stmt(r, "WITH x AS MATERIALIZED (SELECT rowid AS id, mnemo_mask(files_fts) AS mask "
+                     "FROM files_fts WHERE files_fts MATCH ?1) "
+                     "SELECT x.id, x.mask, c.id, c.seq FROM x "
+                     "JOIN files ON files.id = x.id "
+                     "LEFT JOIN chunks c ON c.file_id = x.id "
+                     "WHERE files.status = 0 AND (?2 IS NULL OR files.source = ?2)");
     if (!st)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
