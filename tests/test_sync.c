@@ -282,7 +282,8 @@ TEST(sync_migrates_older_schema_in_place)
     ASSERT(!s.rebuilt);
     ASSERT_EQ(s.files_unchanged, s.files_seen);
     mnemo_close(m);
-    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 9);
+    ASSERT_EQ(db_int("SELECT value FROM meta WHERE key = 'schema_version'"), 10);
+    ASSERT_EQ(db_int("SELECT count(*) FROM sqlite_schema WHERE name = 'kw_seg'"), 1);
     ASSERT_EQ(db_int("SELECT count(*) FROM pragma_table_info('files') WHERE name = 'mime'"), 1);
     ASSERT_EQ(db_int("SELECT count(*) FROM pragma_table_info('chunk_vectors') WHERE name = "
                      "'parts'"),

@@ -34,12 +34,12 @@
 #define KWPOST_RANGES 3
 
 /* The tables (schema 10). */
-#define KWPOST_SCHEMA                                                                      \
-    "CREATE TABLE kw_seg(term TEXT NOT NULL, last INTEGER NOT NULL, n INTEGER NOT NULL,\n"  \
-    "  data BLOB NOT NULL, PRIMARY KEY(term, last)) WITHOUT ROWID;\n"                      \
-    "CREATE TABLE kw_dead(term TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY(term, id))\n" \
-    "  WITHOUT ROWID;\n"                                                                   \
-    "CREATE TABLE kw_mark(range INTEGER PRIMARY KEY, mark INTEGER NOT NULL);\n"
+#define KWPOST_SCHEMA                                                                    \
+    "CREATE TABLE IF NOT EXISTS kw_seg(term TEXT NOT NULL, last INTEGER NOT NULL,\n"      \
+    "  n INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(term, last)) WITHOUT ROWID;\n" \
+    "CREATE TABLE IF NOT EXISTS kw_dead(term TEXT NOT NULL, id INTEGER NOT NULL,\n"       \
+    "  PRIMARY KEY(term, id)) WITHOUT ROWID;\n"                                          \
+    "CREATE TABLE IF NOT EXISTS kw_mark(range INTEGER PRIMARY KEY, mark INTEGER NOT NULL);\n"
 
 /* The id range of chunk ID: 0 memory, 1 sessions, 2 media. */
 int kwpost_range(int64_t id);
