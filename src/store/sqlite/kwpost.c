@@ -559,7 +559,8 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
     int rc = doc_tokens(d, text, len, NULL, 0);
     if (rc)
         return rc;
-    qsort(d->dt, d->ndt, sizeof *d->dt, dtok_cmp);
+    if (d->ndt > 1)
+        qsort(d->dt, d->ndt, sizeof *d->dt, dtok_cmp);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(k->db, "INSERT OR IGNORE INTO kw_dead(term, id) VALUES(?1, ?2)", -1,
                            &st, NULL) != SQLITE_OK)
@@ -665,8 +666,10 @@ int kwpost_flush(kwpost *k)
             rc = catch_up(k, r, INT64_MAX);
     if (rc)
         return rc;
-    qsort(k->gone, k->ngone, sizeof *k->gone, cmp_i64);
-    qsort(k->v, k->nv, sizeof *k->v, by_term);
+    if (k->ngone > 1)
+        qsort(k->gone, k->ngone, sizeof *k->gone, cmp_i64);
+    if (k->nv > 1)
+        qsort(k->v, k->nv, sizeof *k->v, by_term);
     sqlite3_stmt *seg = NULL, *mk = NULL;
     buf dir, data;
     buf_init(&dir, 1u << 30);
@@ -873,7 +876,7 @@ int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_
         if (!rc && s != SQLITE_DONE)
             rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : MNEMO_DB;
     }
-    if (!rc) {
+    if (!rc && r->ngone > 1) {
         qsort(r->gone, r->ngone, sizeof *r->gone, cmp_i64);
         size_t n = 0;
         for (size_t i = 0; i < r->ngone; i++)
