@@ -861,9 +861,12 @@ static int read_history(mnemo *m, const char *id, json_t **out)
     return rc;
 }
 
-/* Prepares "SELECT WHAT FROM memories m WHERE <what O selects at NOW>
- * TAIL" into *ST, its arguments bound. */
-static int select_where(mnemo *m, const mem_opts *o, double now, const char *what,
+/* Prepares "HEAD FROM memories m WHERE <what O selects at NOW> TAIL" into
+ * *ST, its arguments bound. The indexes memories_recent and
+ * memories_category (store.c) hold the scope's columns, so SQLite reads a
+ * user's memories newest first from them, checks the scope on the entries
+ * and reads only the rows that pass. */
+static int select_where(mnemo *m, const mem_opts *o, double now, const char *head,
                         const char *tail, sqlite3_stmt **st)
 {
     *st = NULL;
@@ -874,7 +877,7 @@ static int select_where(mnemo *m, const mem_opts *o, double now, const char *wha
     mfilter_init(&args);
     int rc = mem_where(o, now, &w, &args);
     if (!rc) {
-        buf_printf(&sql, "SELECT %s FROM memories m WHERE %s%s", what, w.data, tail);
+        buf_printf(&sql, "%s FROM memories m WHERE %s%s", head, w.data, tail);
         if (buf_err(&sql))
             rc = MNEMO_NOMEM;
         else if (!(*st = prepare(m, sql.data)))
@@ -895,7 +898,7 @@ static int list(mnemo *m, const mem_opts *o, double now, json_t *out)
     snprintf(tail, sizeof tail, " ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
              o->limit, o->offset);
     sqlite3_stmt *st;
-    int rc = select_where(m, o, now, MEM_COLS, tail, &st), s = SQLITE_DONE;
+    int rc = select_where(m, o, now, "SELECT " MEM_COLS, tail, &st), s = SQLITE_DONE;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *r = mem_json(st, 0);
         if (!r)
@@ -910,10 +913,14 @@ static int list(mnemo *m, const mem_opts *o, double now, json_t *out)
 }
 
 /* A count that cannot be read leaves *N as it is: the rows listed. */
-static int count(mnemo *m, const mem_opts *o, double now, long long *n)
+static int count(mnemo *m, const mem_opts *o, double now, long long max, long long *n)
 {
+    char tail[64] = "";
+    if (max > 0)
+        snprintf(tail, sizeof tail, " LIMIT %lld)", max);
     sqlite3_stmt *st;
-    int rc = select_where(m, o, now, "count(*)", "", &st);
+    int rc = select_where(m, o, now, max > 0 ? "SELECT count(*) FROM (SELECT 1" : "SELECT count(*)",
+                          tail, &st);
     if (!rc && sqlite3_step(st) == SQLITE_ROW)
         *n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
