@@ -2641,10 +2641,22 @@ static uint32_t lpick(uint32_t n)
     return (uint32_t)(lrng >> 32) % n;
 }
 
+/* Words and phrases of the texts: case, accents, CamelCase, a ligature
+ * (U+FB01) and the Kelvin sign (U+212A), which fold to ASCII letters. */
 static const char *const lwords[] = {
     "deploy", "Deployed", "REDEPLOY", "gateway", "Straße", "STRASSE", "café", "Cafe",
-    "日本語", "the", "Friday", "review", "coffee", "Über", "über", "deploy-the-app"};
+    "日本語", "the", "Friday", "review", "coffee", "Über", "über", "deploy-the-app",
+    "deploy the gateway", "Deploy THE Gateway", "run GetDeploy now", "run GetDeploys now", "the \xef\xac\x81x is in",
+    "a \xe2\x84\xaa" "elvin scale", "review the café", "happy and unhappy users"};
 #define NLWORDS (sizeof lwords / sizeof *lwords)
+/* Substrings searched: whole words inside some (which the keyword index
+ * narrows to), and pieces of words, which it cannot. */
+static const char *const lneedles[] = {
+    "deploy the gateway", "eploy the gatew", " the ", "the gateway", "run getdeploy now",
+    "n getdeploy n", "run getdeploys now", "the fix is", "a kelvin scale", "review the caf", "DEPLOY THE GATEWAY",
+    "happy and unhappy", "and", " happy ", "deploy", "the", "x the \xef\xac\x81x is",
+    "review  the"};
+#define NLNEEDLES (sizeof lneedles / sizeof *lneedles)
 static const char *const lcats[] = {"identity", "rule", "project", "preference"};
 
 /* A date of the randomised store: 2026-01-DD or 2026-02-DD. */
@@ -2732,7 +2744,7 @@ static char *list_options(void)
     static const int offsets[] = {0, 0, 0, 2, 15};
     buf_printf(&b, ",\"limit\":%d,\"offset\":%d", limits[lpick(4)], offsets[lpick(5)]);
     char d1[32], d2[32];
-    const char *w = lwords[lpick((uint32_t)NLWORDS)];
+    const char *w = lpick(2) ? lwords[lpick((uint32_t)NLWORDS)] : lneedles[lpick((uint32_t)NLNEEDLES)];
     switch (lpick(10)) {
     case 0:
         buf_printf(&b, ",\"filters\":{\"created_at\":{\"gte\":\"%s\"}}", ldate(d1));
