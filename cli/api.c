@@ -659,7 +659,8 @@ static const api_op ops[] = {
      "Search the stored memories only (facts with category and importance).", 0, "POST /v1/memories/search", 200},
 
     {"memory_list", op_memory_list, OBJ(LIST_PROPS, ""),
-     OUT("\"memories\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"}"),
+     OUT("\"memories\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"},"
+         "\"totalCapped\":{\"type\":\"boolean\"}"),
      "List stored memories, newest first, with filters.", 0, "POST /v1/memories/list", 200},
 
     {"status", op_status, OBJ("\"deep\":" BOOL("also probe the embedding provider"), ""),

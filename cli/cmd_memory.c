@@ -351,7 +351,9 @@ static int list_text(mnemo *m, const cli_args *a, int *rc)
                r->deleted_at ? "  (deleted)" : "");
     }
     long long total = mnemo_memories_total(s);
-    if ((long long)n < total || total == 0)
+    if (mnemo_memories_total_capped(s))
+        printf("(%zu of more than %lld shown)\n", n, total);
+    else if ((long long)n < total || total == 0)
         printf("(%zu of %lld shown)\n", n, total);
     mnemo_memories_free(s);
     return EXIT_OK;
@@ -585,7 +587,9 @@ int cmd_memory(int argc, char **argv)
                        json_is_null(json_object_get(r, "deleted_at")) ? "" : "  (deleted)");
             }
             long long total = json_integer_value(json_object_get(l, "total"));
-            if ((long long)json_array_size(arr) < total || total == 0)
+            if (json_is_true(json_object_get(l, "totalCapped")))
+                printf("(%zu of more than %lld shown)\n", json_array_size(arr), total);
+            else if ((long long)json_array_size(arr) < total || total == 0)
                 printf("(%zu of %lld shown)\n", json_array_size(arr), total);
             json_decref(l);
         }

@@ -165,7 +165,9 @@ static char *memories_text(const char *op, const json_t *out)
         return NULL;
     json_int_t total = json_integer_value(json_object_get(out, "total"));
     fprintf(f, "%zu memor%s", n, n == 1 ? "y" : "ies");
-    if (total > (json_int_t)n)
+    if (json_is_true(json_object_get(out, "totalCapped")))
+        fprintf(f, " of more than %lld", (long long)total);
+    else if (total > (json_int_t)n)
         fprintf(f, " of %lld", (long long)total);
     fputs(":\n", f);
     const json_t *r;

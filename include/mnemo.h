@@ -437,9 +437,11 @@ MNEMO_API int mnemo_memory_history(mnemo *m, const char *id, char **out);
 /* Memories matching OPTIONS, newest first: {"user_id","agent_id","run_id",
  * "scope":"all|session|long-term","categories":[...],"type","subject",
  * "filters":{...},"limit","offset","deleted":bool}. *out: {"memories":[...],
- * "total":N}. Memories that cannot be read are left out, never the others:
- * the reply then adds "unreadable":[{"id","why"}] and "warnings":[text]
- * (also mnemo_warning), and "total" counts them. */
+ * "total":N}: "total" counts at most memoryCountLimit memories past the
+ * page, and when more match the reply adds "totalCapped":true (N is then
+ * a lower bound). Memories that cannot be read are left out, never the
+ * others: the reply then adds "unreadable":[{"id","why"}] and
+ * "warnings":[text] (also mnemo_warning), and "total" counts them. */
 MNEMO_API int mnemo_memory_list(mnemo *m, const char *options, char **out);
 
 /* Searches memories: the list options (type defaults to "fact", limit to
@@ -592,8 +594,12 @@ MNEMO_API size_t mnemo_memories_count(const mnemo_memories *s);
 /* Memory I of S (NULL past the end), owned by S. */
 MNEMO_API const mnemo_memory *mnemo_memories_get(const mnemo_memories *s, size_t i);
 /* A list: the memories its options select, past the page too ("total");
- * a search: the results returned. */
+ * a search: the results returned. A list counts at most memoryCountLimit
+ * memories past its page: */
 MNEMO_API long long mnemo_memories_total(const mnemo_memories *s);
+/* 1 when more memories than mnemo_memories_total match (the count stopped
+ * at memoryCountLimit past the page; "totalCapped":true in JSON), else 0. */
+MNEMO_API int mnemo_memories_total_capped(const mnemo_memories *s);
 /* A search: "keyword" or "hybrid"; a list: NULL. Borrowed from S. */
 MNEMO_API const char *mnemo_memories_mode(const mnemo_memories *s);
 /* The memories left out because they cannot be read: the id of the I-th

@@ -1248,3 +1248,100 @@ TEST(memory_purge_removes_memories_from_backups)
     free(other);
     mnemo_close(m);
 }
+
+/* The plan SQLite makes for SQL on the memory store at PATH, its lines
+ * joined with '|' (caller frees). */
+static char *plan_of(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    buf q, b;
+    buf_init(&q, 0);
+    buf_init(&b, 0);
+    buf_printf(&q, "EXPLAIN QUERY PLAN %s", sql);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, q.data, -1, &st, NULL) != SQLITE_OK)
+        test_fail(__FILE__, __LINE__, "%s: %s", sql, sqlite3_errmsg(db));
+    while (sqlite3_step(st) == SQLITE_ROW)
+        buf_printf(&b, "%s%s", b.len ? "|" : "", (const char *)sqlite3_column_text(st, 3));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    buf_cleanup(&q);
+    return buf_detach(&b);
+}
+
+/* A memory store from before the list's indexes (schema 1: the index
+ * memories_scope, no "schema" key) gets them on its next open, once, with
+ * every memory kept; a list then reads them, with no sort, and its count
+ * reads index entries only. */
+TEST(memory_store_list_indexes_upgrade)
+{
+    mnemo *m = open_ws();
+    at("2026-03-01T00:00:00Z");
+    free(add(m, "{\"text\":\"Alice is a nurse\",\"category\":\"identity\",\"user_id\":\"alice\"}"));
+    at("2026-03-02T00:00:00Z");
+    free(add(m, "{\"text\":\"Deploy on Mondays\",\"category\":\"rule\",\"user_id\":\"alice\"}"));
+    mnemo_close(m);
+    const char *path = test_path("db.memories.sqlite");
+    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 2);
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "DROP INDEX memories_recent; DROP INDEX memories_category; "
+                           "CREATE INDEX memories_scope ON memories(user_id, created_at); "
+                           "DELETE FROM memory_meta WHERE key = 'schema'",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    static const char indexes[] =
+        "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = "
+        "'index' AND name LIKE 'memories_%' ORDER BY name)";
+    ASSERT_EQ(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = "
+                                 "'memories_scope'"),
+              1);
+    m = open_ws();
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_list(m, "{\"user_id\":\"alice\",\"categories\":[\"identity\"]}", &out));
+    ASSERT_CONTAINS(out, "Alice is a nurse");
+    ASSERT_NOT_CONTAINS(out, "Deploy on Mondays");
+    mnemo_free(out);
+    mnemo_close(m);
+    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 2);
+    ASSERT_EQ(test_sql_int(path, "SELECT count(*) FROM memories"), 2);
+    sqlite3_stmt *st;
+    ASSERT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, indexes, -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    ASSERT_STR_EQ((const char *)sqlite3_column_text(st, 0),
+                  "memories_category,memories_dup,memories_recent");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    /* The list's statements, as memlite.c writes them: one category, a
+     * date range, several categories; and the count. */
+    static const char scope[] =
+        "m.user_id = 'alice' AND m.run_id = '' AND m.deleted_at IS NULL AND (m.expires_at IS "
+        "NULL OR m.expires_at > 1.8e9)";
+    static const char order[] = " ORDER BY m.created_at DESC, m.mid DESC LIMIT 50 OFFSET 0";
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT * FROM memories m WHERE %s AND m.category IN ('identity') "
+             "AND (1)%s", scope, order);
+    char *p = plan_of(path, sql);
+    ASSERT_STR_EQ(p, "SEARCH m USING INDEX memories_category (user_id=? AND category=?)");
+    free(p);
+    snprintf(sql, sizeof sql, "SELECT * FROM memories m WHERE %s AND ((m.created_at >= 1.7e9))%s",
+             scope, order);
+    p = plan_of(path, sql);
+    ASSERT_STR_EQ(p, "SEARCH m USING INDEX memories_recent (user_id=? AND created_at>?)");
+    free(p);
+    snprintf(sql, sizeof sql, "SELECT * FROM memories m WHERE %s AND m.category IN ('identity', "
+             "'rule') AND (1)%s", scope, order);
+    p = plan_of(path, sql);
+    ASSERT_STR_EQ(p, "SEARCH m USING INDEX memories_recent (user_id=?)");
+    free(p);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM (SELECT 1 FROM memories m WHERE %s AND "
+             "m.category IN ('identity') AND (1) LIMIT 10051)", scope);
+    p = plan_of(path, sql);
+    ASSERT_CONTAINS(p, "SEARCH m USING COVERING INDEX memories_category (user_id=? AND "
+                       "category=?)");
+    free(p);
+}

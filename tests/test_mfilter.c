@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/sqlite/lite_filter.h"
 #include "test.h"
@@ -296,6 +297,41 @@ TEST(mfilter_fold_function)
     /* invalid UTF-8 comes back unchanged */
     ASSERT_STR_EQ(sql_text(db, "SELECT hex(mnemo_fold(CAST(x'41ff42' AS TEXT)))", out, sizeof out),
                   "41FF42");
+    sqlite3_close(db);
+}
+
+/* ASCII text takes a shortcut in mnemo_fold: the same bytes and type as
+ * utf8proc's folding, for every ASCII character (NUL too) in random text,
+ * and for numbers folded as text. */
+TEST(mfilter_fold_ascii_same_as_utf8proc)
+{
+    sqlite3 *db = open_db();
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT mnemo_fold(?1), typeof(mnemo_fold(?1))", -1, &st,
+                                 NULL),
+              SQLITE_OK);
+    unsigned seed = 7;
+    char in[96];
+    for (int k = 0; k < 3000; k++) {
+        size_t n = k < 128 ? 3 : 1 + (size_t)(rand_r(&seed) % 90);
+        for (size_t i = 0; i < n; i++)
+            in[i] = (char)(k < 128 && i == 1 ? k : rand_r(&seed) % 128);
+        char *want = NULL;
+        size_t wlen = 0;
+        ASSERT_OK(mfilter_fold(in, n, &want, &wlen));
+        sqlite3_bind_text(st, 1, in, (int)n, SQLITE_STATIC);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        ASSERT_EQ((size_t)sqlite3_column_bytes(st, 0), wlen);
+        ASSERT(memcmp(sqlite3_column_text(st, 0), want, wlen) == 0);
+        ASSERT_STR_EQ((const char *)sqlite3_column_text(st, 1), "text");
+        sqlite3_reset(st);
+        free(want);
+    }
+    sqlite3_finalize(st);
+    char out[64];
+    ASSERT_STR_EQ(sql_text(db, "SELECT typeof(mnemo_fold(12)) || mnemo_fold(12)", out,
+                           sizeof out),
+                  "text12");
     sqlite3_close(db);
 }
 

@@ -9,13 +9,16 @@
  * statistics exact, the results those of one writer and of SQLite),
  * writers killed mid-way, the upgrade of the statistics tables, and the
  * memories' inverted index on PostgreSQL (exact through changes and merges,
- * a database from before it, a merge killed).
+ * a database from before it, a merge killed), and lists read from indexes
+ * returning what a scan of every row does (pages, totals, the count's
+ * limit).
  */
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +27,9 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "store/sqlite/lite_filter.h"
 #include "util/buf.h"
+#include "util/time.h"
 
 static void at(const char *iso) { setenv("MNEMO_NOW", iso, 1); }
 
@@ -2620,4 +2625,305 @@ BACKEND_TEST(backend_mem_stats_upgrade)
     free(t);
     free(t2);
     mnemo_close(lite);
+}
+
+/* ----------------------------------------------------------------------
+ * Lists read from indexes: the same as a full scan
+ * -------------------------------------------------------------------- */
+
+static uint64_t lrng = 0x2545f4914f6cdd1dull;
+
+static uint32_t lpick(uint32_t n)
+{
+    lrng ^= lrng << 13;
+    lrng ^= lrng >> 7;
+    lrng ^= lrng << 17;
+    return (uint32_t)(lrng >> 32) % n;
+}
+
+/* Words and phrases of the texts: case, accents, CamelCase, a ligature
+ * (U+FB01) and the Kelvin sign (U+212A), which fold to ASCII letters. */
+static const char *const lwords[] = {
+    "deploy", "Deployed", "REDEPLOY", "gateway", "Straße", "STRASSE", "café", "Cafe",
+    "日本語", "the", "Friday", "review", "coffee", "Über", "über", "deploy-the-app",
+    "deploy the gateway", "Deploy THE Gateway", "run GetDeploy now", "run GetDeploys now", "the \xef\xac\x81x is in",
+    "a \xe2\x84\xaa" "elvin scale", "review the café", "happy and unhappy users"};
+#define NLWORDS (sizeof lwords / sizeof *lwords)
+/* Substrings searched: whole words inside some (which the keyword index
+ * narrows to), and pieces of words, which it cannot. */
+static const char *const lneedles[] = {
+    "deploy the gateway", "eploy the gatew", " the ", "the gateway", "run getdeploy now",
+    "n getdeploy n", "run getdeploys now", "the fix is", "a kelvin scale", "review the caf", "DEPLOY THE GATEWAY",
+    "happy and unhappy", "and", " happy ", "deploy", "the", "x the \xef\xac\x81x is",
+    "review  the"};
+#define NLNEEDLES (sizeof lneedles / sizeof *lneedles)
+static const char *const lcats[] = {"identity", "rule", "project", "preference"};
+
+/* A date of the randomised store: 2026-01-DD or 2026-02-DD. */
+static const char *ldate(char out[32])
+{
+    snprintf(out, 32, "2026-%02u-%02u", 1 + lpick(2), 1 + lpick(28));
+    return out;
+}
+
+/* N memories as JSON lines: few users, categories, runs and agents; times
+ * on a few hours of 40 days (many equal: the order's ties); some deleted,
+ * some expired or expiring, some with metadata. */
+static char *list_store_lines(int n)
+{
+    buf b;
+    buf_init(&b, 0);
+    for (int i = 0; i < n; i++) {
+        char text[256] = "", when[32], upd[32];
+        size_t len = 0;
+        for (int w = 0, nw = 2 + (int)lpick(5); w < nw; w++)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s ",
+                                    lwords[lpick((uint32_t)NLWORDS)]);
+        uint32_t day = lpick(40), hour = 3 * lpick(3);
+        snprintf(when, sizeof when, "2026-%02u-%02uT%02u:00:00Z", 1 + day / 28, 1 + day % 28,
+                 hour);
+        snprintf(upd, sizeof upd, "2026-%02u-%02uT%02u:30:00Z", 1 + day / 28, 1 + day % 28,
+                 hour);
+        static const char *const runs[] = {"", "", "", "s1", "s2"};
+        static const char *const agents[] = {"", "", "a1", "a2"};
+        buf_printf(&b,
+                   "{\"id\":\"list-%04d\",\"text\":\"%s#%d\",\"category\":\"%s\","
+                   "\"importance\":%.2f,\"type\":\"%s\",\"subject\":\"%s\",\"user_id\":\"%s\","
+                   "\"agent_id\":\"%s\",\"run_id\":\"%s\",\"created_at\":\"%s\","
+                   "\"updated_at\":\"%s\"",
+                   i, text, i, lcats[lpick(4)], lpick(100) / 100.0,
+                   lpick(4) ? "fact" : "summary", lpick(5) ? "user" : "Priya",
+                   lpick(3) ? "u0" : lpick(2) ? "u1" : "u2", agents[lpick(4)], runs[lpick(5)],
+                   when, upd);
+        uint32_t r = lpick(20);
+        if (r < 2)
+            buf_printf(&b, ",\"deleted_at\":\"2026-03-01T00:00:00Z\"");
+        else if (r < 4)
+            buf_printf(&b, ",\"expires_at\":\"%s\"",
+                       r == 2 ? "2026-05-01T00:00:00Z" : "2026-09-01T00:00:00Z");
+        if (lpick(3) == 0)
+            buf_printf(&b, ",\"metadata\":{\"project\":\"%s\"}", lpick(2) ? "apollo" : "Zeus");
+        buf_puts(&b, "}\n");
+    }
+    return buf_detach(&b);
+}
+
+/* Random list options: scope, categories, type, subject, deleted, a page,
+ * and a filter on dates, text (icontains, contains) or anything else. */
+static char *list_options(void)
+{
+    buf b;
+    buf_init(&b, 0);
+    static const char *const users[] = {"u0", "u0", "u1", "*"};
+    buf_printf(&b, "{\"user_id\":\"%s\"", users[lpick(4)]);
+    uint32_t s = lpick(6);
+    if (s == 0)
+        buf_puts(&b, ",\"scope\":\"session\",\"run_id\":\"s1\"");
+    else if (s == 1)
+        buf_puts(&b, ",\"scope\":\"all\",\"run_id\":\"s2\"");
+    else if (s == 2)
+        buf_puts(&b, ",\"scope\":\"all\"");
+    if (lpick(4) == 0)
+        buf_printf(&b, ",\"agent_id\":\"a%u\"", 1 + lpick(2));
+    uint32_t nc = lpick(4) ? 0 : 1 + lpick(2);
+    if (lpick(3) == 0)
+        nc = 1;
+    if (nc) {
+        buf_puts(&b, ",\"categories\":[");
+        for (uint32_t i = 0; i < nc; i++)
+            buf_printf(&b, "%s\"%s\"", i ? "," : "", lcats[lpick(4)]);
+        buf_putc(&b, ']');
+    }
+    if (lpick(6) == 0)
+        buf_puts(&b, ",\"type\":\"summary\"");
+    if (lpick(8) == 0)
+        buf_puts(&b, ",\"subject\":\"Priya\"");
+    if (lpick(10) == 0)
+        buf_puts(&b, ",\"deleted\":true");
+    static const int limits[] = {1, 3, 10, 50};
+    static const int offsets[] = {0, 0, 0, 2, 15};
+    buf_printf(&b, ",\"limit\":%d,\"offset\":%d", limits[lpick(4)], offsets[lpick(5)]);
+    char d1[32], d2[32];
+    const char *w = lpick(2) ? lwords[lpick((uint32_t)NLWORDS)] : lneedles[lpick((uint32_t)NLNEEDLES)];
+    switch (lpick(10)) {
+    case 0:
+        buf_printf(&b, ",\"filters\":{\"created_at\":{\"gte\":\"%s\"}}", ldate(d1));
+        break;
+    case 1:
+        buf_printf(&b, ",\"filters\":{\"created_at\":{\"gt\":\"%s\",\"lte\":\"%s\"}}", ldate(d1),
+                   ldate(d2));
+        break;
+    case 2:
+        buf_printf(&b, ",\"filters\":{\"created_at\":\"%s\"}", ldate(d1));
+        break;
+    case 3:
+        buf_printf(&b, ",\"filters\":{\"text\":{\"icontains\":\"%s\"}}", w);
+        break;
+    case 4:
+        buf_printf(&b, ",\"filters\":{\"AND\":[{\"text\":{\"icontains\":\"%s\"}},"
+                   "{\"created_at\":{\"lt\":\"%s\"}}]}",
+                   w, ldate(d1));
+        break;
+    case 5:
+        buf_printf(&b, ",\"filters\":{\"text\":{\"contains\":\"%s\"}}", w);
+        break;
+    case 6:
+        buf_printf(&b, ",\"filters\":{\"OR\":[{\"category\":\"rule\"},{\"updated_at\":{\"gte\":"
+                   "\"%s\"}}]}",
+                   ldate(d1));
+        break;
+    case 7:
+        buf_puts(&b, ",\"filters\":{\"NOT\":[{\"project\":{\"icontains\":\"ZEUS\"}}]}");
+        break;
+    default:
+        break;
+    }
+    buf_putc(&b, '}');
+    return buf_detach(&b);
+}
+
+/* The ids O selects in the SQLite memory store MEMDB (at NOW), newest
+ * first, from a scan of every row: the conditions written out here, the
+ * filter compiled as the library does, no index (NOT INDEXED). */
+static json_t *scanned_ids(sqlite3 *db, json_t *o, double now)
+{
+    buf w;
+    buf_init(&w, 0);
+    const char *user = json_string_value(json_object_get(o, "user_id"));
+    const char *agent = json_string_value(json_object_get(o, "agent_id"));
+    const char *run = json_string_value(json_object_get(o, "run_id"));
+    const char *scope = json_string_value(json_object_get(o, "scope"));
+    const char *type = json_string_value(json_object_get(o, "type"));
+    const char *subject = json_string_value(json_object_get(o, "subject"));
+    json_t *cats = json_object_get(o, "categories");
+    buf_puts(&w, "1");
+    if (strcmp(user, "*") != 0)
+        buf_printf(&w, " AND user_id = '%s'", user);
+    if (agent)
+        buf_printf(&w, " AND agent_id IN ('%s', '')", agent);
+    if (!scope)
+        buf_puts(&w, " AND run_id = ''");
+    else if (!strcmp(scope, "session"))
+        buf_printf(&w, " AND run_id = '%s'", run);
+    else if (run)
+        buf_printf(&w, " AND run_id IN ('', '%s')", run);
+    if (type)
+        buf_printf(&w, " AND type = '%s'", type);
+    if (subject)
+        buf_printf(&w, " AND subject = '%s'", subject);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cats, i, c) buf_printf(&w, "%s'%s'", i ? ", " : " AND category IN (",
+                                              json_string_value(c));
+    if (json_array_size(cats))
+        buf_putc(&w, ')');
+    if (json_is_true(json_object_get(o, "deleted")))
+        buf_puts(&w, " AND deleted_at IS NOT NULL");
+    else
+        buf_printf(&w, " AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > %.0f)",
+                   now);
+    mfilter f;
+    mfilter_init(&f);
+    char err[256], *ftext = json_dumps(json_object_get(o, "filters"), JSON_COMPACT);
+    ASSERT_OK(mfilter_compile(ftext, "m", &f, err, sizeof err));
+    free(ftext);
+    buf sql;
+    buf_init(&sql, 0);
+    buf_printf(&sql, "SELECT id FROM memories AS m NOT INDEXED WHERE %s AND (%s) "
+               "ORDER BY created_at DESC, mid DESC",
+               w.data, f.sql.data);
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql.data, -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(lite_filter_bind(&f, st, 1), SQLITE_OK);
+    json_t *ids = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(ids, json_string((const char *)sqlite3_column_text(st, 0)));
+    sqlite3_finalize(st);
+    mfilter_cleanup(&f);
+    buf_cleanup(&sql);
+    buf_cleanup(&w);
+    return ids;
+}
+
+/* M's list for OPTS against the scan of the reference store: the page,
+ * the total and whether it stopped counting at COUNT_LIMIT (0: none). */
+static void list_matches_scan(mnemo *m, sqlite3 *ref, const char *opts, long long count_limit,
+                              double now)
+{
+    json_t *o = json_loads(opts, 0, NULL), *all = scanned_ids(ref, o, now);
+    char *out = NULL;
+    if (mnemo_memory_list(m, opts, &out))
+        test_fail(__FILE__, __LINE__, "list %s: %s", opts, mnemo_errmsg(m));
+    json_t *j = json_loads(out, 0, NULL);
+    mnemo_free(out);
+    json_t *got = json_object_get(j, "memories");
+    long long limit = json_integer_value(json_object_get(o, "limit"));
+    long long offset = json_integer_value(json_object_get(o, "offset"));
+    long long n = (long long)json_array_size(all), page = 0;
+    for (long long i = offset; i < n && i < offset + limit; i++, page++) {
+        const char *want = json_string_value(json_array_get(all, (size_t)i));
+        const char *have = json_string_value(
+            json_object_get(json_array_get(got, (size_t)(i - offset)), "id"));
+        if (!have || strcmp(want, have) != 0)
+            test_fail(__FILE__, __LINE__, "list %s: row %lld is %s, the scan's %s", opts, i,
+                      have ? have : "missing", want);
+    }
+    ASSERT_EQ((long long)json_array_size(got), page);
+    /* The total: the rows when one page holds them all, else the count,
+     * stopped one past COUNT_LIMIT beyond the page. */
+    long long total = n, cap = offset + limit + count_limit;
+    int capped = 0;
+    if (page < limit && offset == 0)
+        total = page;
+    else if (count_limit && n > cap) {
+        total = cap;
+        capped = 1;
+    }
+    if (json_integer_value(json_object_get(j, "total")) != total ||
+        json_is_true(json_object_get(j, "totalCapped")) != capped)
+        test_fail(__FILE__, __LINE__, "list %s: total %lld%s, expected %lld%s", opts,
+                  (long long)json_integer_value(json_object_get(j, "total")),
+                  json_is_true(json_object_get(j, "totalCapped")) ? " (capped)" : "", total,
+                  capped ? " (capped)" : "");
+    ASSERT_EQ(json_object_get(j, "totalCapped") != NULL, capped);
+    json_decref(j);
+    json_decref(all);
+    json_decref(o);
+}
+
+BACKEND_TEST(backend_mem_list_indexed_equals_scan)
+{
+    at("2026-06-01T00:00:00Z");
+    double now;
+    ASSERT_EQ(time_parse_iso("2026-06-01T00:00:00Z", &now), 0);
+    lrng = 0x2545f4914f6cdd1dull;
+    char *lines = list_store_lines(600);
+    size_t in = 0, skip = 0;
+    /* The reference: the same memories in a SQLite store, read by scans. */
+    test_mkdir("ws");
+    mnemo *lite = test_open("ws", "ref.sqlite", "store=sqlite", "provider=none", NULL);
+    ASSERT_OK(mnemo_memory_import(lite, lines, strlen(lines), &in, &skip));
+    ASSERT_EQ(in, 600);
+    mnemo_close(lite);
+    sqlite3 *ref = NULL;
+    ASSERT_EQ(sqlite3_open_v2(test_path("ref.memories.sqlite"), &ref, SQLITE_OPEN_READONLY, NULL),
+              SQLITE_OK);
+    ASSERT_EQ(lite_filter_register(ref), SQLITE_OK);
+    /* The store under test counts exactly, then stops 7 past the page. */
+    static const char *const limits[] = {"memoryCountLimit=0", "memoryCountLimit=7"};
+    for (int k = 0; k < 2; k++) {
+        mnemo *m = open_mem("provider=none", limits[k], NULL);
+        if (k == 0) {
+            ASSERT_OK(mnemo_memory_import(m, lines, strlen(lines), &in, &skip));
+            ASSERT_EQ(in, 600);
+        }
+        for (int q = 0; q < 150; q++) {
+            char *opts = list_options();
+            list_matches_scan(m, ref, opts, k ? 7 : 0, now);
+            free(opts);
+        }
+        mnemo_close(m);
+    }
+    sqlite3_close(ref);
+    free(lines);
 }

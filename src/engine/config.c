@@ -50,6 +50,10 @@ static const keydef keys[CFG__COUNT] = {
                                  1, 1000000000,
                                  "memory writes between snapshots (and at least one a day "
                                  "while memories change)"},
+    [CFG_MEMORY_COUNT_LIMIT] = {"memoryCountLimit", "MNEMO_MEMORY_COUNT_LIMIT", T_INT, "10000",
+                                0, 1000000000,
+                                "memories a list counts past its page for its total; beyond, "
+                                "the total is a lower bound (totalCapped) (0: count all)"},
     [CFG_EXTRA_PATHS] = {"extraPaths", "MNEMO_EXTRA_PATHS", T_LIST, "[]", 0, 0,
                          "more files or folders to index: [\"notes\", {\"path\":\"docs\","
                          "\"pattern\":\"**/*.md\"}]; env/flag form: a JSON array or "

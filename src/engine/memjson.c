@@ -169,13 +169,16 @@ int mem_list(mnemo *m, const char *options, const mem_store *st, char **out)
     mem_skips sk = {0};
     json_t *list = NULL;
     long long total = 0;
+    int capped = 0;
     int rc = mem_opts_parse(m, options, 0, &o);
     if (!rc)
-        rc = mem_list_run(m, &o, st, &list, &total, &sk);
+        rc = mem_list_run(m, &o, st, &list, &total, &capped, &sk);
     if (!rc) {
         json_t *j = json_object();
         json_object_set_new(j, "memories", list);
         json_object_set_new(j, "total", json_integer(total));
+        if (capped) /* only then: replies are otherwise as before */
+            json_object_set_new(j, "totalCapped", json_true());
         list = NULL;
         if ((rc = mem_skips_report(m, &sk, j)))
             json_decref(j);

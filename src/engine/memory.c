@@ -1345,10 +1345,12 @@ int mem_history(mnemo *m, const char *id, const mem_store *st, char **out)
 }
 
 int mem_list_run(mnemo *m, const mem_opts *o, const mem_store *st, json_t **list,
-                 long long *total, mem_skips *sk)
+                 long long *total, int *capped, mem_skips *sk)
 {
     *list = NULL;
     *total = 0;
+    if (capped)
+        *capped = 0;
     json_t *rows = json_array(), *l = json_array();
     int rc = rows && l ? MNEMO_OK : MNEMO_NOMEM;
     if (!rc && st->open)
@@ -1363,9 +1365,20 @@ int mem_list_run(mnemo *m, const mem_opts *o, const mem_store *st, json_t **list
         if (!mem_skip(sk, r)) /* else left out, and said by the caller */
             json_array_append(l, r);
     }
-    long long n = (long long)read + o->offset;
-    if (!rc && o->count && (read == (size_t)o->limit || o->offset > 0))
-        rc = st->count(m, o, now, &n); /* more than one page, maybe */
+    long long n = (long long)read + o->offset, past = cfg_int(m->cfg, CFG_MEMORY_COUNT_LIMIT);
+    /* More than one page, maybe. A count reads every memory it counts (the
+     * entries of an index at best: 0.2 s for a million), so it stops one
+     * past memoryCountLimit beyond the page: a list reads about what it
+     * returns, and says when more match. */
+    long long max = past ? (long long)o->offset + o->limit + past : 0;
+    if (!rc && o->count && (read == (size_t)o->limit || o->offset > 0)) {
+        rc = st->count(m, o, now, max ? max + 1 : 0, &n);
+        if (!rc && max && n > max) {
+            n = max;
+            if (capped)
+                *capped = 1;
+        }
+    }
     json_decref(rows);
     if (rc) {
         json_decref(l);

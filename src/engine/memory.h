@@ -248,8 +248,9 @@ typedef struct mem_store {
      * created_at, then by row), O->limit of them from O->offset: each
      * appended to LIST as JSON (mem_row_json). */
     int (*list)(mnemo *m, const mem_opts *o, double now, json_t *list);
-    /* How many memories O selects at NOW, into *N. */
-    int (*count)(mnemo *m, const mem_opts *o, double now, long long *n);
+    /* How many memories O selects at NOW, into *N; at most MAX of them
+     * (MAX 0: all), so that a count past a limit reads no more. */
+    int (*count)(mnemo *m, const mem_opts *o, double now, long long max, long long *n);
     /* Every memory, deleted ones too, from one snapshot, in the order they
      * were stored: FN(M, UD, REC, HIST) for each, REC its JSON (mem_row_json)
      * and HIST its history (a JSON array, NULL for none), both handed over;
@@ -277,10 +278,12 @@ int mem_add_obj(mnemo *m, json_t *o, const mem_store *st, json_t **rec);
 int mem_get_rec(mnemo *m, const char *id, const mem_store *st, json_t **rec);
 
 /* The page of memories O selects, as *LIST (a JSON array of records);
- * *TOTAL those O selects past the page too (when O->count). The records
- * that cannot be read are left out into SK, which the caller reports. */
+ * *TOTAL those O selects past the page too (when O->count), counted up
+ * to memoryCountLimit past the page: *CAPPED (when not NULL) is 1 when
+ * more than *TOTAL match. The records that cannot be read are left out
+ * into SK, which the caller reports. */
 int mem_list_run(mnemo *m, const mem_opts *o, const mem_store *st, json_t **list,
-                 long long *total, mem_skips *sk);
+                 long long *total, int *capped, mem_skips *sk);
 
 /* mnemo_memory_update, _delete, _confirm, _purge and _history over store
  * ST (add, get and list in JSON: memjson.h). */

@@ -246,6 +246,8 @@ const mnemo_memory *mnemo_memories_get(const mnemo_memories *s, size_t i)
 
 long long mnemo_memories_total(const mnemo_memories *s) { return s ? s->total : 0; }
 
+int mnemo_memories_total_capped(const mnemo_memories *s) { return s ? s->capped : 0; }
+
 const char *mnemo_memories_mode(const mnemo_memories *s) { return s ? s->mode : NULL; }
 
 const char *mnemo_memories_unreadable(const mnemo_memories *s, size_t i, const char **why)
@@ -322,11 +324,14 @@ int mem_list_typed(mnemo *m, const mnemo_memory_opts *opts, const mem_store *st,
     mem_skips sk = {0};
     json_t *list = NULL;
     long long total = 0;
+    int capped = 0;
     int rc = mem_opts_from(m, opts, 0, &o);
     if (!rc)
-        rc = mem_list_run(m, &o, st, &list, &total, &sk);
+        rc = mem_list_run(m, &o, st, &list, &total, &capped, &sk);
     if (!rc)
         rc = mrec_set(m, list, total, NULL, &sk, out);
+    if (!rc)
+        (*out)->capped = capped;
     json_decref(list);
     mem_skips_cleanup(&sk);
     mem_opts_cleanup(&o);

@@ -16,6 +16,7 @@ struct mnemo_memories {
     mnemo_memory *v;
     size_t n;
     long long total;
+    int capped;          /* a list: more than total match (memoryCountLimit) */
     const char *mode;    /* static text, NULL for a list */
     char **left, **why;  /* the unreadable: ids and why */
     size_t nleft;

@@ -194,7 +194,7 @@ static int list_page(mnemo *m, const mnemo_memory_opts *t, json_t **list, mem_sk
     long long total;
     int rc = mem_opts_from(m, t, 0, &o);
     if (!rc)
-        rc = mem_list_run(m, &o, m->be->mem, list, &total, sk);
+        rc = mem_list_run(m, &o, m->be->mem, list, &total, NULL, sk);
     mem_opts_cleanup(&o);
     return rc;
 }

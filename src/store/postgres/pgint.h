@@ -1236,7 +1236,7 @@ json_t *pgmem_history_from_agg(const char *agg);
 /* The reads the engine runs (mem_store's read_history, list and count). */
 int pgmem_read_history(mnemo *m, const char *id, json_t **out);
 int pgmem_list(mnemo *m, const mem_opts *o, double now, json_t *out);
-int pgmem_count(mnemo *m, const mem_opts *o, double now, long long *n);
+int pgmem_count(mnemo *m, const mem_opts *o, double now, long long max, long long *n);
 
 int pgmem_params_make(mnemo *m, const mfilter *args, int extra, pgmem_params *p);
 

@@ -775,9 +775,9 @@ void pgmem_params_free(pgmem_params *p)
     free(p->tmp);
 }
 
-/* Runs "SELECT WHAT FROM mnemo_memories m WHERE m.tenant = $1 AND <what O
+/* Runs "HEAD FROM mnemo_memories m WHERE m.tenant = $1 AND <what O
  * selects at NOW> TAIL" into *R. */
-static int select_where(mnemo *m, const mem_opts *o, double now, const char *what,
+static int select_where(mnemo *m, const mem_opts *o, double now, const char *head,
                         const char *tail, pg_rows **r)
 {
     buf w, sql;
@@ -790,8 +790,8 @@ static int select_where(mnemo *m, const mem_opts *o, double now, const char *wha
     if (!rc)
         rc = pgmem_params_make(m, &args, 0, &p);
     if (!rc) {
-        buf_printf(&sql, "SELECT %s FROM mnemo_memories m WHERE m.tenant = $1 AND %s%s", what,
-                   w.data, tail);
+        buf_printf(&sql, "%s FROM mnemo_memories m WHERE m.tenant = $1 AND %s%s", head, w.data,
+                   tail);
         rc = buf_err(&sql) ? MNEMO_NOMEM : pgmem_q(m, "listing memories", sql.data, p.n, p.v, r);
     }
     pgmem_params_free(&p);
@@ -807,7 +807,7 @@ int pgmem_list(mnemo *m, const mem_opts *o, double now, json_t *out)
     snprintf(tail, sizeof tail, " ORDER BY m.created_at DESC, m.seq DESC LIMIT %d OFFSET %d",
              o->limit, o->offset);
     pg_rows *r = NULL;
-    int rc = select_where(m, o, now, COLS, tail, &r);
+    int rc = select_where(m, o, now, "SELECT " COLS, tail, &r);
     for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
         json_t *rec = pgmem_row_json(r, i, 0);
         if (!rec)
@@ -819,10 +819,14 @@ int pgmem_list(mnemo *m, const mem_opts *o, double now, json_t *out)
     return rc;
 }
 
-int pgmem_count(mnemo *m, const mem_opts *o, double now, long long *n)
+int pgmem_count(mnemo *m, const mem_opts *o, double now, long long max, long long *n)
 {
+    char tail[64] = "";
+    if (max > 0)
+        snprintf(tail, sizeof tail, " LIMIT %lld) c", max);
     pg_rows *r = NULL;
-    int rc = select_where(m, o, now, "count(*)", "", &r);
+    int rc = select_where(m, o, now, max > 0 ? "SELECT count(*) FROM (SELECT 1" : "SELECT count(*)",
+                          tail, &r);
     if (!rc)
         *n = strtoll(pg_value(r, 0, 0), NULL, 10);
     pg_rows_free(r);

@@ -7,11 +7,42 @@
 
 #include <stdlib.h>
 
+/* ASCII text folds to its lower case: NFC and case folding change nothing
+ * else in it. Returns 0 when S[0..N) is not all ASCII; else sets the
+ * result (the argument itself when it is TEXT without a capital). A scan with
+ * icontains folds every row's text, and most text is ASCII: this is about
+ * ten times faster than utf8proc's decomposition and composition. */
+static int fold_ascii(sqlite3_context *ctx, sqlite3_value *arg, int text, const char *s,
+                      size_t n)
+{
+    size_t upper = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80)
+            return 0;
+        upper += c >= 'A' && c <= 'Z';
+    }
+    if (!upper && text) {
+        sqlite3_result_value(ctx, arg);
+        return 1;
+    }
+    char *out = sqlite3_malloc64(n);
+    if (!out) {
+        sqlite3_result_error_nomem(ctx);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] + ('a' - 'A')) : s[i];
+    sqlite3_result_text64(ctx, out, n, sqlite3_free, SQLITE_UTF8);
+    return 1;
+}
+
 /* mnemo_fold(text): NULL in, NULL out; invalid UTF-8 comes back unchanged. */
 static void fold_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    int type = sqlite3_value_type(argv[0]);
+    if (type == SQLITE_NULL) {
         sqlite3_result_null(ctx);
         return;
     }
@@ -24,6 +55,8 @@ static void fold_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
             sqlite3_result_error_nomem(ctx);
         return;
     }
+    if (fold_ascii(ctx, argv[0], type == SQLITE_TEXT, s, n))
+        return;
     char *out;
     size_t len;
     int rc = mfilter_fold(s, n, &out, &len);

@@ -861,31 +861,161 @@ static int read_history(mnemo *m, const char *id, json_t **out)
     return rc;
 }
 
-/* Prepares "SELECT WHAT FROM memories m WHERE <what O selects at NOW>
- * TAIL" into *ST, its arguments bound. */
-static int select_where(mnemo *m, const mem_opts *o, double now, const char *what,
+/* ----------------------------------------------------------------------
+ * Listing
+ * -------------------------------------------------------------------- */
+
+/* A text filter's keyword index drives a list when it matches at most this
+ * many memories: their rows are read and sorted. More, and the list reads
+ * the user's memories newest first (the page fills soon), as without. */
+#define FTS_DRIVE_MAX 20000
+
+/* Appends to MATCH the words of the substring NEEDLE (contains or
+ * icontains) that every memory containing it has in the keyword index:
+ * the words with ASCII white space on both sides inside the needle, of
+ * ASCII letters only, that the tokenizer T indexes as they are (not
+ * changed by stemming). Such a word is a whole word of the text as well
+ * (between the same spaces), made of letters that fold to it (ASCII, or
+ * a ligature, the Kelvin sign...), which the tokenizer normalises to the
+ * same letters and keeps whole, or indexes whole when it is CamelCase.
+ * The needle's first and last pieces may be parts of longer words, and
+ * other words may be changed by stemming, accents or identifiers: left
+ * out, since a prefilter must keep every memory that matches. */
+static int fts_needle_words(tok *t, const char *needle, buf *match)
+{
+    char *f = NULL;
+    size_t n = 0;
+    int rc = mfilter_fold(needle, strlen(needle), &f, &n);
+    if (rc)
+        return rc == MNEMO_NOMEM ? rc : MNEMO_OK;
+    for (size_t i = 0; i < n;) {
+        if (!strchr(" \t\n\r\f\v", f[i]) || !f[i]) {
+            i++;
+            continue;
+        }
+        size_t s = ++i;
+        while (i < n && f[i] >= 'a' && f[i] <= 'z')
+            i++;
+        if (i == s || i >= n || !f[i] || !strchr(" \t\n\r\f\v", f[i]) ||
+            i - s > TOK_MAX_BYTES)
+            continue; /* not a whole word of letters: I is at what ends it */
+        char w[TOK_MAX_BYTES + 1];
+        int len = tok_word(t, f + s, i - s, w);
+        if ((size_t)len == i - s && memcmp(w, f + s, i - s) == 0)
+            buf_printf(match, "%s\"%.*s\"", match->len ? " AND " : "", len, w);
+    }
+    free(f);
+    return buf_err(match) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+/* The needles of the contains and icontains tests on text in filter J
+ * that every match passes (the filter's own keys, and its ANDs, not under
+ * OR or NOT), into MATCH. */
+static int fts_filter_words(tok *t, const json_t *j, int depth, buf *match)
+{
+    const char *key;
+    json_t *v;
+    int rc = MNEMO_OK;
+    if (!json_is_object(j) || depth > 32)
+        return rc;
+    json_object_foreach((json_t *)j, key, v)
+    {
+        if (!strcmp(key, "text") && json_is_object(v)) {
+            const char *ops[] = {"contains", "icontains"};
+            for (size_t i = 0; !rc && i < 2; i++)
+                if (json_is_string(json_object_get(v, ops[i])))
+                    rc = fts_needle_words(t, json_string_value(json_object_get(v, ops[i])),
+                                          match);
+        } else if (!strcmp(key, "AND") && json_is_array(v)) {
+            size_t i;
+            json_t *e;
+            json_array_foreach(v, i, e) if (!rc) rc = fts_filter_words(t, e, depth + 1, match);
+        }
+        if (rc)
+            break;
+    }
+    return rc;
+}
+
+/* The keyword query of the words O's filter requires, into MATCH (empty:
+ * none, or they match more than FTS_DRIVE_MAX memories). The index holds
+ * every memory not deleted (as search relies on), deleted ones not
+ * always: a list of those reads them all. */
+static int fts_prefilter(mnemo *m, const mem_opts *o, buf *match)
+{
+    if (o->deleted || !o->filters || !strstr(o->filters, "contains"))
+        return MNEMO_OK;
+    tok *t = NULL;
+    int rc = lite_qtok(m, &t);
+    json_t *j = rc ? NULL : json_loads(o->filters, 0, NULL);
+    if (j)
+        rc = fts_filter_words(t, j, 0, match);
+    json_decref(j);
+    if (rc || !match->len)
+        return rc;
+    char sql[96];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 "
+             "LIMIT %d)",
+             FTS_DRIVE_MAX + 1);
+    sqlite3_stmt *st = prepare(m, sql);
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_text(st, 1, match->data, -1, SQLITE_STATIC);
+    long long n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    if (n < 0)
+        return sqlfail(m, "reading the memories' keyword index");
+    if (n > FTS_DRIVE_MAX)
+        match->len = 0;
+    return MNEMO_OK;
+}
+
+/* Prepares "HEAD FROM memories m WHERE <what O selects at NOW> TAIL" into
+ * *ST, its arguments bound. The indexes memories_recent and
+ * memories_category (store.c) hold the scope's columns, so SQLite reads a
+ * user's memories newest first from them, checks the scope on the entries
+ * and reads only the rows that pass. A contains or icontains filter whose
+ * words the keyword index can answer (fts_prefilter) reads those words'
+ * memories instead: the filter still decides on each. */
+static int select_where(mnemo *m, const mem_opts *o, double now, const char *head,
                         const char *tail, sqlite3_stmt **st)
 {
     *st = NULL;
-    buf w, sql;
+    buf w, sql, match;
     buf_init(&w, 1 << 20);
     buf_init(&sql, 1 << 20);
+    buf_init(&match, 1 << 16);
     mfilter args;
     mfilter_init(&args);
-    int rc = mem_where(o, now, &w, &args);
+    int rc = mem_where(o, now, &w, &args), first = 1;
+    if (!rc)
+        rc = fts_prefilter(m, o, &match);
+    if (!rc && match.len) {
+        /* CROSS JOIN: the keyword index drives, once. */
+        buf_printf(&sql,
+                   "%s FROM memories_fts CROSS JOIN memories m ON m.mid = memories_fts.rowid "
+                   "WHERE memories_fts MATCH ? AND %s%s",
+                   head, w.data, tail);
+        first = 2;
+    } else if (!rc) {
+        buf_printf(&sql, "%s FROM memories m WHERE %s%s", head, w.data, tail);
+    }
     if (!rc) {
-        buf_printf(&sql, "SELECT %s FROM memories m WHERE %s%s", what, w.data, tail);
         if (buf_err(&sql))
             rc = MNEMO_NOMEM;
         else if (!(*st = prepare(m, sql.data)))
             rc = MNEMO_DB;
     }
-    if (!rc && (lite_filter_bind(&args, *st, 1) != SQLITE_OK ||
-                lite_filter_bind(&o->filter, *st, 1 + (int)args.nargs) != SQLITE_OK))
+    if (!rc && ((first == 2 && sqlite3_bind_text(*st, 1, match.data, -1, SQLITE_TRANSIENT) !=
+                                   SQLITE_OK) ||
+                lite_filter_bind(&args, *st, first) != SQLITE_OK ||
+                lite_filter_bind(&o->filter, *st, first + (int)args.nargs) != SQLITE_OK))
         rc = sqlfail(m, "binding");
     mfilter_cleanup(&args);
     buf_cleanup(&w);
     buf_cleanup(&sql);
+    buf_cleanup(&match);
     return rc;
 }
 
@@ -895,7 +1025,7 @@ static int list(mnemo *m, const mem_opts *o, double now, json_t *out)
     snprintf(tail, sizeof tail, " ORDER BY m.created_at DESC, m.mid DESC LIMIT %d OFFSET %d",
              o->limit, o->offset);
     sqlite3_stmt *st;
-    int rc = select_where(m, o, now, MEM_COLS, tail, &st), s = SQLITE_DONE;
+    int rc = select_where(m, o, now, "SELECT " MEM_COLS, tail, &st), s = SQLITE_DONE;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *r = mem_json(st, 0);
         if (!r)
@@ -910,10 +1040,14 @@ static int list(mnemo *m, const mem_opts *o, double now, json_t *out)
 }
 
 /* A count that cannot be read leaves *N as it is: the rows listed. */
-static int count(mnemo *m, const mem_opts *o, double now, long long *n)
+static int count(mnemo *m, const mem_opts *o, double now, long long max, long long *n)
 {
+    char tail[64] = "";
+    if (max > 0)
+        snprintf(tail, sizeof tail, " LIMIT %lld)", max);
     sqlite3_stmt *st;
-    int rc = select_where(m, o, now, "count(*)", "", &st);
+    int rc = select_where(m, o, now, max > 0 ? "SELECT count(*) FROM (SELECT 1" : "SELECT count(*)",
+                          tail, &st);
     if (!rc && sqlite3_step(st) == SQLITE_ROW)
         *n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);

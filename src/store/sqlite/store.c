@@ -159,6 +159,24 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     KWPOST_SCHEMA,
 };
 
+/* The indexes a list reads (schema 2 of the memory store): a user's
+ * memories newest first, all of them or those of one category, each entry
+ * carrying the columns of the scope's conditions (run, category, type,
+ * agent, deleted, expiry). A list then reads about as many entries as it
+ * returns, and the rows it returns; a count reads entries only. The order
+ * is the list's (created_at, mid), so no sort. They replace memories_scope
+ * (user_id, created_at), their prefix. */
+#define MEM_LIST_INDEXES                                                                       \
+    "CREATE INDEX IF NOT EXISTS mem.memories_recent ON memories(user_id, created_at, mid,\n"  \
+    "  run_id, category, type, agent_id, deleted_at, expires_at);\n"                         \
+    "CREATE INDEX IF NOT EXISTS mem.memories_category ON memories(user_id, category,\n"        \
+    "  created_at, mid, run_id, type, agent_id, deleted_at, expires_at);\n"
+
+/* The memory store's schema version (memory_meta "schema"; none is 1). A
+ * newer store is left as it is: its indexes are a superset. */
+#define MEM_SCHEMA_VERSION 2
+#define MEM_SCHEMA_VERSION_TEXT "2"
+
 /* The memory store: structured memories, their history and vectors, in a
  * file of their own that no rebuild replaces (attached as "mem"). The
  * columns are those of schema 5's tables, so rows move with SELECT *. %s
@@ -175,7 +193,7 @@ static const char mem_schema[] =
     "  last_confirmed_at REAL, deleted_at REAL);\n"
     "CREATE UNIQUE INDEX IF NOT EXISTS mem.memories_dup ON memories(hash, user_id, agent_id,\n"
     "  run_id) WHERE deleted_at IS NULL;\n"
-    "CREATE INDEX IF NOT EXISTS mem.memories_scope ON memories(user_id, created_at);\n"
+    MEM_LIST_INDEXES
     "CREATE TABLE IF NOT EXISTS mem.memory_history(hid INTEGER PRIMARY KEY,\n"
     "  memory_id TEXT NOT NULL, event TEXT NOT NULL, old_text TEXT, new_text TEXT,\n"
     "  at REAL NOT NULL, detail TEXT);\n"
@@ -766,24 +784,33 @@ int store_mem_meta_set(store *s, const char *key, const char *val)
     return rc == SQLITE_DONE ? MNEMO_OK : store_code(rc);
 }
 
-/* Creates the memory tables in a new store, or rebuilds the text index of
- * an existing one written with another language. */
+/* Creates the memory tables in a new store, brings an older one to
+ * MEM_SCHEMA_VERSION, or rebuilds the text index of one written with
+ * another language. */
 static int mem_prepare(store *s, const char *language, buf *err)
 {
-    char *lang = NULL;
+    char *lang = NULL, *version = NULL;
     int same = mem_meta(s, "language", &lang) == MNEMO_OK && lang && strcmp(lang, language) == 0;
+    int current = mem_meta(s, "schema", &version) == MNEMO_OK && version &&
+                  strtol(version, NULL, 10) >= MEM_SCHEMA_VERSION;
     free(lang);
+    free(version);
     lang = NULL;
-    if (same)
+    if (same && current)
         return MNEMO_OK; /* the common case: nothing to write */
     char *schema = sqlite3_mprintf(mem_schema, language);
     if (!schema)
         return MNEMO_NOMEM;
     /* Deferred: the first statement writes the memory store, whose lock
-     * alone it takes (see begin_on). */
+     * alone it takes (see begin_on). The list's indexes of schema 2 are
+     * built then (a few seconds for a million memories, once). */
     int rc = store_exec(s, "BEGIN");
     if (!rc)
         rc = store_exec(s, schema);
+    if (!rc && !current)
+        rc = store_exec(s, "DROP INDEX IF EXISTS mem.memories_scope");
+    if (!rc && !current)
+        rc = store_mem_meta_set(s, "schema", MEM_SCHEMA_VERSION_TEXT);
     if (!rc)
         rc = mem_meta(s, "language", &lang);
     if (!rc && lang && strcmp(lang, language) != 0) {
