@@ -658,6 +658,171 @@ static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p,
     return s == SQLITE_DONE ? MNEMO_OK : s == SQLITE_FULL ? MNEMO_IO : MNEMO_DB;
 }
 
+/* ----------------------------------------------------------------------
+ * Folding: a term's segments made one again
+ * -------------------------------------------------------------------- */
+
+#define SEG_MAX 8          /* segments after a term's largest before they are folded */
+#define FOLD_POSTS (2u << 20) /* flushes this small (a sync's changes) fold what they touch */
+
+static int read_seg(kwread_term *t, const unsigned char *p, size_t len, int64_t *df);
+static int decode_block(const kwread_term *t, size_t b, post *out, size_t *n);
+static void term_free(kwread_term *t);
+
+/* TERM's segments of range R, folded into one when there are more than
+ * SEG_MAX after its largest (those are folded), or when its dead ids pass
+ * a quarter of its postings (all are, without them): few segments to
+ * read, and the dead ids' rows go with their postings. Segments are
+ * folded in runs of consecutive ids, so blocks stay in id order. */
+static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *seg, buf *dir,
+                     buf *data)
+{
+    sqlite3_stmt *ls = NULL, *dead = NULL, *del = NULL, *undead = NULL;
+    int64_t *lasts = NULL, *ns = NULL, *gone = NULL;
+    size_t nseg = 0, cap = 0, ngone = 0, capg = 0, big = 0, from = 0;
+    int64_t total = 0;
+    post *v = NULL;
+    kwread_term t;
+    memset(&t, 0, sizeof t);
+    int rc = MNEMO_OK, s;
+    if (sqlite3_prepare_v2(k->db, "SELECT last, n FROM kw_seg WHERE term = ?1 AND last >= ?2 "
+                                  "AND last < ?3 ORDER BY last",
+                           -1, &ls, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(k->db, "SELECT id FROM kw_dead WHERE term = ?1 AND id >= ?2 AND "
+                                  "id <= ?3 ORDER BY id",
+                           -1, &dead, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(k->db, "DELETE FROM kw_seg WHERE term = ?1 AND last = ?2 "
+                                  "RETURNING data",
+                           -1, &del, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(k->db, "DELETE FROM kw_dead WHERE term = ?1 AND id = ?2", -1,
+                           &undead, NULL) != SQLITE_OK) {
+        rc = MNEMO_DB;
+        goto done;
+    }
+    sqlite3_bind_text(ls, 1, term, len, SQLITE_STATIC);
+    sqlite3_bind_int64(ls, 2, range_lo[r]);
+    sqlite3_bind_int64(ls, 3, range_hi[r]);
+    while ((s = sqlite3_step(ls)) == SQLITE_ROW) {
+        if (nseg == cap) {
+            cap = cap ? cap * 2 : 16;
+            int64_t *a = realloc(lasts, cap * sizeof *a), *b = a ? realloc(ns, cap * sizeof *b) : NULL;
+            if (a)
+                lasts = a;
+            if (b)
+                ns = b;
+            if (!a || !b) {
+                rc = MNEMO_NOMEM;
+                goto done;
+            }
+        }
+        lasts[nseg] = sqlite3_column_int64(ls, 0);
+        ns[nseg] = sqlite3_column_int64(ls, 1);
+        total += ns[nseg];
+        if (ns[nseg] > ns[big])
+            big = nseg;
+        nseg++;
+    }
+    if (s != SQLITE_DONE) {
+        rc = MNEMO_DB;
+        goto done;
+    }
+    if (nseg < 2)
+        goto done;
+    /* Its dead ids, all of the range's. */
+    sqlite3_bind_text(dead, 1, term, len, SQLITE_STATIC);
+    sqlite3_bind_int64(dead, 2, range_lo[r]);
+    sqlite3_bind_int64(dead, 3, lasts[nseg - 1]);
+    while ((s = sqlite3_step(dead)) == SQLITE_ROW) {
+        if (ngone == capg) {
+            capg = capg ? capg * 2 : 64;
+            int64_t *a = realloc(gone, capg * sizeof *a);
+            if (!a) {
+                rc = MNEMO_NOMEM;
+                goto done;
+            }
+            gone = a;
+        }
+        gone[ngone++] = sqlite3_column_int64(dead, 0);
+    }
+    if (s != SQLITE_DONE) {
+        rc = MNEMO_DB;
+        goto done;
+    }
+    if (4 * (int64_t)ngone >= total && ngone >= 64)
+        from = 0;
+    else if (nseg - big - 1 > SEG_MAX)
+        from = big + 1;
+    else
+        goto done;
+    /* The run's postings, its segments deleted. */
+    int64_t df = 0;
+    for (size_t i = from; !rc && i < nseg; i++) {
+        sqlite3_reset(del);
+        sqlite3_bind_text(del, 1, term, len, SQLITE_STATIC);
+        sqlite3_bind_int64(del, 2, lasts[i]);
+        if ((s = sqlite3_step(del)) != SQLITE_ROW) {
+            rc = MNEMO_DB;
+            break;
+        }
+        size_t n = (size_t)sqlite3_column_bytes(del, 0);
+        unsigned char *copy = n ? malloc(n) : NULL;
+        unsigned char **segs = copy ? realloc(t.segs, (t.nsegs + 1) * sizeof *segs) : NULL;
+        if (!segs) {
+            free(copy);
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        t.segs = segs;
+        memcpy(copy, sqlite3_column_blob(del, 0), n);
+        t.segs[t.nsegs++] = copy;
+        int ok = read_seg(&t, copy, n, &df);
+        if (ok <= 0)
+            rc = ok < 0 ? MNEMO_NOMEM : MNEMO_CORRUPT;
+        while (!rc && (s = sqlite3_step(del)) == SQLITE_ROW)
+            ;
+    }
+    if (rc)
+        goto done;
+    if (!(v = malloc(((size_t)df + 1) * sizeof *v))) {
+        rc = MNEMO_NOMEM;
+        goto done;
+    }
+    size_t nv = 0, g = 0;
+    for (size_t b = 0; !rc && b < t.nblocks; b++) {
+        size_t n = 0;
+        rc = decode_block(&t, b, v + nv, &n);
+        nv += n;
+    }
+    /* Without the dead, whose rows go. */
+    size_t keep = 0;
+    for (size_t i = 0; !rc && i < nv; i++) {
+        while (g < ngone && gone[g] < v[i].id)
+            g++;
+        if (g < ngone && gone[g] == v[i].id) {
+            sqlite3_reset(undead);
+            sqlite3_bind_text(undead, 1, term, len, SQLITE_STATIC);
+            sqlite3_bind_int64(undead, 2, v[i].id);
+            if (sqlite3_step(undead) != SQLITE_DONE)
+                rc = MNEMO_DB;
+            continue;
+        }
+        v[keep++] = v[i];
+    }
+    if (!rc && keep)
+        rc = write_seg(seg, term, len, v, keep, dir, data);
+done:
+    sqlite3_finalize(ls);
+    sqlite3_finalize(dead);
+    sqlite3_finalize(del);
+    sqlite3_finalize(undead);
+    free(lasts);
+    free(ns);
+    free(gone);
+    free(v);
+    term_free(&t);
+    return rc;
+}
+
 int kwpost_flush(kwpost *k)
 {
     int rc = drain(k);
@@ -670,6 +835,7 @@ int kwpost_flush(kwpost *k)
         qsort(k->gone, k->ngone, sizeof *k->gone, cmp_i64);
     if (k->nv > 1)
         qsort(k->v, k->nv, sizeof *k->v, by_term);
+    int small = k->nposts < FOLD_POSTS;
     sqlite3_stmt *seg = NULL, *mk = NULL;
     buf dir, data;
     buf_init(&dir, 1u << 30);
@@ -701,6 +867,8 @@ int kwpost_flush(kwpost *k)
             while (to < n && kwpost_range(a->v[to].id) == r)
                 to++;
             rc = write_seg(seg, a->term, a->len, a->v + from, to - from, &dir, &data);
+            if (!rc && small)
+                rc = fold_term(k, a->term, a->len, r, seg, &dir, &data);
             from = to;
         }
     }
@@ -890,6 +1058,24 @@ done:
     return rc;
 }
 
+/* Block B of T's postings into OUT (room for KWPOST_BLOCK), *N of them:
+ * MNEMO_CORRUPT when it is damaged. */
+static int decode_block(const kwread_term *t, size_t b, post *out, size_t *n)
+{
+    const unsigned char *p = t->data[b], *end = p + t->dlen[b];
+    int64_t id = t->first[b];
+    *n = 0;
+    while (p < end) {
+        uint64_t d, tf, dl;
+        if (*n == t->n[b] || !get_varint(&p, end, &d) || !get_varint(&p, end, &tf) ||
+            !get_varint(&p, end, &dl) || (*n && d == 0))
+            return MNEMO_CORRUPT;
+        id += (int64_t)d;
+        out[(*n)++] = (post){id, (int32_t)dl, (uint32_t)tf};
+    }
+    return *n == t->n[b] && out[*n - 1].id == t->last[b] ? MNEMO_OK : MNEMO_CORRUPT;
+}
+
 int kwread_block(void *ud, const blockmax_term *bt, size_t b, blockmax_posts *out)
 {
     kwread *r = ud;
@@ -940,25 +1126,28 @@ int kwread_gone(void *ud, int64_t id)
     return lo < r->ngone && r->gone[lo] == id;
 }
 
+static void term_free(kwread_term *t)
+{
+    free(t->term);
+    free(t->first);
+    free(t->last);
+    free(t->bound);
+    free(t->ub);
+    free(t->data);
+    free(t->dlen);
+    free(t->n);
+    for (size_t j = 0; j < t->nsegs; j++)
+        free(t->segs[j]);
+    free(t->segs);
+    free(t->id);
+    free(t->tf);
+    free(t->dl);
+}
+
 void kwread_cleanup(kwread *r)
 {
-    for (int i = 0; i < r->nt; i++) {
-        kwread_term *t = &r->t[i];
-        free(t->term);
-        free(t->first);
-        free(t->last);
-        free(t->bound);
-        free(t->ub);
-        free(t->data);
-        free(t->dlen);
-        free(t->n);
-        for (size_t j = 0; j < t->nsegs; j++)
-            free(t->segs[j]);
-        free(t->segs);
-        free(t->id);
-        free(t->tf);
-        free(t->dl);
-    }
+    for (int i = 0; i < r->nt; i++)
+        term_free(&r->t[i]);
     free(r->gone);
     memset(r, 0, sizeof *r);
 }
