@@ -413,7 +413,7 @@ static int media_write(psync *s, const char *path, int64_t size, int64_t mtime_n
 }
 
 static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
-                    int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
+                    int64_t mtime_ns, prep_item *it, int sessions, int64_t *removed,
                     size_t *added)
 {
     psync *s = ud;
@@ -427,48 +427,60 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
     if (rc)
         return core_error(s->m, rc, "out of memory");
     const chunk_list *l = &it->chunks;
-    if (w->chunks + l->n > w->cap) {
-        size_t nc = (w->chunks + l->n) * 2 + 64;
-        int *nt = realloc(w->ntok, nc * sizeof *nt);
-        if (nt)
-            w->ntok = nt;
-        unsigned char *ns = realloc(w->sessions, nc);
-        if (ns)
-            w->sessions = ns;
-        if (!nt || !ns)
-            return core_error(s->m, MNEMO_NOMEM, "out of memory");
-        w->cap = nc;
-    }
     int32_t k = (int32_t)++w->files;
     long long tokens = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        const chunk *c = &l->items[i];
-        int ntok = 0;
-        if ((rc = pgstore_tsvector_bin(it->toks.data + it->tok_off[i],
-                                       it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
-            return core_error(s->m, rc, "out of memory");
-        tokens += ntok;
-        w->ntok[w->chunks] = ntok;
-        w->sessions[w->chunks] = (unsigned char)(sessions != 0);
-        w->chunks++;
-        pgtext_barr_int4(&w->c[C_K], k);
-        pgtext_barr_int4(&w->c[C_SEQ], (int32_t)i);
-        pgtext_barr_int4(&w->c[C_SL], c->start_line);
-        pgtext_barr_int4(&w->c[C_EL], c->end_line);
-        pgtext_barr_bytes(&w->c[C_HASH], c->hash, strlen(c->hash));
-        pgtext_barr_int4(&w->c[C_IMP], c->importance);
-        pgtext_barr_bytes(&w->c[C_TRIG], l->text.data + c->trig_off, c->trig_len);
-        /* The line map's bytes as they are in memory (read back the same way). */
-        if (sessions && it->map_off)
-            pgtext_barr_bytes(&w->c[C_MAP],
-                              (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
-                              (it->map_off[i + 1] - it->map_off[i]) * sizeof(uint32_t));
-        else
-            pgtext_barr_bytes(&w->c[C_MAP], "", 0);
-        pgtext_barr_bytes(&w->c[C_TEXT], chunk_text(l, c), c->text_len);
-        pgtext_barr_int4(&w->c[C_NTOK], ntok);
-        pgtext_barr_bytes(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
+    size_t total = 0;
+    int more;
+    /* A run at a time (a large note's are read as they come); a file's
+     * chunks go in the statement that replaces its old ones. */
+    while (!(rc = prep_item_next(it, &more)) && more) {
+        if (w->chunks + l->n > w->cap) {
+            size_t nc = (w->chunks + l->n) * 2 + 64;
+            int *nt = realloc(w->ntok, nc * sizeof *nt);
+            if (nt)
+                w->ntok = nt;
+            unsigned char *ns = realloc(w->sessions, nc);
+            if (ns)
+                w->sessions = ns;
+            if (!nt || !ns)
+                return core_error(s->m, MNEMO_NOMEM, "out of memory");
+            w->cap = nc;
+        }
+        for (size_t i = 0; i < l->n; i++) {
+            const chunk *c = &l->items[i];
+            int ntok = 0;
+            if ((rc = pgstore_tsvector_bin(it->toks.data + it->tok_off[i],
+                                           it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
+                return core_error(s->m, rc, "out of memory");
+            tokens += ntok;
+            w->ntok[w->chunks] = ntok;
+            w->sessions[w->chunks] = (unsigned char)(sessions != 0);
+            w->chunks++;
+            pgtext_barr_int4(&w->c[C_K], k);
+            pgtext_barr_int4(&w->c[C_SEQ], (int32_t)(it->first + i));
+            pgtext_barr_int4(&w->c[C_SL], c->start_line);
+            pgtext_barr_int4(&w->c[C_EL], c->end_line);
+            pgtext_barr_bytes(&w->c[C_HASH], c->hash, strlen(c->hash));
+            pgtext_barr_int4(&w->c[C_IMP], c->importance);
+            pgtext_barr_bytes(&w->c[C_TRIG], l->text.data + c->trig_off, c->trig_len);
+            /* The line map's bytes as they are in memory (read back the same way). */
+            if (sessions && it->map_off)
+                pgtext_barr_bytes(&w->c[C_MAP],
+                                  (const uint32_t *)(const void *)it->maps.data + it->map_off[i],
+                                  (it->map_off[i + 1] - it->map_off[i]) * sizeof(uint32_t));
+            else
+                pgtext_barr_bytes(&w->c[C_MAP], "", 0);
+            pgtext_barr_bytes(&w->c[C_TEXT], chunk_text(l, c), c->text_len);
+            pgtext_barr_int4(&w->c[C_NTOK], ntok);
+            pgtext_barr_bytes(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
+        }
+        if (pw_err(w))
+            return core_error(s->m, MNEMO_NOMEM, "out of memory");
+        total = it->first + l->n;
     }
+    if (rc)
+        return core_error(s->m, rc, "reading %s again: %s", path,
+                          it->reason[0] ? it->reason : errcode_text(rc));
     /* The path's words (s->tsv held the chunks'). */
     const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
     if ((rc = pgstore_tsvector_text(s->dt, words, &s->tmp)))
@@ -483,14 +495,14 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
     pgstore_arr_int(&w->f[F_SIZE], (long long)size);
     pgstore_arr_int(&w->f[F_MT], (long long)mtime_ns);
     pgstore_arr_add(&w->f[F_HASH], it->hash, strlen(it->hash));
-    pgstore_arr_int(&w->f[F_NC], (long long)l->n);
+    pgstore_arr_int(&w->f[F_NC], (long long)total);
     snprintf(num, sizeof num, "%.17g", sessions ? it->time : 0.0);
     pgstore_arr_add(&w->f[F_TM], num, strlen(num));
     if (pw_err(w))
         return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    *added = l->n;
+    *added = total;
     w->tokens += tokens;
-    return written(s, (int)l->n);
+    return written(s, (int)total);
 }
 
 /* The batch's file writes as one statement, sent (settle takes its
