@@ -1,8 +1,9 @@
 /*
  * test_sync.c - incremental sync (add, modify, delete, rename, unchanged
  * files not read, a changed file limit applied), scan rules, full rebuilds
- * and crash safety, watch mode, and the status of an index that cannot be
- * reached.
+ * and crash safety, watch mode, the status of an index that cannot be
+ * reached, and large notes streamed in windows (the same index as read
+ * whole, a bounded peak of memory).
  */
 #include <fcntl.h>
 #include <grp.h>
