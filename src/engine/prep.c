@@ -71,8 +71,9 @@ int prep_skip_current(const char *reason, int64_t size, int64_t max_bytes)
     return size > max_bytes && strcmp(reason, want) == 0;
 }
 
-/* Reads FD to its end a window at a time into STREAM's hash, as
- * read_file reads a file whole. The same statuses. */
+/* Hashes FD to its end a window at a time (in p->raw), finding it binary
+ * or too large as read_file does a file it reads whole. The same
+ * statuses. */
 static int scan_file(prep *p, int fd, int64_t max_bytes, prep_item *it)
 {
     buf *b = &p->raw;
@@ -446,15 +447,16 @@ static int stream_window(prep *p, prep_item *it)
     int rc = MNEMO_OK;
     if (upto || it->eof) {
         const char *text = w->data ? w->data : "";
-        if (!utf8_valid(text, upto)) {
+        size_t len = upto;
+        if (!utf8_valid(text, len)) { /* whole lines: repaired as in the whole file */
             buf_reset(&p->fixed);
             p->fixed.err = 0;
-            if (utf8_repair(&p->fixed, text, upto))
+            if (utf8_repair(&p->fixed, text, len))
                 return buf_err(&p->fixed);
             text = p->fixed.data;
+            len = p->fixed.len;
         }
-        rc = chunk_stream_feed(p->cs, text, text == p->fixed.data ? p->fixed.len : upto,
-                               it->eof, &it->chunks);
+        rc = chunk_stream_feed(p->cs, text, len, it->eof, &it->chunks);
     }
     memmove(w->data, w->data + upto, w->len - upto);
     w->len -= upto;
