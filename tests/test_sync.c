@@ -912,8 +912,9 @@ TEST(sync_streamed_note_changed_between_reads_keeps_the_bytes_chunked)
     o.max_bytes = 10 << 20;
     o.language = "english";
     o.window = 4096;
-    for (int change = 0; change < 3; change++) {
+    for (int change = 0; change < 4; change++) {
         test_write_n("ws/memory/a.md", note.data, note.len);
+        o.max_bytes = change == 3 ? (int64_t)note.len + 1000 : 10 << 20;
         prep *p;
         ASSERT_OK(prep_start(&p, &in, 1, &o));
         prep_item *it = prep_next(p);
@@ -925,7 +926,9 @@ TEST(sync_streamed_note_changed_between_reads_keeps_the_bytes_chunked)
         ASSERT_STR_EQ(it->hash, h);
         /* Between the read that hashed it and the one that chunks it, the
          * note is written in place: a line in the middle (1), a NUL byte
-         * (2): the chunks are those of the bytes read, and the hash theirs
+         * (2), or it grows past the limit (3: read up to the limit, as its
+         * next sync skips it): the chunks are those of the bytes read, and
+         * the hash theirs
          * (the sink stores it with the size and time from before the
          * first read, which the write changed: the next sync reads it). */
         buf now;
@@ -935,6 +938,9 @@ TEST(sync_streamed_note_changed_between_reads_keeps_the_bytes_chunked)
             memcpy(now.data + note.len / 2, "\nA LINE WRITTEN MEANWHILE\n", 26);
         if (change == 2)
             now.data[note.len / 3] = 0;
+        if (change == 3)
+            for (int i = 0; i < 200; i++)
+                buf_printf(&now, "grown line %d\n", i);
         if (change) {
             int fd = open(test_path("ws/memory/a.md"), O_WRONLY);
             ASSERT(fd >= 0);
@@ -948,6 +954,10 @@ TEST(sync_streamed_note_changed_between_reads_keeps_the_bytes_chunked)
         all_runs(it, &got, &ngot);
         ASSERT(ngot > 50);
         ASSERT_EQ(it->changed, change != 0);
+        if (change == 3) {
+            ASSERT(now.len > note.len + 1000);
+            now.len = note.len + 1000; /* what was read */
+        }
         hash_hex(now.data, now.len, h);
         ASSERT_STR_EQ(it->hash, h);
         whole_chunks(&now, &want, &nwant);
