@@ -3,7 +3,9 @@
  * text in both modes and several sizes. Chunks must have valid, ordered,
  * in-range line numbers and valid UTF-8 text; a chunk's parts (what its
  * vectors cover) runs of its lines in order, apart, each starting and ending
- * on a line that is not blank, at most CHUNK_MAX_PARTS.
+ * on a line that is not blank, at most CHUNK_MAX_PARTS. Outside entry mode,
+ * the text fed to a stream in pieces (of sizes from the input) gives the
+ * same chunks.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +44,47 @@ static void check_parts(const char *text, size_t len, int max_chars)
     }
 }
 
+/* Whether TEXT fed to a stream in pieces of 1 + PIECE * k % 97 bytes
+ * gives the chunks of L (the whole text's). */
+static void check_stream(const buf *text, const chunk_opts *o, const chunk_list *l,
+                         unsigned piece)
+{
+    chunk_stream *cs;
+    if (chunk_stream_new(o, &cs))
+        abort();
+    chunk_list b;
+    chunk_list_init(&b);
+    size_t got = 0, pos = 0;
+    for (unsigned k = 1;; k++) {
+        size_t n = 1 + (piece * k) % 97;
+        if (n > text->len - pos)
+            n = text->len - pos;
+        int last = pos + n == text->len;
+        b.n = 0;
+        buf_reset(&b.text);
+        if (chunk_stream_feed(cs, text->data + pos, n, last, &b))
+            abort();
+        for (size_t i = 0; i < b.n; i++, got++) {
+            if (got >= l->n)
+                abort();
+            const chunk *x = &l->items[got], *y = &b.items[i];
+            if (x->start_line != y->start_line || x->end_line != y->end_line ||
+                x->importance != y->importance || strcmp(x->hash, y->hash) != 0 ||
+                x->text_len != y->text_len || x->trig_len != y->trig_len ||
+                memcmp(chunk_text(l, x), chunk_text(&b, y), x->text_len) != 0 ||
+                memcmp(l->text.data + x->trig_off, b.text.data + y->trig_off, x->trig_len) != 0)
+                abort();
+        }
+        pos += n;
+        if (last)
+            break;
+    }
+    if (got != l->n)
+        abort();
+    chunk_list_cleanup(&b);
+    chunk_stream_free(cs);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
@@ -69,6 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             check_parts(chunk_text(&l, c), c->text_len, 1 + data[1] * 7);
         }
+        if (!o.entries && text.len)
+            check_stream(&text, &o, &l, data[1]);
     }
     chunk_list_cleanup(&l);
     buf_cleanup(&text);

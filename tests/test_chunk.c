@@ -349,3 +349,136 @@ TEST(chunk_parts_blank_lines_and_long_lines)
     ASSERT_EQ(chunk_parts(b.data, b.len, 100, p), 3);
     buf_cleanup(&b);
 }
+
+/* A text of every kind of line the chunker treats apart: words, blank
+ * lines, CRLF ends, annotations, lines longer than a chunk, CJK; SEED
+ * picks them. No newline at its end when SEED is odd. */
+static void mixed_text(buf *b, unsigned seed, int lines)
+{
+    static const char *const words[] = {"heron", "deploy", "the", "gateway", "rollback",
+                                        "kafka", "数据库", "迁移", "note", "x"};
+    unsigned r = seed * 2654435761u + 1;
+    for (int i = 0; i < lines; i++) {
+        r = r * 1103515245u + 12345u;
+        unsigned k = (r >> 16) % 16;
+        if (k == 0) {
+            buf_puts(b, "\n");
+            continue;
+        }
+        int n = k == 1 ? 150 : 1 + (int)((r >> 8) % 12); /* k == 1: longer than a chunk */
+        if (k == 2)
+            buf_puts(b, "- ");
+        for (int w = 0; w < n; w++) {
+            r = r * 1103515245u + 12345u;
+            buf_printf(b, "%s%s", w ? " " : "", words[(r >> 16) % 10]);
+        }
+        if (k == 3)
+            buf_printf(b, " <!-- importance: %u -->", 1 + (r >> 20) % 10);
+        if (k == 4)
+            buf_printf(b, " <!-- trigger: w%u, v%u -->", (r >> 12) % 50, i);
+        buf_puts(b, k == 5 ? "\r\n" : "\n");
+    }
+    if (seed % 2)
+        buf_puts(b, "a last line without its newline");
+}
+
+/* Chunks TEXT as a stream in pieces of PIECE bytes (0: random sizes). */
+static void run_stream(const buf *text, int tokens, int overlap, size_t piece, chunk_list *out)
+{
+    chunk_opts o = {tokens, overlap, 0};
+    chunk_stream *cs;
+    ASSERT_OK(chunk_stream_new(&o, &cs));
+    chunk_list_init(out);
+    chunk_list batch;
+    chunk_list_init(&batch);
+    unsigned r = (unsigned)piece + 7;
+    for (size_t pos = 0;;) {
+        r = r * 1103515245u + 12345u;
+        size_t n = piece ? piece : 1 + (r >> 16) % 300;
+        if (n > text->len - pos)
+            n = text->len - pos;
+        int last = pos + n == text->len;
+        batch.n = 0;
+        buf_reset(&batch.text);
+        ASSERT_OK(chunk_stream_feed(cs, text->data + pos, n, last, &batch));
+        /* Each batch's chunks, copied as the store would write them. */
+        for (size_t i = 0; i < batch.n; i++) {
+            chunk c = batch.items[i];
+            if (out->n == out->cap) {
+                out->cap = out->cap ? out->cap * 2 : 64;
+                out->items = realloc(out->items, out->cap * sizeof *out->items);
+                ASSERT(out->items != NULL);
+            }
+            c.text_off = out->text.len;
+            buf_append(&out->text, chunk_text(&batch, &batch.items[i]), c.text_len);
+            buf_putc(&out->text, 0);
+            c.trig_off = out->text.len;
+            buf_append(&out->text, batch.text.data + batch.items[i].trig_off, c.trig_len);
+            buf_putc(&out->text, 0);
+            out->items[out->n++] = c;
+        }
+        pos += n;
+        if (last)
+            break;
+    }
+    ASSERT_OK(buf_err(&out->text));
+    chunk_list_cleanup(&batch);
+    chunk_stream_free(cs);
+}
+
+static void same_chunks(const chunk_list *a, const chunk_list *b)
+{
+    ASSERT_EQ(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        const chunk *x = &a->items[i], *y = &b->items[i];
+        ASSERT_EQ(x->start_line, y->start_line);
+        ASSERT_EQ(x->end_line, y->end_line);
+        ASSERT_EQ(x->importance, y->importance);
+        ASSERT_STR_EQ(x->hash, y->hash);
+        ASSERT_EQ(x->text_len, y->text_len);
+        ASSERT(memcmp(chunk_text(a, x), chunk_text(b, y), x->text_len) == 0);
+        ASSERT_EQ(x->trig_len, y->trig_len);
+        ASSERT(memcmp(a->text.data + x->trig_off, b->text.data + y->trig_off, x->trig_len) == 0);
+    }
+}
+
+TEST(chunk_stream_gives_the_chunks_of_the_whole_text)
+{
+    static const int sizes[][2] = {{400, 80}, {32, 8}, {8, 0}, {100, 99}};
+    for (unsigned seed = 0; seed < 6; seed++) {
+        buf text;
+        buf_init(&text, 0);
+        mixed_text(&text, seed, 600);
+        ASSERT(utf8_valid(text.data, text.len));
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            chunk_list whole;
+            chunk_list_init(&whole);
+            chunk_opts o = {sizes[s][0], sizes[s][1], 0};
+            ASSERT_OK(chunk_markdown(text.data, text.len, &o, &whole));
+            ASSERT(whole.n > 1);
+            static const size_t pieces[] = {0, 1, 7, 4096, 1 << 20};
+            for (size_t p = 0; p < sizeof pieces / sizeof *pieces; p++) {
+                chunk_list streamed;
+                run_stream(&text, sizes[s][0], sizes[s][1], pieces[p], &streamed);
+                same_chunks(&whole, &streamed);
+                chunk_list_cleanup(&streamed);
+            }
+            chunk_list_cleanup(&whole);
+        }
+        buf_cleanup(&text);
+    }
+    /* An empty text, and one of blank lines: no chunk either way. */
+    buf empty;
+    buf_init(&empty, 0);
+    buf_puts(&empty, "\n\n  \n");
+    chunk_list l;
+    run_stream(&empty, 400, 80, 1, &l);
+    ASSERT_EQ(l.n, 0);
+    chunk_list_cleanup(&l);
+    buf_cleanup(&empty);
+    /* Entry mode gathers annotations from an entry's last lines: no stream. */
+    chunk_opts eo = {400, 80, 1};
+    chunk_stream *cs = NULL;
+    ASSERT_EQ(chunk_stream_new(&eo, &cs), MNEMO_MISUSE);
+    ASSERT(cs == NULL);
+}

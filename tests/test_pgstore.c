@@ -4,7 +4,7 @@
  * pgvector (tests/backend.h), so the PostgreSQL backend is held to the
  * behaviour of the SQLite index: sync statistics, incremental sync,
  * keyword search (stemming, CJK, identifiers), ranking, hybrid search,
- * status, hostile input.
+ * status, hostile input, a large note written a window at a time.
  */
 #include <math.h>
 #include <stdio.h>
@@ -1161,4 +1161,103 @@ BACKEND_TEST(pgstore_quoted_identifiers)
     ASSERT_STR_EQ(quoted, "memory/a.md\n");
     free(quoted);
     mnemo_close(m);
+}
+
+/* A handle on the index NAME: a tenant of its own on PostgreSQL, an index
+ * file of its own on SQLite. */
+static mnemo *open_named(const char *name)
+{
+    if (be_kind() == BE_SQLITE) {
+        char db[64];
+        snprintf(db, sizeof db, "%s.sqlite", name);
+        return test_open("ws", db, NULL);
+    }
+    char tenant[64];
+    snprintf(tenant, sizeof tenant, "tenant=%s", name);
+    return be_open("ws", tenant, NULL);
+}
+
+/* The results of QUERY as one string: paths, lines, scores, snippets. */
+static char *results_of(mnemo *m, const char *q)
+{
+    mnemo_results *r = NULL;
+    if (mnemo_search(m, q, NULL, &r) != MNEMO_OK)
+        test_fail(__FILE__, __LINE__, "search %s: %s", q, mnemo_errmsg(m));
+    buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < mnemo_results_count(r); i++) {
+        const mnemo_result *x = mnemo_results_get(r, i);
+        buf_printf(&b, "%s %d-%d %.6f %s\n", x->path, x->start_line, x->end_line, x->score,
+                   x->snippet);
+    }
+    mnemo_results_free(r);
+    return buf_detach(&b);
+}
+
+/* Syncs the index NAME with the window WINDOW (NULL: the default, the
+ * note read whole). */
+static mnemo_sync_stats sync_named(const char *name, const char *window)
+{
+    if (window)
+        setenv("MNEMO_INDEX_WINDOW", window, 1);
+    mnemo *m = open_named(name);
+    mnemo_sync_stats st = test_sync(m);
+    mnemo_close(m);
+    unsetenv("MNEMO_INDEX_WINDOW");
+    return st;
+}
+
+BACKEND_TEST(pgstore_large_note_streamed_as_read_whole)
+{
+    buf note;
+    buf_init(&note, 0);
+    for (int i = 0; note.len < 120000; i++)
+        buf_printf(&note, "%sline %d: the %s project ships %s after the %s review\n",
+                   i % 9 == 0 ? "\n## Week\n" : "", i, i % 3 ? "alpha" : "heron",
+                   i % 4 ? "soon" : "later", i % 5 ? "design" : "walrus");
+    test_write_n("ws/memory/big.md", note.data, note.len);
+    test_write("ws/memory/small.md", "The heron project has a small note too.\n");
+    static const char *const queries[] = {"heron walrus", "alpha project later", "line 1234"};
+    for (int round = 0; round < 2; round++) {
+        if (round) { /* an edit in the middle: the streamed note is written again */
+            memcpy(note.data + note.len / 2, "\nEDITED\n", 8);
+            test_write_n("ws/memory/big.md", note.data, note.len);
+        }
+        mnemo_sync_stats a = sync_named("whole", NULL);
+        mnemo_sync_stats b = sync_named("streamed", "4096");
+        ASSERT_EQ(a.files_added + a.files_changed, round ? 1 : 2);
+        ASSERT_EQ(b.files_added + b.files_changed, round ? 1 : 2);
+        ASSERT(a.chunks_added > 30);
+        ASSERT_EQ(b.chunks_added, a.chunks_added);
+        mnemo *ma = open_named("whole"), *mb = open_named("streamed");
+        for (size_t q = 0; q < sizeof queries / sizeof *queries; q++) {
+            char *ra = results_of(ma, queries[q]), *rb = results_of(mb, queries[q]);
+            ASSERT(*ra);
+            ASSERT_STR_EQ(rb, ra);
+            free(ra);
+            free(rb);
+        }
+        if (round) {
+            char *ra = results_of(ma, "EDITED");
+            ASSERT_CONTAINS(ra, "memory/big.md");
+            free(ra);
+        }
+        mnemo_close(ma);
+        mnemo_close(mb);
+        if (be_kind() != BE_SQLITE) {
+            /* Two tenants, their chunks the same (and the files' counts and hashes). */
+            const char *same =
+                "SELECT count(DISTINCT h) * 10 + count(*) FROM (SELECT md5(string_agg(f.path || "
+                "' ' || c.seq || ' ' || c.start_line || ' ' || c.end_line || ' ' || c.hash || "
+                "' ' || md5(c.text) || ' ' || f.hash || ' ' || f.size || ' ' || f.nchunks, ',' "
+                "ORDER BY f.path, c.seq)) h FROM mnemo_chunks c JOIN mnemo_files f ON f.id = "
+                "c.file_id AND f.tenant = c.tenant GROUP BY c.tenant) t";
+            ASSERT_EQ(count_rows(same), 12);
+            ASSERT_EQ(count_rows("SELECT count(*) FROM mnemo_files f WHERE f.nchunks <> (SELECT "
+                                 "count(*) FROM mnemo_chunks c WHERE c.tenant = f.tenant AND "
+                                 "c.file_id = f.id)"),
+                      0);
+        }
+    }
+    buf_cleanup(&note);
 }

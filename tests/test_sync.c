@@ -1,8 +1,9 @@
 /*
  * test_sync.c - incremental sync (add, modify, delete, rename, unchanged
  * files not read, a changed file limit applied), scan rules, full rebuilds
- * and crash safety, watch mode, and the status of an index that cannot be
- * reached.
+ * and crash safety, watch mode, the status of an index that cannot be
+ * reached, and large notes streamed in windows (the same index as read
+ * whole, a bounded peak of memory).
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -12,15 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <utime.h>
 
 #include "backend.h"
+#include "engine/prep.h"
 #include "store/sqlite/fts.h"
 #include "test.h"
 #include "util/buf.h"
+#include "util/utf8.h"
 
 static long long db_int(const char *sql) { return test_sql_int(test_path("db.sqlite"), sql); }
 
@@ -665,4 +669,363 @@ TEST(sync_unreadable_folder_is_skipped)
                          "entered)");
     free(out);
     ASSERT_EQ(chmod(test_path("ws/memory/secret"), 0755), 0);
+}
+
+/* ----------------------------------------------------------------------
+ * Large notes, streamed in windows
+ * -------------------------------------------------------------------- */
+
+/* A note of about BYTES bytes with every kind of line the chunker and
+ * the reading treat apart: a byte-order mark, CRLF ends, annotations,
+ * lines longer than a chunk (and than a small window), CJK, bytes that are
+ * not UTF-8, and no newline at the end. */
+static void big_note(buf *b, size_t bytes, unsigned seed)
+{
+    static const char *const words[] = {"heron",   "deploy", "the",  "gateway", "rollback",
+                                        "kafka",   "数据库", "迁移", "walrus",  "quartz",
+                                        "sprocket", "ledger"};
+    unsigned r = seed * 2654435761u + 1;
+    buf_puts(b, "\xef\xbb\xbf# A large note\n");
+    for (int i = 0; b->len < bytes; i++) {
+        r = r * 1103515245u + 12345u;
+        unsigned k = (r >> 16) % 20;
+        if (k == 0) {
+            buf_puts(b, "\n");
+            continue;
+        }
+        int n = k == 1 ? 400 : 1 + (int)((r >> 8) % 14);
+        if (k == 2)
+            buf_puts(b, "- ");
+        for (int w = 0; w < n; w++) {
+            r = r * 1103515245u + 12345u;
+            buf_printf(b, "%s%s", w ? " " : "", words[(r >> 16) % 12]);
+        }
+        if (k == 3)
+            buf_printf(b, " <!-- importance: %u -->", 1 + (r >> 20) % 10);
+        if (k == 4)
+            buf_printf(b, " <!-- trigger: t%u -->", i % 97);
+        if (k == 5)
+            buf_puts(b, " caf\xe9 \xc3");
+        buf_printf(b, " n%d%s", i, k == 6 ? "\r\n" : "\n");
+    }
+    buf_puts(b, "the last line without a newline");
+}
+
+/* Every chunk of DB (path, seq, lines, hash, importance, triggers, text)
+ * and every file row, as one string. Caller frees. */
+static char *dump_chunks(const char *db)
+{
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open_v2(test_path(db), &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    buf out;
+    buf_init(&out, 0);
+    static const char *const sql[] = {
+        "SELECT f.path, c.seq, c.start_line, c.end_line, c.hash, c.importance, c.triggers, "
+        "c.text FROM chunks c JOIN files f ON f.id = c.file_id ORDER BY f.path, c.seq",
+        "SELECT path, size, hash, status, reason, nchunks FROM files ORDER BY path"};
+    for (size_t i = 0; i < 2; i++) {
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_prepare_v2(h, sql[i], -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const char *v = (const char *)sqlite3_column_text(st, c);
+                buf_printf(&out, "%s\x1f", v ? v : "(null)");
+            }
+            buf_putc(&out, '\n');
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    ASSERT_OK(buf_err(&out));
+    return buf_detach(&out);
+}
+
+/* The results of QUERY as one string: each one's path, lines, scores and
+ * snippet. Caller frees. */
+static char *dump_search(mnemo *m, const char *query)
+{
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.max_results = 20;
+    mnemo_results *r;
+    ASSERT_OK(mnemo_search(m, query, &o, &r));
+    buf out;
+    buf_init(&out, 0);
+    for (size_t i = 0; i < mnemo_results_count(r); i++) {
+        const mnemo_result *x = mnemo_results_get(r, i);
+        buf_printf(&out, "%s %d-%d %.6f %.6f %s\n", x->path, x->start_line, x->end_line,
+                   x->score, x->text_score, x->snippet);
+    }
+    mnemo_results_free(r);
+    return buf_detach(&out);
+}
+
+/* Indexes ws into DB with the window WINDOW ("" for the default: the
+ * note is read whole); returns the sync's statistics. */
+static mnemo_sync_stats sync_window(const char *db, const char *window)
+{
+    if (*window)
+        setenv("MNEMO_INDEX_WINDOW", window, 1);
+    else
+        unsetenv("MNEMO_INDEX_WINDOW");
+    mnemo *m = test_open("ws", db, "maxFileBytes=2000000", NULL);
+    mnemo_sync_stats s = test_sync(m);
+    mnemo_close(m);
+    unsetenv("MNEMO_INDEX_WINDOW");
+    return s;
+}
+
+TEST(sync_large_note_streamed_in_windows_indexes_as_read_whole)
+{
+    buf note;
+    buf_init(&note, 0);
+    big_note(&note, 600000, 1);
+    test_write_n("ws/memory/big.md", note.data, note.len);
+    test_write("ws/memory/small.md", "a small note about a heron\n");
+    /* Streamed or not, a binary note and one over the limit are skipped. */
+    buf bin;
+    buf_init(&bin, 0);
+    big_note(&bin, 300000, 2);
+    bin.data[250000] = 0;
+    test_write_n("ws/memory/binary.md", bin.data, bin.len);
+    buf huge;
+    buf_init(&huge, 0);
+    big_note(&huge, 2100000, 3);
+    test_write_n("ws/memory/huge.md", huge.data, huge.len);
+
+    static const char *const windows[] = {"", "65536", "100", "16"};
+    static const char *const dbs[] = {"whole.sqlite", "w65536.sqlite", "w100.sqlite",
+                                      "w16.sqlite"};
+    static const char *const queries[] = {"heron walrus", "数据库 rollback", "caf",
+                                          "\"kafka gateway\"", "quartz ledger sprocket", "deploy"};
+    char *want = NULL, *want_q[6] = {0};
+    for (size_t w = 0; w < 4; w++) {
+        mnemo_sync_stats s = sync_window(dbs[w], windows[w]);
+        ASSERT_EQ(s.files_added, 2);
+        ASSERT_EQ(s.files_skipped, 2);
+        ASSERT(s.chunks_added > 200);
+        char *got = dump_chunks(dbs[w]);
+        ASSERT_CONTAINS(got, "binary (contains NUL bytes)");
+        ASSERT_CONTAINS(got, "too large (");
+        ASSERT_CONTAINS(got, "caf\xef\xbf\xbd \xef\xbf\xbd");
+        mnemo *m = test_open("ws", dbs[w], NULL);
+        for (size_t q = 0; q < 6; q++) {
+            char *res = dump_search(m, queries[q]);
+            if (!*res)
+                test_fail(__FILE__, __LINE__, "no result for %s", queries[q]);
+            if (!w)
+                want_q[q] = res;
+            else {
+                ASSERT_STR_EQ(res, want_q[q]);
+                free(res);
+            }
+        }
+        mnemo_close(m);
+        if (!w)
+            want = got;
+        else {
+            ASSERT_STR_EQ(got, want);
+            free(got);
+        }
+    }
+    free(want);
+
+    /* An edit near the end: the leading chunks stay, the rest are
+     * replaced, the same way whether the note is streamed or not. */
+    memcpy(note.data + note.len - 2000, "EDITED", 6);
+    note.len -= 500;
+    test_write_n("ws/memory/big.md", note.data, note.len);
+    mnemo_sync_stats s0 = sync_window(dbs[0], windows[0]);
+    ASSERT_EQ(s0.files_changed, 1);
+    ASSERT(s0.chunks_added > 0 && s0.chunks_added < 20);
+    want = dump_chunks(dbs[0]);
+    ASSERT_CONTAINS(want, "EDITED");
+    for (size_t w = 1; w < 4; w++) {
+        mnemo_sync_stats s = sync_window(dbs[w], windows[w]);
+        ASSERT_EQ(s.files_changed, 1);
+        ASSERT_EQ(s.chunks_added, s0.chunks_added);
+        ASSERT_EQ(s.chunks_removed, s0.chunks_removed);
+        char *got = dump_chunks(dbs[w]);
+        ASSERT_STR_EQ(got, want);
+        free(got);
+    }
+    free(want);
+    for (size_t q = 0; q < 6; q++)
+        free(want_q[q]);
+    buf_cleanup(&note);
+    buf_cleanup(&bin);
+    buf_cleanup(&huge);
+}
+
+/* Every chunk of a streamed item's runs into OUT (texts and hashes). */
+static void all_runs(prep_item *it, buf *out, size_t *n)
+{
+    int more;
+    *n = 0;
+    while (!prep_item_next(it, &more) && more) {
+        ASSERT_EQ(it->first, *n);
+        for (size_t i = 0; i < it->chunks.n; i++) {
+            const chunk *c = &it->chunks.items[i];
+            buf_printf(out, "%d-%d %s ", c->start_line, c->end_line, c->hash);
+            buf_append(out, chunk_text(&it->chunks, c), c->text_len);
+            buf_putc(out, '\n');
+        }
+        *n += it->chunks.n;
+    }
+}
+
+/* The same for TEXT read whole as a note (a byte-order mark dropped, bytes
+ * that are not UTF-8 replaced). */
+static void whole_chunks(const buf *text, buf *out, size_t *n)
+{
+    const char *s = text->data + 3;
+    size_t len = text->len - 3;
+    buf fixed;
+    buf_init(&fixed, 0);
+    ASSERT_OK(utf8_repair(&fixed, s, len));
+    chunk_list l;
+    chunk_list_init(&l);
+    chunk_opts o = {400, 80, 0};
+    ASSERT_OK(chunk_markdown(fixed.data, fixed.len, &o, &l));
+    for (size_t i = 0; i < l.n; i++) {
+        const chunk *c = &l.items[i];
+        buf_printf(out, "%d-%d %s ", c->start_line, c->end_line, c->hash);
+        buf_append(out, chunk_text(&l, c), c->text_len);
+        buf_putc(out, '\n');
+    }
+    *n = l.n;
+    chunk_list_cleanup(&l);
+    buf_cleanup(&fixed);
+}
+
+TEST(sync_streamed_note_changed_between_reads_keeps_the_bytes_chunked)
+{
+    buf note;
+    buf_init(&note, 0);
+    big_note(&note, 200000, 4);
+    test_write_n("ws/memory/a.md", note.data, note.len);
+    prep_input in;
+    memset(&in, 0, sizeof in);
+    in.abs = (char *)test_path("ws/memory/a.md");
+    prep_opts o;
+    memset(&o, 0, sizeof o);
+    o.chunking = (chunk_opts){400, 80, 0};
+    o.max_bytes = 10 << 20;
+    o.language = "english";
+    o.window = 4096;
+    for (int change = 0; change < 4; change++) {
+        test_write_n("ws/memory/a.md", note.data, note.len);
+        o.max_bytes = change == 3 ? (int64_t)note.len + 1000 : 10 << 20;
+        prep *p;
+        ASSERT_OK(prep_start(&p, &in, 1, &o));
+        prep_item *it = prep_next(p);
+        ASSERT_OK(it->status);
+        ASSERT(it->streamed && it->chunked);
+        ASSERT_EQ(it->bytes, note.len);
+        char h[HASH_HEX_LEN + 1];
+        hash_hex(note.data, note.len, h);
+        ASSERT_STR_EQ(it->hash, h);
+        /* Between the read that hashed it and the one that chunks it, the
+         * note is written in place: a line in the middle (1), a NUL byte
+         * (2), or it grows past the limit (3: read up to the limit, as its
+         * next sync skips it): the chunks are those of the bytes read, and
+         * the hash theirs
+         * (the sink stores it with the size and time from before the
+         * first read, which the write changed: the next sync reads it). */
+        buf now;
+        buf_init(&now, 0);
+        buf_append(&now, note.data, note.len);
+        if (change == 1)
+            memcpy(now.data + note.len / 2, "\nA LINE WRITTEN MEANWHILE\n", 26);
+        if (change == 2)
+            now.data[note.len / 3] = 0;
+        if (change == 3)
+            for (int i = 0; i < 200; i++)
+                buf_printf(&now, "grown line %d\n", i);
+        if (change) {
+            int fd = open(test_path("ws/memory/a.md"), O_WRONLY);
+            ASSERT(fd >= 0);
+            ASSERT_EQ(pwrite(fd, now.data, now.len, 0), (long long)now.len);
+            close(fd);
+        }
+        buf got, want;
+        buf_init(&got, 0);
+        buf_init(&want, 0);
+        size_t ngot, nwant;
+        all_runs(it, &got, &ngot);
+        ASSERT(ngot > 50);
+        ASSERT_EQ(it->changed, change != 0);
+        if (change == 3) {
+            ASSERT(now.len > note.len + 1000);
+            now.len = note.len + 1000; /* what was read */
+        }
+        hash_hex(now.data, now.len, h);
+        ASSERT_STR_EQ(it->hash, h);
+        whole_chunks(&now, &want, &nwant);
+        ASSERT_EQ(ngot, nwant);
+        ASSERT_EQ(got.len, want.len); /* a NUL byte may be in them */
+        ASSERT(memcmp(got.data, want.data, got.len) == 0);
+        if (change == 1)
+            ASSERT_CONTAINS(got.data, "A LINE WRITTEN MEANWHILE");
+        prep_stop(p);
+        buf_cleanup(&got);
+        buf_cleanup(&want);
+        buf_cleanup(&now);
+    }
+    buf_cleanup(&note);
+}
+
+/* AddressSanitizer's shadow memory and quarantine make a peak of resident
+ * memory say nothing of the sync's own. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN 1
+#endif
+#endif
+#ifndef ASAN
+#define ASAN 0
+#endif
+
+/* Peak resident memory (KiB) of `mnemo index` on ws into DB, with the
+ * window WINDOW (NULL: the default). */
+static long index_peak_kib(const char *db, const char *window)
+{
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_RDWR);
+        dup2(fd, 0);
+        dup2(fd, 1);
+        if (window)
+            setenv("MNEMO_INDEX_WINDOW", window, 1);
+        setenv("MNEMO_MAX_FILE_BYTES", "100000000", 1);
+        setenv("MNEMO_PROVIDER", "none", 1);
+        execl(test_bin(), test_bin(), "-w", test_path("ws"), "--db", test_path(db), "index",
+              "-q", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    ASSERT_EQ(wait4(pid, &status, 0, &ru), pid);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return ru.ru_maxrss;
+}
+
+TEST(sync_large_note_peak_memory_stays_bounded)
+{
+    buf note;
+    buf_init(&note, 0);
+    big_note(&note, ASAN ? 8 << 20 : 40 << 20, 5);
+    test_write_n("ws/memory/big.md", note.data, note.len);
+    buf_cleanup(&note);
+    /* Streamed, the sync holds a window of it, its chunks and tokens, and
+     * SQLite's page cache and FTS5 buffer (about 150 MiB in all, as for a
+     * 200 MB note); read whole, this note took about 370 MiB. */
+    long peak = index_peak_kib("db.sqlite", NULL);
+    ASSERT(db_int("SELECT count(*) FROM chunks") > (ASAN ? 2000 : 10000));
+    ASSERT_EQ(db_int("SELECT count(*) FROM files WHERE status = 0"), 1);
+    if (!ASAN && peak > 240 << 10)
+        test_fail(__FILE__, __LINE__, "indexing a 40 MiB note peaked at %ld KiB", peak);
 }

@@ -8,6 +8,7 @@
 #include "test.h"
 #include "util/buf.h"
 #include "util/glob.h"
+#include "util/hash.h"
 #include "util/io.h"
 #include "util/map.h"
 #include "util/sha.h"
@@ -292,4 +293,36 @@ TEST(util_redact_masks_credentials_in_urls)
         mnemo_free(r);
     }
     ASSERT(mnemo_redact(NULL) == NULL);
+}
+
+TEST(util_hash_stream_equals_the_hash_at_once)
+{
+    static const size_t sizes[] = {0, 1, 16, 17, 128, 129, 240, 241, 1024, 4096, 100003};
+    char *data = malloc(100003);
+    ASSERT(data != NULL);
+    for (size_t i = 0; i < 100003; i++)
+        data[i] = (char)(i * 2654435761u >> 13);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        char want[HASH_HEX_LEN + 1], got[HASH_HEX_LEN + 1];
+        hash_hex(data, sizes[s], want);
+        static const size_t pieces[] = {1, 7, 64, 1000, 65536};
+        for (size_t p = 0; p < sizeof pieces / sizeof *pieces; p++) {
+            hash_stream *h = hash_stream_new();
+            ASSERT(h != NULL);
+            for (size_t pos = 0; pos < sizes[s]; pos += pieces[p])
+                hash_stream_update(h, data + pos,
+                                   sizes[s] - pos < pieces[p] ? sizes[s] - pos : pieces[p]);
+            hash_stream_hex(h, got);
+            ASSERT_STR_EQ(got, want);
+            hash_stream_free(h);
+        }
+    }
+    /* Another byte, another hash. */
+    char a[HASH_HEX_LEN + 1], b[HASH_HEX_LEN + 1];
+    hash_hex(data, 4096, a);
+    data[4000] ^= 1;
+    hash_hex(data, 4096, b);
+    ASSERT(strcmp(a, b) != 0);
+    hash_stream_free(NULL);
+    free(data);
 }

@@ -1,7 +1,9 @@
 /*
  * prep.c - read, hash, chunk and tokenize files on a worker thread (see
  * prep.h). The ring holds RING items; the worker fills slot i % RING once
- * the consumer has moved past it, the consumer takes slots in order.
+ * the consumer has moved past it, the consumer takes slots in order. A
+ * streamed note's second read runs in the consumer's thread, with state of
+ * its own (one note is written at a time).
  */
 #include "engine/prep.h"
 
@@ -19,6 +21,8 @@
 #include "text/media.h"
 #include "util/utf8.h"
 
+#define BOM "\xef\xbb\xbf"
+
 #define RING 16
 
 struct prep {
@@ -29,6 +33,13 @@ struct prep {
     buf raw, text; /* worker scratch */
     transcript tr;
     prep_item items[RING];
+    size_t window;
+    /* The streamed note being written (prep_item_next, consumer's thread). */
+    tok *ct; /* its tokenizer: p->t is the worker's */
+    chunk_stream *cs;
+    hash_stream *hs;
+    buf win;   /* the bytes after its last whole line, then a window */
+    buf fixed; /* the window's whole lines repaired, when not UTF-8 */
     size_t produced, consumed; /* items done by the worker / handed out */
     int stop;
     int threaded, started;
@@ -60,9 +71,55 @@ int prep_skip_current(const char *reason, int64_t size, int64_t max_bytes)
     return size > max_bytes && strcmp(reason, want) == 0;
 }
 
-/* Reads a file into p->raw. MNEMO_OK, MNEMO_NOTFOUND (vanished), MNEMO_NOMEM,
- * or MNEMO_INVALID with it->reason set. */
-static int read_file(prep *p, const char *abs, int64_t max_bytes, int binary, prep_item *it)
+/* Hashes FD to its end a window at a time (in p->raw), finding it binary
+ * or too large as read_file does a file it reads whole. The same
+ * statuses. */
+static int scan_file(prep *p, int fd, int64_t max_bytes, prep_item *it)
+{
+    buf *b = &p->raw;
+    hash_stream *h = hash_stream_new();
+    if (!h || buf_reserve(b, p->window + 1)) {
+        hash_stream_free(h);
+        return MNEMO_NOMEM;
+    }
+    int rc = MNEMO_OK;
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t n = read(fd, b->data, p->window);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(it->reason, sizeof it->reason, "unreadable: %s", strerror(errno));
+            rc = MNEMO_INVALID;
+            break;
+        }
+        if (n == 0)
+            break;
+        total += (uint64_t)n;
+        if (total > (uint64_t)max_bytes) {
+            too_large(it->reason, sizeof it->reason, -1, max_bytes);
+            rc = MNEMO_INVALID;
+            break;
+        }
+        if (memchr(b->data, 0, (size_t)n)) {
+            snprintf(it->reason, sizeof it->reason, "binary (contains NUL bytes)");
+            rc = MNEMO_INVALID;
+            break;
+        }
+        hash_stream_update(h, b->data, (size_t)n);
+    }
+    it->bytes = total;
+    hash_stream_hex(h, it->hash);
+    hash_stream_free(h);
+    return rc;
+}
+
+/* Reads a file into p->raw, or for a note larger than a window (STREAM),
+ * hashes it and keeps it open (it->fd) for prep_item_next. MNEMO_OK,
+ * MNEMO_NOTFOUND (vanished), MNEMO_NOMEM, or MNEMO_INVALID with it->reason
+ * set. */
+static int read_file(prep *p, const char *abs, int64_t max_bytes, int binary, int stream,
+                     prep_item *it)
 {
     buf *b = &p->raw;
     buf_reset(b);
@@ -91,6 +148,14 @@ static int read_file(prep *p, const char *abs, int64_t max_bytes, int binary, pr
     if (it->st.st_size > max_bytes) {
         too_large(it->reason, sizeof it->reason, it->st.st_size, max_bytes);
         rc = MNEMO_INVALID;
+        goto done;
+    }
+    if (stream && (uint64_t)it->st.st_size > p->window) {
+        it->streamed = 1;
+        if ((rc = scan_file(p, fd, max_bytes, it)) == MNEMO_OK) {
+            it->fd = fd; /* read again as it is written */
+            fd = -1;
+        }
         goto done;
     }
     if (buf_reserve(b, (size_t)it->st.st_size + 1)) {
@@ -125,7 +190,8 @@ static int read_file(prep *p, const char *abs, int64_t max_bytes, int binary, pr
         rc = MNEMO_INVALID;
     }
 done:
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     return rc;
 }
 
@@ -152,6 +218,30 @@ static int map_lines(prep *p, prep_item *it)
     return buf_err(&it->maps);
 }
 
+/* Tokenizes every chunk of IT with T into it->toks. */
+static int tokenize(tok *t, prep_item *it)
+{
+    if (it->tok_cap < it->chunks.n + 1) {
+        size_t cap = it->chunks.n + 1;
+        size_t *v = realloc(it->tok_off, cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        it->tok_off = v;
+        it->tok_cap = cap;
+    }
+    buf_reset(&it->toks);
+    it->toks.err = 0;
+    for (size_t i = 0; i < it->chunks.n; i++) {
+        const chunk *c = &it->chunks.items[i];
+        it->tok_off[i] = it->toks.len;
+        int rc = tok_pretokenize(t, chunk_text(&it->chunks, c), c->text_len, &it->toks);
+        if (rc)
+            return rc;
+    }
+    it->tok_off[it->chunks.n] = it->toks.len;
+    return MNEMO_OK;
+}
+
 /* Chunks p->raw into it->chunks and tokenizes every chunk. */
 static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
 {
@@ -165,7 +255,7 @@ static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
         n = p->tr.text.len;
         it->time = p->tr.last_time;
     }
-    if (n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
+    if (n >= 3 && memcmp(s, BOM, 3) == 0) {
         s += 3;
         n -= 3;
     }
@@ -184,23 +274,8 @@ static int chunk_and_tokenize(prep *p, const prep_input *in, prep_item *it)
         return rc;
     if (in->sessions && (rc = map_lines(p, it)))
         return rc;
-    if (it->tok_cap < it->chunks.n + 1) {
-        size_t cap = it->chunks.n + 1;
-        size_t *v = realloc(it->tok_off, cap * sizeof *v);
-        if (!v)
-            return MNEMO_NOMEM;
-        it->tok_off = v;
-        it->tok_cap = cap;
-    }
-    buf_reset(&it->toks);
-    it->toks.err = 0;
-    for (size_t i = 0; i < it->chunks.n; i++) {
-        const chunk *c = &it->chunks.items[i];
-        it->tok_off[i] = it->toks.len;
-        if ((rc = tok_pretokenize(p->t, chunk_text(&it->chunks, c), c->text_len, &it->toks)))
-            return rc;
-    }
-    it->tok_off[it->chunks.n] = it->toks.len;
+    if ((rc = tokenize(p->t, it)))
+        return rc;
     it->chunked = 1;
     return MNEMO_OK;
 }
@@ -256,6 +331,13 @@ static int prepare_media(prep *p, const prep_input *in, prep_item *it)
     return MNEMO_OK;
 }
 
+static void item_close(prep_item *it)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    it->fd = -1;
+}
+
 static void prepare(prep *p, size_t i, prep_item *it)
 {
     const prep_input *in = &p->in[i];
@@ -264,26 +346,186 @@ static void prepare(prep *p, size_t i, prep_item *it)
     it->chunked = 0;
     it->bytes = 0;
     it->chunks.n = 0;
+    it->first = 0;
+    it->streamed = it->changed = 0;
+    item_close(it);
+    it->off = 0;
+    it->given = it->eof = 0;
     it->maps.len = 0;
     it->time = 0;
     free(it->map_off);
     it->map_off = NULL;
     it->mime[0] = 0;
+    /* Entry files gather an entry's annotations from its end, transcripts
+     * are flattened whole: only other notes are streamed. */
+    int stream = !in->media && !in->sessions && !in->entries;
     int rc = read_file(p, in->abs, in->media ? p->o.media_max_bytes : p->o.max_bytes,
-                       in->media, it);
+                       in->media, stream, it);
     if (rc) {
         it->status = rc;
+        item_close(it);
         return;
     }
-    it->bytes = p->raw.len;
-    hash_hex(p->raw.data ? p->raw.data : "", p->raw.len, it->hash);
+    if (!it->streamed) {
+        it->bytes = p->raw.len;
+        hash_hex(p->raw.data ? p->raw.data : "", p->raw.len, it->hash);
+    }
     if (in->media) {
         it->status = prepare_media(p, in, it);
         return;
     }
-    if (in->known_hash && strcmp(in->known_hash, it->hash) == 0)
+    if (in->known_hash && strcmp(in->known_hash, it->hash) == 0) {
+        item_close(it);
         return; /* same content: nothing to chunk */
-    it->status = chunk_and_tokenize(p, in, it);
+    }
+    if (it->streamed)
+        it->chunked = 1; /* chunked as it is written */
+    else
+        it->status = chunk_and_tokenize(p, in, it);
+}
+
+/* ----------------------------------------------------------------------
+ * A streamed note, read again a window at a time as it is written
+ * -------------------------------------------------------------------- */
+
+/* Reads up to N bytes of IT's file at it->off into DST, to the end of the
+ * file or N. The count, or -1 with it->reason set. */
+static ssize_t read_again(prep_item *it, char *dst, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(it->fd, dst + got, n - got, (off_t)(it->off + (int64_t)got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            snprintf(it->reason, sizeof it->reason, "unreadable: %s", strerror(errno));
+            return -1;
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+/* The next window of IT's file into the stream: its whole lines (all of
+ * it at the end) repaired if not UTF-8, chunked; the bytes after the last
+ * newline wait in p->win for the next window. A line longer than a window
+ * is gathered whole. At the end, the hash of the bytes read again. */
+static int stream_window(prep *p, prep_item *it)
+{
+    buf *w = &p->win;
+    size_t carry = w->len;
+    if (buf_reserve(w, p->window + 1))
+        return MNEMO_NOMEM;
+    char *in = w->data + carry;
+    ssize_t got = read_again(it, in, p->window);
+    if (got < 0)
+        return MNEMO_IO;
+    size_t n = (size_t)got;
+    it->eof = n < p->window;
+    int64_t max = p->o.max_bytes;
+    if (it->off + (int64_t)n > max) { /* grew past the limit: its next sync skips it */
+        n = (size_t)(max - it->off);
+        it->eof = 1;
+        it->changed = 1;
+    }
+    hash_stream_update(p->hs, in, n);
+    if (memchr(in, 0, n))
+        it->changed = 1; /* binary now: its next sync skips it */
+    if (it->off == 0 && n >= 3 && memcmp(in, BOM, 3) == 0) {
+        memmove(in, in + 3, n - 3);
+        n -= 3;
+    }
+    it->off += got;
+    w->len = carry + n;
+    size_t upto = w->len;
+    if (!it->eof) {
+        const char *nl = memrchr(w->data, '\n', w->len);
+        upto = nl ? (size_t)(nl - w->data) + 1 : 0;
+    }
+    int rc = MNEMO_OK;
+    if (upto || it->eof) {
+        const char *text = w->data ? w->data : "";
+        size_t len = upto;
+        if (!utf8_valid(text, len)) { /* whole lines: repaired as in the whole file */
+            buf_reset(&p->fixed);
+            p->fixed.err = 0;
+            if (utf8_repair(&p->fixed, text, len))
+                return buf_err(&p->fixed);
+            text = p->fixed.data;
+            len = p->fixed.len;
+        }
+        rc = chunk_stream_feed(p->cs, text, len, it->eof, &it->chunks);
+    }
+    memmove(w->data, w->data + upto, w->len - upto);
+    w->len -= upto;
+    if (!rc && it->eof) {
+        char h[HASH_HEX_LEN + 1];
+        hash_stream_hex(p->hs, h);
+        if (strcmp(h, it->hash) != 0) {
+            it->changed = 1; /* the bytes chunked are the ones hashed */
+            memcpy(it->hash, h, sizeof h);
+        }
+        item_close(it);
+    }
+    return rc;
+}
+
+/* Starts reading IT's file again from its first byte. */
+static int stream_start(prep *p, prep_item *it)
+{
+    int rc = MNEMO_OK;
+    if (!p->ct && (rc = tok_new(p->o.language, 0, &p->ct)))
+        return rc;
+    chunk_stream_free(p->cs);
+    p->cs = NULL;
+    hash_stream_free(p->hs);
+    p->hs = hash_stream_new();
+    if (!p->hs)
+        return MNEMO_NOMEM;
+    chunk_opts o = p->o.chunking;
+    o.entries = 0;
+    if ((rc = chunk_stream_new(&o, &p->cs)))
+        return rc;
+    buf_reset(&p->win);
+    p->win.err = 0;
+    it->off = 0;
+    return MNEMO_OK;
+}
+
+int prep_item_next(prep_item *it, int *more)
+{
+    *more = 0;
+    if (!it->chunked)
+        return MNEMO_OK;
+    if (!it->streamed) {
+        *more = !it->given;
+        it->given = 1;
+        return MNEMO_OK;
+    }
+    prep *p = it->owner;
+    it->first += it->chunks.n;
+    it->chunks.n = 0;
+    buf_reset(&it->chunks.text);
+    it->chunks.text.err = 0;
+    int rc = MNEMO_OK;
+    if (!it->given) {
+        it->given = 1;
+        rc = stream_start(p, it);
+    }
+    while (!rc && !it->chunks.n && !it->eof)
+        rc = stream_window(p, it);
+    if (!rc)
+        rc = tokenize(p->ct, it);
+    if (rc) {
+        item_close(it);
+        it->eof = 1;
+        it->chunks.n = 0;
+        return rc;
+    }
+    *more = it->chunks.n > 0;
+    return MNEMO_OK;
 }
 
 static void *worker(void *arg)
@@ -316,12 +558,19 @@ int prep_start(prep **out, const prep_input *in, size_t n, const prep_opts *o)
     p->in = in;
     p->n = n;
     p->o = *o;
+    p->window = o->window ? o->window : PREP_WINDOW;
+    if (p->window < 16)
+        p->window = 16; /* a byte-order mark fits in the first */
     buf_init(&p->raw, (size_t)o->max_bytes + 131072);
     buf_init(&p->text, (size_t)o->max_bytes * 3 + 16);
+    buf_init(&p->win, (size_t)o->max_bytes + p->window + 16);
+    buf_init(&p->fixed, ((size_t)o->max_bytes + p->window) * 3 + 16);
     for (int i = 0; i < RING; i++) {
         chunk_list_init(&p->items[i].chunks);
         buf_init(&p->items[i].toks, 0);
         buf_init(&p->items[i].maps, 0);
+        p->items[i].owner = p;
+        p->items[i].fd = -1;
     }
     transcript_init(&p->tr);
     int rc = tok_new(o->language, 0, &p->t);
@@ -379,6 +628,7 @@ void prep_stop(prep *p)
         pthread_cond_destroy(&p->cv);
     }
     for (int i = 0; i < RING; i++) {
+        item_close(&p->items[i]);
         chunk_list_cleanup(&p->items[i].chunks);
         buf_cleanup(&p->items[i].toks);
         free(p->items[i].tok_off);
@@ -387,7 +637,12 @@ void prep_stop(prep *p)
     }
     transcript_cleanup(&p->tr);
     tok_free(p->t);
+    tok_free(p->ct);
+    chunk_stream_free(p->cs);
+    hash_stream_free(p->hs);
     buf_cleanup(&p->raw);
     buf_cleanup(&p->text);
+    buf_cleanup(&p->win);
+    buf_cleanup(&p->fixed);
     free(p);
 }

@@ -7,6 +7,12 @@
  * ring of slots, so memory stays bounded. The pre-tokenized chunks are fed
  * to the FTS5 tokenizer at insert time (fts_feed), so tokenizing and
  * stemming, the larger half of indexing work, run on the second core.
+ *
+ * A note larger than a window (PREP_WINDOW) is never held whole: the
+ * worker reads it once to hash it (and to find it binary, too large or
+ * unchanged, as any file), and its chunks come as it is written, a window
+ * at a time, from a second read (prep_item_next): the same chunks as the
+ * whole file gives, while memory holds a window, its chunks and tokens.
  */
 #ifndef MNEMO_PREP_H
 #define MNEMO_PREP_H
@@ -38,14 +44,20 @@ typedef struct prep_input {
  * again, as a new one would be). */
 int prep_skip_current(const char *reason, int64_t size, int64_t max_bytes);
 
+/* The window a large note is read in: 4 MiB. */
+#define PREP_WINDOW ((size_t)4 << 20)
+
 typedef struct prep_opts {
     chunk_opts chunking;
     int64_t max_bytes;
+    size_t window; /* a note larger than this is streamed in windows this large; 0: PREP_WINDOW */
     const char *language;
     int threaded; /* 0: prepare each item on demand in the caller's thread */
     int64_t media_max_bytes; /* multimodal.maxFileBytes */
     int media_allowed;       /* the modalities multimodal admits (MEDIA_*) */
 } prep_opts;
+
+typedef struct prep prep;
 
 typedef struct prep_item {
     int status;        /* MNEMO_OK; MNEMO_NOTFOUND: vanished; MNEMO_INVALID: skip (reason) */
@@ -53,11 +65,14 @@ typedef struct prep_item {
     struct stat st;
     uint64_t bytes;
     char hash[HASH_HEX_LEN + 1];
-    int chunked;       /* chunks and toks are filled */
+    int chunked;       /* content to chunk: its chunks come from prep_item_next */
     chunk_list chunks;
     buf toks;          /* pre-tokenized chunks, see tok_pretokenize() */
     size_t *tok_off;   /* chunks.n + 1 offsets into toks */
     size_t tok_cap;
+    size_t first;      /* the place in the file of chunks.items[0] */
+    int streamed;      /* a large note: its chunks come a window at a time */
+    int changed;       /* streamed: the second read found other bytes (hash is theirs) */
     /* Transcripts: per chunk, the JSONL line of each of its text lines
      * (u32), chunk i at maps[map_off[i]] .. maps[map_off[i + 1]]. The
      * chunks' start_line/end_line are JSONL lines. */
@@ -65,9 +80,12 @@ typedef struct prep_item {
     size_t *map_off;
     double time;       /* transcripts: newest message, Unix seconds */
     char mime[32];     /* media: the type its content sniffed as */
+    /* prep's own: a streamed note's reading */
+    prep *owner;
+    int fd;            /* the file, open since the worker read it; -1 */
+    int64_t off;       /* bytes read again so far */
+    int given, eof;
 } prep_item;
-
-typedef struct prep prep;
 
 /* Starts preparing IN[0..N) (borrowed until prep_stop). MNEMO_NOMEM or
  * MNEMO_INVALID (unknown language). */
@@ -77,6 +95,15 @@ int prep_start(prep **out, const prep_input *in, size_t n, const prep_opts *o);
  * status MNEMO_NOMEM means the worker ran out of memory. The item is valid
  * until the next call. */
 prep_item *prep_next(prep *p);
+
+/* The next run of IT's chunks (it->chunked), in the caller's thread: fills
+ * it->chunks, toks, tok_off and first, and sets *MORE, 0 once every chunk
+ * was given. A file read whole is one run; a streamed note reads its next
+ * window. After the last run, it->hash is the hash of the bytes chunked:
+ * if the file changed since the worker read it, the new bytes' (and
+ * it->changed is set). MNEMO_NOMEM, or MNEMO_IO with it->reason (the file
+ * could not be read again). */
+int prep_item_next(prep_item *it, int *more);
 
 /* Stops the worker (if still running) and frees everything. Accepts NULL. */
 void prep_stop(prep *p);

@@ -285,6 +285,10 @@ void sync_prep_opts(mnemo *m, prep_opts *o)
     o->chunking.tokens = (int)cfg_int(m->cfg, CFG_CHUNK_TOKENS);
     o->chunking.overlap = (int)cfg_int(m->cfg, CFG_CHUNK_OVERLAP);
     o->max_bytes = cfg_int(m->cfg, CFG_MAX_FILE_BYTES);
+    /* Tests stream small notes with a small window, to index a file both
+     * ways (a large note is streamed, a small one read whole). */
+    const char *win = getenv("MNEMO_INDEX_WINDOW");
+    o->window = win && *win ? (size_t)strtoull(win, NULL, 10) : 0;
     o->language = cfg_str(m->cfg, CFG_LANGUAGE);
     cfg_media mm;
     cfg_multimodal(m->cfg, &mm);

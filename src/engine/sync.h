@@ -53,9 +53,11 @@ typedef struct sync_sink {
     int (*rename)(void *ud, const sync_file *f, const char *path, int64_t size,
                   int64_t mtime_ns, const char *hash);
     /* New or changed content: the file row and its chunks from IT (valid
-     * only during the call). *REMOVED and *ADDED count the chunks. */
+     * only during the call), taken a run at a time with prep_item_next (a
+     * large note's runs are read as they are written); the row's hash is
+     * it->hash after the last run. *REMOVED and *ADDED count the chunks. */
     int (*write)(void *ud, const sync_file *known, const char *path, int64_t size,
-                 int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
+                 int64_t mtime_ns, prep_item *it, int sessions, int64_t *removed,
                  size_t *added);
     /* F left the roots. */
     int (*remove)(void *ud, const sync_file *f);

@@ -6,6 +6,11 @@
  * per bullet/heading in entry mode) and each entry is packed greedily into
  * chunks, each new chunk starting with the trailing units of the previous
  * one that fit in the overlap budget.
+ *
+ * Outside entry mode a chunk depends only on the units from where it
+ * starts, so a stream (chunk_stream_feed) packs as lines come and drops
+ * what lies before the next chunk's start: the same chunks as
+ * chunk_markdown, which runs the same packing over the whole text at once.
  */
 #include "text/chunk.h"
 
@@ -33,13 +38,22 @@ typedef struct line_info {
 typedef struct state {
     const chunk_opts *o;
     chunk_list *l;
+    int maxq, overq; /* chunk and overlap sizes in quarter tokens */
     buf clean;       /* cleaned lines, back to back */
     buf trig;        /* trigger text of all lines */
     line_info *lines;
-    size_t nlines;
+    size_t nlines, caplines;
+    size_t line0;    /* lines dropped before lines[0] (a stream keeps the recent ones) */
     unit *units;
     size_t nunits, capunits;
+    size_t start;    /* the unit the next chunk starts at (packing outside entry mode) */
 } state;
+
+struct chunk_stream {
+    chunk_opts o;
+    state st;
+    buf tail; /* the start of a line whose end has not come yet */
+};
 
 void chunk_list_init(chunk_list *l)
 {
@@ -216,8 +230,9 @@ static int line_units(state *st, size_t i, int maxq)
     const line_info *li = &st->lines[i];
     const char *s = st->clean.data + li->off;
     int q = quarters(s, li->len) + 1; /* the newline */
+    int line = (int)(st->line0 + i + 1);
     if (q <= maxq)
-        return add_unit(st, (int)i + 1, li->off, li->len, q, 0);
+        return add_unit(st, line, li->off, li->len, q, 0);
     size_t pos = 0;
     int piece = 0;
     while (pos < li->len) {
@@ -232,7 +247,7 @@ static int line_units(state *st, size_t i, int maxq)
             pq += w;
             pos += (size_t)len;
         }
-        if (add_unit(st, (int)i + 1, li->off + start, pos - start, pq, piece++))
+        if (add_unit(st, line, li->off + start, pos - start, pq, piece++))
             return MNEMO_NOMEM;
     }
     return MNEMO_OK;
@@ -241,6 +256,12 @@ static int line_units(state *st, size_t i, int maxq)
 /* ----------------------------------------------------------------------
  * Packing
  * -------------------------------------------------------------------- */
+
+/* The line of unit U. */
+static const line_info *line_of(const state *st, const unit *u)
+{
+    return &st->lines[(size_t)u->line - 1 - st->line0];
+}
 
 static int emit_chunk(state *st, size_t from, size_t to, int ent_importance, size_t ent_toff,
                       size_t ent_tlen)
@@ -282,7 +303,7 @@ static int emit_chunk(state *st, size_t from, size_t to, int ent_importance, siz
     } else if (!st->o->entries) {
         int last = -1;
         for (size_t i = from; i < to; i++) {
-            const line_info *li = &st->lines[st->units[i].line - 1];
+            const line_info *li = line_of(st, &st->units[i]);
             if (st->units[i].line == last)
                 continue;
             last = st->units[i].line;
@@ -379,115 +400,258 @@ static int is_fence(const char *s, size_t n)
             (s[i] == '~' && s[i + 1] == '~' && s[i + 2] == '~'));
 }
 
-int chunk_markdown(const char *text, size_t len, const chunk_opts *o, chunk_list *l)
+static void state_init(state *st, const chunk_opts *o, chunk_list *l)
 {
-    int rc = MNEMO_OK;
-    state st;
-    memset(&st, 0, sizeof st);
-    st.o = o;
-    st.l = l;
-    buf_init(&st.clean, 0);
-    buf_init(&st.trig, 0);
-    l->n = 0;
-    buf_reset(&l->text);
-    l->text.err = 0;
-
+    memset(st, 0, sizeof *st);
+    st->o = o;
+    st->l = l;
+    buf_init(&st->clean, 0);
+    buf_init(&st->trig, 0);
     int tokens = o->tokens < 8 ? 8 : o->tokens;
     int overlap = o->overlap < 0 ? 0 : o->overlap >= tokens ? tokens / 2 : o->overlap;
-    int maxq = tokens * 4, overq = overlap * 4;
+    st->maxq = tokens * 4;
+    st->overq = overlap * 4;
+}
 
-    /* Lines, cleaned of annotations. */
-    size_t cap = 64;
-    st.lines = malloc(cap * sizeof *st.lines);
-    if (!st.lines) {
-        rc = MNEMO_NOMEM;
-        goto done;
+static void state_cleanup(state *st)
+{
+    free(st->lines);
+    free(st->units);
+    buf_cleanup(&st->clean);
+    buf_cleanup(&st->trig);
+}
+
+/* Adds line [s, s+n) (without its newline), cleaned of annotations. */
+static int add_line(state *st, const char *s, size_t n)
+{
+    if (n && s[n - 1] == '\r')
+        n--;
+    if (st->nlines == st->caplines) {
+        size_t cap = st->caplines ? st->caplines * 2 : 64;
+        line_info *v = realloc(st->lines, cap * sizeof *v);
+        if (!v)
+            return MNEMO_NOMEM;
+        st->lines = v;
+        st->caplines = cap;
     }
-    for (size_t pos = 0; pos < len || (pos == len && len == 0 && 0);) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
+    line_info *li = &st->lines[st->nlines++];
+    memset(li, 0, sizeof *li);
+    clean_line(st, s, n, li);
+    return MNEMO_OK;
+}
+
+/* Adds the lines of TEXT[0..LEN) and their units. A last line without a
+ * newline is a line only at the end of the text (LAST); before it, it is
+ * kept in TAIL (NULL when TEXT is the whole text) until its end comes. */
+static int add_text(state *st, const char *text, size_t len, int last, buf *tail)
+{
+    size_t first = st->nlines, pos = 0;
+    int rc = MNEMO_OK;
+    if (tail && tail->len) {
+        const char *nl = memchr(text, '\n', len);
         size_t end = nl ? (size_t)(nl - text) : len;
-        size_t n = end - pos;
-        if (n && text[pos + n - 1] == '\r')
-            n--;
-        if (st.nlines == cap) {
-            cap *= 2;
-            line_info *li = realloc(st.lines, cap * sizeof *li);
-            if (!li) {
-                rc = MNEMO_NOMEM;
-                goto done;
-            }
-            st.lines = li;
-        }
-        line_info *li = &st.lines[st.nlines++];
-        memset(li, 0, sizeof *li);
-        clean_line(&st, text + pos, n, li);
+        if ((rc = buf_append(tail, text, end)))
+            return rc;
+        if (!nl && !last)
+            return MNEMO_OK;
+        if ((rc = add_line(st, tail->data, tail->len)))
+            return rc;
+        buf_reset(tail);
         pos = nl ? end + 1 : len;
     }
-    if ((rc = buf_err(&st.clean)) || (rc = buf_err(&st.trig)))
-        goto done;
-    for (size_t i = 0; i < st.nlines; i++)
-        if ((rc = line_units(&st, i, maxq)))
-            goto done;
-
-    if (!o->entries) {
-        rc = pack(&st, 0, st.nunits, maxq, overq, 0, 0, 0);
-        goto done;
+    while (pos < len) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        if (!nl && !last && tail) {
+            if ((rc = buf_append(tail, text + pos, len - pos)))
+                return rc;
+            break;
+        }
+        size_t end = nl ? (size_t)(nl - text) : len;
+        if ((rc = add_line(st, text + pos, end - pos)))
+            return rc;
+        pos = nl ? end + 1 : len;
     }
-    /* Entry mode: split units at entry starts outside code fences. */
+    if ((rc = buf_err(&st->clean)) || (rc = buf_err(&st->trig)))
+        return rc;
+    for (size_t i = first; i < st->nlines; i++)
+        if ((rc = line_units(st, i, st->maxq)))
+            return rc;
+    return MNEMO_OK;
+}
+
+/* Packs the units from st->start into chunks, greedily, each next chunk
+ * starting with the trailing units of the previous one that fit in the
+ * overlap. Before the end of the text (!LAST) a chunk the units seen so far
+ * do not fill waits: a later unit may still fit in it. */
+static int pack_lines(state *st, int last)
+{
+    while (st->start < st->nunits) {
+        size_t start = st->start, end = start;
+        int q = 0;
+        while (end < st->nunits && (end == start || q + st->units[end].q <= st->maxq)) {
+            q += st->units[end].q;
+            end++;
+        }
+        if (end >= st->nunits && !last)
+            break;
+        int rc = emit_chunk(st, start, end, 0, 0, 0);
+        if (rc)
+            return rc;
+        if (end >= st->nunits) {
+            st->start = end;
+            break;
+        }
+        size_t next = end;
+        int oq = 0;
+        while (next > start + 1 && oq + st->units[next - 1].q <= st->overq) {
+            oq += st->units[next - 1].q;
+            next--;
+        }
+        st->start = next;
+    }
+    return MNEMO_OK;
+}
+
+/* Drops the units before st->start and the lines, cleaned text and
+ * triggers only they used: no later chunk reaches back before it. */
+static void compact(state *st)
+{
+    size_t s = st->start;
+    if (!s)
+        return;
+    size_t drop = s < st->nunits ? (size_t)st->units[s].line - 1 - st->line0 : st->nlines;
+    size_t coff = drop < st->nlines ? st->lines[drop].off : st->clean.len;
+    size_t toff = st->trig.len;
+    for (size_t i = drop; i < st->nlines; i++)
+        if (st->lines[i].trig_len && st->lines[i].trig_off < toff)
+            toff = st->lines[i].trig_off;
+    st->nunits -= s;
+    memmove(st->units, st->units + s, st->nunits * sizeof *st->units);
+    for (size_t i = 0; i < st->nunits; i++)
+        st->units[i].off -= coff;
+    st->nlines -= drop;
+    memmove(st->lines, st->lines + drop, st->nlines * sizeof *st->lines);
+    for (size_t i = 0; i < st->nlines; i++) {
+        st->lines[i].off -= coff;
+        if (st->lines[i].trig_len)
+            st->lines[i].trig_off -= toff;
+    }
+    st->line0 += drop;
+    st->start = 0;
+    if (coff) {
+        memmove(st->clean.data, st->clean.data + coff, st->clean.len - coff);
+        st->clean.len -= coff;
+    }
+    if (toff) {
+        memmove(st->trig.data, st->trig.data + toff, st->trig.len - toff);
+        st->trig.len -= toff;
+    }
+}
+
+/* Entry mode: each entry (a bullet or heading outside code fences starts
+ * one) packed apart, with the entry's importance and triggers. */
+static int pack_entries(state *st)
+{
     size_t ent = 0;
     int in_fence = 0, last_line = 0;
-    for (size_t i = 0; i <= st.nunits; i++) {
+    for (size_t i = 0; i <= st->nunits; i++) {
         int starts = 0;
-        if (i < st.nunits && st.units[i].line != last_line) {
-            const line_info *li = &st.lines[st.units[i].line - 1];
-            const char *s = st.clean.data + li->off;
-            last_line = st.units[i].line;
+        if (i < st->nunits && st->units[i].line != last_line) {
+            const line_info *li = line_of(st, &st->units[i]);
+            const char *s = st->clean.data + li->off;
+            last_line = st->units[i].line;
             if (is_fence(s, li->len))
                 in_fence = !in_fence;
             else if (!in_fence && is_entry_start(s, li->len))
                 starts = 1;
         }
-        if (i == st.nunits || (starts && i > ent)) {
+        if (i == st->nunits || (starts && i > ent)) {
             int imp = 0;
-            size_t toff = st.trig.len, tlen = 0;
+            size_t toff = st->trig.len, tlen = 0;
             int prev = 0;
             for (size_t k = ent; k < i; k++) {
-                const line_info *li = &st.lines[st.units[k].line - 1];
-                if (st.units[k].line == prev)
+                const line_info *li = line_of(st, &st->units[k]);
+                if (st->units[k].line == prev)
                     continue;
-                prev = st.units[k].line;
+                prev = st->units[k].line;
                 if (li->importance > imp)
                     imp = li->importance;
                 if (li->trig_len) {
-                    /* Gather the entry's triggers at the end of st.trig. */
+                    /* Gather the entry's triggers at the end of st->trig. */
                     if (tlen) {
-                        buf_puts(&st.trig, ", ");
+                        buf_puts(&st->trig, ", ");
                         tlen += 2;
                     }
-                    buf_reserve(&st.trig, li->trig_len);
-                    if (buf_err(&st.trig)) {
-                        rc = buf_err(&st.trig);
-                        goto done;
-                    }
-                    memmove(st.trig.data + st.trig.len, st.trig.data + li->trig_off,
+                    buf_reserve(&st->trig, li->trig_len);
+                    if (buf_err(&st->trig))
+                        return buf_err(&st->trig);
+                    memmove(st->trig.data + st->trig.len, st->trig.data + li->trig_off,
                             li->trig_len);
-                    st.trig.len += li->trig_len;
+                    st->trig.len += li->trig_len;
                     tlen += li->trig_len;
                 }
             }
-            if ((rc = pack(&st, ent, i, maxq, overq, imp, toff, tlen)))
-                goto done;
+            int rc = pack(st, ent, i, st->maxq, st->overq, imp, toff, tlen);
+            if (rc)
+                return rc;
             ent = i;
         }
     }
-done:
+    return MNEMO_OK;
+}
+
+int chunk_markdown(const char *text, size_t len, const chunk_opts *o, chunk_list *l)
+{
+    state st;
+    state_init(&st, o, l);
+    l->n = 0;
+    buf_reset(&l->text);
+    l->text.err = 0;
+    int rc = add_text(&st, text, len, 1, NULL);
+    if (!rc)
+        rc = o->entries ? pack_entries(&st) : pack_lines(&st, 1);
     if (!rc && buf_err(&l->text))
         rc = buf_err(&l->text);
-    free(st.lines);
-    free(st.units);
-    buf_cleanup(&st.clean);
-    buf_cleanup(&st.trig);
+    state_cleanup(&st);
     return rc;
+}
+
+int chunk_stream_new(const chunk_opts *o, chunk_stream **out)
+{
+    *out = NULL;
+    if (o->entries)
+        return MNEMO_MISUSE;
+    chunk_stream *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return MNEMO_NOMEM;
+    cs->o = *o;
+    state_init(&cs->st, &cs->o, NULL);
+    buf_init(&cs->tail, 0);
+    *out = cs;
+    return MNEMO_OK;
+}
+
+int chunk_stream_feed(chunk_stream *cs, const char *text, size_t len, int last, chunk_list *l)
+{
+    state *st = &cs->st;
+    st->l = l;
+    int rc = add_text(st, text, len, last, &cs->tail);
+    if (!rc)
+        rc = pack_lines(st, last);
+    if (!rc && buf_err(&l->text))
+        rc = buf_err(&l->text);
+    if (!rc)
+        compact(st);
+    return rc;
+}
+
+void chunk_stream_free(chunk_stream *cs)
+{
+    if (!cs)
+        return;
+    state_cleanup(&cs->st);
+    buf_cleanup(&cs->tail);
+    free(cs);
 }
 
 /* ----------------------------------------------------------------------

@@ -45,6 +45,27 @@ void chunk_list_cleanup(chunk_list *l);
  * Returns MNEMO_OK or MNEMO_NOMEM. */
 int chunk_markdown(const char *text, size_t len, const chunk_opts *o, chunk_list *l);
 
+/* A chunker fed a text in pieces, for a file too large to hold at once
+ * (not in entry mode, whose entries carry annotations gathered from their
+ * last lines). It gives the chunks chunk_markdown gives for the whole text,
+ * with the same lines and hashes, wherever the pieces end, and keeps only
+ * the lines from the start of the chunk being packed (and the start of a
+ * line whose end has not come). */
+typedef struct chunk_stream chunk_stream;
+
+/* A stream chunking as O says (copied). MNEMO_NOMEM, or MNEMO_MISUSE in
+ * entry mode. Freed with chunk_stream_free. */
+int chunk_stream_new(const chunk_opts *o, chunk_stream **out);
+
+/* Feeds TEXT[0..LEN), the next bytes of the text (valid UTF-8 as a whole;
+ * a piece may end anywhere, a line is chunked once its end has come), and
+ * appends to L the chunks now complete (L is not cleared). LAST: the text
+ * ends here, every chunk is given. MNEMO_OK or MNEMO_NOMEM. */
+int chunk_stream_feed(chunk_stream *cs, const char *text, size_t len, int last, chunk_list *l);
+
+/* Accepts NULL. */
+void chunk_stream_free(chunk_stream *cs);
+
 /* Sets L to one chunk, line 1, of TEXT[0..LEN) whose hash is HASH (a file
  * that is not text: its label, and a hash of its content). */
 int chunk_single(chunk_list *l, const char *text, size_t len, const char *hash);

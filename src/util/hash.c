@@ -3,13 +3,14 @@
  */
 #include "util/hash.h"
 
+#include <stdlib.h>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-void hash_hex(const void *p, size_t n, char out[HASH_HEX_LEN + 1])
+static void hex128(XXH128_hash_t h, char out[HASH_HEX_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
-    XXH128_hash_t h = XXH3_128bits(p, n);
     uint64_t parts[2] = {h.high64, h.low64};
     int k = 0;
     for (int i = 0; i < 2; i++)
@@ -18,4 +19,45 @@ void hash_hex(const void *p, size_t n, char out[HASH_HEX_LEN + 1])
     out[k] = 0;
 }
 
+void hash_hex(const void *p, size_t n, char out[HASH_HEX_LEN + 1])
+{
+    hex128(XXH3_128bits(p, n), out);
+}
+
 uint64_t hash64(const void *p, size_t n) { return XXH3_64bits(p, n); }
+
+struct hash_stream {
+    XXH3_state_t *s;
+};
+
+hash_stream *hash_stream_new(void)
+{
+    hash_stream *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    h->s = XXH3_createState();
+    if (!h->s) {
+        free(h);
+        return NULL;
+    }
+    XXH3_128bits_reset(h->s);
+    return h;
+}
+
+void hash_stream_update(hash_stream *h, const void *p, size_t n)
+{
+    XXH3_128bits_update(h->s, p, n);
+}
+
+void hash_stream_hex(const hash_stream *h, char out[HASH_HEX_LEN + 1])
+{
+    hex128(XXH3_128bits_digest(h->s), out);
+}
+
+void hash_stream_free(hash_stream *h)
+{
+    if (!h)
+        return;
+    XXH3_freeState(h->s);
+    free(h);
+}

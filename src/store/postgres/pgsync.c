@@ -285,7 +285,7 @@ static int ps_rename(void *ud, const sync_file *f, const char *path, int64_t siz
  * arrays of the files (F_*) and binary arrays of their chunks (C_*, each
  * with its file's place K), which the server takes without parsing; the
  * chunks' lengths and sources stay here for their postings. */
-enum { F_PATH, F_LC, F_NAME, F_STEM, F_PTSV, F_SRC, F_SIZE, F_MT, F_HASH, F_NC, F_TM, F_N };
+enum { F_PATH, F_LC, F_NAME, F_STEM, F_PTSV, F_SRC, F_SIZE, F_MT, F_HASH, F_NC, F_TM, F_APP, F_N };
 enum { C_K, C_SEQ, C_SL, C_EL, C_HASH, C_IMP, C_TRIG, C_MAP, C_TEXT, C_NTOK, C_TSV, C_N };
 
 static const uint32_t c_oid[C_N] = {
@@ -412,20 +412,10 @@ static int media_write(psync *s, const char *path, int64_t size, int64_t mtime_n
     return rc ? rc : written(s, 1);
 }
 
-static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
-                    int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
-                    size_t *added)
+/* A run of IT's chunks into the batch's writes, as file K's. */
+static int run_add(psync *s, const prep_item *it, int32_t k, int sessions, long long *tokens)
 {
-    psync *s = ud;
     pwrites *w = s->pw;
-    (void)known;
-    *removed = 0; /* counted when the batch is written */
-    if (it->mime[0])
-        return media_write(s, path, size, mtime_ns, it, removed, added);
-    begin(s);
-    int rc = path_forms(s, path);
-    if (rc)
-        return core_error(s->m, rc, "out of memory");
     const chunk_list *l = &it->chunks;
     if (w->chunks + l->n > w->cap) {
         size_t nc = (w->chunks + l->n) * 2 + 64;
@@ -439,20 +429,19 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
             return core_error(s->m, MNEMO_NOMEM, "out of memory");
         w->cap = nc;
     }
-    int32_t k = (int32_t)++w->files;
-    long long tokens = 0;
     for (size_t i = 0; i < l->n; i++) {
         const chunk *c = &l->items[i];
         int ntok = 0;
-        if ((rc = pgstore_tsvector_bin(it->toks.data + it->tok_off[i],
-                                       it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok)))
+        int rc = pgstore_tsvector_bin(it->toks.data + it->tok_off[i],
+                                      it->tok_off[i + 1] - it->tok_off[i], &s->tsv, &ntok);
+        if (rc)
             return core_error(s->m, rc, "out of memory");
-        tokens += ntok;
+        *tokens += ntok;
         w->ntok[w->chunks] = ntok;
         w->sessions[w->chunks] = (unsigned char)(sessions != 0);
         w->chunks++;
         pgtext_barr_int4(&w->c[C_K], k);
-        pgtext_barr_int4(&w->c[C_SEQ], (int32_t)i);
+        pgtext_barr_int4(&w->c[C_SEQ], (int32_t)(it->first + i));
         pgtext_barr_int4(&w->c[C_SL], c->start_line);
         pgtext_barr_int4(&w->c[C_EL], c->end_line);
         pgtext_barr_bytes(&w->c[C_HASH], c->hash, strlen(c->hash));
@@ -469,9 +458,21 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
         pgtext_barr_int4(&w->c[C_NTOK], ntok);
         pgtext_barr_bytes(&w->c[C_TSV], s->tsv.data ? s->tsv.data : "", s->tsv.len);
     }
+    return pw_err(w) ? core_error(s->m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
+}
+
+/* The row of file PATH into the batch's writes, with TOTAL chunks so far.
+ * APPEND: its chunks before these were sent already (its old ones went
+ * then). Not FINAL: more runs follow, and until they land the row holds
+ * no hash and size -1, so that a sync cut short reads the file again. */
+static int row_add(psync *s, const char *path, int64_t size, int64_t mtime_ns,
+                   const prep_item *it, int sessions, size_t total, int append, int final)
+{
+    pwrites *w = s->pw;
     /* The path's words (s->tsv held the chunks'). */
     const char *words = strncmp(path, "memory/", 7) == 0 ? path + 7 : path;
-    if ((rc = pgstore_tsvector_text(s->dt, words, &s->tmp)))
+    int rc = pgstore_tsvector_text(s->dt, words, &s->tmp);
+    if (rc)
         return core_error(s->m, rc, "out of memory");
     char num[32];
     pgstore_arr_add(&w->f[F_PATH], path, strlen(path));
@@ -480,17 +481,62 @@ static int ps_write(void *ud, const sync_file *known, const char *path, int64_t 
     pgstore_arr_add(&w->f[F_STEM], s->stem.data, s->stem.len);
     pgstore_arr_add(&w->f[F_PTSV], s->tmp.data ? s->tmp.data : "", s->tmp.len);
     pgstore_arr_add(&w->f[F_SRC], sessions ? "sessions" : "memory", sessions ? 8 : 6);
-    pgstore_arr_int(&w->f[F_SIZE], (long long)size);
+    pgstore_arr_int(&w->f[F_SIZE], final ? (long long)size : -1);
     pgstore_arr_int(&w->f[F_MT], (long long)mtime_ns);
-    pgstore_arr_add(&w->f[F_HASH], it->hash, strlen(it->hash));
-    pgstore_arr_int(&w->f[F_NC], (long long)l->n);
+    pgstore_arr_add(&w->f[F_HASH], final ? it->hash : "", final ? strlen(it->hash) : 0);
+    pgstore_arr_int(&w->f[F_NC], (long long)total);
     snprintf(num, sizeof num, "%.17g", sessions ? it->time : 0.0);
     pgstore_arr_add(&w->f[F_TM], num, strlen(num));
-    if (pw_err(w))
-        return core_error(s->m, MNEMO_NOMEM, "out of memory");
-    *added = l->n;
-    w->tokens += tokens;
-    return written(s, (int)l->n);
+    pgstore_arr_add(&w->f[F_APP], append ? "t" : "f", 1);
+    return pw_err(w) ? core_error(s->m, MNEMO_NOMEM, "out of memory") : MNEMO_OK;
+}
+
+static int ps_write(void *ud, const sync_file *known, const char *path, int64_t size,
+                    int64_t mtime_ns, prep_item *it, int sessions, int64_t *removed,
+                    size_t *added)
+{
+    psync *s = ud;
+    (void)known;
+    *removed = 0; /* counted when the batch is written */
+    if (it->mime[0])
+        return media_write(s, path, size, mtime_ns, it, removed, added);
+    begin(s);
+    int rc = path_forms(s, path);
+    if (rc)
+        return core_error(s->m, rc, "out of memory");
+    /* A run at a time. A file read whole is one run, and its row and
+     * chunks one entry of the batch; a large note's runs each go in a
+     * statement of their own as they are read (one statement cannot hold
+     * a file twice), the first replacing its old chunks. */
+    int32_t k = (int32_t)++s->pw->files;
+    long long tokens = 0;
+    size_t total = 0, sent = 0; /* chunks of this file, and of them those sent */
+    int runs = 0, more;
+    while (!(rc = prep_item_next(it, &more)) && more) {
+        if (runs++) {
+            if ((rc = row_add(s, path, size, mtime_ns, it, sessions, total, sent > 0, 0)))
+                return rc;
+            s->pw->tokens += tokens;
+            int n = (int)(total - sent);
+            sent = total;
+            if ((rc = written(s, n)) || (rc = commit(s)))
+                return rc;
+            begin(s);
+            k = (int32_t)++s->pw->files;
+            tokens = 0;
+        }
+        if ((rc = run_add(s, it, k, sessions, &tokens)))
+            return rc;
+        total = it->first + it->chunks.n;
+    }
+    if (rc)
+        return core_error(s->m, rc, "reading %s again: %s", path,
+                          it->reason[0] ? it->reason : errcode_text(rc));
+    if ((rc = row_add(s, path, size, mtime_ns, it, sessions, total, sent > 0, 1)))
+        return rc;
+    *added = total;
+    s->pw->tokens += tokens;
+    return written(s, (int)(total - sent));
 }
 
 /* The batch's file writes as one statement, sent (settle takes its
@@ -530,8 +576,8 @@ static int writes_send(psync *s)
     int rc = pgstore_send(s->m, "writing chunks",
            "WITH x AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], "
            "$6::tsvector[], $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::int[], "
-           "$12::float8[]) WITH ORDINALITY AS x(path, lc, name, stem, ptsv, src, size, mt, hash, "
-           "nc, tm, k)), "
+           "$12::float8[], $13::bool[]) WITH ORDINALITY AS x(path, lc, name, stem, ptsv, src, "
+           "size, mt, hash, nc, tm, app, k)), "
            "f AS (INSERT INTO mnemo_files(tenant, path, path_lc, name_lc, stem_lc, path_tsv, "
            "source, size, mtime_ns, hash, status, reason, nchunks, time) SELECT $1, x.path, x.lc, "
            "x.name, x.stem, x.ptsv, x.src, x.size, x.mt, x.hash, 0, NULL, x.nc, x.tm FROM x "
@@ -540,19 +586,19 @@ static int writes_send(psync *s)
            "nchunks = excluded.nchunks, time = excluded.time, source = excluded.source, "
            "mime = NULL, indexed_at = now() RETURNING id, path), "
            "d AS (DELETE FROM mnemo_chunks c WHERE c.tenant = $1 AND "
-           "c.file_id = ANY(ARRAY(SELECT id FROM f)) "
+           "c.file_id = ANY(ARRAY(SELECT f.id FROM f JOIN x ON x.path = f.path WHERE NOT x.app)) "
            "RETURNING c.id, c.ntok), " PGNPOST_DEAD ", "
-           "y AS (SELECT * FROM unnest($13::int[], $14::int[], $15::int[], $16::int[], "
-           "$17::text[], $18::int[], $19::text[], $20::bytea[], $21::text[], $22::int[], "
-           "$23::tsvector[]) WITH ORDINALITY AS y(k, seq, sl, el, hash, imp, trig, map, txt, "
+           "y AS (SELECT * FROM unnest($14::int[], $15::int[], $16::int[], $17::int[], "
+           "$18::text[], $19::int[], $20::text[], $21::bytea[], $22::text[], $23::int[], "
+           "$24::tsvector[]) WITH ORDINALITY AS y(k, seq, sl, el, hash, imp, trig, map, txt, "
            "ntok, tsv, o)), "
            "i AS (INSERT INTO mnemo_chunks(tenant, file_id, seq, start_line, end_line, hash, "
            "importance, triggers, line_map, source, text, ntok, tsv) SELECT $1, f.id, y.seq, "
            "y.sl, y.el, y.hash, y.imp, y.trig, NULLIF(y.map, ''::bytea), x.src, y.txt, y.ntok, "
            "y.tsv FROM y JOIN x ON x.k = y.k JOIN f ON f.path = x.path ORDER BY y.o "
            "RETURNING id, file_id, seq), "
-           "u AS (UPDATE mnemo_corpus SET nchunks = nchunks + $24::bigint - (SELECT count(*) "
-           "FROM d), ntokens = ntokens + $25::bigint - (SELECT coalesce(sum(ntok), 0) FROM d) "
+           "u AS (UPDATE mnemo_corpus SET nchunks = nchunks + $25::bigint - (SELECT count(*) "
+           "FROM d), ntokens = ntokens + $26::bigint - (SELECT coalesce(sum(ntok), 0) FROM d) "
            "WHERE tenant = $1) "
            "SELECT (SELECT count(*) FROM d), (SELECT coalesce(sum(ntok), 0) FROM d), "
            "NULL, (SELECT count(*) FROM i), (SELECT array_agg(i.id ORDER BY x.k, "

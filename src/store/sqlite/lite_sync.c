@@ -95,7 +95,7 @@ static int lite_rename(void *ud, const sync_file *f, const char *path, int64_t s
 }
 
 static int lite_write(void *ud, const sync_file *known, const char *path, int64_t size,
-                      int64_t mtime_ns, const prep_item *it, int sessions, int64_t *removed,
+                      int64_t mtime_ns, prep_item *it, int sessions, int64_t *removed,
                       size_t *added)
 {
     sync_ctx *c = ud;
@@ -110,15 +110,37 @@ static int lite_write(void *ud, const sync_file *known, const char *path, int64_
         return db_fail(c, rc, "adding a file");
     }
     store_chunks w = {&it->chunks,
-                      it->toks.data,
-                      it->tok_off,
-                      sessions ? (const uint32_t *)(const void *)it->maps.data : NULL,
-                      it->map_off,
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL,
                       sessions,
                       it->mime[0] != 0,
-                      known != NULL};
-    rc = store_chunks_write(c->st, id, &w, removed, added);
-    if (!rc && sessions)
+                      known != NULL,
+                      0};
+    size_t total = 0;
+    int more;
+    /* A run at a time: a large note's chunks come as its windows are read. */
+    while (!(rc = prep_item_next(it, &more)) && more) {
+        w.toks = it->toks.data;
+        w.tok_off = it->tok_off;
+        w.maps = sessions ? (const uint32_t *)(const void *)it->maps.data : NULL;
+        w.map_off = it->map_off;
+        w.first = it->first;
+        if ((rc = store_chunks_write(c->st, id, &w, removed, added)))
+            return db_fail(c, rc, "writing chunks");
+        total = it->first + it->chunks.n;
+    }
+    if (rc)
+        return core_error(c->m, rc, "reading %s again: %s", path,
+                          it->reason[0] ? it->reason : errcode_text(rc));
+    if ((rc = store_chunks_end(c->st, id, &w, total, removed)))
+        return db_fail(c, rc, "writing chunks");
+    /* The hash of the bytes chunked, when the file changed while read. */
+    if (it->changed &&
+        (rc = store_file_update(c->st, id, size, mtime_ns, it->hash, SYNC_FILE_OK, NULL)))
+        return db_fail(c, rc, "updating a file");
+    if (sessions)
         rc = store_file_set_time(c->st, id, it->time);
     if (!rc && (it->mime[0] || known))
         rc = store_file_set_mime(c->st, id, it->mime[0] ? it->mime : NULL);

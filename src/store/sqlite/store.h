@@ -134,12 +134,21 @@ typedef struct store_chunks {
     int sessions;            /* a transcript */
     int media;               /* an image or audio file's one labelled chunk */
     int replace;             /* the file had chunks: keep its unchanged leading ones */
+    size_t first;            /* the place in the file of chunks->items[0] */
 } store_chunks;
 
-/* Writes the chunks of FILE_ID and records their count. With REPLACE, the
- * leading chunks that are unchanged (same hash and lines) are kept, the
- * rest replaced; *REMOVED and *ADDED count what changed. */
-int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t *removed,
+/* Writes a run of the chunks of FILE_ID, from its chunk w->first on (a
+ * file's runs in order, then store_chunks_end). With w->replace, the
+ * stored chunks from the start of the file that are unchanged (same hash
+ * and lines) are kept; at the first that changed the stored ones from
+ * there on go, and w->replace is cleared. Adds to *REMOVED and *ADDED what
+ * changed. */
+int store_chunks_write(store *s, int64_t file_id, store_chunks *w, int64_t *removed,
                        size_t *added);
+
+/* Ends the chunks of FILE_ID at TOTAL: stored chunks past the last kept
+ * one go (a file that got shorter), and the count is recorded. */
+int store_chunks_end(store *s, int64_t file_id, store_chunks *w, size_t total,
+                     int64_t *removed);
 
 #endif

@@ -335,7 +335,7 @@ static int next_chunk_id(store *s, int range, int64_t *id)
     return MNEMO_OK;
 }
 
-int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t *removed,
+int store_chunks_write(store *s, int64_t file_id, store_chunks *w, int64_t *removed,
                        size_t *added)
 {
     const chunk_list *l = w->chunks;
@@ -348,10 +348,11 @@ int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t
         sqlite3_stmt *q = NULL;
         if (sqlite3_prepare_v2(s->db,
                                "SELECT hash, start_line, end_line FROM chunks WHERE file_id = ?1 "
-                               "ORDER BY seq",
+                               "AND seq >= ?2 ORDER BY seq",
                                -1, &q, NULL) != SQLITE_OK)
             return store_code(sqlite3_errcode(s->db));
         sqlite3_bind_int64(q, 1, file_id);
+        sqlite3_bind_int64(q, 2, (sqlite3_int64)w->first);
         while (keep < l->n && sqlite3_step(q) == SQLITE_ROW) {
             const chunk *c = &l->items[keep];
             const char *h = (const char *)sqlite3_column_text(q, 0);
@@ -361,8 +362,13 @@ int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t
             keep++;
         }
         sqlite3_finalize(q);
-        if ((rc = chunks_delete_from(s, file_id, (int64_t)keep, removed)))
-            return rc;
+        if (keep < l->n) {
+            int64_t gone = 0;
+            if ((rc = chunks_delete_from(s, file_id, (int64_t)(w->first + keep), &gone)))
+                return rc;
+            *removed += gone;
+            w->replace = 0;
+        }
     }
     for (size_t i = keep; i < l->n; i++) {
         const chunk *c = &l->items[i];
@@ -372,7 +378,7 @@ int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t
         sqlite3_stmt *st = store_stmt(s, S_CHUNK_INSERT);
         if (st) {
             sqlite3_bind_int64(st, 1, file_id);
-            sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+            sqlite3_bind_int64(st, 2, (sqlite3_int64)(w->first + i));
             sqlite3_bind_int(st, 3, c->start_line);
             sqlite3_bind_int(st, 4, c->end_line);
             sqlite3_bind_text(st, 5, c->hash, HASH_HEX_LEN, SQLITE_STATIC);
@@ -413,12 +419,25 @@ int store_chunks_write(store *s, int64_t file_id, const store_chunks *w, int64_t
         if (rc)
             return rc;
     }
-    if (added)
-        *added = l->n - keep;
+    *added += l->n - keep;
+    return MNEMO_OK;
+}
+
+int store_chunks_end(store *s, int64_t file_id, store_chunks *w, size_t total,
+                     int64_t *removed)
+{
+    int rc;
+    if (w->replace) {
+        int64_t gone = 0;
+        if ((rc = chunks_delete_from(s, file_id, (int64_t)total, &gone)))
+            return rc;
+        *removed += gone;
+        w->replace = 0;
+    }
     sqlite3_stmt *st = store_stmt(s, S_FILE_NCHUNKS);
     if (st) {
         sqlite3_bind_int64(st, 1, file_id);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)l->n);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)total);
     }
     return store_run(s, st);
 }
