@@ -303,7 +303,7 @@ TEST(util_hash_stream_equals_the_hash_at_once)
     for (size_t i = 0; i < 100003; i++)
         data[i] = (char)(i * 2654435761u >> 13);
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-        char want[HASH_HEX_LEN + 1], got[HASH_HEX_LEN + 1];
+        char want[HASH_HEX_LEN + 1], have[HASH_HEX_LEN + 1];
         hash_hex(data, sizes[s], want);
         static const size_t pieces[] = {1, 7, 64, 1000, 65536};
         for (size_t p = 0; p < sizeof pieces / sizeof *pieces; p++) {
@@ -312,8 +312,8 @@ TEST(util_hash_stream_equals_the_hash_at_once)
             for (size_t pos = 0; pos < sizes[s]; pos += pieces[p])
                 hash_stream_update(h, data + pos,
                                    sizes[s] - pos < pieces[p] ? sizes[s] - pos : pieces[p]);
-            hash_stream_hex(h, got);
-            ASSERT_STR_EQ(got, want);
+            hash_stream_hex(h, have);
+            ASSERT_STR_EQ(have, want);
             hash_stream_free(h);
         }
     }
