@@ -395,7 +395,8 @@ static int doc_add(kwpost *k, const doc *d, int64_t id)
  * The accumulating thread
  * -------------------------------------------------------------------- */
 
-#define QUEUE_MAX (8u << 20) /* bytes queued before the sync thread waits */
+#define QUEUE_MAX (8u << 20)    /* bytes queued before the sync thread waits */
+#define QUEUE_BATCH (256u << 10) /* bytes queued before the thread is woken */
 
 /* A queued chunk: id, length, pre-tokenized form. */
 typedef struct qhead {
@@ -445,6 +446,8 @@ static int drain(kwpost *k)
     if (!k->started)
         return MNEMO_OK;
     pthread_mutex_lock(&k->mu);
+    if (k->q.len)
+        pthread_cond_signal(&k->work);
     while (k->q.len || k->busy)
         pthread_cond_wait(&k->idle, &k->mu);
     int rc = k->err;
@@ -482,7 +485,9 @@ static int enqueue(kwpost *k, int64_t id, const char *toks, size_t len)
         memcpy(k->q.data + k->q.len, &h, sizeof h);
         memcpy(k->q.data + k->q.len + sizeof h, toks, len);
         k->q.len += need;
-        pthread_cond_signal(&k->work);
+        /* Woken for batches, not for each chunk. */
+        if (k->q.len >= QUEUE_BATCH && k->q.len - need < QUEUE_BATCH)
+            pthread_cond_signal(&k->work);
     }
     pthread_mutex_unlock(&k->mu);
     k->queued += need;
