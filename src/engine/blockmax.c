@@ -194,11 +194,17 @@ static double exact(const blockmax_query *q, const uint8_t *tf, int32_t dl)
     return score;
 }
 
-static double part(const blockmax_query *q, const blockmax_term *t)
+/* T's share of its current row's score, with the row's length norm NORM. */
+static double part(const blockmax_query *q, const blockmax_term *t, double norm)
 {
     int k = t->phrase;
-    double norm = bm25_norm(q->k1, q->b, (double)t->posts.dl[t->at], q->avgdl);
     return bm25_part(q->w[k], q->idf[k], (double)t->posts.tf[t->at], q->k1, norm);
+}
+
+/* The length norm of T's current row. */
+static double norm_of(const blockmax_query *q, const blockmax_term *t)
+{
+    return bm25_norm(q->k1, q->b, (double)t->posts.dl[t->at], q->avgdl);
 }
 
 static int by_maxub(const void *a, const void *b)
@@ -252,11 +258,15 @@ int blockmax_run(blockmax_query *q, topk *pool)
         if (d == END)
             break;
         int keep = !q->gone(q->ud, d);
-        double est = 0, rest = 0;
+        double est = 0, rest = 0, norm = -1;
         if (keep) {
-            for (int i = e; i < q->nt; i++)
-                if (cur[i] == d)
-                    est += part(q, &q->t[i]);
+            for (int i = e; i < q->nt; i++) {
+                if (cur[i] != d)
+                    continue;
+                if (norm < 0)
+                    norm = norm_of(q, &q->t[i]);
+                est += part(q, &q->t[i], norm);
+            }
             for (int i = 0; i < e; i++)
                 rest += ub_at(&q->t[i], d);
             keep = !below(est + rest, theta);
@@ -271,8 +281,11 @@ int blockmax_run(blockmax_query *q, topk *pool)
             rest -= ub;
             if ((rc = seek(q, i, d, &cur[i])))
                 return rc;
-            if (cur[i] == d)
-                est += part(q, t);
+            if (cur[i] == d) {
+                if (norm < 0)
+                    norm = norm_of(q, t);
+                est += part(q, t, norm);
+            }
             keep = !below(est + rest, theta);
         }
         if (keep) {

@@ -6,9 +6,12 @@
  * distance of its first id from the previous block's last (from 0 for the
  * first), its last id's from its first, its postings, its bound's pairs
  * and the pairs (frequency, length), the size of its postings. Then the
- * blocks' postings one after the other: per posting the distance of its
- * id from the previous one (0 for the first, the block's first id), its
- * frequency and length.
+ * blocks' postings one after the other, each block: per posting the
+ * distance of its id from the previous one (0 for the first, the block's
+ * first id); the frequencies, a byte each (255 and more as 255, as BM25
+ * counts them); a byte 0 and the lengths as 16-bit little-endian, or 1 and
+ * the lengths as varints when one is longer. Frequencies and lengths are
+ * thus read without decoding.
  */
 #include "store/sqlite/kwpost.h"
 
@@ -633,12 +636,23 @@ static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p,
         blockmax_bound bb = {0};
         size_t start = data->len;
         int64_t prev = p[from].id;
+        int wide = 0;
         for (size_t i = from; i < to; i++) {
             put_varint(data, (uint64_t)(p[i].id - prev));
-            put_varint(data, p[i].tf);
-            put_varint(data, (uint64_t)p[i].dl);
             prev = p[i].id;
             blockmax_bound_add(&bb, p[i].tf, (uint32_t)p[i].dl);
+            wide |= p[i].dl > 0xffff;
+        }
+        for (size_t i = from; i < to; i++)
+            buf_putc(data, (char)(p[i].tf > 255 ? 255 : p[i].tf));
+        buf_putc(data, (char)wide);
+        for (size_t i = from; i < to; i++) {
+            if (wide) {
+                put_varint(data, (uint64_t)p[i].dl);
+            } else {
+                buf_putc(data, (char)(p[i].dl & 0xff));
+                buf_putc(data, (char)(p[i].dl >> 8));
+            }
         }
         put_varint(dir, (uint64_t)(p[from].id - prev_last));
         put_varint(dir, (uint64_t)(p[to - 1].id - p[from].id));
@@ -1063,22 +1077,54 @@ done:
     return rc;
 }
 
+/* Block B of T into ID, TF and DL (room for KWPOST_BLOCK each): 0 when
+ * it is damaged. */
+static int unpack(const kwread_term *t, size_t b, int64_t *id, uint8_t *tf, int32_t *dl)
+{
+    const unsigned char *p = t->data[b], *end = p + t->dlen[b];
+    size_t n = t->n[b];
+    int64_t at = t->first[b];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d;
+        if (!get_varint(&p, end, &d) || (i && d == 0))
+            return 0;
+        at += (int64_t)d;
+        id[i] = at;
+    }
+    if (at != t->last[b] || (size_t)(end - p) < n + 1)
+        return 0;
+    memcpy(tf, p, n);
+    p += n;
+    int wide = *p++;
+    if (!wide) {
+        if ((size_t)(end - p) != 2 * n)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            dl[i] = p[2 * i] | p[2 * i + 1] << 8;
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v;
+        if (!get_varint(&p, end, &v))
+            return 0;
+        dl[i] = (int32_t)v;
+    }
+    return p == end;
+}
+
 /* Block B of T's postings into OUT (room for KWPOST_BLOCK), *N of them:
  * MNEMO_CORRUPT when it is damaged. */
 static int decode_block(const kwread_term *t, size_t b, post *out, size_t *n)
 {
-    const unsigned char *p = t->data[b], *end = p + t->dlen[b];
-    int64_t id = t->first[b];
-    *n = 0;
-    while (p < end) {
-        uint64_t d, tf, dl;
-        if (*n == t->n[b] || !get_varint(&p, end, &d) || !get_varint(&p, end, &tf) ||
-            !get_varint(&p, end, &dl) || (*n && d == 0))
-            return MNEMO_CORRUPT;
-        id += (int64_t)d;
-        out[(*n)++] = (post){id, (int32_t)dl, (uint32_t)tf};
-    }
-    return *n == t->n[b] && out[*n - 1].id == t->last[b] ? MNEMO_OK : MNEMO_CORRUPT;
+    int64_t id[KWPOST_BLOCK];
+    uint8_t tf[KWPOST_BLOCK];
+    int32_t dl[KWPOST_BLOCK];
+    if (!unpack(t, b, id, tf, dl))
+        return MNEMO_CORRUPT;
+    *n = t->n[b];
+    for (size_t i = 0; i < *n; i++)
+        out[i] = (post){id[i], dl[i], tf[i]};
+    return MNEMO_OK;
 }
 
 int kwread_block(void *ud, const blockmax_term *bt, size_t b, blockmax_posts *out)
@@ -1093,26 +1139,11 @@ int kwread_block(void *ud, const blockmax_term *bt, size_t b, blockmax_posts *ou
             return MNEMO_NOMEM;
         t->ncap = KWPOST_BLOCK;
     }
-    const unsigned char *p = t->data[b], *end = p + t->dlen[b];
-    size_t n = 0;
-    int64_t id = t->first[b];
-    int ok = 1;
-    while (p < end) {
-        uint64_t d, tf, dl;
-        if (n == t->n[b] || !get_varint(&p, end, &d) || !get_varint(&p, end, &tf) ||
-            !get_varint(&p, end, &dl) || (n && d == 0)) {
-            ok = 0;
-            break;
-        }
-        id += (int64_t)d;
-        t->id[n] = id;
-        t->tf[n] = (uint8_t)(tf > 255 ? 255 : tf);
-        t->dl[n++] = (int32_t)dl;
-    }
-    if (!ok || n != t->n[b] || t->id[n - 1] != t->last[b]) {
+    if (!unpack(t, b, t->id, t->tf, t->dl)) {
         r->damaged = 1;
         return MNEMO_CORRUPT;
     }
+    size_t n = t->n[b];
     *out = (blockmax_posts){t->id, t->tf, t->dl, n};
     return MNEMO_OK;
 }
