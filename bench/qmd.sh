@@ -25,7 +25,8 @@
 #     common  150 queries of 2-4 words among the 200 most frequent words of 3+ letters,
 #             leaving out the stop words that mnemo drops from queries (QMD keeps them,
 #             so with them the two would do different work);
-#     rare    150 queries of 1-2 words found in 2 to 20 notes and not the prefix of
+#     rare    150 queries of 1-2 words found in 2 to 20 notes (N/1000 + 20 in N notes)
+#             and not the prefix of
 #             another word (QMD matches each word as a prefix); the two words of a
 #             pair share a note, so QMD, which requires every word, finds something;
 #     mixed   the generator's own WS.queries (words, identifiers, CJK).
@@ -144,9 +145,12 @@ make_queries() {
             }' >"$1.common"
     rm -f "$stop"
     # WS.words is sorted: the words a word is the prefix of follow it directly.
-    awk 'NR > 1 && index($1, pw) != 1 && pdf >= 2 && pdf <= 20 { print pw, pfirst }
+    # Rare: in 2 to 20 notes, more in a larger workspace (N/1000 + 20), where
+    # the generator's rarest words are in more notes than that.
+    awk -v hi=$(($2 / 1000 + 20)) \
+        'NR > 1 && index($1, pw) != 1 && pdf >= 2 && pdf <= hi { print pw, pfirst }
          { pw = $1; pdf = $3; pfirst = $4 }
-         END { if (pdf >= 2 && pdf <= 20) print pw, pfirst }' "$1.words" |
+         END { if (pdf >= 2 && pdf <= hi) print pw, pfirst }' "$1.words" |
         LC_ALL=C sort -k2,2 -k1,1 |
         awk -v seed="$2" -v nq=$NQ '{ w[++nw] = $1; f[nw] = $2 }
             END {

@@ -602,17 +602,18 @@ static int by_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int is_gone(const kwpost *k, int64_t id)
+/* Whether ID is among the sorted V[0..N). */
+static int sorted_has(const int64_t *v, size_t n, int64_t id)
 {
-    size_t lo = 0, hi = k->ngone;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (k->gone[mid] < id)
+        if (v[mid] < id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < k->ngone && k->gone[lo] == id;
+    return lo < n && v[lo] == id;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -877,7 +878,7 @@ int kwpost_flush(kwpost *k)
             qsort(a->v, a->n, sizeof *a->v, by_id);
         size_t n = 0;
         for (size_t j = 0; j < a->n; j++)
-            if (!k->ngone || !is_gone(k, a->v[j].id))
+            if (!sorted_has(k->gone, k->ngone, a->v[j].id))
                 a->v[n++] = a->v[j];
         /* A segment per id range. */
         for (size_t from = 0; from < n && !rc;) {
@@ -1151,15 +1152,7 @@ int kwread_block(void *ud, const blockmax_term *bt, size_t b, blockmax_posts *ou
 int kwread_gone(void *ud, int64_t id)
 {
     const kwread *r = ud;
-    size_t lo = 0, hi = r->ngone;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (r->gone[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->ngone && r->gone[lo] == id;
+    return sorted_has(r->gone, r->ngone, id);
 }
 
 static void term_free(kwread_term *t)
