@@ -257,7 +257,7 @@ int blockmax_run(blockmax_query *q, topk *pool)
                 d = cur[i];
         if (d == END)
             break;
-        int keep = !q->gone(q->ud, d);
+        int keep = !q->gone || !q->gone(q->ud, d);
         double est = 0, rest = 0, norm = -1;
         if (keep) {
             for (int i = e; i < q->nt; i++) {
@@ -326,7 +326,7 @@ int blockmax_row(blockmax_query *q, int64_t id, uint8_t *tf, int32_t *dl, uint64
     memset(tf, 0, BM25_MAX_PHRASES);
     *dl = 0;
     *mask = 0;
-    if (q->gone(q->ud, id))
+    if (q->gone && q->gone(q->ud, id))
         return MNEMO_OK;
     for (int i = 0; i < q->nt; i++) {
         blockmax_term *t = &q->t[i];

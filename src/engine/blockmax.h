@@ -81,7 +81,8 @@ typedef struct blockmax_query {
     /* Reads block B of term T into *OUT (valid until T's next read).
      * MNEMO_OK or an error, which ends the walk. */
     int (*read)(void *ud, const blockmax_term *t, size_t b, blockmax_posts *out);
-    /* Whether row ID is gone (deleted since its postings were written). */
+    /* Whether row ID is gone (deleted since its postings were written);
+     * NULL when none is. */
     int (*gone)(void *ud, int64_t id);
     void *ud;
     /* counters, for --explain and tests */

@@ -719,13 +719,6 @@ static int bm_read(void *ud, const blockmax_term *t, size_t b, blockmax_posts *o
     return MNEMO_OK;
 }
 
-static int bm_gone(void *ud, int64_t id)
-{
-    (void)ud;
-    (void)id;
-    return 0; /* dead and excluded ids are out of the lists already */
-}
-
 /* Top-k with block bounds (blockmax.h) over the lists: the pool into
  * BEST with its rows by slot in ROWS, and the rows of the extra ids EX
  * into XS. MNEMO_NOTFOUND when a list is not strictly ascending (the
@@ -766,7 +759,8 @@ static int walk_blockmax(pgsearch *s, pgnpost_lists *l, uint64_t req, topk *best
         t[nt++] = (blockmax_term){.phrase = k, .nblocks = nb, .first = bl[k].first,
                                   .last = bl[k].last, .ub = bl[k].ub};
     }
-    blockmax_query q = {t, nt, s->np, w, s->idf, s->k1, s->b, s->avgdl, req, bm_read, bm_gone,
+    /* Dead and excluded ids are out of the lists already: none is gone. */
+    blockmax_query q = {t, nt, s->np, w, s->idf, s->k1, s->b, s->avgdl, req, bm_read, NULL,
                         bl, 0, 0};
     if (!rc)
         rc = blockmax_run(&q, best);

@@ -275,7 +275,9 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
                                       .last = kt->last, .ub = kt->ub};
     }
     pl->bq = (blockmax_query){pl->t, nt, q->nphrase, pl->w, pl->idf, bm->k1, bm->b, h->avgdl,
-                              q->required, kwread_block, kwread_gone, &pl->kr, 0, 0};
+                              q->required, kwread_block, NULL, &pl->kr, 0, 0};
+    if (pl->kr.ngone)
+        pl->bq.gone = kwread_gone;
     if ((rc = blockmax_run(&pl->bq, p)) == MNEMO_CORRUPT)
         return core_error(m, MNEMO_CORRUPT, "the keyword index is damaged (its postings); run "
                                             "`mnemo index --force` to rebuild it");
