@@ -10,6 +10,7 @@
 
 #include "mnemo.h"
 #include "text/tok.h"
+#include "util/varint.h"
 
 /* ----------------------------------------------------------------------
  * Tokenizer: tokenize='mnemo <language> [nostop]'
@@ -308,24 +309,6 @@ static int row_length(fts_rank *r, int64_t id)
     return b->len[id - no * FTS_DL_BLOCK];
 }
 
-/* A varint of SQLite's format (as FTS5 writes its records) at P. */
-static int sqlite_varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int i = 0; p + i < end; i++) {
-        if (i == 8) {
-            *v = (x << 8) | p[8];
-            return 9;
-        }
-        x = (x << 7) | (p[i] & 0x7f);
-        if (!(p[i] & 0x80)) {
-            *v = x;
-            return i + 1;
-        }
-    }
-    return 0;
-}
-
 int fts_totals(sqlite3 *db, int64_t *ndocs, double *avgdl)
 {
     sqlite3_stmt *st = NULL;
@@ -339,10 +322,10 @@ int fts_totals(sqlite3 *db, int64_t *ndocs, double *avgdl)
         const unsigned char *p = sqlite3_column_blob(st, 0);
         const unsigned char *end = p + sqlite3_column_bytes(st, 0);
         uint64_t rows = 0, tokens = 0;
-        int n = p ? sqlite_varint(p, end, &rows) : 0;
+        int n = p ? varint_sqlite(p, end, &rows) : 0;
         if (p == end) {
             rc = SQLITE_OK; /* nothing written yet: FTS5 reads zeros */
-        } else if (n && sqlite_varint(p + n, end, &tokens)) {
+        } else if (n && varint_sqlite(p + n, end, &tokens)) {
             *ndocs = (int64_t)rows;
             if (rows > 0 && tokens > 0)
                 *avgdl = (double)(int64_t)tokens / (double)(int64_t)rows;

@@ -37,6 +37,7 @@
 
 #include "util/hash.h"
 #include "util/utf8.h"
+#include "util/varint.h"
 
 #define NCOLS 18 /* memories' columns after mid */
 #define HCOLS 6  /* memory_history's columns after hid */
@@ -494,25 +495,6 @@ typedef struct scan {
     long damaged; /* places that could not be read */
 } scan;
 
-static int varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int i = 0; i < 9; i++) {
-        if (p + i >= end)
-            return 0;
-        if (i == 8) {
-            *v = (x << 8) | p[i];
-            return 9;
-        }
-        x = (x << 7) | (p[i] & 0x7f);
-        if (!(p[i] & 0x80)) {
-            *v = x;
-            return i + 1;
-        }
-    }
-    return 0;
-}
-
 static uint32_t be(const uint8_t *p, int n)
 {
     uint32_t x = 0;
@@ -697,13 +679,13 @@ static uint64_t type_len(uint64_t t)
 static int columns(const uint8_t *p, uint64_t have, uint64_t len, int *fits)
 {
     uint64_t hlen, t, sum;
-    int k = varint(p, p + have, &hlen), n = 0;
+    int k = varint_sqlite(p, p + have, &hlen), n = 0;
     *fits = 0;
     if (!k || hlen > have || hlen > len || hlen < (uint64_t)k)
         return -1;
     sum = hlen;
     for (const uint8_t *h = p + k; h < p + hlen; h += k, n++) {
-        if (!(k = varint(h, p + hlen, &t)))
+        if (!(k = varint_sqlite(h, p + hlen, &t)))
             return -1;
         if (sum <= len)
             sum += t == 10 || t == 11 ? len + 1 : type_len(t);
@@ -760,14 +742,14 @@ static int record(const uint8_t *p, uint64_t have, uint64_t len, sval *v, int ma
                   uint32_t *lost)
 {
     uint64_t hlen, at;
-    int k = varint(p, p + have, &hlen), n = 0;
+    int k = varint_sqlite(p, p + have, &hlen), n = 0;
     *lost = 0;
     if (!k || hlen > have || hlen < (uint64_t)k)
         return -1;
     at = hlen;
     for (const uint8_t *h = p + k, *hend = p + hlen; h < hend; n++) {
         uint64_t t;
-        if (!(k = varint(h, hend, &t)) || n == max || t == 10 || t == 11)
+        if (!(k = varint_sqlite(h, hend, &t)) || n == max || t == 10 || t == 11)
             return -1;
         h += k;
         uint64_t l = type_len(t);
@@ -897,7 +879,7 @@ static int mend_header(const uint8_t *h, int k, uint64_t hlen, const uint8_t *p,
     uint64_t t[NCOLS + 1], l[NCOLS + 1];
     int n = 0, step;
     for (uint64_t at = (uint64_t)k; at < hlen; at += (uint64_t)step, n++) {
-        if (n > NCOLS || !(step = varint(h + at, h + hlen, &t[n])))
+        if (n > NCOLS || !(step = varint_sqlite(h + at, h + hlen, &t[n])))
             return best;
         l[n] = t[n] == 10 || t[n] == 11 ? len + 1 : type_len(t[n]);
     }
@@ -930,7 +912,7 @@ static int mend(const uint8_t *p, uint64_t have, uint64_t len, sval *v, uint32_t
 {
     uint64_t hlen;
     uint8_t h[256];
-    int k = varint(p, p + have, &hlen), best = -1;
+    int k = varint_sqlite(p, p + have, &hlen), best = -1;
     if (!k || hlen > have || hlen > len || hlen < (uint64_t)k || hlen > sizeof h)
         return -1;
     memcpy(h, p, (size_t)hlen);
@@ -969,10 +951,10 @@ static int leaf_row(scan *s, const uint8_t *c, const uint8_t *end, int *bad, siz
     uint64_t n, id;
     int k;
     *bad = 1;
-    if (!(k = varint(c, end, &n)) || n > (uint64_t)f->n * f->page)
+    if (!(k = varint_sqlite(c, end, &n)) || n > (uint64_t)f->n * f->page)
         return SQLITE_OK;
     c += k;
-    if (!(k = varint(c, end, &id)))
+    if (!(k = varint_sqlite(c, end, &id)))
         return SQLITE_OK;
     c += k;
     uint32_t local = local_size(f, n, 1);
@@ -1078,7 +1060,7 @@ static int read_btree(scan *s, uint32_t pg)
             int k;
             if (t == 0x0d) {
                 rc = leaf_row(s, c, end, &bad, &size);
-            } else if (c < end && (k = varint(c, end, &n)) != 0) {
+            } else if (c < end && (k = varint_sqlite(c, end, &n)) != 0) {
                 uint32_t local = local_size(f, n, 0);
                 if (local < n && local + 4 <= (size_t)(end - c - k))
                     chain(f, be(c + k + local, 4), n - local, NULL);
