@@ -1050,6 +1050,9 @@ TEST(search_postings_equal_fts5_through_changes)
             char text[512];
             if (i % 4 == 0)
                 snprintf(text, sizeof text, "%s", gen_word(&s));
+            else if (i % 8 == 1) /* a required word: a quoted phrase of one */
+                snprintf(text, sizeof text, "\"%s\" %s %s", gen_word(&s), gen_word(&s),
+                         gen_word(&s));
             else
                 gen_query(&s, text, sizeof text);
             char *a = untimed(test_search_json(m, text, 40));
