@@ -62,6 +62,21 @@ static int get_varint(const unsigned char **p, const unsigned char *end, uint64_
     return 0;
 }
 
+/* Appends ID to the growing array *V of *N (room for *CAP). */
+static int ids_push(int64_t **v, size_t *n, size_t *cap, int64_t id)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        int64_t *nv = realloc(*v, c * sizeof *nv);
+        if (!nv)
+            return MNEMO_NOMEM;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = id;
+    return MNEMO_OK;
+}
+
 int kwpost_marks(sqlite3 *db, int64_t mark[KWPOST_RANGES])
 {
     for (int r = 0; r < KWPOST_RANGES; r++)
@@ -552,16 +567,7 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
     if (id > k->mark[r]) {
         if (!k->seen[r])
             return MNEMO_OK; /* neither in the postings nor waiting */
-        if (k->ngone == k->capgone) {
-            size_t cap = k->capgone ? k->capgone * 2 : 256;
-            int64_t *v = realloc(k->gone, cap * sizeof *v);
-            if (!v)
-                return MNEMO_NOMEM;
-            k->gone = v;
-            k->capgone = cap;
-        }
-        k->gone[k->ngone++] = id;
-        return MNEMO_OK;
+        return ids_push(&k->gone, &k->ngone, &k->capgone, id);
     }
     doc *d = &k->fg;
     int rc = doc_tokens(d, text, len, NULL, 0);
@@ -725,7 +731,8 @@ static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *
     while ((s = sqlite3_step(ls)) == SQLITE_ROW) {
         if (nseg == cap) {
             cap = cap ? cap * 2 : 16;
-            int64_t *a = realloc(lasts, cap * sizeof *a), *b = a ? realloc(ns, cap * sizeof *b) : NULL;
+            int64_t *a = realloc(lasts, cap * sizeof *a);
+            int64_t *b = a ? realloc(ns, cap * sizeof *b) : NULL;
             if (a)
                 lasts = a;
             if (b)
@@ -752,18 +759,9 @@ static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *
     sqlite3_bind_text(dead, 1, term, len, SQLITE_STATIC);
     sqlite3_bind_int64(dead, 2, range_lo[r]);
     sqlite3_bind_int64(dead, 3, lasts[nseg - 1]);
-    while ((s = sqlite3_step(dead)) == SQLITE_ROW) {
-        if (ngone == capg) {
-            capg = capg ? capg * 2 : 64;
-            int64_t *a = realloc(gone, capg * sizeof *a);
-            if (!a) {
-                rc = MNEMO_NOMEM;
-                goto done;
-            }
-            gone = a;
-        }
-        gone[ngone++] = sqlite3_column_int64(dead, 0);
-    }
+    while ((s = sqlite3_step(dead)) == SQLITE_ROW)
+        if ((rc = ids_push(&gone, &ngone, &capg, sqlite3_column_int64(dead, 0))))
+            goto done;
     if (s != SQLITE_DONE) {
         rc = MNEMO_DB;
         goto done;
@@ -989,20 +987,6 @@ static int read_seg(kwread_term *t, const unsigned char *p, size_t len, int64_t 
     return p == end;
 }
 
-static int gone_add(kwread *r, int64_t id)
-{
-    if (r->ngone == r->capgone) {
-        size_t cap = r->capgone ? r->capgone * 2 : 64;
-        int64_t *v = realloc(r->gone, cap * sizeof *v);
-        if (!v)
-            return MNEMO_NOMEM;
-        r->gone = v;
-        r->capgone = cap;
-    }
-    r->gone[r->ngone++] = id;
-    return MNEMO_OK;
-}
-
 int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_t lo,
                 int64_t hi, int64_t *df)
 {
@@ -1059,7 +1043,7 @@ int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_
         sqlite3_bind_int64(dead, 3, hi);
         while (!rc && (s = sqlite3_step(dead)) == SQLITE_ROW) {
             df[i]--;
-            rc = gone_add(r, sqlite3_column_int64(dead, 0));
+            rc = ids_push(&r->gone, &r->ngone, &r->capgone, sqlite3_column_int64(dead, 0));
         }
         if (!rc && s != SQLITE_DONE)
             rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : MNEMO_DB;
