@@ -121,6 +121,7 @@ void fts_rank_reset(fts_rank *r, int nphrase)
     memset(h->df, 0, sizeof h->df);
     h->stats = 0;
     h->nomem = 0;
+    r->nextra = 0;
     r->checked = 0; /* the index may have changed since the last query */
     r->miss_block = -1;
     r->miss_count = 0;
@@ -160,6 +161,9 @@ void fts_rank_cleanup(fts_rank *r)
     free(r->factors);
     r->factors = NULL;
     r->cap_factors = 0;
+    free(r->extra);
+    r->extra = NULL;
+    r->cap_extra = 0;
     bm25_hits_cleanup(&r->hits);
     memset(&r->hits, 0, sizeof r->hits);
 }
@@ -443,6 +447,31 @@ static int add_hit(bm25_hits *h, int64_t id, int dl, const int *tf)
     return SQLITE_OK;
 }
 
+/* Keeps the NVAL argument values VALS of hit I (fts_rank.extra). */
+static int keep_extra(fts_rank *r, size_t i, int nval, sqlite3_value **vals)
+{
+    if (nval > FTS_EXTRA)
+        nval = FTS_EXTRA;
+    if (r->nextra == 0)
+        r->nextra = nval;
+    if ((i + 1) * FTS_EXTRA > r->cap_extra) {
+        size_t cap = r->cap_extra ? r->cap_extra * 2 : 1024 * FTS_EXTRA;
+        while (cap < (i + 1) * FTS_EXTRA)
+            cap *= 2;
+        double *v = realloc(r->extra, cap * sizeof *v);
+        if (!v) {
+            r->hits.nomem = 1;
+            return SQLITE_NOMEM;
+        }
+        r->extra = v;
+        r->cap_extra = cap;
+    }
+    double *e = r->extra + i * FTS_EXTRA;
+    for (int k = 0; k < FTS_EXTRA; k++)
+        e[k] = k < nval ? sqlite3_value_double(vals[k]) : 0;
+    return SQLITE_OK;
+}
+
 static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
                        int nval, sqlite3_value **vals)
 {
@@ -459,6 +488,8 @@ static void collect_fn(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_co
         rc = api->xColumnSize(fts, 0, &dl);
     if (rc == SQLITE_OK)
         rc = add_hit(h, api->xRowid(fts), dl, tf);
+    if (rc == SQLITE_OK && nval > 0)
+        rc = keep_extra(r, h->n - 1, nval, vals);
     if (rc != SQLITE_OK)
         sqlite3_result_error_code(ctx, rc);
     else

@@ -29,6 +29,7 @@ typedef struct fts_dl_block {
 } fts_dl_block;
 
 #define FTS_STMTS 16
+#define FTS_EXTRA 6 /* collector arguments kept per hit (fts_rank.extra) */
 
 /* A chunk's ranking inputs, kept across searches (fts_factor_get). */
 typedef struct fts_factor {
@@ -63,6 +64,12 @@ typedef struct fts_rank {
     fts_factor *factors;           /* open addressing by chunk id */
     size_t nfactors, cap_factors;
     fts_plist plist[BM25_MAX_PHRASES];
+    /* Per hit, the values of the collector's arguments after the table
+     * (FTS_EXTRA at most, NULL as 0): what the caller's join read of the
+     * row, kept so that it need not read the row again. */
+    double *extra;
+    size_t cap_extra;
+    int nextra;
     sqlite3_stmt *docsize, *version;
     /* Prepared statements of the caller, by SQL text (fts_stmt). */
     const char *stmt_sql[FTS_STMTS];

@@ -39,6 +39,23 @@ static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, 
                                                                                : MNEMO_DB;
 }
 
+/* The factor inputs of a memory (mem_factors), read with the row that the
+ * keyword leg's join reads anyway: a candidate then needs no second read. */
+#define FACTOR_COLS                                                                            \
+    "m.importance, m.subject = 'user', m.created_at, m.last_confirmed_at, m.confirmations"
+#define FACTOR_NCOLS 5
+
+/* C's factor inputs from V, FACTOR_COLS's values. */
+static void factors_of(mcand *c, const double *v)
+{
+    c->importance = v[0];
+    c->about_user = v[1] != 0;
+    c->created = v[2];
+    c->confirmed = v[3];
+    c->confirmations = v[4];
+    c->has_factors = 1;
+}
+
 static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
                        const mem_opts *o, mset *s)
 {
@@ -49,8 +66,9 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     buf_printf(&sql,
                /* CROSS JOIN: the full-text query drives, once; the other
                 * order runs it for every memory in scope. */
-               "SELECT mnemo_collect_mem(memories_fts) FROM memories_fts CROSS JOIN memories m "
-               "ON m.mid = memories_fts.rowid WHERE memories_fts MATCH ? AND %s",
+               "SELECT mnemo_collect_mem(memories_fts, " FACTOR_COLS ") FROM memories_fts "
+               "CROSS JOIN memories m ON m.mid = memories_fts.rowid "
+               "WHERE memories_fts MATCH ? AND %s",
                where);
     sqlite3_stmt *st = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
@@ -80,6 +98,8 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
         if (!c)
             return MNEMO_NOMEM;
         c->text = mem_bm25_norm(&k, &r->hits, i);
+        if (r->nextra == FACTOR_NCOLS)
+            factors_of(c, r->extra + i * FTS_EXTRA);
     }
     return MNEMO_OK;
 }
@@ -166,9 +186,7 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
 }
 
 /* SQLite: the factor inputs of C from its row. */
-#define FACTOR_SQL                                                                             \
-    "SELECT importance, subject, created_at, last_confirmed_at, confirmations FROM memories "  \
-    "WHERE mid = ?1"
+#define FACTOR_SQL "SELECT " FACTOR_COLS " FROM memories m WHERE mid = ?1"
 static int lite_factors(mnemo *m, void *ud, mcand *c)
 {
     (void)m;
@@ -177,13 +195,10 @@ static int lite_factors(mnemo *m, void *ud, mcand *c)
     sqlite3_bind_int64(st, 1, c->mid);
     if (sqlite3_step(st) != SQLITE_ROW)
         return MNEMO_NOTFOUND;
-    c->importance = sqlite3_column_double(st, 0);
-    const char *subj = (const char *)sqlite3_column_text(st, 1);
-    c->about_user = subj && strcmp(subj, "user") == 0;
-    c->created = sqlite3_column_double(st, 2);
-    c->confirmed = sqlite3_column_double(st, 3);
-    c->confirmations = sqlite3_column_double(st, 4);
-    c->has_factors = 1;
+    double v[FACTOR_NCOLS];
+    for (int i = 0; i < FACTOR_NCOLS; i++)
+        v[i] = sqlite3_column_double(st, i);
+    factors_of(c, v);
     return MNEMO_OK;
 }
 
