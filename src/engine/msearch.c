@@ -28,6 +28,7 @@
 
 #include "engine/memory.h"
 #include "engine/rank.h"
+#include "engine/topk.h"
 #include "text/sanitize.h"
 #include "util/utf8.h"
 
@@ -245,9 +246,18 @@ int mem_episodes(mnemo *m, const query *q, const mem_bm25 *k, const bm25_hits *h
     int rc = byt && mids && hits ? MNEMO_OK : MNEMO_NOMEM;
     if (rc)
         goto done;
-    for (size_t i = 0; i < nk; i++)
-        byt[i] = &s->v[i];
-    qsort(byt, nk, sizeof *byt, by_text_desc);
+    /* The NE best by text (text descending, then mid): a selection, not a
+     * sort of every match. */
+    topk best_text;
+    if ((rc = topk_init(&best_text, ne)))
+        goto done;
+    for (size_t i = 0; i < nk; i++) {
+        size_t slot = topk_offer(&best_text, s->v[i].text, s->v[i].mid);
+        if (slot != TOPK_NONE)
+            byt[slot] = &s->v[i];
+    }
+    topk_cleanup(&best_text);
+    qsort(byt, ne, sizeof *byt, by_text_desc);
     for (size_t i = 0; i < ne; i++)
         mids[i] = byt[i]->mid;
     for (size_t i = 0; i < h->n; i++)
@@ -385,6 +395,25 @@ static int by_rel(const void *a, const void *b)
     return (x->mid > y->mid) - (x->mid < y->mid);
 }
 
+/* Restores the heap of V[0..N) (relevance descending, then mid, at the
+ * root: by_rel's first) below I. */
+static void rel_sift(mcand *v, size_t n, size_t i)
+{
+    mcand x = v[i];
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, w = l;
+        if (l >= n)
+            break;
+        if (r < n && by_rel(&v[r], &v[l]) < 0)
+            w = r;
+        if (by_rel(&v[w], &x) >= 0)
+            break;
+        v[i] = v[w];
+        i = w;
+    }
+    v[i] = x;
+}
+
 static int by_score(const void *a, const void *b)
 {
     const mcand *x = a, *y = b;
@@ -421,26 +450,35 @@ int mem_rank(mnemo *m, const char *q, const mem_opts *o, int ran, size_t need, d
         c->clear = ran ? 1.0 - (1.0 - c->text) * (1.0 - wv * v) : c->text;
     }
     /* Factors, best relevance first, until no candidate left can reach
-     * the NEED best scores. */
-    if (s->n > 1)
-        qsort(s->v, s->n, sizeof *s->v, by_rel);
+     * the NEED best scores: the candidates taken from a heap by relevance
+     * (a sort of every match would cost more than the few read), each
+     * taken one to the end of the array. */
     double bound = mem_max_factor(m, user_query);
     double *top = malloc((need ? need : 1) * sizeof *top);
-    size_t ntop = 0;
+    size_t ntop = 0, end = s->n;
     int rc = top ? MNEMO_OK : MNEMO_NOMEM;
-    for (size_t i = 0; !rc && i < s->n; i++) {
-        mcand *c = &s->v[i];
-        if (ntop == need && c->rel * bound < top[0]) {
-            s->n = i;
+    for (size_t i = end / 2; !rc && i-- > 0;)
+        rel_sift(s->v, end, i);
+    while (!rc && end > 0) {
+        mcand c = s->v[0];
+        if (ntop == need && c.rel * bound < top[0])
             break;
-        }
-        int fr = c->has_factors ? MNEMO_OK : fn(m, ud, c);
+        s->v[0] = s->v[--end];
+        rel_sift(s->v, end, 0);
+        int fr = c.has_factors ? MNEMO_OK : fn(m, ud, &c);
         if (fr && fr != MNEMO_NOTFOUND)
             rc = fr;
-        c->score = fr ? 0 : c->rel * mem_factors(m, c, user_query, now);
-        rank_top_offer(top, &ntop, need, c->score);
+        c.score = fr ? 0 : c.rel * mem_factors(m, &c, user_query, now);
+        rank_top_offer(top, &ntop, need, c.score);
+        s->v[end] = c;
     }
     free(top);
+    /* The candidates read are s->v[end..n); the rest cannot make the
+     * results (and hold no record yet). */
+    size_t kept = s->n - end;
+    if (end)
+        memmove(s->v, s->v + end, kept * sizeof *s->v);
+    s->n = kept;
     if (!rc && s->n > 1)
         qsort(s->v, s->n, sizeof *s->v, by_score);
     return rc;
