@@ -86,6 +86,13 @@ static int text_arg(PyObject *o, const char **out, int none_ok)
     } else if (PyBytes_Check(o)) {
         s = PyBytes_AS_STRING(o);
         n = PyBytes_GET_SIZE(o);
+        PyObject *check = PyUnicode_DecodeUTF8(s, n, "strict");
+        if (!check) {
+            PyErr_Clear();
+            raise_code(MNEMO_INVALID, "text is not valid UTF-8");
+            return 0;
+        }
+        Py_DECREF(check);
     } else {
         PyErr_Format(PyExc_TypeError, "expected str or bytes%s, got %s",
                      none_ok ? " or None" : "", Py_TYPE(o)->tp_name);

@@ -338,6 +338,13 @@ class Result:
     relevance: Optional[float] = None  # the memory search's relevance, before importance
     explained: bool = field(default=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        keep = ("kind", "citation", "score") + (
+            ("id", "category", "importance") if self.kind == "fact" else ())
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in keep)
+        text = self.snippet if len(self.snippet) <= 60 else self.snippet[:57] + "..."
+        return f"Result({inner}, snippet={text!r})"
+
     @property
     def is_fact(self) -> bool:
         """True for a stored fact, False for a note or media passage."""
