@@ -33,7 +33,7 @@ static const char *cache_dir(void)
 static int run_sh(const char *cmd, const char *out)
 {
     char full[8192];
-    snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, test_path(out));
+    snprintf(full, sizeof full, "(%s) >'%s' 2>&1", cmd, test_path(out));
     int st = system(full);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
