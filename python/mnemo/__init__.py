@@ -160,7 +160,7 @@ class Denied(Error):
     """MNEMO_DENIED: a path outside the memory roots."""
 
 
-_CLASSES: Dict[str, type] = {
+_CLASSES: Dict[str, "type[Error]"] = {
     "NOMEM": OutOfMemory,
     "IO": FileSystemError,
     "DB": DatabaseError,
@@ -178,7 +178,7 @@ _API_NAMES: Dict[int, str] = {}
 
 
 def _register_errors() -> None:
-    table: List[Optional[type]] = []
+    table: List[Optional["type[Error]"]] = []
     for name, value, _text, api in _mnemo.status_codes():
         _API_NAMES[value] = api
         cls = _CLASSES.get(name)
@@ -227,7 +227,7 @@ def _config_value(value: Any) -> str:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value)
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return str(os.fspath(value))
     return str(value)
 
 
