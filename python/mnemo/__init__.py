@@ -16,7 +16,7 @@ Quick start::
         for r in m.search("postgres migration", max_results=3):
             print(r.citation, round(r.score, 2), r.snippet[:60])
         m.memories.add("User prefers dark mode", category="preference")
-        print(m.recall("what theme should the editor use?"))
+        print(m.recall("what theme should the editor use?", strategy="always"))
 
 Every failure raises a subclass of :class:`mnemo.Error` carrying the
 library's status code (``.code``, ``.name``) and its message: ``NotFound``,
