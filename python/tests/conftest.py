@@ -14,7 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The tests own their configuration: no user config file, no MNEMO_* variables
 # (for the package and the command alike).
 for _k in list(os.environ):
-    if _k.startswith("MNEMO_") and _k != "MNEMO_BIN":
+    if _k.startswith("MNEMO_") and _k != "MNEMO_BIN" and not _k.startswith("MNEMO_TEST_"):
         del os.environ[_k]
 
 
