@@ -186,6 +186,7 @@ static int Handle_init(Handle *h, PyObject *args, PyObject *kw)
     const char *workspace = NULL, *config_file = NULL;
     PyObject *settings = NULL, *seq = NULL;
     mnemo_config *cfg = NULL;
+    mnemo *m = NULL;
     char *err = NULL;
     int rc, ok = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O", kwlist, opt_text_conv, &workspace,
@@ -227,7 +228,6 @@ static int Handle_init(Handle *h, PyObject *args, PyObject *kw)
         if (config_apply(cfg, key, value))
             goto done;
     }
-    mnemo *m = NULL;
     Py_BEGIN_ALLOW_THREADS rc = mnemo_open(cfg, &m);
     Py_END_ALLOW_THREADS
     if (rc) {
@@ -282,18 +282,18 @@ static PyObject *Handle_closed(Handle *h, void *unused)
 /* ---- indexing ----------------------------------------------------------- */
 
 typedef struct {
-    PyObject *callback;    /* borrowed */
-    PyThreadState *ts;     /* the thread's state while the GIL is released */
+    PyObject *callback; /* borrowed */
     PyObject *error_type, *error_value, *error_tb; /* the callback's first exception */
 } progress_ctx;
 
-/* Called by the sync without the GIL: takes it, calls the Python callable
- * with (phase, done, total, bytes), gives it back. The first exception the
+/* Called by the sync without the GIL (on the calling thread, as the library
+ * does today, or any other): takes it, calls the Python callable with
+ * (phase, done, total, bytes), gives it back. The first exception the
  * callable raises is kept for after the sync (which cannot be stopped). */
 static void on_progress(void *ud, const mnemo_progress *p)
 {
     progress_ctx *c = ud;
-    PyEval_RestoreThread(c->ts);
+    PyGILState_STATE gil = PyGILState_Ensure();
     if (!c->error_type) {
         PyObject *r = PyObject_CallFunction(c->callback, "snnK", p->phase ? p->phase : "",
                                             (Py_ssize_t)p->done, (Py_ssize_t)p->total,
@@ -303,7 +303,7 @@ static void on_progress(void *ud, const mnemo_progress *p)
         else
             PyErr_Fetch(&c->error_type, &c->error_value, &c->error_tb);
     }
-    c->ts = PyEval_SaveThread();
+    PyGILState_Release(gil);
 }
 
 static int put_size(PyObject *d, const char *key, size_t v)
@@ -362,23 +362,21 @@ static PyObject *Handle_sync(Handle *h, PyObject *args, PyObject *kw)
     }
     if (handle_enter(h))
         return NULL;
-    progress_ctx c = {progress, NULL, NULL, NULL, NULL};
+    progress_ctx c = {progress, NULL, NULL, NULL};
     mnemo_sync_opts o = {force, progress != Py_None ? on_progress : NULL, &c};
     mnemo_sync_stats st;
     memset(&st, 0, sizeof st);
-    c.ts = PyEval_SaveThread();
-    rc = mnemo_sync(h->m, &o, &st);
-    PyEval_RestoreThread(c.ts);
-    if (rc)
+    Py_BEGIN_ALLOW_THREADS rc = mnemo_sync(h->m, &o, &st);
+    Py_END_ALLOW_THREADS
+    if (rc) { /* the sync's own error wins over the callback's */
         raise_status(h, rc);
-    else if (c.error_type)
-        PyErr_Restore(c.error_type, c.error_value, c.error_tb), c.error_type = NULL;
-    else
-        out = stats_dict(&st);
-    if (c.error_type) { /* the sync's own error wins */
         Py_XDECREF(c.error_type);
         Py_XDECREF(c.error_value);
         Py_XDECREF(c.error_tb);
+    } else if (c.error_type) {
+        PyErr_Restore(c.error_type, c.error_value, c.error_tb);
+    } else {
+        out = stats_dict(&st);
     }
     handle_leave(h);
     return out;

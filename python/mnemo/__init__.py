@@ -238,7 +238,8 @@ def _config_value(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Progress:
-    """Where an index run is: ``phase`` "scan" or "index", files ``done`` of ``total``."""
+    """Where an index run is: ``phase`` "scan", "index" (files ``done`` of ``total``)
+    or "embed" (chunks embedded of those missing a vector); ``bytes`` read so far."""
 
     phase: str
     done: int

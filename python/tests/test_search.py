@@ -106,7 +106,7 @@ def test_index_progress_and_stats(tmp_path):
         assert st.files_added == st.files_seen == 14
         assert st.chunks_added > 0 and st.rebuilt
         assert seen and all(isinstance(p, mnemo.Progress) for p in seen)
-        assert {p.phase for p in seen} <= {"scan", "index"}
+        assert {"scan", "index"} <= {p.phase for p in seen} <= {"scan", "index", "embed"}
         again = m.index()
         assert again.files_unchanged == 14 and again.files_added == 0
         forced = m.index(force=True)
