@@ -77,6 +77,8 @@ class BuildLibrary(build_ext):
         for ext in self.extensions:
             ext.include_dirs.append(os.path.join(root, "include"))
             ext.extra_objects.append(os.path.join(build, "libmnemo.a"))
+            # relinked when the library changed, not only when _mnemo.c did
+            ext.depends.append(os.path.join(build, "libmnemo.a"))
         super().run()
 
 
@@ -119,6 +121,9 @@ ext = Extension(
         "-Wimplicit-fallthrough",
         "-fvisibility=hidden",
     ],
+    # The library's mnemo_* functions stay inside the extension: a libmnemo.so
+    # loaded into the same process (another binding) cannot interpose them.
+    extra_link_args=["-Wl,--exclude-libs,ALL"],
 )
 
 setup(
