@@ -621,12 +621,12 @@ class Mnemo:
                  **settings: Any) -> None:
         pairs: List[Tuple[str, str]] = []
         if db is not None:
-            pairs.append(("db", os.fspath(db)))
+            pairs.append(("db", os.path.expanduser(os.fspath(db))))
         for name, value in settings.items():
             if value is not None:
                 pairs.append((_config_key(name), _config_value(value)))
         ws = os.path.expanduser(os.fspath(workspace)) if workspace is not None else None
-        cf = os.fspath(config_file) if config_file is not None else None
+        cf = os.path.expanduser(os.fspath(config_file)) if config_file is not None else None
         self._h = _mnemo.Handle(ws, cf, pairs)
         self.memories = Memories(self)
         """The structured memories (facts) of this store: :class:`Memories`."""
