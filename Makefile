@@ -89,7 +89,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c tests/test_media.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \
            tests/test_pgstore.c tests/test_safety.c tests/test_writes.c tests/test_damage.c tests/test_cliux.c \
-           tests/test_typed.c
+           tests/test_typed.c tests/test_python.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
                fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.
@@ -105,7 +105,8 @@ TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o) $(FUZZ_HARNESS:%.c=$(BUILD)/%.o) \
 VERSION = $(shell sed -n 's/^#define MNEMO_VERSION "\(.*\)"/\1/p' include/mnemo.h)
 SONAME  = libmnemo.so.0
 
-.PHONY: all test valgrind fuzz bench install uninstall clean lint format demo completions golden-help
+.PHONY: all test valgrind fuzz bench install uninstall clean lint format demo completions golden-help \
+        python
 all: $(BUILD)/mnemo $(BUILD)/libmnemo.a $(BUILD)/libmnemo.so
 
 $(BUILD)/%.o: %.c Makefile
@@ -176,6 +177,12 @@ $(BUILD)/bench/embedbench $(BUILD)/bench/writebench: $(BUILD)/bench/%: bench/%.c
 	$(CC) $(ALL_CFLAGS) -Itests $(shell pkg-config --cflags $(TEST_PKGS)) $(LDFLAGS) -o $@ \
 	  $< tests/provider_server.c $(BUILD)/libmnemo.a $(PKG_LIBS) \
 	  $(shell pkg-config --libs $(TEST_PKGS) libcurl)
+
+# ---- the Python package (python/, docs/python.md) --------------------------
+# A wheel of the package in $(BUILD)/python-dist/ (pip fetches setuptools).
+PYTHON ?= python3
+python:
+	$(PYTHON) -m pip wheel --no-deps -w $(BUILD)/python-dist ./python
 
 # ---- the README's first command ends here -----------------------------------
 demo: $(BUILD)/mnemo
