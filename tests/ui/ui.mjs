@@ -47,6 +47,7 @@ async function open(width = 1280) {
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => consoleErrors.push('page error: ' + e.message));
   page.setDefaultTimeout(15000);
+  if (env.MNEMO_UI_DEBUG) page.on('console', (m) => console.log('console: ' + m.text()));
   return page;
 }
 
@@ -200,7 +201,7 @@ const scenarios = {
     check(/refused/.test(await page.locator('#token-error').textContent()), 'a wrong token is refused');
     await page.fill('#token-input', env.MNEMO_UI_TOKEN);
     await page.click('#token-form button[type="submit"]');
-    await page.waitForSelector('#token-dialog:not([open])');
+    await page.waitForSelector('#token-dialog[open]', { state: 'detached' });
     await search(page, 'orders database');
     check(await page.locator('.result').count() > 0, 'with the token the search works');
     const stored = await page.evaluate(() => sessionStorage.getItem('mnemo.token'));
@@ -225,7 +226,7 @@ const scenarios = {
     await page.waitForSelector('.results .errbox');
     check(await page.locator('.results .empty').count() === 0, 'a failed search shows the error, not "nothing found"');
     await handshake('start');
-    await page.waitForSelector('#banner[hidden]', { timeout: 20000 });
+    await page.waitForSelector('#banner', { state: 'hidden', timeout: 20000 });
     ok('the banner goes when the daemon is back');
     await page.waitForSelector('.result');
     check(await page.locator('.result').count() > 0, 'the view reloads its results');
@@ -241,7 +242,7 @@ try {
   await fn();
   console.log(`ui ${scenario}: ok`);
 } catch (e) {
-  console.log('FAIL: ' + e.message.split('\n')[0]);
+  console.log('FAIL: ' + e.message.split('\n').slice(0, 3).join(' '));
   process.exitCode = 1;
 } finally {
   if (browser) await browser.close();
