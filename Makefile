@@ -79,7 +79,7 @@ CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_embed.c cli/cmd_model.c cli/cmd_recall.c \
           cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \
           cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c cli/nudge.c cli/cmd_doctor.c \
-          cli/complete.c cli/browse.c
+          cli/complete.c cli/browse.c cli/cmd_ui.c
 # The page mnemo serve answers at / (docs/ui.md): web/'s files as C arrays.
 WEB_FILES = $(sort $(wildcard web/*))
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
