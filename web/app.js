@@ -1,7 +1,7 @@
 // app.js - the memory browser: hash routes #/search, #/notes, #/note/PATH?L=a-b,
 // #/facts, #/overview over the daemon's /v1 API (api.js).
 import { api, on, setToken, streamEvents } from './api.js';
-import { h, fill, marked, queryWords, barChart, weekPlot, fmtDate, fmtTime, errorBox } from './ui.js';
+import { h, fill, marked, queryWords, barChart, weekPlot, allWeeks, fmtDate, fmtTime, errorBox } from './ui.js';
 
 const main = document.getElementById('main');
 const banner = document.getElementById('banner');
@@ -187,14 +187,14 @@ function tree(files, active) {
       daily.get(month).push(f);
     } else other.push(f);
   }
-  const item = (f, label) => h('li', {}, h('a', { href: noteLink(f.path), 'aria-current': f.path === active ? 'page' : null }, label || f.path));
+  const item = (f, label) => h('li', {}, h('a', { href: noteLink(f.path), 'aria-current': f.path === active ? 'page' : null, title: f.path }, label || f.path));
   const months = [...daily.keys()].sort().reverse();
   return h('nav', { class: 'tree', 'aria-label': 'Memory files' },
     h('h2', {}, 'Workspace'), h('ul', {}, roots.map((f) => item(f))),
     months.length ? h('h2', {}, 'Daily notes') : null,
     months.map((m) => h('details', { open: months[0] === m || daily.get(m).some((f) => f.path === active) ? true : null },
       h('summary', {}, `${m} (${daily.get(m).length})`),
-      h('ul', {}, daily.get(m).sort((a, b) => b.path.localeCompare(a.path)).map((f) => item(f, f.path.replace(/^memory\//, '')))))),
+      h('ul', {}, daily.get(m).sort((a, b) => b.path.localeCompare(a.path)).map((f) => item(f, f.path.split('/').pop()))))),
     other.length ? h('h2', {}, 'Other notes') : null,
     other.length ? h('ul', {}, other.map((f) => item(f, f.path.replace(/^memory\//, '')))) : null);
 }
@@ -285,7 +285,7 @@ function listArgs(p) {
 function addForm(onDone) {
   const msg = h('p', { class: 'formmsg', role: 'alert' });
   const f = h('form', { class: 'addfact', 'aria-label': 'Add a fact' },
-    h('label', { for: 'new-text' }, 'New fact'),
+    h('label', { for: 'new-text' }, 'Text'),
     h('textarea', { id: 'new-text', name: 'text', rows: 2, required: true, placeholder: 'One self-contained statement, e.g. “User prefers tea over coffee”' }),
     h('div', { class: 'row' },
       h('label', {}, 'Category ', h('select', { name: 'category' }, h('option', { value: '' }, 'auto'),
@@ -310,7 +310,15 @@ function addForm(onDone) {
       msg.textContent = e.message;
     }
   });
-  return f;
+  return h('details', { class: 'addbox' }, h('summary', {}, 'Add a fact'), f);
+}
+
+// What an update changed besides the text (shown already): "category: decision".
+function detailText(d) {
+  if (!d) return '';
+  if (typeof d === 'string') return d;
+  return Object.entries(d).filter(([k]) => k !== 'text')
+    .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ');
 }
 
 function factRow(m, reload) {
@@ -333,7 +341,7 @@ function factRow(m, reload) {
           h('time', { datetime: e.at }, fmtTime(e.at)), ' ', h('strong', {}, e.event), ' ',
           e.old_text && e.new_text && e.old_text !== e.new_text ? h('span', {}, h('del', {}, e.old_text), ' → ', h('ins', {}, e.new_text))
             : h('span', {}, e.new_text || e.old_text || ''),
-          e.detail ? h('span', { class: 'muted' }, ' · ' + (typeof e.detail === 'string' ? e.detail : JSON.stringify(e.detail))) : null))));
+          detailText(e.detail) ? h('span', { class: 'muted' }, ' · ' + detailText(e.detail)) : null))));
     } catch (e) { fill(td, errorBox(e, 'History')); }
   };
   const edit = () => {
@@ -360,7 +368,7 @@ function factRow(m, reload) {
     h('td', {}, h('span', { class: 'badge cat' }, m.category)),
     h('td', { class: 'num' }, (+m.importance).toFixed(2)),
     h('td', { class: 'small' }, [m.user_id, m.agent_id, m.run_id].filter(Boolean).join(' · ')),
-    h('td', { class: 'small' }, fmtDate(m.updated_at || m.created_at)),
+    h('td', { class: 'small nowrap' }, fmtDate(m.updated_at || m.created_at)),
     h('td', { class: 'acts' },
       m.deleted_at ? h('button', { type: 'button', onclick: () => act(() => api.restore(m.id), 'Restore') }, 'Restore')
         : [h('button', { type: 'button', onclick: edit }, 'Edit'),
@@ -423,7 +431,7 @@ function kv(pairs) {
 async function viewOverview(r, seq) {
   const stat = h('section', { class: 'card' }, h('h2', {}, 'Index'), h('p', { class: 'muted' }, 'Loading…'));
   const plot = h('section', { class: 'card wide' }, h('h2', {}, 'Notes and facts per week'), h('p', { class: 'muted' }, 'Loading…'));
-  const rec = h('section', { class: 'card wide' }, h('h2', {}, 'Recalled memories'));
+  const rec = h('section', { class: 'card' }, h('h2', {}, 'Recalled memories'));
   const recOut = h('pre', { class: 'recall', 'aria-live': 'polite' });
   const recForm = h('form', { class: 'recallform' },
     h('label', { for: 'recall-msg' }, 'A message as the agent would receive it'),
@@ -440,7 +448,7 @@ async function viewOverview(r, seq) {
     } catch (e) { fill(recOut, errorBox(e, 'Recall')); }
   });
   rec.append(recForm, recOut);
-  setView('Overview', h('div', { class: 'grid' }, stat, plot, rec));
+  setView('Overview', h('div', { class: 'grid' }, stat, rec, plot));
   api.status().then((st) => {
     if (stale(seq)) return;
     const em = st.embedding || {};
@@ -456,9 +464,11 @@ async function viewOverview(r, seq) {
   }).catch((e) => { if (!stale(seq)) fill(stat, h('h2', {}, 'Index'), errorBox(e, 'Status')); });
   api.timeline().then((t) => {
     if (stale(seq)) return;
+    const shown = allWeeks(t.weeks, 26);
     fill(plot, h('h2', {}, 'Notes and facts per week'),
-      t.weeks.length ? weekPlot(t.weeks.slice(-26)) : h('p', { class: 'empty' }, 'No notes or facts yet.'),
-      t.weeks.length > 26 ? h('p', { class: 'muted small' }, `the last 26 of ${t.weeks.length} weeks`) : null);
+      shown.length ? weekPlot(shown) : h('p', { class: 'empty' }, 'No notes or facts yet.'),
+      shown.length ? h('p', { class: 'muted small' }, `${shown[0].week} to ${shown[shown.length - 1].week}` +
+        (shown.length < allWeeks(t.weeks, 1e6).length ? ' (the last 26 weeks)' : '') + ` · ${t.facts} facts`) : null);
   }).catch((e) => { if (!stale(seq)) fill(plot, h('h2', {}, 'Notes and facts per week'), errorBox(e, 'Timeline')); });
 }
 

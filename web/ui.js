@@ -73,18 +73,35 @@ export function barChart(rows, title) {
   return svg;
 }
 
-const PALETTE = ['#3558c9', '#d9822b', '#2e9e6b', '#b34aa6', '#c23b3b', '#6b7a8f', '#8a6d1f', '#1f8a8a', '#7a4bd1', '#999'];
+const PALETTE = ['#3558c9', '#7fa3ff', '#a9b8d6', '#d9822b', '#2e9e6b', '#b34aa6', '#c23b3b', '#6b7a8f',
+  '#8a6d1f', '#1f8a8a', '#7a4bd1', '#e0b400', '#5a3d2b', '#999'];
+
+// The weeks from the first to the last of WEEKS (Mondays, "YYYY-MM-DD"),
+// the ones without notes or facts filled in empty, the last LAST of them.
+export function allWeeks(weeks, last) {
+  if (!weeks.length) return [];
+  const byWeek = new Map(weeks.map((w) => [w.week, w]));
+  const end = Date.parse(weeks[weeks.length - 1].week + 'T00:00:00Z');
+  const start = Math.max(Date.parse(weeks[0].week + 'T00:00:00Z'), end - (last - 1) * 7 * 86400e3);
+  const out = [];
+  for (let t = start; t <= end; t += 7 * 86400e3) {
+    const k = new Date(t).toISOString().slice(0, 10);
+    out.push(byWeek.get(k) || { week: k, notes: {}, facts: {} });
+  }
+  return out;
+}
 
 // Stacked columns per week: WEEKS [{week, notes:{}, facts:{}}].
 export function weekPlot(weeks) {
   const series = [];
-  for (const w of weeks) {
-    for (const k of Object.keys(w.notes)) if (!series.includes('notes: ' + k)) series.push('notes: ' + k);
-    for (const k of Object.keys(w.facts)) if (!series.includes('facts: ' + k)) series.push('facts: ' + k);
-  }
+  for (const w of weeks) for (const k of Object.keys(w.notes)) if (!series.includes('notes: ' + k)) series.push('notes: ' + k);
+  series.sort();
+  const facts = [];
+  for (const w of weeks) for (const k of Object.keys(w.facts)) if (!facts.includes('facts: ' + k)) facts.push('facts: ' + k);
+  series.push(...facts.sort());
   const totals = weeks.map((w) => Object.values(w.notes).reduce((a, b) => a + b, 0) + Object.values(w.facts).reduce((a, b) => a + b, 0));
   const max = Math.max(1, ...totals);
-  const W = 640, H = 200, left = 36, bottom = 22, top = 8;
+  const W = 960, H = 220, left = 36, bottom = 22, top = 8;
   const n = Math.max(1, weeks.length);
   const colW = (W - left - 4) / n;
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img',
@@ -106,9 +123,9 @@ export function weekPlot(weeks) {
       svg.append(r);
     }
   });
-  const step = Math.max(1, Math.ceil(n / 6));
+  const step = Math.max(1, Math.ceil(n / 5));
   weeks.forEach((w, i) => {
-    if (i % step === 0) svg.append(s('text', { x: left + i * colW + colW / 2, y: H - 6, class: 'ax', 'text-anchor': 'middle' }, w.week.slice(5)));
+    if (i % step === 0) svg.append(s('text', { x: left + i * colW + colW / 2, y: H - 6, class: 'ax', 'text-anchor': 'middle' }, w.week));
   });
   const legend = h('ul', { class: 'legend' }, series.map((name, i) =>
     h('li', {}, h('span', { class: 'swatch', 'data-color': String(i % PALETTE.length) }), name)));

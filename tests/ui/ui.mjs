@@ -166,6 +166,7 @@ const scenarios = {
     const upd = await tl.nth(1).textContent();
     check(/green tea/.test(upd) && /jasmine tea/.test(upd), 'the update shows the old and new text');
     // a secret is refused with the library's message
+    await page.click('details.addbox > summary');
     await page.fill('#new-text', 'the deploy key is ghp_0123456789abcdefghijklmnopqrstuvwxyzAB');
     await page.click('form.addfact button[type="submit"]');
     await page.waitForFunction(() => document.querySelector('form.addfact .formmsg').textContent.length > 0);
