@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,17 +121,20 @@ static json_t *list_files(mnemo *m)
     int wfd = arr ? open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (wfd < 0)
         return arr;
-    struct stat st;
-    for (size_t i = 0; i < sizeof root_files / sizeof *root_files; i++)
-        if (fstatat(wfd, root_files[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            add_file(arr, root_files[i], root_files[i], &st);
-    /* on a case-insensitive file system MEMORY.md and memory.md are one */
-    for (size_t i = 1; i < json_array_size(arr); i++) {
-        const char *a = json_string_value(json_object_get(json_array_get(arr, i - 1), "path"));
-        const char *b = json_string_value(json_object_get(json_array_get(arr, i), "path"));
-        if (strcasecmp(a, b) == 0 && json_integer_value(json_object_get(json_array_get(arr, i - 1), "mtime")) ==
-                                         json_integer_value(json_object_get(json_array_get(arr, i), "mtime")))
-            json_array_remove(arr, i--);
+    /* on a case-insensitive file system MEMORY.md and memory.md are one file */
+    struct stat seen[sizeof root_files / sizeof *root_files];
+    size_t nseen = 0;
+    for (size_t i = 0; i < sizeof root_files / sizeof *root_files; i++) {
+        struct stat st;
+        if (fstatat(wfd, root_files[i], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        int dup = 0;
+        for (size_t k = 0; k < nseen; k++)
+            dup |= seen[k].st_dev == st.st_dev && seen[k].st_ino == st.st_ino;
+        if (dup)
+            continue;
+        seen[nseen++] = st;
+        add_file(arr, root_files[i], root_files[i], &st);
     }
     int mfd = openat(wfd, "memory", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     close(wfd);
@@ -226,7 +228,8 @@ static int count_facts(mnemo *m, json_t *args, json_t *weeks, long long *n)
         size_t k = mnemo_memories_count(s);
         for (size_t i = 0; i < k; i++) {
             const mnemo_memory *r = mnemo_memories_get(s, i);
-            count(weeks, r->created_at, "facts", r->category && *r->category ? r->category : "none");
+            count(weeks, r->created_at, "facts",
+                  r->category && *r->category ? r->category : "none");
         }
         mnemo_memories_free(s);
         *n += (long long)k;

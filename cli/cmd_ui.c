@@ -136,8 +136,8 @@ int cmd_ui(int argc, char **argv)
         {NULL, 0, NULL, NULL},
     };
     cli_args a;
-    int code = cli_parse(argc, argv, "ui", "mnemo [--workspace DIR] ui [--listen HOST:PORT] [--no-open]",
-                         opts, &a);
+    int code = cli_parse(argc, argv, "ui",
+                         "mnemo [--workspace DIR] ui [--listen HOST:PORT] [--no-open]", opts, &a);
     if (code)
         return code < 0 ? EXIT_OK : code;
     const char *addr = a.val[O_LISTEN] ? a.val[O_LISTEN] : "127.0.0.1:7373";

@@ -36,7 +36,8 @@ static const char *js_cache(void)
         snprintf(path, sizeof path, "%s", c);
     else {
         const struct passwd *pw = getpwuid(getuid());
-        snprintf(path, sizeof path, "%s/.cache/mnemo-test", pw && pw->pw_dir ? pw->pw_dir : "/root");
+        snprintf(path, sizeof path, "%s/.cache/mnemo-test",
+                 pw && pw->pw_dir ? pw->pw_dir : "/root");
     }
     return path;
 }
@@ -344,7 +345,8 @@ static char *http_req(int port, const char *method, const char *path, const char
                      "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%s"
                      "%s%zu\r\n\r\n%s",
                      method, path, port, extra ? extra : "",
-                     body ? "Content-Type: application/json\r\nContent-Length: " : "Content-Length: ",
+                     body ? "Content-Type: application/json\r\nContent-Length: "
+                          : "Content-Length: ",
                      body ? strlen(body) : 0, body ? body : "");
     ASSERT(send(fd, req, (size_t)n, MSG_NOSIGNAL) == n);
     size_t len = 0, cap = 65536;
@@ -487,4 +489,69 @@ TEST(ui_events_stream)
     ASSERT(now_s() - t0 < 5);
     for (int i = 0; i < 8; i++)
         close(fds[i]);
+}
+
+/* A free loopback port (bound, then let go). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    ASSERT(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+    ASSERT(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* mnemo ui starts a daemon, says when no browser opens, prints the URL;
+ * a second run reuses the daemon and hands the URL to $BROWSER. */
+TEST(ui_command_starts_then_reuses_the_daemon)
+{
+    make_workspace();
+    int port = free_port();
+    char listen[64], url[96];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/\n", port);
+    setenv("BROWSER", "/nonexistent/browser", 1);
+    setenv("TMPDIR", test_dir(), 1);
+    char *out = NULL, *err = NULL;
+    int rc = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
+                      test_path("db.sqlite"), "ui", "--listen", listen, NULL);
+    const char *p = err ? strstr(err, "started the daemon (pid ") : NULL;
+    pid_t pid = p ? (pid_t)strtol(p + strlen("started the daemon (pid "), NULL, 10) : 0;
+    /* the browser: a script that writes down what it was given */
+    char script[2048];
+    snprintf(script, sizeof script, "#!/bin/sh\necho \"$1\" > '%s'\n", test_path("opened"));
+    test_write("browser.sh", script);
+    chmod(test_path("browser.sh"), 0700);
+    setenv("BROWSER", test_path("browser.sh"), 1);
+    char *out2 = NULL, *err2 = NULL;
+    int rc2 = test_cli(&out2, &err2, NULL, "--workspace", test_path("ws"), "--db",
+                       test_path("db.sqlite"), "ui", "--listen", listen, NULL);
+    for (int i = 0; i < 100 && access(test_path("opened"), F_OK) != 0; i++)
+        usleep(20000);
+    char *opened = test_read(test_path("opened"), NULL);
+    if (pid > 0) { /* not our child: stopped, then gone once its pid file is */
+        kill(pid, SIGTERM);
+        for (int i = 0; i < 500 && access(test_path("db.sqlite.serve.pid"), F_OK) == 0; i++)
+            usleep(20000);
+    }
+    ASSERT_EQ(rc, 0);
+    ASSERT(pid > 0);
+    ASSERT_STR_EQ(out, url);
+    ASSERT_CONTAINS(err, "no browser could be opened (set $BROWSER)");
+    ASSERT_EQ(rc2, 0);
+    ASSERT_STR_EQ(out2, url);
+    ASSERT_CONTAINS(err2, "reusing the daemon that answers at");
+    ASSERT_NOT_CONTAINS(err2, "no browser");
+    ASSERT(opened != NULL);
+    ASSERT_STR_EQ(opened, url);
+    ASSERT(access(test_path("db.sqlite.serve.pid"), F_OK) != 0);
+    free(out);
+    free(err);
+    free(out2);
+    free(err2);
+    free(opened);
 }
