@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pg_server.h"
 #include "test.h"
 
 #define UI_TOKEN "ui-test-token-0123456789abcdef"
@@ -49,6 +50,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static const char *store = "sqlite"; /* or a PostgreSQL server's URL */
+
 /* The workspace "ws" (a copy of the fixture's notes) and one stored fact. */
 static void make_workspace(void)
 {
@@ -58,7 +61,8 @@ static void make_workspace(void)
     ASSERT_EQ(system(cmd), 0);
     char *out = NULL, *err = NULL;
     int rc = test_cli(&out, &err, NULL, "--workspace", test_path("ws"), "--db",
-                      test_path("db.sqlite"), "memory", "add", "User prefers green tea", NULL);
+                      test_path("db.sqlite"), "--store", store, "memory", "add",
+                      "User prefers green tea", NULL);
     if (rc != 0)
         test_fail(__FILE__, __LINE__, "memory add: %s", err ? err : "");
     free(out);
@@ -83,8 +87,8 @@ static pid_t start_daemon(const char *listen, int token, int *port)
         else
             unsetenv("MNEMO_TOKEN");
         execl(test_bin(), test_bin(), "--workspace", test_path("ws"), "--db",
-              test_path("db.sqlite"), "--set", "watchDebounceMs=100", "serve", "--listen", listen,
-              (char *)NULL);
+              test_path("db.sqlite"), "--store", store, "--set", "watchDebounceMs=100", "serve",
+              "--listen", listen, (char *)NULL);
         _exit(127);
     }
     double t0 = now_s();
@@ -190,20 +194,6 @@ static char *wait_ui(pid_t pid, const char *scenario, int seconds)
     return text;
 }
 
-/* Runs SCENARIO against a fresh daemon over a fresh workspace. */
-static char *run_scenario(const char *scenario, int token)
-{
-    alarm(240);
-    char dir[1024];
-    setup_js(dir, sizeof dir);
-    make_workspace();
-    int port = 0;
-    pid_t d = start_daemon("127.0.0.1:0", token, &port);
-    char *out = wait_ui(start_ui(dir, scenario, port), scenario, 120);
-    ASSERT_EQ(stop_daemon(d), 0);
-    return out;
-}
-
 /* Waits for the script's NAME.ready. */
 static void await_ready(const char *name)
 {
@@ -222,6 +212,20 @@ static void go(const char *name)
     char rel[64];
     snprintf(rel, sizeof rel, "sync/%s.go", name);
     test_write(rel, "");
+}
+
+/* Runs SCENARIO against a fresh daemon over a fresh workspace. */
+static char *run_scenario(const char *scenario, int token)
+{
+    alarm(240);
+    char dir[1024];
+    setup_js(dir, sizeof dir);
+    make_workspace();
+    int port = 0;
+    pid_t d = start_daemon("127.0.0.1:0", token, &port);
+    char *out = wait_ui(start_ui(dir, scenario, port), scenario, 120);
+    ASSERT_EQ(stop_daemon(d), 0);
+    return out;
 }
 
 TEST(ui_load)
@@ -325,6 +329,41 @@ TEST(ui_daemon_gone_and_back)
     ASSERT_CONTAINS(out, "ok: a failed search shows the error, not \"nothing found\"");
     ASSERT_CONTAINS(out, "ok: the event stream is live again");
     free(out);
+}
+
+/* The search view on the PostgreSQL backend (Debian's PostgreSQL 15): the
+ * page only uses /v1, which both backends serve; then the database goes
+ * away under the daemon and comes back. */
+TEST(ui_search_on_postgres)
+{
+    alarm(240);
+    pg_server s;
+    pg_debian_start(&s);
+    static char url[256];
+    snprintf(url, sizeof url, "%s", pg_url(&s));
+    store = url;
+    char *out = run_scenario("search", 0);
+    ASSERT_CONTAINS(out, "ok: matched words marked: ");
+    ASSERT_CONTAINS(out, "ok: the explain panel draws the score breakdown");
+    free(out);
+    char dir[1024];
+    setup_js(dir, sizeof dir);
+    int port = 0;
+    pid_t d = start_daemon("127.0.0.1:0", 0, &port);
+    pid_t ui = start_ui(dir, "dbdown", port);
+    await_ready("stop");
+    pg_debian_kill(&s);
+    go("stop");
+    await_ready("start");
+    pg_debian_resume(&s);
+    go("start");
+    out = wait_ui(ui, "dbdown", 120);
+    ASSERT_EQ(stop_daemon(d), 0);
+    ASSERT_CONTAINS(out, "ok: with the database gone the search shows the daemon's error: ");
+    ASSERT_CONTAINS(out, "ok: the search works again once the database is back");
+    free(out);
+    pg_stop(&s);
+    store = "sqlite";
 }
 
 /* ---- the page's files over plain HTTP ---- */

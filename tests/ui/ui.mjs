@@ -214,6 +214,26 @@ const scenarios = {
     checkConsole([/status of 401/]);
   },
 
+  async dbdown() {
+    const page = await open();
+    await search(page, 'orders database');
+    check(await page.locator('.result').count() > 0, 'results while the database is up');
+    await handshake('stop');
+    await search(page, 'orders database');
+    const err = page.locator('.results .errbox');
+    check(await err.count() === 1 && await page.locator('.results .empty').count() === 0,
+      'with the database gone the search shows the daemon\'s error: ' + (await err.textContent()).trim());
+    await handshake('start');
+    let n = 0;
+    for (let i = 0; i < 40 && !n; i++) { // the daemon reconnects on a later request
+      await search(page, 'orders database');
+      n = await page.locator('.result').count();
+      if (!n) await page.waitForTimeout(500);
+    }
+    check(n > 0, 'the search works again once the database is back');
+    checkConsole([/status of 50\d/]);
+  },
+
   async restart() {
     const page = await open();
     await search(page, 'orders database');
