@@ -360,6 +360,8 @@ TEST(ui_search_on_postgres)
     out = wait_ui(ui, "dbdown", 120);
     ASSERT_EQ(stop_daemon(d), 0);
     ASSERT_CONTAINS(out, "ok: with the database gone the search shows the daemon's error: ");
+    ASSERT_CONTAINS(out, "ok: the banner says the backend is unavailable");
+    ASSERT_CONTAINS(out, "ok: the banner goes once the backend answers again");
     ASSERT_CONTAINS(out, "ok: the search works again once the database is back");
     free(out);
     pg_stop(&s);

@@ -2,8 +2,9 @@
 // whether the daemon answers, and its event stream.
 
 const TOKEN_KEY = 'mnemo.token';
-const listeners = { offline: [], online: [], event: [], token: [] };
-let offline = false;
+const listeners = { offline: [], online: [], event: [], token: [], backend: [] };
+let offline = false;      // the daemon does not answer
+let backendDown = false;  // it answers, but its store or provider fails (5xx)
 let probing = null;
 
 export class ApiError extends Error {
@@ -55,6 +56,26 @@ async function probe() {
 
 export function isOffline() { return offline; }
 
+// The daemon answers but its backend failed: GET /v1/status every 3 s (it
+// reads the store) until it succeeds.
+function backendFailed(msg) {
+  if (!backendDown) {
+    backendDown = true;
+    emit('backend', msg);
+  }
+  if (!probing) probing = setTimeout(probeBackend, 3000);
+}
+
+async function probeBackend() {
+  probing = null;
+  if (!backendDown) return;
+  try {
+    const r = await fetch('/v1/status', { headers: headers(), cache: 'no-store' });
+    if (r.ok) { backendDown = false; emit('online'); return; }
+  } catch (e) { goneOffline(e.message); return; }
+  probing = setTimeout(probeBackend, 3000);
+}
+
 // METHOD PATH with BODY (an object) as JSON; the reply's JSON, or an
 // ApiError with the daemon's code and message.
 export async function call(method, path, body) {
@@ -78,15 +99,20 @@ export async function call(method, path, body) {
   if (!r.ok) {
     const code = (j && j.error && j.error.code) || 'error';
     const msg = (j && j.error && j.error.message) || ('HTTP ' + r.status);
-    if (r.status === 503) emit('offline', msg);
+    if (r.status >= 500) backendFailed(msg);
     throw new ApiError(code, msg, r.status);
+  }
+  if (backendDown && path.startsWith('/v1/')) {
+    backendDown = false;
+    emit('online');
   }
   return j;
 }
 
 export const api = {
   health: () => call('GET', '/health'),
-  status: (deep) => deep ? call('GET', '/v1/status') : call('GET', '/v1/status'),
+  status: () => call('GET', '/v1/status'),
+  memory: (id) => call('GET', '/v1/memories/' + encodeURIComponent(id)),
   search: (args) => call('POST', '/v1/search', args),
   get: (path, from, lines) => call('POST', '/v1/get', { path, from, lines }),
   files: () => call('GET', '/v1/files'),

@@ -387,8 +387,8 @@ async function viewFacts(r, seq) {
   let res;
   try {
     if (p.get('id')) {
-      const one = await api.list({ ...args, filters: { id: p.get('id') } }).catch(() => null);
-      res = one && one.memories && one.memories.length ? one : await api.list(args);
+      const m = await api.memory(p.get('id'));
+      res = { memories: [m], total: 1 };
     } else res = await api.list(args);
   } catch (e) {
     if (stale(seq)) return;
@@ -401,7 +401,8 @@ async function viewFacts(r, seq) {
   const pager = h('div', { class: 'pager' },
     h('span', {}, ms.length ? `${off + 1}–${off + ms.length} of ${res.total}${res.totalCapped ? '+' : ''}` : ''),
     off > 0 ? h('a', { href: pageHref(p, Math.max(0, off - PAGE)) }, '← newer') : null,
-    off + ms.length < res.total ? h('a', { href: pageHref(p, off + PAGE) }, 'older →') : null);
+    off + ms.length < res.total ? h('a', { href: pageHref(p, off + PAGE) }, 'older →') : null,
+    p.get('id') ? h('a', { href: '#/facts' }, 'all facts') : null);
   fill(out,
     res.warnings && res.warnings.length ? h('p', { class: 'warn' }, res.warnings.join('; ')) : null,
     ms.length ? h('div', { class: 'tablewrap' }, h('table', { class: 'ftable' },
@@ -495,6 +496,9 @@ function setLive(state) {
 on('offline', (why) => {
   showBanner('The mnemo daemon is unavailable' + (why ? ' (' + why + ')' : '') + '. Retrying…');
   setLive('off');
+});
+on('backend', (why) => {
+  showBanner('The daemon answers, but its memory backend is unavailable (' + why + '). Retrying…');
 });
 on('online', () => {
   showBanner('');

@@ -223,7 +223,11 @@ const scenarios = {
     const err = page.locator('.results .errbox');
     check(await err.count() === 1 && await page.locator('.results .empty').count() === 0,
       'with the database gone the search shows the daemon\'s error: ' + (await err.textContent()).trim());
+    await page.waitForSelector('#banner:not([hidden])');
+    check(/backend is unavailable/.test(await page.locator('#banner').textContent()), 'the banner says the backend is unavailable');
     await handshake('start');
+    await page.waitForSelector('#banner', { state: 'hidden', timeout: 30000 });
+    ok('the banner goes once the backend answers again');
     let n = 0;
     for (let i = 0; i < 40 && !n; i++) { // the daemon reconnects on a later request
       await search(page, 'orders database');
