@@ -292,6 +292,7 @@ TEST(ui_note_changed_on_disk_shows_up)
     ASSERT_CONTAINS(out, "ok: the note changed on disk shows up without a reload");
     ASSERT_CONTAINS(out, "Index updated: 0 added, 1 changed, 0 removed");
     ASSERT_CONTAINS(out, "ok: the new line is found");
+    ASSERT_CONTAINS(out, "ok: a query being typed survives the update");
     free(out);
 }
 

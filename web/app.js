@@ -175,8 +175,6 @@ async function viewSearch(r, seq) {
 
 // ---------------------------------------------------------------- notes
 
-let filesCache = null;
-
 function tree(files, active) {
   const roots = [], daily = new Map(), other = [];
   for (const f of files) {
@@ -206,7 +204,7 @@ async function viewNotes(r, seq) {
   const side = h('div', { class: 'side' }, h('p', { class: 'muted' }, 'Loading files…'));
   const body = h('article', { class: 'viewer', 'aria-live': 'polite' });
   setView(path ? path : 'Notes', h('div', { class: 'notes' }, side, body));
-  const filesP = api.files().then((f) => (filesCache = f)).catch((e) => e);
+  const filesP = api.files().catch((e) => e);
   if (path) {
     body.append(h('p', { class: 'muted' }, 'Loading ' + path + '…'));
     try {
@@ -505,17 +503,35 @@ on('online', () => {
   streamEvents(setLive);
   route();
 });
+// Whether the person is in the middle of something a reload would lose: a
+// field changed and not submitted, an edit, an open history.
+function busyEditing() {
+  if (main.querySelector('.editing, .history:not([hidden])')) return true;
+  for (const e of main.querySelectorAll('input, textarea, select')) {
+    if (e.type === 'checkbox' ? e.checked !== e.defaultChecked
+      : e.tagName === 'SELECT' ? [...e.options].some((o) => o.selected !== o.defaultSelected)
+        : e.value !== e.defaultValue) return true;
+  }
+  return false;
+}
+
+// Reloads the current view when it shows what changed (VIEWS), unless that
+// would lose the person's input: then a notice says so.
+function refresh(views, what) {
+  if (!current || !views.includes(current.view)) return;
+  if (busyEditing()) showToast(what + ' changed; this view refreshes on your next action.');
+  else route();
+}
+
 on('event', (ev) => {
   if (ev.name === 'sync') {
     if (ev.data && ev.data.ok === false) showToast('Re-indexing failed: ' + ev.data.error);
     else {
       showToast(`Index updated: ${ev.data.added} added, ${ev.data.changed} changed, ${ev.data.removed} removed`);
-      filesCache = null;
-      if (current && ['search', 'notes', 'note', 'overview'].includes(current.view)) route();
+      refresh(['search', 'notes', 'note', 'overview'], 'The index');
     }
   } else if (ev.name === 'memory') {
-    if (current && ['search', 'overview'].includes(current.view)) route();
-    else if (current && current.view === 'facts' && !main.querySelector('.editing, .history:not([hidden])')) route();
+    refresh(['search', 'overview', 'facts'], 'Stored facts');
   }
 });
 

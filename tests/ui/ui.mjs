@@ -188,6 +188,12 @@ const scenarios = {
     ok('a notice says the index was updated: ' + await page.locator('#toast').textContent());
     await search(page, 'quokka census');
     check(await page.locator('.result').count() > 0, 'the new line is found');
+    // a query being typed is not lost to a refresh
+    await page.fill('#q', 'half typed');
+    await page.evaluate(() => { document.getElementById('toast').hidden = true; });
+    appendFileSync(join(env.MNEMO_UI_WS, 'memory/2026-11-02.md'), '- The wombat count follows.\n');
+    await page.waitForSelector('#toast:not([hidden]):has-text("refreshes on your next action")', { timeout: 20000 });
+    check(await page.inputValue('#q') === 'half typed', 'a query being typed survives the update');
     checkConsole();
   },
 
