@@ -122,7 +122,9 @@ static json_t *list_files(mnemo *m)
     if (wfd < 0)
         return arr;
     /* on a case-insensitive file system MEMORY.md and memory.md are one file */
-    struct stat seen[sizeof root_files / sizeof *root_files];
+    enum { NROOT = sizeof root_files / sizeof *root_files };
+    dev_t devs[NROOT] = {0};
+    ino_t inos[NROOT] = {0};
     size_t nseen = 0;
     for (size_t i = 0; i < sizeof root_files / sizeof *root_files; i++) {
         struct stat st;
@@ -130,10 +132,11 @@ static json_t *list_files(mnemo *m)
             continue;
         int dup = 0;
         for (size_t k = 0; k < nseen; k++)
-            dup |= seen[k].st_dev == st.st_dev && seen[k].st_ino == st.st_ino;
+            dup |= devs[k] == st.st_dev && inos[k] == st.st_ino;
         if (dup)
             continue;
-        seen[nseen++] = st;
+        devs[nseen] = st.st_dev;
+        inos[nseen++] = st.st_ino;
         add_file(arr, root_files[i], root_files[i], &st);
     }
     int mfd = openat(wfd, "memory", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
