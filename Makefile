@@ -79,7 +79,9 @@ CLI_SRC = cli/main.c cli/cli.c cli/cmd_index.c cli/cmd_search.c cli/cmd_get.c \
           cli/cmd_status.c cli/cmd_config.c cli/cmd_tokenize.c cli/cmd_embed.c cli/cmd_model.c cli/cmd_recall.c \
           cli/cmd_memory.c cli/cmd_skill.c cli/cmd_hook.c \
           cli/api.c cli/cmd_serve.c cli/mcp.c cli/cmd_mcp.c cli/nudge.c cli/cmd_doctor.c \
-          cli/complete.c
+          cli/complete.c cli/browse.c cli/cmd_ui.c
+# The page mnemo serve answers at / (docs/ui.md): web/'s files as C arrays.
+WEB_FILES = $(sort $(wildcard web/*))
 TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/test_chunk.c \
            tests/test_config.c tests/test_sync.c tests/test_search.c tests/test_get.c \
            tests/test_bad_input.c tests/test_cli.c tests/test_fuzz_replay.c \
@@ -89,7 +91,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c tests/test_media.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \
            tests/test_pgstore.c tests/test_safety.c tests/test_writes.c tests/test_damage.c tests/test_cliux.c \
-           tests/test_typed.c tests/test_python.c
+           tests/test_typed.c tests/test_python.c tests/test_ui.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
                fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.
@@ -98,9 +100,9 @@ CLI_PARTS = $(filter-out cli/main.c,$(CLI_SRC))
 BENCH_SRC = bench/gen.c bench/latency.c bench/vecbench.c bench/searchbench.c bench/embedbench.c bench/membench.c bench/loadbench.c bench/pgbench_source.c bench/localbench.c bench/readbench.c bench/writebench.c bench/refreshbench.c
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
-CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/web_files.o
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o) $(FUZZ_HARNESS:%.c=$(BUILD)/%.o) \
-           $(FUZZ_CLI:%.c=$(BUILD)/%.o) $(CLI_PARTS:%.c=$(BUILD)/%.o)
+           $(FUZZ_CLI:%.c=$(BUILD)/%.o) $(CLI_PARTS:%.c=$(BUILD)/%.o) $(BUILD)/cli/web_files.o
 
 VERSION = $(shell sed -n 's/^#define MNEMO_VERSION "\(.*\)"/\1/p' include/mnemo.h)
 SONAME  = libmnemo.so.0
@@ -112,6 +114,12 @@ all: $(BUILD)/mnemo $(BUILD)/libmnemo.a $(BUILD)/libmnemo.so
 $(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+%/cli/web_files.c: $(WEB_FILES) scripts/embed-web
+	@mkdir -p $(dir $@)
+	scripts/embed-web $@ $(WEB_FILES)
+$(BUILD)/cli/web_files.o: $(BUILD)/cli/web_files.c
+	$(CC) $(ALL_CFLAGS) -Icli -c $< -o $@
 
 $(BUILD)/libmnemo.a: $(LIB_OBJ)
 	rm -f $@
@@ -159,9 +167,9 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 \
               -Iinclude -Isrc \
               $(PKG_CFLAGS)
 fuzz: $(FUZZ_HARNESS:fuzz/%.c=build/fuzz/%) $(FUZZ_CLI:fuzz/%.c=build/fuzz/%)
-$(FUZZ_CLI:fuzz/%.c=build/fuzz/%): build/fuzz/%: fuzz/%.c $(LIB_SRC) $(CLI_PARTS)
+$(FUZZ_CLI:fuzz/%.c=build/fuzz/%): build/fuzz/%: fuzz/%.c $(LIB_SRC) $(CLI_PARTS) build/fuzz/cli/web_files.c
 	@mkdir -p build/fuzz
-	$(CLANG) $(FUZZ_CFLAGS) -Icli -o $@ $< $(CLI_PARTS) $(LIB_SRC) $(PKG_LIBS)
+	$(CLANG) $(FUZZ_CFLAGS) -Icli -o $@ $< $(CLI_PARTS) build/fuzz/cli/web_files.c $(LIB_SRC) $(PKG_LIBS)
 build/fuzz/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p build/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS)

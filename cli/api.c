@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "browse.h"
 #include "cli.h"
 
 /* ----------------------------------------------------------------------
@@ -700,6 +701,26 @@ static const api_op ops[] = {
      OUT("\"imported\":{\"type\":\"integer\"},\"skipped\":{\"type\":\"integer\"}"),
      "Import exported memories, all or nothing; those already stored are skipped.", 1,
      "POST /v1/memories/import", 200},
+    {"files", browse_files, OBJ("", ""),
+     OUT("\"workspace\":{\"type\":\"string\"},\"count\":{\"type\":\"integer\"},"
+         "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+         "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+         "\"mtime\":{\"type\":\"integer\"},\"date\":{\"type\":\"integer\"}}}}"),
+     "The workspace's memory files on disk (MEMORY.md, USER.md, memory/**/*.md), sorted by "
+     "path, with size, modification time and, for a daily note, the date of its name (Unix "
+     "seconds).",
+     0, "GET /v1/files", 200},
+    {"timeline", browse_timeline,
+     OBJ("\"user_id\":" STR("whose facts (default: the configured userId)") ","
+         "\"agent_id\":" STR("only facts of this agent"),
+         ""),
+     OUT("\"facts\":{\"type\":\"integer\"},\"weeks\":{\"type\":\"array\",\"items\":{"
+         "\"type\":\"object\",\"properties\":{\"week\":{\"type\":\"string\"},"
+         "\"notes\":{\"type\":\"object\"},\"facts\":{\"type\":\"object\"}}}}"),
+     "Notes and facts per week (weeks start on Monday, UTC), oldest first: notes by their "
+     "folder (daily, root, other) dated by a daily note's name or the file's modification "
+     "time; stored facts (not deleted) by category, dated by their creation.",
+     0, "POST /v1/timeline", 200},
     {NULL, NULL, NULL, NULL, NULL, 0, NULL, 0},
 };
 
@@ -906,6 +927,17 @@ json_t *api_openapi(void)
         json_pack("{s:{s:s,s:s,s:{s:{s:s}}}}", "get", "operationId", "health", "summary",
                   "Whether the daemon answers, its version and workspace", "responses", "200",
                   "description", "alive"));
+    json_object_set_new(
+        paths, "/v1/events",
+        json_pack("{s:{s:s,s:s,s:{s:{s:s,s:{s:{s:{s:s}}}}}}}", "get", "operationId", "events",
+                  "summary",
+                  "Server-sent events (text/event-stream): \"sync\" when the watcher has "
+                  "re-indexed changed files ({\"ok\",\"added\",\"changed\",\"removed\"} or "
+                  "{\"ok\":false,\"error\"}), \"memory\" after a stored memory changed "
+                  "through the daemon ({\"op\",\"id\"}); a comment line every 15 s keeps the "
+                  "stream alive",
+                  "responses", "200", "description", "an endless event stream", "content",
+                  "text/event-stream", "schema", "type", "string"));
     json_object_set_new(
         paths, "/mcp",
         json_pack("{s:{s:s,s:s,s:{s:{s:s}}}}", "post", "operationId", "mcp", "summary",

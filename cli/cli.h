@@ -143,6 +143,12 @@ int cmd_hook(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_ui(int argc, char **argv);
+
+/* Sends GET /health to URL (http://host[:port][/]), waiting at most 1 s:
+ * 0 with the reply's body in BODY, else -1 with the reason in WHY
+ * (cmd_doctor.c). */
+int cli_health(const char *url, char *body, size_t bodylen, char *why, size_t whylen);
 
 /* The bash or zsh completion script for the commands CMDS (N of them),
  * from their option tables. Returns an exit code. */

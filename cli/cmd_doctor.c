@@ -103,7 +103,7 @@ static int runnable(const char *cmdline)
 
 /* Sends GET /health to URL (http://host[:port][/]). 0 with the reply's
  * body in BODY, else -1 with the reason in WHY. */
-static int health(const char *url, char *body, size_t bodylen, char *why, size_t whylen)
+int cli_health(const char *url, char *body, size_t bodylen, char *why, size_t whylen)
 {
     char host[256] = "", port[16] = "80";
     const char *p = url;
@@ -579,7 +579,7 @@ static void check_daemon(report *r, const char *plugin_url, const char *ws)
     char *shown = mnemo_redact(addr);
     const char *url = shown ? shown : "(the address)";
     char body[4096], why[512];
-    if (health(addr, body, sizeof body, why, sizeof why) != 0) {
+    if (cli_health(addr, body, sizeof body, why, sizeof why) != 0) {
         if (!configured)
             add(r, "daemon", "skip", NULL, "none configured, none at %s", url);
         else

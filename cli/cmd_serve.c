@@ -48,6 +48,7 @@
 #include "api.h"
 #include "cli.h"
 #include "mcp.h"
+#include "web.h"
 
 /* ----------------------------------------------------------------------
  * libmicrohttpd, loaded at run time
@@ -70,6 +71,11 @@ static struct {
                                                            enum MHD_ConnectionInfoType, ...);
     int (*get_connection_values)(struct MHD_Connection *, enum MHD_ValueKind,
                                  MHD_KeyValueIterator, void *);
+    struct MHD_Response *(*create_response_from_callback)(uint64_t, size_t,
+                                                          MHD_ContentReaderCallback, void *,
+                                                          MHD_ContentReaderFreeCallback);
+    void (*suspend_connection)(struct MHD_Connection *);
+    void (*resume_connection)(struct MHD_Connection *);
 } mhd;
 
 static int mhd_load(void)
@@ -97,6 +103,9 @@ static int mhd_load(void)
         {"MHD_lookup_connection_value", (void **)&mhd.lookup_connection_value},
         {"MHD_get_connection_info", (void **)&mhd.get_connection_info},
         {"MHD_get_connection_values", (void **)&mhd.get_connection_values},
+        {"MHD_create_response_from_callback", (void **)&mhd.create_response_from_callback},
+        {"MHD_suspend_connection", (void **)&mhd.suspend_connection},
+        {"MHD_resume_connection", (void **)&mhd.resume_connection},
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
         *syms[i].fn = dlsym(h, syms[i].name);
@@ -136,7 +145,22 @@ typedef struct server {
     int max_conns, per_client;
     double arrival_ms, keepalive_ms;
     int stop_watchdog;
+    /* Server-sent events (under elock): the last events sent, numbered,
+     * and the streams that read them (a stream waiting for the next one
+     * is a suspended connection, resumed when it comes). */
+    pthread_mutex_t elock;
+    struct sse_stream *streams;
+    int nstreams;
+    unsigned long nevents;         /* events so far; event N is in ring[N % EVENT_RING] */
+    char *ring[16];
+    unsigned long pings;           /* keep-alive comments asked for so far */
+    int ending;                    /* the daemon stops: every stream ends */
 } server;
+
+#define EVENT_RING 16
+#define MAX_STREAMS 32
+
+static void publish(server *s, const char *name, json_t *data);
 
 /* Where a connection is in its life; each phase has its own deadline. */
 typedef enum conn_phase {
@@ -346,7 +370,14 @@ static enum MHD_Result run_op(server *s, struct MHD_Connection *c, const char *o
         return r;
     }
     char *out = NULL;
-    int rc = api_run(m, api_find(opname), args, &out, &err);
+    const api_op *op = api_find(opname);
+    int rc = api_run(m, op, args, &out, &err);
+    if (!rc && op->writes) { /* pages showing memories refresh */
+        json_t *reply = json_object_get(args, "id") ? NULL : json_loads(out, 0, NULL);
+        json_t *id = reply ? json_object_get(reply, "id") : json_object_get(args, "id");
+        publish(s, "memory", json_pack("{s:s,s:O?}", "op", opname, "id", id));
+        json_decref(reply);
+    }
     json_decref(args);
     if (rc) {
         enum MHD_Result r = respond_error(c, (unsigned)api_http_status(rc), rc, err);
@@ -374,6 +405,263 @@ static enum MHD_Result serve_mcp(server *s, struct MHD_Connection *c, const requ
     return respond(c, MHD_HTTP_OK, out, "application/json");
 }
 
+/* ----------------------------------------------------------------------
+ * The page: the files of web/, built in (web.h)
+ * -------------------------------------------------------------------- */
+
+/* Their ETags, FNV-1a of the bytes: computed before the workers start. */
+static char (*etags)[24];
+
+static void web_init(void)
+{
+    size_t n = 0;
+    while (web_files[n].path)
+        n++;
+    etags = calloc(n ? n : 1, sizeof *etags);
+    for (size_t i = 0; etags && i < n; i++) {
+        uint64_t h = 14695981039346656037ull;
+        for (size_t k = 0; k < web_files[i].len; k++)
+            h = (h ^ web_files[i].data[k]) * 1099511628211ull;
+        snprintf(etags[i], sizeof etags[i], "\"%016llx\"", (unsigned long long)h);
+    }
+}
+
+/* The file URL names ("/" is index.html), or -1. */
+static int web_find(const char *url)
+{
+    if (!etags)
+        return -1;
+    if (strcmp(url, "/") == 0)
+        url = "/index.html";
+    for (int i = 0; web_files[i].path; i++)
+        if (strcmp(web_files[i].path, url) == 0)
+            return i;
+    return -1;
+}
+
+static const char *web_type(const char *path)
+{
+    static const char *const types[][2] = {
+        {".html", "text/html; charset=utf-8"},   {".js", "text/javascript; charset=utf-8"},
+        {".css", "text/css; charset=utf-8"},     {".svg", "image/svg+xml"},
+        {".json", "application/json"},           {".png", "image/png"},
+        {".ico", "image/x-icon"},                {".txt", "text/plain; charset=utf-8"},
+    };
+    const char *dot = strrchr(path, '.');
+    for (size_t i = 0; dot && i < sizeof types / sizeof *types; i++)
+        if (strcmp(dot, types[i][0]) == 0)
+            return types[i][1];
+    return "application/octet-stream";
+}
+
+/* Whether the If-None-Match header V names ETAG (a list, or "*"). */
+static int etag_matches(const char *v, const char *etag)
+{
+    if (!v)
+        return 0;
+    if (strcmp(v, "*") == 0)
+        return 1;
+    size_t n = strlen(etag);
+    for (const char *p = strstr(v, etag); p; p = strstr(p + 1, etag))
+        if ((p == v || p[-1] == ' ' || p[-1] == ',' || p[-1] == '/') &&
+            (p[n] == 0 || p[n] == ',' || p[n] == ' '))
+            return 1;
+    return 0;
+}
+
+/* Answers GET or HEAD of the page's file I. The files hold no data, so no
+ * token is asked; every load revalidates (no-cache): 304 when the ETag
+ * still matches, so a new binary's page is never mixed with an old one's
+ * cached files. */
+static enum MHD_Result serve_web(struct MHD_Connection *c, int i)
+{
+    const web_file *f = &web_files[i];
+    int same = etag_matches(
+        mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH), etags[i]);
+    struct MHD_Response *r = mhd.create_response_from_buffer(same ? 0 : f->len, (void *)f->data,
+                                                             MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    if (!same)
+        mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, web_type(f->path));
+    mhd.add_response_header(r, MHD_HTTP_HEADER_ETAG, etags[i]);
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    mhd.add_response_header(r, "Content-Security-Policy",
+                            "default-src 'self'; script-src 'self'; style-src 'self'; "
+                            "img-src 'self' data:; connect-src 'self'; object-src 'none'; "
+                            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+    mhd.add_response_header(r, "X-Frame-Options", "DENY");
+    mhd.add_response_header(r, "Referrer-Policy", "no-referrer");
+    mhd.add_response_header(r, "Keep-Alive", keep_alive);
+    unsigned status = same ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK;
+    last_status = status;
+    enum MHD_Result ok = mhd.queue_response(c, status, r);
+    mhd.destroy_response(r);
+    return ok;
+}
+
+/* ----------------------------------------------------------------------
+ * Server-sent events: GET /v1/events
+ * -------------------------------------------------------------------- */
+
+typedef struct sse_stream {
+    server *s;
+    struct MHD_Connection *c;
+    unsigned long next;  /* the next event to send */
+    unsigned long pings; /* keep-alive comments sent */
+    int hello;           /* the retry line is out */
+    int suspended;
+    struct sse_stream *prev, *next_stream;
+} sse_stream;
+
+/* Under elock: wakes every stream waiting for something to send. */
+static void wake_streams(server *s)
+{
+    for (sse_stream *t = s->streams; t; t = t->next_stream)
+        if (t->suspended) {
+            t->suspended = 0;
+            mhd.resume_connection(t->c);
+        }
+}
+
+/* Announces event NAME with DATA (a JSON object, taken) to every stream. */
+static void publish(server *s, const char *name, json_t *data)
+{
+    char *d = api_dump(data);
+    json_decref(data);
+    size_t n = d ? strlen(d) + strlen(name) + 24 : 0;
+    char *ev = d ? malloc(n) : NULL;
+    if (ev)
+        snprintf(ev, n, "event: %s\ndata: %s\n\n", name, d);
+    free(d);
+    if (!ev)
+        return;
+    pthread_mutex_lock(&s->elock);
+    free(s->ring[s->nevents % EVENT_RING]);
+    s->ring[s->nevents % EVENT_RING] = ev;
+    s->nevents++;
+    wake_streams(s);
+    pthread_mutex_unlock(&s->elock);
+}
+
+/* MHD asks for the stream's next bytes: the events it has not had (a
+ * stream that fell more than EVENT_RING behind skips to the oldest kept),
+ * a keep-alive comment, or nothing yet: then it waits, suspended. */
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    sse_stream *t = cls;
+    server *s = t->s;
+    ssize_t n = 0;
+    pthread_mutex_lock(&s->elock);
+    if (s->ending) {
+        pthread_mutex_unlock(&s->elock);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    if (!t->hello) {
+        static const char hello[] = "retry: 2000\n: mnemo events\n\n";
+        memcpy(buf, hello, sizeof hello - 1);
+        n = (ssize_t)sizeof hello - 1;
+        t->hello = 1;
+    }
+    if (s->nevents - t->next > EVENT_RING)
+        t->next = s->nevents - EVENT_RING;
+    while (t->next < s->nevents) {
+        const char *ev = s->ring[t->next % EVENT_RING];
+        size_t len = strlen(ev);
+        if ((size_t)n + len > max)
+            break;
+        memcpy(buf + n, ev, len);
+        n += (ssize_t)len;
+        t->next++;
+    }
+    if (!n && t->pings != s->pings && max >= 8) {
+        memcpy(buf, ": ping\n\n", 8);
+        n = 8;
+        t->pings = s->pings;
+    }
+    if (!n) {
+        t->suspended = 1;
+        mhd.suspend_connection(t->c);
+    }
+    pthread_mutex_unlock(&s->elock);
+    return n;
+}
+
+static void sse_free(void *cls)
+{
+    sse_stream *t = cls;
+    server *s = t->s;
+    pthread_mutex_lock(&s->elock);
+    if (t->prev)
+        t->prev->next_stream = t->next_stream;
+    else
+        s->streams = t->next_stream;
+    if (t->next_stream)
+        t->next_stream->prev = t->prev;
+    s->nstreams--;
+    pthread_mutex_unlock(&s->elock);
+    free(t);
+}
+
+static enum MHD_Result serve_events(server *s, struct MHD_Connection *c)
+{
+    sse_stream *t = calloc(1, sizeof *t);
+    if (!t)
+        return MHD_NO;
+    t->s = s;
+    t->c = c;
+    pthread_mutex_lock(&s->elock);
+    int full = s->nstreams >= MAX_STREAMS || s->ending;
+    if (!full) {
+        t->next = s->nevents;
+        t->pings = s->pings;
+        t->next_stream = s->streams;
+        if (s->streams)
+            s->streams->prev = t;
+        s->streams = t;
+        s->nstreams++;
+    }
+    pthread_mutex_unlock(&s->elock);
+    if (full) {
+        free(t);
+        return respond_error(c, 503, MNEMO_BUSY, "too many event streams open");
+    }
+    struct MHD_Response *r =
+        mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, t, sse_free);
+    if (!r) {
+        sse_free(t);
+        return MHD_NO;
+    }
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+    last_status = 200;
+    enum MHD_Result ok = mhd.queue_response(c, 200, r);
+    mhd.destroy_response(r);
+    return ok;
+}
+
+/* Every 15 s a comment on each stream: a proxy or client that drops a
+ * quiet connection keeps it, and a client gone is noticed (the write fails). */
+static void ping_streams(server *s)
+{
+    pthread_mutex_lock(&s->elock);
+    s->pings++;
+    wake_streams(s);
+    pthread_mutex_unlock(&s->elock);
+}
+
+/* The daemon stops: each stream ends (its last read says so). */
+static void end_streams(server *s)
+{
+    pthread_mutex_lock(&s->elock);
+    s->ending = 1;
+    wake_streams(s);
+    pthread_mutex_unlock(&s->elock);
+}
+
 /* Routes: /health, /mcp, /openapi.json, and every operation of api.c's
  * table at its "METHOD /path" (the table is also what /openapi.json
  * describes, so the two cannot drift). */
@@ -392,6 +680,14 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
         return respond_json(c, 200, json_pack("{s:b,s:s,s:s,s:s}", "ok", 1, "version",
                                               mnemo_version(), "service", "mnemo", "workspace",
                                               s->workspace));
+    }
+    if (strcmp(url, "/v1/events") == 0) {
+        if (!get) {
+            allow = "GET";
+            return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
+                                 "this endpoint takes GET");
+        }
+        return serve_events(s, c);
     }
     if (strcmp(url, "/mcp") == 0 && !post)
         return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, MNEMO_INVALID,
@@ -560,6 +856,13 @@ static enum MHD_Result handle_request(server *s, request **state, struct MHD_Con
         if (bad) { /* answered before the body; nothing after it is read */
             closing = 1;
             return respond_error(c, 400, MNEMO_INVALID, bad);
+        }
+        int page = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ? web_find(url) : -1;
+        if (page >= 0) { /* the page's files hold no data: no token */
+            if (!host_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Host")))
+                return respond_error(c, MHD_HTTP_FORBIDDEN, MNEMO_DENIED,
+                                     "unknown Host: use 127.0.0.1 or localhost");
+            return serve_web(c, page);
         }
         if (s->token &&
             !token_ok(s, mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
@@ -785,12 +1088,15 @@ static int overdue(const server *s, const conn_watch *w, double now)
     }
 }
 
-/* Shuts down the connections past their deadline, every 200 ms. */
+/* Shuts down the connections past their deadline, every 200 ms; pings the
+ * event streams every 15 s. */
 static void *watchdog_main(void *arg)
 {
     server *s = arg;
-    while (!s->stop_watchdog) {
+    for (unsigned tick = 1; !s->stop_watchdog; tick++) {
         usleep(200 * 1000);
+        if (tick % 75 == 0) /* 15 s */
+            ping_streams(s);
         double now = now_ms();
         pthread_mutex_lock(&s->wlock);
         for (conn_watch *w = s->watched; w; w = w->next)
@@ -1095,20 +1401,34 @@ static int lock_pidfile(const char *db, char **path_out, int *fd_out)
 
 static volatile int stop_watch;
 
+typedef struct watching_ctx {
+    server *s;
+    mnemo *m;
+} watching_ctx;
+
+/* After each sync of the watcher: logged, and announced to the event
+ * streams when files changed or the sync failed. */
 static void on_sync(void *ud, int rc, const mnemo_sync_stats *st)
 {
-    mnemo *m = ud;
-    if (rc)
-        fprintf(stderr, "mnemo serve: sync failed: %s\n", mnemo_errmsg(m));
-    else if (st->files_added + st->files_changed + st->files_removed)
+    watching_ctx *w = ud;
+    if (rc) {
+        fprintf(stderr, "mnemo serve: sync failed: %s\n", mnemo_errmsg(w->m));
+        publish(w->s, "sync", json_pack("{s:b,s:s}", "ok", 0, "error", mnemo_errmsg(w->m)));
+    } else if (st->files_added + st->files_changed + st->files_removed + st->files_renamed) {
         fprintf(stderr, "mnemo serve: synced: %zu added, %zu changed, %zu removed\n",
                 st->files_added, st->files_changed, st->files_removed);
+        publish(w->s, "sync",
+                json_pack("{s:b,s:I,s:I,s:I,s:I}", "ok", 1, "added", (json_int_t)st->files_added,
+                          "changed", (json_int_t)st->files_changed, "removed",
+                          (json_int_t)st->files_removed, "renamed",
+                          (json_int_t)st->files_renamed));
+    }
 }
 
 static void *watch_main(void *arg)
 {
-    mnemo *m = arg;
-    mnemo_watch(m, &stop_watch, on_sync, m);
+    watching_ctx *w = arg;
+    mnemo_watch(w->m, &stop_watch, on_sync, w);
     return NULL;
 }
 
@@ -1187,6 +1507,7 @@ int cmd_serve(int argc, char **argv)
     s.verbose = a.val[O_VERBOSE] != NULL;
     pthread_mutex_init(&s.lock, NULL);
     pthread_mutex_init(&s.wlock, NULL);
+    pthread_mutex_init(&s.elock, NULL);
     s.arrival_ms = arrival * 1000.0;
     s.keepalive_ms = keepalive * 1000.0;
     snprintf(keep_alive, sizeof keep_alive, "timeout=%d", keepalive);
@@ -1203,9 +1524,11 @@ int cmd_serve(int argc, char **argv)
     struct MHD_Daemon *d = NULL;
     pthread_t watcher;
     int watching = 0;
+    watching_ctx wctx = {&s, NULL};
 
     if ((code = cli_config(&a, &s.cfg)) || (code = cli_open(&a, &m)))
         goto out;
+    wctx.m = m;
     if ((code = lock_pidfile(mnemo_db_path(m), &pidpath, &pidfd)))
         goto out;
     if (!(s.workspace = strdup(mnemo_workspace(m)))) {
@@ -1228,6 +1551,7 @@ int cmd_serve(int argc, char **argv)
         code = EXIT_ERROR;
         goto out;
     }
+    web_init();
 
     mnemo_sync_stats st;
     int rc = mnemo_sync(m, NULL, &st);
@@ -1254,7 +1578,7 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "mnemo serve: %d connections at most (the descriptor limit)\n",
                 s.max_conns);
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
-                         MHD_USE_ERROR_LOG | MHD_USE_ITC |
+                         MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
                          (family == AF_INET6 ? MHD_USE_IPv6 : 0);
     d = mhd.start_daemon(flags, 0, admit, &s, on_request, &s,
                          MHD_OPTION_EXTERNAL_LOGGER, on_log, &s,
@@ -1288,7 +1612,7 @@ int cmd_serve(int argc, char **argv)
         free(t);
     }
     if (!a.val[O_NO_WATCH]) {
-        if (pthread_create(&watcher, NULL, watch_main, m) == 0)
+        if (pthread_create(&watcher, NULL, watch_main, &wctx) == 0)
             watching = 1;
         else
             fprintf(stderr, "mnemo serve: cannot start watching; the index will not follow edits\n");
@@ -1315,6 +1639,7 @@ int cmd_serve(int argc, char **argv)
     /* Stop accepting, then let the requests begun finish and their
      * replies go out (up to 10 s); idle keep-alive connections are closed. */
     MHD_socket ls = mhd.quiesce_daemon(d);
+    end_streams(&s);
     for (int i = 0; i < 1000; i++) {
         pthread_mutex_lock(&s.lock);
         int busy = s.inflight;
@@ -1330,8 +1655,10 @@ int cmd_serve(int argc, char **argv)
     code = EXIT_OK;
 
 out:
-    if (d)
+    if (d) {
+        end_streams(&s); /* no stream stays suspended */
         mhd.stop_daemon(d); /* waits for the handlers running now */
+    }
     if (have_watchdog) {
         s.stop_watchdog = 1;
         pthread_join(watchdog, NULL);
@@ -1355,5 +1682,10 @@ out:
     free(s.workspace);
     pthread_mutex_destroy(&s.lock);
     pthread_mutex_destroy(&s.wlock);
+    pthread_mutex_destroy(&s.elock);
+    for (int i = 0; i < EVENT_RING; i++)
+        free(s.ring[i]);
+    free(etags);
+    etags = NULL;
     return code;
 }

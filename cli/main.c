@@ -28,6 +28,7 @@ static const cli_command commands[] = {
      "export import recover"},
     {"skill", cmd_skill, "the memory_search skill (arguments in SKILL_ARGS)", NULL, NULL},
     {"serve", cmd_serve, "the HTTP daemon: JSON API and MCP at /mcp, on loopback", NULL, NULL},
+    {"ui", cmd_ui, "the memory browser: start or reuse the daemon, open its page", NULL, NULL},
     {"mcp", cmd_mcp, "MCP server over standard input and output", NULL, NULL},
     {"hook", cmd_hook, "agent hooks: claude-code (the recall nudge for UserPromptSubmit)",
      "claude-code", NULL},

@@ -15,7 +15,7 @@ _mnemo()
         cword=$COMP_CWORD
     fi
 
-    local commands="index search get status config tokenize model embed recall memory skill serve mcp hook doctor completion help"
+    local commands="index search get status config tokenize model embed recall memory skill serve ui mcp hook doctor completion help"
     local global="--workspace -w --db --config -c --store --set --help -h"
     local gtakes="|--workspace|-w||--db||--config|-c||--store||--set|"
 
@@ -213,6 +213,9 @@ _mnemo()
     serve:--parent)
         return
         ;;
+    ui:--listen | ui:-l)
+        return
+        ;;
     esac
 
     if [[ -z $cmd ]]; then
@@ -279,6 +282,10 @@ _mnemo()
     serve)
         opts="--listen -l --workers --token-file --max-body --timeout --request-timeout --keepalive-timeout --max-connections --max-per-client --no-watch --parent --verbose -v"
         takes="|--listen|-l||--workers||--token-file||--max-body||--timeout||--request-timeout||--keepalive-timeout||--max-connections||--max-per-client||--parent|"
+        ;;
+    ui)
+        opts="--listen -l --no-open"
+        takes="|--listen|-l|"
         ;;
     mcp)
         opts=""

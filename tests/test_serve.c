@@ -382,12 +382,17 @@ TEST(serve_openapi_and_memory_operations)
         {"/v1/memories/export", "get", "memory_export"},
         {"/v1/memories/import", "post", "memory_import"},
         {"/v1/status", "get", "status"},
+        {"/v1/files", "get", "files"},
+        {"/v1/timeline", "post", "timeline"},
     };
     size_t nops = 0;
     const char *k;
     json_t *v;
     json_object_foreach(paths, k, v) nops += json_object_size(v);
-    ASSERT_EQ(nops, sizeof routes / sizeof *routes + 2); /* + /health and /mcp */
+    ASSERT_EQ(nops, sizeof routes / sizeof *routes + 3); /* + /health, /mcp, /v1/events */
+    ASSERT_STR_EQ(json_string_value(json_object_get(
+                      json_object_get(json_object_get(paths, "/v1/events"), "get"), "operationId")),
+                  "events");
     for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
         json_t *op = json_object_get(json_object_get(paths, routes[i][0]), routes[i][1]);
         if (!op)
