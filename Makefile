@@ -58,7 +58,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/engine/sync.c src/engine/memory.c src/engine/mport.c src/engine/msearch.c src/engine/mrecall.c \
           src/engine/provider.c src/engine/calib.c src/engine/rank.c src/engine/recall.c src/engine/results.c \
           src/engine/search.c src/engine/allsearch.c src/engine/mrec.c src/engine/memjson.c \
-          src/engine/get.c src/engine/watch.c src/engine/blockmax.c \
+          src/engine/get.c src/engine/files.c src/engine/watch.c src/engine/blockmax.c \
           src/store/sqlite/recover.c src/store/sqlite/fts.c src/store/sqlite/lite_filter.c \
           src/store/sqlite/store.c src/store/sqlite/store_write.c src/store/sqlite/lite.c \
           src/store/sqlite/lite_sync.c src/store/sqlite/memlite.c src/store/sqlite/memvec.c \

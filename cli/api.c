@@ -702,13 +702,15 @@ static const api_op ops[] = {
      "Import exported memories, all or nothing; those already stored are skipped.", 1,
      "POST /v1/memories/import", 200},
     {"files", browse_files, OBJ("", ""),
-     OUT("\"workspace\":{\"type\":\"string\"},\"count\":{\"type\":\"integer\"},"
+     OUT("\"workspace\":{\"type\":\"string\"},\"indexed\":{\"type\":\"boolean\"},"
+         "\"count\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"},"
          "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-         "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
-         "\"mtime\":{\"type\":\"integer\"},\"date\":{\"type\":\"integer\"}}}}"),
-     "The workspace's memory files on disk (MEMORY.md, USER.md, memory/**/*.md), sorted by "
-     "path, with size, modification time and, for a daily note, the date of its name (Unix "
-     "seconds).",
+         "\"path\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\"},"
+         "\"size\":{\"type\":\"integer\"},\"mtime\":{\"type\":\"integer\"},"
+         "\"chunks\":{\"type\":\"integer\"},\"date\":{\"type\":\"integer\"}}}}"),
+     "The files the index holds, sorted by path (the paths results cite): kind memory "
+     "(MEMORY.md, USER.md, memory/), extra (extraPaths), session or media; size, modification "
+     "time, chunks and, for a daily note, the date of its name (Unix seconds).",
      0, "GET /v1/files", 200},
     {"timeline", browse_timeline,
      OBJ("\"user_id\":" STR("whose facts (default: the configured userId)") ","

@@ -1,34 +1,18 @@
 /*
  * browse.c - the operations a browser of the memory needs beside search and
- * the memory operations (see browse.h): the workspace's memory files as a
- * list, and how much was written per week.
+ * the memory operations (see browse.h): the index's files as a list, and
+ * how much was written per week.
  *
- * The files are listed from disk, as the workspace holds them: the root
- * files and memory/ (the roots the index walks by default). The library has
- * no call that lists the files of the index, and a walk here is cheap next
- * to a sync's.
+ * The files are the index's (mnemo_files): every file a search can cite,
+ * under the default roots, the extra paths, the transcripts and the media,
+ * with the paths results cite and /v1/get reads.
  */
 #include "browse.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
-
-#define MAX_DEPTH 16
-#define MAX_FILES 100000
-
-static const char *const root_files[] = {"MEMORY.md", "memory.md", "USER.md", "user.md"};
-
-static int is_md(const char *name)
-{
-    size_t n = strlen(name);
-    return n > 3 && strcmp(name + n - 3, ".md") == 0;
-}
 
 /* A daily note's date from its name ("2026-11-02.md", "2026-11-02-standup.md"):
  * 1 and *T (midnight UTC) when the name starts with one. */
@@ -45,48 +29,6 @@ static int name_date(const char *name, time_t *t)
     tm.tm_mday = d;
     *t = timegm(&tm);
     return 1;
-}
-
-static void add_file(json_t *arr, const char *rel, const char *name, const struct stat *st)
-{
-    if (json_array_size(arr) >= MAX_FILES)
-        return;
-    time_t day;
-    json_t *f = json_pack("{s:s,s:I,s:I}", "path", rel, "size", (json_int_t)st->st_size,
-                          "mtime", (json_int_t)st->st_mtime);
-    if (f && name_date(name, &day))
-        json_object_set_new(f, "date", json_integer((json_int_t)day));
-    json_array_append_new(arr, f);
-}
-
-/* The Markdown files under DIRFD (its path REL from the workspace), depth
- * first; symlinks are not followed, as the index's walk does not. */
-static void walk_md(int dirfd, const char *rel, int depth, json_t *arr)
-{
-    DIR *d = fdopendir(dirfd);
-    if (!d) {
-        close(dirfd);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) && json_array_size(arr) < MAX_FILES) {
-        if (e->d_name[0] == '.')
-            continue;
-        struct stat st;
-        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/%s", rel, e->d_name) >= (int)sizeof path)
-            continue;
-        if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
-            int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd >= 0)
-                walk_md(fd, path, depth + 1, arr);
-        } else if (S_ISREG(st.st_mode) && is_md(e->d_name)) {
-            add_file(arr, path, e->d_name, &st);
-        }
-    }
-    closedir(d);
 }
 
 static int by_key(const void *a, const void *b, void *key)
@@ -113,53 +55,53 @@ static int sort_by(json_t *arr, const char *key)
     return 0;
 }
 
-/* The memory files of M's workspace as a JSON array, sorted by path. */
-static json_t *list_files(mnemo *m)
+static int fail(mnemo *m, int rc, char **err)
 {
-    json_t *arr = json_array();
-    const char *ws = mnemo_workspace(m);
-    int wfd = arr ? open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (wfd < 0)
-        return arr;
-    /* on a case-insensitive file system MEMORY.md and memory.md are one file */
-    enum { NROOT = sizeof root_files / sizeof *root_files };
-    dev_t devs[NROOT] = {0};
-    ino_t inos[NROOT] = {0};
-    size_t nseen = 0;
-    for (size_t i = 0; i < sizeof root_files / sizeof *root_files; i++) {
-        struct stat st;
-        if (fstatat(wfd, root_files[i], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        int dup = 0;
-        for (size_t k = 0; k < nseen; k++)
-            dup |= devs[k] == st.st_dev && inos[k] == st.st_ino;
-        if (dup)
-            continue;
-        devs[nseen] = st.st_dev;
-        inos[nseen++] = st.st_ino;
-        add_file(arr, root_files[i], root_files[i], &st);
+    const char *msg = mnemo_errmsg(m);
+    *err = api_utf8_clean(msg && *msg ? msg : mnemo_strerror(rc));
+    return rc;
+}
+
+/* The index's files (mnemo_files' answer, by path) into *OUT, each memory
+ * note named by a date with that day as "date" (Unix seconds). */
+static int list_files(mnemo *m, json_t **out, char **err)
+{
+    char *s = NULL;
+    int rc = mnemo_files(m, NULL, &s);
+    if (rc) {
+        mnemo_free(s);
+        return fail(m, rc, err);
     }
-    int mfd = openat(wfd, "memory", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    close(wfd);
-    if (mfd >= 0)
-        walk_md(mfd, "memory", 0, arr);
-    if (sort_by(arr, "path")) {
-        json_decref(arr);
-        return NULL;
+    json_t *o = json_loads(s, 0, NULL);
+    mnemo_free(s);
+    json_t *files = json_object_get(o, "files");
+    if (!json_is_array(files)) {
+        json_decref(o);
+        return MNEMO_NOMEM;
     }
-    return arr;
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f) {
+        const char *p = json_string_value(json_object_get(f, "path"));
+        const char *kind = json_string_value(json_object_get(f, "kind"));
+        const char *name = p ? strrchr(p, '/') : NULL;
+        time_t day;
+        if (kind && strcmp(kind, "memory") == 0 && name_date(name ? name + 1 : p, &day))
+            json_object_set_new(f, "date", json_integer((json_int_t)day));
+    }
+    *out = o;
+    return MNEMO_OK;
 }
 
 int browse_files(mnemo *m, json_t *args, char **out, char **err)
 {
     (void)args;
-    (void)err;
-    json_t *files = list_files(m);
-    if (!files)
-        return MNEMO_NOMEM;
-    json_t *o = json_pack("{s:s,s:I,s:o}", "workspace", mnemo_workspace(m), "count",
-                          (json_int_t)json_array_size(files), "files", files);
-    *out = o ? api_dump(o) : NULL;
+    json_t *o = NULL;
+    int rc = list_files(m, &o, err);
+    if (rc)
+        return rc;
+    json_object_set_new(o, "workspace", json_string(mnemo_workspace(m)));
+    *out = api_dump(o);
     json_decref(o);
     return *out ? 0 : MNEMO_NOMEM;
 }
@@ -196,21 +138,29 @@ static void count(json_t *weeks, int64_t t, const char *kind, const char *cat)
     json_object_set_new(k, cat, json_integer(c ? json_integer_value(c) + 1 : 1));
 }
 
-/* Notes by their date (a daily note's name, else the file's mtime); their
- * "category" is the folder: daily, root or the path's first folder. */
-static void count_notes(mnemo *m, json_t *weeks)
+/* Notes (the memory files and those under extra paths, not transcripts
+ * or media) by their date (a daily note's name, else the file's mtime);
+ * their "category": daily, root or other. */
+static int count_notes(mnemo *m, json_t *weeks, char **err)
 {
-    json_t *files = list_files(m);
+    json_t *o = NULL;
+    int rc = list_files(m, &o, err);
+    if (rc)
+        return rc;
     size_t i;
     json_t *f;
-    json_array_foreach(files, i, f) {
+    json_array_foreach(json_object_get(o, "files"), i, f) {
         json_t *d = json_object_get(f, "date");
         const char *p = json_string_value(json_object_get(f, "path"));
+        const char *kind = json_string_value(json_object_get(f, "kind"));
+        if (!p || !kind || (strcmp(kind, "memory") != 0 && strcmp(kind, "extra") != 0))
+            continue;
         const char *cat = d ? "daily" : strchr(p, '/') ? "other" : "root";
         count(weeks, d ? json_integer_value(d) : json_integer_value(json_object_get(f, "mtime")),
               "notes", cat);
     }
-    json_decref(files);
+    json_decref(o);
+    return MNEMO_OK;
 }
 
 /* Facts by their creation, a page at a time (100k facts: 20 pages). */
@@ -244,17 +194,15 @@ static int count_facts(mnemo *m, json_t *args, json_t *weeks, long long *n)
 
 int browse_timeline(mnemo *m, json_t *args, char **out, char **err)
 {
-    (void)err;
     json_t *weeks = json_object();
     long long nfacts = 0;
     if (!weeks)
         return MNEMO_NOMEM;
-    count_notes(m, weeks);
-    int rc = count_facts(m, args, weeks, &nfacts);
+    int rc = count_notes(m, weeks, err);
+    if (!rc && (rc = count_facts(m, args, weeks, &nfacts)))
+        fail(m, rc, err);
     if (rc) {
         json_decref(weeks);
-        const char *msg = mnemo_errmsg(m);
-        *err = api_utf8_clean(msg && *msg ? msg : mnemo_strerror(rc));
         return rc;
     }
     /* oldest first; an object's keys are the weeks, sorted as text */

@@ -2,9 +2,11 @@
  * browse.h - operations for browsing the memory (api.c's table: files,
  * timeline), JSON in and out as api.h's.
  *
- *   files      -                      {"workspace","count","files":[{"path","size",
- *                                     "mtime","date"?}]}: MEMORY.md, USER.md and
- *                                     memory/ (every .md) on disk, sorted by path
+ *   files      -                      mnemo_files' answer with "workspace", and a
+ *                                     memory note named by a day its "date":
+ *                                     {"workspace","indexed","count","truncated",
+ *                                     "files":[{"path","kind","size","mtime",
+ *                                     "chunks","date"?}]}, sorted by path
  *   timeline   user_id, agent_id      {"facts":N,"weeks":[{"week":"YYYY-MM-DD",
  *                                     "notes":{folder:n},"facts":{category:n}}]}
  */

@@ -687,6 +687,24 @@ MNEMO_API int mnemo_status_json(mnemo *m, int deep, char **out);
  * "files". MNEMO_NOTFOUND when there is no index yet. */
 MNEMO_API int mnemo_index_count(mnemo *m, long long *files);
 
+/* The files the index holds, by path (bytes), as JSON into *OUT (caller
+ * frees with mnemo_free):
+ *   {"indexed":true,"files":[{"path","kind","size","mtime","chunks"}],
+ *    "count":N,"truncated":false}
+ * PATH is the path search results cite (mnemo_get reads it); KIND is
+ * "memory" (MEMORY.md, USER.md, memory/), "extra" (under extraPaths),
+ * "session" (a transcript, when sessions are indexed) or "media" (an image
+ * or audio file); SIZE in bytes and MTIME in Unix seconds as last indexed;
+ * CHUNKS the pieces it was split into. Files the index skipped are not
+ * listed (mnemo_status_json names them). OPTIONS: NULL, "" or a JSON
+ * object {"limit":N}, at most N files (1 to 100000, the default); with
+ * more, "truncated" is true. Without an index yet, as mnemo_status_json:
+ * MNEMO_OK with "indexed": false and no files. An index that cannot be
+ * read (damaged, locked, a server that does not answer) is an error with
+ * its message (mnemo_errmsg), never an empty list; MNEMO_INVALID for bad
+ * options. */
+MNEMO_API int mnemo_files(mnemo *m, const char *options, char **out);
+
 /* Imports an embedding model into the models folder (config modelsDir).
  * A transformer model folder (config.json with model_type "bert",
  * model.safetensors, tokenizer.json or vocab.txt) is checked, copied into

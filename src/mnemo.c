@@ -21,6 +21,7 @@
 #include "engine/sync.h"
 #include "engine/watch.h"
 #include "engine/core.h"
+#include "engine/files.h"
 #include "engine/allsearch.h"
 #include "engine/memjson.h"
 #include "engine/memory.h"
@@ -273,6 +274,13 @@ int mnemo_status_json(mnemo *m, int deep, char **out)
 {
     int rc;
     BACKEND_CALL(m, BACKEND_READ, rc, m->be->status_json(m, deep, out));
+    return rc;
+}
+
+int mnemo_files(mnemo *m, const char *options, char **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, files_json(warn_fresh(m), options, m->be->files, out));
     return rc;
 }
 

@@ -27,15 +27,19 @@
  * (notes: search.h's search_store), the memory record codec and options
  * and the memory operations themselves, which the engine runs over the
  * storage steps the table points to (mem, msearch: memory.h's mem_store
- * and mem_searcher), the filter language (mfilter.c) and the result shapes
+ * and mem_searcher), the kinds and JSON of the file list (files.h), the filter language (mfilter.c) and the result shapes
  * (results.h). Each operation has the contract of the public function of
  * the same name in mnemo.h.
  */
 #ifndef MNEMO_BACKEND_H
 #define MNEMO_BACKEND_H
 
+#include <stddef.h>
+
 #include "mnemo.h"
 #include "text/tok.h"
+
+struct file_list;
 
 typedef struct backend_ops {
     const char *name; /* "sqlite", "postgres" */
@@ -50,6 +54,9 @@ typedef struct backend_ops {
     int (*get)(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
     int (*status_json)(mnemo *m, int deep, char **out);
     int (*index_count)(mnemo *m, long long *files);
+    /* The indexed files by path, at most LIMIT + 1 (files.h's files_fn),
+     * which the engine's files_json writes as mnemo_files' answer. */
+    int (*files)(mnemo *m, size_t limit, struct file_list *out);
     int (*recall_triggers)(mnemo *m, const char *message, char **out);
     const struct mem_store *mem;        /* the memory operations' storage steps (memory.h) */
     const struct mem_searcher *msearch; /* memory search's and recall's legs (memory.h) */

@@ -122,6 +122,14 @@ int walk_media_read(const char *workspace, const char *path, int64_t max_bytes, 
     return rc;
 }
 
+int walk_is_root_file(const char *name)
+{
+    for (size_t i = 0; i < sizeof root_files / sizeof *root_files; i++)
+        if (strcmp(name, root_files[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* Stored-path prefix for ABS: relative when inside the workspace. */
 static const char *display_of(const char *workspace, const char *abs)
 {

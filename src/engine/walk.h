@@ -56,6 +56,10 @@ int walk_roots_build(const char *workspace, const char *extra_json, const char *
                      int media, walk_roots *out, buf *err);
 void walk_roots_cleanup(walk_roots *r);
 
+/* 1 when NAME is one of the root files the index walks by default
+ * (MEMORY.md, USER.md and their lowercase forms), else 0. */
+int walk_is_root_file(const char *name);
+
 /* Lists the files under ROOTS, sorted by path. */
 int walk_scan(const char *workspace, const walk_roots *roots, walk_list *out);
 void walk_list_cleanup(walk_list *l);

@@ -54,6 +54,7 @@ const backend_ops backend_postgres = {
     pgstore_get,
     pgstore_status_json,
     pgstore_index_count,
+    pgstore_files,
     pgstore_recall_triggers,
     &pgmwrite_store,
     &pgmsearch_searcher,

@@ -963,6 +963,10 @@ double pgstore_hit_bm25(const pgsearch *s, const hitrow *h);
 int pgstore_get(mnemo *m, const char *path, int from, int lines, mnemo_excerpt *out);
 int pgstore_status_json(mnemo *m, int deep, char **out);
 int pgstore_index_count(mnemo *m, long long *files);
+/* The tenant's live files by path (backend_ops.files, files.h); an empty
+ * list with indexed 0 before the first sync. */
+struct file_list;
+int pgstore_files(mnemo *m, size_t limit, struct file_list *out);
 int pgstore_recall_triggers(mnemo *m, const char *message, char **out);
 
 /* Frees the chunk-side state kept on the handle. */

@@ -64,6 +64,7 @@
 
 #include <jansson.h>
 
+#include "engine/files.h"
 #include "engine/get.h"
 #include "engine/provider.h"
 #include "engine/recall.h"
@@ -602,6 +603,39 @@ int pgstore_index_count(mnemo *m, long long *files)
         rc = core_error(m, MNEMO_NOTFOUND, "no index yet; run: mnemo index");
     if (!rc)
         *files = pgstore_ll(r, 0, 0);
+    pg_rows_free(r);
+    return rc;
+}
+
+int pgstore_files(mnemo *m, size_t limit, file_list *out)
+{
+    core_clear(m);
+    const char *live = pgstore_live(m, pgconn_tenant(m));
+    if (!live)
+        return MNEMO_DB;
+    char lim[32];
+    snprintf(lim, sizeof lim, "%zu", limit + 1);
+    const char *p[2] = {live, lim};
+    pg_rows *r = NULL;
+    /* The corpus row tells an index without files from none yet; the
+     * paths in byte order, as on SQLite. */
+    int rc = pgstore_q(m, "listing the indexed files",
+                       "SELECT c.tenant IS NOT NULL, f.path, f.source = 'sessions', "
+                       "f.mime IS NOT NULL, f.size, f.mtime_ns, f.nchunks "
+                       "FROM (SELECT 1) one LEFT JOIN mnemo_corpus c ON c.tenant = $1 "
+                       "LEFT JOIN LATERAL (SELECT path, source, mime, size, mtime_ns, nchunks "
+                       "FROM mnemo_files WHERE tenant = $1 AND status = 0 AND c.tenant IS NOT NULL "
+                       "ORDER BY path COLLATE \"C\" LIMIT $2::bigint) f ON true "
+                       "ORDER BY f.path COLLATE \"C\"",
+                       2, p, &r);
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++) {
+        out->indexed = *pg_value(r, i, 0) == 't';
+        if (pg_isnull(r, i, 1))
+            continue;
+        rc = file_list_add(out, pg_value(r, i, 1), *pg_value(r, i, 2) == 't',
+                           *pg_value(r, i, 3) == 't', pgstore_ll(r, i, 4),
+                           (int64_t)pgstore_ll(r, i, 5), pgstore_ll(r, i, 6));
+    }
     pg_rows_free(r);
     return rc;
 }

@@ -52,6 +52,7 @@ const backend_ops backend_sqlite = {
     get_file,
     lite_status_json,
     lite_index_count,
+    lite_files,
     lite_recall_triggers,
     &mem_lite_store,
     &mem_lite_searcher,

@@ -63,6 +63,9 @@ extern const struct sync_store lite_sync_store;
 int lite_status_json(mnemo *m, int deep, char **out);
 /* The index's files (mnemo_index_count); MNEMO_NOTFOUND without an index. */
 int lite_index_count(mnemo *m, long long *files);
+/* The index's files by path (backend_ops.files, files.h); an empty list
+ * with indexed 0 without an index. */
+int lite_files(mnemo *m, size_t limit, struct file_list *out);
 int lite_recall_triggers(mnemo *m, const char *message, char **out);
 /* Note search's legs (lite_search.c), run by the engine (search.h). */
 extern const struct search_store lite_notes;

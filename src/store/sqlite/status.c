@@ -10,6 +10,7 @@
 
 #include "engine/backend.h"
 #include "engine/core.h"
+#include "engine/files.h"
 #include "store/sqlite/lite.h"
 #include "util/errcode.h"
 #include "util/time.h"
@@ -203,6 +204,43 @@ int lite_index_count(mnemo *m, long long *files)
         return core_error(m, MNEMO_DB, "cannot count the files of %s", m->db_path);
     *files = (long long)n;
     return MNEMO_OK;
+}
+
+int lite_files(mnemo *m, size_t limit, file_list *out)
+{
+    core_clear(m);
+    int rc = lite_store(m);
+    if (rc == MNEMO_NOTFOUND) { /* no index yet: said by "indexed", as status says it */
+        core_clear(m);
+        return MNEMO_OK;
+    }
+    if (rc)
+        return rc;
+    /* Rows read from a damaged file may be missing some: not a list. */
+    if (lite_suspect(m))
+        return lite_index_fail(m, SQLITE_CORRUPT, "a search met the damage");
+    out->indexed = 1;
+    sqlite3_stmt *st = NULL;
+    int s = sqlite3_prepare_v2(store_db(LITE(m)->st),
+                               "SELECT path, source = 'sessions', mime IS NOT NULL, size, "
+                               "mtime_ns, nchunks FROM files WHERE status = 0 ORDER BY path "
+                               "LIMIT ?",
+                               -1, &st, NULL);
+    if (s == SQLITE_OK)
+        s = sqlite3_bind_int64(st, 1, (sqlite3_int64)limit + 1);
+    while (s == SQLITE_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *path = (const char *)sqlite3_column_text(st, 0);
+        if ((rc = file_list_add(out, path ? path : "", sqlite3_column_int(st, 1),
+                                sqlite3_column_int(st, 2), sqlite3_column_int64(st, 3),
+                                sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5))))
+            goto done;
+        s = SQLITE_OK;
+    }
+    if (s != SQLITE_DONE)
+        rc = lite_index_fail(m, s, "listing the indexed files");
+done:
+    sqlite3_finalize(st);
+    return rc;
 }
 
 int lite_status_json(mnemo *m, int deep, char **out)
