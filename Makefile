@@ -91,7 +91,7 @@ TEST_SRC = tests/runner.c tests/util.c tests/test_util.c tests/test_tok.c tests/
            tests/test_nudge.c tests/test_serve.c tests/test_mcp.c tests/test_openclaw.c tests/test_media.c \
            tests/pg_server.c tests/test_pgsource.c tests/backend.c tests/test_pgmem.c tests/test_pgbackend.c tests/test_pgreplica.c \
            tests/test_pgstore.c tests/test_safety.c tests/test_writes.c tests/test_damage.c tests/test_cliux.c \
-           tests/test_typed.c tests/test_python.c tests/test_ui.c
+           tests/test_typed.c tests/test_python.c tests/test_ui.c tests/test_files.c
 FUZZ_HARNESS = fuzz/fuzz_tok.c fuzz/fuzz_chunk.c fuzz/fuzz_query.c fuzz/fuzz_jsonvec.c \
                fuzz/fuzz_filter.c fuzz/fuzz_text.c fuzz/fuzz_records.c fuzz/fuzz_recover.c
 # Harnesses of the command's own parsers (cli/): they link it but for main.c.

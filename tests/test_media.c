@@ -203,6 +203,15 @@ BACKEND_TEST(media_indexed_embedded_and_found)
     ASSERT_CONTAINS(e.text, "Type: image/png");
     ASSERT_NOT_CONTAINS(e.text, "PNG");
     mnemo_excerpt_cleanup(&e);
+    /* The list of the index's files names them media, the note beside
+     * them under the extra path an extra note. */
+    char *fl = NULL;
+    ASSERT_OK(mnemo_files(m, NULL, &fl));
+    ASSERT_CONTAINS(fl, "{\"path\":\"media/photos/img-0142.png\",\"kind\":\"media\"");
+    ASSERT_CONTAINS(fl, "{\"path\":\"media/voice/memo.mp3\",\"kind\":\"media\"");
+    ASSERT_CONTAINS(fl, "{\"path\":\"media/notes.md\",\"kind\":\"extra\"");
+    ASSERT_CONTAINS(fl, "{\"path\":\"memory/2026-11-02.md\",\"kind\":\"memory\"");
+    mnemo_free(fl);
 
     /* Audio the same way; media alone; notes alone. */
     j = search_json(m, "reminder to water the tomato plants", "media");
