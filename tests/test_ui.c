@@ -51,12 +51,13 @@ static double now_s(void)
 }
 
 static const char *store = "sqlite"; /* or a PostgreSQL server's URL */
+static const char *extra_paths = NULL; /* the daemon's extraPaths, when set */
 
 /* The workspace "ws" (a copy of the fixture's notes) and one stored fact. */
 static void make_workspace(void)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cp -r '%s/tests/fixtures/ws' '%s'", test_src_dir(),
+    snprintf(cmd, sizeof cmd, "cp -r '%s/tests/fixtures/ws/.' '%s'", test_src_dir(),
              test_path("ws"));
     ASSERT_EQ(system(cmd), 0);
     char *out = NULL, *err = NULL;
@@ -86,9 +87,11 @@ static pid_t start_daemon(const char *listen, int token, int *port)
             setenv("MNEMO_TOKEN", UI_TOKEN, 1);
         else
             unsetenv("MNEMO_TOKEN");
+        char extra[256];
+        snprintf(extra, sizeof extra, "extraPaths=%s", extra_paths ? extra_paths : "");
         execl(test_bin(), test_bin(), "--workspace", test_path("ws"), "--db",
-              test_path("db.sqlite"), "--store", store, "--set", "watchDebounceMs=100", "serve",
-              "--listen", listen, (char *)NULL);
+              test_path("db.sqlite"), "--store", store, "--set", "watchDebounceMs=100", "--set",
+              extra, "serve", "--listen", listen, (char *)NULL);
         _exit(127);
     }
     double t0 = now_s();
@@ -253,6 +256,20 @@ TEST(ui_open_result_at_cited_lines)
     ASSERT_CONTAINS(out, "ok: the result opens its note at its lines: #/note/MEMORY.md?L=");
     ASSERT_CONTAINS(out, "ok: the cited lines are highlighted");
     ASSERT_CONTAINS(out, "ok: a deep link highlights its lines");
+    free(out);
+}
+
+/* A note under an extra path, outside memory/, is in the tree and opens. */
+TEST(ui_tree_shows_extra_paths)
+{
+    test_write("ws/projects/roadmap.md", "# Roadmap\n- The zebra launch is in March.\n");
+    extra_paths = "projects";
+    char *out = run_scenario("tree", 0);
+    extra_paths = NULL;
+    ASSERT_CONTAINS(out, "ok: the tree groups the files: Workspace,Daily notes,Other notes,Extra paths");
+    ASSERT_CONTAINS(out, "ok: the extra note opens with its text");
+    ASSERT_CONTAINS(out, "ok: the tree marks the open extra note");
+    ASSERT_CONTAINS(out, "ok: the tree says how many files the index holds: 8 indexed files in ");
     free(out);
 }
 

@@ -176,9 +176,14 @@ async function viewSearch(r, seq) {
 // ---------------------------------------------------------------- notes
 
 function tree(files, active) {
-  const roots = [], daily = new Map(), other = [];
+  // the groups of the index's files: by kind, then the memory files by folder
+  const roots = [], daily = new Map(), other = [], extra = [], sessions = [], media = [];
   for (const f of files) {
-    if (!f.path.includes('/')) roots.push(f);
+    const kind = f.kind || 'memory';
+    if (kind === 'session') sessions.push(f);
+    else if (kind === 'media') media.push(f);
+    else if (kind === 'extra') extra.push(f);
+    else if (!f.path.includes('/')) roots.push(f);
     else if (f.date) {
       const month = fmtDate(f.date).slice(0, 7);
       if (!daily.has(month)) daily.set(month, []);
@@ -187,6 +192,11 @@ function tree(files, active) {
   }
   const item = (f, label) => h('li', {}, h('a', { href: noteLink(f.path), 'aria-current': f.path === active ? 'page' : null, title: f.path }, label || f.path));
   const months = [...daily.keys()].sort().reverse();
+  // a long group (transcripts, media) folded, open when it holds the open file
+  const folded = (title, list, label) => list.length ? [h('h2', {}, title),
+    h('details', { open: list.length <= 20 || list.some((f) => f.path === active) ? true : null },
+      h('summary', {}, `${list.length} file${list.length === 1 ? '' : 's'}`),
+      h('ul', {}, list.map((f) => item(f, label(f)))))] : [];
   return h('nav', { class: 'tree', 'aria-label': 'Memory files' },
     h('h2', {}, 'Workspace'), h('ul', {}, roots.map((f) => item(f))),
     months.length ? h('h2', {}, 'Daily notes') : null,
@@ -194,7 +204,11 @@ function tree(files, active) {
       h('summary', {}, `${m} (${daily.get(m).length})`),
       h('ul', {}, daily.get(m).sort((a, b) => b.path.localeCompare(a.path)).map((f) => item(f, f.path.split('/').pop()))))),
     other.length ? h('h2', {}, 'Other notes') : null,
-    other.length ? h('ul', {}, other.map((f) => item(f, f.path.replace(/^memory\//, '')))) : null);
+    other.length ? h('ul', {}, other.map((f) => item(f, f.path.replace(/^memory\//, '')))) : null,
+    extra.length ? h('h2', {}, 'Extra paths') : null,
+    extra.length ? h('ul', { 'aria-label': 'Notes under extra paths' }, extra.map((f) => item(f))) : null,
+    ...folded('Sessions', sessions, (f) => f.path.split('/').slice(-2).join('/')),
+    ...folded('Media', media, (f) => f.path));
 }
 
 async function viewNotes(r, seq) {
@@ -233,8 +247,10 @@ async function viewNotes(r, seq) {
   const files = await filesP;
   if (stale(seq)) return;
   if (files instanceof Error) fill(side, errorBox(files, 'Listing the files'));
+  else if (files.indexed === false) fill(side, h('p', { class: 'empty', role: 'note' }, 'No index yet; run: mnemo index'));
   else fill(side, tree(files.files, path),
-    h('p', { class: 'muted small' }, `${files.count} files in ${files.workspace}`));
+    h('p', { class: 'muted small' }, `${files.count} indexed files in ${files.workspace}` +
+      (files.truncated ? ' (the list stops there)' : '')));
 }
 
 // ---------------------------------------------------------------- facts

@@ -131,6 +131,30 @@ const scenarios = {
     checkConsole();
   },
 
+  async tree() {
+    const page = await open();
+    await page.goto(base + '/#/notes');
+    await page.waitForSelector('.tree');
+    const heads = await page.locator('.tree h2').allTextContents();
+    check(heads.includes('Workspace') && heads.includes('Daily notes') && heads.includes('Extra paths'),
+      'the tree groups the files: ' + heads.join(','));
+    check(await page.locator('.tree a', { hasText: 'MEMORY.md' }).count() === 1, 'the tree lists MEMORY.md');
+    const link = page.getByRole('link', { name: 'projects/roadmap.md' });
+    check(await link.count() === 1, 'the tree lists the note under the extra path');
+    const daily = await page.locator('.tree details summary').first().textContent();
+    check(/^2026-11 \(\d+\)$/.test(daily), 'daily notes by month: ' + daily);
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.lines li');
+    const text = await page.locator('.lines').textContent();
+    check(/zebra launch/.test(text), 'the extra note opens with its text');
+    check(await page.locator('.tree a[aria-current="page"]').textContent() === 'projects/roadmap.md',
+      'the tree marks the open extra note');
+    const foot = await page.locator('.side .muted.small').textContent();
+    check(/^\d+ indexed files in /.test(foot), 'the tree says how many files the index holds: ' + foot);
+    checkConsole();
+  },
+
   async facts() {
     const page = await open();
     await page.goto(base + '/#/facts');
