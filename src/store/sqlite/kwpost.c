@@ -77,12 +77,24 @@ static int ids_push(int64_t **v, size_t *n, size_t *cap, int64_t id)
     return MNEMO_OK;
 }
 
-int kwpost_marks(sqlite3 *db, int64_t mark[KWPOST_RANGES])
+/* Prepares FMT into *ST with its %s the database SCHEMA ("main", "mem"). */
+static int prep(sqlite3 *db, const char *schema, const char *fmt, sqlite3_stmt **st)
+{
+    *st = NULL;
+    char *sql = sqlite3_mprintf(fmt, schema);
+    if (!sql)
+        return SQLITE_NOMEM;
+    int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+    sqlite3_free(sql);
+    return rc;
+}
+
+int kwpost_marks(sqlite3 *db, const char *schema, int64_t mark[KWPOST_RANGES])
 {
     for (int r = 0; r < KWPOST_RANGES; r++)
         mark[r] = range_lo[r] - 1;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT range, mark FROM kw_mark", -1, &st, NULL) != SQLITE_OK)
+    if (prep(db, schema, "SELECT range, mark FROM %s.kw_mark", &st) != SQLITE_OK)
         return MNEMO_NOTFOUND;
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -143,6 +155,8 @@ typedef struct queue {
 
 struct kwpost {
     sqlite3 *db;
+    const char *schema; /* the tables' database */
+    const char *source; /* the texts above a mark (kwpost_open) */
     int64_t mark[KWPOST_RANGES];
     int64_t top[KWPOST_RANGES]; /* the largest id added per range */
     int seen[KWPOST_RANGES];    /* chunks above the mark were read back */
@@ -170,20 +184,23 @@ struct kwpost {
 
 static void *accumulate(void *arg);
 
-int kwpost_open(sqlite3 *db, const char *language, kwpost **out)
+int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char *language,
+                kwpost **out)
 {
     *out = NULL;
     kwpost *k = calloc(1, sizeof *k);
     if (!k)
         return MNEMO_NOMEM;
     k->db = db;
+    k->schema = schema;
+    k->source = source;
     buf_init(&k->fg.text, 1 << 20);
     buf_init(&k->bg.text, 1 << 20);
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->work, NULL);
     pthread_cond_init(&k->idle, NULL);
     const char *lang = language ? language : "english";
-    int rc = kwpost_marks(db, k->mark);
+    int rc = kwpost_marks(db, schema, k->mark);
     if (!rc && ((rc = tok_new(lang, 0, &k->fg.tk)) || (rc = tok_new(lang, 0, &k->bg.tk))))
         rc = rc == MNEMO_NOMEM ? MNEMO_NOMEM : MNEMO_INVALID;
     if (rc) {
@@ -525,9 +542,7 @@ static int catch_up(kwpost *k, int range, int64_t below)
     if (rc)
         return rc;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(k->db, "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 "
-                                  "ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(k->db, k->source, -1, &st, NULL) != SQLITE_OK)
         return MNEMO_DB;
     int64_t hi = below < range_hi[range] ? below : range_hi[range];
     sqlite3_bind_int64(st, 1, k->mark[range] < range_lo[range] ? range_lo[range] - 1
@@ -576,8 +591,7 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
     if (d->ndt > 1)
         qsort(d->dt, d->ndt, sizeof *d->dt, dtok_cmp);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(k->db, "INSERT OR IGNORE INTO kw_dead(term, id) VALUES(?1, ?2)", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (prep(k->db, k->schema, "INSERT OR IGNORE INTO %s.kw_dead(term, id) VALUES(?1, ?2)", &st) != SQLITE_OK)
         return MNEMO_DB;
     for (size_t i = 0; !rc && i < d->ndt; i++) {
         if (i && same_tok(d, i - 1, i))
@@ -711,17 +725,13 @@ static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *
     kwread_term t;
     memset(&t, 0, sizeof t);
     int rc = MNEMO_OK, s;
-    if (sqlite3_prepare_v2(k->db, "SELECT last, n FROM kw_seg WHERE term = ?1 AND last >= ?2 "
-                                  "AND last < ?3 ORDER BY last",
-                           -1, &ls, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "SELECT id FROM kw_dead WHERE term = ?1 AND id >= ?2 AND "
-                                  "id <= ?3 ORDER BY id",
-                           -1, &dead, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "DELETE FROM kw_seg WHERE term = ?1 AND last = ?2 "
-                                  "RETURNING data",
-                           -1, &del, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "DELETE FROM kw_dead WHERE term = ?1 AND id = ?2", -1,
-                           &undead, NULL) != SQLITE_OK) {
+    if (prep(k->db, k->schema, "SELECT last, n FROM %s.kw_seg WHERE term = ?1 AND last >= ?2 "
+                                  "AND last < ?3 ORDER BY last", &ls) != SQLITE_OK ||
+        prep(k->db, k->schema, "SELECT id FROM %s.kw_dead WHERE term = ?1 AND id >= ?2 AND "
+                                  "id <= ?3 ORDER BY id", &dead) != SQLITE_OK ||
+        prep(k->db, k->schema, "DELETE FROM %s.kw_seg WHERE term = ?1 AND last = ?2 "
+                                  "RETURNING data", &del) != SQLITE_OK ||
+        prep(k->db, k->schema, "DELETE FROM %s.kw_dead WHERE term = ?1 AND id = ?2", &undead) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
@@ -858,12 +868,10 @@ int kwpost_flush(kwpost *k)
     buf dir, data;
     buf_init(&dir, 1u << 30);
     buf_init(&data, 1u << 30);
-    if (sqlite3_prepare_v2(k->db, "INSERT INTO kw_seg(term, last, n, data) "
-                                  "VALUES(?1, ?2, ?3, ?4)",
-                           -1, &seg, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "INSERT INTO kw_mark(range, mark) VALUES(?1, ?2) "
-                                  "ON CONFLICT(range) DO UPDATE SET mark = excluded.mark",
-                           -1, &mk, NULL) != SQLITE_OK) {
+    if (prep(k->db, k->schema, "INSERT INTO %s.kw_seg(term, last, n, data) "
+                                  "VALUES(?1, ?2, ?3, ?4)", &seg) != SQLITE_OK ||
+        prep(k->db, k->schema, "INSERT INTO %s.kw_mark(range, mark) VALUES(?1, ?2) "
+                                  "ON CONFLICT(range) DO UPDATE SET mark = excluded.mark", &mk) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
@@ -987,19 +995,17 @@ static int read_seg(kwread_term *t, const unsigned char *p, size_t len, int64_t 
     return p == end;
 }
 
-int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_t lo,
-                int64_t hi, int64_t *df)
+int kwread_load(kwread *r, sqlite3 *db, const char *schema, const char *const *terms, int nt,
+                int64_t lo, int64_t hi, int64_t *df)
 {
     memset(r, 0, sizeof *r);
     r->db = db;
     r->nt = nt;
     sqlite3_stmt *seg = NULL, *dead = NULL;
     int rc = MNEMO_OK;
-    if (sqlite3_prepare_v2(db, "SELECT data FROM kw_seg WHERE term = ?1 AND last >= ?2 AND "
-                               "last < ?3 ORDER BY last",
-                           -1, &seg, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT id FROM kw_dead WHERE term = ?1 AND id >= ?2 AND id < ?3",
-                           -1, &dead, NULL) != SQLITE_OK) {
+    if (prep(db, schema, "SELECT data FROM %s.kw_seg WHERE term = ?1 AND last >= ?2 AND "
+                               "last < ?3 ORDER BY last", &seg) != SQLITE_OK ||
+        prep(db, schema, "SELECT id FROM %s.kw_dead WHERE term = ?1 AND id >= ?2 AND id < ?3", &dead) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }

@@ -44,16 +44,26 @@
 /* The id range of chunk ID: 0 memory, 1 sessions, 2 media. */
 int kwpost_range(int64_t id);
 
-/* The marks of DB into MARK (a range's first id minus one when its
+/* The marks of DB's database SCHEMA into MARK (a range's first id minus one when its
  * postings hold nothing). MNEMO_NOTFOUND when DB has no postings at all
  * (an index from before them). */
-int kwpost_marks(sqlite3 *db, int64_t mark[KWPOST_RANGES]);
+int kwpost_marks(sqlite3 *db, const char *schema, int64_t mark[KWPOST_RANGES]);
 
 typedef struct kwpost kwpost;
 
-/* A sync's writer of postings on DB, tokenizing texts it reads back in
+/* The texts a writer reads back (kwpost_open's SOURCE): the chunks, the
+ * memories (deleted ones are not indexed). Rows (id, text) with ids in
+ * (?1, ?2), by id. */
+#define KWPOST_CHUNKS "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 ORDER BY id"
+#define KWPOST_MEMORIES                                                                        \
+    "SELECT mid, text FROM mem.memories WHERE mid > ?1 AND mid < ?2 AND deleted_at IS NULL "   \
+    "ORDER BY mid"
+
+/* A writer of postings on the tables of DB's database SCHEMA (strings
+ * that outlive it), reading texts back with SOURCE and tokenizing them in
  * LANGUAGE. MNEMO_OK, MNEMO_NOMEM or MNEMO_NOTFOUND (no postings tables). */
-int kwpost_open(sqlite3 *db, const char *language, kwpost **out);
+int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char *language,
+                kwpost **out);
 void kwpost_free(kwpost *k);
 
 /* Chunk ID (just inserted) with TEXT, or its pre-tokenized form TOKS
@@ -108,8 +118,8 @@ typedef struct kwread {
 /* Reads the blocks of TERMS[0..NT) (phrase i has term i) with ids in [LO,
  * HI) and their dead ids; DF[i] gets term i's live postings there.
  * MNEMO_CORRUPT when a block is damaged. */
-int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_t lo,
-                int64_t hi, int64_t *df);
+int kwread_load(kwread *r, sqlite3 *db, const char *schema, const char *const *terms, int nt,
+                int64_t lo, int64_t hi, int64_t *df);
 
 /* The blockmax_query callbacks over R (ud = R). */
 int kwread_block(void *ud, const blockmax_term *t, size_t b, blockmax_posts *out);

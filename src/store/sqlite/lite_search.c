@@ -225,13 +225,13 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
 {
     char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
     sqlite3 *db = store_db(LITE(m)->st);
-    if (!single_terms(m, q, terms) || kwpost_marks(db, pl->mark) != MNEMO_OK)
+    if (!single_terms(m, q, terms) || kwpost_marks(db, "main", pl->mark) != MNEMO_OK)
         return MNEMO_NOTFOUND;
     const char *tv[BM25_MAX_PHRASES];
     int64_t df[BM25_MAX_PHRASES];
     for (int i = 0; i < q->nphrase; i++)
         tv[i] = terms[i];
-    int rc = kwread_load(&pl->kr, db, tv, q->nphrase, cp->lo, cp->hi, df);
+    int rc = kwread_load(&pl->kr, db, "main", tv, q->nphrase, cp->lo, cp->hi, df);
     pl->on = 1;
     if (rc == MNEMO_CORRUPT)
         return core_error(m, MNEMO_CORRUPT, "the keyword index is damaged (its postings); run "
@@ -274,8 +274,17 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
         pl->t[nt++] = (blockmax_term){.phrase = k, .nblocks = kt->nblocks, .first = kt->first,
                                       .last = kt->last, .ub = kt->ub};
     }
-    pl->bq = (blockmax_query){pl->t, nt, q->nphrase, pl->w, pl->idf, bm->k1, bm->b, h->avgdl,
-                              q->required, kwread_block, NULL, &pl->kr, 0, 0};
+    pl->bq = (blockmax_query){.t = pl->t,
+                              .nt = nt,
+                              .np = q->nphrase,
+                              .w = pl->w,
+                              .idf = pl->idf,
+                              .k1 = bm->k1,
+                              .b = bm->b,
+                              .avgdl = h->avgdl,
+                              .required = q->required,
+                              .read = kwread_block,
+                              .ud = &pl->kr};
     if (pl->kr.ngone)
         pl->bq.gone = kwread_gone;
     if ((rc = blockmax_run(&pl->bq, p)) == MNEMO_CORRUPT)

@@ -217,7 +217,7 @@ static int kw_of(store *s, kwpost **out)
         return MNEMO_OK;
     char *lang = NULL;
     store_meta_get(s, "language", &lang);
-    int rc = kwpost_open(s->db, lang, &s->kw);
+    int rc = kwpost_open(s->db, "main", KWPOST_CHUNKS, lang, &s->kw);
     free(lang);
     if (rc == MNEMO_NOTFOUND) {
         s->kw_none = 1;
