@@ -821,6 +821,23 @@ TEST(memory_export_import_round_trip)
     mnemo_close(m);
 }
 
+/* The rows of the memory store's text index (its length table). */
+static int fts_rows(void)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(test_path("db.memories.sqlite"), &db, SQLITE_OPEN_READONLY, NULL) ==
+            SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM memories_fts_docsize", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
 TEST(memory_survives_rebuilds)
 {
     at("2026-11-29T12:00:00Z");
@@ -854,6 +871,21 @@ TEST(memory_survives_rebuilds)
     ASSERT(s.rebuilt);
     t = search_texts(m, "bees roof", "{\"type\":\"all\"}");
     ASSERT_STR_EQ(t, "User keeps bees on the roof");
+    free(t);
+    /* The text index rebuilt for the new language holds the live memories
+     * only: the deleted one comes back once with its restore, and goes
+     * with its next delete. */
+    ASSERT_EQ(fts_rows(), 1);
+    ASSERT_OK(mnemo_memory_restore(m, gone, &out));
+    mnemo_free(out);
+    ASSERT_EQ(fts_rows(), 2);
+    t = search_texts(m, "deleted", "{\"type\":\"all\"}");
+    ASSERT_STR_EQ(t, "Deleted bee fact");
+    free(t);
+    ASSERT_OK(mnemo_memory_delete(m, gone));
+    ASSERT_EQ(fts_rows(), 1);
+    t = search_texts(m, "deleted", "{\"type\":\"all\"}");
+    ASSERT_STR_EQ(t, "");
     free(t);
     mnemo_close(m);
     /* A damaged index is rebuilt, and the old file is kept, not lost. */

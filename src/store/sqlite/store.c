@@ -202,6 +202,13 @@ static const char mem_schema[] =
     "CREATE VIRTUAL TABLE IF NOT EXISTS mem.memories_fts USING fts5(text, content='memories',\n"
     "  content_rowid='mid', tokenize='mnemo %s');\n";
 
+/* After a 'rebuild' of the memories' text index, which reads every row:
+ * deleted memories are left out of it, as their deletion did (a restore
+ * adds them back; in twice, their words would count twice). */
+#define MEM_FTS_UNDELETED                                                                      \
+    "INSERT INTO mem.memories_fts(memories_fts, rowid, text) SELECT 'delete', mid, text "      \
+    "FROM mem.memories WHERE deleted_at IS NOT NULL;"
+
 /* The memory tables of schema 5, in the index itself. */
 static const char drop_main_memories[] =
     "DROP TABLE IF EXISTS main.memories_fts; DROP TABLE IF EXISTS main.memory_vectors;"
@@ -819,7 +826,7 @@ static int mem_prepare(store *s, const char *language, buf *err)
         char *fts = sqlite3_mprintf(
             "DROP TABLE mem.memories_fts; CREATE VIRTUAL TABLE mem.memories_fts USING "
             "fts5(text, content='memories', content_rowid='mid', tokenize='mnemo %s');"
-            "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild')",
+            "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');" MEM_FTS_UNDELETED,
             language);
         rc = fts ? store_exec(s, fts) : MNEMO_NOMEM;
         sqlite3_free(fts);
@@ -856,7 +863,7 @@ static int mem_move_legacy(store *s, buf *err)
         "INSERT OR IGNORE INTO mem.memory_vectors SELECT * FROM main.memory_vectors;"
         "INSERT OR IGNORE INTO mem.memory_meta SELECT 'vec_identity', value FROM main.meta "
         "  WHERE key = 'vec_identity' AND EXISTS (SELECT 1 FROM main.memory_vectors);"
-        "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');"
+        "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');" MEM_FTS_UNDELETED
         "COMMIT";
     int missing = -1, rc = store_exec(s, copy);
     if (rc) {
