@@ -1315,7 +1315,7 @@ TEST(memory_store_list_indexes_upgrade)
     free(add(m, "{\"text\":\"Deploy on Mondays\",\"category\":\"rule\",\"user_id\":\"alice\"}"));
     mnemo_close(m);
     const char *path = test_path("db.memories.sqlite");
-    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 2);
+    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 3);
     sqlite3 *db;
     ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,

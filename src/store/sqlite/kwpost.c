@@ -561,6 +561,15 @@ static int catch_up(kwpost *k, int range, int64_t below)
     return rc;
 }
 
+int kwpost_read_back(kwpost *k, int64_t below)
+{
+    int rc = MNEMO_OK;
+    for (int r = 0; r < KWPOST_RANGES && !rc; r++)
+        if (!k->seen[r])
+            rc = catch_up(k, r, below);
+    return rc;
+}
+
 int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *toks,
                size_t toks_len)
 {

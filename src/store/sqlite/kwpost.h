@@ -71,6 +71,11 @@ void kwpost_free(kwpost *k);
 int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *toks,
                size_t toks_len);
 
+/* Reads back the texts above the marks with ids below BELOW, for the next
+ * flush (which then reads no more): a large catch-up in steps, each
+ * flushed, keeps memory bounded. */
+int kwpost_read_back(kwpost *k, int64_t below);
+
 /* Chunk ID with TEXT is being deleted. */
 int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len);
 

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/sqlite/kwpost.h"
 #include "store/sqlite/recover.h"
 #include "util/lock.h"
 #include "util/map.h"
@@ -115,6 +116,7 @@ static int write_begin(mnemo *m, writer *w)
 }
 
 static int sqlfail(mnemo *m, const char *what);
+static int post_flush(mnemo *m, int all);
 
 static int write_file_fn(void *ud, const char *data, size_t len)
 {
@@ -316,6 +318,8 @@ static int write_end(mnemo *m, writer *w, int rc)
 {
     if (w->began) {
         sqlite3 *db = store_db(LITE(m)->st);
+        if (rc == MNEMO_OK)
+            rc = post_flush(m, 0);
         /* Counted in the write's own transaction, for the backups. */
         if (rc == MNEMO_OK &&
             sqlite3_exec(db,
@@ -400,9 +404,128 @@ static int history(mnemo *m, const char *id, const char *event, const char *old_
     return rc;
 }
 
+/* ----------------------------------------------------------------------
+ * The memories' postings (kwpost.h), beside their FTS5 index, for top-k
+ * keyword search (lite_msearch.c).
+ *
+ * Memories at or below the mark (kw_mark, range 0) are in the postings as
+ * their text was when a write moved the mark; those above it are searched
+ * through FTS5. A memory at or below it whose text then changes (an
+ * update, a delete, a restore) is recorded under each word of the text
+ * its postings hold (kw_dead) and in kw_moved: searches find it through
+ * FTS5 from then on. A new memory gets an id above the mark. A write that
+ * finds MEM_POST_TAIL memories above the mark writes their postings and
+ * moves it, in the write's transaction, MEM_POST_STEP ids at a time.
+ * -------------------------------------------------------------------- */
+
+#define MEM_POST_TAIL 2048
+#define MEM_POST_STEP 200000
+
+/* The mark of the memories' postings into *MARK: MNEMO_NOTFOUND when the
+ * store has none (an older store read as it is). */
+static int post_mark(mnemo *m, int64_t *mark)
+{
+    int64_t v[KWPOST_RANGES];
+    int rc = kwpost_marks(store_db(LITE(m)->st), "mem", v);
+    *mark = v[0];
+    return rc;
+}
+
+static int post_open(mnemo *m, kwpost **k)
+{
+    int rc = kwpost_open(store_db(LITE(m)->st), "mem", KWPOST_MEMORIES,
+                         cfg_str(m->cfg, CFG_LANGUAGE), k);
+    return rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory")
+           : rc              ? sqlfail(m, "the memories' postings")
+                             : MNEMO_OK;
+}
+
+/* Memory MID, of text OLD_TEXT (NULL: not indexed), changes: its postings,
+ * if it has any, are no longer its own. */
+static int post_change(mnemo *m, int64_t mid, const char *old_text)
+{
+    int64_t mark;
+    if (post_mark(m, &mark) != MNEMO_OK || mid > mark)
+        return MNEMO_OK;
+    sqlite3_stmt *st = prepare(m, "INSERT OR IGNORE INTO mem.kw_moved(id) VALUES(?1)");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, mid);
+    int ok = sqlite3_step(st) == SQLITE_DONE;
+    int moved_now = ok && sqlite3_changes(store_db(LITE(m)->st)) > 0;
+    sqlite3_finalize(st);
+    if (!ok)
+        return sqlfail(m, "the memories' postings");
+    if (!moved_now || !old_text)
+        return MNEMO_OK; /* moved before: its words are recorded already */
+    kwpost *k = NULL;
+    int rc = post_open(m, &k);
+    if (!rc && (rc = kwpost_remove(k, mid, old_text, strlen(old_text))))
+        rc = rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory")
+                               : sqlfail(m, "the memories' postings");
+    kwpost_free(k);
+    return rc;
+}
+
+/* The id a new memory gets: above every memory and the mark. */
+static int post_next_mid(mnemo *m, int64_t *mid)
+{
+    sqlite3_stmt *st = prepare(m, "SELECT max(coalesce((SELECT max(mid) FROM mem.memories), 0), "
+                                  "coalesce((SELECT mark FROM mem.kw_mark WHERE range = 0), 0)) "
+                                  "+ 1");
+    if (!st)
+        return MNEMO_DB;
+    int ok = sqlite3_step(st) == SQLITE_ROW;
+    *mid = ok ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return ok ? MNEMO_OK : sqlfail(m, "storing a memory");
+}
+
+/* Writes the postings of the memories above the mark once there are
+ * MEM_POST_TAIL of them (or ALL), in the caller's transaction. */
+static int post_flush(mnemo *m, int all)
+{
+    int64_t mark, top = 0;
+    if (post_mark(m, &mark) != MNEMO_OK)
+        return MNEMO_OK;
+    sqlite3_stmt *st = prepare(m, "SELECT max(mid) FROM mem.memories");
+    if (!st)
+        return MNEMO_DB;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        top = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (top - mark < (all ? 1 : MEM_POST_TAIL))
+        return MNEMO_OK;
+    int rc = MNEMO_OK;
+    while (!rc && mark < top) {
+        kwpost *k = NULL;
+        int64_t below = mark > INT64_MAX - MEM_POST_STEP ? INT64_MAX : mark + MEM_POST_STEP + 1;
+        if (!(rc = post_open(m, &k))) {
+            int w = kwpost_read_back(k, below);
+            if (!w)
+                w = kwpost_flush(k);
+            if (w)
+                rc = w == MNEMO_NOMEM ? core_error(m, w, "out of memory")
+                                      : sqlfail(m, "writing the memories' postings");
+        }
+        kwpost_free(k);
+        int64_t was = mark;
+        if (!rc && post_mark(m, &mark) != MNEMO_OK)
+            rc = sqlfail(m, "writing the memories' postings");
+        if (!rc && mark <= was)
+            mark = below - 1 < top ? below - 1 : top; /* no memory in the step */
+        if (!rc && mark <= was)
+            break;
+    }
+    return rc;
+}
+
 /* The FTS row of memory MID: delete the old text (if any), add the new. */
 static int fts_update(mnemo *m, int64_t mid, const char *old_text, const char *new_text)
 {
+    int rc = post_change(m, mid, old_text);
+    if (rc)
+        return rc;
     sqlite3_stmt *st;
     if (old_text) {
         if (!(st = prepare(m, "INSERT INTO memories_fts(memories_fts, rowid, text) "
@@ -477,13 +600,19 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
 {
     mem_row r;
     mem_fields_row(m, f, id, now, &r);
+    int64_t next;
+    int rc = post_next_mid(m, &next);
+    if (rc)
+        return rc;
     sqlite3_stmt *st = prepare(m, "INSERT INTO memories(id, text, hash, category, importance, type, "
                                "subject, user_id, agent_id, run_id, metadata, triggers, "
                                "created_at, updated_at, expires_at, confirmations, "
-                               "last_confirmed_at, deleted_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, "
-                               "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+                               "last_confirmed_at, deleted_at, mid) VALUES(?1, ?2, ?3, ?4, ?5, "
+                               "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
     if (!st)
         return MNEMO_DB;
+    if (next > 0)
+        sqlite3_bind_int64(st, 19, next);
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r.text, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, f->hash, -1, SQLITE_STATIC);
@@ -502,7 +631,7 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
     sqlite3_bind_int64(st, 16, r.confirmations);
     bind_time(st, 17, r.confirmed);
     bind_time(st, 18, r.deleted);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "storing a memory");
+    rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "storing a memory");
     sqlite3_finalize(st);
     if (rc)
         return rc;
