@@ -1338,7 +1338,7 @@ TEST(memory_store_list_indexes_upgrade)
     ASSERT_NOT_CONTAINS(out, "Deploy on Mondays");
     mnemo_free(out);
     mnemo_close(m);
-    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 2);
+    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 3);
     ASSERT_EQ(test_sql_int(path, "SELECT count(*) FROM memories"), 2);
     sqlite3_stmt *st;
     ASSERT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
