@@ -140,7 +140,7 @@ static int one_fn(void *ud, int flags, const char *token, int len, int start, in
 /* The term of each of Q's phrases into TERMS, when every phrase is one
  * token FTS5 matches whole (no prefix, no phrase of several words, no
  * exclusion): 1, else 0 (the query takes FTS5's path). */
-static int single_terms(mnemo *m, const query *q, char (*terms)[TOK_MAX_BYTES + 1])
+int lite_single_terms(mnemo *m, const query *q, char (*terms)[TOK_MAX_BYTES + 1])
 {
     if (!q->match || q->nphrase <= 0 || q->npositive != q->nphrase ||
         q->nphrase > BM25_MAX_PHRASES)
@@ -225,7 +225,7 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
 {
     char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
     sqlite3 *db = store_db(LITE(m)->st);
-    if (!single_terms(m, q, terms) || kwpost_marks(db, "main", pl->mark) != MNEMO_OK)
+    if (!lite_single_terms(m, q, terms) || kwpost_marks(db, "main", pl->mark) != MNEMO_OK)
         return MNEMO_NOTFOUND;
     const char *tv[BM25_MAX_PHRASES];
     int64_t df[BM25_MAX_PHRASES];
@@ -246,7 +246,7 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
             return rc;
     }
     bm25_hits *h = &r->hits;
-    int s = fts_totals(db, &h->ndocs, &h->avgdl);
+    int s = fts_totals(db, "main.chunks_fts_data", &h->ndocs, &h->avgdl);
     if (s != SQLITE_OK)
         return lite_index_fail(m, s, "reading the keyword statistics");
     h->stats = 1;
