@@ -1,0 +1,480 @@
+/*
+ * lite_mpost.c - memory search's keyword leg over the memories' postings
+ * (kwpost.h, kept by memlite.c): the best memories by score without
+ * scoring every memory that holds a query word.
+ *
+ * Memory search ranks the in-scope matches by relevance times each
+ * memory's factors (msearch.c), after episodes lend turns the words of
+ * their neighbours. Both are found here with block-max walks (blockmax.h)
+ * over the postings, a memory looked up (its scope, its factors) only when
+ * it may still make the results:
+ *
+ *  1. With episodes on, the EPISODE_EXPAND + NEED best in-scope matches by
+ *     text (a walk whose pool is cut by BM25 alone), their episode members
+ *     and theirs words read back, and mem_episodes run over just those: the
+ *     candidates whose text episodes raise are exactly these.
+ *  2. The NEED best by score: those candidates first, then a walk whose
+ *     threshold is the BM25 a memory needs to reach the pool's least score
+ *     with the largest factor a memory can have.
+ *
+ * Memories above the postings' mark and those whose text changed since
+ * (kw_moved) are read through FTS5 and offered as the walks' rows are.
+ * The results, scores and order are those of the FTS5 leg, which ranks
+ * every match (tests compare them).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/blockmax.h"
+#include "engine/memory.h"
+#include "store/sqlite/fts.h"
+#include "store/sqlite/kwpost.h"
+#include "store/sqlite/lite.h"
+#include "store/sqlite/lite_filter.h"
+#include "store/sqlite/lite_mpost.h"
+#include "store/sqlite/memlite.h"
+
+/* Memories above the mark past which FTS5 alone answers (a store just
+ * upgraded, before a write builds its postings). */
+#define TAIL_MAX 65536
+
+/* A walk's pool: the best candidates so far by SCORE (topk order). */
+typedef struct wpool {
+    topk k;
+    mcand *slot;
+} wpool;
+
+typedef struct mpost {
+    mnemo *m;
+    const query *q;
+    const mem_opts *o;
+    kwread kr;
+    blockmax_term t[BM25_MAX_PHRASES];
+    blockmax_query bq;
+    mem_bm25 k;
+    bm25_hits *h;          /* the rows read through FTS5 */
+    sqlite3_stmt *scope;   /* a memory's factors, when in scope */
+    const mfilter *args;
+    double fmax;           /* 1 for the text walk, else mem_max_factor */
+    int factors;           /* score with factors (the second walk) */
+    int user_query;
+    double now;
+    wpool *pool;
+    const int64_t *skip;   /* offered already (sorted) */
+    size_t nskip;
+    size_t looked;         /* memories looked up */
+    int rc;
+} mpost;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int wpool_init(wpool *p, size_t cap)
+{
+    p->slot = malloc((cap ? cap : 1) * sizeof *p->slot);
+    if (!p->slot || topk_init(&p->k, cap)) {
+        free(p->slot);
+        p->slot = NULL;
+        return MNEMO_NOMEM;
+    }
+    return MNEMO_OK;
+}
+
+static void wpool_cleanup(wpool *p)
+{
+    topk_cleanup(&p->k);
+    free(p->slot);
+    p->slot = NULL;
+}
+
+static void wpool_offer(wpool *p, const mcand *c, double score)
+{
+    size_t slot = topk_offer(&p->k, score, c->mid);
+    if (slot != TOPK_NONE)
+        p->slot[slot] = *c;
+}
+
+/* The text score of BM25 X (mem_bm25_norm's). */
+static double text_of(const mpost *p, double x) { return 1.0 - exp(-2.0 * x / p->k.sum); }
+
+/* The BM25 a row needs for a text score of Y, a little less (a bound). */
+static double bm25_for(const mpost *p, double y)
+{
+    if (y <= 0)
+        return -1.0;
+    if (y >= 1)
+        return HUGE_VAL;
+    double x = -0.5 * p->k.sum * log1p(-y);
+    return x - x * 1e-9 - 1e-12;
+}
+
+/* The BM25 a row must now reach to enter P's pool. */
+static double threshold(const mpost *p)
+{
+    const topk *k = &p->pool->k;
+    if (k->n < k->cap || !k->cap)
+        return -1.0;
+    return bm25_for(p, k->v[0].score / p->fmax);
+}
+
+/* Looks up memory C->mid: in scope (*IN), with its factors into C. */
+static int look_up(mpost *p, mcand *c, int *in)
+{
+    sqlite3_stmt *st = p->scope;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, c->mid);
+    p->looked++;
+    int s = sqlite3_step(st);
+    *in = s == SQLITE_ROW;
+    if (*in) {
+        double v[MEM_FACTOR_NCOLS];
+        for (int i = 0; i < MEM_FACTOR_NCOLS; i++)
+            v[i] = sqlite3_column_double(st, i);
+        lite_mem_factors_of(c, v);
+    }
+    sqlite3_reset(st);
+    return s == SQLITE_ROW || s == SQLITE_DONE ? MNEMO_OK : MNEMO_DB;
+}
+
+/* Row ID of BM25 X for the pool (blockmax_query.offer). */
+static int offer(void *ud, int64_t id, double x, double *theta)
+{
+    mpost *p = ud;
+    if (p->nskip && bsearch(&id, p->skip, p->nskip, sizeof *p->skip, cmp_i64))
+        return MNEMO_OK;
+    mcand c;
+    memset(&c, 0, sizeof c);
+    c.mid = id;
+    c.vec = -1;
+    c.text = c.rel = c.clear = text_of(p, x);
+    const topk *k = &p->pool->k;
+    /* A bound first: a row that cannot enter is not looked up. */
+    if (k->cap && k->n == k->cap && c.text * p->fmax < k->v[0].score)
+        return MNEMO_OK;
+    int in, rc = look_up(p, &c, &in);
+    if (rc || !in)
+        return rc;
+    c.score = p->factors ? c.rel * mem_factors(p->m, &c, p->user_query, p->now) : c.text;
+    wpool_offer(p->pool, &c, c.score);
+    *theta = threshold(p);
+    return MNEMO_OK;
+}
+
+/* Offers the rows read through FTS5 (the hits), then walks the postings. */
+static int walk(mpost *p)
+{
+    bm25_hits *h = p->h;
+    double theta = -1;
+    for (size_t i = 0; i < h->n; i++) {
+        if (!mem_bm25_hit_ok(p->q, h, i))
+            continue;
+        int rc = offer(p, h->id[i], bm25_score(h, i, p->k.w, p->k.idf, p->k.k1, p->k.b), &theta);
+        if (rc)
+            return rc;
+    }
+    p->bq.offer = offer;
+    p->bq.offer_ud = p;
+    p->bq.theta = threshold(p);
+    int rc = blockmax_run(&p->bq, NULL);
+    return rc == MNEMO_CORRUPT ? rc : rc ? MNEMO_DB : MNEMO_OK;
+}
+
+/* The frequencies of memory MID's words (TF, length DL, phrases held MASK)
+ * from the FTS5 rows or the postings. */
+static int words_of(mpost *p, int64_t mid, uint8_t *tf, int32_t *dl, uint64_t *mask)
+{
+    const bm25_hits *h = p->h;
+    for (size_t i = 0; i < h->n; i++)
+        if (h->id[i] == mid) {
+            memcpy(tf, h->tf + i * BM25_MAX_PHRASES, BM25_MAX_PHRASES);
+            *dl = h->dl[i];
+            *mask = h->mask[i];
+            return MNEMO_OK;
+        }
+    return blockmax_row(&p->bq, mid, tf, dl, mask);
+}
+
+/* Step 1 (see the top): the candidates whose text episodes may raise,
+ * with their text after them, into S. */
+static int episodes(mpost *p, size_t need, mset *s)
+{
+    size_t ne = MEM_EPISODE_EXPAND + need;
+    wpool best;
+    if (wpool_init(&best, ne))
+        return MNEMO_NOMEM;
+    p->pool = &best;
+    p->fmax = 1.0;
+    p->factors = 0;
+    mem_members l = {0};
+    bm25_hits h2;
+    memset(&h2, 0, sizeof h2);
+    int64_t *mids = NULL;
+    int rc = walk(p);
+    size_t n = best.k.n;
+    if (!rc && n && !(mids = malloc(n * sizeof *mids)))
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; !rc && i < n; i++)
+        mids[i] = best.k.v[i].id;
+    if (!rc && n)
+        rc = lite_mem_episodes(p->m, mids, n, &l);
+    /* The matches among the members, in scope, besides the best. */
+    if (!rc) {
+        for (size_t i = 0; i < n && !rc; i++)
+            if (!mset_push(s, best.slot[best.k.v[i].slot].mid))
+                rc = MNEMO_NOMEM;
+            else
+                s->v[s->n - 1] = best.slot[best.k.v[i].slot];
+    }
+    size_t nbest = s->n;
+    mset_sort_mid(s, nbest);
+    h2.np = p->h->np;
+    h2.ndocs = p->h->ndocs;
+    h2.avgdl = p->h->avgdl;
+    h2.stats = 1;
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        int64_t mid = l.v[i].mid;
+        uint8_t tf[BM25_MAX_PHRASES];
+        int32_t dl;
+        uint64_t mask;
+        if ((rc = words_of(p, mid, tf, &dl, &mask)))
+            break;
+        if ((mask & p->q->required) != p->q->required || !mask)
+            continue;
+        int dup = 0;
+        for (size_t j = 0; j < h2.n && !dup; j++)
+            dup = h2.id[j] == mid;
+        if (dup)
+            continue;
+        mcand c;
+        memset(&c, 0, sizeof c);
+        c.mid = mid;
+        c.vec = -1;
+        int in = 1;
+        if (!mset_find(s, nbest, mid) && (rc = look_up(p, &c, &in)))
+            break;
+        if (!in)
+            continue;
+        if (h2.n == h2.cap && bm25_hits_grow(&h2)) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        size_t j = h2.n++;
+        h2.id[j] = mid;
+        h2.dl[j] = dl;
+        h2.mask[j] = mask;
+        memcpy(h2.tf + j * BM25_MAX_PHRASES, tf, BM25_MAX_PHRASES);
+        if (!mset_find(s, nbest, mid)) {
+            double x = 0;
+            double norm = bm25_norm(p->k.k1, p->k.b, (double)dl, h2.avgdl);
+            for (int t = 0; t < h2.np; t++)
+                if (tf[t])
+                    x += bm25_part(p->k.w[t], p->k.idf[t], (double)tf[t], p->k.k1, norm);
+            c.text = c.rel = c.clear = text_of(p, x);
+            mcand *nc = mset_push(s, mid);
+            if (!nc)
+                rc = MNEMO_NOMEM;
+            else
+                *nc = c;
+        }
+    }
+    /* The best as hits too: their words count in their episodes. */
+    for (size_t i = 0; !rc && i < nbest; i++) {
+        int64_t mid = s->v[i].mid;
+        int have = 0;
+        for (size_t j = 0; j < h2.n && !have; j++)
+            have = h2.id[j] == mid;
+        if (have)
+            continue;
+        uint8_t tf[BM25_MAX_PHRASES];
+        int32_t dl;
+        uint64_t mask;
+        if ((rc = words_of(p, mid, tf, &dl, &mask)))
+            break;
+        if (h2.n == h2.cap && bm25_hits_grow(&h2)) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        size_t j = h2.n++;
+        h2.id[j] = mid;
+        h2.dl[j] = dl;
+        h2.mask[j] = mask;
+        memcpy(h2.tf + j * BM25_MAX_PHRASES, tf, BM25_MAX_PHRASES);
+    }
+    if (!rc && s->n)
+        rc = mem_episodes(p->m, p->q, &p->k, &h2, NULL, need, s, s->n, lite_mem_episodes_fn,
+                          NULL);
+    free(mids);
+    mem_members_cleanup(&l);
+    bm25_hits_cleanup(&h2);
+    wpool_cleanup(&best);
+    return rc;
+}
+
+int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
+                   const mem_opts *o, size_t need, double now, const char *qtext, mset *s)
+{
+    char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
+    sqlite3 *db = store_db(LITE(m)->st);
+    int64_t mark[KWPOST_RANGES], top = 0;
+    if (!lite_single_terms(m, q, terms) || kwpost_marks(db, "mem", mark) != MNEMO_OK ||
+        mark[0] < 0)
+        return MNEMO_NOTFOUND;
+    fts_rank *r = store_mrank(LITE(m)->st);
+    sqlite3_stmt *st = fts_stmt(r, "SELECT max(mid) FROM mem.memories");
+    if (!st)
+        return MNEMO_NOTFOUND;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        top = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (top - mark[0] > TAIL_MAX)
+        return MNEMO_NOTFOUND;
+
+    mpost p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.q = q;
+    p.o = o;
+    p.args = args;
+    p.now = now;
+    p.user_query = mem_about_user(qtext, o);
+    const char *tv[BM25_MAX_PHRASES];
+    int64_t df[BM25_MAX_PHRASES];
+    for (int i = 0; i < q->nphrase; i++)
+        tv[i] = terms[i];
+    int rc = kwread_load(&p.kr, db, "mem", tv, q->nphrase, 0, INT64_MAX, df);
+    buf sql;
+    buf_init(&sql, 1 << 20);
+    /* The rows FTS5 holds beyond the postings: above the mark, and moved. */
+    fts_rank_reset(r, q->nphrase);
+    static const char *const tail[] = {
+        "SELECT mnemo_collect_mem(memories_fts) FROM mem.memories_fts "
+        "WHERE memories_fts MATCH ?1 AND rowid > ?2",
+        "SELECT mnemo_collect_mem(memories_fts) FROM mem.memories_fts "
+        "WHERE memories_fts MATCH ?1 AND rowid IN (SELECT id FROM mem.kw_moved)"};
+    for (int i = 0; i < 2 && !rc; i++) {
+        sqlite3_stmt *t = fts_stmt(r, tail[i]);
+        if (!t) {
+            rc = MNEMO_DB;
+            break;
+        }
+        sqlite3_bind_text(t, 1, q->match, -1, SQLITE_STATIC);
+        if (i == 0)
+            sqlite3_bind_int64(t, 2, mark[0]);
+        int s2;
+        while ((s2 = sqlite3_step(t)) == SQLITE_ROW)
+            ;
+        sqlite3_reset(t);
+        if (s2 != SQLITE_DONE)
+            rc = r->hits.nomem ? MNEMO_NOMEM : MNEMO_DB;
+    }
+    bm25_hits *h = &r->hits;
+    p.h = h;
+    if (!rc) {
+        int s2 = fts_totals(db, "mem.memories_fts_data", &h->ndocs, &h->avgdl);
+        if (s2 != SQLITE_OK)
+            rc = s2 == SQLITE_CORRUPT ? MNEMO_CORRUPT : MNEMO_DB;
+        h->stats = 1;
+        for (int k = 0; k < q->nphrase; k++)
+            h->df[k] += df[k];
+    }
+    if (!rc) {
+        mem_bm25_init(m, q, h, &p.k);
+        buf_printf(&sql, "SELECT " MEM_FACTOR_COLS " FROM mem.memories m WHERE m.mid = ?1 AND %s",
+                   where);
+        if (buf_err(&sql))
+            rc = MNEMO_NOMEM;
+        else if (sqlite3_prepare_v2(db, sql.data, -1, &p.scope, NULL) != SQLITE_OK ||
+                 lite_filter_bind(args, p.scope, 2) != SQLITE_OK ||
+                 lite_filter_bind(&o->filter, p.scope, 2 + (int)args->nargs) != SQLITE_OK)
+            rc = MNEMO_DB;
+    }
+    int nt = 0;
+    for (int k = 0; !rc && k < q->nphrase; k++) {
+        kwread_term *kt = &p.kr.t[k];
+        if (!kt->nblocks)
+            continue;
+        if (!(kt->ub = malloc(kt->nblocks * sizeof *kt->ub))) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        for (size_t b = 0; b < kt->nblocks; b++)
+            kt->ub[b] = blockmax_bound_share(&kt->bound[b], p.k.w[k], p.k.idf[k], p.k.k1,
+                                             p.k.b, h->avgdl);
+        p.t[nt++] = (blockmax_term){.phrase = k, .nblocks = kt->nblocks, .first = kt->first,
+                                    .last = kt->last, .ub = kt->ub};
+    }
+    if (!rc) {
+        p.bq = (blockmax_query){.t = p.t,
+                                .nt = nt,
+                                .np = q->nphrase,
+                                .w = p.k.w,
+                                .idf = p.k.idf,
+                                .k1 = p.k.k1,
+                                .b = p.k.b,
+                                .avgdl = h->avgdl,
+                                .required = q->required,
+                                .read = kwread_block,
+                                .gone = p.kr.ngone ? kwread_gone : NULL,
+                                .ud = &p.kr};
+    }
+    /* 1: episodes. */
+    int64_t *skip = NULL;
+    if (!rc && cfg_num(m->cfg, CFG_MEMORY_CONTEXT) > 0)
+        rc = episodes(&p, need, s);
+    /* 2: the best by score, the candidates of 1 first. */
+    wpool best;
+    memset(&best, 0, sizeof best);
+    if (!rc && wpool_init(&best, need))
+        rc = MNEMO_NOMEM;
+    if (!rc && s->n && !(skip = malloc(s->n * sizeof *skip)))
+        rc = MNEMO_NOMEM;
+    if (!rc) {
+        p.pool = &best;
+        p.fmax = mem_max_factor(m, p.user_query);
+        p.factors = 1;
+        for (size_t i = 0; i < s->n; i++) {
+            mcand *c = &s->v[i];
+            skip[i] = c->mid;
+            int in = 1;
+            if (!c->has_factors)
+                rc = look_up(&p, c, &in);
+            if (rc)
+                break;
+            if (!in)
+                continue;
+            c->rel = c->clear = c->text;
+            c->score = c->rel * mem_factors(m, c, p.user_query, now);
+            wpool_offer(&best, c, c->score);
+        }
+        if (s->n > 1)
+            qsort(skip, s->n, sizeof *skip, cmp_i64);
+        p.skip = skip;
+        p.nskip = s->n;
+    }
+    if (!rc)
+        rc = walk(&p);
+    if (!rc) {
+        s->n = 0;
+        for (size_t i = 0; i < best.k.n && !rc; i++) {
+            mcand *c = mset_push(s, best.k.v[i].id);
+            if (!c)
+                rc = MNEMO_NOMEM;
+            else
+                *c = best.slot[best.k.v[i].slot];
+        }
+    }
+    free(skip);
+    wpool_cleanup(&best);
+    sqlite3_finalize(p.scope);
+    buf_cleanup(&sql);
+    kwread_cleanup(&p.kr);
+    if (rc == MNEMO_CORRUPT)
+        return core_error(m, MNEMO_CORRUPT, "the memory store's keyword postings are damaged");
+    if (rc == MNEMO_DB)
+        return core_error(m, MNEMO_DB, "memory search: %s", sqlite3_errmsg(db));
+    return rc;
+}
