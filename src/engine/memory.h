@@ -397,6 +397,8 @@ int mem_is_turn(const char *text);
 /* A backend's reader: the episode members of MIDS[0..N) (themselves
  * included, at place 0) into L, whatever the search's filters: an episode
  * is what was stored, a filter only decides what is returned. */
+#define MEM_EPISODE_EXPAND 50 /* keyword candidates whose episodes are read, besides the limit */
+
 typedef int (*mem_episode_fn)(mnemo *m, void *ud, const int64_t *mids, size_t n,
                               mem_members *l);
 

@@ -220,7 +220,7 @@ static int episodes(mpost *p, size_t need, mset *s)
     for (size_t i = 0; !rc && i < n; i++)
         mids[i] = best.k.v[i].id;
     if (!rc && n)
-        rc = lite_mem_episodes(p->m, mids, n, &l);
+        rc = lite_mem_episodes(p->m, NULL, mids, n, &l);
     /* The matches among the members, in scope, besides the best. */
     if (!rc) {
         for (size_t i = 0; i < n && !rc; i++)
@@ -305,7 +305,7 @@ static int episodes(mpost *p, size_t need, mset *s)
         memcpy(h2.tf + j * BM25_MAX_PHRASES, tf, BM25_MAX_PHRASES);
     }
     if (!rc && s->n)
-        rc = mem_episodes(p->m, p->q, &p->k, &h2, NULL, need, s, s->n, lite_mem_episodes_fn,
+        rc = mem_episodes(p->m, p->q, &p->k, &h2, NULL, need, s, s->n, lite_mem_episodes,
                           NULL);
     free(mids);
     mem_members_cleanup(&l);

@@ -12,6 +12,7 @@
 #include "engine/backend.h"
 #include "store/sqlite/lite.h"
 #include "store/sqlite/lite_filter.h"
+#include "store/sqlite/lite_mpost.h"
 #include "store/sqlite/memlite.h"
 #include "engine/memory.h"
 #include "store/sqlite/memvec.h"
@@ -39,14 +40,10 @@ static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, 
                                                                                : MNEMO_DB;
 }
 
-/* The factor inputs of a memory (mem_factors), read with the row that the
- * keyword leg's join reads anyway: a candidate then needs no second read. */
-#define FACTOR_COLS                                                                            \
-    "m.importance, m.subject = 'user', m.created_at, m.last_confirmed_at, m.confirmations"
-#define FACTOR_NCOLS 5
+#define FACTOR_COLS MEM_FACTOR_COLS
+#define FACTOR_NCOLS MEM_FACTOR_NCOLS
 
-/* C's factor inputs from V, FACTOR_COLS's values. */
-static void factors_of(mcand *c, const double *v)
+void lite_mem_factors_of(mcand *c, const double *v)
 {
     c->importance = v[0];
     c->about_user = v[1] != 0;
@@ -54,6 +51,47 @@ static void factors_of(mcand *c, const double *v)
     c->confirmed = v[3];
     c->confirmations = v[4];
     c->has_factors = 1;
+}
+
+/* Document frequencies over the whole store into H's: the collector counts
+ * only the memories in scope, while the row count and lengths BM25 weighs
+ * them against are the store's (and the postings' leg counts the store's).
+ * One count of each phrase's matches. */
+static int store_df(mnemo *m, const query *q, bm25_hits *h)
+{
+    fts_rank *r = store_mrank(LITE(m)->st);
+    sqlite3_stmt *st = fts_stmt(r, "SELECT count(*) FROM mem.memories_fts WHERE "
+                                   "memories_fts MATCH ?1");
+    if (!st)
+        return sqlfail(m, "memory search");
+    buf ph, expr;
+    buf_init(&ph, 1 << 16);
+    buf_init(&expr, 1 << 17);
+    const char *p = q->match;
+    int rc = MNEMO_OK;
+    for (int k = 0; k < h->np && p && !rc; k++) {
+        int prefix = 0;
+        if (!(p = query_phrase_next(p, &ph, &prefix)))
+            break;
+        buf_reset(&expr);
+        buf_append(&expr, "\"", 1);
+        for (size_t i = 0; i < ph.len; i++)
+            buf_append(&expr, ph.data[i] == '"' ? "\"\"" : ph.data + i, ph.data[i] == '"' ? 2 : 1);
+        buf_append(&expr, prefix ? "\"*" : "\"", prefix ? 2 : 1);
+        if (buf_err(&ph) || buf_err(&expr)) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        sqlite3_bind_text(st, 1, expr.data, (int)expr.len, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            h->df[k] = sqlite3_column_int64(st, 0);
+        else
+            rc = sqlfail(m, "memory search");
+        sqlite3_reset(st);
+    }
+    buf_cleanup(&ph);
+    buf_cleanup(&expr);
+    return rc;
 }
 
 static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
@@ -88,6 +126,8 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     sqlite3_finalize(st);
     if (s2 != SQLITE_DONE)
         return r->hits.nomem ? MNEMO_NOMEM : sqlfail(m, "memory search");
+    if (r->hits.n && (rc = store_df(m, q, &r->hits)))
+        return rc;
     mem_bm25 k;
     mem_bm25_init(m, q, &r->hits, &k);
     const bm25_hits *h = &r->hits;
@@ -99,7 +139,7 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
             return MNEMO_NOMEM;
         c->text = mem_bm25_norm(&k, &r->hits, i);
         if (r->nextra == FACTOR_NCOLS)
-            factors_of(c, r->extra + i * FTS_EXTRA);
+            lite_mem_factors_of(c, r->extra + i * FTS_EXTRA);
     }
     return MNEMO_OK;
 }
@@ -198,7 +238,7 @@ static int lite_factors(mnemo *m, void *ud, mcand *c)
     double v[FACTOR_NCOLS];
     for (int i = 0; i < FACTOR_NCOLS; i++)
         v[i] = sqlite3_column_double(st, i);
-    factors_of(c, v);
+    lite_mem_factors_of(c, v);
     return MNEMO_OK;
 }
 
@@ -238,8 +278,7 @@ static int episode_side(sqlite3_stmt *st, int64_t of, double when, int dir, mem_
     return rc;
 }
 
-/* SQLite: the episode members of MIDS (mem_episode_fn). */
-static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
+int lite_mem_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
 {
     (void)ud;
     fts_rank *fr = store_mrank(LITE(m)->st);
@@ -323,7 +362,16 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
             embed_start(&job, e, EMBED_QUERY, q, strlen(q));
         buf_cleanup(&err);
     }
-    if (!rc && pq.match)
+    /* Without a vector leg, the best by score come from the postings when
+     * the store has them; else every match is ranked. */
+    int posted = 0;
+    if (!rc && pq.match && !e) {
+        rc = lite_mpost_leg(m, &pq, where.data, &args, o, need, now, q, s);
+        posted = rc == MNEMO_OK;
+        if (rc == MNEMO_NOTFOUND)
+            rc = MNEMO_OK;
+    }
+    if (!rc && pq.match && !posted)
         rc = keyword_leg(m, &pq, where.data, &args, o, s);
     float *qv = NULL;
     if (e && rc)
@@ -342,11 +390,11 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
         rc = vector_leg(m, e, qv, where.data, &args, o, s, &ran); /* frees qv */
     else
         free(qv);
-    if (!rc && pq.match && s->n) {
+    if (!rc && pq.match && s->n && !posted) {
         mem_bm25 k;
         fts_rank *r = store_mrank(LITE(m)->st);
         mem_bm25_init(m, &pq, &r->hits, &k);
-        rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_episodes, NULL);
+        rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_mem_episodes, NULL);
     }
     if (ran)
         *mode = "hybrid";
