@@ -1345,7 +1345,7 @@ TEST(memory_store_list_indexes_upgrade)
     ASSERT_EQ(sqlite3_prepare_v2(db, indexes, -1, &st, NULL), SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     ASSERT_STR_EQ((const char *)sqlite3_column_text(st, 0),
-                  "memories_category,memories_dup,memories_recent");
+                  "memories_category,memories_dup,memories_expiry,memories_recent");
     sqlite3_finalize(st);
     sqlite3_close(db);
     /* The list's statements, as memlite.c writes them: one category, a

@@ -53,12 +53,14 @@ typedef struct blockmax_posts {
     size_t n;
 } blockmax_posts;
 
-/* A query term: phrase PHRASE of the query, over NBLOCKS blocks with ids
+/* A query term: phrase PHRASE of the query (several lists may be of one
+ * phrase when no row is in two of them), over NBLOCKS blocks with ids
  * in [first[i], last[i]], blocks ascending and disjoint, and UB[i] the
  * bound of the block's share (blockmax_bound_share). The rest is the
  * walk's. */
 typedef struct blockmax_term {
     int phrase;
+    int list;      /* the reader's list (kwread: the index of its term) */
     size_t nblocks;
     const int64_t *first, *last;
     const double *ub;

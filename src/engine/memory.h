@@ -119,6 +119,10 @@ int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void
 
 enum { MEM_LONG_TERM, MEM_SESSION, MEM_ALL };
 
+/* The types a memory may have. */
+#define MEM_NTYPES 5
+extern const char *const mem_types[MEM_NTYPES];
+
 /* Options of list, search and recall, parsed. */
 typedef struct mem_opts {
     const char *user, *agent, *run; /* borrowed from the options JSON or config */

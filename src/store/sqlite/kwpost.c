@@ -140,6 +140,7 @@ typedef struct dtok {
 /* A chunk's tokens as they are read, and its length. */
 typedef struct doc {
     tok *tk;
+    buf prefix; /* what the chunk's terms are keyed under (a memory's scope), or empty */
     buf text; /* the tokens that had to be copied, back to back */
     dtok *dt;
     size_t ndt, capdt;
@@ -196,6 +197,8 @@ int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char 
     k->source = source;
     buf_init(&k->fg.text, 1 << 20);
     buf_init(&k->bg.text, 1 << 20);
+    buf_init(&k->fg.prefix, KWPOST_PREFIX_MAX);
+    buf_init(&k->bg.prefix, KWPOST_PREFIX_MAX);
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->work, NULL);
     pthread_cond_init(&k->idle, NULL);
@@ -229,6 +232,7 @@ static void acc_reset(kwpost *k)
 
 static void doc_cleanup(doc *d)
 {
+    buf_cleanup(&d->prefix);
     free(d->dt);
     buf_cleanup(&d->text);
     tok_free(d->tk);
@@ -398,11 +402,28 @@ static acc *term_acc(kwpost *k, const char *p, int len)
 
 /* Adds chunk ID's postings from D's tokens, one per distinct token: a
  * token whose term's last posting is this chunk's counts in it. */
+/* Token I of D as its term: keyed under D's prefix, if it has one, in KEY
+ * (*LEN bytes). */
+static const char *doc_term(const doc *d, size_t i, char *key, int *len)
+{
+    int n = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
+    if (!d->prefix.len) {
+        *len = n;
+        return d->dt[i].p;
+    }
+    memcpy(key, d->prefix.data, d->prefix.len);
+    memcpy(key + d->prefix.len, d->dt[i].p, (size_t)n);
+    *len = (int)d->prefix.len + n;
+    return key;
+}
+
 static int doc_add(kwpost *k, const doc *d, int64_t id)
 {
+    char key[KWPOST_PREFIX_MAX + TOK_MAX_BYTES];
     for (size_t i = 0; i < d->ndt; i++) {
-        int len = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
-        acc *a = term_acc(k, d->dt[i].p, len);
+        int len;
+        const char *term = doc_term(d, i, key, &len);
+        acc *a = term_acc(k, term, len);
         if (!a)
             return MNEMO_NOMEM;
         if (a->n && a->v[a->n - 1].id == id) {
@@ -533,6 +554,16 @@ static int enqueue(kwpost *k, int64_t id, const char *toks, size_t len)
  * What a sync calls
  * -------------------------------------------------------------------- */
 
+/* Keys D's terms under P (N bytes; at most KWPOST_PREFIX_MAX). */
+static int set_prefix(doc *d, const char *p, size_t n)
+{
+    buf_reset(&d->prefix);
+    if (n > KWPOST_PREFIX_MAX)
+        return MNEMO_INVALID;
+    buf_append(&d->prefix, p ? p : "", p ? n : 0);
+    return buf_err(&d->prefix) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
 /* Reads back the chunks of RANGE above the mark and below BELOW: written
  * by a sync that did not get to write their postings. */
 static int catch_up(kwpost *k, int range, int64_t below)
@@ -549,15 +580,42 @@ static int catch_up(kwpost *k, int range, int64_t below)
                                                                  : k->mark[range]);
     sqlite3_bind_int64(st, 2, hi);
     int s = SQLITE_DONE;
+    int keyed = sqlite3_column_count(st) > 2;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *text = (const char *)sqlite3_column_text(st, 1);
         size_t len = (size_t)sqlite3_column_bytes(st, 1);
-        if (!(rc = doc_tokens(&k->fg, text ? text : "", len, NULL, 0)))
+        if (keyed)
+            rc = set_prefix(&k->fg, (const char *)sqlite3_column_text(st, 2),
+                            (size_t)sqlite3_column_bytes(st, 2));
+        if (!rc && !(rc = doc_tokens(&k->fg, text ? text : "", len, NULL, 0)))
             rc = doc_add(k, &k->fg, sqlite3_column_int64(st, 0));
     }
+    buf_reset(&k->fg.prefix);
     if (!rc && s != SQLITE_DONE)
         rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : MNEMO_DB;
     sqlite3_finalize(st);
+    return rc;
+}
+
+int kwpost_count(tok *t, const char *text, size_t len, const char *const *terms, int nt,
+                 uint8_t *tf, int32_t *dl)
+{
+    doc d;
+    memset(&d, 0, sizeof d);
+    d.tk = t;
+    buf_init(&d.text, 1 << 20);
+    int rc = doc_tokens(&d, text, len, NULL, 0);
+    memset(tf, 0, (size_t)nt);
+    for (size_t i = 0; !rc && i < d.ndt; i++) {
+        int n = d.dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d.dt[i].len;
+        for (int j = 0; j < nt; j++)
+            if ((size_t)n == strlen(terms[j]) && memcmp(d.dt[i].p, terms[j], (size_t)n) == 0 &&
+                tf[j] < 255)
+                tf[j]++;
+    }
+    *dl = d.dl;
+    free(d.dt);
+    buf_cleanup(&d.text);
     return rc;
 }
 
@@ -585,7 +643,7 @@ int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *
     return doc_add(k, &k->fg, id);
 }
 
-int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
+int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len, const char *prefix)
 {
     int r = kwpost_range(id);
     if (id > k->mark[r]) {
@@ -594,25 +652,30 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
         return ids_push(&k->gone, &k->ngone, &k->capgone, id);
     }
     doc *d = &k->fg;
-    int rc = doc_tokens(d, text, len, NULL, 0);
+    int rc = set_prefix(d, prefix, prefix ? strlen(prefix) : 0);
+    if (!rc)
+        rc = doc_tokens(d, text, len, NULL, 0);
     if (rc)
         return rc;
     if (d->ndt > 1)
         qsort(d->dt, d->ndt, sizeof *d->dt, dtok_cmp);
+    char key[KWPOST_PREFIX_MAX + TOK_MAX_BYTES];
     sqlite3_stmt *st = NULL;
     if (prep(k->db, k->schema, "INSERT OR IGNORE INTO %s.kw_dead(term, id) VALUES(?1, ?2)", &st) != SQLITE_OK)
         return MNEMO_DB;
     for (size_t i = 0; !rc && i < d->ndt; i++) {
         if (i && same_tok(d, i - 1, i))
             continue;
-        int n = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
+        int n;
+        const char *term = doc_term(d, i, key, &n);
         sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, d->dt[i].p, n, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, term, n, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 2, id);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = MNEMO_DB;
     }
     sqlite3_finalize(st);
+    buf_reset(&d->prefix);
     return rc;
 }
 
@@ -1130,7 +1193,7 @@ static int decode_block(const kwread_term *t, size_t b, post *out, size_t *n)
 int kwread_block(void *ud, const blockmax_term *bt, size_t b, blockmax_posts *out)
 {
     kwread *r = ud;
-    kwread_term *t = &r->t[bt->phrase];
+    kwread_term *t = &r->t[bt->list];
     if (!t->ncap) {
         t->id = malloc(KWPOST_BLOCK * sizeof *t->id);
         t->tf = malloc(KWPOST_BLOCK);

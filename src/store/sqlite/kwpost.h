@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "engine/blockmax.h"
+#include "text/tok.h"
 #include "util/buf.h"
 
 #define KWPOST_BLOCK 128
@@ -56,8 +57,14 @@ typedef struct kwpost kwpost;
  * (?1, ?2), by id. */
 #define KWPOST_CHUNKS "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 ORDER BY id"
 #define KWPOST_MEMORIES                                                                        \
-    "SELECT mid, text FROM mem.memories WHERE mid > ?1 AND mid < ?2 AND deleted_at IS NULL "   \
+    "SELECT mid, text, user_id || char(31) || type || char(31) FROM mem.memories "            \
+    "WHERE mid > ?1 AND mid < ?2 AND deleted_at IS NULL AND length(user_id) <= 512 "            \
     "ORDER BY mid"
+
+/* A third column of SOURCE, when there is one, keys the row's terms: its
+ * value, then the word (the memories' postings are kept per user and type,
+ * as memory search counts its words in scope). At most this long. */
+#define KWPOST_PREFIX_MAX 600
 
 /* A writer of postings on the tables of DB's database SCHEMA (strings
  * that outlive it), reading texts back with SOURCE and tokenizing them in
@@ -76,8 +83,14 @@ int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *
  * flushed, keeps memory bounded. */
 int kwpost_read_back(kwpost *k, int64_t below);
 
-/* Chunk ID with TEXT is being deleted. */
-int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len);
+/* The frequencies in TEXT of TERMS[0..NT) (TF, saturating at 255) and its
+ * length (*DL), as the postings (and FTS5) count them, tokenized with T. */
+int kwpost_count(tok *t, const char *text, size_t len, const char *const *terms, int nt,
+                 uint8_t *tf, int32_t *dl);
+
+/* Chunk ID with TEXT (its terms keyed under PREFIX, or NULL) is being
+ * deleted. */
+int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len, const char *prefix);
 
 /* The smallest id a new chunk of RANGE may have (above the mark). */
 int64_t kwpost_floor(kwpost *k, int range);

@@ -314,23 +314,108 @@ static int episodes(mpost *p, size_t need, mset *s)
     return rc;
 }
 
+/* Whether O's memories are a plain scope: one user's, live, of any or one
+ * type, nothing else asked; the postings count words per user and type. */
+static int plain_scope(const mem_opts *o)
+{
+    return o->user && strcmp(o->user, "*") != 0 && strlen(o->user) <= 512 &&
+           (!o->agent || strcmp(o->agent, "*") == 0) && o->scope == MEM_ALL && !o->run &&
+           !o->subject && !o->categories && !o->deleted &&
+           (!o->filter.sql.data || !o->filter.sql.len);
+}
+
+/* The memories whose text changed since their postings were written, in
+ * scope: their words counted from their text, into the hits. */
+static int moved_rows(mnemo *m, const query *q, const char *where, const mfilter *args,
+                      const mem_opts *o, int64_t mark, char (*terms)[TOK_MAX_BYTES + 1],
+                      bm25_hits *h)
+{
+    sqlite3 *db = store_db(LITE(m)->st);
+    buf sql;
+    buf_init(&sql, 1 << 20);
+    buf_printf(&sql,
+               "SELECT v.id, m.text FROM mem.kw_moved v CROSS JOIN mem.memories m ON m.mid = "
+               "v.id WHERE v.id <= ?1 AND %s",
+               where);
+    sqlite3_stmt *st = NULL;
+    tok *t = NULL;
+    int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
+    if (!rc && (sqlite3_prepare_v2(db, sql.data, -1, &st, NULL) != SQLITE_OK ||
+                lite_filter_bind(args, st, 2) != SQLITE_OK ||
+                lite_filter_bind(&o->filter, st, 2 + (int)args->nargs) != SQLITE_OK))
+        rc = MNEMO_DB;
+    buf_cleanup(&sql);
+    if (!rc)
+        sqlite3_bind_int64(st, 1, mark);
+    const char *tv[BM25_MAX_PHRASES];
+    for (int i = 0; i < q->nphrase; i++)
+        tv[i] = terms[i];
+    int s2 = SQLITE_DONE;
+    while (!rc && (s2 = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!t && tok_new(cfg_str(m->cfg, CFG_LANGUAGE), 0, &t)) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        uint8_t tf[BM25_MAX_PHRASES];
+        int32_t dl;
+        const char *text = (const char *)sqlite3_column_text(st, 1);
+        if ((rc = kwpost_count(t, text ? text : "", (size_t)sqlite3_column_bytes(st, 1), tv,
+                               q->nphrase, tf, &dl)))
+            break;
+        uint64_t mask = 0;
+        for (int k = 0; k < q->nphrase; k++)
+            if (tf[k])
+                mask |= (uint64_t)1 << k;
+        if (!mask)
+            continue;
+        if (h->n == h->cap && bm25_hits_grow(h)) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        size_t i = h->n++;
+        h->id[i] = sqlite3_column_int64(st, 0);
+        h->dl[i] = dl;
+        h->mask[i] = mask;
+        memset(h->tf + i * BM25_MAX_PHRASES, 0, BM25_MAX_PHRASES);
+        memcpy(h->tf + i * BM25_MAX_PHRASES, tf, (size_t)q->nphrase);
+        for (int k = 0; k < q->nphrase; k++)
+            h->df[k] += tf[k] > 0;
+    }
+    if (!rc && s2 != SQLITE_DONE)
+        rc = MNEMO_DB;
+    sqlite3_finalize(st);
+    tok_free(t);
+    return rc;
+}
+
 int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
                    const mem_opts *o, size_t need, double now, const char *qtext, mset *s)
 {
     char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
     sqlite3 *db = store_db(LITE(m)->st);
     int64_t mark[KWPOST_RANGES], top = 0;
-    if (!lite_single_terms(m, q, terms) || kwpost_marks(db, "mem", mark) != MNEMO_OK ||
+    int ntypes = o->type ? 1 : MEM_NTYPES;
+    if (!plain_scope(o) || q->nphrase * ntypes > BM25_MAX_PHRASES ||
+        !lite_single_terms(m, q, terms) || kwpost_marks(db, "mem", mark) != MNEMO_OK ||
         mark[0] < 0)
         return MNEMO_NOTFOUND;
     fts_rank *r = store_mrank(LITE(m)->st);
-    sqlite3_stmt *st = fts_stmt(r, "SELECT max(mid) FROM mem.memories");
+    /* Not with too many memories above the mark (a store just upgraded),
+     * nor with an expired memory in scope, which the postings count. */
+    sqlite3_stmt *st = fts_stmt(r, "SELECT (SELECT max(mid) FROM mem.memories), EXISTS (SELECT "
+                                   "1 FROM mem.memories WHERE user_id = ?1 AND expires_at IS NOT "
+                                   "NULL AND deleted_at IS NULL AND expires_at <= ?2)");
     if (!st)
         return MNEMO_NOTFOUND;
-    if (sqlite3_step(st) == SQLITE_ROW)
+    sqlite3_bind_text(st, 1, o->user, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, now);
+    int expired = 1;
+    if (sqlite3_step(st) == SQLITE_ROW) {
         top = sqlite3_column_int64(st, 0);
+        expired = sqlite3_column_int(st, 1);
+    }
     sqlite3_reset(st);
-    if (top - mark[0] > TAIL_MAX)
+    if (expired || top - mark[0] > TAIL_MAX)
         return MNEMO_NOTFOUND;
 
     mpost p;
@@ -341,48 +426,69 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     p.args = args;
     p.now = now;
     p.user_query = mem_about_user(qtext, o);
-    const char *tv[BM25_MAX_PHRASES];
+    /* The lists: per phrase, its word under the user and each type. */
+    int nl = 0;
+    int phrase_of[BM25_MAX_PHRASES];
+    char *keys[BM25_MAX_PHRASES];
+    const char *kv[BM25_MAX_PHRASES];
     int64_t df[BM25_MAX_PHRASES];
-    for (int i = 0; i < q->nphrase; i++)
-        tv[i] = terms[i];
-    int rc = kwread_load(&p.kr, db, "mem", tv, q->nphrase, 0, INT64_MAX, df);
+    int rc = MNEMO_OK;
+    for (int k = 0; k < q->nphrase && !rc; k++)
+        for (int y = 0; y < ntypes && !rc; y++) {
+            const char *type = o->type ? o->type : mem_types[y];
+            size_t n = strlen(o->user) + strlen(type) + strlen(terms[k]) + 3;
+            if (!(keys[nl] = malloc(n))) {
+                rc = MNEMO_NOMEM;
+                break;
+            }
+            snprintf(keys[nl], n, "%s\x1f%s\x1f%s", o->user, type, terms[k]);
+            kv[nl] = keys[nl];
+            phrase_of[nl++] = k;
+        }
+    if (!rc)
+        rc = kwread_load(&p.kr, db, "mem", kv, nl, 0, INT64_MAX, df);
+    /* The rows FTS5 holds beyond the postings (above the mark), and the
+     * memories moved since: in scope, counted as the FTS5 leg counts. */
+    fts_rank_reset(r, q->nphrase);
     buf sql;
     buf_init(&sql, 1 << 20);
-    /* The rows FTS5 holds beyond the postings: above the mark, and moved. */
-    fts_rank_reset(r, q->nphrase);
-    static const char *const tail[] = {
-        "SELECT mnemo_collect_mem(memories_fts) FROM mem.memories_fts "
-        "WHERE memories_fts MATCH ?1 AND rowid > ?2",
-        "SELECT mnemo_collect_mem(memories_fts) FROM mem.memories_fts "
-        "WHERE memories_fts MATCH ?1 AND rowid IN (SELECT id FROM mem.kw_moved)"};
-    for (int i = 0; i < 2 && !rc; i++) {
-        sqlite3_stmt *t = fts_stmt(r, tail[i]);
-        if (!t) {
-            rc = MNEMO_DB;
-            break;
-        }
-        sqlite3_bind_text(t, 1, q->match, -1, SQLITE_STATIC);
-        if (i == 0)
-            sqlite3_bind_int64(t, 2, mark[0]);
+    buf_printf(&sql,
+               "SELECT mnemo_collect_mem(memories_fts) FROM mem.memories_fts CROSS JOIN "
+               "mem.memories m ON m.mid = memories_fts.rowid WHERE memories_fts MATCH ? AND "
+               "memories_fts.rowid > ? AND %s",
+               where);
+    sqlite3_stmt *tail = NULL;
+    if (!rc && buf_err(&sql))
+        rc = MNEMO_NOMEM;
+    if (!rc && (sqlite3_prepare_v2(db, sql.data, -1, &tail, NULL) != SQLITE_OK ||
+                lite_filter_bind(args, tail, 3) != SQLITE_OK ||
+                lite_filter_bind(&o->filter, tail, 3 + (int)args->nargs) != SQLITE_OK))
+        rc = MNEMO_DB;
+    if (!rc) {
+        sqlite3_bind_text(tail, 1, q->match, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(tail, 2, mark[0]);
         int s2;
-        while ((s2 = sqlite3_step(t)) == SQLITE_ROW)
+        while ((s2 = sqlite3_step(tail)) == SQLITE_ROW)
             ;
-        sqlite3_reset(t);
         if (s2 != SQLITE_DONE)
             rc = r->hits.nomem ? MNEMO_NOMEM : MNEMO_DB;
     }
+    sqlite3_finalize(tail);
     bm25_hits *h = &r->hits;
     p.h = h;
+    if (!rc)
+        rc = moved_rows(m, q, where, args, o, mark[0], terms, h);
     if (!rc) {
         int s2 = fts_totals(db, "mem.memories_fts_data", &h->ndocs, &h->avgdl);
         if (s2 != SQLITE_OK)
             rc = s2 == SQLITE_CORRUPT ? MNEMO_CORRUPT : MNEMO_DB;
         h->stats = 1;
-        for (int k = 0; k < q->nphrase; k++)
-            h->df[k] += df[k];
+        for (int i = 0; i < nl; i++)
+            h->df[phrase_of[i]] += df[i];
     }
     if (!rc) {
         mem_bm25_init(m, q, h, &p.k);
+        buf_reset(&sql);
         buf_printf(&sql, "SELECT " MEM_FACTOR_COLS " FROM mem.memories m WHERE m.mid = ?1 AND %s",
                    where);
         if (buf_err(&sql))
@@ -393,8 +499,9 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
             rc = MNEMO_DB;
     }
     int nt = 0;
-    for (int k = 0; !rc && k < q->nphrase; k++) {
-        kwread_term *kt = &p.kr.t[k];
+    for (int i = 0; !rc && i < nl; i++) {
+        kwread_term *kt = &p.kr.t[i];
+        int k = phrase_of[i];
         if (!kt->nblocks)
             continue;
         if (!(kt->ub = malloc(kt->nblocks * sizeof *kt->ub))) {
@@ -404,9 +511,11 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
         for (size_t b = 0; b < kt->nblocks; b++)
             kt->ub[b] = blockmax_bound_share(&kt->bound[b], p.k.w[k], p.k.idf[k], p.k.k1,
                                              p.k.b, h->avgdl);
-        p.t[nt++] = (blockmax_term){.phrase = k, .nblocks = kt->nblocks, .first = kt->first,
-                                    .last = kt->last, .ub = kt->ub};
+        p.t[nt++] = (blockmax_term){.phrase = k, .list = i, .nblocks = kt->nblocks,
+                                    .first = kt->first, .last = kt->last, .ub = kt->ub};
     }
+    for (int i = 0; i < nl; i++)
+        free(keys[i]);
     if (!rc) {
         p.bq = (blockmax_query){.t = p.t,
                                 .nt = nt,

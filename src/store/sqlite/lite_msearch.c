@@ -53,47 +53,6 @@ void lite_mem_factors_of(mcand *c, const double *v)
     c->has_factors = 1;
 }
 
-/* Document frequencies over the whole store into H's: the collector counts
- * only the memories in scope, while the row count and lengths BM25 weighs
- * them against are the store's (and the postings' leg counts the store's).
- * One count of each phrase's matches. */
-static int store_df(mnemo *m, const query *q, bm25_hits *h)
-{
-    fts_rank *r = store_mrank(LITE(m)->st);
-    sqlite3_stmt *st = fts_stmt(r, "SELECT count(*) FROM mem.memories_fts WHERE "
-                                   "memories_fts MATCH ?1");
-    if (!st)
-        return sqlfail(m, "memory search");
-    buf ph, expr;
-    buf_init(&ph, 1 << 16);
-    buf_init(&expr, 1 << 17);
-    const char *p = q->match;
-    int rc = MNEMO_OK;
-    for (int k = 0; k < h->np && p && !rc; k++) {
-        int prefix = 0;
-        if (!(p = query_phrase_next(p, &ph, &prefix)))
-            break;
-        buf_reset(&expr);
-        buf_append(&expr, "\"", 1);
-        for (size_t i = 0; i < ph.len; i++)
-            buf_append(&expr, ph.data[i] == '"' ? "\"\"" : ph.data + i, ph.data[i] == '"' ? 2 : 1);
-        buf_append(&expr, prefix ? "\"*" : "\"", prefix ? 2 : 1);
-        if (buf_err(&ph) || buf_err(&expr)) {
-            rc = MNEMO_NOMEM;
-            break;
-        }
-        sqlite3_bind_text(st, 1, expr.data, (int)expr.len, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            h->df[k] = sqlite3_column_int64(st, 0);
-        else
-            rc = sqlfail(m, "memory search");
-        sqlite3_reset(st);
-    }
-    buf_cleanup(&ph);
-    buf_cleanup(&expr);
-    return rc;
-}
-
 static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
                        const mem_opts *o, mset *s)
 {
@@ -126,8 +85,6 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     sqlite3_finalize(st);
     if (s2 != SQLITE_DONE)
         return r->hits.nomem ? MNEMO_NOMEM : sqlfail(m, "memory search");
-    if (r->hits.n && (rc = store_df(m, q, &r->hits)))
-        return rc;
     mem_bm25 k;
     mem_bm25_init(m, q, &r->hits, &k);
     const bm25_hits *h = &r->hits;

@@ -271,7 +271,7 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
         for (size_t b = 0; b < kt->nblocks; b++)
             kt->ub[b] = blockmax_bound_share(&kt->bound[b], pl->w[k], pl->idf[k], bm->k1, bm->b,
                                              h->avgdl);
-        pl->t[nt++] = (blockmax_term){.phrase = k, .nblocks = kt->nblocks, .first = kt->first,
+        pl->t[nt++] = (blockmax_term){.phrase = k, .list = k, .nblocks = kt->nblocks, .first = kt->first,
                                       .last = kt->last, .ub = kt->ub};
     }
     pl->bq = (blockmax_query){.t = pl->t,

@@ -440,9 +440,10 @@ static int post_open(mnemo *m, kwpost **k)
                              : MNEMO_OK;
 }
 
-/* Memory MID, of text OLD_TEXT (NULL: not indexed), changes: its postings,
- * if it has any, are no longer its own. */
-static int post_change(mnemo *m, int64_t mid, const char *old_text)
+/* Memory MID is about to change (its text, user or type; a delete; a
+ * restore): its postings, if it has any, are no longer its own. Called
+ * before the change, while its row is as its postings have it. */
+static int post_change(mnemo *m, int64_t mid)
 {
     int64_t mark;
     if (post_mark(m, &mark) != MNEMO_OK || mid > mark)
@@ -456,14 +457,27 @@ static int post_change(mnemo *m, int64_t mid, const char *old_text)
     sqlite3_finalize(st);
     if (!ok)
         return sqlfail(m, "the memories' postings");
-    if (!moved_now || !old_text)
+    if (!moved_now)
         return MNEMO_OK; /* moved before: its words are recorded already */
-    kwpost *k = NULL;
-    int rc = post_open(m, &k);
-    if (!rc && (rc = kwpost_remove(k, mid, old_text, strlen(old_text))))
-        rc = rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory")
-                               : sqlfail(m, "the memories' postings");
-    kwpost_free(k);
+    /* Its words, keyed as the postings have them (KWPOST_MEMORIES): a
+     * deleted memory, or one whose user is too long, has none. */
+    if (!(st = prepare(m, "SELECT text, user_id || char(31) || type || char(31) FROM "
+                          "mem.memories WHERE mid = ?1 AND deleted_at IS NULL AND "
+                          "length(user_id) <= 512")))
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, mid);
+    int rc = MNEMO_OK;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        kwpost *k = NULL;
+        const char *text = (const char *)sqlite3_column_text(st, 0);
+        if (!(rc = post_open(m, &k)) &&
+            (rc = kwpost_remove(k, mid, text ? text : "", (size_t)sqlite3_column_bytes(st, 0),
+                                (const char *)sqlite3_column_text(st, 1))))
+            rc = rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory")
+                                   : sqlfail(m, "the memories' postings");
+        kwpost_free(k);
+    }
+    sqlite3_finalize(st);
     return rc;
 }
 
@@ -523,9 +537,6 @@ static int post_flush(mnemo *m, int all)
 /* The FTS row of memory MID: delete the old text (if any), add the new. */
 static int fts_update(mnemo *m, int64_t mid, const char *old_text, const char *new_text)
 {
-    int rc = post_change(m, mid, old_text);
-    if (rc)
-        return rc;
     sqlite3_stmt *st;
     if (old_text) {
         if (!(st = prepare(m, "INSERT INTO memories_fts(memories_fts, rowid, text) "
@@ -682,6 +693,9 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                       double importance, int set_expires, const char *old_text, double now)
 {
     (void)id;
+    int prc = f->text || f->user || f->type ? post_change(m, mid) : MNEMO_OK;
+    if (prc)
+        return prc;
     sqlite3_stmt *st = prepare(
         m, "UPDATE memories SET text = coalesce(?2, text), hash = coalesce(?3, hash), "
            "category = coalesce(?4, category), importance = coalesce(?5, importance), "
@@ -721,7 +735,9 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
 static int mark_deleted(mnemo *m, const char *id, int64_t mid, const char *text, double now)
 {
     (void)id;
-    int rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
+    int rc = post_change(m, mid);
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
                      "deleting a memory");
     return rc ? rc : fts_update(m, mid, text, NULL);
 }
@@ -730,7 +746,9 @@ static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text
 {
     (void)id;
     (void)now;
-    int rc = run_mid(m, "UPDATE memories SET deleted_at = NULL WHERE mid = ?1", mid, 0,
+    int rc = post_change(m, mid);
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET deleted_at = NULL WHERE mid = ?1", mid, 0,
                      "restoring a memory");
     return rc ? rc : fts_update(m, mid, NULL, text);
 }

@@ -208,7 +208,10 @@ static const char mem_schema[] =
     "CREATE TABLE IF NOT EXISTS mem.kw_dead(term TEXT NOT NULL, id INTEGER NOT NULL,\n"
     "  PRIMARY KEY(term, id)) WITHOUT ROWID;\n"
     "CREATE TABLE IF NOT EXISTS mem.kw_mark(range INTEGER PRIMARY KEY, mark INTEGER NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS mem.kw_moved(id INTEGER PRIMARY KEY);\n";
+    "CREATE TABLE IF NOT EXISTS mem.kw_moved(id INTEGER PRIMARY KEY);\n"
+    /* whether a user's memories have expired: their postings still count */
+    "CREATE INDEX IF NOT EXISTS mem.memories_expiry ON memories(user_id, expires_at)\n"
+    "  WHERE expires_at IS NOT NULL AND deleted_at IS NULL;\n";
 
 /* The memories' postings forgotten, with their text index rebuilt: the
  * next write makes them again. */
