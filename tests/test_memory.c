@@ -1377,3 +1377,180 @@ TEST(memory_store_list_indexes_upgrade)
                        "category=?)");
     free(p);
 }
+
+/* ----------------------------------------------------------------------
+ * The memories' postings (lite_mpost.c) against ranking every match
+ * -------------------------------------------------------------------- */
+
+static const char *const pwords[] = {
+    "harbor", "ember", "lagoon", "cedar", "fjord", "indigo", "juniper", "amber", "deploy",
+    "friday", "coffee", "berlin", "budget", "doctor", "hotel", "kafka", "latency", "python",
+    "review", "travel", "garden", "piano", "river", "summit", "tiger", "violet", "walnut",
+    "yellow", "zebra", "orbit"};
+#define NPWORDS (sizeof pwords / sizeof *pwords)
+
+static uint64_t prand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* A random memory text: mostly words of the list, repeats, sometimes a turn. */
+static void ptext(uint64_t *s, char *out, size_t cap, int n)
+{
+    size_t len = 0;
+    if (prand(s) % 4 == 0)
+        len += (size_t)snprintf(out, cap, "%s: ", prand(s) % 2 ? "Alice" : "Bob");
+    int words = 2 + (int)(prand(s) % 9);
+    for (int i = 0; i < words && len < cap - 32; i++) {
+        const char *w = pwords[prand(s) % (prand(s) % 3 ? 12 : NPWORDS)];
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? " " : "", w);
+    }
+    snprintf(out + len, cap - len, " n%d", n);
+}
+
+/* A copy of the store without its postings: searches rank every match. */
+static void copy_mem_without_postings(void)
+{
+    char cmd[4096];
+    const char *dir = test_dir();
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm -f ref.* && cp db.sqlite ref.sqlite && cp db.memories.sqlite "
+             "ref.memories.sqlite && if [ -f db.memories.sqlite-wal ]; then cp "
+             "db.memories.sqlite-wal ref.memories.sqlite-wal; fi",
+             dir);
+    ASSERT_EQ(system(cmd), 0);
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("ref.memories.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DELETE FROM kw_mark", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static char *msearch_json(mnemo *m, const char *q, const char *opts)
+{
+    char *out = NULL;
+    if (mnemo_memory_search(m, q, opts, &out))
+        test_fail(__FILE__, __LINE__, "search %s %s: %s", q, opts, mnemo_errmsg(m));
+    char *s = strdup(out);
+    mnemo_free(out);
+    return s;
+}
+
+TEST(memory_postings_equal_fts5_through_changes)
+{
+    setenv("MNEMO_MEM_POST_TAIL", "40", 1);
+    at("2026-06-01T00:00:00Z");
+    mnemo *m = open_ws();
+    static const char *const users[] = {"u0", "u1", "u2"};
+    static const char *const types[] = {"fact", "fact", "preference", "summary"};
+    uint64_t s = 12345;
+    char **ids = NULL;
+    size_t nids = 0;
+    /* Created over weeks, in runs (episodes need user, agent and run). */
+    for (int i = 0; i < 700; i++) {
+        char when[32], text[400], rec[1024];
+        snprintf(when, sizeof when, "2026-%02d-%02dT%02d:00:00Z", 1 + i / 140,
+                 1 + (i / 5) % 28, i % 24);
+        at(when);
+        ptext(&s, text, sizeof text, i);
+        double imp = 0.1 * (double)(1 + prand(&s) % 9);
+        char run[16] = "";
+        if (i % 3 == 0) /* a third in sessions, as turns of one */
+            snprintf(run, sizeof run, "r%d", i / 30);
+        snprintf(rec, sizeof rec,
+                 "{\"text\":\"%s\",\"user_id\":\"%s\",\"type\":\"%s\",\"importance\":%.1f,"
+                 "\"run_id\":\"%s\"%s}",
+                 text, users[prand(&s) % 3], types[prand(&s) % 4], imp, run,
+                 i % 97 == 5 ? ",\"expires_at\":\"2026-07-01T00:00:00Z\"" : "");
+        ids = realloc(ids, (nids + 1) * sizeof *ids);
+        ids[nids++] = add(m, rec);
+    }
+    size_t compared = 0, results = 0;
+    for (int round = 0; round < 6; round++) {
+        at(round < 5 ? "2026-06-15T00:00:00Z" : "2026-07-02T00:00:00Z"); /* the last: expired */
+        ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_seg") > 0);
+        ASSERT(test_sql_int(test_path("db.memories.sqlite"),
+                            "SELECT max(mid) - (SELECT mark FROM kw_mark) FROM memories") < 40);
+        copy_mem_without_postings();
+        mnemo *ref = test_open("ws", "ref.sqlite", NULL);
+        for (int i = 0; i < 60; i++) {
+            char q[200], opts[200];
+            int nw = 1 + (int)(prand(&s) % 3);
+            size_t len = 0;
+            for (int w = 0; w < nw; w++)
+                len += (size_t)snprintf(q + len, sizeof q - len, "%s%s", w ? " " : "",
+                                        pwords[prand(&s) % NPWORDS]);
+            if (i % 7 == 3)
+                snprintf(q + len, sizeof q - len, " what about the");
+            snprintf(opts, sizeof opts,
+                     "{\"user_id\":\"%s\",\"type\":\"%s\",\"limit\":%d,\"min_score\":0%s}",
+                     users[i % 3], i % 2 ? "all" : "fact", 1 + (int)(prand(&s) % 20),
+                     i % 5 < 2 ? ",\"scope\":\"all\"" : "");
+            char *a = msearch_json(m, q, opts);
+            char *b = msearch_json(ref, q, opts);
+            if (strcmp(a, b) != 0)
+                test_fail(__FILE__, __LINE__, "round %d: %s %s:\n%s\n%s", round, q, opts, a, b);
+            results += strstr(a, "\"total\":0,") ? 0 : 1;
+            compared++;
+            free(a);
+            free(b);
+        }
+        mnemo_close(ref);
+        /* Changes: texts, users, types, deletes, restores, confirmations, adds. */
+        for (int i = 0; i < 40; i++) {
+            const char *id = ids[prand(&s) % nids];
+            char rec[600], text[400], *out = NULL;
+            int what = (int)(prand(&s) % 6);
+            if (what == 0) {
+                ptext(&s, text, sizeof text, 1000 + round * 100 + i);
+                snprintf(rec, sizeof rec, "{\"text\":\"%s\"}", text);
+                if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else if (what == 1) {
+                snprintf(rec, sizeof rec, "{\"user_id\":\"%s\",\"type\":\"%s\"%s}",
+                         users[prand(&s) % 3], types[prand(&s) % 4],
+                         prand(&s) % 2 ? ",\"run_id\":\"r99\"" : "");
+                if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else if (what == 2) {
+                mnemo_memory_delete(m, id);
+            } else if (what == 3) {
+                if (mnemo_memory_restore(m, id, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else if (what == 4) {
+                if (mnemo_memory_confirm(m, id, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else {
+                ptext(&s, text, sizeof text, 2000 + round * 100 + i);
+                snprintf(rec, sizeof rec, "{\"text\":\"%s\",\"user_id\":\"%s\"}", text,
+                         users[prand(&s) % 3]);
+                ids = realloc(ids, (nids + 1) * sizeof *ids);
+                ids[nids++] = add(m, rec);
+            }
+        }
+    }
+    ASSERT(compared == 360);
+    ASSERT(results > 200); /* most queries find something */
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_moved") > 0);
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_dead") > 0);
+    mnemo_close(m);
+    /* The searches above read the postings: damaged, they say so. */
+    at("2026-06-15T00:00:00Z");
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE kw_seg SET data = x'05ff01'", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    m = test_open("ws", "db.sqlite", NULL);
+    char *out = NULL;
+    ASSERT_EQ(mnemo_memory_search(m, "harbor ember", "{\"user_id\":\"u0\",\"type\":\"all\"}",
+                                  &out),
+              MNEMO_CORRUPT);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "damaged");
+    mnemo_close(m);
+    for (size_t i = 0; i < nids; i++)
+        free(ids[i]);
+    free(ids);
+    unsetenv("MNEMO_MEM_POST_TAIL");
+}

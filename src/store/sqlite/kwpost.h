@@ -57,13 +57,19 @@ typedef struct kwpost kwpost;
  * (?1, ?2), by id. */
 #define KWPOST_CHUNKS "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 ORDER BY id"
 #define KWPOST_MEMORIES                                                                        \
-    "SELECT mid, text, user_id || char(31) || type || char(31) FROM mem.memories "            \
+    "SELECT mid, text, " KWPOST_MEMORY_KEY " FROM mem.memories "                               \
     "WHERE mid > ?1 AND mid < ?2 AND deleted_at IS NULL AND length(user_id) <= 512 "            \
     "ORDER BY mid"
 
+/* A memory's key: its user, type, and L (long-term) or S (a session's),
+ * each followed by 0x1f; its words' postings are kept under it, as memory
+ * search counts words in its scope. */
+#define KWPOST_MEMORY_KEY                                                                      \
+    "user_id || char(31) || type || char(31) || CASE run_id WHEN '' THEN 'L' ELSE 'S' END "    \
+    "|| char(31)"
+
 /* A third column of SOURCE, when there is one, keys the row's terms: its
- * value, then the word (the memories' postings are kept per user and type,
- * as memory search counts its words in scope). At most this long. */
+ * value, then the word. At most this long. */
 #define KWPOST_PREFIX_MAX 600
 
 /* A writer of postings on the tables of DB's database SCHEMA (strings

@@ -23,6 +23,7 @@
  * every match (tests compare them).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,9 +320,9 @@ static int episodes(mpost *p, size_t need, mset *s)
 static int plain_scope(const mem_opts *o)
 {
     return o->user && strcmp(o->user, "*") != 0 && strlen(o->user) <= 512 &&
-           (!o->agent || strcmp(o->agent, "*") == 0) && o->scope == MEM_ALL && !o->run &&
-           !o->subject && !o->categories && !o->deleted &&
-           (!o->filter.sql.data || !o->filter.sql.len);
+           (!o->agent || strcmp(o->agent, "*") == 0) &&
+           (o->scope == MEM_LONG_TERM || (o->scope == MEM_ALL && !o->run)) && !o->subject &&
+           !o->categories && !o->deleted && (!o->filters || strcmp(o->filters, "{}") == 0);
 }
 
 /* The memories whose text changed since their postings were written, in
@@ -394,8 +395,8 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
     sqlite3 *db = store_db(LITE(m)->st);
     int64_t mark[KWPOST_RANGES], top = 0;
-    int ntypes = o->type ? 1 : MEM_NTYPES;
-    if (!plain_scope(o) || q->nphrase * ntypes > BM25_MAX_PHRASES ||
+    int ntypes = o->type ? 1 : MEM_NTYPES, nruns = o->scope == MEM_LONG_TERM ? 1 : 2;
+    if (!plain_scope(o) || q->nphrase * ntypes * nruns > BM25_MAX_PHRASES ||
         !lite_single_terms(m, q, terms) || kwpost_marks(db, "mem", mark) != MNEMO_OK ||
         mark[0] < 0)
         return MNEMO_NOTFOUND;
@@ -434,14 +435,15 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     int64_t df[BM25_MAX_PHRASES];
     int rc = MNEMO_OK;
     for (int k = 0; k < q->nphrase && !rc; k++)
-        for (int y = 0; y < ntypes && !rc; y++) {
-            const char *type = o->type ? o->type : mem_types[y];
-            size_t n = strlen(o->user) + strlen(type) + strlen(terms[k]) + 3;
+        for (int y = 0; y < ntypes * nruns && !rc; y++) {
+            const char *type = o->type ? o->type : mem_types[y / nruns];
+            size_t n = strlen(o->user) + strlen(type) + strlen(terms[k]) + 6;
             if (!(keys[nl] = malloc(n))) {
                 rc = MNEMO_NOMEM;
                 break;
             }
-            snprintf(keys[nl], n, "%s\x1f%s\x1f%s", o->user, type, terms[k]);
+            snprintf(keys[nl], n, "%s\x1f%s\x1f%c\x1f%s", o->user, type, y % nruns ? 'S' : 'L',
+                     terms[k]);
             kv[nl] = keys[nl];
             phrase_of[nl++] = k;
         }

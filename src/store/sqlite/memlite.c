@@ -461,9 +461,8 @@ static int post_change(mnemo *m, int64_t mid)
         return MNEMO_OK; /* moved before: its words are recorded already */
     /* Its words, keyed as the postings have them (KWPOST_MEMORIES): a
      * deleted memory, or one whose user is too long, has none. */
-    if (!(st = prepare(m, "SELECT text, user_id || char(31) || type || char(31) FROM "
-                          "mem.memories WHERE mid = ?1 AND deleted_at IS NULL AND "
-                          "length(user_id) <= 512")))
+    if (!(st = prepare(m, "SELECT text, " KWPOST_MEMORY_KEY " FROM mem.memories WHERE mid = ?1 "
+                          "AND deleted_at IS NULL AND length(user_id) <= 512")))
         return MNEMO_DB;
     sqlite3_bind_int64(st, 1, mid);
     int rc = MNEMO_OK;
@@ -508,7 +507,10 @@ static int post_flush(mnemo *m, int all)
     if (sqlite3_step(st) == SQLITE_ROW)
         top = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    if (top - mark < (all ? 1 : MEM_POST_TAIL))
+    /* MNEMO_MEM_POST_TAIL: a smaller count, for tests of small stores. */
+    const char *e = getenv("MNEMO_MEM_POST_TAIL");
+    int64_t tail = e && atoll(e) > 0 ? atoll(e) : MEM_POST_TAIL;
+    if (top - mark < (all ? 1 : tail))
         return MNEMO_OK;
     int rc = MNEMO_OK;
     while (!rc && mark < top) {
@@ -693,7 +695,7 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                       double importance, int set_expires, const char *old_text, double now)
 {
     (void)id;
-    int prc = f->text || f->user || f->type ? post_change(m, mid) : MNEMO_OK;
+    int prc = f->text || f->user || f->type || f->run ? post_change(m, mid) : MNEMO_OK;
     if (prc)
         return prc;
     sqlite3_stmt *st = prepare(
