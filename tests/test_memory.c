@@ -1502,7 +1502,7 @@ TEST(memory_postings_equal_fts5_through_changes)
         for (int i = 0; i < 40; i++) {
             const char *id = ids[prand(&s) % nids];
             char rec[600], text[400], *out = NULL;
-            int what = (int)(prand(&s) % 6);
+            int what = (int)(prand(&s) % 7);
             if (what == 0) {
                 ptext(&s, text, sizeof text, 1000 + round * 100 + i);
                 snprintf(rec, sizeof rec, "{\"text\":\"%s\"}", text);
@@ -1522,6 +1522,11 @@ TEST(memory_postings_equal_fts5_through_changes)
             } else if (what == 4) {
                 if (mnemo_memory_confirm(m, id, &out) == MNEMO_OK)
                     mnemo_free(out);
+            } else if (what == 5) {
+                snprintf(rec, sizeof rec, "{\"importance\":%.2f}",
+                         0.01 * (double)(prand(&s) % 101));
+                if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
+                    mnemo_free(out);
             } else {
                 ptext(&s, text, sizeof text, 2000 + round * 100 + i);
                 snprintf(rec, sizeof rec, "{\"text\":\"%s\",\"user_id\":\"%s\"}", text,
@@ -1535,6 +1540,7 @@ TEST(memory_postings_equal_fts5_through_changes)
     ASSERT(results > 200); /* most queries find something */
     ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_moved") > 0);
     ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_dead") > 0);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_user"), 3);
     mnemo_close(m);
     /* The searches above read the postings: damaged, they say so. */
     at("2026-06-15T00:00:00Z");

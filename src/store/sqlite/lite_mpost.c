@@ -389,6 +389,35 @@ static int moved_rows(mnemo *m, const query *q, const char *where, const mfilter
     return rc;
 }
 
+/* The largest factor a memory of USER in the postings can have: that of
+ * its user's largest inputs (kw_user; mem_factors grows with each), never
+ * above mem_max_factor. A memory read through FTS5 is looked up anyway. */
+static double user_bound(mpost *p, const char *user)
+{
+    double most = mem_max_factor(p->m, p->user_query);
+    if (cfg_num(p->m->cfg, CFG_IMPORTANCE_MAX) < 1)
+        return most; /* the importance factor then falls as importance grows */
+    sqlite3_stmt *st = fts_stmt(store_mrank(LITE(p->m)->st),
+                                "SELECT importance, confirmations, ref, about FROM mem.kw_user "
+                                "WHERE user_id = ?1");
+    if (!st)
+        return most;
+    sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+    double b = most;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        mcand c;
+        memset(&c, 0, sizeof c);
+        c.importance = sqlite3_column_double(st, 0);
+        c.confirmations = sqlite3_column_double(st, 1);
+        c.created = c.confirmed = sqlite3_column_double(st, 2);
+        c.about_user = sqlite3_column_int(st, 3);
+        b = mem_factors(p->m, &c, p->user_query, p->now);
+        b += b * 1e-9; /* rounding: a bound, never below a memory's own */
+    }
+    sqlite3_reset(st);
+    return b < most ? b : most;
+}
+
 int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
                    const mem_opts *o, size_t need, double now, const char *qtext, mset *s)
 {
@@ -545,7 +574,7 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
         rc = MNEMO_NOMEM;
     if (!rc) {
         p.pool = &best;
-        p.fmax = mem_max_factor(m, p.user_query);
+        p.fmax = user_bound(&p, o->user);
         p.factors = 1;
         for (size_t i = 0; i < s->n; i++) {
             mcand *c = &s->v[i];
@@ -578,6 +607,9 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
                 *c = best.slot[best.k.v[i].slot];
         }
     }
+    if (getenv("MPDEBUG"))
+        fprintf(stderr, "looked %zu blocks %zu rows %zu tail %zu\n", p.looked, p.bq.blocks_read,
+                p.bq.rows_scored, h->n);
     free(skip);
     wpool_cleanup(&best);
     sqlite3_finalize(p.scope);

@@ -480,6 +480,39 @@ static int post_change(mnemo *m, int64_t mid)
     return rc;
 }
 
+/* Raises the largest factor inputs of the users of the memories with ids
+ * in (LO, HI] (kw_user) to theirs. A memory's reference time is its last
+ * confirmation or creation; one without (0) counts as recent: it ranks so. */
+static int post_user_max(mnemo *m, int64_t lo, int64_t hi)
+{
+    sqlite3_stmt *st = prepare(
+        m, "INSERT INTO mem.kw_user(user_id, importance, confirmations, ref, about) "
+           "SELECT user_id, max(importance), max(confirmations), max(CASE WHEN max(created_at, "
+           "coalesce(last_confirmed_at, 0)) <= 0 THEN 9e18 ELSE max(created_at, "
+           "coalesce(last_confirmed_at, 0)) END), max(subject = 'user') FROM mem.memories "
+           "WHERE mid > ?1 AND mid <= ?2 AND deleted_at IS NULL GROUP BY user_id "
+           "ON CONFLICT(user_id) DO UPDATE SET importance = max(importance, excluded.importance), "
+           "confirmations = max(confirmations, excluded.confirmations), ref = max(ref, "
+           "excluded.ref), about = max(about, excluded.about)");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, lo);
+    sqlite3_bind_int64(st, 2, hi);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "the memories' postings");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Memory MID's factor inputs changed (importance, a confirmation): the
+ * bound of its user follows, when its postings hold it. */
+static int post_factors(mnemo *m, int64_t mid)
+{
+    int64_t mark;
+    if (post_mark(m, &mark) != MNEMO_OK || mid > mark)
+        return MNEMO_OK;
+    return post_user_max(m, mid - 1, mid);
+}
+
 /* The id a new memory gets: above every memory and the mark. */
 static int post_next_mid(mnemo *m, int64_t *mid)
 {
@@ -528,6 +561,8 @@ static int post_flush(mnemo *m, int all)
         int64_t was = mark;
         if (!rc && post_mark(m, &mark) != MNEMO_OK)
             rc = sqlfail(m, "writing the memories' postings");
+        if (!rc && mark > was)
+            rc = post_user_max(m, was, mark);
         if (!rc && mark <= was)
             mark = below - 1 < top ? below - 1 : top; /* no memory in the step */
         if (!rc && mark <= was)
@@ -729,6 +764,8 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
     sqlite3_bind_double(st, 15, now);
     int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "updating a memory");
     sqlite3_finalize(st);
+    if (!rc && importance >= 0)
+        rc = post_factors(m, mid);
     if (!rc && old_text)
         rc = fts_update(m, mid, old_text, f->text);
     return rc;
@@ -758,9 +795,10 @@ static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text
 static int mark_confirmed(mnemo *m, const char *id, int64_t mid, double now)
 {
     (void)id;
-    return run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
-                      "last_confirmed_at = ?2 WHERE mid = ?1",
-                   mid, now, "confirming a memory");
+    int rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
+                        "last_confirmed_at = ?2 WHERE mid = ?1",
+                     mid, now, "confirming a memory");
+    return rc ? rc : post_factors(m, mid);
 }
 
 static int drop_vector(mnemo *m, const char *id, int64_t mid)

@@ -209,6 +209,9 @@ static const char mem_schema[] =
     "  PRIMARY KEY(term, id)) WITHOUT ROWID;\n"
     "CREATE TABLE IF NOT EXISTS mem.kw_mark(range INTEGER PRIMARY KEY, mark INTEGER NOT NULL);\n"
     "CREATE TABLE IF NOT EXISTS mem.kw_moved(id INTEGER PRIMARY KEY);\n"
+    /* per user, the largest factor inputs of the memories in the postings */
+    "CREATE TABLE IF NOT EXISTS mem.kw_user(user_id TEXT PRIMARY KEY, importance REAL NOT NULL,\n"
+    "  confirmations REAL NOT NULL, ref REAL NOT NULL, about INTEGER NOT NULL) WITHOUT ROWID;\n"
     /* whether a user's memories have expired: their postings still count */
     "CREATE INDEX IF NOT EXISTS mem.memories_expiry ON memories(user_id, expires_at)\n"
     "  WHERE expires_at IS NOT NULL AND deleted_at IS NULL;\n";
@@ -217,7 +220,7 @@ static const char mem_schema[] =
  * next write makes them again. */
 #define MEM_POSTINGS_DROP                                                                      \
     "DELETE FROM mem.kw_seg; DELETE FROM mem.kw_dead; DELETE FROM mem.kw_mark;"                \
-    "DELETE FROM mem.kw_moved;"
+    "DELETE FROM mem.kw_moved; DELETE FROM mem.kw_user;"
 
 /* After a 'rebuild' of the memories' text index, which reads every row:
  * deleted memories are left out of it, as their deletion did (a restore
