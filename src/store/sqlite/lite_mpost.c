@@ -5,22 +5,29 @@
  *
  * Memory search ranks the in-scope matches by relevance times each
  * memory's factors (msearch.c), after episodes lend turns the words of
- * their neighbours. Both are found here with block-max walks (blockmax.h)
- * over the postings, a memory looked up (its scope, its factors) only when
- * it may still make the results:
+ * their neighbours, with document frequencies counted in scope. The
+ * postings are kept per user, type and long-term or session (the key
+ * KWPOST_MEMORY_KEY), so that for a plain scope (one user's live memories,
+ * long-term or all, of one type or any: recall's, and memory search's
+ * default) a word's frequency is the size of its lists. Both steps walk
+ * them with block-max bounds (blockmax.h), a memory looked up (its scope,
+ * its factors) only when it may still make the results:
  *
- *  1. With episodes on, the EPISODE_EXPAND + NEED best in-scope matches by
- *     text (a walk whose pool is cut by BM25 alone), their episode members
- *     and theirs words read back, and mem_episodes run over just those: the
+ *  1. With episodes on, the MEM_EPISODE_EXPAND + NEED best matches by text
+ *     (a walk whose pool is cut by BM25 alone), their episode members and
+ *     their words read back, and mem_episodes run over just those: the
  *     candidates whose text episodes raise are exactly these.
  *  2. The NEED best by score: those candidates first, then a walk whose
  *     threshold is the BM25 a memory needs to reach the pool's least score
- *     with the largest factor a memory can have.
+ *     with the largest factor a memory of the user has (kw_user).
  *
- * Memories above the postings' mark and those whose text changed since
- * (kw_moved) are read through FTS5 and offered as the walks' rows are.
- * The results, scores and order are those of the FTS5 leg, which ranks
- * every match (tests compare them).
+ * Memories above the postings' mark are read through FTS5 (with the
+ * scope's condition), and those changed since their postings were written
+ * (kw_moved) from their rows, their words counted as FTS5 counts them;
+ * both are offered as the walks' rows are. Other scopes, an expired memory
+ * in scope (the postings would count it), phrases and prefixes take the
+ * FTS5 leg. The results, scores and order are the FTS5 leg's, which ranks
+ * every match (tests compare them through changes).
  */
 #include <math.h>
 #include <stdio.h>
@@ -49,15 +56,13 @@ typedef struct wpool {
 typedef struct mpost {
     mnemo *m;
     const query *q;
-    const mem_opts *o;
     kwread kr;
     blockmax_term t[BM25_MAX_PHRASES];
     blockmax_query bq;
     mem_bm25 k;
-    bm25_hits *h;          /* the rows read through FTS5 */
+    bm25_hits *h;          /* the rows read through FTS5 and from their text */
     sqlite3_stmt *scope;   /* a memory's factors, when in scope */
-    const mfilter *args;
-    double fmax;           /* 1 for the text walk, else mem_max_factor */
+    double fmax;           /* the largest factor: 1 for the text walk */
     int factors;           /* score with factors (the second walk) */
     int user_query;
     double now;
@@ -65,7 +70,6 @@ typedef struct mpost {
     const int64_t *skip;   /* offered already (sorted) */
     size_t nskip;
     size_t looked;         /* memories looked up */
-    int rc;
 } mpost;
 
 static int cmp_i64(const void *a, const void *b)
@@ -156,9 +160,14 @@ static int offer(void *ud, int64_t id, double x, double *theta)
     /* A bound first: a row that cannot enter is not looked up. */
     if (k->cap && k->n == k->cap && c.text * p->fmax < k->v[0].score)
         return MNEMO_OK;
-    int in, rc = look_up(p, &c, &in);
-    if (rc || !in)
-        return rc;
+    /* The rows are in scope: the postings' lists are the scope's, and the
+     * rows read through FTS5 were read with its condition. Their factors
+     * are read when they count. */
+    if (p->factors) {
+        int in, rc = look_up(p, &c, &in);
+        if (rc || !in)
+            return rc;
+    }
     c.score = p->factors ? c.rel * mem_factors(p->m, &c, p->user_query, p->now) : c.text;
     wpool_offer(p->pool, &c, c.score);
     *theta = threshold(p);
@@ -452,8 +461,6 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     memset(&p, 0, sizeof p);
     p.m = m;
     p.q = q;
-    p.o = o;
-    p.args = args;
     p.now = now;
     p.user_query = mem_about_user(qtext, o);
     /* The lists: per phrase, its word under the user and each type. */
@@ -607,9 +614,6 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
                 *c = best.slot[best.k.v[i].slot];
         }
     }
-    if (getenv("MPDEBUG"))
-        fprintf(stderr, "looked %zu blocks %zu rows %zu tail %zu\n", p.looked, p.bq.blocks_read,
-                p.bq.rows_scored, h->n);
     free(skip);
     wpool_cleanup(&best);
     sqlite3_finalize(p.scope);

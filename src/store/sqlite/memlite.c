@@ -406,19 +406,26 @@ static int history(mnemo *m, const char *id, const char *event, const char *old_
 
 /* ----------------------------------------------------------------------
  * The memories' postings (kwpost.h), beside their FTS5 index, for top-k
- * keyword search (lite_msearch.c).
+ * keyword search (lite_mpost.c): a word's postings per user, type and
+ * long-term or session (KWPOST_MEMORY_KEY), and per user the largest
+ * factor inputs of its memories in them (kw_user).
  *
  * Memories at or below the mark (kw_mark, range 0) are in the postings as
- * their text was when a write moved the mark; those above it are searched
- * through FTS5. A memory at or below it whose text then changes (an
- * update, a delete, a restore) is recorded under each word of the text
- * its postings hold (kw_dead) and in kw_moved: searches find it through
- * FTS5 from then on. A new memory gets an id above the mark. A write that
- * finds MEM_POST_TAIL memories above the mark writes their postings and
- * moves it, in the write's transaction, MEM_POST_STEP ids at a time.
+ * they were when a write moved the mark; those above it are searched
+ * through FTS5. A memory at or below it that then changes what its
+ * postings hold (its text, user, type or session; a delete, a restore)
+ * is recorded under each word of its postings (kw_dead) and in kw_moved:
+ * searches read it from its row from then on; past MEM_POST_MOVED of
+ * them a write writes the postings again. A confirmation or a new
+ * importance raises its user's bound. A new memory gets an id above the
+ * mark. A write that finds MEM_POST_TAIL memories above the mark writes
+ * their postings and moves it, in the write's transaction, MEM_POST_STEP
+ * ids at a time (the first write after an upgrade writes them all: 7 s
+ * for a million memories).
  * -------------------------------------------------------------------- */
 
 #define MEM_POST_TAIL 2048
+#define MEM_POST_MOVED 4096
 #define MEM_POST_STEP 200000
 
 /* The mark of the memories' postings into *MARK: MNEMO_NOTFOUND when the
@@ -542,7 +549,25 @@ static int post_flush(mnemo *m, int all)
     sqlite3_finalize(st);
     /* MNEMO_MEM_POST_TAIL: a smaller count, for tests of small stores. */
     const char *e = getenv("MNEMO_MEM_POST_TAIL");
-    int64_t tail = e && atoll(e) > 0 ? atoll(e) : MEM_POST_TAIL;
+    int64_t tail = e && atoll(e) > 0 ? atoll(e) : MEM_POST_TAIL, moved = 0;
+    /* Memories moved since their postings were written are read from
+     * their rows by every search: past MEM_POST_MOVED (or the tail's
+     * count, in tests) the postings are written again from the rows. */
+    if (!(st = prepare(m, "SELECT count(*) FROM mem.kw_moved")))
+        return MNEMO_DB;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        moved = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (moved > (e ? tail : MEM_POST_MOVED)) {
+        if (sqlite3_exec(store_db(LITE(m)->st),
+                         "DELETE FROM mem.kw_seg; DELETE FROM mem.kw_dead; "
+                         "DELETE FROM mem.kw_mark; DELETE FROM mem.kw_moved; "
+                         "DELETE FROM mem.kw_user",
+                         NULL, NULL, NULL) != SQLITE_OK)
+            return sqlfail(m, "writing the memories' postings");
+        mark = -1;
+        all = 1;
+    }
     if (top - mark < (all ? 1 : tail))
         return MNEMO_OK;
     int rc = MNEMO_OK;
