@@ -67,7 +67,7 @@ static int below(double x, double theta)
 /* The pool's threshold: what a row must beat, -1 while it is not full. */
 static double threshold(const topk *pool)
 {
-    return pool->n < pool->cap || !pool->cap ? -1.0 : pool->v[0].score;
+    return !pool || pool->n < pool->cap || !pool->cap ? -1.0 : pool->v[0].score;
 }
 
 /* The first block of T at or after FROM whose last id is >= ID. */

@@ -47,6 +47,92 @@
  * upgraded, before a write builds its postings). */
 #define TAIL_MAX 65536
 
+int lite_mem_sqlfail(mnemo *m, const char *what)
+{
+    int e = sqlite3_errcode(store_db(LITE(m)->st));
+    if (store_code(e) == MNEMO_CORRUPT)
+        return lite_mem_fail(m, e, what);
+    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(LITE(m)->st)));
+}
+
+/* C's factor inputs from V (lite_mpost.h). */
+void lite_mem_factors_of(mcand *c, const double *v)
+{
+    c->importance = v[0];
+    c->about_user = v[1] != 0;
+    c->created = v[2];
+    c->confirmed = v[3];
+    c->confirmations = v[4];
+    c->has_factors = 1;
+}
+
+/* Adds the up to MEM_EPISODE_SPAN memories of ST (columns mid, agent_id,
+ * run_id, created_at, text; nearest first, of the same scope) that continue
+ * the episode of OF (created WHEN) in direction DIR. */
+static int episode_side(sqlite3_stmt *st, int64_t of, double when, int dir, mem_members *l)
+{
+    int rc = MNEMO_OK, pos = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        double at = sqlite3_column_double(st, 3);
+        if (fabs(at - when) > MEM_EPISODE_GAP)
+            break;
+        pos += dir;
+        rc = mem_members_add(l, of, sqlite3_column_int64(st, 0), pos,
+                             (const char *)sqlite3_column_text(st, 4));
+        when = at;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int lite_mem_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
+{
+    (void)ud;
+    fts_rank *fr = store_mrank(LITE(m)->st);
+    /* In creation order within the scope's memories (index memories_scope). */
+    sqlite3_stmt *own = fts_stmt(fr, "SELECT user_id, agent_id, run_id, created_at, text "
+                                     "FROM memories WHERE mid = ?1");
+    sqlite3_stmt *side[2] = {
+        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
+                     "deleted_at IS NULL AND (created_at, mid) < (?2, ?3) "
+                     "ORDER BY created_at DESC, mid DESC LIMIT 2"),
+        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
+                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
+                     "deleted_at IS NULL AND (created_at, mid) > (?2, ?3) "
+                     "ORDER BY created_at, mid LIMIT 2")};
+    int rc = own && side[0] && side[1] ? MNEMO_OK : lite_mem_sqlfail(m, "memory episodes");
+    for (size_t i = 0; !rc && i < n; i++) {
+        sqlite3_bind_int64(own, 1, mids[i]);
+        if (sqlite3_step(own) == SQLITE_ROW) {
+            char *user = store_col_dup(own, 0);
+            char *agent = store_col_dup(own, 1);
+            char *run = store_col_dup(own, 2);
+            double when = sqlite3_column_double(own, 3);
+            const char *text = (const char *)sqlite3_column_text(own, 4);
+            int turn = text && mem_is_turn(text);
+            rc = user && agent && run ? mem_members_add(l, mids[i], mids[i], 0, text)
+                                      : MNEMO_NOMEM;
+            for (int d = 0; d < 2 && !rc && turn; d++) {
+                sqlite3_bind_text(side[d], 1, user, -1, SQLITE_STATIC);
+                sqlite3_bind_double(side[d], 2, when);
+                sqlite3_bind_int64(side[d], 3, mids[i]);
+                sqlite3_bind_text(side[d], 4, agent, -1, SQLITE_STATIC);
+                sqlite3_bind_text(side[d], 5, run, -1, SQLITE_STATIC);
+                rc = episode_side(side[d], mids[i], when, d ? 1 : -1, l);
+                sqlite3_clear_bindings(side[d]);
+            }
+            free(user);
+            free(agent);
+            free(run);
+        }
+        sqlite3_reset(own);
+    }
+    if (own)
+        sqlite3_reset(own);
+    return rc;
+}
+
 /* A walk's pool: the best candidates so far by SCORE (topk order). */
 typedef struct wpool {
     topk k;
@@ -216,7 +302,7 @@ static int episodes(mpost *p, size_t need, mset *s)
     wpool best;
     if (wpool_init(&best, ne))
         return MNEMO_NOMEM;
-    p->pool = &best;
+    p->pool = &best; /* cppcheck-suppress autoVariables ; reset before the return */
     p->fmax = 1.0;
     p->factors = 0;
     mem_members l = {0};
@@ -321,6 +407,7 @@ static int episodes(mpost *p, size_t need, mset *s)
     mem_members_cleanup(&l);
     bm25_hits_cleanup(&h2);
     wpool_cleanup(&best);
+    p->pool = NULL;
     return rc;
 }
 

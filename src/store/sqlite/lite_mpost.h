@@ -14,6 +14,10 @@
     "m.importance, m.subject = 'user', m.created_at, m.last_confirmed_at, m.confirmations"
 #define MEM_FACTOR_NCOLS 5
 
+/* A failed statement of the memory store: a damaged file says so, with
+ * the way out (lite_mem_fail). */
+int lite_mem_sqlfail(mnemo *m, const char *what);
+
 /* C's factor inputs from V, MEM_FACTOR_COLS's values. */
 void lite_mem_factors_of(mcand *c, const double *v);
 
