@@ -1443,7 +1443,13 @@ static void compare_round(mnemo *m, int round, uint64_t *s, size_t *compared, si
 {
     static const char *const users[] = {"u0", "u1", "u2"};
     copy_mem_without_postings();
-    mnemo *ref = test_open("ws", "ref.sqlite", NULL);
+    /* Odd rounds without episodes: their candidates are offered whatever
+     * the bounds, so the bounds are tried on their own. */
+    const char *ctx = round % 2 ? "memoryContext=0" : NULL;
+    mnemo *ref = test_open("ws", "ref.sqlite", ctx, NULL);
+    mnemo *own = ctx ? test_open("ws", "db.sqlite", ctx, NULL) : NULL;
+    if (own)
+        m = own;
     for (int i = 0; i < 60; i++) {
         char q[200], opts[200];
         int nw = 1 + (int)(prand(s) % 3);
@@ -1478,6 +1484,7 @@ static void compare_round(mnemo *m, int round, uint64_t *s, size_t *compared, si
         mnemo_free(b);
     }
     mnemo_close(ref);
+    mnemo_close(own);
 }
 
 TEST(memory_postings_equal_fts5_through_changes)
@@ -1547,7 +1554,10 @@ TEST(memory_postings_equal_fts5_through_changes)
                     mnemo_free(out);
             } else {
                 ptext(&s, text, sizeof text, 2000 + round * 100 + i);
-                snprintf(rec, sizeof rec, "{\"text\":\"%s\",\"user_id\":\"%s\"}", text,
+                /* newer and more important than the postings' memories:
+                 * above the mark, beyond their user's bound */
+                snprintf(rec, sizeof rec,
+                         "{\"text\":\"%s\",\"user_id\":\"%s\",\"importance\":0.99}", text,
                          users[prand(&s) % 3]);
                 ids = realloc(ids, (nids + 1) * sizeof *ids);
                 ids[nids++] = add(m, rec);
@@ -1582,5 +1592,37 @@ TEST(memory_postings_equal_fts5_through_changes)
     for (size_t i = 0; i < nids; i++)
         free(ids[i]);
     free(ids);
+    unsetenv("MNEMO_MEM_POST_TAIL");
+}
+
+/* A memory above the postings' mark may have a larger factor than any in
+ * them (their user's bound): it still ranks first. */
+TEST(memory_postings_newer_memory_beyond_the_bound)
+{
+    setenv("MNEMO_MEM_POST_TAIL", "20", 1);
+    test_mkdir("ws");
+    /* Without episodes, whose candidates are offered whatever the bound. */
+    mnemo *m = test_open("ws", "db.sqlite", "memoryContext=0", NULL);
+    for (int i = 0; i < 30; i++) {
+        char when[32], rec[256];
+        snprintf(when, sizeof when, "2025-01-%02dT00:00:00Z", 1 + i % 28);
+        at(when);
+        snprintf(rec, sizeof rec,
+                 "{\"text\":\"harbor ember walnut note %d\",\"importance\":0.2,\"user_id\":\"u\"}",
+                 i);
+        free(add(m, rec));
+    }
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT mark FROM kw_mark WHERE range = 0") >= 19);
+    at("2026-06-01T00:00:00Z");
+    /* fewer of the words, in more: a lower text score, a far larger factor */
+    free(add(m, "{\"text\":\"harbor ember, said the newest of them all\",\"importance\":1.0,"
+                "\"user_id\":\"u\"}"));
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"),
+                        "SELECT max(mid) > (SELECT mark FROM kw_mark WHERE range = 0) FROM memories"));
+    char *t = search_texts(m, "harbor ember", "{\"user_id\":\"u\",\"limit\":3}");
+    if (strncmp(t, "harbor ember, said the newest of them all|", 42) != 0)
+        test_fail(__FILE__, __LINE__, "first: %s", t);
+    free(t);
+    mnemo_close(m);
     unsetenv("MNEMO_MEM_POST_TAIL");
 }

@@ -148,7 +148,9 @@ typedef struct mpost {
     mem_bm25 k;
     bm25_hits *h;          /* the rows read through FTS5 and from their text */
     sqlite3_stmt *scope;   /* a memory's factors, when in scope */
-    double fmax;           /* the largest factor: 1 for the text walk */
+    double fmax;           /* the largest factor in the postings: 1 for the text walk */
+    double fmax_rows;      /* the same for the rows read otherwise (not in kw_user) */
+    int rows;              /* offering those rows */
     int factors;           /* score with factors (the second walk) */
     int user_query;
     double now;
@@ -244,7 +246,7 @@ static int offer(void *ud, int64_t id, double x, double *theta)
     c.text = c.rel = c.clear = text_of(p, x);
     const topk *k = &p->pool->k;
     /* A bound first: a row that cannot enter is not looked up. */
-    if (k->cap && k->n == k->cap && c.text * p->fmax < k->v[0].score)
+    if (k->cap && k->n == k->cap && c.text * (p->rows ? p->fmax_rows : p->fmax) < k->v[0].score)
         return MNEMO_OK;
     /* The rows are in scope: the postings' lists are the scope's, and the
      * rows read through FTS5 were read with its condition. Their factors
@@ -265,6 +267,7 @@ static int walk(mpost *p)
 {
     bm25_hits *h = p->h;
     double theta = -1;
+    p->rows = 1;
     for (size_t i = 0; i < h->n; i++) {
         if (!mem_bm25_hit_ok(p->q, h, i))
             continue;
@@ -272,6 +275,7 @@ static int walk(mpost *p)
         if (rc)
             return rc;
     }
+    p->rows = 0;
     p->bq.offer = offer;
     p->bq.offer_ud = p;
     p->bq.theta = threshold(p);
@@ -303,7 +307,7 @@ static int episodes(mpost *p, size_t need, mset *s)
     if (wpool_init(&best, ne))
         return MNEMO_NOMEM;
     p->pool = &best; /* cppcheck-suppress autoVariables ; reset before the return */
-    p->fmax = 1.0;
+    p->fmax = p->fmax_rows = 1.0;
     p->factors = 0;
     mem_members l = {0};
     bm25_hits h2;
@@ -669,6 +673,7 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     if (!rc) {
         p.pool = &best;
         p.fmax = user_bound(&p, o->user);
+        p.fmax_rows = mem_max_factor(m, p.user_query);
         p.factors = 1;
         for (size_t i = 0; i < s->n; i++) {
             mcand *c = &s->v[i];
