@@ -62,7 +62,7 @@ LIB_SRC = src/util/buf.c src/util/utf8.c src/util/hash.c src/util/map.c src/util
           src/store/sqlite/recover.c src/store/sqlite/fts.c src/store/sqlite/lite_filter.c \
           src/store/sqlite/store.c src/store/sqlite/store_write.c src/store/sqlite/lite.c \
           src/store/sqlite/lite_sync.c src/store/sqlite/memlite.c src/store/sqlite/memvec.c \
-          src/store/sqlite/lite_msearch.c src/store/sqlite/vectors.c \
+          src/store/sqlite/lite_msearch.c src/store/sqlite/lite_mpost.c src/store/sqlite/vectors.c \
           src/store/sqlite/lite_recall.c src/store/sqlite/lite_search.c \
           src/store/sqlite/status.c src/store/sqlite/kwpost.c \
           src/store/postgres/pg.c src/store/postgres/pgsource.c src/store/postgres/pgconn.c src/store/postgres/pgback.c \

@@ -1315,7 +1315,7 @@ TEST(memory_store_list_indexes_upgrade)
     free(add(m, "{\"text\":\"Deploy on Mondays\",\"category\":\"rule\",\"user_id\":\"alice\"}"));
     mnemo_close(m);
     const char *path = test_path("db.memories.sqlite");
-    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 2);
+    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 3);
     sqlite3 *db;
     ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
@@ -1338,14 +1338,14 @@ TEST(memory_store_list_indexes_upgrade)
     ASSERT_NOT_CONTAINS(out, "Deploy on Mondays");
     mnemo_free(out);
     mnemo_close(m);
-    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 2);
+    ASSERT_EQ(test_sql_int(path, "SELECT value FROM memory_meta WHERE key = 'schema'"), 3);
     ASSERT_EQ(test_sql_int(path, "SELECT count(*) FROM memories"), 2);
     sqlite3_stmt *st;
     ASSERT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     ASSERT_EQ(sqlite3_prepare_v2(db, indexes, -1, &st, NULL), SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     ASSERT_STR_EQ((const char *)sqlite3_column_text(st, 0),
-                  "memories_category,memories_dup,memories_recent");
+                  "memories_category,memories_dup,memories_expiry,memories_recent");
     sqlite3_finalize(st);
     sqlite3_close(db);
     /* The list's statements, as memlite.c writes them: one category, a
@@ -1376,4 +1376,253 @@ TEST(memory_store_list_indexes_upgrade)
     ASSERT_CONTAINS(p, "SEARCH m USING COVERING INDEX memories_category (user_id=? AND "
                        "category=?)");
     free(p);
+}
+
+/* ----------------------------------------------------------------------
+ * The memories' postings (lite_mpost.c) against ranking every match
+ * -------------------------------------------------------------------- */
+
+static const char *const pwords[] = {
+    "harbor", "ember", "lagoon", "cedar", "fjord", "indigo", "juniper", "amber", "deploy",
+    "friday", "coffee", "berlin", "budget", "doctor", "hotel", "kafka", "latency", "python",
+    "review", "travel", "garden", "piano", "river", "summit", "tiger", "violet", "walnut",
+    "yellow", "zebra", "orbit"};
+#define NPWORDS (sizeof pwords / sizeof *pwords)
+
+static uint64_t prand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* A random memory text: mostly words of the list, repeats, sometimes a turn. */
+static void ptext(uint64_t *s, char *out, size_t cap, int n)
+{
+    size_t len = 0;
+    if (prand(s) % 4 == 0)
+        len += (size_t)snprintf(out, cap, "%s: ", prand(s) % 2 ? "Alice" : "Bob");
+    int words = 2 + (int)(prand(s) % 9);
+    for (int i = 0; i < words && len < cap - 32; i++) {
+        const char *w = pwords[prand(s) % (prand(s) % 3 ? 12 : NPWORDS)];
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? " " : "", w);
+    }
+    snprintf(out + len, cap - len, " n%d", n);
+}
+
+/* A copy of the store without its postings: searches rank every match. */
+static void copy_mem_without_postings(void)
+{
+    char cmd[4096];
+    const char *dir = test_dir();
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm -f ref.* && cp db.sqlite ref.sqlite && cp db.memories.sqlite "
+             "ref.memories.sqlite && if [ -f db.memories.sqlite-wal ]; then cp "
+             "db.memories.sqlite-wal ref.memories.sqlite-wal; fi",
+             dir);
+    ASSERT_EQ(system(cmd), 0);
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("ref.memories.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DELETE FROM kw_mark", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static char *msearch_json(mnemo *m, const char *q, const char *opts)
+{
+    char *out = NULL;
+    if (mnemo_memory_search(m, q, opts, &out))
+        test_fail(__FILE__, __LINE__, "search %s %s: %s", q, opts, mnemo_errmsg(m));
+    char *s = strdup(out);
+    mnemo_free(out);
+    return s;
+}
+
+/* 60 random searches on M and on a copy without postings, compared. */
+static void compare_round(mnemo *m, int round, uint64_t *s, size_t *compared, size_t *results)
+{
+    static const char *const users[] = {"u0", "u1", "u2"};
+    copy_mem_without_postings();
+    /* Odd rounds without episodes: their candidates are offered whatever
+     * the bounds, so the bounds are tried on their own. */
+    const char *ctx = round % 2 ? "memoryContext=0" : NULL;
+    mnemo *ref = test_open("ws", "ref.sqlite", ctx, NULL);
+    mnemo *own = ctx ? test_open("ws", "db.sqlite", ctx, NULL) : NULL;
+    if (own)
+        m = own;
+    for (int i = 0; i < 60; i++) {
+        char q[200], opts[200];
+        int nw = 1 + (int)(prand(s) % 3);
+        size_t len = 0;
+        for (int w = 0; w < nw; w++)
+            len += (size_t)snprintf(q + len, sizeof q - len, "%s%s", w ? " " : "",
+                                    pwords[prand(s) % NPWORDS]);
+        if (i % 7 == 3)
+            snprintf(q + len, sizeof q - len, " what about the");
+        snprintf(opts, sizeof opts,
+                 "{\"user_id\":\"%s\",\"type\":\"%s\",\"limit\":%d,\"min_score\":0%s}",
+                 users[i % 3], i % 2 ? "all" : "fact", 1 + (int)(prand(s) % 20),
+                 i % 5 < 2 ? ",\"scope\":\"all\"" : "");
+        char *a = msearch_json(m, q, opts);
+        char *b = msearch_json(ref, q, opts);
+        if (strcmp(a, b) != 0)
+            test_fail(__FILE__, __LINE__, "round %d: %s %s:\n%s\n%s", round, q, opts, a, b);
+        *results += strstr(a, "\"total\":0,") ? 0 : 1;
+        (*compared)++;
+        free(a);
+        free(b);
+    }
+    /* And the recalled-memories block, whose search asks for more. */
+    for (int i = 0; i < 3; i++) {
+        char opts[200], *a = NULL, *b = NULL;
+        snprintf(opts, sizeof opts, "{\"message\":\"what about %s and %s\",\"user_id\":\"%s\"}",
+                 pwords[prand(s) % NPWORDS], pwords[prand(s) % NPWORDS], users[i]);
+        ASSERT_OK(mnemo_memory_recall(m, opts, &a));
+        ASSERT_OK(mnemo_memory_recall(ref, opts, &b));
+        ASSERT_STR_EQ(a, b);
+        mnemo_free(a);
+        mnemo_free(b);
+    }
+    mnemo_close(ref);
+    mnemo_close(own);
+}
+
+TEST(memory_postings_equal_fts5_through_changes)
+{
+    setenv("MNEMO_MEM_POST_TAIL", "40", 1);
+    at("2026-06-01T00:00:00Z");
+    mnemo *m = open_ws();
+    static const char *const users[] = {"u0", "u1", "u2"};
+    static const char *const types[] = {"fact", "fact", "preference", "summary"};
+    uint64_t s = 12345;
+    char **ids = NULL;
+    size_t nids = 0;
+    /* Created over weeks, in runs (episodes need user, agent and run). */
+    for (int i = 0; i < 700; i++) {
+        char when[32], text[400], rec[1024];
+        snprintf(when, sizeof when, "2026-%02d-%02dT%02d:00:00Z", 1 + i / 140,
+                 1 + (i / 5) % 28, i % 24);
+        at(when);
+        ptext(&s, text, sizeof text, i);
+        double imp = 0.1 * (double)(1 + prand(&s) % 9);
+        char run[16] = "";
+        if (i % 3 == 0) /* a third in sessions, as turns of one */
+            snprintf(run, sizeof run, "r%d", i / 30);
+        snprintf(rec, sizeof rec,
+                 "{\"text\":\"%s\",\"user_id\":\"%s\",\"type\":\"%s\",\"importance\":%.1f,"
+                 "\"run_id\":\"%s\"%s}",
+                 text, users[prand(&s) % 3], types[prand(&s) % 4], imp, run,
+                 i % 97 == 5 ? ",\"expires_at\":\"2026-07-01T00:00:00Z\"" : "");
+        ids = realloc(ids, (nids + 1) * sizeof *ids);
+        ids[nids++] = add(m, rec);
+    }
+    size_t compared = 0, results = 0;
+    for (int round = 0; round < 6; round++) {
+        at(round < 5 ? "2026-06-15T00:00:00Z" : "2026-07-02T00:00:00Z"); /* the last: expired */
+        ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_seg") > 0);
+        ASSERT(test_sql_int(test_path("db.memories.sqlite"),
+                            "SELECT max(mid) - (SELECT mark FROM kw_mark) FROM memories") < 40);
+        compare_round(m, round, &s, &compared, &results);
+        /* Changes: texts, users, types, deletes, restores, confirmations, adds. */
+        for (int i = 0; i < 40; i++) {
+            const char *id = ids[prand(&s) % nids];
+            char rec[600], text[400], *out = NULL;
+            int what = (int)(prand(&s) % 7);
+            if (what == 0) {
+                ptext(&s, text, sizeof text, 1000 + round * 100 + i);
+                snprintf(rec, sizeof rec, "{\"text\":\"%s\"}", text);
+                if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else if (what == 1) {
+                snprintf(rec, sizeof rec, "{\"user_id\":\"%s\",\"type\":\"%s\"%s}",
+                         users[prand(&s) % 3], types[prand(&s) % 4],
+                         prand(&s) % 2 ? ",\"run_id\":\"r99\"" : "");
+                if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else if (what == 2) {
+                mnemo_memory_delete(m, id);
+            } else if (what == 3) {
+                if (mnemo_memory_restore(m, id, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else if (what == 4) {
+                if (mnemo_memory_confirm(m, id, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else if (what == 5) {
+                snprintf(rec, sizeof rec, "{\"importance\":%.2f}",
+                         0.01 * (double)(prand(&s) % 101));
+                if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
+                    mnemo_free(out);
+            } else {
+                ptext(&s, text, sizeof text, 2000 + round * 100 + i);
+                /* newer and more important than the postings' memories:
+                 * above the mark, beyond their user's bound */
+                snprintf(rec, sizeof rec,
+                         "{\"text\":\"%s\",\"user_id\":\"%s\",\"importance\":0.99}", text,
+                         users[prand(&s) % 3]);
+                ids = realloc(ids, (nids + 1) * sizeof *ids);
+                ids[nids++] = add(m, rec);
+            }
+        }
+    }
+    /* Past the moved memories' limit (the tail's count here), a write
+     * writes the postings again. */
+    for (size_t i = 0; i < 60; i++)
+        mnemo_memory_delete(m, ids[i]);
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_moved") <= 40);
+    compare_round(m, 6, &s, &compared, &results);
+    ASSERT(compared == 420);
+    ASSERT(results > 200); /* most queries find something */
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_moved") > 0);
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_dead") > 0);
+    ASSERT_EQ(test_sql_int(test_path("db.memories.sqlite"), "SELECT count(*) FROM kw_user"), 3);
+    mnemo_close(m);
+    /* The searches above read the postings: damaged, they say so. */
+    at("2026-06-15T00:00:00Z");
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(test_path("db.memories.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE kw_seg SET data = x'05ff01'", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    m = test_open("ws", "db.sqlite", NULL);
+    char *out = NULL;
+    ASSERT_EQ(mnemo_memory_search(m, "harbor ember", "{\"user_id\":\"u0\",\"type\":\"all\"}",
+                                  &out),
+              MNEMO_CORRUPT);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "damaged");
+    mnemo_close(m);
+    for (size_t i = 0; i < nids; i++)
+        free(ids[i]);
+    free(ids);
+    unsetenv("MNEMO_MEM_POST_TAIL");
+}
+
+/* A memory above the postings' mark may have a larger factor than any in
+ * them (their user's bound): it still ranks first. */
+TEST(memory_postings_newer_memory_beyond_the_bound)
+{
+    setenv("MNEMO_MEM_POST_TAIL", "20", 1);
+    test_mkdir("ws");
+    /* Without episodes, whose candidates are offered whatever the bound. */
+    mnemo *m = test_open("ws", "db.sqlite", "memoryContext=0", NULL);
+    for (int i = 0; i < 30; i++) {
+        char when[32], rec[256];
+        snprintf(when, sizeof when, "2025-01-%02dT00:00:00Z", 1 + i % 28);
+        at(when);
+        snprintf(rec, sizeof rec,
+                 "{\"text\":\"harbor ember walnut note %d\",\"importance\":0.2,\"user_id\":\"u\"}",
+                 i);
+        free(add(m, rec));
+    }
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"), "SELECT mark FROM kw_mark WHERE range = 0") >= 19);
+    at("2026-06-01T00:00:00Z");
+    /* fewer of the words, in more: a lower text score, a far larger factor */
+    free(add(m, "{\"text\":\"harbor ember, said the newest of them all\",\"importance\":1.0,"
+                "\"user_id\":\"u\"}"));
+    ASSERT(test_sql_int(test_path("db.memories.sqlite"),
+                        "SELECT max(mid) > (SELECT mark FROM kw_mark WHERE range = 0) FROM memories"));
+    char *t = search_texts(m, "harbor ember", "{\"user_id\":\"u\",\"limit\":3}");
+    if (strncmp(t, "harbor ember, said the newest of them all|", 42) != 0)
+        test_fail(__FILE__, __LINE__, "first: %s", t);
+    free(t);
+    mnemo_close(m);
+    unsetenv("MNEMO_MEM_POST_TAIL");
 }

@@ -927,8 +927,9 @@ TEST(blockmax_pool_equals_scoring_every_row)
                 t[nt++] = (blockmax_term){.phrase = k, .nblocks = f.l[k].nblocks,
                                           .first = f.l[k].first, .last = f.l[k].last,
                                           .ub = f.l[k].ub};
-        blockmax_query bq = {t, nt, np, w, idf, k1, b, avgdl, required, fake_read, fake_gone,
-                             &f, 0, 0};
+        blockmax_query bq = {.t = t, .nt = nt, .np = np, .w = w, .idf = idf, .k1 = k1, .b = b,
+                             .avgdl = avgdl, .required = required, .read = fake_read,
+                             .gone = fake_gone, .ud = &f};
         topk top;
         ASSERT_OK(topk_init(&top, cap));
         ASSERT_OK(blockmax_run(&bq, &top));

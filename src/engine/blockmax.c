@@ -67,7 +67,7 @@ static int below(double x, double theta)
 /* The pool's threshold: what a row must beat, -1 while it is not full. */
 static double threshold(const topk *pool)
 {
-    return pool->n < pool->cap || !pool->cap ? -1.0 : pool->v[0].score;
+    return !pool || pool->n < pool->cap || !pool->cap ? -1.0 : pool->v[0].score;
 }
 
 /* The first block of T at or after FROM whose last id is >= ID. */
@@ -239,7 +239,7 @@ int blockmax_run(blockmax_query *q, topk *pool)
         t->at = 0;
     }
     qsort(q->t, (size_t)q->nt, sizeof *q->t, by_maxub);
-    double theta = threshold(pool);
+    double theta = q->offer ? q->theta : threshold(pool);
     int e = essential_from(q, theta);
     int64_t cur[BM25_MAX_PHRASES];
     int rc;
@@ -303,8 +303,15 @@ int blockmax_run(blockmax_query *q, topk *pool)
             }
             q->rows_scored++;
             if ((mask & q->required) == q->required) {
-                topk_offer(pool, exact(q, tf, dl), d);
-                double now = threshold(pool);
+                double now;
+                if (q->offer) {
+                    now = theta;
+                    if ((rc = q->offer(q->offer_ud, d, exact(q, tf, dl), &now)))
+                        return rc;
+                } else {
+                    topk_offer(pool, exact(q, tf, dl), d);
+                    now = threshold(pool);
+                }
                 if (now > theta) {
                     theta = now;
                     int ne = essential_from(q, theta);

@@ -53,12 +53,14 @@ typedef struct blockmax_posts {
     size_t n;
 } blockmax_posts;
 
-/* A query term: phrase PHRASE of the query, over NBLOCKS blocks with ids
+/* A query term: phrase PHRASE of the query (several lists may be of one
+ * phrase when no row is in two of them), over NBLOCKS blocks with ids
  * in [first[i], last[i]], blocks ascending and disjoint, and UB[i] the
  * bound of the block's share (blockmax_bound_share). The rest is the
  * walk's. */
 typedef struct blockmax_term {
     int phrase;
+    int list;      /* the reader's list (kwread: the index of its term) */
     size_t nblocks;
     const int64_t *first, *last;
     const double *ub;
@@ -85,12 +87,22 @@ typedef struct blockmax_query {
      * NULL when none is. */
     int (*gone)(void *ud, int64_t id);
     void *ud;
+    /* When set, the rows go to OFFER instead of the pool (which may be
+     * NULL): row ID of BM25 SCORE, holding the required phrases, for a
+     * caller that ranks by more than BM25 or keeps only some rows. It sets
+     * *THETA to the BM25 a row must now reach to be of use (at most what
+     * the least row it could still keep has; -1 for any row). THETA holds
+     * it before the first. MNEMO_OK or an error, which ends the walk. */
+    int (*offer)(void *ud, int64_t id, double score, double *theta);
+    void *offer_ud;
+    double theta;
     /* counters, for --explain and tests */
     size_t blocks_read, rows_scored;
 } blockmax_query;
 
-/* Offers to POOL every row of Q's terms' lists whose BM25 may rank among
- * its best: the pool ends as an exhaustive scan would leave it. */
+/* Offers to POOL (or Q's offer) every row of Q's terms' lists whose BM25
+ * may rank among its best: the pool ends as an exhaustive scan would
+ * leave it. */
 int blockmax_run(blockmax_query *q, topk *pool);
 
 /* Row ID's frequencies by phrase (TF, BM25_MAX_PHRASES of them), length

@@ -23,7 +23,8 @@
 #include "util/time.h"
 #include "util/utf8.h"
 
-static const char *const types[] = {"fact", "preference", "summary", "context", "raw"};
+const char *const mem_types[MEM_NTYPES] = {"fact", "preference", "summary", "context", "raw"};
+#define types mem_types
 
 double mem_default_importance(const char *c)
 {

@@ -119,6 +119,10 @@ int mem_import_history(mnemo *m, json_t *h, size_t line, mem_history_fn fn, void
 
 enum { MEM_LONG_TERM, MEM_SESSION, MEM_ALL };
 
+/* The types a memory may have. */
+#define MEM_NTYPES 5
+extern const char *const mem_types[MEM_NTYPES];
+
 /* Options of list, search and recall, parsed. */
 typedef struct mem_opts {
     const char *user, *agent, *run; /* borrowed from the options JSON or config */
@@ -397,6 +401,8 @@ int mem_is_turn(const char *text);
 /* A backend's reader: the episode members of MIDS[0..N) (themselves
  * included, at place 0) into L, whatever the search's filters: an episode
  * is what was stored, a filter only decides what is returned. */
+#define MEM_EPISODE_EXPAND 50 /* keyword candidates whose episodes are read, besides the limit */
+
 typedef int (*mem_episode_fn)(mnemo *m, void *ud, const int64_t *mids, size_t n,
                               mem_members *l);
 

@@ -134,7 +134,7 @@ void mem_vec_set(mcand *c, double cos, const calib_null *nl)
  * Episodes (memory.h)
  * -------------------------------------------------------------------- */
 
-#define EPISODE_EXPAND 50 /* keyword candidates whose episodes are read, besides the limit */
+#define EPISODE_EXPAND MEM_EPISODE_EXPAND
 
 int mem_members_add(mem_members *l, int64_t of, int64_t mid, int pos, const char *text)
 {

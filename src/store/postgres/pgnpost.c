@@ -760,8 +760,8 @@ static int walk_blockmax(pgsearch *s, pgnpost_lists *l, uint64_t req, topk *best
                                   .last = bl[k].last, .ub = bl[k].ub};
     }
     /* Dead and excluded ids are out of the lists already: none is gone. */
-    blockmax_query q = {t, nt, s->np, w, s->idf, s->k1, s->b, s->avgdl, req, bm_read, NULL,
-                        bl, 0, 0};
+    blockmax_query q = {.t = t, .nt = nt, .np = s->np, .w = w, .idf = s->idf, .k1 = s->k1,
+                        .b = s->b, .avgdl = s->avgdl, .required = req, .read = bm_read, .ud = bl};
     if (!rc)
         rc = blockmax_run(&q, best);
     /* The rows of what was kept, and of the extra ids the lists hold. */

@@ -313,13 +313,17 @@ static int row_length(fts_rank *r, int64_t id)
     return b->len[id - no * FTS_DL_BLOCK];
 }
 
-int fts_totals(sqlite3 *db, int64_t *ndocs, double *avgdl)
+int fts_totals(sqlite3 *db, const char *data_table, int64_t *ndocs, double *avgdl)
 {
     sqlite3_stmt *st = NULL;
     *ndocs = 0;
     *avgdl = 1.0;
-    if (sqlite3_prepare_v2(db, "SELECT block FROM chunks_fts_data WHERE id = 1", -1, &st,
-                           NULL) != SQLITE_OK)
+    char *sql = sqlite3_mprintf("SELECT block FROM %s WHERE id = 1", data_table);
+    if (!sql)
+        return SQLITE_NOMEM;
+    int prc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
+    if (prc != SQLITE_OK)
         return sqlite3_errcode(db);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {

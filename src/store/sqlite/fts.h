@@ -112,10 +112,11 @@ typedef struct fts_feed {
     size_t toks_len;
 } fts_feed;
 
-/* The number of rows of chunks_fts and their average length in tokens, as
+/* The number of rows of an FTS5 table (its data table DATA_TABLE, e.g.
+ * "main.chunks_fts_data") and their average length in tokens, as
  * FTS5 keeps them (what xRowCount() and xColumnTotalSize() answer), without
  * a query. An SQLite result code. */
-int fts_totals(sqlite3 *db, int64_t *ndocs, double *avgdl);
+int fts_totals(sqlite3 *db, const char *data_table, int64_t *ndocs, double *avgdl);
 
 /* Registers the tokenizer and ranking function on DB. RANK and FEED (may be
  * NULL) must outlive DB. Returns an SQLite result code. */

@@ -77,12 +77,24 @@ static int ids_push(int64_t **v, size_t *n, size_t *cap, int64_t id)
     return MNEMO_OK;
 }
 
-int kwpost_marks(sqlite3 *db, int64_t mark[KWPOST_RANGES])
+/* Prepares FMT into *ST with its %s the database SCHEMA ("main", "mem"). */
+static int prep(sqlite3 *db, const char *schema, const char *fmt, sqlite3_stmt **st)
+{
+    *st = NULL;
+    char *sql = sqlite3_mprintf(fmt, schema);
+    if (!sql)
+        return SQLITE_NOMEM;
+    int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+    sqlite3_free(sql);
+    return rc;
+}
+
+int kwpost_marks(sqlite3 *db, const char *schema, int64_t mark[KWPOST_RANGES])
 {
     for (int r = 0; r < KWPOST_RANGES; r++)
         mark[r] = range_lo[r] - 1;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT range, mark FROM kw_mark", -1, &st, NULL) != SQLITE_OK)
+    if (prep(db, schema, "SELECT range, mark FROM %s.kw_mark", &st) != SQLITE_OK)
         return MNEMO_NOTFOUND;
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -128,6 +140,7 @@ typedef struct dtok {
 /* A chunk's tokens as they are read, and its length. */
 typedef struct doc {
     tok *tk;
+    buf prefix; /* what the chunk's terms are keyed under (a memory's scope), or empty */
     buf text; /* the tokens that had to be copied, back to back */
     dtok *dt;
     size_t ndt, capdt;
@@ -143,6 +156,8 @@ typedef struct queue {
 
 struct kwpost {
     sqlite3 *db;
+    const char *schema; /* the tables' database */
+    const char *source; /* the texts above a mark (kwpost_open) */
     int64_t mark[KWPOST_RANGES];
     int64_t top[KWPOST_RANGES]; /* the largest id added per range */
     int seen[KWPOST_RANGES];    /* chunks above the mark were read back */
@@ -170,20 +185,25 @@ struct kwpost {
 
 static void *accumulate(void *arg);
 
-int kwpost_open(sqlite3 *db, const char *language, kwpost **out)
+int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char *language,
+                kwpost **out)
 {
     *out = NULL;
     kwpost *k = calloc(1, sizeof *k);
     if (!k)
         return MNEMO_NOMEM;
     k->db = db;
+    k->schema = schema;
+    k->source = source;
     buf_init(&k->fg.text, 1 << 20);
     buf_init(&k->bg.text, 1 << 20);
+    buf_init(&k->fg.prefix, KWPOST_PREFIX_MAX);
+    buf_init(&k->bg.prefix, KWPOST_PREFIX_MAX);
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->work, NULL);
     pthread_cond_init(&k->idle, NULL);
     const char *lang = language ? language : "english";
-    int rc = kwpost_marks(db, k->mark);
+    int rc = kwpost_marks(db, schema, k->mark);
     if (!rc && ((rc = tok_new(lang, 0, &k->fg.tk)) || (rc = tok_new(lang, 0, &k->bg.tk))))
         rc = rc == MNEMO_NOMEM ? MNEMO_NOMEM : MNEMO_INVALID;
     if (rc) {
@@ -212,6 +232,7 @@ static void acc_reset(kwpost *k)
 
 static void doc_cleanup(doc *d)
 {
+    buf_cleanup(&d->prefix);
     free(d->dt);
     buf_cleanup(&d->text);
     tok_free(d->tk);
@@ -381,11 +402,28 @@ static acc *term_acc(kwpost *k, const char *p, int len)
 
 /* Adds chunk ID's postings from D's tokens, one per distinct token: a
  * token whose term's last posting is this chunk's counts in it. */
+/* Token I of D as its term: keyed under D's prefix, if it has one, in KEY
+ * (*LEN bytes). */
+static const char *doc_term(const doc *d, size_t i, char *key, int *len)
+{
+    int n = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
+    if (!d->prefix.len) {
+        *len = n;
+        return d->dt[i].p;
+    }
+    memcpy(key, d->prefix.data, d->prefix.len);
+    memcpy(key + d->prefix.len, d->dt[i].p, (size_t)n);
+    *len = (int)d->prefix.len + n;
+    return key;
+}
+
 static int doc_add(kwpost *k, const doc *d, int64_t id)
 {
+    char key[KWPOST_PREFIX_MAX + TOK_MAX_BYTES];
     for (size_t i = 0; i < d->ndt; i++) {
-        int len = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
-        acc *a = term_acc(k, d->dt[i].p, len);
+        int len;
+        const char *term = doc_term(d, i, key, &len);
+        acc *a = term_acc(k, term, len);
         if (!a)
             return MNEMO_NOMEM;
         if (a->n && a->v[a->n - 1].id == id) {
@@ -516,6 +554,16 @@ static int enqueue(kwpost *k, int64_t id, const char *toks, size_t len)
  * What a sync calls
  * -------------------------------------------------------------------- */
 
+/* Keys D's terms under P (N bytes; at most KWPOST_PREFIX_MAX). */
+static int set_prefix(doc *d, const char *p, size_t n)
+{
+    buf_reset(&d->prefix);
+    if (n > KWPOST_PREFIX_MAX)
+        return MNEMO_INVALID;
+    buf_append(&d->prefix, p ? p : "", p ? n : 0);
+    return buf_err(&d->prefix) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
 /* Reads back the chunks of RANGE above the mark and below BELOW: written
  * by a sync that did not get to write their postings. */
 static int catch_up(kwpost *k, int range, int64_t below)
@@ -525,24 +573,58 @@ static int catch_up(kwpost *k, int range, int64_t below)
     if (rc)
         return rc;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(k->db, "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 "
-                                  "ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(k->db, k->source, -1, &st, NULL) != SQLITE_OK)
         return MNEMO_DB;
     int64_t hi = below < range_hi[range] ? below : range_hi[range];
     sqlite3_bind_int64(st, 1, k->mark[range] < range_lo[range] ? range_lo[range] - 1
                                                                  : k->mark[range]);
     sqlite3_bind_int64(st, 2, hi);
     int s = SQLITE_DONE;
+    int keyed = sqlite3_column_count(st) > 2;
     while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *text = (const char *)sqlite3_column_text(st, 1);
         size_t len = (size_t)sqlite3_column_bytes(st, 1);
-        if (!(rc = doc_tokens(&k->fg, text ? text : "", len, NULL, 0)))
+        if (keyed)
+            rc = set_prefix(&k->fg, (const char *)sqlite3_column_text(st, 2),
+                            (size_t)sqlite3_column_bytes(st, 2));
+        if (!rc && !(rc = doc_tokens(&k->fg, text ? text : "", len, NULL, 0)))
             rc = doc_add(k, &k->fg, sqlite3_column_int64(st, 0));
     }
+    buf_reset(&k->fg.prefix);
     if (!rc && s != SQLITE_DONE)
         rc = s == SQLITE_NOMEM ? MNEMO_NOMEM : MNEMO_DB;
     sqlite3_finalize(st);
+    return rc;
+}
+
+int kwpost_count(tok *t, const char *text, size_t len, const char *const *terms, int nt,
+                 uint8_t *tf, int32_t *dl)
+{
+    doc d;
+    memset(&d, 0, sizeof d);
+    d.tk = t;
+    buf_init(&d.text, 1 << 20);
+    int rc = doc_tokens(&d, text, len, NULL, 0);
+    memset(tf, 0, (size_t)nt);
+    for (size_t i = 0; !rc && i < d.ndt; i++) {
+        int n = d.dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d.dt[i].len;
+        for (int j = 0; j < nt; j++)
+            if ((size_t)n == strlen(terms[j]) && memcmp(d.dt[i].p, terms[j], (size_t)n) == 0 &&
+                tf[j] < 255)
+                tf[j]++;
+    }
+    *dl = d.dl;
+    free(d.dt);
+    buf_cleanup(&d.text);
+    return rc;
+}
+
+int kwpost_read_back(kwpost *k, int64_t below)
+{
+    int rc = MNEMO_OK;
+    for (int r = 0; r < KWPOST_RANGES && !rc; r++)
+        if (!k->seen[r])
+            rc = catch_up(k, r, below);
     return rc;
 }
 
@@ -561,7 +643,7 @@ int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *
     return doc_add(k, &k->fg, id);
 }
 
-int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
+int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len, const char *prefix)
 {
     int r = kwpost_range(id);
     if (id > k->mark[r]) {
@@ -570,26 +652,30 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len)
         return ids_push(&k->gone, &k->ngone, &k->capgone, id);
     }
     doc *d = &k->fg;
-    int rc = doc_tokens(d, text, len, NULL, 0);
+    int rc = set_prefix(d, prefix, prefix ? strlen(prefix) : 0);
+    if (!rc)
+        rc = doc_tokens(d, text, len, NULL, 0);
     if (rc)
         return rc;
     if (d->ndt > 1)
         qsort(d->dt, d->ndt, sizeof *d->dt, dtok_cmp);
+    char key[KWPOST_PREFIX_MAX + TOK_MAX_BYTES];
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(k->db, "INSERT OR IGNORE INTO kw_dead(term, id) VALUES(?1, ?2)", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (prep(k->db, k->schema, "INSERT OR IGNORE INTO %s.kw_dead(term, id) VALUES(?1, ?2)", &st) != SQLITE_OK)
         return MNEMO_DB;
     for (size_t i = 0; !rc && i < d->ndt; i++) {
         if (i && same_tok(d, i - 1, i))
             continue;
-        int n = d->dt[i].len > TOK_MAX_BYTES ? TOK_MAX_BYTES : d->dt[i].len;
+        int n;
+        const char *term = doc_term(d, i, key, &n);
         sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, d->dt[i].p, n, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, term, n, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 2, id);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = MNEMO_DB;
     }
     sqlite3_finalize(st);
+    buf_reset(&d->prefix);
     return rc;
 }
 
@@ -711,17 +797,13 @@ static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *
     kwread_term t;
     memset(&t, 0, sizeof t);
     int rc = MNEMO_OK, s;
-    if (sqlite3_prepare_v2(k->db, "SELECT last, n FROM kw_seg WHERE term = ?1 AND last >= ?2 "
-                                  "AND last < ?3 ORDER BY last",
-                           -1, &ls, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "SELECT id FROM kw_dead WHERE term = ?1 AND id >= ?2 AND "
-                                  "id <= ?3 ORDER BY id",
-                           -1, &dead, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "DELETE FROM kw_seg WHERE term = ?1 AND last = ?2 "
-                                  "RETURNING data",
-                           -1, &del, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "DELETE FROM kw_dead WHERE term = ?1 AND id = ?2", -1,
-                           &undead, NULL) != SQLITE_OK) {
+    if (prep(k->db, k->schema, "SELECT last, n FROM %s.kw_seg WHERE term = ?1 AND last >= ?2 "
+                                  "AND last < ?3 ORDER BY last", &ls) != SQLITE_OK ||
+        prep(k->db, k->schema, "SELECT id FROM %s.kw_dead WHERE term = ?1 AND id >= ?2 AND "
+                                  "id <= ?3 ORDER BY id", &dead) != SQLITE_OK ||
+        prep(k->db, k->schema, "DELETE FROM %s.kw_seg WHERE term = ?1 AND last = ?2 "
+                                  "RETURNING data", &del) != SQLITE_OK ||
+        prep(k->db, k->schema, "DELETE FROM %s.kw_dead WHERE term = ?1 AND id = ?2", &undead) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
@@ -858,12 +940,10 @@ int kwpost_flush(kwpost *k)
     buf dir, data;
     buf_init(&dir, 1u << 30);
     buf_init(&data, 1u << 30);
-    if (sqlite3_prepare_v2(k->db, "INSERT INTO kw_seg(term, last, n, data) "
-                                  "VALUES(?1, ?2, ?3, ?4)",
-                           -1, &seg, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k->db, "INSERT INTO kw_mark(range, mark) VALUES(?1, ?2) "
-                                  "ON CONFLICT(range) DO UPDATE SET mark = excluded.mark",
-                           -1, &mk, NULL) != SQLITE_OK) {
+    if (prep(k->db, k->schema, "INSERT INTO %s.kw_seg(term, last, n, data) "
+                                  "VALUES(?1, ?2, ?3, ?4)", &seg) != SQLITE_OK ||
+        prep(k->db, k->schema, "INSERT INTO %s.kw_mark(range, mark) VALUES(?1, ?2) "
+                                  "ON CONFLICT(range) DO UPDATE SET mark = excluded.mark", &mk) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
@@ -987,19 +1067,17 @@ static int read_seg(kwread_term *t, const unsigned char *p, size_t len, int64_t 
     return p == end;
 }
 
-int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_t lo,
-                int64_t hi, int64_t *df)
+int kwread_load(kwread *r, sqlite3 *db, const char *schema, const char *const *terms, int nt,
+                int64_t lo, int64_t hi, int64_t *df)
 {
     memset(r, 0, sizeof *r);
     r->db = db;
     r->nt = nt;
     sqlite3_stmt *seg = NULL, *dead = NULL;
     int rc = MNEMO_OK;
-    if (sqlite3_prepare_v2(db, "SELECT data FROM kw_seg WHERE term = ?1 AND last >= ?2 AND "
-                               "last < ?3 ORDER BY last",
-                           -1, &seg, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT id FROM kw_dead WHERE term = ?1 AND id >= ?2 AND id < ?3",
-                           -1, &dead, NULL) != SQLITE_OK) {
+    if (prep(db, schema, "SELECT data FROM %s.kw_seg WHERE term = ?1 AND last >= ?2 AND "
+                               "last < ?3 ORDER BY last", &seg) != SQLITE_OK ||
+        prep(db, schema, "SELECT id FROM %s.kw_dead WHERE term = ?1 AND id >= ?2 AND id < ?3", &dead) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
@@ -1115,7 +1193,7 @@ static int decode_block(const kwread_term *t, size_t b, post *out, size_t *n)
 int kwread_block(void *ud, const blockmax_term *bt, size_t b, blockmax_posts *out)
 {
     kwread *r = ud;
-    kwread_term *t = &r->t[bt->phrase];
+    kwread_term *t = &r->t[bt->list];
     if (!t->ncap) {
         t->id = malloc(KWPOST_BLOCK * sizeof *t->id);
         t->tf = malloc(KWPOST_BLOCK);

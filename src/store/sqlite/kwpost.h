@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "engine/blockmax.h"
+#include "text/tok.h"
 #include "util/buf.h"
 
 #define KWPOST_BLOCK 128
@@ -44,16 +45,38 @@
 /* The id range of chunk ID: 0 memory, 1 sessions, 2 media. */
 int kwpost_range(int64_t id);
 
-/* The marks of DB into MARK (a range's first id minus one when its
+/* The marks of DB's database SCHEMA into MARK (a range's first id minus one when its
  * postings hold nothing). MNEMO_NOTFOUND when DB has no postings at all
  * (an index from before them). */
-int kwpost_marks(sqlite3 *db, int64_t mark[KWPOST_RANGES]);
+int kwpost_marks(sqlite3 *db, const char *schema, int64_t mark[KWPOST_RANGES]);
 
 typedef struct kwpost kwpost;
 
-/* A sync's writer of postings on DB, tokenizing texts it reads back in
+/* The texts a writer reads back (kwpost_open's SOURCE): the chunks, the
+ * memories (deleted ones are not indexed). Rows (id, text) with ids in
+ * (?1, ?2), by id. */
+#define KWPOST_CHUNKS "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 ORDER BY id"
+#define KWPOST_MEMORIES                                                                        \
+    "SELECT mid, text, " KWPOST_MEMORY_KEY " FROM mem.memories "                               \
+    "WHERE mid > ?1 AND mid < ?2 AND deleted_at IS NULL AND length(user_id) <= 512 "            \
+    "ORDER BY mid"
+
+/* A memory's key: its user, type, and L (long-term) or S (a session's),
+ * each followed by 0x1f; its words' postings are kept under it, as memory
+ * search counts words in its scope. */
+#define KWPOST_MEMORY_KEY                                                                      \
+    "user_id || char(31) || type || char(31) || CASE run_id WHEN '' THEN 'L' ELSE 'S' END "    \
+    "|| char(31)"
+
+/* A third column of SOURCE, when there is one, keys the row's terms: its
+ * value, then the word. At most this long. */
+#define KWPOST_PREFIX_MAX 600
+
+/* A writer of postings on the tables of DB's database SCHEMA (strings
+ * that outlive it), reading texts back with SOURCE and tokenizing them in
  * LANGUAGE. MNEMO_OK, MNEMO_NOMEM or MNEMO_NOTFOUND (no postings tables). */
-int kwpost_open(sqlite3 *db, const char *language, kwpost **out);
+int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char *language,
+                kwpost **out);
 void kwpost_free(kwpost *k);
 
 /* Chunk ID (just inserted) with TEXT, or its pre-tokenized form TOKS
@@ -61,8 +84,19 @@ void kwpost_free(kwpost *k);
 int kwpost_add(kwpost *k, int64_t id, const char *text, size_t len, const char *toks,
                size_t toks_len);
 
-/* Chunk ID with TEXT is being deleted. */
-int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len);
+/* Reads back the texts above the marks with ids below BELOW, for the next
+ * flush (which then reads no more): a large catch-up in steps, each
+ * flushed, keeps memory bounded. */
+int kwpost_read_back(kwpost *k, int64_t below);
+
+/* The frequencies in TEXT of TERMS[0..NT) (TF, saturating at 255) and its
+ * length (*DL), as the postings (and FTS5) count them, tokenized with T. */
+int kwpost_count(tok *t, const char *text, size_t len, const char *const *terms, int nt,
+                 uint8_t *tf, int32_t *dl);
+
+/* Chunk ID with TEXT (its terms keyed under PREFIX, or NULL) is being
+ * deleted. */
+int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len, const char *prefix);
 
 /* The smallest id a new chunk of RANGE may have (above the mark). */
 int64_t kwpost_floor(kwpost *k, int range);
@@ -108,8 +142,8 @@ typedef struct kwread {
 /* Reads the blocks of TERMS[0..NT) (phrase i has term i) with ids in [LO,
  * HI) and their dead ids; DF[i] gets term i's live postings there.
  * MNEMO_CORRUPT when a block is damaged. */
-int kwread_load(kwread *r, sqlite3 *db, const char *const *terms, int nt, int64_t lo,
-                int64_t hi, int64_t *df);
+int kwread_load(kwread *r, sqlite3 *db, const char *schema, const char *const *terms, int nt,
+                int64_t lo, int64_t hi, int64_t *df);
 
 /* The blockmax_query callbacks over R (ud = R). */
 int kwread_block(void *ud, const blockmax_term *t, size_t b, blockmax_posts *out);

@@ -12,6 +12,7 @@
 #include "engine/backend.h"
 #include "engine/core.h"
 #include "store/sqlite/store.h"
+#include "text/query.h"
 #include "text/tok.h"
 
 typedef struct lite {
@@ -55,6 +56,11 @@ void lite_unsuspect(mnemo *m);
 
 /* The query tokenizer for the open index's language (backend_ops.qtok). */
 int lite_qtok(mnemo *m, tok **out);
+
+/* The term of each of Q's phrases into TERMS, when every phrase is one
+ * token FTS5 matches whole (no prefix, no phrase of several words, no
+ * exclusion): 1, else 0 (the query takes FTS5's path, not the postings'). */
+int lite_single_terms(mnemo *m, const query *q, char (*terms)[TOK_MAX_BYTES + 1]);
 
 /* The SQLite backend's operations (backend.h): lite_sync.c (the steps of
  * a sync), lite_search.c, lite_recall.c, status.c, memlite.c,

@@ -12,6 +12,7 @@
 #include "engine/backend.h"
 #include "store/sqlite/lite.h"
 #include "store/sqlite/lite_filter.h"
+#include "store/sqlite/lite_mpost.h"
 #include "store/sqlite/memlite.h"
 #include "engine/memory.h"
 #include "store/sqlite/memvec.h"
@@ -20,15 +21,6 @@
 
 #define POOL 200
 
-/* A failed statement of the memory store: a damaged file says so, with
- * the way out (lite_mem_fail). */
-static int sqlfail(mnemo *m, const char *what)
-{
-    int e = sqlite3_errcode(store_db(LITE(m)->st));
-    if (store_code(e) == MNEMO_CORRUPT)
-        return lite_mem_fail(m, e, what);
-    return core_error(m, MNEMO_DB, "%s: %s", what, sqlite3_errmsg(store_db(LITE(m)->st)));
-}
 
 /* Binds the scope arguments and the filter's after FIRST - 1 others. */
 static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, int first)
@@ -39,22 +31,9 @@ static int bind_where(sqlite3_stmt *st, const mfilter *args, const mem_opts *o, 
                                                                                : MNEMO_DB;
 }
 
-/* The factor inputs of a memory (mem_factors), read with the row that the
- * keyword leg's join reads anyway: a candidate then needs no second read. */
-#define FACTOR_COLS                                                                            \
-    "m.importance, m.subject = 'user', m.created_at, m.last_confirmed_at, m.confirmations"
-#define FACTOR_NCOLS 5
+#define FACTOR_COLS MEM_FACTOR_COLS
+#define FACTOR_NCOLS MEM_FACTOR_NCOLS
 
-/* C's factor inputs from V, FACTOR_COLS's values. */
-static void factors_of(mcand *c, const double *v)
-{
-    c->importance = v[0];
-    c->about_user = v[1] != 0;
-    c->created = v[2];
-    c->confirmed = v[3];
-    c->confirmations = v[4];
-    c->has_factors = 1;
-}
 
 static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilter *args,
                        const mem_opts *o, mset *s)
@@ -73,21 +52,21 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
     sqlite3_stmt *st = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
     if (!rc && sqlite3_prepare_v2(store_db(LITE(m)->st), sql.data, -1, &st, NULL) != SQLITE_OK)
-        rc = sqlfail(m, "memory search");
+        rc = lite_mem_sqlfail(m, "memory search");
     buf_cleanup(&sql);
     if (rc)
         return rc;
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     if ((rc = bind_where(st, args, o, 2))) {
         sqlite3_finalize(st);
-        return sqlfail(m, "memory search");
+        return lite_mem_sqlfail(m, "memory search");
     }
     int s2;
     while ((s2 = sqlite3_step(st)) == SQLITE_ROW)
         ;
     sqlite3_finalize(st);
     if (s2 != SQLITE_DONE)
-        return r->hits.nomem ? MNEMO_NOMEM : sqlfail(m, "memory search");
+        return r->hits.nomem ? MNEMO_NOMEM : lite_mem_sqlfail(m, "memory search");
     mem_bm25 k;
     mem_bm25_init(m, q, &r->hits, &k);
     const bm25_hits *h = &r->hits;
@@ -99,7 +78,7 @@ static int keyword_leg(mnemo *m, const query *q, const char *where, const mfilte
             return MNEMO_NOMEM;
         c->text = mem_bm25_norm(&k, &r->hits, i);
         if (r->nextra == FACTOR_NCOLS)
-            factors_of(c, r->extra + i * FTS_EXTRA);
+            lite_mem_factors_of(c, r->extra + i * FTS_EXTRA);
     }
     return MNEMO_OK;
 }
@@ -133,10 +112,10 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
     sqlite3_stmt *st = NULL;
     int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
     if (!rc && sqlite3_prepare_v2(store_db(LITE(m)->st), sql.data, -1, &st, NULL) != SQLITE_OK)
-        rc = sqlfail(m, "memory vectors");
+        rc = lite_mem_sqlfail(m, "memory vectors");
     buf_cleanup(&sql);
     if (!rc && bind_where(st, args, o, 1))
-        rc = sqlfail(m, "memory vectors");
+        rc = lite_mem_sqlfail(m, "memory vectors");
     vhit *hits = NULL;
     size_t n = 0, cap = 0;
     double sum = 0, sum2 = 0;
@@ -159,7 +138,7 @@ static int vector_leg(mnemo *m, embedder *e, float *qv, const char *where, const
         sum2 += (double)c * c;
     }
     if (!rc && step != SQLITE_DONE)
-        rc = sqlfail(m, "memory vectors");
+        rc = lite_mem_sqlfail(m, "memory vectors");
     sqlite3_finalize(st);
     calib_null nl = {0};
     if (!rc && n) {
@@ -198,7 +177,7 @@ static int lite_factors(mnemo *m, void *ud, mcand *c)
     double v[FACTOR_NCOLS];
     for (int i = 0; i < FACTOR_NCOLS; i++)
         v[i] = sqlite3_column_double(st, i);
-    factors_of(c, v);
+    lite_mem_factors_of(c, v);
     return MNEMO_OK;
 }
 
@@ -210,7 +189,7 @@ static int lite_load(mnemo *m, mcand *c)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(store_db(LITE(m)->st), "SELECT " MEM_COLS " FROM memories m WHERE m.mid = ?1",
                            -1, &st, NULL) != SQLITE_OK)
-        return sqlfail(m, "memory search");
+        return lite_mem_sqlfail(m, "memory search");
     sqlite3_bind_int64(st, 1, c->mid);
     int rc = MNEMO_NOTFOUND;
     if (sqlite3_step(st) == SQLITE_ROW)
@@ -219,73 +198,6 @@ static int lite_load(mnemo *m, mcand *c)
     return rc;
 }
 
-/* Adds the up to MEM_EPISODE_SPAN memories of ST (columns mid, agent_id,
- * run_id, created_at, text; nearest first, of the same scope) that continue
- * the episode of OF (created WHEN) in direction DIR. */
-static int episode_side(sqlite3_stmt *st, int64_t of, double when, int dir, mem_members *l)
-{
-    int rc = MNEMO_OK, pos = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-        double at = sqlite3_column_double(st, 3);
-        if (fabs(at - when) > MEM_EPISODE_GAP)
-            break;
-        pos += dir;
-        rc = mem_members_add(l, of, sqlite3_column_int64(st, 0), pos,
-                             (const char *)sqlite3_column_text(st, 4));
-        when = at;
-    }
-    sqlite3_reset(st);
-    return rc;
-}
-
-/* SQLite: the episode members of MIDS (mem_episode_fn). */
-static int lite_episodes(mnemo *m, void *ud, const int64_t *mids, size_t n, mem_members *l)
-{
-    (void)ud;
-    fts_rank *fr = store_mrank(LITE(m)->st);
-    /* In creation order within the scope's memories (index memories_scope). */
-    sqlite3_stmt *own = fts_stmt(fr, "SELECT user_id, agent_id, run_id, created_at, text "
-                                     "FROM memories WHERE mid = ?1");
-    sqlite3_stmt *side[2] = {
-        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
-                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
-                     "deleted_at IS NULL AND (created_at, mid) < (?2, ?3) "
-                     "ORDER BY created_at DESC, mid DESC LIMIT 2"),
-        fts_stmt(fr, "SELECT mid, agent_id, run_id, created_at, text FROM memories "
-                     "WHERE user_id = ?1 AND agent_id = ?4 AND run_id = ?5 AND "
-                     "deleted_at IS NULL AND (created_at, mid) > (?2, ?3) "
-                     "ORDER BY created_at, mid LIMIT 2")};
-    int rc = own && side[0] && side[1] ? MNEMO_OK : sqlfail(m, "memory episodes");
-    for (size_t i = 0; !rc && i < n; i++) {
-        sqlite3_bind_int64(own, 1, mids[i]);
-        if (sqlite3_step(own) == SQLITE_ROW) {
-            char *user = store_col_dup(own, 0);
-            char *agent = store_col_dup(own, 1);
-            char *run = store_col_dup(own, 2);
-            double when = sqlite3_column_double(own, 3);
-            const char *text = (const char *)sqlite3_column_text(own, 4);
-            int turn = text && mem_is_turn(text);
-            rc = user && agent && run ? mem_members_add(l, mids[i], mids[i], 0, text)
-                                      : MNEMO_NOMEM;
-            for (int d = 0; d < 2 && !rc && turn; d++) {
-                sqlite3_bind_text(side[d], 1, user, -1, SQLITE_STATIC);
-                sqlite3_bind_double(side[d], 2, when);
-                sqlite3_bind_int64(side[d], 3, mids[i]);
-                sqlite3_bind_text(side[d], 4, agent, -1, SQLITE_STATIC);
-                sqlite3_bind_text(side[d], 5, run, -1, SQLITE_STATIC);
-                rc = episode_side(side[d], mids[i], when, d ? 1 : -1, l);
-                sqlite3_clear_bindings(side[d]);
-            }
-            free(user);
-            free(agent);
-            free(run);
-        }
-        sqlite3_reset(own);
-    }
-    if (own)
-        sqlite3_reset(own);
-    return rc;
-}
 
 /* The SQLite search (mem_searcher.run). */
 static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *s,
@@ -323,7 +235,16 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
             embed_start(&job, e, EMBED_QUERY, q, strlen(q));
         buf_cleanup(&err);
     }
-    if (!rc && pq.match)
+    /* Without a vector leg, the best by score come from the postings when
+     * the store has them; else every match is ranked. */
+    int posted = 0;
+    if (!rc && pq.match && !e) {
+        rc = lite_mpost_leg(m, &pq, where.data, &args, o, need, now, q, s);
+        posted = rc == MNEMO_OK;
+        if (rc == MNEMO_NOTFOUND)
+            rc = MNEMO_OK;
+    }
+    if (!rc && pq.match && !posted)
         rc = keyword_leg(m, &pq, where.data, &args, o, s);
     float *qv = NULL;
     if (e && rc)
@@ -342,17 +263,17 @@ static int lite_run(mnemo *m, const char *text, mem_opts *o, size_t need, mset *
         rc = vector_leg(m, e, qv, where.data, &args, o, s, &ran); /* frees qv */
     else
         free(qv);
-    if (!rc && pq.match && s->n) {
+    if (!rc && pq.match && s->n && !posted) {
         mem_bm25 k;
         fts_rank *r = store_mrank(LITE(m)->st);
         mem_bm25_init(m, &pq, &r->hits, &k);
-        rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_episodes, NULL);
+        rc = mem_episodes(m, &pq, &k, &r->hits, NULL, need, s, s->n, lite_mem_episodes, NULL);
     }
     if (ran)
         *mode = "hybrid";
     sqlite3_stmt *row = NULL;
     if (!rc && s->n && sqlite3_prepare_v2(db, FACTOR_SQL, -1, &row, NULL) != SQLITE_OK)
-        rc = sqlfail(m, "memory search");
+        rc = lite_mem_sqlfail(m, "memory search");
     if (!rc)
         rc = mem_rank(m, q, o, ran, need, now, s, lite_factors, row);
     sqlite3_finalize(row);

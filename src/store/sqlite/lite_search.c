@@ -140,7 +140,7 @@ static int one_fn(void *ud, int flags, const char *token, int len, int start, in
 /* The term of each of Q's phrases into TERMS, when every phrase is one
  * token FTS5 matches whole (no prefix, no phrase of several words, no
  * exclusion): 1, else 0 (the query takes FTS5's path). */
-static int single_terms(mnemo *m, const query *q, char (*terms)[TOK_MAX_BYTES + 1])
+int lite_single_terms(mnemo *m, const query *q, char (*terms)[TOK_MAX_BYTES + 1])
 {
     if (!q->match || q->nphrase <= 0 || q->npositive != q->nphrase ||
         q->nphrase > BM25_MAX_PHRASES)
@@ -225,13 +225,13 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
 {
     char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
     sqlite3 *db = store_db(LITE(m)->st);
-    if (!single_terms(m, q, terms) || kwpost_marks(db, pl->mark) != MNEMO_OK)
+    if (!lite_single_terms(m, q, terms) || kwpost_marks(db, "main", pl->mark) != MNEMO_OK)
         return MNEMO_NOTFOUND;
     const char *tv[BM25_MAX_PHRASES];
     int64_t df[BM25_MAX_PHRASES];
     for (int i = 0; i < q->nphrase; i++)
         tv[i] = terms[i];
-    int rc = kwread_load(&pl->kr, db, tv, q->nphrase, cp->lo, cp->hi, df);
+    int rc = kwread_load(&pl->kr, db, "main", tv, q->nphrase, cp->lo, cp->hi, df);
     pl->on = 1;
     if (rc == MNEMO_CORRUPT)
         return core_error(m, MNEMO_CORRUPT, "the keyword index is damaged (its postings); run "
@@ -246,7 +246,7 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
             return rc;
     }
     bm25_hits *h = &r->hits;
-    int s = fts_totals(db, &h->ndocs, &h->avgdl);
+    int s = fts_totals(db, "main.chunks_fts_data", &h->ndocs, &h->avgdl);
     if (s != SQLITE_OK)
         return lite_index_fail(m, s, "reading the keyword statistics");
     h->stats = 1;
@@ -271,11 +271,20 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
         for (size_t b = 0; b < kt->nblocks; b++)
             kt->ub[b] = blockmax_bound_share(&kt->bound[b], pl->w[k], pl->idf[k], bm->k1, bm->b,
                                              h->avgdl);
-        pl->t[nt++] = (blockmax_term){.phrase = k, .nblocks = kt->nblocks, .first = kt->first,
+        pl->t[nt++] = (blockmax_term){.phrase = k, .list = k, .nblocks = kt->nblocks, .first = kt->first,
                                       .last = kt->last, .ub = kt->ub};
     }
-    pl->bq = (blockmax_query){pl->t, nt, q->nphrase, pl->w, pl->idf, bm->k1, bm->b, h->avgdl,
-                              q->required, kwread_block, NULL, &pl->kr, 0, 0};
+    pl->bq = (blockmax_query){.t = pl->t,
+                              .nt = nt,
+                              .np = q->nphrase,
+                              .w = pl->w,
+                              .idf = pl->idf,
+                              .k1 = bm->k1,
+                              .b = bm->b,
+                              .avgdl = h->avgdl,
+                              .required = q->required,
+                              .read = kwread_block,
+                              .ud = &pl->kr};
     if (pl->kr.ngone)
         pl->bq.gone = kwread_gone;
     if ((rc = blockmax_run(&pl->bq, p)) == MNEMO_CORRUPT)

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/sqlite/kwpost.h"
 #include "store/sqlite/recover.h"
 #include "util/lock.h"
 #include "util/map.h"
@@ -115,6 +116,7 @@ static int write_begin(mnemo *m, writer *w)
 }
 
 static int sqlfail(mnemo *m, const char *what);
+static int post_flush(mnemo *m, int all);
 
 static int write_file_fn(void *ud, const char *data, size_t len)
 {
@@ -316,6 +318,8 @@ static int write_end(mnemo *m, writer *w, int rc)
 {
     if (w->began) {
         sqlite3 *db = store_db(LITE(m)->st);
+        if (rc == MNEMO_OK)
+            rc = post_flush(m, 0);
         /* Counted in the write's own transaction, for the backups. */
         if (rc == MNEMO_OK &&
             sqlite3_exec(db,
@@ -400,6 +404,198 @@ static int history(mnemo *m, const char *id, const char *event, const char *old_
     return rc;
 }
 
+/* ----------------------------------------------------------------------
+ * The memories' postings (kwpost.h), beside their FTS5 index, for top-k
+ * keyword search (lite_mpost.c): a word's postings per user, type and
+ * long-term or session (KWPOST_MEMORY_KEY), and per user the largest
+ * factor inputs of its memories in them (kw_user).
+ *
+ * Memories at or below the mark (kw_mark, range 0) are in the postings as
+ * they were when a write moved the mark; those above it are searched
+ * through FTS5. A memory at or below it that then changes what its
+ * postings hold (its text, user, type or session; a delete, a restore)
+ * is recorded under each word of its postings (kw_dead) and in kw_moved:
+ * searches read it from its row from then on; past MEM_POST_MOVED of
+ * them a write writes the postings again. A confirmation or a new
+ * importance raises its user's bound. A new memory gets an id above the
+ * mark. A write that finds MEM_POST_TAIL memories above the mark writes
+ * their postings and moves it, in the write's transaction, MEM_POST_STEP
+ * ids at a time (the first write after an upgrade writes them all: 7 s
+ * for a million memories).
+ * -------------------------------------------------------------------- */
+
+#define MEM_POST_TAIL 2048
+#define MEM_POST_MOVED 4096
+#define MEM_POST_STEP 200000
+
+/* The mark of the memories' postings into *MARK: MNEMO_NOTFOUND when the
+ * store has none (an older store read as it is). */
+static int post_mark(mnemo *m, int64_t *mark)
+{
+    int64_t v[KWPOST_RANGES];
+    int rc = kwpost_marks(store_db(LITE(m)->st), "mem", v);
+    *mark = v[0];
+    return rc;
+}
+
+static int post_open(mnemo *m, kwpost **k)
+{
+    int rc = kwpost_open(store_db(LITE(m)->st), "mem", KWPOST_MEMORIES,
+                         cfg_str(m->cfg, CFG_LANGUAGE), k);
+    return rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory")
+           : rc              ? sqlfail(m, "the memories' postings")
+                             : MNEMO_OK;
+}
+
+/* Memory MID is about to change (its text, user or type; a delete; a
+ * restore): its postings, if it has any, are no longer its own. Called
+ * before the change, while its row is as its postings have it. */
+static int post_change(mnemo *m, int64_t mid)
+{
+    int64_t mark;
+    if (post_mark(m, &mark) != MNEMO_OK || mid > mark)
+        return MNEMO_OK;
+    sqlite3_stmt *st = prepare(m, "INSERT OR IGNORE INTO mem.kw_moved(id) VALUES(?1)");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, mid);
+    int ok = sqlite3_step(st) == SQLITE_DONE;
+    int moved_now = ok && sqlite3_changes(store_db(LITE(m)->st)) > 0;
+    sqlite3_finalize(st);
+    if (!ok)
+        return sqlfail(m, "the memories' postings");
+    if (!moved_now)
+        return MNEMO_OK; /* moved before: its words are recorded already */
+    /* Its words, keyed as the postings have them (KWPOST_MEMORIES): a
+     * deleted memory, or one whose user is too long, has none. */
+    if (!(st = prepare(m, "SELECT text, " KWPOST_MEMORY_KEY " FROM mem.memories WHERE mid = ?1 "
+                          "AND deleted_at IS NULL AND length(user_id) <= 512")))
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, mid);
+    int rc = MNEMO_OK;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        kwpost *k = NULL;
+        const char *text = (const char *)sqlite3_column_text(st, 0);
+        if (!(rc = post_open(m, &k)) &&
+            (rc = kwpost_remove(k, mid, text ? text : "", (size_t)sqlite3_column_bytes(st, 0),
+                                (const char *)sqlite3_column_text(st, 1))))
+            rc = rc == MNEMO_NOMEM ? core_error(m, rc, "out of memory")
+                                   : sqlfail(m, "the memories' postings");
+        kwpost_free(k);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Raises the largest factor inputs of the users of the memories with ids
+ * in (LO, HI] (kw_user) to theirs. A memory's reference time is its last
+ * confirmation or creation; one without (0) counts as recent: it ranks so. */
+static int post_user_max(mnemo *m, int64_t lo, int64_t hi)
+{
+    sqlite3_stmt *st = prepare(
+        m, "INSERT INTO mem.kw_user(user_id, importance, confirmations, ref, about) "
+           "SELECT user_id, max(importance), max(confirmations), max(CASE WHEN max(created_at, "
+           "coalesce(last_confirmed_at, 0)) <= 0 THEN 9e18 ELSE max(created_at, "
+           "coalesce(last_confirmed_at, 0)) END), max(subject = 'user') FROM mem.memories "
+           "WHERE mid > ?1 AND mid <= ?2 AND deleted_at IS NULL GROUP BY user_id "
+           "ON CONFLICT(user_id) DO UPDATE SET importance = max(importance, excluded.importance), "
+           "confirmations = max(confirmations, excluded.confirmations), ref = max(ref, "
+           "excluded.ref), about = max(about, excluded.about)");
+    if (!st)
+        return MNEMO_DB;
+    sqlite3_bind_int64(st, 1, lo);
+    sqlite3_bind_int64(st, 2, hi);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "the memories' postings");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Memory MID's factor inputs changed (importance, a confirmation): the
+ * bound of its user follows, when its postings hold it. */
+static int post_factors(mnemo *m, int64_t mid)
+{
+    int64_t mark;
+    if (post_mark(m, &mark) != MNEMO_OK || mid > mark)
+        return MNEMO_OK;
+    return post_user_max(m, mid - 1, mid);
+}
+
+/* The id a new memory gets: above every memory and the mark. */
+static int post_next_mid(mnemo *m, int64_t *mid)
+{
+    sqlite3_stmt *st = prepare(m, "SELECT max(coalesce((SELECT max(mid) FROM mem.memories), 0), "
+                                  "coalesce((SELECT mark FROM mem.kw_mark WHERE range = 0), 0)) "
+                                  "+ 1");
+    if (!st)
+        return MNEMO_DB;
+    int ok = sqlite3_step(st) == SQLITE_ROW;
+    *mid = ok ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return ok ? MNEMO_OK : sqlfail(m, "storing a memory");
+}
+
+/* Writes the postings of the memories above the mark once there are
+ * MEM_POST_TAIL of them (or ALL), in the caller's transaction. */
+static int post_flush(mnemo *m, int all)
+{
+    int64_t mark, top = 0;
+    if (post_mark(m, &mark) != MNEMO_OK)
+        return MNEMO_OK;
+    sqlite3_stmt *st = prepare(m, "SELECT max(mid) FROM mem.memories");
+    if (!st)
+        return MNEMO_DB;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        top = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    /* MNEMO_MEM_POST_TAIL: a smaller count, for tests of small stores. */
+    const char *e = getenv("MNEMO_MEM_POST_TAIL");
+    int64_t tail = e && atoll(e) > 0 ? atoll(e) : MEM_POST_TAIL, moved = 0;
+    /* Memories moved since their postings were written are read from
+     * their rows by every search: past MEM_POST_MOVED (or the tail's
+     * count, in tests) the postings are written again from the rows. */
+    if (!(st = prepare(m, "SELECT count(*) FROM mem.kw_moved")))
+        return MNEMO_DB;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        moved = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (moved > (e ? tail : MEM_POST_MOVED)) {
+        if (sqlite3_exec(store_db(LITE(m)->st),
+                         "DELETE FROM mem.kw_seg; DELETE FROM mem.kw_dead; "
+                         "DELETE FROM mem.kw_mark; DELETE FROM mem.kw_moved; "
+                         "DELETE FROM mem.kw_user",
+                         NULL, NULL, NULL) != SQLITE_OK)
+            return sqlfail(m, "writing the memories' postings");
+        mark = -1;
+        all = 1;
+    }
+    if (top - mark < (all ? 1 : tail))
+        return MNEMO_OK;
+    int rc = MNEMO_OK;
+    while (!rc && mark < top) {
+        kwpost *k = NULL;
+        int64_t below = mark > INT64_MAX - MEM_POST_STEP ? INT64_MAX : mark + MEM_POST_STEP + 1;
+        if (!(rc = post_open(m, &k))) {
+            int w = kwpost_read_back(k, below);
+            if (!w)
+                w = kwpost_flush(k);
+            if (w)
+                rc = w == MNEMO_NOMEM ? core_error(m, w, "out of memory")
+                                      : sqlfail(m, "writing the memories' postings");
+        }
+        kwpost_free(k);
+        int64_t was = mark;
+        if (!rc && post_mark(m, &mark) != MNEMO_OK)
+            rc = sqlfail(m, "writing the memories' postings");
+        if (!rc && mark > was)
+            rc = post_user_max(m, was, mark);
+        if (!rc && mark <= was)
+            mark = below - 1 < top ? below - 1 : top; /* no memory in the step */
+        if (!rc && mark <= was)
+            break;
+    }
+    return rc;
+}
+
 /* The FTS row of memory MID: delete the old text (if any), add the new. */
 static int fts_update(mnemo *m, int64_t mid, const char *old_text, const char *new_text)
 {
@@ -477,13 +673,19 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
 {
     mem_row r;
     mem_fields_row(m, f, id, now, &r);
+    int64_t next;
+    int rc = post_next_mid(m, &next);
+    if (rc)
+        return rc;
     sqlite3_stmt *st = prepare(m, "INSERT INTO memories(id, text, hash, category, importance, type, "
                                "subject, user_id, agent_id, run_id, metadata, triggers, "
                                "created_at, updated_at, expires_at, confirmations, "
-                               "last_confirmed_at, deleted_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, "
-                               "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+                               "last_confirmed_at, deleted_at, mid) VALUES(?1, ?2, ?3, ?4, ?5, "
+                               "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
     if (!st)
         return MNEMO_DB;
+    if (next > 0)
+        sqlite3_bind_int64(st, 19, next);
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r.text, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, f->hash, -1, SQLITE_STATIC);
@@ -502,7 +704,7 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
     sqlite3_bind_int64(st, 16, r.confirmations);
     bind_time(st, 17, r.confirmed);
     bind_time(st, 18, r.deleted);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "storing a memory");
+    rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "storing a memory");
     sqlite3_finalize(st);
     if (rc)
         return rc;
@@ -553,6 +755,9 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                       double importance, int set_expires, const char *old_text, double now)
 {
     (void)id;
+    int prc = f->text || f->user || f->type || f->run ? post_change(m, mid) : MNEMO_OK;
+    if (prc)
+        return prc;
     sqlite3_stmt *st = prepare(
         m, "UPDATE memories SET text = coalesce(?2, text), hash = coalesce(?3, hash), "
            "category = coalesce(?4, category), importance = coalesce(?5, importance), "
@@ -584,6 +789,8 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
     sqlite3_bind_double(st, 15, now);
     int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "updating a memory");
     sqlite3_finalize(st);
+    if (!rc && importance >= 0)
+        rc = post_factors(m, mid);
     if (!rc && old_text)
         rc = fts_update(m, mid, old_text, f->text);
     return rc;
@@ -592,7 +799,9 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
 static int mark_deleted(mnemo *m, const char *id, int64_t mid, const char *text, double now)
 {
     (void)id;
-    int rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
+    int rc = post_change(m, mid);
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET deleted_at = ?2 WHERE mid = ?1", mid, now,
                      "deleting a memory");
     return rc ? rc : fts_update(m, mid, text, NULL);
 }
@@ -601,7 +810,9 @@ static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text
 {
     (void)id;
     (void)now;
-    int rc = run_mid(m, "UPDATE memories SET deleted_at = NULL WHERE mid = ?1", mid, 0,
+    int rc = post_change(m, mid);
+    if (!rc)
+        rc = run_mid(m, "UPDATE memories SET deleted_at = NULL WHERE mid = ?1", mid, 0,
                      "restoring a memory");
     return rc ? rc : fts_update(m, mid, NULL, text);
 }
@@ -609,9 +820,10 @@ static int mark_restored(mnemo *m, const char *id, int64_t mid, const char *text
 static int mark_confirmed(mnemo *m, const char *id, int64_t mid, double now)
 {
     (void)id;
-    return run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
-                      "last_confirmed_at = ?2 WHERE mid = ?1",
-                   mid, now, "confirming a memory");
+    int rc = run_mid(m, "UPDATE memories SET confirmations = confirmations + 1, "
+                        "last_confirmed_at = ?2 WHERE mid = ?1",
+                     mid, now, "confirming a memory");
+    return rc ? rc : post_factors(m, mid);
 }
 
 static int drop_vector(mnemo *m, const char *id, int64_t mid)

@@ -174,8 +174,8 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 
 /* The memory store's schema version (memory_meta "schema"; none is 1). A
  * newer store is left as it is: its indexes are a superset. */
-#define MEM_SCHEMA_VERSION 2
-#define MEM_SCHEMA_VERSION_TEXT "2"
+#define MEM_SCHEMA_VERSION 3
+#define MEM_SCHEMA_VERSION_TEXT "3"
 
 /* The memory store: structured memories, their history and vectors, in a
  * file of their own that no rebuild replaces (attached as "mem"). The
@@ -200,7 +200,27 @@ static const char mem_schema[] =
     "CREATE INDEX IF NOT EXISTS mem.memory_history_id ON memory_history(memory_id, hid);\n"
     "CREATE TABLE IF NOT EXISTS mem.memory_vectors(mid INTEGER PRIMARY KEY, vec BLOB NOT NULL);\n"
     "CREATE VIRTUAL TABLE IF NOT EXISTS mem.memories_fts USING fts5(text, content='memories',\n"
-    "  content_rowid='mid', tokenize='mnemo %s');\n";
+    "  content_rowid='mid', tokenize='mnemo %s');\n"
+    /* Schema 3: the memories' postings (kwpost.h), and the memories whose
+     * text changed since their postings were written (memlite.c). */
+    "CREATE TABLE IF NOT EXISTS mem.kw_seg(term TEXT NOT NULL, last INTEGER NOT NULL,\n"
+    "  n INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(term, last)) WITHOUT ROWID;\n"
+    "CREATE TABLE IF NOT EXISTS mem.kw_dead(term TEXT NOT NULL, id INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(term, id)) WITHOUT ROWID;\n"
+    "CREATE TABLE IF NOT EXISTS mem.kw_mark(range INTEGER PRIMARY KEY, mark INTEGER NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS mem.kw_moved(id INTEGER PRIMARY KEY);\n"
+    /* per user, the largest factor inputs of the memories in the postings */
+    "CREATE TABLE IF NOT EXISTS mem.kw_user(user_id TEXT PRIMARY KEY, importance REAL NOT NULL,\n"
+    "  confirmations REAL NOT NULL, ref REAL NOT NULL, about INTEGER NOT NULL) WITHOUT ROWID;\n"
+    /* whether a user's memories have expired: their postings still count */
+    "CREATE INDEX IF NOT EXISTS mem.memories_expiry ON memories(user_id, expires_at)\n"
+    "  WHERE expires_at IS NOT NULL AND deleted_at IS NULL;\n";
+
+/* The memories' postings forgotten, with their text index rebuilt: the
+ * next write makes them again. */
+#define MEM_POSTINGS_DROP                                                                      \
+    "DELETE FROM mem.kw_seg; DELETE FROM mem.kw_dead; DELETE FROM mem.kw_mark;"                \
+    "DELETE FROM mem.kw_moved; DELETE FROM mem.kw_user;"
 
 /* After a 'rebuild' of the memories' text index, which reads every row:
  * deleted memories are left out of it, as their deletion did (a restore
@@ -826,7 +846,8 @@ static int mem_prepare(store *s, const char *language, buf *err)
         char *fts = sqlite3_mprintf(
             "DROP TABLE mem.memories_fts; CREATE VIRTUAL TABLE mem.memories_fts USING "
             "fts5(text, content='memories', content_rowid='mid', tokenize='mnemo %s');"
-            "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');" MEM_FTS_UNDELETED,
+            "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');" MEM_FTS_UNDELETED
+                MEM_POSTINGS_DROP,
             language);
         rc = fts ? store_exec(s, fts) : MNEMO_NOMEM;
         sqlite3_free(fts);
@@ -864,7 +885,7 @@ static int mem_move_legacy(store *s, buf *err)
         "INSERT OR IGNORE INTO mem.memory_meta SELECT 'vec_identity', value FROM main.meta "
         "  WHERE key = 'vec_identity' AND EXISTS (SELECT 1 FROM main.memory_vectors);"
         "INSERT INTO mem.memories_fts(memories_fts) VALUES('rebuild');" MEM_FTS_UNDELETED
-        "COMMIT";
+            MEM_POSTINGS_DROP "COMMIT";
     int missing = -1, rc = store_exec(s, copy);
     if (rc) {
         fmt(err, "cannot move the memories of %s to their own store: %s", s->path,

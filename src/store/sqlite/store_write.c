@@ -217,7 +217,7 @@ static int kw_of(store *s, kwpost **out)
         return MNEMO_OK;
     char *lang = NULL;
     store_meta_get(s, "language", &lang);
-    int rc = kwpost_open(s->db, lang, &s->kw);
+    int rc = kwpost_open(s->db, "main", KWPOST_CHUNKS, lang, &s->kw);
     free(lang);
     if (rc == MNEMO_NOTFOUND) {
         s->kw_none = 1;
@@ -259,7 +259,7 @@ static int chunks_delete_from(store *s, int64_t file_id, int64_t from_seq, int64
     while ((step = sqlite3_step(q)) == SQLITE_ROW) {
         if (k && (rc = kwpost_remove(k, sqlite3_column_int64(q, 0),
                                      (const char *)sqlite3_column_text(q, 1),
-                                     (size_t)sqlite3_column_bytes(q, 1)))) {
+                                     (size_t)sqlite3_column_bytes(q, 1), NULL))) {
             sqlite3_reset(q);
             return rc;
         }
