@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "store/sqlite/fts.h"
 #include "util/buf.h"
 
 static void at(const char *iso) { setenv("MNEMO_NOW", iso, 1); }
@@ -1622,6 +1623,66 @@ TEST(memory_postings_newer_memory_beyond_the_bound)
     char *t = search_texts(m, "harbor ember", "{\"user_id\":\"u\",\"limit\":3}");
     if (strncmp(t, "harbor ember, said the newest of them all|", 42) != 0)
         test_fail(__FILE__, __LINE__, "first: %s", t);
+    free(t);
+    mnemo_close(m);
+    unsetenv("MNEMO_MEM_POST_TAIL");
+}
+
+/* A writer that does not keep the postings (an older mnemo; here its SQL,
+ * on a connection of its own with the tokenizer) changes memories they
+ * hold: the store's triggers record them, searches rank every match until
+ * a write writes the postings again. */
+TEST(memory_postings_after_an_older_writer)
+{
+    setenv("MNEMO_MEM_POST_TAIL", "20", 1);
+    at("2026-03-01T00:00:00Z");
+    mnemo *m = open_ws();
+    for (int i = 0; i < 30; i++) {
+        char rec[256];
+        snprintf(rec, sizeof rec, "{\"text\":\"harbor ember note %d\",\"user_id\":\"u\"}", i);
+        free(add(m, rec));
+    }
+    mnemo_close(m);
+    const char *mem = test_path("db.memories.sqlite");
+    ASSERT(test_sql_int(mem, "SELECT mark FROM kw_mark WHERE range = 0") >= 19);
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(mem, &db), SQLITE_OK);
+    fts_feed feed;
+    memset(&feed, 0, sizeof feed);
+    ASSERT_EQ(fts_register(db, NULL, &feed), SQLITE_OK);
+    /* An importance alone: nothing the postings hold. */
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE memories SET importance = 0.9 WHERE mid = 4", NULL, NULL,
+                           NULL),
+              SQLITE_OK);
+    ASSERT_EQ(test_sql_int(mem, "SELECT count(*) FROM kw_moved"), 0);
+    /* A new text for memory 3, as the older mnemo writes it. */
+    ASSERT_EQ(sqlite3_exec(db,
+                           "INSERT INTO memories_fts(memories_fts, rowid, text) SELECT 'delete', "
+                           "mid, text FROM memories WHERE mid = 3; UPDATE memories SET text = "
+                           "'walnut orbit only' WHERE mid = 3; INSERT INTO memories_fts(rowid, "
+                           "text) VALUES(3, 'walnut orbit only')",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    ASSERT_EQ(test_sql_int(mem, "SELECT count(*) FROM kw_moved WHERE NOT recorded"), 1);
+    m = open_ws();
+    char *t = search_texts(m, "harbor", "{\"user_id\":\"u\",\"limit\":50}");
+    ASSERT_NOT_CONTAINS(t, "note 2|");
+    ASSERT_NOT_CONTAINS(t, "walnut");
+    free(t);
+    t = search_texts(m, "walnut", "{\"user_id\":\"u\"}");
+    ASSERT_STR_EQ(t, "walnut orbit only");
+    free(t);
+    /* A write writes the postings again, and they are used. */
+    free(add(m, "{\"text\":\"one more harbor\",\"user_id\":\"u\"}"));
+    ASSERT_EQ(test_sql_int(mem, "SELECT count(*) FROM kw_moved"), 0);
+    ASSERT(test_sql_int(mem, "SELECT mark FROM kw_mark WHERE range = 0") == 31);
+    t = search_texts(m, "walnut", "{\"user_id\":\"u\"}");
+    ASSERT_STR_EQ(t, "walnut orbit only");
+    free(t);
+    t = search_texts(m, "harbor", "{\"user_id\":\"u\",\"limit\":50}");
+    ASSERT_NOT_CONTAINS(t, "note 2|");
+    ASSERT_CONTAINS(t, "one more harbor");
     free(t);
     mnemo_close(m);
     unsetenv("MNEMO_MEM_POST_TAIL");

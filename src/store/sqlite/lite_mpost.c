@@ -531,10 +531,13 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
         return MNEMO_NOTFOUND;
     fts_rank *r = store_mrank(LITE(m)->st);
     /* Not with too many memories above the mark (a store just upgraded),
-     * nor with an expired memory in scope, which the postings count. */
+     * nor with an expired memory in scope, which the postings count, nor
+     * after a writer that does not keep them (an older mnemo) changed a
+     * memory they hold. */
     sqlite3_stmt *st = fts_stmt(r, "SELECT (SELECT max(mid) FROM mem.memories), EXISTS (SELECT "
                                    "1 FROM mem.memories WHERE user_id = ?1 AND expires_at IS NOT "
-                                   "NULL AND deleted_at IS NULL AND expires_at <= ?2)");
+                                   "NULL AND deleted_at IS NULL AND expires_at <= ?2) OR EXISTS "
+                                   "(SELECT 1 FROM mem.kw_moved WHERE NOT recorded)");
     if (!st)
         return MNEMO_NOTFOUND;
     sqlite3_bind_text(st, 1, o->user, -1, SQLITE_STATIC);

@@ -455,7 +455,7 @@ static int post_change(mnemo *m, int64_t mid)
     int64_t mark;
     if (post_mark(m, &mark) != MNEMO_OK || mid > mark)
         return MNEMO_OK;
-    sqlite3_stmt *st = prepare(m, "INSERT OR IGNORE INTO mem.kw_moved(id) VALUES(?1)");
+    sqlite3_stmt *st = prepare(m, "INSERT OR IGNORE INTO mem.kw_moved(id, recorded) VALUES(?1, 1)");
     if (!st)
         return MNEMO_DB;
     sqlite3_bind_int64(st, 1, mid);
@@ -553,12 +553,17 @@ static int post_flush(mnemo *m, int all)
     /* Memories moved since their postings were written are read from
      * their rows by every search: past MEM_POST_MOVED (or the tail's
      * count, in tests) the postings are written again from the rows. */
-    if (!(st = prepare(m, "SELECT count(*) FROM mem.kw_moved")))
+    int unrecorded = 0;
+    if (!(st = prepare(m, "SELECT count(*), count(*) FILTER (WHERE NOT recorded) FROM "
+                          "mem.kw_moved")))
         return MNEMO_DB;
-    if (sqlite3_step(st) == SQLITE_ROW)
+    if (sqlite3_step(st) == SQLITE_ROW) {
         moved = sqlite3_column_int64(st, 0);
+        unrecorded = sqlite3_column_int64(st, 1) > 0;
+    }
     sqlite3_finalize(st);
-    if (moved > (e ? tail : MEM_POST_MOVED)) {
+    /* Changed by a writer that does not keep them: written again too. */
+    if (moved > (e ? tail : MEM_POST_MOVED) || unrecorded) {
         if (sqlite3_exec(store_db(LITE(m)->st),
                          "DELETE FROM mem.kw_seg; DELETE FROM mem.kw_dead; "
                          "DELETE FROM mem.kw_mark; DELETE FROM mem.kw_moved; "

@@ -208,7 +208,23 @@ static const char mem_schema[] =
     "CREATE TABLE IF NOT EXISTS mem.kw_dead(term TEXT NOT NULL, id INTEGER NOT NULL,\n"
     "  PRIMARY KEY(term, id)) WITHOUT ROWID;\n"
     "CREATE TABLE IF NOT EXISTS mem.kw_mark(range INTEGER PRIMARY KEY, mark INTEGER NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS mem.kw_moved(id INTEGER PRIMARY KEY);\n"
+    "CREATE TABLE IF NOT EXISTS mem.kw_moved(id INTEGER PRIMARY KEY,\n"
+    "  recorded INTEGER NOT NULL DEFAULT 0);\n"
+    /* A writer that does not keep the postings (an older mnemo) still
+     * records what it changes below the mark, unrecorded under its words:
+     * the postings are then not used until a write writes them again. */
+    "CREATE TRIGGER IF NOT EXISTS mem.kw_moved_update AFTER UPDATE OF text, user_id, type,\n"
+    "  run_id, deleted_at ON memories WHEN old.mid <= (SELECT mark FROM kw_mark WHERE range = 0)\n"
+    "  AND (old.text IS NOT new.text OR old.user_id IS NOT new.user_id OR old.type IS NOT\n"
+    "  new.type OR (old.run_id = '') IS NOT (new.run_id = '') OR old.deleted_at IS NOT\n"
+    "  new.deleted_at)\n"
+    "  BEGIN INSERT OR IGNORE INTO kw_moved(id) VALUES(old.mid); END;\n"
+    "CREATE TRIGGER IF NOT EXISTS mem.kw_moved_insert AFTER INSERT ON memories\n"
+    "  WHEN new.mid <= (SELECT mark FROM kw_mark WHERE range = 0)\n"
+    "  BEGIN INSERT OR IGNORE INTO kw_moved(id, recorded) VALUES(new.mid, 1); END;\n"
+    "CREATE TRIGGER IF NOT EXISTS mem.kw_moved_delete AFTER DELETE ON memories\n"
+    "  WHEN old.mid <= (SELECT mark FROM kw_mark WHERE range = 0) AND old.deleted_at IS NULL\n"
+    "  BEGIN INSERT OR IGNORE INTO kw_moved(id) VALUES(old.mid); END;\n"
     /* per user, the largest factor inputs of the memories in the postings */
     "CREATE TABLE IF NOT EXISTS mem.kw_user(user_id TEXT PRIMARY KEY, importance REAL NOT NULL,\n"
     "  confirmations REAL NOT NULL, ref REAL NOT NULL, about INTEGER NOT NULL) WITHOUT ROWID;\n"
