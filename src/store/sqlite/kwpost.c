@@ -158,6 +158,7 @@ struct kwpost {
     sqlite3 *db;
     const char *schema; /* the tables' database */
     const char *source; /* the texts above a mark (kwpost_open) */
+    sqlite3_stmt *fold[4]; /* fold_term's statements */
     int64_t mark[KWPOST_RANGES];
     int64_t top[KWPOST_RANGES]; /* the largest id added per range */
     int seen[KWPOST_RANGES];    /* chunks above the mark were read back */
@@ -261,6 +262,8 @@ void kwpost_free(kwpost *k)
     free(k->gone);
     doc_cleanup(&k->fg);
     doc_cleanup(&k->bg);
+    for (int i = 0; i < 4; i++)
+        sqlite3_finalize(k->fold[i]);
     free(k);
 }
 
@@ -789,7 +792,6 @@ static void term_free(kwread_term *t);
 static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *seg, buf *dir,
                      buf *data)
 {
-    sqlite3_stmt *ls = NULL, *dead = NULL, *del = NULL, *undead = NULL;
     int64_t *lasts = NULL, *ns = NULL, *gone = NULL;
     size_t nseg = 0, cap = 0, ngone = 0, capg = 0, big = 0, from = 0;
     int64_t total = 0;
@@ -797,16 +799,23 @@ static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *
     kwread_term t;
     memset(&t, 0, sizeof t);
     int rc = MNEMO_OK, s;
-    if (prep(k->db, k->schema, "SELECT last, n FROM %s.kw_seg WHERE term = ?1 AND last >= ?2 "
-                                  "AND last < ?3 ORDER BY last", &ls) != SQLITE_OK ||
-        prep(k->db, k->schema, "SELECT id FROM %s.kw_dead WHERE term = ?1 AND id >= ?2 AND "
-                                  "id <= ?3 ORDER BY id", &dead) != SQLITE_OK ||
-        prep(k->db, k->schema, "DELETE FROM %s.kw_seg WHERE term = ?1 AND last = ?2 "
-                                  "RETURNING data", &del) != SQLITE_OK ||
-        prep(k->db, k->schema, "DELETE FROM %s.kw_dead WHERE term = ?1 AND id = ?2", &undead) != SQLITE_OK) {
-        rc = MNEMO_DB;
-        goto done;
+    /* Prepared once per writer: a flush folds thousands of terms. */
+    if (!k->fold[0] &&
+        (prep(k->db, k->schema, "SELECT last, n FROM %s.kw_seg WHERE term = ?1 AND last >= ?2 "
+                                "AND last < ?3 ORDER BY last", &k->fold[0]) != SQLITE_OK ||
+         prep(k->db, k->schema, "SELECT id FROM %s.kw_dead WHERE term = ?1 AND id >= ?2 AND "
+                                "id <= ?3 ORDER BY id", &k->fold[1]) != SQLITE_OK ||
+         prep(k->db, k->schema, "DELETE FROM %s.kw_seg WHERE term = ?1 AND last = ?2 "
+                                "RETURNING data", &k->fold[2]) != SQLITE_OK ||
+         prep(k->db, k->schema, "DELETE FROM %s.kw_dead WHERE term = ?1 AND id = ?2",
+              &k->fold[3]) != SQLITE_OK)) {
+        for (int i = 0; i < 4; i++) {
+            sqlite3_finalize(k->fold[i]);
+            k->fold[i] = NULL;
+        }
+        return MNEMO_DB;
     }
+    sqlite3_stmt *ls = k->fold[0], *dead = k->fold[1], *del = k->fold[2], *undead = k->fold[3];
     sqlite3_bind_text(ls, 1, term, len, SQLITE_STATIC);
     sqlite3_bind_int64(ls, 2, range_lo[r]);
     sqlite3_bind_int64(ls, 3, range_hi[r]);
@@ -911,10 +920,10 @@ static int fold_term(kwpost *k, const char *term, int len, int r, sqlite3_stmt *
     if (!rc && keep)
         rc = write_seg(seg, term, len, v, keep, dir, data);
 done:
-    sqlite3_finalize(ls);
-    sqlite3_finalize(dead);
-    sqlite3_finalize(del);
-    sqlite3_finalize(undead);
+    for (int i = 0; i < 4; i++) {
+        sqlite3_reset(k->fold[i]);
+        sqlite3_clear_bindings(k->fold[i]);
+    }
     free(lasts);
     free(ns);
     free(gone);

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/sqlite/fts.h"
 #include "store/sqlite/kwpost.h"
 #include "store/sqlite/recover.h"
 #include "util/lock.h"
@@ -428,14 +429,37 @@ static int history(mnemo *m, const char *id, const char *event, const char *old_
 #define MEM_POST_MOVED 4096
 #define MEM_POST_STEP 200000
 
-/* The mark of the memories' postings into *MARK: MNEMO_NOTFOUND when the
- * store has none (an older store read as it is). */
+/* What a write asks of the postings, prepared once per handle: the
+ * largest id, the mark (-1: nothing written yet), the moved memories and
+ * whether one is unrecorded. MNEMO_NOTFOUND when the store has no
+ * postings (an older store read as it is). */
+static int post_state(mnemo *m, int64_t *top, int64_t *mark, int64_t *moved, int *unrecorded)
+{
+    sqlite3_stmt *st = fts_stmt(store_mrank(LITE(m)->st),
+                                "SELECT (SELECT max(mid) FROM mem.memories), (SELECT mark FROM "
+                                "mem.kw_mark WHERE range = 0), (SELECT count(*) FROM "
+                                "mem.kw_moved), EXISTS (SELECT 1 FROM mem.kw_moved WHERE NOT "
+                                "recorded)");
+    if (!st)
+        return MNEMO_NOTFOUND;
+    int rc = MNEMO_DB;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *top = sqlite3_column_int64(st, 0);
+        *mark = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+        *moved = sqlite3_column_int64(st, 2);
+        *unrecorded = sqlite3_column_int(st, 3);
+        rc = MNEMO_OK;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* The mark of the memories' postings into *MARK (see post_state). */
 static int post_mark(mnemo *m, int64_t *mark)
 {
-    int64_t v[KWPOST_RANGES];
-    int rc = kwpost_marks(store_db(LITE(m)->st), "mem", v);
-    *mark = v[0];
-    return rc;
+    int64_t top, moved;
+    int unrecorded;
+    return post_state(m, &top, mark, &moved, &unrecorded);
 }
 
 static int post_open(mnemo *m, kwpost **k)
@@ -523,45 +547,34 @@ static int post_factors(mnemo *m, int64_t mid)
 /* The id a new memory gets: above every memory and the mark. */
 static int post_next_mid(mnemo *m, int64_t *mid)
 {
-    sqlite3_stmt *st = prepare(m, "SELECT max(coalesce((SELECT max(mid) FROM mem.memories), 0), "
-                                  "coalesce((SELECT mark FROM mem.kw_mark WHERE range = 0), 0)) "
-                                  "+ 1");
-    if (!st)
-        return MNEMO_DB;
-    int ok = sqlite3_step(st) == SQLITE_ROW;
-    *mid = ok ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    return ok ? MNEMO_OK : sqlfail(m, "storing a memory");
+    int64_t top, mark, moved;
+    int unrecorded, rc = post_state(m, &top, &mark, &moved, &unrecorded);
+    if (rc == MNEMO_NOTFOUND) {
+        *mid = 0; /* no postings: SQLite's choice */
+        return MNEMO_OK;
+    }
+    if (rc)
+        return sqlfail(m, "storing a memory");
+    *mid = (top > mark ? top : mark) + 1;
+    if (*mid < 1)
+        *mid = 1;
+    return MNEMO_OK;
 }
 
 /* Writes the postings of the memories above the mark once there are
  * MEM_POST_TAIL of them (or ALL), in the caller's transaction. */
 static int post_flush(mnemo *m, int all)
 {
-    int64_t mark, top = 0;
-    if (post_mark(m, &mark) != MNEMO_OK)
+    int64_t mark, top = 0, moved = 0;
+    int unrecorded = 0;
+    if (post_state(m, &top, &mark, &moved, &unrecorded) != MNEMO_OK)
         return MNEMO_OK;
-    sqlite3_stmt *st = prepare(m, "SELECT max(mid) FROM mem.memories");
-    if (!st)
-        return MNEMO_DB;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        top = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
     /* MNEMO_MEM_POST_TAIL: a smaller count, for tests of small stores. */
     const char *e = getenv("MNEMO_MEM_POST_TAIL");
-    int64_t tail = e && atoll(e) > 0 ? atoll(e) : MEM_POST_TAIL, moved = 0;
+    int64_t tail = e && atoll(e) > 0 ? atoll(e) : MEM_POST_TAIL;
     /* Memories moved since their postings were written are read from
      * their rows by every search: past MEM_POST_MOVED (or the tail's
      * count, in tests) the postings are written again from the rows. */
-    int unrecorded = 0;
-    if (!(st = prepare(m, "SELECT count(*), count(*) FILTER (WHERE NOT recorded) FROM "
-                          "mem.kw_moved")))
-        return MNEMO_DB;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        moved = sqlite3_column_int64(st, 0);
-        unrecorded = sqlite3_column_int64(st, 1) > 0;
-    }
-    sqlite3_finalize(st);
     /* Changed by a writer that does not keep them: written again too. */
     if (moved > (e ? tail : MEM_POST_MOVED) || unrecorded) {
         if (sqlite3_exec(store_db(LITE(m)->st),
@@ -678,7 +691,7 @@ static int insert(mnemo *m, const mem_fields *f, const char *id, double now, int
 {
     mem_row r;
     mem_fields_row(m, f, id, now, &r);
-    int64_t next;
+    int64_t next = 0;
     int rc = post_next_mid(m, &next);
     if (rc)
         return rc;
