@@ -159,8 +159,8 @@ MNEMO_API const char *mnemo_db_path(const mnemo *m);
  * ---------------------------------------------------------------------- */
 
 typedef struct mnemo_progress {
-    const char *phase;    /* "scan" or "index" */
-    size_t done;          /* files processed in this phase */
+    const char *phase;    /* "scan", "index", or "embed" (chunks embedded, SQLite) */
+    size_t done;          /* files processed in this phase ("embed": chunks) */
     size_t total;         /* files to process; 0 while unknown */
     uint64_t bytes;       /* bytes read so far */
 } mnemo_progress;
