@@ -136,6 +136,10 @@ int test_count_in_file(const char *path, const char *needle);
 
 /* Where the source tree and the built mnemo binary are. */
 const char *test_src_dir(void);
+/* Where the clients the tests drive are installed once (MNEMO_TEST_JS_CACHE,
+ * else ~/.cache/mnemo-test of the real home: tests run with HOME in their
+ * own folder). */
+const char *test_js_cache(void);
 const char *test_bin(void);
 
 #endif

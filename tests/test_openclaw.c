@@ -15,18 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *js_cache(void) {
-  static char path[1024];
-  const char *c = getenv("MNEMO_TEST_JS_CACHE");
-  if (c && *c)
-    snprintf(path, sizeof path, "%s", c);
-  else {
-    const struct passwd *pw = getpwuid(getuid());
-    snprintf(path, sizeof path, "%s/.cache/mnemo-test",
-             pw && pw->pw_dir ? pw->pw_dir : "/root");
-  }
-  return path;
-}
 
 /* Runs a shell command with stdout and stderr into test_path(OUT); returns its
  * exit code. */
@@ -41,7 +29,7 @@ TEST(openclaw_e2e) {
   /* two Gateways and a few openclaw CLI processes (about 10 s each): more than the
    * runner's 120 s default on a loaded 2-CPU machine */
   alarm(420);
-  setenv("MNEMO_JS_CACHE", js_cache(), 1);
+  setenv("MNEMO_JS_CACHE", test_js_cache(), 1);
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "sh '%s/tests/openclaw/setup.sh'", test_src_dir());
   if (run_sh(cmd, "setup.out") != 0)

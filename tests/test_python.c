@@ -19,18 +19,6 @@
 
 #include "pg_server.h"
 
-static const char *cache_dir(void)
-{
-    static char path[1024];
-    const char *c = getenv("MNEMO_TEST_JS_CACHE");
-    if (c && *c)
-        snprintf(path, sizeof path, "%s", c);
-    else {
-        const struct passwd *pw = getpwuid(getuid());
-        snprintf(path, sizeof path, "%s/.cache/mnemo-test", pw && pw->pw_dir ? pw->pw_dir : "/root");
-    }
-    return path;
-}
 
 /* Runs a shell command with stdout and stderr into test_path(OUT); returns its
  * exit code. */
@@ -61,11 +49,11 @@ static char *must_run(const char *what, const char *cmd, const char *out)
 static void make_venv(void)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "MNEMO_JS_CACHE='%s' sh '%s/tests/python/setup.sh'", cache_dir(),
+    snprintf(cmd, sizeof cmd, "MNEMO_JS_CACHE='%s' sh '%s/tests/python/setup.sh'", test_js_cache(),
              test_src_dir());
     free(must_run("tests/python/setup.sh", cmd, "setup.out"));
     char pyfile[1200];
-    snprintf(pyfile, sizeof pyfile, "%s/python/python", cache_dir());
+    snprintf(pyfile, sizeof pyfile, "%s/python/python", test_js_cache());
     char *py = test_read(pyfile, NULL);
     ASSERT(py != NULL);
     py[strcspn(py, "\n")] = 0;
@@ -77,7 +65,7 @@ static void make_venv(void)
     snprintf(cmd, sizeof cmd,
              "PIP_DISABLE_PIP_VERSION_CHECK=1 '%s/bin/pip' install -q --no-index --find-links "
              "'%s/python/wheels' -r '%s/tests/python/requirements.txt'",
-             venv, cache_dir(), test_src_dir());
+             venv, test_js_cache(), test_src_dir());
     free(must_run("pip install (build tools, pytest)", cmd, "pip1.out"));
 }
 

@@ -29,19 +29,6 @@
 
 #define UI_TOKEN "ui-test-token-0123456789abcdef"
 
-static const char *js_cache(void)
-{
-    static char path[1024];
-    const char *c = getenv("MNEMO_TEST_JS_CACHE");
-    if (c && *c)
-        snprintf(path, sizeof path, "%s", c);
-    else {
-        const struct passwd *pw = getpwuid(getuid());
-        snprintf(path, sizeof path, "%s/.cache/mnemo-test",
-                 pw && pw->pw_dir ? pw->pw_dir : "/root");
-    }
-    return path;
-}
 
 static double now_s(void)
 {
@@ -128,7 +115,7 @@ static int stop_daemon(pid_t pid)
 /* tests/ui/setup.sh: playwright-core in the cache; its folder into DIR. */
 static void setup_js(char *dir, size_t n)
 {
-    setenv("MNEMO_JS_CACHE", js_cache(), 1);
+    setenv("MNEMO_JS_CACHE", test_js_cache(), 1);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "sh '%s/tests/ui/setup.sh' >'%s' 2>&1", test_src_dir(),
              test_path("setup.out"));

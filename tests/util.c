@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sqlite3.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,20 @@ static char dir[512];
 
 const char *test_dir(void) { return dir; }
 const char *test_src_dir(void) { return MNEMO_SRC; }
+
+const char *test_js_cache(void)
+{
+    static char path[1024];
+    const char *c = getenv("MNEMO_TEST_JS_CACHE");
+    if (c && *c)
+        snprintf(path, sizeof path, "%s", c);
+    else {
+        const struct passwd *pw = getpwuid(getuid());
+        snprintf(path, sizeof path, "%s/.cache/mnemo-test",
+                 pw && pw->pw_dir ? pw->pw_dir : "/root");
+    }
+    return path;
+}
 const char *test_bin(void) { return MNEMO_BIN; }
 
 const char *test_path(const char *rel)

@@ -298,6 +298,19 @@ static int words_of(mpost *p, int64_t mid, uint8_t *tf, int32_t *dl, uint64_t *m
     return blockmax_row(&p->bq, mid, tf, dl, mask);
 }
 
+/* Appends row MID (length DL, phrases MASK, frequencies TF) to H. */
+static int hits_add(bm25_hits *h, int64_t mid, int32_t dl, uint64_t mask, const uint8_t *tf)
+{
+    if (h->n == h->cap && bm25_hits_grow(h))
+        return MNEMO_NOMEM;
+    size_t j = h->n++;
+    h->id[j] = mid;
+    h->dl[j] = dl;
+    h->mask[j] = mask;
+    memcpy(h->tf + j * BM25_MAX_PHRASES, tf, BM25_MAX_PHRASES);
+    return MNEMO_OK;
+}
+
 /* Step 1 (see the top): the candidates whose text episodes may raise,
  * with their text after them, into S. */
 static int episodes(mpost *p, size_t need, mset *s)
@@ -358,15 +371,8 @@ static int episodes(mpost *p, size_t need, mset *s)
             break;
         if (!in)
             continue;
-        if (h2.n == h2.cap && bm25_hits_grow(&h2)) {
-            rc = MNEMO_NOMEM;
+        if ((rc = hits_add(&h2, mid, dl, mask, tf)))
             break;
-        }
-        size_t j = h2.n++;
-        h2.id[j] = mid;
-        h2.dl[j] = dl;
-        h2.mask[j] = mask;
-        memcpy(h2.tf + j * BM25_MAX_PHRASES, tf, BM25_MAX_PHRASES);
         if (!mset_find(s, nbest, mid)) {
             double x = 0;
             double norm = bm25_norm(p->k.k1, p->k.b, (double)dl, h2.avgdl);
@@ -392,17 +398,8 @@ static int episodes(mpost *p, size_t need, mset *s)
         uint8_t tf[BM25_MAX_PHRASES];
         int32_t dl;
         uint64_t mask;
-        if ((rc = words_of(p, mid, tf, &dl, &mask)))
+        if ((rc = words_of(p, mid, tf, &dl, &mask)) || (rc = hits_add(&h2, mid, dl, mask, tf)))
             break;
-        if (h2.n == h2.cap && bm25_hits_grow(&h2)) {
-            rc = MNEMO_NOMEM;
-            break;
-        }
-        size_t j = h2.n++;
-        h2.id[j] = mid;
-        h2.dl[j] = dl;
-        h2.mask[j] = mask;
-        memcpy(h2.tf + j * BM25_MAX_PHRASES, tf, BM25_MAX_PHRASES);
     }
     if (!rc && s->n)
         rc = mem_episodes(p->m, p->q, &p->k, &h2, NULL, need, s, s->n, lite_mem_episodes,
@@ -469,16 +466,9 @@ static int moved_rows(mnemo *m, const query *q, const char *where, const mfilter
                 mask |= (uint64_t)1 << k;
         if (!mask)
             continue;
-        if (h->n == h->cap && bm25_hits_grow(h)) {
-            rc = MNEMO_NOMEM;
+        memset(tf + q->nphrase, 0, BM25_MAX_PHRASES - (size_t)q->nphrase);
+        if ((rc = hits_add(h, sqlite3_column_int64(st, 0), dl, mask, tf)))
             break;
-        }
-        size_t i = h->n++;
-        h->id[i] = sqlite3_column_int64(st, 0);
-        h->dl[i] = dl;
-        h->mask[i] = mask;
-        memset(h->tf + i * BM25_MAX_PHRASES, 0, BM25_MAX_PHRASES);
-        memcpy(h->tf + i * BM25_MAX_PHRASES, tf, (size_t)q->nphrase);
         for (int k = 0; k < q->nphrase; k++)
             h->df[k] += tf[k] > 0;
     }
