@@ -1452,7 +1452,7 @@ static void compare_round(mnemo *m, int round, uint64_t *s, size_t *compared, si
     if (own)
         m = own;
     for (int i = 0; i < 60; i++) {
-        char q[200], opts[200];
+        char q[200];
         int nw = 1 + (int)(prand(s) % 3);
         size_t len = 0;
         for (int w = 0; w < nw; w++)
@@ -1460,10 +1460,18 @@ static void compare_round(mnemo *m, int round, uint64_t *s, size_t *compared, si
                                     pwords[prand(s) % NPWORDS]);
         if (i % 7 == 3)
             snprintf(q + len, sizeof q - len, " what about the");
+        /* Scopes: long-term (the default), a session with the long-term
+         * memories, a session alone, all (every session); any agent, one
+         * agent (and the shared memories), or "*". */
+        static const char *const scopes[] = {"", ",\"run_id\":\"r3\"",
+                                             ",\"scope\":\"session\",\"run_id\":\"r6\"",
+                                             ",\"scope\":\"all\""};
+        static const char *const agents[] = {"", ",\"agent_id\":\"a1\"", ",\"agent_id\":\"*\""};
+        char opts[300];
         snprintf(opts, sizeof opts,
-                 "{\"user_id\":\"%s\",\"type\":\"%s\",\"limit\":%d,\"min_score\":0%s}",
+                 "{\"user_id\":\"%s\",\"type\":\"%s\",\"limit\":%d,\"min_score\":0%s%s}",
                  users[i % 3], i % 2 ? "all" : "fact", 1 + (int)(prand(s) % 20),
-                 i % 5 < 2 ? ",\"scope\":\"all\"" : "");
+                 scopes[prand(s) % 4], agents[prand(s) % 3]);
         char *a = msearch_json(m, q, opts);
         char *b = msearch_json(ref, q, opts);
         if (strcmp(a, b) != 0)
@@ -1509,10 +1517,12 @@ TEST(memory_postings_equal_fts5_through_changes)
         char run[16] = "";
         if (i % 3 == 0) /* a third in sessions, as turns of one */
             snprintf(run, sizeof run, "r%d", i / 30);
+        static const char *const agents[] = {"", "", "a1", "a2"};
         snprintf(rec, sizeof rec,
                  "{\"text\":\"%s\",\"user_id\":\"%s\",\"type\":\"%s\",\"importance\":%.1f,"
-                 "\"run_id\":\"%s\"%s}",
+                 "\"run_id\":\"%s\",\"agent_id\":\"%s\"%s}",
                  text, users[prand(&s) % 3], types[prand(&s) % 4], imp, run,
+                 agents[prand(&s) % 4],
                  i % 97 == 5 ? ",\"expires_at\":\"2026-07-01T00:00:00Z\"" : "");
         ids = realloc(ids, (nids + 1) * sizeof *ids);
         ids[nids++] = add(m, rec);
@@ -1535,9 +1545,10 @@ TEST(memory_postings_equal_fts5_through_changes)
                 if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
                     mnemo_free(out);
             } else if (what == 1) {
-                snprintf(rec, sizeof rec, "{\"user_id\":\"%s\",\"type\":\"%s\"%s}",
+                snprintf(rec, sizeof rec, "{\"user_id\":\"%s\",\"type\":\"%s\"%s%s}",
                          users[prand(&s) % 3], types[prand(&s) % 4],
-                         prand(&s) % 2 ? ",\"run_id\":\"r99\"" : "");
+                         prand(&s) % 2 ? ",\"run_id\":\"r3\"" : "",
+                         prand(&s) % 3 ? "" : ",\"agent_id\":\"a2\"");
                 if (mnemo_memory_update(m, id, rec, &out) == MNEMO_OK)
                     mnemo_free(out);
             } else if (what == 2) {

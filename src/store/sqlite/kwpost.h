@@ -58,15 +58,18 @@ typedef struct kwpost kwpost;
 #define KWPOST_CHUNKS "SELECT id, text FROM chunks WHERE id > ?1 AND id < ?2 ORDER BY id"
 #define KWPOST_MEMORIES                                                                        \
     "SELECT mid, text, " KWPOST_MEMORY_KEY " FROM mem.memories "                               \
-    "WHERE mid > ?1 AND mid < ?2 AND deleted_at IS NULL AND length(user_id) <= 512 "            \
-    "ORDER BY mid"
+    "WHERE mid > ?1 AND mid < ?2 AND deleted_at IS NULL AND " KWPOST_MEMORY_KEYED " ORDER BY mid"
 
-/* A memory's key: its user, type, and L (long-term) or S (a session's),
- * each followed by 0x1f; its words' postings are kept under it, as memory
- * search counts words in its scope. */
+/* A memory's key: its user, agent, type and session (run), each followed
+ * by 0x1f; its words' postings are kept under it, as memory search counts
+ * words in its scope. A memory whose key would be longer is not in the
+ * postings (searches read it from its row: memlite.c records it moved). */
 #define KWPOST_MEMORY_KEY                                                                      \
-    "user_id || char(31) || type || char(31) || CASE run_id WHEN '' THEN 'L' ELSE 'S' END "    \
-    "|| char(31)"
+    "user_id || char(31) || agent_id || char(31) || type || char(31) || run_id || char(31)"
+#define KWPOST_MEMORY_KEYED                                                                    \
+    "length(CAST(user_id AS BLOB)) + length(CAST(agent_id AS BLOB)) + "                        \
+    "length(CAST(run_id AS BLOB)) <= 560"
+#define KWPOST_MEMORY_KEY_MAX 560 /* user, agent and run, in bytes */
 
 /* A third column of SOURCE, when there is one, keys the row's terms: its
  * value, then the word. At most this long. */

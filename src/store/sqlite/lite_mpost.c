@@ -6,10 +6,9 @@
  * Memory search ranks the in-scope matches by relevance times each
  * memory's factors (msearch.c), after episodes lend turns the words of
  * their neighbours, with document frequencies counted in scope. The
- * postings are kept per user, type and long-term or session (the key
- * KWPOST_MEMORY_KEY), so that for a plain scope (one user's live memories,
- * long-term or all, of one type or any: recall's, and memory search's
- * default) a word's frequency is the size of its lists. Both steps walk
+ * postings are kept per user, agent, type and session (the key
+ * KWPOST_MEMORY_KEY), so that for a plain scope (plain_scope: recall's, and
+ * memory search's default) a word's frequency is the size of its lists. Both steps walk
  * them with block-max bounds (blockmax.h), a memory looked up (its scope,
  * its factors) only when it may still make the results:
  *
@@ -412,14 +411,81 @@ static int episodes(mpost *p, size_t need, mset *s)
     return rc;
 }
 
-/* Whether O's memories are a plain scope: one user's, live, of any or one
- * type, nothing else asked; the postings count words per user and type. */
+/* Whether O's memories are a plain scope: one user's live memories, of
+ * one agent (and the user's shared ones) or any, one session (and the
+ * long-term ones), the long-term ones, or one type, nothing else asked;
+ * the postings keep words per user, agent, type and session. */
 static int plain_scope(const mem_opts *o)
 {
-    return o->user && strcmp(o->user, "*") != 0 && strlen(o->user) <= 512 &&
-           (!o->agent || strcmp(o->agent, "*") == 0) &&
-           (o->scope == MEM_LONG_TERM || (o->scope == MEM_ALL && !o->run)) && !o->subject &&
-           !o->categories && !o->deleted && (!o->filters || strcmp(o->filters, "{}") == 0);
+    return o->user && strcmp(o->user, "*") != 0 && !(o->scope == MEM_ALL && !o->run) &&
+           !o->subject && !o->categories && !o->deleted &&
+           (!o->filters || strcmp(o->filters, "{}") == 0);
+}
+
+/* The keys of O's scope (KWPOST_MEMORY_KEY's, without the word) into
+ * KEYS (*N of them, at most MAX): 0 when they are more, or too long. */
+static int scope_keys(mnemo *m, const mem_opts *o, char **keys, int *n, int max)
+{
+    const char *agents[64];
+    int na = 0;
+    char *owned[64];
+    int nown = 0;
+    if (o->agent && strcmp(o->agent, "*") != 0) {
+        agents[na++] = o->agent;
+        if (*o->agent)
+            agents[na++] = ""; /* the user's shared memories */
+    } else {
+        sqlite3_stmt *st = fts_stmt(store_mrank(LITE(m)->st),
+                                    "SELECT agent_id FROM mem.kw_agents WHERE user_id = ?1");
+        if (!st)
+            return 0;
+        sqlite3_bind_text(st, 1, o->user, -1, SQLITE_STATIC);
+        int step;
+        while ((step = sqlite3_step(st)) == SQLITE_ROW && na < 64) {
+            const char *a = (const char *)sqlite3_column_text(st, 0);
+            if (!(owned[nown] = strdup(a ? a : "")))
+                break;
+            agents[na++] = owned[nown++];
+        }
+        sqlite3_reset(st);
+        if (step != SQLITE_DONE) { /* more than 64, out of memory, or an error */
+            for (int i = 0; i < nown; i++)
+                free(owned[i]);
+            return 0;
+        }
+    }
+    const char *runs[2] = {"", o->run};
+    int nr = o->scope == MEM_LONG_TERM ? 1 : o->scope == MEM_SESSION ? 1 : 2;
+    if (o->scope == MEM_SESSION)
+        runs[0] = o->run;
+    int nt = o->type ? 1 : MEM_NTYPES, ok = 1;
+    *n = 0;
+    for (int a = 0; a < na && ok; a++)
+        for (int t = 0; t < nt && ok; t++)
+            for (int r = 0; r < nr && ok; r++) {
+                const char *type = o->type ? o->type : mem_types[t];
+                size_t len = strlen(o->user) + strlen(agents[a]) + strlen(runs[r]);
+                if (*n == max || len > KWPOST_MEMORY_KEY_MAX) {
+                    ok = 0;
+                    break;
+                }
+                size_t sz = len + strlen(type) + 5;
+                if (!(keys[*n] = malloc(sz))) {
+                    ok = 0;
+                    break;
+                }
+                snprintf(keys[*n], sz, "%s\x1f%s\x1f%s\x1f%s\x1f", o->user, agents[a], type,
+                         runs[r]);
+                (*n)++;
+            }
+    for (int i = 0; i < nown; i++)
+        free(owned[i]);
+    if (!ok) {
+        for (int i = 0; i < *n; i++)
+            free(keys[i]);
+        *n = 0;
+    }
+    return ok;
 }
 
 /* The memories whose text changed since their postings were written, in
@@ -514,10 +580,8 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     char terms[BM25_MAX_PHRASES][TOK_MAX_BYTES + 1];
     sqlite3 *db = store_db(LITE(m)->st);
     int64_t mark[KWPOST_RANGES], top = 0;
-    int ntypes = o->type ? 1 : MEM_NTYPES, nruns = o->scope == MEM_LONG_TERM ? 1 : 2;
-    if (!plain_scope(o) || q->nphrase * ntypes * nruns > BM25_MAX_PHRASES ||
-        !lite_single_terms(m, q, terms) || kwpost_marks(db, "mem", mark) != MNEMO_OK ||
-        mark[0] < 0)
+    if (!plain_scope(o) || !lite_single_terms(m, q, terms) ||
+        kwpost_marks(db, "mem", mark) != MNEMO_OK || mark[0] < 0)
         return MNEMO_NOTFOUND;
     fts_rank *r = store_mrank(LITE(m)->st);
     /* Not with too many memories above the mark (a store just upgraded),
@@ -547,7 +611,11 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     p.q = q;
     p.now = now;
     p.user_query = mem_about_user(qtext, o);
-    /* The lists: per phrase, its word under the user and each type. */
+    /* The lists: per phrase, its word under each key of the scope. */
+    char *scope[BM25_MAX_PHRASES];
+    int nscope = 0;
+    if (!scope_keys(m, o, scope, &nscope, BM25_MAX_PHRASES / q->nphrase))
+        return MNEMO_NOTFOUND;
     int nl = 0;
     int phrase_of[BM25_MAX_PHRASES];
     char *keys[BM25_MAX_PHRASES];
@@ -555,18 +623,18 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     int64_t df[BM25_MAX_PHRASES];
     int rc = MNEMO_OK;
     for (int k = 0; k < q->nphrase && !rc; k++)
-        for (int y = 0; y < ntypes * nruns && !rc; y++) {
-            const char *type = o->type ? o->type : mem_types[y / nruns];
-            size_t n = strlen(o->user) + strlen(type) + strlen(terms[k]) + 6;
+        for (int y = 0; y < nscope && !rc; y++) {
+            size_t n = strlen(scope[y]) + strlen(terms[k]) + 1;
             if (!(keys[nl] = malloc(n))) {
                 rc = MNEMO_NOMEM;
                 break;
             }
-            snprintf(keys[nl], n, "%s\x1f%s\x1f%c\x1f%s", o->user, type, y % nruns ? 'S' : 'L',
-                     terms[k]);
+            snprintf(keys[nl], n, "%s%s", scope[y], terms[k]);
             kv[nl] = keys[nl];
             phrase_of[nl++] = k;
         }
+    for (int y = 0; y < nscope; y++)
+        free(scope[y]);
     if (!rc)
         rc = kwread_load(&p.kr, db, "mem", kv, nl, 0, INT64_MAX, df);
     /* The rows FTS5 holds beyond the postings (above the mark), and the

@@ -407,14 +407,14 @@ static int history(mnemo *m, const char *id, const char *event, const char *old_
 
 /* ----------------------------------------------------------------------
  * The memories' postings (kwpost.h), beside their FTS5 index, for top-k
- * keyword search (lite_mpost.c): a word's postings per user, type and
- * long-term or session (KWPOST_MEMORY_KEY), and per user the largest
- * factor inputs of its memories in them (kw_user).
+ * keyword search (lite_mpost.c): a word's postings per user, agent, type
+ * and session (KWPOST_MEMORY_KEY), and per user the largest factor inputs
+ * of its memories in them (kw_user) and its agents (kw_agents).
  *
  * Memories at or below the mark (kw_mark, range 0) are in the postings as
  * they were when a write moved the mark; those above it are searched
  * through FTS5. A memory at or below it that then changes what its
- * postings hold (its text, user, type or session; a delete, a restore)
+ * postings hold (its text, user, agent, type or session; a delete, a restore)
  * is recorded under each word of its postings (kw_dead) and in kw_moved:
  * searches read it from its row from then on; past MEM_POST_MOVED of
  * them a write writes the postings again. A confirmation or a new
@@ -493,7 +493,7 @@ static int post_change(mnemo *m, int64_t mid)
     /* Its words, keyed as the postings have them (KWPOST_MEMORIES): a
      * deleted memory, or one whose user is too long, has none. */
     if (!(st = prepare(m, "SELECT text, " KWPOST_MEMORY_KEY " FROM mem.memories WHERE mid = ?1 "
-                          "AND deleted_at IS NULL AND length(user_id) <= 512")))
+                          "AND deleted_at IS NULL AND " KWPOST_MEMORY_KEYED)))
         return MNEMO_DB;
     sqlite3_bind_int64(st, 1, mid);
     int rc = MNEMO_OK;
@@ -531,6 +531,20 @@ static int post_user_max(mnemo *m, int64_t lo, int64_t hi)
     sqlite3_bind_int64(st, 2, hi);
     int rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "the memories' postings");
     sqlite3_finalize(st);
+    /* Their users' agents; and those too long to key, read from their rows. */
+    static const char *const more[] = {
+        "INSERT OR IGNORE INTO mem.kw_agents(user_id, agent_id) SELECT DISTINCT user_id, "
+        "agent_id FROM mem.memories WHERE mid > ?1 AND mid <= ?2 AND deleted_at IS NULL",
+        "INSERT OR IGNORE INTO mem.kw_moved(id, recorded) SELECT mid, 1 FROM mem.memories "
+        "WHERE mid > ?1 AND mid <= ?2 AND deleted_at IS NULL AND NOT (" KWPOST_MEMORY_KEYED ")"};
+    for (int i = 0; i < 2 && !rc; i++) {
+        if (!(st = prepare(m, more[i])))
+            return MNEMO_DB;
+        sqlite3_bind_int64(st, 1, lo);
+        sqlite3_bind_int64(st, 2, hi);
+        rc = sqlite3_step(st) == SQLITE_DONE ? MNEMO_OK : sqlfail(m, "the memories' postings");
+        sqlite3_finalize(st);
+    }
     return rc;
 }
 
@@ -580,7 +594,7 @@ static int post_flush(mnemo *m, int all)
         if (sqlite3_exec(store_db(LITE(m)->st),
                          "DELETE FROM mem.kw_seg; DELETE FROM mem.kw_dead; "
                          "DELETE FROM mem.kw_mark; DELETE FROM mem.kw_moved; "
-                         "DELETE FROM mem.kw_user",
+                         "DELETE FROM mem.kw_user; DELETE FROM mem.kw_agents",
                          NULL, NULL, NULL) != SQLITE_OK)
             return sqlfail(m, "writing the memories' postings");
         mark = -1;
@@ -773,7 +787,7 @@ static int update_row(mnemo *m, const char *id, int64_t mid, const mem_fields *f
                       double importance, int set_expires, const char *old_text, double now)
 {
     (void)id;
-    int prc = f->text || f->user || f->type || f->run ? post_change(m, mid) : MNEMO_OK;
+    int prc = f->text || f->user || f->agent || f->type || f->run ? post_change(m, mid) : MNEMO_OK;
     if (prc)
         return prc;
     sqlite3_stmt *st = prepare(

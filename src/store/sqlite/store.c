@@ -213,11 +213,11 @@ static const char mem_schema[] =
     /* A writer that does not keep the postings (an older mnemo) still
      * records what it changes below the mark, unrecorded under its words:
      * the postings are then not used until a write writes them again. */
-    "CREATE TRIGGER IF NOT EXISTS mem.kw_moved_update AFTER UPDATE OF text, user_id, type,\n"
-    "  run_id, deleted_at ON memories WHEN old.mid <= (SELECT mark FROM kw_mark WHERE range = 0)\n"
-    "  AND (old.text IS NOT new.text OR old.user_id IS NOT new.user_id OR old.type IS NOT\n"
-    "  new.type OR (old.run_id = '') IS NOT (new.run_id = '') OR old.deleted_at IS NOT\n"
-    "  new.deleted_at)\n"
+    "CREATE TRIGGER IF NOT EXISTS mem.kw_moved_update AFTER UPDATE OF text, user_id, agent_id,\n"
+    "  type, run_id, deleted_at ON memories\n"
+    "  WHEN old.mid <= (SELECT mark FROM kw_mark WHERE range = 0) AND (old.text IS NOT new.text\n"
+    "  OR old.user_id IS NOT new.user_id OR old.agent_id IS NOT new.agent_id OR old.type IS NOT\n"
+    "  new.type OR old.run_id IS NOT new.run_id OR old.deleted_at IS NOT new.deleted_at)\n"
     "  BEGIN INSERT OR IGNORE INTO kw_moved(id) VALUES(old.mid); END;\n"
     "CREATE TRIGGER IF NOT EXISTS mem.kw_moved_insert AFTER INSERT ON memories\n"
     "  WHEN new.mid <= (SELECT mark FROM kw_mark WHERE range = 0)\n"
@@ -225,6 +225,9 @@ static const char mem_schema[] =
     "CREATE TRIGGER IF NOT EXISTS mem.kw_moved_delete AFTER DELETE ON memories\n"
     "  WHEN old.mid <= (SELECT mark FROM kw_mark WHERE range = 0) AND old.deleted_at IS NULL\n"
     "  BEGIN INSERT OR IGNORE INTO kw_moved(id) VALUES(old.mid); END;\n"
+    /* per user, its agents in the postings */
+    "CREATE TABLE IF NOT EXISTS mem.kw_agents(user_id TEXT NOT NULL, agent_id TEXT NOT NULL,\n"
+    "  PRIMARY KEY(user_id, agent_id)) WITHOUT ROWID;\n"
     /* per user, the largest factor inputs of the memories in the postings */
     "CREATE TABLE IF NOT EXISTS mem.kw_user(user_id TEXT PRIMARY KEY, importance REAL NOT NULL,\n"
     "  confirmations REAL NOT NULL, ref REAL NOT NULL, about INTEGER NOT NULL) WITHOUT ROWID;\n"
@@ -236,7 +239,7 @@ static const char mem_schema[] =
  * next write makes them again. */
 #define MEM_POSTINGS_DROP                                                                      \
     "DELETE FROM mem.kw_seg; DELETE FROM mem.kw_dead; DELETE FROM mem.kw_mark;"                \
-    "DELETE FROM mem.kw_moved; DELETE FROM mem.kw_user;"
+    "DELETE FROM mem.kw_moved; DELETE FROM mem.kw_user; DELETE FROM mem.kw_agents;"
 
 /* After a 'rebuild' of the memories' text index, which reads every row:
  * deleted memories are left out of it, as their deletion did (a restore
