@@ -447,8 +447,9 @@ MNEMO_API int mnemo_memory_list(mnemo *m, const char *options, char **out);
 /* How many memories were stored per week (or day), counted by the store
  * without reading the memories: OPTIONS takes mnemo_memory_list's scope
  * and filters ("user_id", "agent_id", "run_id", "scope", "categories",
- * "type", "subject", "filters", "deleted"; deleted memories are left out
- * unless "deleted":true, expired ones always, as in a list) plus
+ * "type", "subject", "filters", "deleted"; as in a list, deleted and
+ * expired memories are left out, and "deleted":true counts the deleted
+ * ones instead) plus
  * "bucket":"week" (the default: weeks from Monday 00:00 UTC) or "day"
  * (from 00:00 UTC), and "weeks":N, only the memories created in the N
  * weeks up to now (this week included). *out: {"buckets":[{"start":
