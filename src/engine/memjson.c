@@ -330,7 +330,8 @@ int mem_counts(mnemo *m, const char *options, const mem_store *st, char **out)
     if (!rc)
         rc = st->count_spans(m, &o, now, from, width, origin, span_add, &s);
     if (!rc) {
-        qsort(s.v, s.n, sizeof *s.v, by_span);
+        if (s.n) /* qsort takes no NULL array, even empty */
+            qsort(s.v, s.n, sizeof *s.v, by_span);
         json_t *j = spans_json(&s);
         rc = j ? mem_dump(j, out) : core_error(m, MNEMO_NOMEM, "out of memory");
     }
