@@ -3,7 +3,10 @@
  * for memories (add, get, list, search) and mnemo_search_all decode their
  * text once into the typed options and records, run the same operations
  * as the typed functions and encode the answer; nothing inside the library
- * passes JSON text to another part of it.
+ * passes JSON text to another part of it. The counts per week
+ * (mnemo_memory_counts) are here too: the store hands its counts back
+ * typed (mem_store.count_spans), and this file orders them and writes the
+ * JSON.
  */
 #include "engine/memjson.h"
 
