@@ -396,6 +396,14 @@ static int op_memory_list(mnemo *m, json_t *args, char **out, char **err)
     return reply_text(m, rc, s, out, err);
 }
 
+static int op_memory_counts(mnemo *m, json_t *args, char **out, char **err)
+{
+    char *o = args_without(args, NULL), *s = NULL;
+    int rc = o ? mnemo_memory_counts(m, o, &s) : MNEMO_NOMEM;
+    free(o);
+    return reply_text(m, rc, s, out, err);
+}
+
 static int op_status(mnemo *m, json_t *args, char **out, char **err)
 {
     char *s = NULL;
@@ -663,6 +671,22 @@ static const api_op ops[] = {
      OUT("\"memories\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"},"
          "\"totalCapped\":{\"type\":\"boolean\"}"),
      "List stored memories, newest first, with filters.", 0, "POST /v1/memories/list", 200},
+
+    {"memory_counts", op_memory_counts,
+     OBJ(FILTER_PROPS ","
+         "\"deleted\":" BOOL("count the deleted memories only") ","
+         "\"bucket\":{\"type\":\"string\",\"enum\":[\"week\",\"day\"],"
+         "\"description\":\"week (default: from Monday 00:00 UTC) or day\"},"
+         "\"weeks\":{\"type\":\"integer\",\"minimum\":1,"
+         "\"description\":\"only the memories of the last N weeks, this one included\"}",
+         ""),
+     OUT("\"buckets\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+         "\"start\":{\"type\":\"string\"},\"total\":{\"type\":\"integer\"},"
+         "\"byCategory\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+         "\"integer\"}}}}},\"total\":{\"type\":\"integer\"}"),
+     "How many memories were stored per week (or day), by category, oldest first: counted "
+     "by the store, with the filters of memory_list.",
+     0, "POST /v1/memories/counts", 200},
 
     {"status", op_status, OBJ("\"deep\":" BOOL("also probe the embedding provider"), ""),
      OUT("\"indexed\":{\"type\":\"boolean\"}"),

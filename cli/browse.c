@@ -1,7 +1,8 @@
 /*
  * browse.c - the operations a browser of the memory needs beside search and
  * the memory operations (see browse.h): the index's files as a list, and
- * how much was written per week.
+ * how much was written per week (notes counted here from the files, facts
+ * by the store: mnemo_memory_counts).
  *
  * The files are the index's (mnemo_files): every file a search can cite,
  * under the default roots, the extra paths, the transcripts and the media,
@@ -121,6 +122,17 @@ static void week_of(int64_t t, char out[16])
     strftime(out, 16, "%Y-%m-%d", &tm);
 }
 
+/* WEEKS[W] ({"notes":{},"facts":{}} when new). */
+static json_t *week_entry(json_t *weeks, const char *w)
+{
+    json_t *wk = json_object_get(weeks, w);
+    if (!wk) {
+        wk = json_pack("{s:{},s:{}}", "notes", "facts");
+        json_object_set_new(weeks, w, wk);
+    }
+    return wk;
+}
+
 /* WEEKS["YYYY-MM-DD"][KIND][CAT] += 1. */
 static void count(json_t *weeks, int64_t t, const char *kind, const char *cat)
 {
@@ -128,12 +140,7 @@ static void count(json_t *weeks, int64_t t, const char *kind, const char *cat)
     if (t <= 0)
         return;
     week_of(t, w);
-    json_t *wk = json_object_get(weeks, w);
-    if (!wk) {
-        wk = json_pack("{s:{},s:{}}", "notes", "facts");
-        json_object_set_new(weeks, w, wk);
-    }
-    json_t *k = json_object_get(wk, kind);
+    json_t *k = json_object_get(week_entry(weeks, w), kind);
     json_t *c = json_object_get(k, cat);
     json_object_set_new(k, cat, json_integer(c ? json_integer_value(c) + 1 : 1));
 }
@@ -163,33 +170,45 @@ static int count_notes(mnemo *m, json_t *weeks, char **err)
     return MNEMO_OK;
 }
 
-/* Facts by their creation, a page at a time (100k facts: 20 pages). */
+/* Facts by their creation, counted by the store (mnemo_memory_counts):
+ * the user's and agent's of ARGS, every scope. */
 static int count_facts(mnemo *m, json_t *args, json_t *weeks, long long *n)
 {
-    mnemo_memory_opts o;
-    mnemo_memory_opts_init(&o);
-    o.user_id = json_string_value(json_object_get(args, "user_id"));
-    o.agent_id = json_string_value(json_object_get(args, "agent_id"));
-    o.scope = "all";
-    o.limit = 5000;
-    o.no_count = 1;
-    for (;;) {
-        mnemo_memories *s = NULL;
-        int rc = mnemo_memory_list_typed(m, &o, &s);
-        if (rc)
-            return rc;
-        size_t k = mnemo_memories_count(s);
-        for (size_t i = 0; i < k; i++) {
-            const mnemo_memory *r = mnemo_memories_get(s, i);
-            count(weeks, r->created_at, "facts",
-                  r->category && *r->category ? r->category : "none");
-        }
-        mnemo_memories_free(s);
-        *n += (long long)k;
-        if (k < (size_t)o.limit)
-            return 0;
-        o.offset += o.limit;
+    json_t *opts = json_pack("{s:s}", "scope", "all");
+    static const char *const keys[] = {"user_id", "agent_id"};
+    for (size_t i = 0; opts && i < 2; i++) {
+        json_t *v = json_object_get(args, keys[i]);
+        if (json_is_string(v))
+            json_object_set(opts, keys[i], v);
     }
+    char *o = opts ? json_dumps(opts, JSON_COMPACT) : NULL, *out = NULL;
+    json_decref(opts);
+    if (!o)
+        return MNEMO_NOMEM;
+    int rc = mnemo_memory_counts(m, o, &out);
+    free(o);
+    if (rc) {
+        mnemo_free(out);
+        return rc;
+    }
+    json_t *c = json_loads(out, 0, NULL);
+    mnemo_free(out);
+    if (!c)
+        return MNEMO_NOMEM;
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(c, "buckets"), i, b) {
+        char w[16];
+        snprintf(w, sizeof w, "%.10s", json_string_value(json_object_get(b, "start")));
+        json_t *facts = json_object_get(week_entry(weeks, w), "facts");
+        const char *cat;
+        json_t *k;
+        json_object_foreach(json_object_get(b, "byCategory"), cat, k)
+            json_object_set(facts, *cat ? cat : "none", k);
+    }
+    *n = json_integer_value(json_object_get(c, "total"));
+    json_decref(c);
+    return MNEMO_OK;
 }
 
 int browse_timeline(mnemo *m, json_t *args, char **out, char **err)

@@ -444,6 +444,21 @@ MNEMO_API int mnemo_memory_history(mnemo *m, const char *id, char **out);
  * "warnings":[text] (also mnemo_warning), and "total" counts them. */
 MNEMO_API int mnemo_memory_list(mnemo *m, const char *options, char **out);
 
+/* How many memories were stored per week (or day), counted by the store
+ * without reading the memories: OPTIONS takes mnemo_memory_list's scope
+ * and filters ("user_id", "agent_id", "run_id", "scope", "categories",
+ * "type", "subject", "filters", "deleted"; as in a list, deleted and
+ * expired memories are left out, and "deleted":true counts the deleted
+ * ones instead) plus
+ * "bucket":"week" (the default: weeks from Monday 00:00 UTC) or "day"
+ * (from 00:00 UTC), and "weeks":N, only the memories created in the N
+ * weeks up to now (this week included). *out: {"buckets":[{"start":
+ * "2026-11-30T00:00:00Z","total":N,"byCategory":{"preference":n,...}}],
+ * "total":N}, oldest first, each bucket's categories by name, no empty
+ * buckets. A memory is counted by its created_at. MNEMO_INVALID for a bad
+ * option, with the message in mnemo_errmsg. */
+MNEMO_API int mnemo_memory_counts(mnemo *m, const char *options, char **out);
+
 /* Searches memories: the list options (type defaults to "fact", limit to
  * 10, at most 50) plus "min_score". *out: {"results":[memory + "score"],
  * "total":N,"mode":"keyword"|"hybrid"}, with "unreadable" and "warnings"

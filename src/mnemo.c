@@ -354,6 +354,13 @@ int mnemo_memory_list(mnemo *m, const char *options, char **out)
     return rc;
 }
 
+int mnemo_memory_counts(mnemo *m, const char *options, char **out)
+{
+    int rc;
+    BACKEND_CALL(m, BACKEND_READ, rc, mem_counts(warn_fresh(m), options, m->be->mem, out));
+    return rc;
+}
+
 int mnemo_memory_search(mnemo *m, const char *text, const char *options, char **out)
 {
     int rc;

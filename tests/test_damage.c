@@ -180,6 +180,69 @@ TEST(damage_memory_store_is_never_a_shorter_list)
     free(err);
 }
 
+/* Junk over the middle leaf page of the table or index NAME of the memory
+ * store PATH. */
+static void damage_leaf(const char *path, const char *name)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM dbstat WHERE name = '%s' AND pagetype = 'leaf'", name);
+    long long leaves = test_sql_int(path, sql);
+    ASSERT(leaves > 2);
+    snprintf(sql, sizeof sql,
+             "SELECT pageno FROM dbstat WHERE name = '%s' AND pagetype = 'leaf' "
+             "ORDER BY pageno LIMIT 1 OFFSET %lld",
+             name, leaves / 2);
+    long long pg = test_sql_int(path, sql);
+    FILE *f = fopen(path, "r+b");
+    ASSERT(f != NULL);
+    char junk[600];
+    memset(junk, 0xc3, sizeof junk);
+    fseek(f, (long)(pg - 1) * 4096 + 3, SEEK_SET); /* the cell count and on */
+    fwrite(junk, 1, sizeof junk, f);
+    fclose(f);
+}
+
+/* The counts per week read the indexes, not the rows: damaged, they say
+ * so rather than count fewer. */
+TEST(damage_memory_counts_are_never_fewer)
+{
+    test_write("ws/MEMORY.md", "# Notes\n");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    /* 600 memories over a year, imported in one write. */
+    size_t cap = 600 * 200, len = 0, in = 0, skip = 0;
+    char *lines = malloc(cap);
+    ASSERT(lines != NULL);
+    for (int i = 0; i < 600; i++)
+        len += (size_t)snprintf(lines + len, cap - len,
+                                "{\"id\":\"f%d\",\"text\":\"fact %d: the garden bed gets water on day %d\","
+                                "\"category\":\"%s\",\"created_at\":\"2026-%02d-%02dT10:00:00Z\"}\n",
+                                i, i, i % 7, i % 2 ? "rule" : "project", 1 + i % 12, 1 + i % 28);
+    if (mnemo_memory_import(m, lines, len, &in, &skip))
+        test_fail(__FILE__, __LINE__, "import: %s", mnemo_errmsg(m));
+    ASSERT_EQ(in, 600);
+    free(lines);
+    char *out = NULL;
+    ASSERT_OK(mnemo_memory_counts(m, NULL, &out));
+    ASSERT_CONTAINS(out, "\"total\":600}");
+    mnemo_free(out);
+    mnemo_close(m);
+    const char *path = test_path("db.memories.sqlite");
+    damage_leaf(path, "memories_recent");
+    damage_leaf(path, "memories_category");
+
+    m = test_open("ws", "db.sqlite", NULL);
+    out = NULL;
+    ASSERT_EQ(mnemo_memory_counts(m, NULL, &out), MNEMO_CORRUPT);
+    ASSERT(out == NULL);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "db.memories.sqlite");
+    ASSERT_EQ(mnemo_memory_counts(m, "{\"categories\":[\"rule\"],\"bucket\":\"day\"}", &out),
+              MNEMO_CORRUPT);
+    ASSERT(out == NULL);
+    mnemo_close(m);
+}
+
 TEST(damage_none_in_a_whole_store)
 {
     test_write("ws/MEMORY.md", "# Notes\n");

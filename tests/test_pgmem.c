@@ -2927,3 +2927,206 @@ BACKEND_TEST(backend_mem_list_indexed_equals_scan)
     sqlite3_close(ref);
     free(lines);
 }
+
+/* ----------------------------------------------------------------------
+ * Memories per week (mnemo_memory_counts)
+ * -------------------------------------------------------------------- */
+
+static char *counts(mnemo *m, const char *opts)
+{
+    char *out = NULL;
+    if (mnemo_memory_counts(m, opts, &out))
+        test_fail(__FILE__, __LINE__, "counts %s: %s", opts ? opts : "", mnemo_errmsg(m));
+    char *s = strdup(out);
+    mnemo_free(out);
+    return s;
+}
+
+#define COUNTS_EQ(m, opts, expect)                                                             \
+    do {                                                                                       \
+        char *c_ = counts(m, opts);                                                            \
+        ASSERT_STR_EQ(c_, expect);                                                             \
+        free(c_);                                                                              \
+    } while (0)
+
+static void add_at(mnemo *m, const char *when, const char *record)
+{
+    at(when);
+    free(add(m, record));
+}
+
+BACKEND_TEST(backend_mem_counts_per_week)
+{
+    mnemo *m = open_mem(NULL);
+    COUNTS_EQ(m, NULL, "{\"buckets\":[],\"total\":0}");
+    /* Sunday night and Monday morning: two weeks. */
+    add_at(m, "2026-11-29T23:59:59Z", "{\"text\":\"likes tea\",\"category\":\"preference\"}");
+    add_at(m, "2026-11-30T00:00:00Z", "{\"text\":\"likes green tea\",\"category\":\"preference\"}");
+    add_at(m, "2026-12-02T10:00:00Z", "{\"text\":\"ships on Fridays\",\"category\":\"rule\"}");
+    add_at(m, "2026-12-03T10:00:00Z", "{\"text\":\"works on apollo\",\"category\":\"project\"}");
+    add_at(m, "2026-12-03T11:00:00Z", "{\"text\":\"Bob likes coffee\",\"user_id\":\"bob\"}");
+    add_at(m, "2026-12-03T12:00:00Z", "{\"text\":\"debugging now\",\"run_id\":\"s1\"}");
+    add_at(m, "2026-12-03T13:00:00Z",
+           "{\"text\":\"a summary of the week\",\"type\":\"summary\",\"category\":\"project\"}");
+    add_at(m, "2026-12-04T13:00:00Z",
+           "{\"text\":\"on call this week\",\"expires_at\":\"2026-12-05T00:00:00Z\"}");
+    char *gone = add(m, "{\"text\":\"an old fact\",\"category\":\"rule\"}");
+    ASSERT_OK(mnemo_memory_delete(m, gone));
+    free(gone);
+    /* Before the first Monday of Unix time: the week before it. */
+    add_at(m, "1970-01-02T00:00:00Z", "{\"text\":\"the oldest fact\"}");
+    at("2026-12-05T12:00:00Z");
+    const char *all = "{\"buckets\":[{\"start\":\"1969-12-29T00:00:00Z\",\"total\":1,"
+                      "\"byCategory\":{\"other\":1}},"
+                      "{\"start\":\"2026-11-23T00:00:00Z\",\"total\":1,"
+                      "\"byCategory\":{\"preference\":1}},"
+                      "{\"start\":\"2026-11-30T00:00:00Z\",\"total\":4,"
+                      "\"byCategory\":{\"preference\":1,\"project\":2,\"rule\":1}}],"
+                      "\"total\":6}";
+    COUNTS_EQ(m, NULL, all);
+    COUNTS_EQ(m, "{\"bucket\":\"week\"}", all);
+    COUNTS_EQ(m, "{\"weeks\":1}", "{\"buckets\":[{\"start\":\"2026-11-30T00:00:00Z\",\"total\":4,"
+                                  "\"byCategory\":{\"preference\":1,\"project\":2,\"rule\":1}}],"
+                                  "\"total\":4}");
+    COUNTS_EQ(m, "{\"weeks\":2,\"bucket\":\"day\",\"type\":\"fact\"}",
+              "{\"buckets\":[{\"start\":\"2026-11-29T00:00:00Z\",\"total\":1,"
+              "\"byCategory\":{\"preference\":1}},"
+              "{\"start\":\"2026-11-30T00:00:00Z\",\"total\":1,\"byCategory\":{\"preference\":1}},"
+              "{\"start\":\"2026-12-02T00:00:00Z\",\"total\":1,\"byCategory\":{\"rule\":1}},"
+              "{\"start\":\"2026-12-03T00:00:00Z\",\"total\":1,\"byCategory\":{\"project\":1}}],"
+              "\"total\":4}");
+    /* "deleted": the deleted ones instead, as a list. */
+    COUNTS_EQ(m, "{\"categories\":[\"rule\"],\"deleted\":true}",
+              "{\"buckets\":[{\"start\":\"2026-11-30T00:00:00Z\",\"total\":1,"
+              "\"byCategory\":{\"rule\":1}}],\"total\":1}");
+    COUNTS_EQ(m, "{\"user_id\":\"bob\"}",
+              "{\"buckets\":[{\"start\":\"2026-11-30T00:00:00Z\",\"total\":1,"
+              "\"byCategory\":{\"other\":1}}],\"total\":1}");
+    COUNTS_EQ(m, "{\"scope\":\"session\",\"run_id\":\"s1\"}",
+              "{\"buckets\":[{\"start\":\"2026-11-30T00:00:00Z\",\"total\":1,"
+              "\"byCategory\":{\"other\":1}}],\"total\":1}");
+    COUNTS_EQ(m, "{\"filters\":{\"text\":{\"icontains\":\"TEA\"}}}",
+              "{\"buckets\":[{\"start\":\"2026-11-23T00:00:00Z\",\"total\":1,"
+              "\"byCategory\":{\"preference\":1}},{\"start\":\"2026-11-30T00:00:00Z\","
+              "\"total\":1,\"byCategory\":{\"preference\":1}}],\"total\":2}");
+    /* Before it expired, the on-call fact was counted. */
+    at("2026-12-04T20:00:00Z");
+    COUNTS_EQ(m, "{\"weeks\":1,\"categories\":[\"other\"]}",
+              "{\"buckets\":[{\"start\":\"2026-11-30T00:00:00Z\",\"total\":1,"
+              "\"byCategory\":{\"other\":1}}],\"total\":1}");
+    /* Bad options: refused, said why. */
+    char *out = NULL;
+    ASSERT_EQ(mnemo_memory_counts(m, "{\"bucket\":\"month\"}", &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "bucket");
+    ASSERT(out == NULL);
+    ASSERT_EQ(mnemo_memory_counts(m, "{\"bucket\":7}", &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "bucket");
+    ASSERT_EQ(mnemo_memory_counts(m, "{\"weeks\":0}", &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "weeks");
+    ASSERT_EQ(mnemo_memory_counts(m, "{\"weeks\":\"3\"}", &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "weeks");
+    ASSERT_EQ(mnemo_memory_counts(m, "{\"scope\":\"weekly\"}", &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "scope");
+    ASSERT_EQ(mnemo_memory_counts(m, "[1]", &out), MNEMO_INVALID);
+    ASSERT_EQ(mnemo_memory_counts(m, "{\"weeks\":", &out), MNEMO_INVALID);
+    ASSERT_CONTAINS(mnemo_errmsg(m), "invalid JSON");
+    ASSERT(out == NULL);
+    mnemo_close(m);
+}
+
+/* The Monday (00:00 UTC) of T's week, or T's day, from the calendar. */
+static long long span_of(double t, int day)
+{
+    time_t d = (time_t)t;
+    struct tm tm;
+    gmtime_r(&d, &tm);
+    int back = day ? 0 : (tm.tm_wday + 6) % 7;
+    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+    tm.tm_mday -= back;
+    return (long long)timegm(&tm);
+}
+
+/* The counts a list of every memory OPTS selects gives, by the calendar. */
+static void counts_match_list(mnemo *m, const char *opts, int day)
+{
+    json_t *o = json_loads(opts, 0, NULL);
+    json_object_set_new(o, "limit", json_integer(100000));
+    json_object_set_new(o, "offset", json_integer(0));
+    if (day)
+        json_object_set_new(o, "bucket", json_string("day"));
+    char *q = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    char *out = NULL;
+    if (mnemo_memory_list(m, q, &out))
+        test_fail(__FILE__, __LINE__, "list %s: %s", q, mnemo_errmsg(m));
+    json_t *l = json_loads(out, 0, NULL);
+    mnemo_free(out);
+    json_t *want = json_object(); /* start -> {category -> n} */
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(l, "memories"), i, r) {
+        double t;
+        ASSERT_EQ(time_parse_iso(json_string_value(json_object_get(r, "created_at")), &t), 0);
+        char key[32];
+        snprintf(key, sizeof key, "%lld", span_of(t, day));
+        json_t *b = json_object_get(want, key);
+        if (!b)
+            json_object_set_new(want, key, b = json_object());
+        const char *c = json_string_value(json_object_get(r, "category"));
+        json_t *n = json_object_get(b, c);
+        json_object_set_new(b, c, json_integer(n ? json_integer_value(n) + 1 : 1));
+    }
+    long long listed = (long long)json_array_size(json_object_get(l, "memories"));
+    json_decref(l);
+    char *got = counts(m, q);
+    json_t *g = json_loads(got, 0, NULL);
+    ASSERT(g != NULL);
+    ASSERT_EQ(json_integer_value(json_object_get(g, "total")), listed);
+    json_t *buckets = json_object_get(g, "buckets");
+    ASSERT_EQ(json_array_size(buckets), json_object_size(want));
+    double prev = -1e18;
+    json_t *bk;
+    json_array_foreach(buckets, i, bk) {
+        double t;
+        ASSERT_EQ(time_parse_iso(json_string_value(json_object_get(bk, "start")), &t), 0);
+        ASSERT(t > prev); /* oldest first */
+        prev = t;
+        char key[32];
+        snprintf(key, sizeof key, "%lld", (long long)t);
+        json_t *w = json_object_get(want, key), *cats = json_object_get(bk, "byCategory");
+        if (!w)
+            test_fail(__FILE__, __LINE__, "%s: a bucket no memory listed is in: %s", q, got);
+        ASSERT(json_equal(w, cats));
+        long long sum = 0;
+        const char *c, *before = "";
+        json_t *n;
+        json_object_foreach(cats, c, n) {
+            ASSERT(strcmp(before, c) < 0); /* by name */
+            before = c;
+            sum += json_integer_value(n);
+        }
+        ASSERT_EQ(json_integer_value(json_object_get(bk, "total")), sum);
+    }
+    json_decref(g);
+    json_decref(want);
+    free(got);
+    free(q);
+}
+
+BACKEND_TEST(backend_mem_counts_match_the_list)
+{
+    at("2026-06-01T00:00:00Z");
+    lrng = 0x9e3779b97f4a7c15ull;
+    char *lines = list_store_lines(400);
+    size_t in = 0, skip = 0;
+    mnemo *m = open_mem("provider=none", NULL);
+    ASSERT_OK(mnemo_memory_import(m, lines, strlen(lines), &in, &skip));
+    ASSERT_EQ(in, 400);
+    for (int q = 0; q < 60; q++) {
+        char *opts = list_options();
+        counts_match_list(m, opts, q % 3 == 0);
+        free(opts);
+    }
+    mnemo_close(m);
+    free(lines);
+}

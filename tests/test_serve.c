@@ -378,6 +378,7 @@ TEST(serve_openapi_and_memory_operations)
         {"/v1/memories/{id}/restore", "post", "memory_restore"},
         {"/v1/memories/search", "post", "memory_search"},
         {"/v1/memories/list", "post", "memory_list"},
+        {"/v1/memories/counts", "post", "memory_counts"},
         {"/v1/memories/purge", "post", "memory_purge"},
         {"/v1/memories/export", "get", "memory_export"},
         {"/v1/memories/import", "post", "memory_import"},
@@ -484,6 +485,69 @@ TEST(serve_openapi_and_memory_operations)
     ASSERT_CONTAINS(resp, "openapi.json");
     free(resp);
     ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+}
+
+/* Memories per week over HTTP, and the overview's timeline that reads them. */
+TEST(serve_memory_counts_and_timeline)
+{
+    workspace();
+    setenv("MNEMO_NOW", "2026-12-03T10:00:00Z", 1); /* a Thursday */
+    daemon_proc d;
+    ASSERT_EQ(start_daemon(&d, NULL), 0);
+    static const char *const recs[] = {
+        "{\"text\":\"User prefers dark mode\",\"category\":\"preference\"}",
+        "{\"text\":\"User prefers tea\",\"category\":\"preference\"}",
+        "{\"text\":\"Deploys happen on Tuesdays\",\"category\":\"rule\"}",
+        "{\"text\":\"Bob likes coffee\",\"user_id\":\"bob\"}",
+    };
+    int st;
+    for (size_t i = 0; i < sizeof recs / sizeof *recs; i++) {
+        json_t *m = http_json(d.port, "POST", "/v1/memories", recs[i], &st);
+        ASSERT_EQ(st, 201);
+        json_decref(m);
+    }
+    json_t *c = http_json(d.port, "POST", "/v1/memories/counts", "{}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(c, "total")), 3);
+    json_t *b = json_array_get(json_object_get(c, "buckets"), 0);
+    ASSERT_EQ(json_array_size(json_object_get(c, "buckets")), 1);
+    ASSERT_STR_EQ(json_string_value(json_object_get(b, "start")), "2026-11-30T00:00:00Z");
+    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(b, "byCategory"), "preference")),
+              2);
+    json_decref(c);
+    c = http_json(d.port, "POST", "/v1/memories/counts", "{\"user_id\":\"bob\",\"bucket\":\"day\"}",
+                  &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(c, "buckets"), 0),
+                                                    "start")),
+                  "2026-12-03T00:00:00Z");
+    json_decref(c);
+    char *resp = NULL;
+    ASSERT_EQ(http(d.port, "POST", "/v1/memories/counts", NULL, "{\"bucket\":\"year\"}", &resp),
+              400);
+    ASSERT_CONTAINS(resp, "bucket");
+    free(resp);
+    /* The overview: the facts of the week by category, beside the notes. */
+    json_t *t = http_json(d.port, "POST", "/v1/timeline", "{}", &st);
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(json_integer_value(json_object_get(t, "facts")), 3);
+    size_t i;
+    json_t *w, *week = NULL;
+    json_array_foreach(json_object_get(t, "weeks"), i, w) {
+        if (strcmp(json_string_value(json_object_get(w, "week")), "2026-11-30") == 0)
+            week = w;
+    }
+    ASSERT(week != NULL);
+    json_t *facts = json_object_get(week, "facts");
+    ASSERT_EQ(json_integer_value(json_object_get(facts, "preference")), 2);
+    ASSERT_EQ(json_integer_value(json_object_get(facts, "rule")), 1);
+    ASSERT_EQ(json_object_size(facts), 2);
+    json_decref(t);
+    t = http_json(d.port, "POST", "/v1/timeline", "{\"user_id\":\"bob\"}", &st);
+    ASSERT_EQ(json_integer_value(json_object_get(t, "facts")), 1);
+    json_decref(t);
+    ASSERT_EQ(stop_daemon(&d, SIGTERM), 0);
+    unsetenv("MNEMO_NOW");
 }
 
 TEST(serve_bad_input)

@@ -3,7 +3,10 @@
  * for memories (add, get, list, search) and mnemo_search_all decode their
  * text once into the typed options and records, run the same operations
  * as the typed functions and encode the answer; nothing inside the library
- * passes JSON text to another part of it.
+ * passes JSON text to another part of it. The counts per week
+ * (mnemo_memory_counts) are here too: the store hands its counts back
+ * typed (mem_store.count_spans), and this file orders them and writes the
+ * JSON.
  */
 #include "engine/memjson.h"
 
@@ -15,6 +18,7 @@
 #include "engine/allsearch.h"
 #include "engine/backend.h"
 #include "engine/config.h"
+#include "util/time.h"
 
 /* ----------------------------------------------------------------------
  * Memory options
@@ -187,6 +191,154 @@ int mem_list(mnemo *m, const char *options, const mem_store *st, char **out)
     }
     json_decref(list);
     mem_skips_cleanup(&sk);
+    mem_opts_cleanup(&o);
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Memories per week (mnemo_memory_counts)
+ * -------------------------------------------------------------------- */
+
+#define DAY 86400LL
+#define WEEK (7 * DAY)
+#define MONDAY (4 * DAY) /* 1970-01-05, the first Monday of Unix time */
+
+/* What the store counted: a span's memories of one category. */
+typedef struct span {
+    long long start, n;
+    char *category;
+} span;
+
+typedef struct spans {
+    span *v;
+    size_t n, cap;
+} spans;
+
+static int span_add(mnemo *m, void *ud, long long start, const char *category, long long n)
+{
+    spans *s = ud;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        span *v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return core_error(m, MNEMO_NOMEM, "out of memory");
+        s->v = v;
+        s->cap = cap;
+    }
+    char *c = strdup(category ? category : "");
+    if (!c)
+        return core_error(m, MNEMO_NOMEM, "out of memory");
+    s->v[s->n++] = (span){start, n, c};
+    return MNEMO_OK;
+}
+
+static void spans_cleanup(spans *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i].category);
+    free(s->v);
+}
+
+/* Oldest first, then by category as bytes: the same order on every store,
+ * whatever its collation. */
+static int by_span(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return strcmp(x->category, y->category);
+}
+
+/* {"buckets":[{"start","total","byCategory"}],"total"} from S, sorted. */
+static json_t *spans_json(const spans *s)
+{
+    json_t *list = json_array(), *o = json_object(), *b = NULL, *cats = NULL;
+    long long total = 0, btotal = 0;
+    int ok = list && o;
+    for (size_t i = 0; ok && i < s->n; i++) {
+        const span *p = &s->v[i];
+        if (!b || p->start != s->v[i - 1].start) {
+            if (b)
+                ok = !json_object_set_new(b, "total", json_integer(btotal));
+            char iso[32];
+            time_format_iso((double)p->start, iso);
+            b = json_object();
+            cats = json_object();
+            btotal = 0;
+            ok = ok && b && cats && !json_object_set_new(b, "start", json_string(iso)) &&
+                 !json_object_set_new(b, "total", json_integer(0)) &&
+                 !json_object_set_new(b, "byCategory", cats) && !json_array_append_new(list, b);
+        }
+        /* A category stored both as NULL and as "" (another tool): one key. */
+        json_t *had = ok ? json_object_get(cats, p->category) : NULL;
+        long long n = p->n + (had ? (long long)json_integer_value(had) : 0);
+        ok = ok && !json_object_set_new(cats, p->category, json_integer(n));
+        btotal += p->n;
+        total += p->n;
+    }
+    if (ok && b)
+        ok = !json_object_set_new(b, "total", json_integer(btotal));
+    ok = ok && !json_object_set_new(o, "buckets", list);
+    list = NULL;
+    ok = ok && !json_object_set_new(o, "total", json_integer(total));
+    json_decref(list);
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The span options of OPTIONS (an object, mem_opts_parse checked): the
+ * span's WIDTH and ORIGIN, and *FROM the start of the "weeks" asked for
+ * before NOW (NAN: all of them). */
+static int span_opts(mnemo *m, const char *options, double now, long long *width,
+                     long long *origin, double *from)
+{
+    *width = WEEK;
+    *origin = MONDAY;
+    *from = NAN;
+    json_t *r = options && *options ? json_loads(options, 0, NULL) : NULL;
+    json_t *bucket = json_object_get(r, "bucket"), *weeks = json_object_get(r, "weeks");
+    int rc = MNEMO_OK;
+    const char *b = json_string_value(bucket);
+    if (bucket && !json_is_null(bucket) && (!b || (strcmp(b, "week") && strcmp(b, "day"))))
+        rc = core_error(m, MNEMO_INVALID, "bucket must be \"week\" or \"day\"");
+    else if (b && strcmp(b, "day") == 0)
+        *width = DAY, *origin = 0;
+    if (!rc && weeks && !json_is_null(weeks)) {
+        if (!json_is_integer(weeks) || json_integer_value(weeks) < 1)
+            rc = core_error(m, MNEMO_INVALID, "weeks must be a positive whole number");
+        else /* this week's Monday, then N - 1 weeks before it */
+            *from = MONDAY + floor((now - MONDAY) / WEEK) * WEEK -
+                    (double)(json_integer_value(weeks) - 1) * WEEK;
+    }
+    json_decref(r);
+    return rc;
+}
+
+int mem_counts(mnemo *m, const char *options, const mem_store *st, char **out)
+{
+    *out = NULL;
+    core_clear(m);
+    mem_opts o;
+    spans s = {0};
+    long long width, origin;
+    double now = mem_now(), from;
+    int rc = mem_opts_parse(m, options, 0, &o);
+    if (!rc)
+        rc = span_opts(m, options, now, &width, &origin, &from);
+    if (!rc && st->open)
+        rc = st->open(m);
+    if (!rc)
+        rc = st->count_spans(m, &o, now, from, width, origin, span_add, &s);
+    if (!rc) {
+        if (s.n) /* qsort takes no NULL array, even empty */
+            qsort(s.v, s.n, sizeof *s.v, by_span);
+        json_t *j = spans_json(&s);
+        rc = j ? mem_dump(j, out) : core_error(m, MNEMO_NOMEM, "out of memory");
+    }
+    spans_cleanup(&s);
     mem_opts_cleanup(&o);
     return rc;
 }

@@ -21,4 +21,8 @@ int mem_list(mnemo *m, const char *options, const mem_store *st, char **out);
 int mem_search(mnemo *m, const char *text, const char *options, const mem_searcher *be,
                char **out);
 
+/* mnemo_memory_counts over store ST: the memories its options select,
+ * counted per week or day by the store (mem_store.count_spans). */
+int mem_counts(mnemo *m, const char *options, const mem_store *st, char **out);
+
 #endif

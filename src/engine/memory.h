@@ -175,6 +175,12 @@ int mem_where_scope_pg(const mem_opts *o, int first, buf *w, int *only);
  * start when the store tries the write again). */
 typedef int (*mem_write_fn)(mnemo *m, void *ud);
 
+/* What count_spans hands each span and category with memories to
+ * (below): START the span's start (Unix seconds), N its memories of
+ * CATEGORY (borrowed). */
+typedef int (*mem_span_fn)(mnemo *m, void *ud, long long start, const char *category,
+                           long long n);
+
 /* What export_rows hands each memory to (below). */
 typedef int (*mem_export_fn)(mnemo *m, void *ud, json_t *rec, json_t *hist);
 
@@ -255,6 +261,13 @@ typedef struct mem_store {
     /* How many memories O selects at NOW, into *N; at most MAX of them
      * (MAX 0: all), so that a count past a limit reads no more. */
     int (*count)(mnemo *m, const mem_opts *o, double now, long long max, long long *n);
+    /* The memories O selects at NOW created at FROM or later (NAN: any
+     * time) counted by category in spans of WIDTH seconds, the span of a
+     * time T starting at ORIGIN + floor((T - ORIGIN) / WIDTH) * WIDTH:
+     * FN(M, UD, START, CATEGORY, N) for each span and category that has
+     * some, in no particular order. Reads the index, not the rows. */
+    int (*count_spans)(mnemo *m, const mem_opts *o, double now, double from, long long width,
+                       long long origin, mem_span_fn fn, void *ud);
     /* Every memory, deleted ones too, from one snapshot, in the order they
      * were stored: FN(M, UD, REC, HIST) for each, REC its JSON (mem_row_json)
      * and HIST its history (a JSON array, NULL for none), both handed over;

@@ -1237,10 +1237,12 @@ int pgmem_stats_fold(mnemo *m);
 /* History entries from a json_agg of [event, old_text, new_text, at, detail]. */
 json_t *pgmem_history_from_agg(const char *agg);
 
-/* The reads the engine runs (mem_store's read_history, list and count). */
+/* The reads the engine runs (mem_store's read_history, list, count and count_spans). */
 int pgmem_read_history(mnemo *m, const char *id, json_t **out);
 int pgmem_list(mnemo *m, const mem_opts *o, double now, json_t *out);
 int pgmem_count(mnemo *m, const mem_opts *o, double now, long long max, long long *n);
+int pgmem_count_spans(mnemo *m, const mem_opts *o, double now, double from, long long width,
+                      long long origin, mem_span_fn fn, void *ud);
 
 int pgmem_params_make(mnemo *m, const mfilter *args, int extra, pgmem_params *p);
 

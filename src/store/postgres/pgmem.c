@@ -833,3 +833,24 @@ int pgmem_count(mnemo *m, const mem_opts *o, double now, long long max, long lon
     return rc;
 }
 
+/* Spans as SQLite counts them (memlite.c): the span's number is the floor
+ * of (created_at - ORIGIN) / WIDTH, computed on the same float8. */
+int pgmem_count_spans(mnemo *m, const mem_opts *o, double now, double from, long long width,
+                      long long origin, mem_span_fn fn, void *ud)
+{
+    char head[192], tail[96] = ") s GROUP BY k, c";
+    snprintf(head, sizeof head,
+             "SELECT k * %lld + %lld, c, count(*) FROM (SELECT "
+             "floor((m.created_at - %lld) / %lld.0)::int8 AS k, m.category AS c",
+             width, origin, origin, width);
+    if (!isnan(from))
+        snprintf(tail, sizeof tail, " AND m.created_at >= %.17g) s GROUP BY k, c", from);
+    pg_rows *r = NULL;
+    int rc = select_where(m, o, now, head, tail, &r);
+    for (size_t i = 0; !rc && i < pg_nrows(r); i++)
+        rc = fn(m, ud, strtoll(pg_value(r, i, 0), NULL, 10), pg_value(r, i, 1),
+                strtoll(pg_value(r, i, 2), NULL, 10));
+    pg_rows_free(r);
+    return rc;
+}
+

@@ -337,6 +337,7 @@ const mem_store pgmwrite_store = {
     .read_history = pgmem_read_history,
     .list = pgmem_list,
     .count = pgmem_count,
+    .count_spans = pgmem_count_spans,
     .export_rows = export_rows,
     .import = import,
     .imported = imported,
