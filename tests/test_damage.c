@@ -240,6 +240,10 @@ TEST(damage_memory_counts_are_never_fewer)
     ASSERT_EQ(mnemo_memory_counts(m, "{\"categories\":[\"rule\"],\"bucket\":\"day\"}", &out),
               MNEMO_CORRUPT);
     ASSERT(out == NULL);
+    /* Nor does a list's total come out short. */
+    ASSERT_EQ(mnemo_memory_list(m, "{\"categories\":[\"rule\"],\"limit\":5}", &out),
+              MNEMO_CORRUPT);
+    ASSERT(out == NULL);
     mnemo_close(m);
 }
 

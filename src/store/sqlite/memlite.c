@@ -1293,8 +1293,13 @@ static int count(mnemo *m, const mem_opts *o, double now, long long max, long lo
     sqlite3_stmt *st;
     int rc = select_where(m, o, now, max > 0 ? "SELECT count(*) FROM (SELECT 1" : "SELECT count(*)",
                           tail, &st);
-    if (!rc && sqlite3_step(st) == SQLITE_ROW)
-        *n = sqlite3_column_int64(st, 0);
+    if (!rc) {
+        /* A damaged index says so: never a short total. */
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *n = sqlite3_column_int64(st, 0);
+        else
+            rc = sqlfail(m, "counting memories");
+    }
     sqlite3_finalize(st);
     return rc;
 }
