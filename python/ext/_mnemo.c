@@ -535,7 +535,8 @@ static PyObject *Handle_get(Handle *h, PyObject *args, PyObject *kw)
  * one switch so that each shares the lock, GIL and error handling. */
 enum json_call {
     J_STATUS, J_MEM_ADD, J_MEM_UPDATE, J_MEM_RESTORE, J_MEM_GET, J_MEM_CONFIRM, J_MEM_HISTORY,
-    J_MEM_LIST, J_MEM_SEARCH, J_MEM_RECALL, J_RECALL_TRIGGERS, J_MEM_DELETE, J_MEM_RECOVER
+    J_MEM_LIST, J_MEM_SEARCH, J_MEM_RECALL, J_RECALL_TRIGGERS, J_MEM_DELETE, J_MEM_RECOVER,
+    J_FILES, J_MEM_COUNTS
 };
 
 static int json_run(mnemo *m, enum json_call call, const char *a, const char *b, int n,
@@ -555,6 +556,8 @@ static int json_run(mnemo *m, enum json_call call, const char *a, const char *b,
     case J_RECALL_TRIGGERS: return mnemo_recall_triggers(m, a, out);
     case J_MEM_DELETE: return mnemo_memory_delete(m, a);
     case J_MEM_RECOVER: return mnemo_memory_recover(m, a, out);
+    case J_FILES: return mnemo_files(m, a, out);
+    case J_MEM_COUNTS: return mnemo_memory_counts(m, a, out);
     }
     return MNEMO_MISUSE;
 }
@@ -598,6 +601,8 @@ ONE_ARG_CALL(Handle_memory_confirm, J_MEM_CONFIRM, 0)
 ONE_ARG_CALL(Handle_memory_history, J_MEM_HISTORY, 0)
 ONE_ARG_CALL(Handle_memory_list, J_MEM_LIST, 1)
 ONE_ARG_CALL(Handle_memory_recall, J_MEM_RECALL, 1)
+ONE_ARG_CALL(Handle_files, J_FILES, 1)
+ONE_ARG_CALL(Handle_memory_counts, J_MEM_COUNTS, 1)
 ONE_ARG_CALL(Handle_recall_triggers, J_RECALL_TRIGGERS, 0)
 ONE_ARG_CALL(Handle_memory_delete, J_MEM_DELETE, 0)
 ONE_ARG_CALL(Handle_memory_recover, J_MEM_RECOVER, 0)
@@ -660,6 +665,9 @@ static PyMethodDef Handle_methods[] = {
     {"get", (PyCFunction)(void (*)(void))Handle_get, METH_VARARGS | METH_KEYWORDS,
      "get(path, from_line=0, lines=0) -> dict: mnemo_get."},
     {"status", (PyCFunction)Handle_status, METH_VARARGS, "status(deep=0) -> JSON text."},
+    {"files", (PyCFunction)Handle_files, METH_O, "files(options or None) -> JSON text."},
+    {"memory_counts", (PyCFunction)Handle_memory_counts, METH_O,
+     "memory_counts(options or None) -> JSON text."},
     {"memory_add", (PyCFunction)Handle_memory_add, METH_O, "mnemo_memory_add"},
     {"memory_update", (PyCFunction)Handle_memory_update, METH_VARARGS, "mnemo_memory_update"},
     {"memory_delete", (PyCFunction)Handle_memory_delete, METH_O, "mnemo_memory_delete"},

@@ -717,6 +717,17 @@ class Mnemo:
         flags = (1 if deep else 0) | (2 if deep and not probe else 0)
         return dict(json.loads(self._h.status(flags)))
 
+    def files(self, limit: Optional[int] = None) -> Dict[str, Any]:
+        """The files the index holds, by path: ``{"indexed", "files": [{"path", "kind",
+        "size", "mtime", "chunks"}], "count", "truncated"}``.
+
+        ``kind`` is ``memory``, ``extra``, ``session`` or ``media``; paths are those
+        results cite and :meth:`get` reads. Before any index, ``indexed`` is False
+        and the list empty.
+        """
+        o = json.dumps({"limit": limit}) if limit is not None else None
+        return dict(json.loads(self._h.files(o)))
+
     # -- search --
 
     def _search_args(self, query: Union[str, bytes], kinds: Any, max_results: Optional[int],
@@ -887,6 +898,23 @@ class Memories:
                      categories=list(categories) if categories is not None else None, type=type,
                      subject=subject, filters=filters, limit=limit, min_score=min_score)
         return MemoryList(json.loads(self._m._h.memory_search(query, o)), "results")
+
+    def counts(self, *, bucket: str = "week", weeks: Optional[int] = None,
+               user_id: Optional[str] = None, agent_id: Optional[str] = None,
+               run_id: Optional[str] = None, scope: Optional[str] = None,
+               categories: Optional[Sequence[str]] = None, type: Optional[str] = None,
+               subject: Optional[str] = None, filters: Union[None, str, Filters] = None,
+               deleted: Optional[bool] = None) -> Dict[str, Any]:
+        """Memories per week (from Monday 00:00 UTC) or day, by category, counted by the
+        store: ``{"buckets": [{"start", "total", "byCategory"}], "total"}``, oldest first.
+
+        The options are :meth:`list`'s; ``weeks`` keeps the last N weeks.
+        """
+        o = _options(user_id=user_id, agent_id=agent_id, run_id=run_id, scope=scope,
+                     categories=list(categories) if categories is not None else None, type=type,
+                     subject=subject, filters=filters, deleted=deleted, bucket=bucket,
+                     weeks=weeks)
+        return dict(json.loads(self._m._h.memory_counts(o)))
 
     def recover(self, path: str) -> Dict[str, Any]:
         """Salvages the memories still readable from a damaged store or index file at ``path``."""

@@ -103,3 +103,20 @@ def test_purge(fresh):
     assert m.memories.purge(a.id) == 1
     with pytest.raises(mnemo.NotFound):
         m.memories.get(a.id)
+
+
+def test_counts_per_week_equal_the_list(fresh):
+    m, ws, db = fresh
+    m.memories.add("User likes tea", category="preference", user_id="carol")
+    m.memories.add("Deploys happen on Tuesdays", category="decision", user_id="carol")
+    m.memories.add("User lives in Lisbon", category="identity", user_id="carol")
+    c = m.memories.counts(user_id="carol")
+    assert c["total"] == 3 == m.memories.list(user_id="carol").total
+    assert sum(b["total"] for b in c["buckets"]) == 3
+    cats = {k for b in c["buckets"] for k in b["byCategory"]}
+    assert cats == {"preference", "decision", "identity"}
+    assert all(b["start"].endswith("T00:00:00Z") for b in c["buckets"])
+    only = m.memories.counts(user_id="carol", categories=["decision"], bucket="day")
+    assert only["total"] == 1
+    with pytest.raises(mnemo.InvalidArgument):
+        m.memories.counts(user_id="carol", bucket="fortnight")

@@ -167,3 +167,17 @@ def test_not_indexed_yet(tmp_path):
             m.search("kafka")
         assert ei.value.code == mnemo.NotFound.code == 6
         assert ei.value.name == "not_found"
+
+
+def test_files_are_those_the_index_holds(handle, indexed):
+    ws, db = indexed
+    f = handle.files()
+    assert f["indexed"] and f["count"] == len(f["files"]) and not f["truncated"]
+    paths = [x["path"] for x in f["files"]]
+    assert paths == sorted(paths) and "MEMORY.md" in paths and "USER.md" in paths
+    assert all(x["kind"] == "memory" and x["chunks"] >= 1 for x in f["files"])
+    # every cited path of a search is one of them, and reads back
+    hits = handle.search("kubernetes deploy", max_results=5)
+    assert hits and all(h.path in paths for h in hits)
+    assert handle.get(paths[0]).text
+    assert handle.files(limit=2)["truncated"] and len(handle.files(limit=2)["files"]) == 2
