@@ -115,7 +115,7 @@ $(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-%/cli/web_files.c: $(WEB_FILES) scripts/embed-web
+%/cli/web_files.c: $(WEB_FILES) web scripts/embed-web
 	@mkdir -p $(dir $@)
 	scripts/embed-web $@ $(WEB_FILES)
 $(BUILD)/cli/web_files.o: $(BUILD)/cli/web_files.c
