@@ -488,27 +488,36 @@ static int scope_keys(mnemo *m, const mem_opts *o, char **keys, int *n, int max)
     return ok;
 }
 
+/* Prepares HEAD AND the scope's condition WHERE into *ST (finalized by
+ * the caller), the condition's arguments (ARGS, then O's filter's) bound
+ * from FIRST, after HEAD's own. */
+static int prepare_scoped(mnemo *m, const char *head, const char *where, const mfilter *args,
+                          const mem_opts *o, int first, sqlite3_stmt **st)
+{
+    *st = NULL;
+    buf sql;
+    buf_init(&sql, 1 << 20);
+    buf_printf(&sql, "%s AND %s", head, where);
+    int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
+    if (!rc && (sqlite3_prepare_v2(store_db(LITE(m)->st), sql.data, -1, st, NULL) != SQLITE_OK ||
+                lite_filter_bind(args, *st, first) != SQLITE_OK ||
+                lite_filter_bind(&o->filter, *st, first + (int)args->nargs) != SQLITE_OK))
+        rc = MNEMO_DB;
+    buf_cleanup(&sql);
+    return rc;
+}
+
 /* The memories whose text changed since their postings were written, in
  * scope: their words counted from their text, into the hits. */
 static int moved_rows(mnemo *m, const query *q, const char *where, const mfilter *args,
                       const mem_opts *o, int64_t mark, char (*terms)[TOK_MAX_BYTES + 1],
                       bm25_hits *h)
 {
-    sqlite3 *db = store_db(LITE(m)->st);
-    buf sql;
-    buf_init(&sql, 1 << 20);
-    buf_printf(&sql,
-               "SELECT v.id, m.text FROM mem.kw_moved v CROSS JOIN mem.memories m ON m.mid = "
-               "v.id WHERE v.id <= ?1 AND %s",
-               where);
     sqlite3_stmt *st = NULL;
     tok *t = NULL;
-    int rc = buf_err(&sql) ? MNEMO_NOMEM : MNEMO_OK;
-    if (!rc && (sqlite3_prepare_v2(db, sql.data, -1, &st, NULL) != SQLITE_OK ||
-                lite_filter_bind(args, st, 2) != SQLITE_OK ||
-                lite_filter_bind(&o->filter, st, 2 + (int)args->nargs) != SQLITE_OK))
-        rc = MNEMO_DB;
-    buf_cleanup(&sql);
+    int rc = prepare_scoped(m, "SELECT v.id, m.text FROM mem.kw_moved v CROSS JOIN mem.memories "
+                               "m ON m.mid = v.id WHERE v.id <= ?1",
+                            where, args, o, 2, &st);
     if (!rc)
         sqlite3_bind_int64(st, 1, mark);
     const char *tv[BM25_MAX_PHRASES];
@@ -640,20 +649,12 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     /* The rows FTS5 holds beyond the postings (above the mark), and the
      * memories moved since: in scope, counted as the FTS5 leg counts. */
     fts_rank_reset(r, q->nphrase);
-    buf sql;
-    buf_init(&sql, 1 << 20);
-    buf_printf(&sql,
-               "SELECT mnemo_collect_mem(memories_fts) FROM mem.memories_fts CROSS JOIN "
-               "mem.memories m ON m.mid = memories_fts.rowid WHERE memories_fts MATCH ? AND "
-               "memories_fts.rowid > ? AND %s",
-               where);
     sqlite3_stmt *tail = NULL;
-    if (!rc && buf_err(&sql))
-        rc = MNEMO_NOMEM;
-    if (!rc && (sqlite3_prepare_v2(db, sql.data, -1, &tail, NULL) != SQLITE_OK ||
-                lite_filter_bind(args, tail, 3) != SQLITE_OK ||
-                lite_filter_bind(&o->filter, tail, 3 + (int)args->nargs) != SQLITE_OK))
-        rc = MNEMO_DB;
+    if (!rc)
+        rc = prepare_scoped(m, "SELECT mnemo_collect_mem(memories_fts) FROM mem.memories_fts "
+                               "CROSS JOIN mem.memories m ON m.mid = memories_fts.rowid WHERE "
+                               "memories_fts MATCH ?1 AND memories_fts.rowid > ?2",
+                            where, args, o, 3, &tail);
     if (!rc) {
         sqlite3_bind_text(tail, 1, q->match, -1, SQLITE_STATIC);
         sqlite3_bind_int64(tail, 2, mark[0]);
@@ -678,15 +679,8 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     }
     if (!rc) {
         mem_bm25_init(m, q, h, &p.k);
-        buf_reset(&sql);
-        buf_printf(&sql, "SELECT " MEM_FACTOR_COLS " FROM mem.memories m WHERE m.mid = ?1 AND %s",
-                   where);
-        if (buf_err(&sql))
-            rc = MNEMO_NOMEM;
-        else if (sqlite3_prepare_v2(db, sql.data, -1, &p.scope, NULL) != SQLITE_OK ||
-                 lite_filter_bind(args, p.scope, 2) != SQLITE_OK ||
-                 lite_filter_bind(&o->filter, p.scope, 2 + (int)args->nargs) != SQLITE_OK)
-            rc = MNEMO_DB;
+        rc = prepare_scoped(m, "SELECT " MEM_FACTOR_COLS " FROM mem.memories m WHERE m.mid = ?1",
+                            where, args, o, 2, &p.scope);
     }
     int nt = 0;
     for (int i = 0; !rc && i < nl; i++) {
@@ -770,7 +764,6 @@ int lite_mpost_leg(mnemo *m, const query *q, const char *where, const mfilter *a
     free(skip);
     wpool_cleanup(&best);
     sqlite3_finalize(p.scope);
-    buf_cleanup(&sql);
     kwread_cleanup(&p.kr);
     if (rc == MNEMO_CORRUPT)
         return core_error(m, MNEMO_CORRUPT, "the memory store's keyword postings are damaged");
