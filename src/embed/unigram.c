@@ -690,7 +690,7 @@ static void lower(const char *s, size_t n, buf *out)
         int32_t c;
         int l = utf8_decode(s + i, n - i, &c);
         char e[4];
-        buf_append(out, e, (size_t)utf8_encode(utf8proc_tolower(c), e));
+        buf_append(out, e, (size_t)utf8_put(utf8proc_tolower(c), e));
         i += (size_t)l;
     }
 }

@@ -445,12 +445,12 @@ static int emit_cjk(run_ctx *c, const char *s, int start, int end)
     }
     char w[16];
     if (n == 1) {
-        int len = utf8_encode(cps[0], w);
+        int len = utf8_put(cps[0], w);
         return c->fn(c->ud, TOKF_CJK | TOKF_PREFIXABLE, w, len, offs[0], offs[1]);
     }
     for (int i = 0; i + 1 < n; i++) {
-        int len = utf8_encode(cps[i], w);
-        len += utf8_encode(cps[i + 1], w + len);
+        int len = utf8_put(cps[i], w);
+        len += utf8_put(cps[i + 1], w + len);
         int tstart = offs[i], tend = offs[i + 2] > offs[i] ? offs[i + 2] : end;
         int rc = c->fn(c->ud, TOKF_CJK, w, len, tstart, tend);
         if (rc)

@@ -42,7 +42,7 @@ int utf8_decode(const char *s, size_t n, int32_t *cp)
     return len;
 }
 
-int utf8_encode(int32_t cp, char *out)
+int utf8_put(int32_t cp, char *out)
 {
     unsigned char *o = (unsigned char *)out;
     if (cp < 0x80) {

@@ -17,7 +17,7 @@
 int utf8_decode(const char *s, size_t n, int32_t *cp);
 
 /* Encodes CP into OUT (at least 4 bytes); returns the length. */
-int utf8_encode(int32_t cp, char *out);
+int utf8_put(int32_t cp, char *out);
 
 /* Returns 1 when S is valid UTF-8 without overlongs or surrogates. */
 int utf8_valid(const char *s, size_t n);

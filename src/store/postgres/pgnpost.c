@@ -888,7 +888,7 @@ static int prefix_hi(const char *p, size_t n, buf *hi)
             char e[4];
             buf_reset(hi);
             buf_append(hi, p, at);
-            buf_append(hi, e, (size_t)utf8_encode(cp, e));
+            buf_append(hi, e, (size_t)utf8_put(cp, e));
             return !buf_err(hi);
         }
         n = at;
