@@ -321,9 +321,19 @@ int blockmax_run(blockmax_query *q, topk *pool)
                 }
             }
         }
-        for (int i = e; i < q->nt; i++)
-            if (cur[i] == d && (rc = essential_next(q, i, d + 1, theta, &cur[i])))
+        for (int i = e; i < q->nt; i++) {
+            if (cur[i] != d)
+                continue;
+            /* Most rows: the next posting of the block at hand, which
+             * essential_next would come to without a bound to test. */
+            blockmax_term *t = &q->t[i];
+            if (t->loaded && t->at + 1 < t->posts.n) {
+                cur[i] = t->posts.id[++t->at];
+                continue;
+            }
+            if ((rc = essential_next(q, i, d + 1, theta, &cur[i])))
                 return rc;
+        }
     }
     return MNEMO_OK;
 }

@@ -1158,7 +1158,11 @@ static int unpack(const kwread_term *t, size_t b, int64_t *id, uint8_t *tf, int3
     int64_t at = t->first[b];
     for (size_t i = 0; i < n; i++) {
         uint64_t d;
-        if (!get_varint(&p, end, &d) || (i && d == 0))
+        if (p < end && *p < 0x80) /* most gaps fit a byte */
+            d = *p++;
+        else if (!get_varint(&p, end, &d))
+            return 0;
+        if (i && d == 0)
             return 0;
         at += (int64_t)d;
         id[i] = at;
