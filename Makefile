@@ -20,15 +20,16 @@ PKGS      = sqlite3 libutf8proc jansson libxxhash zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libcurl libpq)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lstemmer -lm -lpthread -ldl
 # The command links these statically when their archives are installed (Debian's
-# -dev packages ship them) and is not position-independent: a process that
-# starts once per search then skips most of the dynamic loader's work (symbol
-# lookups and relocations: 0.45 ms of a 5.9 ms search; docs/benchmarks.md).
-# STATIC_DEPS=0 links them as shared libraries; the library itself is unchanged.
+# -dev packages ship them): a process that starts once per search then skips
+# most of the dynamic loader's work (symbol lookups and relocations: about
+# 0.45 ms of a 5.9 ms search; docs/benchmarks.md). It stays position-independent
+# (address randomization for the daemon). STATIC_DEPS=0 links them as shared
+# libraries; the library itself is unchanged.
 STATIC_DEPS ?= $(if $(SANITIZE),0,1)
 STATIC_LIBS  = sqlite3 utf8proc jansson xxhash stemmer z
 ifeq ($(STATIC_DEPS),1)
 static_found := $(foreach l,$(STATIC_LIBS),$(if $(wildcard $(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
-CLI_LIBS   := -no-pie -Wl,-Bstatic $(addprefix -l,$(static_found)) -Wl,-Bdynamic \
+CLI_LIBS   := -Wl,-Bstatic $(addprefix -l,$(static_found)) -Wl,-Bdynamic \
               $(addprefix -l,$(filter-out $(static_found),$(STATIC_LIBS))) -lm -lpthread -ldl
 else
 CLI_LIBS   := $(PKG_LIBS)
