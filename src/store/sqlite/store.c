@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,9 +374,20 @@ void store_close(store *s)
     free(s);
 }
 
+/* SQLite counts every allocation under a global mutex for statistics mnemo
+ * never reads (sqlite3_memory_used and the heap limits): off, when SQLite is
+ * not yet initialised in this process (a host that already uses it keeps
+ * its settings; the call then fails and changes nothing). */
+static void sqlite_once(void)
+{
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 /* Opens the SQLite connection and registers the FTS5 glue. */
 static int connect(store *s, int flags, int busy_ms)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sqlite_once);
     int rc = sqlite3_open_v2(s->path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK)
         return rc;
