@@ -89,7 +89,7 @@ static size_t block_from(const blockmax_term *t, size_t from, int64_t id)
 
 /* The bound of T's block holding ID, 0 when no block may hold it. Moves
  * T's block forward (rows are visited in id order). */
-static double ub_at(blockmax_term *t, int64_t id)
+static inline double ub_at(blockmax_term *t, int64_t id)
 {
     if (t->b < t->nblocks && t->last[t->b] < id) {
         t->b = block_from(t, t->b, id);
@@ -112,7 +112,7 @@ static double ub_over(const blockmax_term *t, int64_t lo, int64_t hi)
     return m;
 }
 
-static int load(blockmax_query *q, int i)
+static inline int load(blockmax_query *q, int i)
 {
     blockmax_term *t = &q->t[i];
     if (t->loaded)
@@ -128,7 +128,7 @@ static int load(blockmax_query *q, int i)
 
 /* T's first posting >= ID (reading blocks), END when none: its index in
  * t->posts is t->at. */
-static int seek(blockmax_query *q, int i, int64_t id, int64_t *out)
+static inline int seek(blockmax_query *q, int i, int64_t id, int64_t *out)
 {
     blockmax_term *t = &q->t[i];
     for (;;) {
