@@ -429,14 +429,14 @@ TEST(hybrid_vector_only_hit_in_small_workspace)
     mnemo_close(m);
 }
 
-/* A note at PATH of three chunks or more, LINE in the middle one. */
-static void write_long_note(const char *path, const char *line)
+/* A note at PATH of NLINES lines and LINE in the middle. */
+static void write_long_note(const char *path, const char *line, int nlines)
 {
     FILE *f = fopen(test_path(path), "w");
     ASSERT(f != NULL);
     fputs("# Notes\n", f);
-    for (int i = 0; i < 60; i++) {
-        if (i == 30)
+    for (int i = 0; i < nlines; i++) {
+        if (i == nlines / 2)
             fprintf(f, "\n## Aside\n- %s\n\n", line);
         fprintf(f, "- line %d of river stone lantern copper meadow harbor violet canyon "
                    "orchard velvet marble willow ember quartz saddle timber\n", i);
@@ -445,15 +445,17 @@ static void write_long_note(const char *path, const char *line)
 }
 
 /* Twin notes, one with a query word in its path: their chunk that only
- * the vector leg finds gets the path boost in that one. */
+ * the vector leg finds gets the path boost in that one. The notes have
+ * more chunks than the vector leg brings candidates (the pool, 200). */
 TEST(hybrid_path_boost_reaches_vector_candidates)
 {
     test_tiny_table();
     test_mkdir("ws/memory");
-    write_long_note("ws/memory/zebra-notes.md", "my automobile is red");
-    write_long_note("ws/memory/plain-notes.md", "my automobile is red");
+    write_long_note("ws/memory/zebra-notes.md", "my automobile is red", 2400);
+    write_long_note("ws/memory/plain-notes.md", "my automobile is red", 2400);
     mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=tiny", NULL);
-    test_sync(m);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT(st.vectors_total > 2 * 200);
     mnemo_search_opts o;
     mnemo_search_opts_init(&o);
     o.min_score = 0;

@@ -212,8 +212,10 @@ static int chunk_push(file_hits *f, int64_t cid, int64_t id)
     return MNEMO_OK;
 }
 
-int search_file_hit_add(search_file_hits *f, int64_t id, int64_t cid, int64_t seq, double frac,
-                        int tier)
+/* Adds file ID with FRAC and TIER, and its chunk CID at SEQ (0: none) as
+ * its first chunk if it comes before, and to F's chunks if CHUNKS. */
+static int hit_add(file_hits *f, int64_t id, int64_t cid, int64_t seq, double frac, int tier,
+                   int chunks)
 {
     /* A file's rows come together; a file met again later (in both
      * queries) is merged with itself after sorting (file_legs). */
@@ -239,7 +241,18 @@ int search_file_hit_add(search_file_hits *f, int64_t id, int64_t cid, int64_t se
         h->first_chunk = cid;
         h->first_seq = seq;
     }
-    return cid ? chunk_push(f, cid, id) : MNEMO_OK;
+    return cid && chunks ? chunk_push(f, cid, id) : MNEMO_OK;
+}
+
+int search_file_hit_add(search_file_hits *f, int64_t id, int64_t cid, int64_t seq, double frac,
+                        int tier)
+{
+    return hit_add(f, id, cid, seq, frac, tier, 1);
+}
+
+int search_file_hit_first(search_file_hits *f, int64_t id, int64_t cid, double frac, int tier)
+{
+    return hit_add(f, id, cid, 0, frac, tier, 0);
 }
 static int by_chunk(const void *a, const void *b)
 {

@@ -64,14 +64,19 @@ typedef struct search_file_hits {
 int search_file_hit_add(search_file_hits *f, int64_t file_id, int64_t chunk_id, int64_t seq,
                         double frac, int tier);
 
+/* Adds file FILE_ID found with FRAC and TIER and its first chunk CHUNK_ID
+ * (0 for none) alone, for a store that then adds the candidates among its
+ * chunks with search_file_hits_chunk. */
+int search_file_hit_first(search_file_hits *f, int64_t file_id, int64_t chunk_id, double frac,
+                          int tier);
+
 /* Sorts and merges what search_file_hit_add gathered, and again after
  * search_file_hits_chunk. */
 void search_file_hits_finish(search_file_hits *f);
 
 /* Adds CHUNK_ID, of file FILE_ID, to F's chunks when that file is one of
- * F's (F finished): for a store whose file-name legs give each file's
- * first chunk only, the candidates in those files, so that the ranking
- * finds their file (then search_file_hits_finish again). */
+ * F's (F finished), so that the ranking finds the file of that candidate
+ * (then search_file_hits_finish again). */
 int search_file_hits_chunk(search_file_hits *f, int64_t chunk_id, int64_t file_id);
 void search_file_hits_cleanup(search_file_hits *f);
 

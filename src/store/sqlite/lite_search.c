@@ -299,25 +299,28 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
     return MNEMO_OK;
 }
 
-/* Adds the file of row ST (columns: file id, then at CHUNK_COL its first
- * chunk, NULL without chunks) with FRAC and TIER. Every row of a file
- * gives the same chunk, so its seq is left 0. */
-static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, int tier)
+/* Adds the file of row ST (columns: file id, its first chunk, NULL without
+ * chunks, its number of chunks) with FRAC and TIER, counting its chunks
+ * (1 at least) in *NCHUNKS. */
+static int add_hit(file_hits *f, sqlite3_stmt *st, double frac, int tier, int64_t *nchunks)
 {
-    return search_file_hit_add(f, sqlite3_column_int64(st, 0),
-                               sqlite3_column_int64(st, chunk_col), 0, frac, tier);
+    int64_t n = sqlite3_column_int64(st, 3);
+    *nchunks += n > 1 ? n : 1;
+    return search_file_hit_first(f, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                 frac, tier);
 }
 
 /* The file-name queries. Of each file only its first chunk: the candidates
  * among its chunks are added once the other legs ran (cand_files). */
-static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f,
+                        int64_t *nchunks)
 {
     fts_rank *r = store_rank(LITE(m)->st);
     sqlite3_stmt *st = NULL;
     /* Exact: the query names a file by path, base name or stem. */
     if (q->filename[0]) {
-        st = fts_stmt(r, "SELECT x.id, x.tier, (SELECT id FROM chunks WHERE file_id = x.id "
-                         "ORDER BY seq LIMIT 1) FROM (SELECT id, CASE WHEN "
+        st = fts_stmt(r, "SELECT x.id, (SELECT id FROM chunks WHERE file_id = x.id ORDER BY "
+                         "seq LIMIT 1), x.tier, x.nchunks FROM (SELECT id, nchunks, CASE WHEN "
                          "path_lc = ?1 THEN 3 WHEN name_lc = ?1 THEN 2 ELSE 1 END AS tier "
                          "FROM files WHERE status = 0 AND "
                          "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) AND "
@@ -329,7 +332,7 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
             sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
         int s;
         while ((s = sqlite3_step(st)) == SQLITE_ROW)
-            if (add_hit(f, st, 2, 1.0, sqlite3_column_int(st, 1))) {
+            if (add_hit(f, st, 1.0, sqlite3_column_int(st, 2), nchunks)) {
                 sqlite3_reset(st);
                 return MNEMO_NOMEM;
             }
@@ -342,8 +345,8 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
     int nterms = q->npositive;
     if (!q->match || nterms == 0)
         return MNEMO_OK;
-    st = fts_stmt(r, "SELECT files.id, mnemo_mask(files_fts), (SELECT id FROM chunks "
-                     "WHERE file_id = files.id ORDER BY seq LIMIT 1) FROM files_fts "
+    st = fts_stmt(r, "SELECT files.id, (SELECT id FROM chunks WHERE file_id = files.id "
+                     "ORDER BY seq LIMIT 1), mnemo_mask(files_fts), files.nchunks FROM files_fts "
                      "JOIN files ON files.id = files_fts.rowid "
                      "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
                      "(?2 IS NULL OR files.source = ?2) ORDER BY files_fts.rowid LIMIT ?3");
@@ -356,9 +359,9 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
     uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        uint64_t mask = (uint64_t)sqlite3_column_int64(st, 1);
+        uint64_t mask = (uint64_t)sqlite3_column_int64(st, 2);
         double frac = (double)__builtin_popcountll(mask & positive) / nterms;
-        if (add_hit(f, st, 2, frac, 0)) {
+        if (add_hit(f, st, frac, 0, nchunks)) {
             sqlite3_reset(st);
             return MNEMO_NOMEM;
         }
@@ -368,10 +371,10 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
 }
 
 /* The files the query names or whose paths hold query terms, with their
- * first chunks, sorted by file. */
-static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+ * first chunks, sorted by file; *NCHUNKS: about how many chunks they have. */
+static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f, int64_t *nchunks)
 {
-    int rc = file_queries(m, q, cp, f);
+    int rc = file_queries(m, q, cp, f, nchunks);
     if (!rc)
         search_file_hits_finish(f);
     return rc;
@@ -577,6 +580,7 @@ typedef struct lite_io {
     post_leg pl;        /* the BM25 leg over the postings */
     cand *kw;           /* them, for the engine */
     int64_t *vids;      /* the vector leg's candidates */
+    int64_t fchunks;    /* the chunks of the file-name legs' files, about */
     vleg vl;
     sqlite3_stmt *factors, *row;
 } lite_io;
@@ -594,20 +598,41 @@ static int cand_file(mnemo *m, sqlite3_stmt *st, file_hits *f, int64_t chunk_id)
     return file_id ? search_file_hits_chunk(f, chunk_id, file_id) : MNEMO_OK;
 }
 
+/* Adds every chunk of FILE_ID, one of F's files, to F's chunks (ST: the
+ * statement reading a file's chunks). */
+static int file_chunks(mnemo *m, sqlite3_stmt *st, file_hits *f, int64_t file_id)
+{
+    sqlite3_bind_int64(st, 1, file_id);
+    int s = SQLITE_DONE, rc = MNEMO_OK;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
+        rc = search_file_hits_chunk(f, sqlite3_column_int64(st, 0), file_id);
+    sqlite3_reset(st);
+    if (!rc && s != SQLITE_DONE)
+        return lite_index_fail(m, s, "reading a file's chunks");
+    return rc;
+}
+
 /* The last step of the file-name legs, once the other legs ran: the
- * candidates (X's keyword pool and vector matches) in F's files join their
- * first chunks, so that the ranking finds the files of all of them. */
+ * candidates (X's keyword pool and vector matches) in F's files join F's
+ * chunks, so that the ranking finds the files of all of them. Each
+ * candidate's file is looked up, or when the files have fewer chunks than
+ * there are candidates (a few files matched), all their chunks are read. */
 static int cand_files(mnemo *m, lite_io *x, file_hits *f)
 {
     if (!f->n)
         return MNEMO_OK;
-    sqlite3_stmt *st = fts_stmt(store_rank(LITE(m)->st), "SELECT file_id FROM chunks WHERE id = ?1");
+    int whole = x->fchunks <= (int64_t)(x->pool.n + x->vl.nmatches);
+    sqlite3_stmt *st = fts_stmt(store_rank(LITE(m)->st),
+                                whole ? "SELECT id FROM chunks WHERE file_id = ?1"
+                                      : "SELECT file_id FROM chunks WHERE id = ?1");
     if (!st)
         return sql_fail(m, "prepare");
     int rc = MNEMO_OK;
-    for (size_t i = 0; !rc && i < x->pool.n; i++)
+    for (size_t i = 0; whole && !rc && i < f->n; i++)
+        rc = file_chunks(m, st, f, f->v[i].file_id);
+    for (size_t i = 0; !whole && !rc && i < x->pool.n; i++)
         rc = cand_file(m, st, f, x->pool.v[i].id);
-    for (size_t i = 0; !rc && i < x->vl.nmatches; i++)
+    for (size_t i = 0; !whole && !rc && i < x->vl.nmatches; i++)
         rc = cand_file(m, st, f, x->vl.matches[i].chunk_id);
     if (!rc)
         search_file_hits_finish(f);
@@ -716,7 +741,7 @@ static int lite_legs(mnemo *m, search_legs *l)
         if (rc)
             return rc;
     }
-    if ((rc = file_legs(m, l->q, &cp, &l->fh)))
+    if ((rc = file_legs(m, l->q, &cp, &l->fh, &x->fchunks)))
         return rc;
     l->res->timing.keyword_ms = search_lap(l->lap);
     corpus tc = corpus_of(l->corpus, 0);
