@@ -429,6 +429,60 @@ TEST(hybrid_vector_only_hit_in_small_workspace)
     mnemo_close(m);
 }
 
+/* A note at PATH of NLINES lines and LINE in the middle. */
+static void write_long_note(const char *path, const char *line, int nlines)
+{
+    FILE *f = fopen(test_path(path), "w");
+    ASSERT(f != NULL);
+    fputs("# Notes\n", f);
+    for (int i = 0; i < nlines; i++) {
+        if (i == nlines / 2)
+            fprintf(f, "\n## Aside\n- %s\n\n", line);
+        fprintf(f, "- line %d of river stone lantern copper meadow harbor violet canyon "
+                   "orchard velvet marble willow ember quartz saddle timber\n", i);
+    }
+    fclose(f);
+}
+
+/* Twin notes, one with a query word in its path: their chunk that only
+ * the vector leg finds gets the path boost in that one. The notes have
+ * more chunks than the vector leg brings candidates (the pool, 200). */
+TEST(hybrid_path_boost_reaches_vector_candidates)
+{
+    test_tiny_table();
+    test_mkdir("ws/memory");
+    write_long_note("ws/memory/zebra-notes.md", "my automobile is red", 2400);
+    write_long_note("ws/memory/plain-notes.md", "my automobile is red", 2400);
+    mnemo *m = test_open("ws", "db.sqlite", "provider=static", "model=tiny", NULL);
+    mnemo_sync_stats st = test_sync(m);
+    ASSERT(st.vectors_total > 2 * 200);
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.min_score = 0;
+    o.max_results = 10;
+    mnemo_results *r;
+    ASSERT_OK(mnemo_search(m, "zebra car", &o, &r)); /* "car": in no note */
+    ASSERT_STR_EQ(mnemo_results_mode(r), "hybrid");
+    const mnemo_result *zebra = NULL, *plain = NULL;
+    for (size_t i = 0; i < mnemo_results_count(r); i++) {
+        const mnemo_result *x = mnemo_results_get(r, i);
+        if (!strstr(x->snippet, "automobile"))
+            continue;
+        if (strcmp(x->path, "memory/zebra-notes.md") == 0)
+            zebra = x;
+        else if (strcmp(x->path, "memory/plain-notes.md") == 0)
+            plain = x;
+    }
+    ASSERT(zebra != NULL && plain != NULL);
+    ASSERT(zebra->start_line > 1);
+    ASSERT_NEAR(zebra->text_score, 0, 1e-9);
+    ASSERT_NEAR(zebra->vector_score, plain->vector_score, 1e-9);
+    ASSERT(zebra->score > plain->score);
+    ASSERT_STR_EQ(mnemo_results_get(r, 0)->path, "memory/zebra-notes.md");
+    mnemo_results_free(r);
+    mnemo_close(m);
+}
+
 /* The same in a workspace of ten notes whose vectors all lean one way, as
  * neural models' do (every cosine near 0.9): the match stands far out from
  * the others' spread though only 0.04 above their mean, and is returned;

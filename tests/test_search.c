@@ -146,6 +146,71 @@ TEST(search_file_name_tiers_come_first)
     mnemo_close(m);
 }
 
+/* A note at PATH of three chunks or more, LINE in the middle one. */
+static void write_long_note(const char *path, const char *line)
+{
+    FILE *f = fopen(test_path(path), "w");
+    ASSERT(f != NULL);
+    fputs("# Notes\n", f);
+    for (int i = 0; i < 60; i++) {
+        if (i == 30)
+            fprintf(f, "\n## Aside\n- %s\n\n", line);
+        fprintf(f, "- line %d of river stone lantern copper meadow harbor violet canyon "
+                   "orchard velvet marble willow ember quartz saddle timber\n", i);
+    }
+    fclose(f);
+}
+
+TEST(search_path_boost_reaches_every_candidate_of_a_matched_file)
+{
+    /* Twin notes, one with a query word in its path: its chunk holding the
+     * other word (a keyword candidate, not its first chunk) gets the path
+     * boost over the twin's, and stands for its file, whose first chunk
+     * (no candidate) is not added on its own. */
+    test_mkdir("ws/memory");
+    write_long_note("ws/memory/zebra-notes.md", "the flamingo stood on one leg");
+    write_long_note("ws/memory/plain-notes.md", "the flamingo stood on one leg");
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM chunks c JOIN files f ON "
+                                     "f.id = c.file_id WHERE f.path = 'memory/zebra-notes.md'",
+                                 -1, &st, NULL),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    ASSERT(sqlite3_column_int(st, 0) >= 3);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    mnemo_search_opts o;
+    mnemo_search_opts_init(&o);
+    o.min_score = 0;
+    o.max_results = 10;
+    mnemo_results *r;
+    ASSERT_OK(mnemo_search(m, "zebra flamingo", &o, &r));
+    const mnemo_result *zebra = NULL, *plain = NULL;
+    int others = 0;
+    for (size_t i = 0; i < mnemo_results_count(r); i++) {
+        const mnemo_result *x = mnemo_results_get(r, i);
+        int bird = strstr(x->snippet, "flamingo") != NULL;
+        if (strcmp(x->path, "memory/zebra-notes.md") == 0 && bird)
+            zebra = x;
+        else if (strcmp(x->path, "memory/plain-notes.md") == 0 && bird)
+            plain = x;
+        else
+            others++;
+    }
+    ASSERT(zebra != NULL && plain != NULL);
+    ASSERT(zebra->start_line > 1);
+    ASSERT_NEAR(zebra->text_score, plain->text_score, 1e-9);
+    ASSERT(zebra->score > plain->score);
+    ASSERT_STR_EQ(mnemo_results_get(r, 0)->path, "memory/zebra-notes.md");
+    ASSERT_EQ(others, 0);
+    mnemo_results_free(r);
+    mnemo_close(m);
+}
+
 TEST(search_chinese_and_japanese)
 {
     mnemo *m = setup();

@@ -197,8 +197,25 @@ void search_file_hits_cleanup(search_file_hits *f)
     free(f->chunks);
 }
 
-int search_file_hit_add(search_file_hits *f, int64_t id, int64_t cid, int64_t seq, double frac,
-                        int tier)
+/* Adds chunk CID of file ID to F's chunks. */
+static int chunk_push(file_hits *f, int64_t cid, int64_t id)
+{
+    if (f->nchunks == f->cap_chunks) {
+        size_t cap = f->cap_chunks ? f->cap_chunks * 2 : 64;
+        file_chunk *nv = realloc(f->chunks, cap * sizeof *nv);
+        if (!nv)
+            return MNEMO_NOMEM;
+        f->chunks = nv;
+        f->cap_chunks = cap;
+    }
+    f->chunks[f->nchunks++] = (file_chunk){cid, id};
+    return MNEMO_OK;
+}
+
+/* Adds file ID with FRAC and TIER, and its chunk CID at SEQ (0: none) as
+ * its first chunk if it comes before, and to F's chunks if CHUNKS. */
+static int hit_add(file_hits *f, int64_t id, int64_t cid, int64_t seq, double frac, int tier,
+                   int chunks)
 {
     /* A file's rows come together; a file met again later (in both
      * queries) is merged with itself after sorting (file_legs). */
@@ -224,18 +241,18 @@ int search_file_hit_add(search_file_hits *f, int64_t id, int64_t cid, int64_t se
         h->first_chunk = cid;
         h->first_seq = seq;
     }
-    if (!cid)
-        return MNEMO_OK;
-    if (f->nchunks == f->cap_chunks) {
-        size_t cap = f->cap_chunks ? f->cap_chunks * 2 : 64;
-        file_chunk *nv = realloc(f->chunks, cap * sizeof *nv);
-        if (!nv)
-            return MNEMO_NOMEM;
-        f->chunks = nv;
-        f->cap_chunks = cap;
-    }
-    f->chunks[f->nchunks++] = (file_chunk){cid, id};
-    return MNEMO_OK;
+    return cid && chunks ? chunk_push(f, cid, id) : MNEMO_OK;
+}
+
+int search_file_hit_add(search_file_hits *f, int64_t id, int64_t cid, int64_t seq, double frac,
+                        int tier)
+{
+    return hit_add(f, id, cid, seq, frac, tier, 1);
+}
+
+int search_file_hit_first(search_file_hits *f, int64_t id, int64_t cid, double frac, int tier)
+{
+    return hit_add(f, id, cid, 0, frac, tier, 0);
 }
 static int by_chunk(const void *a, const void *b)
 {
@@ -277,11 +294,38 @@ static size_t hit_index(const file_hits *f, int64_t file_id)
     }
     return lo;
 }
+
+int search_file_hits_chunk(search_file_hits *f, int64_t chunk_id, int64_t file_id)
+{
+    size_t h = hit_index(f, file_id);
+    if (h == f->n || f->v[h].file_id != file_id)
+        return MNEMO_OK;
+    return chunk_push(f, chunk_id, file_id);
+}
+
+/* Whether F's chunks, F's files are in order: they often come so (and
+ * the files stay so when search_file_hits_chunk finishes F again). */
+static int chunks_sorted(const file_hits *f)
+{
+    for (size_t i = 1; i < f->nchunks; i++)
+        if (f->chunks[i - 1].chunk_id > f->chunks[i].chunk_id)
+            return 0;
+    return 1;
+}
+
+static int files_sorted(const file_hits *f)
+{
+    for (size_t i = 1; i < f->n; i++)
+        if (f->v[i - 1].file_id > f->v[i].file_id)
+            return 0;
+    return 1;
+}
+
 void search_file_hits_finish(search_file_hits *f)
 {
-    if (f->nchunks > 1)
+    if (!chunks_sorted(f))
         qsort(f->chunks, f->nchunks, sizeof *f->chunks, by_chunk);
-    if (f->n > 1) /* the order of the files does not matter */
+    if (!files_sorted(f)) /* the order of the files does not matter */
         qsort(f->v, f->n, sizeof *f->v, by_file);
     size_t k = 0;
     for (size_t i = 0; i < f->n; i++) {

@@ -50,8 +50,8 @@ typedef struct search_file_chunk {
     int64_t chunk_id, file_id;
 } search_file_chunk;
 
-/* The file-name legs' files, and their chunks (to find the candidates in
- * those files without a lookup per candidate). */
+/* The file-name legs' files, and chunks of theirs (to find the candidates
+ * in those files): all of them, or at least every candidate's. */
 typedef struct search_file_hits {
     search_path_hit *v;
     size_t n, cap;
@@ -64,8 +64,20 @@ typedef struct search_file_hits {
 int search_file_hit_add(search_file_hits *f, int64_t file_id, int64_t chunk_id, int64_t seq,
                         double frac, int tier);
 
-/* Sorts and merges what search_file_hit_add gathered. */
+/* Adds file FILE_ID found with FRAC and TIER and its first chunk CHUNK_ID
+ * (0 for none) alone, for a store that then adds the candidates among its
+ * chunks with search_file_hits_chunk. */
+int search_file_hit_first(search_file_hits *f, int64_t file_id, int64_t chunk_id, double frac,
+                          int tier);
+
+/* Sorts and merges what search_file_hit_add gathered, and again after
+ * search_file_hits_chunk. */
 void search_file_hits_finish(search_file_hits *f);
+
+/* Adds CHUNK_ID, of file FILE_ID, to F's chunks when that file is one of
+ * F's (F finished), so that the ranking finds the file of that candidate
+ * (then search_file_hits_finish again). */
+int search_file_hits_chunk(search_file_hits *f, int64_t chunk_id, int64_t file_id);
 void search_file_hits_cleanup(search_file_hits *f);
 
 /* A chunk's row for its result. Pointers borrowed until the next call. */

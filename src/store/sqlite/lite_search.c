@@ -299,29 +299,32 @@ static int postings_leg(mnemo *m, const query *q, const corpus *cp, topk *p, sea
     return MNEMO_OK;
 }
 
-/* Adds the file of row ST (columns: file id, then chunk id and seq, NULL
- * without chunks) with FRAC and TIER. */
-static int add_hit(file_hits *f, sqlite3_stmt *st, int chunk_col, double frac, int tier)
+/* Adds the file of row ST (columns: file id, its first chunk, NULL without
+ * chunks, its number of chunks) with FRAC and TIER, counting its chunks
+ * (1 at least) in *NCHUNKS. */
+static int add_hit(file_hits *f, sqlite3_stmt *st, double frac, int tier, int64_t *nchunks)
 {
-    return search_file_hit_add(f, sqlite3_column_int64(st, 0),
-                               sqlite3_column_int64(st, chunk_col),
-                               sqlite3_column_int64(st, chunk_col + 1), frac, tier);
+    int64_t n = sqlite3_column_int64(st, 3);
+    *nchunks += n > 1 ? n : 1;
+    return search_file_hit_first(f, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                 frac, tier);
 }
 
-
-
-static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+/* The file-name queries. Of each file only its first chunk: the candidates
+ * among its chunks are added once the other legs ran (cand_files). */
+static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f,
+                        int64_t *nchunks)
 {
     fts_rank *r = store_rank(LITE(m)->st);
     sqlite3_stmt *st = NULL;
     /* Exact: the query names a file by path, base name or stem. */
     if (q->filename[0]) {
-        st = fts_stmt(r, "SELECT x.id, x.tier, c.id, c.seq FROM (SELECT id, CASE WHEN "
+        st = fts_stmt(r, "SELECT x.id, (SELECT id FROM chunks WHERE file_id = x.id ORDER BY "
+                         "seq LIMIT 1), x.tier, x.nchunks FROM (SELECT id, nchunks, CASE WHEN "
                          "path_lc = ?1 THEN 3 WHEN name_lc = ?1 THEN 2 ELSE 1 END AS tier "
                          "FROM files WHERE status = 0 AND "
                          "(path_lc = ?1 OR name_lc = ?1 OR stem_lc = ?1) AND "
-                         "(?2 IS NULL OR source = ?2) LIMIT 20) x "
-                         "LEFT JOIN chunks c ON c.file_id = x.id");
+                         "(?2 IS NULL OR source = ?2) LIMIT 20) x");
         if (!st)
             return sql_fail(m, "prepare");
         sqlite3_bind_text(st, 1, q->filename, -1, SQLITE_STATIC);
@@ -329,7 +332,7 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
             sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
         int s;
         while ((s = sqlite3_step(st)) == SQLITE_ROW)
-            if (add_hit(f, st, 2, 1.0, sqlite3_column_int(st, 1))) {
+            if (add_hit(f, st, 1.0, sqlite3_column_int(st, 2), nchunks)) {
                 sqlite3_reset(st);
                 return MNEMO_NOMEM;
             }
@@ -337,36 +340,28 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
         if (s != SQLITE_DONE)
             return lite_index_fail(m, s, "searching file names");
     }
-    /* Partial: query terms among the path's words. */
+    /* Partial: query terms among the path's words, in the first
+     * PATH_ROWS_MAX files by id (FTS5's own order: no sort). */
     int nterms = q->npositive;
     if (!q->match || nterms == 0)
         return MNEMO_OK;
-    /* The mask once per file, not once per chunk row of the join. */
-    st = fts_stmt(r, "WITH x AS MATERIALIZED (SELECT rowid AS id, mnemo_mask(files_fts) AS mask "
-                     "FROM files_fts WHERE files_fts MATCH ?1) "
-                     "SELECT x.id, x.mask, c.id, c.seq FROM x "
-                     "JOIN files ON files.id = x.id "
-                     "LEFT JOIN chunks c ON c.file_id = x.id "
-                     "WHERE files.status = 0 AND (?2 IS NULL OR files.source = ?2)");
+    st = fts_stmt(r, "SELECT files.id, (SELECT id FROM chunks WHERE file_id = files.id "
+                     "ORDER BY seq LIMIT 1), mnemo_mask(files_fts), files.nchunks FROM files_fts "
+                     "JOIN files ON files.id = files_fts.rowid "
+                     "WHERE files_fts MATCH ?1 AND files.status = 0 AND "
+                     "(?2 IS NULL OR files.source = ?2) ORDER BY files_fts.rowid LIMIT ?3");
     if (!st)
         return sql_fail(m, "prepare");
     sqlite3_bind_text(st, 1, q->match, -1, SQLITE_STATIC);
     if (cp->source)
         sqlite3_bind_text(st, 2, cp->source, -1, SQLITE_STATIC);
-    int files = 0;
-    int64_t last = 0;
+    sqlite3_bind_int(st, 3, PATH_ROWS_MAX);
     uint64_t positive = nterms >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nterms) - 1);
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (id != last && files++ == PATH_ROWS_MAX) {
-            s = SQLITE_DONE;
-            break;
-        }
-        last = id;
-        uint64_t mask = (uint64_t)sqlite3_column_int64(st, 1);
+        uint64_t mask = (uint64_t)sqlite3_column_int64(st, 2);
         double frac = (double)__builtin_popcountll(mask & positive) / nterms;
-        if (add_hit(f, st, 2, frac, 0)) {
+        if (add_hit(f, st, frac, 0, nchunks)) {
             sqlite3_reset(st);
             return MNEMO_NOMEM;
         }
@@ -375,12 +370,11 @@ static int file_queries(mnemo *m, const query *q, const corpus *cp, file_hits *f
     return s == SQLITE_DONE ? MNEMO_OK : lite_index_fail(m, s, "searching file names");
 }
 
-
 /* The files the query names or whose paths hold query terms, with their
- * chunks, both sorted for searching by chunk and by file. */
-static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f)
+ * first chunks, sorted by file; *NCHUNKS: about how many chunks they have. */
+static int file_legs(mnemo *m, const query *q, const corpus *cp, file_hits *f, int64_t *nchunks)
 {
-    int rc = file_queries(m, q, cp, f);
+    int rc = file_queries(m, q, cp, f, nchunks);
     if (!rc)
         search_file_hits_finish(f);
     return rc;
@@ -586,9 +580,64 @@ typedef struct lite_io {
     post_leg pl;        /* the BM25 leg over the postings */
     cand *kw;           /* them, for the engine */
     int64_t *vids;      /* the vector leg's candidates */
+    int64_t fchunks;    /* the chunks of the file-name legs' files, about */
     vleg vl;
     sqlite3_stmt *factors, *row;
 } lite_io;
+
+/* Adds the file of candidate CHUNK_ID to F's chunks when it is one of F's
+ * files (ST: the statement reading a chunk's file). */
+static int cand_file(mnemo *m, sqlite3_stmt *st, file_hits *f, int64_t chunk_id)
+{
+    sqlite3_bind_int64(st, 1, chunk_id);
+    int s = sqlite3_step(st);
+    int64_t file_id = s == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (s != SQLITE_ROW && s != SQLITE_DONE)
+        return lite_index_fail(m, s, "reading a chunk's file");
+    return file_id ? search_file_hits_chunk(f, chunk_id, file_id) : MNEMO_OK;
+}
+
+/* Adds every chunk of FILE_ID, one of F's files, to F's chunks (ST: the
+ * statement reading a file's chunks). */
+static int file_chunks(mnemo *m, sqlite3_stmt *st, file_hits *f, int64_t file_id)
+{
+    sqlite3_bind_int64(st, 1, file_id);
+    int s = SQLITE_DONE, rc = MNEMO_OK;
+    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
+        rc = search_file_hits_chunk(f, sqlite3_column_int64(st, 0), file_id);
+    sqlite3_reset(st);
+    if (!rc && s != SQLITE_DONE)
+        return lite_index_fail(m, s, "reading a file's chunks");
+    return rc;
+}
+
+/* The last step of the file-name legs, once the other legs ran: the
+ * candidates (X's keyword pool and vector matches) in F's files join F's
+ * chunks, so that the ranking finds the files of all of them. Each
+ * candidate's file is looked up, or when the files have fewer chunks than
+ * there are candidates (a few files matched), all their chunks are read. */
+static int cand_files(mnemo *m, lite_io *x, file_hits *f)
+{
+    if (!f->n)
+        return MNEMO_OK;
+    int whole = x->fchunks <= (int64_t)(x->pool.n + x->vl.nmatches);
+    sqlite3_stmt *st = fts_stmt(store_rank(LITE(m)->st),
+                                whole ? "SELECT id FROM chunks WHERE file_id = ?1"
+                                      : "SELECT file_id FROM chunks WHERE id = ?1");
+    if (!st)
+        return sql_fail(m, "prepare");
+    int rc = MNEMO_OK;
+    for (size_t i = 0; whole && !rc && i < f->n; i++)
+        rc = file_chunks(m, st, f, f->v[i].file_id);
+    for (size_t i = 0; !whole && !rc && i < x->pool.n; i++)
+        rc = cand_file(m, st, f, x->pool.v[i].id);
+    for (size_t i = 0; !whole && !rc && i < x->vl.nmatches; i++)
+        rc = cand_file(m, st, f, x->vl.matches[i].chunk_id);
+    if (!rc)
+        search_file_hits_finish(f);
+    return rc;
+}
 
 static double lite_bm25(void *ud, int64_t chunk_id)
 {
@@ -659,7 +708,8 @@ static int lite_row(void *ud, int64_t chunk_id, search_row *out)
 }
 
 /* The legs step (search_store): BM25 and the file names while the query
- * is embedded, then the vectors, in one read transaction. */
+ * is embedded, then the vectors and the candidates' files, in one read
+ * transaction. */
 static int lite_legs(mnemo *m, search_legs *l)
 {
     lite_io *x = calloc(1, sizeof *x);
@@ -691,7 +741,7 @@ static int lite_legs(mnemo *m, search_legs *l)
         if (rc)
             return rc;
     }
-    if ((rc = file_legs(m, l->q, &cp, &l->fh)))
+    if ((rc = file_legs(m, l->q, &cp, &l->fh, &x->fchunks)))
         return rc;
     l->res->timing.keyword_ms = search_lap(l->lap);
     corpus tc = corpus_of(l->corpus, 0);
@@ -706,6 +756,10 @@ static int lite_legs(mnemo *m, search_legs *l)
         x->kw[i] = (cand){.chunk_id = x->pool.v[i].id, .raw = x->pool.v[i].score, .vec = -1};
     for (size_t i = 0; i < x->vl.nmatches; i++)
         x->vids[i] = x->vl.matches[i].chunk_id;
+    /* The file-name legs' last step, counted with them. */
+    if ((rc = cand_files(m, x, &l->fh)))
+        return rc;
+    l->res->timing.keyword_ms += search_lap(l->lap);
     l->kw = x->kw;
     l->nkw = x->pool.n;
     l->vids = x->vids;
