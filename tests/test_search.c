@@ -1104,6 +1104,68 @@ static void exec_on(const char *db, const char *sql)
     sqlite3_close(d);
 }
 
+/* A flush's segments are encoded in batches: by the accumulating thread
+ * while the sync thread writes them (chunks written by a sync), or by the
+ * sync thread alone (chunks read back). Both write the same rows. */
+TEST(search_postings_encoded_alike_by_either_thread)
+{
+    uint64_t s = 41;
+    static char text[16384];
+    for (int i = 0; i < 4000; i++) {
+        size_t n = 0;
+        int words = 60 + (int)(gen_next(&s) % 200);
+        for (int w = 0; w < words; w++) {
+            /* Zipf-like over many words: segments of all sizes. */
+            double u = (double)(gen_next(&s) % 100000) / 100000.0;
+            n += (size_t)snprintf(text + n, sizeof text - n, "%sw%u", w % 12 ? " " : "\n- ",
+                                  (unsigned)(u * u * 40000));
+        }
+        char path[64];
+        snprintf(path, sizeof path, "ws/memory/2026-01-01-b%d.md", i);
+        test_write(path, text);
+    }
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    /* Enough for several batches (of 1 MiB). */
+    ASSERT(count_rows("db.sqlite", "SELECT sum(length(data)) FROM kw_seg") > (2 << 20));
+    copy_without_postings("db.sqlite", "ref.sqlite");
+    exec_on("ref.sqlite", "DELETE FROM kw_seg; DELETE FROM kw_dead; CREATE TABLE kw_mark("
+                          "range INTEGER PRIMARY KEY, mark INTEGER NOT NULL)");
+    m = test_open("ws", "ref.sqlite", NULL);
+    test_sync(m); /* nothing changed: the chunks are read back */
+    mnemo_close(m);
+    sqlite3 *a = NULL, *b = NULL;
+    sqlite3_stmt *qa = NULL, *qb = NULL;
+    const char *sql = "SELECT term, last, n, data FROM kw_seg ORDER BY term, last";
+    ASSERT_EQ(sqlite3_open(test_path("db.sqlite"), &a), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(test_path("ref.sqlite"), &b), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(a, sql, -1, &qa, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(b, sql, -1, &qb, NULL), SQLITE_OK);
+    size_t rows = 0;
+    int sa, sb;
+    while ((sa = sqlite3_step(qa)) == SQLITE_ROW) {
+        ASSERT_EQ((sb = sqlite3_step(qb)), SQLITE_ROW);
+        ASSERT_STR_EQ((const char *)sqlite3_column_text(qb, 0),
+                      (const char *)sqlite3_column_text(qa, 0));
+        ASSERT_EQ(sqlite3_column_int64(qb, 1), sqlite3_column_int64(qa, 1));
+        ASSERT_EQ(sqlite3_column_int64(qb, 2), sqlite3_column_int64(qa, 2));
+        int n = sqlite3_column_bytes(qa, 3);
+        ASSERT_EQ(sqlite3_column_bytes(qb, 3), n);
+        ASSERT(memcmp(sqlite3_column_blob(qa, 3), sqlite3_column_blob(qb, 3), (size_t)n) == 0);
+        rows++;
+    }
+    ASSERT_EQ(sa, SQLITE_DONE);
+    ASSERT_EQ(sqlite3_step(qb), SQLITE_DONE);
+    ASSERT(rows > 10000);
+    sqlite3_finalize(qa);
+    sqlite3_finalize(qb);
+    sqlite3_close(a);
+    sqlite3_close(b);
+    ASSERT(count_rows("ref.sqlite", "SELECT mark FROM kw_mark WHERE range = 0") ==
+           count_rows("db.sqlite", "SELECT mark FROM kw_mark WHERE range = 0"));
+}
+
 /* A damaged segment of the postings is an error that says what to do,
  * never "nothing found". */
 TEST(search_damaged_postings_say_so)

@@ -36,17 +36,6 @@ int kwpost_range(int64_t id)
     return id < STORE_SESSION_ID_BASE ? 0 : id < STORE_MEDIA_ID_BASE ? 1 : 2;
 }
 
-static void put_varint(buf *b, uint64_t v)
-{
-    unsigned char tmp[10];
-    int n = 0;
-    do {
-        tmp[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    buf_append(b, (const char *)tmp, (size_t)n);
-}
-
 /* Reads a varint at *P (before END) into *V; 0 when it runs past END. */
 static int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
 {
@@ -154,6 +143,23 @@ typedef struct queue {
     size_t len, cap;
 } queue;
 
+/* A term's segment encoded for a flush: its row and where its bytes are
+ * in its batch's data. */
+typedef struct segrow {
+    const char *term;
+    int len, range;
+    int64_t last;
+    size_t n, off, size;
+} segrow;
+
+/* Segments encoded, in term order, to be written by the sync thread. */
+typedef struct batch {
+    segrow *v;
+    size_t n, cap;
+    buf data;
+    int full; /* encoded, until written */
+} batch;
+
 struct kwpost {
     sqlite3 *db;
     const char *schema; /* the tables' database */
@@ -182,6 +188,15 @@ struct kwpost {
     pthread_cond_t work, idle;
     queue q, taken;
     size_t queued; /* bytes queued since the last flush */
+    /* A flush: the terms' segments are encoded (by the thread, when there
+     * is one) into two batches in turn while the sync thread writes the
+     * other: in its transaction, on its connection. */
+    batch bt[2];
+    buf edir, epost; /* the encoder's */
+    buf fdir, fpost; /* fold_term's (the sync thread's) */
+    sqlite3_stmt *seg; /* the flush's insert */
+    int small;         /* the flush folds the terms it writes */
+    int encode, encoded, abort_enc;
 };
 
 static void *accumulate(void *arg);
@@ -200,6 +215,12 @@ int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char 
     buf_init(&k->bg.text, 1 << 20);
     buf_init(&k->fg.prefix, KWPOST_PREFIX_MAX);
     buf_init(&k->bg.prefix, KWPOST_PREFIX_MAX);
+    for (int i = 0; i < 2; i++)
+        buf_init(&k->bt[i].data, 1u << 30);
+    buf_init(&k->edir, 1u << 30);
+    buf_init(&k->epost, 1u << 30);
+    buf_init(&k->fdir, 1u << 30);
+    buf_init(&k->fpost, 1u << 30);
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->work, NULL);
     pthread_cond_init(&k->idle, NULL);
@@ -262,6 +283,14 @@ void kwpost_free(kwpost *k)
     free(k->gone);
     doc_cleanup(&k->fg);
     doc_cleanup(&k->bg);
+    for (int i = 0; i < 2; i++) {
+        free(k->bt[i].v);
+        buf_cleanup(&k->bt[i].data);
+    }
+    buf_cleanup(&k->edir);
+    buf_cleanup(&k->epost);
+    buf_cleanup(&k->fdir);
+    buf_cleanup(&k->fpost);
     for (int i = 0; i < 4; i++)
         sqlite3_finalize(k->fold[i]);
     free(k);
@@ -463,13 +492,28 @@ typedef struct qhead {
     size_t len;
 } qhead;
 
+static int encode_terms(kwpost *k, int (*ship)(kwpost *, batch **));
+static int ship_written(kwpost *k, batch **b);
+
 static void *accumulate(void *arg)
 {
     kwpost *k = arg;
     pthread_mutex_lock(&k->mu);
     for (;;) {
-        while (!k->q.len && !k->stop)
+        while (!k->q.len && !k->stop && !k->encode)
             pthread_cond_wait(&k->work, &k->mu);
+        if (k->encode) {
+            /* A flush (the queue is empty): its segments. */
+            k->encode = 0;
+            pthread_mutex_unlock(&k->mu);
+            int rc = encode_terms(k, ship_written);
+            pthread_mutex_lock(&k->mu);
+            if (rc && !k->err)
+                k->err = rc;
+            k->encoded = 1;
+            pthread_cond_broadcast(&k->idle);
+            continue;
+        }
         if (!k->q.len)
             break;
         queue t = k->taken;
@@ -717,60 +761,96 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Writes P[0..N) (ids ascending, one range) as a segment of TERM: its
- * blocks' directory into DIR, their postings into DATA, one row. */
-static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p, size_t n,
-                     buf *dir, buf *data)
+/* Writes V as a varint at Q; the byte after it. */
+static unsigned char *varint_at(unsigned char *q, uint64_t v)
+{
+    while (v > 0x7f) {
+        *q++ = (unsigned char)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    *q++ = (unsigned char)v;
+    return q;
+}
+
+#define VARINT_MAX 10
+
+/* Encodes P[0..N) (ids ascending, one range) as a segment into DIR: its
+ * blocks' directory, then their postings (built in DATA). Each block's
+ * bytes are written in place into room reserved for its largest
+ * encoding: a flush encodes millions of postings. */
+static int encode_seg(const post *p, size_t n, buf *dir, buf *data)
 {
     buf_reset(dir);
     buf_reset(data);
     size_t nblocks = (n + KWPOST_BLOCK - 1) / KWPOST_BLOCK;
-    put_varint(dir, nblocks);
+    if (buf_reserve(dir, VARINT_MAX * (1 + nblocks * (5 + 2 * BLOCKMAX_BOUNDS))))
+        return MNEMO_NOMEM;
+    unsigned char *dq = (unsigned char *)dir->data;
+    dq = varint_at(dq, nblocks);
     int64_t prev_last = 0;
     for (size_t from = 0; from < n; from += KWPOST_BLOCK) {
         size_t to = from + KWPOST_BLOCK < n ? from + KWPOST_BLOCK : n;
+        if (buf_reserve(data, (to - from) * (2 * VARINT_MAX + 1) + 1))
+            return MNEMO_NOMEM;
+        unsigned char *start = (unsigned char *)data->data + data->len, *q = start;
         blockmax_bound bb = {0};
-        size_t start = data->len;
         int64_t prev = p[from].id;
         int wide = 0;
         for (size_t i = from; i < to; i++) {
-            put_varint(data, (uint64_t)(p[i].id - prev));
+            q = varint_at(q, (uint64_t)(p[i].id - prev));
             prev = p[i].id;
             blockmax_bound_add(&bb, p[i].tf, (uint32_t)p[i].dl);
             wide |= p[i].dl > 0xffff;
         }
         for (size_t i = from; i < to; i++)
-            buf_putc(data, (char)(p[i].tf > 255 ? 255 : p[i].tf));
-        buf_putc(data, (char)wide);
+            *q++ = (unsigned char)(p[i].tf > 255 ? 255 : p[i].tf);
+        *q++ = (unsigned char)wide;
         for (size_t i = from; i < to; i++) {
             if (wide) {
-                put_varint(data, (uint64_t)p[i].dl);
+                q = varint_at(q, (uint64_t)p[i].dl);
             } else {
-                buf_putc(data, (char)(p[i].dl & 0xff));
-                buf_putc(data, (char)(p[i].dl >> 8));
+                *q++ = (unsigned char)(p[i].dl & 0xff);
+                *q++ = (unsigned char)(p[i].dl >> 8);
             }
         }
-        put_varint(dir, (uint64_t)(p[from].id - prev_last));
-        put_varint(dir, (uint64_t)(p[to - 1].id - p[from].id));
-        put_varint(dir, to - from);
-        put_varint(dir, (uint64_t)bb.n);
+        data->len += (size_t)(q - start);
+        dq = varint_at(dq, (uint64_t)(p[from].id - prev_last));
+        dq = varint_at(dq, (uint64_t)(p[to - 1].id - p[from].id));
+        dq = varint_at(dq, to - from);
+        dq = varint_at(dq, (uint64_t)bb.n);
         for (int i = 0; i < bb.n; i++) {
-            put_varint(dir, bb.tf[i]);
-            put_varint(dir, bb.dl[i]);
+            dq = varint_at(dq, bb.tf[i]);
+            dq = varint_at(dq, bb.dl[i]);
         }
-        put_varint(dir, data->len - start);
+        dq = varint_at(dq, (uint64_t)(q - start));
         prev_last = p[to - 1].id;
     }
+    dir->len = (size_t)(dq - (unsigned char *)dir->data);
     buf_append(dir, data->data, data->len);
-    if (buf_err(dir) || buf_err(data))
-        return MNEMO_NOMEM;
+    return buf_err(dir) || buf_err(data) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+/* Inserts TERM's segment of N postings up to id LAST, DATA[0..SIZE), with
+ * ST (the flush's insert). */
+static int insert_seg(sqlite3_stmt *st, const char *term, int len, int64_t last, size_t n,
+                      const char *data, size_t size)
+{
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, term, len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, p[n - 1].id);
+    sqlite3_bind_int64(st, 2, last);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
-    sqlite3_bind_blob(st, 4, dir->data, (int)dir->len, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, data, (int)size, SQLITE_STATIC);
     int s = sqlite3_step(st);
     return s == SQLITE_DONE ? MNEMO_OK : s == SQLITE_FULL ? MNEMO_IO : MNEMO_DB;
+}
+
+/* Writes P[0..N) (ids ascending, one range) as a segment of TERM, one
+ * row; DIR and DATA are room to encode it. */
+static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p, size_t n,
+                     buf *dir, buf *data)
+{
+    int rc = encode_seg(p, n, dir, data);
+    return rc ? rc : insert_seg(st, term, len, p[n - 1].id, n, dir->data, dir->len);
 }
 
 /* ----------------------------------------------------------------------
@@ -932,6 +1012,143 @@ done:
     return rc;
 }
 
+/* ----------------------------------------------------------------------
+ * Flushing: the terms' segments encoded into batches and written
+ * -------------------------------------------------------------------- */
+
+#define BATCH_BYTES (1u << 20) /* segments' bytes encoded before they are written */
+
+/* Encodes term A's postings (those not gone since) as a segment per id
+ * range into B. Its postings are freed: their bytes are in B. */
+static int encode_term(kwpost *k, acc *a, batch *b)
+{
+    int sorted = 1;
+    for (size_t j = 1; j < a->n && sorted; j++)
+        sorted = a->v[j - 1].id < a->v[j].id;
+    if (!sorted)
+        qsort(a->v, a->n, sizeof *a->v, by_id);
+    size_t n = 0;
+    for (size_t j = 0; j < a->n; j++)
+        if (!sorted_has(k->gone, k->ngone, a->v[j].id))
+            a->v[n++] = a->v[j];
+    int rc = MNEMO_OK;
+    for (size_t from = 0; from < n && !rc;) {
+        size_t to = from + 1;
+        int r = kwpost_range(a->v[from].id);
+        while (to < n && kwpost_range(a->v[to].id) == r)
+            to++;
+        if (b->n == b->cap) {
+            size_t cap = b->cap ? b->cap * 2 : 4096;
+            segrow *v = realloc(b->v, cap * sizeof *v);
+            if (!v)
+                return MNEMO_NOMEM;
+            b->v = v;
+            b->cap = cap;
+        }
+        if (!(rc = encode_seg(a->v + from, to - from, &k->edir, &k->epost))) {
+            b->v[b->n++] = (segrow){a->term, a->len, r, a->v[to - 1].id, to - from,
+                                    b->data.len, k->edir.len};
+            if (buf_append(&b->data, k->edir.data, k->edir.len))
+                rc = MNEMO_NOMEM;
+        }
+        from = to;
+    }
+    free(a->v);
+    a->v = NULL;
+    a->n = a->cap = 0;
+    return rc;
+}
+
+/* Writes B's segments (and folds their terms' in a small flush); B is
+ * empty after. The sync thread's. */
+static int write_batch(kwpost *k, batch *b)
+{
+    int rc = MNEMO_OK;
+    for (size_t i = 0; i < b->n && !rc; i++) {
+        const segrow *w = &b->v[i];
+        rc = insert_seg(k->seg, w->term, w->len, w->last, w->n, b->data.data + w->off,
+                        w->size);
+        if (!rc && k->small)
+            rc = fold_term(k, w->term, w->len, w->range, k->seg, &k->fdir, &k->fpost);
+    }
+    b->n = 0;
+    buf_reset(&b->data);
+    return rc;
+}
+
+/* Encodes every term's segments in term order, handing each batch to SHIP
+ * once it is full, which gives the batch to fill next (NULL: stop). */
+static int encode_terms(kwpost *k, int (*ship)(kwpost *, batch **))
+{
+    if (k->nv > 1)
+        qsort(k->v, k->nv, sizeof *k->v, by_term);
+    batch *b = &k->bt[0];
+    int rc = MNEMO_OK;
+    for (size_t i = 0; i < k->nv && b && !rc; i++) {
+        rc = encode_term(k, &k->v[i], b);
+        if (!rc && (b->data.len >= BATCH_BYTES || i + 1 == k->nv))
+            rc = ship(k, &b);
+    }
+    return rc;
+}
+
+/* Without the thread: each batch written as it fills. */
+static int ship_now(kwpost *k, batch **b) { return write_batch(k, *b); }
+
+/* On the thread: the batch handed to the sync thread, the other filled
+ * once written (or not, when the flush failed). */
+static int ship_written(kwpost *k, batch **b)
+{
+    batch *next = *b == &k->bt[0] ? &k->bt[1] : &k->bt[0];
+    pthread_mutex_lock(&k->mu);
+    (*b)->full = 1;
+    pthread_cond_broadcast(&k->idle);
+    while (next->full && !k->abort_enc)
+        pthread_cond_wait(&k->work, &k->mu);
+    *b = k->abort_enc ? NULL : next;
+    pthread_mutex_unlock(&k->mu);
+    return MNEMO_OK;
+}
+
+/* Has the thread encode the segments and writes each batch it fills,
+ * in turn, while it fills the other. */
+static int write_encoded(kwpost *k)
+{
+    int rc = MNEMO_OK, m = 0;
+    pthread_mutex_lock(&k->mu);
+    k->encode = 1;
+    k->encoded = 0;
+    pthread_cond_signal(&k->work);
+    for (;;) {
+        while (!k->bt[m].full && !k->encoded)
+            pthread_cond_wait(&k->idle, &k->mu);
+        if (!k->bt[m].full)
+            break;
+        pthread_mutex_unlock(&k->mu);
+        rc = write_batch(k, &k->bt[m]);
+        pthread_mutex_lock(&k->mu);
+        k->bt[m].full = 0;
+        if (rc)
+            k->abort_enc = 1;
+        pthread_cond_broadcast(&k->work);
+        if (rc)
+            break;
+        m ^= 1;
+    }
+    while (!k->encoded)
+        pthread_cond_wait(&k->idle, &k->mu);
+    if (!rc)
+        rc = k->err;
+    k->abort_enc = 0;
+    pthread_mutex_unlock(&k->mu);
+    for (int i = 0; i < 2; i++) {
+        k->bt[i].full = 0;
+        k->bt[i].n = 0;
+        buf_reset(&k->bt[i].data);
+    }
+    return rc;
+}
+
 int kwpost_flush(kwpost *k)
 {
     int rc = drain(k);
@@ -942,43 +1159,18 @@ int kwpost_flush(kwpost *k)
         return rc;
     if (k->ngone > 1)
         qsort(k->gone, k->ngone, sizeof *k->gone, cmp_i64);
-    if (k->nv > 1)
-        qsort(k->v, k->nv, sizeof *k->v, by_term);
-    int small = k->nposts < FOLD_POSTS;
-    sqlite3_stmt *seg = NULL, *mk = NULL;
-    buf dir, data;
-    buf_init(&dir, 1u << 30);
-    buf_init(&data, 1u << 30);
+    k->small = k->nposts < FOLD_POSTS;
+    sqlite3_stmt *mk = NULL;
     if (prep(k->db, k->schema, "INSERT INTO %s.kw_seg(term, last, n, data) "
-                                  "VALUES(?1, ?2, ?3, ?4)", &seg) != SQLITE_OK ||
+                                  "VALUES(?1, ?2, ?3, ?4)", &k->seg) != SQLITE_OK ||
         prep(k->db, k->schema, "INSERT INTO %s.kw_mark(range, mark) VALUES(?1, ?2) "
                                   "ON CONFLICT(range) DO UPDATE SET mark = excluded.mark", &mk) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
-    for (size_t i = 0; i < k->nv && !rc; i++) {
-        acc *a = &k->v[i];
-        int sorted = 1;
-        for (size_t j = 1; j < a->n && sorted; j++)
-            sorted = a->v[j - 1].id < a->v[j].id;
-        if (!sorted)
-            qsort(a->v, a->n, sizeof *a->v, by_id);
-        size_t n = 0;
-        for (size_t j = 0; j < a->n; j++)
-            if (!sorted_has(k->gone, k->ngone, a->v[j].id))
-                a->v[n++] = a->v[j];
-        /* A segment per id range. */
-        for (size_t from = 0; from < n && !rc;) {
-            size_t to = from + 1;
-            int r = kwpost_range(a->v[from].id);
-            while (to < n && kwpost_range(a->v[to].id) == r)
-                to++;
-            rc = write_seg(seg, a->term, a->len, a->v + from, to - from, &dir, &data);
-            if (!rc && small)
-                rc = fold_term(k, a->term, a->len, r, seg, &dir, &data);
-            from = to;
-        }
-    }
+    /* The thread encodes while this thread writes; without it (no chunk
+     * was queued), this thread does both. */
+    rc = k->started ? write_encoded(k) : encode_terms(k, ship_now);
     for (int r = 0; r < KWPOST_RANGES && !rc; r++) {
         if (k->top[r] > k->mark[r])
             k->mark[r] = k->top[r];
@@ -989,10 +1181,9 @@ int kwpost_flush(kwpost *k)
             rc = MNEMO_DB;
     }
 done:
-    sqlite3_finalize(seg);
+    sqlite3_finalize(k->seg);
+    k->seg = NULL;
     sqlite3_finalize(mk);
-    buf_cleanup(&dir);
-    buf_cleanup(&data);
     acc_reset(k);
     return rc;
 }
