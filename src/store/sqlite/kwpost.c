@@ -15,9 +15,12 @@
  */
 #include "store/sqlite/kwpost.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mnemo.h"
 #include "store/sqlite/idrange.h"
@@ -160,6 +163,25 @@ typedef struct batch {
     int full; /* encoded, until written */
 } batch;
 
+/* A segment set aside in a run (kwpost_defer): this header, the term's
+ * bytes, the segment's. */
+typedef struct runhead {
+    int64_t last;
+    uint64_t n, size;
+    int64_t len;
+} runhead;
+
+/* A run read back for the merge: the bytes at [POS, END) of the file not
+ * yet read, AT the current segment's header in BUF. */
+typedef struct run {
+    off_t pos, end;
+    char *buf;
+    size_t cap, len, at;
+    runhead h;
+    size_t used; /* the current segment's bytes in BUF, 0 before the first */
+    const char *term, *data;
+} run;
+
 struct kwpost {
     sqlite3 *db;
     const char *schema; /* the tables' database */
@@ -197,9 +219,29 @@ struct kwpost {
     sqlite3_stmt *seg; /* the flush's insert */
     int small;         /* the flush folds the terms it writes */
     int encode, encoded, abort_enc;
+    /* Deferring (kwpost_defer): flushes for kwpost_full write their
+     * segments as a run, in term order, to a file of their own (removed
+     * once open); the last flush merges the runs into the table. */
+    const char *defer; /* the index's path, beside which the file goes */
+    int fd;            /* the runs' file, or -1 */
+    int spilling;      /* this flush's batches go to the file */
+    buf out;           /* what waits to be appended to it */
+    off_t *runs;       /* where each run starts; the file's end after */
+    size_t nruns;
+    off_t end;
+    size_t flush_bytes; /* tokens' bytes queued before kwpost_full */
 };
 
 static void *accumulate(void *arg);
+
+/* The bytes of tokens a flush waits for; MNEMO_KW_FLUSH_BYTES sets fewer,
+ * for tests of large builds on small workspaces. */
+static size_t flush_bytes(void)
+{
+    const char *e = getenv("MNEMO_KW_FLUSH_BYTES");
+    long long n = e ? atoll(e) : 0;
+    return n > 0 && (unsigned long long)n < FLUSH_BYTES ? (size_t)n : FLUSH_BYTES;
+}
 
 int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char *language,
                 kwpost **out)
@@ -221,6 +263,9 @@ int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char 
     buf_init(&k->epost, 1u << 30);
     buf_init(&k->fdir, 1u << 30);
     buf_init(&k->fpost, 1u << 30);
+    buf_init(&k->out, 1u << 30);
+    k->fd = -1;
+    k->flush_bytes = flush_bytes();
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->work, NULL);
     pthread_cond_init(&k->idle, NULL);
@@ -291,6 +336,10 @@ void kwpost_free(kwpost *k)
     buf_cleanup(&k->epost);
     buf_cleanup(&k->fdir);
     buf_cleanup(&k->fpost);
+    buf_cleanup(&k->out);
+    if (k->fd >= 0)
+        close(k->fd);
+    free(k->runs);
     for (int i = 0; i < 4; i++)
         sqlite3_finalize(k->fold[i]);
     free(k);
@@ -728,7 +777,7 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len, const cha
 
 int64_t kwpost_floor(kwpost *k, int range) { return k->mark[range] + 1; }
 
-int kwpost_full(const kwpost *k) { return k->queued >= FLUSH_BYTES; }
+int kwpost_full(const kwpost *k) { return k->queued >= k->flush_bytes; }
 
 static int by_term(const void *a, const void *b)
 {
@@ -1061,8 +1110,12 @@ static int encode_term(kwpost *k, acc *a, batch *b)
 
 /* Writes B's segments (and folds their terms' in a small flush); B is
  * empty after. The sync thread's. */
+static int spill_batch(kwpost *k, batch *b);
+
 static int write_batch(kwpost *k, batch *b)
 {
+    if (k->spilling)
+        return spill_batch(k, b);
     int rc = MNEMO_OK;
     for (size_t i = 0; i < b->n && !rc; i++) {
         const segrow *w = &b->v[i];
@@ -1149,7 +1202,206 @@ static int write_encoded(kwpost *k)
     return rc;
 }
 
-int kwpost_flush(kwpost *k)
+/* ----------------------------------------------------------------------
+ * Runs set aside (kwpost_defer)
+ * -------------------------------------------------------------------- */
+
+#define OUT_BYTES (1u << 20) /* a run's bytes appended to its file at a time */
+#define RUN_READ (64u << 10) /* a run's bytes read back at a time */
+
+void kwpost_defer(kwpost *k, const char *path) { k->defer = path; }
+
+/* Appends what waits to the runs' file. */
+static int out_write(kwpost *k)
+{
+    const char *p = k->out.data;
+    size_t n = k->out.len;
+    while (n) {
+        ssize_t w = pwrite(k->fd, p, n, k->end);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return MNEMO_IO;
+        p += w;
+        n -= (size_t)w;
+        k->end += w;
+    }
+    buf_reset(&k->out);
+    return MNEMO_OK;
+}
+
+/* Appends B's segments to the run being written; B is empty after. */
+static int spill_batch(kwpost *k, batch *b)
+{
+    int rc = MNEMO_OK;
+    for (size_t i = 0; i < b->n && !rc; i++) {
+        const segrow *w = &b->v[i];
+        runhead h = {w->last, w->n, w->size, w->len};
+        buf_append(&k->out, &h, sizeof h);
+        buf_append(&k->out, w->term, (size_t)w->len);
+        buf_append(&k->out, b->data.data + w->off, w->size);
+        if (buf_err(&k->out))
+            rc = MNEMO_NOMEM;
+        else if (k->out.len >= OUT_BYTES)
+            rc = out_write(k);
+    }
+    b->n = 0;
+    buf_reset(&b->data);
+    return rc;
+}
+
+/* Opens the runs' file beside the index, removed at once: a killed sync
+ * leaves nothing behind. */
+static int runs_open(kwpost *k)
+{
+    size_t n = strlen(k->defer);
+    char *path = malloc(n + 16);
+    if (!path)
+        return MNEMO_NOMEM;
+    memcpy(path, k->defer, n);
+    memcpy(path + n, "-kwrun-XXXXXX", 14);
+    k->fd = mkostemp(path, O_CLOEXEC);
+    if (k->fd >= 0)
+        unlink(path);
+    free(path);
+    return k->fd >= 0 ? MNEMO_OK : MNEMO_IO;
+}
+
+/* Makes the next segment of R (whose bytes are in the file FD) current;
+ * 0 at its end, -1 on an error. */
+static int run_next(int fd, run *r)
+{
+    r->at += r->used;
+    r->used = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t have = r->len - r->at;
+        if (have >= sizeof r->h) {
+            memcpy(&r->h, r->buf + r->at, sizeof r->h);
+            size_t need = sizeof r->h + (size_t)r->h.len + r->h.size;
+            if (have >= need) {
+                r->used = need;
+                r->term = r->buf + r->at + sizeof r->h;
+                r->data = r->term + r->h.len;
+                return 1;
+            }
+            if (need > r->cap) {
+                char *v = realloc(r->buf, need);
+                if (!v)
+                    return -1;
+                r->buf = v;
+                r->cap = need;
+            }
+        } else if (!have && r->pos == r->end) {
+            return 0;
+        }
+        /* What is left of the buffer moved to its start, then filled. */
+        memmove(r->buf, r->buf + r->at, have);
+        r->len = have;
+        r->at = 0;
+        while (r->len < r->cap && r->pos < r->end) {
+            size_t want = r->cap - r->len;
+            if ((off_t)want > r->end - r->pos)
+                want = (size_t)(r->end - r->pos);
+            ssize_t got = pread(fd, r->buf + r->len, want, r->pos);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                return -1;
+            r->len += (size_t)got;
+            r->pos += got;
+        }
+    }
+    return -1; /* a segment that runs past its run's end */
+}
+
+/* Whether run A's segment comes before B's: by term, then last id, as the
+ * table orders them. */
+static int run_before(const run *a, const run *b)
+{
+    size_t n = a->h.len < b->h.len ? (size_t)a->h.len : (size_t)b->h.len;
+    int c = memcmp(a->term, b->term, n);
+    if (c)
+        return c < 0;
+    if (a->h.len != b->h.len)
+        return a->h.len < b->h.len;
+    return a->h.last < b->h.last;
+}
+
+/* Restores the heap order of HEAP[0..N) (runs, the first first) below I. */
+static void heap_down(run **heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && run_before(heap[l], heap[m]))
+            m = l;
+        if (r < n && run_before(heap[r], heap[m]))
+            m = r;
+        if (m == i)
+            return;
+        run *t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+/* Writes the runs' segments into the table, merged in its order: the
+ * table is written in one pass. */
+static int runs_merge(kwpost *k)
+{
+    int rc = MNEMO_OK;
+    if ((rc = out_write(k)))
+        return rc;
+    run *v = calloc(k->nruns, sizeof *v);
+    run **heap = calloc(k->nruns, sizeof *heap);
+    size_t n = 0;
+    if (!v || !heap)
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; i < k->nruns && !rc; i++) {
+        v[i].pos = k->runs[i];
+        v[i].end = i + 1 < k->nruns ? k->runs[i + 1] : k->end;
+        if (!(v[i].buf = malloc(RUN_READ))) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        v[i].cap = RUN_READ;
+        int got = run_next(k->fd, &v[i]);
+        if (got < 0)
+            rc = MNEMO_IO;
+        else if (got)
+            heap[n++] = &v[i];
+    }
+    for (size_t i = n / 2; i-- > 0;)
+        heap_down(heap, n, i);
+    while (!rc && n) {
+        run *r = heap[0];
+        rc = insert_seg(k->seg, r->term, (int)r->h.len, r->h.last, r->h.n, r->data,
+                        r->h.size);
+        int got = rc ? 0 : run_next(k->fd, r);
+        if (got < 0)
+            rc = MNEMO_IO;
+        else if (!got)
+            heap[0] = heap[--n];
+        heap_down(heap, n, 0);
+    }
+    for (size_t i = 0; v && i < k->nruns; i++)
+        free(v[i].buf);
+    free(v);
+    free(heap);
+    close(k->fd);
+    k->fd = -1;
+    k->nruns = 0;
+    k->end = 0;
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Flushing
+ * -------------------------------------------------------------------- */
+
+/* Writes what waits: into the table (LAST, or a flush that folds), else
+ * as a run set aside when deferring. */
+static int flush(kwpost *k, int last)
 {
     int rc = drain(k);
     for (int r = 0; r < KWPOST_RANGES && !rc; r++)
@@ -1159,7 +1411,9 @@ int kwpost_flush(kwpost *k)
         return rc;
     if (k->ngone > 1)
         qsort(k->gone, k->ngone, sizeof *k->gone, cmp_i64);
-    k->small = k->nposts < FOLD_POSTS;
+    /* Small for the flush threshold (scaled with it in tests). */
+    k->small = k->nposts < (uint64_t)FOLD_POSTS * k->flush_bytes / FLUSH_BYTES;
+    k->spilling = k->defer && !last && !k->small;
     sqlite3_stmt *mk = NULL;
     if (prep(k->db, k->schema, "INSERT INTO %s.kw_seg(term, last, n, data) "
                                   "VALUES(?1, ?2, ?3, ?4)", &k->seg) != SQLITE_OK ||
@@ -1168,12 +1422,31 @@ int kwpost_flush(kwpost *k)
         rc = MNEMO_DB;
         goto done;
     }
+    if (k->spilling) {
+        /* A new run, at the file's end. */
+        off_t *v = realloc(k->runs, (k->nruns + 1) * sizeof *v);
+        if (!v) {
+            rc = MNEMO_NOMEM;
+            goto done;
+        }
+        k->runs = v;
+        if (k->fd < 0 && (rc = runs_open(k)))
+            goto done;
+        k->runs[k->nruns++] = k->end;
+    } else if (k->nruns && (rc = runs_merge(k))) {
+        /* The runs first: a fold reads a term's segments. */
+        goto done;
+    }
     /* The thread encodes while this thread writes; without it (no chunk
      * was queued), this thread does both. */
     rc = k->started ? write_encoded(k) : encode_terms(k, ship_now);
+    if (!rc && k->spilling)
+        rc = out_write(k);
     for (int r = 0; r < KWPOST_RANGES && !rc; r++) {
         if (k->top[r] > k->mark[r])
             k->mark[r] = k->top[r];
+        if (k->spilling)
+            continue; /* written with the runs' segments */
         sqlite3_reset(mk);
         sqlite3_bind_int(mk, 1, r);
         sqlite3_bind_int64(mk, 2, k->mark[r]);
@@ -1181,12 +1454,17 @@ int kwpost_flush(kwpost *k)
             rc = MNEMO_DB;
     }
 done:
+    k->spilling = 0;
     sqlite3_finalize(k->seg);
     k->seg = NULL;
     sqlite3_finalize(mk);
     acc_reset(k);
     return rc;
 }
+
+int kwpost_flush(kwpost *k) { return flush(k, 1); }
+
+int kwpost_flush_full(kwpost *k) { return flush(k, 0); }
 
 /* ----------------------------------------------------------------------
  * Reading
