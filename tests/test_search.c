@@ -4,6 +4,7 @@
  * snippets and the result shape; the fast keyword leg against the
  * row-by-row one on generated data.
  */
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -1167,6 +1168,116 @@ static void exec_on(const char *db, const char *sql)
     if (sqlite3_exec(d, sql, NULL, NULL, &err) != SQLITE_OK)
         test_fail(__FILE__, __LINE__, "%s: %s", sql, err);
     sqlite3_close(d);
+}
+
+/* Notes of many words (Zipf-like over 40,000): segments of all sizes. */
+static void gen_wide_workspace(const char *ws, int notes, uint64_t seed)
+{
+    uint64_t s = seed;
+    static char text[16384];
+    for (int i = 0; i < notes; i++) {
+        size_t n = 0;
+        int words = 60 + (int)(gen_next(&s) % 200);
+        for (int w = 0; w < words; w++) {
+            double u = (double)(gen_next(&s) % 100000) / 100000.0;
+            n += (size_t)snprintf(text + n, sizeof text - n, "%sw%u", w % 12 ? " " : "\n- ",
+                                  (unsigned)(u * u * 40000));
+        }
+        char path[256];
+        snprintf(path, sizeof path, "%s/memory/2026-01-01-b%d.md", ws, i);
+        test_write(path, text);
+    }
+}
+
+/* Asserts that indexes A and B hold the same postings' rows and marks;
+ * their number. */
+static size_t same_segments(const char *da, const char *db)
+{
+    sqlite3 *a = NULL, *b = NULL;
+    sqlite3_stmt *qa = NULL, *qb = NULL;
+    const char *sql = "SELECT term, last, n, data FROM kw_seg ORDER BY term, last";
+    ASSERT_EQ(sqlite3_open(test_path(da), &a), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(test_path(db), &b), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(a, sql, -1, &qa, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(b, sql, -1, &qb, NULL), SQLITE_OK);
+    size_t rows = 0;
+    int sa;
+    while ((sa = sqlite3_step(qa)) == SQLITE_ROW) {
+        ASSERT_EQ(sqlite3_step(qb), SQLITE_ROW);
+        ASSERT_STR_EQ((const char *)sqlite3_column_text(qb, 0),
+                      (const char *)sqlite3_column_text(qa, 0));
+        ASSERT_EQ(sqlite3_column_int64(qb, 1), sqlite3_column_int64(qa, 1));
+        ASSERT_EQ(sqlite3_column_int64(qb, 2), sqlite3_column_int64(qa, 2));
+        int n = sqlite3_column_bytes(qa, 3);
+        ASSERT_EQ(sqlite3_column_bytes(qb, 3), n);
+        ASSERT(memcmp(sqlite3_column_blob(qa, 3), sqlite3_column_blob(qb, 3), (size_t)n) == 0);
+        rows++;
+    }
+    ASSERT_EQ(sa, SQLITE_DONE);
+    ASSERT_EQ(sqlite3_step(qb), SQLITE_DONE);
+    sqlite3_finalize(qa);
+    sqlite3_finalize(qb);
+    sqlite3_close(a);
+    sqlite3_close(b);
+    for (int r = 0; r < 3; r++) {
+        char sql2[64];
+        snprintf(sql2, sizeof sql2, "SELECT coalesce(max(mark), -1) FROM kw_mark WHERE range = %d",
+                 r);
+        ASSERT_EQ(count_rows(da, sql2), count_rows(db, sql2));
+    }
+    return rows;
+}
+
+/* A flush's segments are encoded in batches: by the accumulating thread
+ * while the sync thread writes them (chunks written by a sync), or by the
+ * sync thread alone (chunks read back). Both write the same rows. */
+TEST(search_postings_encoded_alike_by_either_thread)
+{
+    gen_wide_workspace("ws", 4000, 41);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    /* Enough for several batches (of 1 MiB). */
+    ASSERT(count_rows("db.sqlite", "SELECT sum(length(data)) FROM kw_seg") > (2 << 20));
+    copy_without_postings("db.sqlite", "ref.sqlite");
+    exec_on("ref.sqlite", "DELETE FROM kw_seg; DELETE FROM kw_dead; CREATE TABLE kw_mark("
+                          "range INTEGER PRIMARY KEY, mark INTEGER NOT NULL)");
+    m = test_open("ws", "ref.sqlite", NULL);
+    test_sync(m); /* nothing changed: the chunks are read back */
+    mnemo_close(m);
+    ASSERT(same_segments("db.sqlite", "ref.sqlite") > 10000);
+}
+
+/* A fresh build sets its flushes' segments aside in runs and merges them
+ * into the table at its commit; a sync of an existing index writes each
+ * flush into the table. The same chunks get the same rows. */
+TEST(search_postings_set_aside_in_a_fresh_build)
+{
+    setenv("MNEMO_KW_FLUSH_BYTES", "65536", 1); /* a flush every 64 KiB of tokens */
+    gen_wide_workspace("ws", 1200, 43);
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    mnemo_close(m);
+    /* The same notes, into an index made before them. */
+    test_mkdir("ws2/memory");
+    m = test_open("ws2", "ref.sqlite", NULL);
+    test_sync(m);
+    gen_wide_workspace("ws2", 1200, 43);
+    test_sync(m);
+    mnemo_close(m);
+    unsetenv("MNEMO_KW_FLUSH_BYTES");
+    ASSERT_EQ(count_rows("db.sqlite", "SELECT count(*) FROM chunks"),
+              count_rows("ref.sqlite", "SELECT count(*) FROM chunks"));
+    size_t rows = same_segments("db.sqlite", "ref.sqlite");
+    /* Many flushes: terms with many segments. */
+    ASSERT((int64_t)rows > 2 * count_rows("db.sqlite", "SELECT count(DISTINCT term) FROM kw_seg"));
+    /* The runs' file is gone. */
+    DIR *d = opendir(test_path("."));
+    ASSERT(d != NULL);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        ASSERT(strstr(e->d_name, "kwrun") == NULL);
+    closedir(d);
 }
 
 /* A damaged segment of the postings is an error that says what to do,

@@ -15,9 +15,12 @@
  */
 #include "store/sqlite/kwpost.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mnemo.h"
 #include "store/sqlite/idrange.h"
@@ -34,17 +37,6 @@ static const int64_t range_hi[KWPOST_RANGES] = {STORE_SESSION_ID_BASE, STORE_MED
 int kwpost_range(int64_t id)
 {
     return id < STORE_SESSION_ID_BASE ? 0 : id < STORE_MEDIA_ID_BASE ? 1 : 2;
-}
-
-static void put_varint(buf *b, uint64_t v)
-{
-    unsigned char tmp[10];
-    int n = 0;
-    do {
-        tmp[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    buf_append(b, (const char *)tmp, (size_t)n);
 }
 
 /* Reads a varint at *P (before END) into *V; 0 when it runs past END. */
@@ -154,6 +146,42 @@ typedef struct queue {
     size_t len, cap;
 } queue;
 
+/* A term's segment encoded for a flush: its row and where its bytes are
+ * in its batch's data. */
+typedef struct segrow {
+    const char *term;
+    int len, range;
+    int64_t last;
+    size_t n, off, size;
+} segrow;
+
+/* Segments encoded, in term order, to be written by the sync thread. */
+typedef struct batch {
+    segrow *v;
+    size_t n, cap;
+    buf data;
+    int full; /* encoded, until written */
+} batch;
+
+/* A segment set aside in a run (kwpost_defer): this header, the term's
+ * bytes, the segment's. */
+typedef struct runhead {
+    int64_t last;
+    uint64_t n, size;
+    int64_t len;
+} runhead;
+
+/* A run read back for the merge: the bytes at [POS, END) of the file not
+ * yet read, AT the current segment's header in BUF. */
+typedef struct run {
+    off_t pos, end;
+    char *buf;
+    size_t cap, len, at;
+    runhead h;
+    size_t used; /* the current segment's bytes in BUF, 0 before the first */
+    const char *term, *data;
+} run;
+
 struct kwpost {
     sqlite3 *db;
     const char *schema; /* the tables' database */
@@ -182,9 +210,38 @@ struct kwpost {
     pthread_cond_t work, idle;
     queue q, taken;
     size_t queued; /* bytes queued since the last flush */
+    /* A flush: the terms' segments are encoded (by the thread, when there
+     * is one) into two batches in turn while the sync thread writes the
+     * other: in its transaction, on its connection. */
+    batch bt[2];
+    buf edir, epost; /* the encoder's */
+    buf fdir, fpost; /* fold_term's (the sync thread's) */
+    sqlite3_stmt *seg; /* the flush's insert */
+    int small;         /* the flush folds the terms it writes */
+    int encode, encoded, abort_enc;
+    /* Deferring (kwpost_defer): flushes for kwpost_full write their
+     * segments as a run, in term order, to a file of their own (removed
+     * once open); the last flush merges the runs into the table. */
+    const char *defer; /* the index's path, beside which the file goes */
+    int fd;            /* the runs' file, or -1 */
+    int spilling;      /* this flush's batches go to the file */
+    buf out;           /* what waits to be appended to it */
+    off_t *runs;       /* where each run starts; the file's end after */
+    size_t nruns;
+    off_t end;
+    size_t flush_bytes; /* tokens' bytes queued before kwpost_full */
 };
 
 static void *accumulate(void *arg);
+
+/* The bytes of tokens a flush waits for; MNEMO_KW_FLUSH_BYTES sets fewer,
+ * for tests of large builds on small workspaces. */
+static size_t flush_bytes(void)
+{
+    const char *e = getenv("MNEMO_KW_FLUSH_BYTES");
+    long long n = e ? atoll(e) : 0;
+    return n > 0 && (unsigned long long)n < FLUSH_BYTES ? (size_t)n : FLUSH_BYTES;
+}
 
 int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char *language,
                 kwpost **out)
@@ -200,6 +257,15 @@ int kwpost_open(sqlite3 *db, const char *schema, const char *source, const char 
     buf_init(&k->bg.text, 1 << 20);
     buf_init(&k->fg.prefix, KWPOST_PREFIX_MAX);
     buf_init(&k->bg.prefix, KWPOST_PREFIX_MAX);
+    for (int i = 0; i < 2; i++)
+        buf_init(&k->bt[i].data, 1u << 30);
+    buf_init(&k->edir, 1u << 30);
+    buf_init(&k->epost, 1u << 30);
+    buf_init(&k->fdir, 1u << 30);
+    buf_init(&k->fpost, 1u << 30);
+    buf_init(&k->out, 1u << 30);
+    k->fd = -1;
+    k->flush_bytes = flush_bytes();
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->work, NULL);
     pthread_cond_init(&k->idle, NULL);
@@ -262,6 +328,18 @@ void kwpost_free(kwpost *k)
     free(k->gone);
     doc_cleanup(&k->fg);
     doc_cleanup(&k->bg);
+    for (int i = 0; i < 2; i++) {
+        free(k->bt[i].v);
+        buf_cleanup(&k->bt[i].data);
+    }
+    buf_cleanup(&k->edir);
+    buf_cleanup(&k->epost);
+    buf_cleanup(&k->fdir);
+    buf_cleanup(&k->fpost);
+    buf_cleanup(&k->out);
+    if (k->fd >= 0)
+        close(k->fd);
+    free(k->runs);
     for (int i = 0; i < 4; i++)
         sqlite3_finalize(k->fold[i]);
     free(k);
@@ -463,13 +541,28 @@ typedef struct qhead {
     size_t len;
 } qhead;
 
+static int encode_terms(kwpost *k, int (*ship)(kwpost *, batch **));
+static int ship_written(kwpost *k, batch **b);
+
 static void *accumulate(void *arg)
 {
     kwpost *k = arg;
     pthread_mutex_lock(&k->mu);
     for (;;) {
-        while (!k->q.len && !k->stop)
+        while (!k->q.len && !k->stop && !k->encode)
             pthread_cond_wait(&k->work, &k->mu);
+        if (k->encode) {
+            /* A flush (the queue is empty): its segments. */
+            k->encode = 0;
+            pthread_mutex_unlock(&k->mu);
+            int rc = encode_terms(k, ship_written);
+            pthread_mutex_lock(&k->mu);
+            if (rc && !k->err)
+                k->err = rc;
+            k->encoded = 1;
+            pthread_cond_broadcast(&k->idle);
+            continue;
+        }
         if (!k->q.len)
             break;
         queue t = k->taken;
@@ -684,7 +777,7 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len, const cha
 
 int64_t kwpost_floor(kwpost *k, int range) { return k->mark[range] + 1; }
 
-int kwpost_full(const kwpost *k) { return k->queued >= FLUSH_BYTES; }
+int kwpost_full(const kwpost *k) { return k->queued >= k->flush_bytes; }
 
 static int by_term(const void *a, const void *b)
 {
@@ -717,60 +810,96 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Writes P[0..N) (ids ascending, one range) as a segment of TERM: its
- * blocks' directory into DIR, their postings into DATA, one row. */
-static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p, size_t n,
-                     buf *dir, buf *data)
+/* Writes V as a varint at Q; the byte after it. */
+static unsigned char *varint_at(unsigned char *q, uint64_t v)
+{
+    while (v > 0x7f) {
+        *q++ = (unsigned char)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    *q++ = (unsigned char)v;
+    return q;
+}
+
+#define VARINT_MAX 10
+
+/* Encodes P[0..N) (ids ascending, one range) as a segment into DIR: its
+ * blocks' directory, then their postings (built in DATA). Each block's
+ * bytes are written in place into room reserved for its largest
+ * encoding: a flush encodes millions of postings. */
+static int encode_seg(const post *p, size_t n, buf *dir, buf *data)
 {
     buf_reset(dir);
     buf_reset(data);
     size_t nblocks = (n + KWPOST_BLOCK - 1) / KWPOST_BLOCK;
-    put_varint(dir, nblocks);
+    if (buf_reserve(dir, VARINT_MAX * (1 + nblocks * (5 + 2 * BLOCKMAX_BOUNDS))))
+        return MNEMO_NOMEM;
+    unsigned char *dq = (unsigned char *)dir->data;
+    dq = varint_at(dq, nblocks);
     int64_t prev_last = 0;
     for (size_t from = 0; from < n; from += KWPOST_BLOCK) {
         size_t to = from + KWPOST_BLOCK < n ? from + KWPOST_BLOCK : n;
+        if (buf_reserve(data, (to - from) * (2 * VARINT_MAX + 1) + 1))
+            return MNEMO_NOMEM;
+        unsigned char *start = (unsigned char *)data->data + data->len, *q = start;
         blockmax_bound bb = {0};
-        size_t start = data->len;
         int64_t prev = p[from].id;
         int wide = 0;
         for (size_t i = from; i < to; i++) {
-            put_varint(data, (uint64_t)(p[i].id - prev));
+            q = varint_at(q, (uint64_t)(p[i].id - prev));
             prev = p[i].id;
             blockmax_bound_add(&bb, p[i].tf, (uint32_t)p[i].dl);
             wide |= p[i].dl > 0xffff;
         }
         for (size_t i = from; i < to; i++)
-            buf_putc(data, (char)(p[i].tf > 255 ? 255 : p[i].tf));
-        buf_putc(data, (char)wide);
+            *q++ = (unsigned char)(p[i].tf > 255 ? 255 : p[i].tf);
+        *q++ = (unsigned char)wide;
         for (size_t i = from; i < to; i++) {
             if (wide) {
-                put_varint(data, (uint64_t)p[i].dl);
+                q = varint_at(q, (uint64_t)p[i].dl);
             } else {
-                buf_putc(data, (char)(p[i].dl & 0xff));
-                buf_putc(data, (char)(p[i].dl >> 8));
+                *q++ = (unsigned char)(p[i].dl & 0xff);
+                *q++ = (unsigned char)(p[i].dl >> 8);
             }
         }
-        put_varint(dir, (uint64_t)(p[from].id - prev_last));
-        put_varint(dir, (uint64_t)(p[to - 1].id - p[from].id));
-        put_varint(dir, to - from);
-        put_varint(dir, (uint64_t)bb.n);
+        data->len += (size_t)(q - start);
+        dq = varint_at(dq, (uint64_t)(p[from].id - prev_last));
+        dq = varint_at(dq, (uint64_t)(p[to - 1].id - p[from].id));
+        dq = varint_at(dq, to - from);
+        dq = varint_at(dq, (uint64_t)bb.n);
         for (int i = 0; i < bb.n; i++) {
-            put_varint(dir, bb.tf[i]);
-            put_varint(dir, bb.dl[i]);
+            dq = varint_at(dq, bb.tf[i]);
+            dq = varint_at(dq, bb.dl[i]);
         }
-        put_varint(dir, data->len - start);
+        dq = varint_at(dq, (uint64_t)(q - start));
         prev_last = p[to - 1].id;
     }
+    dir->len = (size_t)(dq - (unsigned char *)dir->data);
     buf_append(dir, data->data, data->len);
-    if (buf_err(dir) || buf_err(data))
-        return MNEMO_NOMEM;
+    return buf_err(dir) || buf_err(data) ? MNEMO_NOMEM : MNEMO_OK;
+}
+
+/* Inserts TERM's segment of N postings up to id LAST, DATA[0..SIZE), with
+ * ST (the flush's insert). */
+static int insert_seg(sqlite3_stmt *st, const char *term, int len, int64_t last, size_t n,
+                      const char *data, size_t size)
+{
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, term, len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, p[n - 1].id);
+    sqlite3_bind_int64(st, 2, last);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
-    sqlite3_bind_blob(st, 4, dir->data, (int)dir->len, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, data, (int)size, SQLITE_STATIC);
     int s = sqlite3_step(st);
     return s == SQLITE_DONE ? MNEMO_OK : s == SQLITE_FULL ? MNEMO_IO : MNEMO_DB;
+}
+
+/* Writes P[0..N) (ids ascending, one range) as a segment of TERM, one
+ * row; DIR and DATA are room to encode it. */
+static int write_seg(sqlite3_stmt *st, const char *term, int len, const post *p, size_t n,
+                     buf *dir, buf *data)
+{
+    int rc = encode_seg(p, n, dir, data);
+    return rc ? rc : insert_seg(st, term, len, p[n - 1].id, n, dir->data, dir->len);
 }
 
 /* ----------------------------------------------------------------------
@@ -932,7 +1061,347 @@ done:
     return rc;
 }
 
-int kwpost_flush(kwpost *k)
+/* ----------------------------------------------------------------------
+ * Flushing: the terms' segments encoded into batches and written
+ * -------------------------------------------------------------------- */
+
+#define BATCH_BYTES (1u << 20) /* segments' bytes encoded before they are written */
+
+/* Encodes term A's postings (those not gone since) as a segment per id
+ * range into B. Its postings are freed: their bytes are in B. */
+static int encode_term(kwpost *k, acc *a, batch *b)
+{
+    int sorted = 1;
+    for (size_t j = 1; j < a->n && sorted; j++)
+        sorted = a->v[j - 1].id < a->v[j].id;
+    if (!sorted)
+        qsort(a->v, a->n, sizeof *a->v, by_id);
+    size_t n = 0;
+    for (size_t j = 0; j < a->n; j++)
+        if (!sorted_has(k->gone, k->ngone, a->v[j].id))
+            a->v[n++] = a->v[j];
+    int rc = MNEMO_OK;
+    for (size_t from = 0; from < n && !rc;) {
+        size_t to = from + 1;
+        int r = kwpost_range(a->v[from].id);
+        while (to < n && kwpost_range(a->v[to].id) == r)
+            to++;
+        if (b->n == b->cap) {
+            size_t cap = b->cap ? b->cap * 2 : 4096;
+            segrow *v = realloc(b->v, cap * sizeof *v);
+            if (!v)
+                return MNEMO_NOMEM;
+            b->v = v;
+            b->cap = cap;
+        }
+        if (!(rc = encode_seg(a->v + from, to - from, &k->edir, &k->epost))) {
+            b->v[b->n++] = (segrow){a->term, a->len, r, a->v[to - 1].id, to - from,
+                                    b->data.len, k->edir.len};
+            if (buf_append(&b->data, k->edir.data, k->edir.len))
+                rc = MNEMO_NOMEM;
+        }
+        from = to;
+    }
+    free(a->v);
+    a->v = NULL;
+    a->n = a->cap = 0;
+    return rc;
+}
+
+/* Writes B's segments (and folds their terms' in a small flush); B is
+ * empty after. The sync thread's. */
+static int spill_batch(kwpost *k, batch *b);
+
+static int write_batch(kwpost *k, batch *b)
+{
+    if (k->spilling)
+        return spill_batch(k, b);
+    int rc = MNEMO_OK;
+    for (size_t i = 0; i < b->n && !rc; i++) {
+        const segrow *w = &b->v[i];
+        rc = insert_seg(k->seg, w->term, w->len, w->last, w->n, b->data.data + w->off,
+                        w->size);
+        if (!rc && k->small)
+            rc = fold_term(k, w->term, w->len, w->range, k->seg, &k->fdir, &k->fpost);
+    }
+    b->n = 0;
+    buf_reset(&b->data);
+    return rc;
+}
+
+/* Encodes every term's segments in term order, handing each batch to SHIP
+ * once it is full, which gives the batch to fill next (NULL: stop). */
+static int encode_terms(kwpost *k, int (*ship)(kwpost *, batch **))
+{
+    if (k->nv > 1)
+        qsort(k->v, k->nv, sizeof *k->v, by_term);
+    batch *b = &k->bt[0];
+    int rc = MNEMO_OK;
+    for (size_t i = 0; i < k->nv && b && !rc; i++) {
+        rc = encode_term(k, &k->v[i], b);
+        if (!rc && (b->data.len >= BATCH_BYTES || i + 1 == k->nv))
+            rc = ship(k, &b);
+    }
+    return rc;
+}
+
+/* Without the thread: each batch written as it fills. */
+static int ship_now(kwpost *k, batch **b) { return write_batch(k, *b); }
+
+/* On the thread: the batch handed to the sync thread, the other filled
+ * once written (or not, when the flush failed). */
+static int ship_written(kwpost *k, batch **b)
+{
+    batch *next = *b == &k->bt[0] ? &k->bt[1] : &k->bt[0];
+    pthread_mutex_lock(&k->mu);
+    (*b)->full = 1;
+    pthread_cond_broadcast(&k->idle);
+    while (next->full && !k->abort_enc)
+        pthread_cond_wait(&k->work, &k->mu);
+    *b = k->abort_enc ? NULL : next;
+    pthread_mutex_unlock(&k->mu);
+    return MNEMO_OK;
+}
+
+/* Has the thread encode the segments and writes each batch it fills,
+ * in turn, while it fills the other. */
+static int write_encoded(kwpost *k)
+{
+    int rc = MNEMO_OK, m = 0;
+    pthread_mutex_lock(&k->mu);
+    k->encode = 1;
+    k->encoded = 0;
+    pthread_cond_signal(&k->work);
+    for (;;) {
+        while (!k->bt[m].full && !k->encoded)
+            pthread_cond_wait(&k->idle, &k->mu);
+        if (!k->bt[m].full)
+            break;
+        pthread_mutex_unlock(&k->mu);
+        rc = write_batch(k, &k->bt[m]);
+        pthread_mutex_lock(&k->mu);
+        k->bt[m].full = 0;
+        if (rc)
+            k->abort_enc = 1;
+        pthread_cond_broadcast(&k->work);
+        if (rc)
+            break;
+        m ^= 1;
+    }
+    while (!k->encoded)
+        pthread_cond_wait(&k->idle, &k->mu);
+    if (!rc)
+        rc = k->err;
+    k->abort_enc = 0;
+    pthread_mutex_unlock(&k->mu);
+    for (int i = 0; i < 2; i++) {
+        k->bt[i].full = 0;
+        k->bt[i].n = 0;
+        buf_reset(&k->bt[i].data);
+    }
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Runs set aside (kwpost_defer)
+ * -------------------------------------------------------------------- */
+
+#define OUT_BYTES (1u << 20) /* a run's bytes appended to its file at a time */
+#define RUN_READ (64u << 10) /* a run's bytes read back at a time */
+
+void kwpost_defer(kwpost *k, const char *path) { k->defer = path; }
+
+/* Appends what waits to the runs' file. */
+static int out_write(kwpost *k)
+{
+    const char *p = k->out.data;
+    size_t n = k->out.len;
+    while (n) {
+        ssize_t w = pwrite(k->fd, p, n, k->end);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return MNEMO_IO;
+        p += w;
+        n -= (size_t)w;
+        k->end += w;
+    }
+    buf_reset(&k->out);
+    return MNEMO_OK;
+}
+
+/* Appends B's segments to the run being written; B is empty after. */
+static int spill_batch(kwpost *k, batch *b)
+{
+    int rc = MNEMO_OK;
+    for (size_t i = 0; i < b->n && !rc; i++) {
+        const segrow *w = &b->v[i];
+        runhead h = {w->last, w->n, w->size, w->len};
+        buf_append(&k->out, &h, sizeof h);
+        buf_append(&k->out, w->term, (size_t)w->len);
+        buf_append(&k->out, b->data.data + w->off, w->size);
+        if (buf_err(&k->out))
+            rc = MNEMO_NOMEM;
+        else if (k->out.len >= OUT_BYTES)
+            rc = out_write(k);
+    }
+    b->n = 0;
+    buf_reset(&b->data);
+    return rc;
+}
+
+/* Opens the runs' file beside the index, removed at once: a killed sync
+ * leaves nothing behind. */
+static int runs_open(kwpost *k)
+{
+    size_t n = strlen(k->defer);
+    char *path = malloc(n + 16);
+    if (!path)
+        return MNEMO_NOMEM;
+    memcpy(path, k->defer, n);
+    memcpy(path + n, "-kwrun-XXXXXX", 14);
+    k->fd = mkostemp(path, O_CLOEXEC);
+    if (k->fd >= 0)
+        unlink(path);
+    free(path);
+    return k->fd >= 0 ? MNEMO_OK : MNEMO_IO;
+}
+
+/* Makes the next segment of R (whose bytes are in the file FD) current;
+ * 0 at its end, -1 on an error. */
+static int run_next(int fd, run *r)
+{
+    r->at += r->used;
+    r->used = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t have = r->len - r->at;
+        if (have >= sizeof r->h) {
+            memcpy(&r->h, r->buf + r->at, sizeof r->h);
+            size_t need = sizeof r->h + (size_t)r->h.len + r->h.size;
+            if (have >= need) {
+                r->used = need;
+                r->term = r->buf + r->at + sizeof r->h;
+                r->data = r->term + r->h.len;
+                return 1;
+            }
+            if (need > r->cap) {
+                char *v = realloc(r->buf, need);
+                if (!v)
+                    return -1;
+                r->buf = v;
+                r->cap = need;
+            }
+        } else if (!have && r->pos == r->end) {
+            return 0;
+        }
+        /* What is left of the buffer moved to its start, then filled. */
+        memmove(r->buf, r->buf + r->at, have);
+        r->len = have;
+        r->at = 0;
+        while (r->len < r->cap && r->pos < r->end) {
+            size_t want = r->cap - r->len;
+            if ((off_t)want > r->end - r->pos)
+                want = (size_t)(r->end - r->pos);
+            ssize_t got = pread(fd, r->buf + r->len, want, r->pos);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                return -1;
+            r->len += (size_t)got;
+            r->pos += got;
+        }
+    }
+    return -1; /* a segment that runs past its run's end */
+}
+
+/* Whether run A's segment comes before B's: by term, then last id, as the
+ * table orders them. */
+static int run_before(const run *a, const run *b)
+{
+    size_t n = a->h.len < b->h.len ? (size_t)a->h.len : (size_t)b->h.len;
+    int c = memcmp(a->term, b->term, n);
+    if (c)
+        return c < 0;
+    if (a->h.len != b->h.len)
+        return a->h.len < b->h.len;
+    return a->h.last < b->h.last;
+}
+
+/* Restores the heap order of HEAP[0..N) (runs, the first first) below I. */
+static void heap_down(run **heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && run_before(heap[l], heap[m]))
+            m = l;
+        if (r < n && run_before(heap[r], heap[m]))
+            m = r;
+        if (m == i)
+            return;
+        run *t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+/* Writes the runs' segments into the table, merged in its order: the
+ * table is written in one pass. */
+static int runs_merge(kwpost *k)
+{
+    int rc = MNEMO_OK;
+    if ((rc = out_write(k)))
+        return rc;
+    run *v = calloc(k->nruns, sizeof *v);
+    run **heap = calloc(k->nruns, sizeof *heap);
+    size_t n = 0;
+    if (!v || !heap)
+        rc = MNEMO_NOMEM;
+    for (size_t i = 0; i < k->nruns && !rc; i++) {
+        v[i].pos = k->runs[i];
+        v[i].end = i + 1 < k->nruns ? k->runs[i + 1] : k->end;
+        if (!(v[i].buf = malloc(RUN_READ))) {
+            rc = MNEMO_NOMEM;
+            break;
+        }
+        v[i].cap = RUN_READ;
+        int got = run_next(k->fd, &v[i]);
+        if (got < 0)
+            rc = MNEMO_IO;
+        else if (got)
+            heap[n++] = &v[i];
+    }
+    for (size_t i = n / 2; i-- > 0;)
+        heap_down(heap, n, i);
+    while (!rc && n) {
+        run *r = heap[0];
+        rc = insert_seg(k->seg, r->term, (int)r->h.len, r->h.last, r->h.n, r->data,
+                        r->h.size);
+        int got = rc ? 0 : run_next(k->fd, r);
+        if (got < 0)
+            rc = MNEMO_IO;
+        else if (!got)
+            heap[0] = heap[--n];
+        heap_down(heap, n, 0);
+    }
+    for (size_t i = 0; v && i < k->nruns; i++)
+        free(v[i].buf);
+    free(v);
+    free(heap);
+    close(k->fd);
+    k->fd = -1;
+    k->nruns = 0;
+    k->end = 0;
+    return rc;
+}
+
+/* ----------------------------------------------------------------------
+ * Flushing
+ * -------------------------------------------------------------------- */
+
+/* Writes what waits: into the table (LAST, or a flush that folds), else
+ * as a run set aside when deferring. */
+static int flush(kwpost *k, int last)
 {
     int rc = drain(k);
     for (int r = 0; r < KWPOST_RANGES && !rc; r++)
@@ -942,46 +1411,42 @@ int kwpost_flush(kwpost *k)
         return rc;
     if (k->ngone > 1)
         qsort(k->gone, k->ngone, sizeof *k->gone, cmp_i64);
-    if (k->nv > 1)
-        qsort(k->v, k->nv, sizeof *k->v, by_term);
-    int small = k->nposts < FOLD_POSTS;
-    sqlite3_stmt *seg = NULL, *mk = NULL;
-    buf dir, data;
-    buf_init(&dir, 1u << 30);
-    buf_init(&data, 1u << 30);
+    /* Small for the flush threshold (scaled with it in tests). */
+    k->small = k->nposts < (uint64_t)FOLD_POSTS * k->flush_bytes / FLUSH_BYTES;
+    k->spilling = k->defer && !last && !k->small;
+    sqlite3_stmt *mk = NULL;
     if (prep(k->db, k->schema, "INSERT INTO %s.kw_seg(term, last, n, data) "
-                                  "VALUES(?1, ?2, ?3, ?4)", &seg) != SQLITE_OK ||
+                                  "VALUES(?1, ?2, ?3, ?4)", &k->seg) != SQLITE_OK ||
         prep(k->db, k->schema, "INSERT INTO %s.kw_mark(range, mark) VALUES(?1, ?2) "
                                   "ON CONFLICT(range) DO UPDATE SET mark = excluded.mark", &mk) != SQLITE_OK) {
         rc = MNEMO_DB;
         goto done;
     }
-    for (size_t i = 0; i < k->nv && !rc; i++) {
-        acc *a = &k->v[i];
-        int sorted = 1;
-        for (size_t j = 1; j < a->n && sorted; j++)
-            sorted = a->v[j - 1].id < a->v[j].id;
-        if (!sorted)
-            qsort(a->v, a->n, sizeof *a->v, by_id);
-        size_t n = 0;
-        for (size_t j = 0; j < a->n; j++)
-            if (!sorted_has(k->gone, k->ngone, a->v[j].id))
-                a->v[n++] = a->v[j];
-        /* A segment per id range. */
-        for (size_t from = 0; from < n && !rc;) {
-            size_t to = from + 1;
-            int r = kwpost_range(a->v[from].id);
-            while (to < n && kwpost_range(a->v[to].id) == r)
-                to++;
-            rc = write_seg(seg, a->term, a->len, a->v + from, to - from, &dir, &data);
-            if (!rc && small)
-                rc = fold_term(k, a->term, a->len, r, seg, &dir, &data);
-            from = to;
+    if (k->spilling) {
+        /* A new run, at the file's end. */
+        off_t *v = realloc(k->runs, (k->nruns + 1) * sizeof *v);
+        if (!v) {
+            rc = MNEMO_NOMEM;
+            goto done;
         }
+        k->runs = v;
+        if (k->fd < 0 && (rc = runs_open(k)))
+            goto done;
+        k->runs[k->nruns++] = k->end;
+    } else if (k->nruns && (rc = runs_merge(k))) {
+        /* The runs first: a fold reads a term's segments. */
+        goto done;
     }
+    /* The thread encodes while this thread writes; without it (no chunk
+     * was queued), this thread does both. */
+    rc = k->started ? write_encoded(k) : encode_terms(k, ship_now);
+    if (!rc && k->spilling)
+        rc = out_write(k);
     for (int r = 0; r < KWPOST_RANGES && !rc; r++) {
         if (k->top[r] > k->mark[r])
             k->mark[r] = k->top[r];
+        if (k->spilling)
+            continue; /* written with the runs' segments */
         sqlite3_reset(mk);
         sqlite3_bind_int(mk, 1, r);
         sqlite3_bind_int64(mk, 2, k->mark[r]);
@@ -989,13 +1454,17 @@ int kwpost_flush(kwpost *k)
             rc = MNEMO_DB;
     }
 done:
-    sqlite3_finalize(seg);
+    k->spilling = 0;
+    sqlite3_finalize(k->seg);
+    k->seg = NULL;
     sqlite3_finalize(mk);
-    buf_cleanup(&dir);
-    buf_cleanup(&data);
     acc_reset(k);
     return rc;
 }
+
+int kwpost_flush(kwpost *k) { return flush(k, 1); }
+
+int kwpost_flush_full(kwpost *k) { return flush(k, 0); }
 
 /* ----------------------------------------------------------------------
  * Reading

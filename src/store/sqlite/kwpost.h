@@ -104,13 +104,26 @@ int kwpost_remove(kwpost *k, int64_t id, const char *text, size_t len, const cha
 /* The smallest id a new chunk of RANGE may have (above the mark). */
 int64_t kwpost_floor(kwpost *k, int range);
 
-/* Whether enough postings wait to be written now. */
+/* Whether enough postings wait to be written now (kwpost_flush_full). */
 int kwpost_full(const kwpost *k);
 
 /* Writes what waits as blocks and moves the marks, in the caller's
  * transaction; chunks above a mark this writer did not see are read back
  * first. */
 int kwpost_flush(kwpost *k);
+
+/* kwpost_flush once kwpost_full, in the middle of a sync. */
+int kwpost_flush_full(kwpost *k);
+
+/* For an index nobody reads before its sync commits (a fresh build, at
+ * PATH, a string that outlives K): kwpost_flush_full encodes what waits
+ * as a run of segments in term order, appended to a file beside PATH
+ * (removed once open), and moves the marks in memory only; kwpost_flush
+ * merges the runs into the table before it writes. The table gets the
+ * same rows, written in one pass in its order instead of being swept once
+ * per flush. A flush small enough to fold segments (which reads the
+ * table) merges the runs and writes as without deferring. */
+void kwpost_defer(kwpost *k, const char *path);
 
 /* ----------------------------------------------------------------------
  * Reading: a query's terms over ids [lo, hi), for blockmax_run.

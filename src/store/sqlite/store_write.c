@@ -223,6 +223,9 @@ static int kw_of(store *s, kwpost **out)
         s->kw_none = 1;
         return MNEMO_OK;
     }
+    /* A fresh index is read by no one before it is renamed into place. */
+    if (!rc && s->fresh)
+        kwpost_defer(s->kw, s->path);
     *out = s->kw;
     return rc;
 }
@@ -415,7 +418,7 @@ int store_chunks_write(store *s, int64_t file_id, store_chunks *w, int64_t *remo
                             w->toks ? w->toks + w->tok_off[i] : NULL,
                             w->toks ? w->tok_off[i + 1] - w->tok_off[i] : 0);
         if (!rc && k && kwpost_full(k))
-            rc = kwpost_flush(k);
+            rc = kwpost_flush_full(k);
         if (rc)
             return rc;
     }
