@@ -1356,3 +1356,50 @@ TEST(search_postings_built_for_an_older_index)
     for (int i = 0; i < 4; i++)
         free(before[i]);
 }
+
+TEST(search_files_state_index_gives_the_same_and_a_sync_adds_it)
+{
+    /* Paths holding the query's words, in more files than the file-name
+     * leg keeps: its answers through files_state equal those through the
+     * files' rows (an index made before it), and a sync adds it back. */
+    setenv("MNEMO_NOW", "2027-06-01T12:00:00Z", 1);
+    gen_workspace("ws", 200, 9);
+    for (int i = 0; i < 2100; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "ws/memory/%s-%s-%d.md", i % 3 ? "gateway" : "backup",
+                 i % 5 ? "deploy" : "notes", i);
+        test_write(path, i % 7 ? "- the nightly gateway job\n" : "- orders and invoices\n");
+    }
+    mnemo *m = test_open("ws", "db.sqlite", NULL);
+    test_sync(m);
+    ASSERT_EQ(count_rows("db.sqlite",
+                         "SELECT count(*) FROM sqlite_schema WHERE name = 'files_state'"),
+              1);
+    static const char *const queries[] = {"gateway deploy", "backup notes invoices",
+                                          "nightly gateway", "deploy", "orders notes"};
+    enum { NQ = sizeof queries / sizeof *queries };
+    char *with[NQ];
+    for (int i = 0; i < NQ; i++) {
+        with[i] = untimed(test_search_json(m, queries[i], 40));
+        ASSERT(strstr(with[i], "\"path\"") != NULL);
+    }
+    mnemo_close(m);
+    exec_on("db.sqlite", "DROP INDEX files_state");
+    m = test_open("ws", "db.sqlite", NULL);
+    for (int i = 0; i < NQ; i++) {
+        char *without = untimed(test_search_json(m, queries[i], 40));
+        ASSERT_STR_EQ(without, with[i]);
+        free(without);
+    }
+    test_sync(m);
+    ASSERT_EQ(count_rows("db.sqlite",
+                         "SELECT count(*) FROM sqlite_schema WHERE name = 'files_state'"),
+              1);
+    for (int i = 0; i < NQ; i++) {
+        char *again = untimed(test_search_json(m, queries[i], 40));
+        ASSERT_STR_EQ(again, with[i]);
+        free(again);
+        free(with[i]);
+    }
+    mnemo_close(m);
+}

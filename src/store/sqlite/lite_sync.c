@@ -531,6 +531,11 @@ static int lite_begin(mnemo *m, const mnemo_sync_opts *opts, int again, mnemo_sy
             db_fail(c, rc, "starting a transaction");
             goto fail;
         }
+        /* An index made before the file-name leg's own index gets it. */
+        if ((rc = store_index_files_state(c->st))) {
+            db_fail(c, rc, "indexing the files' state");
+            goto fail;
+        }
         goto done;
     }
 

@@ -333,6 +333,12 @@ int store_exec(store *s, const char *sql)
     return store_code(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
 }
 
+int store_index_files_state(store *s)
+{
+    return store_exec(s, "CREATE INDEX IF NOT EXISTS files_state ON files(id, status, source, "
+                         "nchunks)");
+}
+
 /* Runs migration V (which may name the language with %s). */
 static int run_migration(store *s, int v, const char *language)
 {
@@ -772,7 +778,7 @@ int store_create(const char *path, const store_settings *set, store **out, buf *
     for (int v = 1; v < STORE_SCHEMA_VERSION; v++)
         if ((rc = run_migration(s, v, set->language)))
             goto sqlfail;
-    if ((rc = store_exec(s, drop_main_memories)))
+    if ((rc = store_exec(s, drop_main_memories)) || (rc = store_index_files_state(s)))
         goto sqlfail;
     snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION);
     if ((rc = store_meta_set(s, "schema_version", num)) ||

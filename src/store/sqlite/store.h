@@ -15,6 +15,7 @@
 
 #define STORE_SCHEMA_VERSION 10
 
+
 /* SQLite application ids ("mnmo", "mnmm"): only a file that carries one
  * (or, written before they were set, has an index's tables and schema
  * version) is ever rebuilt, moved aside or migrated. */
@@ -81,6 +82,13 @@ int store_code(int sqlite_rc);
 
 /* A write transaction on the index alone, or on the memory store alone:
  * neither waits for the other's writers. */
+/* Adds the index of what the file-name leg reads of each file (id, status,
+ * source, chunks: files_state, which lite_search.c names) when it is not
+ * there: a common word matching thousands of paths then reads those small
+ * entries instead of the files' rows. Not a schema version: an index
+ * without it is searched as before until a sync adds it (a mnemo that does
+ * not know it keeps it up to date as SQLite keeps any index). */
+int store_index_files_state(store *s);
 int store_begin(store *s);
 int store_begin_mem(store *s);
 int store_commit(store *s);
