@@ -60,7 +60,7 @@ static int classify(int32_t cp)
 }
 
 /* Decodes at S[i] and classifies; *len gets the byte length. */
-static int class_at(const char *s, size_t n, size_t i, int *len, int32_t *cpo)
+static inline int class_at(const char *s, size_t n, size_t i, int *len, int32_t *cpo)
 {
     unsigned char c = (unsigned char)s[i];
     if (c < 0x80) {
@@ -335,7 +335,7 @@ typedef struct span {
  * "miRNAs", "clpC") stays whole: such pieces only add noise. */
 static int camel_split(const char *s, int start, int end, span *parts, int np, int max)
 {
-    int cuts[MAX_PARTS] = {0}, ncut = 0, ascii = 1;
+    int cuts[MAX_PARTS], ncut = 0, ascii = 1; /* cuts[0..ncut) set before read */
     for (int i = start; i < end; i++)
         if ((unsigned char)s[i] >= 0x80)
             ascii = 0;
@@ -559,14 +559,19 @@ int tok_run(tok *t, const char *text, size_t n, int mark_stop, tok_fn fn, void *
 static int pre_fn(void *ud, int flags, const char *token, int len, int start, int end)
 {
     buf *b = ud;
-    unsigned char h[PRE_HEADER];
+    /* Header and token written in place: one call per token of a build. */
+    if (buf_reserve(b, PRE_HEADER + (size_t)len))
+        return b->err;
+    unsigned char *h = (unsigned char *)b->data + b->len;
     int32_t s32 = start, e32 = end;
     h[0] = (flags & TOKF_COLOCATED) ? PRE_COLOCATED : 0;
     h[1] = (unsigned char)len;
     memcpy(h + 2, &s32, 4);
     memcpy(h + 6, &e32, 4);
-    buf_append(b, h, PRE_HEADER);
-    return buf_append(b, token, (size_t)len);
+    memcpy(h + PRE_HEADER, token, (size_t)len);
+    b->len += PRE_HEADER + (size_t)len;
+    b->data[b->len] = 0;
+    return MNEMO_OK;
 }
 
 int tok_pretokenize(tok *t, const char *text, size_t len, buf *out)

@@ -27,7 +27,7 @@ void buf_cleanup(buf *b)
     b->len = b->cap = 0;
 }
 
-int buf_reserve(buf *b, size_t extra)
+int buf_reserve_grow(buf *b, size_t extra)
 {
     if (b->err)
         return b->err;

@@ -22,7 +22,15 @@ typedef struct buf {
 
 void buf_init(buf *b, size_t max);
 void buf_cleanup(buf *b);
-int buf_reserve(buf *b, size_t extra);
+int buf_reserve_grow(buf *b, size_t extra);
+/* Room for EXTRA more bytes and the NUL: in place while it fits (the hot
+ * path of every appender), else grown; MNEMO_OK or the sticky error. */
+static inline int buf_reserve(buf *b, size_t extra)
+{
+    if (!b->err && extra < b->cap - b->len && extra <= b->max - b->len)
+        return 0;
+    return buf_reserve_grow(b, extra);
+}
 int buf_append(buf *b, const void *p, size_t n);
 int buf_puts(buf *b, const char *s);
 int buf_putc_grow(buf *b, char c);
