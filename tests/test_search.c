@@ -1222,7 +1222,7 @@ static size_t same_segments(const char *da, const char *db)
     sqlite3_close(a);
     sqlite3_close(b);
     for (int r = 0; r < 3; r++) {
-        char sql2[64];
+        char sql2[96];
         snprintf(sql2, sizeof sql2, "SELECT coalesce(max(mark), -1) FROM kw_mark WHERE range = %d",
                  r);
         ASSERT_EQ(count_rows(da, sql2), count_rows(db, sql2));
