@@ -335,14 +335,23 @@ typedef struct span {
  * "miRNAs", "clpC") stays whole: such pieces only add noise. */
 static int camel_split(const char *s, int start, int end, span *parts, int np, int max)
 {
-    int cuts[MAX_PARTS], ncut = 0, ascii = 1, upper = 0; /* cuts[0..ncut) set before read */
+    int ascii = 1, upper = 0;
     for (int i = start; i < end; i++) {
         unsigned char ch = (unsigned char)s[i];
         ascii &= ch < 0x80;
         upper |= ch >= 'A' && ch <= 'Z';
     }
-    /* Every cut is before a capital: none in a word without one. */
-    for (int i = start + 1; ascii && upper && i < end && ncut < MAX_PARTS - 1; i++) {
+    /* Every cut is before a capital: a word without one is one part. */
+    if (!ascii || !upper) {
+        if (np < max) {
+            parts[np].start = start;
+            parts[np].end = end;
+            np++;
+        }
+        return np;
+    }
+    int cuts[MAX_PARTS] = {0}, ncut = 0;
+    for (int i = start + 1; i < end && ncut < MAX_PARTS - 1; i++) {
         char a = s[i - 1], b = s[i];
         int lower_upper = (a >= 'a' && a <= 'z') && (b >= 'A' && b <= 'Z');
         int acronym_end = (a >= 'A' && a <= 'Z') && (b >= 'A' && b <= 'Z') && i + 1 < end &&
